@@ -1,0 +1,241 @@
+// Package auth owns accounts and credentials: password hashing (argon2id in
+// a bounded pool), access tokens (JWT), rotating refresh tokens with reuse
+// detection, failed-login throttling, and the Principal a request acts as.
+//
+// # Considerations
+//
+// Password hashing is expensive on purpose. Clients keep a session alive
+// with refresh tokens (one SHA-256 and one metadata write), never by logging
+// in again; the hashing pool refuses excess logins with 503 + Retry-After so
+// uploads keep flowing during a login storm.
+package auth
+
+import (
+	"context"
+	"net/mail"
+	"strings"
+	"time"
+
+	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/meta"
+)
+
+// Principal is who a request acts as. The zero value is anonymous.
+type Principal struct {
+	UserID string
+}
+
+// Anonymous reports whether p carries no identity.
+func (p Principal) Anonymous() bool { return p.UserID == "" }
+
+// Config of the account service. Zero values take the defaults noted.
+type Config struct {
+	AccessTTL    time.Duration // default 15m
+	RefreshTTL   time.Duration // default 30 days
+	DefaultQuota int64         // bytes for new accounts; 0 = unlimited
+	// Failed logins allowed per account and per client IP in FailWindow
+	// before further attempts are refused with 429.
+	AccountFailLimit int           // default 10
+	IPFailLimit      int           // default 100
+	FailWindow       time.Duration // default 15m
+	Params           Params
+	Pool             PoolConfig
+}
+
+// Service implements signup, login, refresh, logout and token checks.
+type Service struct {
+	meta    meta.Store
+	cfg     Config
+	hasher  *Hasher
+	tokens  *Tokens
+	byAcct  *Throttle
+	byIP    *Throttle
+	now     func() time.Time
+	newName func(userID string) string
+}
+
+// NewService returns a Service signing access tokens with key.
+func NewService(m meta.Store, key []byte, cfg Config) *Service {
+	if cfg.AccessTTL <= 0 {
+		cfg.AccessTTL = 15 * time.Minute
+	}
+	if cfg.RefreshTTL <= 0 {
+		cfg.RefreshTTL = 30 * 24 * time.Hour
+	}
+	if cfg.AccountFailLimit <= 0 {
+		cfg.AccountFailLimit = 10
+	}
+	if cfg.IPFailLimit <= 0 {
+		cfg.IPFailLimit = 100
+	}
+	if cfg.FailWindow <= 0 {
+		cfg.FailWindow = 15 * time.Minute
+	}
+	return &Service{
+		meta:    m,
+		cfg:     cfg,
+		hasher:  NewHasher(cfg.Params, cfg.Pool),
+		tokens:  NewTokens(key, cfg.AccessTTL),
+		byAcct:  NewThrottle(cfg.AccountFailLimit, cfg.FailWindow),
+		byIP:    NewThrottle(cfg.IPFailLimit, cfg.FailWindow),
+		now:     time.Now,
+		newName: DefaultBucketName,
+	}
+}
+
+// Hasher exposes the password pool (for metrics).
+func (s *Service) Hasher() *Hasher { return s.hasher }
+
+// DefaultBucketName is the name of a new user's first bucket.
+func DefaultBucketName(userID string) string { return "u-" + userID[:16] }
+
+// Session is the result of a login or refresh.
+type Session struct {
+	UserID       string
+	AccessToken  string
+	ExpiresIn    time.Duration
+	RefreshToken string
+	RefreshTTL   time.Duration
+}
+
+// NormalizeEmail lower-cases and trims an email address.
+func NormalizeEmail(email string) string { return strings.ToLower(strings.TrimSpace(email)) }
+
+func validEmail(email string) error {
+	if len(email) > 254 {
+		return errcode.New(errcode.InvalidArgument, "email is too long")
+	}
+	a, err := mail.ParseAddress(email)
+	if err != nil || a.Address != email || a.Name != "" {
+		return errcode.New(errcode.InvalidArgument, "email is not a valid address")
+	}
+	return nil
+}
+
+func validPassword(pw string) error {
+	switch {
+	case len(pw) < 8:
+		return errcode.New(errcode.InvalidArgument, "password must be at least 8 bytes")
+	case len(pw) > 1024:
+		return errcode.New(errcode.InvalidArgument, "password must be at most 1024 bytes")
+	}
+	return nil
+}
+
+// Signup creates an account and its default bucket.
+func (s *Service) Signup(ctx context.Context, email, password string) (meta.User, meta.Bucket, error) {
+	email = NormalizeEmail(email)
+	if err := validEmail(email); err != nil {
+		return meta.User{}, meta.Bucket{}, err
+	}
+	if err := validPassword(password); err != nil {
+		return meta.User{}, meta.Bucket{}, err
+	}
+	if _, err := s.meta.GetUserByEmail(ctx, email); err == nil {
+		return meta.User{}, meta.Bucket{}, errcode.New(errcode.AlreadyExists, "an account with this email exists")
+	} else if !errcode.Is(err, errcode.NotFound) {
+		return meta.User{}, meta.Bucket{}, err
+	}
+	hash, err := s.hasher.Hash(ctx, password)
+	if err != nil {
+		return meta.User{}, meta.Bucket{}, err
+	}
+	now := s.now().UTC()
+	u := meta.User{ID: NewID(), Email: email, PasswordHash: hash, QuotaBytes: s.cfg.DefaultQuota, CreatedAt: now}
+	b := meta.Bucket{Name: s.newName(u.ID), OwnerID: u.ID, Visibility: meta.Private, CreatedAt: now}
+	if err := s.meta.CreateUser(ctx, u, b); err != nil {
+		if errcode.Is(err, errcode.AlreadyExists) {
+			return meta.User{}, meta.Bucket{}, errcode.New(errcode.AlreadyExists, "an account with this email exists")
+		}
+		return meta.User{}, meta.Bucket{}, err
+	}
+	return u, b, nil
+}
+
+// Login checks a password and opens a session. clientIP keys the per-IP
+// failure throttle.
+func (s *Service) Login(ctx context.Context, email, password, clientIP string) (Session, error) {
+	email = NormalizeEmail(email)
+	if wait := max(s.byAcct.Check(email), s.byIP.Check(clientIP)); wait > 0 {
+		return Session{}, errcode.Retry(errcode.RateLimited, wait, "too many failed logins; retry later")
+	}
+	u, err := s.meta.GetUserByEmail(ctx, email)
+	if err != nil && !errcode.Is(err, errcode.NotFound) {
+		return Session{}, err
+	}
+	ok, err := s.hasher.Verify(ctx, password, u.PasswordHash)
+	if err != nil {
+		return Session{}, err
+	}
+	if !ok || u.Disabled {
+		s.byAcct.Fail(email)
+		s.byIP.Fail(clientIP)
+		return Session{}, errcode.New(errcode.Unauthenticated, "wrong email or password")
+	}
+	s.byAcct.Reset(email)
+	token, hash := newOpaqueToken()
+	now := s.now().UTC()
+	rt := meta.RefreshToken{Hash: hash, UserID: u.ID, Family: NewID(), CreatedAt: now, ExpiresAt: now.Add(s.cfg.RefreshTTL)}
+	if err := s.meta.CreateRefreshToken(ctx, rt); err != nil {
+		return Session{}, err
+	}
+	return s.session(u.ID, token)
+}
+
+func (s *Service) session(userID, refresh string) (Session, error) {
+	access, ttl, err := s.tokens.Issue(userID)
+	if err != nil {
+		return Session{}, err
+	}
+	return Session{UserID: userID, AccessToken: access, ExpiresIn: ttl, RefreshToken: refresh, RefreshTTL: s.cfg.RefreshTTL}, nil
+}
+
+// Refresh rotates a refresh token. Presenting a token that was already
+// rotated revokes its whole family (a stolen token is useless after the
+// legitimate client's next refresh, and vice versa).
+func (s *Service) Refresh(ctx context.Context, refreshToken string) (Session, error) {
+	if refreshToken == "" {
+		return Session{}, errcode.New(errcode.InvalidArgument, "refresh_token is required")
+	}
+	token, hash := newOpaqueToken()
+	now := s.now().UTC()
+	next, err := s.meta.RotateRefreshToken(ctx, HashToken(refreshToken),
+		meta.RefreshToken{Hash: hash, CreatedAt: now, ExpiresAt: now.Add(s.cfg.RefreshTTL)}, now)
+	if err != nil {
+		return Session{}, err
+	}
+	u, err := s.meta.GetUser(ctx, next.UserID)
+	if err != nil {
+		return Session{}, err
+	}
+	if u.Disabled {
+		return Session{}, errcode.New(errcode.Unauthenticated, "account disabled")
+	}
+	return s.session(next.UserID, token)
+}
+
+// Logout revokes the refresh token's family.
+func (s *Service) Logout(ctx context.Context, refreshToken string) error {
+	if refreshToken == "" {
+		return errcode.New(errcode.InvalidArgument, "refresh_token is required")
+	}
+	err := s.meta.RevokeRefreshFamily(ctx, HashToken(refreshToken))
+	if errcode.Is(err, errcode.NotFound) {
+		return errcode.New(errcode.Unauthenticated, "unknown refresh token")
+	}
+	return err
+}
+
+// Authenticate turns a bearer access token into a Principal.
+func (s *Service) Authenticate(token string) (Principal, error) {
+	id, err := s.tokens.Verify(token)
+	if err != nil {
+		return Principal{}, err
+	}
+	return Principal{UserID: id}, nil
+}
+
+// User returns the account of id.
+func (s *Service) User(ctx context.Context, id string) (meta.User, error) {
+	return s.meta.GetUser(ctx, id)
+}

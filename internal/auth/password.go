@@ -1,0 +1,194 @@
+package auth
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/crypto/argon2"
+
+	"github.com/coffer-storage/coffer/internal/errcode"
+)
+
+// Params are argon2id parameters.
+type Params struct {
+	Memory  uint32 // KiB; default 19456 (19 MiB, OWASP's minimum for argon2id)
+	Time    uint32 // passes; default 2
+	Threads uint8  // lanes; default 1
+	SaltLen int    // default 16
+	KeyLen  uint32 // default 32
+}
+
+// DefaultParams are OWASP's recommended minimum for argon2id.
+var DefaultParams = Params{Memory: 19456, Time: 2, Threads: 1, SaltLen: 16, KeyLen: 32}
+
+// PoolConfig bounds password hashing so that a login storm cannot starve
+// the rest of the server: at most Slots hashes run at once; up to MaxQueue
+// more wait at most MaxWait each; everything beyond is refused at once with
+// errcode.Unavailable and a Retry-After.
+type PoolConfig struct {
+	Slots    int           // default max(1, GOMAXPROCS/2)
+	MaxQueue int           // default 64
+	MaxWait  time.Duration // default 2s
+}
+
+// Hasher hashes and verifies passwords with argon2id in a bounded pool.
+type Hasher struct {
+	params  Params
+	sem     chan struct{}
+	waiting atomic.Int64
+	cfg     PoolConfig
+
+	hashed   atomic.Int64
+	rejected atomic.Int64
+	dummy    string // verified against for unknown users, to equalise timing
+}
+
+// NewHasher returns a Hasher; zero fields of p and cfg take defaults.
+func NewHasher(p Params, cfg PoolConfig) *Hasher {
+	if p.Memory == 0 {
+		p.Memory = DefaultParams.Memory
+	}
+	if p.Time == 0 {
+		p.Time = DefaultParams.Time
+	}
+	if p.Threads == 0 {
+		p.Threads = DefaultParams.Threads
+	}
+	if p.SaltLen == 0 {
+		p.SaltLen = DefaultParams.SaltLen
+	}
+	if p.KeyLen == 0 {
+		p.KeyLen = DefaultParams.KeyLen
+	}
+	if cfg.Slots <= 0 {
+		cfg.Slots = max(1, runtime.GOMAXPROCS(0)/2)
+	}
+	if cfg.MaxQueue <= 0 {
+		cfg.MaxQueue = 64
+	}
+	if cfg.MaxWait <= 0 {
+		cfg.MaxWait = 2 * time.Second
+	}
+	h := &Hasher{params: p, sem: make(chan struct{}, cfg.Slots), cfg: cfg}
+	h.dummy = h.hashNow([]byte("coffer-dummy-password"))
+	return h
+}
+
+// HasherStats are counters for metrics.
+type HasherStats struct {
+	Hashed, Rejected, Waiting, InUse int64
+}
+
+// Stats returns current counters.
+func (h *Hasher) Stats() HasherStats {
+	return HasherStats{
+		Hashed:   h.hashed.Load(),
+		Rejected: h.rejected.Load(),
+		Waiting:  h.waiting.Load(),
+		InUse:    int64(len(h.sem)),
+	}
+}
+
+func (h *Hasher) acquire(ctx context.Context) error {
+	select {
+	case h.sem <- struct{}{}:
+		return nil
+	default:
+	}
+	busy := func() error {
+		h.rejected.Add(1)
+		return errcode.Retry(errcode.Unavailable, time.Second, "too many logins in progress; retry shortly")
+	}
+	if h.waiting.Add(1) > int64(h.cfg.MaxQueue) {
+		h.waiting.Add(-1)
+		return busy()
+	}
+	defer h.waiting.Add(-1)
+	t := time.NewTimer(h.cfg.MaxWait)
+	defer t.Stop()
+	select {
+	case h.sem <- struct{}{}:
+		return nil
+	case <-t.C:
+		return busy()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (h *Hasher) release() { <-h.sem }
+
+// Hash returns the PHC string of password.
+func (h *Hasher) Hash(ctx context.Context, password string) (string, error) {
+	if err := h.acquire(ctx); err != nil {
+		return "", err
+	}
+	defer h.release()
+	return h.hashNow([]byte(password)), nil
+}
+
+func (h *Hasher) hashNow(pw []byte) string {
+	h.hashed.Add(1)
+	p := h.params
+	salt := make([]byte, p.SaltLen)
+	rand.Read(salt)
+	key := argon2.IDKey(pw, salt, p.Time, p.Memory, p.Threads, p.KeyLen)
+	b64 := base64.RawStdEncoding
+	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s",
+		argon2.Version, p.Memory, p.Time, p.Threads, b64.EncodeToString(salt), b64.EncodeToString(key))
+}
+
+// Verify reports whether password matches the PHC string encoded. An empty
+// encoded (unknown user) is verified against a dummy hash so that timing
+// does not reveal whether an account exists; it never matches.
+func (h *Hasher) Verify(ctx context.Context, password, encoded string) (bool, error) {
+	real := encoded != ""
+	if !real {
+		encoded = h.dummy
+	}
+	p, salt, want, err := parsePHC(encoded)
+	if err != nil {
+		return false, err
+	}
+	if err := h.acquire(ctx); err != nil {
+		return false, err
+	}
+	defer h.release()
+	h.hashed.Add(1)
+	got := argon2.IDKey([]byte(password), salt, p.Time, p.Memory, p.Threads, uint32(len(want)))
+	return real && subtle.ConstantTimeCompare(got, want) == 1, nil
+}
+
+func parsePHC(s string) (Params, []byte, []byte, error) {
+	bad := func(why string) (Params, []byte, []byte, error) {
+		return Params{}, nil, nil, errcode.New(errcode.Internal, "stored password hash is malformed: %s", why)
+	}
+	parts := strings.Split(s, "$")
+	if len(parts) != 6 || parts[1] != "argon2id" {
+		return bad("not argon2id")
+	}
+	var v int
+	if _, err := fmt.Sscanf(parts[2], "v=%d", &v); err != nil || v != argon2.Version {
+		return bad("version")
+	}
+	var p Params
+	if _, err := fmt.Sscanf(parts[3], "m=%d,t=%d,p=%d", &p.Memory, &p.Time, &p.Threads); err != nil {
+		return bad("parameters")
+	}
+	salt, err := base64.RawStdEncoding.DecodeString(parts[4])
+	if err != nil {
+		return bad("salt")
+	}
+	key, err := base64.RawStdEncoding.DecodeString(parts[5])
+	if err != nil || len(key) == 0 {
+		return bad("key")
+	}
+	return p, salt, key, nil
+}

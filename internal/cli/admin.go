@@ -1,0 +1,120 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"path/filepath"
+
+	"github.com/coffer-storage/coffer/internal/auth"
+	"github.com/coffer-storage/coffer/internal/blob/diskblob"
+	"github.com/coffer-storage/coffer/internal/config"
+	"github.com/coffer-storage/coffer/internal/meta/sqlite"
+	"github.com/coffer-storage/coffer/internal/object"
+)
+
+func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }
+
+// dataFlag adds --data (and COFFER_DATA) to an admin command.
+func dataFlag(fs *flag.FlagSet, env Env) *string {
+	d := config.Defaults().Data
+	if v := env.Getenv("COFFER_DATA"); v != "" {
+		d = v
+	}
+	return fs.String("data", d, "data folder")
+}
+
+type userCmd struct{ env Env }
+
+func (*userCmd) Synopsis() string {
+	return "manage accounts: 'user create --email E --password P', 'user quota --email E --bytes N'"
+}
+
+func (c *userCmd) Run(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		return usageError{errorf("need a subcommand: create or quota")}
+	}
+	fs := flag.NewFlagSet("coffer user "+args[0], flag.ContinueOnError)
+	fs.SetOutput(c.env.Stderr)
+	data := dataFlag(fs, c.env)
+	email := fs.String("email", "", "account email")
+	password := fs.String("password", "", "password (create)")
+	var quota int64
+	fs.Func("bytes", "quota in bytes, e.g. 10GiB; 0 = unlimited (quota)", func(s string) error {
+		n, err := config.ParseBytes(s)
+		quota = n
+		return err
+	})
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if *email == "" {
+		return usageError{errorf("--email is required")}
+	}
+	m, err := sqlite.Open(ctx, filepath.Join(*data, "meta.db"), sqlite.Options{})
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	switch args[0] {
+	case "create":
+		key, err := serverKey(*data)
+		if err != nil {
+			return err
+		}
+		as := auth.NewService(m, auth.DeriveKey(key, "access-token"), auth.Config{})
+		u, b, err := as.Signup(ctx, *email, *password)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(c.env.Stdout, "created user %s (%s) with bucket %s\n", u.Email, u.ID, b.Name)
+	case "quota":
+		u, err := m.GetUserByEmail(ctx, auth.NormalizeEmail(*email))
+		if err != nil {
+			return err
+		}
+		if err := m.SetQuota(ctx, u.ID, quota); err != nil {
+			return err
+		}
+		fmt.Fprintf(c.env.Stdout, "quota of %s set to %d bytes (usage %d)\n", u.Email, quota, u.UsageBytes)
+	default:
+		return usageError{errorf("unknown subcommand %q", args[0])}
+	}
+	return nil
+}
+
+type gcCmd struct{ env Env }
+
+func (*gcCmd) Synopsis() string {
+	return "reclaim replaced/deleted blobs and orphans now (server must be stopped)"
+}
+
+func (c *gcCmd) Run(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("coffer gc", flag.ContinueOnError)
+	fs.SetOutput(c.env.Stderr)
+	data := dataFlag(fs, c.env)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	m, err := sqlite.Open(ctx, filepath.Join(*data, "meta.db"), sqlite.Options{})
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	b, err := diskblob.Open(filepath.Join(*data, "blobs"))
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	svc := object.New(m, b, object.Config{GarbageGrace: 1, OrphanGrace: 1}, newLogger(c.env.Stderr, "info", "text"))
+	g, err := svc.CollectGarbage(ctx)
+	if err != nil {
+		return err
+	}
+	o, err := svc.CollectOrphans(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.env.Stdout, "reclaimed %d replaced/deleted blobs and %d orphans\n", g, o)
+	return nil
+}

@@ -1,0 +1,38 @@
+package cli
+
+import (
+	"context"
+
+	"github.com/coffer-storage/coffer/internal/config"
+	"github.com/coffer-storage/coffer/internal/server"
+)
+
+type serveCmd struct{ env Env }
+
+func (*serveCmd) Synopsis() string {
+	return "run the server (defaults: ./coffer-data, 127.0.0.1:8080, SQLite + local disk)"
+}
+
+func (c *serveCmd) Run(ctx context.Context, args []string) error {
+	cfg := config.Defaults()
+	fs := cfg.FlagSet("coffer serve")
+	fs.SetOutput(c.env.Stderr)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError{errorf("unexpected arguments: %v", fs.Args())}
+	}
+	if err := config.ApplyEnv(fs, c.env.Getenv); err != nil {
+		return usageError{err}
+	}
+	if err := cfg.Validate(); err != nil {
+		return usageError{err}
+	}
+	log := newLogger(c.env.Stderr, cfg.LogLevel, cfg.LogFormat)
+	srv, err := server.New(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	return srv.Run(ctx, c.env.Stdout)
+}

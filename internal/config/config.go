@@ -1,0 +1,227 @@
+// Package config is Coffer's configuration: one plain struct with the
+// default written on each field, loaded from flags, then COFFER_*
+// environment variables, then defaults, and validated in one place.
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+)
+
+// Config configures `coffer serve`.
+type Config struct {
+	Data   string // --data, COFFER_DATA: data folder; default ./coffer-data
+	Listen string // --listen, COFFER_LISTEN: file API address; default 127.0.0.1:8080
+
+	LogLevel  string // --log-level: debug|info|warn|error; default info
+	LogFormat string // --log-format: json|text; default json
+
+	DefaultQuota  int64 // --default-quota: bytes for new accounts, 0 = unlimited; default 0
+	MaxObjectSize int64 // --max-object-size: largest single upload; default 64GiB
+
+	ShutdownTimeout time.Duration // --shutdown-timeout: in-flight requests get this long on SIGTERM; default 30s
+	MaxInFlight     int           // --max-in-flight: concurrent requests before 503; default 4096
+	RequestTimeout  time.Duration // --request-timeout: bound for requests that move no object bytes; default 30s
+	MinUploadRate   int64         // --min-upload-rate: bytes/s a client must sustain after 10s; default 4096
+
+	TrustedProxies []netip.Prefix // --trusted-proxies: CIDRs allowed to set X-Forwarded-For; default none
+	PublicMaxAge   time.Duration  // --public-max-age: Cache-Control max-age for public-read objects; default 60s
+	MetricsToken   string         // --metrics-token: bearer token for /metrics from non-loopback clients; default none (loopback only)
+
+	LoginConcurrency int    // --login-concurrency: parallel password hashes; default max(1, cores/2)
+	Argon2Memory     uint32 // --argon2-memory: KiB; default 19456
+	Argon2Time       uint32 // --argon2-time: passes; default 2
+}
+
+// Defaults returns the configuration with every default applied.
+func Defaults() Config {
+	return Config{
+		Data:            "./coffer-data",
+		Listen:          "127.0.0.1:8080",
+		LogLevel:        "info",
+		LogFormat:       "json",
+		MaxObjectSize:   64 << 30,
+		ShutdownTimeout: 30 * time.Second,
+		MaxInFlight:     4096,
+		RequestTimeout:  30 * time.Second,
+		MinUploadRate:   4096,
+		PublicMaxAge:    time.Minute,
+		Argon2Memory:    19456,
+		Argon2Time:      2,
+	}
+}
+
+// Validate reports every problem with c at once.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Data == "" {
+		errs = append(errs, errors.New("data: must not be empty"))
+	}
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		errs = append(errs, fmt.Errorf("listen: %v", err))
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, fmt.Errorf("log-level: %q is not debug, info, warn or error", c.LogLevel))
+	}
+	switch c.LogFormat {
+	case "json", "text":
+	default:
+		errs = append(errs, fmt.Errorf("log-format: %q is not json or text", c.LogFormat))
+	}
+	if c.DefaultQuota < 0 {
+		errs = append(errs, errors.New("default-quota: must be >= 0"))
+	}
+	if c.MaxObjectSize <= 0 {
+		errs = append(errs, errors.New("max-object-size: must be > 0"))
+	}
+	if c.ShutdownTimeout <= 0 || c.RequestTimeout <= 0 {
+		errs = append(errs, errors.New("shutdown-timeout and request-timeout: must be > 0"))
+	}
+	if c.MaxInFlight <= 0 {
+		errs = append(errs, errors.New("max-in-flight: must be > 0"))
+	}
+	if c.MinUploadRate <= 0 {
+		errs = append(errs, errors.New("min-upload-rate: must be > 0"))
+	}
+	if c.Argon2Memory < 8*1024 || c.Argon2Time < 1 {
+		errs = append(errs, errors.New("argon2: memory must be >= 8192 KiB and time >= 1"))
+	}
+	return errors.Join(errs...)
+}
+
+// FlagSet binds c's fields to a new flag set for `coffer serve`.
+func (c *Config) FlagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.StringVar(&c.Data, "data", c.Data, "data folder (SQLite metadata, blobs, server key)")
+	fs.StringVar(&c.Listen, "listen", c.Listen, "address of the file API")
+	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
+	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "json or text")
+	fs.Var((*bytesValue)(&c.DefaultQuota), "default-quota", "storage quota of new accounts, e.g. 10GiB (0 = unlimited)")
+	fs.Var((*bytesValue)(&c.MaxObjectSize), "max-object-size", "largest single upload, e.g. 64GiB")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long in-flight requests may finish on SIGINT/SIGTERM")
+	fs.IntVar(&c.MaxInFlight, "max-in-flight", c.MaxInFlight, "concurrent requests served before new ones get 503")
+	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "deadline of requests that move no object bytes")
+	fs.Var((*bytesValue)(&c.MinUploadRate), "min-upload-rate", "bytes per second a client must sustain (after 10s grace)")
+	fs.Var((*prefixesValue)(&c.TrustedProxies), "trusted-proxies", "comma-separated CIDRs whose X-Forwarded-For is trusted")
+	fs.DurationVar(&c.PublicMaxAge, "public-max-age", c.PublicMaxAge, "Cache-Control max-age of objects in public-read buckets")
+	fs.StringVar(&c.MetricsToken, "metrics-token", c.MetricsToken, "bearer token allowing /metrics from non-loopback clients")
+	fs.IntVar(&c.LoginConcurrency, "login-concurrency", c.LoginConcurrency, "password hashes run in parallel (0 = half the cores)")
+	fs.Func("argon2-memory", "argon2id memory in KiB (default 19456)", func(s string) error {
+		n, err := strconv.ParseUint(s, 10, 32)
+		c.Argon2Memory = uint32(n)
+		return err
+	})
+	fs.Func("argon2-time", "argon2id passes (default 2)", func(s string) error {
+		n, err := strconv.ParseUint(s, 10, 32)
+		c.Argon2Time = uint32(n)
+		return err
+	})
+	return fs
+}
+
+// EnvName is the environment variable of a flag: COFFER_ and the flag name
+// in upper case with '-' as '_'.
+func EnvName(flagName string) string {
+	return "COFFER_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// ApplyEnv sets every flag not given on the command line from its
+// environment variable, if set. Flags win over the environment.
+func ApplyEnv(fs *flag.FlagSet, getenv func(string) string) error {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		if set[f.Name] {
+			return
+		}
+		if v := getenv(EnvName(f.Name)); v != "" {
+			if err := fs.Set(f.Name, v); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %v", EnvName(f.Name), err))
+			}
+		}
+	})
+	return errors.Join(errs...)
+}
+
+// bytesValue parses sizes like 1048576, 64KiB, 10MB, 5GiB.
+type bytesValue int64
+
+func (b *bytesValue) String() string { return strconv.FormatInt(int64(*b), 10) }
+
+func (b *bytesValue) Set(s string) error {
+	n, err := ParseBytes(s)
+	*b = bytesValue(n)
+	return err
+}
+
+// ParseBytes parses a byte size with an optional unit (B, KB, MB, GB, TB
+// in powers of 1000; KiB, MiB, GiB, TiB in powers of 1024).
+func ParseBytes(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	i := strings.IndexFunc(s, func(r rune) bool { return !unicode.IsDigit(r) && r != '.' })
+	num, unit := s, ""
+	if i >= 0 {
+		num, unit = s[:i], strings.TrimSpace(s[i:])
+	}
+	f, err := strconv.ParseFloat(num, 64)
+	if err != nil || f < 0 {
+		return 0, fmt.Errorf("invalid size %q", s)
+	}
+	mult := map[string]float64{
+		"": 1, "b": 1,
+		"k": 1e3, "kb": 1e3, "m": 1e6, "mb": 1e6, "g": 1e9, "gb": 1e9, "t": 1e12, "tb": 1e12,
+		"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40,
+	}[strings.ToLower(unit)]
+	if mult == 0 {
+		return 0, fmt.Errorf("invalid size unit in %q", s)
+	}
+	return int64(f * mult), nil
+}
+
+type prefixesValue []netip.Prefix
+
+func (p *prefixesValue) String() string {
+	var s []string
+	for _, x := range *p {
+		s = append(s, x.String())
+	}
+	return strings.Join(s, ",")
+}
+
+func (p *prefixesValue) Set(s string) error {
+	*p = nil
+	for part := range strings.SplitSeq(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		if !strings.Contains(part, "/") {
+			a, err := netip.ParseAddr(part)
+			if err != nil {
+				return err
+			}
+			*p = append(*p, netip.PrefixFrom(a, a.BitLen()))
+			continue
+		}
+		pr, err := netip.ParsePrefix(part)
+		if err != nil {
+			return err
+		}
+		*p = append(*p, pr.Masked())
+	}
+	return nil
+}

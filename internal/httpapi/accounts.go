@@ -1,0 +1,173 @@
+package httpapi
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/coffer-storage/coffer/internal/auth"
+	"github.com/coffer-storage/coffer/internal/httpx"
+	"github.com/coffer-storage/coffer/internal/meta"
+)
+
+type userJSON struct {
+	ID         string    `json:"id"`
+	Email      string    `json:"email"`
+	QuotaBytes int64     `json:"quota_bytes"`
+	UsageBytes int64     `json:"usage_bytes"`
+	CreatedAt  time.Time `json:"created_at"`
+}
+
+func toUserJSON(u meta.User) userJSON {
+	return userJSON{ID: u.ID, Email: u.Email, QuotaBytes: u.QuotaBytes, UsageBytes: u.UsageBytes, CreatedAt: u.CreatedAt}
+}
+
+type bucketJSON struct {
+	Name       string          `json:"name"`
+	Visibility meta.Visibility `json:"visibility"`
+	CreatedAt  time.Time       `json:"created_at"`
+}
+
+func toBucketJSON(b meta.Bucket) bucketJSON {
+	return bucketJSON{Name: b.Name, Visibility: b.Visibility, CreatedAt: b.CreatedAt}
+}
+
+type credentials struct {
+	Email    string `json:"email"`
+	Password string `json:"password"`
+}
+
+func (api *API) signup(r *http.Request, _ auth.Principal) (response, error) {
+	var c credentials
+	if err := api.decodeJSON(r, &c); err != nil {
+		return nil, err
+	}
+	u, b, err := api.auth.Signup(r.Context(), c.Email, c.Password)
+	if err != nil {
+		return nil, err
+	}
+	return created(map[string]any{"user": toUserJSON(u), "bucket": toBucketJSON(b)}), nil
+}
+
+type sessionJSON struct {
+	AccessToken      string `json:"access_token"`
+	TokenType        string `json:"token_type"`
+	ExpiresIn        int    `json:"expires_in"`
+	RefreshToken     string `json:"refresh_token"`
+	RefreshExpiresIn int    `json:"refresh_expires_in"`
+	UserID           string `json:"user_id"`
+}
+
+func toSessionJSON(s auth.Session) sessionJSON {
+	return sessionJSON{
+		AccessToken: s.AccessToken, TokenType: "Bearer", ExpiresIn: int(s.ExpiresIn.Seconds()),
+		RefreshToken: s.RefreshToken, RefreshExpiresIn: int(s.RefreshTTL.Seconds()), UserID: s.UserID,
+	}
+}
+
+func (api *API) login(r *http.Request, _ auth.Principal) (response, error) {
+	var c credentials
+	if err := api.decodeJSON(r, &c); err != nil {
+		return nil, err
+	}
+	ip := httpx.ClientIP(r, api.cfg.TrustedProxies)
+	s, err := api.auth.Login(r.Context(), c.Email, c.Password, ip.String())
+	if err != nil {
+		return nil, err
+	}
+	return ok(toSessionJSON(s)), nil
+}
+
+type refreshBody struct {
+	RefreshToken string `json:"refresh_token"`
+}
+
+func (api *API) refresh(r *http.Request, _ auth.Principal) (response, error) {
+	var b refreshBody
+	if err := api.decodeJSON(r, &b); err != nil {
+		return nil, err
+	}
+	s, err := api.auth.Refresh(r.Context(), b.RefreshToken)
+	if err != nil {
+		return nil, err
+	}
+	return ok(toSessionJSON(s)), nil
+}
+
+func (api *API) logout(r *http.Request, _ auth.Principal) (response, error) {
+	var b refreshBody
+	if err := api.decodeJSON(r, &b); err != nil {
+		return nil, err
+	}
+	if err := api.auth.Logout(r.Context(), b.RefreshToken); err != nil {
+		return nil, err
+	}
+	return noContent{}, nil
+}
+
+func (api *API) me(r *http.Request, p auth.Principal) (response, error) {
+	u, err := api.auth.User(r.Context(), p.UserID)
+	if err != nil {
+		return nil, err
+	}
+	return ok(toUserJSON(u)), nil
+}
+
+// ---- buckets ----
+
+func (api *API) listBuckets(r *http.Request, p auth.Principal) (response, error) {
+	bs, err := api.objects.ListBuckets(r.Context(), actor(p))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]bucketJSON, 0, len(bs))
+	for _, b := range bs {
+		out = append(out, toBucketJSON(b))
+	}
+	return ok(map[string]any{"buckets": out}), nil
+}
+
+type bucketBody struct {
+	Name       string          `json:"name"`
+	Visibility meta.Visibility `json:"visibility"`
+}
+
+func (api *API) createBucket(r *http.Request, p auth.Principal) (response, error) {
+	var body bucketBody
+	if err := api.decodeJSON(r, &body); err != nil {
+		return nil, err
+	}
+	b, err := api.objects.CreateBucket(r.Context(), actor(p), body.Name, body.Visibility)
+	if err != nil {
+		return nil, err
+	}
+	return created(toBucketJSON(b)), nil
+}
+
+func (api *API) getBucket(r *http.Request, p auth.Principal) (response, error) {
+	b, err := api.objects.GetBucket(r.Context(), actor(p), r.PathValue("bucket"))
+	if err != nil {
+		return nil, err
+	}
+	return ok(toBucketJSON(b)), nil
+}
+
+func (api *API) patchBucket(r *http.Request, p auth.Principal) (response, error) {
+	var body struct {
+		Visibility meta.Visibility `json:"visibility"`
+	}
+	if err := api.decodeJSON(r, &body); err != nil {
+		return nil, err
+	}
+	b, err := api.objects.SetBucketVisibility(r.Context(), actor(p), r.PathValue("bucket"), body.Visibility)
+	if err != nil {
+		return nil, err
+	}
+	return ok(toBucketJSON(b)), nil
+}
+
+func (api *API) deleteBucket(r *http.Request, p auth.Principal) (response, error) {
+	if err := api.objects.DeleteBucket(r.Context(), actor(p), r.PathValue("bucket")); err != nil {
+		return nil, err
+	}
+	return noContent{}, nil
+}

@@ -1,0 +1,248 @@
+// Package httpapi is Coffer's file REST API under /api/v1: accounts and
+// sessions, buckets, streaming uploads (raw and multipart/form-data),
+// HTTP-correct downloads, listing, move and copy. Every error is an RFC 9457
+// problem details body with a stable code (see problem.go, docs/errors.md).
+//
+// Handlers return (response, error); one wrapper authenticates, writes the
+// response or the problem, and nothing else writes to the wire. Every route
+// is declared once in the table returned by Routes, which the cross-user
+// test walks, so a new route cannot skip its authorisation test.
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/coffer-storage/coffer/internal/auth"
+	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/httpx"
+	"github.com/coffer-storage/coffer/internal/object"
+)
+
+// Config of the file API. Zero values take the defaults noted.
+type Config struct {
+	// TrustedProxies may set X-Forwarded-For; empty trusts nobody.
+	TrustedProxies []netip.Prefix
+	// PublicMaxAge is the Cache-Control max-age of public-read objects.
+	// Default 60s.
+	PublicMaxAge time.Duration
+	// Upload and download minimum rates (slowloris protection).
+	UploadRate   httpx.MinRate
+	DownloadRate httpx.MinRate
+	// MaxJSONBody bounds JSON request bodies. Default 64 KiB.
+	MaxJSONBody int64
+	// MaxFormFiles bounds the files of one multipart/form-data upload.
+	// Default 1000.
+	MaxFormFiles int
+	// RequestTimeout bounds requests that move no object bytes. Default 30s.
+	RequestTimeout time.Duration
+}
+
+// API is the file API.
+type API struct {
+	objects *object.Service
+	auth    *auth.Service
+	cfg     Config
+	log     *slog.Logger
+}
+
+// New returns the API.
+func New(objects *object.Service, as *auth.Service, cfg Config, log *slog.Logger) *API {
+	if cfg.PublicMaxAge <= 0 {
+		cfg.PublicMaxAge = time.Minute
+	}
+	if cfg.MaxJSONBody <= 0 {
+		cfg.MaxJSONBody = 64 << 10
+	}
+	if cfg.MaxFormFiles <= 0 {
+		cfg.MaxFormFiles = 1000
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = 30 * time.Second
+	}
+	if cfg.DownloadRate.BytesPerSec <= 0 {
+		cfg.DownloadRate.BytesPerSec = 64 << 10
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &API{objects: objects, auth: as, cfg: cfg, log: log}
+}
+
+// Access says who may call a route.
+type Access string
+
+// Accesses.
+const (
+	Public   Access = "public"   // no credentials needed (signup, login, ...)
+	User     Access = "user"     // a valid access token is required
+	Optional Access = "optional" // anonymous allowed; the object service decides
+)
+
+// Route describes one endpoint.
+type Route struct {
+	Method  string // GET routes also answer HEAD
+	Pattern string // net/http ServeMux pattern without the method
+	Access  Access
+	// Streams is true for routes that move object bytes (exempt from the
+	// short request timeout; bounded by minimum transfer rates instead).
+	Streams bool
+	handle  handlerFunc
+}
+
+type handlerFunc func(r *http.Request, p auth.Principal) (response, error)
+
+// response writes a successful result.
+type response interface {
+	respond(w http.ResponseWriter, r *http.Request)
+}
+
+// Routes returns the API's route table.
+func (api *API) Routes() []Route {
+	const b = "/api/v1/buckets/{bucket}"
+	return []Route{
+		{Method: "POST", Pattern: "/api/v1/auth/signup", Access: Public, handle: api.signup},
+		{Method: "POST", Pattern: "/api/v1/auth/login", Access: Public, handle: api.login},
+		{Method: "POST", Pattern: "/api/v1/auth/refresh", Access: Public, handle: api.refresh},
+		{Method: "POST", Pattern: "/api/v1/auth/logout", Access: Public, handle: api.logout},
+		{Method: "GET", Pattern: "/api/v1/me", Access: User, handle: api.me},
+
+		{Method: "GET", Pattern: "/api/v1/buckets", Access: User, handle: api.listBuckets},
+		{Method: "POST", Pattern: "/api/v1/buckets", Access: User, handle: api.createBucket},
+		{Method: "GET", Pattern: b, Access: User, handle: api.getBucket},
+		{Method: "PATCH", Pattern: b, Access: User, handle: api.patchBucket},
+		{Method: "DELETE", Pattern: b, Access: User, handle: api.deleteBucket},
+
+		{Method: "GET", Pattern: b + "/files", Access: User, handle: api.listFiles},
+		{Method: "POST", Pattern: b + "/files", Access: User, Streams: true, handle: api.uploadForm},
+		{Method: "PUT", Pattern: b + "/files/{key...}", Access: User, Streams: true, handle: api.putFile},
+		{Method: "GET", Pattern: b + "/files/{key...}", Access: Optional, Streams: true, handle: api.getFile},
+		{Method: "DELETE", Pattern: b + "/files/{key...}", Access: User, handle: api.deleteFile},
+		{Method: "POST", Pattern: b + "/move", Access: User, handle: api.moveFile},
+		{Method: "POST", Pattern: b + "/copy", Access: User, Streams: true, handle: api.copyFile},
+	}
+}
+
+// Handler returns the API as an http.Handler for paths under /api/. Mount
+// it so that no http.ServeMux cleans the path first (see router).
+func (api *API) Handler() http.Handler {
+	rt := newRouter(api.Routes())
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		route, err := rt.match(r)
+		if err != nil {
+			if errcode.Is(err, errcode.MethodNotAllowed) {
+				w.Header().Set("Allow", route.Method)
+			}
+			WriteProblem(w, r, api.log, err)
+			return
+		}
+		api.serve(w, r, route)
+	})
+}
+
+func (api *API) serve(w http.ResponseWriter, r *http.Request, rt Route) {
+	httpx.SetRoute(r.Context(), rt.Method+" "+rt.Pattern)
+	p, err := api.principal(r)
+	if err == nil && rt.Access == User && p.Anonymous() {
+		err = errcode.New(errcode.Unauthenticated, "authentication required")
+	}
+	if err != nil {
+		WriteProblem(w, r, api.log, err)
+		return
+	}
+	httpx.SetUser(r.Context(), p.UserID)
+	if rt.Streams {
+		if r.Body != nil && r.Body != http.NoBody {
+			r.Body = httpx.NewRateReader(w, r.Body, api.cfg.UploadRate)
+		}
+	} else {
+		ctx, cancel := contextWithTimeout(r, api.cfg.RequestTimeout)
+		defer cancel()
+		r = r.WithContext(ctx)
+	}
+	resp, err := rt.handle(r, p)
+	if err != nil {
+		WriteProblem(w, r, api.log, err)
+		return
+	}
+	resp.respond(w, r)
+}
+
+// principal authenticates the request's bearer token, if any. A present
+// but invalid token is an error even on routes that allow anonymous access.
+func (api *API) principal(r *http.Request) (auth.Principal, error) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return auth.Principal{}, nil
+	}
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return auth.Principal{}, errcode.New(errcode.Unauthenticated, "Authorization must be \"Bearer <access token>\"")
+	}
+	return api.auth.Authenticate(strings.TrimSpace(token))
+}
+
+func actor(p auth.Principal) object.Actor { return object.Actor{UserID: p.UserID} }
+
+// decodeJSON reads a bounded JSON body into v, rejecting unknown fields and
+// trailing data.
+func (api *API) decodeJSON(r *http.Request, v any) error {
+	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(strings.ToLower(ct), "application/json") {
+		return errcode.New(errcode.InvalidArgument, "Content-Type must be application/json")
+	}
+	body := http.MaxBytesReader(nil, r.Body, api.cfg.MaxJSONBody)
+	dec := json.NewDecoder(body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var mbe *http.MaxBytesError
+		switch {
+		case errors.As(err, &mbe):
+			return errcode.New(errcode.TooLarge, "JSON body exceeds %d bytes", api.cfg.MaxJSONBody)
+		case errors.Is(err, io.EOF):
+			return errcode.New(errcode.InvalidArgument, "JSON body is empty")
+		}
+		return errcode.Wrap(errcode.InvalidArgument, err, "JSON body is invalid: %v", err)
+	}
+	if dec.More() {
+		return errcode.New(errcode.InvalidArgument, "JSON body has trailing data")
+	}
+	return nil
+}
+
+// ---- responses ----
+
+type jsonResponse struct {
+	status int
+	body   any
+	header http.Header
+}
+
+func (j jsonResponse) respond(w http.ResponseWriter, r *http.Request) {
+	for k, v := range j.header {
+		w.Header()[k] = v
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(j.status)
+	if r.Method != http.MethodHead && j.status != http.StatusNoContent {
+		_ = json.NewEncoder(w).Encode(j.body)
+	}
+}
+
+func ok(body any) response      { return jsonResponse{status: http.StatusOK, body: body} }
+func created(body any) response { return jsonResponse{status: http.StatusCreated, body: body} }
+
+type noContent struct{}
+
+func (noContent) respond(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }
+
+func contextWithTimeout(r *http.Request, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(r.Context(), d)
+}

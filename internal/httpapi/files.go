@@ -1,0 +1,397 @@
+package httpapi
+
+import (
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/coffer-storage/coffer/internal/auth"
+	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/httpx"
+	"github.com/coffer-storage/coffer/internal/meta"
+	"github.com/coffer-storage/coffer/internal/object"
+)
+
+type fileJSON struct {
+	Bucket       string            `json:"bucket"`
+	Key          string            `json:"key"`
+	Size         int64             `json:"size"`
+	SHA256       string            `json:"sha256"`
+	ETag         string            `json:"etag"`
+	ContentType  string            `json:"content_type"`
+	LastModified time.Time         `json:"last_modified"`
+	Metadata     map[string]string `json:"metadata,omitempty"`
+}
+
+func toFileJSON(o meta.Object) fileJSON {
+	return fileJSON{
+		Bucket: o.Bucket, Key: o.Key, Size: o.Size, SHA256: o.SHA256, ETag: o.ETag,
+		ContentType: o.ContentType, LastModified: o.ModTime, Metadata: o.Metadata,
+	}
+}
+
+// clientDigests reads the checksums a client may announce for an upload:
+// Content-Digest (RFC 9530, sha-256), X-Checksum-Sha256 (hex) and
+// Content-MD5 (base64).
+func clientDigests(h http.Header) (sha, md5sum []byte, err error) {
+	bad := func(what string) error {
+		return errcode.New(errcode.InvalidArgument, "%s header is malformed", what)
+	}
+	if cd := h.Get("Content-Digest"); cd != "" {
+		for member := range strings.SplitSeq(cd, ",") {
+			name, val, found := strings.Cut(strings.TrimSpace(member), "=")
+			if !found {
+				return nil, nil, bad("Content-Digest")
+			}
+			if strings.ToLower(strings.TrimSpace(name)) != "sha-256" {
+				continue // other algorithms are allowed and ignored
+			}
+			val, _, _ = strings.Cut(val, ";")
+			val = strings.TrimSpace(val)
+			if len(val) < 2 || val[0] != ':' || val[len(val)-1] != ':' {
+				return nil, nil, bad("Content-Digest")
+			}
+			b, err := base64.StdEncoding.DecodeString(val[1 : len(val)-1])
+			if err != nil || len(b) != 32 {
+				return nil, nil, bad("Content-Digest")
+			}
+			sha = b
+		}
+	}
+	if xs := h.Get("X-Checksum-Sha256"); xs != "" {
+		b, err := hex.DecodeString(strings.TrimSpace(xs))
+		if err != nil || len(b) != 32 {
+			return nil, nil, bad("X-Checksum-Sha256")
+		}
+		if sha != nil && string(sha) != string(b) {
+			return nil, nil, errcode.New(errcode.InvalidArgument, "Content-Digest and X-Checksum-Sha256 disagree")
+		}
+		sha = b
+	}
+	if cm := h.Get("Content-MD5"); cm != "" {
+		b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(cm))
+		if err != nil || len(b) != 16 {
+			return nil, nil, bad("Content-MD5")
+		}
+		md5sum = b
+	}
+	return sha, md5sum, nil
+}
+
+// writeCond maps If-None-Match: * and If-Match on a write to a meta.Cond.
+func writeCond(h http.Header) (meta.Cond, error) {
+	var c meta.Cond
+	if inm := strings.TrimSpace(h.Get("If-None-Match")); inm != "" {
+		if inm != "*" {
+			return c, errcode.New(errcode.InvalidArgument, "If-None-Match on uploads supports only *")
+		}
+		c.IfNoneMatch = true
+	}
+	if im := strings.TrimSpace(h.Get("If-Match")); im != "" {
+		c.IfMatch = strings.Trim(strings.TrimPrefix(im, "W/"), `"`)
+	}
+	return c, nil
+}
+
+func (api *API) putFile(r *http.Request, p auth.Principal) (response, error) {
+	sha, md5sum, err := clientDigests(r.Header)
+	if err != nil {
+		return nil, err
+	}
+	cond, err := writeCond(r.Header)
+	if err != nil {
+		return nil, err
+	}
+	ct := r.Header.Get("Content-Type")
+	if ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil {
+			return nil, errcode.New(errcode.InvalidArgument, "Content-Type is malformed")
+		}
+		if mt == "application/x-www-form-urlencoded" {
+			// curl --data-binary's default, never a file's real type:
+			// guess from the key instead.
+			ct = ""
+		}
+	}
+	o, err := api.objects.Put(r.Context(), actor(p), object.PutInput{
+		Bucket: r.PathValue("bucket"), Key: r.PathValue("key"),
+		Body: r.Body, Size: r.ContentLength, ContentType: ct,
+		SHA256: sha, MD5: md5sum, Cond: cond,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return jsonResponse{status: http.StatusCreated, body: toFileJSON(o),
+		header: http.Header{"Etag": {httpx.QuoteETag(o.ETag)}}}, nil
+}
+
+func (api *API) uploadForm(r *http.Request, p auth.Principal) (response, error) {
+	mr, err := r.MultipartReader()
+	if err != nil {
+		return nil, errcode.New(errcode.InvalidArgument, "body must be multipart/form-data")
+	}
+	bucket := r.PathValue("bucket")
+	batch := api.objects.NewBatch(actor(p))
+	defer batch.Abort()
+	prefix := ""
+	n := 0
+	for {
+		part, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			if code := errcode.Of(err); code == errcode.Timeout || code == errcode.Canceled {
+				return nil, err
+			}
+			return nil, errcode.Wrap(errcode.InvalidArgument, err, "multipart body is malformed")
+		}
+		_, params, err := mime.ParseMediaType(part.Header.Get("Content-Disposition"))
+		if err != nil {
+			return nil, errcode.New(errcode.InvalidArgument, "a part has a malformed Content-Disposition")
+		}
+		filename, isFile := params["filename"]
+		if !isFile {
+			val, err := io.ReadAll(io.LimitReader(part, 4097))
+			if err != nil {
+				return nil, err
+			}
+			if len(val) > 4096 {
+				return nil, errcode.New(errcode.TooLarge, "form field %q is too long", params["name"])
+			}
+			switch params["name"] {
+			case "prefix":
+				prefix = string(val)
+			default:
+				return nil, errcode.New(errcode.InvalidArgument, "unknown form field %q (expected prefix or files)", params["name"])
+			}
+			continue
+		}
+		if n++; n > api.cfg.MaxFormFiles {
+			return nil, errcode.New(errcode.TooLarge, "more than %d files in one upload", api.cfg.MaxFormFiles)
+		}
+		ct := part.Header.Get("Content-Type")
+		if ct == "application/octet-stream" {
+			ct = "" // browsers' "unknown": guess from the name instead
+		}
+		if _, err := batch.Add(r.Context(), object.PutInput{
+			Bucket: bucket, Key: prefix + filename, Body: part, Size: -1, ContentType: ct,
+		}); err != nil {
+			return nil, err
+		}
+	}
+	if n == 0 {
+		return nil, errcode.New(errcode.InvalidArgument, "no file parts in the form")
+	}
+	objs, err := batch.Commit(r.Context())
+	if err != nil {
+		return nil, err
+	}
+	out := make([]fileJSON, len(objs))
+	for i, o := range objs {
+		out[i] = toFileJSON(o)
+	}
+	return created(map[string]any{"files": out}), nil
+}
+
+func (api *API) getFile(r *http.Request, p auth.Principal) (response, error) {
+	rd, err := api.objects.Get(r.Context(), actor(p), r.PathValue("bucket"), r.PathValue("key"))
+	if err != nil {
+		return nil, err
+	}
+	return &fileResponse{api: api, rd: rd}, nil
+}
+
+// fileResponse serves an object with HTTP semantics: validators,
+// conditional requests, a single byte range, caching and disposition.
+type fileResponse struct {
+	api *API
+	rd  *object.Reader
+}
+
+func (f *fileResponse) respond(w http.ResponseWriter, r *http.Request) {
+	o := f.rd.Object
+	h := w.Header()
+	h.Set("ETag", httpx.QuoteETag(o.ETag))
+	h.Set("Last-Modified", o.ModTime.UTC().Format(http.TimeFormat))
+	h.Set("Accept-Ranges", "bytes")
+	if f.rd.Bucket.Visibility == meta.PublicRead {
+		h.Set("Cache-Control", "public, max-age="+strconv.Itoa(int(f.api.cfg.PublicMaxAge.Seconds())))
+	} else {
+		h.Set("Cache-Control", "private, no-cache")
+	}
+	v := httpx.Validators{ETag: o.ETag, ModTime: o.ModTime, Exists: true}
+	switch httpx.CheckPreconditions(r, v) {
+	case httpx.NotModified:
+		w.WriteHeader(http.StatusNotModified)
+		return
+	case httpx.FailedPrecon:
+		WriteProblem(w, r, f.api.log, errcode.New(errcode.PreconditionFailed, "precondition failed"))
+		return
+	}
+	start, length, status := int64(0), o.Size, http.StatusOK
+	if r.Method == http.MethodGet && httpx.RangeApplies(r, v) {
+		switch res, s, n := httpx.ParseRange(r.Header.Get("Range"), o.Size); res {
+		case httpx.RangeOK:
+			start, length, status = s, n, http.StatusPartialContent
+			h.Set("Content-Range", httpx.ContentRange(s, n, o.Size))
+		case httpx.RangeUnsatisfiable:
+			h.Set("Content-Range", "bytes */"+strconv.FormatInt(o.Size, 10))
+			WriteProblem(w, r, f.api.log, errcode.New(errcode.RangeNotSatisfiable, "range not satisfiable for %d bytes", o.Size))
+			return
+		}
+	}
+	h.Set("Content-Type", o.ContentType)
+	h.Set("X-Content-Type-Options", "nosniff")
+	// Objects are user content served from the API's origin: make any
+	// active content (HTML, SVG) inert.
+	h.Set("Content-Security-Policy", "default-src 'none'; sandbox")
+	disp := "inline"
+	if r.URL.Query().Get("download") == "1" {
+		disp = "attachment"
+	}
+	if name := path.Base(o.Key); name != "" && utf8.ValidString(name) {
+		if v := mime.FormatMediaType(disp, map[string]string{"filename": name}); v != "" {
+			disp = v
+		}
+	}
+	h.Set("Content-Disposition", disp)
+	if status == http.StatusOK {
+		h.Set("X-Checksum-Sha256", o.SHA256)
+		if raw, err := hex.DecodeString(o.SHA256); err == nil {
+			h.Set("Repr-Digest", "sha-256=:"+base64.StdEncoding.EncodeToString(raw)+":")
+		}
+	}
+	h.Set("Content-Length", strconv.FormatInt(length, 10))
+	if r.Method == http.MethodHead {
+		w.WriteHeader(status)
+		return
+	}
+	rc, err := f.rd.Open(r.Context(), start, length)
+	if err != nil {
+		h.Del("Content-Range")
+		WriteProblem(w, r, f.api.log, err)
+		return
+	}
+	defer rc.Close()
+	reset := httpx.SetWriteBudget(w, length, f.api.cfg.DownloadRate)
+	defer reset()
+	w.WriteHeader(status)
+	if n, err := io.Copy(w, rc); err != nil && r.Context().Err() == nil {
+		f.api.log.Warn("download interrupted", "request_id", httpx.RequestID(r.Context()),
+			"bucket", o.Bucket, "key", o.Key, "sent", n, "of", length, "err", err)
+	}
+}
+
+func (api *API) deleteFile(r *http.Request, p auth.Principal) (response, error) {
+	cond, err := writeCond(r.Header)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := api.objects.Delete(r.Context(), actor(p), r.PathValue("bucket"), r.PathValue("key"), cond); err != nil {
+		return nil, err
+	}
+	return noContent{}, nil
+}
+
+func (api *API) listFiles(r *http.Request, p auth.Principal) (response, error) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, errcode.New(errcode.InvalidArgument, "query string is malformed")
+	}
+	opts := meta.ListOptions{Prefix: q.Get("prefix"), Delimiter: q.Get("delimiter"), Limit: 100}
+	if len(opts.Prefix) > object.MaxKeyLen || !utf8.ValidString(opts.Prefix) {
+		return nil, errcode.New(errcode.InvalidArgument, "prefix must be valid UTF-8 of at most 1024 bytes")
+	}
+	if len(opts.Delimiter) > 32 || !utf8.ValidString(opts.Delimiter) {
+		return nil, errcode.New(errcode.InvalidArgument, "delimiter must be valid UTF-8 of at most 32 bytes")
+	}
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 1000 {
+			return nil, errcode.New(errcode.InvalidArgument, "limit must be an integer from 1 to 1000")
+		}
+		opts.Limit = n
+	}
+	if c := q.Get("cursor"); c != "" {
+		b, err := base64.RawURLEncoding.DecodeString(c)
+		if err != nil || len(b) == 0 || len(b) > object.MaxKeyLen+1 {
+			return nil, errcode.New(errcode.InvalidArgument, "cursor is malformed")
+		}
+		opts.StartAfter = string(b)
+	}
+	page, err := api.objects.List(r.Context(), actor(p), r.PathValue("bucket"), opts)
+	if err != nil {
+		return nil, err
+	}
+	files := make([]fileJSON, len(page.Objects))
+	for i, o := range page.Objects {
+		files[i] = toFileJSON(o)
+	}
+	folders := page.CommonPrefixes
+	if folders == nil {
+		folders = []string{}
+	}
+	body := map[string]any{"files": files, "folders": folders}
+	if page.Truncated {
+		body["next_cursor"] = base64.RawURLEncoding.EncodeToString([]byte(page.NextStartAfter))
+	}
+	return ok(body), nil
+}
+
+type moveBody struct {
+	From      string `json:"from"`
+	To        string `json:"to"`
+	ToBucket  string `json:"to_bucket"`
+	Overwrite bool   `json:"overwrite"`
+}
+
+func (api *API) moveBody(r *http.Request) (moveBody, meta.Cond, error) {
+	var b moveBody
+	if err := api.decodeJSON(r, &b); err != nil {
+		return b, meta.Cond{}, err
+	}
+	if b.From == "" || b.To == "" {
+		return b, meta.Cond{}, errcode.New(errcode.InvalidArgument, "from and to are required")
+	}
+	if b.ToBucket == "" {
+		b.ToBucket = r.PathValue("bucket")
+	}
+	return b, meta.Cond{IfNoneMatch: !b.Overwrite}, nil
+}
+
+func (api *API) moveFile(r *http.Request, p auth.Principal) (response, error) {
+	b, cond, err := api.moveBody(r)
+	if err != nil {
+		return nil, err
+	}
+	o, err := api.objects.Move(r.Context(), actor(p), r.PathValue("bucket"), b.From, b.ToBucket, b.To, cond)
+	if err != nil {
+		return nil, err
+	}
+	return ok(toFileJSON(o)), nil
+}
+
+func (api *API) copyFile(r *http.Request, p auth.Principal) (response, error) {
+	b, cond, err := api.moveBody(r)
+	if err != nil {
+		return nil, err
+	}
+	o, err := api.objects.Copy(r.Context(), actor(p), object.CopyInput{
+		SrcBucket: r.PathValue("bucket"), SrcKey: b.From, DstBucket: b.ToBucket, DstKey: b.To, Cond: cond,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return created(toFileJSON(o)), nil
+}

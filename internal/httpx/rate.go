@@ -1,0 +1,88 @@
+package httpx
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/coffer-storage/coffer/internal/errcode"
+)
+
+// MinRate is a minimum transfer rate: after Grace, a client must have moved
+// at least BytesPerSec on average, and may never stall longer than Idle.
+type MinRate struct {
+	BytesPerSec int64         // default 4096
+	Grace       time.Duration // default 10s
+	Idle        time.Duration // default 60s
+}
+
+func (m MinRate) withDefaults() MinRate {
+	if m.BytesPerSec <= 0 {
+		m.BytesPerSec = 4096
+	}
+	if m.Grace <= 0 {
+		m.Grace = 10 * time.Second
+	}
+	if m.Idle <= 0 {
+		m.Idle = 60 * time.Second
+	}
+	return m
+}
+
+// RateReader enforces a MinRate on a request body by moving the
+// connection's read deadline as bytes arrive (slowloris protection for
+// uploads). A client that falls behind gets errcode.Timeout.
+type RateReader struct {
+	rc      *http.ResponseController
+	body    io.ReadCloser
+	m       MinRate
+	start   time.Time
+	n       int64
+	current time.Time
+}
+
+// NewRateReader wraps r.Body; w must be the request's ResponseWriter.
+func NewRateReader(w http.ResponseWriter, body io.ReadCloser, m MinRate) *RateReader {
+	return &RateReader{rc: http.NewResponseController(w), body: body, m: m.withDefaults(), start: time.Now()}
+}
+
+// Read implements io.Reader.
+func (rr *RateReader) Read(p []byte) (int, error) {
+	now := time.Now()
+	dl := rr.start.Add(rr.m.Grace + time.Duration(float64(rr.n)/float64(rr.m.BytesPerSec)*float64(time.Second)))
+	if idle := now.Add(rr.m.Idle); idle.Before(dl) {
+		dl = idle
+	}
+	// Moving a deadline is cheap but not free: skip sub-second changes.
+	if d := dl.Sub(rr.current); d > time.Second || d < -time.Second {
+		if err := rr.rc.SetReadDeadline(dl); err == nil {
+			rr.current = dl
+		}
+	}
+	n, err := rr.body.Read(p)
+	rr.n += int64(n)
+	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+		return n, errcode.Wrap(errcode.Timeout, err, "upload is slower than the minimum rate of %d bytes/s", rr.m.BytesPerSec)
+	}
+	return n, err
+}
+
+// Close implements io.Closer.
+func (rr *RateReader) Close() error { return rr.body.Close() }
+
+// SetWriteBudget gives a response of size bytes a write deadline derived
+// from the same MinRate (grace + size/rate), so a client that stops reading
+// cannot hold a connection forever. Call the returned func when the
+// response is written: net/http does not reset write deadlines between
+// keep-alive requests when Server.WriteTimeout is 0.
+func SetWriteBudget(w http.ResponseWriter, size int64, m MinRate) (reset func()) {
+	m = m.withDefaults()
+	d := m.Grace + time.Duration(float64(size)/float64(m.BytesPerSec)*float64(time.Second))
+	rc := http.NewResponseController(w)
+	if rc.SetWriteDeadline(time.Now().Add(d)) != nil {
+		return func() {}
+	}
+	return func() { _ = rc.SetWriteDeadline(time.Time{}) }
+}

@@ -1,0 +1,128 @@
+package httpx
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/http"
+	"net/netip"
+	"strings"
+)
+
+type ctxKey int
+
+const (
+	reqIDKey ctxKey = iota
+	userKey
+)
+
+// RequestID returns the request's ID, or "".
+func RequestID(ctx context.Context) string {
+	s, _ := ctx.Value(reqIDKey).(string)
+	return s
+}
+
+// WithRequestID returns ctx carrying id.
+func WithRequestID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, reqIDKey, id)
+}
+
+// NewRequestID returns a random 16-hex-digit ID.
+func NewRequestID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return strings.ToUpper(hex.EncodeToString(b[:]))
+}
+
+// validRequestID accepts client IDs that are short and printable.
+func validRequestID(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// RequestIDMiddleware gives each request an ID (the client's X-Request-Id
+// if it is sane, else a fresh one), echoes it in X-Request-Id and stores it
+// in the context.
+func RequestIDMiddleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("X-Request-Id")
+		if !validRequestID(id) {
+			id = NewRequestID()
+		}
+		w.Header().Set("X-Request-Id", id)
+		next.ServeHTTP(w, r.WithContext(WithRequestID(r.Context(), id)))
+	})
+}
+
+// Slot is a mutable holder that inner handlers fill so that outer
+// middleware (metrics, access log) can report the matched route and the
+// authenticated user.
+type Slot struct {
+	Route string
+	User  string
+}
+
+// WithSlot returns ctx carrying a fresh Slot.
+func WithSlot(ctx context.Context) (context.Context, *Slot) {
+	s := &Slot{}
+	return context.WithValue(ctx, userKey, s), s
+}
+
+// SetUser records the authenticated user.
+func SetUser(ctx context.Context, id string) {
+	if s, ok := ctx.Value(userKey).(*Slot); ok {
+		s.User = id
+	}
+}
+
+// SetRoute records the matched route (a low-cardinality label).
+func SetRoute(ctx context.Context, route string) {
+	if s, ok := ctx.Value(userKey).(*Slot); ok {
+		s.Route = route
+	}
+}
+
+// ClientIP returns the client's address: the TCP peer, unless the peer is a
+// trusted proxy, in which case the right-most address in X-Forwarded-For
+// that is not itself a trusted proxy.
+func ClientIP(r *http.Request, trusted []netip.Prefix) netip.Addr {
+	peer, _ := netip.ParseAddrPort(r.RemoteAddr)
+	addr := peer.Addr().Unmap()
+	if !isTrusted(addr, trusted) {
+		return addr
+	}
+	xff := r.Header.Values("X-Forwarded-For")
+	var hops []string
+	for _, v := range xff {
+		hops = append(hops, strings.Split(v, ",")...)
+	}
+	for i := len(hops) - 1; i >= 0; i-- {
+		a, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
+		if err != nil {
+			return addr
+		}
+		a = a.Unmap()
+		if !isTrusted(a, trusted) {
+			return a
+		}
+		addr = a
+	}
+	return addr
+}
+
+func isTrusted(a netip.Addr, trusted []netip.Prefix) bool {
+	for _, p := range trusted {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}

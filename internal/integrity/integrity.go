@@ -1,0 +1,144 @@
+// Package integrity verifies bytes while they stream: one reader that counts,
+// caps and hashes (SHA-256 and MD5 in the same pass) and, at EOF, checks the
+// count and the digests the client announced. A mismatch surfaces as the
+// reader's error instead of io.EOF, so whatever consumes the reader (a blob
+// store's Put) aborts and stores nothing.
+//
+// Modelled on MinIO's internal/hash.Reader.
+package integrity
+
+import (
+	"bytes"
+	"crypto/md5"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"hash"
+	"io"
+
+	"github.com/coffer-storage/coffer/internal/errcode"
+)
+
+// Options configure a Reader. Zero values disable each check.
+type Options struct {
+	// Size is the exact number of bytes expected, or -1 if unknown. Note
+	// that 0 means "exactly zero bytes".
+	Size int64
+	// Limit is the maximum number of bytes accepted, or <= 0 for no limit.
+	// Reading past it fails with LimitErr (errcode.TooLarge if nil).
+	Limit    int64
+	LimitErr error
+	// SHA256 and MD5 are digests announced by the client (raw bytes).
+	SHA256 []byte
+	MD5    []byte
+	// NoMD5 skips MD5 (when the caller needs no ETag from it).
+	NoMD5 bool
+}
+
+// Reader wraps a stream; see the package doc.
+type Reader struct {
+	r    io.Reader
+	opts Options
+	n    int64
+	sha  hash.Hash
+	md5  hash.Hash
+	err  error // sticky
+}
+
+// NewReader returns a Reader over r.
+func NewReader(r io.Reader, opts Options) *Reader {
+	ir := &Reader{r: r, opts: opts, sha: sha256.New()}
+	if !opts.NoMD5 {
+		ir.md5 = md5.New()
+	}
+	return ir
+}
+
+// Read implements io.Reader.
+func (ir *Reader) Read(p []byte) (int, error) {
+	if ir.err != nil {
+		return 0, ir.err
+	}
+	n, err := ir.r.Read(p)
+	if n > 0 {
+		ir.n += int64(n)
+		if ir.opts.Limit > 0 && ir.n > ir.opts.Limit {
+			ir.err = ir.limitErr()
+			return 0, ir.err
+		}
+		if ir.opts.Size >= 0 && ir.n > ir.opts.Size {
+			ir.err = errcode.New(errcode.TooLarge, "body is longer than the announced %d bytes", ir.opts.Size)
+			return 0, ir.err
+		}
+		ir.sha.Write(p[:n])
+		if ir.md5 != nil {
+			ir.md5.Write(p[:n])
+		}
+	}
+	if err == io.EOF {
+		if verr := ir.verify(); verr != nil {
+			ir.err = verr
+			return n, verr
+		}
+		ir.err = io.EOF
+		return n, io.EOF
+	}
+	if err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			err = errcode.Wrap(errcode.IncompleteBody, err, "body ended early")
+		}
+		ir.err = err
+	}
+	return n, err
+}
+
+func (ir *Reader) limitErr() error {
+	if ir.opts.LimitErr != nil {
+		return ir.opts.LimitErr
+	}
+	return errcode.New(errcode.TooLarge, "body exceeds the limit of %d bytes", ir.opts.Limit)
+}
+
+func (ir *Reader) verify() error {
+	if ir.opts.Size >= 0 && ir.n != ir.opts.Size {
+		return errcode.New(errcode.IncompleteBody, "body has %d bytes, %d announced", ir.n, ir.opts.Size)
+	}
+	if ir.opts.SHA256 != nil {
+		if got := ir.sha.Sum(nil); !bytes.Equal(got, ir.opts.SHA256) {
+			return Mismatch("sha256", ir.opts.SHA256, got)
+		}
+	}
+	if ir.opts.MD5 != nil && ir.md5 != nil {
+		if got := ir.md5.Sum(nil); !bytes.Equal(got, ir.opts.MD5) {
+			return Mismatch("md5", ir.opts.MD5, got)
+		}
+	}
+	return nil
+}
+
+// Mismatch returns a ChecksumMismatch error carrying want and got (hex).
+func Mismatch(alg string, want, got []byte) error {
+	return &errcode.Error{
+		Code:    errcode.ChecksumMismatch,
+		Message: alg + " of the body does not match the announced digest",
+		Detail: map[string]any{
+			"algorithm": alg,
+			"expected":  hex.EncodeToString(want),
+			"actual":    hex.EncodeToString(got),
+		},
+	}
+}
+
+// N returns the number of bytes read so far.
+func (ir *Reader) N() int64 { return ir.n }
+
+// SHA256 returns the SHA-256 of the bytes read so far.
+func (ir *Reader) SHA256() []byte { return ir.sha.Sum(nil) }
+
+// MD5 returns the MD5 of the bytes read so far (nil with NoMD5).
+func (ir *Reader) MD5() []byte {
+	if ir.md5 == nil {
+		return nil
+	}
+	return ir.md5.Sum(nil)
+}

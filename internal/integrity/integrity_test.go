@@ -1,0 +1,80 @@
+package integrity
+
+import (
+	"bytes"
+	"crypto/md5"
+	"crypto/sha256"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"testing/iotest"
+
+	"github.com/coffer-storage/coffer/internal/errcode"
+)
+
+func TestReader(t *testing.T) {
+	data := []byte(strings.Repeat("coffer", 1000))
+	sha := sha256.Sum256(data)
+	sum := md5.Sum(data)
+	quota := errcode.New(errcode.QuotaExceeded, "quota")
+	tests := []struct {
+		name string
+		opts Options
+		want errcode.Code // Unknown = success
+	}{
+		{"unknown size", Options{Size: -1}, errcode.Unknown},
+		{"exact size", Options{Size: int64(len(data))}, errcode.Unknown},
+		{"short", Options{Size: int64(len(data)) + 1}, errcode.IncompleteBody},
+		{"long", Options{Size: int64(len(data)) - 1}, errcode.TooLarge},
+		{"zero size means zero", Options{Size: 0}, errcode.TooLarge},
+		{"limit ok", Options{Size: -1, Limit: int64(len(data))}, errcode.Unknown},
+		{"limit exceeded", Options{Size: -1, Limit: int64(len(data)) - 1}, errcode.TooLarge},
+		{"limit custom error", Options{Size: -1, Limit: 10, LimitErr: quota}, errcode.QuotaExceeded},
+		{"sha ok", Options{Size: -1, SHA256: sha[:]}, errcode.Unknown},
+		{"sha bad", Options{Size: -1, SHA256: make([]byte, 32)}, errcode.ChecksumMismatch},
+		{"md5 ok", Options{Size: -1, MD5: sum[:]}, errcode.Unknown},
+		{"md5 bad", Options{Size: -1, MD5: make([]byte, 16)}, errcode.ChecksumMismatch},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := NewReader(iotest.HalfReader(bytes.NewReader(data)), tc.opts)
+			_, err := io.Copy(io.Discard, r)
+			if got := errcode.Of(err); err != nil && got != tc.want || err == nil && tc.want != errcode.Unknown {
+				t.Fatalf("err = %v (code %v), want code %v", err, got, tc.want)
+			}
+			if err != nil {
+				// sticky
+				if _, err2 := r.Read(make([]byte, 1)); err2 == nil || err2 == io.EOF {
+					t.Fatalf("error is not sticky: %v", err2)
+				}
+				return
+			}
+			if got, want := r.N(), int64(len(data)); got != want {
+				t.Errorf("N = %d, want %d", got, want)
+			}
+			if !bytes.Equal(r.SHA256(), sha[:]) || !bytes.Equal(r.MD5(), sum[:]) {
+				t.Errorf("digests differ")
+			}
+		})
+	}
+}
+
+func TestReaderUnexpectedEOF(t *testing.T) {
+	r := NewReader(iotest.ErrReader(io.ErrUnexpectedEOF), Options{Size: -1})
+	_, err := io.Copy(io.Discard, r)
+	if got, want := errcode.Of(err), errcode.IncompleteBody; got != want {
+		t.Fatalf("code = %v, want %v", got, want)
+	}
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("cause lost: %v", err)
+	}
+}
+
+func TestMismatchDetail(t *testing.T) {
+	err := Mismatch("sha256", []byte{1}, []byte{2})
+	e := errcode.As(err)
+	if e == nil || e.Detail["expected"] != "01" || e.Detail["actual"] != "02" {
+		t.Fatalf("detail = %+v", e)
+	}
+}

@@ -1,0 +1,106 @@
+package meta
+
+import (
+	"context"
+	"strings"
+)
+
+// DefaultListLimit and MaxListLimit bound ListOptions.Limit.
+const (
+	DefaultListLimit = 1000
+	MaxListLimit     = 10000
+)
+
+// ScanFunc fetches up to limit objects of one bucket, in byte order of keys,
+// with from < key (from <= key if inclusive) and, if end != "", key < end.
+// from and end are byte strings and may not be valid UTF-8; backends must
+// compare raw bytes.
+type ScanFunc func(ctx context.Context, from string, inclusive bool, end string, limit int) ([]Object, error)
+
+// List implements the listing semantics of ListOptions (prefix, delimiter
+// roll-up, start-after, paging) on top of a backend's range scan, so every
+// backend lists identically. A StartAfter equal to a common prefix resumes
+// after everything under it.
+func List(ctx context.Context, scan ScanFunc, opts ListOptions) (ListPage, error) {
+	limit := opts.Limit
+	if limit <= 0 {
+		limit = DefaultListLimit
+	}
+	limit = min(limit, MaxListLimit)
+	prefix, delim := opts.Prefix, opts.Delimiter
+	end := PrefixEnd(prefix)
+
+	from, inclusive := prefix, true
+	if sa := opts.StartAfter; sa != "" && sa >= prefix {
+		from, inclusive = sa, false
+		if cp, ok := commonPrefix(sa, prefix, delim); ok && cp == sa {
+			from, inclusive = PrefixEnd(sa), true
+			if from == "" {
+				return ListPage{}, nil
+			}
+		}
+	}
+	var page ListPage
+	if end != "" && from >= end {
+		return page, nil
+	}
+	n := 0
+	for {
+		want := limit - n + 1 // one extra tells whether the page is truncated
+		batch, err := scan(ctx, from, inclusive, end, min(want, 1001))
+		if err != nil {
+			return ListPage{}, err
+		}
+		jumped := false
+		for _, o := range batch {
+			if n == limit {
+				page.Truncated = true
+				return page, nil
+			}
+			if cp, ok := commonPrefix(o.Key, prefix, delim); ok {
+				page.CommonPrefixes = append(page.CommonPrefixes, cp)
+				page.NextStartAfter = cp
+				n++
+				from, inclusive = PrefixEnd(cp), true
+				if from == "" {
+					return page, nil
+				}
+				jumped = true
+				break
+			}
+			page.Objects = append(page.Objects, o)
+			page.NextStartAfter = o.Key
+			n++
+			from, inclusive = o.Key, false
+		}
+		if !jumped && len(batch) < min(want, 1001) {
+			return page, nil
+		}
+	}
+}
+
+// commonPrefix returns the roll-up of key under prefix and delim, if any.
+func commonPrefix(key, prefix, delim string) (string, bool) {
+	if delim == "" || !strings.HasPrefix(key, prefix) {
+		return "", false
+	}
+	rest := key[len(prefix):]
+	i := strings.Index(rest, delim)
+	if i < 0 {
+		return "", false
+	}
+	return prefix + rest[:i+len(delim)], true
+}
+
+// PrefixEnd returns the smallest byte string greater than every string that
+// starts with p, or "" if there is none (p empty or all 0xff bytes).
+func PrefixEnd(p string) string {
+	b := []byte(p)
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] < 0xff {
+			b[i]++
+			return string(b[:i+1])
+		}
+	}
+	return ""
+}

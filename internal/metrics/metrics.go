@@ -1,0 +1,93 @@
+// Package metrics owns Coffer's Prometheus registry (no global state) and
+// the HTTP instrumentation every listener shares.
+package metrics
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics holds the registry and the collectors Coffer updates directly.
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	requests  *prometheus.CounterVec
+	duration  *prometheus.HistogramVec
+	bytesIn   *prometheus.CounterVec
+	bytesOut  *prometheus.CounterVec
+	inFlight  *prometheus.GaugeVec
+	Rejected  *prometheus.CounterVec
+	startTime time.Time
+}
+
+// New returns Metrics with Go runtime and process collectors registered.
+func New() *Metrics {
+	reg := prometheus.NewRegistry()
+	m := &Metrics{
+		Registry: reg,
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "coffer_http_requests_total", Help: "HTTP requests by API, route, method and status code.",
+		}, []string{"api", "route", "code"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "coffer_http_request_duration_seconds",
+			Help:    "HTTP request duration by API and route, from headers read to response written.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300},
+		}, []string{"api", "route"}),
+		bytesIn: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "coffer_http_request_bytes_total", Help: "Request body bytes received, by API.",
+		}, []string{"api"}),
+		bytesOut: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "coffer_http_response_bytes_total", Help: "Response body bytes sent, by API.",
+		}, []string{"api"}),
+		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "coffer_http_in_flight_requests", Help: "Requests being served, by API.",
+		}, []string{"api"}),
+		Rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "coffer_http_rejected_total", Help: "Requests shed by admission control, by reason.",
+		}, []string{"reason"}),
+		startTime: time.Now(),
+	}
+	reg.MustRegister(m.requests, m.duration, m.bytesIn, m.bytesOut, m.inFlight, m.Rejected,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	return m
+}
+
+// Handler serves the registry in the Prometheus exposition format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry})
+}
+
+// InFlight returns the in-flight gauge of an API.
+func (m *Metrics) InFlight(api string) prometheus.Gauge { return m.inFlight.WithLabelValues(api) }
+
+// Observe records one finished request.
+func (m *Metrics) Observe(api, route string, status int, d time.Duration, in, out int64) {
+	if route == "" {
+		route = "unmatched"
+	}
+	m.requests.WithLabelValues(api, route, strconv.Itoa(status)).Inc()
+	m.duration.WithLabelValues(api, route).Observe(d.Seconds())
+	if in > 0 {
+		m.bytesIn.WithLabelValues(api).Add(float64(in))
+	}
+	if out > 0 {
+		m.bytesOut.WithLabelValues(api).Add(float64(out))
+	}
+}
+
+// GaugeFunc registers a gauge computed on scrape.
+func (m *Metrics) GaugeFunc(name, help string, f func() float64) {
+	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f))
+}
+
+// CounterFunc registers a counter computed on scrape.
+func (m *Metrics) CounterFunc(name, help string, f func() float64) {
+	m.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, f))
+}

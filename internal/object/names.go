@@ -1,0 +1,113 @@
+package object
+
+import (
+	"strings"
+	"unicode/utf8"
+
+	"github.com/coffer-storage/coffer/internal/errcode"
+)
+
+// MaxKeyLen is the longest object key, in bytes (S3's limit).
+const MaxKeyLen = 1024
+
+// ValidKey checks an object key: 1..1024 bytes of valid UTF-8, no NUL or
+// other C0 control bytes, and no "." or ".." segment (so keys map safely onto
+// paths in every client).
+func ValidKey(key string) error {
+	switch {
+	case key == "":
+		return errcode.New(errcode.InvalidArgument, "key is empty")
+	case len(key) > MaxKeyLen:
+		return &errcode.Error{Code: errcode.InvalidArgument, Message: "key is longer than 1024 bytes",
+			Detail: map[string]any{"reason": "key_too_long"}}
+	case !utf8.ValidString(key):
+		return errcode.New(errcode.InvalidArgument, "key is not valid UTF-8")
+	}
+	for i := 0; i < len(key); i++ {
+		if key[i] < 0x20 || key[i] == 0x7f {
+			return errcode.New(errcode.InvalidArgument, "key contains a control character")
+		}
+	}
+	for seg := range strings.SplitSeq(key, "/") {
+		if seg == "." || seg == ".." {
+			return errcode.New(errcode.InvalidArgument, "key has a %q segment", seg)
+		}
+	}
+	return nil
+}
+
+// ValidBucketName checks S3's bucket naming rules: 3-63 characters of
+// lower-case letters, digits, '-' and '.', starting and ending with a letter
+// or digit, no "..", not shaped like an IP address, no reserved prefixes or
+// suffixes.
+func ValidBucketName(name string) error {
+	bad := func(why string) error {
+		return errcode.New(errcode.InvalidArgument, "bucket name %q is invalid: %s", name, why)
+	}
+	if len(name) < 3 || len(name) > 63 {
+		return bad("must be 3 to 63 characters")
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.') {
+			return bad("only lower-case letters, digits, '-' and '.' are allowed")
+		}
+	}
+	if !alnum(name[0]) || !alnum(name[len(name)-1]) {
+		return bad("must start and end with a letter or digit")
+	}
+	if strings.Contains(name, "..") || strings.Contains(name, ".-") || strings.Contains(name, "-.") {
+		return bad("no adjacent punctuation")
+	}
+	if looksLikeIPv4(name) {
+		return bad("must not look like an IP address")
+	}
+	for _, p := range []string{"xn--", "sthree-", "amzn-s3-demo-"} {
+		if strings.HasPrefix(name, p) {
+			return bad("reserved prefix")
+		}
+	}
+	for _, s := range []string{"-s3alias", "--ol-s3", ".mrap", "--x-s3"} {
+		if strings.HasSuffix(name, s) {
+			return bad("reserved suffix")
+		}
+	}
+	return nil
+}
+
+func alnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' }
+
+func looksLikeIPv4(s string) bool {
+	parts := strings.Split(s, ".")
+	if len(parts) != 4 {
+		return false
+	}
+	for _, p := range parts {
+		if p == "" || len(p) > 3 {
+			return false
+		}
+		for i := 0; i < len(p); i++ {
+			if p[i] < '0' || p[i] > '9' {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// MaxMetadataSize bounds user metadata (names + values), like S3's 2 KiB.
+const MaxMetadataSize = 2048
+
+func validMetadata(m map[string]string) error {
+	n := 0
+	for k, v := range m {
+		n += len(k) + len(v)
+		if k == "" || !utf8.ValidString(k) || !utf8.ValidString(v) {
+			return errcode.New(errcode.InvalidArgument, "metadata names and values must be non-empty UTF-8")
+		}
+	}
+	if n > MaxMetadataSize {
+		return errcode.New(errcode.TooLarge, "user metadata exceeds %d bytes", MaxMetadataSize)
+	}
+	return nil
+}

@@ -1,0 +1,373 @@
+// Package server is Coffer's composition root: it builds the backends named
+// by the Config (an explicit switch, no registration magic), stacks the
+// decorators, mounts the APIs on their listeners, and runs them until the
+// context ends, then shuts down gracefully.
+//
+// # Shutdown
+//
+// On cancellation the listener stops accepting, in-flight requests get
+// Config.ShutdownTimeout to finish, then their contexts are cancelled (an
+// upload cancelled before its commit leaves nothing visible), and only when
+// every handler has returned are the stores closed.
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coffer-storage/coffer/internal/auth"
+	"github.com/coffer-storage/coffer/internal/blob"
+	"github.com/coffer-storage/coffer/internal/blob/diskblob"
+	"github.com/coffer-storage/coffer/internal/config"
+	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/httpapi"
+	"github.com/coffer-storage/coffer/internal/httpx"
+	"github.com/coffer-storage/coffer/internal/meta"
+	"github.com/coffer-storage/coffer/internal/meta/sqlite"
+	"github.com/coffer-storage/coffer/internal/metrics"
+	"github.com/coffer-storage/coffer/internal/object"
+)
+
+// Server is a running Coffer node.
+type Server struct {
+	cfg     config.Config
+	log     *slog.Logger
+	meta    meta.Store
+	blobs   blob.Store
+	objects *object.Service
+	auth    *auth.Service
+	metrics *metrics.Metrics
+	handler http.Handler
+
+	inflight sync.WaitGroup
+	sem      chan struct{}
+}
+
+// New opens the data folder and builds every component.
+func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.Data, 0o700); err != nil {
+		return nil, fmt.Errorf("creating data folder: %w", err)
+	}
+	key, err := LoadOrCreateKey(filepath.Join(cfg.Data, "server.key"))
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, log: log, metrics: metrics.New(), sem: make(chan struct{}, cfg.MaxInFlight)}
+
+	// Metadata: the embedded default is SQLite in the data folder.
+	m, err := sqlite.Open(ctx, filepath.Join(cfg.Data, "meta.db"), sqlite.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("opening metadata: %w", err)
+	}
+	s.meta = m
+	// Blobs: the embedded default is the local disk in the data folder.
+	b, err := diskblob.Open(filepath.Join(cfg.Data, "blobs"))
+	if err != nil {
+		m.Close()
+		return nil, fmt.Errorf("opening blob store: %w", err)
+	}
+	s.blobs = b
+
+	s.objects = object.New(s.meta, s.blobs, object.Config{MaxObjectSize: cfg.MaxObjectSize}, log)
+	s.auth = auth.NewService(s.meta, auth.DeriveKey(key, "access-token"), auth.Config{
+		DefaultQuota: cfg.DefaultQuota,
+		Params:       auth.Params{Memory: cfg.Argon2Memory, Time: cfg.Argon2Time},
+		Pool:         auth.PoolConfig{Slots: cfg.LoginConcurrency},
+	})
+	h := s.auth.Hasher()
+	s.metrics.CounterFunc("coffer_password_hashes_total", "argon2id computations (hash or verify).",
+		func() float64 { return float64(h.Stats().Hashed) })
+	s.metrics.CounterFunc("coffer_password_pool_rejected_total", "Logins refused because the hashing pool was saturated.",
+		func() float64 { return float64(h.Stats().Rejected) })
+	s.metrics.GaugeFunc("coffer_password_pool_waiting", "Logins waiting for a hashing slot.",
+		func() float64 { return float64(h.Stats().Waiting) })
+
+	api := httpapi.New(s.objects, s.auth, httpapi.Config{
+		TrustedProxies: cfg.TrustedProxies,
+		PublicMaxAge:   cfg.PublicMaxAge,
+		UploadRate:     httpx.MinRate{BytesPerSec: cfg.MinUploadRate},
+		RequestTimeout: cfg.RequestTimeout,
+	}, log)
+
+	apiHandler := api.Handler()
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		httpx.SetRoute(r.Context(), "GET /healthz")
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		io.WriteString(w, "ok\n")
+	})
+	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.Handle("GET /metrics", s.metricsGuard(s.metrics.Handler()))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		httpapi.WriteProblem(w, r, log, errcode.New(errcode.NotFound, "no such endpoint"))
+	})
+	// /api/ bypasses ServeMux: object keys must reach the API unclean.
+	root := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/api/") {
+			apiHandler.ServeHTTP(w, r)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+	s.handler = httpx.RequestIDMiddleware(s.observe("file", s.recoverer(s.admit(root))))
+	return s, nil
+}
+
+// Handler returns the file API listener's full handler stack (for tests
+// and benchmarks that serve it without a listener).
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Objects returns the object service (for the CLI's admin commands).
+func (s *Server) Objects() *object.Service { return s.objects }
+
+// Close closes the stores. Call only after Run returned or when Run was
+// never called.
+func (s *Server) Close() error {
+	var errs []error
+	if s.meta != nil {
+		errs = append(errs, s.meta.Close())
+	}
+	if c, ok := s.blobs.(blob.Closer); ok {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Run listens on cfg.Listen, announces the address on announce, serves until
+// ctx is done, then shuts down gracefully and closes the stores.
+func (s *Server) Run(ctx context.Context, announce io.Writer) error {
+	defer s.Close()
+	ln, err := net.Listen("tcp", s.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", s.cfg.Listen, err)
+	}
+	baseCtx, cancelBase := context.WithCancel(context.Background())
+	defer cancelBase()
+	srv := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		BaseContext:       func(net.Listener) context.Context { return baseCtx },
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	fmt.Fprintf(announce, "coffer: file API listening on http://%s (data in %s)\n", ln.Addr(), s.cfg.Data)
+	s.log.Info("listening", "api", "file", "addr", ln.Addr().String(), "data", s.cfg.Data)
+
+	janitorCtx, stopJanitor := context.WithCancel(context.Background())
+	janitorDone := make(chan struct{})
+	go func() {
+		defer close(janitorDone)
+		s.objects.RunJanitor(janitorCtx, 30*time.Second, time.Hour)
+	}()
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+
+	select {
+	case err := <-serveErr:
+		stopJanitor()
+		<-janitorDone
+		return err
+	case <-ctx.Done():
+	}
+	s.log.Info("shutting down", "timeout", s.cfg.ShutdownTimeout.String())
+	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+	err = srv.Shutdown(sctx)
+	cancel()
+	if err != nil {
+		s.log.Warn("in-flight requests did not finish in time; cancelling them", "err", err)
+		cancelBase()
+		srv.Close()
+	}
+	// Handlers may still run (Shutdown does not wait for hijacked or
+	// cancelled ones): wait before closing the stores.
+	done := make(chan struct{})
+	go func() { s.inflight.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(45 * time.Second):
+		s.log.Error("handlers still running after cancellation; closing anyway")
+	}
+	stopJanitor()
+	<-janitorDone
+	s.log.Info("stopped")
+	return nil
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	httpx.SetRoute(r.Context(), "GET /readyz")
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.meta.Ping(ctx); err != nil {
+		httpapi.WriteProblem(w, r, s.log, errcode.Retry(errcode.Unavailable, time.Second, "metadata store unavailable"))
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	io.WriteString(w, "ready\n")
+}
+
+// metricsGuard serves /metrics to loopback clients, or to anyone presenting
+// the configured metrics token. Everyone else gets 404: there are no
+// internal endpoints on public listeners.
+func (s *Server) metricsGuard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		httpx.SetRoute(r.Context(), "GET /metrics")
+		peer, _ := netip.ParseAddrPort(r.RemoteAddr)
+		allowed := peer.Addr().Unmap().IsLoopback()
+		if tok := s.cfg.MetricsToken; tok != "" {
+			got := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+			allowed = allowed || subtle.ConstantTimeCompare([]byte(got), []byte(tok)) == 1
+		}
+		if !allowed {
+			httpapi.WriteProblem(w, r, s.log, errcode.New(errcode.NotFound, "no such endpoint"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// observe records metrics and writes one access-log line per request.
+func (s *Server) observe(api string, next http.Handler) http.Handler {
+	inFlight := s.metrics.InFlight(api)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		ctx, slot := httpx.WithSlot(r.Context())
+		rec := &httpx.Recorder{ResponseWriter: w}
+		var body *httpx.CountingBody
+		if r.Body != nil && r.Body != http.NoBody {
+			body = &httpx.CountingBody{ReadCloser: r.Body}
+			r.Body = body
+		}
+		inFlight.Inc()
+		next.ServeHTTP(rec, r.WithContext(ctx))
+		inFlight.Dec()
+		d := time.Since(start)
+		status := rec.Status
+		if status == 0 {
+			status = http.StatusOK
+		}
+		var in int64
+		if body != nil {
+			in = body.N
+		}
+		s.metrics.Observe(api, slot.Route, status, d, in, rec.Written)
+		lvl := slog.LevelInfo
+		if status >= 500 {
+			lvl = slog.LevelWarn
+		}
+		s.log.LogAttrs(ctx, lvl, "request",
+			slog.String("request_id", httpx.RequestID(ctx)),
+			slog.String("api", api),
+			slog.String("method", r.Method),
+			slog.String("path", r.URL.Path),
+			slog.String("route", slot.Route),
+			slog.Int("status", status),
+			slog.Int64("bytes_in", in),
+			slog.Int64("bytes_out", rec.Written),
+			slog.Float64("duration_ms", float64(d.Microseconds())/1000),
+			slog.String("remote", r.RemoteAddr),
+			slog.String("user", slot.User),
+		)
+	})
+}
+
+// recoverer turns a handler panic into a logged 500 instead of a dropped
+// connection (http.ErrAbortHandler keeps its meaning).
+func (s *Server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.Error("panic", "request_id", httpx.RequestID(r.Context()), "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+				httpapi.WriteProblem(w, r, s.log, errcode.New(errcode.Internal, "internal error"))
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// admit bounds concurrent requests: beyond MaxInFlight, requests are shed
+// at once with 503 and Retry-After instead of queueing without bound. It
+// also tracks handlers for shutdown.
+func (s *Server) admit(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case s.sem <- struct{}{}:
+		default:
+			s.metrics.Rejected.WithLabelValues("max_in_flight").Inc()
+			httpapi.WriteProblem(w, r, s.log, errcode.Retry(errcode.Unavailable, time.Second, "server is at capacity; retry shortly"))
+			return
+		}
+		s.inflight.Add(1)
+		defer func() {
+			<-s.sem
+			s.inflight.Done()
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// LoadOrCreateKey reads the server's 32-byte master key from path, creating
+// it (mode 0600) on first start. It refuses a key file others can read.
+func LoadOrCreateKey(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		key := make([]byte, 32)
+		rand.Read(key)
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("creating server key: %w", err)
+		}
+		if _, err := f.WriteString(hex.EncodeToString(key) + "\n"); err != nil {
+			f.Close()
+			return nil, err
+		}
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return nil, err
+		}
+		if err := f.Close(); err != nil {
+			return nil, err
+		}
+		if d, err := os.Open(filepath.Dir(path)); err == nil {
+			d.Sync()
+			d.Close()
+		}
+		return key, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading server key: %w", err)
+	}
+	if st, err := os.Stat(path); err == nil && st.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("server key %s is readable by others (mode %v); chmod 600 it", path, st.Mode().Perm())
+	}
+	key, err := hex.DecodeString(strings.TrimSpace(string(b)))
+	if err != nil || len(key) != 32 {
+		return nil, fmt.Errorf("server key %s is malformed", path)
+	}
+	return key, nil
+}

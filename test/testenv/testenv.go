@@ -1,0 +1,369 @@
+// Package testenv starts real Coffer binaries for black-box tests: it builds
+// cmd/coffer once per test process, runs `coffer serve` on a loopback port
+// in a temporary data folder, and offers a small HTTP client for the file
+// API. Tests talk to the server only over the wire.
+package testenv
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// Binary returns the path of a coffer binary built from this checkout
+// (or $COFFER_BIN if set).
+func Binary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		if p := os.Getenv("COFFER_BIN"); p != "" {
+			binPath = p
+			return
+		}
+		dir, err := os.MkdirTemp("", "coffer-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "coffer")
+		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/coffer")
+		cmd.Dir = moduleRoot()
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+func moduleRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// Server is a running `coffer serve` process.
+type Server struct {
+	t    testing.TB
+	Data string
+	Args []string
+	URL  string // http://127.0.0.1:PORT
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	stderr *bytes.Buffer
+	exited chan error
+	addr   string
+}
+
+// Start runs coffer serve with a fresh data folder and extra flags, and
+// waits until it is ready. The process is killed at test cleanup.
+func Start(t testing.TB, extra ...string) *Server {
+	t.Helper()
+	s := &Server{t: t, Data: t.TempDir(), Args: extra}
+	s.start("127.0.0.1:0")
+	t.Cleanup(func() { s.Kill() })
+	return s
+}
+
+var announceRE = regexp.MustCompile(`listening on http://(\S+)`)
+
+func (s *Server) start(listen string) {
+	s.t.Helper()
+	args := append([]string{"serve", "--data", s.Data, "--listen", listen, "--log-level", "warn"}, s.Args...)
+	cmd := exec.Command(Binary(s.t), args...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	stderr := &bytes.Buffer{}
+	cmd.Stderr = &lockedWriter{w: stderr}
+	if err := cmd.Start(); err != nil {
+		s.t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	addrCh := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if m := announceRE.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case addrCh <- m[1]:
+				default:
+				}
+			}
+		}
+		io.Copy(io.Discard, stdout)
+	}()
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case addr := <-addrCh:
+		s.mu.Lock()
+		s.cmd, s.stderr, s.exited, s.addr = cmd, stderr, exited, addr
+		s.URL = "http://" + addr
+		s.mu.Unlock()
+	case err := <-exited:
+		s.t.Fatalf("coffer serve exited before listening: %v\n%s", err, stderr.String())
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		s.t.Fatalf("coffer serve did not announce its address in 30s\n%s", stderr.String())
+	}
+	s.waitReady()
+}
+
+func (s *Server) waitReady() {
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(s.URL + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	s.t.Fatalf("server not ready in 15s\n%s", s.Stderr())
+}
+
+// Stderr returns what the server logged so far.
+func (s *Server) Stderr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stderr == nil {
+		return ""
+	}
+	return s.stderr.String()
+}
+
+// PID returns the server's process ID.
+func (s *Server) PID() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cmd.Process.Pid
+}
+
+// Kill sends SIGKILL and waits for the process to die.
+func (s *Server) Kill() {
+	s.mu.Lock()
+	cmd, exited := s.cmd, s.exited
+	s.cmd = nil
+	s.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	cmd.Process.Kill()
+	<-exited
+}
+
+// Term sends SIGTERM and waits up to timeout for a clean exit, returning
+// the process's exit error.
+func (s *Server) Term(timeout time.Duration) error {
+	s.mu.Lock()
+	cmd, exited := s.cmd, s.exited
+	s.cmd = nil
+	s.mu.Unlock()
+	if cmd == nil {
+		return nil
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-exited:
+		return err
+	case <-time.After(timeout):
+		cmd.Process.Kill()
+		<-exited
+		return fmt.Errorf("server did not exit within %v of SIGTERM", timeout)
+	}
+}
+
+// Restart starts the server again on the same data folder and address.
+func (s *Server) Restart() {
+	s.t.Helper()
+	s.Kill()
+	s.start(s.addr)
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// ---- client ----
+
+// Client talks to the file API as one user.
+type Client struct {
+	Base    string
+	HTTP    *http.Client
+	Token   string
+	Refresh string
+	Email   string
+	Bucket  string // the default bucket
+}
+
+// NewClient returns an anonymous client of base.
+func NewClient(base string) *Client {
+	return &Client{Base: base, HTTP: &http.Client{Timeout: 2 * time.Minute}}
+}
+
+var userSeq struct {
+	sync.Mutex
+	n int
+}
+
+// NewUser signs up a fresh user on s, logs in and returns its client.
+func (s *Server) NewUser(t testing.TB) *Client {
+	t.Helper()
+	userSeq.Lock()
+	userSeq.n++
+	n := userSeq.n
+	userSeq.Unlock()
+	c := NewClient(s.URL)
+	c.Email = fmt.Sprintf("user%d-%d@example.com", n, time.Now().UnixNano())
+	var signup struct {
+		Bucket struct{ Name string } `json:"bucket"`
+	}
+	if st := c.JSON(t, "POST", "/api/v1/auth/signup", map[string]string{"email": c.Email, "password": "correct horse battery"}, &signup); st != 201 {
+		t.Fatalf("signup: status %d", st)
+	}
+	c.Bucket = signup.Bucket.Name
+	c.Login(t, "correct horse battery")
+	return c
+}
+
+// Login logs c in with password.
+func (c *Client) Login(t testing.TB, password string) {
+	t.Helper()
+	var sess struct {
+		AccessToken  string `json:"access_token"`
+		RefreshToken string `json:"refresh_token"`
+	}
+	if st := c.JSON(t, "POST", "/api/v1/auth/login", map[string]string{"email": c.Email, "password": password}, &sess); st != 200 {
+		t.Fatalf("login: status %d", st)
+	}
+	c.Token, c.Refresh = sess.AccessToken, sess.RefreshToken
+}
+
+// Do sends a request with c's token and returns the response (body unread).
+func (c *Client) Do(t testing.TB, method, path string, body io.Reader, hdr ...string) *http.Response {
+	t.Helper()
+	resp, err := c.DoErr(context.Background(), method, path, body, -1, hdr...)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	return resp
+}
+
+// DoErr is Do returning transport errors; size >= 0 sets Content-Length.
+// hdr is pairs of header names and values.
+func (c *Client) DoErr(ctx context.Context, method, path string, body io.Reader, size int64, hdr ...string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.Base+path, body)
+	if err != nil {
+		return nil, err
+	}
+	if size >= 0 {
+		req.ContentLength = size
+		if size == 0 {
+			req.Body = http.NoBody
+		}
+	}
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	return c.HTTP.Do(req)
+}
+
+// JSON sends v as a JSON body (nil for none), decodes a JSON response into
+// out (if non-nil and the response is JSON) and returns the status.
+func (c *Client) JSON(t testing.TB, method, path string, v, out any, hdr ...string) int {
+	t.Helper()
+	var body io.Reader
+	if v != nil {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body = bytes.NewReader(b)
+		hdr = append(hdr, "Content-Type", "application/json")
+	}
+	resp := c.Do(t, method, path, body, hdr...)
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: reading body: %v", method, path, err)
+	}
+	if out != nil && len(data) > 0 && strings.Contains(resp.Header.Get("Content-Type"), "json") {
+		if err := json.Unmarshal(data, out); err != nil {
+			t.Fatalf("%s %s: decoding %q: %v", method, path, data, err)
+		}
+	}
+	return resp.StatusCode
+}
+
+// Problem is the problem+json body of an error response.
+type Problem struct {
+	Type      string         `json:"type"`
+	Title     string         `json:"title"`
+	Status    int            `json:"status"`
+	Detail    string         `json:"detail"`
+	Code      string         `json:"code"`
+	RequestID string         `json:"request_id"`
+	Extra     map[string]any `json:"extra"`
+}
+
+// FileURL returns the API path of a file.
+func FileURL(bucket, key string) string {
+	return "/api/v1/buckets/" + bucket + "/files/" + EscapeKey(key)
+}
+
+// EscapeKey percent-encodes each segment of key.
+func EscapeKey(key string) string {
+	segs := strings.Split(key, "/")
+	for i, s := range segs {
+		segs[i] = pathEscape(s)
+	}
+	return strings.Join(segs, "/")
+}
+
+func pathEscape(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("-._~", c) >= 0 {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
+}
