@@ -36,12 +36,6 @@ func (t *Throttle) Check(key string) time.Duration {
 	now := t.now()
 	w := t.m[key]
 	if w == nil {
-		if len(t.m) >= t.MaxKeys {
-			t.sweep(now)
-			if len(t.m) >= t.MaxKeys {
-				return t.Window
-			}
-		}
 		return 0
 	}
 	if now.Sub(w.start) >= t.Window {
@@ -63,6 +57,12 @@ func (t *Throttle) Fail(key string) {
 	if w == nil || now.Sub(w.start) >= t.Window {
 		if w == nil && len(t.m) >= t.MaxKeys {
 			t.sweep(now)
+			for k := range t.m {
+				if len(t.m) < t.MaxKeys {
+					break
+				}
+				delete(t.m, k)
+			}
 		}
 		w = &window{start: now}
 		t.m[key] = w

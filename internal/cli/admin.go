@@ -106,7 +106,7 @@ func (c *gcCmd) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer b.Close()
-	svc := object.New(m, b, object.Config{GarbageGrace: 1, OrphanGrace: 1}, newLogger(c.env.Stderr, "info", "text"))
+	svc := object.New(m, b, object.Config{GarbageGrace: 1, OrphanGrace: 1}, newLogger(c.env.Stderr, "warn", "text"))
 	g, err := svc.CollectGarbage(ctx)
 	if err != nil {
 		return err

@@ -1,0 +1,145 @@
+package auth
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/coffer-storage/coffer/internal/errcode"
+)
+
+// cheap parameters keep tests fast; the pool logic does not depend on them.
+var testParams = Params{Memory: 8 * 1024, Time: 1}
+
+func TestHashVerify(t *testing.T) {
+	h := NewHasher(testParams, PoolConfig{})
+	ctx := context.Background()
+	enc, err := h.Hash(ctx, "correct horse")
+	if err != nil || !strings.HasPrefix(enc, "$argon2id$v=19$m=8192,t=1,p=1$") {
+		t.Fatalf("Hash = %q, %v", enc, err)
+	}
+	if ok, err := h.Verify(ctx, "correct horse", enc); !ok || err != nil {
+		t.Errorf("right password: %v %v", ok, err)
+	}
+	if ok, _ := h.Verify(ctx, "wrong horse", enc); ok {
+		t.Error("wrong password verified")
+	}
+	if ok, _ := h.Verify(ctx, "anything", ""); ok {
+		t.Error("unknown user verified")
+	}
+	if _, err := h.Verify(ctx, "x", "$argon2id$garbage"); !errcode.Is(err, errcode.Internal) {
+		t.Errorf("malformed hash: %v", err)
+	}
+}
+
+// TestPoolBounds saturates a one-slot pool: excess callers wait at most
+// MaxWait, the queue is bounded, and refusals are Unavailable with a
+// Retry-After.
+func TestPoolBounds(t *testing.T) {
+	h := NewHasher(Params{Memory: 64 * 1024, Time: 3}, PoolConfig{Slots: 1, MaxQueue: 2, MaxWait: 50 * time.Millisecond})
+	var wg sync.WaitGroup
+	errs := make(chan error, 20)
+	start := time.Now()
+	for range 20 {
+		wg.Go(func() {
+			_, err := h.Hash(context.Background(), "pw")
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	ok, refused := 0, 0
+	for err := range errs {
+		switch {
+		case err == nil:
+			ok++
+		case errcode.Is(err, errcode.Unavailable) && errcode.As(err).RetryAfter > 0:
+			refused++
+		default:
+			t.Errorf("unexpected error %v", err)
+		}
+	}
+	if ok == 0 || refused == 0 || ok+refused != 20 {
+		t.Errorf("ok %d refused %d", ok, refused)
+	}
+	if st := h.Stats(); st.Rejected != int64(refused) || st.InUse != 0 || st.Waiting != 0 {
+		t.Errorf("stats %+v", st)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("took %v", d)
+	}
+}
+
+func TestTokens(t *testing.T) {
+	key := DeriveKey([]byte("master"), "access-token")
+	tok := NewTokens(key, time.Minute)
+	s, _, err := tok.Issue("user-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sub, err := tok.Verify(s); err != nil || sub != "user-1" {
+		t.Fatalf("Verify = %q, %v", sub, err)
+	}
+	// Tampered payload, other key, expired, alg none.
+	parts := strings.Split(s, ".")
+	tampered := parts[0] + "." + parts[1] + "x." + parts[2]
+	other := NewTokens(DeriveKey([]byte("other"), "access-token"), time.Minute)
+	expired := NewTokens(key, time.Minute)
+	expired.now = func() time.Time { return time.Now().Add(-time.Hour) }
+	old, _, _ := expired.Issue("user-1")
+	none, _ := jwt.NewWithClaims(jwt.SigningMethodNone, jwt.MapClaims{"sub": "user-1", "iss": issuer, "typ": "access", "exp": time.Now().Add(time.Hour).Unix()}).SignedString(jwt.UnsafeAllowNoneSignatureType)
+	for name, bad := range map[string]string{"tampered": tampered, "expired": old, "alg none": none, "garbage": "x.y.z"} {
+		if _, err := tok.Verify(bad); !errcode.Is(err, errcode.Unauthenticated) {
+			t.Errorf("%s token: %v", name, err)
+		}
+	}
+	if _, err := other.Verify(s); !errcode.Is(err, errcode.Unauthenticated) {
+		t.Errorf("token verified with another key")
+	}
+	if string(DeriveKey([]byte("m"), "a")) == string(DeriveKey([]byte("m"), "b")) {
+		t.Error("purposes derive the same key")
+	}
+}
+
+func TestThrottle(t *testing.T) {
+	th := NewThrottle(3, time.Minute)
+	now := time.Unix(1000, 0)
+	th.now = func() time.Time { return now }
+	for range 3 {
+		if th.Check("k") != 0 {
+			t.Fatal("throttled too early")
+		}
+		th.Fail("k")
+	}
+	if d := th.Check("k"); d <= 0 || d > time.Minute {
+		t.Fatalf("after 3 failures Check = %v", d)
+	}
+	if th.Check("other") != 0 {
+		t.Error("other key throttled")
+	}
+	now = now.Add(time.Minute)
+	if th.Check("k") != 0 {
+		t.Error("still throttled after the window")
+	}
+	th.Fail("k")
+	th.Reset("k")
+	if th.Check("k") != 0 {
+		t.Error("throttled after reset")
+	}
+	// Bounded: a full table evicts rather than growing or locking out.
+	small := NewThrottle(1, time.Minute)
+	small.MaxKeys = 2
+	for _, k := range []string{"a", "b", "c", "d"} {
+		small.Fail(k)
+	}
+	if len(small.m) > 2 {
+		t.Errorf("table grew to %d entries", len(small.m))
+	}
+	if small.Check("d") == 0 {
+		t.Error("newest failing key not throttled")
+	}
+}

@@ -1,0 +1,554 @@
+package diskblob_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/coffer-storage/coffer/internal/blob"
+	"github.com/coffer-storage/coffer/internal/blob/blobtest"
+	"github.com/coffer-storage/coffer/internal/blob/diskblob"
+	"github.com/coffer-storage/coffer/internal/errcode"
+)
+
+func TestConformance(t *testing.T) {
+	blobtest.Run(t, func(t *testing.T) blob.Store { return open(t, t.TempDir()) })
+}
+
+func open(t testing.TB, dir string) *diskblob.Store {
+	t.Helper()
+	s, err := diskblob.Open(dir)
+	if err != nil {
+		t.Fatalf("Open(%s): %v", dir, err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return s
+}
+
+func put(t testing.TB, s blob.Store, key string, data []byte) {
+	t.Helper()
+	if _, err := s.Put(context.Background(), key, bytes.NewReader(data), int64(len(data))); err != nil {
+		t.Fatalf("Put(%q): %v", key, err)
+	}
+}
+
+func randBytes(n int, seed uint64) []byte {
+	b := make([]byte, n)
+	r := rand.New(rand.NewPCG(seed, seed))
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
+
+func TestLayout(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir)
+	put(t, s, "a", []byte("file a"))
+	put(t, s, "a/b.c", []byte("file a/b.c"))
+	for name, want := range map[string]string{
+		"blobs/a.blob":       "file a",
+		"blobs/a/b%2Ec.blob": "file a/b.c",
+	} {
+		got, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name)))
+		if err != nil {
+			t.Errorf("reading %s: %v", name, err)
+		} else if string(got) != want {
+			t.Errorf("%s holds %q, want %q", name, got, want)
+		}
+	}
+	for _, name := range []string{"blobs", "tmp", "blobs/a"} {
+		fi, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := fi.Mode().Perm(), os.FileMode(0o700); got != want {
+			t.Errorf("%s has mode %v, want %v", name, got, want)
+		}
+	}
+	fi, err := os.Stat(filepath.Join(dir, "blobs", "a.blob"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fi.Mode().Perm(), os.FileMode(0o600); got != want {
+		t.Errorf("a.blob has mode %v, want %v", got, want)
+	}
+}
+
+func TestReopenKeepsBlobs(t *testing.T) {
+	dir := t.TempDir()
+	s, err := diskblob.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(t, s, "x/y", []byte("kept"))
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	s = open(t, dir)
+	rc, err := s.Get(t.Context(), "x/y", 0, -1)
+	if err != nil {
+		t.Fatalf("Get after reopen: %v", err)
+	}
+	defer rc.Close()
+	if got, _ := io.ReadAll(rc); string(got) != "kept" {
+		t.Errorf("Get after reopen = %q, want %q", got, "kept")
+	}
+}
+
+func TestOpenTwiceFails(t *testing.T) {
+	dir := t.TempDir()
+	s1, err := diskblob.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, err := diskblob.Open(dir)
+	if err == nil {
+		s2.Close()
+		s1.Close()
+		t.Fatal("second Open of the same directory succeeded")
+	}
+	if !errors.Is(err, diskblob.ErrLocked) {
+		t.Errorf("second Open: %v, want ErrLocked", err)
+	}
+	if !strings.Contains(err.Error(), dir) {
+		t.Errorf("second Open: %q does not name the directory %s", err, dir)
+	}
+	// The failed Open must not have disturbed the first store.
+	put(t, s1, "still", []byte("works"))
+	if err := s1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	open(t, dir) // the lock is released by Close
+}
+
+func TestOpenRemovesLeftovers(t *testing.T) {
+	dir := t.TempDir()
+	s, err := diskblob.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(t, s, "k", []byte("blob"))
+	s.Close()
+
+	tmp := filepath.Join(dir, "tmp")
+	for _, name := range []string{"ABCDEF", "other"} {
+		if err := os.WriteFile(filepath.Join(tmp, name), []byte("half a blob"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(tmp, "sub", "deeper"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, dir)
+	if names := readDirNames(t, tmp); len(names) != 0 {
+		t.Errorf("after Open, tmp/ holds %q, want nothing", names)
+	}
+	if got, err := s.Stat(t.Context(), "k"); err != nil || got.Size != 4 {
+		t.Errorf("Stat(k) after reopen = %+v, %v; want size 4", got, err)
+	}
+}
+
+func readDirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, de := range des {
+		names = append(names, de.Name())
+	}
+	return names
+}
+
+// cancelReader yields data and calls cancel once it has yielded at bytes.
+type cancelReader struct {
+	data   []byte
+	pos    int
+	at     int
+	cancel func()
+}
+
+func (r *cancelReader) Read(p []byte) (int, error) {
+	if r.pos >= r.at {
+		r.cancel()
+	}
+	if r.pos >= len(r.data) {
+		return 0, io.EOF
+	}
+	n := copy(p[:min(len(p), 64<<10)], r.data[r.pos:])
+	r.pos += n
+	return n, nil
+}
+
+func TestFailedPutLeavesNoTempFile(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir)
+	tmp := filepath.Join(dir, "tmp")
+	data := randBytes(2<<20, 1)
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	r := &cancelReader{data: data, at: 700 << 10, cancel: cancel}
+	if _, err := s.Put(ctx, "cancelled", r, int64(len(data))); err == nil {
+		t.Fatal("Put cancelled mid-way succeeded")
+	}
+	if r.pos >= len(data) {
+		t.Errorf("Put read all %d bytes despite the cancel at %d", r.pos, r.at)
+	}
+	if names := readDirNames(t, tmp); len(names) != 0 {
+		t.Errorf("after a cancelled Put, tmp/ holds %q", names)
+	}
+
+	fails := []struct {
+		name string
+		r    io.Reader
+		size int64
+	}{
+		{"short", bytes.NewReader(data), int64(len(data)) + 1},
+		{"long", bytes.NewReader(data), int64(len(data)) - 1},
+		{"reader-error", io.MultiReader(bytes.NewReader(data), errReader{}), -1},
+	}
+	for _, f := range fails {
+		if _, err := s.Put(t.Context(), f.name, f.r, f.size); err == nil {
+			t.Errorf("Put %s succeeded", f.name)
+		}
+		if names := readDirNames(t, tmp); len(names) != 0 {
+			t.Errorf("after a failed Put (%s), tmp/ holds %q", f.name, names)
+		}
+	}
+	if names := readDirNames(t, filepath.Join(dir, "blobs")); len(names) != 0 {
+		t.Errorf("after failed Puts, blobs/ holds %q", names)
+	}
+}
+
+type errReader struct{}
+
+func (errReader) Read([]byte) (int, error) { return 0, errors.New("boom") }
+
+func TestSymlinksCannotEscape(t *testing.T) {
+	outside := t.TempDir()
+	secret := []byte("secret outside the store")
+	if err := os.WriteFile(filepath.Join(outside, "secret.blob"), secret, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	s := open(t, dir)
+	blobs := filepath.Join(dir, "blobs")
+	relOutside, err := filepath.Rel(blobs, outside)
+	if err != nil {
+		t.Fatal(err)
+	}
+	links := map[string]string{
+		"abs.blob": filepath.Join(outside, "secret.blob"),
+		"rel.blob": filepath.Join(relOutside, "secret.blob"),
+		"absdir":   outside,
+		"reldir":   relOutside,
+	}
+	for name, target := range links {
+		if err := os.Symlink(target, filepath.Join(blobs, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(t, s, "inside", []byte("in"))
+	ctx := t.Context()
+
+	for _, key := range []string{"abs", "rel", "absdir/secret", "reldir/secret"} {
+		if rc, err := s.Get(ctx, key, 0, -1); err == nil {
+			got, _ := io.ReadAll(rc)
+			rc.Close()
+			t.Errorf("Get(%q) through a symlink out of the store succeeded: %q", key, got)
+		}
+		if info, err := s.Stat(ctx, key); err == nil {
+			t.Errorf("Stat(%q) through a symlink out of the store succeeded: %+v", key, info)
+		}
+		s.Delete(ctx, key) // may fail; must not remove the target
+	}
+	for _, key := range []string{"absdir/planted", "reldir/planted", "absdir/deeper/planted"} {
+		if _, err := s.Put(ctx, key, strings.NewReader("planted"), 7); err == nil {
+			t.Errorf("Put(%q) through a symlinked directory out of the store succeeded", key)
+		}
+	}
+	// Writing a key whose file is a symlink replaces the link, not its target.
+	for _, key := range []string{"abs", "rel"} {
+		s.Put(ctx, key, strings.NewReader("new"), 3)
+	}
+
+	if got, want := readDirNames(t, outside), []string{"secret.blob"}; !slices.Equal(got, want) {
+		t.Errorf("outside the store: %q, want %q", got, want)
+	}
+	if got, err := os.ReadFile(filepath.Join(outside, "secret.blob")); err != nil || !bytes.Equal(got, secret) {
+		t.Errorf("the file outside the store now holds %q, %v", got, err)
+	}
+	var keys []string
+	if err := s.List(ctx, "", func(info blob.Info) error {
+		keys = append(keys, info.Key)
+		return nil
+	}); err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	for _, k := range keys {
+		if strings.Contains(k, "secret") {
+			t.Errorf("List shows %q, found through a symlink", k)
+		}
+	}
+}
+
+func TestListSkipsForeignNames(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir)
+	put(t, s, "ok/a", []byte("a"))
+	put(t, s, "ok.b", []byte("b"))
+	blobs := filepath.Join(dir, "blobs")
+	junkFiles := []string{
+		"notes.txt", "no-ext", "%2e%2e.blob", "%41.blob", "a.b.blob", ".blob", "%.blob", "sp ace.blob",
+		"%2E.blob",           // decodes to ".", an invalid segment
+		"ok/%00.blob",        // decodes to NUL
+		"ok/%FF.blob",        // decodes to invalid UTF-8
+		"with.dot/x.blob",    // directory names never contain '.'
+		"%2E%2E/x.blob",      // directory ".."
+		"lower%c3%a9/x.blob", // lower-case hex
+		"ok/" + strings.Repeat("z", 241) + ".blob",
+	}
+	for _, name := range junkFiles {
+		p := filepath.Join(blobs, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("junk"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(blobs, "dir.blob"), 0o700); err != nil { // a directory named like a file
+		t.Fatal(err)
+	}
+	var keys []string
+	if err := s.List(t.Context(), "", func(info blob.Info) error {
+		keys = append(keys, info.Key)
+		return nil
+	}); err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	if want := []string{"ok.b", "ok/a"}; !slices.Equal(keys, want) {
+		t.Errorf("List = %q, want %q", keys, want)
+	}
+}
+
+// spyWriter records the reader io.Copy hands to its ReadFrom.
+type spyWriter struct {
+	bytes.Buffer
+	src io.Reader
+}
+
+func (w *spyWriter) ReadFrom(r io.Reader) (int64, error) {
+	w.src = r
+	return w.Buffer.ReadFrom(r)
+}
+
+func TestGetWriteTo(t *testing.T) {
+	s := open(t, t.TempDir())
+	data := randBytes(3<<20+17, 2)
+	put(t, s, "big", data)
+	ranges := []struct{ off, length int64 }{
+		{0, -1},
+		{12345, 2<<20 + 7},
+		{1, 1},
+		{int64(len(data)) - 100, 1000},
+		{int64(len(data)), -1},
+		{500, 0},
+	}
+	for _, r := range ranges {
+		end := int64(len(data))
+		if r.length >= 0 && r.off+r.length < end {
+			end = r.off + r.length
+		}
+		want := data[r.off:end]
+		name := fmt.Sprintf("%d+%d", r.off, r.length)
+
+		t.Run(name+"/ReadFrom-spy", func(t *testing.T) {
+			rc := get(t, s, "big", r.off, r.length)
+			if _, ok := rc.(io.WriterTo); !ok {
+				t.Fatalf("the reader (%T) does not implement io.WriterTo", rc)
+			}
+			var w spyWriter
+			n, err := io.Copy(&w, rc)
+			if err != nil || n != int64(len(want)) {
+				t.Fatalf("io.Copy = %d, %v; want %d bytes", n, err, len(want))
+			}
+			if !bytes.Equal(w.Bytes(), want) {
+				t.Fatalf("io.Copy copied other bytes than [%d:%d]", r.off, end)
+			}
+			lr, ok := w.src.(*io.LimitedReader)
+			if !ok {
+				t.Fatalf("ReadFrom got a %T, want an *io.LimitedReader over the file", w.src)
+			}
+			if _, ok := lr.R.(*os.File); !ok {
+				t.Errorf("ReadFrom got a LimitedReader over %T, want *os.File", lr.R)
+			}
+			// The range is used up.
+			if n, err := rc.Read(make([]byte, 10)); n != 0 || err != io.EOF {
+				t.Errorf("Read after WriteTo = %d, %v; want 0, EOF", n, err)
+			}
+		})
+
+		t.Run(name+"/file", func(t *testing.T) {
+			// *os.File.ReadFrom copies file to file in the kernel.
+			rc := get(t, s, "big", r.off, r.length)
+			dst, err := os.Create(filepath.Join(t.TempDir(), "dst"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer dst.Close()
+			if _, err := dst.WriteString("pre"); err != nil {
+				t.Fatal(err)
+			}
+			n, err := io.Copy(dst, rc)
+			if err != nil || n != int64(len(want)) {
+				t.Fatalf("io.Copy to a file = %d, %v; want %d bytes", n, err, len(want))
+			}
+			got, err := os.ReadFile(dst.Name())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, append([]byte("pre"), want...)) {
+				t.Fatalf("the file holds %d bytes other than \"pre\" + [%d:%d]", len(got), r.off, end)
+			}
+		})
+
+		t.Run(name+"/http", func(t *testing.T) {
+			// An http.ResponseWriter reaches sendfile on the TCP connection.
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+				rc, err := s.Get(req.Context(), "big", r.off, r.length)
+				if err != nil {
+					http.Error(w, err.Error(), http.StatusInternalServerError)
+					return
+				}
+				defer rc.Close()
+				io.Copy(w, rc)
+			}))
+			defer srv.Close()
+			resp, err := http.Get(srv.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			got, err := io.ReadAll(resp.Body)
+			if err != nil || resp.StatusCode != http.StatusOK {
+				t.Fatalf("GET: status %d, %v", resp.StatusCode, err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("HTTP body is %d bytes other than [%d:%d] (%d bytes)", len(got), r.off, end, len(want))
+			}
+		})
+	}
+}
+
+func TestGetReadAfterPartialRead(t *testing.T) {
+	s := open(t, t.TempDir())
+	data := randBytes(1<<20, 3)
+	put(t, s, "k", data)
+	rc := get(t, s, "k", 100, 5000)
+	head := make([]byte, 1000)
+	if _, err := io.ReadFull(rc, head); err != nil {
+		t.Fatal(err)
+	}
+	var rest bytes.Buffer
+	if _, err := io.Copy(&rest, rc); err != nil { // WriteTo with the remainder
+		t.Fatal(err)
+	}
+	if got := append(head, rest.Bytes()...); !bytes.Equal(got, data[100:5100]) {
+		t.Errorf("Read then WriteTo gave %d bytes other than [100:5100]", len(got))
+	}
+}
+
+func TestClassifiesClosedStore(t *testing.T) {
+	s, err := diskblob.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(t, s, "k", []byte("x"))
+	s.Close()
+	if _, err := s.Stat(t.Context(), "k"); errcode.Of(err) != errcode.Unavailable {
+		t.Errorf("Stat on a closed store: %v (code %v), want %v", err, errcode.Of(err), errcode.Unavailable)
+	}
+	if _, err := s.Put(t.Context(), "k2", strings.NewReader("x"), 1); errcode.Of(err) != errcode.Unavailable {
+		t.Errorf("Put on a closed store: %v (code %v), want %v", err, errcode.Of(err), errcode.Unavailable)
+	}
+}
+
+func get(t *testing.T, s blob.Store, key string, off, length int64) io.ReadCloser {
+	t.Helper()
+	rc, err := s.Get(t.Context(), key, off, length)
+	if err != nil {
+		t.Fatalf("Get(%q, %d, %d): %v", key, off, length, err)
+	}
+	t.Cleanup(func() { rc.Close() })
+	return rc
+}
+
+func BenchmarkPut(b *testing.B) {
+	for _, size := range []int{4 << 10, 1 << 20} {
+		b.Run(sizeName(size), func(b *testing.B) {
+			s := open(b, b.TempDir())
+			data := randBytes(size, 4)
+			ctx := context.Background()
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				key := fmt.Sprintf("bench/%d", i)
+				i++
+				if _, err := s.Put(ctx, key, bytes.NewReader(data), int64(size)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkGet(b *testing.B) {
+	for _, size := range []int{4 << 10, 1 << 20} {
+		b.Run(sizeName(size), func(b *testing.B) {
+			s := open(b, b.TempDir())
+			put(b, s, "k", randBytes(size, 5))
+			ctx := context.Background()
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			for b.Loop() {
+				rc, err := s.Get(ctx, "k", 0, -1)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if n, err := io.Copy(io.Discard, rc); err != nil || n != int64(size) {
+					b.Fatalf("io.Copy = %d, %v", n, err)
+				}
+				rc.Close()
+			}
+		})
+	}
+}
+
+func sizeName(n int) string {
+	if n >= 1<<20 {
+		return fmt.Sprintf("%dMiB", n>>20)
+	}
+	return fmt.Sprintf("%dKiB", n>>10)
+}

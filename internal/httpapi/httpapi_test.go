@@ -1,0 +1,109 @@
+package httpapi
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/coffer-storage/coffer/internal/errcode"
+)
+
+func TestStatusTableComplete(t *testing.T) {
+	for _, c := range errcode.All() {
+		if _, ok := statusOf[c]; !ok {
+			t.Errorf("errcode %v has no HTTP status in statusOf", c)
+		}
+	}
+}
+
+func TestRouter(t *testing.T) {
+	api := New(nil, nil, Config{}, nil)
+	rt := newRouter(api.Routes())
+	tests := []struct {
+		method, path string
+		pattern      string
+		code         errcode.Code
+		bucket, key  string
+	}{
+		{"GET", "/api/v1/me", "/api/v1/me", errcode.Unknown, "", ""},
+		{"HEAD", "/api/v1/buckets/b1/files/a/b.txt", "/api/v1/buckets/{bucket}/files/{key...}", errcode.Unknown, "b1", "a/b.txt"},
+		{"PUT", "/api/v1/buckets/b1/files/a//b%2Fc/", "/api/v1/buckets/{bucket}/files/{key...}", errcode.Unknown, "b1", "a//b/c/"},
+		{"PUT", "/api/v1/buckets/b1/files/%E6%97%A5%20x", "/api/v1/buckets/{bucket}/files/{key...}", errcode.Unknown, "b1", "日 x"},
+		{"GET", "/api/v1/buckets/b1/files", "/api/v1/buckets/{bucket}/files", errcode.Unknown, "b1", ""},
+		{"GET", "/api/v1/buckets/b1/files/", "", errcode.NotFound, "", ""},
+		{"GET", "/api/v1/buckets//files", "", errcode.NotFound, "", ""},
+		{"PATCH", "/api/v1/me", "", errcode.MethodNotAllowed, "", ""},
+		{"GET", "/api/v2/me", "", errcode.NotFound, "", ""},
+		{"GET", "/api/v1/me/extra", "", errcode.NotFound, "", ""},
+	}
+	for _, tc := range tests {
+		r := httptest.NewRequest(tc.method, "http://x"+tc.path, nil)
+		route, err := rt.match(r)
+		if got := errcode.Of(err); got != tc.code || (err == nil) != (tc.code == errcode.Unknown) {
+			t.Errorf("%s %s: err %v, want code %v", tc.method, tc.path, err, tc.code)
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		if route.Pattern != tc.pattern || r.PathValue("bucket") != tc.bucket || r.PathValue("key") != tc.key {
+			t.Errorf("%s %s: pattern %q bucket %q key %q", tc.method, tc.path, route.Pattern, r.PathValue("bucket"), r.PathValue("key"))
+		}
+	}
+}
+
+func FuzzRouter(f *testing.F) {
+	api := New(nil, nil, Config{}, nil)
+	rt := newRouter(api.Routes())
+	for _, p := range []string{"/api/v1/me", "/api/v1/buckets/b/files/a%2F%2F/b", "/api/v1/buckets/b/files/%zz", "/api/v1/buckets/b/move"} {
+		f.Add("GET", p)
+	}
+	f.Fuzz(func(t *testing.T, method, path string) {
+		r, err := http.NewRequest(method, "http://x"+path, nil)
+		if err != nil {
+			return
+		}
+		route, err := rt.match(r)
+		if err == nil && route.Pattern == "" {
+			t.Fatalf("matched without a pattern: %s %q", method, path)
+		}
+		if err == nil && strings.Contains(route.Pattern, "{key...}") && r.PathValue("key") == "" {
+			t.Fatalf("empty key matched: %q", path)
+		}
+	})
+}
+
+func TestClientDigests(t *testing.T) {
+	h := http.Header{}
+	h.Set("Content-Digest", "sha-512=:AAAA:, sha-256=:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=:")
+	sha, md5, err := clientDigests(h)
+	if err != nil || len(sha) != 32 || md5 != nil {
+		t.Fatalf("%x %x %v", sha, md5, err)
+	}
+	h.Set("X-Checksum-Sha256", strings.Repeat("00", 32))
+	if _, _, err := clientDigests(h); !errcode.Is(err, errcode.InvalidArgument) {
+		t.Fatalf("disagreeing digests: %v", err)
+	}
+	for _, bad := range []string{"sha-256=AAAA", "sha-256=:AAAA:", "garbage", "sha-256=:!!!:"} {
+		h := http.Header{}
+		h.Set("Content-Digest", bad)
+		if _, _, err := clientDigests(h); !errcode.Is(err, errcode.InvalidArgument) {
+			t.Errorf("Content-Digest %q: %v", bad, err)
+		}
+	}
+}
+
+func FuzzClientDigests(f *testing.F) {
+	f.Add("sha-256=:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=:", "", "")
+	f.Fuzz(func(t *testing.T, cd, xs, cm string) {
+		h := http.Header{}
+		h.Set("Content-Digest", cd)
+		h.Set("X-Checksum-Sha256", xs)
+		h.Set("Content-MD5", cm)
+		sha, md5, err := clientDigests(h)
+		if err == nil && (sha != nil && len(sha) != 32 || md5 != nil && len(md5) != 16) {
+			t.Fatalf("bad digest lengths %d %d", len(sha), len(md5))
+		}
+	})
+}

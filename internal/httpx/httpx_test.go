@@ -1,0 +1,218 @@
+package httpx
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coffer-storage/coffer/internal/errcode"
+)
+
+func TestParseRange(t *testing.T) {
+	tests := []struct {
+		h          string
+		size       int64
+		res        RangeResult
+		start, len int64
+	}{
+		{"", 10, RangeNone, 0, 0},
+		{"bytes=0-0", 10, RangeOK, 0, 1},
+		{"bytes=2-5", 10, RangeOK, 2, 4},
+		{"bytes=2-", 10, RangeOK, 2, 8},
+		{"bytes=2-100", 10, RangeOK, 2, 8},
+		{"bytes=-3", 10, RangeOK, 7, 3},
+		{"bytes=-30", 10, RangeOK, 0, 10},
+		{"BYTES = 1-1", 10, RangeOK, 1, 1},
+		{"bytes=10-", 10, RangeUnsatisfiable, 0, 0},
+		{"bytes=10-20", 10, RangeUnsatisfiable, 0, 0},
+		{"bytes=-0", 10, RangeUnsatisfiable, 0, 0},
+		{"bytes=0-", 0, RangeUnsatisfiable, 0, 0},
+		{"bytes=-5", 0, RangeUnsatisfiable, 0, 0},
+		{"bytes=5-2", 10, RangeNone, 0, 0},
+		{"bytes=0-1,3-4", 10, RangeNone, 0, 0},
+		{"items=0-1", 10, RangeNone, 0, 0},
+		{"bytes=a-b", 10, RangeNone, 0, 0},
+		{"bytes=+1-2", 10, RangeNone, 0, 0},
+		{"bytes=1", 10, RangeNone, 0, 0},
+		{"bytes=99999999999999999999-", 10, RangeNone, 0, 0},
+	}
+	for _, tc := range tests {
+		res, s, n := ParseRange(tc.h, tc.size)
+		if res != tc.res || s != tc.start || n != tc.len {
+			t.Errorf("ParseRange(%q, %d) = %v %d %d, want %v %d %d", tc.h, tc.size, res, s, n, tc.res, tc.start, tc.len)
+		}
+	}
+}
+
+func FuzzParseRange(f *testing.F) {
+	for _, s := range []string{"bytes=0-0", "bytes=-5", "bytes=5-", "bytes=1-2,3-4", "bytes=99999999999999999-", "bytes= 1 - 2 "} {
+		f.Add(s, int64(100))
+	}
+	f.Fuzz(func(t *testing.T, h string, size int64) {
+		if size < 0 {
+			size = -size
+		}
+		if size < 0 {
+			return
+		}
+		res, s, n := ParseRange(h, size)
+		if res == RangeOK {
+			if s < 0 || n <= 0 || s+n > size {
+				t.Fatalf("ParseRange(%q, %d) = %d+%d out of bounds", h, size, s, n)
+			}
+		}
+	})
+}
+
+func TestMatchETag(t *testing.T) {
+	tests := []struct {
+		list, etag string
+		strong     bool
+		want       bool
+	}{
+		{`"abc"`, "abc", true, true},
+		{`"x", "abc"`, "abc", true, true},
+		{`W/"abc"`, "abc", true, false},
+		{`W/"abc"`, "abc", false, true},
+		{`*`, "abc", true, true},
+		{`abc`, "abc", true, true},
+		{`"ab`, "ab", true, false},
+		{`"x","y"`, "abc", false, false},
+	}
+	for _, tc := range tests {
+		if got := MatchETag(tc.list, tc.etag, tc.strong); got != tc.want {
+			t.Errorf("MatchETag(%q, %q, %v) = %v", tc.list, tc.etag, tc.strong, got)
+		}
+	}
+}
+
+func FuzzMatchETag(f *testing.F) {
+	f.Add(`"a", W/"b", c`, "a")
+	f.Fuzz(func(t *testing.T, list, etag string) {
+		MatchETag(list, etag, true)
+		MatchETag(list, etag, false)
+	})
+}
+
+func TestCheckPreconditions(t *testing.T) {
+	mod := time.Date(2026, 1, 2, 3, 4, 5, 600, time.UTC)
+	v := Validators{ETag: "e1", ModTime: mod, Exists: true}
+	before := mod.Add(-time.Hour).Format(http.TimeFormat)
+	at := mod.Format(http.TimeFormat)
+	tests := []struct {
+		method string
+		hdr    []string
+		want   int
+	}{
+		{"GET", nil, Proceed},
+		{"GET", []string{"If-Match", `"e1"`}, Proceed},
+		{"GET", []string{"If-Match", `"e2"`}, FailedPrecon},
+		{"GET", []string{"If-Unmodified-Since", before}, FailedPrecon},
+		{"GET", []string{"If-Unmodified-Since", at}, Proceed},
+		{"GET", []string{"If-Match", `"e1"`, "If-Unmodified-Since", before}, Proceed}, // If-Match wins
+		{"GET", []string{"If-None-Match", `"e1"`}, NotModified},
+		{"HEAD", []string{"If-None-Match", `W/"e1"`}, NotModified},
+		{"PUT", []string{"If-None-Match", `"e1"`}, FailedPrecon},
+		{"GET", []string{"If-None-Match", `"e2"`}, Proceed},
+		{"GET", []string{"If-Modified-Since", at}, NotModified},
+		{"GET", []string{"If-Modified-Since", before}, Proceed},
+		{"GET", []string{"If-None-Match", `"e2"`, "If-Modified-Since", at}, Proceed}, // INM wins
+	}
+	for _, tc := range tests {
+		r := httptest.NewRequest(tc.method, "/", nil)
+		for i := 0; i < len(tc.hdr); i += 2 {
+			r.Header.Set(tc.hdr[i], tc.hdr[i+1])
+		}
+		if got := CheckPreconditions(r, v); got != tc.want {
+			t.Errorf("%s %v = %d, want %d", tc.method, tc.hdr, got, tc.want)
+		}
+	}
+}
+
+func TestClientIP(t *testing.T) {
+	trusted := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
+	tests := []struct {
+		remote, xff string
+		trusted     []netip.Prefix
+		want        string
+	}{
+		{"1.2.3.4:5", "9.9.9.9", nil, "1.2.3.4"},        // untrusted peer: XFF ignored
+		{"10.0.0.1:5", "9.9.9.9", trusted, "9.9.9.9"},   // trusted proxy
+		{"10.0.0.1:5", "6.6.6.6, 9.9.9.9", trusted, "9.9.9.9"},
+		{"10.0.0.1:5", "9.9.9.9, 10.0.0.2", trusted, "9.9.9.9"},
+		{"1.2.3.4:5", "9.9.9.9", trusted, "1.2.3.4"},
+		{"10.0.0.1:5", "garbage", trusted, "10.0.0.1"},
+	}
+	for _, tc := range tests {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.RemoteAddr = tc.remote
+		r.Header.Set("X-Forwarded-For", tc.xff)
+		if got := ClientIP(r, tc.trusted).String(); got != tc.want {
+			t.Errorf("ClientIP(%s, %q) = %s, want %s", tc.remote, tc.xff, got, tc.want)
+		}
+	}
+}
+
+// TestRateReaderCutsSlowloris serves a real HTTP server and sends a body
+// far slower than the minimum rate: the handler must see errcode.Timeout
+// long before the body would have finished.
+func TestRateReaderCutsSlowloris(t *testing.T) {
+	got := make(chan error, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rr := NewRateReader(w, r.Body, MinRate{BytesPerSec: 10_000, Grace: 200 * time.Millisecond, Idle: time.Second})
+		_, err := io.Copy(io.Discard, rr)
+		got <- err
+	}))
+	defer srv.Close()
+	pr, pw := io.Pipe()
+	go func() {
+		for range 100 {
+			if _, err := pw.Write([]byte("x")); err != nil {
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		pw.Close()
+	}()
+	start := time.Now()
+	req, _ := http.NewRequest("PUT", srv.URL, pr)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+	}()
+	select {
+	case err := <-got:
+		if !errcode.Is(err, errcode.Timeout) {
+			t.Fatalf("err = %v, want errcode.Timeout", err)
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("cut off after %v", d)
+		}
+	case <-time.After(4 * time.Second):
+		t.Fatal("slow body was not cut off")
+	}
+	pw.CloseWithError(errors.New("done"))
+}
+
+func TestRateReaderLetsFastBodiesThrough(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rr := NewRateReader(w, r.Body, MinRate{BytesPerSec: 1000, Grace: 100 * time.Millisecond})
+		n, err := io.Copy(io.Discard, rr)
+		if err != nil || n != 1<<20 {
+			http.Error(w, err.Error(), 500)
+		}
+	}))
+	defer srv.Close()
+	resp, err := http.Post(srv.URL, "application/octet-stream", strings.NewReader(strings.Repeat("y", 1<<20)))
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("%v %v", err, resp)
+	}
+	resp.Body.Close()
+}

@@ -1,0 +1,166 @@
+package metatest
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/coffer-storage/coffer/internal/meta"
+)
+
+var garbageTests = []test{
+	{name: "ListAndDelete", fn: testGarbageQueue},
+	{name: "ReferencedBlobs", fn: testReferencedBlobs},
+}
+
+func testGarbageQueue(t *testing.T, s meta.Store) {
+	ctx := t.Context()
+	addUser(t, s, "alice", 0)
+	start := time.Now()
+
+	gs, err := s.ListGarbage(ctx, start.Add(time.Hour), 10)
+	ok(t, err, "ListGarbage of an empty queue")
+	if len(gs) != 0 {
+		t.Fatalf("ListGarbage of an empty queue = %+v", gs)
+	}
+
+	a1 := put1(t, s, obj("alice", "a", 1))
+	put(t, s, obj("alice", "a", 2)) // enqueues a1
+	time.Sleep(20 * time.Millisecond)
+	mid := time.Now()
+	time.Sleep(20 * time.Millisecond)
+	b1 := put1(t, s, obj("alice", "b", 1))
+	put(t, s, obj("alice", "b", 2)) // enqueues b1
+	c := put1(t, s, obj("alice", "c", 1))
+	_, err = s.DeleteObject(ctx, "alice", "c", meta.Cond{}) // enqueues c
+	ok(t, err, "DeleteObject")
+
+	later := time.Now().Add(time.Hour)
+	all, err := s.ListGarbage(ctx, later, 10)
+	ok(t, err, "ListGarbage")
+	if got, want := blobKeys(all), []string{a1.BlobKey, b1.BlobKey, c.BlobKey}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("ListGarbage = %q, want %q (oldest first)", got, want)
+	}
+	ids := map[int64]bool{}
+	for i, g := range all {
+		if ids[g.ID] {
+			t.Errorf("garbage id %d appears twice", g.ID)
+		}
+		ids[g.ID] = true
+		if g.CreatedAt.IsZero() {
+			t.Errorf("garbage %q has no CreatedAt", g.BlobKey)
+		}
+		if i > 0 && g.CreatedAt.Before(all[i-1].CreatedAt) {
+			t.Errorf("garbage %q (%v) listed after the younger %q (%v)", g.BlobKey, g.CreatedAt, all[i-1].BlobKey, all[i-1].CreatedAt)
+		}
+	}
+
+	gs, err = s.ListGarbage(ctx, mid, 10)
+	ok(t, err, "ListGarbage before mid")
+	if got, want := blobKeys(gs), []string{a1.BlobKey}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("ListGarbage(before the second replace) = %q, want %q", got, want)
+	}
+	gs, err = s.ListGarbage(ctx, later, 2)
+	ok(t, err, "ListGarbage with a limit")
+	if got, want := blobKeys(gs), []string{a1.BlobKey, b1.BlobKey}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("ListGarbage(limit 2) = %q, want %q", got, want)
+	}
+	gs, err = s.ListGarbage(ctx, start.Add(-time.Hour), 10)
+	ok(t, err, "ListGarbage before everything")
+	if len(gs) != 0 {
+		t.Errorf("ListGarbage(before any enqueue) = %q, want none", blobKeys(gs))
+	}
+
+	ok(t, s.DeleteGarbage(ctx, []int64{all[0].ID, all[2].ID}), "DeleteGarbage")
+	wantGarbage(t, s, b1.BlobKey)
+	ok(t, s.DeleteGarbage(ctx, []int64{all[0].ID}), "DeleteGarbage of a deleted id")
+	ok(t, s.DeleteGarbage(ctx, nil), "DeleteGarbage of nothing")
+	wantGarbage(t, s, b1.BlobKey)
+	ok(t, s.DeleteGarbage(ctx, []int64{all[1].ID}), "DeleteGarbage of the last entry")
+	wantGarbage(t, s)
+}
+
+func blobKeys(gs []meta.Garbage) []string {
+	keys := make([]string, len(gs))
+	for i, g := range gs {
+		keys[i] = g.BlobKey
+	}
+	return keys
+}
+
+func testReferencedBlobs(t *testing.T, s meta.Store) {
+	ctx := t.Context()
+	addUser(t, s, "alice", 0)
+	addUser(t, s, "bob", 0)
+	a := put1(t, s, obj("alice", "a", 1))
+	old := put1(t, s, obj("bob", "b", 1))
+	cur := put1(t, s, obj("bob", "b", 2)) // old is now garbage
+
+	check := func(what string, want map[string]bool) {
+		t.Helper()
+		keys := []string{a.BlobKey, old.BlobKey, cur.BlobKey, "blob/unknown", ""}
+		got, err := s.ReferencedBlobs(ctx, keys)
+		ok(t, err, "ReferencedBlobs")
+		for _, k := range keys {
+			if got[k] != want[k] {
+				t.Errorf("%s: ReferencedBlobs[%q] = %v, want %v", what, k, got[k], want[k])
+			}
+		}
+	}
+	check("objects and garbage", map[string]bool{a.BlobKey: true, old.BlobKey: true, cur.BlobKey: true})
+
+	gs, err := s.ListGarbage(ctx, time.Now().Add(time.Hour), 10)
+	ok(t, err, "ListGarbage")
+	ok(t, s.DeleteGarbage(ctx, []int64{gs[0].ID}), "DeleteGarbage")
+	check("after DeleteGarbage", map[string]bool{a.BlobKey: true, cur.BlobKey: true})
+
+	_, err = s.DeleteObject(ctx, "alice", "a", meta.Cond{})
+	ok(t, err, "DeleteObject")
+	check("a deleted object's blob waits in the queue", map[string]bool{a.BlobKey: true, cur.BlobKey: true})
+
+	got, err := s.ReferencedBlobs(ctx, nil)
+	ok(t, err, "ReferencedBlobs of no keys")
+	if len(got) != 0 {
+		t.Errorf("ReferencedBlobs(nil) = %v, want empty", got)
+	}
+
+	// Many keys at once.
+	many := make([]string, 0, 2500)
+	for i := range 2500 {
+		many = append(many, fmt.Sprintf("blob/none-%d", i))
+	}
+	many = append(many, cur.BlobKey)
+	got, err = s.ReferencedBlobs(ctx, many)
+	ok(t, err, "ReferencedBlobs of many keys")
+	n := 0
+	for _, v := range got {
+		if v {
+			n++
+		}
+	}
+	if n != 1 || !got[cur.BlobKey] {
+		t.Errorf("ReferencedBlobs of 2501 keys reports %d referenced (want 1: %q)", n, cur.BlobKey)
+	}
+}
+
+var storeTests = []test{
+	{name: "Ping", fn: func(t *testing.T, s meta.Store) { ok(t, s.Ping(t.Context()), "Ping") }},
+	{name: "Close", raw: testClose},
+}
+
+func testClose(t *testing.T, newStore func(t *testing.T) meta.Store) {
+	s := newStore(t)
+	addUser(t, s, "alice", 0)
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := s.Ping(t.Context()); err == nil {
+		t.Error("Ping after Close succeeded")
+	}
+	if _, err := s.PutObjects(t.Context(), []meta.Put{{Object: obj("alice", "k", 1)}}); err == nil {
+		t.Error("PutObjects after Close succeeded")
+	}
+	if _, err := s.GetUser(t.Context(), "alice"); err == nil {
+		t.Error("GetUser after Close succeeded")
+	}
+}

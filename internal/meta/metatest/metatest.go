@@ -1,0 +1,284 @@
+// Package metatest is the conformance suite of meta.Store. Every backend
+// runs it from its own tests and is done when it passes:
+//
+//	func TestConformance(t *testing.T) {
+//		metatest.Run(t, func(t *testing.T) meta.Store {
+//			s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "meta.db"), sqlite.Options{})
+//			if err != nil {
+//				t.Fatal(err)
+//			}
+//			return s
+//		})
+//	}
+//
+// The suite checks only the contract written in package meta — results,
+// error codes, atomicity, exact usage accounting under concurrency, the
+// byte order of keys — never how a backend stores anything, so the same
+// suite holds every backend to the same behaviour.
+//
+// # Decisions the contract leaves open
+//
+// Where meta's documentation is silent the suite pins one answer, so that
+// the backends agree:
+//   - SetQuota and SetBucketVisibility on a missing user or bucket return
+//     NotFound.
+//   - A Cond.IfMatch on a missing key fails with PreconditionFailed
+//     (RFC 9110: If-Match is false when there is no current object), but
+//     DeleteObject of a missing key is NotFound whatever the Cond.
+//   - A blob is enqueued only when no object row points at it any more, so
+//     a replace that keeps the blob key, or a delete of one of two objects
+//     sharing a blob, enqueues nothing (the package invariant: a blob is
+//     never reclaimed while a row still points at it).
+//   - MoveObject keeps every field of the object, ModTime included.
+//   - A refresh token is expired from its ExpiresAt on (like JWT "exp"):
+//     rotating it at now == ExpiresAt fails.
+//   - A taken hash is AlreadyExists, for CreateRefreshToken and for the
+//     next token of RotateRefreshToken (which then consumes nothing).
+//   - A rotation that finds its token already used revokes the family even
+//     when the reuse came from a concurrent rotation, so after concurrent
+//     rotations of one token the winner's new token is revoked too.
+package metatest
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/meta"
+)
+
+// Run runs the suite. newStore must return a fresh, empty store for each
+// call; Run closes every store it gets (newStore must not), and calls
+// newStore once per subtest.
+func Run(t *testing.T, newStore func(t *testing.T) meta.Store) {
+	groups := []struct {
+		name  string
+		tests []test
+	}{
+		{"Users", userTests},
+		{"RefreshTokens", tokenTests},
+		{"Buckets", bucketTests},
+		{"Objects", objectTests},
+		{"Move", moveTests},
+		{"Quota", quotaTests},
+		{"List", listTests},
+		{"Garbage", garbageTests},
+		{"Store", storeTests},
+	}
+	for _, g := range groups {
+		t.Run(g.name, func(t *testing.T) {
+			for _, tc := range g.tests {
+				t.Run(tc.name, func(t *testing.T) {
+					if tc.raw != nil {
+						tc.raw(t, newStore)
+						return
+					}
+					tc.fn(t, open(t, newStore))
+				})
+			}
+		})
+	}
+}
+
+// test is one subtest: fn gets a fresh store that Run closes; raw manages
+// its store itself.
+type test struct {
+	name string
+	fn   func(t *testing.T, s meta.Store)
+	raw  func(t *testing.T, newStore func(t *testing.T) meta.Store)
+}
+
+// open returns a fresh store, closed when the test ends.
+func open(t *testing.T, newStore func(t *testing.T) meta.Store) meta.Store {
+	t.Helper()
+	s := newStore(t)
+	if s == nil {
+		t.Fatal("newStore returned nil")
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return s
+}
+
+// baseTime is a timestamp with a sub-millisecond part that survives both
+// nanosecond and microsecond storage.
+var baseTime = time.Date(2025, 3, 14, 15, 9, 26, 535_897_000, time.UTC)
+
+// ms is the precision every backend must keep for times.
+const ms = time.Millisecond
+
+// sameTime reports whether a and b are equal to the millisecond.
+func sameTime(a, b time.Time) bool { return a.Truncate(ms).Equal(b.Truncate(ms)) }
+
+func ok(t *testing.T, err error, what string) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// wantCode fails unless err carries code want.
+func wantCode(t *testing.T, err error, want errcode.Code, what string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("%s: err = nil, want code %v", what, want)
+	}
+	if got := errcode.Of(err); got != want {
+		t.Fatalf("%s: err = %v (code %v), want code %v", what, err, got, want)
+	}
+}
+
+// addUser creates a user with id, email id@example.com, quota and a
+// default private bucket named id.
+func addUser(t *testing.T, s meta.Store, id string, quota int64) meta.User {
+	t.Helper()
+	u := meta.User{
+		ID:           id,
+		Email:        id + "@example.com",
+		PasswordHash: "$argon2id$v=19$m=65536,t=1,p=4$c2FsdA$" + id,
+		QuotaBytes:   quota,
+		CreatedAt:    baseTime,
+	}
+	b := meta.Bucket{Name: id, OwnerID: id, Visibility: meta.Private, CreatedAt: baseTime}
+	ok(t, s.CreateUser(t.Context(), u, b), "CreateUser "+id)
+	return u
+}
+
+// addBucket creates a private bucket owned by owner.
+func addBucket(t *testing.T, s meta.Store, name, owner string) {
+	t.Helper()
+	ok(t, s.CreateBucket(t.Context(), meta.Bucket{Name: name, OwnerID: owner, Visibility: meta.Private, CreatedAt: baseTime}), "CreateBucket "+name)
+}
+
+var seq atomic.Int64
+
+// obj returns an object with unique ETag, SHA-256 and blob key.
+func obj(bucket, key string, size int64) meta.Object {
+	n := seq.Add(1)
+	return meta.Object{
+		Bucket:      bucket,
+		Key:         key,
+		Size:        size,
+		ETag:        fmt.Sprintf("%032x", n),
+		SHA256:      fmt.Sprintf("%064x", n),
+		ContentType: "application/octet-stream",
+		BlobKey:     fmt.Sprintf("blob/%d", n),
+		ModTime:     baseTime.Add(time.Duration(n) * time.Second),
+	}
+}
+
+// put stores objs in one PutObjects without conditions.
+func put(t *testing.T, s meta.Store, objs ...meta.Object) []meta.Object {
+	t.Helper()
+	puts := make([]meta.Put, len(objs))
+	for i, o := range objs {
+		puts[i] = meta.Put{Object: o}
+	}
+	old, err := s.PutObjects(t.Context(), puts)
+	ok(t, err, "PutObjects")
+	if got, want := len(old), len(objs); got != want {
+		t.Fatalf("PutObjects returned %d objects, want %d", got, want)
+	}
+	return old
+}
+
+// diffObject describes how got differs from want, or returns "".
+func diffObject(got, want meta.Object) string {
+	var d string
+	add := func(field string, g, w any) { d += fmt.Sprintf(" %s=%v (want %v)", field, g, w) }
+	if got.Bucket != want.Bucket {
+		add("Bucket", got.Bucket, want.Bucket)
+	}
+	if got.Key != want.Key {
+		add("Key", got.Key, want.Key)
+	}
+	if got.Size != want.Size {
+		add("Size", got.Size, want.Size)
+	}
+	if got.ETag != want.ETag {
+		add("ETag", got.ETag, want.ETag)
+	}
+	if got.SHA256 != want.SHA256 {
+		add("SHA256", got.SHA256, want.SHA256)
+	}
+	if got.ContentType != want.ContentType {
+		add("ContentType", got.ContentType, want.ContentType)
+	}
+	if !maps.Equal(got.Metadata, want.Metadata) { // nil and empty are equal
+		add("Metadata", got.Metadata, want.Metadata)
+	}
+	if got.BlobKey != want.BlobKey {
+		add("BlobKey", got.BlobKey, want.BlobKey)
+	}
+	if !sameTime(got.ModTime, want.ModTime) {
+		add("ModTime", got.ModTime, want.ModTime)
+	}
+	return d
+}
+
+func sameObject(t *testing.T, got, want meta.Object, what string) {
+	t.Helper()
+	if d := diffObject(got, want); d != "" {
+		t.Errorf("%s differs:%s", what, d)
+	}
+}
+
+// wantObject fails unless bucket/key holds want.
+func wantObject(t *testing.T, s meta.Store, want meta.Object) {
+	t.Helper()
+	got, err := s.GetObject(t.Context(), want.Bucket, want.Key)
+	ok(t, err, fmt.Sprintf("GetObject %s/%s", want.Bucket, want.Key))
+	sameObject(t, got, want, fmt.Sprintf("GetObject %s/%s", want.Bucket, want.Key))
+}
+
+// wantMissing fails unless bucket/key is NotFound.
+func wantMissing(t *testing.T, s meta.Store, bucket, key string) {
+	t.Helper()
+	_, err := s.GetObject(t.Context(), bucket, key)
+	wantCode(t, err, errcode.NotFound, fmt.Sprintf("GetObject %s/%s", bucket, key))
+}
+
+// wantUsage fails unless the user's usage is want.
+func wantUsage(t *testing.T, s meta.Store, userID string, want int64) {
+	t.Helper()
+	u, err := s.GetUser(t.Context(), userID)
+	ok(t, err, "GetUser "+userID)
+	if got := u.UsageBytes; got != want {
+		t.Errorf("usage of %s = %d, want %d", userID, got, want)
+	}
+}
+
+// garbage returns the blob keys of the whole garbage queue, oldest first.
+func garbage(t *testing.T, s meta.Store) []string {
+	t.Helper()
+	gs, err := s.ListGarbage(t.Context(), time.Now().Add(time.Hour), 100000)
+	ok(t, err, "ListGarbage")
+	keys := make([]string, 0, len(gs))
+	for _, g := range gs {
+		keys = append(keys, g.BlobKey)
+	}
+	return keys
+}
+
+// wantGarbage fails unless the garbage queue holds exactly want, in order.
+func wantGarbage(t *testing.T, s meta.Store, want ...string) {
+	t.Helper()
+	got := garbage(t, s)
+	if fmt.Sprint(got) != fmt.Sprint(want) || len(got) != len(want) {
+		t.Errorf("garbage = %q, want %q", got, want)
+	}
+}
+
+// ctxCanceled returns a context that is already cancelled.
+func ctxCanceled(t *testing.T) context.Context {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	return ctx
+}

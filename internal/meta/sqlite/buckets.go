@@ -1,0 +1,143 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/meta"
+)
+
+const bucketCols = "name, owner_id, visibility, created_at"
+
+func scanBucket(r scanner) (meta.Bucket, error) {
+	var b meta.Bucket
+	var vis string
+	var created int64
+	err := r.Scan(&b.Name, &b.OwnerID, &vis, &created)
+	b.Visibility = meta.Visibility(vis)
+	b.CreatedAt = fromNanos(created)
+	return b, err
+}
+
+// checkBucket validates b, defaulting an empty visibility to private.
+func checkBucket(b meta.Bucket) (meta.Bucket, error) {
+	if b.Visibility == "" {
+		b.Visibility = meta.Private
+	}
+	switch {
+	case b.Name == "":
+		return b, errcode.New(errcode.InvalidArgument, "bucket name is required")
+	case b.OwnerID == "":
+		return b, errcode.New(errcode.InvalidArgument, "bucket owner is required")
+	case !b.Visibility.Valid():
+		return b, errcode.New(errcode.InvalidArgument, "invalid bucket visibility %q", b.Visibility)
+	}
+	return b, nil
+}
+
+// insertBucket inserts b; its owner must exist.
+func insertBucket(ctx context.Context, c *conn, b meta.Bucket, now time.Time) error {
+	var one int
+	err := c.QueryRowContext(ctx, "SELECT 1 FROM users WHERE id = ?", b.OwnerID).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return errcode.New(errcode.NotFound, "user %q not found", b.OwnerID)
+	}
+	if err != nil {
+		return classify(err, "bucket owner")
+	}
+	_, err = c.ExecContext(ctx, "INSERT INTO buckets ("+bucketCols+") VALUES (?, ?, ?, ?)",
+		b.Name, b.OwnerID, string(b.Visibility), toNanos(orNow(b.CreatedAt, now)))
+	return classify(err, "bucket %q", b.Name)
+}
+
+// CreateBucket implements meta.Store. A zero CreatedAt is set to now and an
+// empty Visibility to private.
+func (s *Store) CreateBucket(ctx context.Context, b meta.Bucket) error {
+	b, err := checkBucket(b)
+	if err != nil {
+		return err
+	}
+	return s.write(ctx, func(ctx context.Context, c *conn) error {
+		return insertBucket(ctx, c, b, time.Now())
+	})
+}
+
+// GetBucket implements meta.Store.
+func (s *Store) GetBucket(ctx context.Context, name string) (meta.Bucket, error) {
+	if err := s.ready(); err != nil {
+		return meta.Bucket{}, err
+	}
+	b, err := scanBucket(s.read().QueryRowContext(ctx, "SELECT "+bucketCols+" FROM buckets WHERE name = ?", name))
+	if errors.Is(err, sql.ErrNoRows) {
+		return meta.Bucket{}, errNoBucket(name)
+	}
+	if err != nil {
+		return meta.Bucket{}, classify(err, "get bucket %q", name)
+	}
+	return b, nil
+}
+
+// ListBuckets implements meta.Store.
+func (s *Store) ListBuckets(ctx context.Context, ownerID string) ([]meta.Bucket, error) {
+	if err := s.ready(); err != nil {
+		return nil, err
+	}
+	rows, err := s.read().QueryContext(ctx, "SELECT "+bucketCols+" FROM buckets WHERE owner_id = ? ORDER BY name", ownerID)
+	if err != nil {
+		return nil, classify(err, "list buckets")
+	}
+	defer rows.Close()
+	var out []meta.Bucket
+	for rows.Next() {
+		b, err := scanBucket(rows)
+		if err != nil {
+			return nil, classify(err, "list buckets")
+		}
+		out = append(out, b)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify(err, "list buckets")
+	}
+	return out, nil
+}
+
+// SetBucketVisibility implements meta.Store. NotFound if the bucket is
+// missing; InvalidArgument for an unknown visibility.
+func (s *Store) SetBucketVisibility(ctx context.Context, name string, v meta.Visibility) error {
+	if !v.Valid() {
+		return errcode.New(errcode.InvalidArgument, "invalid bucket visibility %q", v)
+	}
+	return s.write(ctx, func(ctx context.Context, c *conn) error {
+		res, err := c.ExecContext(ctx, "UPDATE buckets SET visibility = ? WHERE name = ?", string(v), name)
+		if err != nil {
+			return classify(err, "set visibility of %q", name)
+		}
+		return mustAffect(res, errNoBucket(name))
+	})
+}
+
+// DeleteBucket implements meta.Store.
+func (s *Store) DeleteBucket(ctx context.Context, name string) error {
+	return s.write(ctx, func(ctx context.Context, c *conn) error {
+		var one int
+		err := c.QueryRowContext(ctx, "SELECT 1 FROM objects WHERE bucket = ? LIMIT 1", name).Scan(&one)
+		switch {
+		case err == nil:
+			return errcode.New(errcode.Conflict, "bucket %q is not empty", name)
+		case !errors.Is(err, sql.ErrNoRows):
+			return classify(err, "delete bucket %q", name)
+		}
+		res, err := c.ExecContext(ctx, "DELETE FROM buckets WHERE name = ?", name)
+		if err != nil {
+			return classify(err, "delete bucket %q", name)
+		}
+		return mustAffect(res, errNoBucket(name))
+	})
+}
+
+func errNoBucket(name string) error {
+	return errcode.New(errcode.NotFound, "bucket %q not found", name)
+}

@@ -1,0 +1,204 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/meta"
+)
+
+const userCols = "id, email, password_hash, quota_bytes, usage_bytes, disabled, created_at"
+
+func scanUser(r scanner) (meta.User, error) {
+	var u meta.User
+	var created int64
+	err := r.Scan(&u.ID, &u.Email, &u.PasswordHash, &u.QuotaBytes, &u.UsageBytes, &u.Disabled, &created)
+	u.CreatedAt = fromNanos(created)
+	return u, err
+}
+
+// CreateUser creates u with usage 0 and its default bucket b. A zero
+// CreatedAt is set to now; an empty b.OwnerID or b.Visibility defaults to
+// u.ID and private.
+func (s *Store) CreateUser(ctx context.Context, u meta.User, b meta.Bucket) error {
+	switch {
+	case u.ID == "" || u.Email == "":
+		return errcode.New(errcode.InvalidArgument, "user id and email are required")
+	case u.QuotaBytes < 0:
+		return errcode.New(errcode.InvalidArgument, "quota must not be negative")
+	case b.OwnerID != "" && b.OwnerID != u.ID:
+		return errcode.New(errcode.InvalidArgument, "the default bucket must be owned by the new user")
+	}
+	b.OwnerID = u.ID
+	b, err := checkBucket(b)
+	if err != nil {
+		return err
+	}
+	return s.write(ctx, func(ctx context.Context, c *conn) error {
+		now := time.Now()
+		if _, err := c.ExecContext(ctx, "INSERT INTO users ("+userCols+") VALUES (?, ?, ?, ?, 0, ?, ?)",
+			u.ID, u.Email, u.PasswordHash, u.QuotaBytes, u.Disabled, toNanos(orNow(u.CreatedAt, now))); err != nil {
+			return classify(err, "user %q", u.Email)
+		}
+		return insertBucket(ctx, c, b, now)
+	})
+}
+
+// GetUser returns the user with id; NotFound if none.
+func (s *Store) GetUser(ctx context.Context, id string) (meta.User, error) {
+	if err := s.ready(); err != nil {
+		return meta.User{}, err
+	}
+	u, err := scanUser(s.read().QueryRowContext(ctx, "SELECT "+userCols+" FROM users WHERE id = ?", id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return meta.User{}, errcode.New(errcode.NotFound, "user %q not found", id)
+	}
+	if err != nil {
+		return meta.User{}, classify(err, "get user %q", id)
+	}
+	return u, nil
+}
+
+// GetUserByEmail returns the user with email; NotFound if none.
+func (s *Store) GetUserByEmail(ctx context.Context, email string) (meta.User, error) {
+	if err := s.ready(); err != nil {
+		return meta.User{}, err
+	}
+	u, err := scanUser(s.read().QueryRowContext(ctx, "SELECT "+userCols+" FROM users WHERE email = ?", email))
+	if errors.Is(err, sql.ErrNoRows) {
+		return meta.User{}, errcode.New(errcode.NotFound, "no user with email %q", email)
+	}
+	if err != nil {
+		return meta.User{}, classify(err, "get user by email")
+	}
+	return u, nil
+}
+
+// SetQuota sets the user's quota; NotFound if the user does not exist.
+func (s *Store) SetQuota(ctx context.Context, userID string, quotaBytes int64) error {
+	if quotaBytes < 0 {
+		return errcode.New(errcode.InvalidArgument, "quota must not be negative")
+	}
+	return s.write(ctx, func(ctx context.Context, c *conn) error {
+		res, err := c.ExecContext(ctx, "UPDATE users SET quota_bytes = ? WHERE id = ?", quotaBytes, userID)
+		if err != nil {
+			return classify(err, "set quota of %q", userID)
+		}
+		return mustAffect(res, errcode.New(errcode.NotFound, "user %q not found", userID))
+	})
+}
+
+// mustAffect returns notFound if res changed no row.
+func mustAffect(res sql.Result, notFound error) error {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return classify(err, "rows affected")
+	}
+	if n == 0 {
+		return notFound
+	}
+	return nil
+}
+
+const tokenCols = "hash, user_id, family, created_at, expires_at, used, revoked"
+
+// CreateRefreshToken stores t. A zero CreatedAt is set to now.
+// AlreadyExists if the hash is taken; NotFound if the user does not exist.
+func (s *Store) CreateRefreshToken(ctx context.Context, t meta.RefreshToken) error {
+	if t.Hash == "" || t.UserID == "" || t.Family == "" {
+		return errcode.New(errcode.InvalidArgument, "refresh token hash, user and family are required")
+	}
+	t.CreatedAt = orNow(t.CreatedAt, time.Now())
+	return s.write(ctx, func(ctx context.Context, c *conn) error {
+		return insertToken(ctx, c, t)
+	})
+}
+
+func insertToken(ctx context.Context, c *conn, t meta.RefreshToken) error {
+	_, err := c.ExecContext(ctx, "INSERT INTO refresh_tokens ("+tokenCols+") VALUES (?, ?, ?, ?, ?, ?, ?)",
+		t.Hash, t.UserID, t.Family, toNanos(t.CreatedAt), toNanos(t.ExpiresAt), t.Used, t.Revoked)
+	return classify(err, "refresh token")
+}
+
+// RotateRefreshToken implements meta.Store. The writer runs rotations one at
+// a time, so of concurrent rotations of one token the first wins and the
+// others find it used.
+func (s *Store) RotateRefreshToken(ctx context.Context, oldHash string, next meta.RefreshToken, now time.Time) (meta.RefreshToken, error) {
+	if next.Hash == "" {
+		return meta.RefreshToken{}, errcode.New(errcode.InvalidArgument, "the next refresh token needs a hash")
+	}
+	var out meta.RefreshToken
+	err := s.write(ctx, func(ctx context.Context, c *conn) error {
+		var family, userID string
+		var expires int64
+		var used, revoked bool
+		err := c.QueryRowContext(ctx, "SELECT user_id, family, expires_at, used, revoked FROM refresh_tokens WHERE hash = ?", oldHash).
+			Scan(&userID, &family, &expires, &used, &revoked)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return errcode.New(errcode.Unauthenticated, "unknown refresh token")
+		case err != nil:
+			return classify(err, "read refresh token")
+		case used:
+			// Reuse: someone holds a stale copy. Revoke the whole family and
+			// commit that even though the rotation fails.
+			if _, err := c.ExecContext(ctx, "UPDATE refresh_tokens SET revoked = 1 WHERE family = ?", family); err != nil {
+				return classify(err, "revoke refresh family")
+			}
+			return keep(errcode.New(errcode.Unauthenticated, "refresh token reused; the session is revoked"))
+		case revoked:
+			return errcode.New(errcode.Unauthenticated, "refresh token revoked")
+		case !now.Before(fromNanos(expires)):
+			return errcode.New(errcode.Unauthenticated, "refresh token expired")
+		}
+		if _, err := c.ExecContext(ctx, "UPDATE refresh_tokens SET used = 1 WHERE hash = ?", oldHash); err != nil {
+			return classify(err, "use refresh token")
+		}
+		t := next
+		t.UserID, t.Family = userID, family
+		t.Used, t.Revoked = false, false
+		t.CreatedAt = fromNanos(toNanos(orNow(t.CreatedAt, now)))
+		t.ExpiresAt = fromNanos(toNanos(t.ExpiresAt))
+		if err := insertToken(ctx, c, t); err != nil {
+			return err
+		}
+		out = t
+		return nil
+	})
+	if err != nil {
+		return meta.RefreshToken{}, err
+	}
+	return out, nil
+}
+
+// RevokeRefreshFamily implements meta.Store.
+func (s *Store) RevokeRefreshFamily(ctx context.Context, hash string) error {
+	return s.write(ctx, func(ctx context.Context, c *conn) error {
+		res, err := c.ExecContext(ctx, `UPDATE refresh_tokens SET revoked = 1
+			WHERE family = (SELECT family FROM refresh_tokens WHERE hash = ?)`, hash)
+		if err != nil {
+			return classify(err, "revoke refresh family")
+		}
+		return mustAffect(res, errcode.New(errcode.NotFound, "unknown refresh token"))
+	})
+}
+
+// DeleteExpiredRefreshTokens implements meta.Store.
+func (s *Store) DeleteExpiredRefreshTokens(ctx context.Context, before time.Time) (int, error) {
+	var n int64
+	err := s.write(ctx, func(ctx context.Context, c *conn) error {
+		res, err := c.ExecContext(ctx, "DELETE FROM refresh_tokens WHERE expires_at < ?", toNanos(before))
+		if err != nil {
+			return classify(err, "delete expired refresh tokens")
+		}
+		n, err = res.RowsAffected()
+		return classify(err, "delete expired refresh tokens")
+	})
+	if err != nil {
+		return 0, err
+	}
+	return int(n), nil
+}

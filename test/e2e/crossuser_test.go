@@ -1,0 +1,172 @@
+package e2e
+
+import (
+	"bytes"
+	"mime/multipart"
+	"strings"
+	"testing"
+
+	"github.com/coffer-storage/coffer/internal/httpapi"
+	"github.com/coffer-storage/coffer/test/testenv"
+)
+
+// TestCrossUser checks that user B can neither read nor change anything of
+// user A's through any route of the file API. The cases are keyed by the
+// route table itself: a route added without a case here fails the test.
+func TestCrossUser(t *testing.T) {
+	srv := testenv.Start(t)
+	a, b := srv.NewUser(t), srv.NewUser(t)
+	secret := randBytes(t, 10_000)
+	if st, _, _ := put(t, a, a.Bucket, "secret.txt", secret); st != 201 {
+		t.Fatal("setup put")
+	}
+	emptyA := "empty-" + strings.ToLower(a.Bucket)
+	if st := a.JSON(t, "POST", "/api/v1/buckets", map[string]any{"name": emptyA}, nil); st != 201 {
+		t.Fatal("setup bucket")
+	}
+	if st, _, _ := put(t, b, b.Bucket, "mine.txt", []byte("b's file")); st != 201 {
+		t.Fatal("setup put b")
+	}
+	denied := func(t *testing.T, what string, st int) {
+		t.Helper()
+		if st != 403 && st != 404 {
+			t.Errorf("%s: status %d, want 403 or 404", what, st)
+		}
+	}
+	do := func(method, path string, body []byte, hdr ...string) int {
+		resp := b.Do(t, method, path, bytes.NewReader(body), hdr...)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	jsonDo := func(method, path string, v any) int { return b.JSON(t, method, path, v, nil) }
+	aBucket := "/api/v1/buckets/" + a.Bucket
+
+	cases := map[string]func(t *testing.T){
+		"POST /api/v1/auth/signup": func(t *testing.T) {
+			st := testenv.NewClient(srv.URL).JSON(t, "POST", "/api/v1/auth/signup", map[string]string{"email": a.Email, "password": "taking over a"}, nil)
+			if st != 409 {
+				t.Errorf("signup with A's email: %d, want 409", st)
+			}
+		},
+		"POST /api/v1/auth/login": func(t *testing.T) {
+			st := testenv.NewClient(srv.URL).JSON(t, "POST", "/api/v1/auth/login", map[string]string{"email": a.Email, "password": "correct horse battery?"}, nil)
+			if st != 401 {
+				t.Errorf("login as A with a wrong password: %d", st)
+			}
+		},
+		"POST /api/v1/auth/refresh": func(t *testing.T) {
+			if st := jsonDo("POST", "/api/v1/auth/refresh", map[string]string{"refresh_token": "forged-" + b.Refresh}); st != 401 {
+				t.Errorf("forged refresh token: %d", st)
+			}
+		},
+		"POST /api/v1/auth/logout": func(t *testing.T) {
+			if st := jsonDo("POST", "/api/v1/auth/logout", map[string]string{"refresh_token": "forged"}); st != 401 {
+				t.Errorf("logout with forged token: %d", st)
+			}
+		},
+		"GET /api/v1/me": func(t *testing.T) {
+			var me struct{ Email string }
+			b.JSON(t, "GET", "/api/v1/me", nil, &me)
+			if me.Email != b.Email {
+				t.Errorf("B's /me shows %q", me.Email)
+			}
+		},
+		"GET /api/v1/buckets": func(t *testing.T) {
+			var l struct{ Buckets []struct{ Name string } }
+			b.JSON(t, "GET", "/api/v1/buckets", nil, &l)
+			for _, bk := range l.Buckets {
+				if bk.Name == a.Bucket || bk.Name == emptyA {
+					t.Errorf("B's bucket list shows A's bucket %s", bk.Name)
+				}
+			}
+		},
+		"POST /api/v1/buckets": func(t *testing.T) {
+			if st := jsonDo("POST", "/api/v1/buckets", map[string]any{"name": a.Bucket}); st != 409 {
+				t.Errorf("creating A's bucket name: %d, want 409", st)
+			}
+		},
+		"GET /api/v1/buckets/{bucket}": func(t *testing.T) {
+			denied(t, "get bucket", jsonDo("GET", aBucket, nil))
+			denied(t, "head bucket", do("HEAD", aBucket, nil))
+		},
+		"PATCH /api/v1/buckets/{bucket}": func(t *testing.T) {
+			denied(t, "make A's bucket public", jsonDo("PATCH", aBucket, map[string]any{"visibility": "public-read"}))
+		},
+		"DELETE /api/v1/buckets/{bucket}": func(t *testing.T) {
+			denied(t, "delete A's empty bucket", jsonDo("DELETE", "/api/v1/buckets/"+emptyA, nil))
+		},
+		"GET /api/v1/buckets/{bucket}/files": func(t *testing.T) {
+			denied(t, "list", jsonDo("GET", aBucket+"/files", nil))
+			denied(t, "list with prefix", jsonDo("GET", aBucket+"/files?prefix=s&delimiter=/", nil))
+		},
+		"POST /api/v1/buckets/{bucket}/files": func(t *testing.T) {
+			var form bytes.Buffer
+			mw := multipart.NewWriter(&form)
+			w, _ := mw.CreateFormFile("file", "secret.txt")
+			w.Write([]byte("overwritten by b"))
+			mw.Close()
+			denied(t, "form upload", do("POST", aBucket+"/files", form.Bytes(), "Content-Type", mw.FormDataContentType()))
+		},
+		"PUT /api/v1/buckets/{bucket}/files/{key...}": func(t *testing.T) {
+			denied(t, "overwrite", do("PUT", testenv.FileURL(a.Bucket, "secret.txt"), []byte("overwritten by b")))
+			denied(t, "new key", do("PUT", testenv.FileURL(a.Bucket, "planted.txt"), []byte("planted")))
+		},
+		"GET /api/v1/buckets/{bucket}/files/{key...}": func(t *testing.T) {
+			denied(t, "read", do("GET", testenv.FileURL(a.Bucket, "secret.txt"), nil))
+			denied(t, "head", do("HEAD", testenv.FileURL(a.Bucket, "secret.txt"), nil))
+			denied(t, "range", do("GET", testenv.FileURL(a.Bucket, "secret.txt"), nil, "Range", "bytes=0-0"))
+			// No existence oracle: a missing key answers like an existing one.
+			if x, y := do("GET", testenv.FileURL(a.Bucket, "secret.txt"), nil), do("GET", testenv.FileURL(a.Bucket, "missing.txt"), nil); x != y {
+				t.Errorf("existing key %d vs missing key %d: existence leaks", x, y)
+			}
+		},
+		"DELETE /api/v1/buckets/{bucket}/files/{key...}": func(t *testing.T) {
+			denied(t, "delete", do("DELETE", testenv.FileURL(a.Bucket, "secret.txt"), nil))
+		},
+		"POST /api/v1/buckets/{bucket}/move": func(t *testing.T) {
+			denied(t, "move out of A's bucket", jsonDo("POST", aBucket+"/move", map[string]any{"from": "secret.txt", "to": "stolen.txt", "to_bucket": b.Bucket}))
+			denied(t, "move within A's bucket", jsonDo("POST", aBucket+"/move", map[string]any{"from": "secret.txt", "to": "renamed.txt"}))
+			denied(t, "move into A's bucket", jsonDo("POST", "/api/v1/buckets/"+b.Bucket+"/move", map[string]any{"from": "mine.txt", "to": "secret.txt", "to_bucket": a.Bucket, "overwrite": true}))
+		},
+		"POST /api/v1/buckets/{bucket}/copy": func(t *testing.T) {
+			denied(t, "copy from A's bucket", jsonDo("POST", aBucket+"/copy", map[string]any{"from": "secret.txt", "to": "stolen.txt", "to_bucket": b.Bucket}))
+			denied(t, "copy into A's bucket", jsonDo("POST", "/api/v1/buckets/"+b.Bucket+"/copy", map[string]any{"from": "mine.txt", "to": "secret.txt", "to_bucket": a.Bucket, "overwrite": true}))
+		},
+	}
+
+	routes := httpapi.New(nil, nil, httpapi.Config{}, nil).Routes()
+	for _, rt := range routes {
+		name := rt.Method + " " + rt.Pattern
+		fn, ok := cases[name]
+		if !ok {
+			t.Errorf("route %s has no cross-user case: add one", name)
+			continue
+		}
+		delete(cases, name)
+		t.Run(name, fn)
+	}
+	for name := range cases {
+		t.Errorf("case %s matches no route", name)
+	}
+
+	// A's data is untouched, and nothing leaked into B's bucket.
+	resp, body := get(t, a, a.Bucket, "secret.txt")
+	if resp.StatusCode != 200 || !bytes.Equal(body, secret) {
+		t.Errorf("A's file changed: %d", resp.StatusCode)
+	}
+	if got := strings.Join(keysOf(list(t, a, a.Bucket, "")), ","); got != "secret.txt" {
+		t.Errorf("A's bucket holds %q", got)
+	}
+	var bk struct{ Visibility string }
+	a.JSON(t, "GET", aBucket, nil, &bk)
+	if bk.Visibility != "private" {
+		t.Errorf("A's bucket visibility = %q", bk.Visibility)
+	}
+	if st := a.JSON(t, "GET", "/api/v1/buckets/"+emptyA, nil, nil); st != 200 {
+		t.Errorf("A's empty bucket: %d", st)
+	}
+	if got := strings.Join(keysOf(list(t, b, b.Bucket, "")), ","); got != "mine.txt" {
+		t.Errorf("B's bucket holds %q", got)
+	}
+	a.Login(t, "correct horse battery")
+}
