@@ -141,8 +141,8 @@ func TestClientIP(t *testing.T) {
 		trusted     []netip.Prefix
 		want        string
 	}{
-		{"1.2.3.4:5", "9.9.9.9", nil, "1.2.3.4"},        // untrusted peer: XFF ignored
-		{"10.0.0.1:5", "9.9.9.9", trusted, "9.9.9.9"},   // trusted proxy
+		{"1.2.3.4:5", "9.9.9.9", nil, "1.2.3.4"},      // untrusted peer: XFF ignored
+		{"10.0.0.1:5", "9.9.9.9", trusted, "9.9.9.9"}, // trusted proxy
 		{"10.0.0.1:5", "6.6.6.6, 9.9.9.9", trusted, "9.9.9.9"},
 		{"10.0.0.1:5", "9.9.9.9, 10.0.0.2", trusted, "9.9.9.9"},
 		{"1.2.3.4:5", "9.9.9.9", trusted, "1.2.3.4"},
