@@ -31,7 +31,7 @@ func (s *Store) GetObject(ctx context.Context, bucket, key string) (meta.Object,
 	if err := s.ready(); err != nil {
 		return meta.Object{}, err
 	}
-	_, o, ok, err := lookup(ctx, s.readers, bucket, key)
+	_, o, ok, err := lookup(ctx, s.read(), bucket, key)
 	if err != nil {
 		return meta.Object{}, err
 	}
