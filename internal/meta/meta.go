@@ -7,8 +7,8 @@
 //
 // Every method is one atomic operation: it either fully happens and is
 // durable when it returns nil, or it changes nothing. Methods that replace or
-// remove an object enqueue the object's blob key for reclamation in the same
-// transaction, so a blob is never leaked and never reclaimed while a row
+// remove an object (or a part) enqueue its blob keys for reclamation in the
+// same transaction, so a blob is never leaked and never reclaimed while a row
 // still points at it. Usage counters move in the same transaction as the
 // objects they count, so they are exact under any concurrency.
 //
@@ -40,7 +40,7 @@ type User struct {
 	Email        string // normalised lower case; unique
 	PasswordHash string // PHC string (argon2id)
 	QuotaBytes   int64  // 0 means unlimited
-	UsageBytes   int64  // sum of the sizes of the objects in buckets the user owns
+	UsageBytes   int64  // sum of the sizes of the objects, and of the parts of uploads in progress, in buckets the user owns
 	Disabled     bool
 	CreatedAt    time.Time
 }
@@ -74,8 +74,43 @@ type Object struct {
 	SHA256      string // hex
 	ContentType string
 	Metadata    map[string]string // user metadata (x-amz-meta-*), lower-case names
-	BlobKey     string            // where the bytes live in the blob store
-	ModTime     time.Time         // last modification (Last-Modified)
+	BlobKey     string            // where the bytes live in the blob store; "" when Parts is set
+	// Parts, for an object assembled by a multipart upload, lists the blobs
+	// holding its bytes, in order (the object is their concatenation).
+	// Nil for single-blob objects.
+	Parts    []ObjectPart
+	Checksum Checksum  // an S3 additional checksum, if one was supplied or computed
+	ModTime  time.Time // last modification (Last-Modified)
+}
+
+// ObjectPart is one piece of a multipart object.
+type ObjectPart struct {
+	BlobKey  string
+	Size     int64
+	ETag     string // the part's MD5 hex
+	Checksum string // the part's checksum in Object.Checksum.Algorithm, base64; may be ""
+}
+
+// Checksum is an S3 additional checksum (x-amz-checksum-*).
+type Checksum struct {
+	Algorithm string // "CRC32", "CRC32C", "CRC64NVME", "SHA1", "SHA256", or ""
+	Type      string // "FULL_OBJECT" or "COMPOSITE"
+	Value     string // base64, as on the wire; COMPOSITE values end in "-N"
+}
+
+// BlobKeys returns every blob key the object's bytes live in.
+func (o Object) BlobKeys() []string {
+	if o.Parts == nil {
+		if o.BlobKey == "" {
+			return nil
+		}
+		return []string{o.BlobKey}
+	}
+	keys := make([]string, len(o.Parts))
+	for i, p := range o.Parts {
+		keys[i] = p.BlobKey
+	}
+	return keys
 }
 
 // Cond is a precondition on the current object at a key, checked inside the
@@ -113,6 +148,66 @@ type ListPage struct {
 	// Truncated says there is more; continue with StartAfter = NextStartAfter.
 	Truncated      bool
 	NextStartAfter string
+}
+
+// AccessKey is an S3 credential of a user. The secret is stored encrypted
+// by the caller (meta never sees it in clear).
+type AccessKey struct {
+	ID        string // the access key ID; unique
+	UserID    string
+	SecretEnc []byte // the secret, encrypted with the server key
+	Name      string
+	// Internal keys are made by Coffer itself (to presign direct-upload
+	// URLs); they are hidden from the user's key list.
+	Internal  bool
+	CreatedAt time.Time
+	LastUsed  time.Time // zero if never; updated at most coarsely
+}
+
+// Upload is a multipart upload in progress.
+type Upload struct {
+	ID          string // unique, URL-safe
+	Bucket      string
+	Key         string
+	InitiatorID string // the user who created it
+	ContentType string
+	Metadata    map[string]string
+	// ChecksumAlgorithm and ChecksumType as announced at creation (S3
+	// x-amz-checksum-algorithm / -type); may be "".
+	ChecksumAlgorithm string
+	ChecksumType      string
+	// Size and PartSize as declared by a direct-upload session; 0 if not.
+	Size      int64
+	PartSize  int64
+	CreatedAt time.Time
+	ExpiresAt time.Time // reclaimed by the janitor after this
+}
+
+// Part is one uploaded part of an Upload.
+type Part struct {
+	UploadID string
+	Number   int // 1..10000
+	Size     int64
+	ETag     string // MD5 hex
+	Checksum string // base64 in the upload's ChecksumAlgorithm; may be ""
+	BlobKey  string
+	ModTime  time.Time
+}
+
+// CompletePart names a part, with the ETag the client saw, in a
+// CompleteUpload.
+type CompletePart struct {
+	Number int
+	ETag   string
+}
+
+// ListUploadsOptions selects a page of a bucket's multipart uploads, in
+// order of (key, creation time, ID).
+type ListUploadsOptions struct {
+	Prefix         string
+	KeyMarker      string // only uploads with key > KeyMarker, or key == KeyMarker and ID > UploadIDMarker
+	UploadIDMarker string
+	Limit          int // 0 means 1000
 }
 
 // Store is a metadata backend. All methods are safe for concurrent use.
@@ -171,12 +266,73 @@ type Store interface {
 	// ListObjects returns one page. NotFound if the bucket is missing.
 	ListObjects(ctx context.Context, bucket string, opts ListOptions) (ListPage, error)
 
+	// CreateAccessKey stores k. NotFound if the user does not exist;
+	// AlreadyExists if the ID is taken.
+	CreateAccessKey(ctx context.Context, k AccessKey) error
+	// GetAccessKey returns the key with id; NotFound if none.
+	GetAccessKey(ctx context.Context, id string) (AccessKey, error)
+	// ListAccessKeys returns the user's keys (internal ones included),
+	// oldest first.
+	ListAccessKeys(ctx context.Context, userID string) ([]AccessKey, error)
+	// DeleteAccessKey deletes the user's key id; NotFound if the user has
+	// no such key (another user's key is NotFound too).
+	DeleteAccessKey(ctx context.Context, userID, id string) error
+	// TouchAccessKey sets the key's LastUsed to t (NotFound if missing).
+	TouchAccessKey(ctx context.Context, id string, t time.Time) error
+
+	// CreateUpload starts a multipart upload. NotFound if the bucket is
+	// missing; AlreadyExists if the ID is taken.
+	CreateUpload(ctx context.Context, u Upload) error
+	// GetUpload returns an upload in progress; NotFound if it does not
+	// exist (never created, aborted or completed).
+	GetUpload(ctx context.Context, id string) (Upload, error)
+	// PutPart records a part, replacing (and enqueueing the blob of) any
+	// earlier part with the same number, and returns the replaced part
+	// (zero if none). The part's size counts toward the bucket owner's
+	// usage from now on (the replaced part's size no longer does), with the
+	// same quota check as PutObjects. NotFound if the upload is gone (the
+	// caller then deletes the part's blob).
+	PutPart(ctx context.Context, p Part) (Part, error)
+	// ListParts returns up to limit parts of an upload with Number >
+	// after, ascending, and whether more exist. NotFound if the upload is
+	// gone. limit 0 means 1000.
+	ListParts(ctx context.Context, uploadID string, after, limit int) ([]Part, bool, error)
+	// ListUploads returns a page of the bucket's uploads in progress and
+	// whether more exist. NotFound if the bucket is missing.
+	ListUploads(ctx context.Context, bucket string, opts ListUploadsOptions) ([]Upload, bool, error)
+	// ListExpiredUploads returns up to limit uploads whose ExpiresAt is
+	// before t, oldest first.
+	ListExpiredUploads(ctx context.Context, before time.Time, limit int) ([]Upload, error)
+	// AbortUpload deletes an upload and its parts, enqueueing their blobs
+	// and releasing their usage. NotFound if the upload is gone.
+	AbortUpload(ctx context.Context, id string) error
+	// CompleteUpload atomically turns an upload into the object obj at the
+	// upload's bucket and key: obj.Parts is set by the store from parts (in
+	// the given order), obj.Size is their sum, obj.Bucket/Key come from the
+	// upload; the caller sets ETag, Checksum, ContentType, Metadata,
+	// ModTime. Checks, inside the transaction:
+	//   - parts non-empty and strictly ascending, else InvalidArgument with
+	//     Detail["reason"] = "invalid_part_order";
+	//   - every listed part exists with the given ETag (quotes ignored),
+	//     else InvalidArgument with Detail["reason"] = "invalid_part" and
+	//     Detail["part_number"];
+	//   - every listed part but the last is at least minPartSize bytes, else
+	//     InvalidArgument with Detail["reason"] = "entity_too_small" and
+	//     Detail["part_number"];
+	//   - cond on the object currently at the key (PreconditionFailed).
+	// Then: the object replaces any current one (whose blobs are
+	// enqueued), parts not listed are discarded (blobs enqueued, usage
+	// released), the replaced object's usage is released, and the upload
+	// disappears. NotFound if the upload is gone. Returns the new object.
+	CompleteUpload(ctx context.Context, id string, obj Object, parts []CompletePart, minPartSize int64, cond Cond) (Object, error)
+
 	// ListGarbage returns up to limit queued blobs enqueued before t, oldest first.
 	ListGarbage(ctx context.Context, before time.Time, limit int) ([]Garbage, error)
 	// DeleteGarbage removes queue entries (after their blobs are deleted).
 	DeleteGarbage(ctx context.Context, ids []int64) error
-	// ReferencedBlobs returns which of keys a row still points at (objects
-	// or the garbage queue), for orphan collection.
+	// ReferencedBlobs returns which of keys a row still points at (an
+	// object, a part of a multipart object, a part of an upload in
+	// progress, or the garbage queue), for orphan collection.
 	ReferencedBlobs(ctx context.Context, keys []string) (map[string]bool, error)
 
 	// Ping checks the store is reachable (for /readyz).
