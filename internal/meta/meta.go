@@ -243,6 +243,8 @@ type Store interface {
 	ListBuckets(ctx context.Context, ownerID string) ([]Bucket, error)
 	SetBucketVisibility(ctx context.Context, name string, v Visibility) error
 	// DeleteBucket: NotFound if missing; Conflict if it holds objects.
+	// Multipart uploads in progress in it are aborted in the same
+	// transaction (their blobs enqueued, their usage released).
 	DeleteBucket(ctx context.Context, name string) error
 
 	// GetObject: NotFound if the bucket or key is missing.
