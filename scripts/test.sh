@@ -32,6 +32,33 @@ if ! staticcheck -version 2>/dev/null | grep -q "$STATICCHECK_VERSION"; then
 fi
 staticcheck ./...
 
+step "S3 clients for the compatibility suite (boto3, aws cli, s3cmd, rclone)"
+# Real clients, installed here so a fresh machine passes: a Python venv in
+# ./.tools/venv (reinstalled only when the pinned set changes) and rclone
+# from Debian's packages. test/s3compat fails, not skips, when one is missing.
+VENV="$ROOT/.tools/venv"
+PY_REQS='boto3>=1.40,<2 awscli>=1.40,<2 s3cmd>=2.3,<3 requests>=2.31,<3 pytest>=8,<10'
+if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$VENV/.coffer-reqs" 2>/dev/null)" != "$PY_REQS" ] ||
+   ! "$VENV/bin/python" -c 'import boto3, botocore, requests, pytest' 2>/dev/null ||
+   [ ! -x "$VENV/bin/aws" ] || [ ! -x "$VENV/bin/s3cmd" ]; then
+  rm -rf "$VENV"
+  python3 -m venv "$VENV"
+  # shellcheck disable=SC2086 # PY_REQS is a list of requirement specifiers
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check $PY_REQS
+  printf '%s' "$PY_REQS" >"$VENV/.coffer-reqs"
+fi
+if ! command -v rclone >/dev/null; then
+  SUDO=; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get install -y -qq rclone >/dev/null ||
+    { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq rclone >/dev/null; }
+fi
+export PATH="$VENV/bin:$PATH"
+export COFFER_PYTHON="$VENV/bin/python"
+export COFFER_REQUIRE_CLIENTS=1
+"$VENV/bin/aws" --version
+echo "boto3 $("$VENV/bin/python" -c 'import boto3; print(boto3.__version__)'), $("$VENV/bin/s3cmd" --version), $(rclone --version | head -1)"
+
 step "build"
 go build -o "$ROOT/.tools/coffer" ./cmd/coffer
 export COFFER_BIN="$ROOT/.tools/coffer"

@@ -14,6 +14,7 @@ import (
 	"context"
 	"net/mail"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/coffer-storage/coffer/internal/errcode"
@@ -52,10 +53,17 @@ type Service struct {
 	byIP    *Throttle
 	now     func() time.Time
 	newName func(userID string) string
+	sealer  *keySealer
+
+	touchMu    sync.Mutex
+	touched    map[string]time.Time
+	internalMu sync.Mutex
+	internal   map[string][2]string // userID -> internal key id, secret
 }
 
-// NewService returns a Service signing access tokens with key.
-func NewService(m meta.Store, key []byte, cfg Config) *Service {
+// NewService returns a Service whose keys (access-token signing, access
+// key secret encryption) derive from the server's master key.
+func NewService(m meta.Store, master []byte, cfg Config) *Service {
 	if cfg.AccessTTL <= 0 {
 		cfg.AccessTTL = 15 * time.Minute
 	}
@@ -72,14 +80,17 @@ func NewService(m meta.Store, key []byte, cfg Config) *Service {
 		cfg.FailWindow = 15 * time.Minute
 	}
 	return &Service{
-		meta:    m,
-		cfg:     cfg,
-		hasher:  NewHasher(cfg.Params, cfg.Pool),
-		tokens:  NewTokens(key, cfg.AccessTTL),
-		byAcct:  NewThrottle(cfg.AccountFailLimit, cfg.FailWindow),
-		byIP:    NewThrottle(cfg.IPFailLimit, cfg.FailWindow),
-		now:     time.Now,
-		newName: DefaultBucketName,
+		meta:     m,
+		cfg:      cfg,
+		hasher:   NewHasher(cfg.Params, cfg.Pool),
+		tokens:   NewTokens(DeriveKey(master, "access-token"), cfg.AccessTTL),
+		sealer:   newKeySealer(master),
+		touched:  map[string]time.Time{},
+		internal: map[string][2]string{},
+		byAcct:   NewThrottle(cfg.AccountFailLimit, cfg.FailWindow),
+		byIP:     NewThrottle(cfg.IPFailLimit, cfg.FailWindow),
+		now:      time.Now,
+		newName:  DefaultBucketName,
 	}
 }
 
@@ -156,23 +167,34 @@ func (s *Service) Signup(ctx context.Context, email, password string) (meta.User
 // failure throttle.
 func (s *Service) Login(ctx context.Context, email, password, clientIP string) (Session, error) {
 	email = NormalizeEmail(email)
-	if wait := max(s.byAcct.Check(email), s.byIP.Check(clientIP)); wait > 0 {
+	ipKey := IPKey(clientIP)
+	// Count the attempt before the slow check, so parallel guesses cannot
+	// all pass; a success gives it back.
+	if wait := s.byIP.Take(ipKey); wait > 0 {
+		return Session{}, errcode.Retry(errcode.RateLimited, wait, "too many failed logins; retry later")
+	}
+	if wait := s.byAcct.Take(email); wait > 0 {
+		s.byIP.Release(ipKey)
 		return Session{}, errcode.Retry(errcode.RateLimited, wait, "too many failed logins; retry later")
 	}
 	u, err := s.meta.GetUserByEmail(ctx, email)
 	if err != nil && !errcode.Is(err, errcode.NotFound) {
+		s.byAcct.Release(email)
+		s.byIP.Release(ipKey)
 		return Session{}, err
 	}
 	ok, err := s.hasher.Verify(ctx, password, u.PasswordHash)
 	if err != nil {
+		// Not the client's fault (pool busy, cancelled): not counted.
+		s.byAcct.Release(email)
+		s.byIP.Release(ipKey)
 		return Session{}, err
 	}
 	if !ok || u.Disabled {
-		s.byAcct.Fail(email)
-		s.byIP.Fail(clientIP)
 		return Session{}, errcode.New(errcode.Unauthenticated, "wrong email or password")
 	}
 	s.byAcct.Reset(email)
+	s.byIP.Release(ipKey)
 	token, hash := newOpaqueToken()
 	now := s.now().UTC()
 	rt := meta.RefreshToken{Hash: hash, UserID: u.ID, Family: NewID(), CreatedAt: now, ExpiresAt: now.Add(s.cfg.RefreshTTL)}

@@ -110,36 +110,75 @@ func TestThrottle(t *testing.T) {
 	now := time.Unix(1000, 0)
 	th.now = func() time.Time { return now }
 	for range 3 {
-		if th.Check("k") != 0 {
+		if th.Take("k") != 0 {
 			t.Fatal("throttled too early")
 		}
-		th.Fail("k")
 	}
-	if d := th.Check("k"); d <= 0 || d > time.Minute {
-		t.Fatalf("after 3 failures Check = %v", d)
+	if d := th.Take("k"); d <= 0 || d > time.Minute {
+		t.Fatalf("after 3 attempts Take = %v", d)
 	}
-	if th.Check("other") != 0 {
+	if th.Take("other") != 0 {
 		t.Error("other key throttled")
 	}
+	th.Release("k")
+	if th.Take("k") != 0 {
+		t.Error("released attempt not given back")
+	}
 	now = now.Add(time.Minute)
-	if th.Check("k") != 0 {
+	if th.Take("k") != 0 {
 		t.Error("still throttled after the window")
 	}
-	th.Fail("k")
 	th.Reset("k")
-	if th.Check("k") != 0 {
-		t.Error("throttled after reset")
+	if len(th.m) != 1 {
+		t.Errorf("reset left %d keys", len(th.m))
 	}
 	// Bounded: a full table evicts rather than growing or locking out.
 	small := NewThrottle(1, time.Minute)
 	small.MaxKeys = 2
 	for _, k := range []string{"a", "b", "c", "d"} {
-		small.Fail(k)
+		small.Take(k)
 	}
 	if len(small.m) > 2 {
 		t.Errorf("table grew to %d entries", len(small.m))
 	}
-	if small.Check("d") == 0 {
-		t.Error("newest failing key not throttled")
+	if small.Take("d") == 0 {
+		t.Error("newest key not throttled")
+	}
+}
+
+func TestIPKey(t *testing.T) {
+	for in, want := range map[string]string{
+		"192.0.2.1":            "192.0.2.1",
+		"2001:db8:1:2:3:4:5:6": "2001:db8:1:2::/64",
+		"2001:db8:1:2:ffff::1": "2001:db8:1:2::/64",
+		"::ffff:192.0.2.1":     "::ffff:192.0.2.1",
+		"not an address":       "not an address",
+	} {
+		if got := IPKey(in); got != want {
+			t.Errorf("IPKey(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestParallelGuessesThrottled fires many wrong passwords for one account
+// at once: no more than the limit may be verified.
+func TestParallelGuessesThrottled(t *testing.T) {
+	th := NewThrottle(10, time.Minute)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	passed := 0
+	for range 60 {
+		wg.Go(func() {
+			if th.Take("victim@example.com") == 0 {
+				time.Sleep(10 * time.Millisecond) // the slow verification
+				mu.Lock()
+				passed++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if passed != 10 {
+		t.Errorf("%d parallel attempts passed, want 10", passed)
 	}
 }

@@ -1,14 +1,21 @@
 package auth
 
 import (
+	"net/netip"
 	"sync"
 	"time"
 )
 
-// Throttle counts failures per key in a fixed window and refuses a key once
-// it reached Limit failures, until its window ends. It is bounded: when it
-// holds MaxKeys entries, expired ones are swept, and if none expired new
-// keys are refused (fail closed) rather than growing without bound.
+// Throttle counts login attempts per key in a fixed window. An attempt is
+// counted when it starts (Take), before the slow password check, so that
+// parallel attempts cannot all slip under the limit; a success gives its
+// attempt back (Release) or clears the key (Reset).
+//
+// It is bounded: when it holds MaxKeys entries, expired ones are swept,
+// and if none expired an arbitrary entry is evicted. Evicting (rather than
+// refusing new keys) means a flood of distinct failing keys cannot lock
+// every user out; flooding enough keys to evict a given one needs
+// MaxKeys/IP-limit client addresses.
 type Throttle struct {
 	Limit   int
 	Window  time.Duration
@@ -24,38 +31,23 @@ type window struct {
 	count int
 }
 
-// NewThrottle returns a Throttle allowing limit failures per window.
+// NewThrottle returns a Throttle allowing limit attempts per window.
 func NewThrottle(limit int, per time.Duration) *Throttle {
 	return &Throttle{Limit: limit, Window: per, MaxKeys: 100_000, m: map[string]*window{}, now: time.Now}
 }
 
-// Check returns 0 if key may try now, or how long it must wait.
-func (t *Throttle) Check(key string) time.Duration {
+// Take counts an attempt for key and returns 0, or, if key is at its limit,
+// how long it must wait (and counts nothing).
+func (t *Throttle) Take(key string) time.Duration {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.now()
 	w := t.m[key]
+	if w != nil && now.Sub(w.start) >= t.Window {
+		w = nil
+	}
 	if w == nil {
-		return 0
-	}
-	if now.Sub(w.start) >= t.Window {
-		delete(t.m, key)
-		return 0
-	}
-	if w.count >= t.Limit {
-		return w.start.Add(t.Window).Sub(now)
-	}
-	return 0
-}
-
-// Fail records a failure for key.
-func (t *Throttle) Fail(key string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	now := t.now()
-	w := t.m[key]
-	if w == nil || now.Sub(w.start) >= t.Window {
-		if w == nil && len(t.m) >= t.MaxKeys {
+		if _, ok := t.m[key]; !ok && len(t.m) >= t.MaxKeys {
 			t.sweep(now)
 			for k := range t.m {
 				if len(t.m) < t.MaxKeys {
@@ -67,10 +59,23 @@ func (t *Throttle) Fail(key string) {
 		w = &window{start: now}
 		t.m[key] = w
 	}
+	if w.count >= t.Limit {
+		return w.start.Add(t.Window).Sub(now)
+	}
 	w.count++
+	return 0
 }
 
-// Reset forgets key (after a success).
+// Release gives back one attempt of key (the attempt succeeded).
+func (t *Throttle) Release(key string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if w := t.m[key]; w != nil && w.count > 0 {
+		w.count--
+	}
+}
+
+// Reset forgets key.
 func (t *Throttle) Reset(key string) {
 	t.mu.Lock()
 	delete(t.m, key)
@@ -83,4 +88,15 @@ func (t *Throttle) sweep(now time.Time) {
 			delete(t.m, k)
 		}
 	}
+}
+
+// IPKey is the throttle key of a client address: the address itself for
+// IPv4, its /64 for IPv6 (one subscriber usually holds a whole /64).
+func IPKey(ip string) string {
+	a, err := netip.ParseAddr(ip)
+	if err != nil || !a.Is6() || a.Is4In6() {
+		return ip
+	}
+	p, _ := a.Prefix(64)
+	return p.String()
 }

@@ -62,7 +62,7 @@ func (c *userCmd) Run(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		as := auth.NewService(m, auth.DeriveKey(key, "access-token"), auth.Config{})
+		as := auth.NewService(m, key, auth.Config{})
 		u, b, err := as.Signup(ctx, *email, *password)
 		if err != nil {
 			return err

@@ -21,6 +21,11 @@ type Config struct {
 	Data   string // --data, COFFER_DATA: data folder; default ./coffer-data
 	Listen string // --listen, COFFER_LISTEN: file API address; default 127.0.0.1:8080
 
+	S3Listen    string // --s3-listen, COFFER_S3_LISTEN: S3 API address, "off" to disable; default 127.0.0.1:9000
+	S3Domain    string // --s3-domain: enables virtual-host-style S3 addressing (BUCKET.domain); default none
+	S3PublicURL string // --s3-public-url: base URL clients reach the S3 API at (for presigned URLs); default http://<s3-listen>
+	Region      string // --region: the S3 region; default us-east-1
+
 	LogLevel  string // --log-level: debug|info|warn|error; default info
 	LogFormat string // --log-format: json|text; default json
 
@@ -46,6 +51,8 @@ func Defaults() Config {
 	return Config{
 		Data:            "./coffer-data",
 		Listen:          "127.0.0.1:8080",
+		S3Listen:        "127.0.0.1:9000",
+		Region:          "us-east-1",
 		LogLevel:        "info",
 		LogFormat:       "json",
 		MaxObjectSize:   64 << 30,
@@ -67,6 +74,14 @@ func (c Config) Validate() error {
 	}
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		errs = append(errs, fmt.Errorf("listen: %v", err))
+	}
+	if c.S3Listen != "off" {
+		if _, _, err := net.SplitHostPort(c.S3Listen); err != nil {
+			errs = append(errs, fmt.Errorf("s3-listen: %v", err))
+		}
+	}
+	if c.Region == "" {
+		errs = append(errs, errors.New("region: must not be empty"))
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
@@ -104,6 +119,10 @@ func (c *Config) FlagSet(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.StringVar(&c.Data, "data", c.Data, "data folder (SQLite metadata, blobs, server key)")
 	fs.StringVar(&c.Listen, "listen", c.Listen, "address of the file API")
+	fs.StringVar(&c.S3Listen, "s3-listen", c.S3Listen, `address of the S3 API ("off" disables it)`)
+	fs.StringVar(&c.S3Domain, "s3-domain", c.S3Domain, "domain for virtual-host-style S3 addressing (BUCKET.domain)")
+	fs.StringVar(&c.S3PublicURL, "s3-public-url", c.S3PublicURL, "base URL of the S3 API as clients reach it (default http://<s3-listen>)")
+	fs.StringVar(&c.Region, "region", c.Region, "S3 region")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "json or text")
 	fs.Var((*bytesValue)(&c.DefaultQuota), "default-quota", "storage quota of new accounts, e.g. 10GiB (0 = unlimited)")

@@ -43,6 +43,8 @@ type Config struct {
 	MaxFormFiles int
 	// RequestTimeout bounds requests that move no object bytes. Default 30s.
 	RequestTimeout time.Duration
+	// Presign makes the part URLs of direct uploads; nil disables them.
+	Presign Presigner
 }
 
 // API is the file API.
@@ -127,6 +129,15 @@ func (api *API) Routes() []Route {
 		{Method: "DELETE", Pattern: b + "/files/{key...}", Access: User, handle: api.deleteFile},
 		{Method: "POST", Pattern: b + "/move", Access: User, handle: api.moveFile},
 		{Method: "POST", Pattern: b + "/copy", Access: User, Streams: true, handle: api.copyFile},
+
+		{Method: "GET", Pattern: "/api/v1/keys", Access: User, handle: api.listKeys},
+		{Method: "POST", Pattern: "/api/v1/keys", Access: User, handle: api.createKey},
+		{Method: "DELETE", Pattern: "/api/v1/keys/{id}", Access: User, handle: api.deleteKey},
+
+		{Method: "POST", Pattern: "/api/v1/uploads", Access: User, handle: api.createUpload},
+		{Method: "GET", Pattern: "/api/v1/uploads/{id}", Access: User, handle: api.getUpload},
+		{Method: "DELETE", Pattern: "/api/v1/uploads/{id}", Access: User, handle: api.abortUpload},
+		{Method: "POST", Pattern: "/api/v1/uploads/{id}/complete", Access: User, handle: api.completeUpload},
 	}
 }
 
@@ -158,11 +169,12 @@ func (api *API) serve(w http.ResponseWriter, r *http.Request, rt Route) {
 		return
 	}
 	httpx.SetUser(r.Context(), p.UserID)
-	if rt.Streams {
-		if r.Body != nil && r.Body != http.NoBody {
-			r.Body = httpx.NewRateReader(w, r.Body, api.cfg.UploadRate)
-		}
-	} else {
+	// Every body is read at a minimum rate, so a client cannot hold a
+	// request (and its admission slot) by stalling mid-body.
+	if r.Body != nil && r.Body != http.NoBody {
+		r.Body = httpx.NewRateReader(w, r.Body, api.cfg.UploadRate)
+	}
+	if !rt.Streams {
 		ctx, cancel := contextWithTimeout(r, api.cfg.RequestTimeout)
 		defer cancel()
 		r = r.WithContext(ctx)

@@ -97,7 +97,14 @@ func writeCond(h http.Header) (meta.Cond, error) {
 		c.IfNoneMatch = true
 	}
 	if im := strings.TrimSpace(h.Get("If-Match")); im != "" {
-		c.IfMatch = strings.Trim(strings.TrimPrefix(im, "W/"), `"`)
+		if strings.Contains(im, ",") {
+			return c, errcode.New(errcode.InvalidArgument, "If-Match on writes takes one entity tag or *")
+		}
+		if strings.HasPrefix(im, "W/") {
+			// A weak tag never matches in a strong comparison (RFC 9110).
+			return c, errcode.New(errcode.PreconditionFailed, "If-Match with a weak entity tag never matches")
+		}
+		c.IfMatch = strings.Trim(im, `"`)
 	}
 	return c, nil
 }

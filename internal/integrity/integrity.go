@@ -9,12 +9,14 @@ package integrity
 
 import (
 	"bytes"
+	"context"
 	"crypto/md5"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"hash"
 	"io"
+	"strings"
 
 	"github.com/coffer-storage/coffer/internal/errcode"
 )
@@ -33,6 +35,10 @@ type Options struct {
 	MD5    []byte
 	// NoMD5 skips MD5 (when the caller needs no ETag from it).
 	NoMD5 bool
+	// ChecksumAlgorithm, if set, also computes that S3 checksum
+	// (see NewChecksum); ChecksumWant, if set, must match it at EOF.
+	ChecksumAlgorithm string
+	ChecksumWant      []byte
 }
 
 // Reader wraps a stream; see the package doc.
@@ -42,14 +48,20 @@ type Reader struct {
 	n    int64
 	sha  hash.Hash
 	md5  hash.Hash
-	err  error // sticky
+	sum  hash.Hash // optional S3 checksum
+	err  error     // sticky
 }
 
-// NewReader returns a Reader over r.
+// NewReader returns a Reader over r. An unknown ChecksumAlgorithm fails
+// the first Read with InvalidArgument.
 func NewReader(r io.Reader, opts Options) *Reader {
 	ir := &Reader{r: r, opts: opts, sha: sha256.New()}
 	if !opts.NoMD5 {
 		ir.md5 = md5.New()
+	}
+	if opts.ChecksumAlgorithm != "" {
+		h, err := NewChecksum(opts.ChecksumAlgorithm)
+		ir.sum, ir.err = h, err
 	}
 	return ir
 }
@@ -74,6 +86,9 @@ func (ir *Reader) Read(p []byte) (int, error) {
 		if ir.md5 != nil {
 			ir.md5.Write(p[:n])
 		}
+		if ir.sum != nil {
+			ir.sum.Write(p[:n])
+		}
 	}
 	if err == io.EOF {
 		if verr := ir.verify(); verr != nil {
@@ -84,8 +99,11 @@ func (ir *Reader) Read(p []byte) (int, error) {
 		return n, io.EOF
 	}
 	if err != nil {
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			err = errcode.Wrap(errcode.IncompleteBody, err, "body ended early")
+		// Typed errors (timeouts, digests) and cancellations keep their
+		// meaning; anything else from the client's body (a reset, a
+		// malformed chunked encoding) is the client's fault, not ours.
+		if errcode.As(err) == nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+			err = errcode.Wrap(errcode.IncompleteBody, err, "reading the body failed")
 		}
 		ir.err = err
 	}
@@ -113,7 +131,21 @@ func (ir *Reader) verify() error {
 			return Mismatch("md5", ir.opts.MD5, got)
 		}
 	}
+	if ir.opts.ChecksumWant != nil && ir.sum != nil {
+		if got := ir.sum.Sum(nil); !bytes.Equal(got, ir.opts.ChecksumWant) {
+			return Mismatch(strings.ToLower(ir.opts.ChecksumAlgorithm), ir.opts.ChecksumWant, got)
+		}
+	}
 	return nil
+}
+
+// Checksum returns the S3 checksum of the bytes read so far (nil if no
+// ChecksumAlgorithm was set).
+func (ir *Reader) Checksum() []byte {
+	if ir.sum == nil {
+		return nil
+	}
+	return ir.sum.Sum(nil)
 }
 
 // Mismatch returns a ChecksumMismatch error carrying want and got (hex).

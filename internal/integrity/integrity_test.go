@@ -78,3 +78,31 @@ func TestMismatchDetail(t *testing.T) {
 		t.Fatalf("detail = %+v", e)
 	}
 }
+
+func TestChecksums(t *testing.T) {
+	// Known values of "hello world" (the S3 documentation's examples and
+	// the CRC catalogue's check values).
+	want := map[string]string{
+		"CRC32":     "DUoRhQ==",
+		"CRC32C":    "yZRlqg==",
+		"CRC64NVME": "jSnVw/bqjr4=",
+		"SHA1":      "Kq5sNclPz7QV2+lfQIuc6R7oRu0=",
+		"SHA256":    "uU0nuZNNPgilLlLX2n2r+sSE7+N6U4DukIj3rOLvzek=",
+	}
+	for _, alg := range ChecksumAlgorithms {
+		r := NewReader(strings.NewReader("hello world"), Options{Size: -1, ChecksumAlgorithm: alg})
+		if _, err := io.Copy(io.Discard, r); err != nil {
+			t.Fatal(err)
+		}
+		if got := EncodeChecksum(r.Checksum()); got != want[alg] {
+			t.Errorf("%s = %s, want %s", alg, got, want[alg])
+		}
+		bad := NewReader(strings.NewReader("hello world"), Options{Size: -1, ChecksumAlgorithm: alg, ChecksumWant: make([]byte, ChecksumSize(alg))})
+		if _, err := io.Copy(io.Discard, bad); !errcode.Is(err, errcode.ChecksumMismatch) {
+			t.Errorf("%s mismatch: %v", alg, err)
+		}
+	}
+	if _, err := io.Copy(io.Discard, NewReader(strings.NewReader("x"), Options{Size: -1, ChecksumAlgorithm: "MD4"})); !errcode.Is(err, errcode.InvalidArgument) {
+		t.Errorf("unknown algorithm: %v", err)
+	}
+}

@@ -204,8 +204,14 @@ type CompletePart struct {
 // ListUploadsOptions selects a page of a bucket's multipart uploads, in
 // order of (key, creation time, ID).
 type ListUploadsOptions struct {
-	Prefix         string
-	KeyMarker      string // only uploads with key > KeyMarker, or key == KeyMarker and ID > UploadIDMarker
+	Prefix string
+	// KeyMarker and UploadIDMarker resume a listing, as in S3. KeyMarker
+	// alone: only uploads with key > KeyMarker. Both: only uploads after
+	// the upload UploadIDMarker (of key KeyMarker) in the listing order;
+	// if that upload no longer exists, from the first upload of KeyMarker
+	// on (repeating rather than skipping). UploadIDMarker without
+	// KeyMarker is ignored.
+	KeyMarker      string
 	UploadIDMarker string
 	Limit          int // 0 means 1000
 }

@@ -53,7 +53,7 @@ func (s *Service) CollectOrphans(ctx context.Context) (int, error) {
 			return err
 		}
 		for _, k := range batch {
-			if ref[k] {
+			if ref[k] || s.isStaging(k) {
 				continue
 			}
 			if err := s.blobs.Delete(ctx, k); err != nil {
@@ -66,7 +66,7 @@ func (s *Service) CollectOrphans(ctx context.Context) (int, error) {
 		return nil
 	}
 	err := s.blobs.List(ctx, "o/", func(info blob.Info) error {
-		if info.ModTime.After(cutoff) {
+		if info.ModTime.After(cutoff) || s.isStaging(info.Key) {
 			return nil
 		}
 		batch = append(batch, info.Key)
@@ -98,6 +98,11 @@ func (s *Service) RunJanitor(ctx context.Context, interval, orphanInterval time.
 			s.log.Warn("garbage collection failed", "err", err)
 		} else if n > 0 {
 			s.log.Info("reclaimed blobs", "count", n)
+		}
+		if n, err := s.CollectExpiredUploads(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("aborting expired uploads failed", "err", err)
+		} else if n > 0 {
+			s.log.Info("aborted expired uploads", "count", n)
 		}
 		if time.Since(lastOrphans) >= orphanInterval {
 			lastOrphans = time.Now()

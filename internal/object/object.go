@@ -19,6 +19,7 @@ package object
 import (
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
@@ -27,6 +28,7 @@ import (
 	"mime"
 	"path"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/coffer-storage/coffer/internal/blob"
@@ -60,6 +62,12 @@ type Service struct {
 	cfg   Config
 	log   *slog.Logger
 	now   func() time.Time
+
+	// staging holds the keys of blobs being written or written but not
+	// yet committed (a form upload can stage files for a long time), so
+	// orphan collection never takes them.
+	stagingMu sync.Mutex
+	staging   map[string]struct{}
 }
 
 // New returns a Service over m and b.
@@ -76,7 +84,7 @@ func New(m meta.Store, b blob.Store, cfg Config, log *slog.Logger) *Service {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{meta: m, blobs: b, cfg: cfg, log: log, now: time.Now}
+	return &Service{meta: m, blobs: b, cfg: cfg, log: log, now: time.Now, staging: map[string]struct{}{}}
 }
 
 // action is what an actor wants to do to a bucket.
@@ -91,7 +99,7 @@ const (
 // may do anything; anyone may read objects of public-read buckets.
 func (s *Service) authorize(ctx context.Context, a Actor, bucket string, act action) (meta.Bucket, error) {
 	if err := ValidBucketName(bucket); err != nil {
-		return meta.Bucket{}, errcode.New(errcode.NotFound, "bucket not found")
+		return meta.Bucket{}, ErrNoBucket(bucket)
 	}
 	b, err := s.meta.GetBucket(ctx, bucket)
 	if err != nil {
@@ -99,7 +107,7 @@ func (s *Service) authorize(ctx context.Context, a Actor, bucket string, act act
 			if a.UserID == "" {
 				return meta.Bucket{}, errcode.New(errcode.Unauthenticated, "authentication required")
 			}
-			return meta.Bucket{}, errcode.New(errcode.NotFound, "bucket not found")
+			return meta.Bucket{}, ErrNoBucket(bucket)
 		}
 		return meta.Bucket{}, err
 	}
@@ -122,7 +130,8 @@ func (s *Service) CreateBucket(ctx context.Context, a Actor, name string, v meta
 		return meta.Bucket{}, errcode.New(errcode.Unauthenticated, "authentication required")
 	}
 	if err := ValidBucketName(name); err != nil {
-		return meta.Bucket{}, err
+		e := errcode.As(err)
+		return meta.Bucket{}, &errcode.Error{Code: errcode.InvalidArgument, Message: e.Message, Detail: map[string]any{"reason": "invalid_bucket_name"}}
 	}
 	if v == "" {
 		v = meta.Private
@@ -133,7 +142,12 @@ func (s *Service) CreateBucket(ctx context.Context, a Actor, name string, v meta
 	b := meta.Bucket{Name: name, OwnerID: a.UserID, Visibility: v, CreatedAt: s.now().UTC()}
 	if err := s.meta.CreateBucket(ctx, b); err != nil {
 		if errcode.Is(err, errcode.AlreadyExists) {
-			return meta.Bucket{}, errcode.New(errcode.AlreadyExists, "bucket name %q is taken", name)
+			e := &errcode.Error{Code: errcode.AlreadyExists, Message: fmt.Sprintf("bucket name %q is taken", name)}
+			if cur, gerr := s.meta.GetBucket(ctx, name); gerr == nil && cur.OwnerID == a.UserID {
+				e.Message = fmt.Sprintf("you already own bucket %q", name)
+				e.Detail = map[string]any{"s3_code": "BucketAlreadyOwnedByYou"}
+			}
+			return meta.Bucket{}, e
 		}
 		return meta.Bucket{}, err
 	}
@@ -176,7 +190,8 @@ func (s *Service) DeleteBucket(ctx context.Context, a Actor, name string) error 
 	}
 	err := s.meta.DeleteBucket(ctx, name)
 	if errcode.Is(err, errcode.Conflict) {
-		return errcode.New(errcode.Conflict, "bucket %q is not empty", name)
+		return &errcode.Error{Code: errcode.Conflict, Message: fmt.Sprintf("bucket %q is not empty", name),
+			Detail: map[string]any{"reason": "bucket_not_empty"}}
 	}
 	return err
 }
@@ -192,7 +207,11 @@ type PutInput struct {
 	Metadata    map[string]string
 	// Client-announced digests (raw bytes), checked at EOF.
 	SHA256, MD5 []byte
-	Cond        meta.Cond
+	// ChecksumAlgorithm, if set, makes the service compute and store that
+	// S3 checksum; ChecksumWant, if set, must match it.
+	ChecksumAlgorithm string
+	ChecksumWant      []byte
+	Cond              meta.Cond
 }
 
 // Put streams one object into storage and commits it.
@@ -272,16 +291,13 @@ func (s *Service) stage(ctx context.Context, a Actor, in PutInput, reserved int6
 	}
 	ct := in.ContentType
 	if ct == "" {
-		ct = mime.TypeByExtension(path.Ext(in.Key))
-	}
-	if ct == "" {
-		ct = "application/octet-stream"
+		ct = guessType(in.Key)
 	}
 	body := in.Body
 	if body == nil {
 		body = strings.NewReader("")
 	}
-	if limit <= 0 {
+	if limit <= 0 && in.Size != 0 {
 		// The quota is used up and the size is unknown: refuse before
 		// reading a byte.
 		return staged{}, limitErr
@@ -289,10 +305,13 @@ func (s *Service) stage(ctx context.Context, a Actor, in PutInput, reserved int6
 	r := integrity.NewReader(body, integrity.Options{
 		Size: in.Size, Limit: limit, LimitErr: limitErr,
 		SHA256: in.SHA256, MD5: in.MD5,
+		ChecksumAlgorithm: in.ChecksumAlgorithm, ChecksumWant: in.ChecksumWant,
 	})
 	key := newBlobKey()
+	s.beginStaging(key)
 	info, err := s.blobs.Put(ctx, key, r, in.Size)
 	if err != nil {
+		s.endStaging(key)
 		return staged{}, err
 	}
 	return staged{put: meta.Put{
@@ -303,10 +322,43 @@ func (s *Service) stage(ctx context.Context, a Actor, in PutInput, reserved int6
 			ContentType: ct,
 			Metadata:    in.Metadata,
 			BlobKey:     key,
+			Checksum:    checksumOf(in.ChecksumAlgorithm, r.Checksum()),
 			ModTime:     s.now().UTC(),
 		},
 		Cond: in.Cond,
 	}}, nil
+}
+
+func checksumOf(alg string, sum []byte) meta.Checksum {
+	if alg == "" || sum == nil {
+		return meta.Checksum{}
+	}
+	return meta.Checksum{Algorithm: strings.ToUpper(alg), Type: "FULL_OBJECT", Value: integrity.EncodeChecksum(sum)}
+}
+
+// guessType returns the media type of key's extension, or
+// application/octet-stream.
+func guessType(key string) string {
+	if ct := mime.TypeByExtension(path.Ext(key)); ct != "" {
+		return ct
+	}
+	return "application/octet-stream"
+}
+
+// ErrNoBucket, ErrNoObject and ErrNoUpload are the NotFound errors of the
+// service; Detail["resource"] tells the APIs which one it is.
+func ErrNoBucket(name string) error {
+	return &errcode.Error{Code: errcode.NotFound, Message: "bucket not found", Detail: map[string]any{"resource": "bucket"}}
+}
+
+// ErrNoObject is the NotFound error for a missing object.
+func ErrNoObject(key string) error {
+	return &errcode.Error{Code: errcode.NotFound, Message: "object not found", Detail: map[string]any{"resource": "key"}}
+}
+
+// ErrNoUpload is the NotFound error for a missing multipart upload.
+func ErrNoUpload(id string) error {
+	return &errcode.Error{Code: errcode.NotFound, Message: "upload not found", Detail: map[string]any{"resource": "upload"}}
 }
 
 func quotaErr(u meta.User) error {
@@ -328,10 +380,16 @@ func (s *Service) commit(ctx context.Context, sts []staged) ([]meta.Object, erro
 	replaced, err := s.meta.PutObjects(cctx, puts)
 	if err != nil {
 		s.discard(sts)
-		if errcode.Is(err, errcode.QuotaExceeded) {
+		switch {
+		case errcode.Is(err, errcode.QuotaExceeded):
 			return nil, errcode.New(errcode.QuotaExceeded, "storage quota exceeded")
+		case cctx.Err() != nil:
+			return nil, errcode.Retry(errcode.Unavailable, time.Second, "metadata store too slow to commit; retry")
 		}
 		return nil, err
+	}
+	for _, p := range puts {
+		s.endStaging(p.Object.BlobKey)
 	}
 	_ = replaced // reclaimed by the garbage queue
 	out := make([]meta.Object, len(puts))
@@ -343,12 +401,22 @@ func (s *Service) commit(ctx context.Context, sts []staged) ([]meta.Object, erro
 
 // discard deletes staged blobs that will never be committed.
 func (s *Service) discard(sts []staged) {
+	keys := make([]string, len(sts))
+	for i, st := range sts {
+		keys[i] = st.put.Object.BlobKey
+	}
+	s.discardBlobs(keys...)
+	s.endStaging(keys...)
+}
+
+// discardBlobs deletes blobs no metadata points at, best effort (orphan
+// collection retries what fails).
+func (s *Service) discardBlobs(keys ...string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	for _, st := range sts {
-		if err := s.blobs.Delete(ctx, st.put.Object.BlobKey); err != nil {
-			s.log.Warn("discarding staged blob failed; orphan collection will retry",
-				"blob", st.put.Object.BlobKey, "err", err)
+	for _, k := range keys {
+		if err := s.blobs.Delete(ctx, k); err != nil {
+			s.log.Warn("discarding blob failed; orphan collection will retry", "blob", k, "err", err)
 		}
 	}
 }
@@ -423,7 +491,7 @@ func (s *Service) Get(ctx context.Context, a Actor, bucket, key string) (*Reader
 	o, err := s.meta.GetObject(ctx, bucket, key)
 	if err != nil {
 		if errcode.Is(err, errcode.NotFound) {
-			return nil, errcode.New(errcode.NotFound, "object not found")
+			return nil, ErrNoObject(key)
 		}
 		return nil, err
 	}
@@ -431,15 +499,81 @@ func (s *Service) Get(ctx context.Context, a Actor, bucket, key string) (*Reader
 }
 
 // Open returns the bytes [offset, offset+length) of the object version;
-// length -1 means to the end.
+// length -1 means to the end. Multipart objects are read part after part.
 func (r *Reader) Open(ctx context.Context, offset, length int64) (io.ReadCloser, error) {
-	rc, err := r.s.blobs.Get(ctx, r.Object.BlobKey, offset, length)
-	if errcode.Is(err, errcode.NotFound) {
-		// Replaced and reclaimed between lookup and open (after the grace
-		// period): the version is gone.
-		return nil, errcode.New(errcode.NotFound, "object not found")
+	o := r.Object
+	if offset < 0 || offset > o.Size {
+		return nil, errcode.New(errcode.RangeNotSatisfiable, "offset %d outside the object's %d bytes", offset, o.Size)
 	}
-	return rc, err
+	if length < 0 || offset+length > o.Size {
+		length = o.Size - offset
+	}
+	if o.Parts == nil {
+		rc, err := r.s.blobs.Get(ctx, o.BlobKey, offset, length)
+		return rc, r.gone(err)
+	}
+	return &partsReader{ctx: ctx, r: r, parts: o.Parts, offset: offset, remaining: length}, nil
+}
+
+// gone maps a missing blob to a missing object: the version was replaced
+// and reclaimed between lookup and open (after the grace period).
+func (r *Reader) gone(err error) error {
+	if errcode.Is(err, errcode.NotFound) {
+		return ErrNoObject(r.Object.Key)
+	}
+	return err
+}
+
+// partsReader streams a range of a multipart object, opening one part's
+// blob at a time.
+type partsReader struct {
+	ctx       context.Context
+	r         *Reader
+	parts     []meta.ObjectPart
+	offset    int64 // within the remaining parts
+	remaining int64
+	cur       io.ReadCloser
+}
+
+func (p *partsReader) Read(b []byte) (int, error) {
+	for {
+		if p.remaining <= 0 {
+			return 0, io.EOF
+		}
+		if p.cur == nil {
+			for len(p.parts) > 0 && p.offset >= p.parts[0].Size {
+				p.offset -= p.parts[0].Size
+				p.parts = p.parts[1:]
+			}
+			if len(p.parts) == 0 {
+				return 0, errcode.New(errcode.Internal, "multipart object is shorter than its size")
+			}
+			n := min(p.parts[0].Size-p.offset, p.remaining)
+			rc, err := p.r.s.blobs.Get(p.ctx, p.parts[0].BlobKey, p.offset, n)
+			if err != nil {
+				return 0, p.r.gone(err)
+			}
+			p.cur, p.offset, p.parts = rc, 0, p.parts[1:]
+		}
+		n, err := p.cur.Read(b)
+		p.remaining -= int64(n)
+		if err == io.EOF {
+			p.cur.Close()
+			p.cur = nil
+			if n > 0 {
+				return n, nil
+			}
+			continue
+		}
+		return n, err
+	}
+}
+
+func (p *partsReader) Close() error {
+	if p.cur != nil {
+		return p.cur.Close()
+	}
+	return nil
 }
 
 // Delete removes bucket/key.
@@ -452,7 +586,7 @@ func (s *Service) Delete(ctx context.Context, a Actor, bucket, key string, cond 
 	}
 	o, err := s.meta.DeleteObject(ctx, bucket, key, cond)
 	if errcode.Is(err, errcode.NotFound) {
-		return meta.Object{}, errcode.New(errcode.NotFound, "object not found")
+		return meta.Object{}, ErrNoObject(key)
 	}
 	return o, err
 }
@@ -473,7 +607,7 @@ func (s *Service) Move(ctx context.Context, a Actor, srcBucket, srcKey, dstBucke
 	}
 	o, err := s.meta.MoveObject(ctx, srcBucket, srcKey, dstBucket, dstKey, cond)
 	if errcode.Is(err, errcode.NotFound) {
-		return meta.Object{}, errcode.New(errcode.NotFound, "source object not found")
+		return meta.Object{}, ErrNoObject(srcKey)
 	}
 	return o, err
 }
@@ -507,19 +641,35 @@ func (s *Service) CopyFrom(ctx context.Context, a Actor, src *Reader, in CopyInp
 	if in.ReplaceMetadata {
 		ct, md = in.ContentType, in.Metadata
 	}
-	sum, err := hex.DecodeString(src.Object.SHA256)
-	if err != nil {
-		return meta.Object{}, errcode.Wrap(errcode.Internal, err, "stored SHA-256 is malformed")
+	// Verify the copy against what we know of the source.
+	var sum []byte
+	if src.Object.SHA256 != "" {
+		var err error
+		if sum, err = hex.DecodeString(src.Object.SHA256); err != nil {
+			return meta.Object{}, errcode.Wrap(errcode.Internal, err, "stored SHA-256 is malformed")
+		}
+	}
+	in2 := PutInput{
+		Bucket: in.DstBucket, Key: in.DstKey, Size: src.Object.Size,
+		ContentType: ct, Metadata: md, SHA256: sum, Cond: in.Cond,
+	}
+	if c := src.Object.Checksum; c.Algorithm != "" && c.Type == "FULL_OBJECT" {
+		if want, err := base64.StdEncoding.DecodeString(c.Value); err == nil {
+			in2.ChecksumAlgorithm, in2.ChecksumWant = c.Algorithm, want
+		}
+	}
+	if src.Object.Parts == nil && src.Object.ETag != "" {
+		if m, err := hex.DecodeString(src.Object.ETag); err == nil {
+			in2.MD5 = m
+		}
 	}
 	rc, err := src.Open(ctx, 0, -1)
 	if err != nil {
 		return meta.Object{}, err
 	}
 	defer rc.Close()
-	return s.Put(ctx, a, PutInput{
-		Bucket: in.DstBucket, Key: in.DstKey, Body: rc, Size: src.Object.Size,
-		ContentType: ct, Metadata: md, SHA256: sum, Cond: in.Cond,
-	})
+	in2.Body = rc
+	return s.Put(ctx, a, in2)
 }
 
 // List lists a bucket a owns.
@@ -528,6 +678,28 @@ func (s *Service) List(ctx context.Context, a Actor, bucket string, opts meta.Li
 		return meta.ListPage{}, err
 	}
 	return s.meta.ListObjects(ctx, bucket, opts)
+}
+
+// beginStaging registers a blob key as in use until endStaging.
+func (s *Service) beginStaging(key string) {
+	s.stagingMu.Lock()
+	s.staging[key] = struct{}{}
+	s.stagingMu.Unlock()
+}
+
+func (s *Service) endStaging(keys ...string) {
+	s.stagingMu.Lock()
+	for _, k := range keys {
+		delete(s.staging, k)
+	}
+	s.stagingMu.Unlock()
+}
+
+func (s *Service) isStaging(key string) bool {
+	s.stagingMu.Lock()
+	defer s.stagingMu.Unlock()
+	_, ok := s.staging[key]
+	return ok
 }
 
 // newBlobKey returns a fresh, never reused blob key: a fan-out directory,

@@ -24,11 +24,14 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coffer-storage/coffer/internal/auth"
@@ -42,6 +45,8 @@ import (
 	"github.com/coffer-storage/coffer/internal/meta/sqlite"
 	"github.com/coffer-storage/coffer/internal/metrics"
 	"github.com/coffer-storage/coffer/internal/object"
+	"github.com/coffer-storage/coffer/internal/s3api"
+	"github.com/coffer-storage/coffer/internal/s3api/sigv4"
 )
 
 // Server is a running Coffer node.
@@ -54,6 +59,10 @@ type Server struct {
 	auth    *auth.Service
 	metrics *metrics.Metrics
 	handler http.Handler
+	s3      http.Handler
+
+	s3URLMu sync.Mutex
+	s3URL   string // base URL of the S3 API, known once it listens
 
 	inflight sync.WaitGroup
 	sem      chan struct{}
@@ -88,7 +97,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	s.blobs = b
 
 	s.objects = object.New(s.meta, s.blobs, object.Config{MaxObjectSize: cfg.MaxObjectSize}, log)
-	s.auth = auth.NewService(s.meta, auth.DeriveKey(key, "access-token"), auth.Config{
+	s.auth = auth.NewService(s.meta, key, auth.Config{
 		DefaultQuota: cfg.DefaultQuota,
 		Params:       auth.Params{Memory: cfg.Argon2Memory, Time: cfg.Argon2Time},
 		Pool:         auth.PoolConfig{Slots: cfg.LoginConcurrency},
@@ -101,12 +110,22 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	s.metrics.GaugeFunc("coffer_password_pool_waiting", "Logins waiting for a hashing slot.",
 		func() float64 { return float64(h.Stats().Waiting) })
 
-	api := httpapi.New(s.objects, s.auth, httpapi.Config{
+	apiCfg := httpapi.Config{
 		TrustedProxies: cfg.TrustedProxies,
 		PublicMaxAge:   cfg.PublicMaxAge,
 		UploadRate:     httpx.MinRate{BytesPerSec: cfg.MinUploadRate},
 		RequestTimeout: cfg.RequestTimeout,
-	}, log)
+	}
+	if cfg.S3Listen != "off" {
+		apiCfg.Presign = s.presignPart
+		s3 := s3api.New(s.objects, s.auth, s3api.Config{
+			Region:     cfg.Region,
+			Domain:     cfg.S3Domain,
+			UploadRate: httpx.MinRate{BytesPerSec: cfg.MinUploadRate},
+		}, log)
+		s.s3 = httpx.RequestIDMiddleware(s.observe("s3", s.recoverer(s.admit(s3.Handler()))))
+	}
+	api := httpapi.New(s.objects, s.auth, apiCfg, log)
 
 	apiHandler := api.Handler()
 	mux := http.NewServeMux()
@@ -122,14 +141,20 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		httpapi.WriteProblem(w, r, log, errcode.New(errcode.NotFound, "no such endpoint"))
 	})
 	// /api/ bypasses ServeMux: object keys must reach the API unclean.
+	admitted := s.admit(mux)
+	apiAdmitted := s.admit(apiHandler)
 	root := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasPrefix(r.URL.Path, "/api/") {
-			apiHandler.ServeHTTP(w, r)
-			return
+		switch {
+		case strings.HasPrefix(r.URL.Path, "/api/"):
+			apiAdmitted.ServeHTTP(w, r)
+		case r.URL.Path == "/healthz" || r.URL.Path == "/readyz":
+			// Probes bypass admission: a busy node is alive.
+			mux.ServeHTTP(w, r)
+		default:
+			admitted.ServeHTTP(w, r)
 		}
-		mux.ServeHTTP(w, r)
 	})
-	s.handler = httpx.RequestIDMiddleware(s.observe("file", s.recoverer(s.admit(root))))
+	s.handler = httpx.RequestIDMiddleware(s.observe("file", s.recoverer(root)))
 	return s, nil
 }
 
@@ -157,22 +182,52 @@ func (s *Server) Close() error {
 // ctx is done, then shuts down gracefully and closes the stores.
 func (s *Server) Run(ctx context.Context, announce io.Writer) error {
 	defer s.Close()
+	type listener struct {
+		name string
+		ln   net.Listener
+		srv  *http.Server
+	}
+	baseCtx, cancelBase := context.WithCancel(context.Background())
+	defer cancelBase()
+	newServer := func(h http.Handler) *http.Server {
+		return &http.Server{
+			Handler:           h,
+			ReadHeaderTimeout: 10 * time.Second,
+			IdleTimeout:       120 * time.Second,
+			MaxHeaderBytes:    64 << 10,
+			BaseContext:       func(net.Listener) context.Context { return baseCtx },
+			ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		}
+	}
+	var lns []listener
+	defer func() {
+		for _, l := range lns {
+			l.ln.Close()
+		}
+	}()
 	ln, err := net.Listen("tcp", s.cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", s.cfg.Listen, err)
 	}
-	baseCtx, cancelBase := context.WithCancel(context.Background())
-	defer cancelBase()
-	srv := &http.Server{
-		Handler:           s.handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-		BaseContext:       func(net.Listener) context.Context { return baseCtx },
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	lns = append(lns, listener{"file", ln, newServer(s.handler)})
+	if s.s3 != nil {
+		ln, err := net.Listen("tcp", s.cfg.S3Listen)
+		if err != nil {
+			return fmt.Errorf("listening on %s: %w", s.cfg.S3Listen, err)
+		}
+		lns = append(lns, listener{"s3", ln, newServer(s.s3)})
+		s.s3URLMu.Lock()
+		s.s3URL = strings.TrimSuffix(s.cfg.S3PublicURL, "/")
+		if s.s3URL == "" {
+			s.s3URL = "http://" + ln.Addr().String()
+		}
+		s.s3URLMu.Unlock()
 	}
-	fmt.Fprintf(announce, "coffer: file API listening on http://%s (data in %s)\n", ln.Addr(), s.cfg.Data)
-	s.log.Info("listening", "api", "file", "addr", ln.Addr().String(), "data", s.cfg.Data)
+	for _, l := range lns {
+		label := map[string]string{"file": "file API", "s3": "S3 API"}[l.name]
+		fmt.Fprintf(announce, "coffer: %s listening on http://%s (data in %s)\n", label, l.ln.Addr(), s.cfg.Data)
+		s.log.Info("listening", "api", l.name, "addr", l.ln.Addr().String(), "data", s.cfg.Data)
+	}
 
 	janitorCtx, stopJanitor := context.WithCancel(context.Background())
 	janitorDone := make(chan struct{})
@@ -181,9 +236,10 @@ func (s *Server) Run(ctx context.Context, announce io.Writer) error {
 		s.objects.RunJanitor(janitorCtx, 30*time.Second, time.Hour)
 	}()
 
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
-
+	serveErr := make(chan error, len(lns))
+	for _, l := range lns {
+		go func() { serveErr <- l.srv.Serve(l.ln) }()
+	}
 	select {
 	case err := <-serveErr:
 		stopJanitor()
@@ -193,12 +249,23 @@ func (s *Server) Run(ctx context.Context, announce io.Writer) error {
 	}
 	s.log.Info("shutting down", "timeout", s.cfg.ShutdownTimeout.String())
 	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
-	err = srv.Shutdown(sctx)
+	var wg sync.WaitGroup
+	var late atomic.Bool
+	for _, l := range lns {
+		wg.Go(func() {
+			if err := l.srv.Shutdown(sctx); err != nil {
+				late.Store(true)
+			}
+		})
+	}
+	wg.Wait()
 	cancel()
-	if err != nil {
-		s.log.Warn("in-flight requests did not finish in time; cancelling them", "err", err)
+	if late.Load() {
+		s.log.Warn("in-flight requests did not finish in time; cancelling them")
 		cancelBase()
-		srv.Close()
+		for _, l := range lns {
+			l.srv.Close()
+		}
 	}
 	// Handlers may still run (Shutdown does not wait for hijacked or
 	// cancelled ones): wait before closing the stores.
@@ -213,6 +280,25 @@ func (s *Server) Run(ctx context.Context, announce io.Writer) error {
 	<-janitorDone
 	s.log.Info("stopped")
 	return nil
+}
+
+// presignPart makes a presigned UploadPart URL on Coffer's own S3 API,
+// signed with the user's internal key.
+func (s *Server) presignPart(ctx context.Context, userID, bucket, key, uploadID string, part int, ttl time.Duration) (string, error) {
+	s.s3URLMu.Lock()
+	base := s.s3URL
+	s.s3URLMu.Unlock()
+	if base == "" {
+		return "", errcode.Retry(errcode.Unavailable, time.Second, "S3 listener not ready")
+	}
+	id, secret, err := s.auth.InternalKey(ctx, userID)
+	if err != nil {
+		return "", err
+	}
+	ttl = min(max(ttl, time.Minute), 7*24*time.Hour).Truncate(time.Second)
+	u := base + "/" + bucket + "/" + sigv4.URIEncode(key, false) +
+		"?partNumber=" + strconv.Itoa(part) + "&uploadId=" + url.QueryEscape(uploadID)
+	return sigv4.Presign(http.MethodPut, u, nil, id, secret, s.cfg.Region, time.Now(), ttl)
 }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
@@ -234,8 +320,11 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 func (s *Server) metricsGuard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		httpx.SetRoute(r.Context(), "GET /metrics")
+		// Loopback peers only, and never a request relayed by a proxy
+		// (a reverse proxy on the same host is a loopback peer too).
 		peer, _ := netip.ParseAddrPort(r.RemoteAddr)
-		allowed := peer.Addr().Unmap().IsLoopback()
+		proxied := r.Header.Get("X-Forwarded-For") != "" || r.Header.Get("Forwarded") != "" || r.Header.Get("X-Real-Ip") != ""
+		allowed := peer.Addr().Unmap().IsLoopback() && !proxied
 		if tok := s.cfg.MetricsToken; tok != "" {
 			got := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
 			allowed = allowed || subtle.ConstantTimeCompare([]byte(got), []byte(tok)) == 1

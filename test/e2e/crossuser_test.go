@@ -27,6 +27,19 @@ func TestCrossUser(t *testing.T) {
 	if st, _, _ := put(t, b, b.Bucket, "mine.txt", []byte("b's file")); st != 201 {
 		t.Fatal("setup put b")
 	}
+	// A's S3 key and direct-upload session.
+	var aKey struct {
+		ID string `json:"access_key_id"`
+	}
+	if st := a.JSON(t, "POST", "/api/v1/keys", map[string]string{"name": "a"}, &aKey); st != 201 {
+		t.Fatal("setup key")
+	}
+	var aUpload struct {
+		UploadID string `json:"upload_id"`
+	}
+	if st := a.JSON(t, "POST", "/api/v1/uploads", map[string]any{"bucket": a.Bucket, "key": "direct.bin", "size": 10}, &aUpload); st != 201 {
+		t.Fatal("setup upload")
+	}
 	denied := func(t *testing.T, what string, st int) {
 		t.Helper()
 		if st != 403 && st != 404 {
@@ -132,6 +145,42 @@ func TestCrossUser(t *testing.T) {
 			denied(t, "copy from A's bucket", jsonDo("POST", aBucket+"/copy", map[string]any{"from": "secret.txt", "to": "stolen.txt", "to_bucket": b.Bucket}))
 			denied(t, "copy into A's bucket", jsonDo("POST", "/api/v1/buckets/"+b.Bucket+"/copy", map[string]any{"from": "mine.txt", "to": "secret.txt", "to_bucket": a.Bucket, "overwrite": true}))
 		},
+		"GET /api/v1/keys": func(t *testing.T) {
+			var l struct {
+				Keys []struct {
+					ID string `json:"access_key_id"`
+				} `json:"keys"`
+			}
+			b.JSON(t, "GET", "/api/v1/keys", nil, &l)
+			for _, k := range l.Keys {
+				if k.ID == aKey.ID {
+					t.Errorf("B's key list shows A's key")
+				}
+			}
+		},
+		"POST /api/v1/keys": func(t *testing.T) {
+			var k struct {
+				Secret string `json:"secret_access_key"`
+			}
+			if st := b.JSON(t, "POST", "/api/v1/keys", nil, &k); st != 201 || k.Secret == "" {
+				t.Errorf("B creating its own key: %d", st)
+			}
+		},
+		"DELETE /api/v1/keys/{id}": func(t *testing.T) {
+			denied(t, "delete A's key", jsonDo("DELETE", "/api/v1/keys/"+aKey.ID, nil))
+		},
+		"POST /api/v1/uploads": func(t *testing.T) {
+			denied(t, "direct upload into A's bucket", jsonDo("POST", "/api/v1/uploads", map[string]any{"bucket": a.Bucket, "key": "planted.bin", "size": 10}))
+		},
+		"GET /api/v1/uploads/{id}": func(t *testing.T) {
+			denied(t, "A's upload status", jsonDo("GET", "/api/v1/uploads/"+aUpload.UploadID, nil))
+		},
+		"DELETE /api/v1/uploads/{id}": func(t *testing.T) {
+			denied(t, "abort A's upload", jsonDo("DELETE", "/api/v1/uploads/"+aUpload.UploadID, nil))
+		},
+		"POST /api/v1/uploads/{id}/complete": func(t *testing.T) {
+			denied(t, "complete A's upload", jsonDo("POST", "/api/v1/uploads/"+aUpload.UploadID+"/complete", map[string]any{"parts": []map[string]any{{"part_number": 1, "etag": "00000000000000000000000000000000"}}}))
+		},
 	}
 
 	routes := httpapi.New(nil, nil, httpapi.Config{}, nil).Routes()
@@ -167,6 +216,18 @@ func TestCrossUser(t *testing.T) {
 	}
 	if got := strings.Join(keysOf(list(t, b, b.Bucket, "")), ","); got != "mine.txt" {
 		t.Errorf("B's bucket holds %q", got)
+	}
+	if st := a.JSON(t, "GET", "/api/v1/uploads/"+aUpload.UploadID, nil, nil); st != 200 {
+		t.Errorf("A's upload gone: %d", st)
+	}
+	var ak struct {
+		Keys []struct {
+			ID string `json:"access_key_id"`
+		} `json:"keys"`
+	}
+	a.JSON(t, "GET", "/api/v1/keys", nil, &ak)
+	if len(ak.Keys) != 1 || ak.Keys[0].ID != aKey.ID {
+		t.Errorf("A's keys: %+v", ak.Keys)
 	}
 	a.Login(t, "correct horse battery")
 }

@@ -68,13 +68,15 @@ type Server struct {
 	t    testing.TB
 	Data string
 	Args []string
-	URL  string // http://127.0.0.1:PORT
+	URL   string // file API, http://127.0.0.1:PORT
+	S3URL string // S3 API, http://127.0.0.1:PORT
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
 	stderr *bytes.Buffer
 	exited chan error
 	addr   string
+	s3addr string
 }
 
 // Start runs coffer serve with a fresh data folder and extra flags, and
@@ -82,16 +84,16 @@ type Server struct {
 func Start(t testing.TB, extra ...string) *Server {
 	t.Helper()
 	s := &Server{t: t, Data: t.TempDir(), Args: extra}
-	s.start("127.0.0.1:0")
+	s.start("127.0.0.1:0", "127.0.0.1:0")
 	t.Cleanup(func() { s.Kill() })
 	return s
 }
 
-var announceRE = regexp.MustCompile(`listening on http://(\S+)`)
+var announceRE = regexp.MustCompile(`(file|S3) API listening on http://(\S+)`)
 
-func (s *Server) start(listen string) {
+func (s *Server) start(listen, s3listen string) {
 	s.t.Helper()
-	args := append([]string{"serve", "--data", s.Data, "--listen", listen, "--log-level", "warn"}, s.Args...)
+	args := append([]string{"serve", "--data", s.Data, "--listen", listen, "--s3-listen", s3listen, "--log-level", "warn"}, s.Args...)
 	cmd := exec.Command(Binary(s.t), args...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -103,14 +105,19 @@ func (s *Server) start(listen string) {
 		s.t.Fatal(err)
 	}
 	exited := make(chan error, 1)
-	addrCh := make(chan string, 1)
+	addrCh := make(chan [2]string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
+		var file, s3 string
 		for sc.Scan() {
 			if m := announceRE.FindStringSubmatch(sc.Text()); m != nil {
-				select {
-				case addrCh <- m[1]:
-				default:
+				if m[1] == "file" {
+					file = m[2]
+				} else {
+					s3 = m[2]
+				}
+				if file != "" && s3 != "" {
+					addrCh <- [2]string{file, s3}
 				}
 			}
 		}
@@ -118,10 +125,11 @@ func (s *Server) start(listen string) {
 	}()
 	go func() { exited <- cmd.Wait() }()
 	select {
-	case addr := <-addrCh:
+	case addrs := <-addrCh:
 		s.mu.Lock()
-		s.cmd, s.stderr, s.exited, s.addr = cmd, stderr, exited, addr
-		s.URL = "http://" + addr
+		s.cmd, s.stderr, s.exited, s.addr, s.s3addr = cmd, stderr, exited, addrs[0], addrs[1]
+		s.URL = "http://" + addrs[0]
+		s.S3URL = "http://" + addrs[1]
 		s.mu.Unlock()
 	case err := <-exited:
 		s.t.Fatalf("coffer serve exited before listening: %v\n%s", err, stderr.String())
@@ -202,7 +210,7 @@ func (s *Server) Term(timeout time.Duration) error {
 func (s *Server) Restart() {
 	s.t.Helper()
 	s.Kill()
-	s.start(s.addr)
+	s.start(s.addr, s.s3addr)
 }
 
 type lockedWriter struct {

@@ -37,12 +37,50 @@
 //   - A rotation that finds its token already used revokes the family even
 //     when the reuse came from a concurrent rotation, so after concurrent
 //     rotations of one token the winner's new token is revoked too.
+//
+// Access keys, multipart uploads and multipart objects:
+//   - The blob rule above covers every row that points at a blob: objects,
+//     parts of multipart objects and parts of uploads. Recording a part
+//     again with the same blob, or a PutObjects of a multipart object that
+//     keeps its Parts (a metadata-only replace), enqueues nothing.
+//     ReferencedBlobs never reports "" (a multipart object's BlobKey).
+//   - PutObjects stores an Object with Parts as given; its BlobKey must then
+//     be "" and its Size the sum of the part sizes, else InvalidArgument.
+//     GetObject, ListObjects, DeleteObject, MoveObject and the replaced
+//     objects PutObjects returns all carry Parts and Checksum; Parts is nil
+//     exactly for single-blob objects.
+//   - ListAccessKeys orders by CreatedAt, ties by ID, and returns no keys
+//     (no error) for an unknown user. TouchAccessKey sets LastUsed to t
+//     even when t is earlier than the stored value.
+//   - PutPart rejects a Number outside 1..10000 with InvalidArgument. A
+//     PutPart that fails stores and enqueues nothing.
+//   - ListParts and ListUploads report "more" only when another entry
+//     exists: a page that ends exactly at the last entry is not truncated.
+//   - ListUploads markers (the contract's "key == KeyMarker and ID >
+//     UploadIDMarker" cannot page through uploads ordered by creation time,
+//     whose IDs are random): UploadIDMarker without KeyMarker is ignored;
+//     KeyMarker alone resumes after every upload of that key (as in S3);
+//     both resume after the upload UploadIDMarker in the listing order
+//     (key, CreatedAt, ID), and if that upload no longer exists under
+//     KeyMarker, at the first upload of KeyMarker (a vanished marker may
+//     repeat uploads, never skip them).
+//   - ListExpiredUploads lists uploads with ExpiresAt strictly before t,
+//     soonest ExpiresAt first (ties by ID).
+//   - CompleteUpload runs its checks in the order the contract lists them,
+//     each over every listed part before the next: NotFound (the upload is
+//     gone) first, then invalid_part_order, then invalid_part for the first
+//     listed part that is missing or has another ETag, then
+//     entity_too_small for the first small part, then the Cond. The part
+//     size minimum is inclusive. Detail["part_number"] is the part's
+//     number as an int.
 package metatest
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"maps"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -66,6 +104,9 @@ func Run(t *testing.T, newStore func(t *testing.T) meta.Store) {
 		{"Move", moveTests},
 		{"Quota", quotaTests},
 		{"List", listTests},
+		{"AccessKeys", accessKeyTests},
+		{"Uploads", uploadTests},
+		{"Multipart", multipartTests},
 		{"Garbage", garbageTests},
 		{"Store", storeTests},
 	}
@@ -159,7 +200,7 @@ func addBucket(t *testing.T, s meta.Store, name, owner string) {
 
 var seq atomic.Int64
 
-// obj returns an object with unique ETag, SHA-256 and blob key.
+// obj returns an object with unique ETag, SHA-256, checksum and blob key.
 func obj(bucket, key string, size int64) meta.Object {
 	n := seq.Add(1)
 	return meta.Object{
@@ -170,8 +211,18 @@ func obj(bucket, key string, size int64) meta.Object {
 		SHA256:      fmt.Sprintf("%064x", n),
 		ContentType: "application/octet-stream",
 		BlobKey:     fmt.Sprintf("blob/%d", n),
+		Checksum:    meta.Checksum{Algorithm: "CRC32C", Type: "FULL_OBJECT", Value: checksumValue(n, 4)},
 		ModTime:     baseTime.Add(time.Duration(n) * time.Second),
 	}
+}
+
+// checksumValue returns a unique base64 value of a checksum of size bytes.
+func checksumValue(n int64, size int) string {
+	b := make([]byte, size)
+	for i := range b {
+		b[i] = byte(n >> (8 * (i % 8)))
+	}
+	return base64.StdEncoding.EncodeToString(b)
 }
 
 // put stores objs in one PutObjects without conditions.
@@ -217,10 +268,25 @@ func diffObject(got, want meta.Object) string {
 	if got.BlobKey != want.BlobKey {
 		add("BlobKey", got.BlobKey, want.BlobKey)
 	}
+	// Nil Parts is a single-blob object (BlobKeys depends on it).
+	if (got.Parts == nil) != (want.Parts == nil) || !slices.Equal(got.Parts, want.Parts) {
+		add("Parts", fmtParts(got.Parts), fmtParts(want.Parts))
+	}
+	if got.Checksum != want.Checksum {
+		add("Checksum", got.Checksum, want.Checksum)
+	}
 	if !sameTime(got.ModTime, want.ModTime) {
 		add("ModTime", got.ModTime, want.ModTime)
 	}
 	return d
+}
+
+// fmtParts formats parts, telling nil from empty.
+func fmtParts(ps []meta.ObjectPart) string {
+	if ps == nil {
+		return "nil"
+	}
+	return fmt.Sprintf("%+v", ps)
 }
 
 func sameObject(t *testing.T, got, want meta.Object, what string) {
@@ -265,6 +331,31 @@ func garbage(t *testing.T, s meta.Store) []string {
 		keys = append(keys, g.BlobKey)
 	}
 	return keys
+}
+
+// wantGarbageSet fails unless the garbage queue holds exactly want, in
+// any order (for blobs enqueued together).
+func wantGarbageSet(t *testing.T, s meta.Store, want ...string) {
+	t.Helper()
+	got := garbage(t, s)
+	slices.Sort(got)
+	want = slices.Sorted(slices.Values(want))
+	if !slices.Equal(got, want) {
+		t.Errorf("garbage = %q, want %q (in any order)", got, want)
+	}
+}
+
+// wantReferenced fails unless ReferencedBlobs reports exactly the keys of
+// want that are true, among keys.
+func wantReferenced(t *testing.T, s meta.Store, what string, keys []string, want map[string]bool) {
+	t.Helper()
+	got, err := s.ReferencedBlobs(t.Context(), keys)
+	ok(t, err, "ReferencedBlobs")
+	for _, k := range keys {
+		if got[k] != want[k] {
+			t.Errorf("%s: ReferencedBlobs[%q] = %v, want %v", what, k, got[k], want[k])
+		}
+	}
 }
 
 // wantGarbage fails unless the garbage queue holds exactly want, in order.

@@ -150,9 +150,11 @@ func testRoundTrip(t *testing.T, s meta.Store) {
 		ContentType: "application/pdf; charset=binary",
 		Metadata:    map[string]string{"author": "Ada", "x-note": "a=b; c=\"d\"", "empty": "", "ünï": "çødé"},
 		BlobKey:     "blobs/ab/cdef0123",
+		Checksum:    meta.Checksum{Algorithm: "SHA256", Type: "FULL_OBJECT", Value: "16j7swfXgJRpypq8sAguT41WUeRtPNt2LQLQvzfJ5ZI="},
 		ModTime:     time.Date(2024, 2, 29, 23, 59, 58, 987_654_321, time.FixedZone("CET", 3600)),
 	}
 	noMeta := obj("alice", "nil-metadata", 0)
+	noMeta.Checksum = meta.Checksum{}
 	emptyMeta := obj("alice", "empty-metadata", 1)
 	emptyMeta.Metadata = map[string]string{}
 	old := put(t, s, full, noMeta, emptyMeta)

@@ -122,19 +122,44 @@ func (s *Store) SetBucketVisibility(ctx context.Context, name string, v meta.Vis
 // DeleteBucket implements meta.Store.
 func (s *Store) DeleteBucket(ctx context.Context, name string) error {
 	return s.write(ctx, func(ctx context.Context, c *conn) error {
+		now := time.Now()
+		var owner string
+		err := c.QueryRowContext(ctx, "SELECT owner_id FROM buckets WHERE name = ?", name).Scan(&owner)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return errNoBucket(name)
+		case err != nil:
+			return classify(err, "delete bucket %q", name)
+		}
 		var one int
-		err := c.QueryRowContext(ctx, "SELECT 1 FROM objects WHERE bucket = ? LIMIT 1", name).Scan(&one)
+		err = c.QueryRowContext(ctx, "SELECT 1 FROM objects WHERE bucket = ? LIMIT 1", name).Scan(&one)
 		switch {
 		case err == nil:
 			return errcode.New(errcode.Conflict, "bucket %q is not empty", name)
 		case !errors.Is(err, sql.ErrNoRows):
 			return classify(err, "delete bucket %q", name)
 		}
-		res, err := c.ExecContext(ctx, "DELETE FROM buckets WHERE name = ?", name)
+		ids, err := uploadsOf(ctx, c, name)
 		if err != nil {
+			return err
+		}
+		var freed int64
+		var blobs []string
+		for _, id := range ids {
+			n, bs, err := dropUpload(ctx, c, id)
+			if err != nil {
+				return err
+			}
+			freed += n
+			blobs = append(blobs, bs...)
+		}
+		if _, err := c.ExecContext(ctx, "DELETE FROM buckets WHERE name = ?", name); err != nil {
 			return classify(err, "delete bucket %q", name)
 		}
-		return mustAffect(res, errNoBucket(name))
+		if err := addUsage(ctx, c, owner, -freed); err != nil {
+			return err
+		}
+		return enqueue(ctx, c, now, blobs...)
 	})
 }
 

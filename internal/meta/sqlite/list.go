@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -64,28 +66,100 @@ func rangeScan(q querier, bucket string) meta.ScanFunc {
 		}
 		defer rows.Close()
 		out := make([]meta.Object, 0, min(limit, 64))
+		var multi []row // the multipart objects of out
+		var at []int    // their indexes in out
 		for rows.Next() {
 			o, err := scanObject(rows)
 			if err != nil {
 				return nil, classify(err, "list %q", bucket)
 			}
-			out = append(out, o)
+			if o.partsID != 0 {
+				multi = append(multi, o)
+				at = append(at, len(out))
+			}
+			out = append(out, o.Object)
 		}
 		if err := rows.Err(); err != nil {
 			return nil, classify(err, "list %q", bucket)
 		}
+		if err := rows.Close(); err != nil {
+			return nil, classify(err, "list %q", bucket)
+		}
+		if len(multi) > 0 {
+			if err := readPartsOf(ctx, q, multi); err != nil {
+				return nil, err
+			}
+			for i, o := range multi {
+				out[at[i]] = o.Object
+			}
+		}
 		return out, nil
 	}
+}
+
+// readPartsOf fills the Parts of the multipart objects os in one query. q
+// must read the snapshot os were read in.
+func readPartsOf(ctx context.Context, q querier, os []row) error {
+	ids := make([]int64, len(os))
+	byID := make(map[int64]*row, len(os))
+	for i := range os {
+		ids[i] = os[i].partsID
+		os[i].Parts = make([]meta.ObjectPart, 0, os[i].partCount)
+		byID[os[i].partsID] = &os[i]
+	}
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return errcode.Wrap(errcode.Internal, err, "encode parts ids")
+	}
+	rows, err := q.QueryContext(ctx, `SELECT parts_id, blob_key, size, etag, checksum FROM object_parts
+		WHERE parts_id IN (SELECT value FROM json_each(?)) ORDER BY parts_id, idx`, string(list))
+	if err != nil {
+		return classify(err, "read object parts")
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var p meta.ObjectPart
+		if err := rows.Scan(&id, &p.BlobKey, &p.Size, &p.ETag, &p.Checksum); err != nil {
+			return classify(err, "read object parts")
+		}
+		if o := byID[id]; o != nil {
+			o.Parts = append(o.Parts, p)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return classify(err, "read object parts")
+	}
+	for _, o := range os {
+		if len(o.Parts) != o.partCount {
+			return errcode.New(errcode.Internal, "object %q has %d of its %d parts", o.Key, len(o.Parts), o.partCount)
+		}
+	}
+	return nil
 }
 
 // chunk is how many keys go into one IN (...) list. Shorter lists are
 // padded, so that there is one statement text to prepare.
 const chunk = 128
 
+// referencedQuery looks the keys ?1..?chunk up in every table that points
+// at blobs, each through its blob_key index.
 var referencedQuery = func() string {
-	in := strings.TrimSuffix(strings.Repeat("?, ", chunk), ", ")
-	return "SELECT blob_key FROM objects WHERE blob_key IN (" + in + ")" +
-		" UNION SELECT blob_key FROM garbage WHERE blob_key IN (" + in + ")"
+	var in strings.Builder
+	for i := range chunk {
+		if i > 0 {
+			in.WriteString(", ")
+		}
+		fmt.Fprintf(&in, "?%d", i+1)
+	}
+	var q strings.Builder
+	for i, table := range []string{"objects", "object_parts", "upload_parts", "garbage"} {
+		if i > 0 {
+			q.WriteString(" UNION ")
+		}
+		q.WriteString("SELECT blob_key FROM " + table + " WHERE blob_key IN (" + in.String() + ")")
+	}
+	return q.String()
 }()
 
 // ListGarbage implements meta.Store. A limit <= 0 means 1000.
@@ -133,18 +207,19 @@ func (s *Store) DeleteGarbage(ctx context.Context, ids []int64) error {
 	})
 }
 
-// ReferencedBlobs implements meta.Store. The map holds only referenced keys.
+// ReferencedBlobs implements meta.Store. The map holds only referenced
+// keys; "" is never referenced.
 func (s *Store) ReferencedBlobs(ctx context.Context, keys []string) (map[string]bool, error) {
 	if err := s.ready(); err != nil {
 		return nil, err
 	}
+	keys = slices.DeleteFunc(slices.Clone(keys), func(k string) bool { return k == "" })
 	out := map[string]bool{}
-	args := make([]any, 2*chunk)
+	args := make([]any, chunk)
 	for start := 0; start < len(keys); start += chunk {
 		part := keys[start:min(start+chunk, len(keys))]
 		for i := range chunk {
-			k := part[min(i, len(part)-1)] // pad with a repeat
-			args[i], args[chunk+i] = k, k
+			args[i] = part[min(i, len(part)-1)] // pad with a repeat
 		}
 		if err := s.referenced(ctx, args, out); err != nil {
 			return nil, err

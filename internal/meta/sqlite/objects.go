@@ -3,30 +3,50 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
+	"slices"
 	"sort"
 	"time"
+	"unicode/utf8"
 
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
 )
 
-const objectCols = "bucket, key, size, etag, sha256, content_type, metadata, blob_key, mod_time"
+const objectCols = "bucket, key, size, etag, sha256, content_type, metadata, blob_key, mod_time, " +
+	"checksum_algorithm, checksum_type, checksum_value, parts_id, part_count"
 
-func scanObject(r scanner) (meta.Object, error) {
-	var o meta.Object
-	var md sql.NullString
-	var mod int64
-	if err := r.Scan(&o.Bucket, &o.Key, &o.Size, &o.ETag, &o.SHA256, &o.ContentType, &md, &o.BlobKey, &mod); err != nil {
-		return meta.Object{}, err
+// row is an object as its objects row holds it. A multipart object's parts
+// live in object_parts under partsID; Parts is filled only once they are
+// read.
+type row struct {
+	meta.Object
+	partsID   int64 // 0 for a single-blob object
+	partCount int
+}
+
+// scanObject scans the objectCols of a row that exists.
+func scanObject(r scanner) (row, error) {
+	var (
+		o       row
+		md      sql.NullString
+		mod     int64
+		partsID sql.NullInt64
+	)
+	if err := r.Scan(&o.Bucket, &o.Key, &o.Size, &o.ETag, &o.SHA256, &o.ContentType, &md, &o.BlobKey, &mod,
+		&o.Checksum.Algorithm, &o.Checksum.Type, &o.Checksum.Value, &partsID, &o.partCount); err != nil {
+		return row{}, err
 	}
 	o.ModTime = fromNanos(mod)
+	o.partsID = partsID.Int64
 	var err error
 	o.Metadata, err = decodeMetadata(md)
 	return o, err
 }
 
-// GetObject implements meta.Store.
+// GetObject implements meta.Store. A single-blob object takes one query; a
+// multipart object a second one for its parts.
 func (s *Store) GetObject(ctx context.Context, bucket, key string) (meta.Object, error) {
 	if err := s.ready(); err != nil {
 		return meta.Object{}, err
@@ -38,44 +58,139 @@ func (s *Store) GetObject(ctx context.Context, bucket, key string) (meta.Object,
 	if !ok {
 		return meta.Object{}, errNoObject(bucket, key)
 	}
-	return o, nil
+	if o.partsID == 0 {
+		return o.Object, nil
+	}
+	parts, err := readParts(ctx, s.read(), o.partsID, o.partCount)
+	if err != nil {
+		return meta.Object{}, err
+	}
+	if len(parts) == o.partCount {
+		// parts_id values are never reused: these are the row's parts.
+		o.Parts = parts
+		return o.Object, nil
+	}
+	// The object was replaced or deleted between the two reads: read it
+	// again in one snapshot.
+	return s.getObjectSnapshot(ctx, bucket, key)
 }
 
-// lookup returns the owner of bucket and the object at key, if any, in one
-// query. NotFound if the bucket is missing.
-func lookup(ctx context.Context, q querier, bucket, key string) (owner string, o meta.Object, ok bool, err error) {
+// getObjectSnapshot reads an object and its parts in one read transaction.
+func (s *Store) getObjectSnapshot(ctx context.Context, bucket, key string) (meta.Object, error) {
+	tx, err := s.readers.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return meta.Object{}, classify(err, "get object %q", key)
+	}
+	defer tx.Rollback()
+	_, o, ok, err := lookupFull(ctx, reader{stmts: s.rstmts, tx: tx}, bucket, key)
+	if err != nil {
+		return meta.Object{}, err
+	}
+	if !ok {
+		return meta.Object{}, errNoObject(bucket, key)
+	}
+	return o.Object, nil
+}
+
+// lookup returns the owner of bucket and the row at key, if any, in one
+// query, without the parts of a multipart object. NotFound if the bucket is
+// missing.
+func lookup(ctx context.Context, q querier, bucket, key string) (owner string, o row, ok bool, err error) {
 	var (
 		k, etag, sha, ctype, blob sql.NullString
 		md                        sql.NullString
-		size, mod                 sql.NullInt64
+		calg, ctyp, cval          sql.NullString
+		size, mod, pid, pcount    sql.NullInt64
 	)
-	err = q.QueryRowContext(ctx, `SELECT b.owner_id, o.key, o.size, o.etag, o.sha256, o.content_type, o.metadata, o.blob_key, o.mod_time
+	err = q.QueryRowContext(ctx, `SELECT b.owner_id, o.key, o.size, o.etag, o.sha256, o.content_type, o.metadata, o.blob_key, o.mod_time,
+			o.checksum_algorithm, o.checksum_type, o.checksum_value, o.parts_id, o.part_count
 		FROM buckets b LEFT JOIN objects o ON o.bucket = b.name AND o.key = ?2
 		WHERE b.name = ?1`, bucket, key).
-		Scan(&owner, &k, &size, &etag, &sha, &ctype, &md, &blob, &mod)
+		Scan(&owner, &k, &size, &etag, &sha, &ctype, &md, &blob, &mod, &calg, &ctyp, &cval, &pid, &pcount)
 	if errors.Is(err, sql.ErrNoRows) {
-		return "", meta.Object{}, false, errNoBucket(bucket)
+		return "", row{}, false, errNoBucket(bucket)
 	}
 	if err != nil {
-		return "", meta.Object{}, false, classify(err, "get object %q", key)
+		return "", row{}, false, classify(err, "get object %q", key)
 	}
 	if !k.Valid {
-		return owner, meta.Object{}, false, nil
+		return owner, row{}, false, nil
 	}
-	o = meta.Object{
-		Bucket:      bucket,
-		Key:         k.String,
-		Size:        size.Int64,
-		ETag:        etag.String,
-		SHA256:      sha.String,
-		ContentType: ctype.String,
-		BlobKey:     blob.String,
-		ModTime:     fromNanos(mod.Int64),
+	o = row{
+		Object: meta.Object{
+			Bucket:      bucket,
+			Key:         k.String,
+			Size:        size.Int64,
+			ETag:        etag.String,
+			SHA256:      sha.String,
+			ContentType: ctype.String,
+			BlobKey:     blob.String,
+			Checksum:    meta.Checksum{Algorithm: calg.String, Type: ctyp.String, Value: cval.String},
+			ModTime:     fromNanos(mod.Int64),
+		},
+		partsID:   pid.Int64,
+		partCount: int(pcount.Int64),
 	}
 	if o.Metadata, err = decodeMetadata(md); err != nil {
-		return "", meta.Object{}, false, err
+		return "", row{}, false, err
 	}
 	return owner, o, true, nil
+}
+
+// lookupFull is lookup with the parts of a multipart object. q must read
+// one snapshot (the writer, or a read transaction).
+func lookupFull(ctx context.Context, q querier, bucket, key string) (owner string, o row, ok bool, err error) {
+	owner, o, ok, err = lookup(ctx, q, bucket, key)
+	if err != nil || !ok || o.partsID == 0 {
+		return owner, o, ok, err
+	}
+	if o.Parts, err = readParts(ctx, q, o.partsID, o.partCount); err != nil {
+		return "", row{}, false, err
+	}
+	if len(o.Parts) != o.partCount {
+		return "", row{}, false, errcode.New(errcode.Internal, "object %q has %d of its %d parts", key, len(o.Parts), o.partCount)
+	}
+	return owner, o, true, nil
+}
+
+// readParts returns the parts stored under id, in order.
+func readParts(ctx context.Context, q querier, id int64, n int) ([]meta.ObjectPart, error) {
+	rows, err := q.QueryContext(ctx, "SELECT blob_key, size, etag, checksum FROM object_parts WHERE parts_id = ? ORDER BY idx", id)
+	if err != nil {
+		return nil, classify(err, "read object parts")
+	}
+	defer rows.Close()
+	parts := make([]meta.ObjectPart, 0, n)
+	for rows.Next() {
+		var p meta.ObjectPart
+		if err := rows.Scan(&p.BlobKey, &p.Size, &p.ETag, &p.Checksum); err != nil {
+			return nil, classify(err, "read object parts")
+		}
+		parts = append(parts, p)
+	}
+	return parts, classify(rows.Err(), "read object parts")
+}
+
+// newPartsID allocates a parts_id; it is never reused.
+func newPartsID(ctx context.Context, c *conn) (int64, error) {
+	var id int64
+	err := c.QueryRowContext(ctx, "UPDATE counters SET value = value + 1 WHERE name = 'parts_id' RETURNING value").Scan(&id)
+	return id, classify(err, "allocate parts id")
+}
+
+// insertParts stores parts under a new parts_id and returns it.
+func insertParts(ctx context.Context, c *conn, parts []meta.ObjectPart) (int64, error) {
+	id, err := newPartsID(ctx, c)
+	if err != nil {
+		return 0, err
+	}
+	for i, p := range parts {
+		if _, err := c.ExecContext(ctx, "INSERT INTO object_parts (parts_id, idx, blob_key, size, etag, checksum) VALUES (?, ?, ?, ?, ?, ?)",
+			id, i, p.BlobKey, p.Size, p.ETag, p.Checksum); err != nil {
+			return 0, classify(err, "insert object part")
+		}
+	}
+	return id, nil
 }
 
 // checkCond reports whether cond holds for the current object.
@@ -118,34 +233,94 @@ func addUsage(ctx context.Context, c *conn, owner string, delta int64) error {
 	}
 }
 
-// upsert writes o at its bucket and key, replacing any row there.
-func upsert(ctx context.Context, c *conn, o meta.Object) error {
+// writeObject writes o at its bucket and key, replacing any row there. Its
+// parts, if any, must already be stored under partsID.
+func writeObject(ctx context.Context, c *conn, o meta.Object, partsID int64) error {
 	md, err := encodeMetadata(o.Metadata)
 	if err != nil {
 		return err
 	}
-	_, err = c.ExecContext(ctx, `INSERT INTO objects (`+objectCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+	var pid any // NULL for a single-blob object
+	if partsID != 0 {
+		pid = partsID
+	}
+	_, err = c.ExecContext(ctx, `INSERT INTO objects (`+objectCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (bucket, key) DO UPDATE SET
 			size = excluded.size, etag = excluded.etag, sha256 = excluded.sha256,
 			content_type = excluded.content_type, metadata = excluded.metadata,
-			blob_key = excluded.blob_key, mod_time = excluded.mod_time`,
-		o.Bucket, o.Key, o.Size, o.ETag, o.SHA256, o.ContentType, md, o.BlobKey, toNanos(o.ModTime))
+			blob_key = excluded.blob_key, mod_time = excluded.mod_time,
+			checksum_algorithm = excluded.checksum_algorithm, checksum_type = excluded.checksum_type,
+			checksum_value = excluded.checksum_value, parts_id = excluded.parts_id, part_count = excluded.part_count`,
+		o.Bucket, o.Key, o.Size, o.ETag, o.SHA256, o.ContentType, md, o.BlobKey, toNanos(o.ModTime),
+		o.Checksum.Algorithm, o.Checksum.Type, o.Checksum.Value, pid, len(o.Parts))
 	return classify(err, "put object %q", o.Key)
 }
 
-// enqueue queues blob for reclamation unless an object row still points at
-// it, so a blob shared by two rows (or kept by a metadata-only replace)
-// is never reclaimed while in use. Call it after the row change.
-func enqueue(ctx context.Context, c *conn, blob string, now time.Time) error {
-	if blob == "" {
-		return nil
+// putObject writes o, storing its parts if it has any.
+func putObject(ctx context.Context, c *conn, o meta.Object) error {
+	var id int64
+	if len(o.Parts) > 0 {
+		var err error
+		if id, err = insertParts(ctx, c, o.Parts); err != nil {
+			return err
+		}
 	}
-	_, err := c.ExecContext(ctx, `INSERT INTO garbage (blob_key, created_at)
-		SELECT ?1, ?2 WHERE NOT EXISTS (SELECT 1 FROM objects WHERE blob_key = ?1)`, blob, toNanos(now))
-	return classify(err, "enqueue blob")
+	return writeObject(ctx, c, o, id)
 }
 
-// checkObject validates an object to be written.
+// release forgets an object whose row was deleted or replaced: it deletes
+// its parts and enqueues its blobs. Call it after the row change.
+func release(ctx context.Context, c *conn, o row, now time.Time) error {
+	if o.partsID != 0 {
+		if _, err := c.ExecContext(ctx, "DELETE FROM object_parts WHERE parts_id = ?", o.partsID); err != nil {
+			return classify(err, "delete object parts")
+		}
+	}
+	return enqueue(ctx, c, now, o.BlobKeys()...)
+}
+
+// enqueue queues blobs for reclamation, each unless a row (an object, a
+// part of a multipart object, a part of an upload) still points at it, so
+// a blob shared by two rows (or kept by a metadata-only replace) is never
+// reclaimed while in use. Call it after the row changes. Many blobs (the
+// parts of an upload or object) go in one statement.
+func enqueue(ctx context.Context, c *conn, now time.Time, blobs ...string) error {
+	blobs = slices.DeleteFunc(slices.Clone(blobs), func(b string) bool { return b == "" })
+	if len(blobs) > 4 && allValidUTF8(blobs) { // JSON would alter invalid UTF-8
+		list, err := json.Marshal(blobs)
+		if err != nil {
+			return errcode.Wrap(errcode.Internal, err, "encode blob keys")
+		}
+		_, err = c.ExecContext(ctx, `INSERT INTO garbage (blob_key, created_at) SELECT j.value, ?2 FROM json_each(?1) j
+			WHERE NOT EXISTS (SELECT 1 FROM objects WHERE blob_key = j.value)
+			AND NOT EXISTS (SELECT 1 FROM object_parts WHERE blob_key = j.value)
+			AND NOT EXISTS (SELECT 1 FROM upload_parts WHERE blob_key = j.value)
+			ORDER BY j.key`, string(list), toNanos(now))
+		return classify(err, "enqueue blobs")
+	}
+	for _, blob := range blobs {
+		_, err := c.ExecContext(ctx, `INSERT INTO garbage (blob_key, created_at) SELECT ?1, ?2
+			WHERE NOT EXISTS (SELECT 1 FROM objects WHERE blob_key = ?1)
+			AND NOT EXISTS (SELECT 1 FROM object_parts WHERE blob_key = ?1)
+			AND NOT EXISTS (SELECT 1 FROM upload_parts WHERE blob_key = ?1)`, blob, toNanos(now))
+		if err != nil {
+			return classify(err, "enqueue blob")
+		}
+	}
+	return nil
+}
+
+func allValidUTF8(ss []string) bool {
+	for _, s := range ss {
+		if !utf8.ValidString(s) {
+			return false
+		}
+	}
+	return true
+}
+
+// checkObject validates an object to be written. An object with Parts
+// has no BlobKey and its Size is the sum of theirs.
 func checkObject(o meta.Object) error {
 	switch {
 	case o.Bucket == "":
@@ -154,11 +329,28 @@ func checkObject(o meta.Object) error {
 		return errcode.New(errcode.InvalidArgument, "object key is required")
 	case o.Size < 0:
 		return errcode.New(errcode.InvalidArgument, "object size must not be negative")
+	case len(o.Parts) > 0 && o.BlobKey != "":
+		return errcode.New(errcode.InvalidArgument, "a multipart object has no blob key of its own")
+	}
+	if len(o.Parts) == 0 {
+		return nil
+	}
+	var sum int64
+	for i, p := range o.Parts {
+		if p.BlobKey == "" || p.Size < 0 {
+			return errcode.New(errcode.InvalidArgument, "part %d of the object needs a blob key and a size", i+1)
+		}
+		sum += p.Size
+	}
+	if sum != o.Size {
+		return errcode.New(errcode.InvalidArgument, "the object's size %d is not the sum %d of its parts", o.Size, sum)
 	}
 	return nil
 }
 
-// PutObjects implements meta.Store. A zero ModTime is set to now.
+// PutObjects implements meta.Store. A zero ModTime is set to now. An object
+// with Parts is stored as given (see checkObject); an empty Parts is a
+// single-blob object.
 func (s *Store) PutObjects(ctx context.Context, puts []meta.Put) ([]meta.Object, error) {
 	if len(puts) == 0 {
 		return nil, nil
@@ -175,24 +367,27 @@ func (s *Store) PutObjects(ctx context.Context, puts []meta.Put) ([]meta.Object,
 		for i, p := range puts {
 			o := p.Object
 			o.ModTime = orNow(o.ModTime, now)
-			owner, cur, exists, err := lookup(ctx, c, o.Bucket, o.Key)
+			if len(o.Parts) == 0 {
+				o.Parts = nil
+			}
+			owner, cur, exists, err := lookupFull(ctx, c, o.Bucket, o.Key)
 			if err != nil {
 				return err
 			}
-			if err := checkCond(p.Cond, cur, exists); err != nil {
+			if err := checkCond(p.Cond, cur.Object, exists); err != nil {
 				return err
 			}
 			if err := addUsage(ctx, c, owner, o.Size-cur.Size); err != nil {
 				return err
 			}
-			if err := upsert(ctx, c, o); err != nil {
+			if err := putObject(ctx, c, o); err != nil {
 				return err
 			}
 			if exists {
-				if err := enqueue(ctx, c, cur.BlobKey, now); err != nil {
+				if err := release(ctx, c, cur, now); err != nil {
 					return err
 				}
-				olds[i] = cur
+				olds[i] = cur.Object
 			}
 		}
 		return nil
@@ -208,14 +403,14 @@ func (s *Store) DeleteObject(ctx context.Context, bucket, key string, cond meta.
 	var old meta.Object
 	err := s.write(ctx, func(ctx context.Context, c *conn) error {
 		now := time.Now()
-		owner, cur, exists, err := lookup(ctx, c, bucket, key)
+		owner, cur, exists, err := lookupFull(ctx, c, bucket, key)
 		if err != nil {
 			return err
 		}
 		if !exists {
 			return errNoObject(bucket, key)
 		}
-		if err := checkCond(cond, cur, exists); err != nil {
+		if err := checkCond(cond, cur.Object, exists); err != nil {
 			return err
 		}
 		if _, err := c.ExecContext(ctx, "DELETE FROM objects WHERE bucket = ? AND key = ?", bucket, key); err != nil {
@@ -224,10 +419,10 @@ func (s *Store) DeleteObject(ctx context.Context, bucket, key string, cond meta.
 		if err := addUsage(ctx, c, owner, -cur.Size); err != nil {
 			return err
 		}
-		if err := enqueue(ctx, c, cur.BlobKey, now); err != nil {
+		if err := release(ctx, c, cur, now); err != nil {
 			return err
 		}
-		old = cur
+		old = cur.Object
 		return nil
 	})
 	if err != nil {
@@ -237,7 +432,8 @@ func (s *Store) DeleteObject(ctx context.Context, bucket, key string, cond meta.
 }
 
 // MoveObject implements meta.Store. The object keeps every field, ModTime
-// included; only its bucket and key change. Moving a key onto itself
+// included, and its blobs (a multipart object keeps its parts, which are
+// not rewritten); only its bucket and key change. Moving a key onto itself
 // checks that it exists and that dstCond holds, and changes nothing.
 func (s *Store) MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, dstKey string, dstCond meta.Cond) (meta.Object, error) {
 	if dstBucket == "" || dstKey == "" {
@@ -256,26 +452,26 @@ func (s *Store) MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, ds
 	var moved meta.Object
 	err := s.write(ctx, func(ctx context.Context, c *conn) error {
 		now := time.Now()
-		srcOwner, src, ok, err := lookup(ctx, c, srcBucket, srcKey)
+		srcOwner, src, ok, err := lookupFull(ctx, c, srcBucket, srcKey)
 		if err != nil {
 			return err
 		}
 		if !ok {
 			return errNoObject(srcBucket, srcKey)
 		}
-		dstOwner, dst, exists, err := lookup(ctx, c, dstBucket, dstKey)
+		dstOwner, dst, exists, err := lookupFull(ctx, c, dstBucket, dstKey)
 		if err != nil {
 			return err
 		}
-		if err := checkCond(dstCond, dst, exists); err != nil {
+		if err := checkCond(dstCond, dst.Object, exists); err != nil {
 			return err
 		}
 		if _, err := c.ExecContext(ctx, "DELETE FROM objects WHERE bucket = ? AND key = ?", srcBucket, srcKey); err != nil {
 			return classify(err, "move object %q", srcKey)
 		}
-		o := src
+		o := src.Object
 		o.Bucket, o.Key = dstBucket, dstKey
-		if err := upsert(ctx, c, o); err != nil {
+		if err := writeObject(ctx, c, o, src.partsID); err != nil {
 			return err
 		}
 		// Usage: src leaves its owner, it replaces dst at dst's owner.
@@ -293,7 +489,7 @@ func (s *Store) MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, ds
 			}
 		}
 		if exists {
-			if err := enqueue(ctx, c, dst.BlobKey, now); err != nil {
+			if err := release(ctx, c, dst, now); err != nil {
 				return err
 			}
 		}

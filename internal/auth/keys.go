@@ -1,0 +1,200 @@
+package auth
+
+import (
+	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"encoding/base32"
+	"encoding/base64"
+	"strings"
+	"time"
+
+	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/meta"
+)
+
+// AccessKey is an S3 credential as shown to its owner. Secret is set only
+// when the key is created: it is shown once.
+type AccessKey struct {
+	ID        string
+	Secret    string
+	Name      string
+	CreatedAt time.Time
+	LastUsed  time.Time
+}
+
+// keySealer encrypts access-key secrets at rest with AES-256-GCM under a
+// key derived from the server key; the access key ID is the associated
+// data, so a sealed secret cannot be moved to another key ID.
+type keySealer struct {
+	aead cipher.AEAD
+}
+
+func newKeySealer(master []byte) *keySealer {
+	block, err := aes.NewCipher(DeriveKey(master, "access-key-secret"))
+	if err != nil {
+		panic(err)
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		panic(err)
+	}
+	return &keySealer{aead: aead}
+}
+
+func (k *keySealer) seal(id, secret string) []byte {
+	nonce := make([]byte, k.aead.NonceSize())
+	rand.Read(nonce)
+	return k.aead.Seal(nonce, nonce, []byte(secret), []byte(id))
+}
+
+func (k *keySealer) open(id string, sealed []byte) (string, error) {
+	n := k.aead.NonceSize()
+	if len(sealed) < n {
+		return "", errcode.New(errcode.Internal, "sealed secret is malformed")
+	}
+	pt, err := k.aead.Open(nil, sealed[:n], sealed[n:], []byte(id))
+	if err != nil {
+		return "", errcode.Wrap(errcode.Internal, err, "cannot decrypt access key secret (server key changed?)")
+	}
+	return string(pt), nil
+}
+
+func newKeyID() string {
+	b := make([]byte, 12)
+	rand.Read(b)
+	return "CF" + strings.ToUpper(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b))[:18]
+}
+
+func newSecret() string {
+	b := make([]byte, 30)
+	rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// maxKeysPerUser bounds how many (visible) access keys a user may hold.
+const maxKeysPerUser = 100
+
+// CreateAccessKey makes a new S3 key pair for userID. The secret is in the
+// result and nowhere else in clear.
+func (s *Service) CreateAccessKey(ctx context.Context, userID, name string) (AccessKey, error) {
+	if len(name) > 128 {
+		return AccessKey{}, errcode.New(errcode.InvalidArgument, "key name is longer than 128 bytes")
+	}
+	keys, err := s.meta.ListAccessKeys(ctx, userID)
+	if err != nil {
+		return AccessKey{}, err
+	}
+	if len(keys) >= maxKeysPerUser {
+		return AccessKey{}, errcode.New(errcode.Conflict, "at most %d access keys per user", maxKeysPerUser)
+	}
+	return s.createKey(ctx, userID, name, false)
+}
+
+func (s *Service) createKey(ctx context.Context, userID, name string, internal bool) (AccessKey, error) {
+	id, secret := newKeyID(), newSecret()
+	now := s.now().UTC()
+	err := s.meta.CreateAccessKey(ctx, meta.AccessKey{
+		ID: id, UserID: userID, SecretEnc: s.sealer.seal(id, secret), Name: name, Internal: internal, CreatedAt: now,
+	})
+	if err != nil {
+		return AccessKey{}, err
+	}
+	return AccessKey{ID: id, Secret: secret, Name: name, CreatedAt: now}, nil
+}
+
+// ListAccessKeys returns the user's keys without secrets (internal keys
+// excluded).
+func (s *Service) ListAccessKeys(ctx context.Context, userID string) ([]AccessKey, error) {
+	keys, err := s.meta.ListAccessKeys(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]AccessKey, 0, len(keys))
+	for _, k := range keys {
+		if !k.Internal {
+			out = append(out, AccessKey{ID: k.ID, Name: k.Name, CreatedAt: k.CreatedAt, LastUsed: k.LastUsed})
+		}
+	}
+	return out, nil
+}
+
+// DeleteAccessKey revokes one of the user's keys; it stops working at once.
+func (s *Service) DeleteAccessKey(ctx context.Context, userID, id string) error {
+	k, err := s.meta.GetAccessKey(ctx, id)
+	if errcode.Is(err, errcode.NotFound) || err == nil && (k.UserID != userID || k.Internal) {
+		return errcode.New(errcode.NotFound, "no such access key")
+	}
+	if err != nil {
+		return err
+	}
+	return s.meta.DeleteAccessKey(ctx, userID, id)
+}
+
+// LookupKey returns the secret and owner of an access key, for SigV4
+// verification. Unknown keys and keys of disabled users are NotFound.
+func (s *Service) LookupKey(ctx context.Context, id string) (secret string, p Principal, err error) {
+	k, err := s.meta.GetAccessKey(ctx, id)
+	if err != nil {
+		return "", Principal{}, err
+	}
+	secret, err = s.sealer.open(k.ID, k.SecretEnc)
+	if err != nil {
+		return "", Principal{}, err
+	}
+	s.touch(k.ID)
+	return secret, Principal{UserID: k.UserID}, nil
+}
+
+// touch records a key's last use, at most once a minute per key.
+func (s *Service) touch(id string) {
+	now := s.now()
+	s.touchMu.Lock()
+	last, ok := s.touched[id]
+	if ok && now.Sub(last) < time.Minute {
+		s.touchMu.Unlock()
+		return
+	}
+	if len(s.touched) > 10000 {
+		clear(s.touched)
+	}
+	s.touched[id] = now
+	s.touchMu.Unlock()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = s.meta.TouchAccessKey(ctx, id, now.UTC())
+	}()
+}
+
+// InternalKey returns the user's internal key pair, used by Coffer to
+// presign direct-upload URLs on its own S3 endpoint; it is created on
+// first use and hidden from the user's key list.
+func (s *Service) InternalKey(ctx context.Context, userID string) (id, secret string, err error) {
+	s.internalMu.Lock()
+	defer s.internalMu.Unlock()
+	if k, ok := s.internal[userID]; ok {
+		return k[0], k[1], nil
+	}
+	keys, err := s.meta.ListAccessKeys(ctx, userID)
+	if err != nil {
+		return "", "", err
+	}
+	for _, k := range keys {
+		if k.Internal {
+			secret, err := s.sealer.open(k.ID, k.SecretEnc)
+			if err != nil {
+				return "", "", err
+			}
+			s.internal[userID] = [2]string{k.ID, secret}
+			return k.ID, secret, nil
+		}
+	}
+	k, err := s.createKey(ctx, userID, "coffer direct uploads", true)
+	if err != nil {
+		return "", "", err
+	}
+	s.internal[userID] = [2]string{k.ID, k.Secret}
+	return k.ID, k.Secret, nil
+}

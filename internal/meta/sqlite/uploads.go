@@ -1,0 +1,543 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/meta"
+)
+
+// maxPartNumber is the highest part number (S3's).
+const maxPartNumber = 10000
+
+const uploadCols = "id, bucket, key, initiator_id, content_type, metadata, checksum_algorithm, checksum_type, size, part_size, created_at, expires_at"
+
+func scanUpload(r scanner) (meta.Upload, error) {
+	var (
+		u                meta.Upload
+		md               sql.NullString
+		created, expires int64
+	)
+	if err := r.Scan(&u.ID, &u.Bucket, &u.Key, &u.InitiatorID, &u.ContentType, &md, &u.ChecksumAlgorithm, &u.ChecksumType,
+		&u.Size, &u.PartSize, &created, &expires); err != nil {
+		return meta.Upload{}, err
+	}
+	u.CreatedAt, u.ExpiresAt = fromNanos(created), fromNanos(expires)
+	var err error
+	u.Metadata, err = decodeMetadata(md)
+	return u, err
+}
+
+// scanUploads scans every row of rows.
+func scanUploads(rows *sql.Rows, what string) ([]meta.Upload, error) {
+	defer rows.Close()
+	var out []meta.Upload
+	for rows.Next() {
+		u, err := scanUpload(rows)
+		if err != nil {
+			return nil, classify(err, "%s", what)
+		}
+		out = append(out, u)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify(err, "%s", what)
+	}
+	return out, nil
+}
+
+const partCols = "upload_id, number, size, etag, checksum, blob_key, mod_time"
+
+func scanPart(r scanner) (meta.Part, error) {
+	var p meta.Part
+	var mod int64
+	err := r.Scan(&p.UploadID, &p.Number, &p.Size, &p.ETag, &p.Checksum, &p.BlobKey, &mod)
+	p.ModTime = fromNanos(mod)
+	return p, err
+}
+
+func errNoUpload(id string) error {
+	return errcode.New(errcode.NotFound, "upload %q not found", id)
+}
+
+// CreateUpload implements meta.Store. A zero CreatedAt is set to now.
+func (s *Store) CreateUpload(ctx context.Context, u meta.Upload) error {
+	switch {
+	case u.ID == "" || u.Bucket == "" || u.Key == "":
+		return errcode.New(errcode.InvalidArgument, "upload id, bucket and key are required")
+	case u.Size < 0 || u.PartSize < 0:
+		return errcode.New(errcode.InvalidArgument, "upload sizes must not be negative")
+	}
+	md, err := encodeMetadata(u.Metadata)
+	if err != nil {
+		return err
+	}
+	return s.write(ctx, func(ctx context.Context, c *conn) error {
+		var one int
+		err := c.QueryRowContext(ctx, "SELECT 1 FROM buckets WHERE name = ?", u.Bucket).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return errNoBucket(u.Bucket)
+		}
+		if err != nil {
+			return classify(err, "create upload")
+		}
+		_, err = c.ExecContext(ctx, "INSERT INTO uploads ("+uploadCols+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+			u.ID, u.Bucket, u.Key, u.InitiatorID, u.ContentType, md, u.ChecksumAlgorithm, u.ChecksumType,
+			u.Size, u.PartSize, toNanos(orNow(u.CreatedAt, time.Now())), toNanos(u.ExpiresAt))
+		return classify(err, "upload %q", u.ID)
+	})
+}
+
+// GetUpload implements meta.Store.
+func (s *Store) GetUpload(ctx context.Context, id string) (meta.Upload, error) {
+	if err := s.ready(); err != nil {
+		return meta.Upload{}, err
+	}
+	u, err := scanUpload(s.read().QueryRowContext(ctx, "SELECT "+uploadCols+" FROM uploads WHERE id = ?", id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return meta.Upload{}, errNoUpload(id)
+	}
+	if err != nil {
+		return meta.Upload{}, classify(err, "get upload %q", id)
+	}
+	return u, nil
+}
+
+// upload is what the writer needs to know of an upload.
+type upload struct {
+	bucket, key, owner string
+}
+
+// getUpload returns the upload's bucket and key and the bucket's owner.
+func getUpload(ctx context.Context, c *conn, id string) (upload, error) {
+	var u upload
+	err := c.QueryRowContext(ctx, `SELECT u.bucket, u.key, b.owner_id FROM uploads u JOIN buckets b ON b.name = u.bucket
+		WHERE u.id = ?`, id).Scan(&u.bucket, &u.key, &u.owner)
+	if errors.Is(err, sql.ErrNoRows) {
+		return upload{}, errNoUpload(id)
+	}
+	return u, classify(err, "get upload %q", id)
+}
+
+// PutPart implements meta.Store. A zero ModTime is set to now.
+// InvalidArgument unless 1 <= Number <= 10000, Size >= 0 and BlobKey is
+// set.
+func (s *Store) PutPart(ctx context.Context, p meta.Part) (meta.Part, error) {
+	switch {
+	case p.UploadID == "":
+		return meta.Part{}, errcode.New(errcode.InvalidArgument, "upload id is required")
+	case p.Number < 1 || p.Number > maxPartNumber:
+		return meta.Part{}, errcode.New(errcode.InvalidArgument, "part number must be 1 to %d", maxPartNumber)
+	case p.Size < 0:
+		return meta.Part{}, errcode.New(errcode.InvalidArgument, "part size must not be negative")
+	case p.BlobKey == "":
+		return meta.Part{}, errcode.New(errcode.InvalidArgument, "part blob key is required")
+	}
+	var old meta.Part
+	err := s.write(ctx, func(ctx context.Context, c *conn) error {
+		now := time.Now()
+		old = meta.Part{}
+		u, err := getUpload(ctx, c, p.UploadID)
+		if err != nil {
+			return err
+		}
+		cur, err := scanPart(c.QueryRowContext(ctx, "SELECT "+partCols+" FROM upload_parts WHERE upload_id = ? AND number = ?", p.UploadID, p.Number))
+		exists := err == nil
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return classify(err, "get part %d", p.Number)
+		}
+		if err := addUsage(ctx, c, u.owner, p.Size-cur.Size); err != nil {
+			return err
+		}
+		if _, err := c.ExecContext(ctx, "INSERT INTO upload_parts ("+partCols+`) VALUES (?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (upload_id, number) DO UPDATE SET
+				size = excluded.size, etag = excluded.etag, checksum = excluded.checksum,
+				blob_key = excluded.blob_key, mod_time = excluded.mod_time`,
+			p.UploadID, p.Number, p.Size, p.ETag, p.Checksum, p.BlobKey, toNanos(orNow(p.ModTime, now))); err != nil {
+			return classify(err, "put part %d", p.Number)
+		}
+		if exists {
+			if err := enqueue(ctx, c, now, cur.BlobKey); err != nil {
+				return err
+			}
+			old = cur
+		}
+		return nil
+	})
+	if err != nil {
+		return meta.Part{}, err
+	}
+	return old, nil
+}
+
+// ListParts implements meta.Store, in one query (so one snapshot). A limit
+// <= 0 means 1000; a limit above 10000 is 10000.
+func (s *Store) ListParts(ctx context.Context, uploadID string, after, limit int) ([]meta.Part, bool, error) {
+	if err := s.ready(); err != nil {
+		return nil, false, err
+	}
+	if limit <= 0 {
+		limit = 1000
+	}
+	limit = min(limit, maxPartNumber)
+	rows, err := s.read().QueryContext(ctx, `SELECT p.number, p.size, p.etag, p.checksum, p.blob_key, p.mod_time
+		FROM uploads u LEFT JOIN upload_parts p ON p.upload_id = u.id AND p.number > ?2
+		WHERE u.id = ?1 ORDER BY p.number LIMIT ?3`, uploadID, after, limit+1)
+	if err != nil {
+		return nil, false, classify(err, "list parts")
+	}
+	defer rows.Close()
+	found := false
+	var out []meta.Part
+	for rows.Next() {
+		found = true
+		var (
+			number, size, mod    sql.NullInt64
+			etag, checksum, blob sql.NullString
+		)
+		if err := rows.Scan(&number, &size, &etag, &checksum, &blob, &mod); err != nil {
+			return nil, false, classify(err, "list parts")
+		}
+		if !number.Valid {
+			continue // the upload has no such parts
+		}
+		out = append(out, meta.Part{
+			UploadID: uploadID, Number: int(number.Int64), Size: size.Int64, ETag: etag.String,
+			Checksum: checksum.String, BlobKey: blob.String, ModTime: fromNanos(mod.Int64),
+		})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, classify(err, "list parts")
+	}
+	if !found {
+		return nil, false, errNoUpload(uploadID)
+	}
+	if len(out) > limit {
+		return out[:limit], true, nil
+	}
+	return out, false, nil
+}
+
+// ListUploads implements meta.Store in one read transaction. A limit <= 0
+// means 1000; a limit above 10000 is 10000.
+//
+// The page starts after the marker in the order (key, created_at, id):
+// with a KeyMarker alone, after every upload of that key (as in S3); with
+// an UploadIDMarker too, after that upload, or, if it no longer exists
+// there, at the first upload of KeyMarker (so a vanished marker repeats
+// rather than skips). An UploadIDMarker without KeyMarker is ignored.
+func (s *Store) ListUploads(ctx context.Context, bucket string, opts meta.ListUploadsOptions) ([]meta.Upload, bool, error) {
+	if err := s.ready(); err != nil {
+		return nil, false, err
+	}
+	limit := opts.Limit
+	if limit <= 0 {
+		limit = 1000
+	}
+	limit = min(limit, maxPartNumber)
+	tx, err := s.readers.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, false, classify(err, "list uploads of %q", bucket)
+	}
+	defer tx.Rollback()
+	q := reader{stmts: s.rstmts, tx: tx}
+
+	var one int
+	err = q.QueryRowContext(ctx, "SELECT 1 FROM buckets WHERE name = ?", bucket).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, false, errNoBucket(bucket)
+	}
+	if err != nil {
+		return nil, false, classify(err, "list uploads of %q", bucket)
+	}
+
+	var b strings.Builder
+	b.WriteString("SELECT " + uploadCols + " FROM uploads WHERE bucket = ? AND key >= ?")
+	args := []any{bucket, opts.Prefix}
+	if end := meta.PrefixEnd(opts.Prefix); opts.Prefix != "" && end != "" {
+		b.WriteString(" AND key < ?")
+		args = append(args, end)
+	}
+	if km := opts.KeyMarker; km != "" {
+		var created int64
+		err := sql.ErrNoRows
+		if opts.UploadIDMarker != "" {
+			err = q.QueryRowContext(ctx, "SELECT created_at FROM uploads WHERE id = ? AND bucket = ? AND key = ?",
+				opts.UploadIDMarker, bucket, km).Scan(&created)
+		}
+		switch {
+		case err == nil:
+			b.WriteString(" AND (key, created_at, id) > (?, ?, ?)")
+			args = append(args, km, created, opts.UploadIDMarker)
+		case !errors.Is(err, sql.ErrNoRows):
+			return nil, false, classify(err, "list uploads of %q", bucket)
+		case opts.UploadIDMarker != "":
+			b.WriteString(" AND key >= ?")
+			args = append(args, km)
+		default:
+			b.WriteString(" AND key > ?")
+			args = append(args, km)
+		}
+	}
+	b.WriteString(" ORDER BY key, created_at, id LIMIT ?")
+	args = append(args, limit+1)
+	rows, err := q.QueryContext(ctx, b.String(), args...)
+	if err != nil {
+		return nil, false, classify(err, "list uploads of %q", bucket)
+	}
+	out, err := scanUploads(rows, "list uploads")
+	if err != nil {
+		return nil, false, err
+	}
+	if len(out) > limit {
+		return out[:limit], true, nil
+	}
+	return out, false, nil
+}
+
+// ListExpiredUploads implements meta.Store, oldest expiry first. A limit
+// <= 0 means 1000.
+func (s *Store) ListExpiredUploads(ctx context.Context, before time.Time, limit int) ([]meta.Upload, error) {
+	if err := s.ready(); err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		limit = 1000
+	}
+	rows, err := s.read().QueryContext(ctx, "SELECT "+uploadCols+" FROM uploads WHERE expires_at < ? ORDER BY expires_at, id LIMIT ?",
+		toNanos(before), limit)
+	if err != nil {
+		return nil, classify(err, "list expired uploads")
+	}
+	return scanUploads(rows, "list expired uploads")
+}
+
+// uploadsOf returns the ids of a bucket's uploads.
+func uploadsOf(ctx context.Context, c *conn, bucket string) ([]string, error) {
+	rows, err := c.QueryContext(ctx, "SELECT id FROM uploads WHERE bucket = ?", bucket)
+	if err != nil {
+		return nil, classify(err, "uploads of %q", bucket)
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, classify(err, "uploads of %q", bucket)
+		}
+		ids = append(ids, id)
+	}
+	return ids, classify(rows.Err(), "uploads of %q", bucket)
+}
+
+// dropUpload deletes an upload and its parts, returning the bytes they
+// held and their blobs, which the caller must release (addUsage) and
+// enqueue.
+func dropUpload(ctx context.Context, c *conn, id string) (int64, []string, error) {
+	rows, err := c.QueryContext(ctx, "SELECT size, blob_key FROM upload_parts WHERE upload_id = ? ORDER BY number", id)
+	if err != nil {
+		return 0, nil, classify(err, "parts of upload %q", id)
+	}
+	var freed int64
+	var blobs []string
+	for rows.Next() {
+		var size int64
+		var blob string
+		if err := rows.Scan(&size, &blob); err != nil {
+			rows.Close()
+			return 0, nil, classify(err, "parts of upload %q", id)
+		}
+		freed += size
+		blobs = append(blobs, blob)
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return 0, nil, classify(err, "parts of upload %q", id)
+	}
+	if err := deleteUpload(ctx, c, id); err != nil {
+		return 0, nil, err
+	}
+	return freed, blobs, nil
+}
+
+// deleteUpload deletes the rows of an upload and its parts.
+func deleteUpload(ctx context.Context, c *conn, id string) error {
+	if _, err := c.ExecContext(ctx, "DELETE FROM upload_parts WHERE upload_id = ?", id); err != nil {
+		return classify(err, "delete parts of upload %q", id)
+	}
+	res, err := c.ExecContext(ctx, "DELETE FROM uploads WHERE id = ?", id)
+	if err != nil {
+		return classify(err, "delete upload %q", id)
+	}
+	return mustAffect(res, errNoUpload(id))
+}
+
+// AbortUpload implements meta.Store.
+func (s *Store) AbortUpload(ctx context.Context, id string) error {
+	return s.write(ctx, func(ctx context.Context, c *conn) error {
+		u, err := getUpload(ctx, c, id)
+		if err != nil {
+			return err
+		}
+		freed, blobs, err := dropUpload(ctx, c, id)
+		if err != nil {
+			return err
+		}
+		if err := addUsage(ctx, c, u.owner, -freed); err != nil {
+			return err
+		}
+		return enqueue(ctx, c, time.Now(), blobs...)
+	})
+}
+
+// partError is the InvalidArgument error of a CompleteUpload check.
+func partError(reason string, number int, format string, args ...any) error {
+	e := errcode.As(errcode.New(errcode.InvalidArgument, format, args...))
+	e.Detail = map[string]any{"reason": reason}
+	if number != 0 {
+		e.Detail["part_number"] = number
+	}
+	return e
+}
+
+// unquote strips the quotes around an ETag.
+func unquote(etag string) string {
+	if len(etag) >= 2 && etag[0] == '"' && etag[len(etag)-1] == '"' {
+		return etag[1 : len(etag)-1]
+	}
+	return etag
+}
+
+// CompleteUpload implements meta.Store. The checks run in the order the
+// contract lists them, each over all listed parts before the next. A zero
+// obj.ModTime is set to now.
+func (s *Store) CompleteUpload(ctx context.Context, id string, obj meta.Object, parts []meta.CompletePart, minPartSize int64, cond meta.Cond) (meta.Object, error) {
+	var out meta.Object
+	err := s.write(ctx, func(ctx context.Context, c *conn) error {
+		now := time.Now()
+		u, err := getUpload(ctx, c, id)
+		if err != nil {
+			return err
+		}
+		if len(parts) == 0 {
+			return partError("invalid_part_order", 0, "list at least one part")
+		}
+		for i := 1; i < len(parts); i++ {
+			if parts[i].Number <= parts[i-1].Number {
+				return partError("invalid_part_order", 0, "parts must be listed in strictly ascending order")
+			}
+		}
+		rows, err := c.QueryContext(ctx, "SELECT "+partCols+" FROM upload_parts WHERE upload_id = ?", id)
+		if err != nil {
+			return classify(err, "parts of upload %q", id)
+		}
+		have := map[int]meta.Part{}
+		for rows.Next() {
+			p, err := scanPart(rows)
+			if err != nil {
+				rows.Close()
+				return classify(err, "parts of upload %q", id)
+			}
+			have[p.Number] = p
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return classify(err, "parts of upload %q", id)
+		}
+		for _, cp := range parts {
+			p, ok := have[cp.Number]
+			if !ok || unquote(p.ETag) != unquote(cp.ETag) {
+				return partError("invalid_part", cp.Number, "part %d was not uploaded or its ETag does not match", cp.Number)
+			}
+		}
+		for _, cp := range parts[:len(parts)-1] {
+			if have[cp.Number].Size < minPartSize {
+				return partError("entity_too_small", cp.Number, "part %d is smaller than the minimum part size %d", cp.Number, minPartSize)
+			}
+		}
+		owner, cur, exists, err := lookupFull(ctx, c, u.bucket, u.key)
+		if err != nil {
+			return err
+		}
+		if err := checkCond(cond, cur.Object, exists); err != nil {
+			return err
+		}
+
+		o := obj
+		o.Bucket, o.Key, o.BlobKey, o.Size = u.bucket, u.key, "", 0
+		o.ModTime = orNow(o.ModTime, now)
+		o.Parts = make([]meta.ObjectPart, len(parts))
+		for i, cp := range parts {
+			p := have[cp.Number]
+			o.Parts[i] = meta.ObjectPart{BlobKey: p.BlobKey, Size: p.Size, ETag: p.ETag, Checksum: p.Checksum}
+			o.Size += p.Size
+			delete(have, cp.Number)
+		}
+		// What is left of have are the parts not listed: discarded.
+		var freed int64
+		var discarded []string
+		for _, n := range slices.Sorted(maps.Keys(have)) {
+			freed += have[n].Size
+			discarded = append(discarded, have[n].BlobKey)
+		}
+		partsID, err := moveParts(ctx, c, id, parts)
+		if err != nil {
+			return err
+		}
+		if err := writeObject(ctx, c, o, partsID); err != nil {
+			return err
+		}
+		if err := deleteUpload(ctx, c, id); err != nil {
+			return err
+		}
+		if err := addUsage(ctx, c, owner, -freed-cur.Size); err != nil {
+			return err
+		}
+		if exists {
+			if err := release(ctx, c, cur, now); err != nil {
+				return err
+			}
+		}
+		if err := enqueue(ctx, c, now, discarded...); err != nil {
+			return err
+		}
+		out = o
+		return nil
+	})
+	if err != nil {
+		return meta.Object{}, err
+	}
+	return out, nil
+}
+
+// moveParts copies the listed parts of an upload, which are in ascending
+// order, to a new parts set of a multipart object (their numbers serve as
+// positions) in one statement, and returns its id.
+func moveParts(ctx context.Context, c *conn, uploadID string, parts []meta.CompletePart) (int64, error) {
+	numbers := make([]int, len(parts))
+	for i, p := range parts {
+		numbers[i] = p.Number
+	}
+	list, err := json.Marshal(numbers)
+	if err != nil {
+		return 0, errcode.Wrap(errcode.Internal, err, "encode part numbers")
+	}
+	id, err := newPartsID(ctx, c)
+	if err != nil {
+		return 0, err
+	}
+	res, err := c.ExecContext(ctx, `INSERT INTO object_parts (parts_id, idx, blob_key, size, etag, checksum)
+		SELECT ?1, number, blob_key, size, etag, checksum FROM upload_parts
+		WHERE upload_id = ?2 AND number IN (SELECT value FROM json_each(?3))`, id, uploadID, string(list))
+	if err != nil {
+		return 0, classify(err, "copy parts of upload %q", uploadID)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != int64(len(parts)) {
+		return 0, errcode.Wrap(errcode.Internal, err, "copied %d of the %d listed parts of upload %q", n, len(parts), uploadID)
+	}
+	return id, nil
+}

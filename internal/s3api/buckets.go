@@ -1,0 +1,242 @@
+package s3api
+
+import (
+	"encoding/base64"
+	"net/http"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/coffer-storage/coffer/internal/meta"
+	"github.com/coffer-storage/coffer/internal/s3api/s3err"
+)
+
+func (api *API) requireAuth(q *request) error {
+	if !q.authed {
+		return s3err.New(s3err.AccessDenied, "anonymous access is not allowed here")
+	}
+	return nil
+}
+
+func ownerOf(userID string) owner { return owner{ID: userID, DisplayName: userID} }
+
+func (api *API) listBuckets(q *request) (response, error) {
+	if err := api.requireAuth(q); err != nil {
+		return nil, err
+	}
+	bs, err := api.objects.ListBuckets(ctxOf(q), q.actor)
+	if err != nil {
+		return nil, err
+	}
+	res := listAllMyBucketsResult{Xmlns: s3NS, Owner: ownerOf(q.actor.UserID), Buckets: []bucketInfo{}}
+	for _, b := range bs {
+		res.Buckets = append(res.Buckets, bucketInfo{Name: b.Name, CreationDate: iso8601(b.CreatedAt)})
+	}
+	return xmlResponse{body: res}, nil
+}
+
+func (api *API) createBucket(q *request) (response, error) {
+	if err := api.requireAuth(q); err != nil {
+		return nil, err
+	}
+	body, _, err := q.verifiedBody()
+	if err != nil {
+		return nil, err
+	}
+	var conf createBucketConfiguration
+	if q.ContentLength > 0 || q.pay.decodedLength > 0 {
+		if err := api.decodeXML(q, body, &conf); err != nil {
+			return nil, err
+		}
+	}
+	if lc := conf.LocationConstraint; lc != "" && lc != api.cfg.Region {
+		return nil, s3err.New("IllegalLocationConstraintException", "")
+	}
+	vis := meta.Private
+	switch acl := q.Header.Get("X-Amz-Acl"); acl {
+	case "", "private":
+	case "public-read":
+		vis = meta.PublicRead
+	default:
+		return nil, s3err.New(s3err.NotImplemented, "canned ACL "+acl+" is not supported")
+	}
+	if _, err := api.objects.CreateBucket(ctxOf(q), q.actor, q.bucket, vis); err != nil {
+		return nil, err
+	}
+	return empty{header: http.Header{"Location": {"/" + q.bucket}}}, nil
+}
+
+func (api *API) headBucket(q *request) (response, error) {
+	if _, err := api.objects.GetBucket(ctxOf(q), q.actor, q.bucket); err != nil {
+		return nil, err
+	}
+	return empty{header: http.Header{"X-Amz-Bucket-Region": {api.cfg.Region}}}, nil
+}
+
+func (api *API) deleteBucket(q *request) (response, error) {
+	if err := api.objects.DeleteBucket(ctxOf(q), q.actor, q.bucket); err != nil {
+		return nil, err
+	}
+	return empty{status: http.StatusNoContent}, nil
+}
+
+func (api *API) getBucketLocation(q *request) (response, error) {
+	if _, err := api.objects.GetBucket(ctxOf(q), q.actor, q.bucket); err != nil {
+		return nil, err
+	}
+	region := api.cfg.Region
+	if region == "us-east-1" {
+		region = "" // S3 answers an empty constraint for us-east-1
+	}
+	return xmlResponse{body: locationConstraint{Xmlns: s3NS, Value: region}}, nil
+}
+
+func (api *API) getBucketVersioning(q *request) (response, error) {
+	if _, err := api.objects.GetBucket(ctxOf(q), q.actor, q.bucket); err != nil {
+		return nil, err
+	}
+	return xmlResponse{body: versioningConfiguration{Xmlns: s3NS}}, nil
+}
+
+// ---- listing ----
+
+type listParams struct {
+	prefix, delimiter string
+	maxKeys           int
+	encode            bool
+	fetchOwner        bool
+}
+
+func parseListParams(q *request) (listParams, error) {
+	v := q.URL.Query()
+	p := listParams{prefix: v.Get("prefix"), delimiter: v.Get("delimiter"), maxKeys: 1000}
+	if !utf8.ValidString(p.prefix) || !utf8.ValidString(p.delimiter) || len(p.prefix) > 1024 {
+		return p, s3err.New(s3err.InvalidArgument, "prefix and delimiter must be valid UTF-8")
+	}
+	if s := v.Get("max-keys"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			return p, s3err.New(s3err.InvalidArgument, "max-keys must be a non-negative integer")
+		}
+		p.maxKeys = min(n, 1000)
+	}
+	switch et := v.Get("encoding-type"); et {
+	case "":
+	case "url":
+		p.encode = true
+	default:
+		return p, s3err.New(s3err.InvalidArgument, "invalid encoding-type "+et)
+	}
+	p.fetchOwner = v.Get("fetch-owner") == "true"
+	return p, nil
+}
+
+// s3Encode is S3's encoding-type=url: percent-encode everything but
+// unreserved characters and '/'.
+func s3Encode(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("-_.~/", c) >= 0 {
+			b.WriteByte(c)
+			continue
+		}
+		b.WriteString("%" + strings.ToUpper(strconv.FormatInt(int64(c)|0x100, 16)[1:]))
+	}
+	return b.String()
+}
+
+func (p listParams) enc(s string) string {
+	if p.encode {
+		return s3Encode(s)
+	}
+	return s
+}
+
+func (api *API) list(q *request, p listParams, startAfter string) (meta.ListPage, error) {
+	if p.maxKeys == 0 {
+		// Authorise anyway, then answer an empty page.
+		_, err := api.objects.List(ctxOf(q), q.actor, q.bucket, meta.ListOptions{Prefix: p.prefix, Limit: 1, StartAfter: "\U0010FFFF"})
+		return meta.ListPage{}, err
+	}
+	return api.objects.List(ctxOf(q), q.actor, q.bucket, meta.ListOptions{
+		Prefix: p.prefix, Delimiter: p.delimiter, StartAfter: startAfter, Limit: p.maxKeys,
+	})
+}
+
+func (p listParams) contents(q *request, page meta.ListPage) ([]objectInfo, []commonPrefix) {
+	objs := make([]objectInfo, 0, len(page.Objects))
+	for _, o := range page.Objects {
+		oi := objectInfo{Key: p.enc(o.Key), LastModified: iso8601(o.ModTime), ETag: `"` + o.ETag + `"`, Size: o.Size, StorageClass: "STANDARD",
+			ChecksumAlgorithm: o.Checksum.Algorithm, ChecksumType: o.Checksum.Type}
+		if p.fetchOwner {
+			ow := ownerOf(q.actor.UserID)
+			oi.Owner = &ow
+		}
+		objs = append(objs, oi)
+	}
+	var cps []commonPrefix
+	for _, cp := range page.CommonPrefixes {
+		cps = append(cps, commonPrefix{Prefix: p.enc(cp)})
+	}
+	return objs, cps
+}
+
+func (api *API) listObjectsV2(q *request) (response, error) {
+	p, err := parseListParams(q)
+	if err != nil {
+		return nil, err
+	}
+	v := q.URL.Query()
+	startAfter := v.Get("start-after")
+	token := v.Get("continuation-token")
+	from := startAfter
+	if token != "" {
+		b, err := base64.RawURLEncoding.DecodeString(token)
+		if err != nil || len(b) == 0 {
+			return nil, s3err.New(s3err.InvalidArgument, "The continuation token provided is incorrect")
+		}
+		from = string(b)
+	}
+	page, err := api.list(q, p, from)
+	if err != nil {
+		return nil, err
+	}
+	objs, cps := p.contents(q, page)
+	res := listBucketResultV2{
+		Xmlns: s3NS, Name: q.bucket, Prefix: p.enc(p.prefix), Delimiter: p.enc(p.delimiter), MaxKeys: p.maxKeys,
+		KeyCount: len(objs) + len(cps), IsTruncated: page.Truncated, ContinuationToken: token,
+		StartAfter: p.enc(startAfter), Contents: objs, CommonPrefixes: cps,
+	}
+	if p.encode {
+		res.EncodingType = "url"
+	}
+	if page.Truncated {
+		res.NextContinuationToken = base64.RawURLEncoding.EncodeToString([]byte(page.NextStartAfter))
+	}
+	return xmlResponse{body: res}, nil
+}
+
+func (api *API) listObjectsV1(q *request) (response, error) {
+	p, err := parseListParams(q)
+	if err != nil {
+		return nil, err
+	}
+	marker := q.URL.Query().Get("marker")
+	page, err := api.list(q, p, marker)
+	if err != nil {
+		return nil, err
+	}
+	objs, cps := p.contents(q, page)
+	res := listBucketResultV1{
+		Xmlns: s3NS, Name: q.bucket, Prefix: p.enc(p.prefix), Marker: p.enc(marker), Delimiter: p.enc(p.delimiter),
+		MaxKeys: p.maxKeys, IsTruncated: page.Truncated, Contents: objs, CommonPrefixes: cps,
+	}
+	if p.encode {
+		res.EncodingType = "url"
+	}
+	if page.Truncated {
+		res.NextMarker = p.enc(page.NextStartAfter)
+	}
+	return xmlResponse{body: res}, nil
+}

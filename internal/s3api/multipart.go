@@ -1,0 +1,260 @@
+package s3api
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/coffer-storage/coffer/internal/httpx"
+	"github.com/coffer-storage/coffer/internal/meta"
+	"github.com/coffer-storage/coffer/internal/object"
+	"github.com/coffer-storage/coffer/internal/s3api/s3err"
+)
+
+func (api *API) createMultipartUpload(q *request) (response, error) {
+	alg := strings.ToUpper(q.Header.Get("X-Amz-Checksum-Algorithm"))
+	u, err := api.objects.CreateUpload(ctxOf(q), q.actor, object.CreateUploadInput{
+		Bucket: q.bucket, Key: q.key, ContentType: q.Header.Get("Content-Type"),
+		Metadata: userMetadata(q.Header), ChecksumAlgorithm: alg,
+		ChecksumType: q.Header.Get("X-Amz-Checksum-Type"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	h := http.Header{}
+	if alg != "" {
+		h.Set("X-Amz-Checksum-Algorithm", alg)
+		if u.ChecksumType != "" {
+			h.Set("X-Amz-Checksum-Type", u.ChecksumType)
+		}
+	}
+	return xmlResponse{header: h, body: initiateMultipartUploadResult{Xmlns: s3NS, Bucket: q.bucket, Key: q.key, UploadID: u.ID}}, nil
+}
+
+func partNumber(q *request) (int, error) {
+	n, err := strconv.Atoi(q.URL.Query().Get("partNumber"))
+	if err != nil || n < 1 || n > object.MaxParts {
+		return 0, s3err.New(s3err.InvalidArgument, "Part number must be an integer between 1 and 10000, inclusive")
+	}
+	return n, nil
+}
+
+func (api *API) uploadPart(q *request) (response, error) {
+	n, err := partNumber(q)
+	if err != nil {
+		return nil, err
+	}
+	body, size, err := q.body()
+	if err != nil {
+		return nil, err
+	}
+	if size < 0 {
+		return nil, s3err.New(s3err.MissingContentLength, "")
+	}
+	if size > object.MaxPartSize {
+		return nil, s3err.New(s3err.EntityTooLarge, "")
+	}
+	md5sum, err := contentMD5(q.Header)
+	if err != nil {
+		return nil, err
+	}
+	_, want, err := headerChecksum(q.Header)
+	if err != nil {
+		return nil, err
+	}
+	p, err := api.objects.PutPart(ctxOf(q), q.actor, object.PartInput{
+		Bucket: q.bucket, Key: q.key, UploadID: q.URL.Query().Get("uploadId"), Number: n,
+		Body: body, Size: size, MD5: md5sum, SHA256: q.pay.sha256, ChecksumWant: want,
+	})
+	if err != nil {
+		return nil, err
+	}
+	h := http.Header{"Etag": {`"` + p.ETag + `"`}}
+	if p.Checksum != "" {
+		if u, err := api.objects.GetUpload(ctxOf(q), q.actor, q.bucket, q.key, p.UploadID); err == nil && u.ChecksumAlgorithm != "" {
+			h.Set("X-Amz-Checksum-"+strings.ToLower(u.ChecksumAlgorithm), p.Checksum)
+		}
+	}
+	return empty{header: h}, nil
+}
+
+func (api *API) uploadPartCopy(q *request) (response, error) {
+	n, err := partNumber(q)
+	if err != nil {
+		return nil, err
+	}
+	sb, sk, err := copySource(q.Header)
+	if err != nil {
+		return nil, err
+	}
+	src, err := api.objects.Get(ctxOf(q), q.actor, sb, sk)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkCopySourceConds(q.Header, src.Object); err != nil {
+		return nil, err
+	}
+	offset, length := int64(0), src.Object.Size
+	if rg := q.Header.Get("X-Amz-Copy-Source-Range"); rg != "" {
+		res, s, l := httpx.ParseRange(rg, src.Object.Size)
+		if res != httpx.RangeOK || strings.HasPrefix(strings.TrimSpace(strings.TrimPrefix(rg, "bytes=")), "-") {
+			return nil, s3err.New(s3err.InvalidArgument, "The x-amz-copy-source-range value must be of the form bytes=first-last where first and last are the zero-based offsets of the first and last bytes to copy")
+		}
+		offset, length = s, l
+	}
+	if length > object.MaxPartSize {
+		return nil, s3err.New(s3err.EntityTooLarge, "")
+	}
+	p, err := api.objects.CopyPart(ctxOf(q), q.actor, object.PartInput{
+		Bucket: q.bucket, Key: q.key, UploadID: q.URL.Query().Get("uploadId"), Number: n,
+	}, src, offset, length)
+	if err != nil {
+		return nil, err
+	}
+	return xmlResponse{body: copyPartResult{Xmlns: s3NS, LastModified: iso8601(p.ModTime), ETag: `"` + p.ETag + `"`}}, nil
+}
+
+func (api *API) completeMultipartUpload(q *request) (response, error) {
+	body, _, err := q.verifiedBody()
+	if err != nil {
+		return nil, err
+	}
+	var req completeMultipartUpload
+	if err := api.decodeXML(q, body, &req); err != nil {
+		return nil, err
+	}
+	parts := make([]meta.CompletePart, len(req.Parts))
+	for i, p := range req.Parts {
+		parts[i] = meta.CompletePart{Number: p.PartNumber, ETag: p.ETag}
+	}
+	cond, err := writeCond(q.Header)
+	if err != nil {
+		return nil, err
+	}
+	o, err := api.objects.CompleteUpload(ctxOf(q), q.actor, q.bucket, q.key, q.URL.Query().Get("uploadId"), parts, cond)
+	if err != nil {
+		return nil, err
+	}
+	res := completeMultipartUploadResult{Xmlns: s3NS, Location: "/" + q.bucket + "/" + q.key, Bucket: q.bucket, Key: q.key, ETag: `"` + o.ETag + `"`}
+	switch o.Checksum.Algorithm {
+	case "CRC32":
+		res.ChecksumCRC32 = o.Checksum.Value
+	case "CRC32C":
+		res.ChecksumCRC32C = o.Checksum.Value
+	case "CRC64NVME":
+		res.ChecksumCRC64 = o.Checksum.Value
+	case "SHA1":
+		res.ChecksumSHA1 = o.Checksum.Value
+	case "SHA256":
+		res.ChecksumSHA256 = o.Checksum.Value
+	}
+	res.ChecksumType = o.Checksum.Type
+	return xmlResponse{body: res}, nil
+}
+
+func (api *API) abortMultipartUpload(q *request) (response, error) {
+	if err := api.objects.AbortUpload(ctxOf(q), q.actor, q.bucket, q.key, q.URL.Query().Get("uploadId")); err != nil {
+		return nil, err
+	}
+	return empty{status: http.StatusNoContent}, nil
+}
+
+func (api *API) listParts(q *request) (response, error) {
+	v := q.URL.Query()
+	after, limit := 0, 1000
+	if s := v.Get("part-number-marker"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			return nil, s3err.New(s3err.InvalidArgument, "invalid part-number-marker")
+		}
+		after = n
+	}
+	if s := v.Get("max-parts"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			return nil, s3err.New(s3err.InvalidArgument, "invalid max-parts")
+		}
+		limit = min(n, 1000)
+	}
+	u, parts, more, err := api.objects.ListParts(ctxOf(q), q.actor, q.bucket, q.key, v.Get("uploadId"), after, max(limit, 1))
+	if err != nil {
+		return nil, err
+	}
+	if limit == 0 {
+		parts, more = nil, len(parts) > 0
+	}
+	res := listPartsResult{
+		Xmlns: s3NS, Bucket: q.bucket, Key: q.key, UploadID: u.ID, Initiator: ownerOf(u.InitiatorID), Owner: ownerOf(u.InitiatorID),
+		StorageClass: "STANDARD", PartNumberMarker: after, MaxParts: limit, IsTruncated: more, ChecksumAlgorithm: u.ChecksumAlgorithm,
+	}
+	for _, p := range parts {
+		pi := partInfo{PartNumber: p.Number, LastModified: iso8601(p.ModTime), ETag: `"` + p.ETag + `"`, Size: p.Size}
+		switch u.ChecksumAlgorithm {
+		case "CRC32":
+			pi.ChecksumCRC32 = p.Checksum
+		case "CRC32C":
+			pi.ChecksumCRC32C = p.Checksum
+		case "CRC64NVME":
+			pi.ChecksumCRC64 = p.Checksum
+		case "SHA1":
+			pi.ChecksumSHA1 = p.Checksum
+		case "SHA256":
+			pi.ChecksumSHA256 = p.Checksum
+		}
+		res.Parts = append(res.Parts, pi)
+		res.NextPartNumberMarker = p.Number
+	}
+	return xmlResponse{body: res}, nil
+}
+
+func (api *API) listMultipartUploads(q *request) (response, error) {
+	v := q.URL.Query()
+	limit := 1000
+	if s := v.Get("max-uploads"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			return nil, s3err.New(s3err.InvalidArgument, "invalid max-uploads")
+		}
+		limit = min(n, 1000)
+	}
+	p := listParams{prefix: v.Get("prefix"), delimiter: v.Get("delimiter"), encode: v.Get("encoding-type") == "url"}
+	opts := meta.ListUploadsOptions{Prefix: p.prefix, KeyMarker: v.Get("key-marker"), UploadIDMarker: v.Get("upload-id-marker"), Limit: max(limit, 1)}
+	res := listMultipartUploadsResult{
+		Xmlns: s3NS, Bucket: q.bucket, KeyMarker: p.enc(opts.KeyMarker), UploadIDMarker: opts.UploadIDMarker,
+		Prefix: p.enc(p.prefix), Delimiter: p.enc(p.delimiter), MaxUploads: limit,
+	}
+	if p.encode {
+		res.EncodingType = "url"
+	}
+	ups, more, err := api.objects.ListUploads(ctxOf(q), q.actor, q.bucket, opts)
+	if err != nil {
+		return nil, err
+	}
+	if limit == 0 {
+		ups, more = nil, len(ups) > 0
+	}
+	seen := map[string]bool{}
+	for _, u := range ups {
+		if p.delimiter != "" {
+			rest := strings.TrimPrefix(u.Key, p.prefix)
+			if i := strings.Index(rest, p.delimiter); i >= 0 {
+				cp := p.prefix + rest[:i+len(p.delimiter)]
+				if !seen[cp] {
+					seen[cp] = true
+					res.CommonPrefixes = append(res.CommonPrefixes, commonPrefix{Prefix: p.enc(cp)})
+				}
+				continue
+			}
+		}
+		res.Uploads = append(res.Uploads, uploadInfo{
+			Key: p.enc(u.Key), UploadID: u.ID, Initiator: ownerOf(u.InitiatorID), Owner: ownerOf(u.InitiatorID),
+			StorageClass: "STANDARD", Initiated: iso8601(u.CreatedAt),
+		})
+	}
+	res.IsTruncated = more
+	if more && len(ups) > 0 {
+		last := ups[len(ups)-1]
+		res.NextKeyMarker, res.NextUploadIDMarker = p.enc(last.Key), last.ID
+	}
+	return xmlResponse{body: res}, nil
+}

@@ -1,0 +1,414 @@
+package s3api
+
+import (
+	"encoding/base64"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/httpx"
+	"github.com/coffer-storage/coffer/internal/integrity"
+	"github.com/coffer-storage/coffer/internal/meta"
+	"github.com/coffer-storage/coffer/internal/object"
+	"github.com/coffer-storage/coffer/internal/s3api/s3err"
+)
+
+// MaxPutSize is the largest single PutObject (S3's limit).
+const MaxPutSize = 5 << 30
+
+// userMetadata collects x-amz-meta-* headers (names lower-cased, prefix
+// removed).
+func userMetadata(h http.Header) map[string]string {
+	var md map[string]string
+	for k, v := range h {
+		lk := strings.ToLower(k)
+		if name, ok := strings.CutPrefix(lk, "x-amz-meta-"); ok && name != "" {
+			if md == nil {
+				md = map[string]string{}
+			}
+			md[name] = strings.Join(v, ",")
+		}
+	}
+	return md
+}
+
+// contentMD5 decodes Content-MD5; malformed is InvalidDigest.
+func contentMD5(h http.Header) ([]byte, error) {
+	v := h.Get("Content-Md5")
+	if v == "" {
+		return nil, nil
+	}
+	b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(v))
+	if err != nil || len(b) != 16 {
+		return nil, s3err.New(s3err.InvalidDigest, "")
+	}
+	return b, nil
+}
+
+// headerChecksum finds an x-amz-checksum-<alg> header (not a trailer).
+func headerChecksum(h http.Header) (alg string, want []byte, err error) {
+	for _, a := range integrity.ChecksumAlgorithms {
+		v := h.Get("X-Amz-Checksum-" + a)
+		if v == "" {
+			continue
+		}
+		b, derr := base64.StdEncoding.DecodeString(strings.TrimSpace(v))
+		if derr != nil || len(b) != integrity.ChecksumSize(a) {
+			return "", nil, s3err.New(s3err.InvalidDigest, "x-amz-checksum-"+strings.ToLower(a)+" is malformed")
+		}
+		if alg != "" {
+			return "", nil, s3err.New(s3err.InvalidRequest, "Expecting a single x-amz-checksum- header")
+		}
+		alg, want = a, b
+	}
+	if alg == "" {
+		if a := h.Get("X-Amz-Sdk-Checksum-Algorithm"); a != "" && integrity.ChecksumSize(a) > 0 {
+			alg = strings.ToUpper(a)
+		}
+	}
+	return alg, want, nil
+}
+
+func writeCond(h http.Header) (meta.Cond, error) {
+	var c meta.Cond
+	if inm := strings.TrimSpace(h.Get("If-None-Match")); inm != "" {
+		if inm != "*" {
+			return c, s3err.New(s3err.NotImplemented, "If-None-Match on writes supports only *")
+		}
+		c.IfNoneMatch = true
+	}
+	if im := strings.TrimSpace(h.Get("If-Match")); im != "" {
+		c.IfMatch = strings.Trim(im, `"`)
+	}
+	return c, nil
+}
+
+func (api *API) putObject(q *request) (response, error) {
+	body, size, err := q.body()
+	if err != nil {
+		return nil, err
+	}
+	if size < 0 {
+		return nil, s3err.New(s3err.MissingContentLength, "")
+	}
+	if size > MaxPutSize {
+		return nil, s3err.New(s3err.EntityTooLarge, "")
+	}
+	md5sum, err := contentMD5(q.Header)
+	if err != nil {
+		return nil, err
+	}
+	alg, want, err := headerChecksum(q.Header)
+	if err != nil {
+		return nil, err
+	}
+	if q.pay.trailerAlg != "" {
+		alg, want = q.pay.trailerAlg, nil // verified by the trailer decoder
+	}
+	cond, err := writeCond(q.Header)
+	if err != nil {
+		return nil, err
+	}
+	ct := q.Header.Get("Content-Type")
+	if ct != "" {
+		if _, _, err := mime.ParseMediaType(ct); err != nil {
+			return nil, s3err.New(s3err.InvalidArgument, "Content-Type is malformed")
+		}
+	}
+	o, err := api.objects.Put(ctxOf(q), q.actor, object.PutInput{
+		Bucket: q.bucket, Key: q.key, Body: body, Size: size, ContentType: ct,
+		Metadata: userMetadata(q.Header), MD5: md5sum, SHA256: q.pay.sha256,
+		ChecksumAlgorithm: alg, ChecksumWant: want, Cond: cond,
+	})
+	if err != nil {
+		return nil, err
+	}
+	h := http.Header{"Etag": {`"` + o.ETag + `"`}}
+	checksumHeaders(h, o.Checksum)
+	return empty{header: h}, nil
+}
+
+func checksumHeaders(h http.Header, c meta.Checksum) {
+	if c.Algorithm == "" {
+		return
+	}
+	h.Set("X-Amz-Checksum-"+strings.ToLower(c.Algorithm), c.Value)
+	if c.Type != "" {
+		h.Set("X-Amz-Checksum-Type", c.Type)
+	}
+}
+
+// getObject serves GetObject and HeadObject.
+func (api *API) getObject(q *request) (response, error) {
+	v := q.URL.Query()
+	for name := range v {
+		if strings.HasPrefix(name, "response-") && !q.authed {
+			return nil, s3err.New(s3err.InvalidRequest, "Request specific response headers cannot be used for anonymous GET requests.")
+		}
+	}
+	rd, err := api.objects.Get(ctxOf(q), q.actor, q.bucket, q.key)
+	if err != nil {
+		return nil, err
+	}
+	part := 0
+	if s := v.Get("partNumber"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > object.MaxParts {
+			return nil, s3err.New(s3err.InvalidArgument, "Part number must be an integer between 1 and 10000, inclusive")
+		}
+		if q.Header.Get("Range") != "" {
+			return nil, s3err.New(s3err.InvalidRequest, "Cannot specify both Range header and partNumber query parameter")
+		}
+		part = n
+	}
+	return &objectResponse{api: api, rd: rd, part: part}, nil
+}
+
+type objectResponse struct {
+	api  *API
+	rd   *object.Reader
+	part int
+}
+
+func (or *objectResponse) respond(w http.ResponseWriter, q *request) {
+	o := or.rd.Object
+	h := w.Header()
+	h.Set("ETag", `"`+o.ETag+`"`)
+	h.Set("Last-Modified", o.ModTime.UTC().Format(http.TimeFormat))
+	h.Set("Accept-Ranges", "bytes")
+	h.Set("Content-Type", o.ContentType)
+	for k, val := range o.Metadata {
+		h["X-Amz-Meta-"+k] = []string{val}
+	}
+	vals := httpx.Validators{ETag: o.ETag, ModTime: o.ModTime, Exists: true}
+	switch httpx.CheckPreconditions(q.Request, vals) {
+	case httpx.NotModified:
+		w.WriteHeader(http.StatusNotModified)
+		return
+	case httpx.FailedPrecon:
+		or.api.fail(w, q, s3err.New(s3err.PreconditionFailed, ""))
+		return
+	}
+	start, length, status := int64(0), o.Size, http.StatusOK
+	switch {
+	case or.part > 0:
+		s, n, count, ok := partRange(o, or.part)
+		if !ok {
+			or.api.fail(w, q, s3err.New(s3err.InvalidPartNumber, "The requested partnumber is not satisfiable"))
+			return
+		}
+		h.Set("X-Amz-Mp-Parts-Count", strconv.Itoa(count))
+		if o.Parts != nil {
+			start, length, status = s, n, http.StatusPartialContent
+			h.Set("Content-Range", httpx.ContentRange(s, n, o.Size))
+		}
+	case q.Method == http.MethodGet && httpx.RangeApplies(q.Request, vals):
+		switch res, s, n := httpx.ParseRange(q.Header.Get("Range"), o.Size); res {
+		case httpx.RangeOK:
+			start, length, status = s, n, http.StatusPartialContent
+			h.Set("Content-Range", httpx.ContentRange(s, n, o.Size))
+		case httpx.RangeUnsatisfiable:
+			h.Set("Content-Range", "bytes */"+strconv.FormatInt(o.Size, 10))
+			or.api.fail(w, q, s3err.New(s3err.InvalidRange, ""))
+			return
+		}
+	}
+	if status == http.StatusOK && strings.EqualFold(q.Header.Get("X-Amz-Checksum-Mode"), "ENABLED") {
+		checksumHeaders(h, o.Checksum)
+	}
+	for param, header := range map[string]string{
+		"response-content-type": "Content-Type", "response-content-language": "Content-Language",
+		"response-expires": "Expires", "response-cache-control": "Cache-Control",
+		"response-content-disposition": "Content-Disposition", "response-content-encoding": "Content-Encoding",
+	} {
+		if val := q.URL.Query().Get(param); val != "" {
+			h.Set(header, val)
+		}
+	}
+	h.Set("Content-Length", strconv.FormatInt(length, 10))
+	if q.Method == http.MethodHead {
+		w.WriteHeader(status)
+		return
+	}
+	rc, err := or.rd.Open(ctxOf(q), start, length)
+	if err != nil {
+		h.Del("Content-Range")
+		or.api.fail(w, q, err)
+		return
+	}
+	defer rc.Close()
+	reset := httpx.SetWriteBudget(w, length, or.api.cfg.DownloadRate)
+	defer reset()
+	w.WriteHeader(status)
+	if n, err := io.Copy(w, rc); err != nil && q.Context().Err() == nil {
+		or.api.log.Warn("download interrupted", "request_id", q.id, "bucket", o.Bucket, "key", o.Key, "sent", n, "of", length, "err", err)
+	}
+}
+
+// partRange returns the byte range of part n (1-based) of o, and the part
+// count. A single-blob object has one part.
+func partRange(o meta.Object, n int) (start, length int64, count int, ok bool) {
+	if o.Parts == nil {
+		return 0, o.Size, 1, n == 1
+	}
+	if n > len(o.Parts) {
+		return 0, 0, len(o.Parts), false
+	}
+	for _, p := range o.Parts[:n-1] {
+		start += p.Size
+	}
+	return start, o.Parts[n-1].Size, len(o.Parts), true
+}
+
+// copySource parses x-amz-copy-source: [/]bucket/key[?versionId=...],
+// URL-encoded.
+func copySource(h http.Header) (bucket, key string, err error) {
+	src := h.Get("X-Amz-Copy-Source")
+	if i := strings.Index(src, "?"); i >= 0 {
+		vals, perr := url.ParseQuery(src[i+1:])
+		if perr != nil || vals.Get("versionId") != "" && vals.Get("versionId") != "null" {
+			return "", "", s3err.New(s3err.NotImplemented, "object versions are not supported")
+		}
+		src = src[:i]
+	}
+	dec, derr := url.PathUnescape(src)
+	if derr != nil || !utf8.ValidString(dec) {
+		return "", "", s3err.New(s3err.InvalidArgument, "Copy Source must mention the source bucket and key: sourcebucket/sourcekey")
+	}
+	dec = strings.TrimPrefix(dec, "/")
+	bucket, key, ok := strings.Cut(dec, "/")
+	if !ok || bucket == "" || key == "" {
+		return "", "", s3err.New(s3err.InvalidArgument, "Copy Source must mention the source bucket and key: sourcebucket/sourcekey")
+	}
+	return bucket, key, nil
+}
+
+// checkCopySourceConds evaluates x-amz-copy-source-if-* against src.
+func checkCopySourceConds(h http.Header, src meta.Object) error {
+	if v := h.Get("X-Amz-Copy-Source-If-Match"); v != "" && !httpx.MatchETag(v, src.ETag, false) {
+		return s3err.New(s3err.PreconditionFailed, "")
+	}
+	if v := h.Get("X-Amz-Copy-Source-If-None-Match"); v != "" && httpx.MatchETag(v, src.ETag, false) {
+		return s3err.New(s3err.PreconditionFailed, "")
+	}
+	mod := src.ModTime.Truncate(time.Second)
+	if v := h.Get("X-Amz-Copy-Source-If-Unmodified-Since"); v != "" && h.Get("X-Amz-Copy-Source-If-Match") == "" {
+		if t, err := http.ParseTime(v); err == nil && mod.After(t) {
+			return s3err.New(s3err.PreconditionFailed, "")
+		}
+	}
+	if v := h.Get("X-Amz-Copy-Source-If-Modified-Since"); v != "" && h.Get("X-Amz-Copy-Source-If-None-Match") == "" {
+		if t, err := http.ParseTime(v); err == nil && !mod.After(t) {
+			return s3err.New(s3err.PreconditionFailed, "")
+		}
+	}
+	return nil
+}
+
+func (api *API) copyObject(q *request) (response, error) {
+	sb, sk, err := copySource(q.Header)
+	if err != nil {
+		return nil, err
+	}
+	src, err := api.objects.Get(ctxOf(q), q.actor, sb, sk)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkCopySourceConds(q.Header, src.Object); err != nil {
+		return nil, err
+	}
+	directive := strings.ToUpper(q.Header.Get("X-Amz-Metadata-Directive"))
+	if directive != "" && directive != "COPY" && directive != "REPLACE" {
+		return nil, s3err.New(s3err.InvalidArgument, "Unknown metadata directive.")
+	}
+	replace := directive == "REPLACE"
+	if sb == q.bucket && sk == q.key && !replace {
+		return nil, s3err.New(s3err.InvalidRequest, "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.")
+	}
+	if src.Object.Size > MaxPutSize {
+		return nil, s3err.New(s3err.InvalidRequest, "The specified copy source is larger than the maximum allowable size for a copy source: 5368709120")
+	}
+	cond, err := writeCond(q.Header)
+	if err != nil {
+		return nil, err
+	}
+	in := object.CopyInput{DstBucket: q.bucket, DstKey: q.key, Cond: cond, ReplaceMetadata: replace}
+	if replace {
+		in.ContentType, in.Metadata = q.Header.Get("Content-Type"), userMetadata(q.Header)
+	}
+	o, err := api.objects.CopyFrom(ctxOf(q), q.actor, src, in)
+	if err != nil {
+		return nil, err
+	}
+	return xmlResponse{body: copyObjectResult{Xmlns: s3NS, LastModified: iso8601(o.ModTime), ETag: `"` + o.ETag + `"`}}, nil
+}
+
+func (api *API) deleteObject(q *request) (response, error) {
+	cond, err := writeCond(q.Header)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := api.objects.Delete(ctxOf(q), q.actor, q.bucket, q.key, cond); err != nil {
+		// S3 answers 204 for a missing key (but not a missing bucket).
+		if e := errcode.As(err); e == nil || e.Code != errcode.NotFound || e.Detail["resource"] != "key" {
+			return nil, err
+		}
+	}
+	return empty{status: http.StatusNoContent}, nil
+}
+
+// maxDeleteObjects is S3's limit of keys per DeleteObjects.
+const maxDeleteObjects = 1000
+
+func (api *API) deleteObjects(q *request) (response, error) {
+	body, _, err := q.body()
+	if err != nil {
+		return nil, err
+	}
+	md5sum, err := contentMD5(q.Header)
+	if err != nil {
+		return nil, err
+	}
+	alg, want, err := headerChecksum(q.Header)
+	if err != nil {
+		return nil, err
+	}
+	if q.pay.trailerAlg != "" {
+		alg, want = "", nil
+	}
+	// Verify whatever digest the client sent over the XML body.
+	vr := integrity.NewReader(body, integrity.Options{Size: -1, Limit: api.cfg.MaxXMLBody, MD5: md5sum,
+		SHA256: q.pay.sha256, ChecksumAlgorithm: alg, ChecksumWant: want})
+	var req deleteRequest
+	if err := api.decodeXML(q, vr, &req); err != nil {
+		return nil, err
+	}
+	if _, err := io.Copy(io.Discard, vr); err != nil {
+		return nil, err
+	}
+	if len(req.Objects) > maxDeleteObjects {
+		return nil, s3err.New(s3err.MalformedXML, "at most 1000 keys per request")
+	}
+	if _, err := api.objects.GetBucket(ctxOf(q), q.actor, q.bucket); err != nil {
+		return nil, err
+	}
+	res := deleteResult{Xmlns: s3NS}
+	for _, o := range req.Objects {
+		_, err := api.objects.Delete(ctxOf(q), q.actor, q.bucket, o.Key, meta.Cond{})
+		if e := errcode.As(err); err != nil && !(e != nil && e.Code == errcode.NotFound && e.Detail["resource"] == "key") {
+			row := s3err.Translate(err)
+			res.Errors = append(res.Errors, deleteError{Key: o.Key, Code: row.Code, Message: row.Message})
+			continue
+		}
+		if !req.Quiet {
+			res.Deleted = append(res.Deleted, deletedObject{Key: o.Key})
+		}
+	}
+	return xmlResponse{body: res}, nil
+}

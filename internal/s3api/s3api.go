@@ -1,0 +1,326 @@
+// Package s3api is Coffer's S3-compatible API: the same buckets and
+// objects as the file API, reached with SigV4 by aws cli, boto3, rclone,
+// s3cmd and mc.
+//
+// Requests are routed by method, bucket, key and S3's sub-resource query
+// parameters (dispatch); handlers return (response, error) and one wrapper
+// writes XML bodies and S3 XML errors (through s3err, the single
+// translation table). Unknown or unsupported operations answer
+// NotImplemented, never a wrong success.
+//
+// # Addressing
+//
+// Path style (http://host/bucket/key) always; virtual-host style
+// (http://bucket.domain/key) when Config.Domain is set.
+package s3api
+
+import (
+	"context"
+	"encoding/xml"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/coffer-storage/coffer/internal/auth"
+	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/httpx"
+	"github.com/coffer-storage/coffer/internal/object"
+	"github.com/coffer-storage/coffer/internal/s3api/s3err"
+	"github.com/coffer-storage/coffer/internal/s3api/sigv4"
+)
+
+// Config of the S3 API.
+type Config struct {
+	// Region is the region clients must sign for. Default us-east-1.
+	Region string
+	// Domain enables virtual-host-style addressing: requests to
+	// BUCKET.Domain address BUCKET. Empty disables it.
+	Domain string
+	// UploadRate bounds slow clients (slowloris), like the file API.
+	UploadRate   httpx.MinRate
+	DownloadRate httpx.MinRate
+	// MaxXMLBody bounds XML request bodies. Default 4 MiB.
+	MaxXMLBody int64
+	// Clock for signature checks (tests). Default time.Now.
+	Now func() time.Time
+}
+
+// API is the S3 API.
+type API struct {
+	objects *object.Service
+	auth    *auth.Service
+	cfg     Config
+	log     *slog.Logger
+	keys    *sigv4.KeyCache
+}
+
+// New returns the API.
+func New(objects *object.Service, as *auth.Service, cfg Config, log *slog.Logger) *API {
+	if cfg.Region == "" {
+		cfg.Region = "us-east-1"
+	}
+	if cfg.MaxXMLBody <= 0 {
+		cfg.MaxXMLBody = 4 << 20
+	}
+	if cfg.DownloadRate.BytesPerSec <= 0 {
+		cfg.DownloadRate.BytesPerSec = 64 << 10
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &API{objects: objects, auth: as, cfg: cfg, log: log, keys: sigv4.NewKeyCache(0)}
+}
+
+// request is one parsed S3 request.
+type request struct {
+	*http.Request
+	bucket, key string
+	actor       object.Actor
+	authed      bool
+	pay         payload
+	id          string
+}
+
+type handlerFunc func(q *request) (response, error)
+
+type response interface {
+	respond(w http.ResponseWriter, q *request)
+}
+
+// Handler returns the S3 API handler. Mount it on its own listener,
+// without an http.ServeMux in front (keys are not clean paths).
+func (api *API) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := &request{Request: r, id: httpx.RequestID(r.Context())}
+		w.Header().Set("x-amz-request-id", q.id)
+		w.Header().Set("Server", "Coffer")
+		q.bucket, q.key = api.address(r)
+		op, h := api.dispatch(q)
+		httpx.SetRoute(r.Context(), op)
+		if h == nil {
+			api.fail(w, q, s3err.New(s3err.NotImplemented, op+" is not implemented by Coffer"))
+			return
+		}
+		if err := api.authenticate(q); err != nil {
+			api.fail(w, q, err)
+			return
+		}
+		httpx.SetUser(r.Context(), q.actor.UserID)
+		resp, err := h(q)
+		if err != nil {
+			api.fail(w, q, err)
+			return
+		}
+		resp.respond(w, q)
+	})
+}
+
+func (api *API) fail(w http.ResponseWriter, q *request, err error) {
+	row := s3err.Write(w, q.Request, err, q.bucket, q.key, q.id)
+	if row.Status >= 500 && row.Code != s3err.ServiceUnavailable && row.Code != s3err.NotImplemented && row.Code != s3err.SlowDown {
+		api.log.Error("s3 request failed", "request_id", q.id, "method", q.Method, "path", q.URL.Path, "err", err)
+	}
+}
+
+// address extracts bucket and key from the Host (virtual-host style) or
+// the path (path style). The key is the decoded path after the bucket,
+// verbatim (S3 keys are not paths: "a//b" and "a/../b" are keys).
+func (api *API) address(r *http.Request) (bucket, key string) {
+	p := strings.TrimPrefix(r.URL.Path, "/")
+	if d := api.cfg.Domain; d != "" {
+		host := r.Host
+		if i := strings.LastIndexByte(host, ':'); i >= 0 && !strings.Contains(host[i:], "]") {
+			host = host[:i]
+		}
+		if b, ok := strings.CutSuffix(strings.ToLower(host), "."+strings.ToLower(d)); ok && b != "" {
+			return b, p
+		}
+	}
+	bucket, key, _ = strings.Cut(p, "/")
+	return bucket, key
+}
+
+// subresources are query parameters that select an operation; any other
+// query parameter (x-id, response-*, ...) does not change the route.
+var bucketSubresources = []string{
+	"accelerate", "acl", "analytics", "cors", "encryption", "intelligent-tiering", "inventory",
+	"lifecycle", "logging", "metrics", "notification", "object-lock", "ownershipControls",
+	"policy", "policyStatus", "publicAccessBlock", "replication", "requestPayment", "tagging",
+	"versions", "website",
+}
+
+var objectSubresources = []string{"acl", "attributes", "legal-hold", "restore", "retention", "select", "tagging", "torrent"}
+
+func has(q *request, name string) bool {
+	_, ok := q.URL.Query()[name]
+	return ok
+}
+
+func firstOf(q *request, names []string) string {
+	vals := q.URL.Query()
+	for _, n := range names {
+		if _, ok := vals[n]; ok {
+			return n
+		}
+	}
+	return ""
+}
+
+// dispatch names the operation and picks its handler (nil: not
+// implemented).
+func (api *API) dispatch(q *request) (string, handlerFunc) {
+	m := q.Method
+	switch {
+	case q.bucket == "":
+		if m == http.MethodGet {
+			return "ListBuckets", api.listBuckets
+		}
+		return "UnknownServiceOperation", methodNotAllowed
+	case q.key == "":
+		if sub := firstOf(q, bucketSubresources); sub != "" {
+			if m == http.MethodGet && sub == "versions" {
+				return "ListObjectVersions", nil
+			}
+			return strings.ToUpper(m[:1]) + strings.ToLower(m[1:]) + "Bucket?" + sub, nil
+		}
+		switch m {
+		case http.MethodPut:
+			return "CreateBucket", api.createBucket
+		case http.MethodHead:
+			return "HeadBucket", api.headBucket
+		case http.MethodDelete:
+			return "DeleteBucket", api.deleteBucket
+		case http.MethodGet:
+			switch {
+			case has(q, "location"):
+				return "GetBucketLocation", api.getBucketLocation
+			case has(q, "versioning"):
+				return "GetBucketVersioning", api.getBucketVersioning
+			case has(q, "uploads"):
+				return "ListMultipartUploads", api.listMultipartUploads
+			case q.URL.Query().Get("list-type") == "2":
+				return "ListObjectsV2", api.listObjectsV2
+			}
+			return "ListObjects", api.listObjectsV1
+		case http.MethodPost:
+			if has(q, "delete") {
+				return "DeleteObjects", api.deleteObjects
+			}
+			return "PostObject", nil
+		}
+		return "UnknownBucketOperation", methodNotAllowed
+	}
+	if sub := firstOf(q, objectSubresources); sub != "" {
+		return strings.ToUpper(m[:1]) + strings.ToLower(m[1:]) + "Object?" + sub, nil
+	}
+	switch m {
+	case http.MethodPut:
+		switch {
+		case has(q, "partNumber") || has(q, "uploadId"):
+			if q.Header.Get("X-Amz-Copy-Source") != "" {
+				return "UploadPartCopy", api.uploadPartCopy
+			}
+			return "UploadPart", api.uploadPart
+		case q.Header.Get("X-Amz-Copy-Source") != "":
+			return "CopyObject", api.copyObject
+		}
+		return "PutObject", api.putObject
+	case http.MethodGet:
+		if has(q, "uploadId") {
+			return "ListParts", api.listParts
+		}
+		return "GetObject", api.getObject
+	case http.MethodHead:
+		return "HeadObject", api.getObject
+	case http.MethodDelete:
+		if has(q, "uploadId") {
+			return "AbortMultipartUpload", api.abortMultipartUpload
+		}
+		return "DeleteObject", api.deleteObject
+	case http.MethodPost:
+		switch {
+		case has(q, "uploads"):
+			return "CreateMultipartUpload", api.createMultipartUpload
+		case has(q, "uploadId"):
+			return "CompleteMultipartUpload", api.completeMultipartUpload
+		}
+		return "PostObject", nil
+	}
+	return "UnknownObjectOperation", methodNotAllowed
+}
+
+func methodNotAllowed(*request) (response, error) {
+	return nil, s3err.New(s3err.MethodNotAllowed, "")
+}
+
+// ---- responses ----
+
+// xmlResponse writes an XML body with status 200 (or status).
+type xmlResponse struct {
+	status int
+	body   any
+	header http.Header
+}
+
+func (x xmlResponse) respond(w http.ResponseWriter, q *request) {
+	for k, v := range x.header {
+		w.Header()[k] = v
+	}
+	w.Header().Set("Content-Type", "application/xml")
+	st := x.status
+	if st == 0 {
+		st = http.StatusOK
+	}
+	w.WriteHeader(st)
+	if q.Method == http.MethodHead {
+		return
+	}
+	io.WriteString(w, xml.Header)
+	if err := xml.NewEncoder(w).Encode(x.body); err != nil && q.Context().Err() == nil {
+		slog.Default().Debug("xml encode", "err", err)
+	}
+}
+
+// empty writes a status and headers without a body.
+type empty struct {
+	status int
+	header http.Header
+}
+
+func (e empty) respond(w http.ResponseWriter, _ *request) {
+	for k, v := range e.header {
+		w.Header()[k] = v
+	}
+	if e.status == 0 {
+		e.status = http.StatusOK
+	}
+	if e.status == http.StatusOK {
+		w.Header().Set("Content-Length", "0")
+	}
+	w.WriteHeader(e.status)
+}
+
+// decodeXML reads a bounded XML body into v; anything malformed is
+// MalformedXML.
+func (api *API) decodeXML(q *request, body io.Reader, v any) error {
+	dec := xml.NewDecoder(io.LimitReader(body, api.cfg.MaxXMLBody+1))
+	if err := dec.Decode(v); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return s3err.New(s3err.EntityTooLarge, "XML body too large")
+		}
+		if c := errcode.Of(err); c == errcode.Timeout || c == errcode.Canceled || c == errcode.ChecksumMismatch || c == errcode.IncompleteBody || c == errcode.PermissionDenied {
+			return err
+		}
+		return s3err.New(s3err.MalformedXML, "")
+	}
+	return nil
+}
+
+func ctxOf(q *request) context.Context { return q.Context() }

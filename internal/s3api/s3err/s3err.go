@@ -1,0 +1,260 @@
+// Package s3err is the S3 API's single translation point from Coffer's
+// error codes to S3 error codes, HTTP statuses and XML bodies. Every S3
+// error response goes through Write.
+package s3err
+
+import (
+	"encoding/xml"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/coffer-storage/coffer/internal/errcode"
+)
+
+// APIError is one row of the S3 error table.
+type APIError struct {
+	Code    string
+	Status  int
+	Message string
+}
+
+// Table lists every S3 error Coffer sends.
+var Table = map[string]APIError{}
+
+func def(code string, status int, msg string) string {
+	Table[code] = APIError{Code: code, Status: status, Message: msg}
+	return code
+}
+
+// S3 error codes.
+var (
+	AccessDenied                      = def("AccessDenied", 403, "Access Denied.")
+	AuthorizationHeaderMalformed      = def("AuthorizationHeaderMalformed", 400, "The authorization header is malformed.")
+	AuthorizationQueryParametersError = def("AuthorizationQueryParametersError", 400, "Error parsing the X-Amz-Credential parameter.")
+	BadDigest                         = def("BadDigest", 400, "The Content-MD5 or checksum you specified did not match what we received.")
+	BucketAlreadyExists               = def("BucketAlreadyExists", 409, "The requested bucket name is not available.")
+	BucketAlreadyOwnedByYou           = def("BucketAlreadyOwnedByYou", 409, "Your previous request to create the named bucket succeeded and you already own it.")
+	BucketNotEmpty                    = def("BucketNotEmpty", 409, "The bucket you tried to delete is not empty.")
+	EntityTooLarge                    = def("EntityTooLarge", 400, "Your proposed upload exceeds the maximum allowed object size.")
+	EntityTooSmall                    = def("EntityTooSmall", 400, "Your proposed upload is smaller than the minimum allowed object size.")
+	ExpiredToken                      = def("ExpiredToken", 400, "The provided token has expired.")
+	IncompleteBody                    = def("IncompleteBody", 400, "You did not provide the number of bytes specified by the Content-Length HTTP header.")
+	InternalError                     = def("InternalError", 500, "We encountered an internal error. Please try again.")
+	InvalidAccessKeyID                = def("InvalidAccessKeyId", 403, "The AWS access key Id you provided does not exist in our records.")
+	InvalidArgument                   = def("InvalidArgument", 400, "Invalid Argument.")
+	InvalidBucketName                 = def("InvalidBucketName", 400, "The specified bucket is not valid.")
+	InvalidDigest                     = def("InvalidDigest", 400, "The Content-MD5 or checksum you specified is not valid.")
+	InvalidPartNumber                 = def("InvalidPartNumber", 416, "The requested partnumber is not satisfiable.")
+	InvalidPart                       = def("InvalidPart", 400, "One or more of the specified parts could not be found. The part might not have been uploaded, or the specified entity tag might not have matched the part's entity tag.")
+	InvalidPartOrder                  = def("InvalidPartOrder", 400, "The list of parts was not in ascending order. The parts list must be specified in order by part number.")
+	InvalidRange                      = def("InvalidRange", 416, "The requested range is not satisfiable.")
+	InvalidRequest                    = def("InvalidRequest", 400, "Invalid Request.")
+	KeyTooLongError                   = def("KeyTooLongError", 400, "Your key is too long.")
+	MalformedXML                      = def("MalformedXML", 400, "The XML you provided was not well-formed or did not validate against our published schema.")
+	MethodNotAllowed                  = def("MethodNotAllowed", 405, "The specified method is not allowed against this resource.")
+	MissingContentLength              = def("MissingContentLength", 411, "You must provide the Content-Length HTTP header.")
+	MissingSecurityHeader             = def("MissingSecurityHeader", 400, "Your request is missing a required header.")
+	NoSuchBucket                      = def("NoSuchBucket", 404, "The specified bucket does not exist.")
+	NoSuchKey                         = def("NoSuchKey", 404, "The specified key does not exist.")
+	NoSuchUpload                      = def("NoSuchUpload", 404, "The specified multipart upload does not exist. The upload ID might be invalid, or the multipart upload might have been aborted or completed.")
+	NotImplemented                    = def("NotImplemented", 501, "A header or query you provided implies functionality that is not implemented.")
+	NotModified                       = def("NotModified", 304, "Not Modified.")
+	PreconditionFailed                = def("PreconditionFailed", 412, "At least one of the pre-conditions you specified did not hold.")
+	QuotaExceeded                     = def("QuotaExceeded", 403, "The upload would exceed the bucket owner's storage quota.")
+	RequestTimeTooSkewed              = def("RequestTimeTooSkewed", 403, "The difference between the request time and the server's time is too large.")
+	RequestTimeout                    = def("RequestTimeout", 400, "Your socket connection to the server was not read from or written to within the timeout period.")
+	ServiceUnavailable                = def("ServiceUnavailable", 503, "Please reduce your request rate.")
+	SignatureDoesNotMatch             = def("SignatureDoesNotMatch", 403, "The request signature we calculated does not match the signature you provided. Check your key and signing method.")
+	SlowDown                          = def("SlowDown", 503, "Please reduce your request rate.")
+	XAmzContentSHA256Mismatch         = def("XAmzContentSHA256Mismatch", 400, "The provided 'x-amz-content-sha256' header does not match what was computed.")
+	ClientClosedRequest               = def("ClientClosedRequest", 499, "The client closed the request.")
+)
+
+// New returns an error that translates to the S3 code code, with an
+// optional message overriding the table's.
+func New(code, message string) error {
+	e := &errcode.Error{Code: fallback(code), Message: message, Detail: map[string]any{"s3_code": code}}
+	if message == "" {
+		e.Message = Table[code].Message
+	}
+	return e
+}
+
+// fallback is the errcode of an S3 code, for logs and metrics.
+func fallback(code string) errcode.Code {
+	switch Table[code].Status {
+	case 400, 411:
+		return errcode.InvalidArgument
+	case 403:
+		return errcode.PermissionDenied
+	case 404:
+		return errcode.NotFound
+	case 405:
+		return errcode.MethodNotAllowed
+	case 409:
+		return errcode.Conflict
+	case 412:
+		return errcode.PreconditionFailed
+	case 416:
+		return errcode.RangeNotSatisfiable
+	case 501:
+		return errcode.NotImplemented
+	case 503:
+		return errcode.Unavailable
+	}
+	return errcode.Internal
+}
+
+// Translate returns the S3 error for err. An explicit S3 code in the
+// error's Detail["s3_code"] wins; otherwise the errcode (refined by
+// Detail["resource"] and Detail["reason"]) decides.
+func Translate(err error) APIError {
+	e := errcode.As(err)
+	if e != nil {
+		if c, ok := e.Detail["s3_code"].(string); ok {
+			if row, ok := Table[c]; ok {
+				return withMessage(row, e.Message)
+			}
+		}
+	}
+	code := errcode.Of(err)
+	reason, resource, alg := "", "", ""
+	if e != nil {
+		reason, _ = e.Detail["reason"].(string)
+		resource, _ = e.Detail["resource"].(string)
+		alg, _ = e.Detail["algorithm"].(string)
+	}
+	row := func(c string) APIError {
+		if e != nil {
+			return withMessage(Table[c], e.Message)
+		}
+		return Table[c]
+	}
+	switch code {
+	case errcode.InvalidArgument:
+		switch reason {
+		case "key_too_long":
+			return row(KeyTooLongError)
+		case "invalid_part":
+			return row(InvalidPart)
+		case "invalid_part_order":
+			return row(InvalidPartOrder)
+		case "entity_too_small":
+			return row(EntityTooSmall)
+		case "invalid_bucket_name":
+			return row(InvalidBucketName)
+		case "malformed_xml":
+			return row(MalformedXML)
+		}
+		return row(InvalidArgument)
+	case errcode.NotFound:
+		switch resource {
+		case "bucket":
+			return Table[NoSuchBucket]
+		case "upload":
+			return Table[NoSuchUpload]
+		}
+		return Table[NoSuchKey]
+	case errcode.AlreadyExists:
+		return row(BucketAlreadyExists)
+	case errcode.Conflict:
+		if reason == "bucket_not_empty" {
+			return Table[BucketNotEmpty]
+		}
+		return row(InvalidRequest)
+	case errcode.PreconditionFailed:
+		return Table[PreconditionFailed]
+	case errcode.NotModified:
+		return Table[NotModified]
+	case errcode.RangeNotSatisfiable:
+		return Table[InvalidRange]
+	case errcode.Unauthenticated, errcode.PermissionDenied:
+		return Table[AccessDenied]
+	case errcode.TooLarge:
+		return row(EntityTooLarge)
+	case errcode.QuotaExceeded:
+		return Table[QuotaExceeded]
+	case errcode.ChecksumMismatch:
+		if alg == "sha256" {
+			return Table[XAmzContentSHA256Mismatch]
+		}
+		return Table[BadDigest]
+	case errcode.IncompleteBody:
+		return Table[IncompleteBody]
+	case errcode.RateLimited:
+		return Table[SlowDown]
+	case errcode.Unavailable:
+		return Table[ServiceUnavailable]
+	case errcode.Timeout:
+		return Table[RequestTimeout]
+	case errcode.Canceled:
+		return Table[ClientClosedRequest]
+	case errcode.NotImplemented:
+		return row(NotImplemented)
+	case errcode.MethodNotAllowed:
+		return Table[MethodNotAllowed]
+	}
+	return Table[InternalError]
+}
+
+func withMessage(row APIError, msg string) APIError {
+	if msg != "" && row.Status < 500 {
+		row.Message = msg
+	}
+	return row
+}
+
+// ErrorResponse is the S3 XML error body.
+type ErrorResponse struct {
+	XMLName    xml.Name `xml:"Error"`
+	Code       string   `xml:"Code"`
+	Message    string   `xml:"Message"`
+	Key        string   `xml:"Key,omitempty"`
+	BucketName string   `xml:"BucketName,omitempty"`
+	Resource   string   `xml:"Resource,omitempty"`
+	RequestID  string   `xml:"RequestId"`
+	HostID     string   `xml:"HostId"`
+}
+
+// Write sends err as an S3 error. HEAD responses carry no body. It
+// returns the row used (for logs).
+func Write(w http.ResponseWriter, r *http.Request, err error, bucket, key, requestID string) APIError {
+	row := Translate(err)
+	h := w.Header()
+	if e := errcode.As(err); e != nil && e.RetryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(int((e.RetryAfter+time.Second-1)/time.Second)))
+	} else if row.Status == 503 {
+		h.Set("Retry-After", "1")
+	}
+	h.Del("Content-Length")
+	h.Del("ETag")
+	h.Del("Last-Modified")
+	if row.Status != http.StatusRequestedRangeNotSatisfiable {
+		h.Del("Content-Range")
+	}
+	h.Set("x-amz-request-id", requestID)
+	if row.Status == http.StatusNotModified {
+		w.WriteHeader(row.Status)
+		return row
+	}
+	h.Set("Content-Type", "application/xml")
+	w.WriteHeader(row.Status)
+	if r.Method == http.MethodHead {
+		return row
+	}
+	body := ErrorResponse{Code: row.Code, Message: row.Message, Key: key, BucketName: bucket,
+		Resource: r.URL.Path, RequestID: requestID, HostID: requestID}
+	w.Write([]byte(xml.Header))
+	_ = xml.NewEncoder(w).Encode(body)
+	return row
+}
+
+// Codes returns every errcode's S3 code, for tests that the table is total.
+func Codes() map[errcode.Code]string {
+	out := map[errcode.Code]string{}
+	for _, c := range errcode.All() {
+		out[c] = Translate(&errcode.Error{Code: c}).Code
+	}
+	return out
+}

@@ -1,0 +1,219 @@
+package s3api
+
+import (
+	"encoding/xml"
+	"time"
+)
+
+const s3NS = "http://s3.amazonaws.com/doc/2006-03-01/"
+
+// iso8601 is how S3 writes times in XML bodies.
+func iso8601(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+
+type owner struct {
+	ID          string `xml:"ID"`
+	DisplayName string `xml:"DisplayName"`
+}
+
+type listAllMyBucketsResult struct {
+	XMLName xml.Name     `xml:"ListAllMyBucketsResult"`
+	Xmlns   string       `xml:"xmlns,attr"`
+	Owner   owner        `xml:"Owner"`
+	Buckets []bucketInfo `xml:"Buckets>Bucket"`
+}
+
+type bucketInfo struct {
+	Name         string `xml:"Name"`
+	CreationDate string `xml:"CreationDate"`
+}
+
+type locationConstraint struct {
+	XMLName xml.Name `xml:"LocationConstraint"`
+	Xmlns   string   `xml:"xmlns,attr"`
+	Value   string   `xml:",chardata"`
+}
+
+type createBucketConfiguration struct {
+	XMLName            xml.Name `xml:"CreateBucketConfiguration"`
+	LocationConstraint string   `xml:"LocationConstraint"`
+}
+
+type versioningConfiguration struct {
+	XMLName xml.Name `xml:"VersioningConfiguration"`
+	Xmlns   string   `xml:"xmlns,attr"`
+}
+
+type objectInfo struct {
+	Key               string `xml:"Key"`
+	LastModified      string `xml:"LastModified"`
+	ETag              string `xml:"ETag"`
+	Size              int64  `xml:"Size"`
+	StorageClass      string `xml:"StorageClass"`
+	Owner             *owner `xml:"Owner,omitempty"`
+	ChecksumAlgorithm string `xml:"ChecksumAlgorithm,omitempty"`
+	ChecksumType      string `xml:"ChecksumType,omitempty"`
+}
+
+type commonPrefix struct {
+	Prefix string `xml:"Prefix"`
+}
+
+type listBucketResultV2 struct {
+	XMLName               xml.Name       `xml:"ListBucketResult"`
+	Xmlns                 string         `xml:"xmlns,attr"`
+	Name                  string         `xml:"Name"`
+	Prefix                string         `xml:"Prefix"`
+	Delimiter             string         `xml:"Delimiter,omitempty"`
+	MaxKeys               int            `xml:"MaxKeys"`
+	KeyCount              int            `xml:"KeyCount"`
+	IsTruncated           bool           `xml:"IsTruncated"`
+	EncodingType          string         `xml:"EncodingType,omitempty"`
+	ContinuationToken     string         `xml:"ContinuationToken,omitempty"`
+	NextContinuationToken string         `xml:"NextContinuationToken,omitempty"`
+	StartAfter            string         `xml:"StartAfter,omitempty"`
+	Contents              []objectInfo   `xml:"Contents"`
+	CommonPrefixes        []commonPrefix `xml:"CommonPrefixes"`
+}
+
+type listBucketResultV1 struct {
+	XMLName        xml.Name       `xml:"ListBucketResult"`
+	Xmlns          string         `xml:"xmlns,attr"`
+	Name           string         `xml:"Name"`
+	Prefix         string         `xml:"Prefix"`
+	Marker         string         `xml:"Marker"`
+	NextMarker     string         `xml:"NextMarker,omitempty"`
+	Delimiter      string         `xml:"Delimiter,omitempty"`
+	MaxKeys        int            `xml:"MaxKeys"`
+	IsTruncated    bool           `xml:"IsTruncated"`
+	EncodingType   string         `xml:"EncodingType,omitempty"`
+	Contents       []objectInfo   `xml:"Contents"`
+	CommonPrefixes []commonPrefix `xml:"CommonPrefixes"`
+}
+
+type copyObjectResult struct {
+	XMLName      xml.Name `xml:"CopyObjectResult"`
+	Xmlns        string   `xml:"xmlns,attr"`
+	LastModified string   `xml:"LastModified"`
+	ETag         string   `xml:"ETag"`
+}
+
+type copyPartResult struct {
+	XMLName      xml.Name `xml:"CopyPartResult"`
+	Xmlns        string   `xml:"xmlns,attr"`
+	LastModified string   `xml:"LastModified"`
+	ETag         string   `xml:"ETag"`
+}
+
+// deleteRequest is the body of DeleteObjects.
+type deleteRequest struct {
+	XMLName xml.Name `xml:"Delete"`
+	Quiet   bool     `xml:"Quiet"`
+	Objects []struct {
+		Key       string `xml:"Key"`
+		VersionID string `xml:"VersionId"`
+	} `xml:"Object"`
+}
+
+type deletedObject struct {
+	Key string `xml:"Key"`
+}
+
+type deleteError struct {
+	Key     string `xml:"Key"`
+	Code    string `xml:"Code"`
+	Message string `xml:"Message"`
+}
+
+type deleteResult struct {
+	XMLName xml.Name        `xml:"DeleteResult"`
+	Xmlns   string          `xml:"xmlns,attr"`
+	Deleted []deletedObject `xml:"Deleted"`
+	Errors  []deleteError   `xml:"Error"`
+}
+
+type initiateMultipartUploadResult struct {
+	XMLName  xml.Name `xml:"InitiateMultipartUploadResult"`
+	Xmlns    string   `xml:"xmlns,attr"`
+	Bucket   string   `xml:"Bucket"`
+	Key      string   `xml:"Key"`
+	UploadID string   `xml:"UploadId"`
+}
+
+// completeMultipartUpload is the body of CompleteMultipartUpload.
+type completeMultipartUpload struct {
+	XMLName xml.Name `xml:"CompleteMultipartUpload"`
+	Parts   []struct {
+		PartNumber int    `xml:"PartNumber"`
+		ETag       string `xml:"ETag"`
+	} `xml:"Part"`
+}
+
+type completeMultipartUploadResult struct {
+	XMLName        xml.Name `xml:"CompleteMultipartUploadResult"`
+	Xmlns          string   `xml:"xmlns,attr"`
+	Location       string   `xml:"Location"`
+	Bucket         string   `xml:"Bucket"`
+	Key            string   `xml:"Key"`
+	ETag           string   `xml:"ETag"`
+	ChecksumCRC32  string   `xml:"ChecksumCRC32,omitempty"`
+	ChecksumCRC32C string   `xml:"ChecksumCRC32C,omitempty"`
+	ChecksumCRC64  string   `xml:"ChecksumCRC64NVME,omitempty"`
+	ChecksumSHA1   string   `xml:"ChecksumSHA1,omitempty"`
+	ChecksumSHA256 string   `xml:"ChecksumSHA256,omitempty"`
+	ChecksumType   string   `xml:"ChecksumType,omitempty"`
+}
+
+type partInfo struct {
+	PartNumber     int    `xml:"PartNumber"`
+	LastModified   string `xml:"LastModified"`
+	ETag           string `xml:"ETag"`
+	Size           int64  `xml:"Size"`
+	ChecksumCRC32  string `xml:"ChecksumCRC32,omitempty"`
+	ChecksumCRC32C string `xml:"ChecksumCRC32C,omitempty"`
+	ChecksumCRC64  string `xml:"ChecksumCRC64NVME,omitempty"`
+	ChecksumSHA1   string `xml:"ChecksumSHA1,omitempty"`
+	ChecksumSHA256 string `xml:"ChecksumSHA256,omitempty"`
+}
+
+type listPartsResult struct {
+	XMLName              xml.Name   `xml:"ListPartsResult"`
+	Xmlns                string     `xml:"xmlns,attr"`
+	Bucket               string     `xml:"Bucket"`
+	Key                  string     `xml:"Key"`
+	UploadID             string     `xml:"UploadId"`
+	Initiator            owner      `xml:"Initiator"`
+	Owner                owner      `xml:"Owner"`
+	StorageClass         string     `xml:"StorageClass"`
+	PartNumberMarker     int        `xml:"PartNumberMarker"`
+	NextPartNumberMarker int        `xml:"NextPartNumberMarker"`
+	MaxParts             int        `xml:"MaxParts"`
+	IsTruncated          bool       `xml:"IsTruncated"`
+	ChecksumAlgorithm    string     `xml:"ChecksumAlgorithm,omitempty"`
+	Parts                []partInfo `xml:"Part"`
+}
+
+type uploadInfo struct {
+	Key          string `xml:"Key"`
+	UploadID     string `xml:"UploadId"`
+	Initiator    owner  `xml:"Initiator"`
+	Owner        owner  `xml:"Owner"`
+	StorageClass string `xml:"StorageClass"`
+	Initiated    string `xml:"Initiated"`
+}
+
+type listMultipartUploadsResult struct {
+	XMLName            xml.Name       `xml:"ListMultipartUploadsResult"`
+	Xmlns              string         `xml:"xmlns,attr"`
+	Bucket             string         `xml:"Bucket"`
+	KeyMarker          string         `xml:"KeyMarker"`
+	UploadIDMarker     string         `xml:"UploadIdMarker"`
+	NextKeyMarker      string         `xml:"NextKeyMarker"`
+	NextUploadIDMarker string         `xml:"NextUploadIdMarker"`
+	Prefix             string         `xml:"Prefix"`
+	Delimiter          string         `xml:"Delimiter,omitempty"`
+	MaxUploads         int            `xml:"MaxUploads"`
+	IsTruncated        bool           `xml:"IsTruncated"`
+	EncodingType       string         `xml:"EncodingType,omitempty"`
+	Uploads            []uploadInfo   `xml:"Upload"`
+	CommonPrefixes     []commonPrefix `xml:"CommonPrefixes"`
+}
