@@ -469,4 +469,3 @@ func must(err error) {
 		os.Exit(1)
 	}
 }
-

@@ -65,9 +65,9 @@ func moduleRoot() string {
 
 // Server is a running `coffer serve` process.
 type Server struct {
-	t    testing.TB
-	Data string
-	Args []string
+	t     testing.TB
+	Data  string
+	Args  []string
 	URL   string // file API, http://127.0.0.1:PORT
 	S3URL string // S3 API, http://127.0.0.1:PORT
 
