@@ -117,13 +117,17 @@ func (o Object) BlobKeys() []string {
 // same transaction as the write.
 type Cond struct {
 	IfNoneMatch bool   // the key must not exist (create-only)
-	IfMatch     string // the current object's ETag must equal this
+	IfMatch     string // the current object's ETag must equal this; "*" means any existing object
 }
 
 // Put is one object write for PutObjects.
 type Put struct {
 	Object Object
 	Cond   Cond
+	// BucketOwner, if set, must be the bucket's owner at commit time, else
+	// NotFound: a bucket deleted and re-created by another user while the
+	// bytes were streaming must not receive the object.
+	BucketOwner string
 }
 
 // Garbage is a blob queued for reclamation.

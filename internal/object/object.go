@@ -325,7 +325,8 @@ func (s *Service) stage(ctx context.Context, a Actor, in PutInput, reserved int6
 			Checksum:    checksumOf(in.ChecksumAlgorithm, r.Checksum()),
 			ModTime:     s.now().UTC(),
 		},
-		Cond: in.Cond,
+		Cond:        in.Cond,
+		BucketOwner: b.OwnerID,
 	}}, nil
 }
 

@@ -130,6 +130,7 @@ var objectTests = []test{
 	{name: "ReplaceKeepingBlob", fn: testReplaceKeepingBlob},
 	{name: "IfNoneMatch", fn: testIfNoneMatch},
 	{name: "IfMatch", fn: testIfMatch},
+	{name: "BucketOwnerGuard", fn: testBucketOwnerGuard},
 	{name: "AllOrNothing", fn: testAllOrNothing},
 	{name: "SeveralBuckets", fn: testPutSeveralBuckets},
 	{name: "BucketMissing", fn: testPutBucketMissing},
@@ -264,6 +265,30 @@ func testIfMatch(t *testing.T, s meta.Store) {
 	wantObject(t, s, v2)
 	wantUsage(t, s, "alice", 7)
 	wantGarbage(t, s, v1.BlobKey)
+
+	// "*" matches any existing object, and no missing one.
+	_, err = s.PutObjects(ctx, []meta.Put{{Object: obj("alice", "missing", 1), Cond: meta.Cond{IfMatch: "*"}}})
+	wantCode(t, err, errcode.PreconditionFailed, "IfMatch * on a missing key")
+	v3 := obj("alice", "k", 5)
+	_, err = s.PutObjects(ctx, []meta.Put{{Object: v3, Cond: meta.Cond{IfMatch: "*"}}})
+	ok(t, err, "IfMatch * on an existing key")
+	wantObject(t, s, v3)
+	_, err = s.DeleteObject(ctx, "alice", "k", meta.Cond{IfMatch: "*"})
+	ok(t, err, "DeleteObject with IfMatch *")
+}
+
+// testBucketOwnerGuard: a put whose bucket changed hands since the upload
+// was authorised (deleted and re-created by someone else) is refused.
+func testBucketOwnerGuard(t *testing.T, s meta.Store) {
+	ctx := t.Context()
+	addUser(t, s, "alice", 0)
+	addUser(t, s, "bob", 0)
+	_, err := s.PutObjects(ctx, []meta.Put{{Object: obj("bob", "planted", 6), BucketOwner: "alice"}})
+	wantCode(t, err, errcode.NotFound, "put guarded by another owner")
+	wantMissing(t, s, "bob", "planted")
+	wantUsage(t, s, "bob", 0)
+	_, err = s.PutObjects(ctx, []meta.Put{{Object: obj("bob", "fine", 6), BucketOwner: "bob"}})
+	ok(t, err, "put guarded by the right owner")
 }
 
 func testAllOrNothing(t *testing.T, s meta.Store) {

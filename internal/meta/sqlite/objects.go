@@ -198,7 +198,7 @@ func checkCond(cond meta.Cond, cur meta.Object, exists bool) error {
 	if cond.IfNoneMatch && exists {
 		return errcode.New(errcode.PreconditionFailed, "%q already exists", cur.Key)
 	}
-	if cond.IfMatch != "" && (!exists || cur.ETag != cond.IfMatch) {
+	if cond.IfMatch != "" && (!exists || cond.IfMatch != "*" && cur.ETag != cond.IfMatch) {
 		return errcode.New(errcode.PreconditionFailed, "the current object does not match the ETag %q", cond.IfMatch)
 	}
 	return nil
@@ -373,6 +373,9 @@ func (s *Store) PutObjects(ctx context.Context, puts []meta.Put) ([]meta.Object,
 			owner, cur, exists, err := lookupFull(ctx, c, o.Bucket, o.Key)
 			if err != nil {
 				return err
+			}
+			if p.BucketOwner != "" && owner != p.BucketOwner {
+				return errNoBucket(o.Bucket)
 			}
 			if err := checkCond(p.Cond, cur.Object, exists); err != nil {
 				return err

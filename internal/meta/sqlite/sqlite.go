@@ -35,6 +35,16 @@
 // schema_migrations. The PostgreSQL backend uses the same numbering. Times
 // are stored as INTEGER unix nanoseconds UTC; keys are TEXT in the BINARY
 // collation, so they compare as raw bytes.
+//
+// A multipart object's parts live in object_parts under a parts_id that
+// the objects row names (with part_count), never under its key: moving an
+// object rewrites one row, and reading a single-blob object stays one
+// query. parts_id values are never reused, so a set of parts never changes
+// once written; GetObject reads a multipart object's row and parts in two
+// queries and falls back to a read transaction only if the parts vanished
+// in between. Every column that names a blob (objects, object_parts,
+// upload_parts, garbage) is indexed, for enqueue's "still referenced?"
+// check and ReferencedBlobs.
 package sqlite
 
 import (

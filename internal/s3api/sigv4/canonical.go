@@ -199,35 +199,46 @@ func appendParams(dst []byte, ps []queryParam) []byte {
 	return dst
 }
 
-// headerValues returns the values of the lower-case header name as the
-// server sees them: host from r.Host, content-length and transfer-encoding
-// from the fields net/http moves them to.
-func headerValues(r *http.Request, name string) ([]string, bool) {
+// hostOf returns the host the client sent: r.Host, or the URL's host for
+// client-side requests.
+func hostOf(r *http.Request) string {
+	if r.Host != "" || r.URL == nil {
+		return r.Host
+	}
+	return r.URL.Host
+}
+
+// appendHeaderValues appends the canonical value of the lower-case header
+// name as the server sees it: host from r.Host, content-length and
+// transfer-encoding from the fields net/http moves them to. Values of a
+// repeated header are joined with commas. ok is false when the request
+// does not carry the header.
+func appendHeaderValues(dst []byte, r *http.Request, name string) (_ []byte, ok bool) {
 	switch name {
 	case "host":
-		h := r.Host
-		if h == "" && r.URL != nil {
-			h = r.URL.Host
-		}
-		return []string{h}, h != ""
+		h := hostOf(r)
+		return appendHeaderValue(dst, h), h != ""
 	case "content-length":
-		if v, ok := lookupHeader(r.Header, name); ok {
-			return v, true
+		if _, found := lookupHeader(r.Header, name); !found && r.ContentLength >= 0 &&
+			(r.ContentLength > 0 || r.Body == nil || r.Body == http.NoBody) {
+			return strconv.AppendInt(dst, r.ContentLength, 10), true
 		}
-		if r.ContentLength >= 0 && (r.ContentLength > 0 || r.Body == nil || r.Body == http.NoBody) {
-			return []string{strconv.FormatInt(r.ContentLength, 10)}, true
-		}
-		return nil, false
 	case "transfer-encoding":
-		if v, ok := lookupHeader(r.Header, name); ok {
-			return v, true
+		if _, found := lookupHeader(r.Header, name); !found && len(r.TransferEncoding) > 0 {
+			return append(dst, strings.Join(r.TransferEncoding, ",")...), true
 		}
-		if len(r.TransferEncoding) > 0 {
-			return []string{strings.Join(r.TransferEncoding, ",")}, true
-		}
-		return nil, false
 	}
-	return lookupHeader(r.Header, name)
+	vs, found := lookupHeader(r.Header, name)
+	if !found {
+		return dst, false
+	}
+	for i, v := range vs {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendHeaderValue(dst, v)
+	}
+	return dst, true
 }
 
 // lookupHeader finds a header by lower-case name without allocating in the
@@ -283,17 +294,11 @@ func appendHeaderValue(dst []byte, v string) []byte {
 // the order the client listed them. It returns the first missing header.
 func appendCanonicalHeaders(dst []byte, r *http.Request, signed []string) ([]byte, string) {
 	for _, name := range signed {
-		vs, ok := headerValues(r, name)
-		if !ok {
-			return dst, name
-		}
 		dst = append(dst, name...)
 		dst = append(dst, ':')
-		for i, v := range vs {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendHeaderValue(dst, v)
+		var ok bool
+		if dst, ok = appendHeaderValues(dst, r, name); !ok {
+			return dst, name
 		}
 		dst = append(dst, '\n')
 	}

@@ -44,15 +44,6 @@ func sha256Hex(b []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
-func signatureOf(t *testing.T, authorization string) string {
-	t.Helper()
-	_, sig, ok := strings.Cut(authorization, "Signature=")
-	if !ok {
-		t.Fatalf("no Signature in %q", authorization)
-	}
-	return sig
-}
-
 // From the IAM user guide ("Examples of how to derive a signing key for
 // Signature Version 4"), with its secret (note the '+').
 func TestSigningKeyVectors(t *testing.T) {

@@ -138,7 +138,14 @@ type Result struct {
 // authentication, expiry for presigned URLs), unsigned x-amz-* headers,
 // the access key (lookup) and the signature (in constant time). A request
 // without any credentials fails with ErrMissingAuth.
+//
+// Verify reads req.Method, req.URL (EscapedPath and RawQuery), req.Host,
+// req.ContentLength and req.Header as received: call it before anything
+// rewrites them (routing that strips a prefix, for example).
 func Verify(req *http.Request, lookup Lookup, opts Options) (Result, error) {
+	if req == nil || req.URL == nil {
+		return Result{}, newError(ErrMissingAuth, "Access Denied.")
+	}
 	opts = opts.withDefaults()
 	authz, hasAuthz := lookupHeader(req.Header, "authorization")
 	raw := req.URL.RawQuery
@@ -201,20 +208,23 @@ func verifyHeader(req *http.Request, header string, lookup Lookup, opts *Options
 
 	// The request time: X-Amz-Date, else Date.
 	var t time.Time
+	var amzDate string
 	if v, ok := lookupHeader(req.Header, "x-amz-date"); ok {
 		var valid bool
 		if t, valid = parseAmzDate(v[0]); !valid || len(v) > 1 {
 			return Result{}, newError(ErrMissingDate, `X-Amz-Date must be in the ISO8601 Long Format "yyyyMMdd'T'HHmmss'Z'".`)
 		}
+		amzDate = v[0]
 	} else if v, ok := lookupHeader(req.Header, "date"); ok && len(v) == 1 {
 		if t, err = http.ParseTime(v[0]); err != nil {
 			return Result{}, newError(ErrMissingDate, "AWS authentication requires a valid Date or x-amz-date header.")
 		}
+		t = t.UTC()
+		amzDate = t.Format(amzDateLayout)
 	} else {
 		return Result{}, newError(ErrMissingDate, "AWS authentication requires a valid Date or x-amz-date header.")
 	}
-	t = t.UTC()
-	if d := t.Format(dateLayout); d != a.Date {
+	if d := amzDate[:8]; d != a.Date {
 		return Result{}, newError(ErrAuthorizationHeaderMalformed, "The authorization header is malformed; Invalid credential date %q. This date is not the same as X-Amz-Date: %q.", a.Date, d)
 	}
 	now := opts.Now()
@@ -230,7 +240,7 @@ func verifyHeader(req *http.Request, header string, lookup Lookup, opts *Options
 	res := Result{
 		Payload:     mode,
 		PayloadHash: hashes[0],
-		AmzDate:     t.Format(amzDateLayout),
+		AmzDate:     amzDate,
 		Time:        t,
 	}
 	return finish(req, a, res, lookup, opts)
@@ -247,7 +257,7 @@ func verifyPresigned(req *http.Request, query url.Values, lookup Lookup, opts *O
 	if !p.signs("host") {
 		return Result{}, newError(ErrAuthorizationQueryParameters, "X-Amz-SignedHeaders must include host.")
 	}
-	if d := p.Time.Format(dateLayout); d != p.Date {
+	if d := p.AmzDate[:8]; d != p.Date {
 		return Result{}, newError(ErrAuthorizationQueryParameters, "Invalid credential date %q. This date is not the same as X-Amz-Date: %q.", p.Date, d)
 	}
 	now := opts.Now()
@@ -338,20 +348,21 @@ func finish(req *http.Request, a Authorization, res Result, lookup Lookup, opts 
 		signed:      a.SignedHeaders,
 		payloadHash: res.PayloadHash,
 	}
-	buf := make([]byte, 0, 1024)
-	buf, missing := appendCanonicalRequest(buf, &in)
+	// The canonical request stays on the stack; only the short string to
+	// sign goes to the (escaping) HMAC.
+	var stack [1024]byte
+	canon, missing := appendCanonicalRequest(stack[:0], &in)
 	if missing != "" {
 		return Result{}, with(newError(ErrSignatureDoesNotMatch, "The request signature we calculated does not match the signature you provided: the signed header %q is not in the request.", clip(missing)), "access_key_id", a.AccessKeyID)
 	}
-	canonLen := len(buf)
-	buf = appendStringToSign(buf, res.AmzDate, scope, buf[:canonLen])
-	sig := signature(key[:], buf[canonLen:])
+	sts := appendStringToSign(make([]byte, 0, 128+len(scope)), res.AmzDate, scope, canon)
+	sig := signature(key[:], sts)
 	if subtle.ConstantTimeCompare(sig[:], []byte(a.Signature)) != 1 {
 		e := newError(ErrSignatureDoesNotMatch, "The request signature we calculated does not match the signature you provided. Check your key and signing method.")
 		with(e, "access_key_id", a.AccessKeyID)
 		with(e, "signature_provided", a.Signature)
-		with(e, "string_to_sign", string(buf[canonLen:]))
-		return Result{}, with(e, "canonical_request", string(buf[:canonLen]))
+		with(e, "string_to_sign", string(sts))
+		return Result{}, with(e, "canonical_request", string(canon))
 	}
 	res.AccessKeyID = a.AccessKeyID
 	res.Signature = a.Signature

@@ -1,0 +1,133 @@
+package s3api
+
+import (
+	"bytes"
+	"encoding/xml"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/s3api/s3err"
+)
+
+func TestEveryCodeTranslates(t *testing.T) {
+	for c, s3 := range s3err.Codes() {
+		row, ok := s3err.Table[s3]
+		if !ok || row.Status == 0 {
+			t.Errorf("errcode %v translates to %q, which is not in the table", c, s3)
+		}
+	}
+}
+
+func TestTranslateRefinements(t *testing.T) {
+	tests := []struct {
+		err  error
+		want string
+	}{
+		{&errcode.Error{Code: errcode.NotFound, Detail: map[string]any{"resource": "bucket"}}, "NoSuchBucket"},
+		{&errcode.Error{Code: errcode.NotFound, Detail: map[string]any{"resource": "upload"}}, "NoSuchUpload"},
+		{&errcode.Error{Code: errcode.NotFound}, "NoSuchKey"},
+		{&errcode.Error{Code: errcode.ChecksumMismatch, Detail: map[string]any{"algorithm": "sha256"}}, "XAmzContentSHA256Mismatch"},
+		{&errcode.Error{Code: errcode.ChecksumMismatch, Detail: map[string]any{"algorithm": "md5"}}, "BadDigest"},
+		{&errcode.Error{Code: errcode.InvalidArgument, Detail: map[string]any{"reason": "key_too_long"}}, "KeyTooLongError"},
+		{&errcode.Error{Code: errcode.InvalidArgument, Detail: map[string]any{"reason": "entity_too_small"}}, "EntityTooSmall"},
+		{&errcode.Error{Code: errcode.Conflict, Detail: map[string]any{"reason": "bucket_not_empty"}}, "BucketNotEmpty"},
+		{&errcode.Error{Code: errcode.AlreadyExists, Detail: map[string]any{"s3_code": "BucketAlreadyOwnedByYou"}}, "BucketAlreadyOwnedByYou"},
+		{s3err.New(s3err.MalformedXML, ""), "MalformedXML"},
+		{errcode.New(errcode.Unknown, "boom"), "InternalError"},
+	}
+	for _, tc := range tests {
+		if got := s3err.Translate(tc.err).Code; got != tc.want {
+			t.Errorf("Translate(%v) = %s, want %s", tc.err, got, tc.want)
+		}
+	}
+}
+
+func TestInternalErrorsHideDetails(t *testing.T) {
+	w := httptest.NewRecorder()
+	r := httptest.NewRequest("GET", "/b/k", nil)
+	s3err.Write(w, r, errcode.New(errcode.Unknown, "secret path /var/lib/x"), "b", "k", "RID")
+	if strings.Contains(w.Body.String(), "/var/lib") || w.Code != 500 {
+		t.Errorf("internal details leaked or wrong status: %d %s", w.Code, w.Body)
+	}
+	if !strings.Contains(w.Body.String(), "<RequestId>RID</RequestId>") {
+		t.Errorf("no request ID: %s", w.Body)
+	}
+}
+
+func TestDispatch(t *testing.T) {
+	api := New(nil, nil, Config{Domain: "s3.example.com"}, nil)
+	tests := []struct {
+		method, target, host string
+		op                   string
+		implemented          bool
+		bucket, key          string
+	}{
+		{"GET", "/", "", "ListBuckets", true, "", ""},
+		{"PUT", "/b", "", "CreateBucket", true, "b", ""},
+		{"GET", "/b?list-type=2&x-id=ListObjectsV2", "", "ListObjectsV2", true, "b", ""},
+		{"GET", "/b?location", "", "GetBucketLocation", true, "b", ""},
+		{"GET", "/b?policy", "", "GetBucket?policy", false, "b", ""},
+		{"GET", "/b?versions", "", "ListObjectVersions", false, "b", ""},
+		{"POST", "/b?delete", "", "DeleteObjects", true, "b", ""},
+		{"PUT", "/b/a//c/../d", "", "PutObject", true, "b", "a//c/../d"},
+		{"PUT", "/b/k?partNumber=1&uploadId=x", "", "UploadPart", true, "b", "k"},
+		{"POST", "/b/k?uploads", "", "CreateMultipartUpload", true, "b", "k"},
+		{"POST", "/b/k?uploadId=x", "", "CompleteMultipartUpload", true, "b", "k"},
+		{"DELETE", "/b/k?uploadId=x", "", "AbortMultipartUpload", true, "b", "k"},
+		{"GET", "/b/k?uploadId=x", "", "ListParts", true, "b", "k"},
+		{"GET", "/b/k?tagging", "", "GetObject?tagging", false, "b", "k"},
+		{"GET", "/b/k?response-content-type=x", "", "GetObject", true, "b", "k"},
+		{"GET", "/k/x", "vhost.s3.example.com", "GetObject", true, "vhost", "k/x"},
+		{"GET", "/", "vhost.s3.example.com:9000", "ListObjects", true, "vhost", ""},
+		{"PATCH", "/b/k", "", "UnknownObjectOperation", true, "b", "k"},
+	}
+	for _, tc := range tests {
+		r := httptest.NewRequest(tc.method, "http://127.0.0.1"+tc.target, nil)
+		if tc.host != "" {
+			r.Host = tc.host
+		}
+		q := &request{Request: r}
+		q.bucket, q.key = api.address(r)
+		op, h := api.dispatch(q)
+		if op != tc.op || (h != nil) != tc.implemented || q.bucket != tc.bucket || q.key != tc.key {
+			t.Errorf("%s %s (%s): op %s impl %v bucket %q key %q", tc.method, tc.target, tc.host, op, h != nil, q.bucket, q.key)
+		}
+	}
+}
+
+func FuzzCompleteMultipartUploadXML(f *testing.F) {
+	f.Add([]byte(`<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>"abc"</ETag></Part></CompleteMultipartUpload>`))
+	f.Add([]byte(`<CompleteMultipartUpload xmlns="http://s3.amazonaws.com/doc/2006-03-01/"></CompleteMultipartUpload>`))
+	f.Add([]byte(`<!DOCTYPE x [<!ENTITY a "aaaa">]><CompleteMultipartUpload>&a;</CompleteMultipartUpload>`))
+	api := New(nil, nil, Config{MaxXMLBody: 1 << 16}, nil)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		q := &request{Request: httptest.NewRequest("POST", "/b/k?uploadId=x", nil)}
+		var v completeMultipartUpload
+		if err := api.decodeXML(q, bytes.NewReader(body), &v); err != nil {
+			if s3err.Translate(err).Code != s3err.MalformedXML && s3err.Translate(err).Code != s3err.EntityTooLarge {
+				t.Fatalf("unexpected error class %v", err)
+			}
+			return
+		}
+		if _, err := xml.Marshal(v); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func FuzzDeleteObjectsXML(f *testing.F) {
+	f.Add([]byte(`<Delete><Quiet>true</Quiet><Object><Key>a</Key></Object><Object><Key>b</Key><VersionId>v</VersionId></Object></Delete>`))
+	f.Add([]byte(`<Delete><Object><Key>` + strings.Repeat("k", 2000) + `</Key></Object></Delete>`))
+	api := New(nil, nil, Config{MaxXMLBody: 1 << 16}, nil)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		q := &request{Request: httptest.NewRequest("POST", "/b?delete", nil)}
+		var v deleteRequest
+		if err := api.decodeXML(q, bytes.NewReader(body), &v); err != nil {
+			if c := s3err.Translate(err).Code; c != s3err.MalformedXML && c != s3err.EntityTooLarge {
+				t.Fatalf("unexpected error class %v", err)
+			}
+		}
+	})
+}
