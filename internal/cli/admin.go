@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/coffer-storage/coffer/internal/auth"
@@ -14,6 +15,14 @@ import (
 )
 
 func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }
+
+// openMeta opens the data folder's metadata store, creating the folder.
+func openMeta(ctx context.Context, data string) (*sqlite.Store, error) {
+	if err := os.MkdirAll(data, 0o700); err != nil {
+		return nil, err
+	}
+	return sqlite.Open(ctx, filepath.Join(data, "meta.db"), sqlite.Options{})
+}
 
 // dataFlag adds --data (and COFFER_DATA) to an admin command.
 func dataFlag(fs *flag.FlagSet, env Env) *string {
@@ -51,7 +60,7 @@ func (c *userCmd) Run(ctx context.Context, args []string) error {
 	if *email == "" {
 		return usageError{errorf("--email is required")}
 	}
-	m, err := sqlite.Open(ctx, filepath.Join(*data, "meta.db"), sqlite.Options{})
+	m, err := openMeta(ctx, *data)
 	if err != nil {
 		return err
 	}
@@ -96,7 +105,7 @@ func (c *gcCmd) Run(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	m, err := sqlite.Open(ctx, filepath.Join(*data, "meta.db"), sqlite.Options{})
+	m, err := openMeta(ctx, *data)
 	if err != nil {
 		return err
 	}
@@ -116,5 +125,67 @@ func (c *gcCmd) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	fmt.Fprintf(c.env.Stdout, "reclaimed %d replaced/deleted blobs and %d orphans\n", g, o)
+	return nil
+}
+
+type keyCmd struct{ env Env }
+
+func (*keyCmd) Synopsis() string {
+	return "S3 access keys: 'key create --email E [--name N]', 'key list --email E', 'key delete --email E --id ID'"
+}
+
+func (c *keyCmd) Run(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		return usageError{errorf("need a subcommand: create, list or delete")}
+	}
+	fs := flag.NewFlagSet("coffer key "+args[0], flag.ContinueOnError)
+	fs.SetOutput(c.env.Stderr)
+	data := dataFlag(fs, c.env)
+	email := fs.String("email", "", "account email")
+	name := fs.String("name", "", "key name (create)")
+	id := fs.String("id", "", "access key ID (delete)")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if *email == "" {
+		return usageError{errorf("--email is required")}
+	}
+	m, err := openMeta(ctx, *data)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	key, err := serverKey(*data)
+	if err != nil {
+		return err
+	}
+	as := auth.NewService(m, key, auth.Config{})
+	u, err := m.GetUserByEmail(ctx, auth.NormalizeEmail(*email))
+	if err != nil {
+		return err
+	}
+	switch args[0] {
+	case "create":
+		k, err := as.CreateAccessKey(ctx, u.ID, *name)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(c.env.Stdout, "access_key_id:     %s\nsecret_access_key: %s\n(the secret is shown only now)\n", k.ID, k.Secret)
+	case "list":
+		keys, err := as.ListAccessKeys(ctx, u.ID)
+		if err != nil {
+			return err
+		}
+		for _, k := range keys {
+			fmt.Fprintf(c.env.Stdout, "%s\t%s\tcreated %s\n", k.ID, k.Name, k.CreatedAt.Format("2006-01-02 15:04:05"))
+		}
+	case "delete":
+		if err := as.DeleteAccessKey(ctx, u.ID, *id); err != nil {
+			return err
+		}
+		fmt.Fprintf(c.env.Stdout, "deleted %s\n", *id)
+	default:
+		return usageError{errorf("unknown subcommand %q", args[0])}
+	}
 	return nil
 }

@@ -30,6 +30,7 @@ func commands(env Env) map[string]command {
 		"serve":   &serveCmd{env: env},
 		"user":    &userCmd{env: env},
 		"gc":      &gcCmd{env: env},
+		"key":     &keyCmd{env: env},
 		"version": &versionCmd{env: env},
 	}
 }

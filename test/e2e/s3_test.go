@@ -12,6 +12,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -500,5 +501,35 @@ func TestDirectUpload(t *testing.T) {
 	r := doS3(t, req)
 	if code := c.JSON(t, "POST", "/api/v1/uploads/"+s3s.UploadID+"/complete", map[string]any{"parts": []map[string]any{{"part_number": 1, "etag": r.header.Get("ETag")}}}, &p); code != 400 {
 		t.Errorf("short upload completed: %d", code)
+	}
+}
+
+// TestKeyCLI: `coffer key create` issues a working key while the server
+// runs, and `coffer key delete` revokes it at once.
+func TestKeyCLI(t *testing.T) {
+	srv := testenv.Start(t)
+	c := srv.NewUser(t)
+	out, err := exec.Command(testenv.Binary(t), "key", "create", "--data", srv.Data, "--email", c.Email, "--name", "cli").CombinedOutput()
+	if err != nil {
+		t.Fatalf("key create: %v\n%s", err, out)
+	}
+	var id, secret string
+	for _, line := range strings.Split(string(out), "\n") {
+		if v, ok := strings.CutPrefix(line, "access_key_id:"); ok {
+			id = strings.TrimSpace(v)
+		}
+		if v, ok := strings.CutPrefix(line, "secret_access_key:"); ok {
+			secret = strings.TrimSpace(v)
+		}
+	}
+	u := &s3User{Client: c, srv: srv, id: id, secret: secret}
+	if r := u.s3(t, "GET", "/", nil, ""); r.status != 200 || !strings.Contains(string(r.body), c.Bucket) {
+		t.Fatalf("ListBuckets with the CLI key: %d %s", r.status, r.body)
+	}
+	if out, err := exec.Command(testenv.Binary(t), "key", "delete", "--data", srv.Data, "--email", c.Email, "--id", id).CombinedOutput(); err != nil {
+		t.Fatalf("key delete: %v\n%s", err, out)
+	}
+	if r := u.s3(t, "GET", "/", nil, ""); r.status != 403 || r.code != "InvalidAccessKeyId" {
+		t.Errorf("revoked CLI key: %d %s", r.status, r.code)
 	}
 }
