@@ -31,6 +31,7 @@ type Config struct {
 
 	DefaultQuota  int64 // --default-quota: bytes for new accounts, 0 = unlimited; default 0
 	MaxObjectSize int64 // --max-object-size: largest single upload; default 64GiB
+	InlineMax     int64 // --inline-max: objects up to this size live in the metadata store (0 disables); default 64KiB
 
 	ShutdownTimeout time.Duration // --shutdown-timeout: in-flight requests get this long on SIGTERM; default 30s
 	MaxInFlight     int           // --max-in-flight: concurrent requests before 503; default 4096
@@ -56,6 +57,7 @@ func Defaults() Config {
 		LogLevel:        "info",
 		LogFormat:       "json",
 		MaxObjectSize:   64 << 30,
+		InlineMax:       64 << 10,
 		ShutdownTimeout: 30 * time.Second,
 		MaxInFlight:     4096,
 		RequestTimeout:  30 * time.Second,
@@ -96,6 +98,9 @@ func (c Config) Validate() error {
 	if c.DefaultQuota < 0 {
 		errs = append(errs, errors.New("default-quota: must be >= 0"))
 	}
+	if c.InlineMax < 0 || c.InlineMax > 1<<20 {
+		errs = append(errs, errors.New("inline-max: must be between 0 and 1MiB"))
+	}
 	if c.MaxObjectSize <= 0 {
 		errs = append(errs, errors.New("max-object-size: must be > 0"))
 	}
@@ -127,6 +132,7 @@ func (c *Config) FlagSet(name string) *flag.FlagSet {
 	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "json or text")
 	fs.Var((*bytesValue)(&c.DefaultQuota), "default-quota", "storage quota of new accounts, e.g. 10GiB (0 = unlimited)")
 	fs.Var((*bytesValue)(&c.MaxObjectSize), "max-object-size", "largest single upload, e.g. 64GiB")
+	fs.Var((*bytesValue)(&c.InlineMax), "inline-max", "objects up to this size are stored in the metadata store, not as files (0 disables)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long in-flight requests may finish on SIGINT/SIGTERM")
 	fs.IntVar(&c.MaxInFlight, "max-in-flight", c.MaxInFlight, "concurrent requests served before new ones get 503")
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "deadline of requests that move no object bytes")

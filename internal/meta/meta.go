@@ -81,7 +81,14 @@ type Object struct {
 	Parts    []ObjectPart
 	Checksum Checksum  // an S3 additional checksum, if one was supplied or computed
 	ModTime  time.Time // last modification (Last-Modified)
+	// Inline holds the bytes of a small object stored in the metadata
+	// store itself (an object with neither BlobKey nor Parts is inline;
+	// len(Inline) == Size). GetObject returns them; listings leave them nil.
+	Inline []byte
 }
+
+// IsInline reports whether the object's bytes live in the metadata store.
+func (o Object) IsInline() bool { return o.BlobKey == "" && len(o.Parts) == 0 }
 
 // ObjectPart is one piece of a multipart object.
 type ObjectPart struct {

@@ -44,7 +44,8 @@ func newFixture(t *testing.T, quota int64) *fixture {
 			t.Fatal(err)
 		}
 	}
-	f.svc = New(m, b, Config{GarbageGrace: time.Nanosecond}, nil)
+	// Blobs for everything: these tests are about blob life cycles.
+	f.svc = New(m, b, Config{GarbageGrace: time.Nanosecond, InlineMax: -1}, nil)
 	return f
 }
 
@@ -293,5 +294,46 @@ func TestCopyVerifiesAndMoveKeepsBlob(t *testing.T) {
 	}
 	if got := f.read(t, f.alice, "alice-bucket", "moved"); got != "payload" {
 		t.Errorf("moved = %q", got)
+	}
+}
+
+func TestSmallObjectsInline(t *testing.T) {
+	f := newFixture(t, 0)
+	f.svc = New(f.meta, f.blobs, Config{GarbageGrace: time.Nanosecond, InlineMax: 1024}, nil)
+	ctx := context.Background()
+	small, err := f.put(t, f.alice, "alice-bucket", "small", "tiny payload")
+	if err != nil || !small.IsInline() {
+		t.Fatalf("small put: %+v %v", small, err)
+	}
+	if f.blobCount(t) != 0 {
+		t.Errorf("a small object wrote a blob")
+	}
+	r, _ := f.svc.Get(ctx, f.alice, "alice-bucket", "small")
+	rc, err := r.Open(ctx, 5, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(rc)
+	if string(b) != "payload" {
+		t.Errorf("ranged read of inline object = %q", b)
+	}
+	big, err := f.put(t, f.alice, "alice-bucket", "big", strings.Repeat("x", 1025))
+	if err != nil || big.IsInline() || f.blobCount(t) != 1 {
+		t.Errorf("object over InlineMax: inline %v, %d blobs, %v", big.IsInline(), f.blobCount(t), err)
+	}
+	// A wrong checksum on an inline upload stores nothing.
+	wrong := sha256.Sum256([]byte("x"))
+	if _, err := f.svc.Put(ctx, f.alice, PutInput{Bucket: "alice-bucket", Key: "bad", Body: strings.NewReader("abc"), Size: 3, SHA256: wrong[:]}); !errcode.Is(err, errcode.ChecksumMismatch) {
+		t.Errorf("inline checksum mismatch: %v", err)
+	}
+	if _, err := f.svc.Get(ctx, f.alice, "alice-bucket", "bad"); !errcode.Is(err, errcode.NotFound) {
+		t.Errorf("bad inline upload visible: %v", err)
+	}
+	// A body longer than announced is refused.
+	if _, err := f.svc.Put(ctx, f.alice, PutInput{Bucket: "alice-bucket", Key: "long", Body: strings.NewReader("abcd"), Size: 3}); !errcode.Is(err, errcode.TooLarge) {
+		t.Errorf("inline overlong body: %v", err)
+	}
+	if got := f.read(t, f.alice, "alice-bucket", "small"); got != "tiny payload" {
+		t.Errorf("read %q", got)
 	}
 }

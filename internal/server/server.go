@@ -96,7 +96,11 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	}
 	s.blobs = b
 
-	s.objects = object.New(s.meta, s.blobs, object.Config{MaxObjectSize: cfg.MaxObjectSize}, log)
+	inlineMax := cfg.InlineMax
+	if inlineMax == 0 {
+		inlineMax = -1 // disabled
+	}
+	s.objects = object.New(s.meta, s.blobs, object.Config{MaxObjectSize: cfg.MaxObjectSize, InlineMax: inlineMax}, log)
 	s.auth = auth.NewService(s.meta, key, auth.Config{
 		DefaultQuota: cfg.DefaultQuota,
 		Params:       auth.Params{Memory: cfg.Argon2Memory, Time: cfg.Argon2Time},

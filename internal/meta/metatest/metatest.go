@@ -106,6 +106,7 @@ func Run(t *testing.T, newStore func(t *testing.T) meta.Store) {
 		{"List", listTests},
 		{"AccessKeys", accessKeyTests},
 		{"Uploads", uploadTests},
+		{"Inline", inlineTests},
 		{"Multipart", multipartTests},
 		{"Garbage", garbageTests},
 		{"Store", storeTests},

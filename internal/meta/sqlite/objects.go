@@ -24,6 +24,7 @@ type row struct {
 	meta.Object
 	partsID   int64 // 0 for a single-blob object
 	partCount int
+	inlineID  int64 // the inline_data row of an inline object, else 0
 }
 
 // scanObject scans the objectCols of a row that exists.
@@ -97,16 +98,18 @@ func (s *Store) getObjectSnapshot(ctx context.Context, bucket, key string) (meta
 // missing.
 func lookup(ctx context.Context, q querier, bucket, key string) (owner string, o row, ok bool, err error) {
 	var (
-		k, etag, sha, ctype, blob sql.NullString
-		md                        sql.NullString
-		calg, ctyp, cval          sql.NullString
-		size, mod, pid, pcount    sql.NullInt64
+		k, etag, sha, ctype, blob   sql.NullString
+		md                          sql.NullString
+		calg, ctyp, cval            sql.NullString
+		size, mod, pid, pcount, iid sql.NullInt64
+		data                        []byte
 	)
 	err = q.QueryRowContext(ctx, `SELECT b.owner_id, o.key, o.size, o.etag, o.sha256, o.content_type, o.metadata, o.blob_key, o.mod_time,
-			o.checksum_algorithm, o.checksum_type, o.checksum_value, o.parts_id, o.part_count
+			o.checksum_algorithm, o.checksum_type, o.checksum_value, o.parts_id, o.part_count, o.inline_id, i.data
 		FROM buckets b LEFT JOIN objects o ON o.bucket = b.name AND o.key = ?2
+		LEFT JOIN inline_data i ON i.id = o.inline_id
 		WHERE b.name = ?1`, bucket, key).
-		Scan(&owner, &k, &size, &etag, &sha, &ctype, &md, &blob, &mod, &calg, &ctyp, &cval, &pid, &pcount)
+		Scan(&owner, &k, &size, &etag, &sha, &ctype, &md, &blob, &mod, &calg, &ctyp, &cval, &pid, &pcount, &iid, &data)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", row{}, false, errNoBucket(bucket)
 	}
@@ -130,6 +133,13 @@ func lookup(ctx context.Context, q querier, bucket, key string) (owner string, o
 		},
 		partsID:   pid.Int64,
 		partCount: int(pcount.Int64),
+		inlineID:  iid.Int64,
+	}
+	if iid.Valid {
+		o.Inline = data
+		if o.Inline == nil {
+			o.Inline = []byte{}
+		}
 	}
 	if o.Metadata, err = decodeMetadata(md); err != nil {
 		return "", row{}, false, err
@@ -235,42 +245,61 @@ func addUsage(ctx context.Context, c *conn, owner string, delta int64) error {
 
 // writeObject writes o at its bucket and key, replacing any row there. Its
 // parts, if any, must already be stored under partsID.
-func writeObject(ctx context.Context, c *conn, o meta.Object, partsID int64) error {
+func writeObject(ctx context.Context, c *conn, o meta.Object, partsID, inlineID int64) error {
 	md, err := encodeMetadata(o.Metadata)
 	if err != nil {
 		return err
 	}
-	var pid any // NULL for a single-blob object
+	var pid, iid any // NULL unless multipart / inline
 	if partsID != 0 {
 		pid = partsID
 	}
-	_, err = c.ExecContext(ctx, `INSERT INTO objects (`+objectCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	if inlineID != 0 {
+		iid = inlineID
+	}
+	_, err = c.ExecContext(ctx, `INSERT INTO objects (`+objectCols+`, inline_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (bucket, key) DO UPDATE SET
 			size = excluded.size, etag = excluded.etag, sha256 = excluded.sha256,
 			content_type = excluded.content_type, metadata = excluded.metadata,
 			blob_key = excluded.blob_key, mod_time = excluded.mod_time,
 			checksum_algorithm = excluded.checksum_algorithm, checksum_type = excluded.checksum_type,
-			checksum_value = excluded.checksum_value, parts_id = excluded.parts_id, part_count = excluded.part_count`,
+			checksum_value = excluded.checksum_value, parts_id = excluded.parts_id, part_count = excluded.part_count,
+			inline_id = excluded.inline_id`,
 		o.Bucket, o.Key, o.Size, o.ETag, o.SHA256, o.ContentType, md, o.BlobKey, toNanos(o.ModTime),
-		o.Checksum.Algorithm, o.Checksum.Type, o.Checksum.Value, pid, len(o.Parts))
+		o.Checksum.Algorithm, o.Checksum.Type, o.Checksum.Value, pid, len(o.Parts), iid)
 	return classify(err, "put object %q", o.Key)
 }
 
-// putObject writes o, storing its parts if it has any.
+// putObject writes o, storing its parts or its inline bytes if it has any.
 func putObject(ctx context.Context, c *conn, o meta.Object) error {
-	var id int64
-	if len(o.Parts) > 0 {
+	var pid, iid int64
+	switch {
+	case len(o.Parts) > 0:
 		var err error
-		if id, err = insertParts(ctx, c, o.Parts); err != nil {
+		if pid, err = insertParts(ctx, c, o.Parts); err != nil {
 			return err
 		}
+	case o.IsInline():
+		data := o.Inline
+		if data == nil {
+			data = []byte{}
+		}
+		if err := c.QueryRowContext(ctx, "INSERT INTO inline_data (data) VALUES (?) RETURNING id", data).Scan(&iid); err != nil {
+			return classify(err, "store inline object %q", o.Key)
+		}
 	}
-	return writeObject(ctx, c, o, id)
+	return writeObject(ctx, c, o, pid, iid)
 }
 
 // release forgets an object whose row was deleted or replaced: it deletes
-// its parts and enqueues its blobs. Call it after the row change.
+// its parts or inline bytes and enqueues its blobs. Call it after the row
+// change.
 func release(ctx context.Context, c *conn, o row, now time.Time) error {
+	if o.inlineID != 0 {
+		if _, err := c.ExecContext(ctx, "DELETE FROM inline_data WHERE id = ?", o.inlineID); err != nil {
+			return classify(err, "delete inline object")
+		}
+	}
 	if o.partsID != 0 {
 		if _, err := c.ExecContext(ctx, "DELETE FROM object_parts WHERE parts_id = ?", o.partsID); err != nil {
 			return classify(err, "delete object parts")
@@ -331,6 +360,10 @@ func checkObject(o meta.Object) error {
 		return errcode.New(errcode.InvalidArgument, "object size must not be negative")
 	case len(o.Parts) > 0 && o.BlobKey != "":
 		return errcode.New(errcode.InvalidArgument, "a multipart object has no blob key of its own")
+	case o.IsInline() && int64(len(o.Inline)) != o.Size:
+		return errcode.New(errcode.InvalidArgument, "an inline object's size %d is not its %d inline bytes", o.Size, len(o.Inline))
+	case !o.IsInline() && o.Inline != nil:
+		return errcode.New(errcode.InvalidArgument, "an object with a blob key or parts has no inline bytes")
 	}
 	if len(o.Parts) == 0 {
 		return nil
@@ -474,7 +507,7 @@ func (s *Store) MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, ds
 		}
 		o := src.Object
 		o.Bucket, o.Key = dstBucket, dstKey
-		if err := writeObject(ctx, c, o, src.partsID); err != nil {
+		if err := writeObject(ctx, c, o, src.partsID, src.inlineID); err != nil {
 			return err
 		}
 		// Usage: src leaves its owner, it replaces dst at dst's owner.

@@ -488,7 +488,7 @@ func (s *Store) CompleteUpload(ctx context.Context, id string, obj meta.Object, 
 		if err != nil {
 			return err
 		}
-		if err := writeObject(ctx, c, o, partsID); err != nil {
+		if err := writeObject(ctx, c, o, partsID, 0); err != nil {
 			return err
 		}
 		if err := deleteUpload(ctx, c, id); err != nil {
