@@ -26,8 +26,8 @@ step "go vet"
 go vet ./...
 
 step "staticcheck"
-STATICCHECK_VERSION=2026.2.2
-if ! staticcheck -version 2>/dev/null | grep -q "$STATICCHECK_VERSION"; then
+STATICCHECK_VERSION=v0.8.2 # release 2026.2.2
+if ! staticcheck -version 2>/dev/null | grep -q "(${STATICCHECK_VERSION#v})"; then
   GOBIN="$TOOLS" go install "honnef.co/go/tools/cmd/staticcheck@$STATICCHECK_VERSION"
 fi
 staticcheck ./...
@@ -42,7 +42,13 @@ if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$VENV/.coffer-reqs" 2>/dev/null)" !=
    ! "$VENV/bin/python" -c 'import boto3, botocore, requests, pytest' 2>/dev/null ||
    [ ! -x "$VENV/bin/aws" ] || [ ! -x "$VENV/bin/s3cmd" ]; then
   rm -rf "$VENV"
-  python3 -m venv "$VENV"
+  if ! python3 -m venv "$VENV"; then # Debian's python3 needs python3-venv
+    rm -rf "$VENV"
+    SUDO=; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3-venv >/dev/null ||
+      { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3-venv >/dev/null; }
+    python3 -m venv "$VENV"
+  fi
   # shellcheck disable=SC2086 # PY_REQS is a list of requirement specifiers
   "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check $PY_REQS
   printf '%s' "$PY_REQS" >"$VENV/.coffer-reqs"
@@ -82,5 +88,10 @@ fuzz ./internal/httpx FuzzMatchETag 5
 fuzz ./internal/httpapi FuzzRouter 10
 fuzz ./internal/httpapi FuzzClientDigests 5
 fuzz ./internal/object FuzzValidKey 5
+fuzz ./internal/s3api/sigv4 FuzzParseAuthorization 10
+fuzz ./internal/s3api/sigv4 FuzzChunkedReader 10
+fuzz ./internal/s3api/sigv4 FuzzUnsignedTrailerReader 10
+fuzz ./internal/s3api FuzzCompleteMultipartUploadXML 5
+fuzz ./internal/s3api FuzzDeleteObjectsXML 5
 
 step "all tests passed in $(( $(date +%s) - START ))s"

@@ -25,7 +25,7 @@ type fileJSON struct {
 	Bucket       string            `json:"bucket"`
 	Key          string            `json:"key"`
 	Size         int64             `json:"size"`
-	SHA256       string            `json:"sha256"`
+	SHA256       string            `json:"sha256,omitempty"`
 	ETag         string            `json:"etag"`
 	ContentType  string            `json:"content_type"`
 	LastModified time.Time         `json:"last_modified"`
@@ -273,7 +273,9 @@ func (f *fileResponse) respond(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	h.Set("Content-Disposition", disp)
-	if status == http.StatusOK {
+	if status == http.StatusOK && o.SHA256 != "" {
+		// Multipart objects have no whole-object SHA-256 (their parts are
+		// joined without rehashing): say nothing rather than something false.
 		h.Set("X-Checksum-Sha256", o.SHA256)
 		if raw, err := hex.DecodeString(o.SHA256); err == nil {
 			h.Set("Repr-Digest", "sha-256=:"+base64.StdEncoding.EncodeToString(raw)+":")

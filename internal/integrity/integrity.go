@@ -133,7 +133,9 @@ func (ir *Reader) verify() error {
 	}
 	if ir.opts.ChecksumWant != nil && ir.sum != nil {
 		if got := ir.sum.Sum(nil); !bytes.Equal(got, ir.opts.ChecksumWant) {
-			return Mismatch(strings.ToLower(ir.opts.ChecksumAlgorithm), ir.opts.ChecksumWant, got)
+			// "checksum-sha256", not "sha256": an x-amz-checksum-sha256
+			// mismatch is not a payload-hash mismatch.
+			return Mismatch("checksum-"+strings.ToLower(ir.opts.ChecksumAlgorithm), ir.opts.ChecksumWant, got)
 		}
 	}
 	return nil

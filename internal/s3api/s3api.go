@@ -98,6 +98,13 @@ type response interface {
 func (api *API) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q := &request{Request: r, id: httpx.RequestID(r.Context())}
+		if r.ContentLength == 0 && strings.EqualFold(r.Header.Get("Expect"), "100-continue") {
+			// net/http answers an empty body's Expect with the final status
+			// and no 100 Continue, which some botocore versions (aws cli
+			// 1.x, boto/botocore#3755) then misread on the reused
+			// connection: give them a fresh one.
+			w.Header().Set("Connection", "close")
+		}
 		w.Header().Set("x-amz-request-id", q.id)
 		w.Header().Set("Server", "Coffer")
 		q.bucket, q.key = api.address(r)

@@ -24,10 +24,9 @@ import (
 // s3User is a user with an S3 key.
 type s3User struct {
 	*testenv.Client
-	srv       *testenv.Server
-	id        string
-	secret    string
-	keyRecord string
+	srv    *testenv.Server
+	id     string
+	secret string
 }
 
 func newS3User(t *testing.T, srv *testenv.Server) *s3User {
