@@ -532,3 +532,29 @@ func TestKeyCLI(t *testing.T) {
 		t.Errorf("revoked CLI key: %d %s", r.status, r.code)
 	}
 }
+
+// TestS3VirtualHost: with --s3-domain, BUCKET.domain addresses BUCKET.
+func TestS3VirtualHost(t *testing.T) {
+	srv := testenv.Start(t, "--s3-domain", "s3.coffer.test")
+	u := newS3User(t, srv)
+	bucket := "vhost-" + strings.ToLower(hex.EncodeToString(randBytes(t, 3)))
+	u.mustBucket(t, bucket)
+	port := srv.S3URL[strings.LastIndex(srv.S3URL, ":"):]
+	send := func(method, path string, body []byte) s3Resp {
+		req, _ := http.NewRequest(method, srv.S3URL+path, bytes.NewReader(body))
+		req.Host = bucket + ".s3.coffer.test" + port
+		if err := sigv4.SignRequest(req, u.id, u.secret, "us-east-1", hexSHA(body), time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		return doS3(t, req)
+	}
+	if r := send("PUT", "/dir/v.txt", []byte("virtual")); r.status != 200 {
+		t.Fatalf("virtual-host PUT: %d %s", r.status, r.body)
+	}
+	if r := u.s3(t, "GET", "/"+bucket+"/dir/v.txt", nil, ""); r.status != 200 || string(r.body) != "virtual" {
+		t.Errorf("path-style GET of a virtual-host PUT: %d %q", r.status, r.body)
+	}
+	if r := send("GET", "/?list-type=2", nil); r.status != 200 || !strings.Contains(string(r.body), "<Key>dir/v.txt</Key>") {
+		t.Errorf("virtual-host list: %d %s", r.status, r.body)
+	}
+}
