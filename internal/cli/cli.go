@@ -32,6 +32,7 @@ func commands(env Env) map[string]command {
 		"gc":      &gcCmd{env: env},
 		"key":     &keyCmd{env: env},
 		"version": &versionCmd{env: env},
+		"bench":   &benchCmd{env: env},
 	}
 }
 
