@@ -1,0 +1,158 @@
+package bench
+
+import (
+	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeS3 is just enough of a path-style S3 for the s3-* scenarios. With
+// dropEvery > 0 it lies: every dropEvery-th object PUT is acknowledged
+// but not stored.
+type fakeS3 struct {
+	mu        sync.Mutex
+	objects   map[string][]byte
+	puts      int
+	dropEvery int
+}
+
+func (f *fakeS3) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !strings.HasPrefix(r.Header.Get("Authorization"), "AWS4-HMAC-SHA256 Credential=AK/") {
+		http.Error(w, "<Error><Code>AccessDenied</Code></Error>", http.StatusForbidden)
+		return
+	}
+	path := strings.TrimPrefix(r.URL.Path, "/")
+	if !strings.Contains(path, "/") { // bucket
+		if r.Method == http.MethodPut {
+			return
+		}
+		http.Error(w, "", http.StatusNotImplemented)
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch r.Method {
+	case http.MethodPut:
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), 400)
+			return
+		}
+		f.puts++
+		if f.dropEvery == 0 || f.puts%f.dropEvery != 0 {
+			f.objects[path] = b
+		}
+		sum := md5.Sum(b)
+		w.Header().Set("ETag", `"`+hex.EncodeToString(sum[:])+`"`)
+	case http.MethodGet, http.MethodHead:
+		b, ok := f.objects[path]
+		if !ok {
+			w.WriteHeader(http.StatusNotFound)
+			io.WriteString(w, "<Error><Code>NoSuchKey</Code></Error>")
+			return
+		}
+		sum := md5.Sum(b)
+		w.Header().Set("ETag", `"`+hex.EncodeToString(sum[:])+`"`)
+		w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+		if r.Method == http.MethodGet {
+			w.Write(b)
+		}
+	case http.MethodDelete:
+		delete(f.objects, path)
+		w.WriteHeader(http.StatusNoContent)
+	}
+}
+
+func s3Options(scenario, url string) Options {
+	return Options{
+		Scenario: scenario, S3Target: url, AccessKey: "AK", SecretKey: "SK",
+		VUs: 4, Duration: 700 * time.Millisecond, Size: 4096, Objects: 20,
+	}
+}
+
+func TestS3ScenariosAgainstFake(t *testing.T) {
+	for _, sc := range []string{"s3-put", "s3-get", "s3-mixed"} {
+		t.Run(sc, func(t *testing.T) {
+			f := &fakeS3{objects: map[string][]byte{}}
+			srv := httptest.NewServer(f)
+			defer srv.Close()
+			res, err := Run(context.Background(), s3Options(sc, srv.URL), io.Discard, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Requests.Total == 0 || res.Requests.Failed != 0 {
+				t.Fatalf("requests: %+v, errors %v %v", res.Requests, res.Errors, res.ErrorSamples)
+			}
+			a := res.Audit
+			if !a.Enabled || !a.OK() || a.Verified == 0 || a.Verified+a.Deleted != a.Acknowledged {
+				t.Errorf("audit = %+v", a)
+			}
+			for _, c := range res.Checks {
+				if c.Fails > 0 {
+					t.Errorf("check %q failed %d times", c.Name, c.Fails)
+				}
+			}
+			if sc == "s3-mixed" && len(res.Endpoints) != 4 {
+				t.Errorf("s3-mixed ran %d request kinds, want get, put, delete and stat", len(res.Endpoints))
+			}
+		})
+	}
+}
+
+func TestS3AuditCatchesDroppedPuts(t *testing.T) {
+	f := &fakeS3{objects: map[string][]byte{}, dropEvery: 10}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	res, err := Run(context.Background(), s3Options("s3-put", srv.URL), io.Discard, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := res.Audit
+	if want := a.Acknowledged / 10; a.Missing != want || a.Missing == 0 {
+		t.Errorf("audit found %d missing of %d acknowledged, want %d", a.Missing, a.Acknowledged, want)
+	}
+	if a.OK() {
+		t.Error("audit OK although uploads were dropped")
+	}
+}
+
+func TestCompareAlternatesRounds(t *testing.T) {
+	a := httptest.NewServer(&fakeS3{objects: map[string][]byte{}})
+	defer a.Close()
+	b := httptest.NewServer(&fakeS3{objects: map[string][]byte{}})
+	defer b.Close()
+	o := s3Options("s3-put", a.URL)
+	o.Duration = 300 * time.Millisecond
+	o.Compare, o.CompareAccessKey, o.CompareSecretKey = b.URL, "AK", "SK"
+	o.Rounds = 2
+	res, err := Run(context.Background(), o, io.Discard, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Compare == nil || res.Compare.Result == nil {
+		t.Fatal("no comparison")
+	}
+	if res.Requests.Total == 0 || res.Compare.Result.Requests.Total == 0 {
+		t.Errorf("requests A %d, B %d", res.Requests.Total, res.Compare.Result.Requests.Total)
+	}
+	// Each endpoint ran two rounds: about 0.6 s under load.
+	for _, r := range []float64{res.DurationS, res.Compare.Result.DurationS} {
+		if r < 0.55 || r > 2 {
+			t.Errorf("time under load %.2fs, want about 0.6s", r)
+		}
+	}
+	if len(res.Compare.Ratios) == 0 || res.Compare.Ratios[0].Metric != "requests/s" {
+		t.Errorf("ratios = %+v", res.Compare.Ratios)
+	}
+	if !res.Audit.OK() || !res.Compare.Result.Audit.OK() {
+		t.Errorf("audits: %+v / %+v", res.Audit, res.Compare.Result.Audit)
+	}
+}

@@ -1,0 +1,221 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// doer sends one request: a caller (no retries, counted during the run)
+// or a retrier (setup and audit: retried after load shedding and
+// transient network errors, never counted).
+type doer interface {
+	do(ctx context.Context, rq *request) (*response, error)
+}
+
+// retrier retries requests the server shed (429/503, honouring
+// Retry-After) and transient connection failures.
+type retrier struct {
+	c       *caller
+	retries *atomic.Int64
+	// attempts bounds the tries of one request (default 8); shed answers
+	// are retried until the context ends.
+	attempts int
+}
+
+const maxRetryWait = 10 * time.Second
+
+func (r *retrier) do(ctx context.Context, rq *request) (*response, error) {
+	attempts := r.attempts
+	if attempts == 0 {
+		attempts = 8
+	}
+	backoff := 100 * time.Millisecond
+	for try := 1; ; try++ {
+		resp, err := r.c.do(ctx, rq)
+		var re *reqError
+		if err == nil || !errors.As(err, &re) {
+			return resp, err
+		}
+		var wait time.Duration
+		switch {
+		case re.outcome == outcomeShed:
+			wait = re.retryAfter
+			if wait <= 0 {
+				wait = time.Second
+			}
+			try = min(try, attempts-1) // shedding is not a failure: keep trying
+		case re.class == classRefused || re.class == classReset || re.class == classClosed || re.class == classTimeout ||
+			re.status >= 500:
+			wait = backoff
+			backoff = min(2*backoff, 5*time.Second)
+		default:
+			return resp, err
+		}
+		if try >= attempts {
+			return resp, err
+		}
+		if r.retries != nil {
+			r.retries.Add(1)
+		}
+		// Jitter spreads the retries of many parallel setup workers.
+		wait = min(wait, maxRetryWait) + rand.N(wait/4+time.Millisecond)
+		select {
+		case <-ctx.Done():
+			return resp, err
+		case <-time.After(wait):
+		}
+	}
+}
+
+// user is an account created by the setup.
+type user struct {
+	email, password, bucket string
+}
+
+// session is one login of a user, held by one VU. A refresh token can be
+// used once: presenting a used one revokes the whole login, so a session
+// is never shared between VUs and always keeps the newest token.
+type session struct {
+	base string // the file API's URL
+	u    *user
+
+	mu      sync.Mutex
+	access  string
+	refresh string
+	expires time.Time
+	stale   bool // the refresh token's state is unknown: log in again
+}
+
+type tokenPair struct {
+	AccessToken  string `json:"access_token"`
+	RefreshToken string `json:"refresh_token"`
+	ExpiresIn    int    `json:"expires_in"`
+}
+
+// signup creates u's account and returns its default bucket.
+func signup(ctx context.Context, d doer, base string, u *user) error {
+	body, n := jsonBody(map[string]string{"email": u.email, "password": u.password})
+	resp, err := d.do(ctx, &request{name: "signup", method: http.MethodPost, url: base + "/api/v1/auth/signup",
+		header: jsonHeader(), body: body, bodyLen: n, expect: http.StatusCreated, capture: 64 << 10})
+	if err != nil {
+		return err
+	}
+	var out struct {
+		Bucket struct {
+			Name string `json:"name"`
+		} `json:"bucket"`
+	}
+	if err := json.Unmarshal(resp.body, &out); err != nil || out.Bucket.Name == "" {
+		return fmt.Errorf("signup of %s: answer without a bucket: %.200q", u.email, resp.body)
+	}
+	u.bucket = out.Bucket.Name
+	return nil
+}
+
+func jsonHeader() http.Header { return http.Header{"Content-Type": {"application/json"}} }
+
+// login signs the session in with the user's password.
+func (s *session) login(ctx context.Context, d doer) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.loginLocked(ctx, d)
+}
+
+func (s *session) loginLocked(ctx context.Context, d doer) error {
+	body, n := jsonBody(map[string]string{"email": s.u.email, "password": s.u.password})
+	resp, err := d.do(ctx, &request{name: "login", method: http.MethodPost, url: s.base + "/api/v1/auth/login",
+		header: jsonHeader(), body: body, bodyLen: n, expect: http.StatusOK, capture: 64 << 10})
+	if err != nil {
+		return err
+	}
+	return s.store(resp.body)
+}
+
+func (s *session) store(b []byte) error {
+	var tp tokenPair
+	if err := json.Unmarshal(b, &tp); err != nil || tp.AccessToken == "" || tp.RefreshToken == "" {
+		s.stale = true
+		return fmt.Errorf("token answer without tokens: %.200q", b)
+	}
+	if tp.ExpiresIn <= 0 {
+		tp.ExpiresIn = 900
+	}
+	s.access, s.refresh, s.stale = tp.AccessToken, tp.RefreshToken, false
+	s.expires = time.Now().Add(time.Duration(tp.ExpiresIn) * time.Second)
+	return nil
+}
+
+// rotate exchanges the refresh token for a new pair, as a client does to
+// keep a session alive. When the outcome is unknown (timeout, 5xx) the
+// old token may be used up already, and reusing it would revoke the
+// login, so the next rotate logs in again instead.
+func (s *session) rotate(ctx context.Context, d doer) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stale || s.refresh == "" {
+		return s.loginLocked(ctx, d)
+	}
+	body, n := jsonBody(map[string]string{"refresh_token": s.refresh})
+	resp, err := d.do(ctx, &request{name: "refresh", method: http.MethodPost, url: s.base + "/api/v1/auth/refresh",
+		header: jsonHeader(), body: body, bodyLen: n, expect: http.StatusOK, capture: 64 << 10})
+	if err != nil {
+		var re *reqError
+		if errors.As(err, &re) && (re.outcome == outcomeShed || re.status == http.StatusUnauthorized) {
+			// Shed before it was handled, or refused: the token state is known.
+			s.stale = re.status == http.StatusUnauthorized
+			return err
+		}
+		s.stale = true
+		return err
+	}
+	return s.store(resp.body)
+}
+
+// bearer returns the Authorization header value, rotating the tokens
+// first if the access token expires within a minute.
+func (s *session) bearer(ctx context.Context, d doer) (string, error) {
+	s.mu.Lock()
+	fresh := !s.stale && s.access != "" && time.Until(s.expires) > time.Minute
+	tok := s.access
+	s.mu.Unlock()
+	if fresh {
+		return "Bearer " + tok, nil
+	}
+	if err := s.rotate(ctx, d); err != nil {
+		return "", err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return "Bearer " + s.access, nil
+}
+
+// createKey creates an S3 access key for the session's user.
+func (s *session) createKey(ctx context.Context, d doer) (id, secret string, err error) {
+	auth, err := s.bearer(ctx, d)
+	if err != nil {
+		return "", "", err
+	}
+	body, n := jsonBody(map[string]string{"name": "coffer bench"})
+	h := jsonHeader()
+	h.Set("Authorization", auth)
+	resp, err := d.do(ctx, &request{name: "create-key", method: http.MethodPost, url: s.base + "/api/v1/keys",
+		header: h, body: body, bodyLen: n, expect: http.StatusCreated, capture: 64 << 10})
+	if err != nil {
+		return "", "", err
+	}
+	var k struct {
+		ID     string `json:"access_key_id"`
+		Secret string `json:"secret_access_key"`
+	}
+	if err := json.Unmarshal(resp.body, &k); err != nil || k.ID == "" || k.Secret == "" {
+		return "", "", fmt.Errorf("key answer without a key: %.200q", resp.body)
+	}
+	return k.ID, k.Secret, nil
+}
