@@ -51,13 +51,10 @@ func TestCaptureRequests(t *testing.T) {
 	}
 	e := &env{srv: srv, user: user, accessKey: key.ID, secretKey: key.Secret, prefix: "capture"}
 	target, _ := url.Parse(e.srv.S3URL)
-	proxy := httputil.NewSingleHostReverseProxy(target)
-	orig := proxy.Director
-	proxy.Director = func(r *http.Request) {
-		host := r.Host
-		orig(r)
-		r.Host = host // the clients signed the proxy's host
-	}
+	proxy := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
+		pr.SetURL(target)
+		pr.Out.Host = pr.In.Host // the clients signed the proxy's host
+	}}
 	var mu sync.Mutex
 	client := ""
 	seen := map[string]int{}
