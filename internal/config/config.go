@@ -41,6 +41,7 @@ type Config struct {
 	TrustedProxies []netip.Prefix // --trusted-proxies: CIDRs allowed to set X-Forwarded-For; default none
 	PublicMaxAge   time.Duration  // --public-max-age: Cache-Control max-age for public-read objects; default 60s
 	MetricsToken   string         // --metrics-token: bearer token for /metrics from non-loopback clients; default none (loopback only)
+	DebugListen    string         // --debug-listen: loopback address serving net/http/pprof; default none
 
 	LoginConcurrency int    // --login-concurrency: parallel password hashes; default max(1, cores/2)
 	Argon2Memory     uint32 // --argon2-memory: KiB; default 19456
@@ -80,6 +81,12 @@ func (c Config) Validate() error {
 	if c.S3Listen != "off" {
 		if _, _, err := net.SplitHostPort(c.S3Listen); err != nil {
 			errs = append(errs, fmt.Errorf("s3-listen: %v", err))
+		}
+	}
+	if c.DebugListen != "" {
+		host, _, err := net.SplitHostPort(c.DebugListen)
+		if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
+			errs = append(errs, errors.New("debug-listen: must be a loopback address (it serves profiles)"))
 		}
 	}
 	if c.Region == "" {
@@ -140,6 +147,7 @@ func (c *Config) FlagSet(name string) *flag.FlagSet {
 	fs.Var((*prefixesValue)(&c.TrustedProxies), "trusted-proxies", "comma-separated CIDRs whose X-Forwarded-For is trusted")
 	fs.DurationVar(&c.PublicMaxAge, "public-max-age", c.PublicMaxAge, "Cache-Control max-age of objects in public-read buckets")
 	fs.StringVar(&c.MetricsToken, "metrics-token", c.MetricsToken, "bearer token allowing /metrics from non-loopback clients")
+	fs.StringVar(&c.DebugListen, "debug-listen", c.DebugListen, "loopback address serving /debug/pprof (off when empty)")
 	fs.IntVar(&c.LoginConcurrency, "login-concurrency", c.LoginConcurrency, "password hashes run in parallel (0 = half the cores)")
 	fs.Func("argon2-memory", "argon2id memory in KiB (default 19456)", func(s string) error {
 		n, err := strconv.ParseUint(s, 10, 32)

@@ -23,6 +23,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"net/netip"
 	"net/url"
 	"os"
@@ -227,8 +228,21 @@ func (s *Server) Run(ctx context.Context, announce io.Writer) error {
 		}
 		s.s3URLMu.Unlock()
 	}
+	if s.cfg.DebugListen != "" {
+		ln, err := net.Listen("tcp", s.cfg.DebugListen)
+		if err != nil {
+			return fmt.Errorf("listening on %s: %w", s.cfg.DebugListen, err)
+		}
+		dmux := http.NewServeMux()
+		dmux.HandleFunc("/debug/pprof/", pprof.Index)
+		dmux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		dmux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		dmux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		dmux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		lns = append(lns, listener{"debug", ln, newServer(dmux)})
+	}
 	for _, l := range lns {
-		label := map[string]string{"file": "file API", "s3": "S3 API"}[l.name]
+		label := map[string]string{"file": "file API", "s3": "S3 API", "debug": "debug (pprof)"}[l.name]
 		fmt.Fprintf(announce, "coffer: %s listening on http://%s (data in %s)\n", label, l.ln.Addr(), s.cfg.Data)
 		s.log.Info("listening", "api", l.name, "addr", l.ln.Addr().String(), "data", s.cfg.Data)
 	}
