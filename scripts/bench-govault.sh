@@ -16,6 +16,7 @@ EXTRA=("$@")
 go build -o "$ROOT/.tools/coffer" ./cmd/coffer
 COFFER="$ROOT/.tools/coffer"
 OUT=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/coffer-govault.XXXXXX")}
+mkdir -p "$OUT"
 echo "reports in $OUT" >&2
 printf '| scenario | VUs | req/s | uploads/s | upload p50 | upload p95 | iteration p95 | errors | error rate | shed | ghosts (missing+corrupt of acknowledged) | server RSS max |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|\n'
 for sc in $SCENARIOS; do
