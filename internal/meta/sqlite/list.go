@@ -39,28 +39,47 @@ func (s *Store) ListObjects(ctx context.Context, bucket string, opts meta.ListOp
 	return meta.List(ctx, rangeScan(q, bucket), opts)
 }
 
+// scanQuery is the SQL of one range scan variant.
+func scanQuery(inclusive, bounded bool) string {
+	var b strings.Builder
+	b.WriteString("SELECT " + objectCols + " FROM objects WHERE bucket = ? AND key ")
+	if inclusive {
+		b.WriteString(">= ?")
+	} else {
+		b.WriteString("> ?")
+	}
+	if bounded {
+		b.WriteString(" AND key < ?")
+	}
+	b.WriteString(" ORDER BY key LIMIT ?")
+	return b.String()
+}
+
+// txReadQueries are the statements readers run inside read transactions.
+// They are prepared at Open, since a transaction never prepares on the
+// pool (see readStmts).
+func txReadQueries() []string {
+	qs := []string{"SELECT 1 FROM buckets WHERE name = ?", readPartsQuery, lookupQuery}
+	for _, inclusive := range []bool{false, true} {
+		for _, bounded := range []bool{false, true} {
+			qs = append(qs, scanQuery(inclusive, bounded))
+		}
+	}
+	return qs
+}
+
 // rangeScan returns the range scan of bucket's objects. Bounds are bound as
 // Go strings, that is as TEXT with their bytes unchanged, and keys use the
 // BINARY collation: SQLite compares them with memcmp even when a bound
 // (a PrefixEnd) is not valid UTF-8.
 func rangeScan(q querier, bucket string) meta.ScanFunc {
 	return func(ctx context.Context, from string, inclusive bool, end string, limit int) ([]meta.Object, error) {
-		var b strings.Builder
-		b.WriteString("SELECT " + objectCols + " FROM objects WHERE bucket = ? AND key ")
-		if inclusive {
-			b.WriteString(">= ?")
-		} else {
-			b.WriteString("> ?")
-		}
 		args := []any{bucket, from}
 		if end != "" {
-			b.WriteString(" AND key < ?")
 			args = append(args, end)
 		}
-		b.WriteString(" ORDER BY key LIMIT ?")
 		args = append(args, limit)
-
-		rows, err := q.QueryContext(ctx, b.String(), args...)
+		rows, err := q.QueryContext(ctx, scanQuery(inclusive, end != ""), args...)
 		if err != nil {
 			return nil, classify(err, "list %q", bucket)
 		}

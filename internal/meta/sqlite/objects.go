@@ -104,11 +104,7 @@ func lookup(ctx context.Context, q querier, bucket, key string) (owner string, o
 		size, mod, pid, pcount, iid sql.NullInt64
 		data                        []byte
 	)
-	err = q.QueryRowContext(ctx, `SELECT b.owner_id, o.key, o.size, o.etag, o.sha256, o.content_type, o.metadata, o.blob_key, o.mod_time,
-			o.checksum_algorithm, o.checksum_type, o.checksum_value, o.parts_id, o.part_count, o.inline_id, i.data
-		FROM buckets b LEFT JOIN objects o ON o.bucket = b.name AND o.key = ?2
-		LEFT JOIN inline_data i ON i.id = o.inline_id
-		WHERE b.name = ?1`, bucket, key).
+	err = q.QueryRowContext(ctx, lookupQuery, bucket, key).
 		Scan(&owner, &k, &size, &etag, &sha, &ctype, &md, &blob, &mod, &calg, &ctyp, &cval, &pid, &pcount, &iid, &data)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", row{}, false, errNoBucket(bucket)
@@ -147,6 +143,14 @@ func lookup(ctx context.Context, q querier, bucket, key string) (owner string, o
 	return owner, o, true, nil
 }
 
+const lookupQuery = `SELECT b.owner_id, o.key, o.size, o.etag, o.sha256, o.content_type, o.metadata, o.blob_key, o.mod_time,
+		o.checksum_algorithm, o.checksum_type, o.checksum_value, o.parts_id, o.part_count, o.inline_id, i.data
+	FROM buckets b LEFT JOIN objects o ON o.bucket = b.name AND o.key = ?2
+	LEFT JOIN inline_data i ON i.id = o.inline_id
+	WHERE b.name = ?1`
+
+const readPartsQuery = "SELECT blob_key, size, etag, checksum FROM object_parts WHERE parts_id = ? ORDER BY idx"
+
 // lookupFull is lookup with the parts of a multipart object. q must read
 // one snapshot (the writer, or a read transaction).
 func lookupFull(ctx context.Context, q querier, bucket, key string) (owner string, o row, ok bool, err error) {
@@ -165,7 +169,7 @@ func lookupFull(ctx context.Context, q querier, bucket, key string) (owner strin
 
 // readParts returns the parts stored under id, in order.
 func readParts(ctx context.Context, q querier, id int64, n int) ([]meta.ObjectPart, error) {
-	rows, err := q.QueryContext(ctx, "SELECT blob_key, size, etag, checksum FROM object_parts WHERE parts_id = ? ORDER BY idx", id)
+	rows, err := q.QueryContext(ctx, readPartsQuery, id)
 	if err != nil {
 		return nil, classify(err, "read object parts")
 	}

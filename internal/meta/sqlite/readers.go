@@ -10,26 +10,48 @@ import (
 // readStmts caches statements prepared on the reader pool. database/sql
 // prepares each on a pool connection the first time it runs there, then
 // reuses it.
+//
+// Preparing needs a free pool connection, so it must never happen while
+// holding the cache lock or a pool connection: a reader inside a read
+// transaction holds one, and with every connection held by such readers a
+// prepare would wait forever (and, under the lock, stall every reader).
+// Misses inside a transaction therefore run unprepared on the
+// transaction's own connection; misses outside prepare without the lock.
 type readStmts struct {
 	db *sql.DB
 	mu sync.Mutex
 	m  map[string]*sql.Stmt
 }
 
-// get returns the prepared statement for query, or nil if the cache is
-// full.
-func (r *readStmts) get(ctx context.Context, query string) (*sql.Stmt, error) {
+// cached returns the prepared statement for query, or nil.
+func (r *readStmts) cached(query string) *sql.Stmt {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if st, ok := r.m[query]; ok {
+	return r.m[query]
+}
+
+// get returns the prepared statement for query, preparing it if needed,
+// or nil if the cache is full. The caller must hold no pool connection.
+func (r *readStmts) get(ctx context.Context, query string) (*sql.Stmt, error) {
+	if st := r.cached(query); st != nil {
 		return st, nil
 	}
-	if len(r.m) >= maxStmts {
+	r.mu.Lock()
+	full := len(r.m) >= maxStmts
+	r.mu.Unlock()
+	if full {
 		return nil, nil
 	}
 	st, err := r.db.PrepareContext(ctx, query)
 	if err != nil {
 		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if cur, ok := r.m[query]; ok {
+		// Prepared concurrently by another reader: keep theirs.
+		st.Close()
+		return cur, nil
 	}
 	if r.m == nil {
 		r.m = map[string]*sql.Stmt{}
@@ -57,11 +79,16 @@ type reader struct {
 }
 
 func (r reader) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
-	st, err := r.stmts.get(ctx, query)
-	if err != nil || st == nil || r.tx == nil {
-		return st, err
+	if r.tx != nil {
+		// Inside a transaction we hold a pool connection: never prepare on
+		// the pool (see readStmts). A cached statement is re-prepared on the
+		// transaction's connection by database/sql; a miss runs unprepared.
+		if st := r.stmts.cached(query); st != nil {
+			return r.tx.StmtContext(ctx, st), nil
+		}
+		return nil, nil
 	}
-	return r.tx.StmtContext(ctx, st), nil
+	return r.stmts.get(ctx, query)
 }
 
 // ExecContext runs a statement; readers are query-only, so this fails

@@ -174,6 +174,12 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		queue:   make(chan *op, opts.QueueSize),
 		stopped: make(chan struct{}),
 	}
+	for _, q := range txReadQueries() {
+		if _, err := s.rstmts.get(ctx, q); err != nil {
+			s.Close()
+			return nil, classify(err, "sqlite: prepare %q", q)
+		}
+	}
 	go s.loop()
 	return s, nil
 }

@@ -683,3 +683,44 @@ func TestUpgradeFrom0001(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestReadersNeverDeadlock: with every reader connection held by a read
+// transaction (listings), statements that are not yet prepared must not
+// wait for a free connection. Regression test for a stall under load.
+func TestReadersNeverDeadlock(t *testing.T) {
+	s, err := Open(t.Context(), filepath.Join(t.TempDir(), "meta.db"), Options{ReadConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := t.Context()
+	now := time.Now()
+	if err := s.CreateUser(ctx, meta.User{ID: "u", Email: "u@x", CreatedAt: now}, meta.Bucket{Name: "b", OwnerID: "u", Visibility: meta.Private, CreatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 30 {
+		if _, err := s.PutObjects(ctx, []meta.Put{{Object: meta.Object{Bucket: "b", Key: fmt.Sprintf("d%d/k", i), Size: 0, ModTime: now}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan error, 64)
+	for i := range 64 {
+		go func() {
+			_, err := s.ListObjects(ctx, "b", meta.ListOptions{Delimiter: "/", Limit: 1 + i%7, Prefix: fmt.Sprintf("d%d", i%3)})
+			if err == nil {
+				_, _, err = s.ListUploads(ctx, "b", meta.ListUploadsOptions{Prefix: "x"})
+			}
+			done <- err
+		}()
+	}
+	for range 64 {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("readers deadlocked")
+		}
+	}
+}
