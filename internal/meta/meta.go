@@ -192,6 +192,14 @@ type Upload struct {
 	PartSize  int64
 	CreatedAt time.Time
 	ExpiresAt time.Time // reclaimed by the janitor after this
+	// BlobKey and BackendUploadID are set for a direct upload whose bytes
+	// go straight to the blob backend's own multipart upload (of ID
+	// BackendUploadID), which assembles them into the single blob BlobKey.
+	// The store counts BlobKey as referenced while the upload exists
+	// (ReferencedBlobs) and enqueues it when the upload is aborted;
+	// CompleteBackendUpload turns it into an object.
+	BlobKey         string
+	BackendUploadID string
 }
 
 // Part is one uploaded part of an Upload.
@@ -344,6 +352,17 @@ type Store interface {
 	// released), the replaced object's usage is released, and the upload
 	// disappears. NotFound if the upload is gone. Returns the new object.
 	CompleteUpload(ctx context.Context, id string, obj Object, parts []CompletePart, minPartSize int64, cond Cond) (Object, error)
+	// CompleteBackendUpload atomically turns an upload with a BlobKey,
+	// whose bytes the blob backend assembled, into the single-blob object
+	// obj at the upload's bucket and key. obj.BlobKey must be the upload's
+	// BlobKey (else InvalidArgument); obj.Size is the assembled size and
+	// counts toward the bucket owner's usage from now on, with the quota
+	// check of PutObjects (QuotaExceeded changes nothing). cond applies to
+	// the object currently at the key, which is replaced (blobs enqueued,
+	// usage released); parts recorded with PutPart, if any, are discarded.
+	// NotFound if the upload is gone: of two concurrent completions,
+	// exactly one succeeds.
+	CompleteBackendUpload(ctx context.Context, id string, obj Object, cond Cond) (Object, error)
 
 	// ListGarbage returns up to limit queued blobs enqueued before t, oldest first.
 	ListGarbage(ctx context.Context, before time.Time, limit int) ([]Garbage, error)
@@ -351,7 +370,8 @@ type Store interface {
 	DeleteGarbage(ctx context.Context, ids []int64) error
 	// ReferencedBlobs returns which of keys a row still points at (an
 	// object, a part of a multipart object, a part of an upload in
-	// progress, or the garbage queue), for orphan collection.
+	// progress, the BlobKey of an upload in progress, or the garbage
+	// queue), for orphan collection.
 	ReferencedBlobs(ctx context.Context, keys []string) (map[string]bool, error)
 
 	// Ping checks the store is reachable (for /readyz).

@@ -108,6 +108,7 @@ func Run(t *testing.T, newStore func(t *testing.T) meta.Store) {
 		{"Uploads", uploadTests},
 		{"Inline", inlineTests},
 		{"Multipart", multipartTests},
+		{"BackendUploads", backendUploadTests},
 		{"Garbage", garbageTests},
 		{"Store", storeTests},
 	}

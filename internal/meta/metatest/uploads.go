@@ -192,6 +192,12 @@ func diffUpload(got, want meta.Upload) string {
 	if !sameTime(got.ExpiresAt, want.ExpiresAt) {
 		add("ExpiresAt", got.ExpiresAt, want.ExpiresAt)
 	}
+	if got.BlobKey != want.BlobKey {
+		add("BlobKey", got.BlobKey, want.BlobKey)
+	}
+	if got.BackendUploadID != want.BackendUploadID {
+		add("BackendUploadID", got.BackendUploadID, want.BackendUploadID)
+	}
 	return d
 }
 

@@ -172,7 +172,7 @@ var referencedQuery = func() string {
 		fmt.Fprintf(&in, "?%d", i+1)
 	}
 	var q strings.Builder
-	for i, table := range []string{"objects", "object_parts", "upload_parts", "garbage"} {
+	for i, table := range []string{"objects", "object_parts", "upload_parts", "uploads", "garbage"} {
 		if i > 0 {
 			q.WriteString(" UNION ")
 		}

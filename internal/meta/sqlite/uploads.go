@@ -17,7 +17,7 @@ import (
 // maxPartNumber is the highest part number (S3's).
 const maxPartNumber = 10000
 
-const uploadCols = "id, bucket, key, initiator_id, content_type, metadata, checksum_algorithm, checksum_type, size, part_size, created_at, expires_at"
+const uploadCols = "id, bucket, key, initiator_id, content_type, metadata, checksum_algorithm, checksum_type, size, part_size, created_at, expires_at, blob_key, backend_upload_id"
 
 func scanUpload(r scanner) (meta.Upload, error) {
 	var (
@@ -26,7 +26,7 @@ func scanUpload(r scanner) (meta.Upload, error) {
 		created, expires int64
 	)
 	if err := r.Scan(&u.ID, &u.Bucket, &u.Key, &u.InitiatorID, &u.ContentType, &md, &u.ChecksumAlgorithm, &u.ChecksumType,
-		&u.Size, &u.PartSize, &created, &expires); err != nil {
+		&u.Size, &u.PartSize, &created, &expires, &u.BlobKey, &u.BackendUploadID); err != nil {
 		return meta.Upload{}, err
 	}
 	u.CreatedAt, u.ExpiresAt = fromNanos(created), fromNanos(expires)
@@ -87,9 +87,9 @@ func (s *Store) CreateUpload(ctx context.Context, u meta.Upload) error {
 		if err != nil {
 			return classify(err, "create upload")
 		}
-		_, err = c.ExecContext(ctx, "INSERT INTO uploads ("+uploadCols+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		_, err = c.ExecContext(ctx, "INSERT INTO uploads ("+uploadCols+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 			u.ID, u.Bucket, u.Key, u.InitiatorID, u.ContentType, md, u.ChecksumAlgorithm, u.ChecksumType,
-			u.Size, u.PartSize, toNanos(orNow(u.CreatedAt, time.Now())), toNanos(u.ExpiresAt))
+			u.Size, u.PartSize, toNanos(orNow(u.CreatedAt, time.Now())), toNanos(u.ExpiresAt), u.BlobKey, u.BackendUploadID)
 		return classify(err, "upload %q", u.ID)
 	})
 }
@@ -111,14 +111,14 @@ func (s *Store) GetUpload(ctx context.Context, id string) (meta.Upload, error) {
 
 // upload is what the writer needs to know of an upload.
 type upload struct {
-	bucket, key, owner string
+	bucket, key, owner, blobKey string
 }
 
 // getUpload returns the upload's bucket and key and the bucket's owner.
 func getUpload(ctx context.Context, c *conn, id string) (upload, error) {
 	var u upload
-	err := c.QueryRowContext(ctx, `SELECT u.bucket, u.key, b.owner_id FROM uploads u JOIN buckets b ON b.name = u.bucket
-		WHERE u.id = ?`, id).Scan(&u.bucket, &u.key, &u.owner)
+	err := c.QueryRowContext(ctx, `SELECT u.bucket, u.key, b.owner_id, u.blob_key FROM uploads u JOIN buckets b ON b.name = u.bucket
+		WHERE u.id = ?`, id).Scan(&u.bucket, &u.key, &u.owner, &u.blobKey)
 	if errors.Is(err, sql.ErrNoRows) {
 		return upload{}, errNoUpload(id)
 	}
@@ -391,6 +391,9 @@ func (s *Store) AbortUpload(ctx context.Context, id string) error {
 		if err := addUsage(ctx, c, u.owner, -freed); err != nil {
 			return err
 		}
+		if u.blobKey != "" {
+			blobs = append(blobs, u.blobKey)
+		}
 		return enqueue(ctx, c, time.Now(), blobs...)
 	})
 }
@@ -540,4 +543,56 @@ func moveParts(ctx context.Context, c *conn, uploadID string, parts []meta.Compl
 		return 0, errcode.Wrap(errcode.Internal, err, "copied %d of the %d listed parts of upload %q", n, len(parts), uploadID)
 	}
 	return id, nil
+}
+
+// CompleteBackendUpload implements meta.Store.
+func (s *Store) CompleteBackendUpload(ctx context.Context, id string, obj meta.Object, cond meta.Cond) (meta.Object, error) {
+	if obj.Size < 0 {
+		return meta.Object{}, errcode.New(errcode.InvalidArgument, "object size must not be negative")
+	}
+	var out meta.Object
+	err := s.write(ctx, func(ctx context.Context, c *conn) error {
+		now := time.Now()
+		u, err := getUpload(ctx, c, id)
+		if err != nil {
+			return err
+		}
+		if u.blobKey == "" || obj.BlobKey != u.blobKey {
+			return errcode.New(errcode.InvalidArgument, "upload %q is not assembled by the blob backend into %q", id, obj.BlobKey)
+		}
+		owner, cur, exists, err := lookupFull(ctx, c, u.bucket, u.key)
+		if err != nil {
+			return err
+		}
+		if err := checkCond(cond, cur.Object, exists); err != nil {
+			return err
+		}
+		o := obj
+		o.Bucket, o.Key, o.Parts, o.Inline = u.bucket, u.key, nil, nil
+		o.ModTime = orNow(o.ModTime, now)
+		freed, discarded, err := dropUpload(ctx, c, id)
+		if err != nil {
+			return err
+		}
+		if err := addUsage(ctx, c, owner, o.Size-freed-cur.Size); err != nil {
+			return err
+		}
+		if err := writeObject(ctx, c, o, 0, 0); err != nil {
+			return err
+		}
+		if exists {
+			if err := release(ctx, c, cur, now); err != nil {
+				return err
+			}
+		}
+		if err := enqueue(ctx, c, now, discarded...); err != nil {
+			return err
+		}
+		out = o
+		return nil
+	})
+	if err != nil {
+		return meta.Object{}, err
+	}
+	return out, nil
 }
