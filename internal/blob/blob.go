@@ -117,3 +117,29 @@ func ValidKey(key string) error {
 	}
 	return nil
 }
+
+// PartInfo is one part of a backend multipart upload.
+type PartInfo struct {
+	Number int
+	Size   int64
+	ETag   string // without quotes
+}
+
+// MultipartPresigner is implemented by stores whose clients can send the
+// parts of a blob straight to the backend with presigned URLs (direct
+// uploads that never cross Coffer). The backend assembles the parts into
+// the blob key on CompleteMultipart; until then nothing is visible.
+type MultipartPresigner interface {
+	CreateMultipart(ctx context.Context, key string) (uploadID string, err error)
+	// PresignPart returns a URL a client PUTs part number part to.
+	PresignPart(ctx context.Context, key, uploadID string, part int, ttl time.Duration) (string, error)
+	// ListMultipartParts lists the parts uploaded so far, ascending.
+	ListMultipartParts(ctx context.Context, key, uploadID string) ([]PartInfo, error)
+	// CompleteMultipart assembles parts (ascending) into the blob key. If
+	// the upload was completed already with the same parts, it returns
+	// the blob's Info.
+	CompleteMultipart(ctx context.Context, key, uploadID string, parts []PartInfo) (Info, error)
+	// AbortMultipart drops the upload and its parts; an unknown or
+	// finished upload is not an error.
+	AbortMultipart(ctx context.Context, key, uploadID string) error
+}

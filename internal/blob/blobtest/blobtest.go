@@ -55,6 +55,37 @@ import (
 // Run runs the conformance suite against the stores newStore returns. Each
 // subtest calls newStore once for a fresh, empty store.
 func Run(t *testing.T, newStore func(t *testing.T) blob.Store) {
+	RunWith(t, newStore, Options{})
+}
+
+// Options adapt the suite to a backend's documented limits.
+type Options struct {
+	// NoNestedKeys leaves out keys that are the "directory" of another
+	// key of the same test ("a" and "a/b"). Object stores that map keys
+	// onto a file system (MinIO) cannot hold both; Coffer never makes such
+	// keys (its blob keys are o/<shard>/<random>), so such a backend is
+	// usable, and every other case still runs.
+	NoNestedKeys bool
+}
+
+// RunWith is Run with Options.
+func RunWith(t *testing.T, newStore func(t *testing.T) blob.Store, opts Options) {
+	flat := func(keys []string) []string {
+		if !opts.NoNestedKeys {
+			return keys
+		}
+		return dropNested(keys)
+	}
+	testWeirdKeys := func(t *testing.T, s blob.Store) { testWeirdKeysOf(t, s, flat(WeirdKeys())) }
+	testDelete := func(t *testing.T, s blob.Store) {
+		if opts.NoNestedKeys {
+			testDeleteOf(t, s, "a", "a.b", "a.b.c")
+		} else {
+			testDeleteOf(t, s, "a", "a/b", "a/b/c")
+		}
+	}
+	testListOrder := func(t *testing.T, s blob.Store) { testListOrderOf(t, s, flat) }
+	testListPrefix := func(t *testing.T, s blob.Store) { testListPrefixOf(t, s, flat) }
 	tests := []struct {
 		name string
 		fn   func(t *testing.T, s blob.Store)
@@ -473,9 +504,21 @@ func WeirdKeys() []string {
 	}
 }
 
-func testWeirdKeys(t *testing.T, s blob.Store) {
+// dropNested removes every key that lies "under" another key of keys
+// (starts with it and a slash).
+func dropNested(keys []string) []string {
+	return slices.DeleteFunc(slices.Clone(keys), func(k string) bool {
+		for _, p := range keys {
+			if strings.HasPrefix(k, p+"/") {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+func testWeirdKeysOf(t *testing.T, s blob.Store, keys []string) {
 	ctx := t.Context()
-	keys := WeirdKeys()
 	if got, want := len(keys[len(keys)-1]), blob.MaxKeyLen; got != want {
 		t.Fatalf("suite bug: long key is %d bytes, want %d", got, want)
 	}
@@ -568,31 +611,33 @@ func testInvalidKeys(t *testing.T, s blob.Store) {
 	}
 }
 
-func testDelete(t *testing.T, s blob.Store) {
+// testDeleteOf runs the Delete checks with keys parent, mid and child,
+// each a prefix of the next.
+func testDeleteOf(t *testing.T, s blob.Store, parent, mid, child string) {
 	ctx := t.Context()
-	for _, key := range []string{"a", "a/b", "a/b/c", "keep"} {
+	for _, key := range []string{parent, mid, child, "keep"} {
 		mustPut(t, s, key, []byte(key))
 	}
-	if err := s.Delete(ctx, "a/b"); err != nil {
-		t.Fatalf("Delete(a/b): %v", err)
+	if err := s.Delete(ctx, mid); err != nil {
+		t.Fatalf("Delete(%s): %v", mid, err)
 	}
-	checkAbsent(t, s, "a/b")
+	checkAbsent(t, s, mid)
 	// Neither the "parent" nor the "child" of a deleted key goes with it.
-	for _, key := range []string{"a", "a/b/c", "keep"} {
+	for _, key := range []string{parent, child, "keep"} {
 		if got := mustGet(t, s, key, 0, -1); string(got) != key {
-			t.Errorf("after Delete(a/b), Get(%q) = %q, want %q", key, got, key)
+			t.Errorf("after Delete(%s), Get(%q) = %q, want %q", mid, key, got, key)
 		}
 	}
-	if got, want := listKeys(t, s, ""), []string{"a", "a/b/c", "keep"}; !slices.Equal(got, want) {
-		t.Errorf("after Delete(a/b), List = %q, want %q", got, want)
+	if got, want := listKeys(t, s, ""), []string{parent, child, "keep"}; !slices.Equal(got, want) {
+		t.Errorf("after Delete(%s), List = %q, want %q", mid, got, want)
 	}
 
-	for _, key := range []string{"a/b", "missing", "a/b/c/d", "never/was"} {
+	for _, key := range []string{mid, "missing", child + "/d", "never/was"} {
 		if err := s.Delete(ctx, key); err != nil {
 			t.Errorf("Delete(%q) of a missing key: %v, want nil", key, err)
 		}
 	}
-	for _, key := range []string{"a", "a/b/c"} {
+	for _, key := range []string{parent, child} {
 		if err := s.Delete(ctx, key); err != nil {
 			t.Fatalf("Delete(%q): %v", key, err)
 		}
@@ -602,9 +647,9 @@ func testDelete(t *testing.T, s blob.Store) {
 		t.Errorf("after Deletes, List = %q, want %q", got, want)
 	}
 	// The key can be written again after Delete.
-	mustPut(t, s, "a/b", []byte("again"))
-	if got := mustGet(t, s, "a/b", 0, -1); string(got) != "again" {
-		t.Errorf("Get(a/b) after re-Put = %q, want %q", got, "again")
+	mustPut(t, s, mid, []byte("again"))
+	if got := mustGet(t, s, mid, 0, -1); string(got) != "again" {
+		t.Errorf("Get(%s) after re-Put = %q, want %q", mid, got, "again")
 	}
 }
 
@@ -647,11 +692,11 @@ func testDeleteWhileReading(t *testing.T, s blob.Store) {
 	}
 }
 
-func testListOrder(t *testing.T, s blob.Store) {
-	keys := []string{
+func testListOrderOf(t *testing.T, s blob.Store, flat func([]string) []string) {
+	keys := flat([]string{
 		"x-y", "x/z", "x.y", "x", "X", "é", "z", "x0", "x!y", "xx", "x/a/b", "x/a", "x.y/z", "a",
 		"Z", "_", "-", "~", "x\ty", "😀", "日本", "ÿ",
-	}
+	})
 	for _, k := range keys {
 		mustPut(t, s, k, []byte(k))
 	}
@@ -666,9 +711,9 @@ func testListOrder(t *testing.T, s blob.Store) {
 	}
 }
 
-func testListPrefix(t *testing.T, s blob.Store) {
+func testListPrefixOf(t *testing.T, s blob.Store, flat func([]string) []string) {
 	ctx := t.Context()
-	keys := []string{"a", "a/b", "aa", "ab", "abc/d", "abc/d/e", "abd", "b", "ab/x"}
+	keys := flat([]string{"a", "a/b", "aa", "ab", "abc/d", "abc/d/e", "abd", "b", "ab/x"})
 	sizes := map[string]int64{}
 	for i, k := range keys {
 		data := pattern(i*10, uint64(i))
@@ -698,6 +743,11 @@ func testListPrefix(t *testing.T, s blob.Store) {
 		{"../", nil},
 	}
 	for _, tt := range tests {
+		// Only the keys the backend was given.
+		tt.want = slices.DeleteFunc(tt.want, func(k string) bool { return !slices.Contains(keys, k) })
+		if len(tt.want) == 0 {
+			tt.want = nil
+		}
 		var got []string
 		err := s.List(ctx, tt.prefix, func(info blob.Info) error {
 			got = append(got, info.Key)
