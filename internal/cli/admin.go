@@ -8,29 +8,76 @@ import (
 	"path/filepath"
 
 	"github.com/coffer-storage/coffer/internal/auth"
+	"github.com/coffer-storage/coffer/internal/blob"
 	"github.com/coffer-storage/coffer/internal/blob/diskblob"
+	"github.com/coffer-storage/coffer/internal/blob/s3blob"
 	"github.com/coffer-storage/coffer/internal/config"
+	"github.com/coffer-storage/coffer/internal/meta"
+	"github.com/coffer-storage/coffer/internal/meta/postgres"
 	"github.com/coffer-storage/coffer/internal/meta/sqlite"
 	"github.com/coffer-storage/coffer/internal/object"
+	"github.com/coffer-storage/coffer/internal/server"
 )
 
 func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }
 
-// openMeta opens the data folder's metadata store, creating the folder.
-func openMeta(ctx context.Context, data string) (*sqlite.Store, error) {
-	if err := os.MkdirAll(data, 0o700); err != nil {
-		return nil, err
-	}
-	return sqlite.Open(ctx, filepath.Join(data, "meta.db"), sqlite.Options{})
+// stores names the stores an admin command works on: the data folder of
+// the embedded shape, or the scale-out backends (same flags and COFFER_*
+// variables as coffer serve).
+type stores struct {
+	data, meta, blob, keyFile string
 }
 
-// dataFlag adds --data (and COFFER_DATA) to an admin command.
-func dataFlag(fs *flag.FlagSet, env Env) *string {
-	d := config.Defaults().Data
-	if v := env.Getenv("COFFER_DATA"); v != "" {
-		d = v
+// openMeta opens the metadata store, creating the data folder.
+func (st *stores) openMeta(ctx context.Context) (meta.Store, error) {
+	if err := os.MkdirAll(st.data, 0o700); err != nil {
+		return nil, err
 	}
-	return fs.String("data", d, "data folder")
+	if st.meta != "" {
+		return postgres.Open(ctx, st.meta, postgres.Options{MaxConns: 4})
+	}
+	return sqlite.Open(ctx, filepath.Join(st.data, "meta.db"), sqlite.Options{})
+}
+
+// openBlobs opens the blob store.
+func (st *stores) openBlobs(ctx context.Context) (blob.Store, error) {
+	if st.blob != "" {
+		opts, err := s3blob.ParseURL(st.blob)
+		if err != nil {
+			return nil, err
+		}
+		return s3blob.Open(ctx, opts)
+	}
+	return diskblob.Open(filepath.Join(st.data, "blobs"))
+}
+
+// serverKey loads (or creates) the server key.
+func (st *stores) serverKey() ([]byte, error) {
+	if st.keyFile != "" {
+		return server.LoadOrCreateKey(st.keyFile)
+	}
+	return serverKey(st.data)
+}
+
+// dataFlag adds --data, --meta, --blob and --server-key-file (and their
+// COFFER_* variables) to an admin command.
+func dataFlag(fs *flag.FlagSet, env Env) *stores {
+	st := &stores{data: config.Defaults().Data}
+	for _, f := range []struct {
+		name, usage string
+		v           *string
+	}{
+		{"data", "data folder", &st.data},
+		{"meta", "metadata database URL (postgres://…); default SQLite in the data folder", &st.meta},
+		{"blob", "blob store URL (s3://BUCKET?endpoint=…); default the data folder", &st.blob},
+		{"server-key-file", "server key file; default DATA/server.key", &st.keyFile},
+	} {
+		if v := env.Getenv(config.EnvName(f.name)); v != "" {
+			*f.v = v
+		}
+		fs.StringVar(f.v, f.name, *f.v, f.usage)
+	}
+	return st
 }
 
 type userCmd struct{ env Env }
@@ -60,14 +107,14 @@ func (c *userCmd) Run(ctx context.Context, args []string) error {
 	if *email == "" {
 		return usageError{errorf("--email is required")}
 	}
-	m, err := openMeta(ctx, *data)
+	m, err := data.openMeta(ctx)
 	if err != nil {
 		return err
 	}
 	defer m.Close()
 	switch args[0] {
 	case "create":
-		key, err := serverKey(*data)
+		key, err := data.serverKey()
 		if err != nil {
 			return err
 		}
@@ -105,16 +152,18 @@ func (c *gcCmd) Run(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	m, err := openMeta(ctx, *data)
+	m, err := data.openMeta(ctx)
 	if err != nil {
 		return err
 	}
 	defer m.Close()
-	b, err := diskblob.Open(filepath.Join(*data, "blobs"))
+	b, err := data.openBlobs(ctx)
 	if err != nil {
 		return err
 	}
-	defer b.Close()
+	if c, ok := b.(blob.Closer); ok {
+		defer c.Close()
+	}
 	svc := object.New(m, b, object.Config{GarbageGrace: 1, OrphanGrace: 1}, newLogger(c.env.Stderr, "warn", "text"))
 	g, err := svc.CollectGarbage(ctx)
 	if err != nil {
@@ -150,12 +199,12 @@ func (c *keyCmd) Run(ctx context.Context, args []string) error {
 	if *email == "" {
 		return usageError{errorf("--email is required")}
 	}
-	m, err := openMeta(ctx, *data)
+	m, err := data.openMeta(ctx)
 	if err != nil {
 		return err
 	}
 	defer m.Close()
-	key, err := serverKey(*data)
+	key, err := data.serverKey()
 	if err != nil {
 		return err
 	}

@@ -21,6 +21,13 @@ type Config struct {
 	Data   string // --data, COFFER_DATA: data folder; default ./coffer-data
 	Listen string // --listen, COFFER_LISTEN: file API address; default 127.0.0.1:8080
 
+	// Scale-out backends. Empty means the embedded default in Data.
+	Meta          string        // --meta, COFFER_META: postgres://… URL of the metadata database; default SQLite in Data
+	MetaMaxConns  int           // --meta-max-conns: PostgreSQL pool size; default 4 × cores (min 8)
+	MetaWait      time.Duration // --meta-wait: longest wait for a pool connection before 503; default 5s
+	Blob          string        // --blob, COFFER_BLOB: s3://BUCKET[/PREFIX]?endpoint=… of the blob store; default local disk in Data
+	ServerKeyFile string        // --server-key-file, COFFER_SERVER_KEY_FILE: the 32-byte key (hex) shared by every node; default Data/server.key
+
 	S3Listen    string // --s3-listen, COFFER_S3_LISTEN: S3 API address, "off" to disable; default 127.0.0.1:9000
 	S3Domain    string // --s3-domain: enables virtual-host-style S3 addressing (BUCKET.domain); default none
 	S3PublicURL string // --s3-public-url: base URL clients reach the S3 API at (for presigned URLs); default http://<s3-listen>
@@ -89,6 +96,15 @@ func (c Config) Validate() error {
 			errs = append(errs, errors.New("debug-listen: must be a loopback address (it serves profiles)"))
 		}
 	}
+	if c.Meta != "" && !strings.HasPrefix(c.Meta, "postgres://") && !strings.HasPrefix(c.Meta, "postgresql://") {
+		errs = append(errs, errors.New("meta: want a postgres:// URL (empty for the embedded SQLite)"))
+	}
+	if c.Blob != "" && !strings.HasPrefix(c.Blob, "s3://") {
+		errs = append(errs, errors.New("blob: want an s3://BUCKET URL (empty for the local disk)"))
+	}
+	if c.MetaMaxConns < 0 || c.MetaWait < 0 {
+		errs = append(errs, errors.New("meta-max-conns and meta-wait: must be >= 0"))
+	}
 	if c.Region == "" {
 		errs = append(errs, errors.New("region: must not be empty"))
 	}
@@ -131,6 +147,11 @@ func (c *Config) FlagSet(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.StringVar(&c.Data, "data", c.Data, "data folder (SQLite metadata, blobs, server key)")
 	fs.StringVar(&c.Listen, "listen", c.Listen, "address of the file API")
+	fs.StringVar(&c.Meta, "meta", c.Meta, "metadata database: postgres://USER:PASS@HOST/DB (default: SQLite in the data folder)")
+	fs.IntVar(&c.MetaMaxConns, "meta-max-conns", c.MetaMaxConns, "PostgreSQL connection pool size per node (0 = 4 x cores, min 8)")
+	fs.DurationVar(&c.MetaWait, "meta-wait", c.MetaWait, "longest wait for a PostgreSQL connection before answering 503 (0 = 5s)")
+	fs.StringVar(&c.Blob, "blob", c.Blob, "blob store: s3://BUCKET[/PREFIX]?endpoint=URL&region=R (credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY; default: the data folder)")
+	fs.StringVar(&c.ServerKeyFile, "server-key-file", c.ServerKeyFile, "file holding the server key, shared by every node of a cluster (default DATA/server.key, created if missing)")
 	fs.StringVar(&c.S3Listen, "s3-listen", c.S3Listen, `address of the S3 API ("off" disables it)`)
 	fs.StringVar(&c.S3Domain, "s3-domain", c.S3Domain, "domain for virtual-host-style S3 addressing (BUCKET.domain)")
 	fs.StringVar(&c.S3PublicURL, "s3-public-url", c.S3PublicURL, "base URL of the S3 API as clients reach it (default http://<s3-listen>)")

@@ -82,7 +82,10 @@ func (api *API) createUpload(r *http.Request, p auth.Principal) (response, error
 	if err := api.decodeJSON(r, &body); err != nil {
 		return nil, err
 	}
-	if api.cfg.Presign == nil {
+	// With an S3 blob backend, parts go straight to the backend store
+	// (presigned URLs of the store itself); otherwise to Coffer's S3 API.
+	backend := api.objects.BackendDirect()
+	if !backend && api.cfg.Presign == nil {
 		return nil, errcode.New(errcode.NotImplemented, "direct uploads need the S3 listener")
 	}
 	ps, n, err := planParts(body.Size, body.PartSize)
@@ -91,7 +94,7 @@ func (api *API) createUpload(r *http.Request, p auth.Principal) (response, error
 	}
 	u, err := api.objects.CreateUpload(r.Context(), actor(p), object.CreateUploadInput{
 		Bucket: body.Bucket, Key: body.Key, ContentType: body.ContentType,
-		Size: max(body.Size, 0), PartSize: ps, TTL: uploadTTL,
+		Size: max(body.Size, 0), PartSize: ps, TTL: uploadTTL, Backend: backend,
 	})
 	if err != nil {
 		return nil, err
@@ -99,7 +102,12 @@ func (api *API) createUpload(r *http.Request, p auth.Principal) (response, error
 	out := uploadJSON{UploadID: u.ID, Bucket: u.Bucket, Key: u.Key, Size: body.Size, PartSize: ps, ExpiresAt: u.ExpiresAt}
 	ttl := time.Until(u.ExpiresAt)
 	for i := 1; i <= n; i++ {
-		url, err := api.cfg.Presign(r.Context(), p.UserID, u.Bucket, u.Key, u.ID, i, ttl)
+		var url string
+		if backend {
+			url, err = api.objects.PresignBackendPart(r.Context(), actor(p), u, i, ttl)
+		} else {
+			url, err = api.cfg.Presign(r.Context(), p.UserID, u.Bucket, u.Key, u.ID, i, ttl)
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/coffer-storage/coffer/internal/blob"
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/integrity"
 	"github.com/coffer-storage/coffer/internal/meta"
@@ -37,6 +38,30 @@ type CreateUploadInput struct {
 	// TTL bounds how long the upload may stay incomplete before the
 	// janitor aborts it. Default DefaultUploadTTL.
 	TTL time.Duration
+	// Backend asks for the parts to go straight to the blob backend's own
+	// multipart upload (see BackendDirect); ignored when it has none.
+	Backend bool
+}
+
+// BackendDirect reports whether direct uploads can send their parts
+// straight to the blob backend (presigned URLs of the store itself), so
+// the bytes never cross Coffer.
+func (s *Service) BackendDirect() bool {
+	_, ok := s.blobs.(blob.MultipartPresigner)
+	return ok
+}
+
+// PresignBackendPart returns a presigned URL for part number n of a
+// backend-assembled upload in a bucket a owns.
+func (s *Service) PresignBackendPart(ctx context.Context, a Actor, u meta.Upload, n int, ttl time.Duration) (string, error) {
+	mp, ok := s.blobs.(blob.MultipartPresigner)
+	if !ok || u.BackendUploadID == "" {
+		return "", errcode.New(errcode.Internal, "upload %q is not assembled by the blob backend", u.ID)
+	}
+	if n < 1 || n > MaxParts {
+		return "", errcode.New(errcode.InvalidArgument, "part number must be 1 to %d", MaxParts)
+	}
+	return mp.PresignPart(ctx, u.BlobKey, u.BackendUploadID, n, ttl)
 }
 
 // CreateUpload starts a multipart upload into a bucket a owns.
@@ -85,7 +110,18 @@ func (s *Service) CreateUpload(ctx context.Context, a Actor, in CreateUploadInpu
 		Size: in.Size, PartSize: in.PartSize,
 		CreatedAt: now, ExpiresAt: now.Add(ttl),
 	}
+	if mp, ok := s.blobs.(blob.MultipartPresigner); ok && in.Backend {
+		u.BlobKey = newBlobKey()
+		id, err := mp.CreateMultipart(ctx, u.BlobKey)
+		if err != nil {
+			return meta.Upload{}, err
+		}
+		u.BackendUploadID = id
+	}
 	if err := s.meta.CreateUpload(ctx, u); err != nil {
+		if u.BackendUploadID != "" {
+			_ = s.blobs.(blob.MultipartPresigner).AbortMultipart(context.WithoutCancel(ctx), u.BlobKey, u.BackendUploadID)
+		}
 		return meta.Upload{}, err
 	}
 	return u, nil
@@ -225,6 +261,30 @@ func (s *Service) ListParts(ctx context.Context, a Actor, bucket, key, id string
 	if err != nil {
 		return meta.Upload{}, nil, false, err
 	}
+	if mp, ok := s.blobs.(blob.MultipartPresigner); ok && u.BackendUploadID != "" {
+		// The parts are the backend's.
+		have, err := mp.ListMultipartParts(ctx, u.BlobKey, u.BackendUploadID)
+		if errcode.Is(err, errcode.NotFound) {
+			return meta.Upload{}, nil, false, ErrNoUpload(id)
+		}
+		if err != nil {
+			return meta.Upload{}, nil, false, err
+		}
+		if limit <= 0 {
+			limit = 1000
+		}
+		var parts []meta.Part
+		for _, p := range have {
+			if p.Number <= after {
+				continue
+			}
+			if len(parts) == limit {
+				return u, parts, true, nil
+			}
+			parts = append(parts, meta.Part{UploadID: id, Number: p.Number, Size: p.Size, ETag: p.ETag})
+		}
+		return u, parts, false, nil
+	}
 	parts, more, err := s.meta.ListParts(ctx, id, after, limit)
 	if errcode.Is(err, errcode.NotFound) {
 		return meta.Upload{}, nil, false, ErrNoUpload(id)
@@ -242,12 +302,24 @@ func (s *Service) ListUploads(ctx context.Context, a Actor, bucket string, opts 
 
 // AbortUpload discards an upload and its parts.
 func (s *Service) AbortUpload(ctx context.Context, a Actor, bucket, key, id string) error {
-	if _, err := s.GetUpload(ctx, a, bucket, key, id); err != nil {
+	u, err := s.GetUpload(ctx, a, bucket, key, id)
+	if err != nil {
 		return err
 	}
-	err := s.meta.AbortUpload(ctx, id)
+	return s.abortUpload(ctx, u)
+}
+
+// abortUpload drops an upload: first its backend multipart upload, if any,
+// then its metadata (which queues its blobs).
+func (s *Service) abortUpload(ctx context.Context, u meta.Upload) error {
+	if mp, ok := s.blobs.(blob.MultipartPresigner); ok && u.BackendUploadID != "" {
+		if err := mp.AbortMultipart(ctx, u.BlobKey, u.BackendUploadID); err != nil {
+			return err
+		}
+	}
+	err := s.meta.AbortUpload(ctx, u.ID)
 	if errcode.Is(err, errcode.NotFound) {
-		return ErrNoUpload(id)
+		return ErrNoUpload(u.ID)
 	}
 	return err
 }
@@ -259,6 +331,9 @@ func (s *Service) CompleteUpload(ctx context.Context, a Actor, bucket, key, id s
 	u, err := s.GetUpload(ctx, a, bucket, key, id)
 	if err != nil {
 		return meta.Object{}, err
+	}
+	if u.BackendUploadID != "" {
+		return s.completeBackend(ctx, u, parts, cond)
 	}
 	if len(parts) == 0 || len(parts) > MaxParts {
 		return meta.Object{}, &errcode.Error{Code: errcode.InvalidArgument, Message: "list between 1 and 10000 parts",
@@ -383,7 +458,7 @@ func (s *Service) CollectExpiredUploads(ctx context.Context) (int, error) {
 			return n, err
 		}
 		for _, u := range us {
-			if err := s.meta.AbortUpload(ctx, u.ID); err != nil && !errcode.Is(err, errcode.NotFound) {
+			if err := s.abortUpload(ctx, u); err != nil && !errcode.Is(err, errcode.NotFound) {
 				return n, err
 			}
 			n++
@@ -392,4 +467,100 @@ func (s *Service) CollectExpiredUploads(ctx context.Context) (int, error) {
 			return n, nil
 		}
 	}
+}
+
+// completeBackend completes an upload whose parts went to the blob
+// backend: the listed parts are checked against what the backend holds
+// (ETags, sizes, the declared size), the backend assembles them into the
+// upload's blob, and one metadata transaction turns the upload into the
+// object. The blob stays referenced by the upload row until that commit,
+// so orphan collection never takes it; of concurrent completions on any
+// nodes, exactly one commits.
+func (s *Service) completeBackend(ctx context.Context, u meta.Upload, parts []meta.CompletePart, cond meta.Cond) (meta.Object, error) {
+	mp := s.blobs.(blob.MultipartPresigner)
+	invalid := func(reason string, n int, format string, args ...any) error {
+		d := map[string]any{"reason": reason}
+		if n > 0 {
+			d["part_number"] = n
+		}
+		return &errcode.Error{Code: errcode.InvalidArgument, Message: fmt.Sprintf(format, args...), Detail: d}
+	}
+	if len(parts) == 0 || len(parts) > MaxParts {
+		return meta.Object{}, invalid("invalid_part_order", 0, "list between 1 and 10000 parts")
+	}
+	have, err := mp.ListMultipartParts(ctx, u.BlobKey, u.BackendUploadID)
+	if errcode.Is(err, errcode.NotFound) {
+		// Gone from the backend: completed already by another request
+		// (then the metadata commit below finds the upload gone too), or
+		// aborted.
+		have = nil
+	} else if err != nil {
+		return meta.Object{}, err
+	}
+	byNumber := map[int]blob.PartInfo{}
+	for _, p := range have {
+		byNumber[p.Number] = p
+	}
+	h := md5.New()
+	var total int64
+	list := make([]blob.PartInfo, len(parts))
+	for i, cp := range parts {
+		if i > 0 && cp.Number <= parts[i-1].Number {
+			return meta.Object{}, invalid("invalid_part_order", 0, "parts must be listed in strictly ascending order")
+		}
+		etag := strings.Trim(strings.TrimSpace(cp.ETag), `"`)
+		p, ok := byNumber[cp.Number]
+		raw, err := hex.DecodeString(etag)
+		if have == nil && err == nil && len(raw) == md5.Size {
+			// Assembled already: the blob's size is checked below.
+			h.Write(raw)
+			continue
+		}
+		if !ok || p.ETag != etag || err != nil || len(raw) != md5.Size {
+			return meta.Object{}, invalid("invalid_part", cp.Number, "part %d was not uploaded or its ETag does not match", cp.Number)
+		}
+		if i < len(parts)-1 && p.Size < MinPartSize {
+			return meta.Object{}, invalid("entity_too_small", cp.Number, "part %d is smaller than the minimum part size %d", cp.Number, MinPartSize)
+		}
+		h.Write(raw)
+		total += p.Size
+		list[i] = p
+	}
+	if have != nil && u.Size > 0 && total != u.Size {
+		return meta.Object{}, invalid("size_mismatch", 0, "the parts add up to %d bytes, the upload declared %d", total, u.Size)
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 60*time.Second)
+	defer cancel()
+	if have != nil {
+		info, err := mp.CompleteMultipart(cctx, u.BlobKey, u.BackendUploadID, list)
+		if err != nil {
+			return meta.Object{}, err
+		}
+		total = info.Size
+	} else {
+		info, err := s.blobs.Stat(cctx, u.BlobKey)
+		if errcode.Is(err, errcode.NotFound) {
+			return meta.Object{}, ErrNoUpload(u.ID)
+		}
+		if err != nil {
+			return meta.Object{}, err
+		}
+		if u.Size > 0 && info.Size != u.Size {
+			return meta.Object{}, invalid("size_mismatch", 0, "the assembled blob has %d bytes, the upload declared %d", info.Size, u.Size)
+		}
+		total = info.Size
+	}
+	obj := meta.Object{
+		BlobKey:     u.BlobKey,
+		Size:        total,
+		ETag:        fmt.Sprintf("%s-%d", hex.EncodeToString(h.Sum(nil)), len(parts)),
+		ContentType: u.ContentType,
+		Metadata:    u.Metadata,
+		ModTime:     s.now().UTC(),
+	}
+	o, err := s.meta.CompleteBackendUpload(cctx, u.ID, obj, cond)
+	if errcode.Is(err, errcode.NotFound) {
+		return meta.Object{}, ErrNoUpload(u.ID)
+	}
+	return o, err
 }

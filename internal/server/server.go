@@ -38,11 +38,13 @@ import (
 	"github.com/coffer-storage/coffer/internal/auth"
 	"github.com/coffer-storage/coffer/internal/blob"
 	"github.com/coffer-storage/coffer/internal/blob/diskblob"
+	"github.com/coffer-storage/coffer/internal/blob/s3blob"
 	"github.com/coffer-storage/coffer/internal/config"
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/httpapi"
 	"github.com/coffer-storage/coffer/internal/httpx"
 	"github.com/coffer-storage/coffer/internal/meta"
+	"github.com/coffer-storage/coffer/internal/meta/postgres"
 	"github.com/coffer-storage/coffer/internal/meta/sqlite"
 	"github.com/coffer-storage/coffer/internal/metrics"
 	"github.com/coffer-storage/coffer/internal/object"
@@ -77,25 +79,55 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	if err := os.MkdirAll(cfg.Data, 0o700); err != nil {
 		return nil, fmt.Errorf("creating data folder: %w", err)
 	}
-	key, err := LoadOrCreateKey(filepath.Join(cfg.Data, "server.key"))
+	keyFile := cfg.ServerKeyFile
+	if keyFile == "" {
+		keyFile = filepath.Join(cfg.Data, "server.key")
+	}
+	key, err := LoadOrCreateKey(keyFile)
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, log: log, metrics: metrics.New(), sem: make(chan struct{}, cfg.MaxInFlight)}
 
-	// Metadata: the embedded default is SQLite in the data folder.
-	m, err := sqlite.Open(ctx, filepath.Join(cfg.Data, "meta.db"), sqlite.Options{})
-	if err != nil {
-		return nil, fmt.Errorf("opening metadata: %w", err)
+	// Metadata: the embedded default is SQLite in the data folder; the
+	// scale-out shape is PostgreSQL shared by every node.
+	if cfg.Meta != "" {
+		pg, err := postgres.Open(ctx, cfg.Meta, postgres.Options{MaxConns: cfg.MetaMaxConns, AcquireTimeout: cfg.MetaWait})
+		if err != nil {
+			return nil, fmt.Errorf("opening metadata (PostgreSQL): %w", err)
+		}
+		st := pg.Stats
+		s.metrics.GaugeFunc("coffer_meta_pool_acquired", "PostgreSQL connections in use.", func() float64 { return float64(st().AcquiredConns) })
+		s.metrics.GaugeFunc("coffer_meta_pool_total", "PostgreSQL connections open.", func() float64 { return float64(st().TotalConns) })
+		s.metrics.CounterFunc("coffer_meta_pool_waits_total", "Metadata operations that waited for a PostgreSQL connection.", func() float64 { return float64(st().EmptyAcquireCount) })
+		s.metrics.CounterFunc("coffer_meta_pool_timeouts_total", "Metadata operations that gave up waiting for a PostgreSQL connection (503).", func() float64 { return float64(st().CanceledAcquireCount) })
+		s.meta = pg
+	} else {
+		m, err := sqlite.Open(ctx, filepath.Join(cfg.Data, "meta.db"), sqlite.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("opening metadata: %w", err)
+		}
+		s.meta = m
 	}
-	s.meta = m
-	// Blobs: the embedded default is the local disk in the data folder.
-	b, err := diskblob.Open(filepath.Join(cfg.Data, "blobs"))
-	if err != nil {
-		m.Close()
-		return nil, fmt.Errorf("opening blob store: %w", err)
+	// Blobs: the embedded default is the local disk in the data folder;
+	// the scale-out shape is an S3-compatible store.
+	if cfg.Blob != "" {
+		opts, err := s3blob.ParseURL(cfg.Blob)
+		if err == nil {
+			s.blobs, err = s3blob.Open(ctx, opts)
+		}
+		if err != nil {
+			s.meta.Close()
+			return nil, fmt.Errorf("opening blob store: %w", err)
+		}
+	} else {
+		b, err := diskblob.Open(filepath.Join(cfg.Data, "blobs"))
+		if err != nil {
+			s.meta.Close()
+			return nil, fmt.Errorf("opening blob store: %w", err)
+		}
+		s.blobs = b
 	}
-	s.blobs = b
 
 	inlineMax := cfg.InlineMax
 	if inlineMax == 0 {

@@ -32,6 +32,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -484,4 +487,34 @@ func (m *MinIO) Close() {
 		m.Stop()
 	}
 	os.RemoveAll(m.Dir)
+}
+
+// CreateBucket creates a fresh bucket and returns its name.
+func (m *MinIO) CreateBucket(t testing.TB) string {
+	t.Helper()
+	name := "t-" + RandomHex(6)
+	cfg := aws.Config{
+		Region:      "us-east-1",
+		Credentials: credentials.NewStaticCredentialsProvider(m.AccessKey, m.SecretKey, ""),
+	}
+	c := s3.NewFromConfig(cfg, func(o *s3.Options) {
+		o.BaseEndpoint = aws.String(m.Endpoint())
+		o.UsePathStyle = true
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &name}); err != nil {
+		t.Fatalf("create bucket: %v", err)
+	}
+	return name
+}
+
+// BlobURL is the coffer --blob URL of a bucket of m.
+func (m *MinIO) BlobURL(bucket string) string {
+	return "s3://" + bucket + "?endpoint=" + m.Endpoint() + "&region=us-east-1"
+}
+
+// Env is the AWS credentials environment of m.
+func (m *MinIO) Env() []string {
+	return []string{"AWS_ACCESS_KEY_ID=" + m.AccessKey, "AWS_SECRET_ACCESS_KEY=" + m.SecretKey, "AWS_REGION=us-east-1"}
 }

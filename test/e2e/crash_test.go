@@ -10,7 +10,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -119,7 +118,7 @@ func TestCrashDurability(t *testing.T) {
 	}
 	// Reclaim orphans with the server stopped, then check again.
 	srv.Kill()
-	out, err := exec.Command(testenv.Binary(t), "gc", "--data", srv.Data).CombinedOutput()
+	out, err := srv.Command("gc", "--data", srv.Data).CombinedOutput()
 	if err != nil {
 		t.Fatalf("coffer gc: %v\n%s", err, out)
 	}

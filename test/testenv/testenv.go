@@ -22,6 +22,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/coffer-storage/coffer/internal/testbackend"
 )
 
 var (
@@ -68,8 +70,9 @@ type Server struct {
 	t     testing.TB
 	Data  string
 	Args  []string
-	URL   string // file API, http://127.0.0.1:PORT
-	S3URL string // S3 API, http://127.0.0.1:PORT
+	Env   []string // extra environment (scale-out backends)
+	URL   string   // file API, http://127.0.0.1:PORT
+	S3URL string   // S3 API, http://127.0.0.1:PORT
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -81,12 +84,71 @@ type Server struct {
 
 // Start runs coffer serve with a fresh data folder and extra flags, and
 // waits until it is ready. The process is killed at test cleanup.
+//
+// With COFFER_E2E_BACKEND=scaleout, the server runs on a fresh PostgreSQL
+// database and MinIO bucket instead (the scale-out shape), so the same
+// suites cover both shapes.
 func Start(t testing.TB, extra ...string) *Server {
 	t.Helper()
+	if ScaleOut() {
+		return StartNode(t, NewBackends(t), extra...)
+	}
 	s := &Server{t: t, Data: t.TempDir(), Args: extra}
 	s.start("127.0.0.1:0", "127.0.0.1:0")
 	t.Cleanup(func() { s.Kill() })
 	return s
+}
+
+// ScaleOut reports whether the suites run against the scale-out shape.
+func ScaleOut() bool { return os.Getenv("COFFER_E2E_BACKEND") == "scaleout" }
+
+// Backends are the shared stores of a scale-out cluster: a fresh
+// PostgreSQL database, a fresh MinIO bucket and one server key, on the
+// test process's shared PostgreSQL and MinIO servers.
+type Backends struct {
+	Env   []string
+	PG    *testbackend.Postgres
+	MinIO *testbackend.MinIO
+}
+
+// NewBackends makes a database, a bucket and a server key for a cluster.
+func NewBackends(t testing.TB) *Backends {
+	t.Helper()
+	pg := testbackend.SharedPostgres(t)
+	m := testbackend.SharedMinIO(t)
+	return NewBackendsOn(t, pg, m)
+}
+
+// NewBackendsOn is NewBackends on given servers (fault tests stop them).
+func NewBackendsOn(t testing.TB, pg *testbackend.Postgres, m *testbackend.MinIO) *Backends {
+	t.Helper()
+	keyFile := filepath.Join(t.TempDir(), "server.key")
+	if err := os.WriteFile(keyFile, []byte(testbackend.RandomHex(32)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := append([]string{
+		"COFFER_META=" + pg.CreateDatabase(t),
+		"COFFER_BLOB=" + m.BlobURL(m.CreateBucket(t)),
+		"COFFER_SERVER_KEY_FILE=" + keyFile,
+	}, m.Env()...)
+	return &Backends{Env: env, PG: pg, MinIO: m}
+}
+
+// StartNode starts a node of the cluster b (its own data folder, for
+// nothing but logs).
+func StartNode(t testing.TB, b *Backends, extra ...string) *Server {
+	t.Helper()
+	s := &Server{t: t, Data: t.TempDir(), Args: extra, Env: b.Env}
+	s.start("127.0.0.1:0", "127.0.0.1:0")
+	t.Cleanup(func() { s.Kill() })
+	return s
+}
+
+// Command is a coffer command (an admin CLI) on this server's stores.
+func (s *Server) Command(args ...string) *exec.Cmd {
+	cmd := exec.Command(Binary(s.t), args...)
+	cmd.Env = append(os.Environ(), s.Env...)
+	return cmd
 }
 
 var announceRE = regexp.MustCompile(`(file|S3) API listening on http://(\S+)`)
@@ -95,6 +157,7 @@ func (s *Server) start(listen, s3listen string) {
 	s.t.Helper()
 	args := append([]string{"serve", "--data", s.Data, "--listen", listen, "--s3-listen", s3listen, "--log-level", "warn"}, s.Args...)
 	cmd := exec.Command(Binary(s.t), args...)
+	cmd.Env = append(os.Environ(), s.Env...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		s.t.Fatal(err)
