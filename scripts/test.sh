@@ -65,6 +65,29 @@ export COFFER_REQUIRE_CLIENTS=1
 "$VENV/bin/aws" --version
 echo "boto3 $("$VENV/bin/python" -c 'import boto3; print(boto3.__version__)'), $("$VENV/bin/s3cmd" --version), $(rclone --version | head -1)"
 
+step "PostgreSQL and MinIO for the scale-out suites"
+# Real servers, started by the tests themselves (internal/testbackend) on
+# loopback ports in temporary folders, and stopped after. PostgreSQL comes
+# from Debian's packages; MinIO is built with go install into a cache
+# outside the checkout (~3 min the first time, reused by every clone).
+if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 && ! command -v postgres >/dev/null; then
+  SUDO=; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get install -y -qq postgresql >/dev/null ||
+    { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq postgresql >/dev/null; }
+fi
+MINIO_VERSION=v0.0.0-20260212201848-7aac2a2c5b7c # github.com/minio/minio@latest as of 2026-11
+if [ -z "${COFFER_MINIO:-}" ]; then
+  MINIO_CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/coffer-tools/minio-$MINIO_VERSION"
+  if [ ! -x "$MINIO_CACHE/minio" ]; then
+    mkdir -p "$MINIO_CACHE"
+    GOBIN="$MINIO_CACHE" go install "github.com/minio/minio@$MINIO_VERSION"
+  fi
+  export COFFER_MINIO="$MINIO_CACHE/minio"
+fi
+export COFFER_REQUIRE_BACKENDS=1 # the scale-out suites fail, not skip, without them
+echo "postgres: $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | tail -1); minio: $COFFER_MINIO"
+
 step "build"
 go build -o "$ROOT/.tools/coffer" ./cmd/coffer
 export COFFER_BIN="$ROOT/.tools/coffer"
@@ -75,8 +98,11 @@ go test -race -short -count=1 ./internal/...
 step "unit tests (full, incl. large-object conformance)"
 go test -count=1 ./internal/...
 
-step "end-to-end tests against the binary"
+step "end-to-end tests against the binary (embedded shape; scale-out cluster and faults)"
 go test -count=1 -timeout 15m ./test/...
+
+step "end-to-end suites again on the scale-out shape (PostgreSQL + MinIO)"
+COFFER_E2E_BACKEND=scaleout go test -count=1 -timeout 15m ./test/e2e/
 
 step "fuzz (short runs)"
 fuzz() { # package target seconds
