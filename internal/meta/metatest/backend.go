@@ -16,6 +16,16 @@ var backendUploadTests = []test{
 	{name: "CompleteRejected", fn: testBackendCompleteRejected},
 	{name: "ConcurrentCompletes", fn: testBackendConcurrentCompletes},
 	{name: "Abort", fn: testBackendAbort},
+	{name: "DeleteBucket", fn: testBackendDeleteBucket},
+}
+
+func testBackendDeleteBucket(t *testing.T, s meta.Store) {
+	addUser(t, s, "alice", 0)
+	addBucket(t, s, "scratch", "alice")
+	u := addBackendUpload(t, s, "scratch", "k")
+	ok(t, s.DeleteBucket(t.Context(), "scratch"), "DeleteBucket")
+	wantNoUpload(t, s, u.ID)
+	wantGarbage(t, s, u.BlobKey)
 }
 
 // addBackendUpload creates an upload assembled by the backend into a

@@ -146,6 +146,13 @@ func (s *Store) DeleteBucket(ctx context.Context, name string) error {
 		var freed int64
 		var blobs []string
 		for _, id := range ids {
+			var bk string
+			if err := c.QueryRowContext(ctx, "SELECT blob_key FROM uploads WHERE id = ?", id).Scan(&bk); err != nil {
+				return classify(err, "upload %q", id)
+			}
+			if bk != "" {
+				blobs = append(blobs, bk) // assembled by the backend, maybe
+			}
 			n, bs, err := dropUpload(ctx, c, id)
 			if err != nil {
 				return err

@@ -1,0 +1,21 @@
+package postgres
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// AcquireRaw takes a connection from the store's pool, bypassing
+// AcquireTimeout, for tests that exhaust the pool.
+func (s *Store) AcquireRaw(ctx context.Context) (*pgxpool.Conn, error) { return s.pool.Acquire(ctx) }
+
+// ExecRaw runs sql on a pool connection the way the store's reads do, with
+// its error classification.
+func (s *Store) ExecRaw(ctx context.Context, sql string) error {
+	return s.read(ctx, "test statement", func(c *pgx.Conn) error {
+		_, err := c.Exec(ctx, sql)
+		return err
+	})
+}

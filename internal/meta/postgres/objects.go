@@ -1,0 +1,522 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sort"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/meta"
+)
+
+// owner is a users row locked by the transaction.
+type owner struct{ quota, usage int64 }
+
+const lockOwnersQuery = `SELECT id, quota_bytes, usage_bytes FROM users
+	WHERE id IN (SELECT owner_id FROM buckets WHERE name = ANY($1)) ORDER BY id FOR UPDATE`
+
+const lockUploadOwnerQuery = `SELECT id, quota_bytes, usage_bytes FROM users
+	WHERE id = (SELECT b.owner_id FROM uploads u JOIN buckets b ON b.name = u.bucket WHERE u.id = $1) FOR UPDATE`
+
+// lockOwners queues the locking of the users rows that own buckets, in id
+// order. Later statements of the transaction see everything committed
+// before the locks were granted.
+func (t *txn) lockOwners(buckets []string) {
+	t.lockOwnersWith(lockOwnersQuery, slices.Compact(slices.Sorted(slices.Values(buckets))))
+}
+
+// lockUploadOwner queues the locking of the users row that owns the bucket
+// of upload id.
+func (t *txn) lockUploadOwner(id string) { t.lockOwnersWith(lockUploadOwnerQuery, id) }
+
+func (t *txn) lockOwnersWith(query string, arg any) {
+	if t.owners == nil {
+		t.owners = map[string]*owner{}
+	}
+	t.query(func(r pgx.Rows) error {
+		var id string
+		var o owner
+		if err := r.Scan(&id, &o.quota, &o.usage); err != nil {
+			return err
+		}
+		t.owners[id] = &o
+		return nil
+	}, query, arg)
+}
+
+// checkLocked fails with errRetry unless the transaction locked id (a
+// bucket deleted and re-created by another user between the lock and the
+// read).
+func (t *txn) checkLocked(id string) error {
+	if t.owners[id] == nil {
+		return errRetry
+	}
+	return nil
+}
+
+// addUsage queues moving the locked owner's usage by delta. Growth must fit
+// the quota (QuotaExceeded otherwise); shrinking always passes. The quota
+// and usage were read under the lock, so the check is exact.
+func (t *txn) addUsage(id string, delta int64) error {
+	if delta == 0 {
+		return nil
+	}
+	o := t.owners[id]
+	if o == nil {
+		return errRetry
+	}
+	if delta > 0 && o.quota > 0 && o.usage+delta > o.quota {
+		return &errcode.Error{
+			Code:    errcode.QuotaExceeded,
+			Message: "storage quota exceeded",
+			Detail:  map[string]any{"quota_bytes": o.quota, "usage_bytes": o.usage, "needed_bytes": delta},
+		}
+	}
+	o.usage += delta
+	t.exec("UPDATE users SET usage_bytes = usage_bytes + $1 WHERE id = $2", delta, id)
+	return nil
+}
+
+// enqueue queues blobs for reclamation, each unless a row (an object, a
+// part of a multipart object, a part of an upload, an upload) still points
+// at it, so a blob shared by two rows (or kept by a metadata-only replace)
+// is never reclaimed while in use. Queue it after the row changes.
+func (t *txn) enqueue(blobs ...string) {
+	blobs = slices.DeleteFunc(slices.Clone(blobs), func(b string) bool { return b == "" })
+	if len(blobs) == 0 {
+		return
+	}
+	t.exec(`INSERT INTO garbage (blob_key, created_at)
+		SELECT b.k, $2 FROM unnest($1::text[]) WITH ORDINALITY AS b(k, n)
+		WHERE NOT EXISTS (SELECT 1 FROM objects WHERE blob_key = b.k)
+		AND NOT EXISTS (SELECT 1 FROM object_parts WHERE blob_key = b.k)
+		AND NOT EXISTS (SELECT 1 FROM upload_parts WHERE blob_key = b.k)
+		AND NOT EXISTS (SELECT 1 FROM uploads WHERE blob_key = b.k)
+		ORDER BY b.n`, blobs, toNanos(t.now))
+}
+
+// row is an object as its objects row holds it, with its parts.
+type row struct {
+	meta.Object
+	partsID   int64 // 0 for an object that is not multipart
+	partCount int
+}
+
+// found is the result of lookupQuery.
+type found struct {
+	bucket bool   // the bucket exists
+	owner  string // its owner
+	exists bool   // an object is at the key
+	row    row
+}
+
+// lookupQuery reads a bucket's owner and the object at a key, with its
+// parts or inline bytes, in one statement (one snapshot): one row per part,
+// or one row.
+const lookupQuery = `SELECT b.owner_id, o.size, o.etag, o.sha256, o.content_type, o.metadata, o.blob_key, o.mod_time,
+		o.checksum_algorithm, o.checksum_type, o.checksum_value, o.parts_id, o.part_count, o.inline_data,
+		p.blob_key, p.size, p.etag, p.checksum
+	FROM buckets b
+	LEFT JOIN objects o ON o.bucket = b.name AND o.key = $2
+	LEFT JOIN object_parts p ON p.parts_id = o.parts_id
+	WHERE b.name = $1
+	ORDER BY p.idx`
+
+// scan reads one row of lookupQuery for the object at bucket/key.
+func (f *found) scan(r pgx.Rows, bucket, key string) error {
+	var (
+		size, mod, pid                             pgtype.Int8
+		pcount                                     pgtype.Int4
+		etag, sha, ctype, md, blob, calg, ctyp, cv pgtype.Text
+		inline                                     []byte
+		pblob, petag, pcheck                       pgtype.Text
+		psize                                      pgtype.Int8
+	)
+	if err := r.Scan(&f.owner, &size, &etag, &sha, &ctype, &md, &blob, &mod, &calg, &ctyp, &cv, &pid, &pcount, &inline,
+		&pblob, &psize, &petag, &pcheck); err != nil {
+		return err
+	}
+	if !f.bucket {
+		f.bucket = true
+		if !size.Valid {
+			return nil
+		}
+		f.exists = true
+		o := meta.Object{
+			Bucket:      bucket,
+			Key:         key,
+			Size:        size.Int64,
+			ETag:        etag.String,
+			SHA256:      sha.String,
+			ContentType: ctype.String,
+			BlobKey:     blob.String,
+			Checksum:    meta.Checksum{Algorithm: calg.String, Type: ctyp.String, Value: cv.String},
+			ModTime:     fromNanos(mod.Int64),
+		}
+		var err error
+		if o.Metadata, err = decodeMetadata(md); err != nil {
+			return err
+		}
+		f.row = row{Object: o, partsID: pid.Int64, partCount: int(pcount.Int32)}
+		if f.row.partsID != 0 {
+			f.row.Parts = make([]meta.ObjectPart, 0, f.row.partCount)
+		} else if o.BlobKey == "" {
+			f.row.Inline = inline
+			if f.row.Inline == nil {
+				f.row.Inline = []byte{}
+			}
+		}
+	}
+	if pblob.Valid {
+		f.row.Parts = append(f.row.Parts, meta.ObjectPart{BlobKey: pblob.String, Size: psize.Int64, ETag: petag.String, Checksum: pcheck.String})
+	}
+	return nil
+}
+
+// check fails if a multipart object's parts are not all there.
+func (f *found) check() error {
+	if f.exists && len(f.row.Parts) != f.row.partCount {
+		return errcode.New(errcode.Internal, "object %q has %d of its %d parts", f.row.Key, len(f.row.Parts), f.row.partCount)
+	}
+	return nil
+}
+
+// lookup queues lookupQuery for bucket/key into f; f is complete once the
+// transaction is flushed.
+func (t *txn) lookup(f *found, bucket, k string) {
+	*f = found{}
+	t.batch.Queue(lookupQuery, bucket, key(k)).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			if err := f.scan(rows, bucket, k); err != nil {
+				return err
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return f.check()
+	})
+}
+
+// GetObject implements meta.Store in one statement.
+func (s *Store) GetObject(ctx context.Context, bucket, k string) (meta.Object, error) {
+	var f found
+	err := s.read(ctx, "get object", func(c *pgx.Conn) error {
+		f = found{}
+		rows, err := c.Query(ctx, lookupQuery, bucket, key(k))
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			if err := f.scan(rows, bucket, k); err != nil {
+				return err
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return f.check()
+	})
+	switch {
+	case err != nil:
+		return meta.Object{}, err
+	case !f.bucket:
+		return meta.Object{}, errNoBucket(bucket)
+	case !f.exists:
+		return meta.Object{}, errNoObject(bucket, k)
+	}
+	return f.row.Object, nil
+}
+
+// checkCond reports whether cond holds for the current object.
+func checkCond(cond meta.Cond, cur meta.Object, exists bool) error {
+	if cond.IfNoneMatch && exists {
+		return errcode.New(errcode.PreconditionFailed, "%q already exists", cur.Key)
+	}
+	if cond.IfMatch != "" && (!exists || cond.IfMatch != "*" && cur.ETag != cond.IfMatch) {
+		return errcode.New(errcode.PreconditionFailed, "the current object does not match the ETag %q", cond.IfMatch)
+	}
+	return nil
+}
+
+// writeObject queues writing o at its bucket and key, replacing any row
+// there. Its parts, if any, must be stored under partsID.
+func writeObject(t *txn, o meta.Object, partsID int64) error {
+	md, err := encodeMetadata(o.Metadata)
+	if err != nil {
+		return err
+	}
+	var pid pgtype.Int8 // NULL unless multipart
+	if partsID != 0 {
+		pid = pgtype.Int8{Int64: partsID, Valid: true}
+	}
+	var inline []byte // NULL unless inline
+	if o.IsInline() {
+		inline = o.Inline
+		if inline == nil {
+			inline = []byte{}
+		}
+	}
+	t.exec(`INSERT INTO objects (bucket, key, size, etag, sha256, content_type, metadata, blob_key, mod_time,
+			checksum_algorithm, checksum_type, checksum_value, parts_id, part_count, inline_data)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+		ON CONFLICT (bucket, key) DO UPDATE SET
+			size = excluded.size, etag = excluded.etag, sha256 = excluded.sha256,
+			content_type = excluded.content_type, metadata = excluded.metadata,
+			blob_key = excluded.blob_key, mod_time = excluded.mod_time,
+			checksum_algorithm = excluded.checksum_algorithm, checksum_type = excluded.checksum_type,
+			checksum_value = excluded.checksum_value, parts_id = excluded.parts_id, part_count = excluded.part_count,
+			inline_data = excluded.inline_data`,
+		o.Bucket, key(o.Key), o.Size, o.ETag, o.SHA256, o.ContentType, md, o.BlobKey, toNanos(o.ModTime),
+		o.Checksum.Algorithm, o.Checksum.Type, o.Checksum.Value, pid, len(o.Parts), inline)
+	return nil
+}
+
+// insertParts queues storing parts under partsID.
+func insertParts(t *txn, partsID int64, parts []meta.ObjectPart) {
+	blobs := make([]string, len(parts))
+	sizes := make([]int64, len(parts))
+	etags := make([]string, len(parts))
+	sums := make([]string, len(parts))
+	for i, p := range parts {
+		blobs[i], sizes[i], etags[i], sums[i] = p.BlobKey, p.Size, p.ETag, p.Checksum
+	}
+	t.exec(`INSERT INTO object_parts (parts_id, idx, blob_key, size, etag, checksum)
+		SELECT $1, p.n - 1, p.b, p.s, p.e, p.c FROM unnest($2::text[], $3::bigint[], $4::text[], $5::text[]) WITH ORDINALITY AS p(b, s, e, c, n)`,
+		partsID, blobs, sizes, etags, sums)
+}
+
+// newPartsID queues allocating a parts_id into id (never reused).
+func (t *txn) newPartsID(id *int64) {
+	t.queryRow(func(r pgx.Row) error { return r.Scan(id) }, "SELECT nextval('parts_id_seq')")
+}
+
+// release queues forgetting an object whose row was deleted or replaced:
+// deleting its parts and enqueueing its blobs. Queue it after the row
+// change. (Inline bytes go with the row.)
+func release(t *txn, o row) {
+	if o.partsID != 0 {
+		t.exec("DELETE FROM object_parts WHERE parts_id = $1", o.partsID)
+	}
+	t.enqueue(o.BlobKeys()...)
+}
+
+// checkObject validates an object to be written. An object with Parts
+// has no BlobKey and its Size is the sum of theirs.
+func checkObject(o meta.Object) error {
+	switch {
+	case o.Bucket == "":
+		return errcode.New(errcode.InvalidArgument, "bucket name is required")
+	case o.Key == "":
+		return errcode.New(errcode.InvalidArgument, "object key is required")
+	case o.Size < 0:
+		return errcode.New(errcode.InvalidArgument, "object size must not be negative")
+	case len(o.Parts) > 0 && o.BlobKey != "":
+		return errcode.New(errcode.InvalidArgument, "a multipart object has no blob key of its own")
+	case o.IsInline() && int64(len(o.Inline)) != o.Size:
+		return errcode.New(errcode.InvalidArgument, "an inline object's size %d is not its %d inline bytes", o.Size, len(o.Inline))
+	case !o.IsInline() && o.Inline != nil:
+		return errcode.New(errcode.InvalidArgument, "an object with a blob key or parts has no inline bytes")
+	}
+	if len(o.Parts) == 0 {
+		return nil
+	}
+	var sum int64
+	for i, p := range o.Parts {
+		if p.BlobKey == "" || p.Size < 0 {
+			return errcode.New(errcode.InvalidArgument, "part %d of the object needs a blob key and a size", i+1)
+		}
+		sum += p.Size
+	}
+	if sum != o.Size {
+		return errcode.New(errcode.InvalidArgument, "the object's size %d is not the sum %d of its parts", o.Size, sum)
+	}
+	return nil
+}
+
+// PutObjects implements meta.Store. A zero ModTime is set to now. An object
+// with Parts is stored as given (see checkObject); an empty Parts is a
+// single-blob object. n puts take n+1 round trips: the lookup of each put
+// goes with the writes of the one before.
+func (s *Store) PutObjects(ctx context.Context, puts []meta.Put) ([]meta.Object, error) {
+	if len(puts) == 0 {
+		return nil, nil
+	}
+	buckets := make([]string, len(puts))
+	for i, p := range puts {
+		if err := checkObject(p.Object); err != nil {
+			return nil, err
+		}
+		buckets[i] = p.Object.Bucket
+	}
+	olds := make([]meta.Object, len(puts))
+	err := s.write(ctx, "put objects", func(t *txn) error {
+		clear(olds)
+		t.lockOwners(buckets)
+		for i, p := range puts {
+			o := p.Object
+			o.ModTime = orNow(o.ModTime, t.now)
+			if len(o.Parts) == 0 {
+				o.Parts = nil
+			}
+			var cur found
+			t.lookup(&cur, o.Bucket, o.Key)
+			var pid int64
+			if o.Parts != nil {
+				t.newPartsID(&pid)
+			}
+			if err := t.flush(); err != nil {
+				return err
+			}
+			if !cur.bucket {
+				return errNoBucket(o.Bucket)
+			}
+			if err := t.checkLocked(cur.owner); err != nil {
+				return err
+			}
+			if p.BucketOwner != "" && cur.owner != p.BucketOwner {
+				return errNoBucket(o.Bucket)
+			}
+			if err := checkCond(p.Cond, cur.row.Object, cur.exists); err != nil {
+				return err
+			}
+			if err := t.addUsage(cur.owner, o.Size-cur.row.Size); err != nil {
+				return err
+			}
+			if o.Parts != nil {
+				insertParts(t, pid, o.Parts)
+			}
+			if err := writeObject(t, o, pid); err != nil {
+				return err
+			}
+			if cur.exists {
+				release(t, cur.row)
+				olds[i] = cur.row.Object
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return olds, nil
+}
+
+// DeleteObject implements meta.Store.
+func (s *Store) DeleteObject(ctx context.Context, bucket, k string, cond meta.Cond) (meta.Object, error) {
+	var old meta.Object
+	err := s.write(ctx, "delete object", func(t *txn) error {
+		t.lockOwners([]string{bucket})
+		var cur found
+		t.lookup(&cur, bucket, k)
+		if err := t.flush(); err != nil {
+			return err
+		}
+		switch {
+		case !cur.bucket:
+			return errNoBucket(bucket)
+		case !cur.exists:
+			return errNoObject(bucket, k)
+		}
+		if err := t.checkLocked(cur.owner); err != nil {
+			return err
+		}
+		if err := checkCond(cond, cur.row.Object, true); err != nil {
+			return err
+		}
+		t.exec("DELETE FROM objects WHERE bucket = $1 AND key = $2", bucket, key(k))
+		if err := t.addUsage(cur.owner, -cur.row.Size); err != nil {
+			return err
+		}
+		release(t, cur.row)
+		old = cur.row.Object
+		return nil
+	})
+	if err != nil {
+		return meta.Object{}, err
+	}
+	return old, nil
+}
+
+// MoveObject implements meta.Store. The object keeps every field, ModTime
+// included, and its blobs, parts and inline bytes: its row is only renamed.
+// Moving a key onto itself checks that it exists and that dstCond holds,
+// and changes nothing.
+func (s *Store) MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, dstKey string, dstCond meta.Cond) (meta.Object, error) {
+	if dstBucket == "" || dstKey == "" {
+		return meta.Object{}, errcode.New(errcode.InvalidArgument, "destination bucket and key are required")
+	}
+	if srcBucket == dstBucket && srcKey == dstKey {
+		o, err := s.GetObject(ctx, srcBucket, srcKey)
+		if err != nil {
+			return meta.Object{}, err
+		}
+		if err := checkCond(dstCond, o, true); err != nil {
+			return meta.Object{}, err
+		}
+		return o, nil
+	}
+	var moved meta.Object
+	err := s.write(ctx, "move object", func(t *txn) error {
+		t.lockOwners([]string{srcBucket, dstBucket})
+		var src, dst found
+		t.lookup(&src, srcBucket, srcKey)
+		t.lookup(&dst, dstBucket, dstKey)
+		if err := t.flush(); err != nil {
+			return err
+		}
+		switch {
+		case !src.bucket:
+			return errNoBucket(srcBucket)
+		case !src.exists:
+			return errNoObject(srcBucket, srcKey)
+		case !dst.bucket:
+			return errNoBucket(dstBucket)
+		}
+		if err := errors.Join(t.checkLocked(src.owner), t.checkLocked(dst.owner)); err != nil {
+			return errRetry
+		}
+		if err := checkCond(dstCond, dst.row.Object, dst.exists); err != nil {
+			return err
+		}
+		if dst.exists {
+			t.exec("DELETE FROM objects WHERE bucket = $1 AND key = $2", dstBucket, key(dstKey))
+		}
+		t.exec("UPDATE objects SET bucket = $3, key = $4 WHERE bucket = $1 AND key = $2",
+			srcBucket, key(srcKey), dstBucket, key(dstKey))
+		// Usage: src leaves its owner, it replaces dst at dst's owner.
+		deltas := map[string]int64{}
+		deltas[src.owner] -= src.row.Size
+		deltas[dst.owner] += src.row.Size - dst.row.Size
+		owners := make([]string, 0, len(deltas))
+		for id := range deltas {
+			owners = append(owners, id)
+		}
+		sort.Strings(owners)
+		for _, id := range owners {
+			if err := t.addUsage(id, deltas[id]); err != nil {
+				return err
+			}
+		}
+		if dst.exists {
+			release(t, dst.row)
+		}
+		o := src.row.Object
+		o.Bucket, o.Key = dstBucket, dstKey
+		moved = o
+		return nil
+	})
+	if err != nil {
+		return meta.Object{}, err
+	}
+	return moved, nil
+}
+
+func errNoObject(bucket, key string) error {
+	return errcode.New(errcode.NotFound, "object %q not found in bucket %q", key, bucket)
+}

@@ -1,0 +1,446 @@
+// Package postgres is the scale-out meta.Store: one PostgreSQL database
+// (12 or later) that several Coffer nodes share, reached with pgx through a
+// connection pool.
+//
+// # Connections and timeouts
+//
+// Every method takes a connection from a pgxpool of Options.MaxConns
+// connections. When all are busy it waits at most Options.AcquireTimeout,
+// then fails with Unavailable and a Retry-After: an overloaded or
+// unreachable database never makes a request hang. Opening a connection is
+// bounded by the same timeout. Every statement runs under the session's
+// statement_timeout (Options.StatementTimeout), after which it fails with
+// Unavailable. Connection failures (the server restarting, a network cut,
+// "too many connections") are Unavailable with a Retry-After; the pool
+// replaces broken connections by itself, so a Store outlives a database
+// restart. pgx prepares and caches every statement per connection.
+//
+// # Transactions
+//
+// Every method is one transaction, or one statement. A transaction's
+// statements are sent in pipelined batches (pgx.Batch): BEGIN goes with the
+// first reads, and the writes with COMMIT, so a PutObjects of one object is
+// two round trips and a GetObject one. Transactions run in READ COMMITTED
+// with explicit row locks:
+//
+//   - Every method that reads an object or an upload and then writes on
+//     the strength of what it read (PutObjects, DeleteObject, MoveObject,
+//     PutPart, CompleteUpload, CompleteBackendUpload, AbortUpload,
+//     DeleteBucket) first locks the users rows of the owners of the buckets
+//     it touches (SELECT … FOR UPDATE, in id order, so two transactions
+//     never deadlock on them), and reads only after that, in later
+//     statements that see everything committed before the lock. Writes of
+//     one owner are therefore serialised — which the owner's usage counter,
+//     updated in the same transaction, requires anyway — and the usage and
+//     quota read under the lock are exact.
+//   - RotateRefreshToken locks the token row, so of concurrent rotations
+//     exactly one wins.
+//   - A deadlock or serialization failure (SQLSTATE 40P01, 40001), or a
+//     connection lost before COMMIT was sent, reruns the whole transaction
+//     a few times with a small jittered backoff.
+//
+// ListObjects and ListUploads read in one REPEATABLE READ READ ONLY
+// transaction (one snapshot per page); single-query reads run outside any
+// transaction, each statement being its own snapshot.
+//
+// # Schema
+//
+// Migrations are the numbered files of migrations/ (embedded; the same
+// numbering as the SQLite backend), applied at Open, each in its own
+// transaction under pg_advisory_xact_lock so that nodes starting together
+// apply each exactly once, and recorded in schema_migrations. A database
+// migrated by a newer Coffer is refused.
+//
+// Times are bigint unix nanoseconds UTC. Object and upload keys are bytea,
+// so they hold any bytes and compare as raw bytes (memcmp order), and a
+// prefix is the range [prefix, meta.PrefixEnd(prefix)) of the primary key.
+// Names and identifiers are text COLLATE "C". Text columns cannot hold NUL
+// bytes or invalid UTF-8: such a value (a Content-Type, a bucket name) is
+// InvalidArgument.
+//
+// A multipart object's parts live in object_parts under a parts_id (from a
+// sequence, never reused) that the objects row names; an inline object's
+// bytes live in its objects row (inline_data). GetObject reads the row and
+// the parts in one statement. Every column that names a blob is indexed,
+// for enqueue's "still referenced?" check and ReferencedBlobs.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"runtime"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/meta"
+)
+
+var _ meta.Store = (*Store)(nil)
+
+// Options tunes a Store. The zero value is ready to use.
+type Options struct {
+	// MaxConns is the size of the connection pool. Default 4 × GOMAXPROCS,
+	// at least 8. Mind the server's max_connections across all nodes.
+	MaxConns int
+	// MinConns connections are kept open even when idle. Default 0.
+	MinConns int
+	// AcquireTimeout bounds the wait for a pool connection (and the opening
+	// of a new one); past it a method fails with Unavailable. Default 5s.
+	AcquireTimeout time.Duration
+	// StatementTimeout is the session's statement_timeout. Default 30s.
+	StatementTimeout time.Duration
+	// MaxAttempts is how many times a transaction runs when it hits a
+	// deadlock, a serialization failure or a connection lost before
+	// COMMIT. Default 5.
+	MaxAttempts int
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxConns <= 0 {
+		o.MaxConns = max(8, 4*runtime.GOMAXPROCS(0))
+	}
+	o.MinConns = min(max(o.MinConns, 0), o.MaxConns)
+	if o.AcquireTimeout <= 0 {
+		o.AcquireTimeout = 5 * time.Second
+	}
+	if o.StatementTimeout <= 0 {
+		o.StatementTimeout = 30 * time.Second
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = 5
+	}
+	return o
+}
+
+// Store is a meta.Store on a PostgreSQL database. It is safe for concurrent
+// use.
+type Store struct {
+	opts   Options
+	pool   *pgxpool.Pool
+	closed atomic.Bool
+}
+
+// Open connects to the database at url (a postgres:// URL or a key=value
+// connection string), applies pending migrations and returns the store.
+// Run-time parameters in url are kept, except statement_timeout, which
+// Options sets.
+func Open(ctx context.Context, url string, opts Options) (*Store, error) {
+	opts = opts.withDefaults()
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, errcode.Wrap(errcode.InvalidArgument, err, "postgres: invalid connection string")
+	}
+	cfg.MaxConns = int32(min(opts.MaxConns, 1<<30))
+	cfg.MinConns = int32(min(opts.MinConns, 1<<30))
+	if cfg.ConnConfig.ConnectTimeout <= 0 || cfg.ConnConfig.ConnectTimeout > opts.AcquireTimeout {
+		cfg.ConnConfig.ConnectTimeout = opts.AcquireTimeout
+	}
+	rp := cfg.ConnConfig.RuntimeParams
+	rp["statement_timeout"] = strconv.FormatInt(opts.StatementTimeout.Milliseconds(), 10)
+	if _, ok := rp["idle_in_transaction_session_timeout"]; !ok {
+		// A transaction is never idle for long: its statements are sent
+		// back to back. This frees the locks of a node that hangs.
+		rp["idle_in_transaction_session_timeout"] = strconv.FormatInt(2*opts.StatementTimeout.Milliseconds(), 10)
+	}
+	if _, ok := rp["application_name"]; !ok {
+		rp["application_name"] = "coffer"
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, errcode.Wrap(errcode.InvalidArgument, err, "postgres: invalid pool configuration")
+	}
+	s := &Store{opts: opts, pool: pool}
+	if err := s.migrate(ctx, time.Now); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Stats is a snapshot of the connection pool, for metrics.
+type Stats struct {
+	MaxConns          int32 // the pool's size
+	TotalConns        int32 // open connections (acquired, idle or being opened)
+	AcquiredConns     int32 // in use by a method
+	IdleConns         int32
+	ConstructingConns int32 // being opened
+	// AcquireCount counts successful acquires; EmptyAcquireCount those of
+	// them that had to wait for a connection (the pool was exhausted);
+	// CanceledAcquireCount the acquires given up (AcquireTimeout or the
+	// caller's context).
+	AcquireCount         int64
+	EmptyAcquireCount    int64
+	CanceledAcquireCount int64
+	// EmptyAcquireWaitTime is the total time the EmptyAcquireCount acquires
+	// waited.
+	EmptyAcquireWaitTime time.Duration
+	NewConnsCount        int64 // connections opened so far
+}
+
+// Stats returns the pool's statistics.
+func (s *Store) Stats() Stats {
+	st := s.pool.Stat()
+	return Stats{
+		MaxConns:             st.MaxConns(),
+		TotalConns:           st.TotalConns(),
+		AcquiredConns:        st.AcquiredConns(),
+		IdleConns:            st.IdleConns(),
+		ConstructingConns:    st.ConstructingConns(),
+		AcquireCount:         st.AcquireCount(),
+		EmptyAcquireCount:    st.EmptyAcquireCount(),
+		CanceledAcquireCount: st.CanceledAcquireCount(),
+		EmptyAcquireWaitTime: st.EmptyAcquireWaitTime(),
+		NewConnsCount:        st.NewConnsCount(),
+	}
+}
+
+// Ping checks the database answers (SELECT 1 on a pool connection).
+func (s *Store) Ping(ctx context.Context) error {
+	return s.queryRow(ctx, "ping", func(r pgx.Row) error {
+		var one int
+		return r.Scan(&one)
+	}, "SELECT 1")
+}
+
+// Close closes the pool, waiting for connections in use to be released.
+// Methods called afterwards fail with Unavailable. Calling it again returns
+// nil.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	s.pool.Close()
+	return nil
+}
+
+var errClosed = errcode.New(errcode.Unavailable, "postgres: store is closed")
+
+// retryAfter is the Retry-After suggested when the database is unreachable
+// or overloaded.
+const retryAfter = time.Second
+
+// acquire takes a pool connection, waiting at most AcquireTimeout.
+func (s *Store) acquire(ctx context.Context) (*pgxpool.Conn, error) {
+	if s.closed.Load() {
+		return nil, errClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	actx, cancel := context.WithTimeout(ctx, s.opts.AcquireTimeout)
+	defer cancel()
+	c, err := s.pool.Acquire(actx)
+	if err == nil {
+		return c, nil
+	}
+	if s.closed.Load() {
+		return nil, errClosed
+	}
+	if ctx.Err() != nil {
+		return nil, errors.Join(ctx.Err(), err)
+	}
+	if actx.Err() != nil {
+		e := errcode.As(errcode.Retry(errcode.Unavailable, retryAfter,
+			"postgres: no database connection within %v (metadata pool exhausted, or the database is unreachable)", s.opts.AcquireTimeout))
+		e.Err = err
+		return nil, e
+	}
+	return nil, err
+}
+
+// read runs fn on a pool connection outside any transaction, rerunning it
+// once on a connection that turned out to be broken.
+func (s *Store) read(ctx context.Context, what string, fn func(c *pgx.Conn) error) error {
+	var err error
+	for attempt := 0; attempt < 2; attempt++ {
+		var c *pgxpool.Conn
+		if c, err = s.acquire(ctx); err != nil {
+			return classify(ctx, err, "%s", what)
+		}
+		err = fn(c.Conn())
+		c.Release()
+		if err == nil || !connLost(ctx, err) {
+			break
+		}
+	}
+	return classify(ctx, err, "%s", what)
+}
+
+// queryRow runs a one-row query outside any transaction; scan gets its row.
+func (s *Store) queryRow(ctx context.Context, what string, scan func(pgx.Row) error, sql string, args ...any) error {
+	return s.read(ctx, what, func(c *pgx.Conn) error {
+		return scan(c.QueryRow(ctx, sql, args...))
+	})
+}
+
+// txn is a transaction in progress. Statements are queued and sent in one
+// pipelined batch by flush (the first batch begins the transaction), and
+// their callbacks run then, in order. Reads that a decision depends on must
+// be flushed before the decision; writes just queue and go with the next
+// read or with COMMIT.
+type txn struct {
+	ctx        context.Context
+	conn       *pgx.Conn
+	batch      *pgx.Batch
+	now        time.Time
+	commitSent bool
+	// owners holds the users rows locked by lockOwners, with their quota
+	// and usage as this transaction has changed them.
+	owners map[string]*owner
+}
+
+// exec queues a statement.
+func (t *txn) exec(sql string, args ...any) { t.batch.Queue(sql, args...) }
+
+// execN queues a statement; fn gets the number of rows it affected.
+func (t *txn) execN(fn func(n int64) error, sql string, args ...any) {
+	t.batch.Queue(sql, args...).Exec(func(ct pgconn.CommandTag) error { return fn(ct.RowsAffected()) })
+}
+
+// queryRow queues a query; scan gets its row (pgx.ErrNoRows if none).
+func (t *txn) queryRow(scan func(pgx.Row) error, sql string, args ...any) {
+	t.batch.Queue(sql, args...).QueryRow(scan)
+}
+
+// query queues a query; each gets its rows, one at a time.
+func (t *txn) query(each func(pgx.Rows) error, sql string, args ...any) {
+	t.batch.Queue(sql, args...).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			if err := each(rows); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	})
+}
+
+// flush sends the queued statements and runs their callbacks.
+func (t *txn) flush() error {
+	if t.batch.Len() == 0 {
+		return nil
+	}
+	b := t.batch
+	t.batch = &pgx.Batch{}
+	return t.conn.SendBatch(t.ctx, b).Close()
+}
+
+// opFunc is the body of a transaction. It queues and flushes statements but
+// never begins, commits or rolls back. Returning an error rolls back,
+// unless the error is wrapped with keep.
+type opFunc func(t *txn) error
+
+// keepError is an operation error whose changes are committed anyway (e.g.
+// the family revocation of a reused refresh token).
+type keepError struct{ err error }
+
+func (e *keepError) Error() string { return e.err.Error() }
+func (e *keepError) Unwrap() error { return e.err }
+
+// keep returns err such that the operation's changes are committed and err
+// is returned.
+func keep(err error) error { return &keepError{err} }
+
+// errRetry asks write to run the transaction again (a row it locked turned
+// out not to be the one it needed).
+var errRetry = errors.New("postgres: transaction must be retried")
+
+const (
+	beginReadWrite = "begin"
+	beginSnapshot  = "begin isolation level repeatable read read only"
+)
+
+// write runs fn in a READ COMMITTED transaction; see tx.
+func (s *Store) write(ctx context.Context, what string, fn opFunc) error {
+	return s.tx(ctx, what, beginReadWrite, fn)
+}
+
+// tx runs fn in a transaction begun with begin, rerunning it (up to
+// MaxAttempts times in all) after a deadlock, a serialization failure, an
+// errRetry, or a connection lost before COMMIT was sent. fn must be
+// rerunnable: it resets whatever it fills in.
+func (s *Store) tx(ctx context.Context, what, begin string, fn opFunc) error {
+	var err error
+	for attempt := 1; ; attempt++ {
+		var commitSent bool
+		commitSent, err = s.tryTx(ctx, begin, fn)
+		if err == nil || attempt >= s.opts.MaxAttempts || ctx.Err() != nil || s.closed.Load() {
+			break
+		}
+		switch {
+		case errors.Is(err, errRetry), isSQLState(err, "40001", "40P01"):
+		case !commitSent && connLost(ctx, err) && attempt < 2:
+		default:
+			return classify(ctx, err, "%s", what)
+		}
+		// Jittered backoff: 1–5 ms, doubling.
+		d := time.Duration(1+rand.IntN(4)) * time.Millisecond << min(attempt-1, 5)
+		select {
+		case <-ctx.Done():
+			return classify(ctx, ctx.Err(), "%s", what)
+		case <-time.After(d):
+		}
+	}
+	if errors.Is(err, errRetry) {
+		return errcode.Retry(errcode.Unavailable, retryAfter, "%s: too much contention, try again", what)
+	}
+	return classify(ctx, err, "%s", what)
+}
+
+// tryTx runs fn once in a transaction and reports whether COMMIT was sent.
+func (s *Store) tryTx(ctx context.Context, begin string, fn opFunc) (commitSent bool, err error) {
+	c, err := s.acquire(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer c.Release()
+	t := &txn{ctx: ctx, conn: c.Conn(), batch: &pgx.Batch{}, now: time.Now()}
+	t.exec(begin)
+	defer func() {
+		if err != nil && t.conn.PgConn().TxStatus() != 'I' && !t.conn.IsClosed() {
+			// A connection whose rollback fails is closed, and the pool
+			// drops it.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.AcquireTimeout)
+			defer cancel()
+			if _, rerr := t.conn.Exec(rctx, "rollback"); rerr != nil {
+				_ = t.conn.Close(rctx)
+			}
+		}
+	}()
+	ferr := fn(t)
+	var k *keepError
+	if ferr != nil {
+		if !errors.As(ferr, &k) {
+			return false, ferr
+		}
+		ferr = k.err
+	}
+	if t.batch.Len() == 1 && t.batch.QueuedQueries[0].SQL == begin {
+		return false, ferr // no statement to commit
+	}
+	t.batch.Queue("commit").Exec(func(ct pgconn.CommandTag) error {
+		if ct.String() != "COMMIT" {
+			return errors.New("postgres: the transaction was rolled back at commit")
+		}
+		return nil
+	})
+	t.commitSent = true
+	if err := t.flush(); err != nil {
+		return true, err
+	}
+	return true, ferr
+}
+
+// ready fails once the store is closed.
+func (s *Store) ready() error {
+	if s.closed.Load() {
+		return errClosed
+	}
+	return nil
+}

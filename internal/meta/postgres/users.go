@@ -1,0 +1,196 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/meta"
+)
+
+const userCols = "id, email, password_hash, quota_bytes, usage_bytes, disabled, created_at"
+
+func scanUser(r pgx.Row) (meta.User, error) {
+	var u meta.User
+	var created int64
+	err := r.Scan(&u.ID, &u.Email, &u.PasswordHash, &u.QuotaBytes, &u.UsageBytes, &u.Disabled, &created)
+	u.CreatedAt = fromNanos(created)
+	return u, err
+}
+
+// CreateUser creates u with usage 0 and its default bucket b. A zero
+// CreatedAt is set to now; an empty b.OwnerID or b.Visibility defaults to
+// u.ID and private.
+func (s *Store) CreateUser(ctx context.Context, u meta.User, b meta.Bucket) error {
+	switch {
+	case u.ID == "" || u.Email == "":
+		return errcode.New(errcode.InvalidArgument, "user id and email are required")
+	case u.QuotaBytes < 0:
+		return errcode.New(errcode.InvalidArgument, "quota must not be negative")
+	case b.OwnerID != "" && b.OwnerID != u.ID:
+		return errcode.New(errcode.InvalidArgument, "the default bucket must be owned by the new user")
+	}
+	b.OwnerID = u.ID
+	b, err := checkBucket(b)
+	if err != nil {
+		return err
+	}
+	return s.write(ctx, "create user "+u.Email, func(t *txn) error {
+		t.exec("INSERT INTO users ("+userCols+") VALUES ($1, $2, $3, $4, 0, $5, $6)",
+			u.ID, u.Email, u.PasswordHash, u.QuotaBytes, u.Disabled, toNanos(orNow(u.CreatedAt, t.now)))
+		insertBucket(t, b)
+		return nil
+	})
+}
+
+// GetUser returns the user with id; NotFound if none.
+func (s *Store) GetUser(ctx context.Context, id string) (meta.User, error) {
+	var u meta.User
+	err := s.queryRow(ctx, "get user", func(r pgx.Row) (err error) {
+		u, err = scanUser(r)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errcode.New(errcode.NotFound, "user %q not found", id)
+		}
+		return err
+	}, "SELECT "+userCols+" FROM users WHERE id = $1", id)
+	if err != nil {
+		return meta.User{}, err
+	}
+	return u, nil
+}
+
+// GetUserByEmail returns the user with email; NotFound if none.
+func (s *Store) GetUserByEmail(ctx context.Context, email string) (meta.User, error) {
+	var u meta.User
+	err := s.queryRow(ctx, "get user by email", func(r pgx.Row) (err error) {
+		u, err = scanUser(r)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errcode.New(errcode.NotFound, "no user with email %q", email)
+		}
+		return err
+	}, "SELECT "+userCols+" FROM users WHERE email = $1", email)
+	if err != nil {
+		return meta.User{}, err
+	}
+	return u, nil
+}
+
+// SetQuota sets the user's quota; NotFound if the user does not exist.
+func (s *Store) SetQuota(ctx context.Context, userID string, quotaBytes int64) error {
+	if quotaBytes < 0 {
+		return errcode.New(errcode.InvalidArgument, "quota must not be negative")
+	}
+	return s.write(ctx, "set quota", func(t *txn) error {
+		t.execN(mustAffect(errcode.New(errcode.NotFound, "user %q not found", userID)),
+			"UPDATE users SET quota_bytes = $1 WHERE id = $2", quotaBytes, userID)
+		return nil
+	})
+}
+
+// mustAffect returns an execN callback that fails with notFound if no row
+// changed.
+func mustAffect(notFound error) func(n int64) error {
+	return func(n int64) error {
+		if n == 0 {
+			return notFound
+		}
+		return nil
+	}
+}
+
+const tokenCols = "hash, user_id, family, created_at, expires_at, used, revoked"
+
+// CreateRefreshToken stores t. A zero CreatedAt is set to now.
+// AlreadyExists if the hash is taken; NotFound if the user does not exist.
+func (s *Store) CreateRefreshToken(ctx context.Context, t meta.RefreshToken) error {
+	if t.Hash == "" || t.UserID == "" || t.Family == "" {
+		return errcode.New(errcode.InvalidArgument, "refresh token hash, user and family are required")
+	}
+	t.CreatedAt = orNow(t.CreatedAt, time.Now())
+	return s.write(ctx, "refresh token", func(tx *txn) error {
+		insertToken(tx, t)
+		return nil
+	})
+}
+
+func insertToken(t *txn, rt meta.RefreshToken) {
+	t.exec("INSERT INTO refresh_tokens ("+tokenCols+") VALUES ($1, $2, $3, $4, $5, $6, $7)",
+		rt.Hash, rt.UserID, rt.Family, toNanos(rt.CreatedAt), toNanos(rt.ExpiresAt), rt.Used, rt.Revoked)
+}
+
+// RotateRefreshToken implements meta.Store. The old token's row is locked
+// (FOR UPDATE), so of concurrent rotations of one token the first wins and
+// the others find it used.
+func (s *Store) RotateRefreshToken(ctx context.Context, oldHash string, next meta.RefreshToken, now time.Time) (meta.RefreshToken, error) {
+	if next.Hash == "" {
+		return meta.RefreshToken{}, errcode.New(errcode.InvalidArgument, "the next refresh token needs a hash")
+	}
+	var out meta.RefreshToken
+	err := s.write(ctx, "rotate refresh token", func(t *txn) error {
+		var family, userID string
+		var expires int64
+		var used, revoked, found bool
+		t.queryRow(func(r pgx.Row) error {
+			err := r.Scan(&userID, &family, &expires, &used, &revoked)
+			found = err == nil
+			if errors.Is(err, pgx.ErrNoRows) {
+				return nil
+			}
+			return err
+		}, "SELECT user_id, family, expires_at, used, revoked FROM refresh_tokens WHERE hash = $1 FOR UPDATE", oldHash)
+		if err := t.flush(); err != nil {
+			return err
+		}
+		switch {
+		case !found:
+			return errcode.New(errcode.Unauthenticated, "unknown refresh token")
+		case used:
+			// Reuse: someone holds a stale copy. Revoke the whole family and
+			// commit that even though the rotation fails.
+			t.exec("UPDATE refresh_tokens SET revoked = true WHERE family = $1", family)
+			return keep(errcode.New(errcode.Unauthenticated, "refresh token reused; the session is revoked"))
+		case revoked:
+			return errcode.New(errcode.Unauthenticated, "refresh token revoked")
+		case !now.Before(fromNanos(expires)):
+			return errcode.New(errcode.Unauthenticated, "refresh token expired")
+		}
+		t.exec("UPDATE refresh_tokens SET used = true WHERE hash = $1", oldHash)
+		rt := next
+		rt.UserID, rt.Family = userID, family
+		rt.Used, rt.Revoked = false, false
+		rt.CreatedAt = fromNanos(toNanos(orNow(rt.CreatedAt, now)))
+		rt.ExpiresAt = fromNanos(toNanos(rt.ExpiresAt))
+		insertToken(t, rt)
+		out = rt
+		return nil
+	})
+	if err != nil {
+		return meta.RefreshToken{}, err
+	}
+	return out, nil
+}
+
+// RevokeRefreshFamily implements meta.Store.
+func (s *Store) RevokeRefreshFamily(ctx context.Context, hash string) error {
+	return s.write(ctx, "revoke refresh family", func(t *txn) error {
+		t.execN(mustAffect(errcode.New(errcode.NotFound, "unknown refresh token")), `UPDATE refresh_tokens SET revoked = true
+			WHERE family = (SELECT family FROM refresh_tokens WHERE hash = $1)`, hash)
+		return nil
+	})
+}
+
+// DeleteExpiredRefreshTokens implements meta.Store.
+func (s *Store) DeleteExpiredRefreshTokens(ctx context.Context, before time.Time) (int, error) {
+	var n int64
+	err := s.write(ctx, "delete expired refresh tokens", func(t *txn) error {
+		t.execN(func(m int64) error { n = m; return nil }, "DELETE FROM refresh_tokens WHERE expires_at < $1", toNanos(before))
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return int(n), nil
+}
