@@ -53,7 +53,8 @@ for pid in filter(str.isdigit, os.listdir("/proc")):
     except OSError:
         continue
     exe = os.path.basename(cmd[0]) if cmd and cmd[0] else ""
-    role = {"postgres": "postgres", "minio": "minio"}.get(exe)
+    # PostgreSQL backends rename themselves ("postgres: user db host …").
+    role = "postgres" if exe.startswith("postgres") else "minio" if exe == "minio" else None
     if exe == "coffer" and len(cmd) > 1:
         role = "coffer-" + cmd[1]
     if role:
