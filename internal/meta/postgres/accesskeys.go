@@ -9,6 +9,7 @@ import (
 
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
+	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
 
 const accessKeyCols = "id, user_id, secret_enc, name, internal, created_at, last_used"
@@ -17,7 +18,7 @@ func scanAccessKey(r pgx.Row) (meta.AccessKey, error) {
 	var k meta.AccessKey
 	var created, used int64
 	err := r.Scan(&k.ID, &k.UserID, &k.SecretEnc, &k.Name, &k.Internal, &created, &used)
-	k.CreatedAt, k.LastUsed = fromNanos(created), fromNanos(used)
+	k.CreatedAt, k.LastUsed = metasql.FromNanos(created), metasql.FromNanos(used)
 	return k, err
 }
 
@@ -37,7 +38,7 @@ func (s *Store) CreateAccessKey(ctx context.Context, k meta.AccessKey) error {
 	return s.write(ctx, "create access key", func(t *txn) error {
 		// A missing user is a foreign key violation: NotFound.
 		t.exec("INSERT INTO access_keys ("+accessKeyCols+") VALUES ($1, $2, $3, $4, $5, $6, $7)",
-			k.ID, k.UserID, secret, k.Name, k.Internal, toNanos(orNow(k.CreatedAt, t.now)), toNanos(k.LastUsed))
+			k.ID, k.UserID, secret, k.Name, k.Internal, metasql.ToNanos(metasql.OrNow(k.CreatedAt, t.now)), metasql.ToNanos(k.LastUsed))
 		return nil
 	})
 }
@@ -95,7 +96,7 @@ func (s *Store) DeleteAccessKey(ctx context.Context, userID, id string) error {
 // TouchAccessKey implements meta.Store.
 func (s *Store) TouchAccessKey(ctx context.Context, id string, t time.Time) error {
 	return s.write(ctx, "touch access key", func(tx *txn) error {
-		tx.execN(mustAffect(errNoAccessKey(id)), "UPDATE access_keys SET last_used = $1 WHERE id = $2", toNanos(t), id)
+		tx.execN(mustAffect(errNoAccessKey(id)), "UPDATE access_keys SET last_used = $1 WHERE id = $2", metasql.ToNanos(t), id)
 		return nil
 	})
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
+	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
 
 const bucketCols = "name, owner_id, visibility, created_at"
@@ -18,7 +19,7 @@ func scanBucket(r pgx.Row) (meta.Bucket, error) {
 	var created int64
 	err := r.Scan(&b.Name, &b.OwnerID, &vis, &created)
 	b.Visibility = meta.Visibility(vis)
-	b.CreatedAt = fromNanos(created)
+	b.CreatedAt = metasql.FromNanos(created)
 	return b, err
 }
 
@@ -43,7 +44,7 @@ func checkBucket(b meta.Bucket) (meta.Bucket, error) {
 // with a unique violation, which is AlreadyExists.
 func insertBucket(t *txn, b meta.Bucket) {
 	t.exec("INSERT INTO buckets ("+bucketCols+") VALUES ($1, $2, $3, $4)",
-		b.Name, b.OwnerID, string(b.Visibility), toNanos(orNow(b.CreatedAt, t.now)))
+		b.Name, b.OwnerID, string(b.Visibility), metasql.ToNanos(metasql.OrNow(b.CreatedAt, t.now)))
 }
 
 // CreateBucket implements meta.Store. A zero CreatedAt is set to now and an

@@ -13,6 +13,7 @@ import (
 
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
+	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
 
 const objectCols = "key, size, etag, sha256, content_type, metadata, blob_key, mod_time, " +
@@ -32,7 +33,7 @@ func scanObject(r pgx.Rows, bucket string) (row, error) {
 		return row{}, err
 	}
 	o.Bucket, o.Key = bucket, string(k)
-	o.ModTime = fromNanos(mod)
+	o.ModTime = metasql.FromNanos(mod)
 	o.partsID = pid.Int64
 	var err error
 	o.Metadata, err = decodeMetadata(md)
@@ -189,7 +190,7 @@ func (s *Store) ListGarbage(ctx context.Context, before time.Time, limit int) ([
 	err := s.read(ctx, "list garbage", func(c *pgx.Conn) error {
 		out = nil
 		rows, err := c.Query(ctx, `SELECT id, blob_key, created_at FROM garbage
-			WHERE created_at < $1 ORDER BY created_at, id LIMIT $2`, toNanos(before), limit)
+			WHERE created_at < $1 ORDER BY created_at, id LIMIT $2`, metasql.ToNanos(before), limit)
 		if err != nil {
 			return err
 		}
@@ -200,7 +201,7 @@ func (s *Store) ListGarbage(ctx context.Context, before time.Time, limit int) ([
 			if err := rows.Scan(&g.ID, &g.BlobKey, &created); err != nil {
 				return err
 			}
-			g.CreatedAt = fromNanos(created)
+			g.CreatedAt = metasql.FromNanos(created)
 			out = append(out, g)
 		}
 		return rows.Err()

@@ -4,57 +4,16 @@ import (
 	"context"
 	"embed"
 	"fmt"
-	"io/fs"
-	"path"
-	"sort"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
 
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
-
-// migration is one numbered schema change.
-type migration struct {
-	version int64
-	name    string
-	sql     string
-}
-
-// migrations returns the embedded migrations in version order. File names
-// are NNNN_description.sql with a unique positive NNNN.
-func migrations() ([]migration, error) {
-	names, err := fs.Glob(migrationFiles, "migrations/*.sql")
-	if err != nil {
-		return nil, err
-	}
-	var ms []migration
-	seen := map[int64]string{}
-	for _, name := range names {
-		base := path.Base(name)
-		num, _, ok := strings.Cut(base, "_")
-		v, err := strconv.ParseInt(num, 10, 64)
-		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("migration %s: name must be NNNN_description.sql", base)
-		}
-		if prev, dup := seen[v]; dup {
-			return nil, fmt.Errorf("migrations %s and %s share version %d", prev, base, v)
-		}
-		seen[v] = base
-		b, err := migrationFiles.ReadFile(name)
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{version: v, name: base, sql: string(b)})
-	}
-	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
-	return ms, nil
-}
 
 // migrationLock is the pg_advisory_xact_lock key that serialises the
 // migrations of nodes starting together ("coffer" in ASCII).
@@ -65,13 +24,13 @@ const migrationLock int64 = 0x636f66666572
 // concurrent Opens apply each migration once. It refuses a database
 // migrated by a newer binary.
 func (s *Store) migrate(ctx context.Context, now func() time.Time) error {
-	ms, err := migrations()
+	ms, err := metasql.Migrations(migrationFiles)
 	if err != nil {
 		return errcode.Wrap(errcode.Internal, err, "postgres: bad embedded migrations")
 	}
 	known := map[int64]bool{}
 	for _, m := range ms {
-		known[m.version] = true
+		known[m.Version] = true
 	}
 	for {
 		done := false
@@ -104,14 +63,14 @@ func (s *Store) migrate(ctx context.Context, now func() time.Time) error {
 				}
 			}
 			for _, m := range ms {
-				if applied[m.version] {
+				if applied[m.Version] {
 					continue
 				}
 				// Several statements: the simple protocol, outside a batch.
-				if _, err := t.conn.Exec(t.ctx, m.sql, pgx.QueryExecModeSimpleProtocol); err != nil {
-					return fmt.Errorf("migration %s: %w", m.name, err)
+				if _, err := t.conn.Exec(t.ctx, m.SQL, pgx.QueryExecModeSimpleProtocol); err != nil {
+					return fmt.Errorf("migration %s: %w", m.Name, err)
 				}
-				t.exec("INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)", m.version, now().UnixNano())
+				t.exec("INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)", m.Version, now().UnixNano())
 				return nil
 			}
 			done = true

@@ -11,6 +11,7 @@ import (
 
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
+	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
 
 // owner is a users row locked by the transaction.
@@ -96,7 +97,7 @@ func (t *txn) enqueue(blobs ...string) {
 		AND NOT EXISTS (SELECT 1 FROM object_parts WHERE blob_key = b.k)
 		AND NOT EXISTS (SELECT 1 FROM upload_parts WHERE blob_key = b.k)
 		AND NOT EXISTS (SELECT 1 FROM uploads WHERE blob_key = b.k)
-		ORDER BY b.n`, blobs, toNanos(t.now))
+		ORDER BY b.n`, blobs, metasql.ToNanos(t.now))
 }
 
 // row is an object as its objects row holds it, with its parts.
@@ -155,7 +156,7 @@ func (f *found) scan(r pgx.Rows, bucket, key string) error {
 			ContentType: ctype.String,
 			BlobKey:     blob.String,
 			Checksum:    meta.Checksum{Algorithm: calg.String, Type: ctyp.String, Value: cv.String},
-			ModTime:     fromNanos(mod.Int64),
+			ModTime:     metasql.FromNanos(mod.Int64),
 		}
 		var err error
 		if o.Metadata, err = decodeMetadata(md); err != nil {
@@ -233,17 +234,6 @@ func (s *Store) GetObject(ctx context.Context, bucket, k string) (meta.Object, e
 	return f.row.Object, nil
 }
 
-// checkCond reports whether cond holds for the current object.
-func checkCond(cond meta.Cond, cur meta.Object, exists bool) error {
-	if cond.IfNoneMatch && exists {
-		return errcode.New(errcode.PreconditionFailed, "%q already exists", cur.Key)
-	}
-	if cond.IfMatch != "" && (!exists || cond.IfMatch != "*" && cur.ETag != cond.IfMatch) {
-		return errcode.New(errcode.PreconditionFailed, "the current object does not match the ETag %q", cond.IfMatch)
-	}
-	return nil
-}
-
 // writeObject queues writing o at its bucket and key, replacing any row
 // there. Its parts, if any, must be stored under partsID.
 func writeObject(t *txn, o meta.Object, partsID int64) error {
@@ -272,7 +262,7 @@ func writeObject(t *txn, o meta.Object, partsID int64) error {
 			checksum_algorithm = excluded.checksum_algorithm, checksum_type = excluded.checksum_type,
 			checksum_value = excluded.checksum_value, parts_id = excluded.parts_id, part_count = excluded.part_count,
 			inline_data = excluded.inline_data`,
-		o.Bucket, key(o.Key), o.Size, o.ETag, o.SHA256, o.ContentType, md, o.BlobKey, toNanos(o.ModTime),
+		o.Bucket, key(o.Key), o.Size, o.ETag, o.SHA256, o.ContentType, md, o.BlobKey, metasql.ToNanos(o.ModTime),
 		o.Checksum.Algorithm, o.Checksum.Type, o.Checksum.Value, pid, len(o.Parts), inline)
 	return nil
 }
@@ -306,39 +296,6 @@ func release(t *txn, o row) {
 	t.enqueue(o.BlobKeys()...)
 }
 
-// checkObject validates an object to be written. An object with Parts
-// has no BlobKey and its Size is the sum of theirs.
-func checkObject(o meta.Object) error {
-	switch {
-	case o.Bucket == "":
-		return errcode.New(errcode.InvalidArgument, "bucket name is required")
-	case o.Key == "":
-		return errcode.New(errcode.InvalidArgument, "object key is required")
-	case o.Size < 0:
-		return errcode.New(errcode.InvalidArgument, "object size must not be negative")
-	case len(o.Parts) > 0 && o.BlobKey != "":
-		return errcode.New(errcode.InvalidArgument, "a multipart object has no blob key of its own")
-	case o.IsInline() && int64(len(o.Inline)) != o.Size:
-		return errcode.New(errcode.InvalidArgument, "an inline object's size %d is not its %d inline bytes", o.Size, len(o.Inline))
-	case !o.IsInline() && o.Inline != nil:
-		return errcode.New(errcode.InvalidArgument, "an object with a blob key or parts has no inline bytes")
-	}
-	if len(o.Parts) == 0 {
-		return nil
-	}
-	var sum int64
-	for i, p := range o.Parts {
-		if p.BlobKey == "" || p.Size < 0 {
-			return errcode.New(errcode.InvalidArgument, "part %d of the object needs a blob key and a size", i+1)
-		}
-		sum += p.Size
-	}
-	if sum != o.Size {
-		return errcode.New(errcode.InvalidArgument, "the object's size %d is not the sum %d of its parts", o.Size, sum)
-	}
-	return nil
-}
-
 // PutObjects implements meta.Store. A zero ModTime is set to now. An object
 // with Parts is stored as given (see checkObject); an empty Parts is a
 // single-blob object. n puts take n+1 round trips: the lookup of each put
@@ -349,7 +306,7 @@ func (s *Store) PutObjects(ctx context.Context, puts []meta.Put) ([]meta.Object,
 	}
 	buckets := make([]string, len(puts))
 	for i, p := range puts {
-		if err := checkObject(p.Object); err != nil {
+		if err := metasql.CheckObject(p.Object); err != nil {
 			return nil, err
 		}
 		buckets[i] = p.Object.Bucket
@@ -360,7 +317,7 @@ func (s *Store) PutObjects(ctx context.Context, puts []meta.Put) ([]meta.Object,
 		t.lockOwners(buckets)
 		for i, p := range puts {
 			o := p.Object
-			o.ModTime = orNow(o.ModTime, t.now)
+			o.ModTime = metasql.OrNow(o.ModTime, t.now)
 			if len(o.Parts) == 0 {
 				o.Parts = nil
 			}
@@ -382,7 +339,7 @@ func (s *Store) PutObjects(ctx context.Context, puts []meta.Put) ([]meta.Object,
 			if p.BucketOwner != "" && cur.owner != p.BucketOwner {
 				return errNoBucket(o.Bucket)
 			}
-			if err := checkCond(p.Cond, cur.row.Object, cur.exists); err != nil {
+			if err := metasql.CheckCond(p.Cond, cur.row.Object, cur.exists); err != nil {
 				return err
 			}
 			if err := t.addUsage(cur.owner, o.Size-cur.row.Size); err != nil {
@@ -426,7 +383,7 @@ func (s *Store) DeleteObject(ctx context.Context, bucket, k string, cond meta.Co
 		if err := t.checkLocked(cur.owner); err != nil {
 			return err
 		}
-		if err := checkCond(cond, cur.row.Object, true); err != nil {
+		if err := metasql.CheckCond(cond, cur.row.Object, true); err != nil {
 			return err
 		}
 		t.exec("DELETE FROM objects WHERE bucket = $1 AND key = $2", bucket, key(k))
@@ -456,7 +413,7 @@ func (s *Store) MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, ds
 		if err != nil {
 			return meta.Object{}, err
 		}
-		if err := checkCond(dstCond, o, true); err != nil {
+		if err := metasql.CheckCond(dstCond, o, true); err != nil {
 			return meta.Object{}, err
 		}
 		return o, nil
@@ -481,7 +438,7 @@ func (s *Store) MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, ds
 		if err := errors.Join(t.checkLocked(src.owner), t.checkLocked(dst.owner)); err != nil {
 			return errRetry
 		}
-		if err := checkCond(dstCond, dst.row.Object, dst.exists); err != nil {
+		if err := metasql.CheckCond(dstCond, dst.row.Object, dst.exists); err != nil {
 			return err
 		}
 		if dst.exists {

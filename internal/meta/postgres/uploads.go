@@ -14,6 +14,7 @@ import (
 
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
+	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
 
 // maxPartNumber is the highest part number (S3's).
@@ -33,7 +34,7 @@ func scanUpload(r pgx.Row) (meta.Upload, error) {
 		return meta.Upload{}, err
 	}
 	u.Key = string(k)
-	u.CreatedAt, u.ExpiresAt = fromNanos(created), fromNanos(expires)
+	u.CreatedAt, u.ExpiresAt = metasql.FromNanos(created), metasql.FromNanos(expires)
 	var err error
 	u.Metadata, err = decodeMetadata(md)
 	return u, err
@@ -45,7 +46,7 @@ func scanPart(r pgx.Row) (meta.Part, error) {
 	var p meta.Part
 	var mod int64
 	err := r.Scan(&p.UploadID, &p.Number, &p.Size, &p.ETag, &p.Checksum, &p.BlobKey, &mod)
-	p.ModTime = fromNanos(mod)
+	p.ModTime = metasql.FromNanos(mod)
 	return p, err
 }
 
@@ -69,7 +70,7 @@ func (s *Store) CreateUpload(ctx context.Context, u meta.Upload) error {
 		// A missing bucket is a foreign key violation: NotFound.
 		t.exec("INSERT INTO uploads ("+uploadCols+") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
 			u.ID, u.Bucket, key(u.Key), u.InitiatorID, u.ContentType, md, u.ChecksumAlgorithm, u.ChecksumType,
-			u.Size, u.PartSize, toNanos(orNow(u.CreatedAt, t.now)), toNanos(u.ExpiresAt), u.BlobKey, u.BackendUploadID)
+			u.Size, u.PartSize, metasql.ToNanos(metasql.OrNow(u.CreatedAt, t.now)), metasql.ToNanos(u.ExpiresAt), u.BlobKey, u.BackendUploadID)
 		return nil
 	})
 }
@@ -177,7 +178,7 @@ func (s *Store) PutPart(ctx context.Context, p meta.Part) (meta.Part, error) {
 			ON CONFLICT (upload_id, number) DO UPDATE SET
 				size = excluded.size, etag = excluded.etag, checksum = excluded.checksum,
 				blob_key = excluded.blob_key, mod_time = excluded.mod_time`,
-			p.UploadID, p.Number, p.Size, p.ETag, p.Checksum, p.BlobKey, toNanos(orNow(p.ModTime, t.now)))
+			p.UploadID, p.Number, p.Size, p.ETag, p.Checksum, p.BlobKey, metasql.ToNanos(metasql.OrNow(p.ModTime, t.now)))
 		if exists {
 			t.enqueue(cur.BlobKey)
 			old = cur
@@ -223,7 +224,7 @@ func (s *Store) ListParts(ctx context.Context, uploadID string, after, limit int
 			}
 			out = append(out, meta.Part{
 				UploadID: uploadID, Number: int(number.Int32), Size: size.Int64, ETag: etag.String,
-				Checksum: checksum.String, BlobKey: blob.String, ModTime: fromNanos(mod.Int64),
+				Checksum: checksum.String, BlobKey: blob.String, ModTime: metasql.FromNanos(mod.Int64),
 			})
 		}
 		return rows.Err()
@@ -334,7 +335,7 @@ func (s *Store) ListExpiredUploads(ctx context.Context, before time.Time, limit 
 	err := s.read(ctx, "list expired uploads", func(c *pgx.Conn) error {
 		out = nil
 		rows, err := c.Query(ctx, "SELECT "+uploadCols+" FROM uploads WHERE expires_at < $1 ORDER BY expires_at, id LIMIT $2",
-			toNanos(before), limit)
+			metasql.ToNanos(before), limit)
 		if err != nil {
 			return err
 		}
@@ -395,24 +396,6 @@ func (s *Store) AbortUpload(ctx context.Context, id string) error {
 	})
 }
 
-// partError is the InvalidArgument error of a CompleteUpload check.
-func partError(reason string, number int, format string, args ...any) error {
-	e := errcode.As(errcode.New(errcode.InvalidArgument, format, args...))
-	e.Detail = map[string]any{"reason": reason}
-	if number != 0 {
-		e.Detail["part_number"] = number
-	}
-	return e
-}
-
-// unquote strips the quotes around an ETag.
-func unquote(etag string) string {
-	if len(etag) >= 2 && etag[0] == '"' && etag[len(etag)-1] == '"' {
-		return etag[1 : len(etag)-1]
-	}
-	return etag
-}
-
 // CompleteUpload implements meta.Store in three round trips (the upload
 // and its parts; the object at the key; the writes and COMMIT). The checks
 // run in the order the contract lists them, each over all listed parts
@@ -434,22 +417,22 @@ func (s *Store) CompleteUpload(ctx context.Context, id string, obj meta.Object, 
 			return err
 		}
 		if len(parts) == 0 {
-			return partError("invalid_part_order", 0, "list at least one part")
+			return metasql.PartError("invalid_part_order", 0, "list at least one part")
 		}
 		for i := 1; i < len(parts); i++ {
 			if parts[i].Number <= parts[i-1].Number {
-				return partError("invalid_part_order", 0, "parts must be listed in strictly ascending order")
+				return metasql.PartError("invalid_part_order", 0, "parts must be listed in strictly ascending order")
 			}
 		}
 		for _, cp := range parts {
 			p, ok := have[cp.Number]
-			if !ok || unquote(p.ETag) != unquote(cp.ETag) {
-				return partError("invalid_part", cp.Number, "part %d was not uploaded or its ETag does not match", cp.Number)
+			if !ok || metasql.Unquote(p.ETag) != metasql.Unquote(cp.ETag) {
+				return metasql.PartError("invalid_part", cp.Number, "part %d was not uploaded or its ETag does not match", cp.Number)
 			}
 		}
 		for _, cp := range parts[:len(parts)-1] {
 			if have[cp.Number].Size < minPartSize {
-				return partError("entity_too_small", cp.Number, "part %d is smaller than the minimum part size %d", cp.Number, minPartSize)
+				return metasql.PartError("entity_too_small", cp.Number, "part %d is smaller than the minimum part size %d", cp.Number, minPartSize)
 			}
 		}
 		var cur found
@@ -457,13 +440,13 @@ func (s *Store) CompleteUpload(ctx context.Context, id string, obj meta.Object, 
 		if err := t.flush(); err != nil {
 			return err
 		}
-		if err := checkCond(cond, cur.row.Object, cur.exists); err != nil {
+		if err := metasql.CheckCond(cond, cur.row.Object, cur.exists); err != nil {
 			return err
 		}
 
 		o := obj
 		o.Bucket, o.Key, o.BlobKey, o.Size, o.Inline = u.bucket, u.key, "", 0, nil
-		o.ModTime = orNow(o.ModTime, t.now)
+		o.ModTime = metasql.OrNow(o.ModTime, t.now)
 		o.Parts = make([]meta.ObjectPart, len(parts))
 		numbers := make([]int32, len(parts))
 		for i, cp := range parts {
@@ -528,12 +511,12 @@ func (s *Store) CompleteBackendUpload(ctx context.Context, id string, obj meta.O
 		if err := t.flush(); err != nil {
 			return err
 		}
-		if err := checkCond(cond, cur.row.Object, cur.exists); err != nil {
+		if err := metasql.CheckCond(cond, cur.row.Object, cur.exists); err != nil {
 			return err
 		}
 		o := obj
 		o.Bucket, o.Key, o.Parts, o.Inline = u.bucket, u.key, nil, nil
-		o.ModTime = orNow(o.ModTime, t.now)
+		o.ModTime = metasql.OrNow(o.ModTime, t.now)
 		freed, discarded := partsBytes(have)
 		deleteUpload(t, id)
 		if err := t.addUsage(u.owner, o.Size-freed-cur.row.Size); err != nil {

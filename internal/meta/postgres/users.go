@@ -9,6 +9,7 @@ import (
 
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
+	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
 
 const userCols = "id, email, password_hash, quota_bytes, usage_bytes, disabled, created_at"
@@ -17,7 +18,7 @@ func scanUser(r pgx.Row) (meta.User, error) {
 	var u meta.User
 	var created int64
 	err := r.Scan(&u.ID, &u.Email, &u.PasswordHash, &u.QuotaBytes, &u.UsageBytes, &u.Disabled, &created)
-	u.CreatedAt = fromNanos(created)
+	u.CreatedAt = metasql.FromNanos(created)
 	return u, err
 }
 
@@ -40,7 +41,7 @@ func (s *Store) CreateUser(ctx context.Context, u meta.User, b meta.Bucket) erro
 	}
 	return s.write(ctx, "create user "+u.Email, func(t *txn) error {
 		t.exec("INSERT INTO users ("+userCols+") VALUES ($1, $2, $3, $4, 0, $5, $6)",
-			u.ID, u.Email, u.PasswordHash, u.QuotaBytes, u.Disabled, toNanos(orNow(u.CreatedAt, t.now)))
+			u.ID, u.Email, u.PasswordHash, u.QuotaBytes, u.Disabled, metasql.ToNanos(metasql.OrNow(u.CreatedAt, t.now)))
 		insertBucket(t, b)
 		return nil
 	})
@@ -109,7 +110,7 @@ func (s *Store) CreateRefreshToken(ctx context.Context, t meta.RefreshToken) err
 	if t.Hash == "" || t.UserID == "" || t.Family == "" {
 		return errcode.New(errcode.InvalidArgument, "refresh token hash, user and family are required")
 	}
-	t.CreatedAt = orNow(t.CreatedAt, time.Now())
+	t.CreatedAt = metasql.OrNow(t.CreatedAt, time.Now())
 	return s.write(ctx, "refresh token", func(tx *txn) error {
 		insertToken(tx, t)
 		return nil
@@ -118,7 +119,7 @@ func (s *Store) CreateRefreshToken(ctx context.Context, t meta.RefreshToken) err
 
 func insertToken(t *txn, rt meta.RefreshToken) {
 	t.exec("INSERT INTO refresh_tokens ("+tokenCols+") VALUES ($1, $2, $3, $4, $5, $6, $7)",
-		rt.Hash, rt.UserID, rt.Family, toNanos(rt.CreatedAt), toNanos(rt.ExpiresAt), rt.Used, rt.Revoked)
+		rt.Hash, rt.UserID, rt.Family, metasql.ToNanos(rt.CreatedAt), metasql.ToNanos(rt.ExpiresAt), rt.Used, rt.Revoked)
 }
 
 // RotateRefreshToken implements meta.Store. The old token's row is locked
@@ -154,15 +155,15 @@ func (s *Store) RotateRefreshToken(ctx context.Context, oldHash string, next met
 			return keep(errcode.New(errcode.Unauthenticated, "refresh token reused; the session is revoked"))
 		case revoked:
 			return errcode.New(errcode.Unauthenticated, "refresh token revoked")
-		case !now.Before(fromNanos(expires)):
+		case !now.Before(metasql.FromNanos(expires)):
 			return errcode.New(errcode.Unauthenticated, "refresh token expired")
 		}
 		t.exec("UPDATE refresh_tokens SET used = true WHERE hash = $1", oldHash)
 		rt := next
 		rt.UserID, rt.Family = userID, family
 		rt.Used, rt.Revoked = false, false
-		rt.CreatedAt = fromNanos(toNanos(orNow(rt.CreatedAt, now)))
-		rt.ExpiresAt = fromNanos(toNanos(rt.ExpiresAt))
+		rt.CreatedAt = metasql.FromNanos(metasql.ToNanos(metasql.OrNow(rt.CreatedAt, now)))
+		rt.ExpiresAt = metasql.FromNanos(metasql.ToNanos(rt.ExpiresAt))
 		insertToken(t, rt)
 		out = rt
 		return nil
@@ -186,7 +187,7 @@ func (s *Store) RevokeRefreshFamily(ctx context.Context, hash string) error {
 func (s *Store) DeleteExpiredRefreshTokens(ctx context.Context, before time.Time) (int, error) {
 	var n int64
 	err := s.write(ctx, "delete expired refresh tokens", func(t *txn) error {
-		t.execN(func(m int64) error { n = m; return nil }, "DELETE FROM refresh_tokens WHERE expires_at < $1", toNanos(before))
+		t.execN(func(m int64) error { n = m; return nil }, "DELETE FROM refresh_tokens WHERE expires_at < $1", metasql.ToNanos(before))
 		return nil
 	})
 	if err != nil {

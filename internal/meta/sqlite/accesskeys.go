@@ -8,6 +8,7 @@ import (
 
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
+	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
 
 const accessKeyCols = "id, user_id, secret_enc, name, internal, created_at, last_used"
@@ -16,7 +17,7 @@ func scanAccessKey(r scanner) (meta.AccessKey, error) {
 	var k meta.AccessKey
 	var created, used int64
 	err := r.Scan(&k.ID, &k.UserID, &k.SecretEnc, &k.Name, &k.Internal, &created, &used)
-	k.CreatedAt, k.LastUsed = fromNanos(created), fromNanos(used)
+	k.CreatedAt, k.LastUsed = metasql.FromNanos(created), metasql.FromNanos(used)
 	return k, err
 }
 
@@ -43,7 +44,7 @@ func (s *Store) CreateAccessKey(ctx context.Context, k meta.AccessKey) error {
 			return classify(err, "access key owner")
 		}
 		_, err = c.ExecContext(ctx, "INSERT INTO access_keys ("+accessKeyCols+") VALUES (?, ?, ?, ?, ?, ?, ?)",
-			k.ID, k.UserID, secret, k.Name, k.Internal, toNanos(orNow(k.CreatedAt, time.Now())), toNanos(k.LastUsed))
+			k.ID, k.UserID, secret, k.Name, k.Internal, metasql.ToNanos(metasql.OrNow(k.CreatedAt, time.Now())), metasql.ToNanos(k.LastUsed))
 		return classify(err, "access key %q", k.ID)
 	})
 }
@@ -102,7 +103,7 @@ func (s *Store) DeleteAccessKey(ctx context.Context, userID, id string) error {
 // TouchAccessKey implements meta.Store.
 func (s *Store) TouchAccessKey(ctx context.Context, id string, t time.Time) error {
 	return s.write(ctx, func(ctx context.Context, c *conn) error {
-		res, err := c.ExecContext(ctx, "UPDATE access_keys SET last_used = ? WHERE id = ?", toNanos(t), id)
+		res, err := c.ExecContext(ctx, "UPDATE access_keys SET last_used = ? WHERE id = ?", metasql.ToNanos(t), id)
 		if err != nil {
 			return classify(err, "touch access key")
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
+	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
 
 const bucketCols = "name, owner_id, visibility, created_at"
@@ -18,7 +19,7 @@ func scanBucket(r scanner) (meta.Bucket, error) {
 	var created int64
 	err := r.Scan(&b.Name, &b.OwnerID, &vis, &created)
 	b.Visibility = meta.Visibility(vis)
-	b.CreatedAt = fromNanos(created)
+	b.CreatedAt = metasql.FromNanos(created)
 	return b, err
 }
 
@@ -49,7 +50,7 @@ func insertBucket(ctx context.Context, c *conn, b meta.Bucket, now time.Time) er
 		return classify(err, "bucket owner")
 	}
 	_, err = c.ExecContext(ctx, "INSERT INTO buckets ("+bucketCols+") VALUES (?, ?, ?, ?)",
-		b.Name, b.OwnerID, string(b.Visibility), toNanos(orNow(b.CreatedAt, now)))
+		b.Name, b.OwnerID, string(b.Visibility), metasql.ToNanos(metasql.OrNow(b.CreatedAt, now)))
 	return classify(err, "bucket %q", b.Name)
 }
 

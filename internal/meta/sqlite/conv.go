@@ -3,11 +3,10 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"math"
 	"time"
 
-	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
 
 // querier is what *sql.Conn, *sql.DB, *sql.Tx, the writer conn and reader
@@ -26,57 +25,17 @@ var (
 	maxTime = time.Unix(0, math.MaxInt64)
 )
 
-// toNanos is how times are stored: unix nanoseconds, 0 for the zero time,
-// clamped to the representable range.
-func toNanos(t time.Time) int64 {
-	switch {
-	case t.IsZero():
-		return 0
-	case t.Before(minTime):
-		return math.MinInt64
-	case t.After(maxTime):
-		return math.MaxInt64
-	}
-	return t.UnixNano()
-}
-
-// fromNanos is the inverse of toNanos, in UTC.
-func fromNanos(n int64) time.Time {
-	if n == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, n).UTC()
-}
-
-// orNow returns t, or now if t is zero.
-func orNow(t, now time.Time) time.Time {
-	if t.IsZero() {
-		return now
-	}
-	return t
-}
-
 // encodeMetadata stores user metadata as a JSON object, NULL when empty.
 func encodeMetadata(m map[string]string) (any, error) {
-	if len(m) == 0 {
-		return nil, nil
+	s, ok, err := metasql.EncodeMetadata(m)
+	if !ok || err != nil {
+		return nil, err
 	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		return nil, errcode.Wrap(errcode.InvalidArgument, err, "invalid object metadata")
-	}
-	return string(b), nil
+	return s, nil
 }
 
 func decodeMetadata(s sql.NullString) (map[string]string, error) {
-	if !s.Valid || s.String == "" {
-		return nil, nil
-	}
-	var m map[string]string
-	if err := json.Unmarshal([]byte(s.String), &m); err != nil {
-		return nil, errcode.Wrap(errcode.Internal, err, "corrupt object metadata")
-	}
-	return m, nil
+	return metasql.DecodeMetadata(s.String)
 }
 
 // ready fails once the store is closed.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
+	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
 
 // ListObjects implements meta.Store with meta.List over an indexed range
@@ -190,7 +191,7 @@ func (s *Store) ListGarbage(ctx context.Context, before time.Time, limit int) ([
 		limit = 1000
 	}
 	rows, err := s.read().QueryContext(ctx, `SELECT id, blob_key, created_at FROM garbage
-		WHERE created_at < ? ORDER BY created_at, id LIMIT ?`, toNanos(before), limit)
+		WHERE created_at < ? ORDER BY created_at, id LIMIT ?`, metasql.ToNanos(before), limit)
 	if err != nil {
 		return nil, classify(err, "list garbage")
 	}
@@ -202,7 +203,7 @@ func (s *Store) ListGarbage(ctx context.Context, before time.Time, limit int) ([
 		if err := rows.Scan(&g.ID, &g.BlobKey, &created); err != nil {
 			return nil, classify(err, "list garbage")
 		}
-		g.CreatedAt = fromNanos(created)
+		g.CreatedAt = metasql.FromNanos(created)
 		out = append(out, g)
 	}
 	if err := rows.Err(); err != nil {

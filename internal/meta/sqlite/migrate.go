@@ -4,61 +4,19 @@ import (
 	"context"
 	"database/sql"
 	"embed"
-	"fmt"
-	"io/fs"
-	"path"
-	"sort"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
 
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
-// migration is one numbered schema change.
-type migration struct {
-	version int64
-	name    string
-	sql     string
-}
-
-// migrations returns the embedded migrations in version order. File names
-// are NNNN_description.sql with a unique positive NNNN.
-func migrations() ([]migration, error) {
-	names, err := fs.Glob(migrationFiles, "migrations/*.sql")
-	if err != nil {
-		return nil, err
-	}
-	var ms []migration
-	seen := map[int64]string{}
-	for _, name := range names {
-		base := path.Base(name)
-		num, _, ok := strings.Cut(base, "_")
-		v, err := strconv.ParseInt(num, 10, 64)
-		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("migration %s: name must be NNNN_description.sql", base)
-		}
-		if prev, dup := seen[v]; dup {
-			return nil, fmt.Errorf("migrations %s and %s share version %d", prev, base, v)
-		}
-		seen[v] = base
-		b, err := migrationFiles.ReadFile(name)
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{version: v, name: base, sql: string(b)})
-	}
-	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
-	return ms, nil
-}
-
 // migrate applies the pending migrations on c, each in its own
 // transaction. It refuses a database migrated by a newer binary.
 func migrate(ctx context.Context, c *sql.Conn, now func() time.Time) error {
-	ms, err := migrations()
+	ms, err := metasql.Migrations(migrationFiles)
 	if err != nil {
 		return errcode.Wrap(errcode.Internal, err, "sqlite: bad embedded migrations")
 	}
@@ -74,7 +32,7 @@ func migrate(ctx context.Context, c *sql.Conn, now func() time.Time) error {
 	}
 	known := map[int64]bool{}
 	for _, m := range ms {
-		known[m.version] = true
+		known[m.Version] = true
 	}
 	for v := range applied {
 		if !known[v] {
@@ -82,7 +40,7 @@ func migrate(ctx context.Context, c *sql.Conn, now func() time.Time) error {
 		}
 	}
 	for _, m := range ms {
-		if applied[m.version] {
+		if applied[m.Version] {
 			continue
 		}
 		if err := apply(ctx, c, m, now()); err != nil {
@@ -115,9 +73,9 @@ func appliedVersions(ctx context.Context, c *sql.Conn) (map[int64]bool, error) {
 
 // apply runs one migration in a transaction, unless another process applied
 // it meanwhile.
-func apply(ctx context.Context, c *sql.Conn, m migration, now time.Time) (err error) {
+func apply(ctx context.Context, c *sql.Conn, m metasql.Migration, now time.Time) (err error) {
 	if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		return classify(err, "sqlite: migration %s", m.name)
+		return classify(err, "sqlite: migration %s", m.Name)
 	}
 	defer func() {
 		if err != nil {
@@ -125,19 +83,19 @@ func apply(ctx context.Context, c *sql.Conn, m migration, now time.Time) (err er
 		}
 	}()
 	var n int
-	if err := c.QueryRowContext(ctx, "SELECT count(*) FROM schema_migrations WHERE version = ?", m.version).Scan(&n); err != nil {
-		return classify(err, "sqlite: migration %s", m.name)
+	if err := c.QueryRowContext(ctx, "SELECT count(*) FROM schema_migrations WHERE version = ?", m.Version).Scan(&n); err != nil {
+		return classify(err, "sqlite: migration %s", m.Name)
 	}
 	if n == 0 {
-		if _, err := c.ExecContext(ctx, m.sql); err != nil {
-			return classify(err, "sqlite: migration %s", m.name)
+		if _, err := c.ExecContext(ctx, m.SQL); err != nil {
+			return classify(err, "sqlite: migration %s", m.Name)
 		}
-		if _, err := c.ExecContext(ctx, "INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)", m.version, now.UnixNano()); err != nil {
-			return classify(err, "sqlite: migration %s", m.name)
+		if _, err := c.ExecContext(ctx, "INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)", m.Version, now.UnixNano()); err != nil {
+			return classify(err, "sqlite: migration %s", m.Name)
 		}
 	}
 	if _, err := c.ExecContext(ctx, "COMMIT"); err != nil {
-		return classify(err, "sqlite: migration %s", m.name)
+		return classify(err, "sqlite: migration %s", m.Name)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
+	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
 
 const objectCols = "bucket, key, size, etag, sha256, content_type, metadata, blob_key, mod_time, " +
@@ -39,7 +40,7 @@ func scanObject(r scanner) (row, error) {
 		&o.Checksum.Algorithm, &o.Checksum.Type, &o.Checksum.Value, &partsID, &o.partCount); err != nil {
 		return row{}, err
 	}
-	o.ModTime = fromNanos(mod)
+	o.ModTime = metasql.FromNanos(mod)
 	o.partsID = partsID.Int64
 	var err error
 	o.Metadata, err = decodeMetadata(md)
@@ -125,7 +126,7 @@ func lookup(ctx context.Context, q querier, bucket, key string) (owner string, o
 			ContentType: ctype.String,
 			BlobKey:     blob.String,
 			Checksum:    meta.Checksum{Algorithm: calg.String, Type: ctyp.String, Value: cval.String},
-			ModTime:     fromNanos(mod.Int64),
+			ModTime:     metasql.FromNanos(mod.Int64),
 		},
 		partsID:   pid.Int64,
 		partCount: int(pcount.Int64),
@@ -207,17 +208,6 @@ func insertParts(ctx context.Context, c *conn, parts []meta.ObjectPart) (int64, 
 	return id, nil
 }
 
-// checkCond reports whether cond holds for the current object.
-func checkCond(cond meta.Cond, cur meta.Object, exists bool) error {
-	if cond.IfNoneMatch && exists {
-		return errcode.New(errcode.PreconditionFailed, "%q already exists", cur.Key)
-	}
-	if cond.IfMatch != "" && (!exists || cond.IfMatch != "*" && cur.ETag != cond.IfMatch) {
-		return errcode.New(errcode.PreconditionFailed, "the current object does not match the ETag %q", cond.IfMatch)
-	}
-	return nil
-}
-
 // addUsage moves owner's usage by delta. Growth must fit the quota
 // (QuotaExceeded otherwise); shrinking always passes.
 func addUsage(ctx context.Context, c *conn, owner string, delta int64) error {
@@ -269,7 +259,7 @@ func writeObject(ctx context.Context, c *conn, o meta.Object, partsID, inlineID 
 			checksum_algorithm = excluded.checksum_algorithm, checksum_type = excluded.checksum_type,
 			checksum_value = excluded.checksum_value, parts_id = excluded.parts_id, part_count = excluded.part_count,
 			inline_id = excluded.inline_id`,
-		o.Bucket, o.Key, o.Size, o.ETag, o.SHA256, o.ContentType, md, o.BlobKey, toNanos(o.ModTime),
+		o.Bucket, o.Key, o.Size, o.ETag, o.SHA256, o.ContentType, md, o.BlobKey, metasql.ToNanos(o.ModTime),
 		o.Checksum.Algorithm, o.Checksum.Type, o.Checksum.Value, pid, len(o.Parts), iid)
 	return classify(err, "put object %q", o.Key)
 }
@@ -328,14 +318,14 @@ func enqueue(ctx context.Context, c *conn, now time.Time, blobs ...string) error
 			WHERE NOT EXISTS (SELECT 1 FROM objects WHERE blob_key = j.value)
 			AND NOT EXISTS (SELECT 1 FROM object_parts WHERE blob_key = j.value)
 			AND NOT EXISTS (SELECT 1 FROM upload_parts WHERE blob_key = j.value)
-			ORDER BY j.key`, string(list), toNanos(now))
+			ORDER BY j.key`, string(list), metasql.ToNanos(now))
 		return classify(err, "enqueue blobs")
 	}
 	for _, blob := range blobs {
 		_, err := c.ExecContext(ctx, `INSERT INTO garbage (blob_key, created_at) SELECT ?1, ?2
 			WHERE NOT EXISTS (SELECT 1 FROM objects WHERE blob_key = ?1)
 			AND NOT EXISTS (SELECT 1 FROM object_parts WHERE blob_key = ?1)
-			AND NOT EXISTS (SELECT 1 FROM upload_parts WHERE blob_key = ?1)`, blob, toNanos(now))
+			AND NOT EXISTS (SELECT 1 FROM upload_parts WHERE blob_key = ?1)`, blob, metasql.ToNanos(now))
 		if err != nil {
 			return classify(err, "enqueue blob")
 		}
@@ -352,39 +342,6 @@ func allValidUTF8(ss []string) bool {
 	return true
 }
 
-// checkObject validates an object to be written. An object with Parts
-// has no BlobKey and its Size is the sum of theirs.
-func checkObject(o meta.Object) error {
-	switch {
-	case o.Bucket == "":
-		return errcode.New(errcode.InvalidArgument, "bucket name is required")
-	case o.Key == "":
-		return errcode.New(errcode.InvalidArgument, "object key is required")
-	case o.Size < 0:
-		return errcode.New(errcode.InvalidArgument, "object size must not be negative")
-	case len(o.Parts) > 0 && o.BlobKey != "":
-		return errcode.New(errcode.InvalidArgument, "a multipart object has no blob key of its own")
-	case o.IsInline() && int64(len(o.Inline)) != o.Size:
-		return errcode.New(errcode.InvalidArgument, "an inline object's size %d is not its %d inline bytes", o.Size, len(o.Inline))
-	case !o.IsInline() && o.Inline != nil:
-		return errcode.New(errcode.InvalidArgument, "an object with a blob key or parts has no inline bytes")
-	}
-	if len(o.Parts) == 0 {
-		return nil
-	}
-	var sum int64
-	for i, p := range o.Parts {
-		if p.BlobKey == "" || p.Size < 0 {
-			return errcode.New(errcode.InvalidArgument, "part %d of the object needs a blob key and a size", i+1)
-		}
-		sum += p.Size
-	}
-	if sum != o.Size {
-		return errcode.New(errcode.InvalidArgument, "the object's size %d is not the sum %d of its parts", o.Size, sum)
-	}
-	return nil
-}
-
 // PutObjects implements meta.Store. A zero ModTime is set to now. An object
 // with Parts is stored as given (see checkObject); an empty Parts is a
 // single-blob object.
@@ -393,7 +350,7 @@ func (s *Store) PutObjects(ctx context.Context, puts []meta.Put) ([]meta.Object,
 		return nil, nil
 	}
 	for _, p := range puts {
-		if err := checkObject(p.Object); err != nil {
+		if err := metasql.CheckObject(p.Object); err != nil {
 			return nil, err
 		}
 	}
@@ -403,7 +360,7 @@ func (s *Store) PutObjects(ctx context.Context, puts []meta.Put) ([]meta.Object,
 		clear(olds)
 		for i, p := range puts {
 			o := p.Object
-			o.ModTime = orNow(o.ModTime, now)
+			o.ModTime = metasql.OrNow(o.ModTime, now)
 			if len(o.Parts) == 0 {
 				o.Parts = nil
 			}
@@ -414,7 +371,7 @@ func (s *Store) PutObjects(ctx context.Context, puts []meta.Put) ([]meta.Object,
 			if p.BucketOwner != "" && owner != p.BucketOwner {
 				return errNoBucket(o.Bucket)
 			}
-			if err := checkCond(p.Cond, cur.Object, exists); err != nil {
+			if err := metasql.CheckCond(p.Cond, cur.Object, exists); err != nil {
 				return err
 			}
 			if err := addUsage(ctx, c, owner, o.Size-cur.Size); err != nil {
@@ -450,7 +407,7 @@ func (s *Store) DeleteObject(ctx context.Context, bucket, key string, cond meta.
 		if !exists {
 			return errNoObject(bucket, key)
 		}
-		if err := checkCond(cond, cur.Object, exists); err != nil {
+		if err := metasql.CheckCond(cond, cur.Object, exists); err != nil {
 			return err
 		}
 		if _, err := c.ExecContext(ctx, "DELETE FROM objects WHERE bucket = ? AND key = ?", bucket, key); err != nil {
@@ -484,7 +441,7 @@ func (s *Store) MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, ds
 		if err != nil {
 			return meta.Object{}, err
 		}
-		if err := checkCond(dstCond, o, true); err != nil {
+		if err := metasql.CheckCond(dstCond, o, true); err != nil {
 			return meta.Object{}, err
 		}
 		return o, nil
@@ -503,7 +460,7 @@ func (s *Store) MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, ds
 		if err != nil {
 			return err
 		}
-		if err := checkCond(dstCond, dst.Object, exists); err != nil {
+		if err := metasql.CheckCond(dstCond, dst.Object, exists); err != nil {
 			return err
 		}
 		if _, err := c.ExecContext(ctx, "DELETE FROM objects WHERE bucket = ? AND key = ?", srcBucket, srcKey); err != nil {

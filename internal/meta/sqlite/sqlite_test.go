@@ -14,6 +14,7 @@ import (
 
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
+	"github.com/coffer-storage/coffer/internal/meta/metasql"
 	"github.com/coffer-storage/coffer/internal/meta/metatest"
 )
 
@@ -140,9 +141,9 @@ func TestReopenKeepsDataAndMigrations(t *testing.T) {
 	}
 }
 
-func mustMigrations(t *testing.T) []migration {
+func mustMigrations(t *testing.T) []metasql.Migration {
 	t.Helper()
-	ms, err := migrations()
+	ms, err := metasql.Migrations(migrationFiles)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -616,8 +617,8 @@ func TestUpgradeFrom0001(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "meta.db")
 	ms := mustMigrations(t)
-	if ms[0].version != 1 {
-		t.Fatalf("first migration is %s", ms[0].name)
+	if ms[0].Version != 1 {
+		t.Fatalf("first migration is %s", ms[0].Name)
 	}
 	db, err := sql.Open("sqlite", dsn(path, "foreign_keys(ON)", "journal_mode(WAL)"))
 	if err != nil {
@@ -625,7 +626,7 @@ func TestUpgradeFrom0001(t *testing.T) {
 	}
 	for _, q := range []string{
 		"CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)",
-		ms[0].sql,
+		ms[0].SQL,
 		"INSERT INTO schema_migrations (version, applied_at) VALUES (1, 0)",
 		"INSERT INTO users (id, email, password_hash, usage_bytes, created_at) VALUES ('alice', 'alice@example.com', 'x', 5, 1)",
 		"INSERT INTO buckets (name, owner_id, visibility, created_at) VALUES ('alice', 'alice', 'private', 1)",

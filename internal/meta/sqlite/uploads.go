@@ -12,6 +12,7 @@ import (
 
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
+	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
 
 // maxPartNumber is the highest part number (S3's).
@@ -29,7 +30,7 @@ func scanUpload(r scanner) (meta.Upload, error) {
 		&u.Size, &u.PartSize, &created, &expires, &u.BlobKey, &u.BackendUploadID); err != nil {
 		return meta.Upload{}, err
 	}
-	u.CreatedAt, u.ExpiresAt = fromNanos(created), fromNanos(expires)
+	u.CreatedAt, u.ExpiresAt = metasql.FromNanos(created), metasql.FromNanos(expires)
 	var err error
 	u.Metadata, err = decodeMetadata(md)
 	return u, err
@@ -58,7 +59,7 @@ func scanPart(r scanner) (meta.Part, error) {
 	var p meta.Part
 	var mod int64
 	err := r.Scan(&p.UploadID, &p.Number, &p.Size, &p.ETag, &p.Checksum, &p.BlobKey, &mod)
-	p.ModTime = fromNanos(mod)
+	p.ModTime = metasql.FromNanos(mod)
 	return p, err
 }
 
@@ -89,7 +90,7 @@ func (s *Store) CreateUpload(ctx context.Context, u meta.Upload) error {
 		}
 		_, err = c.ExecContext(ctx, "INSERT INTO uploads ("+uploadCols+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 			u.ID, u.Bucket, u.Key, u.InitiatorID, u.ContentType, md, u.ChecksumAlgorithm, u.ChecksumType,
-			u.Size, u.PartSize, toNanos(orNow(u.CreatedAt, time.Now())), toNanos(u.ExpiresAt), u.BlobKey, u.BackendUploadID)
+			u.Size, u.PartSize, metasql.ToNanos(metasql.OrNow(u.CreatedAt, time.Now())), metasql.ToNanos(u.ExpiresAt), u.BlobKey, u.BackendUploadID)
 		return classify(err, "upload %q", u.ID)
 	})
 }
@@ -159,7 +160,7 @@ func (s *Store) PutPart(ctx context.Context, p meta.Part) (meta.Part, error) {
 			ON CONFLICT (upload_id, number) DO UPDATE SET
 				size = excluded.size, etag = excluded.etag, checksum = excluded.checksum,
 				blob_key = excluded.blob_key, mod_time = excluded.mod_time`,
-			p.UploadID, p.Number, p.Size, p.ETag, p.Checksum, p.BlobKey, toNanos(orNow(p.ModTime, now))); err != nil {
+			p.UploadID, p.Number, p.Size, p.ETag, p.Checksum, p.BlobKey, metasql.ToNanos(metasql.OrNow(p.ModTime, now))); err != nil {
 			return classify(err, "put part %d", p.Number)
 		}
 		if exists {
@@ -209,7 +210,7 @@ func (s *Store) ListParts(ctx context.Context, uploadID string, after, limit int
 		}
 		out = append(out, meta.Part{
 			UploadID: uploadID, Number: int(number.Int64), Size: size.Int64, ETag: etag.String,
-			Checksum: checksum.String, BlobKey: blob.String, ModTime: fromNanos(mod.Int64),
+			Checksum: checksum.String, BlobKey: blob.String, ModTime: metasql.FromNanos(mod.Int64),
 		})
 	}
 	if err := rows.Err(); err != nil {
@@ -311,7 +312,7 @@ func (s *Store) ListExpiredUploads(ctx context.Context, before time.Time, limit 
 		limit = 1000
 	}
 	rows, err := s.read().QueryContext(ctx, "SELECT "+uploadCols+" FROM uploads WHERE expires_at < ? ORDER BY expires_at, id LIMIT ?",
-		toNanos(before), limit)
+		metasql.ToNanos(before), limit)
 	if err != nil {
 		return nil, classify(err, "list expired uploads")
 	}
@@ -398,24 +399,6 @@ func (s *Store) AbortUpload(ctx context.Context, id string) error {
 	})
 }
 
-// partError is the InvalidArgument error of a CompleteUpload check.
-func partError(reason string, number int, format string, args ...any) error {
-	e := errcode.As(errcode.New(errcode.InvalidArgument, format, args...))
-	e.Detail = map[string]any{"reason": reason}
-	if number != 0 {
-		e.Detail["part_number"] = number
-	}
-	return e
-}
-
-// unquote strips the quotes around an ETag.
-func unquote(etag string) string {
-	if len(etag) >= 2 && etag[0] == '"' && etag[len(etag)-1] == '"' {
-		return etag[1 : len(etag)-1]
-	}
-	return etag
-}
-
 // CompleteUpload implements meta.Store. The checks run in the order the
 // contract lists them, each over all listed parts before the next. A zero
 // obj.ModTime is set to now.
@@ -428,11 +411,11 @@ func (s *Store) CompleteUpload(ctx context.Context, id string, obj meta.Object, 
 			return err
 		}
 		if len(parts) == 0 {
-			return partError("invalid_part_order", 0, "list at least one part")
+			return metasql.PartError("invalid_part_order", 0, "list at least one part")
 		}
 		for i := 1; i < len(parts); i++ {
 			if parts[i].Number <= parts[i-1].Number {
-				return partError("invalid_part_order", 0, "parts must be listed in strictly ascending order")
+				return metasql.PartError("invalid_part_order", 0, "parts must be listed in strictly ascending order")
 			}
 		}
 		rows, err := c.QueryContext(ctx, "SELECT "+partCols+" FROM upload_parts WHERE upload_id = ?", id)
@@ -453,26 +436,26 @@ func (s *Store) CompleteUpload(ctx context.Context, id string, obj meta.Object, 
 		}
 		for _, cp := range parts {
 			p, ok := have[cp.Number]
-			if !ok || unquote(p.ETag) != unquote(cp.ETag) {
-				return partError("invalid_part", cp.Number, "part %d was not uploaded or its ETag does not match", cp.Number)
+			if !ok || metasql.Unquote(p.ETag) != metasql.Unquote(cp.ETag) {
+				return metasql.PartError("invalid_part", cp.Number, "part %d was not uploaded or its ETag does not match", cp.Number)
 			}
 		}
 		for _, cp := range parts[:len(parts)-1] {
 			if have[cp.Number].Size < minPartSize {
-				return partError("entity_too_small", cp.Number, "part %d is smaller than the minimum part size %d", cp.Number, minPartSize)
+				return metasql.PartError("entity_too_small", cp.Number, "part %d is smaller than the minimum part size %d", cp.Number, minPartSize)
 			}
 		}
 		owner, cur, exists, err := lookupFull(ctx, c, u.bucket, u.key)
 		if err != nil {
 			return err
 		}
-		if err := checkCond(cond, cur.Object, exists); err != nil {
+		if err := metasql.CheckCond(cond, cur.Object, exists); err != nil {
 			return err
 		}
 
 		o := obj
 		o.Bucket, o.Key, o.BlobKey, o.Size = u.bucket, u.key, "", 0
-		o.ModTime = orNow(o.ModTime, now)
+		o.ModTime = metasql.OrNow(o.ModTime, now)
 		o.Parts = make([]meta.ObjectPart, len(parts))
 		for i, cp := range parts {
 			p := have[cp.Number]
@@ -564,12 +547,12 @@ func (s *Store) CompleteBackendUpload(ctx context.Context, id string, obj meta.O
 		if err != nil {
 			return err
 		}
-		if err := checkCond(cond, cur.Object, exists); err != nil {
+		if err := metasql.CheckCond(cond, cur.Object, exists); err != nil {
 			return err
 		}
 		o := obj
 		o.Bucket, o.Key, o.Parts, o.Inline = u.bucket, u.key, nil, nil
-		o.ModTime = orNow(o.ModTime, now)
+		o.ModTime = metasql.OrNow(o.ModTime, now)
 		freed, discarded, err := dropUpload(ctx, c, id)
 		if err != nil {
 			return err

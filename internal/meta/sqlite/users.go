@@ -8,6 +8,7 @@ import (
 
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
+	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
 
 const userCols = "id, email, password_hash, quota_bytes, usage_bytes, disabled, created_at"
@@ -16,7 +17,7 @@ func scanUser(r scanner) (meta.User, error) {
 	var u meta.User
 	var created int64
 	err := r.Scan(&u.ID, &u.Email, &u.PasswordHash, &u.QuotaBytes, &u.UsageBytes, &u.Disabled, &created)
-	u.CreatedAt = fromNanos(created)
+	u.CreatedAt = metasql.FromNanos(created)
 	return u, err
 }
 
@@ -40,7 +41,7 @@ func (s *Store) CreateUser(ctx context.Context, u meta.User, b meta.Bucket) erro
 	return s.write(ctx, func(ctx context.Context, c *conn) error {
 		now := time.Now()
 		if _, err := c.ExecContext(ctx, "INSERT INTO users ("+userCols+") VALUES (?, ?, ?, ?, 0, ?, ?)",
-			u.ID, u.Email, u.PasswordHash, u.QuotaBytes, u.Disabled, toNanos(orNow(u.CreatedAt, now))); err != nil {
+			u.ID, u.Email, u.PasswordHash, u.QuotaBytes, u.Disabled, metasql.ToNanos(metasql.OrNow(u.CreatedAt, now))); err != nil {
 			return classify(err, "user %q", u.Email)
 		}
 		return insertBucket(ctx, c, b, now)
@@ -111,7 +112,7 @@ func (s *Store) CreateRefreshToken(ctx context.Context, t meta.RefreshToken) err
 	if t.Hash == "" || t.UserID == "" || t.Family == "" {
 		return errcode.New(errcode.InvalidArgument, "refresh token hash, user and family are required")
 	}
-	t.CreatedAt = orNow(t.CreatedAt, time.Now())
+	t.CreatedAt = metasql.OrNow(t.CreatedAt, time.Now())
 	return s.write(ctx, func(ctx context.Context, c *conn) error {
 		return insertToken(ctx, c, t)
 	})
@@ -119,7 +120,7 @@ func (s *Store) CreateRefreshToken(ctx context.Context, t meta.RefreshToken) err
 
 func insertToken(ctx context.Context, c *conn, t meta.RefreshToken) error {
 	_, err := c.ExecContext(ctx, "INSERT INTO refresh_tokens ("+tokenCols+") VALUES (?, ?, ?, ?, ?, ?, ?)",
-		t.Hash, t.UserID, t.Family, toNanos(t.CreatedAt), toNanos(t.ExpiresAt), t.Used, t.Revoked)
+		t.Hash, t.UserID, t.Family, metasql.ToNanos(t.CreatedAt), metasql.ToNanos(t.ExpiresAt), t.Used, t.Revoked)
 	return classify(err, "refresh token")
 }
 
@@ -151,7 +152,7 @@ func (s *Store) RotateRefreshToken(ctx context.Context, oldHash string, next met
 			return keep(errcode.New(errcode.Unauthenticated, "refresh token reused; the session is revoked"))
 		case revoked:
 			return errcode.New(errcode.Unauthenticated, "refresh token revoked")
-		case !now.Before(fromNanos(expires)):
+		case !now.Before(metasql.FromNanos(expires)):
 			return errcode.New(errcode.Unauthenticated, "refresh token expired")
 		}
 		if _, err := c.ExecContext(ctx, "UPDATE refresh_tokens SET used = 1 WHERE hash = ?", oldHash); err != nil {
@@ -160,8 +161,8 @@ func (s *Store) RotateRefreshToken(ctx context.Context, oldHash string, next met
 		t := next
 		t.UserID, t.Family = userID, family
 		t.Used, t.Revoked = false, false
-		t.CreatedAt = fromNanos(toNanos(orNow(t.CreatedAt, now)))
-		t.ExpiresAt = fromNanos(toNanos(t.ExpiresAt))
+		t.CreatedAt = metasql.FromNanos(metasql.ToNanos(metasql.OrNow(t.CreatedAt, now)))
+		t.ExpiresAt = metasql.FromNanos(metasql.ToNanos(t.ExpiresAt))
 		if err := insertToken(ctx, c, t); err != nil {
 			return err
 		}
@@ -190,7 +191,7 @@ func (s *Store) RevokeRefreshFamily(ctx context.Context, hash string) error {
 func (s *Store) DeleteExpiredRefreshTokens(ctx context.Context, before time.Time) (int, error) {
 	var n int64
 	err := s.write(ctx, func(ctx context.Context, c *conn) error {
-		res, err := c.ExecContext(ctx, "DELETE FROM refresh_tokens WHERE expires_at < ?", toNanos(before))
+		res, err := c.ExecContext(ctx, "DELETE FROM refresh_tokens WHERE expires_at < ?", metasql.ToNanos(before))
 		if err != nil {
 			return classify(err, "delete expired refresh tokens")
 		}

@@ -1,0 +1,181 @@
+// Package metasql holds what the SQL metadata backends (sqlite, postgres)
+// share beyond the meta contract itself: the checks every write makes, the
+// errors CompleteUpload reports, how times and user metadata are encoded,
+// and how the numbered migration files are read. Both backends call these,
+// so they cannot drift apart.
+package metasql
+
+import (
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"math"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/meta"
+)
+
+var (
+	minTime = time.Unix(0, math.MinInt64)
+	maxTime = time.Unix(0, math.MaxInt64)
+)
+
+// ToNanos is how times are stored: unix nanoseconds, 0 for the zero time,
+// clamped to the representable range.
+func ToNanos(t time.Time) int64 {
+	switch {
+	case t.IsZero():
+		return 0
+	case t.Before(minTime):
+		return math.MinInt64
+	case t.After(maxTime):
+		return math.MaxInt64
+	}
+	return t.UnixNano()
+}
+
+// FromNanos is the inverse of ToNanos, in UTC.
+func FromNanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+// OrNow returns t, or now if t is zero.
+func OrNow(t, now time.Time) time.Time {
+	if t.IsZero() {
+		return now
+	}
+	return t
+}
+
+// CheckCond reports whether cond holds for the current object.
+func CheckCond(cond meta.Cond, cur meta.Object, exists bool) error {
+	if cond.IfNoneMatch && exists {
+		return errcode.New(errcode.PreconditionFailed, "%q already exists", cur.Key)
+	}
+	if cond.IfMatch != "" && (!exists || cond.IfMatch != "*" && cur.ETag != cond.IfMatch) {
+		return errcode.New(errcode.PreconditionFailed, "the current object does not match the ETag %q", cond.IfMatch)
+	}
+	return nil
+}
+
+// CheckObject validates an object to be written. An object with Parts
+// has no BlobKey and its Size is the sum of theirs.
+func CheckObject(o meta.Object) error {
+	switch {
+	case o.Bucket == "":
+		return errcode.New(errcode.InvalidArgument, "bucket name is required")
+	case o.Key == "":
+		return errcode.New(errcode.InvalidArgument, "object key is required")
+	case o.Size < 0:
+		return errcode.New(errcode.InvalidArgument, "object size must not be negative")
+	case len(o.Parts) > 0 && o.BlobKey != "":
+		return errcode.New(errcode.InvalidArgument, "a multipart object has no blob key of its own")
+	case o.IsInline() && int64(len(o.Inline)) != o.Size:
+		return errcode.New(errcode.InvalidArgument, "an inline object's size %d is not its %d inline bytes", o.Size, len(o.Inline))
+	case !o.IsInline() && o.Inline != nil:
+		return errcode.New(errcode.InvalidArgument, "an object with a blob key or parts has no inline bytes")
+	}
+	if len(o.Parts) == 0 {
+		return nil
+	}
+	var sum int64
+	for i, p := range o.Parts {
+		if p.BlobKey == "" || p.Size < 0 {
+			return errcode.New(errcode.InvalidArgument, "part %d of the object needs a blob key and a size", i+1)
+		}
+		sum += p.Size
+	}
+	if sum != o.Size {
+		return errcode.New(errcode.InvalidArgument, "the object's size %d is not the sum %d of its parts", o.Size, sum)
+	}
+	return nil
+}
+
+// PartError is the InvalidArgument error of a CompleteUpload check.
+func PartError(reason string, number int, format string, args ...any) error {
+	e := errcode.As(errcode.New(errcode.InvalidArgument, format, args...))
+	e.Detail = map[string]any{"reason": reason}
+	if number != 0 {
+		e.Detail["part_number"] = number
+	}
+	return e
+}
+
+// Unquote strips the quotes around an ETag.
+func Unquote(etag string) string {
+	if len(etag) >= 2 && etag[0] == '"' && etag[len(etag)-1] == '"' {
+		return etag[1 : len(etag)-1]
+	}
+	return etag
+}
+
+// EncodeMetadata is user metadata as stored: a JSON object, ok false (NULL)
+// when empty. JSON escapes NUL and replaces invalid UTF-8, so any text
+// column can hold it.
+func EncodeMetadata(m map[string]string) (s string, ok bool, err error) {
+	if len(m) == 0 {
+		return "", false, nil
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return "", false, errcode.Wrap(errcode.InvalidArgument, err, "invalid object metadata")
+	}
+	return string(b), true, nil
+}
+
+// DecodeMetadata is the inverse of EncodeMetadata ("" or NULL: none).
+func DecodeMetadata(s string) (map[string]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var m map[string]string
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		return nil, errcode.Wrap(errcode.Internal, err, "corrupt object metadata")
+	}
+	return m, nil
+}
+
+// Migration is one numbered schema change.
+type Migration struct {
+	Version int64
+	Name    string
+	SQL     string
+}
+
+// Migrations returns the migrations/*.sql of files in version order. File names
+// are NNNN_description.sql with a unique positive NNNN.
+func Migrations(files fs.FS) ([]Migration, error) {
+	names, err := fs.Glob(files, "migrations/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	var ms []Migration
+	seen := map[int64]string{}
+	for _, name := range names {
+		base := path.Base(name)
+		num, _, ok := strings.Cut(base, "_")
+		v, err := strconv.ParseInt(num, 10, 64)
+		if !ok || err != nil || v <= 0 {
+			return nil, fmt.Errorf("migration %s: name must be NNNN_description.sql", base)
+		}
+		if prev, dup := seen[v]; dup {
+			return nil, fmt.Errorf("migrations %s and %s share version %d", prev, base, v)
+		}
+		seen[v] = base
+		b, err := fs.ReadFile(files, name)
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, Migration{Version: v, Name: base, SQL: string(b)})
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].Version < ms[j].Version })
+	return ms, nil
+}
