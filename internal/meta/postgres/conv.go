@@ -1,16 +1,8 @@
 package postgres
 
 import (
-	"math"
-	"time"
-
 	"github.com/coffer-storage/coffer/internal/meta/metasql"
 	"github.com/jackc/pgx/v5/pgtype"
-)
-
-var (
-	minTime = time.Unix(0, math.MinInt64)
-	maxTime = time.Unix(0, math.MaxInt64)
 )
 
 // encodeMetadata stores user metadata as a JSON object, NULL when empty.

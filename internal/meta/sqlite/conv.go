@@ -3,8 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"math"
-	"time"
 
 	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
@@ -19,11 +17,6 @@ type querier interface {
 
 // scanner is *sql.Row or *sql.Rows.
 type scanner interface{ Scan(dest ...any) error }
-
-var (
-	minTime = time.Unix(0, math.MinInt64)
-	maxTime = time.Unix(0, math.MaxInt64)
-)
 
 // encodeMetadata stores user metadata as a JSON object, NULL when empty.
 func encodeMetadata(m map[string]string) (any, error) {
