@@ -44,6 +44,11 @@ type Config struct {
 	MaxInFlight     int           // --max-in-flight: concurrent requests before 503; default 4096
 	RequestTimeout  time.Duration // --request-timeout: bound for requests that move no object bytes; default 30s
 	MinUploadRate   int64         // --min-upload-rate: bytes/s a client must sustain after 10s; default 4096
+	WriteIdle       time.Duration // --write-idle-timeout: a response write making no progress this long fails; default 60s
+
+	MaxInFlightPerClient int           // --max-in-flight-per-client: concurrent requests of one client address with credentials (anonymous: a quarter), 0 = unbounded; default 128
+	Admission            string        // --admission: adaptive|fixed; default adaptive
+	OverloadTarget       time.Duration // --overload-target: CPU scheduling delay (p90 per 100ms) above which load is shed; default 5ms
 
 	TrustedProxies []netip.Prefix // --trusted-proxies: CIDRs allowed to set X-Forwarded-For; default none
 	PublicMaxAge   time.Duration  // --public-max-age: Cache-Control max-age for public-read objects; default 60s
@@ -70,9 +75,14 @@ func Defaults() Config {
 		MaxInFlight:     4096,
 		RequestTimeout:  30 * time.Second,
 		MinUploadRate:   4096,
-		PublicMaxAge:    time.Minute,
-		Argon2Memory:    19456,
-		Argon2Time:      2,
+		WriteIdle:       60 * time.Second,
+
+		MaxInFlightPerClient: 128,
+		Admission:            "adaptive",
+		OverloadTarget:       5 * time.Millisecond,
+		PublicMaxAge:         time.Minute,
+		Argon2Memory:         19456,
+		Argon2Time:           2,
 	}
 }
 
@@ -133,6 +143,20 @@ func (c Config) Validate() error {
 	if c.MaxInFlight <= 0 {
 		errs = append(errs, errors.New("max-in-flight: must be > 0"))
 	}
+	if c.WriteIdle <= 0 {
+		errs = append(errs, errors.New("write-idle-timeout: must be > 0"))
+	}
+	if c.MaxInFlightPerClient < 0 {
+		errs = append(errs, errors.New("max-in-flight-per-client: must be >= 0 (0 = unbounded)"))
+	}
+	switch c.Admission {
+	case "adaptive", "fixed":
+	default:
+		errs = append(errs, fmt.Errorf("admission: %q is not adaptive or fixed", c.Admission))
+	}
+	if c.OverloadTarget <= 0 {
+		errs = append(errs, errors.New("overload-target: must be > 0"))
+	}
 	if c.MinUploadRate <= 0 {
 		errs = append(errs, errors.New("min-upload-rate: must be > 0"))
 	}
@@ -165,6 +189,10 @@ func (c *Config) FlagSet(name string) *flag.FlagSet {
 	fs.IntVar(&c.MaxInFlight, "max-in-flight", c.MaxInFlight, "concurrent requests served before new ones get 503")
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "deadline of requests that move no object bytes")
 	fs.Var((*bytesValue)(&c.MinUploadRate), "min-upload-rate", "bytes per second a client must sustain (after 10s grace)")
+	fs.DurationVar(&c.WriteIdle, "write-idle-timeout", c.WriteIdle, "a response write that makes no progress this long fails (a client that stops reading gives back its slot)")
+	fs.IntVar(&c.MaxInFlightPerClient, "max-in-flight-per-client", c.MaxInFlightPerClient, "concurrent requests of one client address carrying credentials; anonymous ones get a quarter (0 = unbounded)")
+	fs.StringVar(&c.Admission, "admission", c.Admission, "adaptive (shed load when the CPU falls behind) or fixed (only --max-in-flight and the per-client bound)")
+	fs.DurationVar(&c.OverloadTarget, "overload-target", c.OverloadTarget, "CPU scheduling delay (90th percentile per 100ms) above which adaptive admission sheds load")
 	fs.Var((*prefixesValue)(&c.TrustedProxies), "trusted-proxies", "comma-separated CIDRs whose X-Forwarded-For is trusted")
 	fs.DurationVar(&c.PublicMaxAge, "public-max-age", c.PublicMaxAge, "Cache-Control max-age of objects in public-read buckets")
 	fs.StringVar(&c.MetricsToken, "metrics-token", c.MetricsToken, "bearer token allowing /metrics from non-loopback clients")

@@ -10,7 +10,6 @@
 package httpapi
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -24,6 +23,7 @@ import (
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/httpx"
 	"github.com/coffer-storage/coffer/internal/object"
+	"github.com/coffer-storage/coffer/internal/ratelimit"
 )
 
 // Config of the file API. Zero values take the defaults noted.
@@ -33,16 +33,11 @@ type Config struct {
 	// PublicMaxAge is the Cache-Control max-age of public-read objects.
 	// Default 60s.
 	PublicMaxAge time.Duration
-	// Upload and download minimum rates (slowloris protection).
-	UploadRate   httpx.MinRate
-	DownloadRate httpx.MinRate
 	// MaxJSONBody bounds JSON request bodies. Default 64 KiB.
 	MaxJSONBody int64
 	// MaxFormFiles bounds the files of one multipart/form-data upload.
 	// Default 1000.
 	MaxFormFiles int
-	// RequestTimeout bounds requests that move no object bytes. Default 30s.
-	RequestTimeout time.Duration
 	// Presign makes the part URLs of direct uploads; nil disables them.
 	Presign Presigner
 }
@@ -53,6 +48,7 @@ type API struct {
 	auth    *auth.Service
 	cfg     Config
 	log     *slog.Logger
+	router  *router
 }
 
 // New returns the API.
@@ -66,16 +62,12 @@ func New(objects *object.Service, as *auth.Service, cfg Config, log *slog.Logger
 	if cfg.MaxFormFiles <= 0 {
 		cfg.MaxFormFiles = 1000
 	}
-	if cfg.RequestTimeout <= 0 {
-		cfg.RequestTimeout = 30 * time.Second
-	}
-	if cfg.DownloadRate.BytesPerSec <= 0 {
-		cfg.DownloadRate.BytesPerSec = 64 << 10
-	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &API{objects: objects, auth: as, cfg: cfg, log: log}
+	api := &API{objects: objects, auth: as, cfg: cfg, log: log}
+	api.router = newRouter(api.Routes())
+	return api
 }
 
 // Access says who may call a route.
@@ -94,7 +86,8 @@ type Route struct {
 	Pattern string // net/http ServeMux pattern without the method
 	Access  Access
 	// Streams is true for routes that move object bytes (exempt from the
-	// short request timeout; bounded by minimum transfer rates instead).
+	// server's request timeout; bounded by minimum transfer rates and the
+	// write-idle deadline instead).
 	Streams bool
 	handle  handlerFunc
 }
@@ -144,9 +137,8 @@ func (api *API) Routes() []Route {
 // Handler returns the API as an http.Handler for paths under /api/. Mount
 // it so that no http.ServeMux cleans the path first (see router).
 func (api *API) Handler() http.Handler {
-	rt := newRouter(api.Routes())
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		route, err := rt.match(r)
+		route, err := api.router.match(r)
 		if err != nil {
 			if errcode.Is(err, errcode.MethodNotAllowed) {
 				w.Header().Set("Allow", route.Method)
@@ -169,16 +161,6 @@ func (api *API) serve(w http.ResponseWriter, r *http.Request, rt Route) {
 		return
 	}
 	httpx.SetUser(r.Context(), p.UserID)
-	// Every body is read at a minimum rate, so a client cannot hold a
-	// request (and its admission slot) by stalling mid-body.
-	if r.Body != nil && r.Body != http.NoBody {
-		r.Body = httpx.NewRateReader(w, r.Body, api.cfg.UploadRate)
-	}
-	if !rt.Streams {
-		ctx, cancel := contextWithTimeout(r, api.cfg.RequestTimeout)
-		defer cancel()
-		r = r.WithContext(ctx)
-	}
 	resp, err := rt.handle(r, p)
 	if err != nil {
 		WriteProblem(w, r, api.log, err)
@@ -255,6 +237,23 @@ type noContent struct{}
 
 func (noContent) respond(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }
 
-func contextWithTimeout(r *http.Request, d time.Duration) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(r.Context(), d)
+// Classify describes r for the guards the server puts in front of every
+// listener (admission class, request timeout, per-client share). Bodies
+// are read at a minimum rate and requests that move no object bytes are
+// bounded by the server's request timeout there, not here.
+func (api *API) Classify(r *http.Request) httpx.Kind {
+	k := httpx.Kind{Route: "unmatched", Credentials: r.Header.Get("Authorization") != "", Class: ratelimit.Control}
+	rt, err := api.router.match(r)
+	if err != nil {
+		return k
+	}
+	k.Route, k.Streams = rt.Method+" "+rt.Pattern, rt.Streams
+	switch {
+	case !rt.Streams || r.Method == http.MethodHead:
+	case r.Method == http.MethodGet:
+		k.Class = ratelimit.Read
+	default:
+		k.Class = ratelimit.Write
+	}
+	return k
 }

@@ -293,8 +293,6 @@ func (f *fileResponse) respond(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer rc.Close()
-	reset := httpx.SetWriteBudget(w, length, f.api.cfg.DownloadRate)
-	defer reset()
 	w.WriteHeader(status)
 	if n, err := io.Copy(w, rc); err != nil && r.Context().Err() == nil {
 		f.api.log.Warn("download interrupted", "request_id", httpx.RequestID(r.Context()),

@@ -71,18 +71,3 @@ func (rr *RateReader) Read(p []byte) (int, error) {
 
 // Close implements io.Closer.
 func (rr *RateReader) Close() error { return rr.body.Close() }
-
-// SetWriteBudget gives a response of size bytes a write deadline derived
-// from the same MinRate (grace + size/rate), so a client that stops reading
-// cannot hold a connection forever. Call the returned func when the
-// response is written: net/http does not reset write deadlines between
-// keep-alive requests when Server.WriteTimeout is 0.
-func SetWriteBudget(w http.ResponseWriter, size int64, m MinRate) (reset func()) {
-	m = m.withDefaults()
-	d := m.Grace + time.Duration(float64(size)/float64(m.BytesPerSec)*float64(time.Second))
-	rc := http.NewResponseController(w)
-	if rc.SetWriteDeadline(time.Now().Add(d)) != nil {
-		return func() {}
-	}
-	return func() { _ = rc.SetWriteDeadline(time.Time{}) }
-}

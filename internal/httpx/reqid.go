@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+
+	"github.com/coffer-storage/coffer/internal/ratelimit"
 )
 
 type ctxKey int
@@ -125,4 +127,22 @@ func isTrusted(a netip.Addr, trusted []netip.Prefix) bool {
 		}
 	}
 	return false
+}
+
+// Kind describes a request to the guards every listener shares (admission,
+// request timeout); each API classifies its own requests.
+type Kind struct {
+	// Route names the operation (a low-cardinality metric label).
+	Route string
+	// Class is the admission class.
+	Class ratelimit.Class
+	// Streams is true for requests that move object bytes: they are exempt
+	// from the request timeout (minimum transfer rates and the write-idle
+	// deadline bound them instead).
+	Streams bool
+	// Credentials is true when the request carries credentials (verified
+	// later, by the API): it gets the larger per-client share.
+	Credentials bool
+	// Probe marks health and readiness checks, which are never shed.
+	Probe bool
 }

@@ -48,8 +48,8 @@ func New() *Metrics {
 			Name: "coffer_http_in_flight_requests", Help: "Requests being served, by API.",
 		}, []string{"api"}),
 		Rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "coffer_http_rejected_total", Help: "Requests shed by admission control, by reason.",
-		}, []string{"reason"}),
+			Name: "coffer_http_rejected_total", Help: "Requests refused by admission control, by API, class and reason (per_client, max_in_flight, overload).",
+		}, []string{"api", "class", "reason"}),
 		startTime: time.Now(),
 	}
 	reg.MustRegister(m.requests, m.duration, m.bytesIn, m.bytesOut, m.inFlight, m.Rejected,
@@ -82,9 +82,15 @@ func (m *Metrics) Observe(api, route string, status int, d time.Duration, in, ou
 	}
 }
 
-// GaugeFunc registers a gauge computed on scrape.
-func (m *Metrics) GaugeFunc(name, help string, f func() float64) {
-	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f))
+// GaugeFunc registers a gauge computed on scrape. labels are constant
+// label pairs (name, value, name, value, ...); a name may be registered
+// several times with different label values.
+func (m *Metrics) GaugeFunc(name, help string, f func() float64, labels ...string) {
+	cl := prometheus.Labels{}
+	for i := 0; i+1 < len(labels); i += 2 {
+		cl[labels[i]] = labels[i+1]
+	}
+	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: cl}, f))
 }
 
 // CounterFunc registers a counter computed on scrape.

@@ -243,8 +243,6 @@ func (or *objectResponse) respond(w http.ResponseWriter, q *request) {
 		return
 	}
 	defer rc.Close()
-	reset := httpx.SetWriteBudget(w, length, or.api.cfg.DownloadRate)
-	defer reset()
 	w.WriteHeader(status)
 	if n, err := io.Copy(w, rc); err != nil && q.Context().Err() == nil {
 		or.api.log.Warn("download interrupted", "request_id", q.id, "bucket", o.Bucket, "key", o.Key, "sent", n, "of", length, "err", err)

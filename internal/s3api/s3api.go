@@ -28,6 +28,7 @@ import (
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/httpx"
 	"github.com/coffer-storage/coffer/internal/object"
+	"github.com/coffer-storage/coffer/internal/ratelimit"
 	"github.com/coffer-storage/coffer/internal/s3api/s3err"
 	"github.com/coffer-storage/coffer/internal/s3api/sigv4"
 )
@@ -39,9 +40,6 @@ type Config struct {
 	// Domain enables virtual-host-style addressing: requests to
 	// BUCKET.Domain address BUCKET. Empty disables it.
 	Domain string
-	// UploadRate bounds slow clients (slowloris), like the file API.
-	UploadRate   httpx.MinRate
-	DownloadRate httpx.MinRate
 	// MaxXMLBody bounds XML request bodies. Default 4 MiB.
 	MaxXMLBody int64
 	// Clock for signature checks (tests). Default time.Now.
@@ -64,9 +62,6 @@ func New(objects *object.Service, as *auth.Service, cfg Config, log *slog.Logger
 	}
 	if cfg.MaxXMLBody <= 0 {
 		cfg.MaxXMLBody = 4 << 20
-	}
-	if cfg.DownloadRate.BytesPerSec <= 0 {
-		cfg.DownloadRate.BytesPerSec = 64 << 10
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -126,6 +121,39 @@ func (api *API) Handler() http.Handler {
 		}
 		resp.respond(w, q)
 	})
+}
+
+// streamingOps move object bytes: the server's request timeout does not
+// apply to them (minimum transfer rates and the write-idle deadline bound
+// them instead).
+var streamingOps = map[string]ratelimit.Class{
+	"GetObject": ratelimit.Read,
+	"PutObject": ratelimit.Write, "UploadPart": ratelimit.Write,
+	"CopyObject": ratelimit.Write, "UploadPartCopy": ratelimit.Write,
+}
+
+// Classify describes r for the guards the server puts in front of every
+// listener (admission class, request timeout, per-client share).
+func (api *API) Classify(r *http.Request) httpx.Kind {
+	q := &request{Request: r}
+	q.bucket, q.key = api.address(r)
+	op, _ := api.dispatch(q)
+	k := httpx.Kind{Route: op, Class: ratelimit.Control,
+		Credentials: r.Header.Get("Authorization") != "" || sigv4.IsPresigned(r.URL.Query()) || r.URL.Query().Has("AWSAccessKeyId")}
+	if c, ok := streamingOps[op]; ok {
+		k.Class, k.Streams = c, true
+	}
+	return k
+}
+
+// WriteError writes err as an S3 XML error with a request ID: the error
+// writer of the guards the server puts in front of the API (admission
+// refusals, recovered panics), so every answer of the S3 listener is S3's.
+func (api *API) WriteError(w http.ResponseWriter, r *http.Request, err error) {
+	q := &request{Request: r, id: httpx.RequestID(r.Context())}
+	q.bucket, q.key = api.address(r)
+	w.Header().Set("Server", "Coffer")
+	api.fail(w, q, err)
 }
 
 func (api *API) fail(w http.ResponseWriter, q *request, err error) {

@@ -28,7 +28,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,6 +47,7 @@ import (
 	"github.com/coffer-storage/coffer/internal/meta/sqlite"
 	"github.com/coffer-storage/coffer/internal/metrics"
 	"github.com/coffer-storage/coffer/internal/object"
+	"github.com/coffer-storage/coffer/internal/ratelimit"
 	"github.com/coffer-storage/coffer/internal/s3api"
 	"github.com/coffer-storage/coffer/internal/s3api/sigv4"
 )
@@ -67,8 +67,8 @@ type Server struct {
 	s3URLMu sync.Mutex
 	s3URL   string // base URL of the S3 API, known once it listens
 
-	inflight sync.WaitGroup
-	sem      chan struct{}
+	inflight  sync.WaitGroup
+	admission *ratelimit.Controller
 }
 
 // New opens the data folder and builds every component.
@@ -87,7 +87,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: log, metrics: metrics.New(), sem: make(chan struct{}, cfg.MaxInFlight)}
+	s := &Server{cfg: cfg, log: log, metrics: metrics.New()}
 
 	// Metadata: the embedded default is SQLite in the data folder; the
 	// scale-out shape is PostgreSQL shared by every node.
@@ -147,20 +147,19 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	s.metrics.GaugeFunc("coffer_password_pool_waiting", "Logins waiting for a hashing slot.",
 		func() float64 { return float64(h.Stats().Waiting) })
 
+	s.admission = s.newAdmission()
 	apiCfg := httpapi.Config{
 		TrustedProxies: cfg.TrustedProxies,
 		PublicMaxAge:   cfg.PublicMaxAge,
-		UploadRate:     httpx.MinRate{BytesPerSec: cfg.MinUploadRate},
-		RequestTimeout: cfg.RequestTimeout,
 	}
 	if cfg.S3Listen != "off" {
 		apiCfg.Presign = s.presignPart
 		s3 := s3api.New(s.objects, s.auth, s3api.Config{
-			Region:     cfg.Region,
-			Domain:     cfg.S3Domain,
-			UploadRate: httpx.MinRate{BytesPerSec: cfg.MinUploadRate},
+			Region: cfg.Region,
+			Domain: cfg.S3Domain,
 		}, log)
-		s.s3 = httpx.RequestIDMiddleware(s.observe("s3", s.recoverer(s.admit(s3.Handler()))))
+		s.s3 = s.guard("s3", s3.Classify, s3.WriteError, s3.Handler())
+		s.admissionMetrics("s3")
 	}
 	api := httpapi.New(s.objects, s.auth, apiCfg, log)
 
@@ -177,21 +176,28 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteProblem(w, r, log, errcode.New(errcode.NotFound, "no such endpoint"))
 	})
-	// /api/ bypasses ServeMux: object keys must reach the API unclean.
-	admitted := s.admit(mux)
-	apiAdmitted := s.admit(apiHandler)
 	root := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// /api/ bypasses ServeMux: object keys must reach the API unclean.
+		if strings.HasPrefix(r.URL.Path, "/api/") {
+			apiHandler.ServeHTTP(w, r)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+	classify := func(r *http.Request) httpx.Kind {
 		switch {
 		case strings.HasPrefix(r.URL.Path, "/api/"):
-			apiAdmitted.ServeHTTP(w, r)
-		case r.URL.Path == "/healthz" || r.URL.Path == "/readyz":
-			// Probes bypass admission: a busy node is alive.
-			mux.ServeHTTP(w, r)
-		default:
-			admitted.ServeHTTP(w, r)
+			return api.Classify(r)
+		case r.URL.Path == "/healthz" || r.URL.Path == "/readyz" || r.URL.Path == "/metrics":
+			// Probes and scrapes are never shed: a busy node is alive,
+			// and overload is when its metrics matter most.
+			return httpx.Kind{Route: r.Method + " " + r.URL.Path, Probe: true}
 		}
-	})
-	s.handler = httpx.RequestIDMiddleware(s.observe("file", s.recoverer(root)))
+		return httpx.Kind{Class: ratelimit.Control}
+	}
+	problem := func(w http.ResponseWriter, r *http.Request, err error) { httpapi.WriteProblem(w, r, log, err) }
+	s.handler = s.guard("file", classify, problem, root)
+	s.admissionMetrics("file")
 	return s, nil
 }
 
@@ -211,6 +217,9 @@ func (s *Server) Close() error {
 	}
 	if c, ok := s.blobs.(blob.Closer); ok {
 		errs = append(errs, c.Close())
+	}
+	if s.admission != nil {
+		s.admission.Close()
 	}
 	return errors.Join(errs...)
 }
@@ -383,89 +392,6 @@ func (s *Server) metricsGuard(next http.Handler) http.Handler {
 			httpapi.WriteProblem(w, r, s.log, errcode.New(errcode.NotFound, "no such endpoint"))
 			return
 		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// observe records metrics and writes one access-log line per request.
-func (s *Server) observe(api string, next http.Handler) http.Handler {
-	inFlight := s.metrics.InFlight(api)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		ctx, slot := httpx.WithSlot(r.Context())
-		rec := &httpx.Recorder{ResponseWriter: w}
-		var body *httpx.CountingBody
-		if r.Body != nil && r.Body != http.NoBody {
-			body = &httpx.CountingBody{ReadCloser: r.Body}
-			r.Body = body
-		}
-		inFlight.Inc()
-		next.ServeHTTP(rec, r.WithContext(ctx))
-		inFlight.Dec()
-		d := time.Since(start)
-		status := rec.Status
-		if status == 0 {
-			status = http.StatusOK
-		}
-		var in int64
-		if body != nil {
-			in = body.N
-		}
-		s.metrics.Observe(api, slot.Route, status, d, in, rec.Written)
-		lvl := slog.LevelInfo
-		if status >= 500 {
-			lvl = slog.LevelWarn
-		}
-		s.log.LogAttrs(ctx, lvl, "request",
-			slog.String("request_id", httpx.RequestID(ctx)),
-			slog.String("api", api),
-			slog.String("method", r.Method),
-			slog.String("path", r.URL.Path),
-			slog.String("route", slot.Route),
-			slog.Int("status", status),
-			slog.Int64("bytes_in", in),
-			slog.Int64("bytes_out", rec.Written),
-			slog.Float64("duration_ms", float64(d.Microseconds())/1000),
-			slog.String("remote", r.RemoteAddr),
-			slog.String("user", slot.User),
-		)
-	})
-}
-
-// recoverer turns a handler panic into a logged 500 instead of a dropped
-// connection (http.ErrAbortHandler keeps its meaning).
-func (s *Server) recoverer(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		defer func() {
-			if v := recover(); v != nil {
-				if v == http.ErrAbortHandler {
-					panic(v)
-				}
-				s.log.Error("panic", "request_id", httpx.RequestID(r.Context()), "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-				httpapi.WriteProblem(w, r, s.log, errcode.New(errcode.Internal, "internal error"))
-			}
-		}()
-		next.ServeHTTP(w, r)
-	})
-}
-
-// admit bounds concurrent requests: beyond MaxInFlight, requests are shed
-// at once with 503 and Retry-After instead of queueing without bound. It
-// also tracks handlers for shutdown.
-func (s *Server) admit(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case s.sem <- struct{}{}:
-		default:
-			s.metrics.Rejected.WithLabelValues("max_in_flight").Inc()
-			httpapi.WriteProblem(w, r, s.log, errcode.Retry(errcode.Unavailable, time.Second, "server is at capacity; retry shortly"))
-			return
-		}
-		s.inflight.Add(1)
-		defer func() {
-			<-s.sem
-			s.inflight.Done()
-		}()
 		next.ServeHTTP(w, r)
 	})
 }

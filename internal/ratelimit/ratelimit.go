@@ -1,0 +1,537 @@
+// Package ratelimit is Coffer's admission control: it decides, before a
+// request does any work, whether the node serves it now or refuses it at
+// once (429 or 503 with Retry-After) instead of letting it queue.
+//
+// Three bounds apply to every request of every listener, in this order:
+//
+//  1. Per client: at most PerClient requests in flight per client address
+//     (IPv6 addresses by /64), and a smaller share, PerClientAnonymous, for
+//     requests that carry no credentials. One host cannot take every slot.
+//     Refusal: RateLimited (429; S3 SlowDown).
+//  2. Per node: at most MaxInFlight requests in flight in all. Refusal:
+//     Unavailable (503).
+//  3. Per listener and request class (Control, Read, Write): an adaptive
+//     concurrency limit that follows what the node can actually serve.
+//     Refusal: Unavailable (503).
+//
+// # The adaptive limit
+//
+// Coffer's work is CPU-bound (hashing, copying, TLS and encryption to
+// come), and an overloaded Go server does not queue requests anywhere
+// visible: it starts a goroutine for each, and they all slow down together
+// until clients time out. The limiter therefore watches the one queue that
+// does form, the Go scheduler's run queue: every Interval it reads how long
+// runnable goroutines waited for a CPU (runtime/metrics
+// /sched/latencies:seconds) and compares the Quantile of that delay with
+// Target, as CoDel compares a queue's sojourn time with its target.
+//
+//   - Delay above target (overload): the lowest-priority class that is busy
+//     (Write, then Read, on every listener) has its limit cut to Decrease
+//     times its peak concurrency of the last interval (never below
+//     MinLimit, enough to keep every CPU busy). Bulk uploads give way
+//     first; cheap requests (Control: lists, HEAD, token refresh) are cut
+//     only when no bulk work is left to cut and the delay is twice the
+//     target, so they neither queue behind uploads nor pay for them.
+//   - Delay below target: every class that refused requests in the last
+//     interval (its limit was what held it back) grows by Increase of its
+//     limit (at least 1), up to MaxInFlight.
+//
+// Requests beyond a class's limit are refused at once, never queued, so a
+// refusal takes microseconds and admitted requests keep the latency of an
+// unloaded node. Probes (health, readiness) are never shed.
+//
+// # Limits
+//
+// The signal sees only this process's CPU: a node whose bottleneck is
+// elsewhere (a slow PostgreSQL or S3 store) is bounded by MaxInFlight and
+// the metadata pool's bounded waits instead.
+package ratelimit
+
+import (
+	"math"
+	"net/netip"
+	"runtime"
+	"runtime/metrics"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coffer-storage/coffer/internal/errcode"
+)
+
+// Class is what kind of work a request is, for the adaptive limit.
+type Class uint8
+
+// Classes, in the order they are protected (Control last to be cut).
+const (
+	Control Class = iota // metadata: lists, HEAD, auth, deletes, small requests
+	Read                 // object downloads
+	Write                // object uploads and copies
+	numClasses
+)
+
+// String names the class (a metric label).
+func (c Class) String() string {
+	switch c {
+	case Control:
+		return "control"
+	case Read:
+		return "read"
+	case Write:
+		return "write"
+	}
+	return "unknown"
+}
+
+// Config of a Controller. Zero values take the defaults noted.
+type Config struct {
+	// MaxInFlight bounds the requests in flight on the node. Default 4096.
+	MaxInFlight int
+	// PerClient bounds the requests in flight from one client address
+	// (IPv6: one /64) that carry credentials. 0 takes the default 128;
+	// negative disables the per-client bound.
+	PerClient int
+	// PerClientAnonymous bounds the requests in flight from one client
+	// address that carry no credentials. Default PerClient/4 (at least 1).
+	PerClientAnonymous int
+
+	// Fixed turns the adaptive class limits off: only MaxInFlight and the
+	// per-client bounds apply.
+	Fixed bool
+	// Target is the scheduling delay above which the node counts as
+	// overloaded. Default 5ms.
+	Target time.Duration
+	// Quantile of the scheduling delays of an interval compared with
+	// Target. Default 0.9.
+	Quantile float64
+	// Interval between limit adjustments. Default 100ms.
+	Interval time.Duration
+	// MinLimit is the lowest limit of a class: enough concurrency to keep
+	// every CPU busy. Default 2 × GOMAXPROCS (at least 4).
+	MinLimit int
+	// Decrease is the factor applied to a class's peak concurrency on
+	// overload. Default 0.75.
+	Decrease float64
+	// Increase is the fraction a binding limit grows by per interval
+	// without overload. Default 0.05.
+	Increase float64
+	// RetryAfter is advertised on refusals. Default 1s.
+	RetryAfter time.Duration
+
+	// Delay, if set, replaces the scheduler measurement (tests): it returns
+	// the delay quantile of the interval just ended.
+	Delay func() time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	if c.MaxInFlight <= 0 {
+		c.MaxInFlight = 4096
+	}
+	if c.PerClient == 0 {
+		c.PerClient = 128
+	}
+	if c.PerClientAnonymous <= 0 && c.PerClient > 0 {
+		c.PerClientAnonymous = max(1, c.PerClient/4)
+	}
+	if c.Target <= 0 {
+		c.Target = 5 * time.Millisecond
+	}
+	if c.Quantile <= 0 || c.Quantile >= 1 {
+		c.Quantile = 0.9
+	}
+	if c.Interval <= 0 {
+		c.Interval = 100 * time.Millisecond
+	}
+	if c.MinLimit <= 0 {
+		c.MinLimit = max(4, 2*runtime.GOMAXPROCS(0))
+	}
+	if c.Decrease <= 0 || c.Decrease >= 1 {
+		c.Decrease = 0.75
+	}
+	if c.Increase <= 0 {
+		c.Increase = 0.05
+	}
+	if c.RetryAfter <= 0 {
+		c.RetryAfter = time.Second
+	}
+	return c
+}
+
+// Reason says why a request was refused (a metric label).
+type Reason string
+
+// Reasons.
+const (
+	ReasonPerClient   Reason = "per_client"
+	ReasonMaxInFlight Reason = "max_in_flight"
+	ReasonOverload    Reason = "overload"
+)
+
+// Controller admits requests for one node. Safe for concurrent use.
+type Controller struct {
+	cfg      Config
+	inFlight atomic.Int64
+
+	mu      sync.Mutex
+	clients map[netip.Addr]int32
+
+	lmu       sync.Mutex // guards listeners (the slice; classes lock themselves)
+	listeners []*Listener
+
+	delay    atomic.Int64 // last measured delay quantile, ns
+	overload atomic.Bool
+	stop     chan struct{}
+	done     chan struct{}
+	sampler  *schedSampler
+	onReject func(listener string, c Class, r Reason)
+}
+
+// New returns a Controller and starts its control loop; Close stops it.
+// onReject, if not nil, is called for every refusal (metrics).
+func New(cfg Config, onReject func(listener string, c Class, r Reason)) *Controller {
+	cfg = cfg.withDefaults()
+	c := &Controller{
+		cfg: cfg, clients: map[netip.Addr]int32{},
+		stop: make(chan struct{}), done: make(chan struct{}),
+		onReject: onReject,
+	}
+	if cfg.Delay == nil {
+		c.sampler = newSchedSampler()
+	}
+	go c.loop()
+	return c
+}
+
+// Close stops the control loop.
+func (c *Controller) Close() {
+	select {
+	case <-c.stop:
+	default:
+		close(c.stop)
+	}
+	<-c.done
+}
+
+// Config returns the effective configuration.
+func (c *Controller) Config() Config { return c.cfg }
+
+// Delay returns the scheduling delay quantile of the last interval.
+func (c *Controller) Delay() time.Duration { return time.Duration(c.delay.Load()) }
+
+// Listener returns the admission of one listener (its own class limits).
+func (c *Controller) Listener(name string) *Listener {
+	c.lmu.Lock()
+	defer c.lmu.Unlock()
+	for _, l := range c.listeners {
+		if l.name == name {
+			return l
+		}
+	}
+	l := &Listener{c: c, name: name}
+	for i := range l.classes {
+		l.classes[i] = &classLimit{limit: float64(c.cfg.MaxInFlight)}
+	}
+	c.listeners = append(c.listeners, l)
+	return l
+}
+
+// Listener admits the requests of one listener.
+type Listener struct {
+	c       *Controller
+	name    string
+	classes [numClasses]*classLimit
+}
+
+// classLimit is one class's adaptive limit and its counters for the
+// current interval.
+type classLimit struct {
+	mu       sync.Mutex
+	limit    float64
+	inFlight int
+	peak     int // highest inFlight this interval
+	refused  int // refusals this interval
+	admitted int
+}
+
+// Request describes a request to admit.
+type Request struct {
+	Client      netip.Addr // the client's address (after trusted proxies)
+	Credentials bool       // carries credentials (checked later by the API)
+	Class       Class
+	Probe       bool // health or readiness: never refused, not counted
+}
+
+// Ticket is an admitted request; call Done exactly once when it ends.
+type Ticket struct {
+	l      *Listener
+	class  *classLimit
+	client netip.Addr
+	probe  bool
+}
+
+// Admit admits r or returns the refusal (errcode RateLimited or
+// Unavailable, with RetryAfter set).
+func (l *Listener) Admit(r Request) (*Ticket, error) {
+	if r.Probe {
+		return &Ticket{probe: true}, nil
+	}
+	c := l.c
+	key := clientKey(r.Client)
+	if c.cfg.PerClient > 0 {
+		max := int32(c.cfg.PerClient)
+		if !r.Credentials {
+			max = int32(c.cfg.PerClientAnonymous)
+		}
+		c.mu.Lock()
+		n := c.clients[key]
+		if n >= max {
+			c.mu.Unlock()
+			l.rejected(r.Class, ReasonPerClient)
+			return nil, errcode.Retry(errcode.RateLimited, c.cfg.RetryAfter,
+				"too many concurrent requests from your address (limit %d); retry shortly", max)
+		}
+		c.clients[key] = n + 1
+		c.mu.Unlock()
+	}
+	t := &Ticket{l: l, client: key}
+	if c.inFlight.Add(1) > int64(c.cfg.MaxInFlight) {
+		c.inFlight.Add(-1)
+		t.releaseClient()
+		l.rejected(r.Class, ReasonMaxInFlight)
+		return nil, errcode.Retry(errcode.Unavailable, c.cfg.RetryAfter, "server is at capacity; retry shortly")
+	}
+	cl := l.classes[r.Class%numClasses]
+	cl.mu.Lock()
+	if !c.cfg.Fixed && float64(cl.inFlight) >= math.Floor(cl.limit) {
+		cl.refused++
+		cl.mu.Unlock()
+		c.inFlight.Add(-1)
+		t.releaseClient()
+		l.rejected(r.Class, ReasonOverload)
+		return nil, errcode.Retry(errcode.Unavailable, c.cfg.RetryAfter, "server is overloaded; retry shortly")
+	}
+	cl.inFlight++
+	cl.admitted++
+	cl.peak = max(cl.peak, cl.inFlight)
+	cl.mu.Unlock()
+	t.class = cl
+	return t, nil
+}
+
+func (l *Listener) rejected(c Class, r Reason) {
+	if l.c.onReject != nil {
+		l.c.onReject(l.name, c, r)
+	}
+}
+
+// Done releases the ticket's slots.
+func (t *Ticket) Done() {
+	if t == nil || t.probe {
+		return
+	}
+	t.class.mu.Lock()
+	t.class.inFlight--
+	t.class.mu.Unlock()
+	t.l.c.inFlight.Add(-1)
+	t.releaseClient()
+}
+
+func (t *Ticket) releaseClient() {
+	c := t.l.c
+	if c.cfg.PerClient <= 0 {
+		return
+	}
+	c.mu.Lock()
+	if n := c.clients[t.client]; n <= 1 {
+		delete(c.clients, t.client)
+	} else {
+		c.clients[t.client] = n - 1
+	}
+	c.mu.Unlock()
+}
+
+// clientKey maps an address to the unit the per-client bound counts:
+// IPv4 addresses as they are, IPv6 addresses by their /64 (one
+// subscriber's allocation).
+func clientKey(a netip.Addr) netip.Addr {
+	a = a.Unmap()
+	if a.Is6() {
+		p, err := a.Prefix(64)
+		if err == nil {
+			return p.Addr()
+		}
+	}
+	return a
+}
+
+// Limit returns a class's current limit (for metrics and tests).
+func (l *Listener) Limit(c Class) int {
+	cl := l.classes[c%numClasses]
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	return int(cl.limit)
+}
+
+// InFlight returns a class's requests in flight.
+func (l *Listener) InFlight(c Class) int {
+	cl := l.classes[c%numClasses]
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	return cl.inFlight
+}
+
+// Name is the listener's name.
+func (l *Listener) Name() string { return l.name }
+
+func (c *Controller) loop() {
+	defer close(c.done)
+	if c.cfg.Fixed {
+		<-c.stop
+		return
+	}
+	t := time.NewTicker(c.cfg.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+			c.adjust()
+		}
+	}
+}
+
+// adjust runs once per interval: measure, then cut or grow the limits.
+func (c *Controller) adjust() {
+	var d time.Duration
+	if c.cfg.Delay != nil {
+		d = c.cfg.Delay()
+	} else {
+		d = c.sampler.quantile(c.cfg.Quantile)
+	}
+	c.delay.Store(int64(d))
+	overloaded := d > c.cfg.Target
+	c.overload.Store(overloaded)
+
+	c.lmu.Lock()
+	ls := append([]*Listener(nil), c.listeners...)
+	c.lmu.Unlock()
+
+	type snap struct {
+		cl                      *classLimit
+		class                   Class
+		peak, refused, inFlight int
+	}
+	var all []snap
+	for _, l := range ls {
+		for class, cl := range l.classes {
+			cl.mu.Lock()
+			all = append(all, snap{cl: cl, class: Class(class), peak: cl.peak, refused: cl.refused, inFlight: cl.inFlight})
+			cl.peak, cl.refused, cl.admitted = cl.inFlight, 0, 0
+			cl.mu.Unlock()
+		}
+	}
+	minLimit := float64(c.cfg.MinLimit)
+	maxLimit := float64(c.cfg.MaxInFlight)
+	if overloaded {
+		// Cut the lowest-priority class that is doing work above its
+		// floor. Control (cheap requests) is cut only under a delay of
+		// twice the target with every bulk class at its floor already.
+		for class := Write; ; class-- {
+			if class == Control && d <= 2*c.cfg.Target {
+				break
+			}
+			cut := false
+			for _, s := range all {
+				if s.class != class {
+					continue
+				}
+				s.cl.mu.Lock()
+				s.cl.limit = max(minLimit, min(s.cl.limit, float64(s.peak))*c.cfg.Decrease)
+				s.cl.mu.Unlock()
+				// Work above the floor was cut; at the floor there is
+				// nothing left to take from this class.
+				cut = cut || float64(s.peak) > minLimit
+			}
+			if cut || class == Control {
+				break
+			}
+		}
+		return
+	}
+	for _, s := range all {
+		if s.refused == 0 {
+			continue
+		}
+		s.cl.mu.Lock()
+		s.cl.limit = min(maxLimit, s.cl.limit+max(1, s.cl.limit*c.cfg.Increase))
+		s.cl.mu.Unlock()
+	}
+}
+
+// schedSampler turns the runtime's cumulative histogram of scheduling
+// latencies into a quantile per interval.
+type schedSampler struct {
+	s    []metrics.Sample
+	prev []uint64
+}
+
+const schedMetric = "/sched/latencies:seconds"
+
+func newSchedSampler() *schedSampler {
+	s := &schedSampler{s: []metrics.Sample{{Name: schedMetric}}}
+	metrics.Read(s.s)
+	if h := s.hist(); h != nil {
+		s.prev = append([]uint64(nil), h.Counts...)
+	}
+	return s
+}
+
+func (s *schedSampler) hist() *metrics.Float64Histogram {
+	if s.s[0].Value.Kind() != metrics.KindFloat64Histogram {
+		return nil
+	}
+	return s.s[0].Value.Float64Histogram()
+}
+
+// quantile returns the q-quantile of the delays recorded since the last
+// call (0 if none).
+func (s *schedSampler) quantile(q float64) time.Duration {
+	metrics.Read(s.s)
+	h := s.hist()
+	if h == nil {
+		return 0
+	}
+	if len(s.prev) != len(h.Counts) {
+		s.prev = make([]uint64, len(h.Counts))
+	}
+	var total uint64
+	delta := make([]uint64, len(h.Counts))
+	for i, n := range h.Counts {
+		delta[i] = n - s.prev[i]
+		total += delta[i]
+	}
+	copy(s.prev, h.Counts)
+	return histQuantile(delta, h.Buckets, total, q)
+}
+
+// histQuantile returns the upper bound of the bucket holding the
+// q-quantile (buckets[i], buckets[i+1] bound counts[i]).
+func histQuantile(counts []uint64, buckets []float64, total uint64, q float64) time.Duration {
+	if total == 0 {
+		return 0
+	}
+	want := uint64(math.Ceil(q * float64(total)))
+	var seen uint64
+	for i, n := range counts {
+		seen += n
+		if seen >= want {
+			hi := buckets[i+1]
+			if math.IsInf(hi, 1) {
+				hi = buckets[i]
+			}
+			return time.Duration(hi * float64(time.Second))
+		}
+	}
+	return 0
+}

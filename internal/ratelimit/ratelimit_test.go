@@ -1,0 +1,313 @@
+package ratelimit
+
+import (
+	"net/netip"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/coffer-storage/coffer/internal/errcode"
+)
+
+// fakeDelay is a scheduling delay the test sets.
+type fakeDelay struct{ ns atomic.Int64 }
+
+func (f *fakeDelay) set(d time.Duration) { f.ns.Store(int64(d)) }
+func (f *fakeDelay) get() time.Duration  { return time.Duration(f.ns.Load()) }
+func addr(s string) netip.Addr           { return netip.MustParseAddr(s) }
+func req(c Class, client string) Request {
+	return Request{Client: addr(client), Credentials: true, Class: c}
+}
+func anon(c Class, client string) Request { return Request{Client: addr(client), Class: c} }
+func newTest(t *testing.T, cfg Config) *Controller {
+	t.Helper()
+	if cfg.Interval == 0 {
+		cfg.Interval = time.Hour // adjust by hand
+	}
+	c := New(cfg, nil)
+	t.Cleanup(c.Close)
+	return c
+}
+
+func TestPerClientBound(t *testing.T) {
+	c := newTest(t, Config{PerClient: 8, Fixed: true})
+	l := c.Listener("file")
+	var held []*Ticket
+	for range 8 {
+		tk, err := l.Admit(req(Control, "10.0.0.1"))
+		if err != nil {
+			t.Fatalf("admit within the bound: %v", err)
+		}
+		held = append(held, tk)
+	}
+	_, err := l.Admit(req(Control, "10.0.0.1"))
+	if got, want := errcode.Of(err), errcode.RateLimited; got != want {
+		t.Fatalf("9th request of one client: got %v, want %v", got, want)
+	}
+	if e := errcode.As(err); e == nil || e.RetryAfter <= 0 {
+		t.Fatalf("refusal without Retry-After: %v", err)
+	}
+	// Another client is not affected.
+	if _, err := l.Admit(req(Control, "10.0.0.2")); err != nil {
+		t.Fatalf("another client refused: %v", err)
+	}
+	// The bound is per node: another listener counts the same client.
+	if _, err := c.Listener("s3").Admit(req(Write, "10.0.0.1")); errcode.Of(err) != errcode.RateLimited {
+		t.Fatalf("same client on another listener: got %v, want RateLimited", err)
+	}
+	held[0].Done()
+	if _, err := l.Admit(req(Control, "10.0.0.1")); err != nil {
+		t.Fatalf("after one finished: %v", err)
+	}
+}
+
+func TestPerClientAnonymousShare(t *testing.T) {
+	c := newTest(t, Config{PerClient: 8, Fixed: true})
+	l := c.Listener("file")
+	if got, want := c.Config().PerClientAnonymous, 2; got != want {
+		t.Fatalf("anonymous share: got %d, want %d", got, want)
+	}
+	for range 2 {
+		if _, err := l.Admit(anon(Read, "10.0.0.1")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := l.Admit(anon(Read, "10.0.0.1")); errcode.Of(err) != errcode.RateLimited {
+		t.Fatalf("3rd anonymous request: got %v, want RateLimited", err)
+	}
+	// Requests with credentials still have room.
+	if _, err := l.Admit(req(Read, "10.0.0.1")); err != nil {
+		t.Fatalf("authenticated request refused: %v", err)
+	}
+}
+
+func TestPerClientIPv6ByPrefix(t *testing.T) {
+	c := newTest(t, Config{PerClient: 2, Fixed: true})
+	l := c.Listener("file")
+	for _, a := range []string{"2001:db8:1:2::1", "2001:db8:1:2:ffff::9"} {
+		if _, err := l.Admit(req(Control, a)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := l.Admit(req(Control, "2001:db8:1:2:aaaa::1")); errcode.Of(err) != errcode.RateLimited {
+		t.Fatalf("third address of one /64: got %v, want RateLimited", err)
+	}
+	if _, err := l.Admit(req(Control, "2001:db8:1:3::1")); err != nil {
+		t.Fatalf("another /64 refused: %v", err)
+	}
+}
+
+func TestPerClientDisabled(t *testing.T) {
+	c := newTest(t, Config{PerClient: -1, Fixed: true, MaxInFlight: 1000})
+	l := c.Listener("file")
+	for i := range 500 {
+		if _, err := l.Admit(anon(Control, "10.0.0.1")); err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+	}
+}
+
+func TestMaxInFlight(t *testing.T) {
+	c := newTest(t, Config{MaxInFlight: 3, PerClient: -1, Fixed: true})
+	a, b := c.Listener("file"), c.Listener("s3")
+	var held []*Ticket
+	for _, l := range []*Listener{a, b, a} {
+		tk, err := l.Admit(req(Control, "10.0.0.1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, tk)
+	}
+	_, err := b.Admit(req(Control, "10.0.0.2"))
+	if got, want := errcode.Of(err), errcode.Unavailable; got != want {
+		t.Fatalf("beyond MaxInFlight: got %v, want %v", got, want)
+	}
+	held[1].Done()
+	if _, err := b.Admit(req(Control, "10.0.0.2")); err != nil {
+		t.Fatalf("after release: %v", err)
+	}
+}
+
+func TestProbesAreNeverShed(t *testing.T) {
+	c := newTest(t, Config{MaxInFlight: 1, PerClient: 1, Fixed: true})
+	l := c.Listener("file")
+	if _, err := l.Admit(req(Control, "10.0.0.1")); err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		tk, err := l.Admit(Request{Client: addr("10.0.0.1"), Probe: true})
+		if err != nil {
+			t.Fatalf("probe refused: %v", err)
+		}
+		tk.Done()
+	}
+}
+
+// fill admits n requests of class on l and returns their tickets.
+func fill(t *testing.T, l *Listener, class Class, n int) []*Ticket {
+	t.Helper()
+	var ts []*Ticket
+	for i := range n {
+		tk, err := l.Admit(req(class, "10.0.0.1"))
+		if err != nil {
+			t.Fatalf("admitting %d of %d %v: %v", i+1, n, class, err)
+		}
+		ts = append(ts, tk)
+	}
+	return ts
+}
+
+func done(ts []*Ticket) {
+	for _, t := range ts {
+		t.Done()
+	}
+}
+
+func TestOverloadCutsBulkFirst(t *testing.T) {
+	var d fakeDelay
+	c := newTest(t, Config{PerClient: -1, MinLimit: 4, Delay: d.get, Target: 5 * time.Millisecond})
+	l := c.Listener("file")
+	writes := fill(t, l, Write, 40)
+	reads := fill(t, l, Read, 10)
+	ctrl := fill(t, l, Control, 20)
+
+	d.set(20 * time.Millisecond) // overloaded: four times the target
+	c.adjust()
+	if got, want := l.Limit(Write), 30; got != want { // 40 × 0.75
+		t.Fatalf("write limit after overload: got %d, want %d", got, want)
+	}
+	if got, want := l.Limit(Read), c.Config().MaxInFlight; got != want {
+		t.Fatalf("read limit cut while writes could be: got %d, want %d", got, want)
+	}
+	if got, want := l.Limit(Control), c.Config().MaxInFlight; got != want {
+		t.Fatalf("control limit cut while writes could be: got %d, want %d", got, want)
+	}
+	// Beyond the limit, writes are refused at once; control is not.
+	if _, err := l.Admit(req(Write, "10.0.0.9")); errcode.Of(err) != errcode.Unavailable {
+		t.Fatalf("write over the cut limit: got %v, want Unavailable", err)
+	}
+	if tk, err := l.Admit(req(Control, "10.0.0.9")); err != nil {
+		t.Fatalf("control refused: %v", err)
+	} else {
+		tk.Done()
+	}
+
+	// Writes drain to the floor; then reads are cut.
+	done(writes[4:])
+	for range 10 {
+		c.adjust()
+	}
+	if got, want := l.Limit(Write), 4; got != want {
+		t.Fatalf("write limit floor: got %d, want %d", got, want)
+	}
+	if got := l.Limit(Read); got >= 10 {
+		t.Fatalf("read limit not cut once writes are at their floor: %d", got)
+	}
+	done(reads[4:])
+	for range 10 {
+		c.adjust()
+	}
+	// Delay 20ms > 2 × 5ms: control is cut last.
+	if got := l.Limit(Control); got >= 20 {
+		t.Fatalf("control limit not cut under a delay twice the target: %d", got)
+	}
+	done(ctrl)
+}
+
+func TestModerateOverloadSparesControl(t *testing.T) {
+	var d fakeDelay
+	c := newTest(t, Config{PerClient: -1, MinLimit: 4, Delay: d.get, Target: 5 * time.Millisecond})
+	l := c.Listener("file")
+	ctrl := fill(t, l, Control, 50)
+	d.set(8 * time.Millisecond) // above the target, below twice it
+	for range 20 {
+		c.adjust()
+	}
+	if got, want := l.Limit(Control), c.Config().MaxInFlight; got != want {
+		t.Fatalf("control limit: got %d, want %d (only bulk classes give way under moderate overload)", got, want)
+	}
+	done(ctrl)
+}
+
+func TestLimitGrowsBackWhenHealthy(t *testing.T) {
+	var d fakeDelay
+	c := newTest(t, Config{PerClient: -1, MinLimit: 4, Delay: d.get, Target: 5 * time.Millisecond, MaxInFlight: 100})
+	l := c.Listener("s3")
+	ws := fill(t, l, Write, 40)
+	d.set(50 * time.Millisecond)
+	for range 20 {
+		c.adjust()
+	}
+	if got := l.Limit(Write); got > 5 {
+		t.Fatalf("limit after sustained overload: %d", got)
+	}
+	done(ws)
+	d.set(time.Millisecond)
+	// A limit that does not bind does not grow.
+	c.adjust()
+	before := l.Limit(Write)
+	c.adjust()
+	if got := l.Limit(Write); got != before {
+		t.Fatalf("idle limit grew from %d to %d", before, got)
+	}
+	// A binding limit grows until demand fits, never past MaxInFlight.
+	for range 200 {
+		ts := fill(t, l, Write, l.Limit(Write))
+		if _, err := l.Admit(req(Write, "10.0.0.2")); err == nil && l.Limit(Write) < 100 {
+			t.Fatal("admitted past the limit")
+		}
+		done(ts)
+		c.adjust()
+	}
+	if got, want := l.Limit(Write), 100; got != want {
+		t.Fatalf("limit after recovery: got %d, want %d", got, want)
+	}
+}
+
+func TestFixedNeverAdapts(t *testing.T) {
+	var d fakeDelay
+	d.set(time.Second)
+	c := newTest(t, Config{PerClient: -1, Fixed: true, Delay: d.get, MaxInFlight: 50})
+	l := c.Listener("file")
+	ws := fill(t, l, Write, 50)
+	done(ws)
+}
+
+func TestHistQuantile(t *testing.T) {
+	buckets := []float64{0, 0.001, 0.002, 0.004, 0.008}
+	counts := []uint64{50, 30, 15, 5}
+	for _, tc := range []struct {
+		q    float64
+		want time.Duration
+	}{
+		{0.5, time.Millisecond},
+		{0.8, 2 * time.Millisecond},
+		{0.9, 4 * time.Millisecond},
+		{0.99, 8 * time.Millisecond},
+	} {
+		if got := histQuantile(counts, buckets, 100, tc.q); got != tc.want {
+			t.Errorf("q%.2f: got %v, want %v", tc.q, got, tc.want)
+		}
+	}
+	if got := histQuantile(counts, buckets, 0, 0.9); got != 0 {
+		t.Errorf("empty: got %v, want 0", got)
+	}
+}
+
+func TestSchedSamplerReadsTheRuntime(t *testing.T) {
+	s := newSchedSampler()
+	if s.hist() == nil {
+		t.Fatalf("runtime metric %s is missing", schedMetric)
+	}
+	// Make some scheduling happen; the quantile must be finite.
+	done := make(chan struct{})
+	for range 100 {
+		go func() { done <- struct{}{} }()
+	}
+	for range 100 {
+		<-done
+	}
+	if d := s.quantile(0.9); d < 0 || d > time.Minute {
+		t.Fatalf("implausible delay %v", d)
+	}
+}

@@ -1,0 +1,163 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"time"
+
+	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/httpx"
+	"github.com/coffer-storage/coffer/internal/ratelimit"
+)
+
+// errorWriter writes an error in a listener's own wire format (problem+json
+// on the file API, S3 XML with a RequestId on the S3 API). It is chosen
+// where the listener is built, and every guard of that listener uses it.
+type errorWriter func(w http.ResponseWriter, r *http.Request, err error)
+
+// guard returns next behind the stack every listener gets, built here
+// once so that no listener can miss a protection:
+//
+//   - a request ID, metrics and an access-log line (observe);
+//   - a write-idle deadline on every response write, sendfile included
+//     (a client that stops reading gives its slot back after
+//     Config.WriteIdle);
+//   - panic recovery (a 500 in the listener's format);
+//   - admission: the per-client bound, MaxInFlight and the adaptive class
+//     limit, refusals written by errw at once (429/503 + Retry-After);
+//   - a minimum upload rate on every request body (slowloris);
+//   - Config.RequestTimeout on requests that move no object bytes.
+//
+// Header size and read timeouts are the http.Server's (newServer), the
+// same for every listener. classify tells what a request is (the API
+// knows: it routes).
+func (s *Server) guard(api string, classify func(*http.Request) httpx.Kind, errw errorWriter, next http.Handler) http.Handler {
+	adm := s.admission.Listener(api)
+	rate := httpx.MinRate{BytesPerSec: s.cfg.MinUploadRate}
+	admitted := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		k := classify(r)
+		if k.Route != "" {
+			httpx.SetRoute(r.Context(), k.Route)
+		}
+		t, err := adm.Admit(ratelimit.Request{
+			Client: httpx.ClientIP(r, s.cfg.TrustedProxies), Credentials: k.Credentials, Class: k.Class, Probe: k.Probe,
+		})
+		if err != nil {
+			errw(w, r, err)
+			return
+		}
+		s.inflight.Add(1)
+		defer func() {
+			t.Done()
+			s.inflight.Done()
+		}()
+		if r.Body != nil && r.Body != http.NoBody {
+			r.Body = httpx.NewRateReader(w, r.Body, rate)
+		}
+		if !k.Streams && !k.Probe {
+			ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+			defer cancel()
+			r = r.WithContext(ctx)
+		}
+		next.ServeHTTP(w, r)
+	})
+	return httpx.RequestIDMiddleware(s.observe(api, httpx.WriteIdle(s.cfg.WriteIdle, s.recoverer(errw, admitted))))
+}
+
+// recoverer turns a handler panic into a logged 500 in the listener's
+// format instead of a dropped connection (http.ErrAbortHandler keeps its
+// meaning).
+func (s *Server) recoverer(errw errorWriter, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.Error("panic", "request_id", httpx.RequestID(r.Context()), "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+				errw(w, r, errcode.New(errcode.Internal, "internal error"))
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// observe records metrics and writes one access-log line per request.
+func (s *Server) observe(api string, next http.Handler) http.Handler {
+	inFlight := s.metrics.InFlight(api)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		ctx, slot := httpx.WithSlot(r.Context())
+		rec := &httpx.Recorder{ResponseWriter: w}
+		var body *httpx.CountingBody
+		if r.Body != nil && r.Body != http.NoBody {
+			body = &httpx.CountingBody{ReadCloser: r.Body}
+			r.Body = body
+		}
+		inFlight.Inc()
+		next.ServeHTTP(rec, r.WithContext(ctx))
+		inFlight.Dec()
+		d := time.Since(start)
+		status := rec.Status
+		if status == 0 {
+			status = http.StatusOK
+		}
+		var in int64
+		if body != nil {
+			in = body.N
+		}
+		s.metrics.Observe(api, slot.Route, status, d, in, rec.Written)
+		lvl := slog.LevelInfo
+		if status >= 500 {
+			lvl = slog.LevelWarn
+		}
+		s.log.LogAttrs(ctx, lvl, "request",
+			slog.String("request_id", httpx.RequestID(ctx)),
+			slog.String("api", api),
+			slog.String("method", r.Method),
+			slog.String("path", r.URL.Path),
+			slog.String("route", slot.Route),
+			slog.Int("status", status),
+			slog.Int64("bytes_in", in),
+			slog.Int64("bytes_out", rec.Written),
+			slog.Float64("duration_ms", float64(d.Microseconds())/1000),
+			slog.String("remote", r.RemoteAddr),
+			slog.String("user", slot.User),
+		)
+	})
+}
+
+// newAdmission builds the node's admission controller from the config and
+// exports its state as metrics.
+func (s *Server) newAdmission() *ratelimit.Controller {
+	perClient := s.cfg.MaxInFlightPerClient
+	if perClient == 0 {
+		perClient = -1 // unbounded
+	}
+	c := ratelimit.New(ratelimit.Config{
+		MaxInFlight: s.cfg.MaxInFlight,
+		PerClient:   perClient,
+		Fixed:       s.cfg.Admission == "fixed",
+		Target:      s.cfg.OverloadTarget,
+	}, func(api string, class ratelimit.Class, reason ratelimit.Reason) {
+		s.metrics.Rejected.WithLabelValues(api, class.String(), string(reason)).Inc()
+	})
+	s.metrics.GaugeFunc("coffer_admission_sched_delay_seconds",
+		"CPU scheduling delay (the quantile adaptive admission compares with --overload-target) over the last interval.",
+		func() float64 { return c.Delay().Seconds() })
+	return c
+}
+
+// admissionMetrics exports a listener's class limits and in-flight counts.
+func (s *Server) admissionMetrics(api string) {
+	l := s.admission.Listener(api)
+	for _, class := range []ratelimit.Class{ratelimit.Control, ratelimit.Read, ratelimit.Write} {
+		s.metrics.GaugeFunc("coffer_admission_limit", "Adaptive concurrency limit by API and class.",
+			func() float64 { return float64(l.Limit(class)) }, "api", api, "class", class.String())
+		s.metrics.GaugeFunc("coffer_admission_in_flight", "Admitted requests in flight by API and class.",
+			func() float64 { return float64(l.InFlight(class)) }, "api", api, "class", class.String())
+	}
+}
