@@ -41,11 +41,19 @@ type RateReader struct {
 	start   time.Time
 	n       int64
 	current time.Time
+	until   time.Time // if set, no read may end after it
 }
 
 // NewRateReader wraps r.Body; w must be the request's ResponseWriter.
 func NewRateReader(w http.ResponseWriter, body io.ReadCloser, m MinRate) *RateReader {
 	return &RateReader{rc: http.NewResponseController(w), body: body, m: m.withDefaults(), start: time.Now()}
+}
+
+// Until bounds the whole body by t as well (the request's deadline): a
+// body still arriving at t fails with errcode.Timeout, however fast.
+func (rr *RateReader) Until(t time.Time) *RateReader {
+	rr.until = t
+	return rr
 }
 
 // Read implements io.Reader.
@@ -54,6 +62,9 @@ func (rr *RateReader) Read(p []byte) (int, error) {
 	dl := rr.start.Add(rr.m.Grace + time.Duration(float64(rr.n)/float64(rr.m.BytesPerSec)*float64(time.Second)))
 	if idle := now.Add(rr.m.Idle); idle.Before(dl) {
 		dl = idle
+	}
+	if !rr.until.IsZero() && rr.until.Before(dl) {
+		dl = rr.until
 	}
 	// Moving a deadline is cheap but not free: skip sub-second changes.
 	if d := dl.Sub(rr.current); d > time.Second || d < -time.Second {
@@ -64,6 +75,9 @@ func (rr *RateReader) Read(p []byte) (int, error) {
 	n, err := rr.body.Read(p)
 	rr.n += int64(n)
 	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+		if !rr.until.IsZero() && !time.Now().Before(rr.until) {
+			return n, errcode.Wrap(errcode.Timeout, err, "request body still arriving at the request deadline")
+		}
 		return n, errcode.Wrap(errcode.Timeout, err, "upload is slower than the minimum rate of %d bytes/s", rr.m.BytesPerSec)
 	}
 	return n, err

@@ -54,13 +54,17 @@ func (s *Server) guard(api string, classify func(*http.Request) httpx.Kind, errw
 			t.Done()
 			s.inflight.Done()
 		}()
-		if r.Body != nil && r.Body != http.NoBody {
-			r.Body = httpx.NewRateReader(w, r.Body, rate)
-		}
+		var deadline time.Time
 		if !k.Streams && !k.Probe {
-			ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+			deadline = time.Now().Add(s.cfg.RequestTimeout)
+			ctx, cancel := context.WithDeadline(r.Context(), deadline)
 			defer cancel()
 			r = r.WithContext(ctx)
+		}
+		if r.Body != nil && r.Body != http.NoBody {
+			// Every body is read at a minimum rate, and a request bounded
+			// by the request timeout cannot outlive it by trickling.
+			r.Body = httpx.NewRateReader(w, r.Body, rate).Until(deadline)
 		}
 		next.ServeHTTP(w, r)
 	})

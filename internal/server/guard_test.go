@@ -1,0 +1,77 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/coffer-storage/coffer/internal/config"
+	"github.com/coffer-storage/coffer/internal/httpapi"
+	"github.com/coffer-storage/coffer/internal/s3api"
+)
+
+func testServer(t *testing.T) *Server {
+	t.Helper()
+	cfg := config.Defaults()
+	cfg.Data = t.TempDir()
+	s, err := New(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+var panicking = http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") })
+
+// TestPanicIsAnS3Error: a panic behind the S3 listener's guard is answered
+// with an S3 XML InternalError carrying the request ID, not problem+json.
+func TestPanicIsAnS3Error(t *testing.T) {
+	s := testServer(t)
+	api := s3api.New(s.objects, s.auth, s3api.Config{}, nil)
+	h := s.guard("s3-test", api.Classify, api.WriteError, panicking)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/bucket/key", nil))
+	var e struct {
+		Code      string `xml:"Code"`
+		RequestID string `xml:"RequestId"`
+	}
+	if err := xml.Unmarshal(rec.Body.Bytes(), &e); err != nil {
+		t.Fatalf("body is not S3 XML: %v\n%s", err, rec.Body)
+	}
+	if got, want := rec.Code, 500; got != want {
+		t.Errorf("status: got %d, want %d", got, want)
+	}
+	if got, want := e.Code, "InternalError"; got != want {
+		t.Errorf("code: got %q, want %q", got, want)
+	}
+	if e.RequestID == "" || e.RequestID != rec.Header().Get("X-Amz-Request-Id") {
+		t.Errorf("RequestId %q, x-amz-request-id %q", e.RequestID, rec.Header().Get("X-Amz-Request-Id"))
+	}
+}
+
+// TestPanicIsAProblem: the same on the file API's guard is a problem.
+func TestPanicIsAProblem(t *testing.T) {
+	s := testServer(t)
+	api := httpapi.New(s.objects, s.auth, httpapi.Config{}, nil)
+	h := s.guard("file-test", api.Classify, func(w http.ResponseWriter, r *http.Request, err error) {
+		httpapi.WriteProblem(w, r, s.log, err)
+	}, panicking)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/me", nil))
+	var p struct {
+		Code      string `json:"code"`
+		RequestID string `json:"request_id"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil || !strings.Contains(rec.Header().Get("Content-Type"), "problem+json") {
+		t.Fatalf("not a problem: %v %q\n%s", err, rec.Header().Get("Content-Type"), rec.Body)
+	}
+	if rec.Code != 500 || p.Code != "internal" || p.RequestID == "" {
+		t.Errorf("got %d %+v", rec.Code, p)
+	}
+}
