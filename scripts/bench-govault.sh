@@ -23,7 +23,7 @@ for sc in $SCENARIOS; do
   for vus in $LEVELS; do
     data=$(mktemp -d "${TMPDIR:-/tmp}/coffer-data.XXXXXX")
     "$COFFER" serve --data "$data" --listen 127.0.0.1:18080 --s3-listen 127.0.0.1:19000 --log-level warn \
-      --max-in-flight 10000 >"$OUT/$sc-$vus.server.log" 2>&1 &
+      --max-in-flight 10000 --max-in-flight-per-client 0 ${SERVE_FLAGS:-} >"$OUT/$sc-$vus.server.log" 2>&1 &
     pid=$!
     for _ in $(seq 100); do curl -sf http://127.0.0.1:18080/readyz >/dev/null && break; sleep 0.1; done
     "$COFFER" bench "$sc" --target http://127.0.0.1:18080 --vus "$vus" --users 100 --duration "$DUR" \

@@ -89,7 +89,7 @@ PY
     COFFER_BLOB="s3://$db?endpoint=http://127.0.0.1:19900&region=us-east-1" \
     COFFER_SERVER_KEY_FILE="$WORK/server.key" \
       "$COFFER" serve --data "$WORK/node$i" --listen "127.0.0.1:1808$i" --s3-listen "127.0.0.1:1900$i" --log-level warn \
-      >"$WORK/node$i.log" 2>&1 &
+      --max-in-flight-per-client 0 >"$WORK/node$i.log" 2>&1 &
     nodepids+=($!)
   done
   for i in $(seq "$nodes"); do

@@ -21,6 +21,8 @@ type collector struct {
 	names   map[string]*nameStats
 	order   []string
 	all     stats.Histogram
+	allOK   stats.Histogram // admitted and answered successfully
+	allShed stats.Histogram // deliberately refused: the time to refuse
 	total   int64
 	failed  int64
 	shed    int64
@@ -52,7 +54,7 @@ type errorSample struct {
 
 type nameStats struct {
 	count, failed, shed int64
-	hist                stats.Histogram
+	hist, ok, shedHist  stats.Histogram
 }
 
 func newCollector(epoch time.Time) *collector {
@@ -87,6 +89,14 @@ func (c *collector) request(name string, d time.Duration, responded bool, oc out
 		ns.hist.RecordDuration(d)
 		c.all.RecordDuration(d)
 		c.iv.RecordDuration(d)
+		switch oc {
+		case outcomeOK:
+			ns.ok.RecordDuration(d)
+			c.allOK.RecordDuration(d)
+		case outcomeShed:
+			ns.shedHist.RecordDuration(d)
+			c.allShed.RecordDuration(d)
+		}
 	}
 	switch oc {
 	case outcomeFailed:
@@ -236,13 +246,24 @@ func (c *collector) fill(r *report.Result) {
 		r.Requests.ErrorRate = float64(c.failed) / float64(c.total)
 	}
 	r.LatencyMS = c.all.SummarizeMillis()
+	r.OKLatencyMS = c.allOK.SummarizeMillis()
+	r.ShedLatencyMS = nil
+	if c.shed > 0 {
+		s := c.allShed.SummarizeMillis()
+		r.ShedLatencyMS = &s
+	}
 	r.Endpoints = nil
 	for _, n := range c.order {
 		ns := c.names[n]
-		r.Endpoints = append(r.Endpoints, report.Endpoint{
+		e := report.Endpoint{
 			Name: n, Count: ns.count, Failed: ns.failed, Shed: ns.shed, RPS: rate(ns.count),
-			LatencyMS: ns.hist.SummarizeMillis(),
-		})
+			LatencyMS: ns.hist.SummarizeMillis(), OKLatencyMS: ns.ok.SummarizeMillis(),
+		}
+		if ns.shed > 0 {
+			s := ns.shedHist.SummarizeMillis()
+			e.ShedLatencyMS = &s
+		}
+		r.Endpoints = append(r.Endpoints, e)
 	}
 	r.Iterations = report.Iterations{
 		Total: c.iters, Failed: c.itersFailed, Interrupted: c.itersInterrupted, Dropped: c.dropped,

@@ -27,13 +27,18 @@ type Result struct {
 	Load        Load      `json:"load"`
 	Setup       Setup     `json:"setup"`
 
-	Requests   Requests      `json:"requests"`
-	LatencyMS  stats.Summary `json:"latency_ms"` // every request that got a response
-	Endpoints  []Endpoint    `json:"endpoints"`  // per request name, in first-seen order
-	Iterations Iterations    `json:"iterations"`
-	Trends     []Trend       `json:"trends,omitempty"` // other timings, e.g. time to first byte
-	Checks     []Check       `json:"checks"`
-	Data       Data          `json:"data"`
+	Requests  Requests      `json:"requests"`
+	LatencyMS stats.Summary `json:"latency_ms"` // every request that got a response
+	// OKLatencyMS is the latency of admitted requests that succeeded
+	// (neither failed nor shed); ShedLatencyMS the time the server took
+	// to refuse the shed ones (nil if none was shed).
+	OKLatencyMS   stats.Summary  `json:"ok_latency_ms"`
+	ShedLatencyMS *stats.Summary `json:"shed_latency_ms,omitempty"`
+	Endpoints     []Endpoint     `json:"endpoints"` // per request name, in first-seen order
+	Iterations    Iterations     `json:"iterations"`
+	Trends        []Trend        `json:"trends,omitempty"` // other timings, e.g. time to first byte
+	Checks        []Check        `json:"checks"`
+	Data          Data           `json:"data"`
 
 	// Errors counts failed requests by class: "http_500", "timeout",
 	// "connection_refused", "connection_reset", "connection_closed",
@@ -98,6 +103,9 @@ type Endpoint struct {
 	Shed      int64         `json:"shed"`
 	RPS       float64       `json:"rps"`
 	LatencyMS stats.Summary `json:"latency_ms"`
+	// OKLatencyMS and ShedLatencyMS as in Result.
+	OKLatencyMS   stats.Summary  `json:"ok_latency_ms"`
+	ShedLatencyMS *stats.Summary `json:"shed_latency_ms,omitempty"`
 }
 
 // Iterations totals the scenario's iterations.

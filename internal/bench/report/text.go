@@ -123,6 +123,10 @@ func text(w io.Writer, r *Result) {
 	dots(w, "requests_failed", fmt.Sprintf("%s  %d of %d", pct(r.Requests.Failed, r.Requests.Total), r.Requests.Failed, r.Requests.Total))
 	dots(w, "errors", classes(r.Errors))
 	dots(w, "shed (429/503 + Retry-After)", classes(r.Shed))
+	if r.ShedLatencyMS != nil {
+		dots(w, "time to shed", summaryStr(*r.ShedLatencyMS))
+		dots(w, "admitted and ok", summaryStr(r.OKLatencyMS))
+	}
 	for _, e := range r.ErrorSamples {
 		fmt.Fprintf(w, "    e.g. %s\n", e)
 	}
@@ -281,4 +285,9 @@ func (e *errWriter) Write(p []byte) (int, error) {
 	n, err := e.w.Write(p)
 	e.err = err
 	return n, err
+}
+
+// summaryStr is a latency summary in one line.
+func summaryStr(s stats.Summary) string {
+	return fmt.Sprintf("p50=%s p95=%s p99=%s max=%s", ms(s.P50), ms(s.P95), ms(s.P99), ms(s.Max))
 }
