@@ -3,8 +3,8 @@ package sigv2
 import (
 	"crypto/subtle"
 	"maps"
-	"slices"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
