@@ -8,6 +8,7 @@ import (
 	"github.com/coffer-storage/coffer/internal/auth"
 	"github.com/coffer-storage/coffer/internal/object"
 	"github.com/coffer-storage/coffer/internal/s3api/s3err"
+	"github.com/coffer-storage/coffer/internal/s3api/sigv2"
 	"github.com/coffer-storage/coffer/internal/s3api/sigv4"
 )
 
@@ -22,18 +23,18 @@ type payload struct {
 	decodedLength int64
 }
 
-// authenticate verifies the request's SigV4 signature (header or
+// authenticate verifies the request's SigV4 or SigV2 signature (header or
 // presigned URL), if it has one, and sets the actor. Unsigned requests are
 // anonymous; the object service decides what they may do.
 func (api *API) authenticate(q *request) error {
 	q.pay.decodedLength = -1
 	r := q.Request
 	authz := r.Header.Get("Authorization")
+	if sigv2.IsSigned(authz, r.URL.Query()) {
+		return api.authenticateV2(q)
+	}
 	if authz == "" && !sigv4.IsPresigned(r.URL.Query()) {
 		return nil
-	}
-	if strings.HasPrefix(authz, "AWS ") || r.URL.Query().Has("AWSAccessKeyId") {
-		return s3err.New(s3err.AccessDenied, "Signature Version 2 is not supported; sign requests with AWS Signature Version 4")
 	}
 	var principal auth.Principal
 	res, err := sigv4.Verify(r, func(id string) (string, error) {
@@ -57,6 +58,38 @@ func (api *API) authenticate(q *request) error {
 		if t := strings.TrimSpace(r.Header.Get("X-Amz-Trailer")); t != "" {
 			q.pay.trailerAlg = strings.ToUpper(strings.TrimPrefix(strings.ToLower(t), "x-amz-checksum-"))
 		}
+	}
+	return nil
+}
+
+// authenticateV2 verifies an AWS Signature Version 2 request with the same
+// key lookup as SigV4 (unknown keys and keys of disabled users are
+// InvalidAccessKeyId). SigV2 signs no body: the body is read as unsigned,
+// except that a signed hex x-amz-content-sha256 is verified at EOF like
+// SigV4's. Headers a presigned URL carries as query parameters (botocore
+// puts Content-Type and x-amz-* there) are signed and become request
+// headers here, before any handler reads them.
+func (api *API) authenticateV2(q *request) error {
+	r := q.Request
+	var principal auth.Principal
+	res, err := sigv2.Verify(r, api.virtualHostBucket(r), func(id string) (string, error) {
+		secret, p, err := api.auth.LookupKey(r.Context(), id)
+		principal = p
+		return secret, err
+	}, sigv2.Options{Now: api.cfg.Now})
+	if err != nil {
+		return err
+	}
+	for k, vs := range res.QueryHeaders {
+		r.Header[k] = vs
+	}
+	q.actor, q.authed = object.Actor{UserID: principal.UserID}, true
+	if res.PayloadSHA256 != "" {
+		sum, err := hex.DecodeString(res.PayloadSHA256)
+		if err != nil || len(sum) != 32 {
+			return s3err.New(s3err.InvalidArgument, "x-amz-content-sha256 must be UNSIGNED-PAYLOAD or a hex SHA-256")
+		}
+		q.pay.sha256, q.pay.res.PayloadHash = sum, res.PayloadSHA256
 	}
 	return nil
 }
