@@ -49,6 +49,8 @@
 //     header's value instead of an empty line; the documentation's own
 //     DELETE example signs x-amz-date's value there and leaves x-amz-date
 //     out of the x-amz-* headers;
+//   - botocore signs a bucket-level path-style request ("/b?list-type=2")
+//     with the resource "/b/", as the virtual-host form would be;
 //   - a sub-resource sent as "uploads=" is signed "uploads=" by botocore
 //     and "uploads" by others;
 //   - botocore's presigned URLs carry Content-Type, Content-MD5 and x-amz-*
@@ -66,7 +68,10 @@
 // STREAMING-* bodies are refused). Query parameters other than the
 // sub-resources (list-type, prefix, marker, max-keys, ...) are not signed,
 // as on S3: a presigned listing URL can be re-pointed at another prefix of
-// the same bucket. There is no key derivation, so there is no key cache.
+// the same bucket. The access key ID is not in the string to sign either:
+// the secret the lookup returns for it binds the signature to the key. The
+// host is signed only as the bucket of a virtual-host-style request. There
+// is no key derivation, so there is no key cache.
 //
 // # Errors
 //

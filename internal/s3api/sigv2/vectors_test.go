@@ -38,9 +38,7 @@ type vector struct {
 	now         time.Time
 	// sts is the documented StringToSign, reported on a mismatch ("" when
 	// the documented string is one of the accepted variants, see Delete).
-	sts    string
-	keyID  string
-	secret string
+	sts string
 }
 
 func (v vector) request() *http.Request {
