@@ -30,10 +30,11 @@ func (api *API) authenticate(q *request) error {
 	q.pay.decodedLength = -1
 	r := q.Request
 	authz := r.Header.Get("Authorization")
-	if sigv2.IsSigned(authz, r.URL.Query()) {
+	query := r.URL.Query()
+	if sigv2.IsSigned(authz, query) {
 		return api.authenticateV2(q)
 	}
-	if authz == "" && !sigv4.IsPresigned(r.URL.Query()) {
+	if authz == "" && !sigv4.IsPresigned(query) {
 		return nil
 	}
 	var principal auth.Principal
@@ -68,7 +69,9 @@ func (api *API) authenticate(q *request) error {
 // except that a signed hex x-amz-content-sha256 is verified at EOF like
 // SigV4's. Headers a presigned URL carries as query parameters (botocore
 // puts Content-Type and x-amz-* there) are signed and become request
-// headers here, before any handler reads them.
+// headers here, before any handler reads them; one that would have routed
+// the request elsewhere (x-amz-copy-source) or to an operation Coffer does
+// not implement is refused, since routing happened before.
 func (api *API) authenticateV2(q *request) error {
 	r := q.Request
 	var principal auth.Principal
@@ -80,8 +83,17 @@ func (api *API) authenticateV2(q *request) error {
 	if err != nil {
 		return err
 	}
-	for k, vs := range res.QueryHeaders {
-		r.Header[k] = vs
+	if len(res.QueryHeaders) > 0 {
+		op, _ := api.dispatch(q)
+		for k, vs := range res.QueryHeaders {
+			r.Header[k] = vs
+		}
+		switch op2, h := api.dispatch(q); {
+		case h == nil:
+			return s3err.New(s3err.NotImplemented, op2+" (selected by the query parameters of this presigned URL) is not implemented by Coffer")
+		case op2 != op:
+			return s3err.New(s3err.InvalidRequest, "The query parameters of this presigned URL turn "+op+" into "+op2+"; send them as headers.")
+		}
 	}
 	q.actor, q.authed = object.Actor{UserID: principal.UserID}, true
 	if res.PayloadSHA256 != "" {

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/xml"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -196,6 +197,11 @@ func TestS3SigV2(t *testing.T) {
 			{"presigned sub-resource added", func(t *testing.T) s3Resp {
 				return send(t, "DELETE", u.presignV2(t, "DELETE", key, time.Now().Add(time.Hour))+"&uploadId=x", nil)
 			}, 403, "SignatureDoesNotMatch", ""},
+			{"presigned PUT turned into a copy by the query", func(t *testing.T) s3Resp {
+				h := http.Header{"X-Amz-Copy-Source": {key}}
+				signed, _ := sigv2.Presign("PUT", srv.S3URL+"/"+bucket+"/t11", "", h, u.id, u.secret, time.Now().Add(time.Hour))
+				return send(t, "PUT", signed+"&x-amz-copy-source="+url.QueryEscape(key), []byte("body"))
+			}, 400, "InvalidRequest", "/" + bucket + "/t11"},
 			{"header signed, then a header changed", func(t *testing.T) s3Resp {
 				req, _ := http.NewRequest("PUT", srv.S3URL+"/"+bucket+"/t4", bytes.NewReader(data))
 				req.Header.Set("X-Amz-Acl", "private")
