@@ -289,3 +289,43 @@ func TestS3SigV2(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// TestS3SigV2VirtualHost: with --s3-domain, SigV2 signs the bucket of
+// BUCKET.domain as the first segment of the resource, and a signature for
+// one bucket does not address another.
+func TestS3SigV2VirtualHost(t *testing.T) {
+	srv := testenv.Start(t, "--s3-domain", "s3.coffer.test")
+	u := newS3User(t, srv)
+	bucket := "vhost2-" + strings.ToLower(hex.EncodeToString(randBytes(t, 3)))
+	u.mustBucket(t, bucket)
+	port := srv.S3URL[strings.LastIndex(srv.S3URL, ":"):]
+	host := bucket + ".s3.coffer.test" + port
+	req, _ := http.NewRequest("PUT", srv.S3URL+"/dir/v.txt", strings.NewReader("virtual"))
+	req.Host = host
+	if err := sigv2.SignRequest(req, bucket, u.id, u.secret, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if r := doS3(t, req); r.status != 200 {
+		t.Fatalf("virtual-host PUT: %d %s", r.status, r.body)
+	}
+	signed, err := sigv2.Presign("GET", srv.S3URL+"/dir/v.txt", bucket, nil, u.id, u.secret, time.Now().Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(host string) s3Resp {
+		req, _ := http.NewRequest("GET", signed, nil)
+		req.Host = host
+		return doS3(t, req)
+	}
+	if r := get(host); r.status != 200 || string(r.body) != "virtual" {
+		t.Errorf("virtual-host presigned GET: %d %q", r.status, r.body)
+	}
+	// The same URL against another bucket's host, or path style, fails.
+	u.mustBucket(t, bucket+"x")
+	if r := get(bucket + "x.s3.coffer.test" + port); r.status != 403 || r.code != "SignatureDoesNotMatch" {
+		t.Errorf("presigned GET on another bucket's host: got %d %s", r.status, r.code)
+	}
+	if r := get(strings.TrimPrefix(srv.S3URL, "http://")); r.status != 403 || r.code != "SignatureDoesNotMatch" {
+		t.Errorf("presigned GET path style: got %d %s", r.status, r.code)
+	}
+}
