@@ -1,6 +1,7 @@
 // Package s3api is Coffer's S3-compatible API: the same buckets and
 // objects as the file API, reached with SigV4 by aws cli, boto3, rclone,
-// s3cmd and mc.
+// s3cmd and mc (and with SigV2, which boto3 and aws cli presign with by
+// default against a custom endpoint).
 //
 // Requests are routed by method, bucket, key and S3's sub-resource query
 // parameters (dispatch); handlers return (response, error) and one wrapper
@@ -168,17 +169,28 @@ func (api *API) fail(w http.ResponseWriter, q *request, err error) {
 // verbatim (S3 keys are not paths: "a//b" and "a/../b" are keys).
 func (api *API) address(r *http.Request) (bucket, key string) {
 	p := strings.TrimPrefix(r.URL.Path, "/")
-	if d := api.cfg.Domain; d != "" {
-		host := r.Host
-		if i := strings.LastIndexByte(host, ':'); i >= 0 && !strings.Contains(host[i:], "]") {
-			host = host[:i]
-		}
-		if b, ok := strings.CutSuffix(strings.ToLower(host), "."+strings.ToLower(d)); ok && b != "" {
-			return b, p
-		}
+	if b := api.virtualHostBucket(r); b != "" {
+		return b, p
 	}
 	bucket, key, _ = strings.Cut(p, "/")
 	return bucket, key
+}
+
+// virtualHostBucket returns the bucket the Host header names
+// (virtual-host style), or "" for path style.
+func (api *API) virtualHostBucket(r *http.Request) string {
+	d := api.cfg.Domain
+	if d == "" {
+		return ""
+	}
+	host := r.Host
+	if i := strings.LastIndexByte(host, ':'); i >= 0 && !strings.Contains(host[i:], "]") {
+		host = host[:i]
+	}
+	if b, ok := strings.CutSuffix(strings.ToLower(host), "."+strings.ToLower(d)); ok && b != "" {
+		return b
+	}
+	return ""
 }
 
 // subresources are query parameters that select an operation; any other

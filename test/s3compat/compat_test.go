@@ -70,6 +70,7 @@ func TestClients(t *testing.T) {
 			{"rclone", (*env).testRclone},
 			{"s3cmd", (*env).testS3cmd},
 			{"crossapi", (*env).testCrossAPI},
+			{"sigv2", (*env).testSigV2},
 		} {
 			t.Run(c.name, func(t *testing.T) {
 				t.Parallel()

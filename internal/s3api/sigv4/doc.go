@@ -59,7 +59,8 @@
 //
 // Derived signing keys are cached in a KeyCache keyed by a salted hash of
 // the secret and scope; the cache never holds a secret. Session tokens,
-// SigV2 and SigV4a are refused with ErrUnsupportedAuth. Tests check the
+// SigV2 (handled by package sigv2) and SigV4a are refused with
+// ErrUnsupportedAuth. Tests check the
 // published AWS examples; captured requests of real clients go in
 // testdata/captured (see testdata/README.md).
 package sigv4
