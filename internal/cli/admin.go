@@ -4,7 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
+	"log/slog"
 	"path/filepath"
 
 	"github.com/coffer-storage/coffer/internal/auth"
@@ -26,11 +26,14 @@ func errorf(format string, args ...any) error { return fmt.Errorf(format, args..
 // variables as coffer serve).
 type stores struct {
 	data, meta, blob, keyFile string
+	log                       *slog.Logger
 }
 
-// openMeta opens the metadata store, creating the data folder.
+// openMeta opens the metadata store, creating the data folder (or
+// tightening it, as coffer serve does).
 func (st *stores) openMeta(ctx context.Context) (meta.Store, error) {
-	if err := os.MkdirAll(st.data, 0o700); err != nil {
+	restrictUmask()
+	if err := server.PrepareDataDir(st.data, st.log); err != nil {
 		return nil, err
 	}
 	if st.meta != "" {
@@ -51,18 +54,17 @@ func (st *stores) openBlobs(ctx context.Context) (blob.Store, error) {
 	return diskblob.Open(filepath.Join(st.data, "blobs"))
 }
 
-// serverKey loads (or creates) the server key.
-func (st *stores) serverKey() ([]byte, error) {
-	if st.keyFile != "" {
-		return server.LoadOrCreateKey(st.keyFile)
-	}
-	return serverKey(st.data)
+// serverKey loads (or creates) the server key and checks it against the
+// metadata store m, as coffer serve does: a command holding another key
+// than the nodes' is refused before it writes anything made with it.
+func (st *stores) serverKey(ctx context.Context, m meta.Store) ([]byte, error) {
+	return server.OpenKey(ctx, m, st.data, st.keyFile)
 }
 
 // dataFlag adds --data, --meta, --blob and --server-key-file (and their
 // COFFER_* variables) to an admin command.
 func dataFlag(fs *flag.FlagSet, env Env) *stores {
-	st := &stores{data: config.Defaults().Data}
+	st := &stores{data: config.Defaults().Data, log: newLogger(env.Stderr, "warn", "text")}
 	for _, f := range []struct {
 		name, usage string
 		v           *string
@@ -114,7 +116,7 @@ func (c *userCmd) Run(ctx context.Context, args []string) error {
 	defer m.Close()
 	switch args[0] {
 	case "create":
-		key, err := data.serverKey()
+		key, err := data.serverKey(ctx, m)
 		if err != nil {
 			return err
 		}
@@ -204,7 +206,7 @@ func (c *keyCmd) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer m.Close()
-	key, err := data.serverKey()
+	key, err := data.serverKey(ctx, m)
 	if err != nil {
 		return err
 	}

@@ -29,6 +29,7 @@ func (c *serveCmd) Run(ctx context.Context, args []string) error {
 	if err := cfg.Validate(); err != nil {
 		return usageError{err}
 	}
+	restrictUmask()
 	log := newLogger(c.env.Stderr, cfg.LogLevel, cfg.LogFormat)
 	srv, err := server.New(ctx, cfg, log)
 	if err != nil {

@@ -76,15 +76,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(cfg.Data, 0o700); err != nil {
-		return nil, fmt.Errorf("creating data folder: %w", err)
-	}
-	keyFile := cfg.ServerKeyFile
-	if keyFile == "" {
-		keyFile = filepath.Join(cfg.Data, "server.key")
-	}
-	key, err := LoadOrCreateKey(keyFile)
-	if err != nil {
+	if err := PrepareDataDir(cfg.Data, log); err != nil {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, log: log, metrics: metrics.New()}
@@ -108,6 +100,11 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 			return nil, fmt.Errorf("opening metadata: %w", err)
 		}
 		s.meta = m
+	}
+	key, err := OpenKey(ctx, s.meta, cfg.Data, cfg.ServerKeyFile)
+	if err != nil {
+		s.meta.Close()
+		return nil, err
 	}
 	// Blobs: the embedded default is the local disk in the data folder;
 	// the scale-out shape is an S3-compatible store.

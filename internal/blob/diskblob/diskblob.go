@@ -36,6 +36,11 @@
 //     never creates symlinks; List skips any it finds.
 //   - Only one process may open DIR at a time (an flock on DIR/LOCK, Unix
 //     only); a second Open fails with ErrLocked.
+//   - Files are created with mode 0600 and directories 0700, explicitly
+//     (a umask can only narrow those, never widen them); Open takes group and other access away from DIR, tmp/,
+//     blobs/ and LOCK if they existed with it. (Directories deeper in
+//     blobs/ are not walked: Coffer only ever created them 0700, and DIR
+//     is owner-only.)
 //   - Directories are never removed, since removing one would race with a
 //     concurrent Put into it. Empty ones are harmless.
 //   - List holds one directory's entries in memory at a time per level of
@@ -101,6 +106,9 @@ func Open(dir string) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("diskblob: creating %s: %w", dir, err)
 	}
+	if err := ownerOnly(os.Stat, os.Chmod, dir); err != nil {
+		return nil, fmt.Errorf("diskblob: %w", err)
+	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, fmt.Errorf("diskblob: opening %s: %w", dir, err)
@@ -133,9 +141,15 @@ func (s *Store) open() error {
 		}
 		return fmt.Errorf("diskblob: locking %s: %w", path.Join(s.dir, lockName), err)
 	}
+	if err := ownerOnly(s.root.Stat, s.root.Chmod, lockName); err != nil {
+		return fmt.Errorf("diskblob: %s: %w", s.dir, err)
+	}
 	for _, d := range []string{tmpDir, blobsDir} {
 		if err := s.root.MkdirAll(d, 0o700); err != nil {
 			return fmt.Errorf("diskblob: creating %s: %w", path.Join(s.dir, d), err)
+		}
+		if err := ownerOnly(s.root.Stat, s.root.Chmod, d); err != nil {
+			return fmt.Errorf("diskblob: %s: %w", s.dir, err)
 		}
 	}
 	if err := s.syncDir("."); err != nil {
@@ -145,6 +159,20 @@ func (s *Store) open() error {
 		return err
 	}
 	return s.checkCaseSensitive()
+}
+
+// ownerOnly takes group and other access away from name, if it has any.
+func ownerOnly(stat func(string) (fs.FileInfo, error), chmod func(string, fs.FileMode) error, name string) error {
+	fi, err := stat(name)
+	if err != nil {
+		return err
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		if err := chmod(name, perm&^0o077); err != nil {
+			return fmt.Errorf("restricting the mode of %s: %w", name, err)
+		}
+	}
+	return nil
 }
 
 // cleanTmp removes everything in tmp/: writes a crash interrupted.

@@ -99,6 +99,14 @@ func CheckObject(o meta.Object) error {
 	return nil
 }
 
+// CheckKeyFingerprint validates a fingerprint for ClaimKeyFingerprint.
+func CheckKeyFingerprint(fp string) error {
+	if fp == "" || len(fp) > 128 {
+		return errcode.New(errcode.InvalidArgument, "a server key fingerprint must be 1 to 128 bytes, not %d", len(fp))
+	}
+	return nil
+}
+
 // PartError is the InvalidArgument error of a CompleteUpload check.
 func PartError(reason string, number int, format string, args ...any) error {
 	e := errcode.As(errcode.New(errcode.InvalidArgument, format, args...))

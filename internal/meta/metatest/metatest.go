@@ -73,6 +73,11 @@
 //     entity_too_small for the first small part, then the Cond. The part
 //     size minimum is inclusive. Detail["part_number"] is the part's
 //     number as an int.
+//
+// Server key fingerprint:
+//   - ClaimKeyFingerprint accepts any fingerprint of 1 to 128 bytes (the
+//     store never interprets it) and rejects others with InvalidArgument,
+//     recording nothing.
 package metatest
 
 import (
@@ -110,6 +115,7 @@ func Run(t *testing.T, newStore func(t *testing.T) meta.Store) {
 		{"Multipart", multipartTests},
 		{"BackendUploads", backendUploadTests},
 		{"Garbage", garbageTests},
+		{"ServerKey", serverKeyTests},
 		{"Store", storeTests},
 	}
 	for _, g := range groups {

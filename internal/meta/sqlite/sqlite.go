@@ -28,6 +28,13 @@
 // The database runs with journal_mode=WAL and synchronous=FULL, so a write
 // that returned nil survives a crash or power loss.
 //
+// # File modes
+//
+// The database holds password hashes and inline objects: Open creates it
+// with mode 0600 before SQLite opens it (SQLite gives the -wal and -shm
+// files the database's mode), and takes group and other access away from
+// an existing database and its -wal and -shm files.
+//
 // # Schema
 //
 // Migrations are the numbered files of migrations/ (embedded), applied in
@@ -52,7 +59,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -123,6 +132,9 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if path == "" {
 		return nil, errcode.New(errcode.InvalidArgument, "sqlite: empty database path")
 	}
+	if err := prepareFiles(path); err != nil {
+		return nil, err
+	}
 	opts = opts.withDefaults()
 	busy := fmt.Sprintf("busy_timeout(%d)", opts.BusyTimeout.Milliseconds())
 
@@ -182,6 +194,33 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 	go s.loop()
 	return s, nil
+}
+
+// prepareFiles creates the database file with mode 0600 if it does not
+// exist — SQLite would make it 0644 whatever the umask, and gives the -wal
+// and -shm files the main file's mode — and takes group and other access
+// away from the database files that already exist.
+func prepareFiles(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return errcode.Wrap(errcode.Unavailable, err, "sqlite: open %s", path)
+	}
+	f.Close()
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		fi, err := os.Stat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return errcode.Wrap(errcode.Unavailable, err, "sqlite: stat %s", p)
+		}
+		if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+			if err := os.Chmod(p, perm&^0o077); err != nil {
+				return errcode.Wrap(errcode.Unavailable, err, "sqlite: restrict the mode of %s", p)
+			}
+		}
+	}
+	return nil
 }
 
 // dsn builds a driver DSN for path with the given pragmas. The path is sent

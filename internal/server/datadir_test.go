@@ -1,0 +1,178 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/coffer-storage/coffer/internal/config"
+	"github.com/coffer-storage/coffer/internal/meta/sqlite"
+)
+
+func TestKeyFingerprint(t *testing.T) {
+	a, b := bytes.Repeat([]byte{1}, 32), bytes.Repeat([]byte{2}, 32)
+	if got, want := KeyFingerprint(a), KeyFingerprint(bytes.Clone(a)); got != want {
+		t.Errorf("fingerprint of one key differs: %s, %s", got, want)
+	}
+	if KeyFingerprint(a) == KeyFingerprint(b) {
+		t.Error("two keys share a fingerprint")
+	}
+	if got, want := len(KeyFingerprint(a)), 64; got != want {
+		t.Errorf("fingerprint is %d hex digits, want %d", got, want)
+	}
+	if strings.Contains(KeyFingerprint(a), "0101010101") {
+		t.Error("the fingerprint shows the key")
+	}
+}
+
+func TestOpenKey(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	m, err := sqlite.Open(ctx, filepath.Join(dir, "meta.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+
+	// First start: the default key file is created and its fingerprint
+	// recorded; the same key opens again.
+	key, err := OpenKey(ctx, m, dir, "")
+	if err != nil {
+		t.Fatalf("first OpenKey: %v", err)
+	}
+	again, err := OpenKey(ctx, m, dir, "")
+	if err != nil || !bytes.Equal(again, key) {
+		t.Fatalf("second OpenKey = %x, %v; want the same key", again, err)
+	}
+	// The same key in another file is the same key.
+	copied := filepath.Join(t.TempDir(), "copy.key")
+	b, _ := os.ReadFile(filepath.Join(dir, "server.key"))
+	if err := os.WriteFile(copied, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenKey(ctx, m, dir, copied); err != nil {
+		t.Errorf("OpenKey with a copy of the key: %v", err)
+	}
+
+	t.Run("OtherKeyFile", func(t *testing.T) {
+		other := filepath.Join(t.TempDir(), "other.key")
+		if _, err := LoadOrCreateKey(other); err != nil {
+			t.Fatal(err)
+		}
+		_, err := OpenKey(ctx, m, dir, other)
+		if !errors.Is(err, ErrKeyMismatch) {
+			t.Fatalf("OpenKey with another key: %v, want ErrKeyMismatch", err)
+		}
+		for _, want := range []string{other, "initialised with a different server key", "same --server-key-file"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("message %q does not say %q", err, want)
+			}
+		}
+		if _, err := os.Stat(other); err != nil {
+			t.Errorf("an existing key file was removed: %v", err)
+		}
+	})
+	t.Run("ReplacedDefaultKey", func(t *testing.T) {
+		if err := os.Remove(filepath.Join(dir, "server.key")); err != nil {
+			t.Fatal(err)
+		}
+		_, err := OpenKey(ctx, m, dir, "")
+		if !errors.Is(err, ErrKeyMismatch) {
+			t.Fatalf("OpenKey with a regenerated key: %v, want ErrKeyMismatch", err)
+		}
+		for _, want := range []string{filepath.Join(dir, "server.key"), "no --server-key-file was given", "removed again"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("message %q does not say %q", err, want)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(dir, "server.key")); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("the refused generated key file is still there: %v", err)
+		}
+	})
+}
+
+// TestNewRefusesAnotherKey: a data folder whose server.key was replaced
+// does not start.
+func TestNewRefusesAnotherKey(t *testing.T) {
+	cfg := config.Defaults()
+	cfg.Data = t.TempDir()
+	s, err := New(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	keyFile := filepath.Join(cfg.Data, "server.key")
+	original, err := os.ReadFile(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(keyFile); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadOrCreateKey(keyFile); err != nil {
+		t.Fatal(err)
+	}
+	s, err = New(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	if err == nil {
+		s.Close()
+		t.Fatal("New with a replaced server.key succeeded")
+	}
+	if !errors.Is(err, ErrKeyMismatch) {
+		t.Errorf("New: %v, want ErrKeyMismatch", err)
+	}
+	// The refused start released the stores: the original key starts.
+	if err := os.WriteFile(keyFile, original, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err = New(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatalf("New with the original key back: %v", err)
+	}
+	s.Close()
+}
+
+func TestPrepareDataDir(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		mode     fs.FileMode // 0: the folder does not exist
+		wantWarn bool
+	}{
+		{"Missing", 0, false},
+		{"Private", 0o700, false},
+		{"GroupReadable", 0o750, true},
+		{"WorldReadable", 0o755, true},
+		{"WorldWritable", 0o777, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "data")
+			if tc.mode != 0 {
+				if err := os.Mkdir(dir, 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Chmod(dir, tc.mode); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var logs bytes.Buffer
+			if err := PrepareDataDir(dir, slog.New(slog.NewTextHandler(&logs, nil))); err != nil {
+				t.Fatal(err)
+			}
+			fi, err := os.Stat(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := fi.Mode().Perm(), fs.FileMode(0o700); got != want {
+				t.Errorf("mode %v, want %v", got, want)
+			}
+			if got := strings.Contains(logs.String(), "level=WARN"); got != tc.wantWarn {
+				t.Errorf("warning logged: %v, want %v (log: %q)", got, tc.wantWarn, logs.String())
+			}
+		})
+	}
+}
