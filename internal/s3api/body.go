@@ -23,23 +23,14 @@ import (
 //  2. Only then are the bytes parsed, strictly (parseXML): one root
 //     element and nothing but whitespace after it, else MalformedXML.
 //
-// An empty body is MalformedXML; callers for which the body is optional
-// check for one first (hasBody).
+// An empty body is MalformedXML; where the body is optional (CreateBucket)
+// the caller uses readBody and parses only a non-empty one.
 func (api *API) readXML(q *request, v any) error {
 	data, err := api.readBody(q)
 	if err != nil {
 		return err
 	}
 	return parseXML(data, v)
-}
-
-// hasBody says whether the request carries a body (after aws-chunked
-// decoding).
-func (q *request) hasBody() bool {
-	if q.pay.signed && q.pay.res.Payload.Chunked() {
-		return q.Header.Get("X-Amz-Decoded-Content-Length") != "0"
-	}
-	return q.ContentLength != 0
 }
 
 // readBody returns the request body, bounded and verified to EOF as readXML

@@ -1,6 +1,7 @@
 package s3api
 
 import (
+	"net/http"
 	"strings"
 
 	"github.com/coffer-storage/coffer/internal/s3api/s3err"
@@ -32,6 +33,9 @@ type rule struct {
 	// code is the S3 error for a refused value (NotImplemented if empty)
 	// and why its message.
 	code, why string
+	// canon is name as a canonical header key (set by indexRules for
+	// exact header names).
+	canon string
 }
 
 // Operation groups of the table.
@@ -165,6 +169,9 @@ const allOps = ""
 func indexRules(rs []rule) ruleIndex {
 	idx := ruleIndex{}
 	for _, r := range rs {
+		if !r.param && !strings.HasSuffix(r.name, "*") {
+			r.canon = http.CanonicalHeaderKey(r.name)
+		}
 		if r.ops == nil {
 			idx[allOps] = append(idx[allOps], r)
 			continue
@@ -194,15 +201,16 @@ func (api *API) checkRequest(op string, q *request) error {
 // in q (nil if absent).
 func (r *rule) values(q *request) []string {
 	if r.param {
-		if q.URL.RawQuery == "" {
+		// Fast path: the name cannot be there, not even percent-encoded.
+		if raw := q.URL.RawQuery; !strings.Contains(raw, r.name) && !strings.Contains(raw, "%") {
 			return nil
 		}
 		return q.URL.Query()[r.name]
 	}
-	prefix, ok := strings.CutSuffix(r.name, "*")
-	if !ok {
-		return q.Header.Values(r.name)
+	if r.canon != "" {
+		return q.Header[r.canon]
 	}
+	prefix := strings.TrimSuffix(r.name, "*")
 	var vs []string
 	for k, v := range q.Header {
 		if len(k) >= len(prefix) && strings.EqualFold(k[:len(prefix)], prefix) {

@@ -473,6 +473,23 @@ func TestS3RefusedHeaders(t *testing.T) {
 		t.Errorf("DeleteObject with bypass-governance and mfa: %d %s", r.status, r.body)
 	}
 	u.absent(t, b+"/ok1")
+	// DeleteObjects evaluates a key's ETag condition and refuses the
+	// conditions it does not implement, key by key.
+	t.Run("DeleteObjects conditions", func(t *testing.T) {
+		etag := fmt.Sprintf(`"%x"`, md5.Sum([]byte("x")))
+		del := `<Delete><Object><Key>k</Key><ETag>"0123456789abcdef0123456789abcdef"</ETag></Object>` +
+			`<Object><Key>k</Key><Size>8</Size></Object>` +
+			`<Object><Key>k</Key><LastModifiedTime>2020-01-01T00:00:00Z</LastModifiedTime></Object>` +
+			`<Object><Key>ok2</Key><ETag>` + etag + `</ETag></Object></Delete>`
+		r := u.s3(t, "POST", b+"?delete", []byte(del), "")
+		body := string(r.body)
+		if r.status != 200 || strings.Count(body, "<Code>PreconditionFailed</Code>") != 1 || strings.Count(body, "<Code>NotImplemented</Code>") != 2 ||
+			!strings.Contains(body, "<Deleted><Key>ok2</Key></Deleted>") {
+			t.Errorf("DeleteObjects with conditions: %d %s", r.status, body)
+		}
+		kUnchanged(t)
+		u.absent(t, b+"/ok2")
+	})
 	// An SSE-C protected GET of an existing object never returns its data.
 	if r := u.s3(t, "GET", b+"/k", nil, "", ssec...); r.status == 200 || bytes.Contains(r.body, orig) {
 		t.Errorf("GET with SSE-C headers: %d %q", r.status, r.body)
