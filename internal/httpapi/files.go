@@ -259,10 +259,9 @@ func (f *fileResponse) respond(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	h.Set("Content-Type", o.ContentType)
-	h.Set("X-Content-Type-Options", "nosniff")
 	// Objects are user content served from the API's origin: make any
 	// active content (HTML, SVG) inert.
-	h.Set("Content-Security-Policy", "default-src 'none'; sandbox")
+	httpx.SetContentSafety(h)
 	disp := "inline"
 	if r.URL.Query().Get("download") == "1" {
 		disp = "attachment"

@@ -216,3 +216,61 @@ func TestRateReaderLetsFastBodiesThrough(t *testing.T) {
 	}
 	resp.Body.Close()
 }
+
+func TestActiveContent(t *testing.T) {
+	tests := []struct {
+		ct   string
+		want bool
+	}{
+		{"text/html", true},
+		{"text/html; charset=utf-8", true},
+		{"TEXT/HTML", true},
+		{"application/xhtml+xml", true},
+		{"image/svg+xml", true},
+		{"text/xml", true},
+		{"application/xml", true},
+		{"application/rss+xml", true},
+		{"text/xsl", true},
+		{"text/javascript", true},
+		{"application/javascript", true},
+		{"application/x-javascript", true},
+		{"application/ecmascript", true},
+		{"multipart/x-mixed-replace; boundary=x", true},
+		{"", true},
+		{"text/html;;;===", true},
+		{"nonsense", true},
+		{"text/plain", false},
+		{"text/plain; charset=utf-8", false},
+		{"image/png", false},
+		{"image/jpeg", false},
+		{"application/pdf", false},
+		{"application/json", false},
+		{"application/octet-stream", false},
+		{"video/mp4", false},
+		{"text/csv", false},
+	}
+	for _, tc := range tests {
+		if got := ActiveContent(tc.ct); got != tc.want {
+			t.Errorf("ActiveContent(%q) = %v, want %v", tc.ct, got, tc.want)
+		}
+	}
+}
+
+func TestSetContentSafety(t *testing.T) {
+	for _, tc := range []struct {
+		ct, csp string
+	}{
+		{"text/html", SandboxCSP},
+		{"image/svg+xml", SandboxCSP},
+		{"image/png", ""},
+	} {
+		h := http.Header{"Content-Type": {tc.ct}, "Content-Security-Policy": {"stale"}}
+		SetContentSafety(h)
+		if got, want := h.Get("X-Content-Type-Options"), "nosniff"; got != want {
+			t.Errorf("%s: X-Content-Type-Options %q, want %q", tc.ct, got, want)
+		}
+		if got, want := h.Get("Content-Security-Policy"), tc.csp; got != want {
+			t.Errorf("%s: Content-Security-Policy %q, want %q", tc.ct, got, want)
+		}
+	}
+}

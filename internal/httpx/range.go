@@ -1,6 +1,7 @@
 // Package httpx holds HTTP helpers shared by Coffer's APIs: Range and
 // conditional-request evaluation (RFC 9110), request IDs, client addresses,
-// and readers/writers that bound how slowly a client may transfer.
+// readers/writers that bound how slowly a client may transfer, and the
+// headers that keep served user content inert (SetContentSafety).
 package httpx
 
 import (

@@ -110,7 +110,8 @@ func (api *API) authenticateV2(q *request) error {
 // exact length (-1 if unknown): aws-chunked bodies decoded with every chunk
 // signature and trailer checksum verified. A signed SHA-256 is NOT verified
 // here (it is in q.pay.sha256, for the consumer to check in the same pass
-// as its own hashing); use verifiedBody for bodies Coffer parses itself.
+// as its own hashing); bodies Coffer parses itself go through readXML
+// (body.go), which verifies everything before parsing.
 func (q *request) body() (io.Reader, int64, error) {
 	r := q.Request
 	if !q.pay.signed || !q.pay.res.Payload.Chunked() {
@@ -122,13 +123,4 @@ func (q *request) body() (io.Reader, int64, error) {
 	}
 	q.pay.decodedLength = pr.DecodedLength()
 	return pr, pr.DecodedLength(), nil
-}
-
-// verifiedBody is body with the signed SHA-256 (if any) checked at EOF.
-func (q *request) verifiedBody() (io.Reader, int64, error) {
-	b, n, err := q.body()
-	if err != nil || q.pay.sha256 == nil {
-		return b, n, err
-	}
-	return sigv4.NewSHA256Reader(b, q.pay.res.PayloadHash), n, nil
 }

@@ -39,26 +39,30 @@ func (api *API) createBucket(q *request) (response, error) {
 	if err := api.requireAuth(q); err != nil {
 		return nil, err
 	}
-	body, _, err := q.verifiedBody()
+	// Verify the body even when it is empty (its signed hash must match).
+	data, err := api.readBody(q)
 	if err != nil {
 		return nil, err
 	}
 	var conf createBucketConfiguration
-	if q.ContentLength > 0 || q.pay.decodedLength > 0 {
-		if err := api.decodeXML(q, body, &conf); err != nil {
+	if len(data) > 0 {
+		if err := parseXML(data, &conf); err != nil {
 			return nil, err
 		}
+	}
+	if conf.Location != nil || conf.Bucket != nil {
+		return nil, s3err.New(s3err.NotImplemented, "directory buckets are not implemented by Coffer")
+	}
+	if conf.Tags != nil {
+		return nil, s3err.New(s3err.NotImplemented, "bucket tagging is not implemented by Coffer")
 	}
 	if lc := conf.LocationConstraint; lc != "" && lc != api.cfg.Region {
 		return nil, s3err.New("IllegalLocationConstraintException", "")
 	}
+	// x-amz-acl is restricted to these two by the table (unsupported.go).
 	vis := meta.Private
-	switch acl := q.Header.Get("X-Amz-Acl"); acl {
-	case "", "private":
-	case "public-read":
+	if strings.EqualFold(strings.TrimSpace(q.Header.Get("X-Amz-Acl")), "public-read") {
 		vis = meta.PublicRead
-	default:
-		return nil, s3err.New(s3err.NotImplemented, "canned ACL "+acl+" is not supported")
 	}
 	if _, err := api.objects.CreateBucket(ctxOf(q), q.actor, q.bucket, vis); err != nil {
 		return nil, err
@@ -237,6 +241,53 @@ func (api *API) listObjectsV1(q *request) (response, error) {
 	}
 	if page.Truncated {
 		res.NextMarker = p.enc(page.NextStartAfter)
+	}
+	return xmlResponse{body: res}, nil
+}
+
+// listObjectVersions lists a bucket as S3 lists an unversioned one: each
+// object once, as its only version "null", latest, with no delete
+// markers. Paging is by key (key-marker); version-id-marker can only be
+// "null" (the version every key ends with).
+func (api *API) listObjectVersions(q *request) (response, error) {
+	p, err := parseListParams(q)
+	if err != nil {
+		return nil, err
+	}
+	v := q.URL.Query()
+	keyMarker, vidMarker := v.Get("key-marker"), v.Get("version-id-marker")
+	switch {
+	case vidMarker != "" && keyMarker == "":
+		return nil, s3err.New(s3err.InvalidArgument, "A version-id marker cannot be specified without a key marker.")
+	case vidMarker != "" && vidMarker != "null":
+		return nil, s3err.New(s3err.InvalidArgument, "Invalid version id specified")
+	}
+	page, err := api.list(q, p, keyMarker)
+	if err != nil {
+		return nil, err
+	}
+	res := listVersionsResult{
+		Xmlns: s3NS, Name: q.bucket, Prefix: p.enc(p.prefix), KeyMarker: p.enc(keyMarker), VersionIDMarker: vidMarker,
+		MaxKeys: p.maxKeys, Delimiter: p.enc(p.delimiter), IsTruncated: page.Truncated,
+	}
+	if p.encode {
+		res.EncodingType = "url"
+	}
+	// Only the owner may list (object.Service.List), so the actor owns
+	// every object listed.
+	ow := ownerOf(q.actor.UserID)
+	for _, o := range page.Objects {
+		res.Versions = append(res.Versions, versionInfo{
+			Key: p.enc(o.Key), VersionID: "null", IsLatest: true, LastModified: iso8601(o.ModTime),
+			ETag: `"` + o.ETag + `"`, Size: o.Size, Owner: ow, StorageClass: "STANDARD",
+			ChecksumAlgorithm: o.Checksum.Algorithm, ChecksumType: o.Checksum.Type,
+		})
+	}
+	for _, cp := range page.CommonPrefixes {
+		res.CommonPrefixes = append(res.CommonPrefixes, commonPrefix{Prefix: p.enc(cp)})
+	}
+	if page.Truncated {
+		res.NextKeyMarker, res.NextVersionIDMarker = p.enc(page.NextStartAfter), "null"
 	}
 	return xmlResponse{body: res}, nil
 }

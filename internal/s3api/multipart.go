@@ -115,12 +115,8 @@ func (api *API) uploadPartCopy(q *request) (response, error) {
 }
 
 func (api *API) completeMultipartUpload(q *request) (response, error) {
-	body, _, err := q.verifiedBody()
-	if err != nil {
-		return nil, err
-	}
 	var req completeMultipartUpload
-	if err := api.decodeXML(q, body, &req); err != nil {
+	if err := api.readXML(q, &req); err != nil {
 		return nil, err
 	}
 	parts := make([]meta.CompletePart, len(req.Parts))

@@ -231,6 +231,10 @@ func (or *objectResponse) respond(w http.ResponseWriter, q *request) {
 			h.Set(header, val)
 		}
 	}
+	// Objects are user content served from the API's origin: decided on
+	// the type actually served (after response-content-type), as the
+	// file API does.
+	httpx.SetContentSafety(h)
 	h.Set("Content-Length", strconv.FormatInt(length, 10))
 	if q.Method == http.MethodHead {
 		w.WriteHeader(status)
@@ -358,36 +362,21 @@ func (api *API) deleteObject(q *request) (response, error) {
 			return nil, err
 		}
 	}
-	return empty{status: http.StatusNoContent}, nil
+	var h http.Header
+	if q.URL.Query().Get("versionId") == "null" {
+		// Deleting a given version names it back (the table admits only
+		// "null", the only version there is).
+		h = http.Header{"X-Amz-Version-Id": {"null"}}
+	}
+	return empty{status: http.StatusNoContent, header: h}, nil
 }
 
 // maxDeleteObjects is S3's limit of keys per DeleteObjects.
 const maxDeleteObjects = 1000
 
 func (api *API) deleteObjects(q *request) (response, error) {
-	body, _, err := q.body()
-	if err != nil {
-		return nil, err
-	}
-	md5sum, err := contentMD5(q.Header)
-	if err != nil {
-		return nil, err
-	}
-	alg, want, err := headerChecksum(q.Header)
-	if err != nil {
-		return nil, err
-	}
-	if q.pay.trailerAlg != "" {
-		alg, want = "", nil
-	}
-	// Verify whatever digest the client sent over the XML body.
-	vr := integrity.NewReader(body, integrity.Options{Size: -1, Limit: api.cfg.MaxXMLBody, MD5: md5sum,
-		SHA256: q.pay.sha256, ChecksumAlgorithm: alg, ChecksumWant: want})
 	var req deleteRequest
-	if err := api.decodeXML(q, vr, &req); err != nil {
-		return nil, err
-	}
-	if _, err := io.Copy(io.Discard, vr); err != nil {
+	if err := api.readXML(q, &req); err != nil {
 		return nil, err
 	}
 	if len(req.Objects) > maxDeleteObjects {
@@ -398,14 +387,22 @@ func (api *API) deleteObjects(q *request) (response, error) {
 	}
 	res := deleteResult{Xmlns: s3NS}
 	for _, o := range req.Objects {
-		_, err := api.objects.Delete(ctxOf(q), q.actor, q.bucket, o.Key, meta.Cond{})
-		if e := errcode.As(err); err != nil && !(e != nil && e.Code == errcode.NotFound && e.Detail["resource"] == "key") {
+		var err error
+		switch {
+		case o.VersionID != "" && o.VersionID != "null":
+			err = s3err.New(s3err.NotImplemented, "buckets are never versioned in Coffer; the only version of an object is \"null\"")
+		case o.LastModifiedTime != nil || o.Size != nil:
+			err = s3err.New(s3err.NotImplemented, "LastModifiedTime and Size delete conditions are not implemented by Coffer")
+		default:
+			_, err = api.objects.Delete(ctxOf(q), q.actor, q.bucket, o.Key, meta.Cond{IfMatch: strings.Trim(strings.TrimSpace(o.ETag), `"`)})
+		}
+		if e := errcode.As(err); err != nil && !(e != nil && e.Code == errcode.NotFound && e.Detail["resource"] == "key" && o.ETag == "") {
 			row := s3err.Translate(err)
-			res.Errors = append(res.Errors, deleteError{Key: o.Key, Code: row.Code, Message: row.Message})
+			res.Errors = append(res.Errors, deleteError{Key: o.Key, VersionID: o.VersionID, Code: row.Code, Message: row.Message})
 			continue
 		}
 		if !req.Quiet {
-			res.Deleted = append(res.Deleted, deletedObject{Key: o.Key})
+			res.Deleted = append(res.Deleted, deletedObject{Key: o.Key, VersionID: o.VersionID})
 		}
 	}
 	return xmlResponse{body: res}, nil

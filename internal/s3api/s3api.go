@@ -7,7 +7,17 @@
 // parameters (dispatch); handlers return (response, error) and one wrapper
 // writes XML bodies and S3 XML errors (through s3err, the single
 // translation table). Unknown or unsupported operations answer
-// NotImplemented, never a wrong success.
+// NotImplemented, never a wrong success; so do headers and query
+// parameters an implemented operation does not honour (one table,
+// unsupported.go, applied by the wrapper before the handler runs).
+//
+// # Request bodies
+//
+// Object bytes (PutObject, UploadPart) stream into the object service,
+// which verifies them (signed SHA-256, aws-chunked signatures, Content-MD5,
+// checksums) before it commits. XML bodies are read whole and verified by
+// readXML before they are parsed, so an unverified body never has an
+// effect.
 //
 // # Addressing
 //
@@ -18,7 +28,6 @@ package s3api
 import (
 	"context"
 	"encoding/xml"
-	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -26,7 +35,6 @@ import (
 	"time"
 
 	"github.com/coffer-storage/coffer/internal/auth"
-	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/httpx"
 	"github.com/coffer-storage/coffer/internal/object"
 	"github.com/coffer-storage/coffer/internal/ratelimit"
@@ -54,6 +62,7 @@ type API struct {
 	cfg     Config
 	log     *slog.Logger
 	keys    *sigv4.KeyCache
+	rules   ruleIndex // refused headers and parameters (unsupported.go)
 }
 
 // New returns the API.
@@ -70,7 +79,7 @@ func New(objects *object.Service, as *auth.Service, cfg Config, log *slog.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &API{objects: objects, auth: as, cfg: cfg, log: log, keys: sigv4.NewKeyCache(0)}
+	return &API{objects: objects, auth: as, cfg: cfg, log: log, keys: sigv4.NewKeyCache(0), rules: indexRules(rules())}
 }
 
 // request is one parsed S3 request.
@@ -115,6 +124,10 @@ func (api *API) Handler() http.Handler {
 			return
 		}
 		httpx.SetUser(r.Context(), q.actor.UserID)
+		if err := api.checkRequest(op, q); err != nil {
+			api.fail(w, q, err)
+			return
+		}
 		resp, err := h(q)
 		if err != nil {
 			api.fail(w, q, err)
@@ -232,7 +245,7 @@ func (api *API) dispatch(q *request) (string, handlerFunc) {
 	case q.key == "":
 		if sub := firstOf(q, bucketSubresources); sub != "" {
 			if m == http.MethodGet && sub == "versions" {
-				return "ListObjectVersions", nil
+				return "ListObjectVersions", api.listObjectVersions
 			}
 			return strings.ToUpper(m[:1]) + strings.ToLower(m[1:]) + "Bucket?" + sub, nil
 		}
@@ -351,23 +364,6 @@ func (e empty) respond(w http.ResponseWriter, _ *request) {
 		w.Header().Set("Content-Length", "0")
 	}
 	w.WriteHeader(e.status)
-}
-
-// decodeXML reads a bounded XML body into v; anything malformed is
-// MalformedXML.
-func (api *API) decodeXML(q *request, body io.Reader, v any) error {
-	dec := xml.NewDecoder(io.LimitReader(body, api.cfg.MaxXMLBody+1))
-	if err := dec.Decode(v); err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return s3err.New(s3err.EntityTooLarge, "XML body too large")
-		}
-		if c := errcode.Of(err); c == errcode.Timeout || c == errcode.Canceled || c == errcode.ChecksumMismatch || c == errcode.IncompleteBody || c == errcode.PermissionDenied {
-			return err
-		}
-		return s3err.New(s3err.MalformedXML, "")
-	}
-	return nil
 }
 
 func ctxOf(q *request) context.Context { return q.Context() }

@@ -1,7 +1,6 @@
 package s3api
 
 import (
-	"bytes"
 	"encoding/xml"
 	"net/http/httptest"
 	"strings"
@@ -69,7 +68,7 @@ func TestDispatch(t *testing.T) {
 		{"GET", "/b?list-type=2&x-id=ListObjectsV2", "", "ListObjectsV2", true, "b", ""},
 		{"GET", "/b?location", "", "GetBucketLocation", true, "b", ""},
 		{"GET", "/b?policy", "", "GetBucket?policy", false, "b", ""},
-		{"GET", "/b?versions", "", "ListObjectVersions", false, "b", ""},
+		{"GET", "/b?versions", "", "ListObjectVersions", true, "b", ""},
 		{"POST", "/b?delete", "", "DeleteObjects", true, "b", ""},
 		{"PUT", "/b/a//c/../d", "", "PutObject", true, "b", "a//c/../d"},
 		{"PUT", "/b/k?partNumber=1&uploadId=x", "", "UploadPart", true, "b", "k"},
@@ -97,37 +96,91 @@ func TestDispatch(t *testing.T) {
 	}
 }
 
+// parsedStrictly checks parseXML's contract on one input: an error is
+// MalformedXML, and an accepted body stops being accepted with anything
+// but whitespace appended.
+func parsedStrictly[T any](t *testing.T, body []byte) (T, bool) {
+	var v T
+	if err := parseXML(body, &v); err != nil {
+		if c := s3err.Translate(err).Code; c != s3err.MalformedXML {
+			t.Fatalf("unexpected error class %v", err)
+		}
+		return v, false
+	}
+	var again T
+	for _, tail := range []string{"x", "<a/>", "<!-- c -->", "&amp;"} {
+		if err := parseXML(append(append([]byte{}, body...), tail...), &again); err == nil {
+			t.Fatalf("accepted %q after an accepted body %q", tail, body)
+		}
+	}
+	if err := parseXML(append(append([]byte{}, body...), " \r\n\t"...), &again); err != nil {
+		t.Fatalf("trailing whitespace refused: %v", err)
+	}
+	if _, err := xml.Marshal(v); err != nil {
+		t.Fatal(err)
+	}
+	return v, true
+}
+
 func FuzzCompleteMultipartUploadXML(f *testing.F) {
 	f.Add([]byte(`<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>"abc"</ETag></Part></CompleteMultipartUpload>`))
 	f.Add([]byte(`<CompleteMultipartUpload xmlns="http://s3.amazonaws.com/doc/2006-03-01/"></CompleteMultipartUpload>`))
 	f.Add([]byte(`<!DOCTYPE x [<!ENTITY a "aaaa">]><CompleteMultipartUpload>&a;</CompleteMultipartUpload>`))
-	api := New(nil, nil, Config{MaxXMLBody: 1 << 16}, nil)
+	f.Add([]byte(`<?xml version="1.0" encoding="UTF-8"?>` + "\n" + `<CompleteMultipartUpload></CompleteMultipartUpload>` + "\n"))
+	f.Add([]byte(`<CompleteMultipartUpload></CompleteMultipartUpload><CompleteMultipartUpload><Part><PartNumber>2</PartNumber></Part></CompleteMultipartUpload>`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		q := &request{Request: httptest.NewRequest("POST", "/b/k?uploadId=x", nil)}
-		var v completeMultipartUpload
-		if err := api.decodeXML(q, bytes.NewReader(body), &v); err != nil {
-			if s3err.Translate(err).Code != s3err.MalformedXML && s3err.Translate(err).Code != s3err.EntityTooLarge {
-				t.Fatalf("unexpected error class %v", err)
-			}
-			return
-		}
-		if _, err := xml.Marshal(v); err != nil {
-			t.Fatal(err)
-		}
+		parsedStrictly[completeMultipartUpload](t, body)
 	})
 }
 
 func FuzzDeleteObjectsXML(f *testing.F) {
 	f.Add([]byte(`<Delete><Quiet>true</Quiet><Object><Key>a</Key></Object><Object><Key>b</Key><VersionId>v</VersionId></Object></Delete>`))
 	f.Add([]byte(`<Delete><Object><Key>` + strings.Repeat("k", 2000) + `</Key></Object></Delete>`))
-	api := New(nil, nil, Config{MaxXMLBody: 1 << 16}, nil)
+	f.Add([]byte(`<Delete><Object><Key>a</Key><ETag>"e"</ETag><Size>3</Size><LastModifiedTime>x</LastModifiedTime></Object></Delete>  `))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		q := &request{Request: httptest.NewRequest("POST", "/b?delete", nil)}
-		var v deleteRequest
-		if err := api.decodeXML(q, bytes.NewReader(body), &v); err != nil {
-			if c := s3err.Translate(err).Code; c != s3err.MalformedXML && c != s3err.EntityTooLarge {
-				t.Fatalf("unexpected error class %v", err)
-			}
-		}
+		parsedStrictly[deleteRequest](t, body)
 	})
+}
+
+func FuzzCreateBucketXML(f *testing.F) {
+	f.Add([]byte(`<CreateBucketConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><LocationConstraint>us-east-1</LocationConstraint></CreateBucketConfiguration>`))
+	f.Add([]byte(`<CreateBucketConfiguration><Location><Type>AvailabilityZone</Type></Location><Bucket><Type>Directory</Type></Bucket></CreateBucketConfiguration>`))
+	f.Add([]byte(`<CreateBucketConfiguration/>trailing`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		parsedStrictly[createBucketConfiguration](t, body)
+	})
+}
+
+func TestParseXML(t *testing.T) {
+	const root = `<Delete><Object><Key>a</Key></Object></Delete>`
+	tests := []struct {
+		name, body string
+		ok         bool
+	}{
+		{"plain", root, true},
+		{"declaration and whitespace", `<?xml version="1.0" encoding="UTF-8"?>` + "\n" + root + "\r\n \t", true},
+		{"namespace", `<Delete xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Object><Key>a</Key></Object></Delete>`, true},
+		{"empty", "", false},
+		{"whitespace only", " \n", false},
+		{"text after root", root + "junk", false},
+		{"second root", root + `<Delete><Object><Key>b</Key></Object></Delete>`, false},
+		{"comment after root", root + "<!-- x -->", false},
+		{"wrong root", `<CompleteMultipartUpload/>`, false},
+		{"unclosed", `<Delete><Object><Key>a</Key></Object>`, false},
+		{"undeclared entity", `<Delete><Object><Key>&x;</Key></Object></Delete>`, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var v deleteRequest
+			err := parseXML([]byte(tc.body), &v)
+			if got, want := err == nil, tc.ok; got != want {
+				t.Fatalf("accepted %v, want %v (err %v)", got, want, err)
+			}
+			if err != nil {
+				if got, want := s3err.Translate(err).Code, s3err.MalformedXML; got != want {
+					t.Errorf("code %s, want %s", got, want)
+				}
+			}
+		})
+	}
 }

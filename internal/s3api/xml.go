@@ -36,6 +36,10 @@ type locationConstraint struct {
 type createBucketConfiguration struct {
 	XMLName            xml.Name `xml:"CreateBucketConfiguration"`
 	LocationConstraint string   `xml:"LocationConstraint"`
+	// Directory buckets and bucket tags: refused.
+	Location *struct{} `xml:"Location"`
+	Bucket   *struct{} `xml:"Bucket"`
+	Tags     *struct{} `xml:"Tags"`
 }
 
 type versioningConfiguration struct {
@@ -111,17 +115,23 @@ type deleteRequest struct {
 	Objects []struct {
 		Key       string `xml:"Key"`
 		VersionID string `xml:"VersionId"`
+		// Conditions: ETag is evaluated; the others are refused per key.
+		ETag             string  `xml:"ETag"`
+		LastModifiedTime *string `xml:"LastModifiedTime"`
+		Size             *string `xml:"Size"`
 	} `xml:"Object"`
 }
 
 type deletedObject struct {
-	Key string `xml:"Key"`
+	Key       string `xml:"Key"`
+	VersionID string `xml:"VersionId,omitempty"`
 }
 
 type deleteError struct {
-	Key     string `xml:"Key"`
-	Code    string `xml:"Code"`
-	Message string `xml:"Message"`
+	Key       string `xml:"Key"`
+	VersionID string `xml:"VersionId,omitempty"`
+	Code      string `xml:"Code"`
+	Message   string `xml:"Message"`
 }
 
 type deleteResult struct {
@@ -216,4 +226,36 @@ type listMultipartUploadsResult struct {
 	EncodingType       string         `xml:"EncodingType,omitempty"`
 	Uploads            []uploadInfo   `xml:"Upload"`
 	CommonPrefixes     []commonPrefix `xml:"CommonPrefixes"`
+}
+
+// listVersionsResult is ListObjectVersions' answer. Buckets are never
+// versioned: every object is its own only version, "null".
+type listVersionsResult struct {
+	XMLName             xml.Name       `xml:"ListVersionsResult"`
+	Xmlns               string         `xml:"xmlns,attr"`
+	Name                string         `xml:"Name"`
+	Prefix              string         `xml:"Prefix"`
+	KeyMarker           string         `xml:"KeyMarker"`
+	VersionIDMarker     string         `xml:"VersionIdMarker"`
+	NextKeyMarker       string         `xml:"NextKeyMarker,omitempty"`
+	NextVersionIDMarker string         `xml:"NextVersionIdMarker,omitempty"`
+	MaxKeys             int            `xml:"MaxKeys"`
+	Delimiter           string         `xml:"Delimiter,omitempty"`
+	IsTruncated         bool           `xml:"IsTruncated"`
+	EncodingType        string         `xml:"EncodingType,omitempty"`
+	Versions            []versionInfo  `xml:"Version"`
+	CommonPrefixes      []commonPrefix `xml:"CommonPrefixes"`
+}
+
+type versionInfo struct {
+	Key               string `xml:"Key"`
+	VersionID         string `xml:"VersionId"`
+	IsLatest          bool   `xml:"IsLatest"`
+	LastModified      string `xml:"LastModified"`
+	ETag              string `xml:"ETag"`
+	Size              int64  `xml:"Size"`
+	Owner             owner  `xml:"Owner"`
+	StorageClass      string `xml:"StorageClass"`
+	ChecksumAlgorithm string `xml:"ChecksumAlgorithm,omitempty"`
+	ChecksumType      string `xml:"ChecksumType,omitempty"`
 }

@@ -1,0 +1,256 @@
+package s3api
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/coffer-storage/coffer/internal/s3api/s3err"
+)
+
+// A rule is one row of the table of request headers and query parameters
+// that Coffer does not implement (or implements only some values of). The
+// table is applied in one place (API.checkRequest, called by the handler
+// wrapper before any operation runs), so that no operation can answer a
+// success that silently ignores what the client asked for: a server-side
+// encryption header that did not encrypt, a storage class that was not
+// used, a tag that was not stored. docs/s3.md lists the same table
+// ("Refused headers and parameters"); a test keeps the two in step.
+type rule struct {
+	// name is the header (case-insensitive) or, with param, the query
+	// parameter. A trailing "*" matches every header with that prefix.
+	name  string
+	param bool
+	// ops are the operations the rule applies to; nil means every
+	// operation.
+	ops []string
+	// allow lists the values that are accepted (case-insensitively);
+	// valid, if set, decides instead. With neither, any value is refused.
+	allow []string
+	valid func(string) bool
+	// check, if set, verifies an accepted value against the request (and
+	// returns the S3 error itself).
+	check func(api *API, q *request, value string) error
+	// code is the S3 error for a refused value (NotImplemented if empty)
+	// and why its message.
+	code, why string
+	// canon is name as a canonical header key (set by indexRules for
+	// exact header names).
+	canon string
+}
+
+// Operation groups of the table.
+var (
+	objectWrites = []string{"PutObject", "CopyObject", "CreateMultipartUpload"}
+	bucketOps    = []string{
+		"HeadBucket", "DeleteBucket", "GetBucketLocation", "GetBucketVersioning",
+		"ListObjects", "ListObjectsV2", "ListObjectVersions", "ListMultipartUploads", "DeleteObjects",
+		"PutObject", "CopyObject", "GetObject", "HeadObject", "DeleteObject",
+		"CreateMultipartUpload", "UploadPart", "UploadPartCopy", "CompleteMultipartUpload",
+		"AbortMultipartUpload", "ListParts",
+	}
+)
+
+// rules is the table. The first rule a request breaks answers it.
+func rules() []rule {
+	const (
+		sse   = "server-side encryption (SSE-S3, SSE-KMS, SSE-C) is not implemented by Coffer; objects are stored as sent"
+		lock  = "object lock and retention are not implemented by Coffer"
+		acl   = "Coffer supports no ACLs beyond the bucket's private or public-read visibility"
+		stdMD = "Coffer stores Content-Type and x-amz-meta-* only; it would not return this header on GET"
+	)
+	return []rule{
+		// Encryption: nothing is encrypted with a key the client chose.
+		{name: "x-amz-server-side-encryption*", why: sse},
+		{name: "x-amz-copy-source-server-side-encryption*", why: sse},
+		// Object lock, legal hold, retention.
+		{name: "x-amz-object-lock-*", why: lock},
+		{name: "x-amz-bucket-object-lock-enabled", ops: []string{"CreateBucket"}, allow: []string{"false"}, why: lock},
+		// Ownership: only a bucket's owner can write into it, so the
+		// writer is always the bucket owner and the three settings agree.
+		{name: "x-amz-object-ownership", ops: []string{"CreateBucket"},
+			allow: []string{"BucketOwnerEnforced", "BucketOwnerPreferred", "ObjectWriter"}, code: s3err.InvalidArgument,
+			why: "x-amz-object-ownership must be BucketOwnerEnforced, BucketOwnerPreferred or ObjectWriter"},
+		// ACLs.
+		{name: "x-amz-acl", ops: []string{"CreateBucket"}, allow: []string{"private", "public-read"}, why: acl},
+		// The writer is the bucket owner: bucket-owner-full-control is
+		// what private already means.
+		{name: "x-amz-acl", ops: objectWrites, allow: []string{"private", "bucket-owner-full-control"},
+			why: "objects have no ACL of their own in Coffer (they are as private or public as their bucket)"},
+		{name: "x-amz-grant-*", why: acl},
+		// Tags.
+		{name: "x-amz-tagging", ops: objectWrites, allow: []string{""}, why: "object tagging is not implemented by Coffer"},
+		{name: "x-amz-tagging-directive", ops: []string{"CopyObject"}, allow: []string{"COPY", "REPLACE"},
+			code: s3err.InvalidArgument, why: "Unknown tagging directive."},
+		// Storage classes and website hosting.
+		{name: "x-amz-storage-class", ops: objectWrites, allow: []string{"STANDARD"}, why: "Coffer has one storage class, STANDARD"},
+		{name: "x-amz-website-redirect-location", ops: objectWrites, why: "website hosting is not implemented by Coffer"},
+		// Standard headers S3 stores with an object.
+		{name: "Cache-Control", ops: objectWrites, why: stdMD},
+		{name: "Content-Disposition", ops: objectWrites, why: stdMD},
+		{name: "Content-Language", ops: objectWrites, why: stdMD},
+		{name: "Expires", ops: objectWrites, why: stdMD},
+		{name: "Content-Encoding", ops: objectWrites, valid: onlyAWSChunked, why: stdMD},
+		// Checksums Coffer would not verify.
+		{name: "x-amz-checksum-algorithm", ops: []string{"CopyObject"},
+			why: "a copy keeps the source's checksum; Coffer does not compute another one"},
+		{name: "x-amz-checksum-*", ops: []string{"CompleteMultipartUpload"},
+			why: "Coffer does not verify a whole-object checksum at CompleteMultipartUpload (the parts' checksums are verified as they arrive)"},
+		{name: "x-amz-mp-object-size", ops: []string{"CompleteMultipartUpload"}, why: "Coffer does not verify x-amz-mp-object-size"},
+		// Versions: buckets are never versioned; "null" is every
+		// object's only version.
+		{name: "versionId", param: true, ops: []string{"GetObject", "HeadObject", "DeleteObject"}, allow: []string{"null"},
+			why: "buckets are never versioned in Coffer; the only version of an object is \"null\""},
+		// Appends and conditions Coffer does not evaluate.
+		{name: "x-amz-write-offset-bytes", ops: []string{"PutObject"}, why: "appending to objects is not implemented by Coffer"},
+		{name: "x-amz-if-match-last-modified-time", ops: []string{"DeleteObject"}, why: "this delete condition is not implemented by Coffer"},
+		{name: "x-amz-if-match-size", ops: []string{"DeleteObject"}, why: "this delete condition is not implemented by Coffer"},
+		{name: "x-amz-if-match-initiated-time", ops: []string{"AbortMultipartUpload"}, why: "this abort condition is not implemented by Coffer"},
+		// Owner checks, implemented.
+		{name: "x-amz-expected-bucket-owner", ops: bucketOps, valid: anyValue, check: expectedBucketOwner},
+		{name: "x-amz-source-expected-bucket-owner", ops: []string{"CopyObject", "UploadPartCopy"}, valid: anyValue, check: expectedSourceOwner},
+		// Accepted: they cannot change the outcome on Coffer's buckets
+		// (never Requester Pays, never MFA-delete protected, never under
+		// retention), exactly as S3 treats them on such buckets.
+		{name: "x-amz-request-payer", allow: []string{"requester"}, code: s3err.InvalidArgument, why: "x-amz-request-payer must be requester"},
+		{name: "x-amz-mfa", ops: []string{"DeleteObject", "DeleteObjects"}, valid: anyValue},
+		{name: "x-amz-bypass-governance-retention", ops: []string{"DeleteObject", "DeleteObjects"}, allow: []string{"true", "false"},
+			code: s3err.InvalidArgument, why: "x-amz-bypass-governance-retention must be true or false"},
+		// No object is ever archived: no RestoreStatus is the right answer.
+		{name: "x-amz-optional-object-attributes", ops: []string{"ListObjects", "ListObjectsV2"}, allow: []string{"RestoreStatus"},
+			code: s3err.InvalidArgument, why: "x-amz-optional-object-attributes must be RestoreStatus"},
+	}
+}
+
+func anyValue(string) bool { return true }
+
+// onlyAWSChunked accepts a Content-Encoding that only says how the body
+// is framed (aws-chunked), not how the object is encoded.
+func onlyAWSChunked(v string) bool {
+	for _, t := range strings.Split(v, ",") {
+		if t = strings.TrimSpace(t); !strings.EqualFold(t, "aws-chunked") && !strings.EqualFold(t, "identity") && t != "" {
+			return false
+		}
+	}
+	return true
+}
+
+func expectedBucketOwner(api *API, q *request, want string) error {
+	return api.checkOwner(q, q.bucket, want)
+}
+
+func expectedSourceOwner(api *API, q *request, want string) error {
+	b, _, err := copySource(q.Header)
+	if err != nil {
+		return err
+	}
+	return api.checkOwner(q, b, want)
+}
+
+// checkOwner answers AccessDenied unless bucket's owner is want. Only the
+// owner can see who owns a bucket, so anyone else is denied too (also on a
+// public-read bucket).
+func (api *API) checkOwner(q *request, bucket, want string) error {
+	b, err := api.objects.GetBucket(ctxOf(q), q.actor, bucket)
+	if err != nil {
+		return err
+	}
+	if b.OwnerID != want {
+		return s3err.New(s3err.AccessDenied, "the bucket is not owned by the expected owner")
+	}
+	return nil
+}
+
+// ruleIndex is the table by operation, built once by New.
+type ruleIndex map[string][]rule
+
+// allOps is the key of the rules that apply to every operation.
+const allOps = ""
+
+func indexRules(rs []rule) ruleIndex {
+	idx := ruleIndex{}
+	for _, r := range rs {
+		if !r.param && !strings.HasSuffix(r.name, "*") {
+			r.canon = http.CanonicalHeaderKey(r.name)
+		}
+		if r.ops == nil {
+			idx[allOps] = append(idx[allOps], r)
+			continue
+		}
+		for _, op := range r.ops {
+			idx[op] = append(idx[op], r)
+		}
+	}
+	return idx
+}
+
+// checkRequest applies the table to a request for operation op.
+func (api *API) checkRequest(op string, q *request) error {
+	for _, set := range [2][]rule{api.rules[allOps], api.rules[op]} {
+		for _, r := range set {
+			for _, v := range r.values(q) {
+				if err := r.apply(api, q, v); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// values returns the values of the rule's header(s) or parameter present
+// in q (nil if absent).
+func (r *rule) values(q *request) []string {
+	if r.param {
+		// Fast path: the name cannot be there, not even percent-encoded.
+		if raw := q.URL.RawQuery; !strings.Contains(raw, r.name) && !strings.Contains(raw, "%") {
+			return nil
+		}
+		return q.URL.Query()[r.name]
+	}
+	if r.canon != "" {
+		return q.Header[r.canon]
+	}
+	prefix := strings.TrimSuffix(r.name, "*")
+	var vs []string
+	for k, v := range q.Header {
+		if len(k) >= len(prefix) && strings.EqualFold(k[:len(prefix)], prefix) {
+			vs = append(vs, v...)
+		}
+	}
+	return vs
+}
+
+func (r *rule) apply(api *API, q *request, v string) error {
+	v = strings.TrimSpace(v)
+	ok := false
+	switch {
+	case r.valid != nil:
+		ok = r.valid(v)
+	default:
+		for _, a := range r.allow {
+			if strings.EqualFold(v, a) {
+				ok = true
+				break
+			}
+		}
+	}
+	if !ok {
+		code := r.code
+		if code == "" {
+			code = s3err.NotImplemented
+		}
+		return s3err.New(code, r.display()+": "+r.why)
+	}
+	if r.check != nil {
+		return r.check(api, q, v)
+	}
+	return nil
+}
+
+// display is the rule's name as docs/s3.md and error messages show it.
+func (r *rule) display() string {
+	if r.param {
+		return "?" + r.name
+	}
+	return strings.ToLower(r.name)
+}
