@@ -108,11 +108,12 @@ func rules() []rule {
 		// Owner checks, implemented.
 		{name: "x-amz-expected-bucket-owner", ops: bucketOps, valid: anyValue, check: expectedBucketOwner},
 		{name: "x-amz-source-expected-bucket-owner", ops: []string{"CopyObject", "UploadPartCopy"}, valid: anyValue, check: expectedSourceOwner},
-		// Accepted: they cannot change the outcome on Coffer's buckets
-		// (never Requester Pays, never MFA-delete protected, never under
-		// retention), exactly as S3 treats them on such buckets.
-		{name: "x-amz-request-payer", allow: []string{"requester"}, code: s3err.InvalidArgument, why: "x-amz-request-payer must be requester"},
-		{name: "x-amz-mfa", ops: []string{"DeleteObject", "DeleteObjects"}, valid: anyValue},
+		// Requester Pays and MFA delete are features Coffer does not
+		// have: a client relying on them is told so.
+		{name: "x-amz-request-payer", why: "Requester Pays is not implemented by Coffer"},
+		{name: "x-amz-mfa", ops: []string{"DeleteObject", "DeleteObjects"}, why: "MFA delete is not implemented by Coffer"},
+		// Accepted: no object is ever under retention, so there is nothing
+		// to bypass (cleanup tools send it unconditionally).
 		{name: "x-amz-bypass-governance-retention", ops: []string{"DeleteObject", "DeleteObjects"}, allow: []string{"true", "false"},
 			code: s3err.InvalidArgument, why: "x-amz-bypass-governance-retention must be true or false"},
 		// No object is ever archived: no RestoreStatus is the right answer.

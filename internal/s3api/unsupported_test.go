@@ -54,7 +54,8 @@ func TestCheckRequest(t *testing.T) {
 		{"DeleteObject", "/b/k?%76ersionId=3HL4kqtJlcpXroDTDmJ", nil, s3err.NotImplemented},
 		{"DeleteObject", "/b/k", []string{"X-Amz-If-Match-Size", "3"}, s3err.NotImplemented},
 		{"AbortMultipartUpload", "/b/k?uploadId=u", []string{"X-Amz-If-Match-Initiated-Time", "x"}, s3err.NotImplemented},
-		{"ListObjectsV2", "/b?list-type=2", []string{"X-Amz-Request-Payer", "someone"}, s3err.InvalidArgument},
+		{"ListObjectsV2", "/b?list-type=2", []string{"X-Amz-Request-Payer", "requester"}, s3err.NotImplemented},
+		{"DeleteObject", "/b/k", []string{"X-Amz-Mfa", "123 456"}, s3err.NotImplemented},
 		// Accepted: what clients send by default, and values that mean
 		// what Coffer does.
 		{"PutObject", "/b/k", []string{"X-Amz-Storage-Class", "STANDARD"}, ""},
@@ -67,8 +68,8 @@ func TestCheckRequest(t *testing.T) {
 		{"CreateMultipartUpload", "/b/k?uploads", []string{"X-Amz-Checksum-Algorithm", "CRC32", "X-Amz-Checksum-Type", "FULL_OBJECT"}, ""},
 		{"CreateBucket", "/b", []string{"X-Amz-Acl", "public-read", "X-Amz-Bucket-Object-Lock-Enabled", "false", "X-Amz-Object-Ownership", "BucketOwnerEnforced"}, ""},
 		{"GetObject", "/b/k?versionId=null&response-content-type=text/plain", []string{"Cache-Control", "no-cache"}, ""},
-		{"DeleteObject", "/b/k?versionId=null", []string{"X-Amz-Bypass-Governance-Retention", "true", "X-Amz-Mfa", "123 456"}, ""},
-		{"ListObjectsV2", "/b?list-type=2", []string{"X-Amz-Request-Payer", "requester", "X-Amz-Optional-Object-Attributes", "RestoreStatus"}, ""},
+		{"DeleteObject", "/b/k?versionId=null", []string{"X-Amz-Bypass-Governance-Retention", "true"}, ""},
+		{"ListObjectsV2", "/b?list-type=2", []string{"X-Amz-Optional-Object-Attributes", "RestoreStatus"}, ""},
 		{"ListObjects", "/b?versionId=x", []string{"X-Amz-Storage-Class", "GLACIER"}, ""}, // not ListObjects' own
 	}
 	for _, tc := range tests {
