@@ -229,39 +229,19 @@ type fileResponse struct {
 func (f *fileResponse) respond(w http.ResponseWriter, r *http.Request) {
 	o := f.rd.Object
 	h := w.Header()
-	h.Set("ETag", httpx.QuoteETag(o.ETag))
-	h.Set("Last-Modified", o.ModTime.UTC().Format(http.TimeFormat))
-	h.Set("Accept-Ranges", "bytes")
 	if f.rd.Bucket.Visibility == meta.PublicRead {
 		h.Set("Cache-Control", "public, max-age="+strconv.Itoa(int(f.api.cfg.PublicMaxAge.Seconds())))
 	} else {
 		h.Set("Cache-Control", "private, no-cache")
 	}
-	v := httpx.Validators{ETag: o.ETag, ModTime: o.ModTime, Exists: true}
-	switch httpx.CheckPreconditions(r, v) {
-	case httpx.NotModified:
-		w.WriteHeader(http.StatusNotModified)
-		return
-	case httpx.FailedPrecon:
-		WriteProblem(w, r, f.api.log, errcode.New(errcode.PreconditionFailed, "precondition failed"))
-		return
+	sp, ok, err := httpx.PlanDownload(w, r, httpx.Representation{ETag: o.ETag, ModTime: o.ModTime, Size: o.Size}, nil)
+	if err != nil {
+		WriteProblem(w, r, f.api.log, err)
 	}
-	start, length, status := int64(0), o.Size, http.StatusOK
-	if r.Method == http.MethodGet && httpx.RangeApplies(r, v) {
-		switch res, s, n := httpx.ParseRange(r.Header.Get("Range"), o.Size); res {
-		case httpx.RangeOK:
-			start, length, status = s, n, http.StatusPartialContent
-			h.Set("Content-Range", httpx.ContentRange(s, n, o.Size))
-		case httpx.RangeUnsatisfiable:
-			h.Set("Content-Range", "bytes */"+strconv.FormatInt(o.Size, 10))
-			WriteProblem(w, r, f.api.log, errcode.New(errcode.RangeNotSatisfiable, "range not satisfiable for %d bytes", o.Size))
-			return
-		}
+	if !ok {
+		return
 	}
 	h.Set("Content-Type", o.ContentType)
-	// Objects are user content served from the API's origin: make any
-	// active content (HTML, SVG) inert.
-	httpx.SetContentSafety(h)
 	disp := "inline"
 	if r.URL.Query().Get("download") == "1" {
 		disp = "attachment"
@@ -272,7 +252,7 @@ func (f *fileResponse) respond(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	h.Set("Content-Disposition", disp)
-	if status == http.StatusOK && o.SHA256 != "" {
+	if sp.Status == http.StatusOK && o.SHA256 != "" {
 		// Multipart objects have no whole-object SHA-256 (their parts are
 		// joined without rehashing): say nothing rather than something false.
 		h.Set("X-Checksum-Sha256", o.SHA256)
@@ -280,22 +260,8 @@ func (f *fileResponse) respond(w http.ResponseWriter, r *http.Request) {
 			h.Set("Repr-Digest", "sha-256=:"+base64.StdEncoding.EncodeToString(raw)+":")
 		}
 	}
-	h.Set("Content-Length", strconv.FormatInt(length, 10))
-	if r.Method == http.MethodHead {
-		w.WriteHeader(status)
-		return
-	}
-	rc, err := f.rd.Open(r.Context(), start, length)
-	if err != nil {
-		h.Del("Content-Range")
+	if err := httpx.SendSpan(w, r, f.rd, sp, f.api.log, "bucket", o.Bucket, "key", o.Key); err != nil {
 		WriteProblem(w, r, f.api.log, err)
-		return
-	}
-	defer rc.Close()
-	w.WriteHeader(status)
-	if n, err := io.Copy(w, rc); err != nil && r.Context().Err() == nil {
-		f.api.log.Warn("download interrupted", "request_id", httpx.RequestID(r.Context()),
-			"bucket", o.Bucket, "key", o.Key, "sent", n, "of", length, "err", err)
 	}
 }
 

@@ -25,13 +25,14 @@
 // /sched/latencies:seconds) and compares the Quantile of that delay with
 // Target, as CoDel compares a queue's sojourn time with its target.
 //
-//   - Delay above target (overload): the lowest-priority class that is busy
-//     (Write, then Read, on every listener) has its limit cut to Decrease
-//     times its peak concurrency of the last interval (never below
-//     MinLimit, enough to keep every CPU busy). Bulk uploads give way
-//     first; cheap requests (Control: lists, HEAD, token refresh) are cut
-//     only when no bulk work is left to cut and the delay is twice the
-//     target, so they neither queue behind uploads nor pay for them.
+//   - Delay above target for Sustain intervals in a row (overload, not a
+//     spike): the lowest-priority class that is busy (Write, then Read, on
+//     every listener) has its limit cut to Decrease times its peak
+//     concurrency of the last interval, never below MinLimit (concurrency
+//     ordinary clients use, never shed). Bulk uploads give way first;
+//     cheap requests (Control: lists, HEAD, token refresh) are cut only
+//     when no bulk work is left to cut and the delay is twice the target,
+//     so they neither queue behind uploads nor pay for them.
 //   - Delay below target: every class that refused requests in the last
 //     interval (its limit was what held it back) grows by Increase of its
 //     limit (at least 1), up to MaxInFlight.
@@ -106,9 +107,15 @@ type Config struct {
 	Quantile float64
 	// Interval between limit adjustments. Default 100ms.
 	Interval time.Duration
-	// MinLimit is the lowest limit of a class: enough concurrency to keep
-	// every CPU busy. Default 2 × GOMAXPROCS (at least 4).
+	// MinLimit is the lowest limit of a class: concurrency that is never
+	// shed for the CPU's sake, enough for every CPU to stay busy and for
+	// ordinary clients (aws cli and boto3 transfer with 10 threads) never
+	// to see a refusal. Default 16 × GOMAXPROCS.
 	MinLimit int
+	// Sustain is how many consecutive intervals the delay must stay above
+	// the target before limits are cut (CoDel's "above target for an
+	// interval", not a spike). Default 3.
+	Sustain int
 	// Decrease is the factor applied to a class's peak concurrency on
 	// overload. Default 0.75.
 	Decrease float64
@@ -143,7 +150,10 @@ func (c Config) withDefaults() Config {
 		c.Interval = 100 * time.Millisecond
 	}
 	if c.MinLimit <= 0 {
-		c.MinLimit = max(4, 2*runtime.GOMAXPROCS(0))
+		c.MinLimit = 16 * runtime.GOMAXPROCS(0)
+	}
+	if c.Sustain <= 0 {
+		c.Sustain = 3
 	}
 	if c.Decrease <= 0 || c.Decrease >= 1 {
 		c.Decrease = 0.75
@@ -180,6 +190,7 @@ type Controller struct {
 
 	delay    atomic.Int64 // last measured delay quantile, ns
 	overload atomic.Bool
+	recent   []time.Duration // the last Sustain delays, newest last (adjust only)
 	stop     chan struct{}
 	done     chan struct{}
 	sampler  *schedSampler
@@ -410,8 +421,22 @@ func (c *Controller) adjust() {
 		d = c.sampler.quantile(c.cfg.Quantile)
 	}
 	c.delay.Store(int64(d))
-	overloaded := d > c.cfg.Target
+	// The delay that held for the last Sustain intervals: a spike (a GC
+	// cycle, a burst of connections) does not count as overload.
+	c.recent = append(c.recent, d)
+	if len(c.recent) > c.cfg.Sustain {
+		c.recent = c.recent[1:]
+	}
+	held := d
+	for _, x := range c.recent {
+		held = min(held, x)
+	}
+	if len(c.recent) < c.cfg.Sustain {
+		held = 0
+	}
+	overloaded := held > c.cfg.Target
 	c.overload.Store(overloaded)
+	d = held
 
 	c.lmu.Lock()
 	ls := append([]*Listener(nil), c.listeners...)

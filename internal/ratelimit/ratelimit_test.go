@@ -165,7 +165,7 @@ func done(ts []*Ticket) {
 
 func TestOverloadCutsBulkFirst(t *testing.T) {
 	var d fakeDelay
-	c := newTest(t, Config{PerClient: -1, MinLimit: 4, Delay: d.get, Target: 5 * time.Millisecond})
+	c := newTest(t, Config{PerClient: -1, MinLimit: 4, Delay: d.get, Target: 5 * time.Millisecond, Sustain: 1})
 	l := c.Listener("file")
 	writes := fill(t, l, Write, 40)
 	reads := fill(t, l, Read, 10)
@@ -216,7 +216,7 @@ func TestOverloadCutsBulkFirst(t *testing.T) {
 
 func TestModerateOverloadSparesControl(t *testing.T) {
 	var d fakeDelay
-	c := newTest(t, Config{PerClient: -1, MinLimit: 4, Delay: d.get, Target: 5 * time.Millisecond})
+	c := newTest(t, Config{PerClient: -1, MinLimit: 4, Delay: d.get, Target: 5 * time.Millisecond, Sustain: 1})
 	l := c.Listener("file")
 	ctrl := fill(t, l, Control, 50)
 	d.set(8 * time.Millisecond) // above the target, below twice it
@@ -231,7 +231,7 @@ func TestModerateOverloadSparesControl(t *testing.T) {
 
 func TestLimitGrowsBackWhenHealthy(t *testing.T) {
 	var d fakeDelay
-	c := newTest(t, Config{PerClient: -1, MinLimit: 4, Delay: d.get, Target: 5 * time.Millisecond, MaxInFlight: 100})
+	c := newTest(t, Config{PerClient: -1, MinLimit: 4, Delay: d.get, Target: 5 * time.Millisecond, MaxInFlight: 100, Sustain: 1})
 	l := c.Listener("s3")
 	ws := fill(t, l, Write, 40)
 	d.set(50 * time.Millisecond)
@@ -261,6 +261,35 @@ func TestLimitGrowsBackWhenHealthy(t *testing.T) {
 	}
 	if got, want := l.Limit(Write), 100; got != want {
 		t.Fatalf("limit after recovery: got %d, want %d", got, want)
+	}
+}
+
+// TestSpikesDoNotCut: the delay must stay above the target for Sustain
+// intervals in a row before anything is cut.
+func TestSpikesDoNotCut(t *testing.T) {
+	var d fakeDelay
+	c := newTest(t, Config{PerClient: -1, MinLimit: 4, Delay: d.get, Target: 5 * time.Millisecond, Sustain: 3})
+	l := c.Listener("file")
+	ws := fill(t, l, Write, 40)
+	for _, spike := range []time.Duration{50, 1, 50, 50, 2, 50, 50} {
+		d.set(spike * time.Millisecond)
+		c.adjust()
+	}
+	if got, want := l.Limit(Write), c.Config().MaxInFlight; got != want {
+		t.Fatalf("limit after spikes: got %d, want %d", got, want)
+	}
+	d.set(50 * time.Millisecond)
+	c.adjust() // the third interval in a row above target
+	if got, want := l.Limit(Write), 30; got != want {
+		t.Fatalf("limit after sustained overload: got %d, want %d", got, want)
+	}
+	done(ws)
+}
+
+func TestDefaults(t *testing.T) {
+	c := Config{}.withDefaults()
+	if c.MinLimit < 16 || c.Sustain != 3 || c.Target != 5*time.Millisecond || c.PerClient != 128 || c.PerClientAnonymous != 32 {
+		t.Fatalf("defaults: %+v", c)
 	}
 }
 

@@ -2,7 +2,6 @@ package s3api
 
 import (
 	"encoding/base64"
-	"io"
 	"mime"
 	"net/http"
 	"net/url"
@@ -179,47 +178,31 @@ type objectResponse struct {
 func (or *objectResponse) respond(w http.ResponseWriter, q *request) {
 	o := or.rd.Object
 	h := w.Header()
-	h.Set("ETag", `"`+o.ETag+`"`)
-	h.Set("Last-Modified", o.ModTime.UTC().Format(http.TimeFormat))
-	h.Set("Accept-Ranges", "bytes")
 	h.Set("Content-Type", o.ContentType)
 	for k, val := range o.Metadata {
 		h["X-Amz-Meta-"+k] = []string{val}
 	}
-	vals := httpx.Validators{ETag: o.ETag, ModTime: o.ModTime, Exists: true}
-	switch httpx.CheckPreconditions(q.Request, vals) {
-	case httpx.NotModified:
-		w.WriteHeader(http.StatusNotModified)
-		return
-	case httpx.FailedPrecon:
-		or.api.fail(w, q, s3err.New(s3err.PreconditionFailed, ""))
-		return
-	}
-	start, length, status := int64(0), o.Size, http.StatusOK
-	switch {
-	case or.part > 0:
+	var fixed *httpx.Span
+	if or.part > 0 {
 		s, n, count, ok := partRange(o, or.part)
 		if !ok {
 			or.api.fail(w, q, s3err.New(s3err.InvalidPartNumber, "The requested partnumber is not satisfiable"))
 			return
 		}
 		h.Set("X-Amz-Mp-Parts-Count", strconv.Itoa(count))
+		fixed = &httpx.Span{Status: http.StatusOK, Start: s, Length: n}
 		if o.Parts != nil {
-			start, length, status = s, n, http.StatusPartialContent
-			h.Set("Content-Range", httpx.ContentRange(s, n, o.Size))
-		}
-	case q.Method == http.MethodGet && httpx.RangeApplies(q.Request, vals):
-		switch res, s, n := httpx.ParseRange(q.Header.Get("Range"), o.Size); res {
-		case httpx.RangeOK:
-			start, length, status = s, n, http.StatusPartialContent
-			h.Set("Content-Range", httpx.ContentRange(s, n, o.Size))
-		case httpx.RangeUnsatisfiable:
-			h.Set("Content-Range", "bytes */"+strconv.FormatInt(o.Size, 10))
-			or.api.fail(w, q, s3err.New(s3err.InvalidRange, ""))
-			return
+			fixed.Status = http.StatusPartialContent
 		}
 	}
-	if status == http.StatusOK && strings.EqualFold(q.Header.Get("X-Amz-Checksum-Mode"), "ENABLED") {
+	sp, ok, err := httpx.PlanDownload(w, q.Request, httpx.Representation{ETag: o.ETag, ModTime: o.ModTime, Size: o.Size}, fixed)
+	if err != nil {
+		or.api.fail(w, q, err)
+	}
+	if !ok {
+		return
+	}
+	if sp.Status == http.StatusOK && strings.EqualFold(q.Header.Get("X-Amz-Checksum-Mode"), "ENABLED") {
 		checksumHeaders(h, o.Checksum)
 	}
 	for param, header := range map[string]string{
@@ -231,25 +214,8 @@ func (or *objectResponse) respond(w http.ResponseWriter, q *request) {
 			h.Set(header, val)
 		}
 	}
-	// Objects are user content served from the API's origin: decided on
-	// the type actually served (after response-content-type), as the
-	// file API does.
-	httpx.SetContentSafety(h)
-	h.Set("Content-Length", strconv.FormatInt(length, 10))
-	if q.Method == http.MethodHead {
-		w.WriteHeader(status)
-		return
-	}
-	rc, err := or.rd.Open(ctxOf(q), start, length)
-	if err != nil {
-		h.Del("Content-Range")
+	if err := httpx.SendSpan(w, q.Request, or.rd, sp, or.api.log, "bucket", o.Bucket, "key", o.Key); err != nil {
 		or.api.fail(w, q, err)
-		return
-	}
-	defer rc.Close()
-	w.WriteHeader(status)
-	if n, err := io.Copy(w, rc); err != nil && q.Context().Err() == nil {
-		or.api.log.Warn("download interrupted", "request_id", q.id, "bucket", o.Bucket, "key", o.Key, "sent", n, "of", length, "err", err)
 	}
 }
 
