@@ -292,8 +292,12 @@ type txn struct {
 	now        time.Time
 	commitSent bool
 	// owners holds the users rows locked by lockOwners, with their quota
-	// and usage as this transaction has changed them.
+	// and usage as this transaction has changed them, and their
+	// reservations (readReserved).
 	owners map[string]*owner
+	// released holds the stagings releaseStaged deleted, with their
+	// expiry.
+	released map[string]int64
 }
 
 // exec queues a statement.
