@@ -40,7 +40,9 @@ func ClaimGarbageQuery(before, limit, now string) string {
 }
 
 // larger is the SQL of the larger of two expressions.
-func larger(a, b string) string { return "CASE WHEN " + a + " > " + b + " THEN " + a + " ELSE " + b + " END" }
+func larger(a, b string) string {
+	return "CASE WHEN " + a + " > " + b + " THEN " + a + " ELSE " + b + " END"
+}
 
 const (
 	declaredBytes = "SUM(CASE WHEN declared THEN bytes ELSE 0 END)"
