@@ -183,8 +183,8 @@ type Staging struct {
 	Bucket, Key string
 	// Bytes is the reservation (as granted by Stage and GrowStaging).
 	Bytes int64
-	// Credit is the part of Bytes covered by the replaced object (set by
-	// Stage): the staging counts Bytes - Credit against the quota.
+	// Credit is the replaced object's size as Stage credited it: the
+	// staging counts Bytes - Credit (at least 0) against the quota.
 	Credit int64
 	// ExpiresAt ends the lease (RenewStaging extends it). An expired
 	// staging reserves nothing, protects nothing, and cannot be committed.

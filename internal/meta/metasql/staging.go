@@ -52,11 +52,11 @@ const (
 // ReservedQuery reads what the stagings live at now reserve, per owner,
 // for the owners that ownerCond (a condition on owner_id) selects: rows
 // (owner_id, bytes); an owner without live stagings has no row. An
-// object's staging reserves Bytes - Credit; the stagings of one upload
+// object's staging reserves Bytes - Credit (at least 0); the stagings of one upload
 // reserve together the larger of its declared bytes still due and the
 // bytes of its parts in flight.
 func ReservedQuery(ownerCond, now string) string {
-	return "SELECT owner_id, CAST(SUM(r) AS bigint) FROM (SELECT owner_id, CASE WHEN upload_id = '' THEN SUM(bytes - credit) ELSE " +
+	return "SELECT owner_id, CAST(SUM(r) AS bigint) FROM (SELECT owner_id, CASE WHEN upload_id = '' THEN SUM(" + larger("bytes - credit", "0") + ") ELSE " +
 		larger(declaredBytes, partBytes) + " END AS r FROM staging WHERE " + ownerCond +
 		" AND expires_at > " + now + " GROUP BY owner_id, upload_id) AS t GROUP BY owner_id"
 }
@@ -151,9 +151,9 @@ func (r Room) Grant(sh Share, minBytes, maxBytes int64) (int64, error) {
 	return room + sh.Credit, nil
 }
 
-// Credit is the credit a new object staging of bytes takes of the object
-// it replaces (size bytes, of which other live stagings take taken).
-func Credit(size, taken, bytes int64) int64 { return min(max(size-taken, 0), bytes) }
+// Credit is the credit a new object staging takes of the object it
+// replaces (size bytes, of which other live stagings take taken).
+func Credit(size, taken int64) int64 { return max(size-taken, 0) }
 
 // CheckStaging validates a staging given to Stage.
 func CheckStaging(s meta.Staging, minBytes int64) error {

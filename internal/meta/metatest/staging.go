@@ -239,11 +239,18 @@ func testStageOverwriteCredit(t *testing.T, s meta.Store) {
 	// The credit goes to one staging of a key at a time.
 	_, _, err := s.Stage(ctx, meta.Staging{BlobKey: "a/3", OwnerID: "alice", Bytes: 40, Bucket: "alice", Key: "a", ExpiresAt: live()}, 40)
 	wantCode(t, err, errcode.QuotaExceeded, "a second replacement of the same key")
-	// A replacement smaller than the credit is credited its size.
+	// A replacement smaller than the object reserves nothing, and may
+	// grow up to the object's size and what is free.
 	put1(t, s, obj("alice", "b", 5))
 	got = stage(t, s, meta.Staging{BlobKey: "b/2", OwnerID: "alice", Bytes: 3, Bucket: "alice", Key: "b"}, 3)
-	if got.Credit != 3 {
-		t.Errorf("Stage of a smaller replacement: credit %d, want 3", got.Credit)
+	if got.Credit != 5 {
+		t.Errorf("Stage of a smaller replacement: credit %d, want 5", got.Credit)
+	}
+	wantRoom(t, s, "alice", 5, "with a replacement of 5 by 3 in flight")
+	n, err := s.GrowStaging(ctx, "b/2", 4, 100)
+	ok(t, err, "GrowStaging of the replacement")
+	if n != 10 {
+		t.Errorf("GrowStaging of a replacement of 5 with 5 free = %d, want 10", n)
 	}
 	ok(t, s.Unstage(ctx, []string{"b/2"}), "Unstage")
 	_, err = s.PutObjects(ctx, []meta.Put{staged(a2)})

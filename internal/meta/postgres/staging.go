@@ -150,12 +150,11 @@ func (s *Store) Stage(ctx context.Context, st meta.Staging, minBytes int64) (met
 		if err == errRetry {
 			return errcode.New(errcode.NotFound, "user %q not found", st.OwnerID)
 		}
-		out.Credit = metasql.Credit(size, taken, st.Bytes)
+		out.Credit = metasql.Credit(size, taken)
 		sh.Credit = out.Credit
 		if out.Bytes, err = r.Grant(sh, minBytes, st.Bytes); err != nil {
 			return err
 		}
-		out.Credit = min(out.Credit, out.Bytes)
 		insertStaging(t, out)
 		return nil
 	})

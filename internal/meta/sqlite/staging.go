@@ -106,7 +106,7 @@ func (s *Store) Stage(ctx context.Context, st meta.Staging, minBytes int64) (met
 				if err := c.QueryRowContext(ctx, creditQuery, st.Bucket, st.Key, st.OwnerID, metasql.ToNanos(now)).Scan(&size, &taken); err != nil {
 					return classify(err, "read the object %q replaces", st.BlobKey)
 				}
-				out.Credit = metasql.Credit(size, taken, st.Bytes)
+				out.Credit = metasql.Credit(size, taken)
 			}
 			sh, err := share(ctx, c, st.BlobKey, st.UploadID, 0, out.Credit, now)
 			if err != nil {
@@ -115,7 +115,6 @@ func (s *Store) Stage(ctx context.Context, st meta.Staging, minBytes int64) (met
 			if out.Bytes, err = r.Grant(sh, minBytes, st.Bytes); err != nil {
 				return err
 			}
-			out.Credit = min(out.Credit, out.Bytes)
 		}
 		return insertStaging(ctx, c, out)
 	})

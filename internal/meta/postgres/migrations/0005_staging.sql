@@ -7,7 +7,8 @@
 -- its owner's quota and keeps its blob from orphan collection. Committing
 -- the blob deletes the row in the same transaction that counts the bytes
 -- as used. An object upload that replaces an object is credited that
--- object's size (credit <= bytes), once per key among live rows.
+-- object's size (credit), once per key among live rows: it counts
+-- bytes - credit, at least 0.
 CREATE TABLE staging (
 	blob_key   text    COLLATE "C" NOT NULL PRIMARY KEY,
 	owner_id   text    COLLATE "C" NOT NULL REFERENCES users (id) ON DELETE CASCADE,
@@ -16,7 +17,7 @@ CREATE TABLE staging (
 	bucket     text    COLLATE "C" NOT NULL DEFAULT '', -- the object replaced, if any
 	key        bytea   NOT NULL DEFAULT '\x'::bytea,
 	bytes      bigint  NOT NULL CHECK (bytes >= 0),
-	credit     bigint  NOT NULL DEFAULT 0 CHECK (credit >= 0 AND credit <= bytes),
+	credit     bigint  NOT NULL DEFAULT 0 CHECK (credit >= 0),
 	expires_at bigint  NOT NULL
 );
 

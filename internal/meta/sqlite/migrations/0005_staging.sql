@@ -7,7 +7,8 @@
 -- bytes of its owner's quota and keeps its blob from orphan collection.
 -- Committing the blob deletes the row in the same transaction that counts
 -- the bytes as used. An object upload that replaces an object is credited
--- that object's size (credit <= bytes), once per key among live rows.
+-- that object's size (credit), once per key among live rows: it counts
+-- bytes - credit, at least 0.
 CREATE TABLE staging (
 	blob_key   TEXT    NOT NULL PRIMARY KEY,
 	owner_id   TEXT    NOT NULL REFERENCES users (id) ON DELETE CASCADE,
@@ -16,7 +17,7 @@ CREATE TABLE staging (
 	bucket     TEXT    NOT NULL DEFAULT '', -- the object replaced, if any
 	key        TEXT    NOT NULL DEFAULT '' COLLATE BINARY,
 	bytes      INTEGER NOT NULL CHECK (bytes >= 0),
-	credit     INTEGER NOT NULL DEFAULT 0 CHECK (credit >= 0 AND credit <= bytes),
+	credit     INTEGER NOT NULL DEFAULT 0 CHECK (credit >= 0),
 	expires_at INTEGER NOT NULL
 ) STRICT, WITHOUT ROWID;
 
