@@ -37,6 +37,8 @@ package meta
 import (
 	"context"
 	"time"
+
+	"github.com/coffer-storage/coffer/internal/errcode"
 )
 
 // Visibility says who may read a bucket's objects.
@@ -189,6 +191,14 @@ type Staging struct {
 	// ExpiresAt ends the lease (RenewStaging extends it). An expired
 	// staging reserves nothing, protects nothing, and cannot be committed.
 	ExpiresAt time.Time
+}
+
+// ErrLeaseLost is the error of committing or growing a staging that is gone
+// or expired: Unavailable (the client may retry the upload), with
+// Detail["reason"] = "staging_lease_lost".
+func ErrLeaseLost() error {
+	return &errcode.Error{Code: errcode.Unavailable, Message: "the upload's staging lease expired; retry the upload",
+		Detail: map[string]any{"reason": "staging_lease_lost"}}
 }
 
 // DeclaredStagingKey is the BlobKey of the staging of upload id's declared

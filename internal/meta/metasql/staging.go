@@ -170,13 +170,6 @@ func CheckStaging(s meta.Staging, minBytes int64) error {
 	return nil
 }
 
-// ErrLeaseLost is the error of committing or growing a staging that is
-// gone or expired.
-func ErrLeaseLost(key string) error {
-	return &errcode.Error{Code: errcode.Unavailable, Message: "the upload's staging lease expired; retry the upload",
-		Detail: map[string]any{"reason": "staging_lease_lost", "blob": key}}
-}
-
 // StagedKeys returns the blob keys of the staged puts, and an error if a
 // staged put has no blob key.
 func StagedKeys(puts []meta.Put) ([]string, error) {
@@ -198,7 +191,7 @@ func StagedKeys(puts []meta.Put) ([]string, error) {
 func CheckReleased(keys []string, expires map[string]int64, nowNanos int64) error {
 	for _, k := range keys {
 		if e, ok := expires[k]; !ok || e <= nowNanos {
-			return ErrLeaseLost(k)
+			return meta.ErrLeaseLost()
 		}
 	}
 	return nil

@@ -192,7 +192,7 @@ func (s *Store) GrowStaging(ctx context.Context, k string, minBytes, maxBytes in
 			return err
 		}
 		if !found || expires <= metasql.ToNanos(t.now) {
-			return metasql.ErrLeaseLost(k)
+			return meta.ErrLeaseLost()
 		}
 		r, err := t.room(owner)
 		if err != nil {

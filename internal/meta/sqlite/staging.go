@@ -134,7 +134,7 @@ func (s *Store) GrowStaging(ctx context.Context, key string, minBytes, maxBytes 
 		err := c.QueryRowContext(ctx, "SELECT owner_id, upload_id, bytes, credit, expires_at FROM staging WHERE blob_key = ? AND NOT declared", key).
 			Scan(&owner, &upload, &bytes, &credit, &expires)
 		if errors.Is(err, sql.ErrNoRows) || err == nil && expires <= metasql.ToNanos(now) {
-			return metasql.ErrLeaseLost(key)
+			return meta.ErrLeaseLost()
 		}
 		if err != nil {
 			return classify(err, "read staging %q", key)
