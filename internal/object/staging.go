@@ -65,17 +65,20 @@ func (s *Service) endStaging(keys ...string) {
 }
 
 // unstage releases the stagings of blobs that will not be committed (their
-// writes failed before anything could point at them).
-func (s *Service) unstage(keys ...string) {
+// writes failed before anything could point at them), and reports whether
+// it could (else the reservations lapse with their leases).
+func (s *Service) unstage(keys ...string) bool {
 	if len(keys) == 0 {
-		return
+		return true
 	}
 	s.endStaging(keys...)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := s.meta.Unstage(ctx, keys); err != nil {
 		s.log.Warn("releasing upload reservations failed; they lapse with their lease", "blobs", keys, "err", err)
+		return false
 	}
+	return true
 }
 
 // renewStagings renews the leases of this node's stagings every lease/3,
@@ -186,16 +189,11 @@ func (s *Service) writeStaged(ctx context.Context, st meta.Staging, r io.Reader,
 // which stays.) If the stagings cannot be released the blobs are left to
 // orphan collection.
 func (s *Service) discardStaged(keys []string) {
-	if len(keys) == 0 {
-		return
+	if len(keys) == 0 || !s.unstage(keys...) {
+		return // orphan collection takes the blobs once the leases lapse
 	}
-	s.endStaging(keys...)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := s.meta.Unstage(ctx, keys); err != nil {
-		s.log.Warn("releasing upload reservations failed; orphan collection will take the blobs", "blobs", keys, "err", err)
-		return
-	}
 	ref, err := s.meta.ReferencedBlobs(ctx, keys)
 	if err != nil {
 		s.log.Warn("checking discarded blobs failed; orphan collection will take them", "blobs", keys, "err", err)

@@ -205,3 +205,14 @@ func DeclaredStaging(u meta.Upload, owner string) meta.Staging {
 		Bytes: u.Size, ExpiresAt: u.ExpiresAt,
 	}
 }
+
+// Missing returns the keys not in have, in order.
+func Missing(keys []string, have map[string]bool) []string {
+	var out []string
+	for _, k := range keys {
+		if !have[k] {
+			out = append(out, k)
+		}
+	}
+	return out
+}

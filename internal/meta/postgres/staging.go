@@ -234,11 +234,7 @@ func (s *Store) RenewStaging(ctx context.Context, keys []string, expires time.Ti
 		if err := t.flush(); err != nil {
 			return err
 		}
-		for _, k := range keys {
-			if !renewed[k] {
-				lost = append(lost, k)
-			}
-		}
+		lost = metasql.Missing(keys, renewed)
 		return nil
 	})
 	if err != nil {
@@ -260,13 +256,5 @@ func (s *Store) Unstage(ctx context.Context, keys []string) error {
 
 // DeleteExpiredStaging implements meta.Store in one statement.
 func (s *Store) DeleteExpiredStaging(ctx context.Context, before time.Time) (int, error) {
-	var n int64
-	err := s.write(ctx, "delete expired staging", func(t *txn) error {
-		t.execN(func(m int64) error { n = m; return nil }, "DELETE FROM staging WHERE expires_at < $1", metasql.ToNanos(before))
-		return nil
-	})
-	if err != nil {
-		return 0, err
-	}
-	return int(n), nil
+	return s.deleteExpired(ctx, "staging", before)
 }

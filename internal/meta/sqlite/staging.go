@@ -192,11 +192,7 @@ func (s *Store) RenewStaging(ctx context.Context, keys []string, expires time.Ti
 		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 			return classify(err, "renew staging")
 		}
-		for _, k := range keys {
-			if !renewed[k] {
-				lost = append(lost, k)
-			}
-		}
+		lost = metasql.Missing(keys, renewed)
 		return nil
 	})
 	if err != nil {
@@ -222,16 +218,7 @@ func (s *Store) Unstage(ctx context.Context, keys []string) error {
 
 // DeleteExpiredStaging implements meta.Store.
 func (s *Store) DeleteExpiredStaging(ctx context.Context, before time.Time) (int, error) {
-	var n int64
-	err := s.write(ctx, func(ctx context.Context, c *conn) error {
-		res, err := c.ExecContext(ctx, "DELETE FROM staging WHERE expires_at < ?", metasql.ToNanos(before))
-		if err != nil {
-			return classify(err, "delete expired staging")
-		}
-		n, err = res.RowsAffected()
-		return classify(err, "delete expired staging")
-	})
-	return int(n), err
+	return s.deleteExpired(ctx, "staging", before)
 }
 
 // release deletes the stagings of the blobs a write commits and fails
