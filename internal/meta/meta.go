@@ -23,15 +23,18 @@
 // written, with a lease its writer renews), or the declared size of a
 // direct-upload session (for the session's lifetime). A live staging
 // (ExpiresAt in the future) reserves bytes of its owner's quota, so that
-// usage + reservations never pass the quota, and keeps its blob from
-// orphan collection (ReferencedBlobs counts it). Committing the blob
-// (PutObjects or PutPart with Staged set) deletes its staging in the same
-// transaction that counts its bytes as used, and fails if the staging is
-// no longer live: an expired staging is never revived, so a blob whose
-// lease lapsed (its writer stalled or died, and a janitor may have taken
-// it as an orphan) never becomes an object. Every quota check of a write
-// that grows usage counts the owner's live reservations, under the same
-// lock (PostgreSQL: the owner's users row; SQLite: the single writer).
+// usage + reservations never pass the quota. A staging, live or expired,
+// keeps its blob from orphan collection (ReferencedBlobs counts it) until
+// a janitor deletes it, well after it expired (DeleteExpiredStaging).
+// Committing the blob (PutObjects or PutPart with Staged set) deletes its
+// staging in the same transaction that counts its bytes as used, and
+// fails if the staging is no longer live: an expired staging is never
+// revived, so a blob whose lease lapsed (its writer stalled or died) never
+// becomes an object, and the commit and the janitor's deletion of the
+// staging exclude each other on its row, whatever the nodes' clocks say.
+// Every quota check of a write that grows usage counts the owner's live
+// reservations, under the same lock (PostgreSQL: the owner's users row;
+// SQLite: the single writer).
 package meta
 
 import (
@@ -189,7 +192,8 @@ type Staging struct {
 	// staging counts Bytes - Credit (at least 0) against the quota.
 	Credit int64
 	// ExpiresAt ends the lease (RenewStaging extends it). An expired
-	// staging reserves nothing, protects nothing, and cannot be committed.
+	// staging reserves nothing and cannot be committed or renewed; it
+	// still protects its blob until DeleteExpiredStaging removes it.
 	ExpiresAt time.Time
 }
 
@@ -444,7 +448,7 @@ type Store interface {
 	ListGarbage(ctx context.Context, before time.Time, limit int) ([]Garbage, error)
 	// ClaimGarbage is ListGarbage for reclamation: it re-checks, when
 	// called, that no row points at each listed blob (an object, a part, an
-	// upload, a live staging) and returns only those no row points at. A
+	// upload, a staging) and returns only those no row points at. A
 	// queued blob that a row points at again is dropped from the queue (it
 	// is enqueued again when its last row goes).
 	ClaimGarbage(ctx context.Context, before time.Time, limit int) ([]Garbage, error)
@@ -452,8 +456,11 @@ type Store interface {
 	DeleteGarbage(ctx context.Context, ids []int64) error
 	// ReferencedBlobs returns which of keys a row still points at (an
 	// object, a part of a multipart object, a part of an upload in
-	// progress, the BlobKey of an upload in progress, a live staging, or
-	// the garbage queue), for orphan collection.
+	// progress, the BlobKey of an upload in progress, a staging, or the
+	// garbage queue), for orphan collection. A staging counts until it is
+	// deleted, expired or not: liveness is judged by the clocks of the
+	// nodes, so a node whose clock runs ahead must not take a blob whose
+	// writer still holds its lease (see DeleteExpiredStaging).
 	ReferencedBlobs(ctx context.Context, keys []string) (map[string]bool, error)
 
 	// Stage records s, an upload in flight, reserving between minBytes and
@@ -481,7 +488,10 @@ type Store interface {
 	// sizes go only with their upload.
 	Unstage(ctx context.Context, keys []string) error
 	// DeleteExpiredStaging deletes stagings that expired before t (their
-	// writers died) and returns how many.
+	// writers died or stalled) and returns how many: their blobs become
+	// orphans. Callers give a t well before now (the orphan grace), so
+	// that clock skew between nodes cannot take a staging its writer
+	// still believes live. A declared size goes when its upload expired.
 	DeleteExpiredStaging(ctx context.Context, before time.Time) (int, error)
 
 	// Ping checks the store is reachable (for /readyz).

@@ -42,10 +42,17 @@ func (s *Service) CollectGarbage(ctx context.Context) (int, error) {
 // CollectOrphans deletes object blobs older than the orphan grace period
 // that no metadata row points at (left by a crash between a blob's write and
 // its commit) and returns how many it deleted. A blob being written or
-// waiting for its commit, on any node, has a live staging, which counts as
-// a row (meta.ReferencedBlobs).
+// waiting for its commit, on any node, has a staging, which counts as a row
+// (meta.ReferencedBlobs); stagings that expired more than the orphan grace
+// ago (their writers died, or lost their lease and failed) are deleted
+// first, so that their blobs become orphans.
 func (s *Service) CollectOrphans(ctx context.Context) (int, error) {
 	cutoff := s.now().Add(-s.cfg.OrphanGrace)
+	if n, err := s.meta.DeleteExpiredStaging(ctx, cutoff); err != nil {
+		return 0, err
+	} else if n > 0 {
+		s.log.Info("deleted expired upload leases (their writers died)", "count", n)
+	}
 	var batch []string
 	deleted := 0
 	flush := func() error {
@@ -102,11 +109,6 @@ func (s *Service) RunJanitor(ctx context.Context, interval, orphanInterval time.
 			s.log.Warn("garbage collection failed", "err", err)
 		} else if n > 0 {
 			s.log.Info("reclaimed blobs", "count", n)
-		}
-		if n, err := s.meta.DeleteExpiredStaging(ctx, s.now()); err != nil && ctx.Err() == nil {
-			s.log.Warn("deleting expired upload leases failed", "err", err)
-		} else if n > 0 {
-			s.log.Info("deleted expired upload leases (their writers died)", "count", n)
 		}
 		if n, err := s.CollectExpiredUploads(ctx); err != nil && ctx.Err() == nil {
 			s.log.Warn("aborting expired uploads failed", "err", err)

@@ -250,14 +250,14 @@ func TestChunkedUploadCutAtQuota(t *testing.T) {
 }
 
 // twoNodes returns two services on one metadata store and one blob store,
-// as two nodes of a cluster; b's clock runs two hours ahead, so every blob
-// is old enough for its orphan collection.
+// as two nodes of a cluster; b's orphan grace is 1ns, so every blob is old
+// enough for its orphan collection.
 func twoNodes(t *testing.T, cfg Config) (a, b *Service, f *fixture) {
 	f = newFixture(t, 0)
 	cfg.InlineMax = -1
 	a = New(f.meta, f.blobs, cfg, nil)
+	cfg.OrphanGrace = time.Nanosecond
 	b = New(f.meta, f.blobs, cfg, nil)
-	b.now = func() time.Time { return time.Now().Add(2 * time.Hour) }
 	return a, b, f
 }
 
@@ -323,8 +323,7 @@ func (noRenew) RenewStaging(context.Context, []string, time.Time) ([]string, err
 func TestLostLeaseNeverCommits(t *testing.T) {
 	f := newFixture(t, 0)
 	a := New(noRenew{f.meta}, f.blobs, Config{InlineMax: -1, StagingLease: 200 * time.Millisecond}, nil)
-	b := New(f.meta, f.blobs, Config{}, nil)
-	b.now = func() time.Time { return time.Now().Add(2 * time.Hour) }
+	b := New(f.meta, f.blobs, Config{OrphanGrace: time.Nanosecond}, nil)
 	ctx := context.Background()
 	batch := a.NewBatch(f.alice)
 	if _, err := batch.Add(ctx, PutInput{Bucket: "alice-bucket", Key: "lost", Body: strings.NewReader("lost"), Size: 4}); err != nil {

@@ -12,30 +12,34 @@ import (
 
 // Referenced is the condition "a row points at blob k" (k must not be a
 // bare column name, which the subqueries would resolve to their own
-// tables' blob_key): an object, a part
-// of a multipart object, a part of an upload in progress, an upload whose
-// blob the backend assembles, or a staging live at now. The garbage queue
-// does not count: this is the check made before a queued blob is deleted
-// (and before one is queued). Every blob_key column is indexed.
-func Referenced(k, now string) string {
+// tables' blob_key): an object, a part of a multipart object, a part of an
+// upload in progress, an upload whose blob the backend assembles, or a
+// staging. A staging counts whether live or expired, until a janitor
+// deletes it: liveness is judged by clocks, and a node whose clock runs
+// ahead must not take a blob whose writer still believes its lease live
+// (the writer's commit and the staging's deletion then exclude each other
+// on the staging row). The garbage queue does not count: this is the check
+// made before a queued blob is deleted (and before one is queued). Every
+// blob_key column is indexed.
+func Referenced(k string) string {
 	return "(EXISTS (SELECT 1 FROM objects WHERE blob_key = " + k + ")" +
 		" OR EXISTS (SELECT 1 FROM object_parts WHERE blob_key = " + k + ")" +
 		" OR EXISTS (SELECT 1 FROM upload_parts WHERE blob_key = " + k + ")" +
 		" OR EXISTS (SELECT 1 FROM uploads WHERE blob_key = " + k + ")" +
-		" OR EXISTS (SELECT 1 FROM staging WHERE blob_key = " + k + " AND expires_at > " + now + "))"
+		" OR EXISTS (SELECT 1 FROM staging WHERE blob_key = " + k + "))"
 }
 
 // ReferencedOrQueued is Referenced, or k waits in the garbage queue: what
 // orphan collection must leave alone.
-func ReferencedOrQueued(k, now string) string {
-	return "(" + Referenced(k, now) + " OR EXISTS (SELECT 1 FROM garbage WHERE blob_key = " + k + "))"
+func ReferencedOrQueued(k string) string {
+	return "(" + Referenced(k) + " OR EXISTS (SELECT 1 FROM garbage WHERE blob_key = " + k + "))"
 }
 
 // ClaimGarbageQuery lists up to limit queue entries enqueued before
 // before, oldest first, each with whether a row points at its blob again
 // (see Referenced). Columns: id, blob_key, created_at, referenced.
-func ClaimGarbageQuery(before, limit, now string) string {
-	return "SELECT g.id, g.blob_key, g.created_at, CASE WHEN " + Referenced("g.blob_key", now) + " THEN 1 ELSE 0 END FROM garbage g" +
+func ClaimGarbageQuery(before, limit string) string {
+	return "SELECT g.id, g.blob_key, g.created_at, CASE WHEN " + Referenced("g.blob_key") + " THEN 1 ELSE 0 END FROM garbage g" +
 		" WHERE g.created_at < " + before + " ORDER BY g.created_at, g.id LIMIT " + limit
 }
 

@@ -194,16 +194,15 @@ func testStageLeaseExpiry(t *testing.T, s meta.Store) {
 	}
 	time.Sleep(time.Until(short) + 50*time.Millisecond)
 
-	// a expired: it reserves nothing, protects nothing, is never revived,
-	// and cannot be committed or grown.
+	// a expired: it reserves nothing, is never revived, and cannot be
+	// committed or grown; it protects its blob until it is deleted.
 	wantRoom(t, s, "alice", 60, "after a's lease expired")
-	wantReferenced(t, s, "after a's lease expired", []string{a.BlobKey, b.BlobKey}, map[string]bool{b.BlobKey: true})
+	wantReferenced(t, s, "after a's lease expired", []string{a.BlobKey, b.BlobKey}, map[string]bool{a.BlobKey: true, b.BlobKey: true})
 	lost, err = s.RenewStaging(ctx, []string{a.BlobKey, b.BlobKey, "unknown/key"}, live())
 	ok(t, err, "RenewStaging")
 	if fmt.Sprint(lost) != fmt.Sprint([]string{a.BlobKey, "unknown/key"}) {
 		t.Errorf("RenewStaging lost %q, want %q", lost, []string{a.BlobKey, "unknown/key"})
 	}
-	wantReferenced(t, s, "after renewing the expired a", []string{a.BlobKey}, map[string]bool{})
 	_, err = s.GrowStaging(ctx, a.BlobKey, 61, 61)
 	wantCode(t, err, errcode.Unavailable, "GrowStaging of an expired staging")
 	_, err = s.PutObjects(ctx, []meta.Put{staged(a)})
@@ -215,11 +214,19 @@ func testStageLeaseExpiry(t *testing.T, s meta.Store) {
 	wantCode(t, err, errcode.Unavailable, "PutObjects of a live and an expired staging")
 	wantMissing(t, s, "alice", "b")
 
-	n, err := s.DeleteExpiredStaging(ctx, time.Now())
+	n, err := s.DeleteExpiredStaging(ctx, short.Add(-time.Second))
+	ok(t, err, "DeleteExpiredStaging before a expired")
+	if n != 0 {
+		t.Errorf("DeleteExpiredStaging(before a expired) = %d, want 0", n)
+	}
+	n, err = s.DeleteExpiredStaging(ctx, time.Now())
 	ok(t, err, "DeleteExpiredStaging")
 	if n != 1 {
 		t.Errorf("DeleteExpiredStaging = %d, want 1", n)
 	}
+	wantReferenced(t, s, "after a's staging was deleted", []string{a.BlobKey, b.BlobKey}, map[string]bool{b.BlobKey: true})
+	_, err = s.PutObjects(ctx, []meta.Put{staged(a)})
+	wantCode(t, err, errcode.Unavailable, "PutObjects of a deleted staging")
 	_, err = s.PutObjects(ctx, []meta.Put{staged(b)})
 	ok(t, err, "PutObjects of the renewed staging")
 	wantUsage(t, s, "alice", 40)

@@ -238,7 +238,7 @@ func (s *Store) ClaimGarbage(ctx context.Context, before time.Time, limit int) (
 			g.CreatedAt = metasql.FromNanos(created)
 			out = append(out, g)
 			return nil
-		}, claimGarbageQuery, metasql.ToNanos(before), limit, metasql.ToNanos(t.now))
+		}, claimGarbageQuery, metasql.ToNanos(before), limit)
 		if err := t.flush(); err != nil {
 			return err
 		}
@@ -254,8 +254,8 @@ func (s *Store) ClaimGarbage(ctx context.Context, before time.Time, limit int) (
 }
 
 var (
-	claimGarbageQuery = metasql.ClaimGarbageQuery("$1", "$2", "$3")
-	referencedQuery   = `SELECT b.k FROM unnest($1::text[]) AS b(k) WHERE ` + metasql.ReferencedOrQueued("b.k", "$2")
+	claimGarbageQuery = metasql.ClaimGarbageQuery("$1", "$2")
+	referencedQuery   = `SELECT b.k FROM unnest($1::text[]) AS b(k) WHERE ` + metasql.ReferencedOrQueued("b.k")
 )
 
 // DeleteGarbage implements meta.Store. Unknown ids are ignored.
@@ -285,7 +285,7 @@ func (s *Store) ReferencedBlobs(ctx context.Context, keys []string) (map[string]
 	}
 	err := s.read(ctx, "referenced blobs", func(c *pgx.Conn) error {
 		clear(out)
-		rows, err := c.Query(ctx, referencedQuery, keys, metasql.ToNanos(time.Now()))
+		rows, err := c.Query(ctx, referencedQuery, keys)
 		if err != nil {
 			return err
 		}

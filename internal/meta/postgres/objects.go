@@ -97,7 +97,7 @@ func (t *txn) enqueue(blobs ...string) {
 
 var enqueueQuery = `INSERT INTO garbage (blob_key, created_at)
 	SELECT b.k, $2 FROM unnest($1::text[]) WITH ORDINALITY AS b(k, n)
-	WHERE NOT ` + metasql.Referenced("b.k", "$2") + ` ORDER BY b.n`
+	WHERE NOT ` + metasql.Referenced("b.k") + ` ORDER BY b.n`
 
 // row is an object as its objects row holds it, with its parts.
 type row struct {

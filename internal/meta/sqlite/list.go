@@ -164,8 +164,7 @@ const chunk = 128
 
 // referencedQuery returns those of the keys ?1..?chunk that a row points
 // at or that wait in the garbage queue (metasql.ReferencedOrQueued), each
-// looked up through the blob_key indexes; ?chunk+1 is the time stagings
-// must be live at.
+// looked up through the blob_key indexes.
 var referencedQuery = func() string {
 	var values strings.Builder
 	for i := range chunk {
@@ -175,7 +174,7 @@ var referencedQuery = func() string {
 		fmt.Fprintf(&values, "(?%d)", i+1)
 	}
 	return "SELECT column1 FROM (VALUES " + values.String() + ") WHERE " +
-		metasql.ReferencedOrQueued("column1", fmt.Sprintf("?%d", chunk+1))
+		metasql.ReferencedOrQueued("column1")
 }()
 
 // ListGarbage implements meta.Store. A limit <= 0 means 1000.
@@ -239,7 +238,7 @@ func (s *Store) ClaimGarbage(ctx context.Context, before time.Time, limit int) (
 	var out []meta.Garbage
 	err := s.write(ctx, func(ctx context.Context, c *conn) error {
 		out = nil
-		rows, err := c.QueryContext(ctx, claimGarbageQuery, metasql.ToNanos(before), limit, metasql.ToNanos(time.Now()))
+		rows, err := c.QueryContext(ctx, claimGarbageQuery, metasql.ToNanos(before), limit)
 		if err != nil {
 			return classify(err, "claim garbage")
 		}
@@ -270,7 +269,7 @@ func (s *Store) ClaimGarbage(ctx context.Context, before time.Time, limit int) (
 	return out, nil
 }
 
-var claimGarbageQuery = metasql.ClaimGarbageQuery("?1", "?2", "?3")
+var claimGarbageQuery = metasql.ClaimGarbageQuery("?1", "?2")
 
 // ReferencedBlobs implements meta.Store. The map holds only referenced
 // keys; "" is never referenced.
@@ -280,8 +279,7 @@ func (s *Store) ReferencedBlobs(ctx context.Context, keys []string) (map[string]
 	}
 	keys = slices.DeleteFunc(slices.Clone(keys), func(k string) bool { return k == "" })
 	out := map[string]bool{}
-	args := make([]any, chunk+1)
-	args[chunk] = metasql.ToNanos(time.Now())
+	args := make([]any, chunk)
 	for start := 0; start < len(keys); start += chunk {
 		part := keys[start:min(start+chunk, len(keys))]
 		for i := range chunk {

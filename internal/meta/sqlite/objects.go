@@ -298,8 +298,8 @@ func enqueue(ctx context.Context, c *conn, now time.Time, blobs ...string) error
 
 var (
 	enqueueManyQuery = `INSERT INTO garbage (blob_key, created_at) SELECT j.value, ?2 FROM json_each(?1) j
-		WHERE NOT ` + metasql.Referenced("j.value", "?2") + ` ORDER BY j.key`
-	enqueueQuery = `INSERT INTO garbage (blob_key, created_at) SELECT ?1, ?2 WHERE NOT ` + metasql.Referenced("?1", "?2")
+		WHERE NOT ` + metasql.Referenced("j.value") + ` ORDER BY j.key`
+	enqueueQuery = `INSERT INTO garbage (blob_key, created_at) SELECT ?1, ?2 WHERE NOT ` + metasql.Referenced("?1")
 )
 
 func allValidUTF8(ss []string) bool {
