@@ -202,7 +202,7 @@ type Staging struct {
 // Detail["reason"] = "staging_lease_lost".
 func ErrLeaseLost() error {
 	return &errcode.Error{Code: errcode.Unavailable, Message: "the upload's staging lease expired; retry the upload",
-		Detail: map[string]any{"reason": "staging_lease_lost"}}
+		Detail: map[string]any{"reason": "staging_lease_lost"}, RetryAfter: time.Second}
 }
 
 // DeclaredStagingKey is the BlobKey of the staging of upload id's declared
