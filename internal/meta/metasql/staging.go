@@ -143,7 +143,10 @@ func (r Room) Grant(sh Share, minBytes, maxBytes int64) (int64, error) {
 	if r.Quota == 0 {
 		return maxBytes, nil
 	}
-	room := r.Quota - r.Usage - (r.Reserved - sh.of(sh.Own)) // what the staging's share may be
+	// What the staging's share may be: what is free, and at least what
+	// it holds (a share that does not grow always fits, even over a
+	// lowered quota, as shrinking usage always passes).
+	room := max(r.Quota-r.Usage-(r.Reserved-sh.of(sh.Own)), sh.of(sh.Own))
 	switch {
 	case sh.of(minBytes) > room:
 		return 0, r.exceeded(sh.of(minBytes) - sh.of(sh.Own))
