@@ -252,3 +252,42 @@ func usageOf(t *testing.T, c *testenv.Client) int64 {
 	}
 	return me.UsageBytes
 }
+
+// TestQuotaReservedAcrossAPIs: an upload in flight on the file API holds
+// its reservation against the S3 API too: an S3 PutObject that would fit
+// only if the slow upload were ignored gets QuotaExceeded at once, and
+// nothing is stored; once the slow upload ends, usage is exact.
+func TestQuotaReservedAcrossAPIs(t *testing.T) {
+	const quota, size = 1 << 20, 600 << 10
+	srv := testenv.Start(t, "--default-quota", strconv.Itoa(quota))
+	u := newS3User(t, srv)
+	slow := newTrickle(t.Context(), size, 32<<10, 100*time.Millisecond) // ~2 s
+	done := make(chan int, 1)
+	go func() {
+		resp, err := u.DoErr(t.Context(), "PUT", testenv.FileURL(u.Bucket, "slow.bin"), slow, size)
+		if err != nil {
+			t.Errorf("slow upload: %v", err)
+			done <- 0
+			return
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		done <- resp.StatusCode
+	}()
+	<-slow.first
+	start := time.Now()
+	r := u.s3(t, "PUT", "/"+u.Bucket+"/s3.bin", make([]byte, size), "")
+	if r.status != 403 || r.code != "QuotaExceeded" {
+		t.Errorf("S3 PutObject with the room reserved by an upload in flight: %d %s, want 403 QuotaExceeded", r.status, r.body)
+	}
+	if d := time.Since(start); d > 1500*time.Millisecond {
+		t.Errorf("S3 PutObject refused after %v, want at once", d)
+	}
+	if st := <-done; st != 201 {
+		t.Errorf("slow upload: %d, want 201", st)
+	}
+	u.absent(t, "/"+u.Bucket+"/s3.bin")
+	if got := usageOf(t, u.Client); got != size {
+		t.Errorf("usage = %d, want %d", got, size)
+	}
+}
