@@ -160,3 +160,59 @@ func putRawBlob(t *testing.T, b *testenv.Backends, key string, data []byte) {
 		t.Fatalf("put %s into MinIO bucket %q: %v", key, bucket, err)
 	}
 }
+
+// TestReservationsAcrossNodes: slow uploads spread over two nodes into one
+// account: the reservations, in PostgreSQL under the owner's row lock,
+// admit exactly what the quota holds, whichever node takes which upload;
+// the others get 507 before their bodies are read.
+func TestReservationsAcrossNodes(t *testing.T) {
+	const quota, size, n = 3 << 20, 1 << 20, 10
+	b := testenv.NewBackends(t)
+	nodes := []*testenv.Server{
+		testenv.StartNode(t, b, "--default-quota", fmt.Sprint(quota)),
+		testenv.StartNode(t, b, "--default-quota", fmt.Sprint(quota)),
+	}
+	c := nodes[0].NewUser(t)
+	codes := make([]int, n)
+	sent := make([]*slowReader, n)
+	done := make(chan int, n)
+	for i := range n {
+		sent[i] = &slowReader{data: make([]byte, size), step: 128 << 10, pause: 200 * time.Millisecond}
+		go func() {
+			cc := on(c, nodes[i%2])
+			resp, err := cc.DoErr(t.Context(), "PUT", testenv.FileURL(c.Bucket, fmt.Sprintf("r/%02d", i)), sent[i], size, "Expect", "100-continue")
+			if err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				codes[i] = resp.StatusCode
+			} else {
+				t.Errorf("upload %d: %v", i, err)
+			}
+			done <- i
+		}()
+	}
+	for range n {
+		<-done
+	}
+	stored := 0
+	for i, code := range codes {
+		switch code {
+		case 201:
+			stored++
+		case 507:
+			if s := sent[i].sent.Load(); s != 0 {
+				t.Errorf("refused upload %d sent %d bytes", i, s)
+			}
+		default:
+			t.Errorf("upload %d: %d", i, code)
+		}
+	}
+	if stored != quota/size {
+		t.Errorf("%d uploads stored, want %d", stored, quota/size)
+	}
+	for i, node := range nodes {
+		if u := usage(t, on(c, node)); u != int64(stored)*size {
+			t.Errorf("usage via node %d = %d, want %d", i+1, u, int64(stored)*size)
+		}
+	}
+}
