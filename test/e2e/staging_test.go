@@ -264,7 +264,9 @@ func TestQuotaReservedAcrossAPIs(t *testing.T) {
 	slow := newTrickle(t.Context(), size, 32<<10, 100*time.Millisecond) // ~2 s
 	done := make(chan int, 1)
 	go func() {
-		resp, err := u.DoErr(t.Context(), "PUT", testenv.FileURL(u.Bucket, "slow.bin"), slow, size)
+		// Expect: 100-continue: the body goes (and slow.first fires) only
+		// once the server reads it, i.e. after it reserved the bytes.
+		resp, err := u.DoErr(t.Context(), "PUT", testenv.FileURL(u.Bucket, "slow.bin"), slow, size, "Expect", "100-continue")
 		if err != nil {
 			t.Errorf("slow upload: %v", err)
 			done <- 0
