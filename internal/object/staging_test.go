@@ -293,18 +293,18 @@ func TestStagedBlobSurvivesAnotherNodesOrphanCollection(t *testing.T) {
 // TestStagingLeaseRenewed: a staging outlives many lease periods while its
 // node is alive.
 func TestStagingLeaseRenewed(t *testing.T) {
-	a, b, f := twoNodes(t, Config{StagingLease: 300 * time.Millisecond})
+	a, b, f := twoNodes(t, Config{StagingLease: 600 * time.Millisecond})
 	ctx := context.Background()
 	batch := a.NewBatch(f.alice)
 	if _, err := batch.Add(ctx, PutInput{Bucket: "alice-bucket", Key: "slow", Body: strings.NewReader("slow"), Size: 4}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Second)
+	time.Sleep(2 * time.Second)
 	if n, err := b.CollectOrphans(ctx); err != nil || n != 0 {
-		t.Fatalf("orphan collection took %d blobs (%v) of a staging renewed for 1s", n, err)
+		t.Fatalf("orphan collection took %d blobs (%v) of a staging renewed for 2s", n, err)
 	}
 	if _, err := batch.Commit(ctx); err != nil {
-		t.Fatalf("commit after 1s with a lease of 300ms: %v", err)
+		t.Fatalf("commit after 2s with a lease of 600ms: %v", err)
 	}
 	if got := f.read(t, f.alice, "alice-bucket", "slow"); got != "slow" {
 		t.Errorf("read back %q", got)
