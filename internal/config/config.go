@@ -55,6 +55,11 @@ type Config struct {
 	MetricsToken   string         // --metrics-token: bearer token for /metrics from non-loopback clients; default none (loopback only)
 	DebugListen    string         // --debug-listen: loopback address serving net/http/pprof; default none
 
+	// Advanced: blob reclamation and uploads in flight (shortened by tests).
+	OrphanGrace     time.Duration // --orphan-grace: age before a blob no row or live upload points at is deleted; default 1h
+	JanitorInterval time.Duration // --janitor-interval: how often replaced blobs and expired uploads are reclaimed; default 30s
+	StagingLease    time.Duration // --staging-lease: lease of an upload in flight, renewed every third of it; default 1m
+
 	LoginConcurrency int    // --login-concurrency: parallel password hashes; default max(1, cores/2)
 	Argon2Memory     uint32 // --argon2-memory: KiB; default 19456
 	Argon2Time       uint32 // --argon2-time: passes; default 2
@@ -81,6 +86,9 @@ func Defaults() Config {
 		Admission:            "adaptive",
 		OverloadTarget:       5 * time.Millisecond,
 		PublicMaxAge:         time.Minute,
+		OrphanGrace:          time.Hour,
+		JanitorInterval:      30 * time.Second,
+		StagingLease:         time.Minute,
 		Argon2Memory:         19456,
 		Argon2Time:           2,
 	}
@@ -160,6 +168,12 @@ func (c Config) Validate() error {
 	if c.MinUploadRate <= 0 {
 		errs = append(errs, errors.New("min-upload-rate: must be > 0"))
 	}
+	if c.OrphanGrace <= 0 || c.JanitorInterval <= 0 {
+		errs = append(errs, errors.New("orphan-grace and janitor-interval: must be > 0"))
+	}
+	if c.StagingLease < time.Second {
+		errs = append(errs, errors.New("staging-lease: must be >= 1s"))
+	}
 	if c.Argon2Memory < 8*1024 || c.Argon2Time < 1 {
 		errs = append(errs, errors.New("argon2: memory must be >= 8192 KiB and time >= 1"))
 	}
@@ -197,6 +211,9 @@ func (c *Config) FlagSet(name string) *flag.FlagSet {
 	fs.DurationVar(&c.PublicMaxAge, "public-max-age", c.PublicMaxAge, "Cache-Control max-age of objects in public-read buckets")
 	fs.StringVar(&c.MetricsToken, "metrics-token", c.MetricsToken, "bearer token allowing /metrics from non-loopback clients")
 	fs.StringVar(&c.DebugListen, "debug-listen", c.DebugListen, "loopback address serving /debug/pprof (off when empty)")
+	fs.DurationVar(&c.OrphanGrace, "orphan-grace", c.OrphanGrace, "advanced: age before a blob that no row and no live upload points at is deleted")
+	fs.DurationVar(&c.JanitorInterval, "janitor-interval", c.JanitorInterval, "advanced: how often replaced blobs and expired uploads are reclaimed (orphans every orphan-grace, at most hourly)")
+	fs.DurationVar(&c.StagingLease, "staging-lease", c.StagingLease, "advanced: lease of an upload in flight, renewed every third of it; a dead node's reservations lapse after it")
 	fs.IntVar(&c.LoginConcurrency, "login-concurrency", c.LoginConcurrency, "password hashes run in parallel (0 = half the cores)")
 	fs.Func("argon2-memory", "argon2id memory in KiB (default 19456)", func(s string) error {
 		n, err := strconv.ParseUint(s, 10, 32)

@@ -15,11 +15,33 @@
 // Errors are classified into errcode codes: NotFound, AlreadyExists,
 // Conflict, PreconditionFailed, QuotaExceeded, Unavailable (store down or
 // overloaded). Keys compare as raw bytes (memcmp order) in every backend.
+//
+// # Uploads in flight
+//
+// An upload in flight is a Staging row, visible to every node sharing the
+// store: the blob being written (recorded before its first byte is
+// written, with a lease its writer renews), or the declared size of a
+// direct-upload session (for the session's lifetime). A live staging
+// (ExpiresAt in the future) reserves bytes of its owner's quota, so that
+// usage + reservations never pass the quota. A staging, live or expired,
+// keeps its blob from orphan collection (ReferencedBlobs counts it) until
+// a janitor deletes it, well after it expired (DeleteExpiredStaging).
+// Committing the blob (PutObjects or PutPart with Staged set) deletes its
+// staging in the same transaction that counts its bytes as used, and
+// fails if the staging is no longer live: an expired staging is never
+// revived, so a blob whose lease lapsed (its writer stalled or died) never
+// becomes an object, and the commit and the janitor's deletion of the
+// staging exclude each other on its row, whatever the nodes' clocks say.
+// Every quota check of a write that grows usage counts the owner's live
+// reservations, under the same lock (PostgreSQL: the owner's users row;
+// SQLite: the single writer).
 package meta
 
 import (
 	"context"
 	"time"
+
+	"github.com/coffer-storage/coffer/internal/errcode"
 )
 
 // Visibility says who may read a bucket's objects.
@@ -135,7 +157,57 @@ type Put struct {
 	// NotFound: a bucket deleted and re-created by another user while the
 	// bytes were streaming must not receive the object.
 	BucketOwner string
+	// Staged says Object.BlobKey was written under a Staging (see Stage),
+	// which the commit deletes: its reservation becomes usage in the same
+	// transaction. The staging must still be live, else Unavailable with
+	// Detail["reason"] = "staging_lease_lost" and nothing changes.
+	Staged bool
 }
+
+// Staging is an upload in flight (see the package doc): a blob being
+// written, or, with Declared, the declared size of a direct-upload session.
+type Staging struct {
+	// BlobKey is the blob being written; unique among stagings. A
+	// declared-size staging is keyed "upload:" + its UploadID.
+	BlobKey string
+	// OwnerID is the user whose quota the staging draws on: the owner of
+	// the bucket the upload goes to.
+	OwnerID string
+	// UploadID is the multipart upload a part (or a declared size) belongs
+	// to; "" for an object upload. The stagings of one upload reserve
+	// together the larger of its declared bytes still due and the bytes
+	// of its parts in flight, so parts within the declared size are not
+	// counted twice.
+	UploadID string
+	// Declared marks the declared size of a direct-upload session
+	// (created by CreateUpload, deleted when the upload goes).
+	Declared bool
+	// Bucket and Key name the object an object upload will replace, if
+	// any: Stage credits that object's size (the overwrite frees it), to
+	// one staging of a key at a time.
+	Bucket, Key string
+	// Bytes is the reservation (as granted by Stage and GrowStaging).
+	Bytes int64
+	// Credit is the replaced object's size as Stage credited it: the
+	// staging counts Bytes - Credit (at least 0) against the quota.
+	Credit int64
+	// ExpiresAt ends the lease (RenewStaging extends it). An expired
+	// staging reserves nothing and cannot be committed or renewed; it
+	// still protects its blob until DeleteExpiredStaging removes it.
+	ExpiresAt time.Time
+}
+
+// ErrLeaseLost is the error of committing or growing a staging that is gone
+// or expired: Unavailable (the client may retry the upload), with
+// Detail["reason"] = "staging_lease_lost".
+func ErrLeaseLost() error {
+	return &errcode.Error{Code: errcode.Unavailable, Message: "the upload's staging lease expired; retry the upload",
+		Detail: map[string]any{"reason": "staging_lease_lost"}, RetryAfter: time.Second}
+}
+
+// DeclaredStagingKey is the BlobKey of the staging of upload id's declared
+// size.
+func DeclaredStagingKey(uploadID string) string { return "upload:" + uploadID }
 
 // Garbage is a blob queued for reclamation.
 type Garbage struct {
@@ -211,6 +283,9 @@ type Part struct {
 	Checksum string // base64 in the upload's ChecksumAlgorithm; may be ""
 	BlobKey  string
 	ModTime  time.Time
+	// Staged (an input of PutPart, never returned) says BlobKey was
+	// written under a Staging, which PutPart deletes as Put.Staged says.
+	Staged bool
 }
 
 // CompletePart names a part, with the ETag the client saw, in a
@@ -308,7 +383,11 @@ type Store interface {
 	TouchAccessKey(ctx context.Context, id string, t time.Time) error
 
 	// CreateUpload starts a multipart upload. NotFound if the bucket is
-	// missing; AlreadyExists if the ID is taken.
+	// missing; AlreadyExists if the ID is taken. A declared Size is
+	// reserved against the bucket owner's quota until the upload is
+	// completed, aborted or expires (a Declared staging keyed
+	// DeclaredStagingKey(u.ID), expiring at u.ExpiresAt): QuotaExceeded,
+	// and nothing is created, if it does not fit.
 	CreateUpload(ctx context.Context, u Upload) error
 	// GetUpload returns an upload in progress; NotFound if it does not
 	// exist (never created, aborted or completed).
@@ -317,8 +396,9 @@ type Store interface {
 	// earlier part with the same number, and returns the replaced part
 	// (zero if none). The part's size counts toward the bucket owner's
 	// usage from now on (the replaced part's size no longer does), with the
-	// same quota check as PutObjects. NotFound if the upload is gone (the
-	// caller then deletes the part's blob).
+	// same quota check as PutObjects; the upload's declared size still due
+	// shrinks accordingly. NotFound if the upload is gone (the caller then
+	// deletes the part's blob). p.Staged as Put.Staged.
 	PutPart(ctx context.Context, p Part) (Part, error)
 	// ListParts returns up to limit parts of an upload with Number >
 	// after, ascending, and whether more exist. NotFound if the upload is
@@ -366,12 +446,21 @@ type Store interface {
 
 	// ListGarbage returns up to limit queued blobs enqueued before t, oldest first.
 	ListGarbage(ctx context.Context, before time.Time, limit int) ([]Garbage, error)
+	// ClaimGarbage is ListGarbage for reclamation: it re-checks, when
+	// called, that no row points at each listed blob (an object, a part, an
+	// upload, a staging) and returns only those no row points at. A
+	// queued blob that a row points at again is dropped from the queue (it
+	// is enqueued again when its last row goes).
+	ClaimGarbage(ctx context.Context, before time.Time, limit int) ([]Garbage, error)
 	// DeleteGarbage removes queue entries (after their blobs are deleted).
 	DeleteGarbage(ctx context.Context, ids []int64) error
 	// ReferencedBlobs returns which of keys a row still points at (an
 	// object, a part of a multipart object, a part of an upload in
-	// progress, the BlobKey of an upload in progress, or the garbage
-	// queue), for orphan collection.
+	// progress, the BlobKey of an upload in progress, a staging, or the
+	// garbage queue), for orphan collection. A staging counts until it is
+	// deleted, expired or not: liveness is judged by the clocks of the
+	// nodes, so a node whose clock runs ahead must not take a blob whose
+	// writer still holds its lease (see DeleteExpiredStaging).
 	ReferencedBlobs(ctx context.Context, keys []string) (map[string]bool, error)
 
 	// ClaimKeyFingerprint records fp, the fingerprint of the server key
@@ -383,6 +472,37 @@ type Store interface {
 	// every call returns it, across processes. InvalidArgument if fp is
 	// empty or longer than 128 bytes.
 	ClaimKeyFingerprint(ctx context.Context, fp string) (string, error)
+
+	// Stage records s, an upload in flight, reserving between minBytes and
+	// s.Bytes of the owner's quota: as many as fit, all of s.Bytes when
+	// the owner has no quota. It returns the staging as stored (Bytes
+	// granted, Credit set) and whether the owner has a quota (then a
+	// writer of unknown length must GrowStaging before writing past the
+	// reservation). QuotaExceeded, and nothing is stored, if minBytes do
+	// not fit; AlreadyExists if the key is staged; NotFound if the owner
+	// does not exist; InvalidArgument for a Declared staging (CreateUpload
+	// makes those) or minBytes outside 0..s.Bytes.
+	Stage(ctx context.Context, s Staging, minBytes int64) (Staging, bool, error)
+	// GrowStaging raises the reservation of the live staging key to
+	// between minBytes and maxBytes, as many as fit, and returns the bytes
+	// now reserved (never fewer than before). QuotaExceeded, and nothing
+	// changes, if minBytes do not fit; Unavailable with Detail["reason"] =
+	// "staging_lease_lost" if the staging is gone or expired.
+	GrowStaging(ctx context.Context, key string, minBytes, maxBytes int64) (int64, error)
+	// RenewStaging sets the lease of every live staging among keys to
+	// expires, and returns the keys it did not renew (gone or expired: an
+	// expired staging is never revived).
+	RenewStaging(ctx context.Context, keys []string, expires time.Time) ([]string, error)
+	// Unstage deletes the stagings of keys (uploads that failed),
+	// releasing their reservations. Unknown keys are ignored; declared
+	// sizes go only with their upload.
+	Unstage(ctx context.Context, keys []string) error
+	// DeleteExpiredStaging deletes stagings that expired before t (their
+	// writers died or stalled) and returns how many: their blobs become
+	// orphans. Callers give a t well before now (the orphan grace), so
+	// that clock skew between nodes cannot take a staging its writer
+	// still believes live. A declared size goes when its upload expired.
+	DeleteExpiredStaging(ctx context.Context, before time.Time) (int, error)
 
 	// Ping checks the store is reachable (for /readyz).
 	Ping(ctx context.Context) error

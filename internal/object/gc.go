@@ -8,11 +8,13 @@ import (
 )
 
 // CollectGarbage deletes blobs queued for reclamation longer than the grace
-// period ago and returns how many it reclaimed.
+// period ago and returns how many it reclaimed. Each is re-checked when it
+// is taken from the queue (meta.ClaimGarbage): a blob that a row points at
+// again is left alone.
 func (s *Service) CollectGarbage(ctx context.Context) (int, error) {
 	total := 0
 	for {
-		gs, err := s.meta.ListGarbage(ctx, s.now().Add(-s.cfg.GarbageGrace), 500)
+		gs, err := s.meta.ClaimGarbage(ctx, s.now().Add(-s.cfg.GarbageGrace), 500)
 		if err != nil || len(gs) == 0 {
 			return total, err
 		}
@@ -39,9 +41,18 @@ func (s *Service) CollectGarbage(ctx context.Context) (int, error) {
 
 // CollectOrphans deletes object blobs older than the orphan grace period
 // that no metadata row points at (left by a crash between a blob's write and
-// its commit) and returns how many it deleted.
+// its commit) and returns how many it deleted. A blob being written or
+// waiting for its commit, on any node, has a staging, which counts as a row
+// (meta.ReferencedBlobs); stagings that expired more than the orphan grace
+// ago (their writers died, or lost their lease and failed) are deleted
+// first, so that their blobs become orphans.
 func (s *Service) CollectOrphans(ctx context.Context) (int, error) {
 	cutoff := s.now().Add(-s.cfg.OrphanGrace)
+	if n, err := s.meta.DeleteExpiredStaging(ctx, cutoff); err != nil {
+		return 0, err
+	} else if n > 0 {
+		s.log.Info("deleted expired upload leases (their writers died)", "count", n)
+	}
 	var batch []string
 	deleted := 0
 	flush := func() error {
@@ -53,7 +64,7 @@ func (s *Service) CollectOrphans(ctx context.Context) (int, error) {
 			return err
 		}
 		for _, k := range batch {
-			if ref[k] || s.isStaging(k) {
+			if ref[k] {
 				continue
 			}
 			if err := s.blobs.Delete(ctx, k); err != nil {
@@ -66,7 +77,7 @@ func (s *Service) CollectOrphans(ctx context.Context) (int, error) {
 		return nil
 	}
 	err := s.blobs.List(ctx, "o/", func(info blob.Info) error {
-		if info.ModTime.After(cutoff) || s.isStaging(info.Key) {
+		if info.ModTime.After(cutoff) {
 			return nil
 		}
 		batch = append(batch, info.Key)

@@ -33,7 +33,8 @@ type CreateUploadInput struct {
 	ChecksumAlgorithm string // S3 x-amz-checksum-algorithm, or ""
 	ChecksumType      string // S3 x-amz-checksum-type, or ""
 	// Size and PartSize are declared by direct-upload sessions (0 if
-	// unknown); a declared Size is checked against the quota up front.
+	// unknown); a declared Size is reserved against the bucket owner's
+	// quota until the upload is completed, aborted or expires.
 	Size, PartSize int64
 	// TTL bounds how long the upload may stay incomplete before the
 	// janitor aborts it. Default DefaultUploadTTL.
@@ -84,15 +85,6 @@ func (s *Service) CreateUpload(ctx context.Context, a Actor, in CreateUploadInpu
 	}
 	if in.Size < 0 || in.Size > MaxParts*MaxPartSize || in.Size > s.cfg.MaxObjectSize {
 		return meta.Upload{}, errcode.New(errcode.TooLarge, "declared size %d is over the limit", in.Size)
-	}
-	if in.Size > 0 {
-		owner, err := s.meta.GetUser(ctx, b.OwnerID)
-		if err != nil {
-			return meta.Upload{}, err
-		}
-		if owner.QuotaBytes > 0 && owner.UsageBytes+in.Size > owner.QuotaBytes {
-			return meta.Upload{}, quotaErr(owner)
-		}
 	}
 	ct := in.ContentType
 	if ct == "" {
@@ -191,50 +183,38 @@ func (s *Service) PutPart(ctx context.Context, a Actor, in PartInput) (meta.Part
 	if err != nil {
 		return meta.Part{}, err
 	}
-	owner, err := s.meta.GetUser(ctx, b.OwnerID)
-	if err != nil {
-		return meta.Part{}, err
-	}
-	limit, limitErr := int64(MaxPartSize), errcode.New(errcode.TooLarge, "part larger than %d bytes", int64(MaxPartSize))
-	if owner.QuotaBytes > 0 {
-		room := owner.QuotaBytes - owner.UsageBytes
-		if in.Size >= 0 && in.Size > room {
-			return meta.Part{}, quotaErr(owner)
-		}
-		if room < limit {
-			if room <= 0 {
-				return meta.Part{}, quotaErr(owner)
-			}
-			limit, limitErr = room, quotaErr(owner)
-		}
-	}
 	r := integrity.NewReader(in.Body, integrity.Options{
-		Size: in.Size, Limit: limit, LimitErr: limitErr, SHA256: in.SHA256, MD5: in.MD5,
+		Size: in.Size, Limit: MaxPartSize, LimitErr: errcode.New(errcode.TooLarge, "part larger than %d bytes", int64(MaxPartSize)),
+		SHA256: in.SHA256, MD5: in.MD5,
 		ChecksumAlgorithm: u.ChecksumAlgorithm, ChecksumWant: in.ChecksumWant,
 	})
+	// Staged before the first byte, as object uploads are; within the
+	// upload's declared size, if it has one.
 	key := newBlobKey()
-	s.beginStaging(key)
-	defer s.endStaging(key)
-	info, err := s.blobs.Put(ctx, key, r, in.Size)
+	rv, size, err := s.writeStaged(ctx, meta.Staging{BlobKey: key, OwnerID: b.OwnerID, UploadID: u.ID}, r, in.Size)
 	if err != nil {
 		return meta.Part{}, err
 	}
 	p := meta.Part{
-		UploadID: u.ID, Number: in.Number, Size: info.Size,
-		ETag: hex.EncodeToString(r.MD5()), BlobKey: key, ModTime: s.now().UTC(),
+		UploadID: u.ID, Number: in.Number, Size: size,
+		ETag: hex.EncodeToString(r.MD5()), BlobKey: key, ModTime: s.now().UTC(), Staged: true,
 	}
 	if sum := r.Checksum(); sum != nil {
 		p.Checksum = integrity.EncodeChecksum(sum)
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	if _, err := s.meta.PutPart(cctx, p); err != nil {
-		s.discardBlobs(key)
+	_, err = s.meta.PutPart(cctx, p)
+	rv.done()
+	if err != nil {
+		s.discardStaged([]string{key})
 		if errcode.Is(err, errcode.NotFound) {
 			return meta.Part{}, ErrNoUpload(u.ID)
 		}
 		return meta.Part{}, err
 	}
+	s.endStaging(key)
+	p.Staged = false
 	return p, nil
 }
 

@@ -11,8 +11,13 @@
 //     overwrite is a new blob plus a pointer swap in one metadata
 //     transaction, so readers see the old or the new object, never a mix.
 //   - Replaced and deleted blobs are queued in the same transaction and
-//     reclaimed after a grace period; blobs no row points at (a crash
+//     reclaimed after a grace period, once re-checked (at delete time) that
+//     no row points at them again; blobs no row points at (a crash
 //     between blob write and commit) are collected by CollectOrphans.
+//   - A blob is staged in the metadata store before its first byte is
+//     written (see staging.go): the staging reserves the upload's bytes
+//     against the bucket owner's quota while it is in flight, and keeps
+//     every node's orphan collection off the blob.
 //   - Every operation authorises its Actor against the bucket first.
 package object
 
@@ -30,6 +35,7 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coffer-storage/coffer/internal/blob"
@@ -59,6 +65,11 @@ type Config struct {
 	// one transaction, saving a file create and two fsyncs. Default 64 KiB;
 	// negative disables inlining.
 	InlineMax int64
+	// StagingLease is the lease of an upload in flight (meta.Staging): the
+	// writing node renews it every StagingLease/3; if the node dies, its
+	// reservations lapse and its blobs become orphans this long after.
+	// Default 1 minute.
+	StagingLease time.Duration
 }
 
 // Service is the object service.
@@ -69,11 +80,13 @@ type Service struct {
 	log   *slog.Logger
 	now   func() time.Time
 
-	// staging holds the keys of blobs being written or written but not
-	// yet committed (a form upload can stage files for a long time), so
-	// orphan collection never takes them.
-	stagingMu sync.Mutex
-	staging   map[string]struct{}
+	// staging holds the blobs this node is writing or has written and not
+	// yet committed (a form upload can stage files for a long time), whose
+	// leases it renews (see staging.go).
+	stagingMu   sync.Mutex
+	staging     map[string]*staging
+	renewing    bool // renewStagings runs
+	stagedBytes atomic.Int64
 }
 
 // New returns a Service over m and b.
@@ -90,10 +103,13 @@ func New(m meta.Store, b blob.Store, cfg Config, log *slog.Logger) *Service {
 	if cfg.InlineMax == 0 {
 		cfg.InlineMax = 64 << 10
 	}
+	if cfg.StagingLease <= 0 {
+		cfg.StagingLease = time.Minute
+	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{meta: m, blobs: b, cfg: cfg, log: log, now: time.Now, staging: map[string]struct{}{}}
+	return &Service{meta: m, blobs: b, cfg: cfg, log: log, now: time.Now, staging: map[string]*staging{}}
 }
 
 // action is what an actor wants to do to a bucket.
@@ -225,7 +241,7 @@ type PutInput struct {
 
 // Put streams one object into storage and commits it.
 func (s *Service) Put(ctx context.Context, a Actor, in PutInput) (meta.Object, error) {
-	st, err := s.stage(ctx, a, in, 0)
+	st, err := s.stage(ctx, a, in)
 	if err != nil {
 		return meta.Object{}, err
 	}
@@ -236,15 +252,16 @@ func (s *Service) Put(ctx context.Context, a Actor, in PutInput) (meta.Object, e
 	return objs[0], nil
 }
 
-// staged is a blob written durably but not yet committed.
+// staged is an upload written durably but not yet committed: a staged blob
+// (with its reserver), or inline bytes.
 type staged struct {
 	put meta.Put
+	rv  *reserver // nil for inline bytes
 }
 
-// stage validates, authorises and writes in's bytes to a fresh blob.
-// reserved is the number of bytes already staged against the same quota in
-// the same batch.
-func (s *Service) stage(ctx context.Context, a Actor, in PutInput, reserved int64) (staged, error) {
+// stage validates, authorises and writes in's bytes: small ones of known
+// size into memory (inline), others to a fresh staged blob.
+func (s *Service) stage(ctx context.Context, a Actor, in PutInput) (staged, error) {
 	if err := ValidKey(in.Key); err != nil {
 		return staged{}, err
 	}
@@ -259,7 +276,7 @@ func (s *Service) stage(ctx context.Context, a Actor, in PutInput, reserved int6
 		return staged{}, errcode.New(errcode.TooLarge, "object larger than the limit of %d bytes", s.cfg.MaxObjectSize)
 	}
 	// Fail fast, before reading the body: create-only on an existing key,
-	// If-Match on a missing or different object, an upload that cannot fit.
+	// If-Match on a missing or different object.
 	var old meta.Object
 	if in.Cond.IfNoneMatch || in.Cond.IfMatch != "" {
 		old, err = s.meta.GetObject(ctx, b.Name, in.Key)
@@ -274,30 +291,6 @@ func (s *Service) stage(ctx context.Context, a Actor, in PutInput, reserved int6
 			return staged{}, err
 		}
 	}
-	limit := s.cfg.MaxObjectSize
-	limitErr := errcode.New(errcode.TooLarge, "object larger than the limit of %d bytes", s.cfg.MaxObjectSize)
-	owner, err := s.meta.GetUser(ctx, b.OwnerID)
-	if err != nil {
-		return staged{}, err
-	}
-	if owner.QuotaBytes > 0 {
-		room := owner.QuotaBytes - owner.UsageBytes - reserved
-		if (in.Size < 0 || in.Size > room) && old.BlobKey == "" {
-			// An overwrite frees the old object's bytes.
-			if o, err := s.meta.GetObject(ctx, b.Name, in.Key); err == nil {
-				old = o
-			} else if !errcode.Is(err, errcode.NotFound) {
-				return staged{}, err
-			}
-		}
-		room += old.Size
-		if in.Size >= 0 && in.Size > room {
-			return staged{}, quotaErr(owner)
-		}
-		if room < limit {
-			limit, limitErr = max(room, 0), quotaErr(owner)
-		}
-	}
 	ct := in.ContentType
 	if ct == "" {
 		ct = guessType(in.Key)
@@ -306,50 +299,65 @@ func (s *Service) stage(ctx context.Context, a Actor, in PutInput, reserved int6
 	if body == nil {
 		body = strings.NewReader("")
 	}
-	if limit <= 0 && in.Size != 0 {
-		// The quota is used up and the size is unknown: refuse before
-		// reading a byte.
-		return staged{}, limitErr
+	inline := in.Size >= 0 && in.Size <= s.cfg.InlineMax
+	limit := s.cfg.MaxObjectSize
+	limitErr := errcode.New(errcode.TooLarge, "object larger than the limit of %d bytes", s.cfg.MaxObjectSize)
+	if inline {
+		// Fail fast on the quota too (the commit checks it exactly).
+		owner, err := s.meta.GetUser(ctx, b.OwnerID)
+		if err != nil {
+			return staged{}, err
+		}
+		looked := in.Cond.IfNoneMatch || in.Cond.IfMatch != "" // old is the current object, if any
+		if owner.QuotaBytes > 0 && in.Size > owner.QuotaBytes-owner.UsageBytes && !looked {
+			// An overwrite frees the old object's bytes.
+			if o, err := s.meta.GetObject(ctx, b.Name, in.Key); err == nil {
+				old = o
+			} else if !errcode.Is(err, errcode.NotFound) {
+				return staged{}, err
+			}
+		}
+		if owner.QuotaBytes > 0 && in.Size > owner.QuotaBytes-owner.UsageBytes+old.Size {
+			return staged{}, quotaErr(owner)
+		}
 	}
 	r := integrity.NewReader(body, integrity.Options{
 		Size: in.Size, Limit: limit, LimitErr: limitErr,
 		SHA256: in.SHA256, MD5: in.MD5,
 		ChecksumAlgorithm: in.ChecksumAlgorithm, ChecksumWant: in.ChecksumWant,
 	})
-	var key string
-	var inline []byte
-	var size int64
-	if in.Size >= 0 && in.Size <= s.cfg.InlineMax {
+	out := staged{put: meta.Put{
+		Object: meta.Object{
+			Bucket: b.Name, Key: in.Key, ContentType: ct, Metadata: in.Metadata,
+		},
+		Cond:        in.Cond,
+		BucketOwner: b.OwnerID,
+	}}
+	o := &out.put.Object
+	if inline {
 		// Small and of known size: keep the bytes for the metadata store.
 		buf := bytes.NewBuffer(make([]byte, 0, in.Size+1))
 		if _, err := buf.ReadFrom(r); err != nil {
 			return staged{}, err
 		}
-		inline, size = buf.Bytes(), int64(buf.Len())
+		o.Inline, o.Size = buf.Bytes(), int64(buf.Len())
 	} else {
-		key = newBlobKey()
-		s.beginStaging(key)
-		info, err := s.blobs.Put(ctx, key, r, in.Size)
+		// Staged before the first byte: reserved against the owner's
+		// quota (refused here, before reading, if it cannot fit), and
+		// safe from every node's orphan collection.
+		st := meta.Staging{BlobKey: newBlobKey(), OwnerID: b.OwnerID, Bucket: b.Name, Key: in.Key}
+		rv, size, err := s.writeStaged(ctx, st, r, in.Size)
 		if err != nil {
-			s.endStaging(key)
 			return staged{}, err
 		}
-		size = info.Size
+		o.BlobKey, o.Size = st.BlobKey, size
+		out.put.Staged, out.rv = true, rv
 	}
-	return staged{put: meta.Put{
-		Object: meta.Object{
-			Bucket: b.Name, Key: in.Key, Size: size, Inline: inline,
-			ETag:        hex.EncodeToString(r.MD5()),
-			SHA256:      hex.EncodeToString(r.SHA256()),
-			ContentType: ct,
-			Metadata:    in.Metadata,
-			BlobKey:     key,
-			Checksum:    checksumOf(in.ChecksumAlgorithm, r.Checksum()),
-			ModTime:     s.now().UTC(),
-		},
-		Cond:        in.Cond,
-		BucketOwner: b.OwnerID,
-	}}, nil
+	o.ETag = hex.EncodeToString(r.MD5())
+	o.SHA256 = hex.EncodeToString(r.SHA256())
+	o.Checksum = checksumOf(in.ChecksumAlgorithm, r.Checksum())
+	o.ModTime = s.now().UTC()
+	return out, nil
 }
 
 func checksumOf(alg string, sum []byte) meta.Checksum {
@@ -389,7 +397,7 @@ func quotaErr(u meta.User) error {
 		Detail: map[string]any{"quota_bytes": u.QuotaBytes, "usage_bytes": u.UsageBytes}}
 }
 
-// commit makes staged blobs visible atomically, or deletes them.
+// commit makes staged uploads visible atomically, or discards them.
 func (s *Service) commit(ctx context.Context, sts []staged) ([]meta.Object, error) {
 	puts := make([]meta.Put, len(sts))
 	for i, st := range sts {
@@ -400,7 +408,7 @@ func (s *Service) commit(ctx context.Context, sts []staged) ([]meta.Object, erro
 	// consistent. A bounded context keeps a stuck store from hanging us.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	replaced, err := s.meta.PutObjects(cctx, puts)
+	_, err := s.meta.PutObjects(cctx, puts)
 	if err != nil {
 		s.discard(sts)
 		switch {
@@ -411,10 +419,16 @@ func (s *Service) commit(ctx context.Context, sts []staged) ([]meta.Object, erro
 		}
 		return nil, err
 	}
-	for _, p := range puts {
-		s.endStaging(p.Object.BlobKey)
+	// The stagings went with the commit; replaced blobs are reclaimed by
+	// the garbage queue.
+	var keys []string
+	for _, st := range sts {
+		if st.rv != nil {
+			st.rv.done()
+			keys = append(keys, st.put.Object.BlobKey)
+		}
 	}
-	_ = replaced // reclaimed by the garbage queue
+	s.endStaging(keys...)
 	out := make([]meta.Object, len(puts))
 	for i := range puts {
 		out[i] = puts[i].Object
@@ -422,43 +436,30 @@ func (s *Service) commit(ctx context.Context, sts []staged) ([]meta.Object, erro
 	return out, nil
 }
 
-// discard deletes staged blobs that will never be committed.
+// discard drops staged uploads that will never be committed.
 func (s *Service) discard(sts []staged) {
 	var keys []string
 	for _, st := range sts {
-		if k := st.put.Object.BlobKey; k != "" {
-			keys = append(keys, k)
+		if st.rv != nil {
+			st.rv.done()
+			keys = append(keys, st.put.Object.BlobKey)
 		}
 	}
-	s.discardBlobs(keys...)
-	s.endStaging(keys...)
-}
-
-// discardBlobs deletes blobs no metadata points at, best effort (orphan
-// collection retries what fails).
-func (s *Service) discardBlobs(keys ...string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for _, k := range keys {
-		if err := s.blobs.Delete(ctx, k); err != nil {
-			s.log.Warn("discarding blob failed; orphan collection will retry", "blob", k, "err", err)
-		}
-	}
+	s.discardStaged(keys)
 }
 
 // Batch stages several uploads and commits them in one transaction: all
 // become visible together, or none does.
 type Batch struct {
-	s        *Service
-	a        Actor
-	staged   []staged
-	reserved map[string]int64 // bucket -> staged bytes
-	done     bool
+	s      *Service
+	a      Actor
+	staged []staged
+	done   bool
 }
 
 // NewBatch starts a batch for a.
 func (s *Service) NewBatch(a Actor) *Batch {
-	return &Batch{s: s, a: a, reserved: map[string]int64{}}
+	return &Batch{s: s, a: a}
 }
 
 // Add streams one upload to storage; it becomes visible only at Commit.
@@ -468,12 +469,11 @@ func (bt *Batch) Add(ctx context.Context, in PutInput) (meta.Object, error) {
 			return meta.Object{}, errcode.New(errcode.InvalidArgument, "key %q appears twice in one upload", in.Key)
 		}
 	}
-	st, err := bt.s.stage(ctx, bt.a, in, bt.reserved[in.Bucket])
+	st, err := bt.s.stage(ctx, bt.a, in)
 	if err != nil {
 		return meta.Object{}, err
 	}
 	bt.staged = append(bt.staged, st)
-	bt.reserved[in.Bucket] += st.put.Object.Size
 	return st.put.Object, nil
 }
 
@@ -709,28 +709,6 @@ func (s *Service) List(ctx context.Context, a Actor, bucket string, opts meta.Li
 		return meta.ListPage{}, err
 	}
 	return s.meta.ListObjects(ctx, bucket, opts)
-}
-
-// beginStaging registers a blob key as in use until endStaging.
-func (s *Service) beginStaging(key string) {
-	s.stagingMu.Lock()
-	s.staging[key] = struct{}{}
-	s.stagingMu.Unlock()
-}
-
-func (s *Service) endStaging(keys ...string) {
-	s.stagingMu.Lock()
-	for _, k := range keys {
-		delete(s.staging, k)
-	}
-	s.stagingMu.Unlock()
-}
-
-func (s *Service) isStaging(key string) bool {
-	s.stagingMu.Lock()
-	defer s.stagingMu.Unlock()
-	_, ok := s.staging[key]
-	return ok
 }
 
 // newBlobKey returns a fresh, never reused blob key: a fan-out directory,

@@ -245,31 +245,57 @@ func TestAuthorization(t *testing.T) {
 
 func TestQuotaUnderConcurrency(t *testing.T) {
 	const quota, size, n = 100_000, 10_000, 25
-	f := newFixture(t, quota)
-	var okCount atomic.Int64
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			data := bytes.Repeat([]byte{byte(i)}, size)
-			_, err := f.svc.Put(context.Background(), f.alice, PutInput{Bucket: "alice-bucket", Key: string(rune('a' + i)), Body: bytes.NewReader(data), Size: -1})
-			switch {
-			case err == nil:
-				okCount.Add(1)
-			case !errcode.Is(err, errcode.QuotaExceeded):
-				t.Errorf("unexpected error: %v", err)
+	for _, c := range []struct {
+		name     string
+		declared int64 // Size of the puts
+		minFit   int64 // of quota/size
+	}{
+		// Known sizes are reserved whole: exactly quota/size fit.
+		{"known size", size, quota / size},
+		// Unknown sizes reserve as bytes arrive, with a look-ahead of
+		// half what arrived: concurrent ones may be refused while
+		// others' look-ahead holds the room, never overfill it.
+		{"chunked", -1, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, quota)
+			var okCount atomic.Int64
+			var wg sync.WaitGroup
+			for i := range n {
+				wg.Go(func() {
+					data := bytes.Repeat([]byte{byte(i)}, size)
+					_, err := f.svc.Put(context.Background(), f.alice, PutInput{Bucket: "alice-bucket", Key: string(rune('a' + i)), Body: bytes.NewReader(data), Size: c.declared})
+					switch {
+					case err == nil:
+						okCount.Add(1)
+					case !errcode.Is(err, errcode.QuotaExceeded):
+						t.Errorf("unexpected error: %v", err)
+					}
+				})
+			}
+			wg.Wait()
+			if got := okCount.Load(); got < c.minFit || got > quota/size {
+				t.Errorf("%d uploads fit, want %d to %d", got, c.minFit, quota/size)
+			}
+			u, _ := f.meta.GetUser(context.Background(), "alice")
+			if u.UsageBytes != okCount.Load()*size {
+				t.Errorf("usage %d, want %d", u.UsageBytes, okCount.Load()*size)
+			}
+			if got := f.blobCount(t); int64(got) != okCount.Load() {
+				t.Errorf("%d blobs for %d objects: refused uploads left blobs", got, okCount.Load())
+			}
+			if got := f.svc.StagedBytes(); got != 0 {
+				t.Errorf("StagedBytes = %d after every upload ended", got)
+			}
+			// Every reservation was released: the rest of the quota is
+			// free for one upload.
+			rest := quota - u.UsageBytes
+			if rest > 0 {
+				if _, err := f.svc.Put(context.Background(), f.alice, PutInput{Bucket: "alice-bucket", Key: "rest", Body: bytes.NewReader(make([]byte, rest)), Size: rest}); err != nil {
+					t.Errorf("an upload of the %d bytes left: %v", rest, err)
+				}
 			}
 		})
-	}
-	wg.Wait()
-	if got, want := okCount.Load(), int64(quota/size); got != want {
-		t.Errorf("%d uploads fit, want %d", got, want)
-	}
-	u, _ := f.meta.GetUser(context.Background(), "alice")
-	if u.UsageBytes != okCount.Load()*size {
-		t.Errorf("usage %d, want %d", u.UsageBytes, okCount.Load()*size)
-	}
-	if got := f.blobCount(t); int64(got) != okCount.Load() {
-		t.Errorf("%d blobs for %d objects: refused uploads left blobs", got, okCount.Load())
 	}
 }
 

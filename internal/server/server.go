@@ -130,7 +130,12 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	if inlineMax == 0 {
 		inlineMax = -1 // disabled
 	}
-	s.objects = object.New(s.meta, s.blobs, object.Config{MaxObjectSize: cfg.MaxObjectSize, InlineMax: inlineMax}, log)
+	s.objects = object.New(s.meta, s.blobs, object.Config{
+		MaxObjectSize: cfg.MaxObjectSize, InlineMax: inlineMax,
+		OrphanGrace: cfg.OrphanGrace, StagingLease: cfg.StagingLease,
+	}, log)
+	s.metrics.GaugeFunc("coffer_upload_staged_bytes", "Bytes this node has received into blobs not committed yet (uploads in flight).",
+		func() float64 { return float64(s.objects.StagedBytes()) })
 	s.auth = auth.NewService(s.meta, key, auth.Config{
 		DefaultQuota: cfg.DefaultQuota,
 		Params:       auth.Params{Memory: cfg.Argon2Memory, Time: cfg.Argon2Time},
@@ -289,7 +294,7 @@ func (s *Server) Run(ctx context.Context, announce io.Writer) error {
 	janitorDone := make(chan struct{})
 	go func() {
 		defer close(janitorDone)
-		s.objects.RunJanitor(janitorCtx, 30*time.Second, time.Hour)
+		s.objects.RunJanitor(janitorCtx, s.cfg.JanitorInterval, min(s.cfg.OrphanGrace, time.Hour))
 	}()
 
 	serveErr := make(chan error, len(lns))

@@ -1,8 +1,11 @@
 // Package metasql holds what the SQL metadata backends (sqlite, postgres)
 // share beyond the meta contract itself: the checks every write makes, the
 // errors CompleteUpload reports, how times and user metadata are encoded,
-// and how the numbered migration files are read. Both backends call these,
-// so they cannot drift apart.
+// how the numbered migration files are read, and the SQL and decisions of
+// blob references (what may be queued, reclaimed or collected as an
+// orphan) and of quota reservations (staging.go). Both backends call
+// these, so they cannot drift apart; only placeholders and the statements
+// around them differ.
 package metasql
 
 import (

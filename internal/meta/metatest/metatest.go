@@ -66,6 +66,17 @@
 //     repeat uploads, never skip them).
 //   - ListExpiredUploads lists uploads with ExpiresAt strictly before t,
 //     soonest ExpiresAt first (ties by ID).
+//
+// Uploads in flight (stagings):
+//   - Stage of a key staged already is AlreadyExists, for an unknown owner
+//     NotFound. GrowStaging never shrinks a reservation. RenewStaging
+//     reports unknown keys as not renewed.
+//   - A staging expires at ExpiresAt (live strictly before it); expiry is
+//     checked against the store's clock.
+//   - A part replacing a recorded part gets no credit for it (only object
+//     stagings replacing an object do).
+//
+// Multipart, continued:
 //   - CompleteUpload runs its checks in the order the contract lists them,
 //     each over every listed part before the next: NotFound (the upload is
 //     gone) first, then invalid_part_order, then invalid_part for the first
@@ -114,6 +125,7 @@ func Run(t *testing.T, newStore func(t *testing.T) meta.Store) {
 		{"Inline", inlineTests},
 		{"Multipart", multipartTests},
 		{"BackendUploads", backendUploadTests},
+		{"Staging", stagingTests},
 		{"Garbage", garbageTests},
 		{"ServerKey", serverKeyTests},
 		{"Store", storeTests},

@@ -161,6 +161,7 @@ func (s *Store) DeleteBucket(ctx context.Context, name string) error {
 		if err := t.checkLocked(owner); err != nil {
 			return err
 		}
+		t.exec("DELETE FROM staging WHERE declared AND upload_id IN (SELECT id FROM uploads WHERE bucket = $1)", name)
 		t.exec("DELETE FROM upload_parts WHERE upload_id IN (SELECT id FROM uploads WHERE bucket = $1)", name)
 		t.exec("DELETE FROM uploads WHERE bucket = $1", name)
 		t.exec("DELETE FROM buckets WHERE name = $1", name)

@@ -212,6 +212,52 @@ func (s *Store) ListGarbage(ctx context.Context, before time.Time, limit int) ([
 	return out, nil
 }
 
+// ClaimGarbage implements meta.Store in one transaction of two round
+// trips: the queue entries with their re-check (metasql.ClaimGarbageQuery),
+// then the deletion of those whose blob is referenced again. A limit <= 0
+// means 1000.
+func (s *Store) ClaimGarbage(ctx context.Context, before time.Time, limit int) ([]meta.Garbage, error) {
+	if limit <= 0 {
+		limit = 1000
+	}
+	var out []meta.Garbage
+	err := s.write(ctx, "claim garbage", func(t *txn) error {
+		out = nil
+		var stale []int64
+		t.query(func(r pgx.Rows) error {
+			var g meta.Garbage
+			var created int64
+			var referenced int32
+			if err := r.Scan(&g.ID, &g.BlobKey, &created, &referenced); err != nil {
+				return err
+			}
+			if referenced != 0 {
+				stale = append(stale, g.ID)
+				return nil
+			}
+			g.CreatedAt = metasql.FromNanos(created)
+			out = append(out, g)
+			return nil
+		}, claimGarbageQuery, metasql.ToNanos(before), limit)
+		if err := t.flush(); err != nil {
+			return err
+		}
+		if len(stale) > 0 {
+			t.exec("DELETE FROM garbage WHERE id = ANY($1)", stale)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+var (
+	claimGarbageQuery = metasql.ClaimGarbageQuery("$1", "$2")
+	referencedQuery   = `SELECT b.k FROM unnest($1::text[]) AS b(k) WHERE ` + metasql.ReferencedOrQueued("b.k")
+)
+
 // DeleteGarbage implements meta.Store. Unknown ids are ignored.
 func (s *Store) DeleteGarbage(ctx context.Context, ids []int64) error {
 	if len(ids) == 0 {
@@ -239,12 +285,7 @@ func (s *Store) ReferencedBlobs(ctx context.Context, keys []string) (map[string]
 	}
 	err := s.read(ctx, "referenced blobs", func(c *pgx.Conn) error {
 		clear(out)
-		rows, err := c.Query(ctx, `SELECT b.k FROM unnest($1::text[]) AS b(k)
-			WHERE EXISTS (SELECT 1 FROM objects WHERE blob_key = b.k)
-			OR EXISTS (SELECT 1 FROM object_parts WHERE blob_key = b.k)
-			OR EXISTS (SELECT 1 FROM upload_parts WHERE blob_key = b.k)
-			OR EXISTS (SELECT 1 FROM uploads WHERE blob_key = b.k)
-			OR EXISTS (SELECT 1 FROM garbage WHERE blob_key = b.k)`, keys)
+		rows, err := c.Query(ctx, referencedQuery, keys)
 		if err != nil {
 			return err
 		}

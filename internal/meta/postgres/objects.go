@@ -14,8 +14,10 @@ import (
 	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
 
-// owner is a users row locked by the transaction.
-type owner struct{ quota, usage int64 }
+// owner is a users row locked by the transaction, with the bytes its live
+// stagings reserve (read by readReserved; 0 if not read, or if the owner
+// has no quota).
+type owner struct{ quota, usage, reserved int64 }
 
 const lockOwnersQuery = `SELECT id, quota_bytes, usage_bytes FROM users
 	WHERE id IN (SELECT owner_id FROM buckets WHERE name = ANY($1)) ORDER BY id FOR UPDATE`
@@ -59,46 +61,43 @@ func (t *txn) checkLocked(id string) error {
 	return nil
 }
 
-// addUsage queues moving the locked owner's usage by delta. Growth must fit
-// the quota (QuotaExceeded otherwise); shrinking always passes. The quota
-// and usage were read under the lock, so the check is exact.
+// addUsage queues moving the locked owner's usage by delta. Growth must
+// leave usage and reservations within the quota (QuotaExceeded otherwise);
+// shrinking always passes. The quota, usage and reservations were read
+// under the lock, so the check is exact; a method that may grow usage
+// reads the reservations (readReserved) after releasing its own stagings.
 func (t *txn) addUsage(id string, delta int64) error {
 	if delta == 0 {
 		return nil
 	}
+	r, err := t.room(id)
+	if err != nil {
+		return err
+	}
+	if err := r.CheckGrowth(delta); err != nil {
+		return err
+	}
 	o := t.owners[id]
-	if o == nil {
-		return errRetry
-	}
-	if delta > 0 && o.quota > 0 && o.usage+delta > o.quota {
-		return &errcode.Error{
-			Code:    errcode.QuotaExceeded,
-			Message: "storage quota exceeded",
-			Detail:  map[string]any{"quota_bytes": o.quota, "usage_bytes": o.usage, "needed_bytes": delta},
-		}
-	}
 	o.usage += delta
 	t.exec("UPDATE users SET usage_bytes = usage_bytes + $1 WHERE id = $2", delta, id)
 	return nil
 }
 
-// enqueue queues blobs for reclamation, each unless a row (an object, a
-// part of a multipart object, a part of an upload, an upload) still points
-// at it, so a blob shared by two rows (or kept by a metadata-only replace)
-// is never reclaimed while in use. Queue it after the row changes.
+// enqueue queues blobs for reclamation, each unless a row still points at
+// it (metasql.Referenced), so a blob shared by two rows (or kept by a
+// metadata-only replace) is never reclaimed while in use. Queue it after
+// the row changes.
 func (t *txn) enqueue(blobs ...string) {
 	blobs = slices.DeleteFunc(slices.Clone(blobs), func(b string) bool { return b == "" })
 	if len(blobs) == 0 {
 		return
 	}
-	t.exec(`INSERT INTO garbage (blob_key, created_at)
-		SELECT b.k, $2 FROM unnest($1::text[]) WITH ORDINALITY AS b(k, n)
-		WHERE NOT EXISTS (SELECT 1 FROM objects WHERE blob_key = b.k)
-		AND NOT EXISTS (SELECT 1 FROM object_parts WHERE blob_key = b.k)
-		AND NOT EXISTS (SELECT 1 FROM upload_parts WHERE blob_key = b.k)
-		AND NOT EXISTS (SELECT 1 FROM uploads WHERE blob_key = b.k)
-		ORDER BY b.n`, blobs, metasql.ToNanos(t.now))
+	t.exec(enqueueQuery, blobs, metasql.ToNanos(t.now))
 }
+
+var enqueueQuery = `INSERT INTO garbage (blob_key, created_at)
+	SELECT b.k, $2 FROM unnest($1::text[]) WITH ORDINALITY AS b(k, n)
+	WHERE NOT ` + metasql.Referenced("b.k") + ` ORDER BY b.n`
 
 // row is an object as its objects row holds it, with its parts.
 type row struct {
@@ -311,10 +310,16 @@ func (s *Store) PutObjects(ctx context.Context, puts []meta.Put) ([]meta.Object,
 		}
 		buckets[i] = p.Object.Bucket
 	}
+	staged, err := metasql.StagedKeys(puts)
+	if err != nil {
+		return nil, err
+	}
 	olds := make([]meta.Object, len(puts))
-	err := s.write(ctx, "put objects", func(t *txn) error {
+	err = s.write(ctx, "put objects", func(t *txn) error {
 		clear(olds)
 		t.lockOwners(buckets)
+		t.releaseStaged(staged)
+		t.readReserved(reservedOfBucketsQuery, buckets)
 		for i, p := range puts {
 			o := p.Object
 			o.ModTime = metasql.OrNow(o.ModTime, t.now)
@@ -329,6 +334,11 @@ func (s *Store) PutObjects(ctx context.Context, puts []meta.Put) ([]meta.Object,
 			}
 			if err := t.flush(); err != nil {
 				return err
+			}
+			if i == 0 {
+				if err := t.checkReleased(staged); err != nil {
+					return err
+				}
 			}
 			if !cur.bucket {
 				return errNoBucket(o.Bucket)
@@ -421,6 +431,7 @@ func (s *Store) MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, ds
 	var moved meta.Object
 	err := s.write(ctx, "move object", func(t *txn) error {
 		t.lockOwners([]string{srcBucket, dstBucket})
+		t.readReserved(reservedOfBucketsQuery, []string{srcBucket, dstBucket})
 		var src, dst found
 		t.lookup(&src, srcBucket, srcKey)
 		t.lookup(&dst, dstBucket, dstKey)

@@ -26,13 +26,17 @@
 //   - Every method that reads an object or an upload and then writes on
 //     the strength of what it read (PutObjects, DeleteObject, MoveObject,
 //     PutPart, CompleteUpload, CompleteBackendUpload, AbortUpload,
-//     DeleteBucket) first locks the users rows of the owners of the buckets
-//     it touches (SELECT … FOR UPDATE, in id order, so two transactions
-//     never deadlock on them), and reads only after that, in later
-//     statements that see everything committed before the lock. Writes of
-//     one owner are therefore serialised — which the owner's usage counter,
-//     updated in the same transaction, requires anyway — and the usage and
-//     quota read under the lock are exact.
+//     DeleteBucket), and every change to what an owner with a quota
+//     reserves (Stage, GrowStaging, CreateUpload of a declared size),
+//     first locks the users rows of the owners of the buckets it touches
+//     (SELECT … FOR UPDATE, in id order, so two transactions never
+//     deadlock on them), and reads only after that, in later statements
+//     that see everything committed before the lock. Writes of one owner
+//     are therefore serialised — which the owner's usage counter, updated
+//     in the same transaction, requires anyway — and the usage, quota and
+//     reservations read under the lock are exact. Staging rows are touched
+//     after the users row; renewing and unstaging take no users lock and
+//     never wait for one.
 //   - RotateRefreshToken locks the token row, so of concurrent rotations
 //     exactly one wins.
 //   - A deadlock or serialization failure (SQLSTATE 40P01, 40001), or a
@@ -62,7 +66,9 @@
 // sequence, never reused) that the objects row names; an inline object's
 // bytes live in its objects row (inline_data). GetObject reads the row and
 // the parts in one statement. Every column that names a blob is indexed,
-// for enqueue's "still referenced?" check and ReferencedBlobs.
+// for enqueue's "still referenced?" check, ClaimGarbage and
+// ReferencedBlobs; the SQL of those checks is metasql's, shared with the
+// SQLite backend.
 package postgres
 
 import (
@@ -292,8 +298,12 @@ type txn struct {
 	now        time.Time
 	commitSent bool
 	// owners holds the users rows locked by lockOwners, with their quota
-	// and usage as this transaction has changed them.
+	// and usage as this transaction has changed them, and their
+	// reservations (readReserved).
 	owners map[string]*owner
+	// released holds the stagings releaseStaged deleted, with their
+	// expiry.
+	released map[string]int64
 }
 
 // exec queues a statement.

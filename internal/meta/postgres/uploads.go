@@ -67,10 +67,37 @@ func (s *Store) CreateUpload(ctx context.Context, u meta.Upload) error {
 		return err
 	}
 	return s.write(ctx, "create upload", func(t *txn) error {
+		var owner string
+		if u.Size > 0 {
+			// The declared size is reserved until the upload goes: lock
+			// the bucket's owner and check the quota first.
+			t.lockOwners([]string{u.Bucket})
+			t.readReserved(reservedOfBucketsQuery, []string{u.Bucket})
+			t.queryRow(func(r pgx.Row) error {
+				err := r.Scan(&owner)
+				if errors.Is(err, pgx.ErrNoRows) {
+					return errNoBucket(u.Bucket)
+				}
+				return err
+			}, "SELECT owner_id FROM buckets WHERE name = $1", u.Bucket)
+			if err := t.flush(); err != nil {
+				return err
+			}
+			r, err := t.room(owner)
+			if err != nil {
+				return err
+			}
+			if err := r.CheckGrowth(u.Size); err != nil {
+				return err
+			}
+		}
 		// A missing bucket is a foreign key violation: NotFound.
 		t.exec("INSERT INTO uploads ("+uploadCols+") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
 			u.ID, u.Bucket, key(u.Key), u.InitiatorID, u.ContentType, md, u.ChecksumAlgorithm, u.ChecksumType,
 			u.Size, u.PartSize, metasql.ToNanos(metasql.OrNow(u.CreatedAt, t.now)), metasql.ToNanos(u.ExpiresAt), u.BlobKey, u.BackendUploadID)
+		if u.Size > 0 {
+			insertStaging(t, metasql.DeclaredStaging(u, owner))
+		}
 		return nil
 	})
 }
@@ -150,10 +177,17 @@ func (s *Store) PutPart(ctx context.Context, p meta.Part) (meta.Part, error) {
 		return meta.Part{}, errcode.New(errcode.InvalidArgument, "part blob key is required")
 	}
 	var old meta.Part
+	var staged []string
+	if p.Staged {
+		staged = []string{p.BlobKey}
+	}
 	err := s.write(ctx, "put part", func(t *txn) error {
 		old = meta.Part{}
 		var u upload
 		t.lockUploadOwner(p.UploadID)
+		t.releaseStaged(staged)
+		t.exec(declaredLeftUpdate, p.UploadID, p.Number, p.Size)
+		t.readReserved(reservedOfUploadQuery, p.UploadID)
 		t.getUpload(&u, p.UploadID)
 		var cur meta.Part
 		exists := false
@@ -169,6 +203,9 @@ func (s *Store) PutPart(ctx context.Context, p meta.Part) (meta.Part, error) {
 			return err
 		}
 		if err := u.check(t, p.UploadID); err != nil {
+			return err
+		}
+		if err := t.checkReleased(staged); err != nil {
 			return err
 		}
 		if err := t.addUsage(u.owner, p.Size-cur.Size); err != nil {
@@ -388,6 +425,7 @@ func (s *Store) AbortUpload(ctx context.Context, id string) error {
 		}
 		freed, blobs := partsBytes(have)
 		deleteUpload(t, id)
+		t.deleteDeclared(id)
 		if err := t.addUsage(u.owner, -freed); err != nil {
 			return err
 		}
@@ -468,6 +506,7 @@ func (s *Store) CompleteUpload(ctx context.Context, id string, obj meta.Object, 
 			return err
 		}
 		deleteUpload(t, id)
+		t.deleteDeclared(id)
 		if err := t.addUsage(u.owner, -freed-cur.row.Size); err != nil {
 			return err
 		}
@@ -495,6 +534,8 @@ func (s *Store) CompleteBackendUpload(ctx context.Context, id string, obj meta.O
 		var u upload
 		have := map[int]meta.Part{}
 		t.lockUploadOwner(id)
+		t.deleteDeclared(id)
+		t.readReserved(reservedOfUploadQuery, id)
 		t.getUpload(&u, id)
 		t.readParts(have, id)
 		if err := t.flush(); err != nil {

@@ -185,9 +185,15 @@ func (s *Store) RevokeRefreshFamily(ctx context.Context, hash string) error {
 
 // DeleteExpiredRefreshTokens implements meta.Store.
 func (s *Store) DeleteExpiredRefreshTokens(ctx context.Context, before time.Time) (int, error) {
+	return s.deleteExpired(ctx, "refresh_tokens", before)
+}
+
+// deleteExpired deletes the rows of table whose expires_at is before
+// before, in one statement, and returns how many.
+func (s *Store) deleteExpired(ctx context.Context, table string, before time.Time) (int, error) {
 	var n int64
-	err := s.write(ctx, "delete expired refresh tokens", func(t *txn) error {
-		t.execN(func(m int64) error { n = m; return nil }, "DELETE FROM refresh_tokens WHERE expires_at < $1", metasql.ToNanos(before))
+	err := s.write(ctx, "delete expired "+table, func(t *txn) error {
+		t.execN(func(m int64) error { n = m; return nil }, "DELETE FROM "+table+" WHERE expires_at < $1", metasql.ToNanos(before))
 		return nil
 	})
 	if err != nil {

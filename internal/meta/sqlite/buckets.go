@@ -158,13 +158,16 @@ func (s *Store) DeleteBucket(ctx context.Context, name string) error {
 			if err != nil {
 				return err
 			}
+			if err := deleteDeclared(ctx, c, id); err != nil {
+				return err
+			}
 			freed += n
 			blobs = append(blobs, bs...)
 		}
 		if _, err := c.ExecContext(ctx, "DELETE FROM buckets WHERE name = ?", name); err != nil {
 			return classify(err, "delete bucket %q", name)
 		}
-		if err := addUsage(ctx, c, owner, -freed); err != nil {
+		if err := addUsage(ctx, c, owner, -freed, now); err != nil {
 			return err
 		}
 		return enqueue(ctx, c, now, blobs...)

@@ -162,24 +162,19 @@ func readPartsOf(ctx context.Context, q querier, os []row) error {
 // padded, so that there is one statement text to prepare.
 const chunk = 128
 
-// referencedQuery looks the keys ?1..?chunk up in every table that points
-// at blobs, each through its blob_key index.
+// referencedQuery returns those of the keys ?1..?chunk that a row points
+// at or that wait in the garbage queue (metasql.ReferencedOrQueued), each
+// looked up through the blob_key indexes.
 var referencedQuery = func() string {
-	var in strings.Builder
+	var values strings.Builder
 	for i := range chunk {
 		if i > 0 {
-			in.WriteString(", ")
+			values.WriteString(", ")
 		}
-		fmt.Fprintf(&in, "?%d", i+1)
+		fmt.Fprintf(&values, "(?%d)", i+1)
 	}
-	var q strings.Builder
-	for i, table := range []string{"objects", "object_parts", "upload_parts", "uploads", "garbage"} {
-		if i > 0 {
-			q.WriteString(" UNION ")
-		}
-		q.WriteString("SELECT blob_key FROM " + table + " WHERE blob_key IN (" + in.String() + ")")
-	}
-	return q.String()
+	return "SELECT column1 FROM (VALUES " + values.String() + ") WHERE " +
+		metasql.ReferencedOrQueued("column1")
 }()
 
 // ListGarbage implements meta.Store. A limit <= 0 means 1000.
@@ -217,15 +212,64 @@ func (s *Store) DeleteGarbage(ctx context.Context, ids []int64) error {
 	if len(ids) == 0 {
 		return nil
 	}
+	return s.write(ctx, func(ctx context.Context, c *conn) error { return deleteGarbage(ctx, c, ids) })
+}
+
+// deleteGarbage deletes the queue entries ids.
+func deleteGarbage(ctx context.Context, c *conn, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
 	list, err := json.Marshal(ids)
 	if err != nil {
 		return errcode.Wrap(errcode.Internal, err, "encode garbage ids")
 	}
-	return s.write(ctx, func(ctx context.Context, c *conn) error {
-		_, err := c.ExecContext(ctx, "DELETE FROM garbage WHERE id IN (SELECT value FROM json_each(?))", string(list))
-		return classify(err, "delete garbage")
-	})
+	_, err = c.ExecContext(ctx, "DELETE FROM garbage WHERE id IN (SELECT value FROM json_each(?))", string(list))
+	return classify(err, "delete garbage")
 }
+
+// ClaimGarbage implements meta.Store in one write: the queue entries are
+// read with their re-check (metasql.ClaimGarbageQuery), and those whose
+// blob is referenced again are deleted. A limit <= 0 means 1000.
+func (s *Store) ClaimGarbage(ctx context.Context, before time.Time, limit int) ([]meta.Garbage, error) {
+	if limit <= 0 {
+		limit = 1000
+	}
+	var out []meta.Garbage
+	err := s.write(ctx, func(ctx context.Context, c *conn) error {
+		out = nil
+		rows, err := c.QueryContext(ctx, claimGarbageQuery, metasql.ToNanos(before), limit)
+		if err != nil {
+			return classify(err, "claim garbage")
+		}
+		var stale []int64
+		for rows.Next() {
+			var g meta.Garbage
+			var created int64
+			var referenced int
+			if err := rows.Scan(&g.ID, &g.BlobKey, &created, &referenced); err != nil {
+				rows.Close()
+				return classify(err, "claim garbage")
+			}
+			if referenced != 0 {
+				stale = append(stale, g.ID)
+				continue
+			}
+			g.CreatedAt = metasql.FromNanos(created)
+			out = append(out, g)
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return classify(err, "claim garbage")
+		}
+		return deleteGarbage(ctx, c, stale)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+var claimGarbageQuery = metasql.ClaimGarbageQuery("?1", "?2")
 
 // ReferencedBlobs implements meta.Store. The map holds only referenced
 // keys; "" is never referenced.

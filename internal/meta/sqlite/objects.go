@@ -208,35 +208,6 @@ func insertParts(ctx context.Context, c *conn, parts []meta.ObjectPart) (int64, 
 	return id, nil
 }
 
-// addUsage moves owner's usage by delta. Growth must fit the quota
-// (QuotaExceeded otherwise); shrinking always passes.
-func addUsage(ctx context.Context, c *conn, owner string, delta int64) error {
-	if delta == 0 {
-		return nil
-	}
-	res, err := c.ExecContext(ctx, `UPDATE users SET usage_bytes = usage_bytes + ?1
-		WHERE id = ?2 AND (?1 <= 0 OR quota_bytes = 0 OR usage_bytes + ?1 <= quota_bytes)`, delta, owner)
-	if err != nil {
-		return classify(err, "update usage of %q", owner)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return classify(err, "update usage of %q", owner)
-	}
-	if n == 1 {
-		return nil
-	}
-	var quota, usage int64
-	if err := c.QueryRowContext(ctx, "SELECT quota_bytes, usage_bytes FROM users WHERE id = ?", owner).Scan(&quota, &usage); err != nil {
-		return classify(err, "read quota of %q", owner)
-	}
-	return &errcode.Error{
-		Code:    errcode.QuotaExceeded,
-		Message: "storage quota exceeded",
-		Detail:  map[string]any{"quota_bytes": quota, "usage_bytes": usage, "needed_bytes": delta},
-	}
-}
-
 // writeObject writes o at its bucket and key, replacing any row there. Its
 // parts, if any, must already be stored under partsID.
 func writeObject(ctx context.Context, c *conn, o meta.Object, partsID, inlineID int64) error {
@@ -302,11 +273,11 @@ func release(ctx context.Context, c *conn, o row, now time.Time) error {
 	return enqueue(ctx, c, now, o.BlobKeys()...)
 }
 
-// enqueue queues blobs for reclamation, each unless a row (an object, a
-// part of a multipart object, a part of an upload) still points at it, so
-// a blob shared by two rows (or kept by a metadata-only replace) is never
-// reclaimed while in use. Call it after the row changes. Many blobs (the
-// parts of an upload or object) go in one statement.
+// enqueue queues blobs for reclamation, each unless a row still points at
+// it (metasql.Referenced), so a blob shared by two rows (or kept by a
+// metadata-only replace) is never reclaimed while in use. Call it after
+// the row changes. Many blobs (the parts of an upload or object) go in one
+// statement.
 func enqueue(ctx context.Context, c *conn, now time.Time, blobs ...string) error {
 	blobs = slices.DeleteFunc(slices.Clone(blobs), func(b string) bool { return b == "" })
 	if len(blobs) > 4 && allValidUTF8(blobs) { // JSON would alter invalid UTF-8
@@ -314,24 +285,22 @@ func enqueue(ctx context.Context, c *conn, now time.Time, blobs ...string) error
 		if err != nil {
 			return errcode.Wrap(errcode.Internal, err, "encode blob keys")
 		}
-		_, err = c.ExecContext(ctx, `INSERT INTO garbage (blob_key, created_at) SELECT j.value, ?2 FROM json_each(?1) j
-			WHERE NOT EXISTS (SELECT 1 FROM objects WHERE blob_key = j.value)
-			AND NOT EXISTS (SELECT 1 FROM object_parts WHERE blob_key = j.value)
-			AND NOT EXISTS (SELECT 1 FROM upload_parts WHERE blob_key = j.value)
-			ORDER BY j.key`, string(list), metasql.ToNanos(now))
+		_, err = c.ExecContext(ctx, enqueueManyQuery, string(list), metasql.ToNanos(now))
 		return classify(err, "enqueue blobs")
 	}
 	for _, blob := range blobs {
-		_, err := c.ExecContext(ctx, `INSERT INTO garbage (blob_key, created_at) SELECT ?1, ?2
-			WHERE NOT EXISTS (SELECT 1 FROM objects WHERE blob_key = ?1)
-			AND NOT EXISTS (SELECT 1 FROM object_parts WHERE blob_key = ?1)
-			AND NOT EXISTS (SELECT 1 FROM upload_parts WHERE blob_key = ?1)`, blob, metasql.ToNanos(now))
-		if err != nil {
+		if _, err := c.ExecContext(ctx, enqueueQuery, blob, metasql.ToNanos(now)); err != nil {
 			return classify(err, "enqueue blob")
 		}
 	}
 	return nil
 }
+
+var (
+	enqueueManyQuery = `INSERT INTO garbage (blob_key, created_at) SELECT j.value, ?2 FROM json_each(?1) j
+		WHERE NOT ` + metasql.Referenced("j.value") + ` ORDER BY j.key`
+	enqueueQuery = `INSERT INTO garbage (blob_key, created_at) SELECT ?1, ?2 WHERE NOT ` + metasql.Referenced("?1")
+)
 
 func allValidUTF8(ss []string) bool {
 	for _, s := range ss {
@@ -354,10 +323,17 @@ func (s *Store) PutObjects(ctx context.Context, puts []meta.Put) ([]meta.Object,
 			return nil, err
 		}
 	}
+	staged, err := metasql.StagedKeys(puts)
+	if err != nil {
+		return nil, err
+	}
 	olds := make([]meta.Object, len(puts))
-	err := s.write(ctx, func(ctx context.Context, c *conn) error {
+	err = s.write(ctx, func(ctx context.Context, c *conn) error {
 		now := time.Now()
 		clear(olds)
+		if err := releaseStaged(ctx, c, staged, now); err != nil {
+			return err
+		}
 		for i, p := range puts {
 			o := p.Object
 			o.ModTime = metasql.OrNow(o.ModTime, now)
@@ -374,7 +350,7 @@ func (s *Store) PutObjects(ctx context.Context, puts []meta.Put) ([]meta.Object,
 			if err := metasql.CheckCond(p.Cond, cur.Object, exists); err != nil {
 				return err
 			}
-			if err := addUsage(ctx, c, owner, o.Size-cur.Size); err != nil {
+			if err := addUsage(ctx, c, owner, o.Size-cur.Size, now); err != nil {
 				return err
 			}
 			if err := putObject(ctx, c, o); err != nil {
@@ -413,7 +389,7 @@ func (s *Store) DeleteObject(ctx context.Context, bucket, key string, cond meta.
 		if _, err := c.ExecContext(ctx, "DELETE FROM objects WHERE bucket = ? AND key = ?", bucket, key); err != nil {
 			return classify(err, "delete object %q", key)
 		}
-		if err := addUsage(ctx, c, owner, -cur.Size); err != nil {
+		if err := addUsage(ctx, c, owner, -cur.Size, now); err != nil {
 			return err
 		}
 		if err := release(ctx, c, cur, now); err != nil {
@@ -481,7 +457,7 @@ func (s *Store) MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, ds
 		}
 		sort.Strings(owners)
 		for _, id := range owners {
-			if err := addUsage(ctx, c, id, deltas[id]); err != nil {
+			if err := addUsage(ctx, c, id, deltas[id], now); err != nil {
 				return err
 			}
 		}

@@ -50,8 +50,10 @@
 // once written; GetObject reads a multipart object's row and parts in two
 // queries and falls back to a read transaction only if the parts vanished
 // in between. Every column that names a blob (objects, object_parts,
-// upload_parts, garbage) is indexed, for enqueue's "still referenced?"
-// check and ReferencedBlobs.
+// upload_parts, uploads, staging, garbage) is indexed, for enqueue's
+// "still referenced?" check, ClaimGarbage and ReferencedBlobs, whose SQL
+// is metasql's, shared with the PostgreSQL backend. The single writer
+// makes every reservation (Stage, GrowStaging) and quota check exact.
 package sqlite
 
 import (

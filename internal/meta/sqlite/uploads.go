@@ -63,6 +63,8 @@ func scanPart(r scanner) (meta.Part, error) {
 	return p, err
 }
 
+var declaredLeftUpdate = metasql.DeclaredLeftUpdate("?1", "?2", "?3")
+
 func errNoUpload(id string) error {
 	return errcode.New(errcode.NotFound, "upload %q not found", id)
 }
@@ -80,8 +82,9 @@ func (s *Store) CreateUpload(ctx context.Context, u meta.Upload) error {
 		return err
 	}
 	return s.write(ctx, func(ctx context.Context, c *conn) error {
-		var one int
-		err := c.QueryRowContext(ctx, "SELECT 1 FROM buckets WHERE name = ?", u.Bucket).Scan(&one)
+		now := time.Now()
+		var owner string
+		err := c.QueryRowContext(ctx, "SELECT owner_id FROM buckets WHERE name = ?", u.Bucket).Scan(&owner)
 		if errors.Is(err, sql.ErrNoRows) {
 			return errNoBucket(u.Bucket)
 		}
@@ -90,8 +93,19 @@ func (s *Store) CreateUpload(ctx context.Context, u meta.Upload) error {
 		}
 		_, err = c.ExecContext(ctx, "INSERT INTO uploads ("+uploadCols+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 			u.ID, u.Bucket, u.Key, u.InitiatorID, u.ContentType, md, u.ChecksumAlgorithm, u.ChecksumType,
-			u.Size, u.PartSize, metasql.ToNanos(metasql.OrNow(u.CreatedAt, time.Now())), metasql.ToNanos(u.ExpiresAt), u.BlobKey, u.BackendUploadID)
-		return classify(err, "upload %q", u.ID)
+			u.Size, u.PartSize, metasql.ToNanos(metasql.OrNow(u.CreatedAt, now)), metasql.ToNanos(u.ExpiresAt), u.BlobKey, u.BackendUploadID)
+		if err != nil || u.Size == 0 {
+			return classify(err, "upload %q", u.ID)
+		}
+		// The declared size is reserved until the upload goes.
+		r, err := room(ctx, c, owner, now)
+		if err != nil {
+			return err
+		}
+		if err := r.CheckGrowth(u.Size); err != nil {
+			return err
+		}
+		return insertStaging(ctx, c, metasql.DeclaredStaging(u, owner))
 	})
 }
 
@@ -141,6 +155,10 @@ func (s *Store) PutPart(ctx context.Context, p meta.Part) (meta.Part, error) {
 		return meta.Part{}, errcode.New(errcode.InvalidArgument, "part blob key is required")
 	}
 	var old meta.Part
+	var staged []string
+	if p.Staged {
+		staged = []string{p.BlobKey}
+	}
 	err := s.write(ctx, func(ctx context.Context, c *conn) error {
 		now := time.Now()
 		old = meta.Part{}
@@ -148,12 +166,18 @@ func (s *Store) PutPart(ctx context.Context, p meta.Part) (meta.Part, error) {
 		if err != nil {
 			return err
 		}
+		if err := releaseStaged(ctx, c, staged, now); err != nil {
+			return err
+		}
+		if _, err := c.ExecContext(ctx, declaredLeftUpdate, p.UploadID, p.Number, p.Size); err != nil {
+			return classify(err, "update the declared size of upload %q", p.UploadID)
+		}
 		cur, err := scanPart(c.QueryRowContext(ctx, "SELECT "+partCols+" FROM upload_parts WHERE upload_id = ? AND number = ?", p.UploadID, p.Number))
 		exists := err == nil
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return classify(err, "get part %d", p.Number)
 		}
-		if err := addUsage(ctx, c, u.owner, p.Size-cur.Size); err != nil {
+		if err := addUsage(ctx, c, u.owner, p.Size-cur.Size, now); err != nil {
 			return err
 		}
 		if _, err := c.ExecContext(ctx, "INSERT INTO upload_parts ("+partCols+`) VALUES (?, ?, ?, ?, ?, ?, ?)
@@ -389,13 +413,17 @@ func (s *Store) AbortUpload(ctx context.Context, id string) error {
 		if err != nil {
 			return err
 		}
-		if err := addUsage(ctx, c, u.owner, -freed); err != nil {
+		now := time.Now()
+		if err := deleteDeclared(ctx, c, id); err != nil {
+			return err
+		}
+		if err := addUsage(ctx, c, u.owner, -freed, now); err != nil {
 			return err
 		}
 		if u.blobKey != "" {
 			blobs = append(blobs, u.blobKey)
 		}
-		return enqueue(ctx, c, time.Now(), blobs...)
+		return enqueue(ctx, c, now, blobs...)
 	})
 }
 
@@ -480,7 +508,10 @@ func (s *Store) CompleteUpload(ctx context.Context, id string, obj meta.Object, 
 		if err := deleteUpload(ctx, c, id); err != nil {
 			return err
 		}
-		if err := addUsage(ctx, c, owner, -freed-cur.Size); err != nil {
+		if err := deleteDeclared(ctx, c, id); err != nil {
+			return err
+		}
+		if err := addUsage(ctx, c, owner, -freed-cur.Size, now); err != nil {
 			return err
 		}
 		if exists {
@@ -557,7 +588,10 @@ func (s *Store) CompleteBackendUpload(ctx context.Context, id string, obj meta.O
 		if err != nil {
 			return err
 		}
-		if err := addUsage(ctx, c, owner, o.Size-freed-cur.Size); err != nil {
+		if err := deleteDeclared(ctx, c, id); err != nil {
+			return err
+		}
+		if err := addUsage(ctx, c, owner, o.Size-freed-cur.Size, now); err != nil {
 			return err
 		}
 		if err := writeObject(ctx, c, o, 0, 0); err != nil {

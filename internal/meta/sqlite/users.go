@@ -189,14 +189,20 @@ func (s *Store) RevokeRefreshFamily(ctx context.Context, hash string) error {
 
 // DeleteExpiredRefreshTokens implements meta.Store.
 func (s *Store) DeleteExpiredRefreshTokens(ctx context.Context, before time.Time) (int, error) {
+	return s.deleteExpired(ctx, "refresh_tokens", before)
+}
+
+// deleteExpired deletes the rows of table whose expires_at is before
+// before, and returns how many.
+func (s *Store) deleteExpired(ctx context.Context, table string, before time.Time) (int, error) {
 	var n int64
 	err := s.write(ctx, func(ctx context.Context, c *conn) error {
-		res, err := c.ExecContext(ctx, "DELETE FROM refresh_tokens WHERE expires_at < ?", metasql.ToNanos(before))
+		res, err := c.ExecContext(ctx, "DELETE FROM "+table+" WHERE expires_at < ?", metasql.ToNanos(before))
 		if err != nil {
-			return classify(err, "delete expired refresh tokens")
+			return classify(err, "delete expired %s", table)
 		}
 		n, err = res.RowsAffected()
-		return classify(err, "delete expired refresh tokens")
+		return classify(err, "delete expired %s", table)
 	})
 	if err != nil {
 		return 0, err
