@@ -26,9 +26,7 @@
 // Target, as CoDel compares a queue's sojourn time with its target.
 //
 //   - Delay above target for Sustain intervals in a row (overload, not a
-//     spike), while this process used at least MinCPU of its CPUs (it is
-//     its own work that waits, not other processes' that crowd it out):
-//     the lowest-priority class that is busy (Write, then Read, on
+//     spike): the lowest-priority class that is busy (Write, then Read, on
 //     every listener) has its limit cut to Decrease times its peak
 //     concurrency of the last interval, never below MinLimit (concurrency
 //     ordinary clients use, never shed). Bulk uploads give way first;
@@ -126,18 +124,9 @@ type Config struct {
 	// RetryAfter is advertised on refusals. Default 1s.
 	RetryAfter time.Duration
 
-	// MinCPU is the share of GOMAXPROCS this process must have used over
-	// an interval for a high scheduling delay to count as its own
-	// overload: when other processes take the CPU, refusing requests
-	// would not give it back. Default 0.5.
-	MinCPU float64
-
 	// Delay, if set, replaces the scheduler measurement (tests): it returns
 	// the delay quantile of the interval just ended.
 	Delay func() time.Duration
-	// CPU, if set, replaces the process CPU measurement (tests): it
-	// returns the share of GOMAXPROCS used over the interval just ended.
-	CPU func() float64
 }
 
 func (c Config) withDefaults() Config {
@@ -161,9 +150,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MinLimit <= 0 {
 		c.MinLimit = 4 * runtime.GOMAXPROCS(0)
-	}
-	if c.MinCPU <= 0 {
-		c.MinCPU = 0.5
 	}
 	if c.Sustain <= 0 {
 		c.Sustain = 3
@@ -202,10 +188,8 @@ type Controller struct {
 	listeners []*Listener
 
 	delay    atomic.Int64  // last measured delay quantile, ns
-	cpu      atomic.Uint64 // last measured CPU share, math.Float64bits
 	runnable atomic.Uint64 // last average of runnable goroutines per CPU, math.Float64bits
 	runq     *runqSampler
-	cpuMeter *cpuMeter
 	overload atomic.Bool
 	recent   []time.Duration // the last Sustain delays, newest last (adjust only)
 	stop     chan struct{}
@@ -225,9 +209,6 @@ func New(cfg Config, onReject func(listener string, c Class, r Reason)) *Control
 	}
 	if cfg.Delay == nil {
 		c.sampler = newSchedSampler()
-	}
-	if cfg.CPU == nil {
-		c.cpuMeter = newCPUMeter()
 	}
 	c.runq = newRunqSampler()
 	go c.loop()
@@ -253,10 +234,6 @@ func (c *Controller) Delay() time.Duration { return time.Duration(c.delay.Load()
 // Runnable returns the average number of runnable goroutines per CPU in
 // the last interval.
 func (c *Controller) Runnable() float64 { return math.Float64frombits(c.runnable.Load()) }
-
-// CPU returns the share of GOMAXPROCS the process used in the last
-// interval.
-func (c *Controller) CPU() float64 { return math.Float64frombits(c.cpu.Load()) }
 
 // Listener returns the admission of one listener (its own class limits).
 func (c *Controller) Listener(name string) *Listener {
@@ -431,7 +408,7 @@ func (c *Controller) loop() {
 	}
 	t := time.NewTicker(c.cfg.Interval)
 	defer t.Stop()
-	sample := time.NewTicker(max(c.cfg.Interval/20, time.Millisecond))
+	sample := time.NewTicker(max(c.cfg.Interval/10, time.Millisecond))
 	defer sample.Stop()
 	for {
 		select {
@@ -483,19 +460,7 @@ func (c *Controller) adjust() {
 		d = c.sampler.quantile(c.cfg.Quantile)
 	}
 	c.delay.Store(int64(d))
-	var cpu float64
-	if c.cfg.CPU != nil {
-		cpu = c.cfg.CPU()
-	} else {
-		cpu = c.cpuMeter.share()
-	}
-	c.cpu.Store(math.Float64bits(cpu))
 	c.runnable.Store(math.Float64bits(c.runq.perCPU()))
-	if cpu < c.cfg.MinCPU {
-		// The CPU is busy with others' work, not ours: refusing our
-		// requests would not shorten the queue.
-		d = 0
-	}
 	// The delay that held for the last Sustain intervals: a spike (a GC
 	// cycle, a burst of connections) does not count as overload.
 	c.recent = append(c.recent, d)

@@ -166,7 +166,7 @@ func done(ts []*Ticket) {
 
 func TestOverloadCutsBulkFirst(t *testing.T) {
 	var d fakeDelay
-	c := newTest(t, Config{PerClient: -1, MinLimit: 4, Delay: d.get, CPU: busy, Target: 5 * time.Millisecond, Sustain: 1})
+	c := newTest(t, Config{PerClient: -1, MinLimit: 4, Delay: d.get, Target: 5 * time.Millisecond, Sustain: 1})
 	l := c.Listener("file")
 	writes := fill(t, l, Write, 40)
 	reads := fill(t, l, Read, 10)
@@ -217,7 +217,7 @@ func TestOverloadCutsBulkFirst(t *testing.T) {
 
 func TestModerateOverloadSparesControl(t *testing.T) {
 	var d fakeDelay
-	c := newTest(t, Config{PerClient: -1, MinLimit: 4, Delay: d.get, CPU: busy, Target: 5 * time.Millisecond, Sustain: 1})
+	c := newTest(t, Config{PerClient: -1, MinLimit: 4, Delay: d.get, Target: 5 * time.Millisecond, Sustain: 1})
 	l := c.Listener("file")
 	ctrl := fill(t, l, Control, 50)
 	d.set(8 * time.Millisecond) // above the target, below twice it
@@ -232,7 +232,7 @@ func TestModerateOverloadSparesControl(t *testing.T) {
 
 func TestLimitGrowsBackWhenHealthy(t *testing.T) {
 	var d fakeDelay
-	c := newTest(t, Config{PerClient: -1, MinLimit: 4, Delay: d.get, CPU: busy, Target: 5 * time.Millisecond, MaxInFlight: 100, Sustain: 1})
+	c := newTest(t, Config{PerClient: -1, MinLimit: 4, Delay: d.get, Target: 5 * time.Millisecond, MaxInFlight: 100, Sustain: 1})
 	l := c.Listener("s3")
 	ws := fill(t, l, Write, 40)
 	d.set(50 * time.Millisecond)
@@ -269,7 +269,7 @@ func TestLimitGrowsBackWhenHealthy(t *testing.T) {
 // intervals in a row before anything is cut.
 func TestSpikesDoNotCut(t *testing.T) {
 	var d fakeDelay
-	c := newTest(t, Config{PerClient: -1, MinLimit: 4, Delay: d.get, CPU: busy, Target: 5 * time.Millisecond, Sustain: 3})
+	c := newTest(t, Config{PerClient: -1, MinLimit: 4, Delay: d.get, Target: 5 * time.Millisecond, Sustain: 3})
 	l := c.Listener("file")
 	ws := fill(t, l, Write, 40)
 	for _, spike := range []time.Duration{50, 1, 50, 50, 2, 50, 50} {
@@ -289,7 +289,7 @@ func TestSpikesDoNotCut(t *testing.T) {
 
 func TestDefaults(t *testing.T) {
 	c := Config{}.withDefaults()
-	if c.MinLimit != 4*runtime.GOMAXPROCS(0) || c.MinCPU != 0.5 || c.Sustain != 3 || c.Target != 5*time.Millisecond || c.PerClient != 128 || c.PerClientAnonymous != 32 {
+	if c.MinLimit != 4*runtime.GOMAXPROCS(0) || c.Sustain != 3 || c.Target != 5*time.Millisecond || c.PerClient != 128 || c.PerClientAnonymous != 32 {
 		t.Fatalf("defaults: %+v", c)
 	}
 }
@@ -343,36 +343,3 @@ func TestSchedSamplerReadsTheRuntime(t *testing.T) {
 }
 
 func busy() float64 { return 1 }
-
-// TestOthersCPUIsNotOurOverload: a high scheduling delay while this
-// process uses little CPU (other processes crowd it out) cuts nothing.
-func TestOthersCPUIsNotOurOverload(t *testing.T) {
-	var d fakeDelay
-	d.set(50 * time.Millisecond)
-	share := 0.2
-	c := newTest(t, Config{PerClient: -1, MinLimit: 4, Delay: d.get, CPU: func() float64 { return share }, Sustain: 1})
-	l := c.Listener("file")
-	ws := fill(t, l, Write, 40)
-	for range 5 {
-		c.adjust()
-	}
-	if got, want := l.Limit(Write), c.Config().MaxInFlight; got != want {
-		t.Fatalf("limit cut while the process used %.0f%% of its CPUs: %d", 100*share, got)
-	}
-	share = 0.9
-	c.adjust()
-	if got, want := l.Limit(Write), 30; got != want {
-		t.Fatalf("limit once the process is busy: got %d, want %d", got, want)
-	}
-	done(ws)
-}
-
-func TestCPUMeter(t *testing.T) {
-	m := newCPUMeter()
-	deadline := time.Now().Add(100 * time.Millisecond)
-	for time.Now().Before(deadline) {
-	}
-	if s := m.share(); s <= 0 || s > 1.5 {
-		t.Fatalf("share after 100ms of spinning: %v", s)
-	}
-}

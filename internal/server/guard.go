@@ -152,9 +152,6 @@ func (s *Server) newAdmission() *ratelimit.Controller {
 	s.metrics.GaugeFunc("coffer_admission_sched_delay_seconds",
 		"CPU scheduling delay (the quantile adaptive admission compares with --overload-target) over the last interval.",
 		func() float64 { return c.Delay().Seconds() })
-	s.metrics.GaugeFunc("coffer_admission_cpu_share",
-		"Share of its CPUs (GOMAXPROCS) the process used over the last admission interval.",
-		func() float64 { return c.CPU() })
 	s.metrics.GaugeFunc("coffer_admission_runnable_per_cpu",
 		"Goroutines waiting for a CPU, per CPU, averaged over the last admission interval.",
 		func() float64 { return c.Runnable() })
