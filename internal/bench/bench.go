@@ -137,7 +137,7 @@ func (t *target) password() string   { return "bench password " + t.runID }
 func (t *target) newVUs(n int) {
 	t.vus = make([]*vu, n)
 	for i := range t.vus {
-		t.vus[i] = &vu{id: i, t: t, call: &caller{client: t.client, timeout: t.opts.Timeout, col: t.col},
+		t.vus[i] = &vu{id: i, t: t, call: &caller{client: t.client, timeout: t.opts.Timeout, col: t.col, expect: t.opts.ExpectContinue},
 			rng: mrand.New(mrand.NewPCG(uint64(t.runNum), uint64(i)))}
 	}
 }

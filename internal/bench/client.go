@@ -56,6 +56,7 @@ func newHTTPClient(conns int, timeout time.Duration, counters *byteCounters) *ht
 		MaxIdleConnsPerHost:   conns + 16,
 		IdleConnTimeout:       90 * time.Second,
 		ResponseHeaderTimeout: timeout,
+		ExpectContinueTimeout: time.Second,
 		DisableCompression:    true,
 		WriteBufferSize:       64 << 10,
 		ReadBufferSize:        64 << 10,
@@ -126,7 +127,14 @@ type caller struct {
 	client  *http.Client
 	timeout time.Duration
 	col     *collector
+	// expect sends "Expect: 100-continue" with bodies of expectMin bytes
+	// and more, as SDKs and curl do.
+	expect bool
 }
+
+// expectMin is the smallest body sent with Expect: 100-continue (curl's
+// threshold).
+const expectMin = 1 << 20
 
 var copyBufs = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
 
@@ -153,6 +161,9 @@ func (c *caller) do(ctx context.Context, rq *request) (*response, error) {
 	}
 	for k, v := range rq.header {
 		req.Header[k] = v
+	}
+	if c.expect && rq.bodyLen >= expectMin {
+		req.Header.Set("Expect", "100-continue")
 	}
 	if rq.sign != nil {
 		if err := rq.sign(req); err != nil {

@@ -75,6 +75,10 @@ type Options struct {
 	AuditConcurrency int
 	// AuditTimeout bounds the audit. Default 10m.
 	AuditTimeout time.Duration
+	// ExpectContinue sends "Expect: 100-continue" with request bodies of
+	// 1 MiB and more, as S3 SDKs and curl do (browsers and k6 do not): a
+	// server that refuses the request at once is spared the body.
+	ExpectContinue bool
 	// VerifyReads hashes every downloaded body during the run (by default
 	// reads are checked by status, length and checksum headers).
 	VerifyReads bool

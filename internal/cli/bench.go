@@ -64,6 +64,7 @@ func (c *benchCmd) Run(ctx context.Context, args []string) error {
 	auditOn := fs.Bool("audit", true, "read back every acknowledged upload and compare its SHA-256")
 	fs.IntVar(&o.AuditConcurrency, "audit-concurrency", 8, "parallel reads during the audit")
 	fs.DurationVar(&o.AuditTimeout, "audit-timeout", 10*time.Minute, "bound on the audit")
+	fs.BoolVar(&o.ExpectContinue, "expect-continue", false, "send Expect: 100-continue with bodies of 1 MiB and more, as S3 SDKs and curl do (a refusal then saves the body)")
 	fs.BoolVar(&o.VerifyReads, "verify-reads", false, "hash every downloaded body during the run (default: check status, length and checksum headers)")
 	fs.StringVar(&o.MetricsURL, "metrics-url", "", "server metrics to sample (default TARGET/metrics; off to disable)")
 	fs.DurationVar(&o.SampleInterval, "sample-interval", 2*time.Second, "interval between server metrics samples")

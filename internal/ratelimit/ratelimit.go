@@ -31,8 +31,8 @@
 //     concurrency of the last interval, never below MinLimit (concurrency
 //     ordinary clients use, never shed). Bulk uploads give way first;
 //     cheap requests (Control: lists, HEAD, token refresh) are cut only
-//     when no bulk work is left to cut and the delay is twice the target,
-//     so they neither queue behind uploads nor pay for them.
+//     when no bulk work is left to cut (then they are the overload), so
+//     they neither queue behind uploads nor pay for them.
 //   - Delay below target: every class that refused requests in the last
 //     interval (its limit was what held it back) grows by Increase of its
 //     limit (at least 1), up to MaxInFlight.
@@ -500,12 +500,10 @@ func (c *Controller) adjust() {
 	maxLimit := float64(c.cfg.MaxInFlight)
 	if overloaded {
 		// Cut the lowest-priority class that is doing work above its
-		// floor. Control (cheap requests) is cut only under a delay of
-		// twice the target with every bulk class at its floor already.
+		// floor. Control (cheap requests) is cut only when every bulk
+		// class is at its floor already: then the cheap requests are
+		// what overloads the node.
 		for class := Write; ; class-- {
-			if class == Control && d <= 2*c.cfg.Target {
-				break
-			}
 			cut := false
 			for _, s := range all {
 				if s.class != class {

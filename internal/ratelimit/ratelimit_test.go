@@ -208,24 +208,24 @@ func TestOverloadCutsBulkFirst(t *testing.T) {
 	for range 10 {
 		c.adjust()
 	}
-	// Delay 20ms > 2 × 5ms: control is cut last.
+	// Control is cut last.
 	if got := l.Limit(Control); got >= 20 {
-		t.Fatalf("control limit not cut under a delay twice the target: %d", got)
+		t.Fatalf("control limit not cut once the bulk classes are at their floor: %d", got)
 	}
 	done(ctrl)
 }
 
-func TestModerateOverloadSparesControl(t *testing.T) {
+// TestControlOnlyOverloadCutsControl: when cheap requests alone overload
+// the node (no bulk work to cut), their class gives way too.
+func TestControlOnlyOverloadCutsControl(t *testing.T) {
 	var d fakeDelay
 	c := newTest(t, Config{PerClient: -1, MinLimit: 4, Delay: d.get, Target: 5 * time.Millisecond, Sustain: 1})
 	l := c.Listener("file")
 	ctrl := fill(t, l, Control, 50)
-	d.set(8 * time.Millisecond) // above the target, below twice it
-	for range 20 {
-		c.adjust()
-	}
-	if got, want := l.Limit(Control), c.Config().MaxInFlight; got != want {
-		t.Fatalf("control limit: got %d, want %d (only bulk classes give way under moderate overload)", got, want)
+	d.set(8 * time.Millisecond)
+	c.adjust()
+	if got, want := l.Limit(Control), 37; got != want { // 50 × 0.75
+		t.Fatalf("control limit: got %d, want %d", got, want)
 	}
 	done(ctrl)
 }

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# S3 cells of this checkout's Coffer against another Coffer binary (an
+# older commit), side by side: both on loopback, embedded default, driven
+# by the same client in alternating rounds (coffer bench --compare). Shows
+# what a change costs on the S3 hot paths.
+#   scripts/bench-s3-before-after.sh OLD_BINARY [duration-per-round] [sizes] [concurrencies] [scenarios] [rounds]
+#   git archive REV | tar -x -C /tmp/old && (cd /tmp/old && go build -o /tmp/coffer-old ./cmd/coffer)
+#   scripts/bench-s3-before-after.sh /tmp/coffer-old 10s "4KiB 1MiB" "16 64" "s3-put s3-get" 3
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+OLD=${1:?old coffer binary}
+DUR=${2:-10s}
+SIZES=${3:-"4KiB 1MiB"}
+CONCS=${4:-"16 64"}
+SCENARIOS=${5:-"s3-put s3-get"}
+ROUNDS=${6:-3}
+go build -o "$ROOT/.tools/coffer" ./cmd/coffer
+NEW="$ROOT/.tools/coffer"
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/coffer-before-after.XXXXXX")
+cleanup() { kill "$OPID" "$NPID" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$WORK"; }
+trap cleanup EXIT
+
+"$OLD" serve --data "$WORK/old" --listen 127.0.0.1:28080 --s3-listen 127.0.0.1:29000 --log-level warn >"$WORK/old.log" 2>&1 &
+OPID=$!
+"$NEW" serve --data "$WORK/new" --listen 127.0.0.1:18080 --s3-listen 127.0.0.1:19000 --log-level warn >"$WORK/new.log" 2>&1 &
+NPID=$!
+for _ in $(seq 100); do
+  curl -sf http://127.0.0.1:28080/readyz >/dev/null && curl -sf http://127.0.0.1:18080/readyz >/dev/null && break
+  sleep 0.2
+done
+# A user and an S3 key on the old server (the bench makes its own on the new one).
+J='Content-Type: application/json'
+B=http://127.0.0.1:28080/api/v1
+curl -sf -H "$J" -d '{"email":"bench@example.com","password":"bench password 123"}' $B/auth/signup >/dev/null
+TOKEN=$(curl -sf -H "$J" -d '{"email":"bench@example.com","password":"bench password 123"}' $B/auth/login | python3 -c 'import json,sys; print(json.load(sys.stdin)["access_token"])')
+read -r KID KSECRET < <(curl -sf -X POST -H "$J" -H "Authorization: Bearer $TOKEN" -d '{"name":"bench"}' $B/keys |
+  python3 -c 'import json,sys; k=json.load(sys.stdin); print(k["access_key_id"], k["secret_access_key"])')
+echo "machine: $(nproc) cores; new: $("$NEW" version); old: $("$OLD" version)"
+for sc in $SCENARIOS; do
+  for size in $SIZES; do
+    for c in $CONCS; do
+      echo
+      echo "### $sc size=$size concurrency=$c (target: this checkout; compare: $OLD)"
+      "$NEW" bench "$sc" --target http://127.0.0.1:18080 --s3-target http://127.0.0.1:19000 \
+        --compare http://127.0.0.1:29000 --compare-access-key "$KID" --compare-secret-key "$KSECRET" \
+        --vus "$c" --duration "$DUR" --size "$size" --rounds "$ROUNDS" --objects 200 --audit=false --metrics-url off 2>&1 |
+        sed -n '/alternating rounds/,$p' || true
+    done
+  done
+done
