@@ -49,6 +49,7 @@ type Config struct {
 	MaxInFlightPerClient int           // --max-in-flight-per-client: concurrent requests of one client address with credentials (anonymous: a quarter), 0 = unbounded; default 128
 	Admission            string        // --admission: adaptive|fixed; default adaptive
 	OverloadTarget       time.Duration // --overload-target: CPU scheduling delay (p90 per 100ms) above which load is shed; default 5ms
+	AdmissionFloor       int           // --admission-floor: concurrency per listener and class never shed for overload; default 0 = 8 × cores
 
 	TrustedProxies []netip.Prefix // --trusted-proxies: CIDRs allowed to set X-Forwarded-For; default none
 	PublicMaxAge   time.Duration  // --public-max-age: Cache-Control max-age for public-read objects; default 60s
@@ -162,6 +163,9 @@ func (c Config) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("admission: %q is not adaptive or fixed", c.Admission))
 	}
+	if c.AdmissionFloor < 0 {
+		errs = append(errs, errors.New("admission-floor: must be >= 0 (0 = 8 x cores)"))
+	}
 	if c.OverloadTarget <= 0 {
 		errs = append(errs, errors.New("overload-target: must be > 0"))
 	}
@@ -207,6 +211,7 @@ func (c *Config) FlagSet(name string) *flag.FlagSet {
 	fs.IntVar(&c.MaxInFlightPerClient, "max-in-flight-per-client", c.MaxInFlightPerClient, "concurrent requests of one client address carrying credentials; anonymous ones get a quarter (0 = unbounded)")
 	fs.StringVar(&c.Admission, "admission", c.Admission, "adaptive (shed load when the CPU falls behind) or fixed (only --max-in-flight and the per-client bound)")
 	fs.DurationVar(&c.OverloadTarget, "overload-target", c.OverloadTarget, "CPU scheduling delay (90th percentile per 100ms) above which adaptive admission sheds load")
+	fs.IntVar(&c.AdmissionFloor, "admission-floor", c.AdmissionFloor, "concurrent requests per listener and class that adaptive admission never sheds (0 = 8 x cores)")
 	fs.Var((*prefixesValue)(&c.TrustedProxies), "trusted-proxies", "comma-separated CIDRs whose X-Forwarded-For is trusted")
 	fs.DurationVar(&c.PublicMaxAge, "public-max-age", c.PublicMaxAge, "Cache-Control max-age of objects in public-read buckets")
 	fs.StringVar(&c.MetricsToken, "metrics-token", c.MetricsToken, "bearer token allowing /metrics from non-loopback clients")

@@ -107,10 +107,15 @@ type Config struct {
 	Quantile float64
 	// Interval between limit adjustments. Default 100ms.
 	Interval time.Duration
-	// MinLimit is the lowest limit of a class: concurrency that is never
-	// shed for the CPU's sake, enough for every CPU to stay busy.
-	// Default 4 × GOMAXPROCS.
+	// MinLimit is the lowest limit of the bulk classes (Read, Write):
+	// concurrency that is never shed for the CPU's sake, enough for every
+	// CPU to stay busy while transfers also wait for disks and networks.
+	// Default 8 × GOMAXPROCS.
 	MinLimit int
+	// MinControl is the lowest limit of the Control class, whose requests
+	// are short: a few in flight keep the CPUs busy. Default MinLimit/4
+	// (at least 2).
+	MinControl int
 	// Sustain is how many consecutive intervals the delay must stay above
 	// the target before limits are cut (CoDel's "above target for an
 	// interval", not a spike). Default 3.
@@ -149,7 +154,10 @@ func (c Config) withDefaults() Config {
 		c.Interval = 100 * time.Millisecond
 	}
 	if c.MinLimit <= 0 {
-		c.MinLimit = 4 * runtime.GOMAXPROCS(0)
+		c.MinLimit = 8 * runtime.GOMAXPROCS(0)
+	}
+	if c.MinControl <= 0 {
+		c.MinControl = max(2, c.MinLimit/4)
 	}
 	if c.Sustain <= 0 {
 		c.Sustain = 3
@@ -496,7 +504,12 @@ func (c *Controller) adjust() {
 			cl.mu.Unlock()
 		}
 	}
-	minLimit := float64(c.cfg.MinLimit)
+	floor := func(cl Class) float64 {
+		if cl == Control {
+			return float64(c.cfg.MinControl)
+		}
+		return float64(c.cfg.MinLimit)
+	}
 	maxLimit := float64(c.cfg.MaxInFlight)
 	if overloaded {
 		// Cut the lowest-priority class that is doing work above its
@@ -510,11 +523,11 @@ func (c *Controller) adjust() {
 					continue
 				}
 				s.cl.mu.Lock()
-				s.cl.limit = max(minLimit, min(s.cl.limit, float64(s.peak))*c.cfg.Decrease)
+				s.cl.limit = max(floor(class), min(s.cl.limit, float64(s.peak))*c.cfg.Decrease)
 				s.cl.mu.Unlock()
 				// Work above the floor was cut; at the floor there is
 				// nothing left to take from this class.
-				cut = cut || float64(s.peak) > minLimit
+				cut = cut || float64(s.peak) > floor(class)
 			}
 			if cut || class == Control {
 				break

@@ -289,7 +289,7 @@ func TestSpikesDoNotCut(t *testing.T) {
 
 func TestDefaults(t *testing.T) {
 	c := Config{}.withDefaults()
-	if c.MinLimit != 4*runtime.GOMAXPROCS(0) || c.Sustain != 3 || c.Target != 5*time.Millisecond || c.PerClient != 128 || c.PerClientAnonymous != 32 {
+	if c.MinLimit != 8*runtime.GOMAXPROCS(0) || c.Sustain != 3 || c.Target != 5*time.Millisecond || c.PerClient != 128 || c.PerClientAnonymous != 32 {
 		t.Fatalf("defaults: %+v", c)
 	}
 }

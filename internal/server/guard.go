@@ -114,8 +114,11 @@ func (s *Server) observe(api string, next http.Handler) http.Handler {
 			in = body.N
 		}
 		s.metrics.Observe(api, slot.Route, status, d, in, rec.Written)
+		// Refusals under load (503) are the node doing its job, counted
+		// in coffer_http_rejected_total: logging each at warn would make
+		// the log an overload of its own.
 		lvl := slog.LevelInfo
-		if status >= 500 {
+		if status >= 500 && status != http.StatusServiceUnavailable {
 			lvl = slog.LevelWarn
 		}
 		s.log.LogAttrs(ctx, lvl, "request",
@@ -146,6 +149,7 @@ func (s *Server) newAdmission() *ratelimit.Controller {
 		PerClient:   perClient,
 		Fixed:       s.cfg.Admission == "fixed",
 		Target:      s.cfg.OverloadTarget,
+		MinLimit:    s.cfg.AdmissionFloor,
 	}, func(api string, class ratelimit.Class, reason ratelimit.Reason) {
 		s.metrics.Rejected.WithLabelValues(api, class.String(), string(reason)).Inc()
 	})
