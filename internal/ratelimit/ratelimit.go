@@ -433,6 +433,7 @@ func (c *Controller) loop() {
 // runqSampler averages the number of runnable goroutines (waiting for a
 // CPU) over an interval, from frequent samples of the runtime's gauge.
 type runqSampler struct {
+	mu         sync.Mutex
 	s          []metrics.Sample
 	sum, count float64
 }
@@ -442,6 +443,8 @@ func newRunqSampler() *runqSampler {
 }
 
 func (r *runqSampler) sample() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	metrics.Read(r.s)
 	if r.s[0].Value.Kind() == metrics.KindUint64 {
 		r.sum += float64(r.s[0].Value.Uint64())
@@ -451,6 +454,8 @@ func (r *runqSampler) sample() {
 
 // perCPU returns the average since the last call, per GOMAXPROCS.
 func (r *runqSampler) perCPU() float64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.count == 0 {
 		return 0
 	}

@@ -342,4 +342,23 @@ func TestSchedSamplerReadsTheRuntime(t *testing.T) {
 	}
 }
 
-func busy() float64 { return 1 }
+// TestControlFloor: control is never cut below MinControl, bulk classes
+// never below MinLimit.
+func TestControlFloor(t *testing.T) {
+	var d fakeDelay
+	d.set(50 * time.Millisecond)
+	c := newTest(t, Config{PerClient: -1, MinLimit: 16, MinControl: 4, Delay: d.get, Sustain: 1})
+	l := c.Listener("s3")
+	ws, cs := fill(t, l, Write, 16), fill(t, l, Control, 40)
+	for range 30 {
+		c.adjust()
+	}
+	if got, want := l.Limit(Write), 16; got != want {
+		t.Errorf("write limit: got %d, want the floor %d", got, want)
+	}
+	if got, want := l.Limit(Control), 4; got != want {
+		t.Errorf("control limit: got %d, want its floor %d", got, want)
+	}
+	done(ws)
+	done(cs)
+}
