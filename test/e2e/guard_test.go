@@ -88,6 +88,17 @@ func metric(t *testing.T, srv *testenv.Server, name string) string {
 	return ""
 }
 
+// waitMetric waits until the /metrics line name has value want.
+func waitMetric(t *testing.T, srv *testenv.Server, name, want string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); metric(t, srv, name) != want; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %s, want %s", name, metric(t, srv, name), want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // publicObject makes c's bucket public-read and stores size bytes at key.
 func publicObject(t *testing.T, c *testenv.Client, key string, size int) {
 	t.Helper()
@@ -122,18 +133,12 @@ func TestNonReadingClientsGiveBackTheirSlots(t *testing.T) {
 		}
 	}
 	// While they hold the slots, everybody else is refused...
-	refused := false
-	for time.Since(start) < 1500*time.Millisecond {
-		resp := other.Do(t, "GET", "/api/v1/me", nil)
+	waitMetric(t, srv, `coffer_admission_in_flight{api="file",class="read"}`, "10")
+	waitMetric(t, srv, `coffer_admission_in_flight{api="s3",class="read"}`, "10")
+	if resp := other.Do(t, "GET", "/api/v1/me", nil); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("with 20 stalled downloads on a --max-in-flight 20 node: %d, want 503", resp.StatusCode)
+	} else {
 		resp.Body.Close()
-		if resp.StatusCode == http.StatusServiceUnavailable {
-			refused = true
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if !refused {
-		t.Fatalf("the 20 stalled downloads did not take the 20 slots (in flight: %s)", metric(t, srv, `coffer_http_in_flight_requests{api="file"}`))
 	}
 	// ...until the write-idle deadline gives them back.
 	for {
@@ -194,6 +199,8 @@ func TestPerClientBound(t *testing.T) {
 	for i := range 8 {
 		holdUpload(t, a.Client, "127.0.0.2", fmt.Sprintf("slow-%d", i))
 	}
+	// All 8 are admitted before the 9th is tried.
+	waitMetric(t, srv, `coffer_admission_in_flight{api="file",class="write"}`, "8")
 	// The 9th request of 127.0.0.2: refused on the file API...
 	waitStatus := func(do func() (*http.Response, error), want int) *http.Response {
 		t.Helper()
@@ -255,6 +262,8 @@ func TestPerClientBound(t *testing.T) {
 	path := testenv.FileURL(a.Client.Bucket, "pub.bin")
 	stalledGET(t, "127.0.0.3", srv.URL, path)
 	stalledGET(t, "127.0.0.3", srv.URL, path)
+	// Both are admitted (and stuck writing) before the third is tried.
+	waitMetric(t, srv, `coffer_admission_in_flight{api="file",class="read"}`, "2")
 	anon := clientFrom("127.0.0.3")
 	resp = waitStatus(func() (*http.Response, error) { return anon.Get(srv.URL + path) }, http.StatusTooManyRequests)
 	if resp.StatusCode != http.StatusTooManyRequests {
@@ -277,7 +286,9 @@ func TestS3RefusalsAreS3XML(t *testing.T) {
 	srv := testenv.Start(t, "--max-in-flight", "2", "--max-in-flight-per-client", "0", "--admission", "fixed")
 	u := newS3User(t, srv)
 	holdUpload(t, u.Client, "127.0.0.1", "hold-1")
+	waitMetric(t, srv, `coffer_admission_in_flight{api="file",class="write"}`, "1")
 	holdUpload(t, u.Client, "127.0.0.1", "hold-2")
+	waitMetric(t, srv, `coffer_admission_in_flight{api="file",class="write"}`, "2")
 	deadline := time.Now().Add(5 * time.Second)
 	var r s3Resp
 	for {
