@@ -25,10 +25,12 @@
 // /sched/latencies:seconds) and compares the Quantile of that delay with
 // Target, as CoDel compares a queue's sojourn time with its target.
 //
-//   - Delay above target for Sustain intervals in a row (overload, not a
-//     spike): the lowest-priority class that is busy (Write, then Read, on
-//     every listener) has its limit cut to Decrease times its peak
-//     concurrency of the last interval, never below MinLimit (concurrency
+//   - Delay above target for Sustain intervals in a row, or above four
+//     times the target for two (overload, not a spike): the lowest-priority
+//     class that is busy (Write, then Read, on every listener) has its limit
+//     cut to Decrease times its peak concurrency of the last interval (down
+//     to half when the delay is far above the target), never below
+//     MinLimit (concurrency
 //     ordinary clients use, never shed). Bulk uploads give way first;
 //     cheap requests (Control: lists, HEAD, token refresh) are cut only
 //     when no bulk work is left to cut (then they are the overload), so
@@ -487,9 +489,20 @@ func (c *Controller) adjust() {
 	if len(c.recent) < c.cfg.Sustain {
 		held = 0
 	}
+	// A severe overload (four times the target, twice in a row) is acted
+	// on sooner: at its onset every interval of waiting admits a burst.
+	if n := len(c.recent); n >= 2 && min(c.recent[n-1], c.recent[n-2]) > 4*c.cfg.Target {
+		held = max(held, min(c.recent[n-1], c.recent[n-2]))
+	}
 	overloaded := held > c.cfg.Target
 	c.overload.Store(overloaded)
 	d = held
+	// Cut harder the further the delay is above the target (down to
+	// half), gently when it is just above.
+	decrease := c.cfg.Decrease
+	if overloaded {
+		decrease = min(decrease, max(0.5, float64(c.cfg.Target)/float64(held)))
+	}
 
 	c.lmu.Lock()
 	ls := append([]*Listener(nil), c.listeners...)
@@ -528,7 +541,7 @@ func (c *Controller) adjust() {
 					continue
 				}
 				s.cl.mu.Lock()
-				s.cl.limit = max(floor(class), min(s.cl.limit, float64(s.peak))*c.cfg.Decrease)
+				s.cl.limit = max(floor(class), min(s.cl.limit, float64(s.peak))*decrease)
 				s.cl.mu.Unlock()
 				// Work above the floor was cut; at the floor there is
 				// nothing left to take from this class.

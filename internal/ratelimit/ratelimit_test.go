@@ -174,7 +174,7 @@ func TestOverloadCutsBulkFirst(t *testing.T) {
 
 	d.set(20 * time.Millisecond) // overloaded: four times the target
 	c.adjust()
-	if got, want := l.Limit(Write), 30; got != want { // 40 × 0.75
+	if got, want := l.Limit(Write), 20; got != want { // 40 × 0.5: the delay is 4 × the target
 		t.Fatalf("write limit after overload: got %d, want %d", got, want)
 	}
 	if got, want := l.Limit(Read), c.Config().MaxInFlight; got != want {
@@ -224,7 +224,7 @@ func TestControlOnlyOverloadCutsControl(t *testing.T) {
 	ctrl := fill(t, l, Control, 50)
 	d.set(8 * time.Millisecond)
 	c.adjust()
-	if got, want := l.Limit(Control), 37; got != want { // 50 × 0.75
+	if got, want := l.Limit(Control), 31; got != want { // 50 × 5/8
 		t.Fatalf("control limit: got %d, want %d", got, want)
 	}
 	done(ctrl)
@@ -266,23 +266,32 @@ func TestLimitGrowsBackWhenHealthy(t *testing.T) {
 }
 
 // TestSpikesDoNotCut: the delay must stay above the target for Sustain
-// intervals in a row before anything is cut.
+// intervals in a row (or above four times the target for two) before
+// anything is cut.
 func TestSpikesDoNotCut(t *testing.T) {
 	var d fakeDelay
 	c := newTest(t, Config{PerClient: -1, MinLimit: 4, Delay: d.get, Target: 5 * time.Millisecond, Sustain: 3})
 	l := c.Listener("file")
 	ws := fill(t, l, Write, 40)
-	for _, spike := range []time.Duration{50, 1, 50, 50, 2, 50, 50} {
-		d.set(spike * time.Millisecond)
-		c.adjust()
+	step := func(ms ...time.Duration) {
+		for _, x := range ms {
+			d.set(x * time.Millisecond)
+			c.adjust()
+		}
 	}
+	step(50, 1, 50, 2, 8, 8, 1, 50, 1)
 	if got, want := l.Limit(Write), c.Config().MaxInFlight; got != want {
 		t.Fatalf("limit after spikes: got %d, want %d", got, want)
 	}
-	d.set(50 * time.Millisecond)
-	c.adjust() // the third interval in a row above target
-	if got, want := l.Limit(Write), 30; got != want {
+	step(8, 8, 8) // moderate, for the third interval in a row
+	if got, want := l.Limit(Write), 25; got != want { // 40 × 5/8
 		t.Fatalf("limit after sustained overload: got %d, want %d", got, want)
+	}
+	done(ws)
+	ws = fill(t, l, Write, 20)
+	step(1, 50, 50) // severe, twice in a row
+	if got, want := l.Limit(Write), 10; got != want { // min(25, 20) × 0.5
+		t.Fatalf("limit after severe overload: got %d, want %d", got, want)
 	}
 	done(ws)
 }
