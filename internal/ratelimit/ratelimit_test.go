@@ -283,13 +283,13 @@ func TestSpikesDoNotCut(t *testing.T) {
 	if got, want := l.Limit(Write), c.Config().MaxInFlight; got != want {
 		t.Fatalf("limit after spikes: got %d, want %d", got, want)
 	}
-	step(8, 8, 8) // moderate, for the third interval in a row
+	step(8, 8, 8)                                     // moderate, for the third interval in a row
 	if got, want := l.Limit(Write), 25; got != want { // 40 × 5/8
 		t.Fatalf("limit after sustained overload: got %d, want %d", got, want)
 	}
 	done(ws)
 	ws = fill(t, l, Write, 20)
-	step(1, 50, 50) // severe, twice in a row
+	step(1, 50, 50)                                   // severe, twice in a row
 	if got, want := l.Limit(Write), 10; got != want { // min(25, 20) × 0.5
 		t.Fatalf("limit after severe overload: got %d, want %d", got, want)
 	}
