@@ -5,6 +5,7 @@ package s3err
 
 import (
 	"encoding/xml"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -257,4 +258,48 @@ func Codes() map[errcode.Code]string {
 		out[c] = Translate(&errcode.Error{Code: c}).Code
 	}
 	return out
+}
+
+// Kind is the cause carried by every error the request-signing packages
+// (sigv4, sigv2) return: it names the S3 error code and the errcode.Code,
+// and it is what errors.Is matches.
+type Kind struct {
+	S3   string
+	Code errcode.Code
+	Text string
+}
+
+func (k *Kind) Error() string { return k.Text }
+
+// NewKind returns a Kind as an error, for a package's table of causes.
+func NewKind(s3 string, code errcode.Code, text string) error {
+	return &Kind{S3: s3, Code: code, Text: text}
+}
+
+// Wrap returns an error of kind k (made by NewKind) with a client-safe
+// message: errors.Is(err, k) holds, its Code is k's and its
+// Detail["s3_code"] is k's S3 code.
+func Wrap(k error, format string, args ...any) *errcode.Error {
+	kk := k.(*Kind)
+	msg := format
+	if len(args) > 0 {
+		msg = fmt.Sprintf(format, args...)
+	}
+	return &errcode.Error{
+		Code:    kk.Code,
+		Message: msg,
+		Err:     kk,
+		Detail:  map[string]any{"s3_code": kk.S3},
+	}
+}
+
+// CodeOf returns the S3 error code (e.g. "SignatureDoesNotMatch") carried
+// by err's Detail["s3_code"], or "" if err does not carry one.
+func CodeOf(err error) string {
+	e := errcode.As(err)
+	if e == nil {
+		return ""
+	}
+	s, _ := e.Detail["s3_code"].(string)
+	return s
 }

@@ -1,20 +1,9 @@
 package sigv2
 
 import (
-	"fmt"
-
 	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/s3api/s3err"
 )
-
-// kind is the cause carried by every error this package returns: it names
-// the S3 error code and the errcode.Code, and it is what errors.Is matches.
-type kind struct {
-	s3   string
-	code errcode.Code
-	text string
-}
-
-func (k *kind) Error() string { return k.text }
 
 // The kinds of failure. Every error returned by this package is an
 // *errcode.Error whose Err is one of these values (so errors.Is works),
@@ -25,81 +14,64 @@ func (k *kind) Error() string { return k.text }
 var (
 	// ErrMissingAuth: the request carries no SigV2 credentials at all.
 	// AccessDenied; Unauthenticated.
-	ErrMissingAuth error = &kind{"AccessDenied", errcode.Unauthenticated, "sigv2: request is not signed"}
+	ErrMissingAuth error = s3err.NewKind("AccessDenied", errcode.Unauthenticated, "sigv2: request is not signed")
 
 	// ErrConflictingAuth: more than one authentication mechanism (the
 	// Authorization header and query authentication, or SigV2 and SigV4
 	// query parameters). InvalidArgument; InvalidArgument.
-	ErrConflictingAuth error = &kind{"InvalidArgument", errcode.InvalidArgument, "sigv2: more than one authentication mechanism"}
+	ErrConflictingAuth error = s3err.NewKind("InvalidArgument", errcode.InvalidArgument, "sigv2: more than one authentication mechanism")
 
 	// ErrUnsupportedAuth: session tokens (x-amz-security-token), which
 	// Coffer does not issue. InvalidRequest; InvalidArgument.
-	ErrUnsupportedAuth error = &kind{"InvalidRequest", errcode.InvalidArgument, "sigv2: unsupported authentication mechanism"}
+	ErrUnsupportedAuth error = s3err.NewKind("InvalidRequest", errcode.InvalidArgument, "sigv2: unsupported authentication mechanism")
 
 	// ErrMalformedHeader: the Authorization header is not
 	// "AWS AccessKeyId:Signature". InvalidArgument; InvalidArgument.
-	ErrMalformedHeader error = &kind{"InvalidArgument", errcode.InvalidArgument, "sigv2: malformed Authorization header"}
+	ErrMalformedHeader error = s3err.NewKind("InvalidArgument", errcode.InvalidArgument, "sigv2: malformed Authorization header")
 
 	// ErrMalformedQuery: AWSAccessKeyId, Signature or Expires is missing,
 	// repeated or malformed. AccessDenied; Unauthenticated.
-	ErrMalformedQuery error = &kind{"AccessDenied", errcode.Unauthenticated, "sigv2: malformed query authentication"}
+	ErrMalformedQuery error = s3err.NewKind("AccessDenied", errcode.Unauthenticated, "sigv2: malformed query authentication")
 
 	// ErrSignatureDoesNotMatch: the request is not signed by the secret of
 	// the access key. SignatureDoesNotMatch; Unauthenticated.
-	ErrSignatureDoesNotMatch error = &kind{"SignatureDoesNotMatch", errcode.Unauthenticated, "sigv2: signature does not match"}
+	ErrSignatureDoesNotMatch error = s3err.NewKind("SignatureDoesNotMatch", errcode.Unauthenticated, "sigv2: signature does not match")
 
 	// ErrInvalidAccessKeyID: the lookup does not know the access key.
 	// InvalidAccessKeyId; Unauthenticated.
-	ErrInvalidAccessKeyID error = &kind{"InvalidAccessKeyId", errcode.Unauthenticated, "sigv2: unknown access key"}
+	ErrInvalidAccessKeyID error = s3err.NewKind("InvalidAccessKeyId", errcode.Unauthenticated, "sigv2: unknown access key")
 
 	// ErrMissingDate: a header-signed request has neither a valid
 	// x-amz-date nor a valid Date. AccessDenied; Unauthenticated.
-	ErrMissingDate error = &kind{"AccessDenied", errcode.Unauthenticated, "sigv2: missing or malformed request date"}
+	ErrMissingDate error = s3err.NewKind("AccessDenied", errcode.Unauthenticated, "sigv2: missing or malformed request date")
 
 	// ErrRequestTimeTooSkewed: the request time of a header-signed request
 	// is too far from the server clock. RequestTimeTooSkewed;
 	// Unauthenticated.
-	ErrRequestTimeTooSkewed error = &kind{"RequestTimeTooSkewed", errcode.Unauthenticated, "sigv2: request time too skewed"}
+	ErrRequestTimeTooSkewed error = s3err.NewKind("RequestTimeTooSkewed", errcode.Unauthenticated, "sigv2: request time too skewed")
 
 	// ErrRequestExpired: a presigned URL is past its Expires.
 	// AccessDenied ("Request has expired"); Unauthenticated.
-	ErrRequestExpired error = &kind{"AccessDenied", errcode.Unauthenticated, "sigv2: request has expired"}
+	ErrRequestExpired error = s3err.NewKind("AccessDenied", errcode.Unauthenticated, "sigv2: request has expired")
 
 	// ErrExpiresTooFar: a presigned URL's Expires is further ahead than
 	// Options.MaxExpiry (seven days, as SigV4 allows). AccessDenied;
 	// Unauthenticated.
-	ErrExpiresTooFar error = &kind{"AccessDenied", errcode.Unauthenticated, "sigv2: expiry too far in the future"}
+	ErrExpiresTooFar error = s3err.NewKind("AccessDenied", errcode.Unauthenticated, "sigv2: expiry too far in the future")
 
 	// ErrInvalidArgument: a signed header has a value SigV2 cannot honour
 	// (x-amz-content-sha256 other than UNSIGNED-PAYLOAD or a hex SHA-256:
 	// aws-chunked bodies need SigV4). InvalidArgument; InvalidArgument.
-	ErrInvalidArgument error = &kind{"InvalidArgument", errcode.InvalidArgument, "sigv2: invalid argument"}
+	ErrInvalidArgument error = s3err.NewKind("InvalidArgument", errcode.InvalidArgument, "sigv2: invalid argument")
 )
 
 // S3Code returns the S3 error code (e.g. "SignatureDoesNotMatch") carried by
 // err, or "" if err does not carry one.
-func S3Code(err error) string {
-	e := errcode.As(err)
-	if e == nil {
-		return ""
-	}
-	s, _ := e.Detail["s3_code"].(string)
-	return s
-}
+func S3Code(err error) string { return s3err.CodeOf(err) }
 
 // newError returns an error of kind k with a client-safe message.
 func newError(k error, format string, args ...any) *errcode.Error {
-	kk := k.(*kind)
-	msg := format
-	if len(args) > 0 {
-		msg = fmt.Sprintf(format, args...)
-	}
-	return &errcode.Error{
-		Code:    kk.code,
-		Message: msg,
-		Err:     kk,
-		Detail:  map[string]any{"s3_code": kk.s3},
-	}
+	return s3err.Wrap(k, format, args...)
 }
 
 // with adds a detail to e and returns it.

@@ -1,20 +1,9 @@
 package sigv4
 
 import (
-	"fmt"
-
 	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/s3api/s3err"
 )
-
-// kind is the cause carried by every error this package returns: it names
-// the S3 error code and the errcode.Code, and it is what errors.Is matches.
-type kind struct {
-	s3   string
-	code errcode.Code
-	text string
-}
-
-func (k *kind) Error() string { return k.text }
 
 // The kinds of failure. Every error returned by this package is an
 // *errcode.Error whose Err is one of these values (so errors.Is works),
@@ -24,115 +13,97 @@ func (k *kind) Error() string { return k.text }
 var (
 	// ErrMissingAuth: the request carries no SigV4 credentials at all. The
 	// S3 layer may treat it as anonymous. AccessDenied; Unauthenticated.
-	ErrMissingAuth error = &kind{"AccessDenied", errcode.Unauthenticated, "sigv4: request is not signed"}
+	ErrMissingAuth error = s3err.NewKind("AccessDenied", errcode.Unauthenticated, "sigv4: request is not signed")
 
 	// ErrUnsupportedAuth: signed with something other than SigV4 HMAC
 	// (SigV2, SigV4a, session tokens), or with both header and query
 	// authentication. InvalidRequest; InvalidArgument.
-	ErrUnsupportedAuth error = &kind{"InvalidRequest", errcode.InvalidArgument, "sigv4: unsupported authentication mechanism"}
+	ErrUnsupportedAuth error = s3err.NewKind("InvalidRequest", errcode.InvalidArgument, "sigv4: unsupported authentication mechanism")
 
 	// ErrSignatureDoesNotMatch: the request, a chunk or the trailer is not
 	// signed by the secret of the access key. SignatureDoesNotMatch;
 	// Unauthenticated.
-	ErrSignatureDoesNotMatch error = &kind{"SignatureDoesNotMatch", errcode.Unauthenticated, "sigv4: signature does not match"}
+	ErrSignatureDoesNotMatch error = s3err.NewKind("SignatureDoesNotMatch", errcode.Unauthenticated, "sigv4: signature does not match")
 
 	// ErrInvalidAccessKeyID: the lookup does not know the access key.
 	// InvalidAccessKeyId; Unauthenticated.
-	ErrInvalidAccessKeyID error = &kind{"InvalidAccessKeyId", errcode.Unauthenticated, "sigv4: unknown access key"}
+	ErrInvalidAccessKeyID error = s3err.NewKind("InvalidAccessKeyId", errcode.Unauthenticated, "sigv4: unknown access key")
 
 	// ErrAuthorizationHeaderMalformed: the Authorization header (or its
 	// scope: region, service, date) is malformed or wrong.
 	// AuthorizationHeaderMalformed; InvalidArgument.
-	ErrAuthorizationHeaderMalformed error = &kind{"AuthorizationHeaderMalformed", errcode.InvalidArgument, "sigv4: malformed Authorization header"}
+	ErrAuthorizationHeaderMalformed error = s3err.NewKind("AuthorizationHeaderMalformed", errcode.InvalidArgument, "sigv4: malformed Authorization header")
 
 	// ErrAuthorizationQueryParameters: the X-Amz-* query parameters of a
 	// presigned URL are missing or malformed.
 	// AuthorizationQueryParametersError; InvalidArgument.
-	ErrAuthorizationQueryParameters error = &kind{"AuthorizationQueryParametersError", errcode.InvalidArgument, "sigv4: malformed presigned URL parameters"}
+	ErrAuthorizationQueryParameters error = s3err.NewKind("AuthorizationQueryParametersError", errcode.InvalidArgument, "sigv4: malformed presigned URL parameters")
 
 	// ErrRequestTimeTooSkewed: the request time of a header-signed request
 	// is too far from the server clock. RequestTimeTooSkewed;
 	// Unauthenticated.
-	ErrRequestTimeTooSkewed error = &kind{"RequestTimeTooSkewed", errcode.Unauthenticated, "sigv4: request time too skewed"}
+	ErrRequestTimeTooSkewed error = s3err.NewKind("RequestTimeTooSkewed", errcode.Unauthenticated, "sigv4: request time too skewed")
 
 	// ErrRequestExpired: a presigned URL is past its X-Amz-Expires.
 	// AccessDenied ("Request has expired"); Unauthenticated.
-	ErrRequestExpired error = &kind{"AccessDenied", errcode.Unauthenticated, "sigv4: request has expired"}
+	ErrRequestExpired error = s3err.NewKind("AccessDenied", errcode.Unauthenticated, "sigv4: request has expired")
 
 	// ErrRequestNotYetValid: a presigned URL's X-Amz-Date is in the future
 	// by more than the allowed skew. AccessDenied; Unauthenticated.
-	ErrRequestNotYetValid error = &kind{"AccessDenied", errcode.Unauthenticated, "sigv4: request is not valid yet"}
+	ErrRequestNotYetValid error = s3err.NewKind("AccessDenied", errcode.Unauthenticated, "sigv4: request is not valid yet")
 
 	// ErrMissingDate: neither X-Amz-Date nor Date carries a valid time.
 	// AccessDenied; Unauthenticated.
-	ErrMissingDate error = &kind{"AccessDenied", errcode.Unauthenticated, "sigv4: missing or malformed request date"}
+	ErrMissingDate error = s3err.NewKind("AccessDenied", errcode.Unauthenticated, "sigv4: missing or malformed request date")
 
 	// ErrHeadersNotSigned: the request carries x-amz-* headers that are
 	// not covered by the signature. AccessDenied; PermissionDenied.
-	ErrHeadersNotSigned error = &kind{"AccessDenied", errcode.PermissionDenied, "sigv4: headers present that were not signed"}
+	ErrHeadersNotSigned error = s3err.NewKind("AccessDenied", errcode.PermissionDenied, "sigv4: headers present that were not signed")
 
 	// ErrMissingSecurityHeader: a header SigV4 requires is absent
 	// (x-amz-content-sha256 for header authentication).
 	// MissingSecurityHeader; InvalidArgument.
-	ErrMissingSecurityHeader error = &kind{"MissingSecurityHeader", errcode.InvalidArgument, "sigv4: missing required header"}
+	ErrMissingSecurityHeader error = s3err.NewKind("MissingSecurityHeader", errcode.InvalidArgument, "sigv4: missing required header")
 
 	// ErrContentSHA256Mismatch: the body's SHA-256 differs from
 	// x-amz-content-sha256. XAmzContentSHA256Mismatch; ChecksumMismatch.
-	ErrContentSHA256Mismatch error = &kind{"XAmzContentSHA256Mismatch", errcode.ChecksumMismatch, "sigv4: x-amz-content-sha256 mismatch"}
+	ErrContentSHA256Mismatch error = s3err.NewKind("XAmzContentSHA256Mismatch", errcode.ChecksumMismatch, "sigv4: x-amz-content-sha256 mismatch")
 
 	// ErrBadDigest: a trailing checksum differs from the data received.
 	// BadDigest; ChecksumMismatch.
-	ErrBadDigest error = &kind{"BadDigest", errcode.ChecksumMismatch, "sigv4: checksum mismatch"}
+	ErrBadDigest error = s3err.NewKind("BadDigest", errcode.ChecksumMismatch, "sigv4: checksum mismatch")
 
 	// ErrInvalidDigest: a trailing checksum value is not valid base64 of
 	// the algorithm's size. InvalidDigest; InvalidArgument.
-	ErrInvalidDigest error = &kind{"InvalidDigest", errcode.InvalidArgument, "sigv4: invalid checksum value"}
+	ErrInvalidDigest error = s3err.NewKind("InvalidDigest", errcode.InvalidArgument, "sigv4: invalid checksum value")
 
 	// ErrIncompleteBody: the body ended before the announced number of
 	// bytes (x-amz-decoded-content-length, a chunk size, the final chunk).
 	// IncompleteBody; IncompleteBody.
-	ErrIncompleteBody error = &kind{"IncompleteBody", errcode.IncompleteBody, "sigv4: incomplete body"}
+	ErrIncompleteBody error = s3err.NewKind("IncompleteBody", errcode.IncompleteBody, "sigv4: incomplete body")
 
 	// ErrBodyTooLarge: the body carries more than x-amz-decoded-content-length
 	// bytes. IncompleteBody; TooLarge.
-	ErrBodyTooLarge error = &kind{"IncompleteBody", errcode.TooLarge, "sigv4: body longer than announced"}
+	ErrBodyTooLarge error = s3err.NewKind("IncompleteBody", errcode.TooLarge, "sigv4: body longer than announced")
 
 	// ErrMalformedBody: the aws-chunked framing or its trailer is malformed
 	// (bad chunk header, oversized chunk, missing CRLF, undeclared trailer).
 	// InvalidArgument; InvalidArgument.
-	ErrMalformedBody error = &kind{"InvalidArgument", errcode.InvalidArgument, "sigv4: malformed aws-chunked body"}
+	ErrMalformedBody error = s3err.NewKind("InvalidArgument", errcode.InvalidArgument, "sigv4: malformed aws-chunked body")
 
 	// ErrInvalidArgument: a SigV4 header has an invalid value
 	// (x-amz-content-sha256, x-amz-decoded-content-length, x-amz-trailer).
 	// InvalidArgument; InvalidArgument.
-	ErrInvalidArgument error = &kind{"InvalidArgument", errcode.InvalidArgument, "sigv4: invalid argument"}
+	ErrInvalidArgument error = s3err.NewKind("InvalidArgument", errcode.InvalidArgument, "sigv4: invalid argument")
 )
 
 // S3Code returns the S3 error code (e.g. "SignatureDoesNotMatch") carried by
-// err, or "" if err did not come from this package (or another package
-// following the Detail["s3_code"] convention).
-func S3Code(err error) string {
-	e := errcode.As(err)
-	if e == nil {
-		return ""
-	}
-	s, _ := e.Detail["s3_code"].(string)
-	return s
-}
+// err, or "" if err does not carry one.
+func S3Code(err error) string { return s3err.CodeOf(err) }
 
 // newError returns an error of kind k with a client-safe message.
 func newError(k error, format string, args ...any) *errcode.Error {
-	kk := k.(*kind)
-	msg := format
-	if len(args) > 0 {
-		msg = fmt.Sprintf(format, args...)
-	}
-	return &errcode.Error{
-		Code:    kk.code,
-		Message: msg,
-		Err:     kk,
-		Detail:  map[string]any{"s3_code": kk.s3},
-	}
+	return s3err.Wrap(k, format, args...)
 }
 
 // with adds a detail to e and returns it.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/s3api/s3err"
 )
 
 // getObjectRequest is the documented GET Object request, signed.
@@ -119,7 +120,7 @@ func TestVerifyHeaderRejects(t *testing.T) {
 					t.Errorf("S3Code = %q, want %q", got, c.s3)
 				}
 			}
-			if got, want := errcode.Of(err), c.want.(*kind).code; got != want {
+			if got, want := errcode.Of(err), c.want.(*s3err.Kind).Code; got != want {
 				t.Errorf("errcode = %v, want %v", got, want)
 			}
 			if msg := errcode.Message(err); strings.Contains(msg, exampleSecret) || strings.Contains(msg, "f0e8bdb87c") && c.want == ErrSignatureDoesNotMatch {
