@@ -261,3 +261,23 @@ func (s *Service) Authenticate(token string) (Principal, error) {
 func (s *Service) User(ctx context.Context, id string) (meta.User, error) {
 	return s.meta.GetUser(ctx, id)
 }
+
+// RequireAdmin returns nil if p is an enabled administrator, Unauthenticated
+// if p is anonymous, and PermissionDenied otherwise. It is the one check of
+// the admin role; the admin API and admin-only actions call it.
+func (s *Service) RequireAdmin(ctx context.Context, p Principal) error {
+	if p.Anonymous() {
+		return errcode.New(errcode.Unauthenticated, "authentication required")
+	}
+	u, err := s.meta.GetUser(ctx, p.UserID)
+	if errcode.Is(err, errcode.NotFound) {
+		return errcode.New(errcode.Unauthenticated, "account no longer exists")
+	}
+	if err != nil {
+		return err
+	}
+	if !u.Admin || u.Disabled {
+		return errcode.New(errcode.PermissionDenied, "administrators only")
+	}
+	return nil
+}

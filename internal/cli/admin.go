@@ -85,12 +85,12 @@ func dataFlag(fs *flag.FlagSet, env Env) *stores {
 type userCmd struct{ env Env }
 
 func (*userCmd) Synopsis() string {
-	return "manage accounts: 'user create --email E --password P', 'user quota --email E --bytes N'"
+	return "manage accounts: 'user create --email E --password P [--admin]', 'user quota --email E --bytes N', 'user admin --email E --on|--off'"
 }
 
 func (c *userCmd) Run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return usageError{errorf("need a subcommand: create or quota")}
+		return usageError{errorf("need a subcommand: create, quota or admin")}
 	}
 	fs := flag.NewFlagSet("coffer user "+args[0], flag.ContinueOnError)
 	fs.SetOutput(c.env.Stderr)
@@ -103,8 +103,14 @@ func (c *userCmd) Run(ctx context.Context, args []string) error {
 		quota = n
 		return err
 	})
+	admin := fs.Bool("admin", false, "make the account an administrator (create)")
+	on := fs.Bool("on", false, "grant the admin role (admin)")
+	off := fs.Bool("off", false, "revoke the admin role (admin)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
+	}
+	if args[0] == "admin" && *on == *off {
+		return usageError{errorf("give exactly one of --on and --off")}
 	}
 	if *email == "" {
 		return usageError{errorf("--email is required")}
@@ -125,7 +131,27 @@ func (c *userCmd) Run(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(c.env.Stdout, "created user %s (%s) with bucket %s\n", u.Email, u.ID, b.Name)
+		role := "user"
+		if *admin {
+			if _, err := m.UpdateUser(ctx, u.ID, meta.UserUpdate{Admin: admin}); err != nil {
+				return err
+			}
+			role = "administrator"
+		}
+		fmt.Fprintf(c.env.Stdout, "created %s %s (%s) with bucket %s\n", role, u.Email, u.ID, b.Name)
+	case "admin":
+		u, err := m.GetUserByEmail(ctx, auth.NormalizeEmail(*email))
+		if err != nil {
+			return err
+		}
+		if _, err := m.UpdateUser(ctx, u.ID, meta.UserUpdate{Admin: on}); err != nil {
+			return err
+		}
+		if *on {
+			fmt.Fprintf(c.env.Stdout, "%s is an administrator\n", u.Email)
+		} else {
+			fmt.Fprintf(c.env.Stdout, "%s is no longer an administrator\n", u.Email)
+		}
 	case "quota":
 		u, err := m.GetUserByEmail(ctx, auth.NormalizeEmail(*email))
 		if err != nil {

@@ -78,6 +78,7 @@ const (
 	Public   Access = "public"   // no credentials needed (signup, login, ...)
 	User     Access = "user"     // a valid access token is required
 	Optional Access = "optional" // anonymous allowed; the object service decides
+	Admin    Access = "admin"    // a valid access token of an administrator
 )
 
 // Route describes one endpoint.
@@ -153,8 +154,12 @@ func (api *API) Handler() http.Handler {
 func (api *API) serve(w http.ResponseWriter, r *http.Request, rt Route) {
 	httpx.SetRoute(r.Context(), rt.Method+" "+rt.Pattern)
 	p, err := api.principal(r)
-	if err == nil && rt.Access == User && p.Anonymous() {
+	if err == nil && (rt.Access == User || rt.Access == Admin) && p.Anonymous() {
 		err = errcode.New(errcode.Unauthenticated, "authentication required")
+	}
+	if err == nil && rt.Access == Admin {
+		// The one place the admin role is checked for the API.
+		err = api.auth.RequireAdmin(r.Context(), p)
 	}
 	if err != nil {
 		WriteProblem(w, r, api.log, err)

@@ -64,7 +64,21 @@ type User struct {
 	QuotaBytes   int64  // 0 means unlimited
 	UsageBytes   int64  // sum of the sizes of the objects, and of the parts of uploads in progress, in buckets the user owns
 	Disabled     bool
-	CreatedAt    time.Time
+	Admin        bool // may use the admin API and admin commands
+	// SessionsAfter: access tokens issued before it are refused (zero:
+	// none). Disable, password change and resets move it forward.
+	SessionsAfter time.Time
+	CreatedAt     time.Time
+}
+
+// UserUpdate names the fields UpdateUser changes: nil fields are left as
+// they are.
+type UserUpdate struct {
+	Admin         *bool
+	Disabled      *bool
+	PasswordHash  *string
+	QuotaBytes    *int64
+	SessionsAfter *time.Time
 }
 
 // RefreshToken is one link of a rotating refresh-token chain. Only the
@@ -320,6 +334,10 @@ type Store interface {
 	GetUserByEmail(ctx context.Context, email string) (User, error)
 	// SetQuota sets a user's quota in bytes (0 = unlimited).
 	SetQuota(ctx context.Context, userID string, quotaBytes int64) error
+	// UpdateUser applies the non-nil fields of upd in one statement and
+	// returns the user as it is after; NotFound if there is no such user,
+	// InvalidArgument for a negative quota or an empty update.
+	UpdateUser(ctx context.Context, userID string, upd UserUpdate) (User, error)
 
 	CreateRefreshToken(ctx context.Context, t RefreshToken) error
 	// RotateRefreshToken consumes the token with hash oldHash and stores

@@ -190,3 +190,40 @@ func Migrations(files fs.FS) ([]Migration, error) {
 	sort.Slice(ms, func(i, j int) bool { return ms[i].Version < ms[j].Version })
 	return ms, nil
 }
+
+// UserUpdateSet returns the SET list and arguments of an UPDATE users for
+// upd, with placeholders made by ph (1-based: "?" for SQLite, "$n" for
+// PostgreSQL), and the number of arguments used. InvalidArgument for an
+// empty update or a negative quota.
+func UserUpdateSet(upd meta.UserUpdate, ph func(n int) string) (set string, args []any, err error) {
+	var cols []string
+	add := func(col string, v any) {
+		args = append(args, v)
+		cols = append(cols, col+" = "+ph(len(args)))
+	}
+	if upd.Admin != nil {
+		add("admin", *upd.Admin)
+	}
+	if upd.Disabled != nil {
+		add("disabled", *upd.Disabled)
+	}
+	if upd.PasswordHash != nil {
+		if *upd.PasswordHash == "" {
+			return "", nil, errcode.New(errcode.InvalidArgument, "password hash must not be empty")
+		}
+		add("password_hash", *upd.PasswordHash)
+	}
+	if upd.QuotaBytes != nil {
+		if *upd.QuotaBytes < 0 {
+			return "", nil, errcode.New(errcode.InvalidArgument, "quota must not be negative")
+		}
+		add("quota_bytes", *upd.QuotaBytes)
+	}
+	if upd.SessionsAfter != nil {
+		add("sessions_after", ToNanos(*upd.SessionsAfter))
+	}
+	if len(cols) == 0 {
+		return "", nil, errcode.New(errcode.InvalidArgument, "nothing to update")
+	}
+	return strings.Join(cols, ", "), args, nil
+}

@@ -16,6 +16,7 @@ var userTests = []test{
 	{name: "DuplicateBucket", fn: testDuplicateDefaultBucket},
 	{name: "NotFound", fn: testUserNotFound},
 	{name: "SetQuota", fn: testSetQuota},
+	{name: "UpdateUser", fn: testUpdateUser},
 }
 
 func testCreateUser(t *testing.T, s meta.Store) {
@@ -26,6 +27,7 @@ func testCreateUser(t *testing.T, s meta.Store) {
 		PasswordHash: "$argon2id$v=19$m=65536,t=1,p=4$c2FsdA$aGFzaA",
 		QuotaBytes:   1 << 30,
 		Disabled:     true,
+		Admin:        true,
 		CreatedAt:    baseTime,
 	}
 	b := meta.Bucket{Name: "alice", OwnerID: "u1", Visibility: meta.PublicRead, CreatedAt: baseTime.Add(time.Second)}
@@ -41,7 +43,8 @@ func testCreateUser(t *testing.T, s meta.Store) {
 		got, err := get.fn()
 		ok(t, err, get.name)
 		if got.ID != u.ID || got.Email != u.Email || got.PasswordHash != u.PasswordHash ||
-			got.QuotaBytes != u.QuotaBytes || got.Disabled != u.Disabled || !sameTime(got.CreatedAt, u.CreatedAt) {
+			got.QuotaBytes != u.QuotaBytes || got.Disabled != u.Disabled || got.Admin != u.Admin ||
+			!got.SessionsAfter.IsZero() || !sameTime(got.CreatedAt, u.CreatedAt) {
 			t.Errorf("%s = %+v, want %+v", get.name, got, u)
 		}
 		if got.UsageBytes != 0 {
@@ -130,6 +133,47 @@ func testSetQuota(t *testing.T, s meta.Store) {
 		t.Errorf("bob's QuotaBytes = %d, want %d (SetQuota changed another user)", got, want)
 	}
 	wantCode(t, s.SetQuota(ctx, "nobody", 10), errcode.NotFound, "SetQuota of a missing user")
+}
+
+func testUpdateUser(t *testing.T, s meta.Store) {
+	ctx := t.Context()
+	addUser(t, s, "alice", 5)
+	addUser(t, s, "bob", 7)
+	yes, no, hash, quota, after := true, false, "$argon2id$new", int64(99), baseTime.Add(time.Hour)
+	got, err := s.UpdateUser(ctx, "alice", meta.UserUpdate{Admin: &yes, Disabled: &yes, PasswordHash: &hash, QuotaBytes: &quota, SessionsAfter: &after})
+	ok(t, err, "UpdateUser all fields")
+	if !got.Admin || !got.Disabled || got.PasswordHash != hash || got.QuotaBytes != quota || !sameTime(got.SessionsAfter, after) {
+		t.Errorf("UpdateUser returned %+v", got)
+	}
+	again, err := s.GetUser(ctx, "alice")
+	ok(t, err, "GetUser")
+	if again.Admin != got.Admin || again.Disabled != got.Disabled || again.PasswordHash != got.PasswordHash ||
+		again.QuotaBytes != got.QuotaBytes || !sameTime(again.SessionsAfter, after) {
+		t.Errorf("GetUser after UpdateUser = %+v, want %+v", again, got)
+	}
+	got, err = s.UpdateUser(ctx, "alice", meta.UserUpdate{Disabled: &no})
+	ok(t, err, "UpdateUser one field")
+	if got.Disabled || !got.Admin || got.QuotaBytes != quota {
+		t.Errorf("UpdateUser(Disabled=false) = %+v; only Disabled may change", got)
+	}
+	b, err := s.GetUser(ctx, "bob")
+	ok(t, err, "GetUser bob")
+	if b.Admin || b.Disabled || b.QuotaBytes != 7 {
+		t.Errorf("bob = %+v: UpdateUser changed another user", b)
+	}
+	neg := int64(-1)
+	for name, c := range map[string]struct {
+		id   string
+		upd  meta.UserUpdate
+		code errcode.Code
+	}{
+		"empty":          {"alice", meta.UserUpdate{}, errcode.InvalidArgument},
+		"negative quota": {"alice", meta.UserUpdate{QuotaBytes: &neg}, errcode.InvalidArgument},
+		"missing user":   {"nobody", meta.UserUpdate{Admin: &yes}, errcode.NotFound},
+	} {
+		_, err := s.UpdateUser(ctx, c.id, c.upd)
+		wantCode(t, err, c.code, "UpdateUser "+name)
+	}
 }
 
 var tokenTests = []test{

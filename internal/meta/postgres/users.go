@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -12,13 +13,14 @@ import (
 	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
 
-const userCols = "id, email, password_hash, quota_bytes, usage_bytes, disabled, created_at"
+const userCols = "id, email, password_hash, quota_bytes, usage_bytes, disabled, admin, sessions_after, created_at"
 
 func scanUser(r pgx.Row) (meta.User, error) {
 	var u meta.User
-	var created int64
-	err := r.Scan(&u.ID, &u.Email, &u.PasswordHash, &u.QuotaBytes, &u.UsageBytes, &u.Disabled, &created)
+	var created, after int64
+	err := r.Scan(&u.ID, &u.Email, &u.PasswordHash, &u.QuotaBytes, &u.UsageBytes, &u.Disabled, &u.Admin, &after, &created)
 	u.CreatedAt = metasql.FromNanos(created)
+	u.SessionsAfter = metasql.FromNanos(after)
 	return u, err
 }
 
@@ -40,8 +42,8 @@ func (s *Store) CreateUser(ctx context.Context, u meta.User, b meta.Bucket) erro
 		return err
 	}
 	return s.write(ctx, "create user "+u.Email, func(t *txn) error {
-		t.exec("INSERT INTO users ("+userCols+") VALUES ($1, $2, $3, $4, 0, $5, $6)",
-			u.ID, u.Email, u.PasswordHash, u.QuotaBytes, u.Disabled, metasql.ToNanos(metasql.OrNow(u.CreatedAt, t.now)))
+		t.exec("INSERT INTO users ("+userCols+") VALUES ($1, $2, $3, $4, 0, $5, $6, $7, $8)",
+			u.ID, u.Email, u.PasswordHash, u.QuotaBytes, u.Disabled, u.Admin, metasql.ToNanos(u.SessionsAfter), metasql.ToNanos(metasql.OrNow(u.CreatedAt, t.now)))
 		insertBucket(t, b)
 		return nil
 	})
@@ -200,4 +202,25 @@ func (s *Store) deleteExpired(ctx context.Context, table string, before time.Tim
 		return 0, err
 	}
 	return int(n), nil
+}
+
+// UpdateUser applies upd to the user; see meta.Store.
+func (s *Store) UpdateUser(ctx context.Context, userID string, upd meta.UserUpdate) (meta.User, error) {
+	set, args, err := metasql.UserUpdateSet(upd, func(n int) string { return "$" + strconv.Itoa(n) })
+	if err != nil {
+		return meta.User{}, err
+	}
+	var u meta.User
+	err = s.write(ctx, "update user", func(t *txn) error {
+		t.queryRow(func(r pgx.Row) error {
+			var err error
+			u, err = scanUser(r)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return errcode.New(errcode.NotFound, "user %q not found", userID)
+			}
+			return err
+		}, "UPDATE users SET "+set+" WHERE id = $"+strconv.Itoa(len(args)+1)+" RETURNING "+userCols, append(args, userID)...)
+		return nil
+	})
+	return u, err
 }

@@ -11,13 +11,14 @@ import (
 	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
 
-const userCols = "id, email, password_hash, quota_bytes, usage_bytes, disabled, created_at"
+const userCols = "id, email, password_hash, quota_bytes, usage_bytes, disabled, admin, sessions_after, created_at"
 
 func scanUser(r scanner) (meta.User, error) {
 	var u meta.User
-	var created int64
-	err := r.Scan(&u.ID, &u.Email, &u.PasswordHash, &u.QuotaBytes, &u.UsageBytes, &u.Disabled, &created)
+	var created, after int64
+	err := r.Scan(&u.ID, &u.Email, &u.PasswordHash, &u.QuotaBytes, &u.UsageBytes, &u.Disabled, &u.Admin, &after, &created)
 	u.CreatedAt = metasql.FromNanos(created)
+	u.SessionsAfter = metasql.FromNanos(after)
 	return u, err
 }
 
@@ -40,8 +41,8 @@ func (s *Store) CreateUser(ctx context.Context, u meta.User, b meta.Bucket) erro
 	}
 	return s.write(ctx, func(ctx context.Context, c *conn) error {
 		now := time.Now()
-		if _, err := c.ExecContext(ctx, "INSERT INTO users ("+userCols+") VALUES (?, ?, ?, ?, 0, ?, ?)",
-			u.ID, u.Email, u.PasswordHash, u.QuotaBytes, u.Disabled, metasql.ToNanos(metasql.OrNow(u.CreatedAt, now))); err != nil {
+		if _, err := c.ExecContext(ctx, "INSERT INTO users ("+userCols+") VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?)",
+			u.ID, u.Email, u.PasswordHash, u.QuotaBytes, u.Disabled, u.Admin, metasql.ToNanos(u.SessionsAfter), metasql.ToNanos(metasql.OrNow(u.CreatedAt, now))); err != nil {
 			return classify(err, "user %q", u.Email)
 		}
 		return insertBucket(ctx, c, b, now)
@@ -208,4 +209,24 @@ func (s *Store) deleteExpired(ctx context.Context, table string, before time.Tim
 		return 0, err
 	}
 	return int(n), nil
+}
+
+// UpdateUser applies upd to the user; see meta.Store.
+func (s *Store) UpdateUser(ctx context.Context, userID string, upd meta.UserUpdate) (meta.User, error) {
+	set, args, err := metasql.UserUpdateSet(upd, func(int) string { return "?" })
+	if err != nil {
+		return meta.User{}, err
+	}
+	var u meta.User
+	err = s.write(ctx, func(ctx context.Context, c *conn) error {
+		u, err = scanUser(c.QueryRowContext(ctx, "UPDATE users SET "+set+" WHERE id = ? RETURNING "+userCols, append(args, userID)...))
+		if errors.Is(err, sql.ErrNoRows) {
+			return errcode.New(errcode.NotFound, "user %q not found", userID)
+		}
+		if err != nil {
+			return classify(err, "update user %q", userID)
+		}
+		return nil
+	})
+	return u, err
 }
