@@ -485,7 +485,8 @@ func TestTLSPlainHTTP(t *testing.T) {
 
 // TestTLSGuards: the listener's guards hold over HTTPS and HTTP/2: a
 // download the client stops reading (HTTP/2 flow control) gives back its
-// slot after the write-idle timeout, and oversized headers are refused.
+// slot after the write-idle timeout, a stalled request body meets the
+// request timeout, and oversized headers are refused.
 func TestTLSGuards(t *testing.T) {
 	t.Parallel()
 	ca := newTestCA(t)
@@ -494,7 +495,7 @@ func TestTLSGuards(t *testing.T) {
 	p := ca.issue(t, 9, "coffer")
 	files.write(t, p.cert, p.key, time.Now())
 	srv := testenv.StartTLS(t, ca.pool, "--tls-cert", files.cert, "--tls-key", files.key,
-		"--write-idle-timeout", "2s", "--admission", "fixed", "--max-in-flight-per-client", "0")
+		"--write-idle-timeout", "2s", "--request-timeout", "2s", "--admission", "fixed", "--max-in-flight-per-client", "0")
 	owner := srv.NewUser(t)
 	publicObject(t, owner, "big.bin", 32<<20)
 
@@ -540,6 +541,23 @@ func TestTLSGuards(t *testing.T) {
 	waitTLSMetric(`coffer_admission_in_flight{api="s3",class="read"}`, "1", 5*time.Second)
 	waitTLSMetric(`coffer_admission_in_flight{api="file",class="read"}`, "0", 10*time.Second)
 	waitTLSMetric(`coffer_admission_in_flight{api="s3",class="read"}`, "0", 10*time.Second)
+
+	// A JSON body that stalls on an HTTP/2 stream: 408 at the request
+	// deadline (the read deadline is the stream's).
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	go pw.Write([]byte(`{"email":`))
+	req, _ := http.NewRequest("POST", srv.URL+"/api/v1/auth/login", pr)
+	req.Header.Set("Content-Type", "application/json")
+	start := time.Now()
+	resp, err := srv.HTTPClient().Do(req)
+	if err != nil {
+		t.Fatalf("stalled login body: %v", err)
+	}
+	resp.Body.Close()
+	if took := time.Since(start); resp.StatusCode != http.StatusRequestTimeout || resp.ProtoMajor != 2 || took > 5*time.Second {
+		t.Errorf("stalled login body over %s: %d after %v, want 408 after ~2s", resp.Proto, resp.StatusCode, took)
+	}
 
 	// Header limits: 431 over HTTP/1.1 on TLS; over HTTP/2 a 431 or the
 	// connection refused (GOAWAY), never served.
