@@ -135,5 +135,6 @@ fuzz ./internal/s3api FuzzCompleteMultipartUploadXML 5
 fuzz ./internal/s3api FuzzDeleteObjectsXML 5
 fuzz ./internal/s3api/sigv2 FuzzParseV2 10
 fuzz ./internal/s3api FuzzCreateBucketXML 5
+fuzz ./internal/tlscert FuzzParse 5
 
 step "all tests passed in $(( $(date +%s) - START ))s"

@@ -2,6 +2,9 @@ package cli
 
 import (
 	"context"
+	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/coffer-storage/coffer/internal/config"
 	"github.com/coffer-storage/coffer/internal/server"
@@ -34,6 +37,23 @@ func (c *serveCmd) Run(ctx context.Context, args []string) error {
 	srv, err := server.New(ctx, cfg, log)
 	if err != nil {
 		return err
+	}
+	if srv.TLS() {
+		// SIGHUP re-reads the certificate (without TLS it keeps its
+		// default meaning and ends the process).
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+		go func() {
+			for {
+				select {
+				case <-hup:
+					srv.ReloadTLS() // logs the outcome
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
 	}
 	return srv.Run(ctx, c.env.Stdout)
 }

@@ -30,8 +30,13 @@ type Config struct {
 
 	S3Listen    string // --s3-listen, COFFER_S3_LISTEN: S3 API address, "off" to disable; default 127.0.0.1:9000
 	S3Domain    string // --s3-domain: enables virtual-host-style S3 addressing (BUCKET.domain); default none
-	S3PublicURL string // --s3-public-url: base URL clients reach the S3 API at (for presigned URLs); default http://<s3-listen>
+	S3PublicURL string // --s3-public-url: base URL clients reach the S3 API at (for presigned URLs); default http(s)://<s3-listen>
 	Region      string // --region: the S3 region; default us-east-1
+
+	// TLS: both or neither. With them, both listeners serve HTTPS (HTTP/2
+	// on); the files are re-read when they change and on SIGHUP.
+	TLSCert string // --tls-cert, COFFER_TLS_CERT: PEM certificate chain (leaf first); default none (plain HTTP)
+	TLSKey  string // --tls-key, COFFER_TLS_KEY: PEM private key of the certificate; default none
 
 	LogLevel  string // --log-level: debug|info|warn|error; default info
 	LogFormat string // --log-format: json|text; default json
@@ -127,6 +132,9 @@ func (c Config) Validate() error {
 	if c.Region == "" {
 		errs = append(errs, errors.New("region: must not be empty"))
 	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		errs = append(errs, errors.New("tls-cert and tls-key: give both (the certificate and its key) or neither"))
+	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
@@ -196,8 +204,10 @@ func (c *Config) FlagSet(name string) *flag.FlagSet {
 	fs.StringVar(&c.ServerKeyFile, "server-key-file", c.ServerKeyFile, "file holding the server key, shared by every node of a cluster (default DATA/server.key, created if missing)")
 	fs.StringVar(&c.S3Listen, "s3-listen", c.S3Listen, `address of the S3 API ("off" disables it)`)
 	fs.StringVar(&c.S3Domain, "s3-domain", c.S3Domain, "domain for virtual-host-style S3 addressing (BUCKET.domain)")
-	fs.StringVar(&c.S3PublicURL, "s3-public-url", c.S3PublicURL, "base URL of the S3 API as clients reach it (default http://<s3-listen>)")
+	fs.StringVar(&c.S3PublicURL, "s3-public-url", c.S3PublicURL, "base URL of the S3 API as clients reach it (default http://<s3-listen>, https:// with --tls-cert)")
 	fs.StringVar(&c.Region, "region", c.Region, "S3 region")
+	fs.StringVar(&c.TLSCert, "tls-cert", c.TLSCert, "PEM certificate chain: both listeners serve HTTPS (HTTP/2 on); re-read when it changes and on SIGHUP (needs --tls-key)")
+	fs.StringVar(&c.TLSKey, "tls-key", c.TLSKey, "PEM private key of --tls-cert")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "json or text")
 	fs.Var((*bytesValue)(&c.DefaultQuota), "default-quota", "storage quota of new accounts, e.g. 10GiB (0 = unlimited)")

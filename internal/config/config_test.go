@@ -66,6 +66,46 @@ func TestValidate(t *testing.T) {
 	}
 }
 
+// TestTLSFlags: the TLS pair comes from flags or COFFER_TLS_*; one without
+// the other is refused.
+func TestTLSFlags(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		wantErr bool
+	}{
+		{name: "neither"},
+		{name: "both flags", args: []string{"--tls-cert", "c.pem", "--tls-key", "k.pem"}},
+		{name: "both env", env: map[string]string{"COFFER_TLS_CERT": "c.pem", "COFFER_TLS_KEY": "k.pem"}},
+		{name: "flag and env", args: []string{"--tls-cert", "c.pem"}, env: map[string]string{"COFFER_TLS_KEY": "k.pem"}},
+		{name: "cert only", args: []string{"--tls-cert", "c.pem"}, wantErr: true},
+		{name: "key only", args: []string{"--tls-key", "k.pem"}, wantErr: true},
+		{name: "key only by env", env: map[string]string{"COFFER_TLS_KEY": "k.pem"}, wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Defaults()
+			fs := c.FlagSet("serve")
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			if err := ApplyEnv(fs, func(k string) string { return tc.env[k] }); err != nil {
+				t.Fatal(err)
+			}
+			err := c.Validate()
+			if got, want := err != nil, tc.wantErr; got != want {
+				t.Fatalf("Validate: %v, want error %v", err, want)
+			}
+			if err != nil && !contains(err.Error(), "tls-cert and tls-key") {
+				t.Errorf("error %q does not name the flags", err)
+			}
+			if !tc.wantErr && tc.name != "neither" && (c.TLSCert != "c.pem" || c.TLSKey != "k.pem") {
+				t.Errorf("TLSCert, TLSKey = %q, %q", c.TLSCert, c.TLSKey)
+			}
+		})
+	}
+}
+
 func TestParseBytes(t *testing.T) {
 	for in, want := range map[string]int64{"0": 0, "1048576": 1 << 20, "64KiB": 64 << 10, "10MB": 10e6, "1.5GiB": 3 << 29, "2 tib": 2 << 40} {
 		if got, err := ParseBytes(in); err != nil || got != want {

@@ -206,6 +206,10 @@ func (api *API) decodeJSON(r *http.Request, v any) error {
 			return errcode.New(errcode.TooLarge, "JSON body exceeds %d bytes", api.cfg.MaxJSONBody)
 		case errors.Is(err, io.EOF):
 			return errcode.New(errcode.InvalidArgument, "JSON body is empty")
+		case errcode.Of(err) != errcode.Unknown:
+			// The body could not be read (the request deadline, the
+			// minimum rate, a cancelled client): not the JSON's fault.
+			return err
 		}
 		return errcode.Wrap(errcode.InvalidArgument, err, "JSON body is invalid: %v", err)
 	}

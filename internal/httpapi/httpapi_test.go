@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -106,4 +107,46 @@ func FuzzClientDigests(f *testing.F) {
 			t.Fatalf("bad digest lengths %d %d", len(sha), len(md5))
 		}
 	})
+}
+
+// failingBody yields data, then err.
+type failingBody struct {
+	data string
+	err  error
+}
+
+func (b *failingBody) Read(p []byte) (int, error) {
+	if b.data == "" {
+		return 0, b.err
+	}
+	n := copy(p, b.data)
+	b.data = b.data[n:]
+	return n, nil
+}
+
+// TestDecodeJSONErrors: a body that cannot be read keeps the reader's code
+// (a stalled body is a 408, not a 400 "invalid JSON").
+func TestDecodeJSONErrors(t *testing.T) {
+	api := New(nil, nil, Config{MaxJSONBody: 64}, nil)
+	for _, tc := range []struct {
+		name string
+		body io.Reader
+		want errcode.Code
+	}{
+		{"valid", strings.NewReader(`{"email":"a"}`), errcode.Unknown},
+		{"invalid", strings.NewReader(`{"email":`), errcode.InvalidArgument},
+		{"empty", strings.NewReader(``), errcode.InvalidArgument},
+		{"too large", strings.NewReader(`{"email":"` + strings.Repeat("a", 100) + `"}`), errcode.TooLarge},
+		{"stalled past the deadline", &failingBody{`{"email":`, errcode.New(errcode.Timeout, "request body still arriving at the request deadline")}, errcode.Timeout},
+		{"client gone", &failingBody{`{"em`, errcode.New(errcode.Canceled, "client went away")}, errcode.Canceled},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := httptest.NewRequest("POST", "/api/v1/auth/login", tc.body)
+			var v struct{ Email string }
+			err := api.decodeJSON(r, &v)
+			if got, want := errcode.Of(err), tc.want; got != want || (err == nil) != (want == errcode.Unknown) {
+				t.Errorf("decodeJSON: %v (code %v), want code %v", err, got, want)
+			}
+		})
+	}
 }

@@ -9,6 +9,18 @@
 // Config.ShutdownTimeout to finish, then their contexts are cancelled (an
 // upload cancelled before its commit leaves nothing visible), and only when
 // every handler has returned are the stores closed.
+//
+// # TLS
+//
+// With Config.TLSCert and TLSKey, the file and S3 listeners serve HTTPS
+// (TLS 1.2 at least, HTTP/2 offered by ALPN) from the same guard stack and
+// http.Server settings as plain HTTP: TLS wraps the listener, nothing
+// else changes. The handshake is bounded by the http.Server's
+// ReadHeaderTimeout (net/http applies the smallest of its read and header
+// timeouts to it), and plain HTTP sent to a TLS listener gets a 400. The
+// certificate is served by tlscert.Reloader: re-read when its files change
+// and on ReloadTLS (SIGHUP), a bad new pair keeping the old one in service.
+// The debug listener (loopback only) stays plain HTTP.
 package server
 
 import (
@@ -20,6 +32,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -50,6 +63,7 @@ import (
 	"github.com/coffer-storage/coffer/internal/ratelimit"
 	"github.com/coffer-storage/coffer/internal/s3api"
 	"github.com/coffer-storage/coffer/internal/s3api/sigv4"
+	"github.com/coffer-storage/coffer/internal/tlscert"
 )
 
 // Server is a running Coffer node.
@@ -63,6 +77,7 @@ type Server struct {
 	metrics *metrics.Metrics
 	handler http.Handler
 	s3      http.Handler
+	certs   *tlscert.Reloader // nil: plain HTTP
 
 	s3URLMu sync.Mutex
 	s3URL   string // base URL of the S3 API, known once it listens
@@ -76,10 +91,21 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	var certs *tlscert.Reloader
+	if cfg.TLSCert != "" {
+		// Before anything is created or opened: a server that cannot
+		// serve its certificate does not start.
+		c, err := tlscert.New(cfg.TLSCert, cfg.TLSKey, log, tlscert.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("--tls-cert/--tls-key: %w", err)
+		}
+		certs = c
+	}
 	if err := PrepareDataDir(cfg.Data, log); err != nil {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, log: log, metrics: metrics.New()}
+	s.certs = certs
 
 	// Metadata: the embedded default is SQLite in the data folder; the
 	// scale-out shape is PostgreSQL shared by every node.
@@ -210,6 +236,18 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // Objects returns the object service (for the CLI's admin commands).
 func (s *Server) Objects() *object.Service { return s.objects }
 
+// TLS reports whether the listeners serve HTTPS.
+func (s *Server) TLS() bool { return s.certs != nil }
+
+// ReloadTLS re-reads the certificate and key files now (on SIGHUP). On
+// error the certificate in service stays. Without TLS it does nothing.
+func (s *Server) ReloadTLS() error {
+	if s.certs == nil {
+		return nil
+	}
+	return s.certs.Reload()
+}
+
 // Close closes the stores. Call only after Run returned or when Run was
 // never called.
 func (s *Server) Close() error {
@@ -237,14 +275,20 @@ func (s *Server) Run(ctx context.Context, announce io.Writer) error {
 	}
 	baseCtx, cancelBase := context.WithCancel(context.Background())
 	defer cancelBase()
+	scheme := "http"
+	if s.certs != nil {
+		scheme = "https"
+	}
 	newServer := func(h http.Handler) *http.Server {
 		return &http.Server{
-			Handler:           h,
+			Handler: h,
+			// Also the TLS handshake's deadline (net/http): a client that
+			// connects and never finishes its handshake is dropped.
 			ReadHeaderTimeout: 10 * time.Second,
 			IdleTimeout:       120 * time.Second,
 			MaxHeaderBytes:    64 << 10,
 			BaseContext:       func(net.Listener) context.Context { return baseCtx },
-			ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+			ErrorLog:          log.New(serverLogWriter{s.log}, "", 0),
 		}
 	}
 	var lns []listener
@@ -267,7 +311,7 @@ func (s *Server) Run(ctx context.Context, announce io.Writer) error {
 		s.s3URLMu.Lock()
 		s.s3URL = strings.TrimSuffix(s.cfg.S3PublicURL, "/")
 		if s.s3URL == "" {
-			s.s3URL = "http://" + ln.Addr().String()
+			s.s3URL = scheme + "://" + ln.Addr().String()
 		}
 		s.s3URLMu.Unlock()
 	}
@@ -286,8 +330,12 @@ func (s *Server) Run(ctx context.Context, announce io.Writer) error {
 	}
 	for _, l := range lns {
 		label := map[string]string{"file": "file API", "s3": "S3 API", "debug": "debug (pprof)"}[l.name]
-		fmt.Fprintf(announce, "coffer: %s listening on http://%s (data in %s)\n", label, l.ln.Addr(), s.cfg.Data)
-		s.log.Info("listening", "api", l.name, "addr", l.ln.Addr().String(), "data", s.cfg.Data)
+		sch := scheme
+		if l.name == "debug" {
+			sch = "http"
+		}
+		fmt.Fprintf(announce, "coffer: %s listening on %s://%s (data in %s)\n", label, sch, l.ln.Addr(), s.cfg.Data)
+		s.log.Info("listening", "api", l.name, "addr", l.ln.Addr().String(), "scheme", sch, "data", s.cfg.Data)
 	}
 
 	janitorCtx, stopJanitor := context.WithCancel(context.Background())
@@ -299,6 +347,12 @@ func (s *Server) Run(ctx context.Context, announce io.Writer) error {
 
 	serveErr := make(chan error, len(lns))
 	for _, l := range lns {
+		if s.certs != nil && l.name != "debug" {
+			// ServeTLS wraps the listener and turns HTTP/2 on (ALPN h2).
+			l.srv.TLSConfig = s.certs.Config()
+			go func() { serveErr <- l.srv.ServeTLS(l.ln, "", "") }()
+			continue
+		}
 		go func() { serveErr <- l.srv.Serve(l.ln) }()
 	}
 	select {
@@ -341,6 +395,22 @@ func (s *Server) Run(ctx context.Context, announce io.Writer) error {
 	<-janitorDone
 	s.log.Info("stopped")
 	return nil
+}
+
+// serverLogWriter carries the http.Server's own log lines to the
+// structured log: at warn, except failed TLS handshakes, which strangers
+// cause at will (scanners, plain HTTP on the TLS port, clients refusing
+// the certificate) and which are logged at debug.
+type serverLogWriter struct{ log *slog.Logger }
+
+func (w serverLogWriter) Write(p []byte) (int, error) {
+	msg := strings.TrimSuffix(string(p), "\n")
+	lvl := slog.LevelWarn
+	if strings.HasPrefix(msg, "http: TLS handshake error") {
+		lvl = slog.LevelDebug
+	}
+	w.log.Log(context.Background(), lvl, msg)
+	return len(p), nil
 }
 
 // presignPart makes a presigned UploadPart URL on Coffer's own S3 API,

@@ -2,12 +2,17 @@
 // cmd/coffer once per test process, runs `coffer serve` on a loopback port
 // in a temporary data folder, and offers a small HTTP client for the file
 // API. Tests talk to the server only over the wire.
+//
+// A server started with --tls-cert/--tls-key (StartTLS) serves https; its
+// URL and S3URL say so and HTTPClient trusts the test's CA.
 package testenv
 
 import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -71,8 +76,11 @@ type Server struct {
 	Data  string
 	Args  []string
 	Env   []string // extra environment (scale-out backends)
-	URL   string   // file API, http://127.0.0.1:PORT
-	S3URL string   // S3 API, http://127.0.0.1:PORT
+	URL   string   // file API, http://127.0.0.1:PORT (https:// with TLS)
+	S3URL string   // S3 API, http://127.0.0.1:PORT (https:// with TLS)
+
+	// RootCAs is what HTTPClient trusts when the server serves https.
+	RootCAs *x509.CertPool
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -97,6 +105,33 @@ func Start(t testing.TB, extra ...string) *Server {
 	s.start("127.0.0.1:0", "127.0.0.1:0")
 	t.Cleanup(func() { s.Kill() })
 	return s
+}
+
+// StartTLS is Start for a server serving https: extra must carry
+// --tls-cert and --tls-key, and roots the CA that signed the certificate
+// (HTTPClient and NewUser trust it).
+func StartTLS(t testing.TB, roots *x509.CertPool, extra ...string) *Server {
+	t.Helper()
+	s := &Server{t: t, Data: t.TempDir(), Args: extra, RootCAs: roots}
+	if ScaleOut() {
+		s.Env = NewBackends(t).Env
+	}
+	s.start("127.0.0.1:0", "127.0.0.1:0")
+	t.Cleanup(func() { s.Kill() })
+	return s
+}
+
+// HTTPClient returns a new client for s with its own connections: over
+// https it trusts s.RootCAs and speaks HTTP/2.
+func (s *Server) HTTPClient() *http.Client {
+	c := &http.Client{Timeout: 2 * time.Minute}
+	if s.RootCAs != nil {
+		c.Transport = &http.Transport{
+			TLSClientConfig:   &tls.Config{RootCAs: s.RootCAs},
+			ForceAttemptHTTP2: true,
+		}
+	}
+	return c
 }
 
 // ScaleOut reports whether the suites run against the scale-out shape.
@@ -151,7 +186,7 @@ func (s *Server) Command(args ...string) *exec.Cmd {
 	return cmd
 }
 
-var announceRE = regexp.MustCompile(`(file|S3) API listening on http://(\S+)`)
+var announceRE = regexp.MustCompile(`(file|S3) API listening on (https?://\S+)`)
 
 func (s *Server) start(listen, s3listen string) {
 	s.t.Helper()
@@ -174,6 +209,7 @@ func (s *Server) start(listen, s3listen string) {
 		var file, s3 string
 		for sc.Scan() {
 			if m := announceRE.FindStringSubmatch(sc.Text()); m != nil {
+				// m[2] is scheme://host:port.
 				if m[1] == "file" {
 					file = m[2]
 				} else {
@@ -190,9 +226,10 @@ func (s *Server) start(listen, s3listen string) {
 	select {
 	case addrs := <-addrCh:
 		s.mu.Lock()
-		s.cmd, s.stderr, s.exited, s.addr, s.s3addr = cmd, stderr, exited, addrs[0], addrs[1]
-		s.URL = "http://" + addrs[0]
-		s.S3URL = "http://" + addrs[1]
+		s.URL, s.S3URL = addrs[0], addrs[1]
+		_, file, _ := strings.Cut(addrs[0], "://")
+		_, s3, _ := strings.Cut(addrs[1], "://")
+		s.cmd, s.stderr, s.exited, s.addr, s.s3addr = cmd, stderr, exited, file, s3
 		s.mu.Unlock()
 	case err := <-exited:
 		s.t.Fatalf("coffer serve exited before listening: %v\n%s", err, stderr.String())
@@ -205,8 +242,10 @@ func (s *Server) start(listen, s3listen string) {
 
 func (s *Server) waitReady() {
 	deadline := time.Now().Add(15 * time.Second)
+	hc := s.HTTPClient()
+	defer hc.CloseIdleConnections()
 	for time.Now().Before(deadline) {
-		resp, err := http.Get(s.URL + "/readyz")
+		resp, err := hc.Get(s.URL + "/readyz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
@@ -317,6 +356,7 @@ func (s *Server) NewUser(t testing.TB) *Client {
 	n := userSeq.n
 	userSeq.Unlock()
 	c := NewClient(s.URL)
+	c.HTTP = s.HTTPClient()
 	c.Email = fmt.Sprintf("user%d-%d@example.com", n, time.Now().UnixNano())
 	var signup struct {
 		Bucket struct{ Name string } `json:"bucket"`
