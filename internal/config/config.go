@@ -52,6 +52,9 @@ type Config struct {
 	AdmissionFloor       int           // --admission-floor: concurrency per listener and class never shed for overload; default 0 = 8 × cores
 
 	TrustedProxies []netip.Prefix // --trusted-proxies: CIDRs allowed to set X-Forwarded-For; default none
+
+	Signup     string // --signup, COFFER_SIGNUP: who may sign up through the API: open, invite or closed; default open
+	SignupRate Rate   // --signup-rate: signups per client address, e.g. 5/h; 0 = unlimited; default 5/h
 	PublicMaxAge   time.Duration  // --public-max-age: Cache-Control max-age for public-read objects; default 60s
 	MetricsToken   string         // --metrics-token: bearer token for /metrics from non-loopback clients; default none (loopback only)
 	DebugListen    string         // --debug-listen: loopback address serving net/http/pprof; default none
@@ -92,6 +95,8 @@ func Defaults() Config {
 		StagingLease:         time.Minute,
 		Argon2Memory:         19456,
 		Argon2Time:           2,
+		Signup:               "open",
+		SignupRate:           Rate{N: 5, Per: time.Hour},
 	}
 }
 
@@ -178,6 +183,14 @@ func (c Config) Validate() error {
 	if c.StagingLease < time.Second {
 		errs = append(errs, errors.New("staging-lease: must be >= 1s"))
 	}
+	switch c.Signup {
+	case "open", "invite", "closed":
+	default:
+		errs = append(errs, fmt.Errorf("signup: %q is not open, invite or closed", c.Signup))
+	}
+	if err := c.SignupRate.check(); err != nil {
+		errs = append(errs, fmt.Errorf("signup-rate: %v", err))
+	}
 	if c.Argon2Memory < 8*1024 || c.Argon2Time < 1 {
 		errs = append(errs, errors.New("argon2: memory must be >= 8192 KiB and time >= 1"))
 	}
@@ -213,6 +226,8 @@ func (c *Config) FlagSet(name string) *flag.FlagSet {
 	fs.DurationVar(&c.OverloadTarget, "overload-target", c.OverloadTarget, "CPU scheduling delay (90th percentile per 100ms) above which adaptive admission sheds load")
 	fs.IntVar(&c.AdmissionFloor, "admission-floor", c.AdmissionFloor, "concurrent requests per listener and class that adaptive admission never sheds (0 = 8 x cores)")
 	fs.Var((*prefixesValue)(&c.TrustedProxies), "trusted-proxies", "comma-separated CIDRs whose X-Forwarded-For is trusted")
+	fs.StringVar(&c.Signup, "signup", c.Signup, "who may create an account through the API: open (anyone who reaches it), invite (with a code from 'coffer invite create') or closed (administrators only)")
+	fs.Var(&c.SignupRate, "signup-rate", "signups one client address may attempt, e.g. 5/h, 20/d, 3/10m (0 = unlimited)")
 	fs.DurationVar(&c.PublicMaxAge, "public-max-age", c.PublicMaxAge, "Cache-Control max-age of objects in public-read buckets")
 	fs.StringVar(&c.MetricsToken, "metrics-token", c.MetricsToken, "bearer token allowing /metrics from non-loopback clients")
 	fs.StringVar(&c.DebugListen, "debug-listen", c.DebugListen, "loopback address serving /debug/pprof (off when empty)")
@@ -326,6 +341,94 @@ func (p *prefixesValue) Set(s string) error {
 			return err
 		}
 		*p = append(*p, pr.Masked())
+	}
+	return nil
+}
+
+// Rate is a number of events per period. The zero Rate means unlimited.
+type Rate struct {
+	N   int
+	Per time.Duration
+}
+
+// Off reports whether r sets no limit.
+func (r Rate) Off() bool { return r.N == 0 }
+
+// String formats r the way ParseRate reads it.
+func (r Rate) String() string {
+	if r.Off() {
+		return "0"
+	}
+	for _, u := range rateUnits {
+		if r.Per == u.d {
+			return fmt.Sprintf("%d/%s", r.N, u.name)
+		}
+	}
+	return fmt.Sprintf("%d/%s", r.N, r.Per)
+}
+
+// Set implements flag.Value.
+func (r *Rate) Set(s string) error {
+	v, err := ParseRate(s)
+	if err != nil {
+		return err
+	}
+	*r = v
+	return nil
+}
+
+var rateUnits = []struct {
+	name string
+	d    time.Duration
+}{{"s", time.Second}, {"m", time.Minute}, {"h", time.Hour}, {"d", 24 * time.Hour}}
+
+const maxRatePeriod = 366 * 24 * time.Hour
+
+// ParseRate parses "N/UNIT" with UNIT s, m, h or d ("5/h"), or "N/DURATION"
+// with a Go duration ("3/10m", "100/1h30m"); "0" (or "off") is unlimited.
+// N is 1 to 1,000,000,000 and the period 1s to 366 days.
+func ParseRate(s string) (Rate, error) {
+	s = strings.TrimSpace(s)
+	if s == "0" || s == "off" {
+		return Rate{}, nil
+	}
+	num, per, ok := strings.Cut(s, "/")
+	if !ok {
+		return Rate{}, fmt.Errorf("invalid rate %q: want N/UNIT such as 5/h, or 0 for unlimited", s)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(num))
+	if err != nil {
+		return Rate{}, fmt.Errorf("invalid rate %q: %q is not a whole number", s, num)
+	}
+	r := Rate{N: n}
+	per = strings.TrimSpace(per)
+	for _, u := range rateUnits {
+		if per == u.name {
+			r.Per = u.d
+		}
+	}
+	if r.Per == 0 {
+		if r.Per, err = time.ParseDuration(per); err != nil {
+			return Rate{}, fmt.Errorf("invalid rate %q: period %q is not s, m, h, d or a duration", s, per)
+		}
+	}
+	if err := r.check(); err != nil {
+		return Rate{}, fmt.Errorf("invalid rate %q: %v", s, err)
+	}
+	if r.Off() {
+		return Rate{}, nil
+	}
+	return r, nil
+}
+
+func (r Rate) check() error {
+	switch {
+	case r.Off():
+		return nil
+	case r.N < 0 || r.N > 1_000_000_000:
+		return errors.New("the count must be between 1 and 1000000000 (0 for unlimited)")
+	case r.Per < time.Second || r.Per > maxRatePeriod:
+		return errors.New("the period must be between 1s and 366d")
 	}
 	return nil
 }
