@@ -114,6 +114,20 @@ func (inv Invite) Redeemable(email string, now time.Time) bool {
 	return !inv.Revoked && inv.UsesLeft > 0 && now.Before(inv.ExpiresAt) && (inv.Email == "" || inv.Email == email)
 }
 
+// State summarises inv at now: "revoked", "expired", "used_up" or
+// "active", the first that applies.
+func (inv Invite) State(now time.Time) string {
+	switch {
+	case inv.Revoked:
+		return "revoked"
+	case !now.Before(inv.ExpiresAt):
+		return "expired"
+	case inv.UsesLeft <= 0:
+		return "used_up"
+	}
+	return "active"
+}
+
 // ErrInviteInvalid is the error of redeeming an invite that is unknown,
 // revoked, expired, used up or bound to another email: PermissionDenied
 // with Detail["reason"] = "invite_invalid", the same for all five so that
