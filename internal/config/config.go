@@ -52,12 +52,12 @@ type Config struct {
 	AdmissionFloor       int           // --admission-floor: concurrency per listener and class never shed for overload; default 0 = 8 × cores
 
 	TrustedProxies []netip.Prefix // --trusted-proxies: CIDRs allowed to set X-Forwarded-For; default none
-
-	Signup     string // --signup, COFFER_SIGNUP: who may sign up through the API: open, invite or closed; default open
-	SignupRate Rate   // --signup-rate: signups per client address, e.g. 5/h; 0 = unlimited; default 5/h
 	PublicMaxAge   time.Duration  // --public-max-age: Cache-Control max-age for public-read objects; default 60s
 	MetricsToken   string         // --metrics-token: bearer token for /metrics from non-loopback clients; default none (loopback only)
 	DebugListen    string         // --debug-listen: loopback address serving net/http/pprof; default none
+
+	Signup     string // --signup, COFFER_SIGNUP: who may sign up through the API: open, invite or closed; default open
+	SignupRate Rate   // --signup-rate: signups per client address, e.g. 5/h; 0 = unlimited; default 5/h
 
 	// Advanced: blob reclamation and uploads in flight (shortened by tests).
 	OrphanGrace     time.Duration // --orphan-grace: age before a blob no row or live upload points at is deleted; default 1h
