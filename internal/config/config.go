@@ -432,3 +432,21 @@ func (r Rate) check() error {
 	}
 	return nil
 }
+
+// ParseDuration is time.ParseDuration that also takes whole days ("7d",
+// "30d"), for values people write in days.
+func ParseDuration(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil || n < 0 || n > 100_000 {
+			return 0, fmt.Errorf("invalid duration %q: want whole days (7d) or a duration (12h, 90m)", s)
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("invalid duration %q: want whole days (7d) or a duration (12h, 90m)", s)
+	}
+	return d, nil
+}

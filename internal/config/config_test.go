@@ -1,6 +1,7 @@
 package config
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -157,4 +158,32 @@ func TestSignupFlags(t *testing.T) {
 			t.Errorf("Validate error %v lacks %q", err, want)
 		}
 	}
+}
+
+func TestParseDuration(t *testing.T) {
+	for in, want := range map[string]time.Duration{"7d": 7 * 24 * time.Hour, "0d": 0, " 1d ": 24 * time.Hour, "12h": 12 * time.Hour, "90m": 90 * time.Minute, "1h30m": 90 * time.Minute} {
+		if got, err := ParseDuration(in); err != nil || got != want {
+			t.Errorf("ParseDuration(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "d", "1.5d", "-1d", "7days", "999999d", "x"} {
+		if got, err := ParseDuration(bad); err == nil {
+			t.Errorf("ParseDuration(%q) = %v, want an error", bad, got)
+		}
+	}
+}
+
+func FuzzParseDuration(f *testing.F) {
+	for _, s := range []string{"7d", "12h", "1h30m", "-1d", "99999d", "d"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d, err := ParseDuration(s)
+		if err != nil {
+			return
+		}
+		if days, ok := strings.CutSuffix(strings.TrimSpace(s), "d"); ok && (d < 0 || d%(24*time.Hour) != 0) {
+			t.Fatalf("ParseDuration(%q) = %v: %q days are not whole days", s, d, days)
+		}
+	})
 }
