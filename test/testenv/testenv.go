@@ -67,14 +67,15 @@ func moduleRoot() string {
 
 // Server is a running `coffer serve` process.
 type Server struct {
-	t    testing.TB
-	Data string
-	Args []string
-	Env  []string // extra environment (scale-out backends)
+	t     testing.TB
+	Data  string
+	Args  []string
+	Env   []string // extra environment (scale-out backends)
+	URL   string   // file API, http://127.0.0.1:PORT
+	S3URL string   // S3 API, http://127.0.0.1:PORT
+
 	// Defaults leaves out the Relaxed flags (StartDefaults).
 	Defaults bool
-	URL      string // file API, http://127.0.0.1:PORT
-	S3URL    string // S3 API, http://127.0.0.1:PORT
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
