@@ -74,7 +74,7 @@ type Server struct {
 	URL   string   // file API, http://127.0.0.1:PORT
 	S3URL string   // S3 API, http://127.0.0.1:PORT
 
-	// Defaults leaves out the Relaxed flags (StartDefaults).
+	// Defaults leaves out the relaxed flags (StartDefaults).
 	Defaults bool
 
 	mu     sync.Mutex
@@ -96,12 +96,12 @@ func Start(t testing.TB, extra ...string) *Server {
 	return startShape(t, false, extra)
 }
 
-// Relaxed are flags Start and StartNode put before the test's own (which
+// relaxed are flags Start and StartNode put before the test's own (which
 // win over them): the black-box suites sign up many accounts from
 // 127.0.0.1, far past the default --signup-rate.
-var Relaxed = []string{"--signup-rate", "0"}
+var relaxed = []string{"--signup-rate", "0"}
 
-// StartDefaults is Start without the Relaxed flags: the shipped defaults,
+// StartDefaults is Start without the relaxed flags: the shipped defaults,
 // for the tests of those defaults.
 func StartDefaults(t testing.TB, extra ...string) *Server {
 	t.Helper()
@@ -177,7 +177,7 @@ func (s *Server) start(listen, s3listen string) {
 	s.t.Helper()
 	args := []string{"serve", "--data", s.Data, "--listen", listen, "--s3-listen", s3listen, "--log-level", "warn"}
 	if !s.Defaults {
-		args = append(args, Relaxed...)
+		args = append(args, relaxed...)
 	}
 	args = append(args, s.Args...)
 	cmd := exec.Command(Binary(s.t), args...)
