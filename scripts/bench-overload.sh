@@ -10,6 +10,9 @@
 # admitted and shed latencies apart); the server is this checkout's build
 # or the binary given (e.g. an older commit, for before/after).
 set -euo pipefail
+# The bench signs up its users from 127.0.0.1, past the default --signup-rate
+# (an environment variable, so that older binaries started here ignore it).
+export COFFER_SIGNUP_RATE=0
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 SCENARIO=${1:?scenario}

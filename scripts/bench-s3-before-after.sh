@@ -7,6 +7,9 @@
 #   git archive REV | tar -x -C /tmp/old && (cd /tmp/old && go build -o /tmp/coffer-old ./cmd/coffer)
 #   scripts/bench-s3-before-after.sh /tmp/coffer-old 10s "4KiB 1MiB" "16 64" "s3-put s3-get" 3
 set -euo pipefail
+# The bench signs up its users from 127.0.0.1, past the default --signup-rate
+# (an environment variable, so that older binaries started here ignore it).
+export COFFER_SIGNUP_RATE=0
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 OLD=${1:?old coffer binary}

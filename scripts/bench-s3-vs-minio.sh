@@ -6,6 +6,9 @@
 #   scripts/bench-s3-vs-minio.sh 10s "4KiB 1MiB" "16 64" "s3-put s3-get"
 # Installs MinIO into ./.tools/bin (go install, ~3 min) if it is missing.
 set -euo pipefail
+# The bench signs up its users from 127.0.0.1, past the default --signup-rate
+# (an environment variable, so that older binaries started here ignore it).
+export COFFER_SIGNUP_RATE=0
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 DUR=${1:-10s}

@@ -7,6 +7,9 @@
 # Needs PostgreSQL binaries (Debian's postgresql) and minio (scripts/test.sh
 # installs it; or set COFFER_MINIO). Run as root: PostgreSQL runs as "postgres".
 set -euo pipefail
+# The bench signs up its users from 127.0.0.1, past the default --signup-rate
+# (an environment variable, so that older binaries started here ignore it).
+export COFFER_SIGNUP_RATE=0
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 DUR=${1:-30s}

@@ -1,13 +1,21 @@
 // Package auth owns accounts and credentials: password hashing (argon2id in
 // a bounded pool), access tokens (JWT), rotating refresh tokens with reuse
-// detection, failed-login throttling, and the Principal a request acts as.
+// detection, failed-login throttling, the signup policy with its invites
+// and per-address throttle, and the Principal a request acts as.
 //
 // # Considerations
 //
 // Password hashing is expensive on purpose. Clients keep a session alive
 // with refresh tokens (one SHA-256 and one metadata write), never by logging
 // in again; the hashing pool refuses excess logins with 503 + Retry-After so
-// uploads keep flowing during a login storm.
+// uploads keep flowing during a login storm. Every throttle counts an
+// attempt before its hash, so a flood of logins or signups is refused
+// without hashing.
+//
+// Failed logins are limited per (account, client address) and per client
+// address; the per-account ceiling is far higher and backs off instead of
+// locking, so a stranger cannot lock an owner out (LoginLimits). Throttle
+// state is in memory, per node.
 package auth
 
 import (
@@ -34,13 +42,17 @@ type Config struct {
 	AccessTTL    time.Duration // default 15m
 	RefreshTTL   time.Duration // default 30 days
 	DefaultQuota int64         // bytes for new accounts; 0 = unlimited
-	// Failed logins allowed per account and per client IP in FailWindow
-	// before further attempts are refused with 429.
-	AccountFailLimit int           // default 10
-	IPFailLimit      int           // default 100
-	FailWindow       time.Duration // default 15m
-	Params           Params
-	Pool             PoolConfig
+	// Logins bound failed logins (see LoginLimits, throttle.go).
+	Logins LoginLimits
+	// Signup is who may sign up through SelfSignup (signup.go); the zero
+	// value is SignupOpen.
+	Signup SignupPolicy
+	// SignupLimit is how many self-service signups one client address
+	// may attempt in SignupWindow: default 5; negative: unlimited.
+	SignupLimit  int
+	SignupWindow time.Duration // default 1h
+	Params       Params
+	Pool         PoolConfig
 }
 
 // Service implements signup, login, refresh, logout and token checks.
@@ -49,8 +61,8 @@ type Service struct {
 	cfg     Config
 	hasher  *Hasher
 	tokens  *Tokens
-	byAcct  *Throttle
-	byIP    *Throttle
+	logins  *loginGuard
+	signups *Throttle // nil: unlimited
 	now     func() time.Time
 	newName func(userID string) string
 	sealer  *keySealer
@@ -70,14 +82,18 @@ func NewService(m meta.Store, master []byte, cfg Config) *Service {
 	if cfg.RefreshTTL <= 0 {
 		cfg.RefreshTTL = 30 * 24 * time.Hour
 	}
-	if cfg.AccountFailLimit <= 0 {
-		cfg.AccountFailLimit = 10
+	if cfg.Signup == "" {
+		cfg.Signup = SignupOpen
 	}
-	if cfg.IPFailLimit <= 0 {
-		cfg.IPFailLimit = 100
+	if cfg.SignupLimit == 0 {
+		cfg.SignupLimit = 5
 	}
-	if cfg.FailWindow <= 0 {
-		cfg.FailWindow = 15 * time.Minute
+	if cfg.SignupWindow <= 0 {
+		cfg.SignupWindow = time.Hour
+	}
+	var signups *Throttle
+	if cfg.SignupLimit > 0 {
+		signups = NewThrottle(cfg.SignupLimit, cfg.SignupWindow)
 	}
 	return &Service{
 		meta:     m,
@@ -87,8 +103,8 @@ func NewService(m meta.Store, master []byte, cfg Config) *Service {
 		sealer:   newKeySealer(master),
 		touched:  map[string]time.Time{},
 		internal: map[string][2]string{},
-		byAcct:   NewThrottle(cfg.AccountFailLimit, cfg.FailWindow),
-		byIP:     NewThrottle(cfg.IPFailLimit, cfg.FailWindow),
+		logins:   newLoginGuard(cfg.Logins),
+		signups:  signups,
 		now:      time.Now,
 		newName:  DefaultBucketName,
 	}
@@ -133,7 +149,9 @@ func validPassword(pw string) error {
 	return nil
 }
 
-// Signup creates an account and its default bucket.
+// Signup creates an account and its default bucket, whatever the signup
+// policy and unthrottled: it is for administrators and the CLI. The
+// public route calls SelfSignup.
 func (s *Service) Signup(ctx context.Context, email, password string) (meta.User, meta.Bucket, error) {
 	email = NormalizeEmail(email)
 	if err := validEmail(email); err != nil {
@@ -142,6 +160,13 @@ func (s *Service) Signup(ctx context.Context, email, password string) (meta.User
 	if err := validPassword(password); err != nil {
 		return meta.User{}, meta.Bucket{}, err
 	}
+	return s.createAccount(ctx, email, password, "")
+}
+
+// createAccount creates the account of a valid email, redeeming the
+// invite whose code has hash inviteHash in the same transaction if it is
+// not "".
+func (s *Service) createAccount(ctx context.Context, email, password, inviteHash string) (meta.User, meta.Bucket, error) {
 	if _, err := s.meta.GetUserByEmail(ctx, email); err == nil {
 		return meta.User{}, meta.Bucket{}, errcode.New(errcode.AlreadyExists, "an account with this email exists")
 	} else if !errcode.Is(err, errcode.NotFound) {
@@ -154,7 +179,12 @@ func (s *Service) Signup(ctx context.Context, email, password string) (meta.User
 	now := s.now().UTC()
 	u := meta.User{ID: NewID(), Email: email, PasswordHash: hash, QuotaBytes: s.cfg.DefaultQuota, CreatedAt: now}
 	b := meta.Bucket{Name: s.newName(u.ID), OwnerID: u.ID, Visibility: meta.Private, CreatedAt: now}
-	if err := s.meta.CreateUser(ctx, u, b); err != nil {
+	if inviteHash != "" {
+		err = s.meta.CreateInvitedUser(ctx, u, b, inviteHash, now)
+	} else {
+		err = s.meta.CreateUser(ctx, u, b)
+	}
+	if err != nil {
 		if errcode.Is(err, errcode.AlreadyExists) {
 			return meta.User{}, meta.Bucket{}, errcode.New(errcode.AlreadyExists, "an account with this email exists")
 		}
@@ -163,38 +193,13 @@ func (s *Service) Signup(ctx context.Context, email, password string) (meta.User
 	return u, b, nil
 }
 
-// Login checks a password and opens a session. clientIP keys the per-IP
-// failure throttle.
+// Login checks a password and opens a session. clientIP keys the login
+// throttles (verifyCounted).
 func (s *Service) Login(ctx context.Context, email, password, clientIP string) (Session, error) {
-	email = NormalizeEmail(email)
-	ipKey := IPKey(clientIP)
-	// Count the attempt before the slow check, so parallel guesses cannot
-	// all pass; a success gives it back.
-	if wait := s.byIP.Take(ipKey); wait > 0 {
-		return Session{}, errcode.Retry(errcode.RateLimited, wait, "too many failed logins; retry later")
-	}
-	if wait := s.byAcct.Take(email); wait > 0 {
-		s.byIP.Release(ipKey)
-		return Session{}, errcode.Retry(errcode.RateLimited, wait, "too many failed logins; retry later")
-	}
-	u, err := s.meta.GetUserByEmail(ctx, email)
-	if err != nil && !errcode.Is(err, errcode.NotFound) {
-		s.byAcct.Release(email)
-		s.byIP.Release(ipKey)
-		return Session{}, err
-	}
-	ok, err := s.hasher.Verify(ctx, password, u.PasswordHash)
+	u, err := s.verifyCounted(ctx, email, password, clientIP)
 	if err != nil {
-		// Not the client's fault (pool busy, cancelled): not counted.
-		s.byAcct.Release(email)
-		s.byIP.Release(ipKey)
 		return Session{}, err
 	}
-	if !ok || u.Disabled {
-		return Session{}, errcode.New(errcode.Unauthenticated, "wrong email or password")
-	}
-	s.byAcct.Reset(email)
-	s.byIP.Release(ipKey)
 	token, hash := newOpaqueToken()
 	now := s.now().UTC()
 	rt := meta.RefreshToken{Hash: hash, UserID: u.ID, Family: NewID(), CreatedAt: now, ExpiresAt: now.Add(s.cfg.RefreshTTL)}
@@ -202,6 +207,40 @@ func (s *Service) Login(ctx context.Context, email, password, clientIP string) (
 		return Session{}, err
 	}
 	return s.session(u.ID, token)
+}
+
+// verifyCounted is a password check that counts as a login attempt of
+// email from clientIP: the login throttles (LoginLimits) count it before
+// the slow hash, so parallel guesses cannot all pass, and refuse it with
+// RateLimited and a Retry-After when a limit is reached. It returns the
+// account if the password is right and the account enabled, and otherwise
+// Unauthenticated "wrong email or password" — the same for an unknown
+// account, which is verified against a dummy hash so that the answer
+// takes as long. Login uses it, and so must every other check of a
+// password a client sends (changing one's password).
+func (s *Service) verifyCounted(ctx context.Context, email, password, clientIP string) (meta.User, error) {
+	email = NormalizeEmail(email)
+	a, wait := s.logins.begin(email, clientIP)
+	if wait > 0 {
+		return meta.User{}, errcode.Retry(errcode.RateLimited, wait, "too many failed logins; retry later")
+	}
+	u, err := s.meta.GetUserByEmail(ctx, email)
+	if err != nil && !errcode.Is(err, errcode.NotFound) {
+		a.uncounted()
+		return meta.User{}, err
+	}
+	ok, err := s.hasher.Verify(ctx, password, u.PasswordHash)
+	if err != nil {
+		// Not the client's fault (pool busy, cancelled): not counted.
+		a.uncounted()
+		return meta.User{}, err
+	}
+	if !ok || u.Disabled {
+		a.failed()
+		return meta.User{}, errcode.New(errcode.Unauthenticated, "wrong email or password")
+	}
+	a.succeeded()
+	return u, nil
 }
 
 func (s *Service) session(userID, refresh string) (Session, error) {

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Throttle counts login attempts per key in a fixed window. An attempt is
+// Throttle counts attempts per key in a fixed window. An attempt is
 // counted when it starts (Take), before the slow password check, so that
 // parallel attempts cannot all slip under the limit; a success gives its
 // attempt back (Release) or clears the key (Reset).
@@ -33,8 +33,10 @@ type window struct {
 
 // NewThrottle returns a Throttle allowing limit attempts per window.
 func NewThrottle(limit int, per time.Duration) *Throttle {
-	return &Throttle{Limit: limit, Window: per, MaxKeys: 100_000, m: map[string]*window{}, now: time.Now}
+	return &Throttle{Limit: limit, Window: per, MaxKeys: defaultMaxKeys, m: map[string]*window{}, now: time.Now}
 }
+
+const defaultMaxKeys = 100_000
 
 // Take counts an attempt for key and returns 0, or, if key is at its limit,
 // how long it must wait (and counts nothing).
@@ -47,15 +49,7 @@ func (t *Throttle) Take(key string) time.Duration {
 		w = nil
 	}
 	if w == nil {
-		if _, ok := t.m[key]; !ok && len(t.m) >= t.MaxKeys {
-			t.sweep(now)
-			for k := range t.m {
-				if len(t.m) < t.MaxKeys {
-					break
-				}
-				delete(t.m, k)
-			}
-		}
+		makeRoom(t.m, key, t.MaxKeys, func(w *window) bool { return now.Sub(w.start) >= t.Window })
 		w = &window{start: now}
 		t.m[key] = w
 	}
@@ -82,11 +76,244 @@ func (t *Throttle) Reset(key string) {
 	t.mu.Unlock()
 }
 
-func (t *Throttle) sweep(now time.Time) {
-	for k, w := range t.m {
-		if now.Sub(w.start) >= t.Window {
-			delete(t.m, k)
+// makeRoom prepares m for a new entry under key: if m holds limit entries
+// and key is not one of them, expired entries are swept, and if none was,
+// arbitrary ones are evicted.
+func makeRoom[V any](m map[string]V, key string, limit int, expired func(V) bool) {
+	if _, ok := m[key]; ok || len(m) < limit {
+		return
+	}
+	for k, v := range m {
+		if expired(v) {
+			delete(m, k)
 		}
+	}
+	for k := range m {
+		if len(m) < limit {
+			break
+		}
+		delete(m, k)
+	}
+}
+
+// Backoff is the per-account ceiling of failed logins. It counts attempts
+// per key in a fixed window like Throttle, but past Limit it does not lock
+// the key for the rest of the window: each further attempt is let through
+// and starts a delay, twice the previous one (from Base, at most Max),
+// during which the key is refused. The window, the count and the delay
+// start afresh once the window has passed and no delay runs.
+//
+// An attempt is counted when it starts (Take), so the delay begins before
+// its password is checked and parallel attempts past the ceiling are
+// refused. It is bounded like Throttle (MaxKeys).
+type Backoff struct {
+	Limit     int
+	Window    time.Duration
+	Base, Max time.Duration
+	MaxKeys   int
+
+	mu  sync.Mutex
+	m   map[string]*backoffState
+	now func() time.Time
+}
+
+type backoffState struct {
+	start time.Time
+	count int
+	delay time.Duration
+	until time.Time
+}
+
+// NewBackoff returns a Backoff allowing limit attempts per window before
+// delays of base, 2×base, … up to maxDelay.
+func NewBackoff(limit int, per, base, maxDelay time.Duration) *Backoff {
+	return &Backoff{Limit: limit, Window: per, Base: base, Max: maxDelay, MaxKeys: defaultMaxKeys, m: map[string]*backoffState{}, now: time.Now}
+}
+
+// Take counts an attempt for key and returns 0, or, while a delay of key
+// runs, how long it still runs (and counts nothing).
+func (b *Backoff) Take(key string) time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := b.now()
+	over := func(st *backoffState) bool { return now.Sub(st.start) >= b.Window && !now.Before(st.until) }
+	st := b.m[key]
+	if st != nil && over(st) {
+		st = nil
+	}
+	if st == nil {
+		makeRoom(b.m, key, b.MaxKeys, over)
+		st = &backoffState{start: now}
+		b.m[key] = st
+	}
+	if now.Before(st.until) {
+		return st.until.Sub(now)
+	}
+	st.count++
+	if st.count > b.Limit {
+		st.delay = min(max(2*st.delay, b.Base), b.Max)
+		st.until = now.Add(st.delay)
+	}
+	return 0
+}
+
+// Release gives back one attempt of key (it succeeded, or was not the
+// client's fault). A delay that attempt started keeps running.
+func (b *Backoff) Release(key string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if st := b.m[key]; st != nil && st.count > 0 {
+		st.count--
+	}
+}
+
+// recent is a bounded set of keys, each remembered for ttl.
+type recent struct {
+	ttl     time.Duration
+	maxKeys int
+
+	mu  sync.Mutex
+	m   map[string]time.Time // key -> expiry
+	now func() time.Time
+}
+
+func newRecent(ttl time.Duration) *recent {
+	return &recent{ttl: ttl, maxKeys: defaultMaxKeys, m: map[string]time.Time{}, now: time.Now}
+}
+
+func (r *recent) add(key string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.now()
+	makeRoom(r.m, key, r.maxKeys, func(exp time.Time) bool { return !now.Before(exp) })
+	r.m[key] = now.Add(r.ttl)
+}
+
+func (r *recent) has(key string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	exp, ok := r.m[key]
+	return ok && r.now().Before(exp)
+}
+
+// LoginLimits bound failed logins so that a stranger cannot lock an owner
+// out: the tight limits are per (account, client address) and per client
+// address; the per-account ceiling is far above what one address may try
+// and backs off exponentially instead of locking, and does not apply to an
+// address the account logged in from successfully (KnownFor). Zero values
+// take the defaults noted.
+type LoginLimits struct {
+	PerPair       int           // failures per (account, client address) in Window; default 10
+	PerAddress    int           // failures per client address, all accounts together, in Window; default 100
+	Window        time.Duration // default 15m
+	PerAccount    int           // failures per account from all addresses in AccountWindow; default 1000
+	AccountWindow time.Duration // default 1h
+	BackoffBase   time.Duration // delay after the first failure past PerAccount, doubling with each further one; default 1s
+	BackoffMax    time.Duration // longest such delay; default 1m
+	KnownFor      time.Duration // how long a successful login exempts its address from the account ceiling; default 30 days
+}
+
+func (l LoginLimits) withDefaults() LoginLimits {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	defD := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&l.PerPair, 10)
+	def(&l.PerAddress, 100)
+	defD(&l.Window, 15*time.Minute)
+	def(&l.PerAccount, 1000)
+	defD(&l.AccountWindow, time.Hour)
+	defD(&l.BackoffBase, time.Second)
+	defD(&l.BackoffMax, time.Minute)
+	defD(&l.KnownFor, 30*24*time.Hour)
+	return l
+}
+
+// loginGuard applies LoginLimits. Its state is in memory, per node.
+type loginGuard struct {
+	pair    *Throttle // account + "\x00" + IPKey
+	addr    *Throttle // IPKey
+	account *Backoff  // account
+	known   *recent   // pair keys that logged in successfully
+}
+
+func newLoginGuard(l LoginLimits) *loginGuard {
+	l = l.withDefaults()
+	return &loginGuard{
+		pair:    NewThrottle(l.PerPair, l.Window),
+		addr:    NewThrottle(l.PerAddress, l.Window),
+		account: NewBackoff(l.PerAccount, l.AccountWindow, l.BackoffBase, l.BackoffMax),
+		known:   newRecent(l.KnownFor),
+	}
+}
+
+// setClock makes every table read now (tests).
+func (g *loginGuard) setClock(now func() time.Time) {
+	g.pair.now, g.addr.now, g.account.now, g.known.now = now, now, now, now
+}
+
+// attempt is a login attempt counted by begin; exactly one of succeeded,
+// failed and uncounted must follow.
+type attempt struct {
+	g                   *loginGuard
+	account, addr, pair string
+	ceiling             bool // counted against the account ceiling
+}
+
+// begin counts an attempt on account (a normalised email, known or not)
+// from clientIP, before its password is checked. If a limit refuses it,
+// nothing is counted and the wait is returned.
+func (g *loginGuard) begin(account, clientIP string) (*attempt, time.Duration) {
+	a := &attempt{g: g, account: account, addr: IPKey(clientIP)}
+	a.pair = account + "\x00" + a.addr
+	if wait := g.addr.Take(a.addr); wait > 0 {
+		return nil, wait
+	}
+	if wait := g.pair.Take(a.pair); wait > 0 {
+		g.addr.Release(a.addr)
+		return nil, wait
+	}
+	if !g.known.has(a.pair) {
+		if wait := g.account.Take(account); wait > 0 {
+			g.pair.Release(a.pair)
+			g.addr.Release(a.addr)
+			return nil, wait
+		}
+		a.ceiling = true
+	}
+	return a, 0
+}
+
+// succeeded: the password was right. The pair starts afresh and is
+// remembered as known; the address and the account get their attempt
+// back.
+func (a *attempt) succeeded() {
+	a.g.pair.Reset(a.pair)
+	a.g.known.add(a.pair)
+	a.release(false)
+}
+
+// failed: the password was wrong (or the account unknown or disabled).
+// The attempt stays counted.
+func (a *attempt) failed() {}
+
+// uncounted: the check did not happen (hashing pool busy, request
+// cancelled); nothing is counted.
+func (a *attempt) uncounted() { a.release(true) }
+
+func (a *attempt) release(pair bool) {
+	if pair {
+		a.g.pair.Release(a.pair)
+	}
+	a.g.addr.Release(a.addr)
+	if a.ceiling {
+		a.g.account.Release(a.account)
 	}
 }
 

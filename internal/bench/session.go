@@ -31,6 +31,11 @@ type retrier struct {
 
 const maxRetryWait = 10 * time.Second
 
+// maxShedWait is the longest Retry-After a retrier treats as load
+// shedding; a longer one is a limit (such as the server's per-address
+// signup limit), and waiting for it would stall the run: it fails.
+const maxShedWait = time.Minute
+
 func (r *retrier) do(ctx context.Context, rq *request) (*response, error) {
 	attempts := r.attempts
 	if attempts == 0 {
@@ -45,6 +50,8 @@ func (r *retrier) do(ctx context.Context, rq *request) (*response, error) {
 		}
 		var wait time.Duration
 		switch {
+		case re.outcome == outcomeShed && re.retryAfter > maxShedWait:
+			return resp, err
 		case re.outcome == outcomeShed:
 			wait = re.retryAfter
 			if wait <= 0 {
@@ -104,7 +111,13 @@ func signup(ctx context.Context, d doer, base string, u *user) error {
 	body, n := jsonBody(map[string]string{"email": u.email, "password": u.password})
 	resp, err := d.do(ctx, &request{name: "signup", method: http.MethodPost, url: base + "/api/v1/auth/signup",
 		header: jsonHeader(), body: body, bodyLen: n, expect: http.StatusCreated, capture: 64 << 10})
-	if err != nil {
+	var re *reqError
+	switch {
+	case errors.As(err, &re) && re.status == http.StatusTooManyRequests:
+		return fmt.Errorf("%w: the server limits signups per client address; start it with --signup-rate 0 (or COFFER_SIGNUP_RATE=0) to benchmark", err)
+	case errors.As(err, &re) && re.status == http.StatusForbidden:
+		return fmt.Errorf("%w: the server does not let anyone sign up; start it with --signup open to benchmark", err)
+	case err != nil:
 		return err
 	}
 	var out struct {

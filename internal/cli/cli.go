@@ -31,6 +31,7 @@ func commands(env Env) map[string]command {
 		"user":    &userCmd{env: env},
 		"gc":      &gcCmd{env: env},
 		"key":     &keyCmd{env: env},
+		"invite":  &inviteCmd{env: env},
 		"version": &versionCmd{env: env},
 		"bench":   &benchCmd{env: env},
 	}

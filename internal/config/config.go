@@ -61,6 +61,9 @@ type Config struct {
 	MetricsToken   string         // --metrics-token: bearer token for /metrics from non-loopback clients; default none (loopback only)
 	DebugListen    string         // --debug-listen: loopback address serving net/http/pprof; default none
 
+	Signup     string // --signup, COFFER_SIGNUP: who may sign up through the API: open, invite or closed; default open
+	SignupRate Rate   // --signup-rate: signups per client address, e.g. 5/h; 0 = unlimited; default 5/h
+
 	// Advanced: blob reclamation and uploads in flight (shortened by tests).
 	OrphanGrace     time.Duration // --orphan-grace: age before a blob no row or live upload points at is deleted; default 1h
 	JanitorInterval time.Duration // --janitor-interval: how often replaced blobs and expired uploads are reclaimed; default 30s
@@ -97,6 +100,8 @@ func Defaults() Config {
 		StagingLease:         time.Minute,
 		Argon2Memory:         19456,
 		Argon2Time:           2,
+		Signup:               "open",
+		SignupRate:           Rate{N: 5, Per: time.Hour},
 	}
 }
 
@@ -186,6 +191,14 @@ func (c Config) Validate() error {
 	if c.StagingLease < time.Second {
 		errs = append(errs, errors.New("staging-lease: must be >= 1s"))
 	}
+	switch c.Signup {
+	case "open", "invite", "closed":
+	default:
+		errs = append(errs, fmt.Errorf("signup: %q is not open, invite or closed", c.Signup))
+	}
+	if err := c.SignupRate.check(); err != nil {
+		errs = append(errs, fmt.Errorf("signup-rate: %v", err))
+	}
 	if c.Argon2Memory < 8*1024 || c.Argon2Time < 1 {
 		errs = append(errs, errors.New("argon2: memory must be >= 8192 KiB and time >= 1"))
 	}
@@ -223,6 +236,8 @@ func (c *Config) FlagSet(name string) *flag.FlagSet {
 	fs.DurationVar(&c.OverloadTarget, "overload-target", c.OverloadTarget, "CPU scheduling delay (90th percentile per 100ms) above which adaptive admission sheds load")
 	fs.IntVar(&c.AdmissionFloor, "admission-floor", c.AdmissionFloor, "concurrent requests per listener and class that adaptive admission never sheds (0 = 8 x cores)")
 	fs.Var((*prefixesValue)(&c.TrustedProxies), "trusted-proxies", "comma-separated CIDRs whose X-Forwarded-For is trusted")
+	fs.StringVar(&c.Signup, "signup", c.Signup, "who may create an account through the API: open (anyone who reaches it), invite (with a code from 'coffer invite create') or closed (administrators only)")
+	fs.Var(&c.SignupRate, "signup-rate", "signups one client address may attempt, e.g. 5/h, 20/d, 3/10m (0 = unlimited)")
 	fs.DurationVar(&c.PublicMaxAge, "public-max-age", c.PublicMaxAge, "Cache-Control max-age of objects in public-read buckets")
 	fs.StringVar(&c.MetricsToken, "metrics-token", c.MetricsToken, "bearer token allowing /metrics from non-loopback clients")
 	fs.StringVar(&c.DebugListen, "debug-listen", c.DebugListen, "loopback address serving /debug/pprof (off when empty)")
@@ -338,4 +353,110 @@ func (p *prefixesValue) Set(s string) error {
 		*p = append(*p, pr.Masked())
 	}
 	return nil
+}
+
+// Rate is a number of events per period. The zero Rate means unlimited.
+type Rate struct {
+	N   int
+	Per time.Duration
+}
+
+// Off reports whether r sets no limit.
+func (r Rate) Off() bool { return r.N == 0 }
+
+// String formats r the way ParseRate reads it.
+func (r Rate) String() string {
+	if r.Off() {
+		return "0"
+	}
+	for _, u := range rateUnits {
+		if r.Per == u.d {
+			return fmt.Sprintf("%d/%s", r.N, u.name)
+		}
+	}
+	return fmt.Sprintf("%d/%s", r.N, r.Per)
+}
+
+// Set implements flag.Value.
+func (r *Rate) Set(s string) error {
+	v, err := ParseRate(s)
+	if err != nil {
+		return err
+	}
+	*r = v
+	return nil
+}
+
+var rateUnits = []struct {
+	name string
+	d    time.Duration
+}{{"s", time.Second}, {"m", time.Minute}, {"h", time.Hour}, {"d", 24 * time.Hour}}
+
+const maxRatePeriod = 366 * 24 * time.Hour
+
+// ParseRate parses "N/UNIT" with UNIT s, m, h or d ("5/h"), or "N/DURATION"
+// with a Go duration ("3/10m", "100/1h30m"); "0" (or "off") is unlimited.
+// N is 1 to 1,000,000,000 and the period 1s to 366 days.
+func ParseRate(s string) (Rate, error) {
+	s = strings.TrimSpace(s)
+	if s == "0" || s == "off" {
+		return Rate{}, nil
+	}
+	num, per, ok := strings.Cut(s, "/")
+	if !ok {
+		return Rate{}, fmt.Errorf("invalid rate %q: want N/UNIT such as 5/h, or 0 for unlimited", s)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(num))
+	if err != nil {
+		return Rate{}, fmt.Errorf("invalid rate %q: %q is not a whole number", s, num)
+	}
+	r := Rate{N: n}
+	per = strings.TrimSpace(per)
+	for _, u := range rateUnits {
+		if per == u.name {
+			r.Per = u.d
+		}
+	}
+	if r.Per == 0 {
+		if r.Per, err = time.ParseDuration(per); err != nil {
+			return Rate{}, fmt.Errorf("invalid rate %q: period %q is not s, m, h, d or a duration", s, per)
+		}
+	}
+	if err := r.check(); err != nil {
+		return Rate{}, fmt.Errorf("invalid rate %q: %v", s, err)
+	}
+	if r.Off() {
+		return Rate{}, nil
+	}
+	return r, nil
+}
+
+func (r Rate) check() error {
+	switch {
+	case r.Off():
+		return nil
+	case r.N < 0 || r.N > 1_000_000_000:
+		return errors.New("the count must be between 1 and 1000000000 (0 for unlimited)")
+	case r.Per < time.Second || r.Per > maxRatePeriod:
+		return errors.New("the period must be between 1s and 366d")
+	}
+	return nil
+}
+
+// ParseDuration is time.ParseDuration that also takes whole days ("7d",
+// "30d"), for values people write in days.
+func ParseDuration(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil || n < 0 || n > 100_000 {
+			return 0, fmt.Errorf("invalid duration %q: want whole days (7d) or a duration (12h, 90m)", s)
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("invalid duration %q: want whole days (7d) or a duration (12h, 90m)", s)
+	}
+	return d, nil
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -121,4 +122,108 @@ func TestParseBytes(t *testing.T) {
 
 func contains(s, sub string) bool {
 	return len(sub) == 0 || len(s) >= len(sub) && (s[:len(sub)] == sub || contains(s[1:], sub))
+}
+
+func TestParseRate(t *testing.T) {
+	for in, want := range map[string]Rate{
+		"0":         {},
+		"off":       {},
+		"5/h":       {5, time.Hour},
+		" 20 / d ":  {20, 24 * time.Hour},
+		"3/10m":     {3, 10 * time.Minute},
+		"100/1h30m": {100, 90 * time.Minute},
+		"1/s":       {1, time.Second},
+		"0/h":       {},
+	} {
+		got, err := ParseRate(in)
+		if err != nil || got != want {
+			t.Errorf("ParseRate(%q) = %+v, %v; want %+v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "5", "5/", "/h", "x/h", "-1/h", "5/week", "5/0s", "5/500ms", "5/9000h", "2000000000/h", "1.5/h"} {
+		if r, err := ParseRate(bad); err == nil {
+			t.Errorf("ParseRate(%q) = %+v, want an error", bad, r)
+		}
+	}
+	for _, r := range []Rate{{}, {5, time.Hour}, {3, 10 * time.Minute}, {7, 24 * time.Hour}} {
+		if got, err := ParseRate(r.String()); err != nil || got != r {
+			t.Errorf("ParseRate(%q) = %+v, %v; want %+v", r.String(), got, err, r)
+		}
+	}
+}
+
+func FuzzParseRate(f *testing.F) {
+	for _, s := range []string{"0", "off", "5/h", "3/10m", "100/1h30m", "-1/h", "5/", "1/9223372036854775807ns"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		r, err := ParseRate(s)
+		if err != nil {
+			return
+		}
+		if r.check() != nil {
+			t.Fatalf("ParseRate(%q) = %+v, which is out of range", s, r)
+		}
+		if r.N == 0 && r.Per != 0 {
+			t.Fatalf("ParseRate(%q) = %+v: unlimited with a period", s, r)
+		}
+		back, err := ParseRate(r.String())
+		if err != nil || back != r {
+			t.Fatalf("ParseRate(%q) = %+v, but its String %q parses to %+v, %v", s, r, r.String(), back, err)
+		}
+	})
+}
+
+func TestSignupFlags(t *testing.T) {
+	c := Defaults()
+	if c.Signup != "open" || c.SignupRate != (Rate{5, time.Hour}) {
+		t.Errorf("defaults: signup %q, rate %v; want open, 5/h", c.Signup, c.SignupRate)
+	}
+	fs := c.FlagSet("serve")
+	if err := fs.Parse([]string{"--signup-rate", "0"}); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"COFFER_SIGNUP": "invite", "COFFER_SIGNUP_RATE": "9/h"}
+	if err := ApplyEnv(fs, func(k string) string { return env[k] }); err != nil {
+		t.Fatal(err)
+	}
+	if c.Signup != "invite" || !c.SignupRate.Off() {
+		t.Errorf("signup %q, rate %v; want invite from the environment and 0 from the flag", c.Signup, c.SignupRate)
+	}
+	c.Signup = "maybe"
+	c.SignupRate = Rate{N: -3, Per: time.Hour}
+	err := c.Validate()
+	for _, want := range []string{"signup:", "signup-rate"} {
+		if err == nil || !contains(err.Error(), want) {
+			t.Errorf("Validate error %v lacks %q", err, want)
+		}
+	}
+}
+
+func TestParseDuration(t *testing.T) {
+	for in, want := range map[string]time.Duration{"7d": 7 * 24 * time.Hour, "0d": 0, " 1d ": 24 * time.Hour, "12h": 12 * time.Hour, "90m": 90 * time.Minute, "1h30m": 90 * time.Minute} {
+		if got, err := ParseDuration(in); err != nil || got != want {
+			t.Errorf("ParseDuration(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "d", "1.5d", "-1d", "7days", "999999d", "x"} {
+		if got, err := ParseDuration(bad); err == nil {
+			t.Errorf("ParseDuration(%q) = %v, want an error", bad, got)
+		}
+	}
+}
+
+func FuzzParseDuration(f *testing.F) {
+	for _, s := range []string{"7d", "12h", "1h30m", "-1d", "99999d", "d"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d, err := ParseDuration(s)
+		if err != nil {
+			return
+		}
+		if days, ok := strings.CutSuffix(strings.TrimSpace(s), "d"); ok && (d < 0 || d%(24*time.Hour) != 0) {
+			t.Fatalf("ParseDuration(%q) = %v: %q days are not whole days", s, d, days)
+		}
+	})
 }

@@ -36,12 +36,21 @@ type credentials struct {
 	Password string `json:"password"`
 }
 
+type signupBody struct {
+	Email      string `json:"email"`
+	Password   string `json:"password"`
+	InviteCode string `json:"invite_code"`
+}
+
 func (api *API) signup(r *http.Request, _ auth.Principal) (response, error) {
-	var c credentials
+	var c signupBody
 	if err := api.decodeJSON(r, &c); err != nil {
 		return nil, err
 	}
-	u, b, err := api.auth.Signup(r.Context(), c.Email, c.Password)
+	u, b, err := api.auth.SelfSignup(r.Context(), auth.SignupRequest{
+		Email: c.Email, Password: c.Password, InviteCode: c.InviteCode,
+		ClientIP: httpx.ClientIP(r, api.cfg.TrustedProxies).String(),
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -132,6 +132,10 @@ func (api *API) Routes() []Route {
 		{Method: "GET", Pattern: "/api/v1/uploads/{id}", Access: User, handle: api.getUpload},
 		{Method: "DELETE", Pattern: "/api/v1/uploads/{id}", Access: User, handle: api.abortUpload},
 		{Method: "POST", Pattern: "/api/v1/uploads/{id}/complete", Access: User, handle: api.completeUpload},
+
+		{Method: "GET", Pattern: "/api/v1/admin/invites", Access: Admin, handle: api.listInvites},
+		{Method: "POST", Pattern: "/api/v1/admin/invites", Access: Admin, handle: api.createInvite},
+		{Method: "DELETE", Pattern: "/api/v1/admin/invites/{id}", Access: Admin, handle: api.revokeInvite},
 	}
 }
 

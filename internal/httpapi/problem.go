@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -36,6 +37,25 @@ var statusOf = map[errcode.Code]int{
 	errcode.Canceled:            499, // client closed the request; never seen by it
 	errcode.NotImplemented:      http.StatusNotImplemented,
 	errcode.MethodNotAllowed:    http.StatusMethodNotAllowed,
+}
+
+// refinedTypes are the problems with a type of their own: an error whose
+// code is the key's and whose Detail["reason"] is listed gets the type
+// ErrorTypeBase+reason instead of ErrorTypeBase+code (its "code" stays the
+// errcode's, and extra.reason names the refinement). docs/errors.md has an
+// anchor for each; TestRefinedTypesDocumented checks it.
+var refinedTypes = map[errcode.Code][]string{
+	errcode.PermissionDenied: {"signup_closed", "invite_required", "invite_invalid"},
+}
+
+// problemType is the "type" URI of err, whose code is code.
+func problemType(code errcode.Code, err error) string {
+	if e := errcode.As(err); e != nil {
+		if reason, ok := e.Detail["reason"].(string); ok && slices.Contains(refinedTypes[code], reason) {
+			return ErrorTypeBase + reason
+		}
+	}
+	return ErrorTypeBase + code.String()
 }
 
 // ErrorTypeBase prefixes the "type" URI of every problem.
@@ -96,7 +116,7 @@ func WriteProblem(w http.ResponseWriter, r *http.Request, log *slog.Logger, err 
 		return
 	}
 	_ = json.NewEncoder(w).Encode(Problem{
-		Type:      ErrorTypeBase + code.String(),
+		Type:      problemType(code, err),
 		Title:     http.StatusText(status),
 		Status:    status,
 		Detail:    detail,

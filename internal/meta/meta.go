@@ -93,6 +93,50 @@ type RefreshToken struct {
 	Revoked   bool
 }
 
+// Invite lets people sign up while the signup policy is "invite". Only
+// the SHA-256 of its code is stored.
+type Invite struct {
+	ID        string
+	Hash      string // hex SHA-256 of the code; unique
+	Email     string // normalised; when set, only this email may redeem it
+	Uses      int    // signups it allows in all; >= 1
+	UsesLeft  int    // Uses minus the signups that redeemed it
+	CreatedBy string // the administrator's user ID; "" when made by the CLI
+	CreatedAt time.Time
+	ExpiresAt time.Time // redeemable strictly before it
+	Revoked   bool
+}
+
+// Redeemable reports whether a signup with email may redeem inv at now:
+// not revoked, not expired, a use left, and bound to no email or to this
+// one. CreateInvitedUser decides by the same rule inside its transaction.
+func (inv Invite) Redeemable(email string, now time.Time) bool {
+	return !inv.Revoked && inv.UsesLeft > 0 && now.Before(inv.ExpiresAt) && (inv.Email == "" || inv.Email == email)
+}
+
+// State summarises inv at now: "revoked", "expired", "used_up" or
+// "active", the first that applies.
+func (inv Invite) State(now time.Time) string {
+	switch {
+	case inv.Revoked:
+		return "revoked"
+	case !now.Before(inv.ExpiresAt):
+		return "expired"
+	case inv.UsesLeft <= 0:
+		return "used_up"
+	}
+	return "active"
+}
+
+// ErrInviteInvalid is the error of redeeming an invite that is unknown,
+// revoked, expired, used up or bound to another email: PermissionDenied
+// with Detail["reason"] = "invite_invalid", the same for all five so that
+// codes cannot be probed.
+func ErrInviteInvalid() error {
+	return &errcode.Error{Code: errcode.PermissionDenied, Message: "the invite code is not valid (unknown, expired, used up, revoked, or for another email)",
+		Detail: map[string]any{"reason": "invite_invalid"}}
+}
+
 // Bucket is a named container of objects. Names are globally unique.
 type Bucket struct {
 	Name       string
@@ -352,6 +396,29 @@ type Store interface {
 	RevokeRefreshFamily(ctx context.Context, hash string) error
 	// DeleteExpiredRefreshTokens removes tokens that expired before t.
 	DeleteExpiredRefreshTokens(ctx context.Context, before time.Time) (int, error)
+
+	// CreateInvite stores inv with UsesLeft = Uses (a given UsesLeft is
+	// ignored) and Revoked false. A zero CreatedAt is set to now.
+	// InvalidArgument without an ID, a hash or an expiry, or with Uses < 1;
+	// AlreadyExists if the ID or the hash is taken.
+	CreateInvite(ctx context.Context, inv Invite) error
+	// GetInviteByHash returns the invite whose code has hash; NotFound if
+	// none.
+	GetInviteByHash(ctx context.Context, hash string) (Invite, error)
+	// ListInvites returns every invite, newest CreatedAt first (ties by
+	// ID), used up, expired and revoked ones included.
+	ListInvites(ctx context.Context) ([]Invite, error)
+	// RevokeInvite revokes the invite with id; NotFound if there is none.
+	// Revoking a revoked invite succeeds.
+	RevokeInvite(ctx context.Context, id string) error
+	// CreateInvitedUser is CreateUser that redeems one use of the invite
+	// whose code has hash inviteHash, in the same transaction: the use is
+	// taken only if the invite is Redeemable(u.Email, now), by a
+	// conditional update, so of concurrent signups on its last use exactly
+	// one succeeds. ErrInviteInvalid if it is not redeemable (nothing
+	// changes); if the user cannot be created (AlreadyExists, ...) the use
+	// is not taken either.
+	CreateInvitedUser(ctx context.Context, u User, b Bucket, inviteHash string, now time.Time) error
 
 	// CreateBucket: AlreadyExists if the name is taken; NotFound if the
 	// owner does not exist.

@@ -166,6 +166,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		DefaultQuota: cfg.DefaultQuota,
 		Params:       auth.Params{Memory: cfg.Argon2Memory, Time: cfg.Argon2Time},
 		Pool:         auth.PoolConfig{Slots: cfg.LoginConcurrency},
+		Signup:       auth.SignupPolicy(cfg.Signup),
+		SignupLimit:  signupLimit(cfg.SignupRate),
+		SignupWindow: cfg.SignupRate.Per,
 	})
 	h := s.auth.Hasher()
 	s.metrics.CounterFunc("coffer_password_hashes_total", "argon2id computations (hash or verify).",
@@ -227,6 +230,22 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	s.handler = s.guard("file", classify, problem, root)
 	s.admissionMetrics("file")
 	return s, nil
+}
+
+// signupLimit is auth.Config.SignupLimit of a --signup-rate (negative:
+// unlimited).
+func signupLimit(r config.Rate) int {
+	if r.Off() {
+		return -1
+	}
+	return r.N
+}
+
+// openToAll reports whether anyone beyond this machine may sign up: the
+// policy is open and the file API listens on a non-loopback address.
+func openToAll(policy string, addr net.Addr) bool {
+	tcp, ok := addr.(*net.TCPAddr)
+	return policy == "open" && (!ok || !tcp.IP.IsLoopback())
 }
 
 // Handler returns the file API listener's full handler stack (for tests
@@ -302,6 +321,10 @@ func (s *Server) Run(ctx context.Context, announce io.Writer) error {
 		return fmt.Errorf("listening on %s: %w", s.cfg.Listen, err)
 	}
 	lns = append(lns, listener{"file", ln, newServer(s.handler)})
+	if openToAll(s.cfg.Signup, ln.Addr()) {
+		s.log.Warn("signup is open on a non-loopback address: anyone who reaches this port can create an account; use --signup invite or closed to stop that",
+			"addr", ln.Addr().String(), "signup", s.cfg.Signup)
+	}
 	if s.s3 != nil {
 		ln, err := net.Listen("tcp", s.cfg.S3Listen)
 		if err != nil {

@@ -178,6 +178,22 @@ func TestCrossUser(t *testing.T) {
 		"DELETE /api/v1/uploads/{id}": func(t *testing.T) {
 			denied(t, "abort A's upload", jsonDo("DELETE", "/api/v1/uploads/"+aUpload.UploadID, nil))
 		},
+		// Invites are for administrators: B (a user) is refused.
+		"GET /api/v1/admin/invites": func(t *testing.T) {
+			if st := jsonDo("GET", "/api/v1/admin/invites", nil); st != 403 {
+				t.Errorf("B listing invites: %d, want 403", st)
+			}
+		},
+		"POST /api/v1/admin/invites": func(t *testing.T) {
+			if st := jsonDo("POST", "/api/v1/admin/invites", map[string]any{"uses": 100}); st != 403 {
+				t.Errorf("B creating an invite: %d, want 403", st)
+			}
+		},
+		"DELETE /api/v1/admin/invites/{id}": func(t *testing.T) {
+			if st := jsonDo("DELETE", "/api/v1/admin/invites/anything", nil); st != 403 {
+				t.Errorf("B revoking an invite: %d, want 403", st)
+			}
+		},
 		"POST /api/v1/uploads/{id}/complete": func(t *testing.T) {
 			denied(t, "complete A's upload", jsonDo("POST", "/api/v1/uploads/"+aUpload.UploadID+"/complete", map[string]any{"parts": []map[string]any{{"part_number": 1, "etag": "00000000000000000000000000000000"}}}))
 		},

@@ -82,6 +82,9 @@ type Server struct {
 	// RootCAs is what HTTPClient trusts when the server serves https.
 	RootCAs *x509.CertPool
 
+	// Defaults leaves out the relaxed flags (StartDefaults).
+	Defaults bool
+
 	mu     sync.Mutex
 	cmd    *exec.Cmd
 	stderr *bytes.Buffer
@@ -98,10 +101,27 @@ type Server struct {
 // suites cover both shapes.
 func Start(t testing.TB, extra ...string) *Server {
 	t.Helper()
+	return startShape(t, false, extra)
+}
+
+// relaxed are flags Start and StartNode put before the test's own (which
+// win over them): the black-box suites sign up many accounts from
+// 127.0.0.1, far past the default --signup-rate.
+var relaxed = []string{"--signup-rate", "0"}
+
+// StartDefaults is Start without the relaxed flags: the shipped defaults,
+// for the tests of those defaults.
+func StartDefaults(t testing.TB, extra ...string) *Server {
+	t.Helper()
+	return startShape(t, true, extra)
+}
+
+func startShape(t testing.TB, defaults bool, extra []string) *Server {
+	t.Helper()
+	s := &Server{t: t, Data: t.TempDir(), Args: extra, Defaults: defaults}
 	if ScaleOut() {
-		return StartNode(t, NewBackends(t), extra...)
+		s.Env = NewBackends(t).Env
 	}
-	s := &Server{t: t, Data: t.TempDir(), Args: extra}
 	s.start("127.0.0.1:0", "127.0.0.1:0")
 	t.Cleanup(func() { s.Kill() })
 	return s
@@ -190,7 +210,11 @@ var announceRE = regexp.MustCompile(`(file|S3) API listening on (https?://\S+)`)
 
 func (s *Server) start(listen, s3listen string) {
 	s.t.Helper()
-	args := append([]string{"serve", "--data", s.Data, "--listen", listen, "--s3-listen", s3listen, "--log-level", "warn"}, s.Args...)
+	args := []string{"serve", "--data", s.Data, "--listen", listen, "--s3-listen", s3listen, "--log-level", "warn"}
+	if !s.Defaults {
+		args = append(args, relaxed...)
+	}
+	args = append(args, s.Args...)
 	cmd := exec.Command(Binary(s.t), args...)
 	cmd.Env = append(os.Environ(), s.Env...)
 	stdout, err := cmd.StdoutPipe()

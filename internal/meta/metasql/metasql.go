@@ -227,3 +227,60 @@ func UserUpdateSet(upd meta.UserUpdate, ph func(n int) string) (set string, args
 	}
 	return strings.Join(cols, ", "), args, nil
 }
+
+// InviteCols are the columns of an invite, in the order ScanInvite reads
+// them.
+const InviteCols = "id, hash, email, uses, uses_left, created_by, created_at, expires_at, revoked"
+
+// ScanInvite reads an invite selected with InviteCols.
+func ScanInvite(r interface{ Scan(dest ...any) error }) (meta.Invite, error) {
+	var inv meta.Invite
+	var created, expires int64
+	err := r.Scan(&inv.ID, &inv.Hash, &inv.Email, &inv.Uses, &inv.UsesLeft, &inv.CreatedBy, &created, &expires, &inv.Revoked)
+	inv.CreatedAt, inv.ExpiresAt = FromNanos(created), FromNanos(expires)
+	return inv, err
+}
+
+// CheckInvite validates an invite for CreateInvite and returns it as it is
+// stored: every use left, not revoked, CreatedAt now if zero, times at the
+// precision they are stored with.
+func CheckInvite(inv meta.Invite, now time.Time) (meta.Invite, error) {
+	switch {
+	case inv.ID == "" || inv.Hash == "":
+		return meta.Invite{}, errcode.New(errcode.InvalidArgument, "invite id and hash are required")
+	case inv.Uses < 1:
+		return meta.Invite{}, errcode.New(errcode.InvalidArgument, "an invite allows at least one signup, not %d", inv.Uses)
+	case inv.ExpiresAt.IsZero():
+		return meta.Invite{}, errcode.New(errcode.InvalidArgument, "an invite needs an expiry")
+	}
+	inv.UsesLeft, inv.Revoked = inv.Uses, false
+	inv.CreatedAt = FromNanos(ToNanos(OrNow(inv.CreatedAt, now)))
+	inv.ExpiresAt = FromNanos(ToNanos(inv.ExpiresAt))
+	return inv, nil
+}
+
+// InviteArgs are the arguments of an INSERT INTO invites (InviteCols) of
+// an invite CheckInvite returned.
+func InviteArgs(inv meta.Invite) []any {
+	return []any{inv.ID, inv.Hash, inv.Email, inv.Uses, inv.UsesLeft, inv.CreatedBy, ToNanos(inv.CreatedAt), ToNanos(inv.ExpiresAt), inv.Revoked}
+}
+
+// RedeemInviteSQL is the conditional UPDATE that takes one use of an
+// invite, with arguments RedeemInviteArgs and placeholders made by ph: it
+// changes one row exactly when the invite is meta.Invite.Redeemable, and
+// none otherwise. Being one statement on one row, two concurrent
+// redemptions of the last use cannot both change it (the second sees
+// uses_left = 0 once the first commits: SQLite runs one writer; PostgreSQL
+// re-evaluates the WHERE on the updated row at READ COMMITTED).
+func RedeemInviteSQL(ph func(n int) string) string {
+	return "UPDATE invites SET uses_left = uses_left - 1 WHERE hash = " + ph(1) +
+		" AND uses_left > 0 AND NOT revoked AND expires_at > " + ph(2) + " AND (email = '' OR email = " + ph(3) + ")"
+}
+
+// RedeemInviteArgs are the arguments of RedeemInviteSQL.
+func RedeemInviteArgs(hash, email string, now time.Time) []any {
+	return []any{hash, ToNanos(now), email}
+}
+
+// InviteNotFound is the error of an invite id or hash that is not stored.
+func InviteNotFound() error { return errcode.New(errcode.NotFound, "no such invite") }

@@ -85,6 +85,14 @@
 //     size minimum is inclusive. Detail["part_number"] is the part's
 //     number as an int.
 //
+// Invites:
+//   - CreateInvite ignores the given UsesLeft and Revoked (a new invite
+//     has every use left and is not revoked).
+//   - An invite expires at ExpiresAt (redeemable strictly before it,
+//     judged by the now CreateInvitedUser is given).
+//   - CreateInvitedUser checks the invite before the user: a signup with
+//     an invalid invite and a taken email is ErrInviteInvalid.
+//
 // Server key fingerprint:
 //   - ClaimKeyFingerprint accepts any fingerprint of 1 to 128 bytes (the
 //     store never interprets it) and rejects others with InvalidArgument,
@@ -115,6 +123,7 @@ func Run(t *testing.T, newStore func(t *testing.T) meta.Store) {
 	}{
 		{"Users", userTests},
 		{"RefreshTokens", tokenTests},
+		{"Invites", inviteTests},
 		{"Buckets", bucketTests},
 		{"Objects", objectTests},
 		{"Move", moveTests},

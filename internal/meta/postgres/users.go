@@ -28,6 +28,12 @@ func scanUser(r pgx.Row) (meta.User, error) {
 // CreatedAt is set to now; an empty b.OwnerID or b.Visibility defaults to
 // u.ID and private.
 func (s *Store) CreateUser(ctx context.Context, u meta.User, b meta.Bucket) error {
+	return s.createUser(ctx, u, b, nil)
+}
+
+// createUser creates u and b; before, if not nil, runs first in the same
+// transaction and its error aborts it.
+func (s *Store) createUser(ctx context.Context, u meta.User, b meta.Bucket, before func(t *txn) error) error {
 	switch {
 	case u.ID == "" || u.Email == "":
 		return errcode.New(errcode.InvalidArgument, "user id and email are required")
@@ -42,6 +48,11 @@ func (s *Store) CreateUser(ctx context.Context, u meta.User, b meta.Bucket) erro
 		return err
 	}
 	return s.write(ctx, "create user "+u.Email, func(t *txn) error {
+		if before != nil {
+			if err := before(t); err != nil {
+				return err
+			}
+		}
 		t.exec("INSERT INTO users ("+userCols+") VALUES ($1, $2, $3, $4, 0, $5, $6, $7, $8)",
 			u.ID, u.Email, u.PasswordHash, u.QuotaBytes, u.Disabled, u.Admin, metasql.ToNanos(u.SessionsAfter), metasql.ToNanos(metasql.OrNow(u.CreatedAt, t.now)))
 		insertBucket(t, b)

@@ -26,6 +26,12 @@ func scanUser(r scanner) (meta.User, error) {
 // CreatedAt is set to now; an empty b.OwnerID or b.Visibility defaults to
 // u.ID and private.
 func (s *Store) CreateUser(ctx context.Context, u meta.User, b meta.Bucket) error {
+	return s.createUser(ctx, u, b, nil)
+}
+
+// createUser creates u and b; before, if not nil, runs first in the same
+// transaction and its error aborts it.
+func (s *Store) createUser(ctx context.Context, u meta.User, b meta.Bucket, before func(ctx context.Context, c *conn) error) error {
 	switch {
 	case u.ID == "" || u.Email == "":
 		return errcode.New(errcode.InvalidArgument, "user id and email are required")
@@ -40,6 +46,11 @@ func (s *Store) CreateUser(ctx context.Context, u meta.User, b meta.Bucket) erro
 		return err
 	}
 	return s.write(ctx, func(ctx context.Context, c *conn) error {
+		if before != nil {
+			if err := before(ctx, c); err != nil {
+				return err
+			}
+		}
 		now := time.Now()
 		if _, err := c.ExecContext(ctx, "INSERT INTO users ("+userCols+") VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?)",
 			u.ID, u.Email, u.PasswordHash, u.QuotaBytes, u.Disabled, u.Admin, metasql.ToNanos(u.SessionsAfter), metasql.ToNanos(metasql.OrNow(u.CreatedAt, now))); err != nil {
