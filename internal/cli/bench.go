@@ -130,10 +130,8 @@ func (c *benchCmd) Run(ctx context.Context, args []string) error {
 
 	// The live progress line only on a terminal, never into a file.
 	var progress io.Writer
-	if f, ok := c.env.Stdout.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			progress = f
-		}
+	if isTerminal(c.env.Stdout) {
+		progress = c.env.Stdout
 	}
 	res, err := bench.Run(ctx, o, c.env.Stderr, progress)
 	if err != nil {
