@@ -30,10 +30,10 @@ type cleanupReport struct {
 		Acknowledged, Verified, Missing, Corrupt int64
 	} `json:"audit"`
 	Cleanup struct {
-		Enabled                                  bool
+		Enabled                                   bool
 		Objects, Uploads, Buckets, Keys, Accounts int64
-		Warnings                                 []string
-		Kept                                     string
+		Warnings                                  []string
+		Kept                                      string
 	} `json:"cleanup"`
 }
 
