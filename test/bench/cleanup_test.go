@@ -53,18 +53,19 @@ func readCleanupReport(t *testing.T, path string) cleanupReport {
 	return r
 }
 
-// benchExit runs coffer bench and returns its report and exit error.
-func benchExit(t *testing.T, args ...string) (cleanupReport, error, string) {
+// benchExit runs coffer bench and returns its report, its output and its
+// exit error.
+func benchExit(t *testing.T, args ...string) (r cleanupReport, output string, err error) {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "report.json")
 	cmd := exec.Command(testenv.Binary(t), append(append([]string{"bench"}, args...), "--json", out)...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
+	err = cmd.Run()
 	if _, serr := os.Stat(out); serr != nil {
 		t.Fatalf("coffer bench %v wrote no report: %v\nstdout:\n%s\nstderr:\n%s", args, err, stdout.String(), stderr.String())
 	}
-	return readCleanupReport(t, out), err, stdout.String() + stderr.String()
+	return readCleanupReport(t, out), stdout.String() + stderr.String(), err
 }
 
 // accountDeletion reports whether srv deletes accounts
@@ -185,7 +186,7 @@ func TestCleanupLeavesTheTargetAsItWas(t *testing.T) {
 	common := []string{"--target", srv.URL, "--vus", "2", "--users", "2", "--duration", "2s", "--size", "64KiB", "--metrics-url", "off"}
 
 	t.Run("file API", func(t *testing.T) {
-		r, err, out := benchExit(t, append([]string{"upload-direct"}, common...)...)
+		r, out, err := benchExit(t, append([]string{"upload-direct"}, common...)...)
 		if err != nil {
 			t.Fatalf("coffer bench: %v\n%s", err, out)
 		}
@@ -199,7 +200,7 @@ func TestCleanupLeavesTheTargetAsItWas(t *testing.T) {
 	})
 
 	t.Run("S3 with an account and key made by the run", func(t *testing.T) {
-		r, err, out := benchExit(t, append([]string{"s3-put", "--s3-target", srv.S3URL}, common...)...)
+		r, out, err := benchExit(t, append([]string{"s3-put", "--s3-target", srv.S3URL}, common...)...)
 		if err != nil {
 			t.Fatalf("coffer bench: %v\n%s", err, out)
 		}
@@ -214,7 +215,7 @@ func TestCleanupLeavesTheTargetAsItWas(t *testing.T) {
 	})
 
 	t.Run("keep", func(t *testing.T) {
-		r, err, out := benchExit(t, append([]string{"upload-proxy", "--keep"}, common...)...)
+		r, out, err := benchExit(t, append([]string{"upload-proxy", "--keep"}, common...)...)
 		if err != nil {
 			t.Fatalf("coffer bench: %v\n%s", err, out)
 		}
