@@ -134,12 +134,10 @@ func (t *target) cleanup(ctx context.Context) report.Cleanup {
 		warn("could not abort unfinished direct upload (%d of %d): %v", uerrs.n, len(ids), err)
 	}
 	if t.s3 == nil {
-		for _, u := range users {
-			n, err := t.deleteFiles(ctx, d, u)
-			res.Objects += n
-			if err != nil {
-				warn("could not delete every object under %s of %s: %v", t.prefix(), u.email, err)
-			}
+		n, err := t.deleteFiles(ctx, d, users)
+		res.Objects += n
+		if err != nil {
+			warn("could not delete every object under %s: %v", t.prefix(), err)
 		}
 	}
 
@@ -211,49 +209,32 @@ func (t *target) fileDelete(ctx context.Context, d doer, sess *session, path str
 	return err
 }
 
-// deleteFiles deletes every object under the run's prefix in u's bucket.
-func (t *target) deleteFiles(ctx context.Context, d doer, u *user) (int64, error) {
+// deleteFiles deletes every object under the run's prefix in the users'
+// buckets, all users at once (right after a heavy run the server may
+// still shed requests for a second: each waits its Retry-After).
+func (t *target) deleteFiles(ctx context.Context, d doer, users []*user) (int64, error) {
 	fs := &fileScenario{t: t}
-	var keys []string
-	cursor := ""
-	for {
-		auth, err := u.sess.bearer(ctx, d)
+	type file struct {
+		u   *user
+		key string
+	}
+	var files []file
+	var errs errList
+	for _, u := range users {
+		keys, err := t.listFiles(ctx, d, u)
 		if err != nil {
-			return 0, err
+			errs.add(fmt.Errorf("%s: %w", u.email, err))
 		}
-		q := url.Values{"prefix": {t.prefix()}, "limit": {"1000"}}
-		if cursor != "" {
-			q.Set("cursor", cursor)
+		for _, k := range keys {
+			files = append(files, file{u, k})
 		}
-		resp, err := d.do(ctx, &request{name: "cleanup-list", method: http.MethodGet,
-			url:    t.opts.Target + "/api/v1/buckets/" + url.PathEscape(u.bucket) + "/files?" + q.Encode(),
-			header: http.Header{"Authorization": {auth}}, expect: http.StatusOK, capture: 8 << 20})
-		if err != nil {
-			return 0, fmt.Errorf("listing: %w", err)
-		}
-		var page struct {
-			Files []struct {
-				Key string `json:"key"`
-			} `json:"files"`
-			NextCursor string `json:"next_cursor"`
-		}
-		if err := json.Unmarshal(resp.body, &page); err != nil {
-			return 0, fmt.Errorf("listing: %w", err)
-		}
-		for _, f := range page.Files {
-			keys = append(keys, f.Key)
-		}
-		if page.NextCursor == "" || page.NextCursor == cursor || len(page.Files) == 0 {
-			break
-		}
-		cursor = page.NextCursor
 	}
 	var n atomic.Int64
-	var errs errList
-	forEach(ctx, len(keys), t.opts.SetupConcurrency, func(ctx context.Context, i int) {
-		auth, err := u.sess.bearer(ctx, d)
+	forEach(ctx, len(files), t.opts.SetupConcurrency, func(ctx context.Context, i int) {
+		f := files[i]
+		auth, err := f.u.sess.bearer(ctx, d)
 		if err == nil {
-			_, err = d.do(ctx, &request{name: "cleanup-delete", method: http.MethodDelete, url: fs.fileURL(u.bucket, keys[i]),
+			_, err = d.do(ctx, &request{name: "cleanup-delete", method: http.MethodDelete, url: fs.fileURL(f.u.bucket, f.key),
 				header: http.Header{"Authorization": {auth}}, expect: http.StatusNoContent})
 		}
 		if err != nil && !isStatus(err, http.StatusNotFound) {
@@ -263,6 +244,44 @@ func (t *target) deleteFiles(ctx context.Context, d doer, u *user) (int64, error
 		n.Add(1)
 	})
 	return n.Load(), errs.err()
+}
+
+// listFiles lists the keys under the run's prefix in u's bucket.
+func (t *target) listFiles(ctx context.Context, d doer, u *user) ([]string, error) {
+	var keys []string
+	cursor := ""
+	for {
+		auth, err := u.sess.bearer(ctx, d)
+		if err != nil {
+			return keys, err
+		}
+		q := url.Values{"prefix": {t.prefix()}, "limit": {"1000"}}
+		if cursor != "" {
+			q.Set("cursor", cursor)
+		}
+		resp, err := d.do(ctx, &request{name: "cleanup-list", method: http.MethodGet,
+			url:    t.opts.Target + "/api/v1/buckets/" + url.PathEscape(u.bucket) + "/files?" + q.Encode(),
+			header: http.Header{"Authorization": {auth}}, expect: http.StatusOK, capture: 8 << 20})
+		if err != nil {
+			return keys, fmt.Errorf("listing: %w", err)
+		}
+		var page struct {
+			Files []struct {
+				Key string `json:"key"`
+			} `json:"files"`
+			NextCursor string `json:"next_cursor"`
+		}
+		if err := json.Unmarshal(resp.body, &page); err != nil {
+			return keys, fmt.Errorf("listing: %w", err)
+		}
+		for _, f := range page.Files {
+			keys = append(keys, f.Key)
+		}
+		if page.NextCursor == "" || page.NextCursor == cursor || len(page.Files) == 0 {
+			return keys, nil
+		}
+		cursor = page.NextCursor
+	}
 }
 
 // s3ListPage is the part of a ListObjectsV2 answer the cleanup reads.
