@@ -163,7 +163,7 @@ func (t *target) cleanup(ctx context.Context) report.Cleanup {
 		warn("could not delete account (%d of %d): %v", aerrs.n, len(users), err)
 	}
 	if ctx.Err() != nil {
-		warn("cleanup cut short: %v", context.Cause(ctx))
+		warn("cleanup cut short (%v); may be left: %s", context.Cause(ctx), t.madeNote())
 	}
 	res.DurationS = time.Since(start).Seconds()
 	t.logf("cleanup%s done in %.1fs: %s", t.suffix(), res.DurationS, res.Summary())
@@ -389,6 +389,14 @@ func forEach(ctx context.Context, n, conc int, f func(ctx context.Context, i int
 
 // keptNote says what a run with --keep left on the target.
 func (t *target) keptNote() string {
+	if m := t.madeNote(); m != "" {
+		return "kept (--keep): " + m
+	}
+	return ""
+}
+
+// madeNote says what the run made on the target.
+func (t *target) madeNote() string {
 	var parts []string
 	if n := len(t.ledger.snapshot()); n > 0 || t.s3 != nil {
 		where := "in the accounts' buckets"
@@ -412,8 +420,5 @@ func (t *target) keptNote() string {
 	if nkeys > 0 {
 		parts = append(parts, fmt.Sprintf("%d access keys", nkeys))
 	}
-	if len(parts) == 0 {
-		return ""
-	}
-	return "kept (--keep): " + strings.Join(parts, "; ")
+	return strings.Join(parts, "; ")
 }
