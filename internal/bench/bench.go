@@ -97,6 +97,7 @@ type target struct {
 	vus           []*vu
 	users         []*user
 
+	made         made      // what the run created, for the cleanup
 	log          io.Writer // setup and audit progress
 	setupRetries atomic.Int64
 	setupObjects atomic.Int64
@@ -142,12 +143,18 @@ func (t *target) newVUs(n int) {
 	}
 }
 
-// Run runs the benchmark o describes. log receives setup and audit
-// progress; progress, if non-nil, a live progress line. It returns an
-// error only if the run could not take place (bad options, setup
-// failure); a run cut short by ctx returns its partial result with
-// Interrupted set, and a failed audit is in the result.
-func Run(ctx context.Context, o Options, log, progress io.Writer) (*report.Result, error) {
+// Run runs the benchmark o describes. log receives setup, audit and
+// cleanup progress; progress, if non-nil, a live progress line.
+//
+// Ending load (a first Ctrl-C) ends the load early: the run still audits
+// the uploads acknowledged so far, deletes what it created (unless
+// o.Keep) and returns its partial result with Interrupted set. Ending
+// finish (a second Ctrl-C) cuts the audit and the cleanup short too.
+//
+// Run returns an error only if the run could not take place (bad
+// options, setup failure, after cleaning up what the setup created); a
+// failed audit is in the result.
+func Run(load, finish context.Context, o Options, log, progress io.Writer) (*report.Result, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
@@ -182,12 +189,32 @@ func Run(ctx context.Context, o Options, log, progress io.Writer) (*report.Resul
 		targets[0].label = "A"
 		targets = append(targets, mk("B", o.Compare, o.CompareAccessKey, o.CompareSecretKey))
 	}
+	for _, line := range writePlan(o, m, len(targets)) {
+		fmt.Fprintf(log, "bench: %s\n", line)
+	}
 
-	for _, t := range targets {
-		if err := t.preflight(ctx); err != nil {
-			return nil, err
+	// cleanup deletes what the run created on every target (after the
+	// audit, which reads it), bounded by o.CleanupTimeout and finish.
+	cleanup := func() []report.Cleanup {
+		out := make([]report.Cleanup, len(targets))
+		for i, t := range targets {
+			if o.Keep {
+				out[i] = report.Cleanup{Kept: t.keptNote()}
+				continue
+			}
+			ctx, cancel := context.WithTimeout(finish, o.CleanupTimeout)
+			out[i] = t.cleanup(ctx)
+			cancel()
 		}
-		if err := t.setup(ctx); err != nil {
+		return out
+	}
+	for _, t := range targets {
+		err := t.preflight(load)
+		if err == nil {
+			err = t.setup(load)
+		}
+		if err != nil {
+			cleanup()
 			return nil, err
 		}
 	}
@@ -198,7 +225,7 @@ func Run(ctx context.Context, o Options, log, progress io.Writer) (*report.Resul
 		t.col.epoch = loadStart
 	}
 	var smp *sampler
-	sampleCtx, stopSampling := context.WithCancel(ctx)
+	sampleCtx, stopSampling := context.WithCancel(load)
 	var sampleWG sync.WaitGroup
 	if o.MetricsURL != "" {
 		smp = &sampler{url: o.MetricsURL, client: &http.Client{Timeout: 5 * time.Second}, epoch: loadStart, interval: o.SampleInterval}
@@ -206,19 +233,30 @@ func Run(ctx context.Context, o Options, log, progress io.Writer) (*report.Resul
 	}
 
 	fmt.Fprintf(log, "bench: running %s (%s) for %s\n", o.Scenario, m.mode, m.duration*time.Duration(o.Rounds*len(targets)))
-	for rnd := 0; rnd < o.Rounds && ctx.Err() == nil; rnd++ {
+	projected := m.mode == modeArrivalRate || info.writes(o) == 0 // said before the start
+	for rnd := 0; rnd < o.Rounds && load.Err() == nil; rnd++ {
 		for _, t := range targets {
-			if ctx.Err() != nil {
+			if load.Err() != nil {
 				break
 			}
 			if len(targets) > 1 {
 				fmt.Fprintf(log, "bench: round %d/%d on %s (%s)\n", rnd+1, o.Rounds, t.label, t.s3.base)
 			}
 			r := &round{t: t, m: m, opts: o, label: t.label, progress: progress}
-			r.run(ctx)
+			if !projected {
+				r.project = func(el time.Duration, sent int64) {
+					each := ""
+					if len(targets) > 1 {
+						each = " on each endpoint"
+					}
+					fmt.Fprintf(log, "bench: %s%s\n", projection(el, sent, m.duration*time.Duration(o.Rounds)), each)
+				}
+				projected = true
+			}
+			r.run(load)
 		}
 	}
-	interrupted := ctx.Err() != nil
+	interrupted := load.Err() != nil
 	stopSampling()
 	sampleWG.Wait()
 
@@ -229,17 +267,21 @@ func Run(ctx context.Context, o Options, log, progress io.Writer) (*report.Resul
 		switch {
 		case !info.uploads || o.NoAudit:
 			res.Audit = report.Audit{Enabled: false}
-		case interrupted:
-			res.Audit = report.Audit{Enabled: true, Skipped: "the run was interrupted"}
 		default:
-			actx, cancel := context.WithTimeout(ctx, o.AuditTimeout)
+			actx, cancel := context.WithTimeout(finish, o.AuditTimeout)
 			entries := t.ledger.snapshot()
 			t.logf("auditing %d acknowledged uploads%s", len(entries), t.suffix())
 			d := &retrier{c: &caller{client: t.setupClient, timeout: o.Timeout}, attempts: 4}
 			res.Audit = audit(actx, entries, t.sc.fetch, d, o.AuditConcurrency)
 			cancel()
+			if finish.Err() != nil {
+				res.Audit.Skipped = "aborted (interrupted twice)"
+			}
 		}
 		results[i] = res
+	}
+	for i, c := range cleanup() {
+		results[i].Cleanup = c
 	}
 	if smp != nil {
 		results[0].Server = smp.result()
@@ -322,6 +364,7 @@ func (t *target) setup(ctx context.Context) error {
 // result assembles t's measurements.
 func (t *target) result(o Options, m model, epoch time.Time) *report.Result {
 	r := &report.Result{
+		RunID:    t.runID,
 		Scenario: o.Scenario,
 		Target:   o.Target,
 		Started:  epoch.UTC().Truncate(time.Second),

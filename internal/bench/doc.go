@@ -15,8 +15,12 @@
 // or a constant arrival rate (--rate 200/s) served by a pool of VUs,
 // where arrivals that find no free VU are dropped and counted. Each
 // request has a timeout (body included); the run ends at the end of the
-// model plus a grace period for iterations in flight; Ctrl-C ends it
-// early and still reports what was measured.
+// model plus a grace period for iterations in flight. Ctrl-C (Run's load
+// context) ends the load early; the audit and the cleanup still run and
+// the report covers what was measured. A second Ctrl-C (Run's finish
+// context) cuts the audit and the cleanup short. Before the setup the run
+// says how much it will write (an estimate with --rate; the bytes per
+// iteration and, once the load runs, a projection otherwise).
 //
 // # Setup
 //
@@ -44,6 +48,17 @@
 // acknowledged, verified, missing and corrupt objects. A run whose audit
 // finds a missing or corrupt object fails: a server that acknowledges an
 // upload must be able to return it.
+//
+// # Cleanup
+//
+// Everything a run creates is named after its run id: objects under
+// bench-<run id>/, accounts bench-<run id>-N@example.com, the S3 bucket
+// coffer-bench-<run id>. Unless Options.Keep, the run deletes it after
+// the audit: the objects under its prefix (listed, so also uploads whose
+// acknowledgement was lost), the bucket it created (never a --bucket),
+// unfinished direct uploads, the S3 keys it created, then its accounts
+// (DELETE /api/v1/me with purge). What cannot be deleted is a warning in
+// the report, never a failure of the run.
 //
 // # Considerations
 //

@@ -75,6 +75,9 @@ func (s *fileScenario) setup(ctx context.Context) error {
 		s.sessions[i] = &session{base: s.base(), u: t.users[i%len(t.users)]}
 		v.sess = s.sessions[i]
 	}
+	for i, u := range t.users {
+		u.sess = s.sessions[i] // session i belongs to user i (len(users) <= len(vus))
+	}
 	t.logf("setup: logging in %d sessions (one per VU)", len(s.sessions))
 	if err := parallel(ctx, len(s.sessions), o.SetupConcurrency, func(ctx context.Context, i int) error {
 		return s.sessions[i].login(ctx, d)
@@ -286,6 +289,9 @@ func (s *fileScenario) uploadDirect(ctx context.Context, v *vu) error {
 	}
 	jerr := json.Unmarshal(resp.body, &up)
 	wantParts := int((p.size() + max(up.PartSize, 1) - 1) / max(up.PartSize, 1))
+	if up.UploadID != "" {
+		s.t.made.upload(up.UploadID, v.sess, false) // aborted by the cleanup unless completed
+	}
 	if err := v.call.verify(jerr == nil && up.UploadID != "" && up.PartSize > 0 && len(up.Parts) == max(wantParts, 1),
 		"create-upload", "create-upload plans the parts", "answered %.300q", resp.body); err != nil {
 		return err
@@ -322,6 +328,7 @@ func (s *fileScenario) uploadDirect(ctx context.Context, v *vu) error {
 		"complete", "complete answers the file", "%s: answered %.200q, want size %d sha256 %s", key, resp.body, p.size(), p.shaHex()); err != nil {
 		return err
 	}
+	s.t.made.upload(up.UploadID, v.sess, true)
 	s.t.ledger.add(ledgerEntry{bucket: bucket, key: key, size: p.size(), sha256: p.sha256, owner: v.id})
 	return nil
 }

@@ -83,6 +83,13 @@ type Options struct {
 	// reads are checked by status, length and checksum headers).
 	VerifyReads bool
 
+	// Keep leaves what the run created on the target: accounts, S3 keys,
+	// the S3 bucket and the objects. By default the run deletes them after
+	// the audit (what it cannot delete is reported as a warning).
+	Keep bool
+	// CleanupTimeout bounds the cleanup. Default 10m.
+	CleanupTimeout time.Duration
+
 	// MetricsURL is sampled for the server's RSS and goroutines. Default
 	// Target + "/metrics"; "off" disables it.
 	MetricsURL string
@@ -293,6 +300,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.AuditTimeout == 0 {
 		o.AuditTimeout = 10 * time.Minute
+	}
+	if o.CleanupTimeout == 0 {
+		o.CleanupTimeout = 10 * time.Minute
 	}
 	if o.SampleInterval == 0 {
 		o.SampleInterval = 2 * time.Second

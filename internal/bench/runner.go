@@ -42,6 +42,9 @@ type round struct {
 	label    string    // shown in compare runs
 	progress io.Writer // live progress line, or nil
 	active   atomic.Int64
+	// project, if set, is called once projectAfter into the round with
+	// the bytes sent so far (how much the run will write).
+	project func(el time.Duration, sent int64)
 }
 
 func (r *round) run(ctx context.Context) {
@@ -251,6 +254,13 @@ func (r *round) ticker(start time.Time, stop, done chan struct{}) {
 		case now := <-tk.C:
 			p := r.t.col.tick(now, now.Sub(last), int(r.active.Load()), r.label)
 			last = now
+			if el := now.Sub(start); r.project != nil && el >= projectAfter && el < r.m.duration {
+				if r.progress != nil {
+					fmt.Fprintf(r.progress, "\r%-100s\r", "")
+				}
+				r.project(el, r.t.counters.sent.Load())
+				r.project = nil
+			}
 			r.drawProgress(now.Sub(start), p)
 		case <-stop:
 			now := time.Now()

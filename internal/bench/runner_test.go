@@ -33,7 +33,7 @@ func pingOptions(url string) Options {
 func TestArrivalRate(t *testing.T) {
 	o := pingOptions(pingServer(t, 0).URL)
 	o.Rate, o.Duration, o.VUs = 100, time.Second, 32
-	res, err := Run(context.Background(), o, io.Discard, nil)
+	res, err := Run(context.Background(), context.Background(), o, io.Discard, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestArrivalRateDropsWhenPoolIsBusy(t *testing.T) {
 	// Two VUs, each iteration 200 ms: at most 10/s get served of 50/s.
 	o := pingOptions(pingServer(t, 200*time.Millisecond).URL)
 	o.Rate, o.Duration, o.VUs = 50, time.Second, 2
-	res, err := Run(context.Background(), o, io.Discard, nil)
+	res, err := Run(context.Background(), context.Background(), o, io.Discard, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestStagesFollowTheRamp(t *testing.T) {
 	o := pingOptions(pingServer(t, 2*time.Millisecond).URL)
 	o.Stages = []Stage{{2 * time.Second, 6}, {500 * time.Millisecond, 6}, {500 * time.Millisecond, 0}}
 	start := time.Now()
-	res, err := Run(context.Background(), o, io.Discard, nil)
+	res, err := Run(context.Background(), context.Background(), o, io.Discard, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestInterruptReportsSoFar(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	res, err := Run(ctx, o, io.Discard, nil)
+	res, err := Run(ctx, context.Background(), o, io.Discard, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestGraceBoundsTheRun(t *testing.T) {
 	o := pingOptions(pingServer(t, time.Hour).URL)
 	o.VUs, o.Duration, o.Grace, o.Timeout = 3, 300*time.Millisecond, 300*time.Millisecond, time.Minute
 	start := time.Now()
-	res, err := Run(context.Background(), o, io.Discard, nil)
+	res, err := Run(context.Background(), context.Background(), o, io.Discard, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestGraceBoundsTheRun(t *testing.T) {
 func TestThinkTimePacesVUs(t *testing.T) {
 	o := pingOptions(pingServer(t, 0).URL)
 	o.VUs, o.Duration, o.Think = 2, time.Second, 100*time.Millisecond
-	res, err := Run(context.Background(), o, io.Discard, nil)
+	res, err := Run(context.Background(), context.Background(), o, io.Discard, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,24 +52,25 @@ func (e *s3Endpoint) getRequest(name, key string, hash bool) *request {
 		sign: e.signer(sigv4.EmptySHA256), hash: hash}
 }
 
-// createBucket makes the bench bucket. A bucket we already own is fine.
-// Some servers answer BucketAlreadyExists even to the owner, so then a
-// HEAD tells whether the bucket is ours.
-func (e *s3Endpoint) createBucket(ctx context.Context, d doer) error {
-	_, err := d.do(ctx, &request{name: "create-bucket", method: http.MethodPut, url: e.bucketURL(),
+// createBucket makes the bench bucket and reports whether it did (the
+// cleanup deletes only a bucket the run created). A bucket we already own
+// is fine. Some servers answer BucketAlreadyExists even to the owner, so
+// then a HEAD tells whether the bucket is ours.
+func (e *s3Endpoint) createBucket(ctx context.Context, d doer) (created bool, err error) {
+	_, err = d.do(ctx, &request{name: "create-bucket", method: http.MethodPut, url: e.bucketURL(),
 		expect: http.StatusOK, sign: e.signer(sigv4.EmptySHA256)})
 	var re *reqError
 	if !errors.As(err, &re) || re.status != http.StatusConflict {
-		return err
+		return err == nil, err
 	}
 	if strings.Contains(re.msg, "BucketAlreadyOwnedByYou") {
-		return nil
+		return false, nil
 	}
 	if _, herr := d.do(ctx, &request{name: "head-bucket", method: http.MethodHead, url: e.bucketURL(),
 		expect: http.StatusOK, sign: e.signer(sigv4.EmptySHA256)}); herr != nil {
-		return fmt.Errorf("bucket %s exists and is not usable with this key (%v); choose another --bucket", e.bucket, herr)
+		return false, fmt.Errorf("bucket %s exists and is not usable with this key (%v); choose another --bucket", e.bucket, herr)
 	}
-	return nil
+	return false, nil
 }
 
 // poolItem is an object the S3 scenarios may read, stat or delete.
@@ -149,10 +150,12 @@ func (s *s3Scenario) setup(ctx context.Context) error {
 	if e.access == "" {
 		// No key given: create an account and a key on the Coffer at --target.
 		u := &user{email: t.email(0), password: t.password()}
+		t.users = []*user{u}
 		if err := signup(ctx, t.setupDoer(), t.opts.Target, u); err != nil {
 			return fmt.Errorf("creating a user for an S3 key: %w", err)
 		}
 		sess := &session{base: t.opts.Target, u: u}
+		u.sess = sess
 		if err := sess.login(ctx, t.setupDoer()); err != nil {
 			return fmt.Errorf("logging in to create an S3 key: %w", err)
 		}
@@ -160,10 +163,18 @@ func (s *s3Scenario) setup(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("creating an S3 key: %w", err)
 		}
+		t.made.key(id, sess)
 		e.access, e.secret = id, secret
 		t.setupStats.Users, t.setupStats.Sessions = 1, 1
 	}
-	if err := e.createBucket(ctx, t.setupDoer()); err != nil {
+	created, err := e.createBucket(ctx, t.setupDoer())
+	if created && t.opts.Bucket == "" {
+		// Only the run's own coffer-bench-<run id> is deleted at the end:
+		// a --bucket may be one the user had (AWS answers 200 to its owner
+		// re-creating a bucket in us-east-1).
+		t.made.createdBucket()
+	}
+	if err != nil {
 		return fmt.Errorf("creating bucket %s on %s: %w", e.bucket, e.base, err)
 	}
 	if s.kind == "s3-put" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/md5"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -19,10 +20,14 @@ import (
 // but not stored.
 type fakeS3 struct {
 	mu        sync.Mutex
-	objects   map[string][]byte
+	buckets   map[string]bool
+	objects   map[string][]byte // bucket/key → content
 	puts      int
 	dropEvery int
+	slowGets  time.Duration // delay of every object GET
 }
+
+func newFakeS3() *fakeS3 { return &fakeS3{buckets: map[string]bool{}, objects: map[string][]byte{}} }
 
 func (f *fakeS3) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !strings.HasPrefix(r.Header.Get("Authorization"), "AWS4-HMAC-SHA256 Credential=AK/") {
@@ -30,15 +35,37 @@ func (f *fakeS3) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	path := strings.TrimPrefix(r.URL.Path, "/")
-	if !strings.Contains(path, "/") { // bucket
-		if r.Method == http.MethodPut {
-			return
-		}
-		http.Error(w, "", http.StatusNotImplemented)
-		return
-	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if !strings.Contains(path, "/") { // bucket
+		switch {
+		case r.Method == http.MethodPut:
+			f.buckets[path] = true
+		case r.Method == http.MethodGet && r.URL.Query().Get("list-type") == "2":
+			var b strings.Builder
+			b.WriteString("<ListBucketResult>")
+			for k := range f.objects {
+				if key, ok := strings.CutPrefix(k, path+"/"); ok && strings.HasPrefix(key, r.URL.Query().Get("prefix")) {
+					fmt.Fprintf(&b, "<Contents><Key>%s</Key></Contents>", key)
+				}
+			}
+			b.WriteString("<IsTruncated>false</IsTruncated></ListBucketResult>")
+			io.WriteString(w, b.String())
+		case r.Method == http.MethodDelete:
+			for k := range f.objects {
+				if strings.HasPrefix(k, path+"/") {
+					w.WriteHeader(http.StatusConflict)
+					io.WriteString(w, "<Error><Code>BucketNotEmpty</Code></Error>")
+					return
+				}
+			}
+			delete(f.buckets, path)
+			w.WriteHeader(http.StatusNoContent)
+		default:
+			http.Error(w, "", http.StatusNotImplemented)
+		}
+		return
+	}
 	switch r.Method {
 	case http.MethodPut:
 		b, err := io.ReadAll(r.Body)
@@ -53,6 +80,14 @@ func (f *fakeS3) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		sum := md5.Sum(b)
 		w.Header().Set("ETag", `"`+hex.EncodeToString(sum[:])+`"`)
 	case http.MethodGet, http.MethodHead:
+		if f.slowGets > 0 {
+			f.mu.Unlock()
+			select {
+			case <-time.After(f.slowGets):
+			case <-r.Context().Done():
+			}
+			f.mu.Lock()
+		}
 		b, ok := f.objects[path]
 		if !ok {
 			w.WriteHeader(http.StatusNotFound)
@@ -81,10 +116,10 @@ func s3Options(scenario, url string) Options {
 func TestS3ScenariosAgainstFake(t *testing.T) {
 	for _, sc := range []string{"s3-put", "s3-get", "s3-mixed"} {
 		t.Run(sc, func(t *testing.T) {
-			f := &fakeS3{objects: map[string][]byte{}}
+			f := newFakeS3()
 			srv := httptest.NewServer(f)
 			defer srv.Close()
-			res, err := Run(context.Background(), s3Options(sc, srv.URL), io.Discard, nil)
+			res, err := Run(context.Background(), context.Background(), s3Options(sc, srv.URL), io.Discard, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -108,10 +143,11 @@ func TestS3ScenariosAgainstFake(t *testing.T) {
 }
 
 func TestS3AuditCatchesDroppedPuts(t *testing.T) {
-	f := &fakeS3{objects: map[string][]byte{}, dropEvery: 10}
+	f := newFakeS3()
+	f.dropEvery = 10
 	srv := httptest.NewServer(f)
 	defer srv.Close()
-	res, err := Run(context.Background(), s3Options("s3-put", srv.URL), io.Discard, nil)
+	res, err := Run(context.Background(), context.Background(), s3Options("s3-put", srv.URL), io.Discard, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,15 +161,15 @@ func TestS3AuditCatchesDroppedPuts(t *testing.T) {
 }
 
 func TestCompareAlternatesRounds(t *testing.T) {
-	a := httptest.NewServer(&fakeS3{objects: map[string][]byte{}})
+	a := httptest.NewServer(newFakeS3())
 	defer a.Close()
-	b := httptest.NewServer(&fakeS3{objects: map[string][]byte{}})
+	b := httptest.NewServer(newFakeS3())
 	defer b.Close()
 	o := s3Options("s3-put", a.URL)
 	o.Duration = 300 * time.Millisecond
 	o.Compare, o.CompareAccessKey, o.CompareSecretKey = b.URL, "AK", "SK"
 	o.Rounds = 2
-	res, err := Run(context.Background(), o, io.Discard, nil)
+	res, err := Run(context.Background(), context.Background(), o, io.Discard, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

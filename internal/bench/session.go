@@ -83,7 +83,9 @@ func (r *retrier) do(ctx context.Context, rq *request) (*response, error) {
 
 // user is an account created by the setup.
 type user struct {
-	email, password, bucket string
+	email, password string
+	bucket          string   // its default bucket, set once the signup succeeded
+	sess            *session // a session of the user for the cleanup (nil: log in then)
 }
 
 // session is one login of a user, held by one VU. A refresh token can be

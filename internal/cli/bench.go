@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/coffer-storage/coffer/internal/bench"
@@ -21,10 +23,19 @@ func (*benchCmd) Synopsis() string {
 	return "load-test a coffer (or any S3 endpoint) and audit every acknowledged upload"
 }
 
+// benchEnv names the environment variables coffer bench reads, by flag:
+// both the defaults and the help come from it.
+var benchEnv = map[string]string{
+	"access-key":         "COFFER_BENCH_ACCESS_KEY",
+	"secret-key":         "COFFER_BENCH_SECRET_KEY",
+	"compare-access-key": "COFFER_BENCH_COMPARE_ACCESS_KEY",
+	"compare-secret-key": "COFFER_BENCH_COMPARE_SECRET_KEY",
+}
+
 func (c *benchCmd) Run(ctx context.Context, args []string) error {
 	var o bench.Options
-	fs := flag.NewFlagSet("coffer bench", flag.ContinueOnError)
-	fs.SetOutput(c.env.Stderr)
+	fs := newFlagSet("coffer bench", c.env)
+	env := func(flag string) string { return c.env.Getenv(benchEnv[flag]) }
 	fs.Usage = func() {
 		w := fs.Output()
 		fmt.Fprintln(w, "usage: coffer bench SCENARIO --target URL [--s3-target URL] [flags]\n\nscenarios:")
@@ -32,19 +43,19 @@ func (c *benchCmd) Run(ctx context.Context, args []string) error {
 			fmt.Fprintf(w, "  %-14s %s\n", n, bench.ScenarioDoc(n))
 		}
 		fmt.Fprintln(w, "\nflags:")
-		fs.PrintDefaults()
+		config.PrintDefaults(w, fs, func(name string) string { return benchEnv[name] })
 	}
 
 	fs.StringVar(&o.Target, "target", "", "file API base URL of the coffer under test, e.g. http://127.0.0.1:8080")
 	fs.StringVar(&o.S3Target, "s3-target", "", "S3 endpoint (path-style) for the s3-* scenarios, e.g. http://127.0.0.1:9000")
-	fs.StringVar(&o.AccessKey, "access-key", c.env.Getenv("COFFER_BENCH_ACCESS_KEY"), "S3 access key ID ($COFFER_BENCH_ACCESS_KEY; empty: create one through --target)")
-	fs.StringVar(&o.SecretKey, "secret-key", c.env.Getenv("COFFER_BENCH_SECRET_KEY"), "S3 secret key ($COFFER_BENCH_SECRET_KEY)")
+	fs.StringVar(&o.AccessKey, "access-key", env("access-key"), "S3 access key ID (empty: create an account and a key through --target)")
+	fs.StringVar(&o.SecretKey, "secret-key", env("secret-key"), "S3 secret key")
 	fs.StringVar(&o.Region, "region", "us-east-1", "S3 signing region")
 	fs.StringVar(&o.Bucket, "bucket", "", "S3 bucket to use (default coffer-bench-<run id>, created)")
 	payload := fs.String("s3-payload", "signed", "S3 body signing: signed (the body's SHA-256, as SDKs over HTTP) or unsigned (UNSIGNED-PAYLOAD)")
 	fs.StringVar(&o.Compare, "compare", "", "second S3 endpoint to run the same load against, in alternating rounds")
-	fs.StringVar(&o.CompareAccessKey, "compare-access-key", c.env.Getenv("COFFER_BENCH_COMPARE_ACCESS_KEY"), "access key for --compare")
-	fs.StringVar(&o.CompareSecretKey, "compare-secret-key", c.env.Getenv("COFFER_BENCH_COMPARE_SECRET_KEY"), "secret key for --compare")
+	fs.StringVar(&o.CompareAccessKey, "compare-access-key", env("compare-access-key"), "access key for --compare")
+	fs.StringVar(&o.CompareSecretKey, "compare-secret-key", env("compare-secret-key"), "secret key for --compare")
 	fs.IntVar(&o.Rounds, "rounds", 2, "rounds per endpoint with --compare")
 
 	fs.IntVar(&o.VUs, "vus", 0, "virtual users (default 10; with --rate: the most in flight, default 100)")
@@ -68,6 +79,9 @@ func (c *benchCmd) Run(ctx context.Context, args []string) error {
 	fs.BoolVar(&o.VerifyReads, "verify-reads", false, "hash every downloaded body during the run (default: check status, length and checksum headers)")
 	fs.StringVar(&o.MetricsURL, "metrics-url", "", "server metrics to sample (default TARGET/metrics; off to disable)")
 	fs.DurationVar(&o.SampleInterval, "sample-interval", 2*time.Second, "interval between server metrics samples")
+
+	cleanup := fs.Bool("cleanup", true, "after the audit, delete what the run created: its objects, the S3 bucket it made, its keys and accounts")
+	keep := fs.Bool("keep", false, "leave what the run created on the target (same as --cleanup=false)")
 
 	jsonOut := fs.String("json", "", "write the report as JSON to this file")
 	htmlOut := fs.String("html", "", "write a self-contained HTML report with charts to this file")
@@ -124,18 +138,47 @@ func (c *benchCmd) Run(ctx context.Context, args []string) error {
 		return usageError{errorf("--s3-payload must be signed or unsigned")}
 	}
 	o.NoAudit = !*auditOn
+	cleanupSet := false
+	fs.Visit(func(f *flag.Flag) { cleanupSet = cleanupSet || f.Name == "cleanup" })
+	if *keep && *cleanup && cleanupSet {
+		return usageError{errorf("--keep and --cleanup contradict each other")}
+	}
+	o.Keep = *keep || !*cleanup
 	if err := o.Validate(); err != nil {
 		return usageError{err}
 	}
 
 	// The live progress line only on a terminal, never into a file.
 	var progress io.Writer
-	if f, ok := c.env.Stdout.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			progress = f
-		}
+	if isTerminal(c.env.Stdout) {
+		progress = c.env.Stdout
 	}
-	res, err := bench.Run(ctx, o, c.env.Stderr, progress)
+	// The first interrupt (ctx) ends the load; the audit and the cleanup
+	// still run, on finish, which a second interrupt cancels.
+	finish, abort := context.WithCancel(context.WithoutCancel(ctx))
+	defer abort()
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-sigs:
+				n++
+				if n == 1 {
+					fmt.Fprintln(c.env.Stderr, "bench: interrupted: stopping the load; the audit and the cleanup still run (interrupt again to abort them)")
+					continue
+				}
+				fmt.Fprintln(c.env.Stderr, "bench: interrupted again: aborting the audit and the cleanup")
+				abort()
+				return
+			case <-finish.Done():
+				return
+			}
+		}
+	}()
+	res, err := bench.Run(ctx, finish, o, c.env.Stderr, progress)
 	if err != nil {
 		return err
 	}

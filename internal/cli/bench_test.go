@@ -214,9 +214,29 @@ func TestBenchUsageErrors(t *testing.T) {
 		{"ping", "--target", "http://127.0.0.1:1", "--stages", "1s:3", "--vus", "2"},
 		{"ping", "--target", "http://127.0.0.1:1", "--s3-payload", "maybe"},
 		{"ping", "--target", "http://127.0.0.1:1", "extra"},
+		{"ping", "--target", "http://127.0.0.1:1", "--keep", "--cleanup"},
 	} {
 		if code, _, stderr := runBench(t, args...); code != 2 {
 			t.Errorf("coffer bench %v: exit %d, want 2 (usage)\n%s", args, code, stderr)
+		}
+	}
+}
+
+// TestBenchHelp: flags spelled --name as in docs/bench.md, with the
+// variables bench reads named in the help.
+func TestBenchHelp(t *testing.T) {
+	code, _, stderr := runBench(t, "-h")
+	if code != 0 {
+		t.Fatalf("coffer bench -h: exit %d\n%s", code, stderr)
+	}
+	for _, want := range []string{"\n  --cleanup\n", "\n  --keep\n", "\n  --target string\n", "env COFFER_BENCH_ACCESS_KEY", "env COFFER_BENCH_COMPARE_SECRET_KEY"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("help lacks %q:\n%s", want, stderr)
+		}
+	}
+	for line := range strings.Lines(stderr) {
+		if l := strings.TrimLeft(line, " "); strings.HasPrefix(l, "-") && !strings.HasPrefix(l, "--") {
+			t.Errorf("flag spelled with one dash: %q", line)
 		}
 	}
 }

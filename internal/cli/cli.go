@@ -10,8 +10,12 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"sort"
+	"strings"
+
+	"github.com/coffer-storage/coffer/internal/config"
 )
 
 // Env is what a command may touch of the outside world.
@@ -43,6 +47,9 @@ func Run(ctx context.Context, args []string, env Env) int {
 		env.Getenv = os.Getenv
 	}
 	cmds := commands(env)
+	if len(args) > 0 && (args[0] == "--version" || args[0] == "-version" || args[0] == "-v") {
+		args = append([]string{"version"}, args[1:]...)
+	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(env.Stderr, cmds)
 		if len(args) == 0 {
@@ -73,6 +80,23 @@ func Run(ctx context.Context, args []string, env Env) int {
 
 type usageError struct{ error }
 
+// newFlagSet returns a flag set for a command that writes to env.Stderr
+// and lists its flags as --name, as the docs spell them.
+func newFlagSet(name string, env Env) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(env.Stderr, "usage: %s [flags]\n", name)
+		n := 0
+		fs.VisitAll(func(*flag.Flag) { n++ })
+		if n > 0 {
+			fmt.Fprintln(env.Stderr, "\nflags:")
+			config.PrintDefaults(env.Stderr, fs, nil)
+		}
+	}
+	return fs
+}
+
 func usage(w io.Writer, cmds map[string]command) {
 	fmt.Fprintln(w, "usage: coffer <command> [flags]\n\ncommands:")
 	names := make([]string, 0, len(cmds))
@@ -86,6 +110,30 @@ func usage(w io.Writer, cmds map[string]command) {
 	fmt.Fprintln(w, "\nRun 'coffer <command> -h' for a command's flags.")
 }
 
+// logFormat resolves the "auto" log format: text when w is a terminal
+// (a person reads it), JSON otherwise (a log pipeline does).
+func logFormat(format string, w io.Writer) string {
+	if format != "auto" {
+		return format
+	}
+	if isTerminal(w) {
+		return "text"
+	}
+	return "json"
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// newLogger returns a logger writing to w at level in format (text or
+// json, already resolved).
 func newLogger(w io.Writer, level, format string) *slog.Logger {
 	var lv slog.Level
 	_ = lv.UnmarshalText([]byte(level))
@@ -98,20 +146,57 @@ func newLogger(w io.Writer, level, format string) *slog.Logger {
 
 type versionCmd struct{ env Env }
 
-func (*versionCmd) Synopsis() string { return "print build information" }
+func (*versionCmd) Synopsis() string {
+	return "print the version, VCS revision and time, and Go version (also: coffer --version)"
+}
 
-func (c *versionCmd) Run(_ context.Context, _ []string) error {
-	v := "(devel)"
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		v = bi.Main.Version
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" {
-				v += " " + s.Value
-			}
-		}
-		fmt.Fprintf(c.env.Stdout, "coffer %s %s\n", v, bi.GoVersion)
-		return nil
+func (c *versionCmd) Run(_ context.Context, args []string) error {
+	fs := newFlagSet("coffer version", c.env)
+	if err := fs.Parse(args); err != nil {
+		return err
 	}
-	fmt.Fprintf(c.env.Stdout, "coffer %s\n", v)
+	if fs.NArg() > 0 {
+		return usageError{errorf("unexpected arguments: %v", fs.Args())}
+	}
+	bi, _ := debug.ReadBuildInfo()
+	io.WriteString(c.env.Stdout, versionText(bi))
 	return nil
+}
+
+// versionText describes a build: the module version, the VCS revision,
+// its commit time and whether the tree had local changes (stamped by
+// `go build` in a checkout), and the Go version. bi may be nil.
+func versionText(bi *debug.BuildInfo) string {
+	if bi == nil {
+		return "coffer (unknown version: no build information)\n"
+	}
+	vcs := map[string]string{}
+	for _, s := range bi.Settings {
+		vcs[s.Key] = s.Value
+	}
+	v := bi.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "coffer %s\n", v)
+	if rev := vcs["vcs.revision"]; rev != "" {
+		fmt.Fprintf(&b, "  revision  %s\n", rev)
+		if t := vcs["vcs.time"]; t != "" {
+			fmt.Fprintf(&b, "  committed %s\n", t)
+		}
+		modified := vcs["vcs.modified"]
+		if modified == "" {
+			modified = "unknown"
+		}
+		fmt.Fprintf(&b, "  modified  %s\n", modified)
+	} else {
+		fmt.Fprintf(&b, "  revision  unknown (built without VCS information: go run, -buildvcs=false, or outside a checkout)\n")
+	}
+	goos, goarch := vcs["GOOS"], vcs["GOARCH"]
+	if goos == "" || goarch == "" {
+		goos, goarch = runtime.GOOS, runtime.GOARCH
+	}
+	fmt.Fprintf(&b, "  go        %s %s/%s\n", bi.GoVersion, goos, goarch)
+	return b.String()
 }

@@ -33,6 +33,7 @@ func (c *serveCmd) Run(ctx context.Context, args []string) error {
 		return usageError{err}
 	}
 	restrictUmask()
+	cfg.LogFormat = logFormat(cfg.LogFormat, c.env.Stderr)
 	log := newLogger(c.env.Stderr, cfg.LogLevel, cfg.LogFormat)
 	srv, err := server.New(ctx, cfg, log)
 	if err != nil {

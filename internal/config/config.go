@@ -38,8 +38,12 @@ type Config struct {
 	TLSCert string // --tls-cert, COFFER_TLS_CERT: PEM certificate chain (leaf first); default none (plain HTTP)
 	TLSKey  string // --tls-key, COFFER_TLS_KEY: PEM private key of the certificate; default none
 
-	LogLevel  string // --log-level: debug|info|warn|error; default info
-	LogFormat string // --log-format: json|text; default json
+	LogLevel string // --log-level: debug|info|warn|error; default info
+	// LogFormat is --log-format: auto|text|json; default auto (text when
+	// stderr is a terminal, else JSON). The access log (one line per
+	// request) is at info in JSON and at debug in text: a terminal shows
+	// it only with --log-level debug.
+	LogFormat string
 
 	DefaultQuota  int64 // --default-quota: bytes for new accounts, 0 = unlimited; default 0
 	MaxObjectSize int64 // --max-object-size: largest single upload; default 64GiB
@@ -82,7 +86,7 @@ func Defaults() Config {
 		S3Listen:        "127.0.0.1:9000",
 		Region:          "us-east-1",
 		LogLevel:        "info",
-		LogFormat:       "json",
+		LogFormat:       "auto",
 		MaxObjectSize:   64 << 30,
 		InlineMax:       64 << 10,
 		ShutdownTimeout: 30 * time.Second,
@@ -146,9 +150,9 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("log-level: %q is not debug, info, warn or error", c.LogLevel))
 	}
 	switch c.LogFormat {
-	case "json", "text":
+	case "auto", "json", "text":
 	default:
-		errs = append(errs, fmt.Errorf("log-format: %q is not json or text", c.LogFormat))
+		errs = append(errs, fmt.Errorf("log-format: %q is not auto, json or text", c.LogFormat))
 	}
 	if c.DefaultQuota < 0 {
 		errs = append(errs, errors.New("default-quota: must be >= 0"))
@@ -208,6 +212,7 @@ func (c Config) Validate() error {
 // FlagSet binds c's fields to a new flag set for `coffer serve`.
 func (c *Config) FlagSet(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.Usage = usage(fs) // every flag with its COFFER_* variable
 	fs.StringVar(&c.Data, "data", c.Data, "data folder (SQLite metadata, blobs, server key)")
 	fs.StringVar(&c.Listen, "listen", c.Listen, "address of the file API")
 	fs.StringVar(&c.Meta, "meta", c.Meta, "metadata database: postgres://USER:PASS@HOST/DB (default: SQLite in the data folder)")
@@ -222,7 +227,7 @@ func (c *Config) FlagSet(name string) *flag.FlagSet {
 	fs.StringVar(&c.TLSCert, "tls-cert", c.TLSCert, "PEM certificate chain: both listeners serve HTTPS (HTTP/2 on); re-read when it changes and on SIGHUP (needs --tls-key)")
 	fs.StringVar(&c.TLSKey, "tls-key", c.TLSKey, "PEM private key of --tls-cert")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
-	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "json or text")
+	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "auto (text on a terminal, else JSON), text or json; text leaves the per-request access log to --log-level debug")
 	fs.Var((*bytesValue)(&c.DefaultQuota), "default-quota", "storage quota of new accounts, e.g. 10GiB (0 = unlimited)")
 	fs.Var((*bytesValue)(&c.MaxObjectSize), "max-object-size", "largest single upload, e.g. 64GiB")
 	fs.Var((*bytesValue)(&c.InlineMax), "inline-max", "objects up to this size are stored in the metadata store, not as files (0 disables)")
@@ -245,12 +250,12 @@ func (c *Config) FlagSet(name string) *flag.FlagSet {
 	fs.DurationVar(&c.JanitorInterval, "janitor-interval", c.JanitorInterval, "advanced: how often replaced blobs and expired uploads are reclaimed (orphans every orphan-grace, at most hourly)")
 	fs.DurationVar(&c.StagingLease, "staging-lease", c.StagingLease, "advanced: lease of an upload in flight, renewed every third of it; a dead node's reservations lapse after it")
 	fs.IntVar(&c.LoginConcurrency, "login-concurrency", c.LoginConcurrency, "password hashes run in parallel (0 = half the cores)")
-	fs.Func("argon2-memory", "argon2id memory in KiB (default 19456)", func(s string) error {
+	fs.Func("argon2-memory", "argon2id memory in `KiB` (default 19456)", func(s string) error {
 		n, err := strconv.ParseUint(s, 10, 32)
 		c.Argon2Memory = uint32(n)
 		return err
 	})
-	fs.Func("argon2-time", "argon2id passes (default 2)", func(s string) error {
+	fs.Func("argon2-time", "argon2id `passes` (default 2)", func(s string) error {
 		n, err := strconv.ParseUint(s, 10, 32)
 		c.Argon2Time = uint32(n)
 		return err
@@ -289,7 +294,23 @@ func ApplyEnv(fs *flag.FlagSet, getenv func(string) string) error {
 // bytesValue parses sizes like 1048576, 64KiB, 10MB, 5GiB.
 type bytesValue int64
 
-func (b *bytesValue) String() string { return strconv.FormatInt(int64(*b), 10) }
+// String is the size in the largest binary unit that divides it exactly
+// (65536 → 64KiB), which Set reads back.
+func (b *bytesValue) String() string {
+	n := int64(*b)
+	for _, u := range []struct {
+		name string
+		size int64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n != 0 && n%u.size == 0 {
+			return strconv.FormatInt(n/u.size, 10) + u.name
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// Type names the value in the help.
+func (*bytesValue) Type() string { return "size" }
 
 func (b *bytesValue) Set(s string) error {
 	n, err := ParseBytes(s)
@@ -322,6 +343,9 @@ func ParseBytes(s string) (int64, error) {
 }
 
 type prefixesValue []netip.Prefix
+
+// Type names the value in the help.
+func (*prefixesValue) Type() string { return "cidrs" }
 
 func (p *prefixesValue) String() string {
 	var s []string

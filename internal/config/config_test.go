@@ -227,3 +227,37 @@ func FuzzParseDuration(f *testing.F) {
 		}
 	})
 }
+
+func TestLogFormats(t *testing.T) {
+	for _, c := range []struct {
+		format string
+		ok     bool
+	}{{"auto", true}, {"text", true}, {"json", true}, {"pretty", false}, {"", false}} {
+		cfg := Defaults()
+		cfg.LogFormat = c.format
+		if err := cfg.Validate(); (err == nil) != c.ok {
+			t.Errorf("log format %q: Validate = %v, want ok %v", c.format, err, c.ok)
+		}
+	}
+	if got, want := Defaults().LogFormat, "auto"; got != want {
+		t.Errorf("default log format %q, want %q", got, want)
+	}
+}
+
+// TestSizeDefaultsReadBack: the help shows sizes in binary units, and
+// what it shows parses back to the same value.
+func TestSizeDefaultsReadBack(t *testing.T) {
+	for _, c := range []struct {
+		n    int64
+		want string
+	}{{0, "0"}, {1000, "1000"}, {64 << 10, "64KiB"}, {64 << 30, "64GiB"}, {3 << 19, "1536KiB"}, {5 << 40, "5TiB"}} {
+		v := bytesValue(c.n)
+		if got := v.String(); got != c.want {
+			t.Errorf("String(%d) = %q, want %q", c.n, got, c.want)
+		}
+		var back bytesValue
+		if err := back.Set(v.String()); err != nil || back != v {
+			t.Errorf("Set(%q) = %d, %v; want %d", v.String(), back, err, c.n)
+		}
+	}
+}

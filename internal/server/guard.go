@@ -117,7 +117,7 @@ func (s *Server) observe(api string, next http.Handler) http.Handler {
 		// Refusals under load (503) are the node doing its job, counted
 		// in coffer_http_rejected_total: logging each at warn would make
 		// the log an overload of its own.
-		lvl := slog.LevelInfo
+		lvl := s.accessLevel
 		if status >= 500 && status != http.StatusServiceUnavailable {
 			lvl = slog.LevelWarn
 		}

@@ -84,6 +84,11 @@ type Server struct {
 
 	inflight  sync.WaitGroup
 	admission *ratelimit.Controller
+
+	// accessLevel is the level of the access log (one line per request):
+	// info for JSON logs (a log pipeline's record of every request),
+	// debug for text logs (a terminal, where it would drown the events).
+	accessLevel slog.Level
 }
 
 // New opens the data folder and builds every component.
@@ -104,7 +109,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	if err := PrepareDataDir(cfg.Data, log); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: log, metrics: metrics.New()}
+	s := &Server{cfg: cfg, log: log, metrics: metrics.New(), accessLevel: slog.LevelInfo}
+	if cfg.LogFormat == "text" {
+		s.accessLevel = slog.LevelDebug
+	}
 	s.certs = certs
 
 	// Metadata: the embedded default is SQLite in the data folder; the
@@ -357,8 +365,9 @@ func (s *Server) Run(ctx context.Context, announce io.Writer) error {
 		if l.name == "debug" {
 			sch = "http"
 		}
+		// Once, on announce (stdout), not in the log too: on a terminal
+		// both show, and every start-up line appeared twice.
 		fmt.Fprintf(announce, "coffer: %s listening on %s://%s (data in %s)\n", label, sch, l.ln.Addr(), s.cfg.Data)
-		s.log.Info("listening", "api", l.name, "addr", l.ln.Addr().String(), "scheme", sch, "data", s.cfg.Data)
 	}
 
 	janitorCtx, stopJanitor := context.WithCancel(context.Background())

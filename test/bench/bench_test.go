@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,6 +33,11 @@ type benchReport struct {
 		Corrupt      int64 `json:"corrupt"`
 		Deleted      int64 `json:"deleted"`
 	} `json:"audit"`
+	Cleanup struct {
+		Enabled  bool     `json:"enabled"`
+		Objects  int64    `json:"objects"`
+		Warnings []string `json:"warnings"`
+	} `json:"cleanup"`
 	Server struct {
 		Samples []struct {
 			RSS float64 `json:"rss_bytes"`
@@ -82,6 +88,21 @@ func checkReport(t *testing.T, r benchReport, uploads bool) {
 	}
 }
 
+// checkCleanup checks that the run deleted what it left on the target.
+func checkCleanup(t *testing.T, r benchReport, uploads bool) {
+	t.Helper()
+	a, c := r.Audit, r.Cleanup
+	if uploads && (!c.Enabled || c.Objects < a.Acknowledged-a.Deleted) {
+		t.Errorf("%s: cleanup %+v, want at least the %d objects left by the run deleted", r.Scenario, c, a.Acknowledged-a.Deleted)
+	}
+	for _, w := range c.Warnings {
+		// TODO(accounts-merge): once DELETE /api/v1/me is merged, no warning at all.
+		if !strings.Contains(w, "could not delete account") {
+			t.Errorf("%s: cleanup warning: %s", r.Scenario, w)
+		}
+	}
+}
+
 func TestEveryScenarioAgainstARealServer(t *testing.T) {
 	srv := testenv.Start(t)
 	const d = "3s"
@@ -105,6 +126,7 @@ func TestEveryScenarioAgainstARealServer(t *testing.T) {
 			args := append([]string{c.scenario, "--target", srv.URL, "--vus", "4", "--duration", d}, c.extra...)
 			r := bench(t, args...)
 			checkReport(t, r, c.uploads)
+			checkCleanup(t, r, c.uploads)
 			if c.scenario == "soak" && len(r.Server.Samples) < 3 {
 				t.Errorf("soak sampled the server %d times, want it sampled throughout", len(r.Server.Samples))
 			}

@@ -258,7 +258,7 @@ func medianStep(xs []float64) float64 {
 var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
 	"ms":     ms,
 	"bytes":  bytesStr,
-	"ibytes": func(n int64) string { return ibytes(float64(n)) },
+	"ibytes": func(n int64) string { return IBytes(float64(n)) },
 	"pct":    func(f float64) string { return fmt.Sprintf("%.3f%%", 100*f) },
 	"num":    num,
 	"f1":     func(f float64) string { return fmt.Sprintf("%.1f", f) },
@@ -296,6 +296,7 @@ pre{background:#f6f6f6;padding:10px;overflow-x:auto;font-size:12px}
 <span class="{{if .OK}}ok{{else}}bad{{end}}">{{if .OK}}OK{{else}}FAILED{{end}}</span>:
 {{.Acknowledged}} acknowledged, {{.Verified}} verified, {{.Missing}} missing, {{.Corrupt}} corrupt, {{.Unverified}} unverified, {{.Deleted}} deleted by the scenario{{end}}{{end}}
 </p>
+{{with $r.Cleanup}}{{if .Enabled}}<p>Cleanup: {{.Summary}}{{range .Warnings}}<br><span class="bad">{{.}}</span>{{end}}</p>{{else if .Kept}}<p>Cleanup: {{.Kept}}</p>{{end}}{{end}}
 
 {{if $r.Compare}}
 <h2>Comparison: {{$r.S3Target}} (A) vs {{$r.Compare.Target}} (B), {{$r.Compare.Rounds}} alternating rounds each</h2>

@@ -10,6 +10,7 @@ package report
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 
 // Result is everything a run measured.
 type Result struct {
+	RunID       string    `json:"run_id"` // names what the run created: objects under bench-<run id>/, accounts bench-<run id>-N@example.com
 	Scenario    string    `json:"scenario"`
 	Target      string    `json:"target,omitempty"`
 	S3Target    string    `json:"s3_target,omitempty"`
@@ -49,9 +51,10 @@ type Result struct {
 	Shed         map[string]int64 `json:"shed"`
 	ErrorSamples []string         `json:"error_samples,omitempty"`
 
-	Audit  Audit   `json:"audit"`
-	Server Server  `json:"server"`
-	Series []Point `json:"series"` // one point per second under load
+	Audit   Audit   `json:"audit"`
+	Cleanup Cleanup `json:"cleanup"`
+	Server  Server  `json:"server"`
+	Series  []Point `json:"series"` // one point per second under load
 
 	Compare *Comparison `json:"compare,omitempty"`
 	Notes   []string    `json:"notes,omitempty"`
@@ -157,6 +160,27 @@ type Audit struct {
 
 // OK reports whether the audit found nothing wrong.
 func (a Audit) OK() bool { return a.Missing == 0 && a.Corrupt == 0 && a.Unverified == 0 }
+
+// Cleanup is what the run deleted of what it created on the target
+// after the audit: its objects, the S3 bucket it created, unfinished
+// direct uploads, S3 keys and accounts.
+type Cleanup struct {
+	Enabled   bool     `json:"enabled"` // false with --keep, or when the run created nothing
+	Objects   int64    `json:"objects"`
+	Uploads   int64    `json:"uploads"` // unfinished direct uploads aborted
+	Buckets   int64    `json:"buckets"`
+	Keys      int64    `json:"keys"`
+	Accounts  int64    `json:"accounts"`
+	Warnings  []string `json:"warnings,omitempty"` // what could not be deleted, and why
+	Kept      string   `json:"kept,omitempty"`     // with --keep: what the run left
+	DurationS float64  `json:"duration_s"`
+}
+
+// Summary says in one line what the cleanup deleted.
+func (c Cleanup) Summary() string {
+	return fmt.Sprintf("deleted %d objects, %d unfinished uploads, %d buckets, %d keys, %d accounts",
+		c.Objects, c.Uploads, c.Buckets, c.Keys, c.Accounts)
+}
 
 // Server is what was sampled from the server's /metrics.
 type Server struct {

@@ -148,6 +148,19 @@ func text(w io.Writer, r *Result) {
 			fmt.Fprintf(w, "    %s\n", s)
 		}
 	}
+	switch c := r.Cleanup; {
+	case c.Enabled:
+		verdict := "OK"
+		if len(c.Warnings) > 0 {
+			verdict = "INCOMPLETE"
+		}
+		dots(w, "cleanup", fmt.Sprintf("%s  %s  (%.1fs)", verdict, c.Summary(), c.DurationS))
+		for _, s := range c.Warnings {
+			fmt.Fprintf(w, "    warning: %s\n", s)
+		}
+	case c.Kept != "":
+		dots(w, "cleanup", c.Kept)
+	}
 	if n := len(r.Server.Samples); n > 0 {
 		first, last := r.Server.Samples[0], r.Server.Samples[n-1]
 		var maxRSS, maxG float64
@@ -155,7 +168,7 @@ func text(w io.Writer, r *Result) {
 			maxRSS = max(maxRSS, s.RSSBytes)
 			maxG = max(maxG, s.Goroutines)
 		}
-		dots(w, "server_rss", fmt.Sprintf("start %s  end %s  max %s", ibytes(first.RSSBytes), ibytes(last.RSSBytes), ibytes(maxRSS)))
+		dots(w, "server_rss", fmt.Sprintf("start %s  end %s  max %s", IBytes(first.RSSBytes), IBytes(last.RSSBytes), IBytes(maxRSS)))
 		dots(w, "server_goroutines", fmt.Sprintf("start %.0f  end %.0f  max %.0f", first.Goroutines, last.Goroutines, maxG))
 	} else if r.Server.Note != "" {
 		dots(w, "server", r.Server.Note)
@@ -183,7 +196,7 @@ func loadLine(l Load) string {
 		fmt.Fprintf(&b, " × %d rounds", l.Rounds)
 	}
 	if l.Size > 0 {
-		fmt.Fprintf(&b, ", size %s", ibytes(float64(l.Size)))
+		fmt.Fprintf(&b, ", size %s", IBytes(float64(l.Size)))
 	}
 	if l.Think != "" {
 		fmt.Fprintf(&b, ", think %s", l.Think)
@@ -247,7 +260,8 @@ func bytesStr(v float64) string {
 }
 
 // ibytes formats binary bytes (KiB, MiB, GiB).
-func ibytes(v float64) string {
+// IBytes formats a byte count in binary units (1.5 GiB).
+func IBytes(v float64) string {
 	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
 	i := 0
 	for v >= 1024 && i < len(units)-1 {
