@@ -223,6 +223,17 @@ func (c *Cloud) classify(ctx context.Context, err error, name string, unwrapping
 			code = gcerrors.NotFound
 		}
 	}
+	if code == gcerrors.Unknown {
+		// gocloud leaves some refusals unclassified (AWS's
+		// AccessDeniedException, anything from Vault): a 4xx answer is the
+		// service refusing, not the service down.
+		var status interface{ HTTPStatusCode() int }
+		if errors.As(err, &status) {
+			if s := status.HTTPStatusCode(); s >= 400 && s < 500 && s != 408 && s != 429 {
+				code = gcerrors.PermissionDenied
+			}
+		}
+	}
 	switch code {
 	case gcerrors.NotFound:
 		return notFound(name)
