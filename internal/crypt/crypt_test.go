@@ -381,3 +381,34 @@ func TestChaCha(t *testing.T) {
 		t.Fatalf("wrong cipher: %v", err)
 	}
 }
+
+// TestRangeReadsReuseSegmentBuffers: a finished range read hands its
+// segment buffer back to the pool, so many small reads do not allocate a
+// segment each.
+func TestRangeReadsReuseSegmentBuffers(t *testing.T) {
+	const size = 4 * SegmentSize
+	o := encryptObject(t, size, "k")
+	buf := make([]byte, 100)
+	read := func() {
+		f := &fetcher{ct: o.ct}
+		rc, err := o.stream.Open(f.fetch, size, SegmentSize+50, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(rc, buf); err != nil {
+			t.Fatal(err)
+		}
+		rc.Close()
+	}
+	read()
+	const reads = 200
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range reads {
+		read()
+	}
+	runtime.ReadMemStats(&after)
+	if per := (after.TotalAlloc - before.TotalAlloc) / reads; per > 16<<10 {
+		t.Fatalf("a 100-byte range read allocates %d bytes", per)
+	}
+}
