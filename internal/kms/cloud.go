@@ -97,6 +97,21 @@ func (c *Cloud) keeper(ctx context.Context, name string) (*secrets.Keeper, error
 	return k, nil
 }
 
+// forget drops the keeper of a key the service does not know, so that
+// clients naming made-up keys (SSE-KMS) cannot fill the keeper map.
+func (c *Cloud) forget(name string, err error) {
+	if name == c.def || !errcode.Is(err, errcode.NotFound) {
+		return
+	}
+	c.mu.Lock()
+	k := c.keepers[name]
+	delete(c.keepers, name)
+	c.mu.Unlock()
+	if k != nil {
+		k.Close()
+	}
+}
+
 // Default implements Provider.
 func (c *Cloud) Default() KeyRef {
 	c.mu.Lock()
@@ -148,7 +163,9 @@ func (c *Cloud) Wrap(ctx context.Context, keyID string, plaintext []byte) ([]byt
 	}
 	ct, err := c.call(ctx, func(ctx context.Context) ([]byte, error) { return k.Encrypt(ctx, plaintext) })
 	if err != nil {
-		return nil, KeyRef{}, c.classify(ctx, err, name, false)
+		err = c.classify(ctx, err, name, false)
+		c.forget(name, err)
+		return nil, KeyRef{}, err
 	}
 	ref := KeyRef{ID: c.scheme + ":" + name, Version: c.versionOf(ct)}
 	if name == c.def && ref.Version != "" {
@@ -171,7 +188,9 @@ func (c *Cloud) Unwrap(ctx context.Context, kek KeyRef, ciphertext []byte) ([]by
 	}
 	pt, err := c.call(ctx, func(ctx context.Context) ([]byte, error) { return k.Decrypt(ctx, ciphertext) })
 	if err != nil {
-		return nil, c.classify(ctx, err, name, true)
+		err = c.classify(ctx, err, name, true)
+		c.forget(name, err)
+		return nil, err
 	}
 	return pt, nil
 }
@@ -246,6 +265,13 @@ func (c *Cloud) classify(ctx context.Context, err error, name string, unwrapping
 		return denied(name, err)
 	}
 	return unavailable(err, c.retry)
+}
+
+// keeperCount is the number of open keepers (for tests).
+func (c *Cloud) keeperCount() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.keepers)
 }
 
 // Close implements Provider.

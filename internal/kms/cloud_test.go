@@ -3,6 +3,7 @@ package kms
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -101,6 +102,14 @@ func TestAWSKMS(t *testing.T) {
 			if e := errcode.As(err); e == nil || e.Code != errcode.NotFound || e.Detail["resource"] != "kms_key" {
 				t.Fatalf("KeyExists(%q) = %v, want NotFound with resource kms_key", id, err)
 			}
+		}
+		// Made-up key ids leave no keeper behind.
+		before := k.Provider().(*Cloud).keeperCount()
+		for i := range 20 {
+			_ = k.KeyExists(ctx, fmt.Sprintf("alias/made-up-%d", i))
+		}
+		if got := k.Provider().(*Cloud).keeperCount(); got != before {
+			t.Fatalf("%d keepers after 20 unknown key ids, want %d", got, before)
 		}
 	})
 
