@@ -88,6 +88,24 @@ fi
 export COFFER_REQUIRE_BACKENDS=1 # the scale-out suites fail, not skip, without them
 echo "postgres: $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | tail -1); minio: $COFFER_MINIO"
 
+step "moto (a real AWS KMS API) for the key service tests of encryption at rest"
+# moto's server from PyPI, in its own venv in ./.tools/moto (reinstalled
+# only when the pinned requirement changes); internal/testbackend starts it
+# on a loopback port. With COFFER_REQUIRE_BACKENDS=1 its tests fail, not
+# skip, without it. (python3-venv is there: the client step made a venv.)
+MOTO_VENV="$ROOT/.tools/moto"
+MOTO_REQS='moto[server]>=5.1,<6'
+if [ -z "${COFFER_MOTO:-}" ]; then
+  if [ ! -x "$MOTO_VENV/bin/moto_server" ] || [ "$(cat "$MOTO_VENV/.coffer-reqs" 2>/dev/null)" != "$MOTO_REQS" ]; then
+    rm -rf "$MOTO_VENV"
+    python3 -m venv "$MOTO_VENV"
+    "$MOTO_VENV/bin/python" -m pip install --quiet --disable-pip-version-check "$MOTO_REQS"
+    printf '%s' "$MOTO_REQS" >"$MOTO_VENV/.coffer-reqs"
+  fi
+  export COFFER_MOTO="$MOTO_VENV/bin/moto_server"
+fi
+echo "moto $("${COFFER_MOTO%/*}/python" -c 'import moto; print(moto.__version__)' 2>/dev/null || echo '?'): $COFFER_MOTO"
+
 step "build"
 go build -o "$ROOT/.tools/coffer" ./cmd/coffer
 export COFFER_BIN="$ROOT/.tools/coffer"
@@ -138,5 +156,9 @@ fuzz ./internal/s3api FuzzCreateBucketXML 5
 fuzz ./internal/tlscert FuzzParse 5
 fuzz ./internal/config FuzzParseRate 5
 fuzz ./internal/config FuzzParseDuration 5
+fuzz ./internal/crypt FuzzParseEnvelope 10
+fuzz ./internal/crypt FuzzDecrypt 10
+fuzz ./internal/kms FuzzParseKeyring 5
+fuzz ./internal/kms FuzzUnwrap 5
 
 step "all tests passed in $(( $(date +%s) - START ))s"

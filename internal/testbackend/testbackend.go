@@ -518,3 +518,107 @@ func (m *MinIO) BlobURL(bucket string) string {
 func (m *MinIO) Env() []string {
 	return []string{"AWS_ACCESS_KEY_ID=" + m.AccessKey, "AWS_SECRET_ACCESS_KEY=" + m.SecretKey, "AWS_REGION=us-east-1"}
 }
+
+// ---------------------------------------------------------------------- moto
+
+// Moto is a running moto server: a real implementation of the AWS KMS API
+// (among others) from PyPI, for testing the key service path of encryption
+// at rest. It keeps its state in memory: a restart forgets every key.
+type Moto struct {
+	Port int
+	dir  string
+	proc *process
+}
+
+// findMoto finds moto_server: $COFFER_MOTO, then $PATH, then the venv
+// scripts/test.sh makes in .tools/moto.
+func findMoto() string {
+	if p := os.Getenv("COFFER_MOTO"); p != "" {
+		return p
+	}
+	if p, err := exec.LookPath("moto_server"); err == nil {
+		return p
+	}
+	p := filepath.Join(ModuleRoot(), ".tools", "moto", "bin", "moto_server")
+	if _, err := os.Stat(p); err == nil {
+		return p
+	}
+	return ""
+}
+
+// StartMoto starts a fresh moto server, stopped at the end of t.
+func StartMoto(t testing.TB) *Moto {
+	t.Helper()
+	bin := findMoto()
+	if bin == "" {
+		skipOrFail(t, "moto_server not found (python3 -m venv .tools/moto && .tools/moto/bin/pip install 'moto[server]', or set COFFER_MOTO)")
+	}
+	dir := tempDir(t, "coffer-moto-")
+	m := &Moto{Port: FreePort(t), dir: dir}
+	m.proc = &process{
+		name: "moto",
+		argv: []string{bin, "-H", "127.0.0.1", "-p", strconv.Itoa(m.Port)},
+		log:  filepath.Join(dir, "moto.log"),
+	}
+	t.Cleanup(m.Close)
+	if err := m.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// Endpoint is the server's base URL.
+func (m *Moto) Endpoint() string { return fmt.Sprintf("http://127.0.0.1:%d", m.Port) }
+
+// Start (re)starts the server and waits until it answers.
+func (m *Moto) Start() error {
+	if err := m.proc.start(); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		req, _ := http.NewRequestWithContext(ctx, "GET", m.Endpoint()+"/moto-api/", nil)
+		resp, err := http.DefaultClient.Do(req)
+		cancel()
+		if err == nil {
+			resp.Body.Close()
+			return nil
+		}
+		if m.proc.exited() {
+			return fmt.Errorf("moto exited:\n%s", tail(m.proc.log))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("moto not ready after 60s:\n%s", tail(m.proc.log))
+}
+
+// Stop stops the server (its keys are lost).
+func (m *Moto) Stop() { m.proc.stop(syscall.SIGTERM) }
+
+// Pause freezes the server (SIGSTOP): connections are accepted by the
+// kernel but never answered, like a hung key service. Resume undoes it.
+func (m *Moto) Pause() { m.signal(syscall.SIGSTOP) }
+
+// Resume continues a paused server.
+func (m *Moto) Resume() { m.signal(syscall.SIGCONT) }
+
+func (m *Moto) signal(sig syscall.Signal) {
+	m.proc.mu.Lock()
+	defer m.proc.mu.Unlock()
+	if m.proc.cmd != nil {
+		_ = syscall.Kill(-m.proc.cmd.Process.Pid, sig)
+	}
+}
+
+// Close stops the server and removes its folder.
+func (m *Moto) Close() {
+	m.Resume()
+	m.Stop()
+	os.RemoveAll(m.dir)
+}
+
+// Env is an AWS environment for clients of m (any credentials do).
+func (m *Moto) Env() []string {
+	return []string{"AWS_ACCESS_KEY_ID=moto", "AWS_SECRET_ACCESS_KEY=moto", "AWS_REGION=us-east-1"}
+}
