@@ -114,6 +114,7 @@ func Run(t *testing.T, newStore func(t *testing.T) meta.Store) {
 		tests []test
 	}{
 		{"Users", userTests},
+		{"Accounts", accountTests},
 		{"RefreshTokens", tokenTests},
 		{"Buckets", bucketTests},
 		{"Objects", objectTests},
