@@ -1,6 +1,20 @@
 // Package auth owns accounts and credentials: password hashing (argon2id in
 // a bounded pool), access tokens (JWT), rotating refresh tokens with reuse
-// detection, failed-login throttling, and the Principal a request acts as.
+// detection, failed-login throttling, the Principal a request acts as, and
+// the account lifecycle (disable, enable, password change and reset,
+// deletion).
+//
+// # Every request checks the account
+//
+// Authenticate (access tokens) and LookupKey (S3 keys, presigned URLs,
+// direct-upload part URLs) refuse a user who is disabled or deleted, and
+// an access token issued before the user's SessionsAfter, on every
+// request. The state they check (disabled, admin, SessionsAfter) and the
+// access keys' secrets come from per-node caches (package cache) bounded
+// in entries and in age (Config.Cache.TTL, 1 s): a change made through
+// this Service is seen by the next request on this node, one made on
+// another node sharing a PostgreSQL store as soon as its announcement
+// arrives, and any change within the TTL at worst.
 //
 // # Considerations
 //
@@ -17,6 +31,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/coffer-storage/coffer/internal/cache"
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
 )
@@ -41,6 +56,13 @@ type Config struct {
 	FailWindow       time.Duration // default 15m
 	Params           Params
 	Pool             PoolConfig
+	// Bus carries invalidations of the account caches: the server feeds
+	// it the store's change announcements. Nil: a bus of the Service's
+	// own (changes made through it are still seen at once).
+	Bus *cache.Bus
+	// Cache bounds the caches of account state and access keys (default
+	// 100 000 entries each, TTL 1s).
+	Cache cache.Options
 }
 
 // Service implements signup, login, refresh, logout and token checks.
@@ -54,6 +76,10 @@ type Service struct {
 	now     func() time.Time
 	newName func(userID string) string
 	sealer  *keySealer
+
+	bus    *cache.Bus
+	states *cache.Map[userState]
+	keys   *cache.Map[keyEntry]
 
 	touchMu    sync.Mutex
 	touched    map[string]time.Time
@@ -79,7 +105,10 @@ func NewService(m meta.Store, master []byte, cfg Config) *Service {
 	if cfg.FailWindow <= 0 {
 		cfg.FailWindow = 15 * time.Minute
 	}
-	return &Service{
+	if cfg.Bus == nil {
+		cfg.Bus = cache.NewBus()
+	}
+	s := &Service{
 		meta:     m,
 		cfg:      cfg,
 		hasher:   NewHasher(cfg.Params, cfg.Pool),
@@ -91,7 +120,21 @@ func NewService(m meta.Store, master []byte, cfg Config) *Service {
 		byIP:     NewThrottle(cfg.IPFailLimit, cfg.FailWindow),
 		now:      time.Now,
 		newName:  DefaultBucketName,
+		bus:      cfg.Bus,
+		states:   cache.NewMap[userState](cfg.Bus, meta.TopicUser, cfg.Cache),
+		keys:     cache.NewMap[keyEntry](cfg.Bus, meta.TopicAccessKey, cfg.Cache),
 	}
+	// A deleted user's internal key goes with it.
+	cfg.Bus.Subscribe(meta.TopicUser, func(id string) {
+		s.internalMu.Lock()
+		delete(s.internal, id)
+		s.internalMu.Unlock()
+	}, func() {
+		s.internalMu.Lock()
+		clear(s.internal)
+		s.internalMu.Unlock()
+	})
+	return s
 }
 
 // Hasher exposes the password pool (for metrics).
@@ -135,6 +178,12 @@ func validPassword(pw string) error {
 
 // Signup creates an account and its default bucket.
 func (s *Service) Signup(ctx context.Context, email, password string) (meta.User, meta.Bucket, error) {
+	return s.createUser(ctx, email, password, false, s.cfg.DefaultQuota)
+}
+
+// createUser creates an account (an administrator if admin) with quota
+// and its default bucket.
+func (s *Service) createUser(ctx context.Context, email, password string, admin bool, quota int64) (meta.User, meta.Bucket, error) {
 	email = NormalizeEmail(email)
 	if err := validEmail(email); err != nil {
 		return meta.User{}, meta.Bucket{}, err
@@ -152,7 +201,7 @@ func (s *Service) Signup(ctx context.Context, email, password string) (meta.User
 		return meta.User{}, meta.Bucket{}, err
 	}
 	now := s.now().UTC()
-	u := meta.User{ID: NewID(), Email: email, PasswordHash: hash, QuotaBytes: s.cfg.DefaultQuota, CreatedAt: now}
+	u := meta.User{ID: NewID(), Email: email, PasswordHash: hash, QuotaBytes: quota, Admin: admin, CreatedAt: now}
 	b := meta.Bucket{Name: s.newName(u.ID), OwnerID: u.ID, Visibility: meta.Private, CreatedAt: now}
 	if err := s.meta.CreateUser(ctx, u, b); err != nil {
 		if errcode.Is(err, errcode.AlreadyExists) {
@@ -248,19 +297,55 @@ func (s *Service) Logout(ctx context.Context, refreshToken string) error {
 	return err
 }
 
-// Authenticate turns a bearer access token into a Principal.
-func (s *Service) Authenticate(token string) (Principal, error) {
-	id, err := s.tokens.Verify(token)
+// Authenticate turns a bearer access token into a Principal. The token
+// must be valid, its user enabled, and the token issued no earlier than
+// the user's SessionsAfter (checked on a cached state, see the package
+// doc).
+func (s *Service) Authenticate(ctx context.Context, token string) (Principal, error) {
+	id, issued, err := s.tokens.Verify(token)
 	if err != nil {
 		return Principal{}, err
+	}
+	st, err := s.state(ctx, id)
+	if err != nil {
+		return Principal{}, err
+	}
+	switch {
+	case !st.found:
+		return Principal{}, errcode.New(errcode.Unauthenticated, "account no longer exists")
+	case st.disabled:
+		return Principal{}, errcode.New(errcode.Unauthenticated, "account disabled")
+	case issued.Before(st.sessionsAfter):
+		return Principal{}, errcode.New(errcode.Unauthenticated, "session revoked; log in again")
 	}
 	return Principal{UserID: id}, nil
 }
 
-// User returns the account of id.
-func (s *Service) User(ctx context.Context, id string) (meta.User, error) {
-	return s.meta.GetUser(ctx, id)
+// userState is what every authenticated request checks of its user.
+type userState struct {
+	found, disabled, admin bool
+	sessionsAfter          time.Time
 }
+
+// state returns the cached state of user id.
+func (s *Service) state(ctx context.Context, id string) (userState, error) {
+	return s.states.Get(ctx, id, s.loadState)
+}
+
+func (s *Service) loadState(ctx context.Context, id string) (userState, error) {
+	u, err := s.meta.GetUser(ctx, id)
+	if errcode.Is(err, errcode.NotFound) {
+		// IDs are random and never reused: a deleted user stays deleted.
+		return userState{}, nil
+	}
+	if err != nil {
+		return userState{}, err
+	}
+	return userState{found: true, disabled: u.Disabled, admin: u.Admin, sessionsAfter: u.SessionsAfter}, nil
+}
+
+// changed publishes a change of user id on the bus (after it committed).
+func (s *Service) changed(id string) { s.bus.Publish(meta.Change{Topic: meta.TopicUser, Key: id}) }
 
 // RequireAdmin returns nil if p is an enabled administrator, Unauthenticated
 // if p is anonymous, and PermissionDenied otherwise. It is the one check of
@@ -269,14 +354,14 @@ func (s *Service) RequireAdmin(ctx context.Context, p Principal) error {
 	if p.Anonymous() {
 		return errcode.New(errcode.Unauthenticated, "authentication required")
 	}
-	u, err := s.meta.GetUser(ctx, p.UserID)
-	if errcode.Is(err, errcode.NotFound) {
-		return errcode.New(errcode.Unauthenticated, "account no longer exists")
-	}
+	st, err := s.state(ctx, p.UserID)
 	if err != nil {
 		return err
 	}
-	if !u.Admin || u.Disabled {
+	if !st.found {
+		return errcode.New(errcode.Unauthenticated, "account no longer exists")
+	}
+	if !st.admin || st.disabled {
 		return errcode.New(errcode.PermissionDenied, "administrators only")
 	}
 	return nil
