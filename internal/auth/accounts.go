@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"time"
 
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
@@ -56,12 +57,30 @@ func (s *Service) UserBuckets(ctx context.Context, id string) ([]meta.Bucket, er
 
 // update applies upd to user id and publishes the change.
 func (s *Service) update(ctx context.Context, id string, upd meta.UserUpdate) (meta.User, error) {
-	u, err := s.meta.UpdateUser(ctx, id, upd)
-	if err != nil {
-		return meta.User{}, err
+	var u meta.User
+	err := s.publish(ctx, meta.Change{Topic: meta.TopicUser, Key: id}, func() (err error) {
+		u, err = s.meta.UpdateUser(ctx, id, upd)
+		return err
+	})
+	return u, err
+}
+
+// echoWait bounds how long a change waits for its announcement to come
+// back from the store (see cache.Echo).
+const echoWait = 250 * time.Millisecond
+
+// publish runs write, a change of c in the store, and then publishes c on
+// this process's bus and waits (at most echoWait) for the store's
+// announcement of it to come back, so that every node has been sent it.
+func (s *Service) publish(ctx context.Context, c meta.Change, write func() error) error {
+	echo := s.bus.Expect(c)
+	if err := write(); err != nil {
+		echo.Cancel()
+		return err
 	}
-	s.changed(id)
-	return u, nil
+	s.bus.Publish(c)
+	echo.Wait(ctx, echoWait)
+	return nil
 }
 
 // SetQuota sets user id's quota in bytes (0: unlimited).
@@ -175,12 +194,12 @@ func (s *Service) checkPassword(ctx context.Context, u meta.User, password, clie
 // Conflict (see meta.Store.DeleteUser). The caller aborts the returned
 // backend uploads at the blob store.
 func (s *Service) DeleteUser(ctx context.Context, id string, purge bool) (meta.DeleteUserResult, error) {
-	res, err := s.meta.DeleteUser(ctx, id, purge)
-	if err != nil {
-		return meta.DeleteUserResult{}, err
-	}
-	s.changed(id)
-	return res, nil
+	var res meta.DeleteUserResult
+	err := s.publish(ctx, meta.Change{Topic: meta.TopicUser, Key: id}, func() (err error) {
+		res, err = s.meta.DeleteUser(ctx, id, purge)
+		return err
+	})
+	return res, err
 }
 
 // DeleteAccount is a user deleting their own account: DeleteUser after

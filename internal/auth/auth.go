@@ -344,8 +344,6 @@ func (s *Service) loadState(ctx context.Context, id string) (userState, error) {
 	return userState{found: true, disabled: u.Disabled, admin: u.Admin, sessionsAfter: u.SessionsAfter}, nil
 }
 
-// changed publishes a change of user id on the bus (after it committed).
-func (s *Service) changed(id string) { s.bus.Publish(meta.Change{Topic: meta.TopicUser, Key: id}) }
 
 // RequireAdmin returns nil if p is an enabled administrator, Unauthenticated
 // if p is anonymous, and PermissionDenied otherwise. It is the one check of

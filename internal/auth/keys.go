@@ -131,11 +131,9 @@ func (s *Service) DeleteAccessKey(ctx context.Context, userID, id string) error 
 	if err != nil {
 		return err
 	}
-	err = s.meta.DeleteAccessKey(ctx, userID, id)
-	if err == nil {
-		s.bus.Publish(meta.Change{Topic: meta.TopicAccessKey, Key: id})
-	}
-	return err
+	return s.publish(ctx, meta.Change{Topic: meta.TopicAccessKey, Key: id}, func() error {
+		return s.meta.DeleteAccessKey(ctx, userID, id)
+	})
 }
 
 // keyEntry is a cached access key: its owner and its secret in clear.

@@ -133,3 +133,42 @@ func TestMapBounded(t *testing.T) {
 		t.Errorf("a Map of at most 100 entries holds %d", n)
 	}
 }
+
+// TestEcho: with a listener connected, a change waits for its own
+// announcement (and no longer); without one, it does not wait at all.
+func TestEcho(t *testing.T) {
+	bus := NewBus()
+	h := bus.Handler(nil)
+	c := meta.Change{Topic: "t", Key: "k"}
+	if e := bus.Expect(c); e != nil {
+		t.Fatal("Expect without a listener returned an Echo")
+	}
+	h.Reset() // the listener is connected
+	e := bus.Expect(c)
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		h.Changed(c)
+	}()
+	start := time.Now()
+	e.Wait(t.Context(), 5*time.Second)
+	if d := time.Since(start); d < 15*time.Millisecond || d > 2*time.Second {
+		t.Errorf("Wait returned after %v, want when the announcement came (~20ms)", d)
+	}
+	// A lost announcement costs at most the bound.
+	e = bus.Expect(c)
+	start = time.Now()
+	e.Wait(t.Context(), 50*time.Millisecond)
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("Wait without an announcement took %v", d)
+	}
+	h.Error(errors.New("connection lost"))
+	if e := bus.Expect(c); e != nil {
+		t.Error("Expect after the listener failed returned an Echo")
+	}
+	bus.waitMu.Lock()
+	n := len(bus.waiters)
+	bus.waitMu.Unlock()
+	if n != 0 {
+		t.Errorf("%d waiters left behind", n)
+	}
+}
