@@ -344,7 +344,6 @@ func (s *Service) loadState(ctx context.Context, id string) (userState, error) {
 	return userState{found: true, disabled: u.Disabled, admin: u.Admin, sessionsAfter: u.SessionsAfter}, nil
 }
 
-
 // RequireAdmin returns nil if p is an enabled administrator, Unauthenticated
 // if p is anonymous, and PermissionDenied otherwise. It is the one check of
 // the admin role; the admin API and admin-only actions call it.
