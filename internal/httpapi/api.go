@@ -157,7 +157,14 @@ func (api *API) Handler() http.Handler {
 
 func (api *API) serve(w http.ResponseWriter, r *http.Request, rt Route) {
 	httpx.SetRoute(r.Context(), rt.Method+" "+rt.Pattern)
-	p, err := api.principal(r)
+	// Public routes (signup, login, refresh, logout) act as nobody: a
+	// stale bearer token (a session revoked by a password change) must
+	// not keep its holder from logging in again.
+	var p auth.Principal
+	var err error
+	if rt.Access != Public {
+		p, err = api.principal(r)
+	}
 	if err == nil && (rt.Access == User || rt.Access == Admin) && p.Anonymous() {
 		err = errcode.New(errcode.Unauthenticated, "authentication required")
 	}
