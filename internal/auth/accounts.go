@@ -65,21 +65,27 @@ func (s *Service) update(ctx context.Context, id string, upd meta.UserUpdate) (m
 	return u, err
 }
 
-// echoWait bounds how long a change waits for its announcement to come
-// back from the store (see cache.Echo).
-const echoWait = 250 * time.Millisecond
+// syncWait bounds how long a change waits for the other nodes to
+// acknowledge it (a node that does not answer in time still drops the
+// entry within the cache TTL).
+const syncWait = 250 * time.Millisecond
 
-// publish runs write, a change of c in the store, and then publishes c on
-// this process's bus and waits (at most echoWait) for the store's
-// announcement of it to come back, so that every node has been sent it.
+// publish runs write, a change of c in the store, then publishes c on
+// this process's bus and, on a store shared by listening nodes, waits (at
+// most syncWait) until every node has handled the store's announcement of
+// it: the client's next request sees the change on whichever node it
+// reaches.
 func (s *Service) publish(ctx context.Context, c meta.Change, write func() error) error {
-	echo := s.bus.Expect(c)
+	wait, cancel := func(context.Context, time.Duration) {}, func() {}
+	if l, ok := s.meta.(meta.ChangeListener); ok {
+		wait, cancel = l.ExpectChange(c)
+	}
 	if err := write(); err != nil {
-		echo.Cancel()
+		cancel()
 		return err
 	}
 	s.bus.Publish(c)
-	echo.Wait(ctx, echoWait)
+	wait(ctx, syncWait)
 	return nil
 }
 

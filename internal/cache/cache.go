@@ -23,9 +23,9 @@
 //     with NOTIFY in the transaction of the change, so it is delivered
 //     exactly when it commits, and every node's listener (meta.ChangeListener,
 //     wired to Bus.Handler) publishes it on its own Bus. The node that made
-//     the change waits (Bus.Expect, Echo.Wait; at most a bound) for its own
-//     announcement to come back before it answers, so the store has sent
-//     it to every listener by then. An announcement can be lost while a
+//     the change waits (meta.ChangeListener.ExpectChange, at most a bound)
+//     until every listening node has handled it before it answers, so the
+//     client's next request, on any node, sees it. An announcement can be lost while a
 //     node's listening connection is down: when it listens again the store
 //     reports Reset, which flushes every Map, so nothing loaded before or
 //     during the outage outlives it.
@@ -58,12 +58,6 @@ type Bus struct {
 	topics  map[string][]func(key string)
 	resets  []func()
 	changes atomic.Int64
-
-	// listening: a store listener is connected (Handler's Reset said so,
-	// no Error since).
-	listening atomic.Bool
-	waitMu    sync.Mutex
-	waiters   map[meta.Change][]chan struct{}
 }
 
 // NewBus returns an empty bus.
@@ -108,99 +102,7 @@ func (b *Bus) Changes() int64 { return b.changes.Load() }
 // Handler returns the meta.ChangeHandler that feeds a store's
 // announcements into the bus; onError (may be nil) sees listening errors.
 func (b *Bus) Handler(onError func(error)) meta.ChangeHandler {
-	return meta.ChangeHandler{
-		Changed: func(c meta.Change) {
-			b.Publish(c)
-			b.announced(c)
-		},
-		Reset: func() {
-			b.Reset()
-			b.listening.Store(true)
-		},
-		Error: func(err error) {
-			b.listening.Store(false)
-			if onError != nil {
-				onError(err)
-			}
-		},
-	}
-}
-
-// Echo waits for the store's announcement of a change this process makes.
-// When a listener is connected, the announcement coming back to this
-// process means the store has sent it to every other listening node too:
-// waiting for it before answering the request that made the change lets
-// the next request on any node see the change (a notification in flight
-// could otherwise lose the race against the client's next request).
-type Echo struct {
-	b  *Bus
-	c  meta.Change
-	ch chan struct{}
-}
-
-// Expect registers interest in the announcement of c; call it before the
-// change is written, then Wait (or Cancel if the write failed). Without a
-// connected listener it returns nil, whose methods do nothing.
-func (b *Bus) Expect(c meta.Change) *Echo {
-	if !b.listening.Load() {
-		return nil
-	}
-	e := &Echo{b: b, c: c, ch: make(chan struct{})}
-	b.waitMu.Lock()
-	if b.waiters == nil {
-		b.waiters = map[meta.Change][]chan struct{}{}
-	}
-	b.waiters[c] = append(b.waiters[c], e.ch)
-	b.waitMu.Unlock()
-	return e
-}
-
-// Wait returns when the announcement arrived, after at most max, or when
-// ctx is done.
-func (e *Echo) Wait(ctx context.Context, max time.Duration) {
-	if e == nil {
-		return
-	}
-	t := time.NewTimer(max)
-	defer t.Stop()
-	select {
-	case <-e.ch:
-	case <-t.C:
-	case <-ctx.Done():
-	}
-	e.Cancel()
-}
-
-// Cancel forgets the expectation.
-func (e *Echo) Cancel() {
-	if e == nil {
-		return
-	}
-	e.b.waitMu.Lock()
-	defer e.b.waitMu.Unlock()
-	ws := e.b.waiters[e.c]
-	for i, ch := range ws {
-		if ch == e.ch {
-			ws = append(ws[:i], ws[i+1:]...)
-			break
-		}
-	}
-	if len(ws) == 0 {
-		delete(e.b.waiters, e.c)
-	} else {
-		e.b.waiters[e.c] = ws
-	}
-}
-
-// announced wakes the Echoes waiting for c.
-func (b *Bus) announced(c meta.Change) {
-	b.waitMu.Lock()
-	ws := b.waiters[c]
-	delete(b.waiters, c)
-	b.waitMu.Unlock()
-	for _, ch := range ws {
-		close(ch)
-	}
+	return meta.ChangeHandler{Changed: b.Publish, Reset: b.Reset, Error: onError}
 }
 
 // Options of a Map.

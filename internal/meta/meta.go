@@ -156,6 +156,13 @@ type ChangeListener interface {
 	// after failures (Reset after each connection is established, the
 	// first included). It returns ctx's error.
 	ListenChanges(ctx context.Context, h ChangeHandler) error
+	// ExpectChange prepares to wait until every process listening for
+	// changes (this one included) has handled c, i.e. its Changed
+	// returned. Call it before writing the change; after the write
+	// committed, call wait, which returns when they all have, when max
+	// has passed, or when ctx is done; if the write failed, call cancel.
+	// A store that is not listening itself returns no-ops.
+	ExpectChange(c Change) (wait func(ctx context.Context, max time.Duration), cancel func())
 }
 
 // RefreshToken is one link of a rotating refresh-token chain. Only the

@@ -110,3 +110,65 @@ func TestListenChanges(t *testing.T) {
 		t.Errorf("DeleteUser announced %v, want the user and its key", got)
 	}
 }
+
+// TestExpectChangeWaitsForEveryListener: the process that makes a change
+// waits until every listening process handled it (here, one whose handler
+// takes 300 ms), and no longer than its bound.
+func TestExpectChangeWaitsForEveryListener(t *testing.T) {
+	db := testbackend.SharedPostgres(t).CreateDatabase(t)
+	a, b := open(t, db, postgres.Options{}), open(t, db, postgres.Options{})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	handledByB := make(chan time.Time, 10)
+	for _, l := range []struct {
+		s    *postgres.Store
+		slow bool
+	}{{a, false}, {b, true}} {
+		ready := make(chan struct{}, 1)
+		go l.s.ListenChanges(ctx, meta.ChangeHandler{
+			Changed: func(meta.Change) {
+				if l.slow {
+					time.Sleep(300 * time.Millisecond)
+					handledByB <- time.Now()
+				}
+			},
+			Reset: func() { ready <- struct{}{} },
+		})
+		<-ready
+	}
+	if err := a.CreateUser(ctx, meta.User{ID: "alice", Email: "alice@example.com", PasswordHash: "x"}, meta.Bucket{Name: "alice", OwnerID: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	yes := true
+	c := meta.Change{Topic: meta.TopicUser, Key: "alice"}
+	wait, _ := a.ExpectChange(c)
+	if _, err := a.UpdateUser(ctx, "alice", meta.UserUpdate{Disabled: &yes}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	wait(ctx, 10*time.Second)
+	returned := time.Now()
+	select {
+	case at := <-handledByB:
+		if returned.Before(at) {
+			t.Errorf("wait returned %v before the slow listener handled the change", at.Sub(returned))
+		}
+	default:
+		t.Errorf("wait returned after %v, before the slow listener handled the change", returned.Sub(start))
+	}
+	// Bounded: a change nobody announces is waited for max at most.
+	wait, _ = a.ExpectChange(meta.Change{Topic: meta.TopicUser, Key: "nobody"})
+	start = time.Now()
+	wait(ctx, 100*time.Millisecond)
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("wait for a change never made took %v", d)
+	}
+	// A store that does not listen does not wait.
+	c2 := open(t, db, postgres.Options{})
+	wait, _ = c2.ExpectChange(c)
+	start = time.Now()
+	wait(ctx, 10*time.Second)
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("a store not listening waited %v", d)
+	}
+}

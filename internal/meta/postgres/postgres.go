@@ -132,6 +132,7 @@ type Store struct {
 	pool *pgxpool.Pool
 	// connConfig opens the connection that listens for changes.
 	connConfig *pgx.ConnConfig
+	acks       acks
 	closed     atomic.Bool
 }
 
@@ -164,7 +165,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, errcode.Wrap(errcode.InvalidArgument, err, "postgres: invalid pool configuration")
 	}
-	s := &Store{opts: opts, pool: pool, connConfig: cfg.ConnConfig}
+	s := &Store{opts: opts, pool: pool, connConfig: cfg.ConnConfig, acks: acks{id: newListenerID()}}
 	if err := s.migrate(ctx, time.Now); err != nil {
 		pool.Close()
 		return nil, err
