@@ -133,4 +133,3 @@ func TestMapBounded(t *testing.T) {
 		t.Errorf("a Map of at most 100 entries holds %d", n)
 	}
 }
-
