@@ -135,5 +135,7 @@ fuzz ./internal/s3api FuzzCompleteMultipartUploadXML 5
 fuzz ./internal/s3api FuzzDeleteObjectsXML 5
 fuzz ./internal/s3api/sigv2 FuzzParseV2 10
 fuzz ./internal/s3api FuzzCreateBucketXML 5
+fuzz ./internal/meta/postgres FuzzParseChange 5
+fuzz ./internal/meta/metasql FuzzEscapeLike 5
 
 step "all tests passed in $(( $(date +%s) - START ))s"
