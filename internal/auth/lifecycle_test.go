@@ -323,6 +323,14 @@ func BenchmarkAccountCheck(b *testing.B) {
 			}
 		}
 	})
+	tokens := auth.NewTokens(auth.DeriveKey([]byte("0123456789abcdef0123456789abcdef"), "access-token"), 0)
+	b.Run("VerifyJWT/only", func(b *testing.B) { // Authenticate minus the account check
+		for b.Loop() {
+			if _, _, err := tokens.Verify(sess.AccessToken); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("GetUser/uncached", func(b *testing.B) {
 		for b.Loop() {
 			if _, err := m.GetUser(ctx, u.ID); err != nil {
