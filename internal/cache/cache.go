@@ -46,7 +46,6 @@ import (
 	"time"
 
 	"github.com/maypok86/otter/v2"
-	"github.com/maypok86/otter/v2/stats"
 
 	"github.com/coffer-storage/coffer/internal/meta"
 )
@@ -118,8 +117,7 @@ type Options struct {
 // invalidated by key or wholesale (see the package doc). Loads of one key
 // are coalesced: concurrent Gets of a missing key wait for one load.
 type Map[V any] struct {
-	c     *otter.Cache[string, V]
-	stats *stats.Counter
+	c *otter.Cache[string, V]
 	// gen counts flushes: a load that straddles one is not kept (otter
 	// discards a load straddling an Invalidate of its key, but its
 	// InvalidateAll does not promise that).
@@ -134,14 +132,11 @@ func NewMap[V any](bus *Bus, topic string, o Options) *Map[V] {
 	if o.TTL <= 0 {
 		o.TTL = time.Second
 	}
-	st := stats.NewCounter()
 	m := &Map[V]{
 		c: otter.Must(&otter.Options[string, V]{
 			MaximumSize:      o.MaxEntries,
 			ExpiryCalculator: otter.ExpiryWriting[string, V](o.TTL),
-			StatsRecorder:    st,
 		}),
-		stats: st,
 	}
 	if bus != nil {
 		bus.Subscribe(topic, m.Invalidate, m.Flush)
@@ -171,15 +166,4 @@ func (m *Map[V]) Invalidate(key string) { m.c.Invalidate(key) }
 func (m *Map[V]) Flush() {
 	m.gen.Add(1)
 	m.c.InvalidateAll()
-}
-
-// Stats are a Map's counters.
-type Stats struct {
-	Hits, Misses, Evictions uint64
-}
-
-// Stats returns the Map's counters.
-func (m *Map[V]) Stats() Stats {
-	s := m.stats.Snapshot()
-	return Stats{Hits: s.Hits, Misses: s.Misses, Evictions: s.Evictions}
 }
