@@ -25,18 +25,27 @@
 //     wired to Bus.Handler) publishes it on its own Bus. The node that made
 //     the change waits (meta.ChangeListener.ExpectChange, at most a bound)
 //     until every listening node has handled it before it answers, so the
-//     client's next request, on any node, sees it. An announcement can be lost while a
-//     node's listening connection is down: when it listens again the store
-//     reports Reset, which flushes every Map, so nothing loaded before or
-//     during the outage outlives it.
-//   - A process that shares the store but does not listen (a CLI command
-//     against PostgreSQL announces its changes but listens to none; against
-//     SQLite, a second process can neither announce nor listen): its changes
-//     reach the server within the TTL.
+//     client's next request, on any node, sees it. An announcement can be
+//     lost while a node's listening connection is down: when it listens
+//     again the store reports Reset, which flushes every Map, so nothing
+//     loaded before or during the outage outlives it.
+//   - A process that does not listen (a CLI command) still announces its
+//     changes to a PostgreSQL store's nodes, but does not wait for them.
+//     Against SQLite a second process can neither announce nor listen: its
+//     changes reach the server within the TTL.
 //
 // Topics name what changed (meta.TopicUser, meta.TopicAccessKey); keys are
 // the IDs of the entries. A Map subscribes to one topic and its keys are
 // that topic's keys.
+//
+// # Adding a cache
+//
+// Name a topic in package meta and make every store method that changes
+// what the cache holds announce it (PostgreSQL: txn.notify or notifySQL in
+// the write's transaction; document it on meta.ChangeListener). Build the
+// cache with NewMap(bus, topic, …) on the process's Bus, and make the
+// code that writes call ExpectChange, write, Publish and wait, as
+// auth.Service.publish does.
 package cache
 
 import (
