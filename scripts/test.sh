@@ -160,5 +160,7 @@ fuzz ./internal/crypt FuzzParseEnvelope 10
 fuzz ./internal/crypt FuzzDecrypt 10
 fuzz ./internal/kms FuzzParseKeyring 5
 fuzz ./internal/kms FuzzUnwrap 5
+fuzz ./internal/meta/postgres FuzzParseChange 5
+fuzz ./internal/meta/metasql FuzzEscapeLike 5
 
 step "all tests passed in $(( $(date +%s) - START ))s"

@@ -1,7 +1,21 @@
 // Package auth owns accounts and credentials: password hashing (argon2id in
 // a bounded pool), access tokens (JWT), rotating refresh tokens with reuse
 // detection, failed-login throttling, the signup policy with its invites
-// and per-address throttle, and the Principal a request acts as.
+// and per-address throttle, the Principal a request acts as, and
+// the account lifecycle (disable, enable, password change and reset,
+// deletion).
+//
+// # Every request checks the account
+//
+// Authenticate (access tokens) and LookupKey (S3 keys, presigned URLs,
+// direct-upload part URLs) refuse a user who is disabled or deleted, and
+// an access token issued before the user's SessionsAfter, on every
+// request. The state they check (disabled, admin, SessionsAfter) and the
+// access keys' secrets come from per-node caches (package cache) bounded
+// in entries and in age (Config.Cache.TTL, 1 s): a change made through
+// this Service is seen by the next request on this node, one made on
+// another node sharing a PostgreSQL store as soon as its announcement
+// arrives, and any change within the TTL at worst.
 //
 // # Considerations
 //
@@ -25,6 +39,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/coffer-storage/coffer/internal/cache"
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
 )
@@ -53,6 +68,13 @@ type Config struct {
 	SignupWindow time.Duration // default 1h
 	Params       Params
 	Pool         PoolConfig
+	// Bus carries invalidations of the account caches: the server feeds
+	// it the store's change announcements. Nil: a bus of the Service's
+	// own (changes made through it are still seen at once).
+	Bus *cache.Bus
+	// Cache bounds the caches of account state and access keys (default
+	// 100 000 entries each, TTL 1s).
+	Cache cache.Options
 }
 
 // Service implements signup, login, refresh, logout and token checks.
@@ -66,6 +88,10 @@ type Service struct {
 	now     func() time.Time
 	newName func(userID string) string
 	sealer  *keySealer
+
+	bus    *cache.Bus
+	states *cache.Map[userState]
+	keys   *cache.Map[keyEntry]
 
 	touchMu    sync.Mutex
 	touched    map[string]time.Time
@@ -95,7 +121,10 @@ func NewService(m meta.Store, master []byte, cfg Config) *Service {
 	if cfg.SignupLimit > 0 {
 		signups = NewThrottle(cfg.SignupLimit, cfg.SignupWindow)
 	}
-	return &Service{
+	if cfg.Bus == nil {
+		cfg.Bus = cache.NewBus()
+	}
+	s := &Service{
 		meta:     m,
 		cfg:      cfg,
 		hasher:   NewHasher(cfg.Params, cfg.Pool),
@@ -107,7 +136,21 @@ func NewService(m meta.Store, master []byte, cfg Config) *Service {
 		signups:  signups,
 		now:      time.Now,
 		newName:  DefaultBucketName,
+		bus:      cfg.Bus,
+		states:   cache.NewMap[userState](cfg.Bus, meta.TopicUser, cfg.Cache),
+		keys:     cache.NewMap[keyEntry](cfg.Bus, meta.TopicAccessKey, cfg.Cache),
 	}
+	// A deleted user's internal key goes with it.
+	cfg.Bus.Subscribe(meta.TopicUser, func(id string) {
+		s.internalMu.Lock()
+		delete(s.internal, id)
+		s.internalMu.Unlock()
+	}, func() {
+		s.internalMu.Lock()
+		clear(s.internal)
+		s.internalMu.Unlock()
+	})
+	return s
 }
 
 // Hasher exposes the password pool (for metrics).
@@ -153,6 +196,12 @@ func validPassword(pw string) error {
 // policy and unthrottled: it is for administrators and the CLI. The
 // public route calls SelfSignup.
 func (s *Service) Signup(ctx context.Context, email, password string) (meta.User, meta.Bucket, error) {
+	return s.createUser(ctx, email, password, false, s.cfg.DefaultQuota)
+}
+
+// createUser creates an account (an administrator if admin) with quota
+// and its default bucket.
+func (s *Service) createUser(ctx context.Context, email, password string, admin bool, quota int64) (meta.User, meta.Bucket, error) {
 	email = NormalizeEmail(email)
 	if err := validEmail(email); err != nil {
 		return meta.User{}, meta.Bucket{}, err
@@ -160,13 +209,13 @@ func (s *Service) Signup(ctx context.Context, email, password string) (meta.User
 	if err := validPassword(password); err != nil {
 		return meta.User{}, meta.Bucket{}, err
 	}
-	return s.createAccount(ctx, email, password, "")
+	return s.createAccount(ctx, email, password, "", admin, quota)
 }
 
-// createAccount creates the account of a valid email, redeeming the
-// invite whose code has hash inviteHash in the same transaction if it is
-// not "".
-func (s *Service) createAccount(ctx context.Context, email, password, inviteHash string) (meta.User, meta.Bucket, error) {
+// createAccount creates the account of a valid email (an administrator if
+// admin, with quota), redeeming the invite whose code has hash inviteHash
+// in the same transaction if it is not "".
+func (s *Service) createAccount(ctx context.Context, email, password, inviteHash string, admin bool, quota int64) (meta.User, meta.Bucket, error) {
 	if _, err := s.meta.GetUserByEmail(ctx, email); err == nil {
 		return meta.User{}, meta.Bucket{}, errcode.New(errcode.AlreadyExists, "an account with this email exists")
 	} else if !errcode.Is(err, errcode.NotFound) {
@@ -177,7 +226,7 @@ func (s *Service) createAccount(ctx context.Context, email, password, inviteHash
 		return meta.User{}, meta.Bucket{}, err
 	}
 	now := s.now().UTC()
-	u := meta.User{ID: NewID(), Email: email, PasswordHash: hash, QuotaBytes: s.cfg.DefaultQuota, CreatedAt: now}
+	u := meta.User{ID: NewID(), Email: email, PasswordHash: hash, QuotaBytes: quota, Admin: admin, CreatedAt: now}
 	b := meta.Bucket{Name: s.newName(u.ID), OwnerID: u.ID, Visibility: meta.Private, CreatedAt: now}
 	if inviteHash != "" {
 		err = s.meta.CreateInvitedUser(ctx, u, b, inviteHash, now)
@@ -287,18 +336,51 @@ func (s *Service) Logout(ctx context.Context, refreshToken string) error {
 	return err
 }
 
-// Authenticate turns a bearer access token into a Principal.
-func (s *Service) Authenticate(token string) (Principal, error) {
-	id, err := s.tokens.Verify(token)
+// Authenticate turns a bearer access token into a Principal. The token
+// must be valid, its user enabled, and the token issued no earlier than
+// the user's SessionsAfter (checked on a cached state, see the package
+// doc).
+func (s *Service) Authenticate(ctx context.Context, token string) (Principal, error) {
+	id, issued, err := s.tokens.Verify(token)
 	if err != nil {
 		return Principal{}, err
+	}
+	st, err := s.state(ctx, id)
+	if err != nil {
+		return Principal{}, err
+	}
+	switch {
+	case !st.found:
+		return Principal{}, errcode.New(errcode.Unauthenticated, "account no longer exists")
+	case st.disabled:
+		return Principal{}, errcode.New(errcode.Unauthenticated, "account disabled")
+	case issued.Before(st.sessionsAfter):
+		return Principal{}, errcode.New(errcode.Unauthenticated, "session revoked; log in again")
 	}
 	return Principal{UserID: id}, nil
 }
 
-// User returns the account of id.
-func (s *Service) User(ctx context.Context, id string) (meta.User, error) {
-	return s.meta.GetUser(ctx, id)
+// userState is what every authenticated request checks of its user.
+type userState struct {
+	found, disabled, admin bool
+	sessionsAfter          time.Time
+}
+
+// state returns the cached state of user id.
+func (s *Service) state(ctx context.Context, id string) (userState, error) {
+	return s.states.Get(ctx, id, s.loadState)
+}
+
+func (s *Service) loadState(ctx context.Context, id string) (userState, error) {
+	u, err := s.meta.GetUser(ctx, id)
+	if errcode.Is(err, errcode.NotFound) {
+		// IDs are random and never reused: a deleted user stays deleted.
+		return userState{}, nil
+	}
+	if err != nil {
+		return userState{}, err
+	}
+	return userState{found: true, disabled: u.Disabled, admin: u.Admin, sessionsAfter: u.SessionsAfter}, nil
 }
 
 // RequireAdmin returns nil if p is an enabled administrator, Unauthenticated
@@ -308,14 +390,14 @@ func (s *Service) RequireAdmin(ctx context.Context, p Principal) error {
 	if p.Anonymous() {
 		return errcode.New(errcode.Unauthenticated, "authentication required")
 	}
-	u, err := s.meta.GetUser(ctx, p.UserID)
-	if errcode.Is(err, errcode.NotFound) {
-		return errcode.New(errcode.Unauthenticated, "account no longer exists")
-	}
+	st, err := s.state(ctx, p.UserID)
 	if err != nil {
 		return err
 	}
-	if !u.Admin || u.Disabled {
+	if !st.found {
+		return errcode.New(errcode.Unauthenticated, "account no longer exists")
+	}
+	if !st.admin || st.disabled {
 		return errcode.New(errcode.PermissionDenied, "administrators only")
 	}
 	return nil

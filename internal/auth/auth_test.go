@@ -77,12 +77,13 @@ func TestPoolBounds(t *testing.T) {
 func TestTokens(t *testing.T) {
 	key := DeriveKey([]byte("master"), "access-token")
 	tok := NewTokens(key, time.Minute)
-	s, _, err := tok.Issue("user-1")
+	at := time.Now().Add(-time.Second).Truncate(time.Second).Add(123456789 * time.Nanosecond)
+	s, _, err := tok.IssueAt("user-1", at)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sub, err := tok.Verify(s); err != nil || sub != "user-1" {
-		t.Fatalf("Verify = %q, %v", sub, err)
+	if sub, issued, err := tok.Verify(s); err != nil || sub != "user-1" || !issued.Equal(at) {
+		t.Fatalf("Verify = %q, %v, %v; want user-1 issued at %v to the nanosecond", sub, issued, err, at)
 	}
 	// Tampered payload, other key, expired, alg none.
 	parts := strings.Split(s, ".")
@@ -93,11 +94,11 @@ func TestTokens(t *testing.T) {
 	old, _, _ := expired.Issue("user-1")
 	none, _ := jwt.NewWithClaims(jwt.SigningMethodNone, jwt.MapClaims{"sub": "user-1", "iss": issuer, "typ": "access", "exp": time.Now().Add(time.Hour).Unix()}).SignedString(jwt.UnsafeAllowNoneSignatureType)
 	for name, bad := range map[string]string{"tampered": tampered, "expired": old, "alg none": none, "garbage": "x.y.z"} {
-		if _, err := tok.Verify(bad); !errcode.Is(err, errcode.Unauthenticated) {
+		if _, _, err := tok.Verify(bad); !errcode.Is(err, errcode.Unauthenticated) {
 			t.Errorf("%s token: %v", name, err)
 		}
 	}
-	if _, err := other.Verify(s); !errcode.Is(err, errcode.Unauthenticated) {
+	if _, _, err := other.Verify(s); !errcode.Is(err, errcode.Unauthenticated) {
 		t.Errorf("token verified with another key")
 	}
 	if string(DeriveKey([]byte("m"), "a")) == string(DeriveKey([]byte("m"), "b")) {

@@ -120,7 +120,9 @@ func (s *Service) ListAccessKeys(ctx context.Context, userID string) ([]AccessKe
 	return out, nil
 }
 
-// DeleteAccessKey revokes one of the user's keys; it stops working at once.
+// DeleteAccessKey revokes one of the user's keys; it stops working at once
+// (on other nodes, when the store's announcement arrives; within the
+// cache TTL at worst).
 func (s *Service) DeleteAccessKey(ctx context.Context, userID, id string) error {
 	k, err := s.meta.GetAccessKey(ctx, id)
 	if errcode.Is(err, errcode.NotFound) || err == nil && (k.UserID != userID || k.Internal) {
@@ -129,22 +131,46 @@ func (s *Service) DeleteAccessKey(ctx context.Context, userID, id string) error 
 	if err != nil {
 		return err
 	}
-	return s.meta.DeleteAccessKey(ctx, userID, id)
+	return s.publish(ctx, meta.Change{Topic: meta.TopicAccessKey, Key: id}, func() error {
+		return s.meta.DeleteAccessKey(ctx, userID, id)
+	})
 }
 
-// LookupKey returns the secret and owner of an access key, for SigV4
-// verification. Unknown keys and keys of disabled users are NotFound.
-func (s *Service) LookupKey(ctx context.Context, id string) (secret string, p Principal, err error) {
+// keyEntry is a cached access key: its owner and its secret in clear.
+type keyEntry struct {
+	userID, secret string
+}
+
+func (s *Service) loadKey(ctx context.Context, id string) (keyEntry, error) {
 	k, err := s.meta.GetAccessKey(ctx, id)
 	if err != nil {
-		return "", Principal{}, err
+		return keyEntry{}, err // NotFound too: unknown IDs are not cached
 	}
-	secret, err = s.sealer.open(k.ID, k.SecretEnc)
+	secret, err := s.sealer.open(k.ID, k.SecretEnc)
+	if err != nil {
+		return keyEntry{}, err
+	}
+	return keyEntry{userID: k.UserID, secret: secret}, nil
+}
+
+// LookupKey returns the secret and owner of an access key, for SigV4 and
+// SigV2 verification (headers and presigned URLs alike). Unknown keys and
+// keys of disabled or deleted users are NotFound. Keys and their owners'
+// state come from the caches (see the package doc).
+func (s *Service) LookupKey(ctx context.Context, id string) (secret string, p Principal, err error) {
+	k, err := s.keys.Get(ctx, id, s.loadKey)
 	if err != nil {
 		return "", Principal{}, err
 	}
-	s.touch(k.ID)
-	return secret, Principal{UserID: k.UserID}, nil
+	st, err := s.state(ctx, k.userID)
+	if err != nil {
+		return "", Principal{}, err
+	}
+	if !st.found || st.disabled {
+		return "", Principal{}, errcode.New(errcode.NotFound, "access key %q not found", id)
+	}
+	s.touch(id)
+	return k.secret, Principal{UserID: k.userID}, nil
 }
 
 // touch records a key's last use, at most once a minute per key.

@@ -106,7 +106,7 @@ func (s *Service) selfSignup(ctx context.Context, email, password, code string) 
 		if s.cfg.Signup == SignupInvite {
 			return meta.User{}, meta.Bucket{}, ErrInviteRequired()
 		}
-		return s.createAccount(ctx, email, password, "")
+		return s.createAccount(ctx, email, password, "", false, s.cfg.DefaultQuota)
 	}
 	hash := HashToken(code)
 	inv, err := s.meta.GetInviteByHash(ctx, hash)
@@ -116,7 +116,7 @@ func (s *Service) selfSignup(ctx context.Context, email, password, code string) 
 	if err != nil {
 		return meta.User{}, meta.Bucket{}, err
 	}
-	return s.createAccount(ctx, email, password, hash)
+	return s.createAccount(ctx, email, password, hash, false, s.cfg.DefaultQuota)
 }
 
 // clientsFault reports whether a failed signup was the client's doing

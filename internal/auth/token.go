@@ -39,14 +39,24 @@ func NewTokens(key []byte, ttl time.Duration) *Tokens {
 	return &Tokens{key: key, ttl: ttl, now: time.Now}
 }
 
+// accessClaims are an access token's claims. iat is in whole seconds (the
+// JWT NumericDate); iat_ns repeats it in nanoseconds, since a token must
+// be told from a revocation made in the same second (a password change
+// revokes the tokens issued before it and issues one at once).
 type accessClaims struct {
 	jwt.RegisteredClaims
-	Type string `json:"typ"`
+	Type     string `json:"typ"`
+	IssuedNs int64  `json:"iat_ns,omitempty"`
 }
 
-// Issue returns a signed access token for userID.
+// Issue returns a signed access token for userID, issued now.
 func (t *Tokens) Issue(userID string) (string, time.Duration, error) {
-	now := t.now()
+	return t.IssueAt(userID, t.now())
+}
+
+// IssueAt returns a signed access token for userID issued at now (which
+// must be the current time, give or take a second).
+func (t *Tokens) IssueAt(userID string, now time.Time) (string, time.Duration, error) {
 	c := accessClaims{
 		RegisteredClaims: jwt.RegisteredClaims{
 			Issuer:    issuer,
@@ -54,7 +64,8 @@ func (t *Tokens) Issue(userID string) (string, time.Duration, error) {
 			IssuedAt:  jwt.NewNumericDate(now),
 			ExpiresAt: jwt.NewNumericDate(now.Add(t.ttl)),
 		},
-		Type: "access",
+		Type:     "access",
+		IssuedNs: now.UnixNano(),
 	}
 	s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString(t.key)
 	if err != nil {
@@ -63,10 +74,11 @@ func (t *Tokens) Issue(userID string) (string, time.Duration, error) {
 	return s, t.ttl, nil
 }
 
-// Verify checks an access token and returns its subject.
-func (t *Tokens) Verify(token string) (string, error) {
+// Verify checks an access token and returns its subject and when it was
+// issued (to the nanosecond; to the second for tokens without iat_ns).
+func (t *Tokens) Verify(token string) (subject string, issued time.Time, err error) {
 	var c accessClaims
-	_, err := jwt.ParseWithClaims(token, &c, func(*jwt.Token) (any, error) { return t.key, nil },
+	_, err = jwt.ParseWithClaims(token, &c, func(*jwt.Token) (any, error) { return t.key, nil },
 		jwt.WithValidMethods([]string{"HS256"}),
 		jwt.WithIssuer(issuer),
 		jwt.WithExpirationRequired(),
@@ -75,12 +87,16 @@ func (t *Tokens) Verify(token string) (string, error) {
 		jwt.WithTimeFunc(t.now),
 	)
 	if err != nil {
-		return "", errcode.Wrap(errcode.Unauthenticated, err, "invalid or expired access token")
+		return "", time.Time{}, errcode.Wrap(errcode.Unauthenticated, err, "invalid or expired access token")
 	}
-	if c.Type != "access" || c.Subject == "" {
-		return "", errcode.New(errcode.Unauthenticated, "invalid access token")
+	if c.Type != "access" || c.Subject == "" || c.IssuedAt == nil {
+		return "", time.Time{}, errcode.New(errcode.Unauthenticated, "invalid access token")
 	}
-	return c.Subject, nil
+	issued = c.IssuedAt.Time
+	if ns := time.Unix(0, c.IssuedNs); c.IssuedNs != 0 && ns.Truncate(time.Second).Equal(issued.Truncate(time.Second)) {
+		issued = ns
+	}
+	return c.Subject, issued, nil
 }
 
 // newOpaqueToken returns a random URL-safe token and its storage hash.

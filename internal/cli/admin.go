@@ -85,18 +85,20 @@ func dataFlag(fs *flag.FlagSet, env Env) *stores {
 type userCmd struct{ env Env }
 
 func (*userCmd) Synopsis() string {
-	return "manage accounts: 'user create --email E --password P [--admin]', 'user quota --email E --bytes N', 'user admin --email E --on|--off'"
+	return "manage accounts: 'user create --email E --password P [--admin]', 'user quota --email E --bytes N', " +
+		"'user admin --email E --on|--off', 'user disable|enable --email E', 'user password --email E --password P', " +
+		"'user delete --email E [--purge]'"
 }
 
 func (c *userCmd) Run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return usageError{errorf("need a subcommand: create, quota or admin")}
+		return usageError{errorf("need a subcommand: create, quota, admin, disable, enable, password or delete")}
 	}
 	fs := flag.NewFlagSet("coffer user "+args[0], flag.ContinueOnError)
 	fs.SetOutput(c.env.Stderr)
 	data := dataFlag(fs, c.env)
 	email := fs.String("email", "", "account email")
-	password := fs.String("password", "", "password (create)")
+	password := fs.String("password", "", "password (create, password)")
 	var quota int64
 	fs.Func("bytes", "quota in bytes, e.g. 10GiB; 0 = unlimited (quota)", func(s string) error {
 		n, err := config.ParseBytes(s)
@@ -106,8 +108,14 @@ func (c *userCmd) Run(ctx context.Context, args []string) error {
 	admin := fs.Bool("admin", false, "make the account an administrator (create)")
 	on := fs.Bool("on", false, "grant the admin role (admin)")
 	off := fs.Bool("off", false, "revoke the admin role (admin)")
+	purge := fs.Bool("purge", false, "also delete the account's buckets and objects (delete)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
+	}
+	switch args[0] {
+	case "create", "quota", "admin", "disable", "enable", "password", "delete":
+	default:
+		return usageError{errorf("unknown subcommand %q", args[0])}
 	}
 	if args[0] == "admin" && *on == *off {
 		return usageError{errorf("give exactly one of --on and --off")}
@@ -115,55 +123,96 @@ func (c *userCmd) Run(ctx context.Context, args []string) error {
 	if *email == "" {
 		return usageError{errorf("--email is required")}
 	}
+	if args[0] == "password" && *password == "" {
+		return usageError{errorf("--password is required")}
+	}
 	m, err := data.openMeta(ctx)
 	if err != nil {
 		return err
 	}
 	defer m.Close()
-	switch args[0] {
-	case "create":
-		key, err := data.serverKey(ctx, m)
-		if err != nil {
-			return err
-		}
-		as := auth.NewService(m, key, auth.Config{})
-		u, b, err := as.Signup(ctx, *email, *password)
+	key, err := data.serverKey(ctx, m)
+	if err != nil {
+		return err
+	}
+	// Changes go through the account service: on PostgreSQL the store
+	// announces them to the running nodes in the same transaction; against
+	// SQLite the server sees them within its cache TTL (1 s).
+	as := auth.NewService(m, key, auth.Config{})
+	if args[0] == "create" {
+		u, b, err := as.CreateUser(ctx, auth.NewUser{Email: *email, Password: *password, Admin: *admin})
 		if err != nil {
 			return err
 		}
 		role := "user"
-		if *admin {
-			if _, err := m.UpdateUser(ctx, u.ID, meta.UserUpdate{Admin: admin}); err != nil {
-				return err
-			}
+		if u.Admin {
 			role = "administrator"
 		}
 		fmt.Fprintf(c.env.Stdout, "created %s %s (%s) with bucket %s\n", role, u.Email, u.ID, b.Name)
+		return nil
+	}
+	u, err := as.UserByEmail(ctx, *email)
+	if err != nil {
+		return err
+	}
+	out := c.env.Stdout
+	switch args[0] {
 	case "admin":
-		u, err := m.GetUserByEmail(ctx, auth.NormalizeEmail(*email))
-		if err != nil {
-			return err
-		}
-		if _, err := m.UpdateUser(ctx, u.ID, meta.UserUpdate{Admin: on}); err != nil {
+		if _, err := as.SetAdmin(ctx, u.ID, *on); err != nil {
 			return err
 		}
 		if *on {
-			fmt.Fprintf(c.env.Stdout, "%s is an administrator\n", u.Email)
+			fmt.Fprintf(out, "%s is an administrator\n", u.Email)
 		} else {
-			fmt.Fprintf(c.env.Stdout, "%s is no longer an administrator\n", u.Email)
+			fmt.Fprintf(out, "%s is no longer an administrator\n", u.Email)
 		}
 	case "quota":
-		u, err := m.GetUserByEmail(ctx, auth.NormalizeEmail(*email))
+		if _, err := as.SetQuota(ctx, u.ID, quota); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "quota of %s set to %d bytes (usage %d)\n", u.Email, quota, u.UsageBytes)
+	case "disable":
+		if _, err := as.Disable(ctx, u.ID); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "%s is disabled; its sessions, S3 keys and presigned URLs are refused\n", u.Email)
+	case "enable":
+		if _, err := as.Enable(ctx, u.ID); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "%s is enabled; it may log in again (earlier sessions stay revoked)\n", u.Email)
+	case "password":
+		if _, err := as.SetPassword(ctx, u.ID, *password); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "password of %s reset; its sessions are revoked\n", u.Email)
+	case "delete":
+		res, err := as.DeleteUser(ctx, u.ID, *purge)
 		if err != nil {
 			return err
 		}
-		if err := m.SetQuota(ctx, u.ID, quota); err != nil {
-			return err
+		if len(res.BackendUploads) > 0 {
+			if err := data.abortBackendUploads(ctx, m, res.BackendUploads); err != nil {
+				return err
+			}
 		}
-		fmt.Fprintf(c.env.Stdout, "quota of %s set to %d bytes (usage %d)\n", u.Email, quota, u.UsageBytes)
-	default:
-		return usageError{errorf("unknown subcommand %q", args[0])}
+		fmt.Fprintf(out, "deleted %s: %d buckets, %d objects, %d uploads in progress (blobs are reclaimed by the janitor)\n",
+			u.Email, res.Buckets, res.Objects, res.Uploads)
 	}
+	return nil
+}
+
+// abortBackendUploads aborts a deleted account's multipart uploads at the
+// blob backend (scale-out shape).
+func (st *stores) abortBackendUploads(ctx context.Context, m meta.Store, ups []meta.Upload) error {
+	b, err := st.openBlobs(ctx)
+	if err != nil {
+		return err
+	}
+	if c, ok := b.(blob.Closer); ok {
+		defer c.Close()
+	}
+	object.New(m, b, object.Config{}, st.log).AbortBackendUploads(ctx, ups)
 	return nil
 }
 

@@ -40,6 +40,8 @@ type Config struct {
 	MaxFormFiles int
 	// Presign makes the part URLs of direct uploads; nil disables them.
 	Presign Presigner
+	// Info is what GET /api/v1/admin/server reports.
+	Info ServerInfo
 }
 
 // API is the file API.
@@ -103,12 +105,14 @@ type response interface {
 // Routes returns the API's route table.
 func (api *API) Routes() []Route {
 	const b = "/api/v1/buckets/{bucket}"
-	return []Route{
+	return append([]Route{
 		{Method: "POST", Pattern: "/api/v1/auth/signup", Access: Public, handle: api.signup},
 		{Method: "POST", Pattern: "/api/v1/auth/login", Access: Public, handle: api.login},
 		{Method: "POST", Pattern: "/api/v1/auth/refresh", Access: Public, handle: api.refresh},
 		{Method: "POST", Pattern: "/api/v1/auth/logout", Access: Public, handle: api.logout},
 		{Method: "GET", Pattern: "/api/v1/me", Access: User, handle: api.me},
+		{Method: "DELETE", Pattern: "/api/v1/me", Access: User, handle: api.deleteMe},
+		{Method: "POST", Pattern: "/api/v1/me/password", Access: User, handle: api.changePassword},
 
 		{Method: "GET", Pattern: "/api/v1/buckets", Access: User, handle: api.listBuckets},
 		{Method: "POST", Pattern: "/api/v1/buckets", Access: User, handle: api.createBucket},
@@ -136,7 +140,7 @@ func (api *API) Routes() []Route {
 		{Method: "GET", Pattern: "/api/v1/admin/invites", Access: Admin, handle: api.listInvites},
 		{Method: "POST", Pattern: "/api/v1/admin/invites", Access: Admin, handle: api.createInvite},
 		{Method: "DELETE", Pattern: "/api/v1/admin/invites/{id}", Access: Admin, handle: api.revokeInvite},
-	}
+	}, api.adminRoutes()...)
 }
 
 // Handler returns the API as an http.Handler for paths under /api/. Mount
@@ -157,7 +161,14 @@ func (api *API) Handler() http.Handler {
 
 func (api *API) serve(w http.ResponseWriter, r *http.Request, rt Route) {
 	httpx.SetRoute(r.Context(), rt.Method+" "+rt.Pattern)
-	p, err := api.principal(r)
+	// Public routes (signup, login, refresh, logout) act as nobody: a
+	// stale bearer token (a session revoked by a password change) must
+	// not keep its holder from logging in again.
+	var p auth.Principal
+	var err error
+	if rt.Access != Public {
+		p, err = api.principal(r)
+	}
 	if err == nil && (rt.Access == User || rt.Access == Admin) && p.Anonymous() {
 		err = errcode.New(errcode.Unauthenticated, "authentication required")
 	}
@@ -189,7 +200,7 @@ func (api *API) principal(r *http.Request) (auth.Principal, error) {
 	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
 		return auth.Principal{}, errcode.New(errcode.Unauthenticated, "Authorization must be \"Bearer <access token>\"")
 	}
-	return api.auth.Authenticate(strings.TrimSpace(token))
+	return api.auth.Authenticate(r.Context(), strings.TrimSpace(token))
 }
 
 func actor(p auth.Principal) object.Actor { return object.Actor{UserID: p.UserID} }

@@ -79,6 +79,90 @@ type UserUpdate struct {
 	PasswordHash  *string
 	QuotaBytes    *int64
 	SessionsAfter *time.Time
+	// RevokeRefreshTokens revokes every refresh token of the user in the
+	// same transaction (disable, password change, reset). It needs at
+	// least one field to set.
+	RevokeRefreshTokens bool
+}
+
+// ListUsersOptions selects a page of users, in email order.
+type ListUsersOptions struct {
+	// Query, if set, keeps only users whose email contains it (compared
+	// in lower case; no wildcards).
+	Query string
+	// After resumes a listing: only users whose email is after it.
+	After string
+	Limit int // 0 means 100; at most 1000
+}
+
+// DeleteUserResult says what DeleteUser removed.
+type DeleteUserResult struct {
+	Buckets int // buckets deleted (empty ones, or every one with purge)
+	Objects int // objects deleted (purge)
+	Uploads int // multipart uploads in progress deleted (purge)
+	// BackendUploads are the deleted uploads whose bytes the blob
+	// backend's own multipart upload held (Upload.BackendUploadID set):
+	// the caller aborts those at the backend. Their BlobKey is queued.
+	BackendUploads []Upload
+}
+
+// Counts are totals over the whole store, for the admin API.
+type Counts struct {
+	Users   int64
+	Buckets int64
+	Objects int64
+	Bytes   int64 // the sum of every user's UsageBytes
+}
+
+// Topics of changes (see Change).
+const (
+	// TopicUser: the user whose ID is the key changed in a way a cache of
+	// its authentication state must see (disabled, admin, sessions,
+	// password, deleted).
+	TopicUser = "user"
+	// TopicAccessKey: the access key whose ID is the key was deleted.
+	TopicAccessKey = "key"
+)
+
+// Change names a committed change that caches of other processes must
+// drop: a Topic and the Key of the entry.
+type Change struct {
+	Topic, Key string
+}
+
+// ChangeHandler receives what a ChangeListener reports. Changed and Reset
+// run on the listener's goroutine, one at a time.
+type ChangeHandler struct {
+	// Changed reports a change committed by any process sharing the
+	// store (this one's own included).
+	Changed func(Change)
+	// Reset says changes may have been missed (the listening connection
+	// was opened, or re-opened after it failed): every cache must drop
+	// everything.
+	Reset func()
+	// Error reports that listening failed; it is retried. May be nil.
+	Error func(error)
+}
+
+// ChangeListener is implemented by stores that several processes share
+// (PostgreSQL). UpdateUser and DeleteUser announce TopicUser, and
+// DeleteAccessKey and DeleteUser announce TopicAccessKey for each key they
+// delete, in the transaction of the change, so that a change is announced
+// exactly when it commits (and never when it does not).
+// Announcements are best effort: one may be lost, and a listener that
+// loses its connection reports Reset once it listens again.
+type ChangeListener interface {
+	// ListenChanges reports changes to h until ctx is done, reconnecting
+	// after failures (Reset after each connection is established, the
+	// first included). It returns ctx's error.
+	ListenChanges(ctx context.Context, h ChangeHandler) error
+	// ExpectChange prepares to wait until every process listening for
+	// changes (this one included) has handled c, i.e. its Changed
+	// returned. Call it before writing the change; after the write
+	// committed, call wait, which returns when they all have, when max
+	// has passed, or when ctx is done; if the write failed, call cancel.
+	// A store that is not listening itself returns no-ops.
+	ExpectChange(c Change) (wait func(ctx context.Context, max time.Duration), cancel func())
 }
 
 // RefreshToken is one link of a rotating refresh-token chain. Only the
@@ -380,16 +464,39 @@ type Store interface {
 	SetQuota(ctx context.Context, userID string, quotaBytes int64) error
 	// UpdateUser applies the non-nil fields of upd in one statement and
 	// returns the user as it is after; NotFound if there is no such user,
-	// InvalidArgument for a negative quota or an empty update.
+	// InvalidArgument for a negative quota or an empty update. With
+	// upd.RevokeRefreshTokens, every refresh token of the user is revoked
+	// in the same transaction.
 	UpdateUser(ctx context.Context, userID string, upd UserUpdate) (User, error)
+	// ListUsers returns a page of users in email order and whether more
+	// exist (continue with After = the last email).
+	ListUsers(ctx context.Context, opts ListUsersOptions) ([]User, bool, error)
+	// DeleteUser deletes the user, its access keys and refresh tokens and
+	// its empty buckets, in one transaction. Without purge, a user whose
+	// buckets hold objects or multipart uploads in progress is refused
+	// with Conflict (Detail: "reason" = "user_owns_data", "objects",
+	// "uploads", "buckets" — the names of the buckets holding them, at
+	// most 10) and nothing changes. With purge, every bucket of the user
+	// goes with its objects and uploads, the user's stagings are deleted,
+	// and every blob they point at is queued for reclamation (the
+	// janitor re-checks each before deleting it). NotFound if there is no
+	// such user.
+	DeleteUser(ctx context.Context, userID string, purge bool) (DeleteUserResult, error)
+	// Counts returns totals over the store.
+	Counts(ctx context.Context) (Counts, error)
 
 	CreateRefreshToken(ctx context.Context, t RefreshToken) error
 	// RotateRefreshToken consumes the token with hash oldHash and stores
 	// next in its place (next.UserID and next.Family are taken from the old
 	// token), returning the stored next. Unauthenticated if the old token
-	// is unknown, expired or revoked. If it was already used, the whole
-	// family is revoked (reuse detection) and Unauthenticated is returned.
-	// Exactly one of many concurrent rotations of one token succeeds.
+	// is unknown, expired or revoked, if its user is disabled, or if it
+	// was created before its user's SessionsAfter; all of it is judged
+	// in the transaction of the rotation, so a rotation concurrent with an
+	// UpdateUser that disables the user or revokes its tokens either
+	// fails or happens before it (and its token is then revoked too). If
+	// it was already used, the whole family is revoked (reuse detection)
+	// and Unauthenticated is returned. Exactly one of many concurrent
+	// rotations of one token succeeds.
 	RotateRefreshToken(ctx context.Context, oldHash string, next RefreshToken, now time.Time) (RefreshToken, error)
 	// RevokeRefreshFamily revokes every token of the family that the token
 	// with hash belongs to. NotFound if the hash is unknown.

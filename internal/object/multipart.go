@@ -544,3 +544,23 @@ func (s *Service) completeBackend(ctx context.Context, u meta.Upload, parts []me
 	}
 	return o, err
 }
+
+// AbortBackendUploads aborts, at the blob backend, the multipart uploads
+// of uploads whose metadata is already gone (a deleted account's: see
+// meta.Store.DeleteUser); their blobs are in the garbage queue. Best
+// effort: a failure is logged, and the backend's own expiry of incomplete
+// uploads reclaims what is left.
+func (s *Service) AbortBackendUploads(ctx context.Context, uploads []meta.Upload) {
+	mp, ok := s.blobs.(blob.MultipartPresigner)
+	if !ok {
+		return
+	}
+	for _, u := range uploads {
+		if u.BackendUploadID == "" {
+			continue
+		}
+		if err := mp.AbortMultipart(ctx, u.BlobKey, u.BackendUploadID); err != nil {
+			s.log.Warn("aborting a deleted account's backend upload failed", "upload", u.ID, "blob", u.BlobKey, "err", err)
+		}
+	}
+}

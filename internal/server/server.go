@@ -41,6 +41,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,6 +52,7 @@ import (
 	"github.com/coffer-storage/coffer/internal/blob"
 	"github.com/coffer-storage/coffer/internal/blob/diskblob"
 	"github.com/coffer-storage/coffer/internal/blob/s3blob"
+	"github.com/coffer-storage/coffer/internal/cache"
 	"github.com/coffer-storage/coffer/internal/config"
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/httpapi"
@@ -89,6 +91,11 @@ type Server struct {
 	// info for JSON logs (a log pipeline's record of every request),
 	// debug for text logs (a terminal, where it would drown the events).
 	accessLevel slog.Level
+	// changes carries invalidations of the account caches; on PostgreSQL
+	// Run feeds it the store's announcements (listen).
+	changes *cache.Bus
+	listen  meta.ChangeListener
+	started time.Time
 }
 
 // New opens the data folder and builds every component.
@@ -109,11 +116,12 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	if err := PrepareDataDir(cfg.Data, log); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: log, metrics: metrics.New(), accessLevel: slog.LevelInfo}
+	s := &Server{cfg: cfg, log: log, metrics: metrics.New(), accessLevel: slog.LevelInfo, changes: cache.NewBus(), started: time.Now()}
 	if cfg.LogFormat == "text" {
 		s.accessLevel = slog.LevelDebug
 	}
 	s.certs = certs
+	metaKind, blobKind := "sqlite", "disk"
 
 	// Metadata: the embedded default is SQLite in the data folder; the
 	// scale-out shape is PostgreSQL shared by every node.
@@ -128,6 +136,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		s.metrics.CounterFunc("coffer_meta_pool_waits_total", "Metadata operations that waited for a PostgreSQL connection.", func() float64 { return float64(st().EmptyAcquireCount) })
 		s.metrics.CounterFunc("coffer_meta_pool_timeouts_total", "Metadata operations that gave up waiting for a PostgreSQL connection (503).", func() float64 { return float64(st().CanceledAcquireCount) })
 		s.meta = pg
+		s.listen = pg // every node listens for the others' changes
+		metaKind = "postgres"
 	} else {
 		m, err := sqlite.Open(ctx, filepath.Join(cfg.Data, "meta.db"), sqlite.Options{})
 		if err != nil {
@@ -143,6 +153,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	// Blobs: the embedded default is the local disk in the data folder;
 	// the scale-out shape is an S3-compatible store.
 	if cfg.Blob != "" {
+		blobKind = "s3"
 		opts, err := s3blob.ParseURL(cfg.Blob)
 		if err == nil {
 			s.blobs, err = s3blob.Open(ctx, opts)
@@ -177,7 +188,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		Signup:       auth.SignupPolicy(cfg.Signup),
 		SignupLimit:  signupLimit(cfg.SignupRate),
 		SignupWindow: cfg.SignupRate.Per,
+		Bus:          s.changes,
 	})
+	s.metrics.CounterFunc("coffer_cache_changes_total", "Changes that invalidated this node's account caches (its own and other nodes').",
+		func() float64 { return float64(s.changes.Changes()) })
 	h := s.auth.Hasher()
 	s.metrics.CounterFunc("coffer_password_hashes_total", "argon2id computations (hash or verify).",
 		func() float64 { return float64(h.Stats().Hashed) })
@@ -187,9 +201,15 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		func() float64 { return float64(h.Stats().Waiting) })
 
 	s.admission = s.newAdmission()
+	version, revision, goVersion := BuildInfo()
 	apiCfg := httpapi.Config{
 		TrustedProxies: cfg.TrustedProxies,
 		PublicMaxAge:   cfg.PublicMaxAge,
+		Info: httpapi.ServerInfo{
+			Version: version, Revision: revision, GoVersion: goVersion,
+			Started: s.started, MetaStore: metaKind, BlobStore: blobKind,
+			Counts: s.meta.Counts,
+		},
 	}
 	if cfg.S3Listen != "off" {
 		apiCfg.Presign = s.presignPart
@@ -376,6 +396,19 @@ func (s *Server) Run(ctx context.Context, announce io.Writer) error {
 		defer close(janitorDone)
 		s.objects.RunJanitor(janitorCtx, s.cfg.JanitorInterval, min(s.cfg.OrphanGrace, time.Hour))
 	}()
+	if s.listen != nil {
+		// Other nodes' changes (disabled users, revoked keys) reach this
+		// node's caches through the store's announcements.
+		listenCtx, stopListen := context.WithCancel(context.Background())
+		listenDone := make(chan struct{})
+		go func() {
+			defer close(listenDone)
+			s.listen.ListenChanges(listenCtx, s.changes.Handler(func(err error) {
+				s.log.Warn("listening for other nodes' changes failed; caches are flushed when it resumes", "err", err)
+			}))
+		}()
+		defer func() { stopListen(); <-listenDone }()
+	}
 
 	serveErr := make(chan error, len(lns))
 	for _, l := range lns {
@@ -539,4 +572,19 @@ func LoadOrCreateKey(path string) ([]byte, error) {
 		return nil, fmt.Errorf("server key %s is malformed", path)
 	}
 	return key, nil
+}
+
+// BuildInfo returns the module version, the VCS revision ("" if the build
+// recorded none) and the Go version of the running binary.
+func BuildInfo() (version, revision, goVersion string) {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(devel)", "", ""
+	}
+	for _, st := range bi.Settings {
+		if st.Key == "vcs.revision" {
+			revision = st.Value
+		}
+	}
+	return bi.Main.Version, revision, bi.GoVersion
 }

@@ -84,6 +84,17 @@ func TestCrossUser(t *testing.T) {
 				t.Errorf("B's /me shows %q", me.Email)
 			}
 		},
+		"DELETE /api/v1/me": func(t *testing.T) {
+			// B can only ever delete B, and only with B's password.
+			if st := jsonDo("DELETE", "/api/v1/me", map[string]any{"password": "correct horse battery?", "purge": true}); st != 401 {
+				t.Errorf("DELETE /me with a wrong password: %d, want 401", st)
+			}
+		},
+		"POST /api/v1/me/password": func(t *testing.T) {
+			if st := jsonDo("POST", "/api/v1/me/password", map[string]string{"old_password": "correct horse battery?", "new_password": "taking over a"}); st != 401 {
+				t.Errorf("password change with a wrong old password: %d, want 401", st)
+			}
+		},
 		"GET /api/v1/buckets": func(t *testing.T) {
 			var l struct{ Buckets []struct{ Name string } }
 			b.JSON(t, "GET", "/api/v1/buckets", nil, &l)
@@ -199,9 +210,39 @@ func TestCrossUser(t *testing.T) {
 		},
 	}
 
+	// Every admin route: B (not an administrator) gets 403, an anonymous
+	// client 401, whatever the target (A's account and key).
+	var aMe struct{ ID string }
+	if st := a.JSON(t, "GET", "/api/v1/me", nil, &aMe); st != 200 {
+		t.Fatal("A's /me")
+	}
+	anon := testenv.NewClient(srv.URL)
+	adminCase := func(rt httpapi.Route) func(t *testing.T) {
+		return func(t *testing.T) {
+			path := strings.NewReplacer("{id}", aMe.ID, "{key}", aKey.ID).Replace(rt.Pattern)
+			if rt.Method == "DELETE" {
+				path += "?purge=true"
+			}
+			body := map[string]any{"email": "planted@example.com", "password": "planted password", "quota_bytes": 1, "admin": true}
+			if st := b.JSON(t, rt.Method, path, body, nil); st != 403 {
+				t.Errorf("%s %s as a non-admin: %d, want 403", rt.Method, path, st)
+			}
+			if st := anon.JSON(t, rt.Method, path, body, nil); st != 401 {
+				t.Errorf("%s %s anonymously: %d, want 401", rt.Method, path, st)
+			}
+		}
+	}
+
 	routes := httpapi.New(nil, nil, httpapi.Config{}, nil).Routes()
 	for _, rt := range routes {
 		name := rt.Method + " " + rt.Pattern
+		if rt.Access == httpapi.Admin {
+			if _, ok := cases[name]; !ok {
+				cases[name] = adminCase(rt)
+			}
+		} else if strings.HasPrefix(rt.Pattern, "/api/v1/admin/") {
+			t.Errorf("route %s is under /api/v1/admin/ but not Admin", name)
+		}
 		fn, ok := cases[name]
 		if !ok {
 			t.Errorf("route %s has no cross-user case: add one", name)
@@ -246,4 +287,16 @@ func TestCrossUser(t *testing.T) {
 		t.Errorf("A's keys: %+v", ak.Keys)
 	}
 	a.Login(t, "correct horse battery")
+	// A is still enabled, not an administrator, with its quota; nobody
+	// was planted.
+	var me struct {
+		QuotaBytes int64 `json:"quota_bytes"`
+	}
+	if st := a.JSON(t, "GET", "/api/v1/me", nil, &me); st != 200 || me.QuotaBytes != 0 {
+		t.Errorf("A's /me: %d %+v", st, me)
+	}
+	if st := testenv.NewClient(srv.URL).JSON(t, "POST", "/api/v1/auth/login", map[string]string{"email": "planted@example.com", "password": "planted password"}, nil); st != 401 {
+		t.Errorf("the planted account logs in: %d", st)
+	}
+	b.Login(t, "correct horse battery")
 }

@@ -122,6 +122,7 @@ func Run(t *testing.T, newStore func(t *testing.T) meta.Store) {
 		tests []test
 	}{
 		{"Users", userTests},
+		{"Accounts", accountTests},
 		{"RefreshTokens", tokenTests},
 		{"Invites", inviteTests},
 		{"Buckets", bucketTests},

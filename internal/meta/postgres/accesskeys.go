@@ -88,7 +88,8 @@ func (s *Store) ListAccessKeys(ctx context.Context, userID string) ([]meta.Acces
 // DeleteAccessKey implements meta.Store.
 func (s *Store) DeleteAccessKey(ctx context.Context, userID, id string) error {
 	return s.write(ctx, "delete access key", func(t *txn) error {
-		t.execN(mustAffect(errNoAccessKey(id)), "DELETE FROM access_keys WHERE id = $1 AND user_id = $2", id, userID)
+		t.execN(mustAffect(errNoAccessKey(id)), "WITH d AS (DELETE FROM access_keys WHERE id = $1 AND user_id = $2 RETURNING id) SELECT "+
+			notifySQL(meta.TopicAccessKey, "d.id")+" FROM d", id, userID)
 		return nil
 	})
 }

@@ -128,9 +128,12 @@ func (o Options) withDefaults() Options {
 // Store is a meta.Store on a PostgreSQL database. It is safe for concurrent
 // use.
 type Store struct {
-	opts   Options
-	pool   *pgxpool.Pool
-	closed atomic.Bool
+	opts Options
+	pool *pgxpool.Pool
+	// connConfig opens the connection that listens for changes.
+	connConfig *pgx.ConnConfig
+	acks       acks
+	closed     atomic.Bool
 }
 
 // Open connects to the database at url (a postgres:// URL or a key=value
@@ -162,7 +165,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, errcode.Wrap(errcode.InvalidArgument, err, "postgres: invalid pool configuration")
 	}
-	s := &Store{opts: opts, pool: pool}
+	s := &Store{opts: opts, pool: pool, connConfig: cfg.ConnConfig, acks: acks{id: newListenerID()}}
 	if err := s.migrate(ctx, time.Now); err != nil {
 		pool.Close()
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -145,16 +146,28 @@ func (s *Store) RotateRefreshToken(ctx context.Context, oldHash string, next met
 	var out meta.RefreshToken
 	err := s.write(ctx, "rotate refresh token", func(t *txn) error {
 		var family, userID string
-		var expires int64
-		var used, revoked, found bool
+		var expires, created, after int64
+		var used, revoked, disabled, found bool
+		// The user's row first (FOR SHARE: rotations of one user do not
+		// wait for each other), then the token's: an UpdateUser that
+		// disables the user or revokes its tokens locks them in the same
+		// order, so a rotation either sees its outcome or commits before
+		// it starts (and its new token is then revoked by it).
 		t.queryRow(func(r pgx.Row) error {
-			err := r.Scan(&userID, &family, &expires, &used, &revoked)
+			err := r.Scan(&disabled, &after)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return nil
+			}
+			return err
+		}, "SELECT disabled, sessions_after FROM users WHERE id = (SELECT user_id FROM refresh_tokens WHERE hash = $1) FOR SHARE", oldHash)
+		t.queryRow(func(r pgx.Row) error {
+			err := r.Scan(&userID, &family, &expires, &used, &revoked, &created)
 			found = err == nil
 			if errors.Is(err, pgx.ErrNoRows) {
 				return nil
 			}
 			return err
-		}, "SELECT user_id, family, expires_at, used, revoked FROM refresh_tokens WHERE hash = $1 FOR UPDATE", oldHash)
+		}, "SELECT user_id, family, expires_at, used, revoked, created_at FROM refresh_tokens WHERE hash = $1 FOR UPDATE", oldHash)
 		if err := t.flush(); err != nil {
 			return err
 		}
@@ -170,6 +183,10 @@ func (s *Store) RotateRefreshToken(ctx context.Context, oldHash string, next met
 			return errcode.New(errcode.Unauthenticated, "refresh token revoked")
 		case !now.Before(metasql.FromNanos(expires)):
 			return errcode.New(errcode.Unauthenticated, "refresh token expired")
+		case disabled:
+			return errcode.New(errcode.Unauthenticated, "account disabled")
+		case created < after:
+			return errcode.New(errcode.Unauthenticated, "refresh token revoked")
 		}
 		t.exec("UPDATE refresh_tokens SET used = true WHERE hash = $1", oldHash)
 		rt := next
@@ -231,7 +248,131 @@ func (s *Store) UpdateUser(ctx context.Context, userID string, upd meta.UserUpda
 			}
 			return err
 		}, "UPDATE users SET "+set+" WHERE id = $"+strconv.Itoa(len(args)+1)+" RETURNING "+userCols, append(args, userID)...)
+		if upd.RevokeRefreshTokens {
+			t.exec("UPDATE refresh_tokens SET revoked = true WHERE user_id = $1 AND NOT revoked", userID)
+		}
+		t.exec("SELECT "+notifySQL(meta.TopicUser, "id")+" FROM users WHERE id = $1", userID)
 		return nil
 	})
 	return u, err
+}
+
+// ListUsers implements meta.Store.
+func (s *Store) ListUsers(ctx context.Context, opts meta.ListUsersOptions) ([]meta.User, bool, error) {
+	q, args, limit, err := metasql.ListUsersQuery(userCols, opts, func(n int) string { return "$" + strconv.Itoa(n) })
+	if err != nil {
+		return nil, false, err
+	}
+	var out []meta.User
+	err = s.read(ctx, "list users", func(c *pgx.Conn) error {
+		out = nil
+		rows, err := c.Query(ctx, q, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			u, err := scanUser(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, u)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	if len(out) > limit {
+		return out[:limit], true, nil
+	}
+	return out, false, nil
+}
+
+var (
+	userDataQuery       = metasql.UserDataQuery("$1")
+	dataBucketsQuery    = metasql.DataBucketsQuery("$1")
+	backendUploadsQuery = metasql.BackendUploadsQuery("$1")
+	deleteUserSQL       = metasql.DeleteUserStatements("$1", "$2", false)
+)
+
+// DeleteUser implements meta.Store. It locks the user's row first (FOR
+// UPDATE), as every write to the user's buckets does, so no object or
+// upload appears in them between the check and the deletion, and
+// announces the user and each of its keys.
+func (s *Store) DeleteUser(ctx context.Context, userID string, purge bool) (meta.DeleteUserResult, error) {
+	var res meta.DeleteUserResult
+	err := s.write(ctx, "delete user", func(t *txn) error {
+		res = meta.DeleteUserResult{}
+		var found bool
+		var buckets, objects, uploads int64
+		var names, keys []string
+		t.queryRow(func(r pgx.Row) error {
+			var id string
+			err := r.Scan(&id)
+			found = err == nil
+			if errors.Is(err, pgx.ErrNoRows) {
+				return nil
+			}
+			return err
+		}, "SELECT id FROM users WHERE id = $1 FOR UPDATE", userID)
+		if err := t.flush(); err != nil {
+			return err
+		}
+		if !found {
+			return errcode.New(errcode.NotFound, "user %q not found", userID)
+		}
+		t.queryRow(func(r pgx.Row) error { return r.Scan(&buckets, &objects, &uploads) }, userDataQuery, userID)
+		t.query(func(r pgx.Rows) error {
+			var n string
+			err := r.Scan(&n)
+			names = append(names, n)
+			return err
+		}, dataBucketsQuery, userID)
+		t.query(func(r pgx.Rows) error {
+			var u meta.Upload
+			err := r.Scan(&u.ID, &u.Bucket, &u.BlobKey, &u.BackendUploadID)
+			res.BackendUploads = append(res.BackendUploads, u)
+			return err
+		}, backendUploadsQuery, userID)
+		t.query(func(r pgx.Rows) error {
+			var k string
+			err := r.Scan(&k)
+			keys = append(keys, k)
+			return err
+		}, "SELECT id FROM access_keys WHERE user_id = $1", userID)
+		if err := t.flush(); err != nil {
+			return err
+		}
+		if !purge && objects+uploads > 0 {
+			return metasql.UserOwnsData(objects, uploads, names)
+		}
+		now := metasql.ToNanos(t.now)
+		for _, q := range deleteUserSQL {
+			if strings.Contains(q, "$2") {
+				t.exec(q, userID, now)
+			} else {
+				t.exec(q, userID)
+			}
+		}
+		t.notify(meta.TopicUser, userID)
+		for _, k := range keys {
+			t.notify(meta.TopicAccessKey, k)
+		}
+		res.Buckets, res.Objects, res.Uploads = int(buckets), int(objects), int(uploads)
+		return nil
+	})
+	if err != nil {
+		return meta.DeleteUserResult{}, err
+	}
+	return res, nil
+}
+
+// Counts implements meta.Store.
+func (s *Store) Counts(ctx context.Context) (meta.Counts, error) {
+	var c meta.Counts
+	err := s.queryRow(ctx, "counts", func(r pgx.Row) error {
+		return r.Scan(&c.Users, &c.Buckets, &c.Objects, &c.Bytes)
+	}, metasql.CountsQuery)
+	return c, err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/coffer-storage/coffer/internal/errcode"
@@ -146,10 +147,11 @@ func (s *Store) RotateRefreshToken(ctx context.Context, oldHash string, next met
 	var out meta.RefreshToken
 	err := s.write(ctx, func(ctx context.Context, c *conn) error {
 		var family, userID string
-		var expires int64
-		var used, revoked bool
-		err := c.QueryRowContext(ctx, "SELECT user_id, family, expires_at, used, revoked FROM refresh_tokens WHERE hash = ?", oldHash).
-			Scan(&userID, &family, &expires, &used, &revoked)
+		var expires, created, after int64
+		var used, revoked, disabled bool
+		err := c.QueryRowContext(ctx, `SELECT t.user_id, t.family, t.expires_at, t.used, t.revoked, t.created_at, u.disabled, u.sessions_after
+			FROM refresh_tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = ?`, oldHash).
+			Scan(&userID, &family, &expires, &used, &revoked, &created, &disabled, &after)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			return errcode.New(errcode.Unauthenticated, "unknown refresh token")
@@ -166,6 +168,10 @@ func (s *Store) RotateRefreshToken(ctx context.Context, oldHash string, next met
 			return errcode.New(errcode.Unauthenticated, "refresh token revoked")
 		case !now.Before(metasql.FromNanos(expires)):
 			return errcode.New(errcode.Unauthenticated, "refresh token expired")
+		case disabled:
+			return errcode.New(errcode.Unauthenticated, "account disabled")
+		case created < after:
+			return errcode.New(errcode.Unauthenticated, "refresh token revoked")
 		}
 		if _, err := c.ExecContext(ctx, "UPDATE refresh_tokens SET used = 1 WHERE hash = ?", oldHash); err != nil {
 			return classify(err, "use refresh token")
@@ -237,7 +243,135 @@ func (s *Store) UpdateUser(ctx context.Context, userID string, upd meta.UserUpda
 		if err != nil {
 			return classify(err, "update user %q", userID)
 		}
+		if upd.RevokeRefreshTokens {
+			if _, err := c.ExecContext(ctx, "UPDATE refresh_tokens SET revoked = 1 WHERE user_id = ? AND revoked = 0", userID); err != nil {
+				return classify(err, "revoke refresh tokens of %q", userID)
+			}
+		}
 		return nil
 	})
 	return u, err
+}
+
+// ListUsers implements meta.Store.
+func (s *Store) ListUsers(ctx context.Context, opts meta.ListUsersOptions) ([]meta.User, bool, error) {
+	if err := s.ready(); err != nil {
+		return nil, false, err
+	}
+	q, args, limit, err := metasql.ListUsersQuery(userCols, opts, func(n int) string { return "?" + strconv.Itoa(n) })
+	if err != nil {
+		return nil, false, err
+	}
+	rows, err := s.read().QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, false, classify(err, "list users")
+	}
+	defer rows.Close()
+	var out []meta.User
+	for rows.Next() {
+		u, err := scanUser(rows)
+		if err != nil {
+			return nil, false, classify(err, "list users")
+		}
+		out = append(out, u)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, classify(err, "list users")
+	}
+	if len(out) > limit {
+		return out[:limit], true, nil
+	}
+	return out, false, nil
+}
+
+var (
+	userDataQuery       = metasql.UserDataQuery("?1")
+	dataBucketsQuery    = metasql.DataBucketsQuery("?1")
+	backendUploadsQuery = metasql.BackendUploadsQuery("?1")
+	deleteUserSQL       = metasql.DeleteUserStatements("?1", "?2", true)
+)
+
+// DeleteUser implements meta.Store. The single writer makes the checks
+// and the deletion one atomic step.
+func (s *Store) DeleteUser(ctx context.Context, userID string, purge bool) (meta.DeleteUserResult, error) {
+	var res meta.DeleteUserResult
+	err := s.write(ctx, func(ctx context.Context, c *conn) error {
+		res = meta.DeleteUserResult{}
+		var one int
+		err := c.QueryRowContext(ctx, "SELECT 1 FROM users WHERE id = ?", userID).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return errcode.New(errcode.NotFound, "user %q not found", userID)
+		}
+		if err != nil {
+			return classify(err, "delete user %q", userID)
+		}
+		var buckets, objects, uploads int64
+		if err := c.QueryRowContext(ctx, userDataQuery, userID).Scan(&buckets, &objects, &uploads); err != nil {
+			return classify(err, "delete user %q", userID)
+		}
+		if !purge && objects+uploads > 0 {
+			names, err := queryStrings(ctx, c, dataBucketsQuery, userID)
+			if err != nil {
+				return err
+			}
+			return metasql.UserOwnsData(objects, uploads, names)
+		}
+		rows, err := c.QueryContext(ctx, backendUploadsQuery, userID)
+		if err != nil {
+			return classify(err, "delete user %q", userID)
+		}
+		for rows.Next() {
+			var u meta.Upload
+			if err := rows.Scan(&u.ID, &u.Bucket, &u.BlobKey, &u.BackendUploadID); err != nil {
+				rows.Close()
+				return classify(err, "delete user %q", userID)
+			}
+			res.BackendUploads = append(res.BackendUploads, u)
+		}
+		if err := rows.Close(); err != nil {
+			return classify(err, "delete user %q", userID)
+		}
+		now := metasql.ToNanos(time.Now())
+		for _, q := range deleteUserSQL {
+			if _, err := c.ExecContext(ctx, q, userID, now); err != nil {
+				return classify(err, "delete user %q", userID)
+			}
+		}
+		res.Buckets, res.Objects, res.Uploads = int(buckets), int(objects), int(uploads)
+		return nil
+	})
+	if err != nil {
+		return meta.DeleteUserResult{}, err
+	}
+	return res, nil
+}
+
+// queryStrings returns the first column of every row of query.
+func queryStrings(ctx context.Context, c *conn, query string, args ...any) ([]string, error) {
+	rows, err := c.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, classify(err, "query")
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var v string
+		if err := rows.Scan(&v); err != nil {
+			return nil, classify(err, "query")
+		}
+		out = append(out, v)
+	}
+	return out, classify(rows.Err(), "query")
+}
+
+// Counts implements meta.Store.
+func (s *Store) Counts(ctx context.Context) (meta.Counts, error) {
+	if err := s.ready(); err != nil {
+		return meta.Counts{}, err
+	}
+	var c meta.Counts
+	if err := s.read().QueryRowContext(ctx, metasql.CountsQuery).Scan(&c.Users, &c.Buckets, &c.Objects, &c.Bytes); err != nil {
+		return meta.Counts{}, classify(err, "counts")
+	}
+	return c, nil
 }

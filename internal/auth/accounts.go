@@ -1,0 +1,218 @@
+package auth
+
+import (
+	"context"
+	"time"
+
+	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/meta"
+)
+
+// The account lifecycle. Every change is made in one metadata transaction
+// and then published on the bus, so this node's caches see it at once
+// (other nodes through the store's announcements, see the package doc).
+
+// NewUser describes an account an administrator creates.
+type NewUser struct {
+	Email, Password string
+	Admin           bool
+	QuotaBytes      *int64 // nil: the default quota
+}
+
+// CreateUser creates an account and its default bucket, as Signup does,
+// but with the role and quota given (for administrators and the CLI).
+func (s *Service) CreateUser(ctx context.Context, nu NewUser) (meta.User, meta.Bucket, error) {
+	quota := s.cfg.DefaultQuota
+	if nu.QuotaBytes != nil {
+		if *nu.QuotaBytes < 0 {
+			return meta.User{}, meta.Bucket{}, errcode.New(errcode.InvalidArgument, "quota must not be negative")
+		}
+		quota = *nu.QuotaBytes
+	}
+	return s.createUser(ctx, nu.Email, nu.Password, nu.Admin, quota)
+}
+
+// User returns the account of id.
+func (s *Service) User(ctx context.Context, id string) (meta.User, error) {
+	return s.meta.GetUser(ctx, id)
+}
+
+// UserByEmail returns the account of email (normalised first).
+func (s *Service) UserByEmail(ctx context.Context, email string) (meta.User, error) {
+	return s.meta.GetUserByEmail(ctx, NormalizeEmail(email))
+}
+
+// ListUsers returns a page of accounts in email order.
+func (s *Service) ListUsers(ctx context.Context, opts meta.ListUsersOptions) ([]meta.User, bool, error) {
+	return s.meta.ListUsers(ctx, opts)
+}
+
+// UserBuckets returns the buckets of user id, by name.
+func (s *Service) UserBuckets(ctx context.Context, id string) ([]meta.Bucket, error) {
+	if _, err := s.meta.GetUser(ctx, id); err != nil {
+		return nil, err
+	}
+	return s.meta.ListBuckets(ctx, id)
+}
+
+// update applies upd to user id and publishes the change.
+func (s *Service) update(ctx context.Context, id string, upd meta.UserUpdate) (meta.User, error) {
+	var u meta.User
+	err := s.publish(ctx, meta.Change{Topic: meta.TopicUser, Key: id}, func() (err error) {
+		u, err = s.meta.UpdateUser(ctx, id, upd)
+		return err
+	})
+	return u, err
+}
+
+// syncWait bounds how long a change waits for the other nodes to
+// acknowledge it (a node that does not answer in time still drops the
+// entry within the cache TTL).
+const syncWait = 250 * time.Millisecond
+
+// publish runs write, a change of c in the store, then publishes c on
+// this process's bus and, on a store shared by listening nodes, waits (at
+// most syncWait) until every node has handled the store's announcement of
+// it: the client's next request sees the change on whichever node it
+// reaches.
+func (s *Service) publish(ctx context.Context, c meta.Change, write func() error) error {
+	wait, cancel := func(context.Context, time.Duration) {}, func() {}
+	if l, ok := s.meta.(meta.ChangeListener); ok {
+		wait, cancel = l.ExpectChange(c)
+	}
+	if err := write(); err != nil {
+		cancel()
+		return err
+	}
+	s.bus.Publish(c)
+	wait(ctx, syncWait)
+	return nil
+}
+
+// SetQuota sets user id's quota in bytes (0: unlimited).
+func (s *Service) SetQuota(ctx context.Context, id string, bytes int64) (meta.User, error) {
+	return s.update(ctx, id, meta.UserUpdate{QuotaBytes: &bytes})
+}
+
+// SetAdmin grants or revokes the administrator role.
+func (s *Service) SetAdmin(ctx context.Context, id string, admin bool) (meta.User, error) {
+	return s.update(ctx, id, meta.UserUpdate{Admin: &admin})
+}
+
+// Disable disables user id: from the next request on, its access tokens,
+// refresh tokens, S3 keys and presigned URLs are refused, and it cannot
+// log in. Its sessions end for good (SessionsAfter moves to now and its
+// refresh tokens are revoked in the same transaction), so Enable restores
+// logins only.
+func (s *Service) Disable(ctx context.Context, id string) (meta.User, error) {
+	yes, now := true, s.now().UTC()
+	return s.update(ctx, id, meta.UserUpdate{Disabled: &yes, SessionsAfter: &now, RevokeRefreshTokens: true})
+}
+
+// Enable lets a disabled user log in again; the sessions it had stay
+// revoked.
+func (s *Service) Enable(ctx context.Context, id string) (meta.User, error) {
+	no := false
+	return s.update(ctx, id, meta.UserUpdate{Disabled: &no})
+}
+
+// SetPassword is an administrator's reset: user id gets a new password and
+// every session of it ends.
+func (s *Service) SetPassword(ctx context.Context, id, password string) (meta.User, error) {
+	if err := validPassword(password); err != nil {
+		return meta.User{}, err
+	}
+	hash, err := s.hasher.Hash(ctx, password)
+	if err != nil {
+		return meta.User{}, err
+	}
+	now := s.now().UTC()
+	return s.update(ctx, id, meta.UserUpdate{PasswordHash: &hash, SessionsAfter: &now, RevokeRefreshTokens: true})
+}
+
+// ChangePassword changes user id's password after checking the old one
+// (a wrong one counts as a failed login from clientIP), ends every other
+// session of the user, and returns a fresh session so the caller stays
+// signed in.
+func (s *Service) ChangePassword(ctx context.Context, id, oldPassword, newPassword, clientIP string) (Session, error) {
+	if err := validPassword(newPassword); err != nil {
+		return Session{}, err
+	}
+	u, err := s.meta.GetUser(ctx, id)
+	if err != nil {
+		return Session{}, err
+	}
+	if err := s.checkPassword(ctx, u, oldPassword, clientIP); err != nil {
+		return Session{}, err
+	}
+	hash, err := s.hasher.Hash(ctx, newPassword)
+	if err != nil {
+		return Session{}, err
+	}
+	// The cut-off and the new session share one instant: the new tokens
+	// are not "issued before" it.
+	now := s.now().UTC()
+	if _, err := s.update(ctx, id, meta.UserUpdate{PasswordHash: &hash, SessionsAfter: &now, RevokeRefreshTokens: true}); err != nil {
+		return Session{}, err
+	}
+	token, th := newOpaqueToken()
+	rt := meta.RefreshToken{Hash: th, UserID: id, Family: NewID(), CreatedAt: now, ExpiresAt: now.Add(s.cfg.RefreshTTL)}
+	if err := s.meta.CreateRefreshToken(ctx, rt); err != nil {
+		return Session{}, err
+	}
+	access, ttl, err := s.tokens.IssueAt(id, now)
+	if err != nil {
+		return Session{}, err
+	}
+	return Session{UserID: id, AccessToken: access, ExpiresIn: ttl, RefreshToken: token, RefreshTTL: s.cfg.RefreshTTL}, nil
+}
+
+// checkPassword checks a password of the signed-in user u with the login
+// throttles: a wrong one counts as a failed login of u's account from
+// clientIP (Unauthenticated), and a throttled caller gets RateLimited
+// before any hashing.
+func (s *Service) checkPassword(ctx context.Context, u meta.User, password, clientIP string) error {
+	a, wait := s.logins.begin(u.Email, clientIP)
+	if wait > 0 {
+		return errcode.Retry(errcode.RateLimited, wait, "too many failed logins; retry later")
+	}
+	ok, err := s.hasher.Verify(ctx, password, u.PasswordHash)
+	if err != nil {
+		// Not the client's fault (pool busy, cancelled): not counted.
+		a.uncounted()
+		return err
+	}
+	if !ok {
+		a.failed()
+		return errcode.New(errcode.Unauthenticated, "wrong password")
+	}
+	a.succeeded()
+	return nil
+}
+
+// DeleteUser deletes user id with its keys, sessions and empty buckets;
+// with purge, its buckets, objects and uploads too (blobs are queued for
+// the janitor). Without purge, a user owning data is refused with
+// Conflict (see meta.Store.DeleteUser). The caller aborts the returned
+// backend uploads at the blob store.
+func (s *Service) DeleteUser(ctx context.Context, id string, purge bool) (meta.DeleteUserResult, error) {
+	var res meta.DeleteUserResult
+	err := s.publish(ctx, meta.Change{Topic: meta.TopicUser, Key: id}, func() (err error) {
+		res, err = s.meta.DeleteUser(ctx, id, purge)
+		return err
+	})
+	return res, err
+}
+
+// DeleteAccount is a user deleting their own account: DeleteUser after
+// checking the password (as ChangePassword does).
+func (s *Service) DeleteAccount(ctx context.Context, id, password string, purge bool, clientIP string) (meta.DeleteUserResult, error) {
+	u, err := s.meta.GetUser(ctx, id)
+	if err != nil {
+		return meta.DeleteUserResult{}, err
+	}
+	if err := s.checkPassword(ctx, u, password, clientIP); err != nil {
+		return meta.DeleteUserResult{}, err
+	}
+	return s.DeleteUser(ctx, id, purge)
+}

@@ -1,0 +1,355 @@
+package auth_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coffer-storage/coffer/internal/auth"
+	"github.com/coffer-storage/coffer/internal/cache"
+	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/meta"
+	"github.com/coffer-storage/coffer/internal/meta/postgres"
+	"github.com/coffer-storage/coffer/internal/meta/sqlite"
+	"github.com/coffer-storage/coffer/internal/testbackend"
+)
+
+func TestMain(m *testing.M) { testbackend.Main(m) }
+
+var cheap = auth.Params{Memory: 8 * 1024, Time: 1}
+
+func openSQLite(t testing.TB) meta.Store {
+	t.Helper()
+	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "meta.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func newService(m meta.Store, cfg auth.Config) *auth.Service {
+	cfg.Params = cheap
+	return auth.NewService(m, []byte("0123456789abcdef0123456789abcdef"), cfg)
+}
+
+const pw = "correct horse battery"
+
+// account is a user signed up and logged in, with an S3 key.
+type account struct {
+	id      string
+	email   string
+	session auth.Session
+	keyID   string
+}
+
+func signup(t *testing.T, s *auth.Service, email string) account {
+	t.Helper()
+	ctx := t.Context()
+	u, _, err := s.Signup(ctx, email, pw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := s.Login(ctx, email, pw, "192.0.2.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := s.CreateAccessKey(ctx, u.ID, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return account{id: u.ID, email: email, session: sess, keyID: k.ID}
+}
+
+func wantCode(t *testing.T, err error, want errcode.Code, what string) {
+	t.Helper()
+	if got := errcode.Of(err); got != want {
+		t.Errorf("%s: err = %v (code %v), want %v", what, err, got, want)
+	}
+}
+
+// TestDisableEnable: a disabled user's access token, refresh token, S3 key
+// and login fail at once; enabling restores the login and the key, never
+// the sessions of before. Three rounds, to catch ordering races.
+func TestDisableEnable(t *testing.T) {
+	s := newService(openSQLite(t), auth.Config{})
+	ctx := t.Context()
+	a := signup(t, s, "alice@example.com")
+	other := signup(t, s, "bob@example.com")
+	old := a.session
+	for round := range 3 {
+		// Warm the caches: everything works.
+		if _, err := s.Authenticate(ctx, a.session.AccessToken); err != nil {
+			t.Fatalf("round %d: token before disable: %v", round, err)
+		}
+		if _, _, err := s.LookupKey(ctx, a.keyID); err != nil {
+			t.Fatalf("round %d: key before disable: %v", round, err)
+		}
+		if _, err := s.Disable(ctx, a.id); err != nil {
+			t.Fatal(err)
+		}
+		_, err := s.Authenticate(ctx, a.session.AccessToken)
+		wantCode(t, err, errcode.Unauthenticated, "access token of a disabled user")
+		_, _, err = s.LookupKey(ctx, a.keyID)
+		wantCode(t, err, errcode.NotFound, "S3 key of a disabled user")
+		_, err = s.Refresh(ctx, a.session.RefreshToken)
+		wantCode(t, err, errcode.Unauthenticated, "refresh token of a disabled user")
+		_, err = s.Login(ctx, a.email, pw, "192.0.2.1")
+		wantCode(t, err, errcode.Unauthenticated, "login of a disabled user")
+		// Others are untouched.
+		if _, err := s.Authenticate(ctx, other.session.AccessToken); err != nil {
+			t.Errorf("another user's token: %v", err)
+		}
+		if _, _, err := s.LookupKey(ctx, other.keyID); err != nil {
+			t.Errorf("another user's key: %v", err)
+		}
+		if _, err := s.Enable(ctx, a.id); err != nil {
+			t.Fatal(err)
+		}
+		for name, tok := range map[string]string{"this round's": a.session.AccessToken, "the first": old.AccessToken} {
+			_, err = s.Authenticate(ctx, tok)
+			wantCode(t, err, errcode.Unauthenticated, name+" access token after enable")
+		}
+		_, err = s.Refresh(ctx, a.session.RefreshToken)
+		wantCode(t, err, errcode.Unauthenticated, "refresh token after enable")
+		if _, _, err := s.LookupKey(ctx, a.keyID); err != nil {
+			t.Errorf("round %d: S3 key after enable: %v", round, err)
+		}
+		a.session, err = s.Login(ctx, a.email, pw, "192.0.2.1")
+		if err != nil {
+			t.Fatalf("round %d: login after enable: %v", round, err)
+		}
+		if _, err := s.Authenticate(ctx, a.session.AccessToken); err != nil {
+			t.Errorf("round %d: new token after enable: %v", round, err)
+		}
+	}
+}
+
+// TestPasswordChange: the change ends every other session (and the
+// caller's old tokens) and returns a working one; the old password stops
+// working; a wrong old password is refused and counts as a failed login.
+func TestPasswordChange(t *testing.T) {
+	s := newService(openSQLite(t), auth.Config{Logins: auth.LoginLimits{PerPair: 3}})
+	ctx := t.Context()
+	a := signup(t, s, "alice@example.com")
+	second, err := s.Login(ctx, a.email, pw, "192.0.2.2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := s.ChangePassword(ctx, a.id, pw, "a new password", "192.0.2.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Authenticate(ctx, fresh.AccessToken); err != nil {
+		t.Errorf("the session returned by the change: %v", err)
+	}
+	for name, sess := range map[string]auth.Session{"the caller's old": a.session, "another": second} {
+		_, err := s.Authenticate(ctx, sess.AccessToken)
+		wantCode(t, err, errcode.Unauthenticated, name+" access token")
+		_, err = s.Refresh(ctx, sess.RefreshToken)
+		wantCode(t, err, errcode.Unauthenticated, name+" refresh token")
+	}
+	if _, err := s.Refresh(ctx, fresh.RefreshToken); err != nil {
+		t.Errorf("refreshing the new session: %v", err)
+	}
+	_, err = s.Login(ctx, a.email, pw, "192.0.2.1")
+	wantCode(t, err, errcode.Unauthenticated, "login with the old password")
+	if _, err := s.Login(ctx, a.email, "a new password", "192.0.2.1"); err != nil {
+		t.Errorf("login with the new password: %v", err)
+	}
+	_, err = s.ChangePassword(ctx, a.id, "wrong password", "another one", "192.0.2.1")
+	wantCode(t, err, errcode.Unauthenticated, "change with a wrong old password")
+	_, err = s.ChangePassword(ctx, a.id, "a new password", "short", "192.0.2.1")
+	wantCode(t, err, errcode.InvalidArgument, "change to a too short password")
+	for range 3 {
+		s.ChangePassword(ctx, a.id, "wrong password", "another one", "192.0.2.1")
+	}
+	_, err = s.Login(ctx, a.email, "a new password", "192.0.2.1")
+	wantCode(t, err, errcode.RateLimited, "login after wrong old passwords reached the account's limit")
+}
+
+// TestAdminReset: a reset ends the user's sessions; the new password
+// works, the old one does not.
+func TestAdminReset(t *testing.T) {
+	s := newService(openSQLite(t), auth.Config{})
+	ctx := t.Context()
+	a := signup(t, s, "alice@example.com")
+	if _, err := s.SetPassword(ctx, a.id, "set by an admin"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Authenticate(ctx, a.session.AccessToken)
+	wantCode(t, err, errcode.Unauthenticated, "access token after a reset")
+	_, err = s.Refresh(ctx, a.session.RefreshToken)
+	wantCode(t, err, errcode.Unauthenticated, "refresh token after a reset")
+	_, err = s.Login(ctx, a.email, pw, "192.0.2.1")
+	wantCode(t, err, errcode.Unauthenticated, "the old password after a reset")
+	if _, err := s.Login(ctx, a.email, "set by an admin", "192.0.2.1"); err != nil {
+		t.Errorf("the new password: %v", err)
+	}
+}
+
+// TestDeleteUser: a deleted user's token and key fail at once.
+func TestDeleteUser(t *testing.T) {
+	s := newService(openSQLite(t), auth.Config{})
+	ctx := t.Context()
+	a := signup(t, s, "alice@example.com")
+	s.Authenticate(ctx, a.session.AccessToken)
+	s.LookupKey(ctx, a.keyID)
+	_, err := s.DeleteAccount(ctx, a.id, "wrong password", false, "192.0.2.1")
+	wantCode(t, err, errcode.Unauthenticated, "DeleteAccount with a wrong password")
+	if _, err := s.DeleteAccount(ctx, a.id, pw, false, "192.0.2.1"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Authenticate(ctx, a.session.AccessToken)
+	wantCode(t, err, errcode.Unauthenticated, "access token of a deleted user")
+	_, _, err = s.LookupKey(ctx, a.keyID)
+	wantCode(t, err, errcode.NotFound, "S3 key of a deleted user")
+}
+
+// TestOtherNode: two services ("nodes") on one PostgreSQL store. With the
+// store's announcements wired to node B, B refuses a user disabled
+// through node A within milliseconds; with them off (a lost notification),
+// B's cached state still expires within the TTL, the documented bound.
+func TestOtherNode(t *testing.T) {
+	db := testbackend.SharedPostgres(t).CreateDatabase(t)
+	openPG := func() *postgres.Store {
+		s, err := postgres.Open(context.Background(), db, postgres.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	ctx := t.Context()
+	const ttl = time.Second
+	for _, listen := range []bool{true, false} {
+		name := map[bool]string{true: "notifications", false: "no notifications"}[listen]
+		t.Run(name, func(t *testing.T) {
+			pgB := openPG()
+			busB := cache.NewBus()
+			nodeA := newService(openPG(), auth.Config{})
+			nodeB := newService(pgB, auth.Config{Bus: busB, Cache: cache.Options{TTL: ttl}})
+			if listen {
+				lctx, stop := context.WithCancel(ctx)
+				listening := make(chan struct{}, 1)
+				h := busB.Handler(nil)
+				reset := h.Reset
+				h.Reset = func() { reset(); listening <- struct{}{} }
+				done := make(chan struct{})
+				go func() { defer close(done); pgB.ListenChanges(lctx, h) }()
+				t.Cleanup(func() { stop(); <-done })
+				<-listening
+			}
+			a := signup(t, nodeA, strings.ReplaceAll(name, " ", "-")+"@example.com")
+			for round := range 3 {
+				if _, err := nodeB.Authenticate(ctx, a.session.AccessToken); err != nil {
+					t.Fatalf("round %d: B before disable: %v", round, err)
+				}
+				if _, _, err := nodeB.LookupKey(ctx, a.keyID); err != nil {
+					t.Fatalf("round %d: B's key lookup before disable: %v", round, err)
+				}
+				warmed := time.Now()
+				if _, err := nodeA.Disable(ctx, a.id); err != nil {
+					t.Fatal(err)
+				}
+				var took time.Duration
+				for {
+					_, err := nodeB.Authenticate(ctx, a.session.AccessToken)
+					_, _, kerr := nodeB.LookupKey(ctx, a.keyID)
+					if err != nil && kerr != nil {
+						wantCode(t, err, errcode.Unauthenticated, "B's token check")
+						wantCode(t, kerr, errcode.NotFound, "B's key lookup")
+						took = time.Since(warmed)
+						break
+					}
+					if time.Since(warmed) > ttl+500*time.Millisecond {
+						t.Fatalf("round %d: B still accepts the disabled user %v after its cache was warmed (TTL %v)", round, time.Since(warmed), ttl)
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+				if listen && took > 300*time.Millisecond {
+					t.Errorf("round %d: with notifications B refused only after %v", round, took)
+				}
+				t.Logf("round %d: B refused the disabled user %v after warming", round, took)
+				if _, err := nodeA.Enable(ctx, a.id); err != nil {
+					t.Fatal(err)
+				}
+				sess, err := nodeA.Login(ctx, a.email, pw, "192.0.2.1")
+				if err != nil {
+					t.Fatal(err)
+				}
+				a.session = sess
+				// B sees the enable within the TTL too.
+				deadline := time.Now().Add(ttl + 500*time.Millisecond)
+				for {
+					if _, err := nodeB.Authenticate(ctx, a.session.AccessToken); err == nil {
+						break
+					} else if time.Now().After(deadline) {
+						t.Fatalf("round %d: B refuses the enabled user's new token: %v", round, err)
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkAccountCheck compares what every authenticated request now
+// does (a cached state check) with what an uncached check costs (a
+// GetUser on SQLite), and the S3 key lookup before (a GetAccessKey and a
+// decryption per request) and after (two cache hits).
+func BenchmarkAccountCheck(b *testing.B) {
+	m := openSQLite(b)
+	s := newService(m, auth.Config{})
+	ctx := context.Background()
+	u, _, err := s.Signup(ctx, "alice@example.com", pw)
+	if err != nil {
+		b.Fatal(err)
+	}
+	sess, err := s.Login(ctx, "alice@example.com", pw, "192.0.2.1")
+	if err != nil {
+		b.Fatal(err)
+	}
+	k, err := s.CreateAccessKey(ctx, u.ID, "k")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("Authenticate/cached", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := s.Authenticate(ctx, sess.AccessToken); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	tokens := auth.NewTokens(auth.DeriveKey([]byte("0123456789abcdef0123456789abcdef"), "access-token"), 0)
+	b.Run("VerifyJWT/only", func(b *testing.B) { // Authenticate minus the account check
+		for b.Loop() {
+			if _, _, err := tokens.Verify(sess.AccessToken); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("GetUser/uncached", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := m.GetUser(ctx, u.ID); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("LookupKey/cached", func(b *testing.B) {
+		for b.Loop() {
+			if _, _, err := s.LookupKey(ctx, k.ID); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("GetAccessKey/uncached", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := m.GetAccessKey(ctx, k.ID); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

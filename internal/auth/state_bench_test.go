@@ -1,0 +1,46 @@
+package auth
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/coffer-storage/coffer/internal/meta/sqlite"
+)
+
+// BenchmarkStateCheck: the account check every request makes, from the
+// cache, against the GetUser it replaces (SQLite, the cheapest store).
+func BenchmarkStateCheck(b *testing.B) {
+	m, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "meta.db"), sqlite.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	s := NewService(m, []byte("0123456789abcdef0123456789abcdef"), Config{Params: Params{Memory: 8 * 1024, Time: 1}})
+	ctx := context.Background()
+	u, _, err := s.Signup(ctx, "alice@example.com", "correct horse battery")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("cached", func(b *testing.B) {
+		for b.Loop() {
+			if st, err := s.state(ctx, u.ID); err != nil || !st.found {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("GetUser", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := m.GetUser(ctx, u.ID); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("cached/parallel", func(b *testing.B) {
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				s.state(ctx, u.ID)
+			}
+		})
+	})
+}

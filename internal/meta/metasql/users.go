@@ -1,0 +1,141 @@
+package metasql
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/meta"
+)
+
+// ListUsersQuery returns the query of a ListUsers page (columns cols, in
+// email order, one row more than the page to tell whether more exist),
+// its arguments with placeholders made by ph (1-based), and the page size.
+// The Query filter is a substring match on the lower-case email: LIKE
+// with its wildcards escaped (SQLite's LIKE ignores ASCII case, and
+// emails are stored in lower case, so both backends agree).
+func ListUsersQuery(cols string, opts meta.ListUsersOptions, ph func(n int) string) (query string, args []any, limit int, err error) {
+	limit = opts.Limit
+	switch {
+	case limit < 0:
+		return "", nil, 0, errcode.New(errcode.InvalidArgument, "limit must not be negative")
+	case limit == 0:
+		limit = 100
+	case limit > 1000:
+		limit = 1000
+	}
+	var where []string
+	if opts.After != "" {
+		args = append(args, opts.After)
+		where = append(where, "email > "+ph(len(args)))
+	}
+	if opts.Query != "" {
+		args = append(args, "%"+EscapeLike(strings.ToLower(opts.Query))+"%")
+		where = append(where, "email LIKE "+ph(len(args))+` ESCAPE '\'`)
+	}
+	query = "SELECT " + cols + " FROM users"
+	if len(where) > 0 {
+		query += " WHERE " + strings.Join(where, " AND ")
+	}
+	args = append(args, limit+1)
+	query += " ORDER BY email LIMIT " + ph(len(args))
+	return query, args, limit, nil
+}
+
+// EscapeLike escapes the LIKE wildcards of s (and the escape character
+// itself) with a backslash.
+func EscapeLike(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}
+
+// owned is the set of bucket names owner (an SQL expression) owns.
+func owned(owner string) string { return "(SELECT name FROM buckets WHERE owner_id = " + owner + ")" }
+
+// UserDataQuery reads, for DeleteUser, how many buckets owner owns, how
+// many objects and multipart uploads in progress they hold. Columns:
+// buckets, objects, uploads.
+func UserDataQuery(owner string) string {
+	return "SELECT CAST((SELECT count(*) FROM buckets WHERE owner_id = " + owner + ") AS bigint)," +
+		" CAST((SELECT count(*) FROM objects WHERE bucket IN " + owned(owner) + ") AS bigint)," +
+		" CAST((SELECT count(*) FROM uploads WHERE bucket IN " + owned(owner) + ") AS bigint)"
+}
+
+// DataBucketsQuery lists the names of up to 10 of owner's buckets that
+// hold objects or uploads in progress, in name order.
+func DataBucketsQuery(owner string) string {
+	return "SELECT b.name FROM buckets b WHERE b.owner_id = " + owner +
+		" AND (EXISTS (SELECT 1 FROM objects o WHERE o.bucket = b.name) OR EXISTS (SELECT 1 FROM uploads u WHERE u.bucket = b.name))" +
+		" ORDER BY b.name LIMIT 10"
+}
+
+// BackendUploadsQuery lists the uploads in owner's buckets whose bytes
+// the blob backend's own multipart upload holds. Columns: id, bucket,
+// blob_key, backend_upload_id.
+func BackendUploadsQuery(owner string) string {
+	return "SELECT id, bucket, blob_key, backend_upload_id FROM uploads WHERE bucket IN " + owned(owner) + " AND backend_upload_id <> ''"
+}
+
+// UserOwnsData is DeleteUser's Conflict when the user still owns data
+// and purge was not asked for.
+func UserOwnsData(objects, uploads int64, buckets []string) error {
+	if buckets == nil {
+		buckets = []string{}
+	}
+	what := plural(objects, "object")
+	if uploads > 0 {
+		what += " and " + plural(uploads, "upload") + " in progress"
+	}
+	return &errcode.Error{
+		Code: errcode.Conflict,
+		Message: "the account still owns " + what + " (in buckets " + strings.Join(buckets, ", ") +
+			"); delete them first, or delete the account with purge",
+		Detail: map[string]any{"reason": "user_owns_data", "objects": objects, "uploads": uploads, "buckets": buckets},
+	}
+}
+
+func plural(n int64, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return strconv.FormatInt(n, 10) + " " + what + "s"
+}
+
+// DeleteUserStatements are the statements of DeleteUser, in order, once
+// its checks passed: they queue every blob the user's objects, object
+// parts, uploads, upload parts and (object or part) stagings point at,
+// then delete those rows, the user's buckets, keys, refresh tokens and
+// the user. owner and now (unix nanoseconds) are SQL expressions
+// (placeholders); inlineTable says inline bytes live in a table of their
+// own (SQLite's inline_data) rather than in the objects row. Blobs are
+// queued without the "still referenced?" check: the rows pointing at them
+// go in the same transaction, and the janitor re-checks each one before
+// deleting it (ClaimGarbage).
+func DeleteUserStatements(owner, now string, inlineTable bool) []string {
+	in := owned(owner)
+	var st []string
+	st = append(st, "INSERT INTO garbage (blob_key, created_at) SELECT k, CAST("+now+" AS bigint) FROM ("+
+		"SELECT o.blob_key AS k FROM objects o WHERE o.bucket IN "+in+" AND o.blob_key <> ''"+
+		" UNION ALL SELECT p.blob_key FROM object_parts p WHERE p.parts_id IN (SELECT parts_id FROM objects WHERE bucket IN "+in+" AND parts_id IS NOT NULL)"+
+		" UNION ALL SELECT up.blob_key FROM upload_parts up WHERE up.upload_id IN (SELECT id FROM uploads WHERE bucket IN "+in+")"+
+		" UNION ALL SELECT u.blob_key FROM uploads u WHERE u.bucket IN "+in+" AND u.blob_key <> ''"+
+		" UNION ALL SELECT s.blob_key FROM staging s WHERE s.owner_id = "+owner+" AND NOT s.declared"+
+		") AS t")
+	if inlineTable {
+		st = append(st, "DELETE FROM inline_data WHERE id IN (SELECT inline_id FROM objects WHERE bucket IN "+in+" AND inline_id IS NOT NULL)")
+	}
+	return append(st,
+		"DELETE FROM object_parts WHERE parts_id IN (SELECT parts_id FROM objects WHERE bucket IN "+in+" AND parts_id IS NOT NULL)",
+		"DELETE FROM objects WHERE bucket IN "+in,
+		"DELETE FROM upload_parts WHERE upload_id IN (SELECT id FROM uploads WHERE bucket IN "+in+")",
+		"DELETE FROM uploads WHERE bucket IN "+in,
+		"DELETE FROM staging WHERE owner_id = "+owner,
+		"DELETE FROM buckets WHERE owner_id = "+owner,
+		"DELETE FROM access_keys WHERE user_id = "+owner,
+		"DELETE FROM refresh_tokens WHERE user_id = "+owner,
+		"DELETE FROM users WHERE id = "+owner,
+	)
+}
+
+// CountsQuery reads meta.Counts. Columns: users, buckets, objects, bytes.
+const CountsQuery = "SELECT CAST((SELECT count(*) FROM users) AS bigint), CAST((SELECT count(*) FROM buckets) AS bigint)," +
+	" CAST((SELECT count(*) FROM objects) AS bigint), CAST((SELECT COALESCE(SUM(usage_bytes), 0) FROM users) AS bigint)"

@@ -1,0 +1,174 @@
+package postgres_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/coffer-storage/coffer/internal/meta"
+	"github.com/coffer-storage/coffer/internal/meta/postgres"
+	"github.com/coffer-storage/coffer/internal/testbackend"
+)
+
+// TestListenChanges: changes are announced when their transaction
+// commits and never when it fails; the listener reports Reset when it
+// starts listening, and again after its connection is cut and re-opened,
+// and keeps delivering afterwards.
+func TestListenChanges(t *testing.T) {
+	// A database of its own: channels are per database, not per schema.
+	db := testbackend.SharedPostgres(t).CreateDatabase(t)
+	s := open(t, db, postgres.Options{})
+	ctx, cancel := context.WithCancel(t.Context())
+	changes, resets, errs := make(chan meta.Change, 100), make(chan struct{}, 10), make(chan error, 10)
+	done := make(chan error, 1)
+	go func() {
+		done <- s.ListenChanges(ctx, meta.ChangeHandler{
+			Changed: func(c meta.Change) { changes <- c },
+			Reset:   func() { resets <- struct{}{} },
+			Error:   func(err error) { errs <- err },
+		})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != context.Canceled {
+			t.Errorf("ListenChanges returned %v, want context.Canceled", err)
+		}
+	})
+	wait := func(what string, ch <-chan struct{}) {
+		t.Helper()
+		select {
+		case <-ch:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no %s within 10s", what)
+		}
+	}
+	want := func(topic, key string) {
+		t.Helper()
+		select {
+		case c := <-changes:
+			if c.Topic != topic || c.Key != key {
+				t.Fatalf("change = %+v, want %s:%s", c, topic, key)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no change %s:%s within 10s", topic, key)
+		}
+	}
+	wait("Reset at start", resets)
+
+	for _, id := range []string{"alice", "bob"} {
+		u := meta.User{ID: id, Email: id + "@example.com", PasswordHash: "x"}
+		if err := s.CreateUser(ctx, u, meta.Bucket{Name: id, OwnerID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	yes := true
+	// A failed update announces nothing: the next change is bob's.
+	if _, err := s.UpdateUser(ctx, "nobody", meta.UserUpdate{Disabled: &yes}); err == nil {
+		t.Fatal("UpdateUser of a missing user succeeded")
+	}
+	if _, err := s.UpdateUser(ctx, "bob", meta.UserUpdate{Disabled: &yes}); err != nil {
+		t.Fatal(err)
+	}
+	want(meta.TopicUser, "bob")
+	if err := s.CreateAccessKey(ctx, meta.AccessKey{ID: "AK1", UserID: "alice", SecretEnc: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteAccessKey(ctx, "bob", "AK1"); err == nil {
+		t.Fatal("deleting another user's key succeeded")
+	}
+	if err := s.DeleteAccessKey(ctx, "alice", "AK1"); err != nil {
+		t.Fatal(err)
+	}
+	want(meta.TopicAccessKey, "AK1")
+
+	// Cut the listening connection: the listener reports the error,
+	// listens again, says Reset, and delivers what follows.
+	exec(t, db, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = '"+
+		postgres.ListenerApplicationName+"' AND datname = current_database()")
+	wait("Reset after the connection was cut", resets)
+	select {
+	case <-errs:
+	default:
+		t.Error("the cut was not reported to Error")
+	}
+	if err := s.CreateAccessKey(ctx, meta.AccessKey{ID: "AK2", UserID: "alice", SecretEnc: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.DeleteUser(ctx, "alice", false); err != nil {
+		t.Fatal(err)
+	}
+	got := map[meta.Change]bool{}
+	for range 2 {
+		select {
+		case c := <-changes:
+			got[c] = true
+		case <-time.After(10 * time.Second):
+			t.Fatalf("DeleteUser announced only %v", got)
+		}
+	}
+	if !got[meta.Change{Topic: meta.TopicUser, Key: "alice"}] || !got[meta.Change{Topic: meta.TopicAccessKey, Key: "AK2"}] {
+		t.Errorf("DeleteUser announced %v, want the user and its key", got)
+	}
+}
+
+// TestExpectChangeWaitsForEveryListener: the process that makes a change
+// waits until every listening process handled it (here, one whose handler
+// takes 300 ms), and no longer than its bound.
+func TestExpectChangeWaitsForEveryListener(t *testing.T) {
+	db := testbackend.SharedPostgres(t).CreateDatabase(t)
+	a, b := open(t, db, postgres.Options{}), open(t, db, postgres.Options{})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	handledByB := make(chan time.Time, 10)
+	for _, l := range []struct {
+		s    *postgres.Store
+		slow bool
+	}{{a, false}, {b, true}} {
+		ready := make(chan struct{}, 1)
+		go l.s.ListenChanges(ctx, meta.ChangeHandler{
+			Changed: func(meta.Change) {
+				if l.slow {
+					time.Sleep(300 * time.Millisecond)
+					handledByB <- time.Now()
+				}
+			},
+			Reset: func() { ready <- struct{}{} },
+		})
+		<-ready
+	}
+	if err := a.CreateUser(ctx, meta.User{ID: "alice", Email: "alice@example.com", PasswordHash: "x"}, meta.Bucket{Name: "alice", OwnerID: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	yes := true
+	c := meta.Change{Topic: meta.TopicUser, Key: "alice"}
+	wait, _ := a.ExpectChange(c)
+	if _, err := a.UpdateUser(ctx, "alice", meta.UserUpdate{Disabled: &yes}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	wait(ctx, 10*time.Second)
+	returned := time.Now()
+	select {
+	case at := <-handledByB:
+		if returned.Before(at) {
+			t.Errorf("wait returned %v before the slow listener handled the change", at.Sub(returned))
+		}
+	default:
+		t.Errorf("wait returned after %v, before the slow listener handled the change", returned.Sub(start))
+	}
+	// Bounded: a change nobody announces is waited for max at most.
+	wait, _ = a.ExpectChange(meta.Change{Topic: meta.TopicUser, Key: "nobody"})
+	start = time.Now()
+	wait(ctx, 100*time.Millisecond)
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("wait for a change never made took %v", d)
+	}
+	// A store that does not listen does not wait.
+	c2 := open(t, db, postgres.Options{})
+	wait, _ = c2.ExpectChange(c)
+	start = time.Now()
+	wait(ctx, 10*time.Second)
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("a store not listening waited %v", d)
+	}
+}
