@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -96,10 +95,7 @@ func checkCleanup(t *testing.T, r benchReport, uploads bool) {
 		t.Errorf("%s: cleanup %+v, want at least the %d objects left by the run deleted", r.Scenario, c, a.Acknowledged-a.Deleted)
 	}
 	for _, w := range c.Warnings {
-		// TODO(accounts-merge): once DELETE /api/v1/me is merged, no warning at all.
-		if !strings.Contains(w, "could not delete account") {
-			t.Errorf("%s: cleanup warning: %s", r.Scenario, w)
-		}
+		t.Errorf("%s: cleanup warning: %s", r.Scenario, w)
 	}
 }
 

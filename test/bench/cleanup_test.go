@@ -141,7 +141,6 @@ func runObjects(t *testing.T, c *testenv.Client, runID string) (objects int, buc
 func checkCleanedUp(t *testing.T, srv *testenv.Server, r cleanupReport, users int, deletesAccounts bool) {
 	t.Helper()
 	for _, w := range r.Cleanup.Warnings {
-		// TODO(accounts-merge): once DELETE /api/v1/me is merged, no warning at all.
 		if deletesAccounts || !strings.Contains(w, "account") {
 			t.Errorf("cleanup warning: %s", w)
 		}
@@ -157,8 +156,6 @@ func checkCleanedUp(t *testing.T, srv *testenv.Server, r cleanupReport, users in
 			}
 			continue
 		}
-		// TODO(accounts-merge): once DELETE /api/v1/me is merged the
-		// account itself must be gone; until then only what it held.
 		if deletesAccounts {
 			t.Errorf("account %d of run %s still exists", i, r.RunID)
 		}
@@ -181,7 +178,7 @@ func TestCleanupLeavesTheTargetAsItWas(t *testing.T) {
 	srv := testenv.Start(t)
 	deletesAccounts := accountDeletion(t, srv)
 	if !deletesAccounts {
-		t.Log("the server has no DELETE /api/v1/me yet: accounts are not checked") // TODO(accounts-merge)
+		t.Fatal("the server answers DELETE /api/v1/me with 404/405: account deletion is missing")
 	}
 	common := []string{"--target", srv.URL, "--vus", "2", "--users", "2", "--duration", "2s", "--size", "64KiB", "--metrics-url", "off"}
 
