@@ -408,7 +408,10 @@ func TestRangeReadsReuseSegmentBuffers(t *testing.T) {
 		read()
 	}
 	runtime.ReadMemStats(&after)
-	if per := (after.TotalAlloc - before.TotalAlloc) / reads; per > 16<<10 {
+	// Without reuse every read allocates a whole 64 KiB segment buffer.
+	// The bound leaves room for the race detector, under which sync.Pool
+	// drops a quarter of what is put back (~28 KiB per read measured).
+	if per := (after.TotalAlloc - before.TotalAlloc) / reads; per > 48<<10 {
 		t.Fatalf("a 100-byte range read allocates %d bytes", per)
 	}
 }
