@@ -88,7 +88,7 @@ func (r overloadReport) endpoint(t *testing.T, name string) (ok summary, shed *s
 // and every acknowledged upload is intact. Bounds here carry slack for a
 // shared CI machine; docs/PERFORMANCE.md has the measured numbers.
 func TestOverloadShedsEarly(t *testing.T) {
-	srv := testenv.Start(t, "--max-in-flight-per-client", "0")
+	srv := testenv.Start(t, "--max-in-flight-per-client", "0", "--admission", "adaptive")
 	// Capacity: what 4 closed-loop VUs get through (enough to keep every
 	// core busy on a small machine).
 	capRun := runOverloadBench(t, "upload-proxy", "--target", srv.URL, "--vus", "4", "--users", "4", "--duration", "6s", "--expect-continue")

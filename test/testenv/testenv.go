@@ -106,8 +106,12 @@ func Start(t testing.TB, extra ...string) *Server {
 
 // relaxed are flags Start and StartNode put before the test's own (which
 // win over them): the black-box suites sign up many accounts from
-// 127.0.0.1, far past the default --signup-rate.
-var relaxed = []string{"--signup-rate", "0"}
+// 127.0.0.1, far past the default --signup-rate; and they test behaviour,
+// not overload, so admission is fixed — the adaptive limit follows the
+// machine's CPU, which parallel suites and other processes saturate, and
+// would shed a correctness test's requests (the overload and guard tests
+// choose their admission mode explicitly).
+var relaxed = []string{"--signup-rate", "0", "--admission", "fixed"}
 
 // StartDefaults is Start without the relaxed flags: the shipped defaults,
 // for the tests of those defaults.
