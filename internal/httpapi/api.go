@@ -22,8 +22,10 @@ import (
 	"github.com/coffer-storage/coffer/internal/auth"
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/httpx"
+	"github.com/coffer-storage/coffer/internal/meta"
 	"github.com/coffer-storage/coffer/internal/object"
 	"github.com/coffer-storage/coffer/internal/ratelimit"
+	"github.com/coffer-storage/coffer/internal/tus"
 )
 
 // Config of the file API. Zero values take the defaults noted.
@@ -42,6 +44,15 @@ type Config struct {
 	Presign Presigner
 	// Info is what GET /api/v1/admin/server reports.
 	Info ServerInfo
+	// Tus enables the tus 1.0 endpoint at TusBase when Store is set.
+	Tus TusConfig
+}
+
+// TusConfig configures the tus endpoint (internal/tus).
+type TusConfig struct {
+	Store     meta.TusStore
+	TTL       time.Duration // unfinished uploads expire after; default 24h
+	LockLease time.Duration // default 30s
 }
 
 // API is the file API.
@@ -51,6 +62,7 @@ type API struct {
 	cfg     Config
 	log     *slog.Logger
 	router  *router
+	tus     *tus.Handler
 }
 
 // New returns the API.
@@ -68,6 +80,12 @@ func New(objects *object.Service, as *auth.Service, cfg Config, log *slog.Logger
 		log = slog.New(slog.DiscardHandler)
 	}
 	api := &API{objects: objects, auth: as, cfg: cfg, log: log}
+	if cfg.Tus.Store != nil {
+		if err := api.newTus(cfg.Tus); err != nil {
+			// Only a bad BasePath fails, and TusBase is a constant.
+			panic(err)
+		}
+	}
 	api.router = newRouter(api.Routes())
 	return api
 }
@@ -140,7 +158,7 @@ func (api *API) Routes() []Route {
 		{Method: "GET", Pattern: "/api/v1/admin/invites", Access: Admin, handle: api.listInvites},
 		{Method: "POST", Pattern: "/api/v1/admin/invites", Access: Admin, handle: api.createInvite},
 		{Method: "DELETE", Pattern: "/api/v1/admin/invites/{id}", Access: Admin, handle: api.revokeInvite},
-	}, api.adminRoutes()...)
+	}, append(api.adminRoutes(), api.tusRoutes()...)...)
 }
 
 // Handler returns the API as an http.Handler for paths under /api/. Mount

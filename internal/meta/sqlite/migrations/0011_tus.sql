@@ -1,0 +1,22 @@
+-- 0011: tus resumable uploads.
+--
+-- A tus upload is a multipart upload (uploads row) plus this row: the
+-- declared length (-1 while deferred), the tus state as JSON (metadata,
+-- partial/final), and the running MD5 and SHA-256 of the bytes received so
+-- far (hash_state, valid for the first hash_offset bytes), so that the
+-- finished object gets a whole-object ETag and SHA-256 without reading it
+-- back. The row goes with its upload (completed, aborted, expired).
+--
+-- lock_holder/lock_until are the cross-node lock of the upload (a lease
+-- renewed by its holder); release_requested asks the holder to let go
+-- (another request for the same upload is waiting).
+CREATE TABLE tus_uploads (
+	upload_id         TEXT    NOT NULL PRIMARY KEY REFERENCES uploads (id) ON DELETE CASCADE,
+	length            INTEGER NOT NULL CHECK (length >= -1),
+	info              TEXT    NOT NULL,
+	hash_offset       INTEGER NOT NULL DEFAULT 0,
+	hash_state        BLOB    NOT NULL DEFAULT x'',
+	lock_holder       TEXT    NOT NULL DEFAULT '',
+	lock_until        INTEGER NOT NULL DEFAULT 0,
+	release_requested INTEGER NOT NULL DEFAULT 0
+) STRICT, WITHOUT ROWID;
