@@ -72,6 +72,7 @@ type Config struct {
 	OrphanGrace     time.Duration // --orphan-grace: age before a blob no row or live upload points at is deleted; default 1h
 	JanitorInterval time.Duration // --janitor-interval: how often replaced blobs and expired uploads are reclaimed; default 30s
 	StagingLease    time.Duration // --staging-lease: lease of an upload in flight, renewed every third of it; default 1m
+	TusExpiry       time.Duration // --tus-expiry: how long an unfinished tus upload lives (Upload-Expires); default 24h
 
 	LoginConcurrency int    // --login-concurrency: parallel password hashes; default max(1, cores/2)
 	Argon2Memory     uint32 // --argon2-memory: KiB; default 19456
@@ -102,6 +103,7 @@ func Defaults() Config {
 		OrphanGrace:          time.Hour,
 		JanitorInterval:      30 * time.Second,
 		StagingLease:         time.Minute,
+		TusExpiry:            24 * time.Hour,
 		Argon2Memory:         19456,
 		Argon2Time:           2,
 		Signup:               "open",
@@ -192,6 +194,9 @@ func (c Config) Validate() error {
 	if c.OrphanGrace <= 0 || c.JanitorInterval <= 0 {
 		errs = append(errs, errors.New("orphan-grace and janitor-interval: must be > 0"))
 	}
+	if c.TusExpiry < time.Second {
+		errs = append(errs, errors.New("tus-expiry: must be >= 1s"))
+	}
 	if c.StagingLease < time.Second {
 		errs = append(errs, errors.New("staging-lease: must be >= 1s"))
 	}
@@ -249,6 +254,7 @@ func (c *Config) FlagSet(name string) *flag.FlagSet {
 	fs.DurationVar(&c.OrphanGrace, "orphan-grace", c.OrphanGrace, "advanced: age before a blob that no row and no live upload points at is deleted")
 	fs.DurationVar(&c.JanitorInterval, "janitor-interval", c.JanitorInterval, "advanced: how often replaced blobs and expired uploads are reclaimed (orphans every orphan-grace, at most hourly)")
 	fs.DurationVar(&c.StagingLease, "staging-lease", c.StagingLease, "advanced: lease of an upload in flight, renewed every third of it; a dead node's reservations lapse after it")
+	fs.DurationVar(&c.TusExpiry, "tus-expiry", c.TusExpiry, "how long an unfinished tus upload lives (its Upload-Expires); the janitor reclaims it after")
 	fs.IntVar(&c.LoginConcurrency, "login-concurrency", c.LoginConcurrency, "password hashes run in parallel (0 = half the cores)")
 	fs.Func("argon2-memory", "argon2id memory in `KiB` (default 19456)", func(s string) error {
 		n, err := strconv.ParseUint(s, 10, 32)

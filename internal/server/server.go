@@ -210,7 +210,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 			Started: s.started, MetaStore: metaKind, BlobStore: blobKind,
 			Counts: s.meta.Counts,
 		},
-		Tus: httpapi.TusConfig{Store: s.meta},
+		Tus: httpapi.TusConfig{Store: s.meta, TTL: cfg.TusExpiry},
 	}
 	if cfg.S3Listen != "off" {
 		apiCfg.Presign = s.presignPart

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coffer-storage/coffer/test/testenv"
 )
@@ -240,4 +241,43 @@ func TestTusProtocol(t *testing.T) {
 		}
 		_ = fmt.Sprint
 	})
+}
+
+// TestTusExpiry: an unfinished upload announces its expiry, is gone at
+// once when it passes, and the janitor gives its bytes back.
+func TestTusExpiry(t *testing.T) {
+	srv := testenv.Start(t, "--tus-expiry", "2s", "--janitor-interval", "300ms")
+	c := srv.NewUser(t)
+	usage := func() int64 {
+		var me struct {
+			UsageBytes int64 `json:"usage_bytes"`
+		}
+		if st := c.JSON(t, "GET", "/api/v1/me", nil, &me); st != 200 {
+			t.Fatalf("/me: %d", st)
+		}
+		return me.UsageBytes
+	}
+	path := tusCreate(t, c, "Upload-Length", "100000", "Upload-Metadata", tusMeta("bucket", c.Bucket, "key", "tus/expiring.bin"))
+	resp, _ := tusPatch(t, c, path, 0, make([]byte, 50000))
+	exp, err := http.ParseTime(resp.Header.Get("Upload-Expires"))
+	if err != nil || exp.Before(time.Now()) || exp.After(time.Now().Add(3*time.Second)) {
+		t.Fatalf("Upload-Expires %q: %v", resp.Header.Get("Upload-Expires"), err)
+	}
+	if got := usage(); got < 50000 {
+		t.Errorf("usage with an upload in progress: %d, want >= 50000", got)
+	}
+	time.Sleep(time.Until(exp) + 1100*time.Millisecond) // the header has whole seconds
+	if resp, _ := tusPatch(t, c, path, 50000, make([]byte, 10)); resp.StatusCode != 404 {
+		t.Errorf("PATCH after expiry: %d, want 404", resp.StatusCode)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for usage() != 0 && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+	}
+	if got := usage(); got != 0 {
+		t.Errorf("usage after the janitor: %d, want 0", got)
+	}
+	if r, _ := get(t, c, c.Bucket, "tus/expiring.bin"); r.StatusCode != 404 {
+		t.Errorf("expired upload became an object: %d", r.StatusCode)
+	}
 }
