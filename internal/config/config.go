@@ -65,6 +65,12 @@ type Config struct {
 	MetricsToken   string         // --metrics-token: bearer token for /metrics from non-loopback clients; default none (loopback only)
 	DebugListen    string         // --debug-listen: loopback address serving net/http/pprof; default none
 
+	// Quotas: token buckets per identity (internal/ratelimit, Quotas).
+	// Requests per period, and request body MiB per period; 0 = unlimited
+	// (the default of each).
+	RateUser, RateKey, RateShare, RateAnonymous             Rate // --rate-user, --rate-key, --rate-share, --rate-anonymous
+	RateUserMiB, RateKeyMiB, RateShareMiB, RateAnonymousMiB Rate // --rate-user-bytes, ... (N is MiB)
+
 	Signup     string // --signup, COFFER_SIGNUP: who may sign up through the API: open, invite or closed; default open
 	SignupRate Rate   // --signup-rate: signups per client address, e.g. 5/h; 0 = unlimited; default 5/h
 
@@ -247,6 +253,14 @@ func (c *Config) FlagSet(name string) *flag.FlagSet {
 	fs.IntVar(&c.AdmissionFloor, "admission-floor", c.AdmissionFloor, "concurrent requests per listener and class that adaptive admission never sheds (0 = 8 x cores)")
 	fs.Var((*prefixesValue)(&c.TrustedProxies), "trusted-proxies", "comma-separated CIDRs whose X-Forwarded-For is trusted")
 	fs.StringVar(&c.Signup, "signup", c.Signup, "who may create an account through the API: open (anyone who reaches it), invite (with a code from 'coffer invite create') or closed (administrators only)")
+	fs.Var(&c.RateUser, "rate-user", "requests one authenticated user may make, e.g. 600/m (0 = unlimited)")
+	fs.Var(&c.RateKey, "rate-key", "requests one S3 access key may make, e.g. 600/m (0 = unlimited)")
+	fs.Var(&c.RateShare, "rate-share", "requests through one share link, e.g. 120/m (0 = unlimited)")
+	fs.Var(&c.RateAnonymous, "rate-anonymous", "requests without credentials one client address may make, e.g. 120/m (0 = unlimited)")
+	fs.Var(&c.RateUserMiB, "rate-user-bytes", "request body MiB one authenticated user may send, e.g. 1024/m (0 = unlimited)")
+	fs.Var(&c.RateKeyMiB, "rate-key-bytes", "request body MiB one S3 access key may send, e.g. 1024/m (0 = unlimited)")
+	fs.Var(&c.RateShareMiB, "rate-share-bytes", "request body MiB sent through one share link (drop boxes), e.g. 256/m (0 = unlimited)")
+	fs.Var(&c.RateAnonymousMiB, "rate-anonymous-bytes", "request body MiB one anonymous client address may send (0 = unlimited)")
 	fs.Var(&c.SignupRate, "signup-rate", "signups one client address may attempt, e.g. 5/h, 20/d, 3/10m (0 = unlimited)")
 	fs.DurationVar(&c.PublicMaxAge, "public-max-age", c.PublicMaxAge, "Cache-Control max-age of objects in public-read buckets")
 	fs.StringVar(&c.MetricsToken, "metrics-token", c.MetricsToken, "bearer token allowing /metrics from non-loopback clients")

@@ -190,6 +190,11 @@ func (api *API) serve(w http.ResponseWriter, r *http.Request, rt Route) {
 	if err == nil && (rt.Access == User || rt.Access == Admin) && p.Anonymous() {
 		err = errcode.New(errcode.Unauthenticated, "authentication required")
 	}
+	if err == nil && !p.Anonymous() {
+		// The per-user quota, charged once the token holds. (A share
+		// link's requests are charged to the share: ratelimit.DimShare.)
+		err = httpx.Limit(r.Context(), ratelimit.DimUser, p.UserID)
+	}
 	if err == nil && rt.Access == Admin {
 		// The one place the admin role is checked for the API.
 		err = api.auth.RequireAdmin(r.Context(), p)
