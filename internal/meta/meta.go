@@ -455,6 +455,7 @@ type ListUploadsOptions struct {
 // Store is a metadata backend. All methods are safe for concurrent use.
 type Store interface {
 	TusStore
+	LimitsStore
 	// CreateUser creates u and its default bucket b (b.OwnerID == u.ID) in
 	// one transaction. AlreadyExists if the email or bucket name is taken.
 	CreateUser(ctx context.Context, u User, b Bucket) error

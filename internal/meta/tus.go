@@ -54,3 +54,21 @@ type TusStore interface {
 	// UnlockTus releases holder's lock (nothing if not held).
 	UnlockTus(ctx context.Context, id, holder string) error
 }
+
+// UserLimits is an administrator's rate limit override for one user:
+// Requests and Bytes per Window (0: the server's default for that part).
+type UserLimits struct {
+	UserID          string
+	Requests, Bytes int64
+	Window          time.Duration
+}
+
+// LimitsStore keeps per-user rate limit overrides.
+type LimitsStore interface {
+	// SetUserLimits stores l (replacing any); with Requests and Bytes both
+	// 0 it removes the override. NotFound if there is no such user;
+	// InvalidArgument for negative numbers or a window under a second.
+	SetUserLimits(ctx context.Context, l UserLimits) error
+	// GetUserLimits returns the override of user id; NotFound if none.
+	GetUserLimits(ctx context.Context, id string) (UserLimits, error)
+}

@@ -202,7 +202,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		func() float64 { return float64(h.Stats().Waiting) })
 
 	s.admission = s.newAdmission()
-	s.quotas = newQuotas(cfg)
+	s.quotas = newQuotas(cfg, s.meta)
 	version, revision, goVersion := BuildInfo()
 	apiCfg := httpapi.Config{
 		TrustedProxies: cfg.TrustedProxies,
@@ -590,28 +590,4 @@ func BuildInfo() (version, revision, goVersion string) {
 		}
 	}
 	return bi.Main.Version, revision, bi.GoVersion
-}
-
-// newQuotas builds the token-bucket quotas of the config; nil if none is
-// set.
-func newQuotas(cfg config.Config) *ratelimit.Quotas {
-	q := func(r config.Rate, mib bool) ratelimit.Quota {
-		n := int64(r.N)
-		if mib {
-			n <<= 20
-		}
-		return ratelimit.Quota{N: n, Window: r.Per}
-	}
-	d := map[ratelimit.Dimension]ratelimit.DimQuotas{
-		ratelimit.DimUser:  {Requests: q(cfg.RateUser, false), Bytes: q(cfg.RateUserMiB, true)},
-		ratelimit.DimKey:   {Requests: q(cfg.RateKey, false), Bytes: q(cfg.RateKeyMiB, true)},
-		ratelimit.DimShare: {Requests: q(cfg.RateShare, false), Bytes: q(cfg.RateShareMiB, true)},
-		ratelimit.DimAddr:  {Requests: q(cfg.RateAnonymous, false), Bytes: q(cfg.RateAnonymousMiB, true)},
-	}
-	for _, dq := range d {
-		if !dq.Requests.Off() || !dq.Bytes.Off() {
-			return ratelimit.NewQuotas(d)
-		}
-	}
-	return nil
 }

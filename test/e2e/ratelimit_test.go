@@ -93,3 +93,57 @@ func TestRateLimits(t *testing.T) {
 		}
 	})
 }
+
+// TestRateLimitOverride: an administrator raises one user's request quota
+// above the default (bad bodies and unknown users refused); it applies and
+// shows in the headers.
+func TestRateLimitOverride(t *testing.T) {
+	srv := testenv.Start(t, "--rate-user", "7/h") // the admin's 6 requests fit
+	admin := newAdmin(t, srv)
+	u := srv.NewUser(t)
+	var uid struct{ ID string }
+	// Set the override before the user's first limited request (which
+	// would cache "no override" for 10 s), finding the user by email.
+	var list struct {
+		Users []struct {
+			ID    string `json:"id"`
+			Email string `json:"email"`
+		} `json:"users"`
+	}
+	if st := admin.JSON(t, "GET", "/api/v1/admin/users?q="+u.Email, nil, &list); st != 200 || len(list.Users) != 1 {
+		t.Fatalf("admin list: %d %+v", st, list)
+	}
+	uid.ID = list.Users[0].ID
+	path := "/api/v1/admin/users/" + uid.ID + "/limits"
+	for _, bad := range []map[string]any{{"requests": -1, "bytes": 0}, {"requests": 1}, {"requests": 1, "bytes": 0, "window_seconds": 0}} {
+		if st := admin.JSON(t, "PUT", path, bad, nil); st != 400 {
+			t.Errorf("PUT %v: %d, want 400", bad, st)
+		}
+	}
+	if st := admin.JSON(t, "PUT", "/api/v1/admin/users/nobody/limits", map[string]any{"requests": 1, "bytes": 0}, nil); st != 404 {
+		t.Errorf("PUT limits of nobody: %d, want 404", st)
+	}
+	var got struct {
+		Requests      int64 `json:"requests"`
+		WindowSeconds int64 `json:"window_seconds"`
+		Override      bool  `json:"override"`
+	}
+	if st := admin.JSON(t, "PUT", path, map[string]any{"requests": 8, "bytes": 0, "window_seconds": 3600}, &got); st != 200 || got.Requests != 8 || !got.Override || got.WindowSeconds != 3600 {
+		t.Fatalf("PUT limits: %d %+v", st, got)
+	}
+	for i := range 8 {
+		resp := u.Do(t, "GET", "/api/v1/me", nil)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("request %d of 8: %d", i+1, resp.StatusCode)
+		}
+		if got, want := resp.Header.Get("RateLimit-Policy"), `"requests";q=8;w=3600`; got != want {
+			t.Fatalf("RateLimit-Policy %q, want %q", got, want)
+		}
+	}
+	resp := u.Do(t, "GET", "/api/v1/me", nil)
+	resp.Body.Close()
+	if resp.StatusCode != 429 {
+		t.Errorf("request 9: %d, want 429", resp.StatusCode)
+	}
+}

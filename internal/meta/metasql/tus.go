@@ -74,3 +74,26 @@ func TusNotFound(id string) error {
 func TusLengthDeclared(id string) error {
 	return errcode.New(errcode.InvalidArgument, "the length of tus upload %q is declared already", id)
 }
+
+// CheckUserLimits validates an override.
+func CheckUserLimits(l meta.UserLimits) error {
+	if l.Requests < 0 || l.Bytes < 0 {
+		return errcode.New(errcode.InvalidArgument, "limits must be >= 0 (0 = the server's default)")
+	}
+	if l.Window < time.Second {
+		return errcode.New(errcode.InvalidArgument, "the limits' window must be at least a second")
+	}
+	return nil
+}
+
+// UpsertUserLimitsSQL stores an override: args user_id, requests, bytes,
+// window_ms.
+func UpsertUserLimitsSQL(ph func(int) string) string {
+	return fmt.Sprintf("INSERT INTO user_limits (user_id, requests, bytes, window_ms) VALUES (%s, %s, %s, %s) ON CONFLICT (user_id) DO UPDATE SET requests = excluded.requests, bytes = excluded.bytes, window_ms = excluded.window_ms",
+		ph(1), ph(2), ph(3), ph(4))
+}
+
+// UserLimitsNotFound is GetUserLimits' error when there is no override.
+func UserLimitsNotFound(id string) error {
+	return errcode.New(errcode.NotFound, "no rate limit override for user %q", id)
+}

@@ -12,6 +12,7 @@ var tusTests = []test{
 	{name: "State", fn: testTusState},
 	{name: "Lock", fn: testTusLock},
 	{name: "GoesWithUpload", fn: testTusGoesWithUpload},
+	{name: "UserLimits", fn: testUserLimits},
 }
 
 func testTusState(t *testing.T, s meta.Store) {
@@ -104,5 +105,34 @@ func testTusGoesWithUpload(t *testing.T, s meta.Store) {
 	ok(t, s.AbortUpload(ctx, u.ID), "AbortUpload")
 	if _, err := s.GetTus(ctx, u.ID); !errcode.Is(err, errcode.NotFound) {
 		t.Errorf("GetTus after abort: %v, want NotFound", err)
+	}
+}
+
+func testUserLimits(t *testing.T, s meta.Store) {
+	ctx := t.Context()
+	addUser(t, s, "alice", 0)
+	if err := s.SetUserLimits(ctx, meta.UserLimits{UserID: "nobody", Requests: 1, Window: time.Minute}); !errcode.Is(err, errcode.NotFound) {
+		t.Errorf("SetUserLimits of no user: %v, want NotFound", err)
+	}
+	for _, bad := range []meta.UserLimits{{UserID: "alice", Requests: -1, Window: time.Minute}, {UserID: "alice", Requests: 1, Window: time.Millisecond}} {
+		if err := s.SetUserLimits(ctx, bad); !errcode.Is(err, errcode.InvalidArgument) {
+			t.Errorf("SetUserLimits(%+v): %v, want InvalidArgument", bad, err)
+		}
+	}
+	if _, err := s.GetUserLimits(ctx, "alice"); !errcode.Is(err, errcode.NotFound) {
+		t.Errorf("GetUserLimits before: %v, want NotFound", err)
+	}
+	want := meta.UserLimits{UserID: "alice", Requests: 10, Bytes: 1 << 20, Window: time.Minute}
+	ok(t, s.SetUserLimits(ctx, want), "SetUserLimits")
+	want.Requests = 20
+	ok(t, s.SetUserLimits(ctx, want), "SetUserLimits again")
+	got, err := s.GetUserLimits(ctx, "alice")
+	ok(t, err, "GetUserLimits")
+	if got != want {
+		t.Errorf("GetUserLimits = %+v, want %+v", got, want)
+	}
+	ok(t, s.SetUserLimits(ctx, meta.UserLimits{UserID: "alice"}), "SetUserLimits to defaults")
+	if _, err := s.GetUserLimits(ctx, "alice"); !errcode.Is(err, errcode.NotFound) {
+		t.Errorf("GetUserLimits after clearing: %v, want NotFound", err)
 	}
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/coffer-storage/coffer/internal/errcode"
+
 	"github.com/coffer-storage/coffer/internal/meta"
 	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
@@ -115,4 +117,43 @@ func (s *Store) UnlockTus(ctx context.Context, id, holder string) error {
 		t.exec(metasql.UnlockTusSQL(dollar), id, holder)
 		return nil
 	})
+}
+
+// SetUserLimits implements meta.Store.
+func (s *Store) SetUserLimits(ctx context.Context, l meta.UserLimits) error {
+	if l.Requests == 0 && l.Bytes == 0 {
+		return s.write(ctx, "clear user limits", func(t *txn) error {
+			t.exec("DELETE FROM user_limits WHERE user_id = $1", l.UserID)
+			return nil
+		})
+	}
+	if err := metasql.CheckUserLimits(l); err != nil {
+		return err
+	}
+	err := s.write(ctx, "set user limits", func(t *txn) error {
+		t.exec(metasql.UpsertUserLimitsSQL(dollar), l.UserID, l.Requests, l.Bytes, l.Window.Milliseconds())
+		return nil
+	})
+	if isSQLState(err, "23503") {
+		return errcode.New(errcode.NotFound, "no user %q", l.UserID)
+	}
+	return err
+}
+
+// GetUserLimits implements meta.Store.
+func (s *Store) GetUserLimits(ctx context.Context, id string) (meta.UserLimits, error) {
+	l := meta.UserLimits{UserID: id}
+	err := s.queryRow(ctx, "get user limits", func(r pgx.Row) error {
+		var ms int64
+		err := r.Scan(&l.Requests, &l.Bytes, &ms)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return metasql.UserLimitsNotFound(id)
+		}
+		l.Window = time.Duration(ms) * time.Millisecond
+		return err
+	}, "SELECT requests, bytes, window_ms FROM user_limits WHERE user_id = $1", id)
+	if err != nil {
+		return meta.UserLimits{}, err
+	}
+	return l, nil
 }

@@ -108,3 +108,35 @@ func (s *Store) UnlockTus(ctx context.Context, id, holder string) error {
 		return classify(err, "unlock tus upload %q", id)
 	})
 }
+
+// SetUserLimits implements meta.Store.
+func (s *Store) SetUserLimits(ctx context.Context, l meta.UserLimits) error {
+	if l.Requests == 0 && l.Bytes == 0 {
+		return s.write(ctx, func(ctx context.Context, c *conn) error {
+			_, err := c.ExecContext(ctx, "DELETE FROM user_limits WHERE user_id = ?", l.UserID)
+			return classify(err, "limits of user %q", l.UserID)
+		})
+	}
+	if err := metasql.CheckUserLimits(l); err != nil {
+		return err
+	}
+	return s.write(ctx, func(ctx context.Context, c *conn) error {
+		_, err := c.ExecContext(ctx, metasql.UpsertUserLimitsSQL(q), l.UserID, l.Requests, l.Bytes, l.Window.Milliseconds())
+		return classify(err, "limits of user %q", l.UserID)
+	})
+}
+
+// GetUserLimits implements meta.Store.
+func (s *Store) GetUserLimits(ctx context.Context, id string) (meta.UserLimits, error) {
+	if err := s.ready(); err != nil {
+		return meta.UserLimits{}, err
+	}
+	l := meta.UserLimits{UserID: id}
+	var ms int64
+	err := s.read().QueryRowContext(ctx, "SELECT requests, bytes, window_ms FROM user_limits WHERE user_id = ?", id).Scan(&l.Requests, &l.Bytes, &ms)
+	if errors.Is(err, sql.ErrNoRows) {
+		return meta.UserLimits{}, metasql.UserLimitsNotFound(id)
+	}
+	l.Window = time.Duration(ms) * time.Millisecond
+	return l, classify(err, "limits of user %q", id)
+}

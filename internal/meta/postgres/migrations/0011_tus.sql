@@ -10,3 +10,11 @@ CREATE TABLE tus_uploads (
 	lock_until        bigint NOT NULL DEFAULT 0,
 	release_requested bigint NOT NULL DEFAULT 0
 );
+
+-- Per-user rate limit overrides (see the SQLite migration).
+CREATE TABLE user_limits (
+	user_id   text   COLLATE "C" NOT NULL PRIMARY KEY REFERENCES users (id) ON DELETE CASCADE,
+	requests  bigint NOT NULL CHECK (requests >= 0),
+	bytes     bigint NOT NULL CHECK (bytes >= 0),
+	window_ms bigint NOT NULL CHECK (window_ms > 0)
+);

@@ -20,3 +20,13 @@ CREATE TABLE tus_uploads (
 	lock_until        INTEGER NOT NULL DEFAULT 0,
 	release_requested INTEGER NOT NULL DEFAULT 0
 ) STRICT, WITHOUT ROWID;
+
+-- Per-user rate limit overrides set by administrators
+-- (PUT /api/v1/admin/users/{id}/limits): requests and body bytes per
+-- window_ms; 0 = the server's default for that part. No row: defaults.
+CREATE TABLE user_limits (
+	user_id   TEXT    NOT NULL PRIMARY KEY REFERENCES users (id) ON DELETE CASCADE,
+	requests  INTEGER NOT NULL CHECK (requests >= 0),
+	bytes     INTEGER NOT NULL CHECK (bytes >= 0),
+	window_ms INTEGER NOT NULL CHECK (window_ms > 0)
+) STRICT, WITHOUT ROWID;
