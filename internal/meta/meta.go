@@ -456,6 +456,7 @@ type ListUploadsOptions struct {
 type Store interface {
 	TusStore
 	LimitsStore
+	RateStore
 	// CreateUser creates u and its default bucket b (b.OwnerID == u.ID) in
 	// one transaction. AlreadyExists if the email or bucket name is taken.
 	CreateUser(ctx context.Context, u User, b Bucket) error

@@ -72,3 +72,11 @@ type LimitsStore interface {
 	// GetUserLimits returns the override of user id; NotFound if none.
 	GetUserLimits(ctx context.Context, id string) (UserLimits, error)
 }
+
+// RateStore hands out blocks of a cluster-wide rate limit.
+type RateStore interface {
+	// ReserveRate takes up to block tokens of (dim, key)'s limit in the
+	// fixed window starting at windowStart (Unix ms), and returns how many
+	// it got (0 when the window's limit is spent).
+	ReserveRate(ctx context.Context, dim, key string, windowStart, block, limit int64) (int64, error)
+}

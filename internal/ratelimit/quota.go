@@ -1,6 +1,8 @@
 package ratelimit
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -25,8 +27,14 @@ import (
 // headers-10) of the requests bucket; a refusal is RateLimited with
 // RetryAfter (429 on the file API, SlowDown on S3).
 //
-// The buckets are this node's: with several nodes, each enforces the
-// limit on the requests it serves (see docs/operations.md).
+// The buckets are this node's. With Cluster set (several nodes on one
+// PostgreSQL), each identity's requests are also counted cluster-wide in
+// fixed windows of the quota's Window: a node reserves blocks of tokens
+// (a twentieth of the quota) from the store and spends them locally, so
+// the cluster admits about N per window whatever the number of nodes (up
+// to one block per node less: a node's unspent block lapses with the
+// window). If the store cannot be reached, requests are let through (the
+// local bucket still applies).
 
 // Dimension names what a key identifies.
 type Dimension string
@@ -61,9 +69,27 @@ type Quotas struct {
 	Override func(d Dimension, key string) (DimQuotas, bool)
 	now      func() time.Time
 
+	// Cluster, if set, makes the requests quotas cluster-wide.
+	Cluster Cluster
+
 	mu      sync.Mutex
 	buckets map[bucketKey]*bucket
 	takes   int
+	leases  map[bucketKey]*lease
+}
+
+// Cluster hands out blocks of a cluster-wide limit (meta.RateStore).
+type Cluster interface {
+	ReserveRate(ctx context.Context, dim, key string, windowStart, block, limit int64) (int64, error)
+}
+
+// lease is this node's share of one identity's cluster-wide window.
+type lease struct {
+	mu       sync.Mutex
+	window   int64 // start, Unix ms
+	left     int64 // tokens reserved and not spent
+	spent    bool  // the window's limit is spent cluster-wide
+	lastUsed time.Time
 }
 
 type bucketKey struct {
@@ -80,7 +106,7 @@ type bucket struct {
 
 // NewQuotas returns the buckets with the default quotas of each dimension.
 func NewQuotas(defaults map[Dimension]DimQuotas) *Quotas {
-	return &Quotas{defaults: defaults, now: time.Now, buckets: map[bucketKey]*bucket{}}
+	return &Quotas{defaults: defaults, now: time.Now, buckets: map[bucketKey]*bucket{}, leases: map[bucketKey]*lease{}}
 }
 
 // Decision is the outcome of Take.
@@ -138,8 +164,61 @@ func (q *Quotas) Take(d Dimension, key string, n int64) Decision {
 			return out
 		}
 	}
+	if q.Cluster != nil && !dq.Requests.Off() {
+		l := q.leaseOf(bucketKey{d, key, false}, now)
+		q.mu.Unlock()
+		retry, err := q.clusterTake(l, d, key, dq.Requests, now)
+		q.mu.Lock()
+		if err != nil {
+			if reqRes != nil {
+				reqRes.CancelAt(now)
+			}
+			out.Err = refused(d, "requests", retry)
+			out.Remaining = 0
+		}
+	}
 	return out
 }
+
+func (q *Quotas) leaseOf(k bucketKey, now time.Time) *lease {
+	l := q.leases[k]
+	if l == nil {
+		l = &lease{}
+		q.leases[k] = l
+	}
+	l.lastUsed = now
+	return l
+}
+
+// clusterTake spends one token of l, reserving a block from the cluster
+// when l has none; it returns RateLimited's wait when the window's limit
+// is spent.
+func (q *Quotas) clusterTake(l *lease, d Dimension, key string, qu Quota, now time.Time) (time.Duration, error) {
+	w := qu.Window.Milliseconds()
+	start := now.UnixMilli() / w * w
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.window != start {
+		l.window, l.left, l.spent = start, 0, false
+	}
+	if l.left == 0 && !l.spent {
+		block := max(1, qu.N/20)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		got, err := q.Cluster.ReserveRate(ctx, string(d), key, start, block, qu.N)
+		cancel()
+		if err != nil {
+			return 0, nil // fail open: the local bucket still applies
+		}
+		l.left, l.spent = got, got == 0
+	}
+	if l.left == 0 {
+		return time.Duration(start+w-now.UnixMilli()) * time.Millisecond, errSpent
+	}
+	l.left--
+	return 0, nil
+}
+
+var errSpent = errors.New("cluster-wide limit spent")
 
 func refused(d Dimension, what string, delay time.Duration) error {
 	return &errcode.Error{Code: errcode.RateLimited, RetryAfter: delay,
@@ -168,6 +247,11 @@ func (q *Quotas) sweep(now time.Time) {
 	for k, b := range q.buckets {
 		if now.Sub(b.seen) > b.q.Window {
 			delete(q.buckets, k)
+		}
+	}
+	for k, l := range q.leases {
+		if now.Sub(l.lastUsed) > 24*time.Hour {
+			delete(q.leases, k)
 		}
 	}
 }

@@ -203,6 +203,11 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 
 	s.admission = s.newAdmission()
 	s.quotas = newQuotas(cfg, s.meta)
+	if s.quotas != nil && metaKind == "postgres" {
+		// Several nodes may share the store: requests quotas are
+		// cluster-wide, in blocks reserved from it.
+		s.quotas.Cluster = s.meta
+	}
 	version, revision, goVersion := BuildInfo()
 	apiCfg := httpapi.Config{
 		TrustedProxies: cfg.TrustedProxies,

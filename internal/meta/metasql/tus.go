@@ -97,3 +97,17 @@ func UpsertUserLimitsSQL(ph func(int) string) string {
 func UserLimitsNotFound(id string) error {
 	return errcode.New(errcode.NotFound, "no rate limit override for user %q", id)
 }
+
+// ReserveRateSQL takes a block: args dim, key, window_start, block,
+// limit; returns used after the reservation (no row when the limit was
+// spent already).
+func ReserveRateSQL(ph func(int) string) string {
+	return fmt.Sprintf(`INSERT INTO rate_leases (dim, key, window_start, used) VALUES (%[1]s, %[2]s, %[3]s, %[4]s)
+ON CONFLICT (dim, key, window_start) DO UPDATE SET used = rate_leases.used + %[4]s WHERE rate_leases.used < %[5]s
+RETURNING used`, ph(1), ph(2), ph(3), ph(4), ph(5))
+}
+
+// Granted is what a reservation of block got, given used after it.
+func Granted(used, block, limit int64) int64 {
+	return max(0, min(block, limit-(used-block)))
+}

@@ -13,6 +13,7 @@ var tusTests = []test{
 	{name: "Lock", fn: testTusLock},
 	{name: "GoesWithUpload", fn: testTusGoesWithUpload},
 	{name: "UserLimits", fn: testUserLimits},
+	{name: "ReserveRate", fn: testReserveRate},
 }
 
 func testTusState(t *testing.T, s meta.Store) {
@@ -134,5 +135,25 @@ func testUserLimits(t *testing.T, s meta.Store) {
 	ok(t, s.SetUserLimits(ctx, meta.UserLimits{UserID: "alice"}), "SetUserLimits to defaults")
 	if _, err := s.GetUserLimits(ctx, "alice"); !errcode.Is(err, errcode.NotFound) {
 		t.Errorf("GetUserLimits after clearing: %v, want NotFound", err)
+	}
+}
+
+func testReserveRate(t *testing.T, s meta.Store) {
+	ctx := t.Context()
+	steps := []struct {
+		window, block, want int64
+	}{
+		{1000, 4, 4}, {1000, 4, 4}, {1000, 4, 2}, {1000, 4, 0}, // limit 10
+		{2000, 4, 4}, // a new window starts full
+	}
+	for i, st := range steps {
+		got, err := s.ReserveRate(ctx, "user", "u1", st.window, st.block, 10)
+		ok(t, err, "ReserveRate")
+		if got != st.want {
+			t.Errorf("step %d: got %d tokens, want %d", i, got, st.want)
+		}
+	}
+	if got, _ := s.ReserveRate(ctx, "user", "u2", 1000, 4, 10); got != 4 {
+		t.Errorf("another key: %d, want 4", got)
 	}
 }

@@ -157,3 +157,28 @@ func (s *Store) GetUserLimits(ctx context.Context, id string) (meta.UserLimits, 
 	}
 	return l, nil
 }
+
+// ReserveRate implements meta.Store.
+func (s *Store) ReserveRate(ctx context.Context, dim, key string, windowStart, block, limit int64) (int64, error) {
+	var got int64
+	err := s.write(ctx, "reserve rate", func(t *txn) error {
+		got = 0
+		var used int64
+		t.queryRow(func(r pgx.Row) error {
+			err := r.Scan(&used)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return nil
+			}
+			got = metasql.Granted(used, block, limit)
+			return err
+		}, metasql.ReserveRateSQL(dollar), dim, key, windowStart, block, limit)
+		if err := t.flush(); err != nil {
+			return err
+		}
+		if used == block {
+			t.exec("DELETE FROM rate_leases WHERE dim = $1 AND key = $2 AND window_start < $3", dim, key, windowStart)
+		}
+		return nil
+	})
+	return got, err
+}

@@ -140,3 +140,26 @@ func (s *Store) GetUserLimits(ctx context.Context, id string) (meta.UserLimits, 
 	l.Window = time.Duration(ms) * time.Millisecond
 	return l, classify(err, "limits of user %q", id)
 }
+
+// ReserveRate implements meta.Store.
+func (s *Store) ReserveRate(ctx context.Context, dim, key string, windowStart, block, limit int64) (int64, error) {
+	var got int64
+	err := s.write(ctx, func(ctx context.Context, c *conn) error {
+		got = 0
+		var used int64
+		err := c.QueryRowContext(ctx, metasql.ReserveRateSQL(q), dim, key, windowStart, block, limit).Scan(&used)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return classify(err, "reserve rate")
+		}
+		got = metasql.Granted(used, block, limit)
+		if used == block {
+			// A new window: forget the old ones of this key.
+			_, err = c.ExecContext(ctx, "DELETE FROM rate_leases WHERE dim = ? AND key = ? AND window_start < ?", dim, key, windowStart)
+		}
+		return classify(err, "reserve rate")
+	})
+	return got, err
+}

@@ -18,3 +18,12 @@ CREATE TABLE user_limits (
 	bytes     bigint NOT NULL CHECK (bytes >= 0),
 	window_ms bigint NOT NULL CHECK (window_ms > 0)
 );
+
+-- Cluster-wide rate limits (see the SQLite migration).
+CREATE TABLE rate_leases (
+	dim          text   COLLATE "C" NOT NULL,
+	key          text   COLLATE "C" NOT NULL,
+	window_start bigint NOT NULL,
+	used         bigint NOT NULL,
+	PRIMARY KEY (dim, key, window_start)
+);

@@ -30,3 +30,15 @@ CREATE TABLE user_limits (
 	bytes     INTEGER NOT NULL CHECK (bytes >= 0),
 	window_ms INTEGER NOT NULL CHECK (window_ms > 0)
 ) STRICT, WITHOUT ROWID;
+
+-- Cluster-wide rate limits: requests granted per (dimension, key, fixed
+-- window). Each node reserves blocks of tokens (used grows by the block,
+-- never past the limit by more than one block) and spends them locally.
+-- Rows of past windows are deleted by ReserveRate itself.
+CREATE TABLE rate_leases (
+	dim          TEXT    NOT NULL,
+	key          TEXT    NOT NULL,
+	window_start INTEGER NOT NULL,
+	used         INTEGER NOT NULL,
+	PRIMARY KEY (dim, key, window_start)
+) STRICT, WITHOUT ROWID;
