@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -148,6 +147,10 @@ func TestTusProtocol(t *testing.T) {
 		if got, want := strings.Trim(r.Header.Get("ETag"), `"`), hex.EncodeToString(sum[:]); got != want {
 			t.Errorf("ETag %q, want %q", got, want)
 		}
+		whole := sha256.Sum256(data)
+		if got, want := r.Header.Get("X-Checksum-Sha256"), hex.EncodeToString(whole[:]); got != want {
+			t.Errorf("X-Checksum-Sha256 %q, want %q", got, want)
+		}
 		if got, want := r.Header.Get("Content-Type"), "application/x-test"; got != want {
 			t.Errorf("Content-Type %q, want %q", got, want)
 		}
@@ -218,8 +221,15 @@ func TestTusProtocol(t *testing.T) {
 		if r.StatusCode != 200 || !bytes.Equal(got, data[:2000]) {
 			t.Fatalf("concatenated object: %d, %d bytes", r.StatusCode, len(got))
 		}
-		sum := sha256.Sum256(data[:2000])
-		_ = sum
+		whole := sha256.Sum256(data[:2000])
+		if got, want := r.Header.Get("X-Checksum-Sha256"), hex.EncodeToString(whole[:]); got != want {
+			t.Errorf("concatenated X-Checksum-Sha256 %q, want %q", got, want)
+		}
+		for _, p := range partials {
+			if resp, _ := tusDo(t, c, "HEAD", p, nil); resp.StatusCode != 404 {
+				t.Errorf("partial upload %s after concatenation: %d, want 404", p, resp.StatusCode)
+			}
+		}
 	})
 
 	t.Run("another user's upload is not found", func(t *testing.T) {
@@ -239,7 +249,6 @@ func TestTusProtocol(t *testing.T) {
 		if resp.StatusCode != 403 && resp.StatusCode != 404 {
 			t.Errorf("creating in another user's bucket: %d", resp.StatusCode)
 		}
-		_ = fmt.Sprint
 	})
 }
 
