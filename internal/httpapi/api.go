@@ -82,8 +82,10 @@ func New(objects *object.Service, as *auth.Service, cfg Config, log *slog.Logger
 	api := &API{objects: objects, auth: as, cfg: cfg, log: log}
 	if cfg.Tus.Store != nil {
 		if err := api.newTus(cfg.Tus); err != nil {
-			// Only a bad BasePath fails, and TusBase is a constant.
-			panic(err)
+			// tusd refuses only a bad base path (TusBase is a constant):
+			// the tus routes then answer not_implemented.
+			log.Error("tus endpoint disabled", "err", err)
+			api.tus = nil
 		}
 	}
 	api.router = newRouter(api.Routes())
