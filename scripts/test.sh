@@ -37,9 +37,9 @@ step "S3 clients for the compatibility suite (boto3, aws cli, s3cmd, rclone)"
 # ./.tools/venv (reinstalled only when the pinned set changes) and rclone
 # from Debian's packages. test/s3compat fails, not skips, when one is missing.
 VENV="$ROOT/.tools/venv"
-PY_REQS='boto3>=1.40,<2 awscli>=1.40,<2 s3cmd>=2.3,<3 requests>=2.31,<3 pytest>=8,<10'
+PY_REQS='boto3>=1.40,<2 awscli>=1.40,<2 s3cmd>=2.3,<3 requests>=2.31,<3 pytest>=8,<10 tuspy>=1.1,<2'
 if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$VENV/.coffer-reqs" 2>/dev/null)" != "$PY_REQS" ] ||
-   ! "$VENV/bin/python" -c 'import boto3, botocore, requests, pytest' 2>/dev/null ||
+   ! "$VENV/bin/python" -c 'import boto3, botocore, requests, pytest, tusclient' 2>/dev/null ||
    [ ! -x "$VENV/bin/aws" ] || [ ! -x "$VENV/bin/s3cmd" ]; then
   rm -rf "$VENV"
   if ! python3 -m venv "$VENV"; then # Debian's python3 needs python3-venv
@@ -59,6 +59,23 @@ if ! command -v rclone >/dev/null; then
   $SUDO apt-get install -y -qq rclone >/dev/null ||
     { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq rclone >/dev/null; }
 fi
+# tus-js-client for the tus tests (test/e2e/tus_clients_test.go), from npm
+# into ./.tools/node (reinstalled only when the pinned version changes);
+# node itself comes from Debian's packages.
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  SUDO=; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get install -y -qq nodejs npm >/dev/null ||
+    { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq nodejs npm >/dev/null; }
+fi
+NODE_TOOLS="$ROOT/.tools/node"
+TUS_JS='tus-js-client@4.3.1'
+if [ "$(cat "$NODE_TOOLS/.coffer-reqs" 2>/dev/null)" != "$TUS_JS" ] || [ ! -d "$NODE_TOOLS/node_modules/tus-js-client" ]; then
+  rm -rf "$NODE_TOOLS" && mkdir -p "$NODE_TOOLS"
+  (cd "$NODE_TOOLS" && npm install --silent --no-audit --no-fund "$TUS_JS" >/dev/null)
+  printf '%s' "$TUS_JS" >"$NODE_TOOLS/.coffer-reqs"
+fi
+export COFFER_NODE_MODULES="$NODE_TOOLS/node_modules"
 export PATH="$VENV/bin:$PATH"
 export COFFER_PYTHON="$VENV/bin/python"
 export COFFER_REQUIRE_CLIENTS=1
@@ -160,6 +177,7 @@ fuzz ./internal/crypt FuzzParseEnvelope 10
 fuzz ./internal/crypt FuzzDecrypt 10
 fuzz ./internal/kms FuzzParseKeyring 5
 fuzz ./internal/kms FuzzUnwrap 5
+fuzz ./internal/tus FuzzParseChecksum 5
 fuzz ./internal/meta/postgres FuzzParseChange 5
 fuzz ./internal/meta/metasql FuzzEscapeLike 5
 

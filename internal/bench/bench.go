@@ -48,6 +48,8 @@ var scenarios = map[string]scenarioInfo{
 		make: fileKind("read")},
 	"batch": {doc: "upload 5 files of --size (50 KiB), then download and verify them", size: batchSize, uploads: true,
 		make: fileKind("batch")},
+	"tus": {doc: "tus 1.0 upload of --size (1 MiB): create with the first quarter, PATCH the rest in quarters with sha256 Upload-Checksum", size: defaultSize, uploads: true,
+		make: fileKind("tus")},
 	"ping": {doc: "GET /healthz (the breaking-point test)",
 		make: fileKind("ping")},
 	"stream": {doc: "download a --size (10 MiB) object, timing the first byte apart", size: streamSize, uploads: true,

@@ -163,6 +163,8 @@ func (s *fileScenario) iterate(ctx context.Context, v *vu) error {
 		return s.read(ctx, v)
 	case "batch":
 		return s.batch(ctx, v)
+	case "tus":
+		return s.tusUpload(ctx, v)
 	case "stream":
 		return s.stream(ctx, v)
 	case "soak":

@@ -65,6 +65,12 @@ type Config struct {
 	MetricsToken   string         // --metrics-token: bearer token for /metrics from non-loopback clients; default none (loopback only)
 	DebugListen    string         // --debug-listen: loopback address serving net/http/pprof; default none
 
+	// Quotas: token buckets per identity (internal/ratelimit, Quotas).
+	// Requests per period, and request body MiB per period; 0 = unlimited
+	// (the default of each).
+	RateUser, RateKey, RateShare, RateAnonymous             Rate // --rate-user, --rate-key, --rate-share, --rate-anonymous
+	RateUserMiB, RateKeyMiB, RateShareMiB, RateAnonymousMiB Rate // --rate-user-bytes, ... (N is MiB)
+
 	Signup     string // --signup, COFFER_SIGNUP: who may sign up through the API: open, invite or closed; default open
 	SignupRate Rate   // --signup-rate: signups per client address, e.g. 5/h; 0 = unlimited; default 5/h
 
@@ -72,6 +78,7 @@ type Config struct {
 	OrphanGrace     time.Duration // --orphan-grace: age before a blob no row or live upload points at is deleted; default 1h
 	JanitorInterval time.Duration // --janitor-interval: how often replaced blobs and expired uploads are reclaimed; default 30s
 	StagingLease    time.Duration // --staging-lease: lease of an upload in flight, renewed every third of it; default 1m
+	TusExpiry       time.Duration // --tus-expiry: how long an unfinished tus upload lives (Upload-Expires); default 24h
 
 	LoginConcurrency int    // --login-concurrency: parallel password hashes; default max(1, cores/2)
 	Argon2Memory     uint32 // --argon2-memory: KiB; default 19456
@@ -102,6 +109,7 @@ func Defaults() Config {
 		OrphanGrace:          time.Hour,
 		JanitorInterval:      30 * time.Second,
 		StagingLease:         time.Minute,
+		TusExpiry:            24 * time.Hour,
 		Argon2Memory:         19456,
 		Argon2Time:           2,
 		Signup:               "open",
@@ -192,6 +200,9 @@ func (c Config) Validate() error {
 	if c.OrphanGrace <= 0 || c.JanitorInterval <= 0 {
 		errs = append(errs, errors.New("orphan-grace and janitor-interval: must be > 0"))
 	}
+	if c.TusExpiry < time.Second {
+		errs = append(errs, errors.New("tus-expiry: must be >= 1s"))
+	}
 	if c.StagingLease < time.Second {
 		errs = append(errs, errors.New("staging-lease: must be >= 1s"))
 	}
@@ -242,6 +253,14 @@ func (c *Config) FlagSet(name string) *flag.FlagSet {
 	fs.IntVar(&c.AdmissionFloor, "admission-floor", c.AdmissionFloor, "concurrent requests per listener and class that adaptive admission never sheds (0 = 8 x cores)")
 	fs.Var((*prefixesValue)(&c.TrustedProxies), "trusted-proxies", "comma-separated CIDRs whose X-Forwarded-For is trusted")
 	fs.StringVar(&c.Signup, "signup", c.Signup, "who may create an account through the API: open (anyone who reaches it), invite (with a code from 'coffer invite create') or closed (administrators only)")
+	fs.Var(&c.RateUser, "rate-user", "requests one authenticated user may make, e.g. 600/m (0 = unlimited)")
+	fs.Var(&c.RateKey, "rate-key", "requests one S3 access key may make, e.g. 600/m (0 = unlimited)")
+	fs.Var(&c.RateShare, "rate-share", "requests through one share link, e.g. 120/m (0 = unlimited)")
+	fs.Var(&c.RateAnonymous, "rate-anonymous", "requests without credentials one client address may make, e.g. 120/m (0 = unlimited)")
+	fs.Var(&c.RateUserMiB, "rate-user-bytes", "request body MiB one authenticated user may send, e.g. 1024/m (0 = unlimited)")
+	fs.Var(&c.RateKeyMiB, "rate-key-bytes", "request body MiB one S3 access key may send, e.g. 1024/m (0 = unlimited)")
+	fs.Var(&c.RateShareMiB, "rate-share-bytes", "request body MiB sent through one share link (drop boxes), e.g. 256/m (0 = unlimited)")
+	fs.Var(&c.RateAnonymousMiB, "rate-anonymous-bytes", "request body MiB one anonymous client address may send (0 = unlimited)")
 	fs.Var(&c.SignupRate, "signup-rate", "signups one client address may attempt, e.g. 5/h, 20/d, 3/10m (0 = unlimited)")
 	fs.DurationVar(&c.PublicMaxAge, "public-max-age", c.PublicMaxAge, "Cache-Control max-age of objects in public-read buckets")
 	fs.StringVar(&c.MetricsToken, "metrics-token", c.MetricsToken, "bearer token allowing /metrics from non-loopback clients")
@@ -249,6 +268,7 @@ func (c *Config) FlagSet(name string) *flag.FlagSet {
 	fs.DurationVar(&c.OrphanGrace, "orphan-grace", c.OrphanGrace, "advanced: age before a blob that no row and no live upload points at is deleted")
 	fs.DurationVar(&c.JanitorInterval, "janitor-interval", c.JanitorInterval, "advanced: how often replaced blobs and expired uploads are reclaimed (orphans every orphan-grace, at most hourly)")
 	fs.DurationVar(&c.StagingLease, "staging-lease", c.StagingLease, "advanced: lease of an upload in flight, renewed every third of it; a dead node's reservations lapse after it")
+	fs.DurationVar(&c.TusExpiry, "tus-expiry", c.TusExpiry, "how long an unfinished tus upload lives (its Upload-Expires); the janitor reclaims it after")
 	fs.IntVar(&c.LoginConcurrency, "login-concurrency", c.LoginConcurrency, "password hashes run in parallel (0 = half the cores)")
 	fs.Func("argon2-memory", "argon2id memory in `KiB` (default 19456)", func(s string) error {
 		n, err := strconv.ParseUint(s, 10, 32)

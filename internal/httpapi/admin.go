@@ -51,6 +51,8 @@ func (api *API) adminRoutes() []Route {
 		{Method: "GET", Pattern: u, Access: Admin, handle: api.adminGetUser},
 		{Method: "DELETE", Pattern: u, Access: Admin, handle: api.adminDeleteUser},
 		{Method: "PUT", Pattern: u + "/quota", Access: Admin, handle: api.adminSetQuota},
+		{Method: "GET", Pattern: u + "/limits", Access: Admin, handle: api.adminGetLimits},
+		{Method: "PUT", Pattern: u + "/limits", Access: Admin, handle: api.adminSetLimits},
 		{Method: "POST", Pattern: u + "/disable", Access: Admin, handle: api.adminDisable},
 		{Method: "POST", Pattern: u + "/enable", Access: Admin, handle: api.adminEnable},
 		{Method: "POST", Pattern: u + "/password", Access: Admin, handle: api.adminSetPassword},
@@ -287,4 +289,47 @@ func (api *API) deleteMe(r *http.Request, p auth.Principal) (response, error) {
 	}
 	api.objects.AbortBackendUploads(context.WithoutCancel(r.Context()), res.BackendUploads)
 	return noContent{}, nil
+}
+
+// limitsJSON is a per-user rate limit override: requests and body bytes per
+// window_seconds; 0 = the server's default for that part.
+type limitsJSON struct {
+	UserID        string `json:"user_id"`
+	Requests      int64  `json:"requests"`
+	Bytes         int64  `json:"bytes"`
+	WindowSeconds int64  `json:"window_seconds"`
+	Override      bool   `json:"override"`
+}
+
+func (api *API) adminGetLimits(r *http.Request, _ auth.Principal) (response, error) {
+	l, ok2, err := api.auth.Limits(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return nil, err
+	}
+	return ok(limitsJSON{UserID: l.UserID, Requests: l.Requests, Bytes: l.Bytes, WindowSeconds: int64(l.Window / time.Second), Override: ok2}), nil
+}
+
+func (api *API) adminSetLimits(r *http.Request, _ auth.Principal) (response, error) {
+	var body struct {
+		Requests      *int64 `json:"requests"`
+		Bytes         *int64 `json:"bytes"`
+		WindowSeconds *int64 `json:"window_seconds"`
+	}
+	if err := api.decodeJSON(r, &body); err != nil {
+		return nil, err
+	}
+	if body.Requests == nil || body.Bytes == nil {
+		return nil, errcode.New(errcode.InvalidArgument, "requests and bytes are required (0 = the server's default; both 0 removes the override)")
+	}
+	l := meta.UserLimits{UserID: r.PathValue("id"), Requests: *body.Requests, Bytes: *body.Bytes, Window: time.Minute}
+	if body.WindowSeconds != nil {
+		if *body.WindowSeconds < 1 || *body.WindowSeconds > 86400 {
+			return nil, errcode.New(errcode.InvalidArgument, "window_seconds must be 1 to 86400")
+		}
+		l.Window = time.Duration(*body.WindowSeconds) * time.Second
+	}
+	if err := api.auth.SetLimits(r.Context(), l); err != nil {
+		return nil, err
+	}
+	return api.adminGetLimits(r, auth.Principal{})
 }

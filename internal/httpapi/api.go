@@ -22,8 +22,10 @@ import (
 	"github.com/coffer-storage/coffer/internal/auth"
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/httpx"
+	"github.com/coffer-storage/coffer/internal/meta"
 	"github.com/coffer-storage/coffer/internal/object"
 	"github.com/coffer-storage/coffer/internal/ratelimit"
+	"github.com/coffer-storage/coffer/internal/tus"
 )
 
 // Config of the file API. Zero values take the defaults noted.
@@ -42,6 +44,15 @@ type Config struct {
 	Presign Presigner
 	// Info is what GET /api/v1/admin/server reports.
 	Info ServerInfo
+	// Tus enables the tus 1.0 endpoint at TusBase when Store is set.
+	Tus TusConfig
+}
+
+// TusConfig configures the tus endpoint (internal/tus).
+type TusConfig struct {
+	Store     meta.TusStore
+	TTL       time.Duration // unfinished uploads expire after; default 24h
+	LockLease time.Duration // default 30s
 }
 
 // API is the file API.
@@ -51,6 +62,7 @@ type API struct {
 	cfg     Config
 	log     *slog.Logger
 	router  *router
+	tus     *tus.Handler
 }
 
 // New returns the API.
@@ -68,6 +80,14 @@ func New(objects *object.Service, as *auth.Service, cfg Config, log *slog.Logger
 		log = slog.New(slog.DiscardHandler)
 	}
 	api := &API{objects: objects, auth: as, cfg: cfg, log: log}
+	if cfg.Tus.Store != nil {
+		if err := api.newTus(cfg.Tus); err != nil {
+			// tusd refuses only a bad base path (TusBase is a constant):
+			// the tus routes then answer not_implemented.
+			log.Error("tus endpoint disabled", "err", err)
+			api.tus = nil
+		}
+	}
 	api.router = newRouter(api.Routes())
 	return api
 }
@@ -140,7 +160,7 @@ func (api *API) Routes() []Route {
 		{Method: "GET", Pattern: "/api/v1/admin/invites", Access: Admin, handle: api.listInvites},
 		{Method: "POST", Pattern: "/api/v1/admin/invites", Access: Admin, handle: api.createInvite},
 		{Method: "DELETE", Pattern: "/api/v1/admin/invites/{id}", Access: Admin, handle: api.revokeInvite},
-	}, api.adminRoutes()...)
+	}, append(api.adminRoutes(), api.tusRoutes()...)...)
 }
 
 // Handler returns the API as an http.Handler for paths under /api/. Mount
@@ -171,6 +191,11 @@ func (api *API) serve(w http.ResponseWriter, r *http.Request, rt Route) {
 	}
 	if err == nil && (rt.Access == User || rt.Access == Admin) && p.Anonymous() {
 		err = errcode.New(errcode.Unauthenticated, "authentication required")
+	}
+	if err == nil && !p.Anonymous() {
+		// The per-user quota, charged once the token holds. (A share
+		// link's requests are charged to the share: ratelimit.DimShare.)
+		err = httpx.Limit(r.Context(), ratelimit.DimUser, p.UserID)
 	}
 	if err == nil && rt.Access == Admin {
 		// The one place the admin role is checked for the API.

@@ -70,6 +70,27 @@ func RequestIDMiddleware(next http.Handler) http.Handler {
 type Slot struct {
 	Route string
 	User  string
+	// limit charges the request to an identity (see Limit).
+	limit func(d ratelimit.Dimension, key string) error
+}
+
+// SetLimiter installs the function Limit calls for this request (the
+// listener's guard does, with its quotas and response headers).
+func SetLimiter(ctx context.Context, f func(d ratelimit.Dimension, key string) error) {
+	if s, ok := ctx.Value(userKey).(*Slot); ok {
+		s.limit = f
+	}
+}
+
+// Limit charges the request to the identity (d, key) once the API has
+// authenticated it, and returns RateLimited (with RetryAfter) if that
+// identity is over its quota; the API returns that error as its response.
+// nil when no limiter is installed.
+func Limit(ctx context.Context, d ratelimit.Dimension, key string) error {
+	if s, ok := ctx.Value(userKey).(*Slot); ok && s.limit != nil {
+		return s.limit(d, key)
+	}
+	return nil
 }
 
 // WithSlot returns ctx carrying a fresh Slot.

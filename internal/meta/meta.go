@@ -454,6 +454,9 @@ type ListUploadsOptions struct {
 
 // Store is a metadata backend. All methods are safe for concurrent use.
 type Store interface {
+	TusStore
+	LimitsStore
+	RateStore
 	// CreateUser creates u and its default bucket b (b.OwnerID == u.ID) in
 	// one transaction. AlreadyExists if the email or bucket name is taken.
 	CreateUser(ctx context.Context, u User, b Bucket) error

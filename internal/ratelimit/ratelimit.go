@@ -48,6 +48,13 @@
 // The signal sees only this process's CPU: a node whose bottleneck is
 // elsewhere (a slow PostgreSQL or S3 store) is bounded by MaxInFlight and
 // the metadata pool's bounded waits instead.
+//
+// # Quotas
+//
+// Quotas (quota.go) is the other half: token buckets of requests and body
+// bytes per identity (user, S3 access key, share link, anonymous client
+// address) over time, with the IETF RateLimit headers, optionally
+// cluster-wide through blocks reserved from the metadata store.
 package ratelimit
 
 import (

@@ -87,6 +87,7 @@ type request struct {
 	*http.Request
 	bucket, key string
 	actor       object.Actor
+	keyID       string // the access key that signed the request, if any
 	authed      bool
 	pay         payload
 	id          string
@@ -124,6 +125,13 @@ func (api *API) Handler() http.Handler {
 			return
 		}
 		httpx.SetUser(r.Context(), q.actor.UserID)
+		if q.authed {
+			// The per-access-key quota, charged once the signature holds.
+			if err := httpx.Limit(r.Context(), ratelimit.DimKey, q.keyID); err != nil {
+				api.fail(w, q, err)
+				return
+			}
+		}
 		if err := api.checkRequest(op, q); err != nil {
 			api.fail(w, q, err)
 			return

@@ -26,6 +26,8 @@ type errorWriter func(w http.ResponseWriter, r *http.Request, err error)
 //     (a client that stops reading gives its slot back after
 //     Config.WriteIdle);
 //   - panic recovery (a 500 in the listener's format);
+//   - quotas (token buckets per user, access key, share link, anonymous
+//     client address; RateLimit headers on every response);
 //   - admission: the per-client bound, MaxInFlight and the adaptive class
 //     limit, refusals written by errw at once (429/503 + Retry-After);
 //   - a minimum upload rate on every request body (slowloris);
@@ -41,6 +43,24 @@ func (s *Server) guard(api string, classify func(*http.Request) httpx.Kind, errw
 		k := classify(r)
 		if k.Route != "" {
 			httpx.SetRoute(r.Context(), k.Route)
+		}
+		if s.quotas != nil && !k.Probe {
+			// Token-bucket quotas: anonymous requests by client address
+			// here; credentialed ones by identity once the API has
+			// verified it (httpx.Limit). Probes and scrapes never.
+			charge := func(d ratelimit.Dimension, key string) error {
+				dec := s.quotas.Take(d, key, r.ContentLength)
+				dec.SetHeaders(w.Header())
+				return dec.Err
+			}
+			if !k.Credentials {
+				if err := charge(ratelimit.DimAddr, httpx.ClientIP(r, s.cfg.TrustedProxies).String()); err != nil {
+					errw(w, r, err)
+					return
+				}
+			} else {
+				httpx.SetLimiter(r.Context(), charge)
+			}
 		}
 		t, err := adm.Admit(ratelimit.Request{
 			Client: httpx.ClientIP(r, s.cfg.TrustedProxies), Credentials: k.Credentials, Class: k.Class, Probe: k.Probe,

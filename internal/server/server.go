@@ -86,6 +86,7 @@ type Server struct {
 
 	inflight  sync.WaitGroup
 	admission *ratelimit.Controller
+	quotas    *ratelimit.Quotas // nil when no quota is set
 
 	// accessLevel is the level of the access log (one line per request):
 	// info for JSON logs (a log pipeline's record of every request),
@@ -201,6 +202,12 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		func() float64 { return float64(h.Stats().Waiting) })
 
 	s.admission = s.newAdmission()
+	s.quotas = newQuotas(cfg, s.meta)
+	if s.quotas != nil && metaKind == "postgres" {
+		// Several nodes may share the store: requests quotas are
+		// cluster-wide, in blocks reserved from it.
+		s.quotas.Cluster = s.meta
+	}
 	version, revision, goVersion := BuildInfo()
 	apiCfg := httpapi.Config{
 		TrustedProxies: cfg.TrustedProxies,
@@ -210,6 +217,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 			Started: s.started, MetaStore: metaKind, BlobStore: blobKind,
 			Counts: s.meta.Counts,
 		},
+		Tus: httpapi.TusConfig{Store: s.meta, TTL: cfg.TusExpiry},
 	}
 	if cfg.S3Listen != "off" {
 		apiCfg.Presign = s.presignPart

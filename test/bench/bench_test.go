@@ -109,6 +109,7 @@ func TestEveryScenarioAgainstARealServer(t *testing.T) {
 	}{
 		{"upload-proxy", true, nil},
 		{"upload-direct", true, nil},
+		{"tus", true, nil},
 		{"read", true, []string{"--size", "64KiB"}},
 		{"batch", true, nil},
 		{"ping", false, nil},

@@ -40,6 +40,11 @@ func TestCrossUser(t *testing.T) {
 	if st := a.JSON(t, "POST", "/api/v1/uploads", map[string]any{"bucket": a.Bucket, "key": "direct.bin", "size": 10}, &aUpload); st != 201 {
 		t.Fatal("setup upload")
 	}
+	// A's tus upload, 5 of its 10 bytes received.
+	aTus := tusCreate(t, a, "Upload-Length", "10", "Upload-Metadata", tusMeta("bucket", a.Bucket, "key", "tus.bin"))
+	if resp, _ := tusPatch(t, a, aTus, 0, []byte("01234")); resp.StatusCode != 204 {
+		t.Fatal("setup tus upload")
+	}
 	denied := func(t *testing.T, what string, st int) {
 		t.Helper()
 		if st != 403 && st != 404 {
@@ -205,6 +210,41 @@ func TestCrossUser(t *testing.T) {
 				t.Errorf("B revoking an invite: %d, want 403", st)
 			}
 		},
+		"OPTIONS /api/v1/tus/": func(t *testing.T) {
+			if resp, _ := tusDo(t, b, "OPTIONS", "/api/v1/tus/", nil); resp.StatusCode/100 != 2 {
+				t.Errorf("OPTIONS: %d", resp.StatusCode)
+			}
+		},
+		"OPTIONS /api/v1/tus/{id}": func(t *testing.T) {
+			if resp, _ := tusDo(t, b, "OPTIONS", aTus, nil); resp.StatusCode/100 != 2 || resp.Header.Get("Upload-Offset") != "" {
+				t.Errorf("OPTIONS of A's upload: %d, Upload-Offset %q", resp.StatusCode, resp.Header.Get("Upload-Offset"))
+			}
+		},
+		"POST /api/v1/tus/": func(t *testing.T) {
+			resp, _ := tusDo(t, b, "POST", "/api/v1/tus/", []byte("planted"), "Upload-Length", "7", "Content-Type", "application/offset+octet-stream",
+				"Upload-Metadata", tusMeta("bucket", a.Bucket, "key", "secret.txt"))
+			denied(t, "tus upload into A's bucket", resp.StatusCode)
+			resp, _ = tusDo(t, b, "POST", "/api/v1/tus/", nil, "Upload-Concat", "final;"+aTus, "Upload-Metadata", tusMeta("bucket", b.Bucket, "key", "stolen.bin"))
+			if resp.StatusCode < 400 {
+				t.Errorf("concatenating A's upload into B's bucket: %d", resp.StatusCode)
+			}
+		},
+		"GET /api/v1/tus/{id}": func(t *testing.T) {
+			resp, _ := tusDo(t, b, "HEAD", aTus, nil)
+			denied(t, "HEAD of A's tus upload", resp.StatusCode)
+			resp, _ = tusDo(t, b, "GET", aTus, nil)
+			if resp.StatusCode != 405 {
+				t.Errorf("GET of a tus upload: %d, want 405", resp.StatusCode)
+			}
+		},
+		"PATCH /api/v1/tus/{id}": func(t *testing.T) {
+			resp, _ := tusPatch(t, b, aTus, 5, []byte("56789"))
+			denied(t, "PATCH of A's tus upload", resp.StatusCode)
+		},
+		"DELETE /api/v1/tus/{id}": func(t *testing.T) {
+			resp, _ := tusDo(t, b, "DELETE", aTus, nil)
+			denied(t, "DELETE of A's tus upload", resp.StatusCode)
+		},
 		"POST /api/v1/uploads/{id}/complete": func(t *testing.T) {
 			denied(t, "complete A's upload", jsonDo("POST", "/api/v1/uploads/"+aUpload.UploadID+"/complete", map[string]any{"parts": []map[string]any{{"part_number": 1, "etag": "00000000000000000000000000000000"}}}))
 		},
@@ -276,6 +316,9 @@ func TestCrossUser(t *testing.T) {
 	}
 	if st := a.JSON(t, "GET", "/api/v1/uploads/"+aUpload.UploadID, nil, nil); st != 200 {
 		t.Errorf("A's upload gone: %d", st)
+	}
+	if resp, _ := tusDo(t, a, "HEAD", aTus, nil); resp.StatusCode != 200 || resp.Header.Get("Upload-Offset") != "5" {
+		t.Errorf("A's tus upload: %d, offset %q", resp.StatusCode, resp.Header.Get("Upload-Offset"))
 	}
 	var ak struct {
 		Keys []struct {

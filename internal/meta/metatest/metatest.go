@@ -139,6 +139,7 @@ func Run(t *testing.T, newStore func(t *testing.T) meta.Store) {
 		{"Garbage", garbageTests},
 		{"ServerKey", serverKeyTests},
 		{"Store", storeTests},
+		{"Tus", tusTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

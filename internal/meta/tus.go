@@ -1,0 +1,82 @@
+package meta
+
+import (
+	"context"
+	"time"
+)
+
+// TusUpload is the tus state of a multipart upload that a tus client
+// drives (see internal/tus). The upload row holds the bucket, key and
+// expiry; this holds what tus adds.
+type TusUpload struct {
+	UploadID string
+	// Length is the declared total length, or -1 while deferred.
+	Length int64
+	// Info is the tus state the tus package keeps (JSON: metadata,
+	// partial/final, the partial uploads of a final one).
+	Info []byte
+	// HashState is the marshalled running hash state of the first
+	// HashOffset bytes (the tus package's format).
+	HashOffset int64
+	HashState  []byte
+}
+
+// TusLock is the outcome of TryLockTus.
+type TusLock int
+
+// TryLockTus outcomes.
+const (
+	TusLocked  TusLock = iota // the caller holds the lock now
+	TusBusy                   // another holder has an unexpired lease
+	TusMissing                // no such tus upload
+)
+
+// TusStore is the part of Store that keeps tus uploads.
+type TusStore interface {
+	// CreateTus stores t for its (existing) upload; NotFound if the upload
+	// is gone, AlreadyExists if it has tus state already.
+	CreateTus(ctx context.Context, t TusUpload) error
+	// GetTus returns the tus state of upload id; NotFound if none.
+	GetTus(ctx context.Context, id string) (TusUpload, error)
+	// SetTusLength declares the length of an upload whose length was
+	// deferred; InvalidArgument if it was declared already.
+	SetTusLength(ctx context.Context, id string, length int64) error
+	// SetTusHash records the running hash state after offset bytes.
+	SetTusHash(ctx context.Context, id string, offset int64, state []byte) error
+	// TryLockTus takes the lock of upload id for holder until until, if it
+	// is free, expired or holder's already. When it is busy and
+	// requestRelease is set, the holder is asked to let go (RenewTusLock
+	// tells it).
+	TryLockTus(ctx context.Context, id, holder string, until time.Time, requestRelease bool) (TusLock, error)
+	// RenewTusLock extends holder's lease; it reports whether the lock is
+	// still held and whether another request asked for its release.
+	RenewTusLock(ctx context.Context, id, holder string, until time.Time) (held, releaseRequested bool, err error)
+	// UnlockTus releases holder's lock (nothing if not held).
+	UnlockTus(ctx context.Context, id, holder string) error
+}
+
+// UserLimits is an administrator's rate limit override for one user:
+// Requests and Bytes per Window (0: the server's default for that part).
+type UserLimits struct {
+	UserID          string
+	Requests, Bytes int64
+	Window          time.Duration
+}
+
+// LimitsStore keeps per-user rate limit overrides.
+type LimitsStore interface {
+	// SetUserLimits stores l (replacing any); with Requests and Bytes both
+	// 0 it removes the override. NotFound if there is no such user;
+	// InvalidArgument for negative numbers or a window under a second.
+	SetUserLimits(ctx context.Context, l UserLimits) error
+	// GetUserLimits returns the override of user id; NotFound if none.
+	GetUserLimits(ctx context.Context, id string) (UserLimits, error)
+}
+
+// RateStore hands out blocks of a cluster-wide rate limit.
+type RateStore interface {
+	// ReserveRate takes up to block tokens of (dim, key)'s limit in the
+	// fixed window starting at windowStart (Unix ms), and returns how many
+	// it got (0 when the window's limit is spent).
+	ReserveRate(ctx context.Context, dim, key string, windowStart, block, limit int64) (int64, error)
+}
