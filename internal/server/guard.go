@@ -133,6 +133,7 @@ func (s *Server) observe(api string, next http.Handler) http.Handler {
 			slog.Float64("duration_ms", float64(d.Microseconds())/1000),
 			slog.String("remote", r.RemoteAddr),
 			slog.String("user", slot.User),
+			slog.String("share", slot.Share),
 		)
 	})
 }
