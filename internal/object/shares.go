@@ -185,6 +185,9 @@ func ShareKey(sh meta.Share, rel string) (string, error) {
 	if err := ValidKey(rel); err != nil {
 		return "", err
 	}
+	if strings.HasPrefix(rel, "/") || strings.Contains(rel, "//") {
+		return "", errcode.New(errcode.InvalidArgument, "a path through a share link has no empty segment")
+	}
 	key := sh.Key + rel
 	if err := ValidKey(key); err != nil {
 		return "", err
