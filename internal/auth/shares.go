@@ -76,11 +76,11 @@ func (s *Service) CheckShareGrant(shareID, grant string, now time.Time) bool {
 	if !ok {
 		return false
 	}
-	raw, err := base64.RawURLEncoding.DecodeString(e)
+	raw, err := base64.RawURLEncoding.Strict().DecodeString(e)
 	if err != nil || len(raw) != 8 {
 		return false
 	}
-	got, err := base64.RawURLEncoding.DecodeString(mac)
+	got, err := base64.RawURLEncoding.Strict().DecodeString(mac)
 	if err != nil || !hmac.Equal(got, s.grantMAC(shareID, e)) {
 		return false
 	}
