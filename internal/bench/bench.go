@@ -46,7 +46,7 @@ var scenarios = map[string]scenarioInfo{
 		make: fileKind("upload-direct")},
 	"read": {doc: "list a page of 10 prepared files and download each", size: defaultSize, uploads: true,
 		make: fileKind("read")},
-	"batch": {doc: "upload 5 files of --size (50 KiB), then download and verify them", size: batchSize, uploads: true,
+	"batch": {doc: "the batch endpoints: one form upload of 5 files of --size (50 KiB), then one zip download of them, audited entry by entry", size: batchSize, uploads: true,
 		make: fileKind("batch")},
 	"ping": {doc: "GET /healthz (the breaking-point test)",
 		make: fileKind("ping")},

@@ -1,11 +1,15 @@
 package bench
 
 import (
+	"archive/zip"
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
+	"mime/multipart"
 	"net/http"
 	"net/url"
 	"strings"
@@ -357,21 +361,108 @@ func (s *fileScenario) read(ctx context.Context, v *vu) error {
 	return nil
 }
 
-// batch uploads five small files, then downloads and verifies them.
+// batch is the batch endpoints: one multipart/form-data upload of five
+// small files (all or none), then one zip download of the same files,
+// whose entries are checked one by one against the uploaded SHA-256s.
 func (s *fileScenario) batch(ctx context.Context, v *vu) error {
+	auth, err := v.sess.bearer(ctx, v.call)
+	if err != nil {
+		return err
+	}
 	src := s.t.payloads(s.t.opts.Size)
-	var got []ledgerEntry
-	for range batchFiles {
-		seq := v.next()
-		e, err := s.upload(ctx, v.call, v.call, "upload", v.id, s.t.objectKey("batch", v.id, seq), src.make(s.t.runNum, v.id, seq))
+	seq := v.next()
+	prefix := s.t.objectKey("batch", v.id, seq) + "/"
+	var form bytes.Buffer
+	mw := multipart.NewWriter(&form)
+	if err := mw.WriteField("prefix", prefix); err != nil {
+		return err
+	}
+	want := map[string]*payload{}
+	var keys []string
+	for i := range batchFiles {
+		p := src.make(s.t.runNum, v.id, seq*batchFiles+uint64(i))
+		name := fmt.Sprintf("f%d.bin", i)
+		w, err := mw.CreateFormFile("file", name)
 		if err != nil {
 			return err
 		}
-		got = append(got, e)
-	}
-	for _, e := range got {
-		if err := s.downloadAs(ctx, v, e.bucket, e, "", true); err != nil {
+		if _, err := io.Copy(w, p.reader()); err != nil {
 			return err
+		}
+		want[prefix+name] = p
+		keys = append(keys, prefix+name)
+	}
+	if err := mw.Close(); err != nil {
+		return err
+	}
+	body := form.Bytes()
+	bucket := v.sess.u.bucket
+	resp, err := v.call.do(ctx, &request{name: "batch-upload", method: http.MethodPost,
+		url:    s.base() + "/api/v1/buckets/" + url.PathEscape(bucket) + "/files",
+		header: http.Header{"Authorization": {auth}, "Content-Type": {mw.FormDataContentType()}},
+		body:   func() io.Reader { return bytes.NewReader(body) }, bodyLen: int64(len(body)),
+		expect: http.StatusCreated, capture: 1 << 20})
+	if err != nil {
+		return err
+	}
+	var up struct {
+		Files []fileJSON `json:"files"`
+	}
+	jerr := json.Unmarshal(resp.body, &up)
+	okFiles := jerr == nil && len(up.Files) == batchFiles
+	for _, f := range up.Files {
+		p := want[f.Key]
+		okFiles = okFiles && p != nil && f.SHA256 == p.shaHex() && f.Size == p.size()
+	}
+	if err := v.call.verify(okFiles, "batch-upload", "batch upload answers every file with its sha256",
+		"answered %.300q", resp.body); err != nil {
+		return err
+	}
+	for _, k := range keys {
+		p := want[k]
+		s.t.ledger.add(ledgerEntry{bucket: bucket, key: k, size: p.size(), sha256: p.sha256, owner: v.id})
+	}
+
+	zb, n := jsonBody(map[string]any{"keys": keys})
+	h := jsonHeader()
+	h.Set("Authorization", auth)
+	resp, err = v.call.do(ctx, &request{name: "batch-zip", method: http.MethodPost,
+		url:    s.base() + "/api/v1/buckets/" + url.PathEscape(bucket) + "/zip",
+		header: h, body: zb, bodyLen: n, expect: http.StatusOK, capture: int64(batchFiles)*s.t.opts.Size + 1<<20})
+	if err != nil {
+		return err
+	}
+	zerr := zipMatches(resp.body, want)
+	return v.call.verify(zerr == nil, "batch-zip", "the zip holds every file, byte for byte", "%v", zerr)
+}
+
+// zipMatches checks that the archive z holds exactly the payloads of
+// want (by entry name = key), by SHA-256.
+func zipMatches(z []byte, want map[string]*payload) error {
+	zr, err := zip.NewReader(bytes.NewReader(z), int64(len(z)))
+	if err != nil {
+		return fmt.Errorf("not a zip (%d bytes): %w", len(z), err)
+	}
+	if len(zr.File) != len(want) {
+		return fmt.Errorf("%d entries, want %d", len(zr.File), len(want))
+	}
+	for _, f := range zr.File {
+		p := want[f.Name]
+		if p == nil {
+			return fmt.Errorf("unexpected entry %q", f.Name)
+		}
+		rc, err := f.Open()
+		if err != nil {
+			return fmt.Errorf("entry %q: %w", f.Name, err)
+		}
+		h := sha256.New()
+		_, err = io.Copy(h, rc)
+		rc.Close()
+		if err != nil {
+			return fmt.Errorf("entry %q: %w", f.Name, err)
+		}
+		if !bytes.Equal(h.Sum(nil), p.sha256[:]) {
+			return fmt.Errorf("entry %q: content differs", f.Name)
 		}
 	}
 	return nil
