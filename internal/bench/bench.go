@@ -48,6 +48,8 @@ var scenarios = map[string]scenarioInfo{
 		make: fileKind("read")},
 	"batch": {doc: "the batch endpoints: one form upload of 5 files of --size (50 KiB), then one zip download of them, audited entry by entry", size: batchSize, uploads: true,
 		make: fileKind("batch")},
+	"share": {doc: "anonymous downloads of a --size (1 MiB) object through its share link (/s/{token}), one link per user", size: defaultSize, uploads: true,
+		make: fileKind("share")},
 	"ping": {doc: "GET /healthz (the breaking-point test)",
 		make: fileKind("ping")},
 	"stream": {doc: "download a --size (10 MiB) object, timing the first byte apart", size: streamSize, uploads: true,

@@ -34,8 +34,12 @@ type fileScenario struct {
 
 	// sessions[i] is VU i's session.
 	sessions []*session
-	// prepared[u] is the objects prepared for user u (read, stream, soak).
+	// prepared[u] is the objects prepared for user u (read, stream, soak,
+	// share).
 	prepared [][]ledgerEntry
+	// links[u] is the path (/s/{token}) of the share link of user u's
+	// prepared object (share).
+	links []string
 }
 
 // fileJSON is a file as the API describes it.
@@ -96,7 +100,7 @@ func (s *fileScenario) setup(ctx context.Context) error {
 	switch s.kind {
 	case "read":
 		perUser = readPageSize
-	case "stream", "soak":
+	case "stream", "soak", "share":
 		perUser = 1
 	default:
 		return nil
@@ -105,7 +109,7 @@ func (s *fileScenario) setup(ctx context.Context) error {
 	s.prepared = make([][]ledgerEntry, len(t.users))
 	var mu sync.Mutex
 	src := t.payloads(o.Size)
-	return parallel(ctx, len(t.users)*perUser, o.SetupConcurrency, func(ctx context.Context, i int) error {
+	err := parallel(ctx, len(t.users)*perUser, o.SetupConcurrency, func(ctx context.Context, i int) error {
 		u, n := i/perUser, i%perUser
 		p := src.make(t.runNum, -1-u, uint64(n))
 		key := fmt.Sprintf("bench-%s/%s/%02d", t.runID, s.kind, n)
@@ -119,6 +123,62 @@ func (s *fileScenario) setup(ctx context.Context) error {
 		t.setupObjects.Add(1)
 		return nil
 	})
+	if err != nil || s.kind != "share" {
+		return err
+	}
+	t.logf("setup: creating %d share links", len(t.users))
+	s.links = make([]string, len(t.users))
+	return parallel(ctx, len(t.users), o.SetupConcurrency, func(ctx context.Context, u int) error {
+		link, err := s.createShare(ctx, d, u, s.prepared[u][0])
+		s.links[u] = link
+		return err
+	})
+}
+
+// createShare makes a share link of e through user u's session and
+// returns its path, /s/{token}. Links go with the account at cleanup.
+func (s *fileScenario) createShare(ctx context.Context, d doer, u int, e ledgerEntry) (string, error) {
+	auth, err := s.sessions[u].bearer(ctx, d)
+	if err != nil {
+		return "", err
+	}
+	body, n := jsonBody(map[string]any{"bucket": e.bucket, "key": e.key, "expires_in": 24 * 3600})
+	h := jsonHeader()
+	h.Set("Authorization", auth)
+	resp, err := d.do(ctx, &request{name: "create-share", method: http.MethodPost, url: s.base() + "/api/v1/shares",
+		header: h, body: body, bodyLen: n, expect: http.StatusCreated, capture: 64 << 10})
+	if err != nil {
+		return "", err
+	}
+	var sh struct {
+		URL string `json:"url"`
+	}
+	if err := json.Unmarshal(resp.body, &sh); err != nil || !strings.HasPrefix(sh.URL, "/s/") {
+		return "", fmt.Errorf("creating a share link of %s: answered %.200q", e.key, resp.body)
+	}
+	return sh.URL, nil
+}
+
+// shareRead downloads the VU's user's prepared object anonymously through
+// its share link and checks it.
+func (s *fileScenario) shareRead(ctx context.Context, v *vu) error {
+	u := v.id % len(s.links)
+	e := s.prepared[u][0]
+	resp, err := v.call.do(ctx, &request{name: "share-get", method: http.MethodGet, url: s.base() + s.links[u],
+		expect: http.StatusOK, hash: s.t.opts.VerifyReads})
+	if err != nil {
+		return err
+	}
+	want := fmt.Sprintf("%x", e.sha256)
+	got := resp.header.Get("X-Checksum-Sha256")
+	if err := v.call.verify(resp.n == e.size && got == want, "share-get", "share link download size and checksum match",
+		"%s: %d bytes sha256 %s, want %d bytes %s", e.key, resp.n, got, e.size, want); err != nil {
+		return err
+	}
+	if s.t.opts.VerifyReads {
+		return v.call.verify(resp.sum == e.sha256, "share-get", "share link download content matches", "%s: content differs", e.key)
+	}
+	return nil
 }
 
 // upload PUTs p as key through session sess (index si) and records it in
@@ -169,6 +229,8 @@ func (s *fileScenario) iterate(ctx context.Context, v *vu) error {
 		return s.batch(ctx, v)
 	case "stream":
 		return s.stream(ctx, v)
+	case "share":
+		return s.shareRead(ctx, v)
 	case "soak":
 		switch n := v.rng.IntN(100); {
 		case n < soakPingShare:
