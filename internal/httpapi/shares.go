@@ -413,7 +413,7 @@ func (api *API) shareZip(r *http.Request, sh meta.Share, compress bool) (respons
 		}
 		return nil, err
 	}
-	if err := api.objects.UseShare(r.Context(), sh, true, time.Now()); err != nil {
+	if err := api.objects.UseShare(r.Context(), sh, r.Method == http.MethodGet, time.Now()); err != nil {
 		return nil, err
 	}
 	name := "share.zip"

@@ -211,7 +211,11 @@ func (z *zipResponse) respond(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Content-Type", "application/zip")
 	h.Set("Cache-Control", "no-store")
-	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": z.filename}))
+	disp := mime.FormatMediaType("attachment", map[string]string{"filename": z.filename})
+	if disp == "" {
+		disp = "attachment"
+	}
+	h.Set("Content-Disposition", disp)
 	httpx.SetContentSafety(h)
 	w.WriteHeader(http.StatusOK)
 	if r.Method == http.MethodHead {
