@@ -292,7 +292,7 @@ func (api *API) shareFile(r *http.Request, sh meta.Share, rel string) (response,
 			// Never the owner's bucket or key in the answer.
 			return nil, errcode.New(errcode.NotFound, "no such file in this share")
 		}
-		return nil, err
+		return nil, shareSafe(err, sh)
 	}
 	return &shareFileResponse{api: api, rd: rd, sh: sh}, nil
 }
@@ -380,10 +380,7 @@ func (api *API) shareList(r *http.Request, sh meta.Share, q url.Values) (respons
 	}
 	page, err := api.objects.List(r.Context(), object.ShareActor(sh), sh.Bucket, opts)
 	if err != nil {
-		if errcode.Is(err, errcode.NotFound) || errcode.Is(err, errcode.PermissionDenied) {
-			return nil, meta.ErrShareUnavailable("gone")
-		}
-		return nil, err
+		return nil, shareSafe(err, sh)
 	}
 	files := make([]shareEntryJSON, 0, len(page.Objects))
 	for _, o := range page.Objects {
@@ -408,10 +405,7 @@ func (api *API) shareZip(r *http.Request, sh meta.Share, compress bool) (respons
 	plan := newZipPlan(api.zipLimits())
 	a := object.ShareActor(sh)
 	if err := api.planPrefix(r, a, sh.Bucket, sh.Key, plan); err != nil {
-		if errcode.Is(err, errcode.NotFound) || errcode.Is(err, errcode.PermissionDenied) {
-			return nil, meta.ErrShareUnavailable("gone")
-		}
-		return nil, err
+		return nil, shareSafe(err, sh)
 	}
 	if err := api.objects.UseShare(r.Context(), sh, r.Method == http.MethodGet, time.Now()); err != nil {
 		return nil, err
@@ -485,13 +479,33 @@ func (api *API) sharePut(r *http.Request, _ auth.Principal) (response, error) {
 		SHA256: sha, MD5: md5sum, Cond: meta.Cond{IfNoneMatch: true},
 	})
 	if err != nil {
-		if errcode.Is(err, errcode.PermissionDenied) || (errcode.Is(err, errcode.NotFound)) {
-			return nil, meta.ErrShareUnavailable("gone")
-		}
-		return nil, err
+		return nil, shareSafe(err, sh)
 	}
 	return jsonResponse{status: http.StatusCreated, body: shareEntryJSON{Name: strings.TrimPrefix(o.Key, sh.Key), Size: o.Size,
 		ETag: o.ETag, ContentType: o.ContentType, LastModified: o.ModTime}, header: http.Header{"Etag": {httpx.QuoteETag(o.ETag)}}}, nil
+}
+
+// shareSafe is what an anonymous client of link sh may learn of err:
+// nothing of the owner's account (a quota refusal loses its quota and
+// usage), nor the bucket or the shared prefix (a message naming them is
+// replaced by a generic one of the same code); the bucket or the owner's
+// access gone makes the link unavailable.
+func shareSafe(err error, sh meta.Share) error {
+	code := errcode.Of(err)
+	switch {
+	case code == errcode.PermissionDenied || code == errcode.Unauthenticated ||
+		(code == errcode.NotFound && errcode.As(err) != nil && errcode.As(err).Detail["resource"] != "key"):
+		return meta.ErrShareUnavailable("gone")
+	case code == errcode.QuotaExceeded:
+		return errcode.New(errcode.QuotaExceeded, "the owner of this link has no storage left")
+	case code == errcode.PreconditionFailed:
+		return errcode.New(errcode.PreconditionFailed, "a file of this name exists already")
+	}
+	msg := errcode.Message(err)
+	if (sh.Key != "" && strings.Contains(msg, sh.Key)) || strings.Contains(msg, sh.Bucket) {
+		return errcode.New(code, "%s", http.StatusText(statusOf[code]))
+	}
+	return err
 }
 
 // ---- zip of a bucket's objects ----

@@ -502,14 +502,19 @@ func TestShareDropBox(t *testing.T) {
 	if resp, b := e.do(e.url, "GET", "/api/v1/buckets/"+e.a.bucket+"/files/inbox/from-b.txt", e.a.token, nil); resp.StatusCode != 200 || string(b) != "dropped" {
 		t.Errorf("the owner reads the drop: %d %q", resp.StatusCode, b)
 	}
-	if resp, _ := e.do(e.url, "PUT", box.URL+"/from-b.txt", "", []byte("replaced")); resp.StatusCode != 412 {
-		t.Errorf("a drop replacing a file: %d, want 412", resp.StatusCode)
+	// Refusals name neither the shared prefix nor the owner's account.
+	if resp, b := e.do(e.url, "PUT", box.URL+"/from-b.txt", "", []byte("replaced")); resp.StatusCode != 412 || bytes.Contains(b, []byte("inbox")) {
+		t.Errorf("a drop replacing a file: %d %s, want 412 without the prefix", resp.StatusCode, b)
 	}
 	if _, err := e.s.auth.SetQuota(context.Background(), e.a.id, 10); err != nil {
 		t.Fatal(err)
 	}
-	if resp, _ := e.do(e.url, "PUT", box.URL+"/big.bin", "", bytes.Repeat([]byte("x"), 100)); resp.StatusCode != 507 {
-		t.Errorf("a drop over the owner's quota: %d, want 507", resp.StatusCode)
+	if resp, b := e.do(e.url, "PUT", box.URL+"/big.bin", "", bytes.Repeat([]byte("x"), 100)); resp.StatusCode != 507 || bytes.Contains(b, []byte("quota_bytes")) || bytes.Contains(b, []byte("usage")) {
+		t.Errorf("a drop over the owner's quota: %d %s, want 507 without the owner's quota or usage", resp.StatusCode, b)
+	}
+	plain := e.share(e.a, map[string]any{"prefix": "inbox/"})
+	if resp, _ := e.do(e.url, "PUT", plain.URL+"/x.txt", "", []byte("x")); resp.StatusCode != 403 {
+		t.Errorf("a drop into a folder link without allow_upload: %d, want 403", resp.StatusCode)
 	}
 }
 
