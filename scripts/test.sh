@@ -180,5 +180,8 @@ fuzz ./internal/kms FuzzUnwrap 5
 fuzz ./internal/tus FuzzParseChecksum 5
 fuzz ./internal/meta/postgres FuzzParseChange 5
 fuzz ./internal/meta/metasql FuzzEscapeLike 5
+fuzz ./internal/httpapi FuzzZipName 5
+fuzz ./internal/object FuzzShareKey 5
+fuzz ./internal/auth FuzzCheckShareGrant 5
 
 step "all tests passed in $(( $(date +%s) - START ))s"

@@ -88,6 +88,9 @@ type Service struct {
 	now     func() time.Time
 	newName func(userID string) string
 	sealer  *keySealer
+	// shareKey signs the grants of unlocked password-protected share
+	// links (see shares.go).
+	shareKey []byte
 
 	bus    *cache.Bus
 	states *cache.Map[userState]
@@ -130,6 +133,7 @@ func NewService(m meta.Store, master []byte, cfg Config) *Service {
 		hasher:   NewHasher(cfg.Params, cfg.Pool),
 		tokens:   NewTokens(DeriveKey(master, "access-token"), cfg.AccessTTL),
 		sealer:   newKeySealer(master),
+		shareKey: DeriveKey(master, "share-grant"),
 		touched:  map[string]time.Time{},
 		internal: map[string][2]string{},
 		logins:   newLoginGuard(cfg.Logins),

@@ -1,11 +1,15 @@
 package bench
 
 import (
+	"archive/zip"
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
+	"mime/multipart"
 	"net/http"
 	"net/url"
 	"strings"
@@ -30,8 +34,12 @@ type fileScenario struct {
 
 	// sessions[i] is VU i's session.
 	sessions []*session
-	// prepared[u] is the objects prepared for user u (read, stream, soak).
+	// prepared[u] is the objects prepared for user u (read, stream, soak,
+	// share).
 	prepared [][]ledgerEntry
+	// links[u] is the path (/s/{token}) of the share link of user u's
+	// prepared object (share).
+	links []string
 }
 
 // fileJSON is a file as the API describes it.
@@ -92,7 +100,7 @@ func (s *fileScenario) setup(ctx context.Context) error {
 	switch s.kind {
 	case "read":
 		perUser = readPageSize
-	case "stream", "soak":
+	case "stream", "soak", "share":
 		perUser = 1
 	default:
 		return nil
@@ -101,7 +109,7 @@ func (s *fileScenario) setup(ctx context.Context) error {
 	s.prepared = make([][]ledgerEntry, len(t.users))
 	var mu sync.Mutex
 	src := t.payloads(o.Size)
-	return parallel(ctx, len(t.users)*perUser, o.SetupConcurrency, func(ctx context.Context, i int) error {
+	err := parallel(ctx, len(t.users)*perUser, o.SetupConcurrency, func(ctx context.Context, i int) error {
 		u, n := i/perUser, i%perUser
 		p := src.make(t.runNum, -1-u, uint64(n))
 		key := fmt.Sprintf("bench-%s/%s/%02d", t.runID, s.kind, n)
@@ -115,6 +123,62 @@ func (s *fileScenario) setup(ctx context.Context) error {
 		t.setupObjects.Add(1)
 		return nil
 	})
+	if err != nil || s.kind != "share" {
+		return err
+	}
+	t.logf("setup: creating %d share links", len(t.users))
+	s.links = make([]string, len(t.users))
+	return parallel(ctx, len(t.users), o.SetupConcurrency, func(ctx context.Context, u int) error {
+		link, err := s.createShare(ctx, d, u, s.prepared[u][0])
+		s.links[u] = link
+		return err
+	})
+}
+
+// createShare makes a share link of e through user u's session and
+// returns its path, /s/{token}. Links go with the account at cleanup.
+func (s *fileScenario) createShare(ctx context.Context, d doer, u int, e ledgerEntry) (string, error) {
+	auth, err := s.sessions[u].bearer(ctx, d)
+	if err != nil {
+		return "", err
+	}
+	body, n := jsonBody(map[string]any{"bucket": e.bucket, "key": e.key, "expires_in": 24 * 3600})
+	h := jsonHeader()
+	h.Set("Authorization", auth)
+	resp, err := d.do(ctx, &request{name: "create-share", method: http.MethodPost, url: s.base() + "/api/v1/shares",
+		header: h, body: body, bodyLen: n, expect: http.StatusCreated, capture: 64 << 10})
+	if err != nil {
+		return "", err
+	}
+	var sh struct {
+		URL string `json:"url"`
+	}
+	if err := json.Unmarshal(resp.body, &sh); err != nil || !strings.HasPrefix(sh.URL, "/s/") {
+		return "", fmt.Errorf("creating a share link of %s: answered %.200q", e.key, resp.body)
+	}
+	return sh.URL, nil
+}
+
+// shareRead downloads the VU's user's prepared object anonymously through
+// its share link and checks it.
+func (s *fileScenario) shareRead(ctx context.Context, v *vu) error {
+	u := v.id % len(s.links)
+	e := s.prepared[u][0]
+	resp, err := v.call.do(ctx, &request{name: "share-get", method: http.MethodGet, url: s.base() + s.links[u],
+		expect: http.StatusOK, hash: s.t.opts.VerifyReads})
+	if err != nil {
+		return err
+	}
+	want := fmt.Sprintf("%x", e.sha256)
+	got := resp.header.Get("X-Checksum-Sha256")
+	if err := v.call.verify(resp.n == e.size && got == want, "share-get", "share link download size and checksum match",
+		"%s: %d bytes sha256 %s, want %d bytes %s", e.key, resp.n, got, e.size, want); err != nil {
+		return err
+	}
+	if s.t.opts.VerifyReads {
+		return v.call.verify(resp.sum == e.sha256, "share-get", "share link download content matches", "%s: content differs", e.key)
+	}
+	return nil
 }
 
 // upload PUTs p as key through session sess (index si) and records it in
@@ -167,6 +231,8 @@ func (s *fileScenario) iterate(ctx context.Context, v *vu) error {
 		return s.tusUpload(ctx, v)
 	case "stream":
 		return s.stream(ctx, v)
+	case "share":
+		return s.shareRead(ctx, v)
 	case "soak":
 		switch n := v.rng.IntN(100); {
 		case n < soakPingShare:
@@ -359,21 +425,108 @@ func (s *fileScenario) read(ctx context.Context, v *vu) error {
 	return nil
 }
 
-// batch uploads five small files, then downloads and verifies them.
+// batch is the batch endpoints: one multipart/form-data upload of five
+// small files (all or none), then one zip download of the same files,
+// whose entries are checked one by one against the uploaded SHA-256s.
 func (s *fileScenario) batch(ctx context.Context, v *vu) error {
+	auth, err := v.sess.bearer(ctx, v.call)
+	if err != nil {
+		return err
+	}
 	src := s.t.payloads(s.t.opts.Size)
-	var got []ledgerEntry
-	for range batchFiles {
-		seq := v.next()
-		e, err := s.upload(ctx, v.call, v.call, "upload", v.id, s.t.objectKey("batch", v.id, seq), src.make(s.t.runNum, v.id, seq))
+	seq := v.next()
+	prefix := s.t.objectKey("batch", v.id, seq) + "/"
+	var form bytes.Buffer
+	mw := multipart.NewWriter(&form)
+	if err := mw.WriteField("prefix", prefix); err != nil {
+		return err
+	}
+	want := map[string]*payload{}
+	var keys []string
+	for i := range batchFiles {
+		p := src.make(s.t.runNum, v.id, seq*batchFiles+uint64(i))
+		name := fmt.Sprintf("f%d.bin", i)
+		w, err := mw.CreateFormFile("file", name)
 		if err != nil {
 			return err
 		}
-		got = append(got, e)
-	}
-	for _, e := range got {
-		if err := s.downloadAs(ctx, v, e.bucket, e, "", true); err != nil {
+		if _, err := io.Copy(w, p.reader()); err != nil {
 			return err
+		}
+		want[prefix+name] = p
+		keys = append(keys, prefix+name)
+	}
+	if err := mw.Close(); err != nil {
+		return err
+	}
+	body := form.Bytes()
+	bucket := v.sess.u.bucket
+	resp, err := v.call.do(ctx, &request{name: "batch-upload", method: http.MethodPost,
+		url:    s.base() + "/api/v1/buckets/" + url.PathEscape(bucket) + "/files",
+		header: http.Header{"Authorization": {auth}, "Content-Type": {mw.FormDataContentType()}},
+		body:   func() io.Reader { return bytes.NewReader(body) }, bodyLen: int64(len(body)),
+		expect: http.StatusCreated, capture: 1 << 20})
+	if err != nil {
+		return err
+	}
+	var up struct {
+		Files []fileJSON `json:"files"`
+	}
+	jerr := json.Unmarshal(resp.body, &up)
+	okFiles := jerr == nil && len(up.Files) == batchFiles
+	for _, f := range up.Files {
+		p := want[f.Key]
+		okFiles = okFiles && p != nil && f.SHA256 == p.shaHex() && f.Size == p.size()
+	}
+	if err := v.call.verify(okFiles, "batch-upload", "batch upload answers every file with its sha256",
+		"answered %.300q", resp.body); err != nil {
+		return err
+	}
+	for _, k := range keys {
+		p := want[k]
+		s.t.ledger.add(ledgerEntry{bucket: bucket, key: k, size: p.size(), sha256: p.sha256, owner: v.id})
+	}
+
+	zb, n := jsonBody(map[string]any{"keys": keys})
+	h := jsonHeader()
+	h.Set("Authorization", auth)
+	resp, err = v.call.do(ctx, &request{name: "batch-zip", method: http.MethodPost,
+		url:    s.base() + "/api/v1/buckets/" + url.PathEscape(bucket) + "/zip",
+		header: h, body: zb, bodyLen: n, expect: http.StatusOK, capture: int64(batchFiles)*s.t.opts.Size + 1<<20})
+	if err != nil {
+		return err
+	}
+	zerr := zipMatches(resp.body, want)
+	return v.call.verify(zerr == nil, "batch-zip", "the zip holds every file, byte for byte", "%v", zerr)
+}
+
+// zipMatches checks that the archive z holds exactly the payloads of
+// want (by entry name = key), by SHA-256.
+func zipMatches(z []byte, want map[string]*payload) error {
+	zr, err := zip.NewReader(bytes.NewReader(z), int64(len(z)))
+	if err != nil {
+		return fmt.Errorf("not a zip (%d bytes): %w", len(z), err)
+	}
+	if len(zr.File) != len(want) {
+		return fmt.Errorf("%d entries, want %d", len(zr.File), len(want))
+	}
+	for _, f := range zr.File {
+		p := want[f.Name]
+		if p == nil {
+			return fmt.Errorf("unexpected entry %q", f.Name)
+		}
+		rc, err := f.Open()
+		if err != nil {
+			return fmt.Errorf("entry %q: %w", f.Name, err)
+		}
+		h := sha256.New()
+		_, err = io.Copy(h, rc)
+		rc.Close()
+		if err != nil {
+			return fmt.Errorf("entry %q: %w", f.Name, err)
+		}
+		if !bytes.Equal(h.Sum(nil), p.sha256[:]) {
+			return fmt.Errorf("entry %q: content differs", f.Name)
 		}
 	}
 	return nil

@@ -27,7 +27,7 @@ func (info scenarioInfo) setupWrites(o Options) (objects, bytes int64) {
 	switch o.Scenario {
 	case "read":
 		objects = int64(o.Users) * readPageSize
-	case "stream", "soak":
+	case "stream", "soak", "share":
 		objects = int64(o.Users)
 	case "s3-get", "s3-mixed":
 		objects = int64(o.Objects)

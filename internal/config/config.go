@@ -62,6 +62,7 @@ type Config struct {
 
 	TrustedProxies []netip.Prefix // --trusted-proxies: CIDRs allowed to set X-Forwarded-For; default none
 	PublicMaxAge   time.Duration  // --public-max-age: Cache-Control max-age for public-read objects; default 60s
+	ShareMaxExpiry time.Duration  // --share-max-expiry: the longest lifetime of a share link; default 90 days
 	MetricsToken   string         // --metrics-token: bearer token for /metrics from non-loopback clients; default none (loopback only)
 	DebugListen    string         // --debug-listen: loopback address serving net/http/pprof; default none
 
@@ -106,6 +107,7 @@ func Defaults() Config {
 		Admission:            "adaptive",
 		OverloadTarget:       5 * time.Millisecond,
 		PublicMaxAge:         time.Minute,
+		ShareMaxExpiry:       90 * 24 * time.Hour,
 		OrphanGrace:          time.Hour,
 		JanitorInterval:      30 * time.Second,
 		StagingLease:         time.Minute,
@@ -263,6 +265,7 @@ func (c *Config) FlagSet(name string) *flag.FlagSet {
 	fs.Var(&c.RateAnonymousMiB, "rate-anonymous-bytes", "request body MiB one anonymous client address may send (0 = unlimited)")
 	fs.Var(&c.SignupRate, "signup-rate", "signups one client address may attempt, e.g. 5/h, 20/d, 3/10m (0 = unlimited)")
 	fs.DurationVar(&c.PublicMaxAge, "public-max-age", c.PublicMaxAge, "Cache-Control max-age of objects in public-read buckets")
+	fs.DurationVar(&c.ShareMaxExpiry, "share-max-expiry", c.ShareMaxExpiry, "longest lifetime of a share link (links default to 7 days, or this if shorter)")
 	fs.StringVar(&c.MetricsToken, "metrics-token", c.MetricsToken, "bearer token allowing /metrics from non-loopback clients")
 	fs.StringVar(&c.DebugListen, "debug-listen", c.DebugListen, "loopback address serving /debug/pprof (off when empty)")
 	fs.DurationVar(&c.OrphanGrace, "orphan-grace", c.OrphanGrace, "advanced: age before a blob that no row and no live upload points at is deleted")

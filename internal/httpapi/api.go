@@ -44,6 +44,24 @@ type Config struct {
 	Presign Presigner
 	// Info is what GET /api/v1/admin/server reports.
 	Info ServerInfo
+	// ShareDefaultExpiry is the lifetime of a share link created without
+	// one. Default 7 days.
+	ShareDefaultExpiry time.Duration
+	// ShareMaxExpiry is the longest lifetime a share link may have
+	// (--share-max-expiry). Default 90 days.
+	ShareMaxExpiry time.Duration
+	// ShareGrantTTL is how long an unlocked password-protected link stays
+	// unlocked (its cookie or X-Share-Grant). Default 1 hour.
+	ShareGrantTTL time.Duration
+	// MaxZipEntries and MaxZipBytes bound one zip download. Defaults
+	// 10,000 files and 16 GiB.
+	MaxZipEntries int
+	MaxZipBytes   int64
+	// BeforeZipEntry, if set, runs before each entry of a zip is opened:
+	// fault injection for tests (an object deleted mid-zip). Nil in
+	// production.
+	BeforeZipEntry func(key string)
+
 	// Tus enables the tus 1.0 endpoint at TusBase when Store is set.
 	Tus TusConfig
 }
@@ -76,6 +94,21 @@ func New(objects *object.Service, as *auth.Service, cfg Config, log *slog.Logger
 	if cfg.MaxFormFiles <= 0 {
 		cfg.MaxFormFiles = 1000
 	}
+	if cfg.ShareDefaultExpiry <= 0 {
+		cfg.ShareDefaultExpiry = 7 * 24 * time.Hour
+	}
+	if cfg.ShareMaxExpiry <= 0 {
+		cfg.ShareMaxExpiry = 90 * 24 * time.Hour
+	}
+	if cfg.ShareGrantTTL <= 0 {
+		cfg.ShareGrantTTL = time.Hour
+	}
+	if cfg.MaxZipEntries <= 0 {
+		cfg.MaxZipEntries = 10_000
+	}
+	if cfg.MaxZipBytes <= 0 {
+		cfg.MaxZipBytes = 16 << 30
+	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -101,6 +134,7 @@ const (
 	User     Access = "user"     // a valid access token is required
 	Optional Access = "optional" // anonymous allowed; the object service decides
 	Admin    Access = "admin"    // a valid access token of an administrator
+	Share    Access = "share"    // anonymous, through a share link's token
 )
 
 // Route describes one endpoint.
@@ -147,6 +181,21 @@ func (api *API) Routes() []Route {
 		{Method: "DELETE", Pattern: b + "/files/{key...}", Access: User, handle: api.deleteFile},
 		{Method: "POST", Pattern: b + "/move", Access: User, handle: api.moveFile},
 		{Method: "POST", Pattern: b + "/copy", Access: User, Streams: true, handle: api.copyFile},
+		{Method: "POST", Pattern: b + "/zip", Access: User, Streams: true, handle: api.zipFiles},
+		{Method: "POST", Pattern: b + "/delete", Access: User, Streams: true, handle: api.batchDelete},
+
+		{Method: "GET", Pattern: "/api/v1/shares", Access: User, handle: api.listShares},
+		{Method: "POST", Pattern: "/api/v1/shares", Access: User, handle: api.createShare},
+		{Method: "GET", Pattern: "/api/v1/shares/{id}", Access: User, handle: api.getShare},
+		{Method: "PATCH", Pattern: "/api/v1/shares/{id}", Access: User, handle: api.patchShare},
+		{Method: "DELETE", Pattern: "/api/v1/shares/{id}", Access: User, handle: api.revokeShare},
+
+		// Anonymous access through share links: Share routes never look
+		// at the Authorization header; the link is the credential.
+		{Method: "GET", Pattern: "/s/{token}", Access: Share, Streams: true, handle: api.shareGet},
+		{Method: "GET", Pattern: "/s/{token}/{path...}", Access: Share, Streams: true, handle: api.shareGetPath},
+		{Method: "PUT", Pattern: "/s/{token}/{path...}", Access: Share, Streams: true, handle: api.sharePut},
+		{Method: "POST", Pattern: "/s/{token}/{path...}", Access: Share, handle: api.sharePost},
 
 		{Method: "GET", Pattern: "/api/v1/keys", Access: User, handle: api.listKeys},
 		{Method: "POST", Pattern: "/api/v1/keys", Access: User, handle: api.createKey},
@@ -186,7 +235,7 @@ func (api *API) serve(w http.ResponseWriter, r *http.Request, rt Route) {
 	// not keep its holder from logging in again.
 	var p auth.Principal
 	var err error
-	if rt.Access != Public {
+	if rt.Access != Public && rt.Access != Share {
 		p, err = api.principal(r)
 	}
 	if err == nil && (rt.Access == User || rt.Access == Admin) && p.Anonymous() {
@@ -297,6 +346,12 @@ func (api *API) Classify(r *http.Request) httpx.Kind {
 		return k
 	}
 	k.Route, k.Streams = rt.Method+" "+rt.Pattern, rt.Streams
+	if rt.Access == Share {
+		// Anonymous: the guard's per-address bounds apply; once the link
+		// resolves, openShare charges it to the link (ratelimit.DimShare).
+		k.Credentials = false
+		k.Share = "share:" + object.ShareTokenHash(r.PathValue("token"))[:16]
+	}
 	switch {
 	case !rt.Streams || r.Method == http.MethodHead:
 	case r.Method == http.MethodGet:

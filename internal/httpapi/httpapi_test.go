@@ -150,3 +150,39 @@ func TestDecodeJSONErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestClassifyShareRoutes: requests through a share link are classified
+// with a stable key of the link (for per-link limits), never as carrying
+// credentials, and other routes carry no share key.
+func TestClassifyShareRoutes(t *testing.T) {
+	api := New(nil, nil, Config{}, nil)
+	for _, tc := range []struct {
+		method, path, auth string
+		share              bool
+		route              string
+	}{
+		{"GET", "/s/tokenA", "", true, "GET /s/{token}"},
+		{"GET", "/s/tokenA/a/b.txt", "Bearer x", true, "GET /s/{token}/{path...}"},
+		{"PUT", "/s/tokenA/up.txt", "", true, "PUT /s/{token}/{path...}"},
+		{"POST", "/s/tokenA/unlock", "", true, "POST /s/{token}/{path...}"},
+		{"GET", "/api/v1/me", "Bearer x", false, "GET /api/v1/me"},
+	} {
+		r := httptest.NewRequest(tc.method, "http://x"+tc.path, nil)
+		if tc.auth != "" {
+			r.Header.Set("Authorization", tc.auth)
+		}
+		k := api.Classify(r)
+		if k.Route != tc.route || (k.Share != "") != tc.share {
+			t.Errorf("%s %s: route %q share %q", tc.method, tc.path, k.Route, k.Share)
+		}
+		if tc.share && (k.Credentials || !strings.HasPrefix(k.Share, "share:") || strings.Contains(k.Share, "tokenA")) {
+			t.Errorf("%s %s: credentials %v share %q: want no credentials and a key that is not the token", tc.method, tc.path, k.Credentials, k.Share)
+		}
+	}
+	a := api.Classify(httptest.NewRequest("GET", "http://x/s/tokenA", nil)).Share
+	b := api.Classify(httptest.NewRequest("GET", "http://x/s/tokenA/x", nil)).Share
+	c := api.Classify(httptest.NewRequest("GET", "http://x/s/tokenB", nil)).Share
+	if a != b || a == c {
+		t.Errorf("share keys %q %q %q: want one key per link", a, b, c)
+	}
+}

@@ -46,6 +46,9 @@ var statusOf = map[errcode.Code]int{
 // anchor for each; TestRefinedTypesDocumented checks it.
 var refinedTypes = map[errcode.Code][]string{
 	errcode.PermissionDenied: {"signup_closed", "invite_required", "invite_invalid"},
+	errcode.NotFound:         {"share_unavailable"},
+	errcode.Unauthenticated:  {"share_locked"},
+	errcode.TooLarge:         {"zip_too_large"},
 }
 
 // problemType is the "type" URI of err, whose code is code.

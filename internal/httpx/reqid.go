@@ -70,6 +70,7 @@ func RequestIDMiddleware(next http.Handler) http.Handler {
 type Slot struct {
 	Route string
 	User  string
+	Share string // the share link's ID, for requests through /s/
 	// limit charges the request to an identity (see Limit).
 	limit func(d ratelimit.Dimension, key string) error
 }
@@ -103,6 +104,13 @@ func WithSlot(ctx context.Context) (context.Context, *Slot) {
 func SetUser(ctx context.Context, id string) {
 	if s, ok := ctx.Value(userKey).(*Slot); ok {
 		s.User = id
+	}
+}
+
+// SetShare records the share link a request goes through.
+func SetShare(ctx context.Context, id string) {
+	if s, ok := ctx.Value(userKey).(*Slot); ok {
+		s.Share = id
 	}
 }
 
@@ -166,4 +174,8 @@ type Kind struct {
 	Credentials bool
 	// Probe marks health and readiness checks, which are never shed.
 	Probe bool
+	// Share is set on anonymous requests through a share link (/s/): a
+	// stable key of the link ("share:" and 16 hex digits of its token's
+	// SHA-256), known without a metadata lookup, for limits per link.
+	Share string
 }

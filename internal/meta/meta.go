@@ -221,6 +221,53 @@ func ErrInviteInvalid() error {
 		Detail: map[string]any{"reason": "invite_invalid"}}
 }
 
+// Share is a share link: anonymous access, through a long random token,
+// to one object or to every object under a prefix ("folder"), acting as
+// the owner. Only the SHA-256 of the token is stored.
+type Share struct {
+	ID      string
+	Hash    string // hex SHA-256 of the token; unique
+	OwnerID string
+	Bucket  string
+	// Key is the shared object's key, or, when Folder, the shared prefix
+	// ("" for the whole bucket, else ending in "/").
+	Key    string
+	Folder bool
+	// Password is "" or the argon2id PHC string of the link's password.
+	Password     string
+	Note         string
+	AllowUpload  bool  // a drop box: anonymous uploads into the folder
+	MaxDownloads int64 // 0 = unlimited
+	Downloads    int64
+	CreatedAt    time.Time
+	ExpiresAt    time.Time // usable strictly before it
+	LastAccess   time.Time // zero if never used
+	Revoked      bool
+}
+
+// State summarises sh at now: "revoked", "expired", "used_up" or
+// "active", the first that applies.
+func (sh Share) State(now time.Time) string {
+	switch {
+	case sh.Revoked:
+		return "revoked"
+	case !now.Before(sh.ExpiresAt):
+		return "expired"
+	case sh.MaxDownloads > 0 && sh.Downloads >= sh.MaxDownloads:
+		return "used_up"
+	}
+	return "active"
+}
+
+// ErrShareUnavailable is the error of using a share link that exists but
+// is revoked, expired, used up, or whose owner is disabled or whose object
+// is gone: NotFound with Detail["reason"] = "share_unavailable" and
+// Detail["state"] = state. Never any data.
+func ErrShareUnavailable(state string) error {
+	return &errcode.Error{Code: errcode.NotFound, Message: "this share link is no longer available (" + state + ")",
+		Detail: map[string]any{"reason": "share_unavailable", "state": state}}
+}
+
 // Bucket is a named container of objects. Names are globally unique.
 type Bucket struct {
 	Name       string
@@ -529,6 +576,32 @@ type Store interface {
 	// changes); if the user cannot be created (AlreadyExists, ...) the use
 	// is not taken either.
 	CreateInvitedUser(ctx context.Context, u User, b Bucket, inviteHash string, now time.Time) error
+
+	// CreateShare stores sh with Downloads 0, LastAccess zero and Revoked
+	// false. A zero CreatedAt is set to now. InvalidArgument without an
+	// ID, a hash, an owner, a bucket or an expiry, or with a negative
+	// MaxDownloads; AlreadyExists if the ID or hash is taken.
+	CreateShare(ctx context.Context, sh Share) error
+	// GetShare returns the share with id; NotFound if none.
+	GetShare(ctx context.Context, id string) (Share, error)
+	// GetShareByHash returns the share whose token has hash; NotFound if
+	// none.
+	GetShareByHash(ctx context.Context, hash string) (Share, error)
+	// ListShares returns the shares of ownerID, newest CreatedAt first
+	// (ties by ID), revoked and expired ones included.
+	ListShares(ctx context.Context, ownerID string) ([]Share, error)
+	// SetShareExpiry sets the expiry of share id; NotFound if none.
+	SetShareExpiry(ctx context.Context, id string, expires time.Time) (Share, error)
+	// RevokeShare revokes share id; NotFound if none. Revoking a revoked
+	// share succeeds.
+	RevokeShare(ctx context.Context, id string) error
+	// UseShare records one access to share id at now: LastAccess = now,
+	// and, with download true, one more download, taken only while the
+	// share is "active" (Share.State) by a conditional update, so
+	// concurrent downloads of the last one cannot both pass.
+	// ErrShareUnavailable (with the state) if it is not active; NotFound if
+	// there is no such share.
+	UseShare(ctx context.Context, id string, download bool, now time.Time) error
 
 	// CreateBucket: AlreadyExists if the name is taken; NotFound if the
 	// owner does not exist.

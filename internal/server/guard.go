@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/coffer-storage/coffer/internal/errcode"
@@ -58,9 +59,10 @@ func (s *Server) guard(api string, classify func(*http.Request) httpx.Kind, errw
 					errw(w, r, err)
 					return
 				}
-			} else {
-				httpx.SetLimiter(r.Context(), charge)
 			}
+			// Identities the API resolves later: a verified user or key,
+			// or, for anonymous requests, the share link they go through.
+			httpx.SetLimiter(r.Context(), charge)
 		}
 		t, err := adm.Admit(ratelimit.Request{
 			Client: httpx.ClientIP(r, s.cfg.TrustedProxies), Credentials: k.Credentials, Class: k.Class, Probe: k.Probe,
@@ -145,7 +147,7 @@ func (s *Server) observe(api string, next http.Handler) http.Handler {
 			slog.String("request_id", httpx.RequestID(ctx)),
 			slog.String("api", api),
 			slog.String("method", r.Method),
-			slog.String("path", r.URL.Path),
+			slog.String("path", logPath(api, r.URL.Path)),
 			slog.String("route", slot.Route),
 			slog.Int("status", status),
 			slog.Int64("bytes_in", in),
@@ -153,8 +155,26 @@ func (s *Server) observe(api string, next http.Handler) http.Handler {
 			slog.Float64("duration_ms", float64(d.Microseconds())/1000),
 			slog.String("remote", r.RemoteAddr),
 			slog.String("user", slot.User),
+			slog.String("share", slot.Share),
 		)
 	})
+}
+
+// logPath is the path the access log shows: a share link's token is a
+// credential, so /s/{token}/... is logged as /s/-/... (the share field
+// names the link by its ID).
+func logPath(api, p string) string {
+	if api != "file" {
+		return p
+	}
+	rest, ok := strings.CutPrefix(p, "/s/")
+	if !ok {
+		return p
+	}
+	if _, after, found := strings.Cut(rest, "/"); found {
+		return "/s/-/" + after
+	}
+	return "/s/-"
 }
 
 // newAdmission builds the node's admission controller from the config and

@@ -75,3 +75,18 @@ func TestPanicIsAProblem(t *testing.T) {
 		t.Errorf("got %d %+v", rec.Code, p)
 	}
 }
+
+func TestLogPathHidesShareTokens(t *testing.T) {
+	for _, tc := range []struct{ api, in, want string }{
+		{"file", "/s/SECRETTOKEN", "/s/-"},
+		{"file", "/s/SECRETTOKEN/a/b.txt", "/s/-/a/b.txt"},
+		{"file", "/s/SECRETTOKEN/unlock", "/s/-/unlock"},
+		{"file", "/api/v1/me", "/api/v1/me"},
+		{"file", "/sx/y", "/sx/y"},
+		{"s3", "/s/key", "/s/key"},
+	} {
+		if got := logPath(tc.api, tc.in); got != tc.want {
+			t.Errorf("logPath(%s, %q) = %q, want %q", tc.api, tc.in, got, tc.want)
+		}
+	}
+}

@@ -212,6 +212,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	apiCfg := httpapi.Config{
 		TrustedProxies: cfg.TrustedProxies,
 		PublicMaxAge:   cfg.PublicMaxAge,
+		ShareMaxExpiry: cfg.ShareMaxExpiry,
 		Info: httpapi.ServerInfo{
 			Version: version, Revision: revision, GoVersion: goVersion,
 			Started: s.started, MetaStore: metaKind, BlobStore: blobKind,
@@ -244,8 +245,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		httpapi.WriteProblem(w, r, log, errcode.New(errcode.NotFound, "no such endpoint"))
 	})
 	root := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// /api/ bypasses ServeMux: object keys must reach the API unclean.
-		if strings.HasPrefix(r.URL.Path, "/api/") {
+		// /api/ and /s/ (share links) bypass ServeMux: object keys must
+		// reach the API unclean.
+		if strings.HasPrefix(r.URL.Path, "/api/") || strings.HasPrefix(r.URL.Path, "/s/") {
 			apiHandler.ServeHTTP(w, r)
 			return
 		}
@@ -253,7 +255,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	})
 	classify := func(r *http.Request) httpx.Kind {
 		switch {
-		case strings.HasPrefix(r.URL.Path, "/api/"):
+		case strings.HasPrefix(r.URL.Path, "/api/") || strings.HasPrefix(r.URL.Path, "/s/"):
 			return api.Classify(r)
 		case r.URL.Path == "/healthz" || r.URL.Path == "/readyz" || r.URL.Path == "/metrics":
 			// Probes and scrapes are never shed: a busy node is alive,

@@ -112,6 +112,7 @@ func TestEveryScenarioAgainstARealServer(t *testing.T) {
 		{"tus", true, nil},
 		{"read", true, []string{"--size", "64KiB"}},
 		{"batch", true, nil},
+		{"share", true, []string{"--size", "64KiB"}},
 		{"ping", false, nil},
 		{"stream", true, nil},
 		{"soak", true, []string{"--size", "256KiB", "--sample-interval", "500ms"}},

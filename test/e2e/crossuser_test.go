@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"io"
 	"mime/multipart"
 	"strings"
 	"testing"
@@ -44,6 +45,43 @@ func TestCrossUser(t *testing.T) {
 	aTus := tusCreate(t, a, "Upload-Length", "10", "Upload-Metadata", tusMeta("bucket", a.Bucket, "key", "tus.bin"))
 	if resp, _ := tusPatch(t, a, aTus, 0, []byte("01234")); resp.StatusCode != 204 {
 		t.Fatal("setup tus upload")
+	}
+	// A's share links: a folder share (a drop box) of "shared/", next to
+	// "secret.txt" and "shared-not/" that it must never reach, and a
+	// file share of "shared/pub.txt".
+	for _, k := range []string{"shared/pub.txt", "shared-not/x.txt", "shared/sub/deep.txt"} {
+		if st, _, _ := put(t, a, a.Bucket, k, []byte("share content of "+k)); st != 201 {
+			t.Fatal("setup put " + k)
+		}
+	}
+	var aFolder, aFile struct {
+		ID    string `json:"id"`
+		Token string `json:"token"`
+		URL   string `json:"url"`
+	}
+	if st := a.JSON(t, "POST", "/api/v1/shares", map[string]any{"bucket": a.Bucket, "prefix": "shared/", "allow_upload": true}, &aFolder); st != 201 {
+		t.Fatal("setup folder share")
+	}
+	if st := a.JSON(t, "POST", "/api/v1/shares", map[string]any{"bucket": a.Bucket, "key": "shared/pub.txt"}, &aFile); st != 201 {
+		t.Fatal("setup file share")
+	}
+	// escapes are paths under a share that name something outside it.
+	escapes := []string{
+		"/../secret.txt", "/%2e%2e/secret.txt", "/%2E%2E/secret.txt", "/..%2Fsecret.txt", "/%2e%2e%2Fsecret.txt",
+		"/sub/../../secret.txt", "/sub/%2e%2e/%2e%2e/secret.txt", "/../shared-not/x.txt", "/%2e%2e%2Fshared-not%2Fx.txt",
+		"/%252e%252e/secret.txt", "/%252e%252e%252Fsecret.txt", "/%2Fsecret.txt", "//../secret.txt", "/.%2e/secret.txt",
+	}
+	anonDo := func(method, path string, body []byte, hdr ...string) (int, []byte) {
+		resp := testenv.NewClient(srv.URL).Do(t, method, path, bytes.NewReader(body), hdr...)
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, data
+	}
+	noLeak := func(t *testing.T, what string, st int, body []byte) {
+		t.Helper()
+		if st < 400 || bytes.Contains(body, secret) || bytes.Contains(body, []byte(a.Bucket)) || bytes.Contains(body, []byte("shared-not")) {
+			t.Errorf("%s: %d %.200q — reached outside the share or named A's bucket", what, st, body)
+		}
 	}
 	denied := func(t *testing.T, what string, st int) {
 		t.Helper()
@@ -245,6 +283,93 @@ func TestCrossUser(t *testing.T) {
 			resp, _ := tusDo(t, b, "DELETE", aTus, nil)
 			denied(t, "DELETE of A's tus upload", resp.StatusCode)
 		},
+		"POST /api/v1/buckets/{bucket}/zip": func(t *testing.T) {
+			denied(t, "zip of A's files", jsonDo("POST", aBucket+"/zip", map[string]any{"keys": []string{"secret.txt"}, "prefixes": []string{""}}))
+		},
+		"POST /api/v1/buckets/{bucket}/delete": func(t *testing.T) {
+			denied(t, "batch delete of A's files", jsonDo("POST", aBucket+"/delete", map[string]any{"keys": []string{"secret.txt"}}))
+			denied(t, "prefix delete of A's files", jsonDo("POST", aBucket+"/delete", map[string]any{"prefix": ""}))
+		},
+		"GET /api/v1/shares": func(t *testing.T) {
+			var l struct {
+				Shares []struct{ ID string } `json:"shares"`
+			}
+			b.JSON(t, "GET", "/api/v1/shares", nil, &l)
+			for _, sh := range l.Shares {
+				if sh.ID == aFolder.ID || sh.ID == aFile.ID {
+					t.Errorf("B's share list shows A's share %s", sh.ID)
+				}
+			}
+		},
+		"POST /api/v1/shares": func(t *testing.T) {
+			denied(t, "share A's file", jsonDo("POST", "/api/v1/shares", map[string]any{"bucket": a.Bucket, "key": "secret.txt"}))
+			denied(t, "share A's bucket", jsonDo("POST", "/api/v1/shares", map[string]any{"bucket": a.Bucket, "prefix": ""}))
+		},
+		"GET /api/v1/shares/{id}": func(t *testing.T) {
+			denied(t, "inspect A's share", jsonDo("GET", "/api/v1/shares/"+aFolder.ID, nil))
+		},
+		"PATCH /api/v1/shares/{id}": func(t *testing.T) {
+			denied(t, "extend A's share", jsonDo("PATCH", "/api/v1/shares/"+aFolder.ID, map[string]any{"expires_in": 60}))
+		},
+		"DELETE /api/v1/shares/{id}": func(t *testing.T) {
+			denied(t, "revoke A's share", jsonDo("DELETE", "/api/v1/shares/"+aFolder.ID, nil))
+		},
+		"GET /s/{token}": func(t *testing.T) {
+			st, body := anonDo("GET", aFolder.URL, nil)
+			if st != 200 || bytes.Contains(body, []byte(a.Bucket)) || bytes.Contains(body, []byte("shared-not")) || bytes.Contains(body, []byte("secret")) {
+				t.Errorf("folder listing: %d %s", st, body)
+			}
+			for _, q := range []string{"?cursor=Li4vc2VjcmV0LnR4dA", "?zip=1&prefix=..", "?prefix=../"} {
+				st, body := anonDo("GET", aFolder.URL+q, nil)
+				if bytes.Contains(body, secret) || bytes.Contains(body, []byte("shared-not")) {
+					t.Errorf("folder %s: %d reached outside the share", q, st)
+				}
+			}
+			noLeak(t, "a token that is not one", func() int { s, _ := anonDo("GET", "/s/"+aFolder.ID, nil); return s }(), nil)
+		},
+		"GET /s/{token}/{path...}": func(t *testing.T) {
+			for _, p := range escapes {
+				st, body := anonDo("GET", aFolder.URL+p, nil)
+				noLeak(t, "GET folder share"+p, st, body)
+				st, body = anonDo("GET", aFile.URL+p, nil)
+				noLeak(t, "GET file share"+p, st, body)
+			}
+		},
+		"PUT /s/{token}/{path...}": func(t *testing.T) {
+			// A drop may only ever land under shared/ (a double-encoded
+			// "%2e%2e" is a file name like any other, inside the share).
+			for _, p := range escapes {
+				st, body := anonDo("PUT", aFolder.URL+p, []byte("planted by b"))
+				if st >= 300 {
+					noLeak(t, "PUT drop box"+p, st, body)
+				}
+			}
+			for _, k := range keysOf(list(t, a, a.Bucket, "")) {
+				switch {
+				case k == "secret.txt" || k == "shared-not/x.txt" || k == "shared/pub.txt" || k == "shared/sub/deep.txt":
+				case strings.HasPrefix(k, "shared/"):
+					a.Do(t, "DELETE", testenv.FileURL(a.Bucket, k), nil).Body.Close()
+				default:
+					t.Errorf("a drop landed outside the share, at %q", k)
+				}
+			}
+			st, _ := anonDo("PUT", aFolder.URL+"/pub.txt", []byte("overwritten by b"))
+			if st != 412 {
+				t.Errorf("a drop over A's file: %d, want 412", st)
+			}
+			st, _ = anonDo("PUT", aFile.URL+"/x.txt", []byte("planted by b"))
+			if st < 400 {
+				t.Errorf("an upload through a file share: %d", st)
+			}
+		},
+		"POST /s/{token}/{path...}": func(t *testing.T) {
+			st, _ := anonDo("POST", aFolder.URL+"/unlock", []byte(`{"password":"x"}`), "Content-Type", "application/json")
+			if st != 400 {
+				t.Errorf("unlocking a link without a password: %d, want 400", st)
+			}
+			st, body := anonDo("POST", aFolder.URL+"/../unlock", []byte(`{"password":"x"}`), "Content-Type", "application/json")
+			noLeak(t, "POST escape", st, body)
+		},
 		"POST /api/v1/uploads/{id}/complete": func(t *testing.T) {
 			denied(t, "complete A's upload", jsonDo("POST", "/api/v1/uploads/"+aUpload.UploadID+"/complete", map[string]any{"parts": []map[string]any{{"part_number": 1, "etag": "00000000000000000000000000000000"}}}))
 		},
@@ -300,7 +425,7 @@ func TestCrossUser(t *testing.T) {
 	if resp.StatusCode != 200 || !bytes.Equal(body, secret) {
 		t.Errorf("A's file changed: %d", resp.StatusCode)
 	}
-	if got := strings.Join(keysOf(list(t, a, a.Bucket, "")), ","); got != "secret.txt" {
+	if got := strings.Join(keysOf(list(t, a, a.Bucket, "")), ","); got != "secret.txt,shared-not/x.txt,shared/pub.txt,shared/sub/deep.txt" {
 		t.Errorf("A's bucket holds %q", got)
 	}
 	var bk struct{ Visibility string }

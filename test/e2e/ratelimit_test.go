@@ -3,7 +3,9 @@ package e2e
 import (
 	"encoding/json"
 	"io"
+	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/coffer-storage/coffer/test/testenv"
@@ -145,5 +147,45 @@ func TestRateLimitOverride(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 429 {
 		t.Errorf("request 9: %d, want 429", resp.StatusCode)
+	}
+}
+
+// TestShareRateLimit: requests through a link are charged to the link
+// (--rate-share): the fourth of a 3/h link is refused with the headers,
+// while another link of the same owner is unaffected.
+func TestShareRateLimit(t *testing.T) {
+	srv := testenv.Start(t, "--rate-share", "3/h")
+	a := srv.NewUser(t)
+	var links [2]struct {
+		URL string `json:"url"`
+	}
+	for i, k := range []string{"one.txt", "two.txt"} {
+		resp := a.Do(t, "PUT", testenv.FileURL(a.Bucket, k), strings.NewReader("shared "+k))
+		resp.Body.Close()
+		if resp.StatusCode != 201 {
+			t.Fatalf("put %s: %d", k, resp.StatusCode)
+		}
+		if st := a.JSON(t, "POST", "/api/v1/shares", map[string]any{"bucket": a.Bucket, "key": k}, &links[i]); st != 201 {
+			t.Fatalf("share %s: %d", k, st)
+		}
+	}
+	anon := testenv.NewClient(srv.URL)
+	get := func(url string) *http.Response {
+		resp := anon.Do(t, "GET", url, nil)
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	for i := range 3 {
+		if resp := get(links[0].URL); resp.StatusCode != 200 || resp.Header.Get("RateLimit-Policy") != `"requests";q=3;w=3600` {
+			t.Fatalf("download %d through the link: %d, RateLimit-Policy %q", i+1, resp.StatusCode, resp.Header.Get("RateLimit-Policy"))
+		}
+	}
+	resp := get(links[0].URL)
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("fourth download through a 3/h link: %d, Retry-After %q; want 429 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	if resp := get(links[1].URL); resp.StatusCode != 200 {
+		t.Errorf("another link of the same owner: %d, want 200", resp.StatusCode)
 	}
 }

@@ -125,6 +125,7 @@ func Run(t *testing.T, newStore func(t *testing.T) meta.Store) {
 		{"Accounts", accountTests},
 		{"RefreshTokens", tokenTests},
 		{"Invites", inviteTests},
+		{"Shares", shareTests},
 		{"Buckets", bucketTests},
 		{"Objects", objectTests},
 		{"Move", moveTests},

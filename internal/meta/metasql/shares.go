@@ -1,0 +1,73 @@
+package metasql
+
+import (
+	"time"
+
+	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/meta"
+)
+
+// ShareCols are the columns of a share, in the order ScanShare reads them.
+const ShareCols = "id, hash, owner_id, bucket, object_key, folder, password, note, allow_upload, max_downloads, downloads, created_at, expires_at, last_access, revoked"
+
+// ScanShare reads a share selected with ShareCols.
+func ScanShare(r interface{ Scan(dest ...any) error }) (meta.Share, error) {
+	var sh meta.Share
+	var created, expires, last int64
+	err := r.Scan(&sh.ID, &sh.Hash, &sh.OwnerID, &sh.Bucket, &sh.Key, &sh.Folder, &sh.Password, &sh.Note,
+		&sh.AllowUpload, &sh.MaxDownloads, &sh.Downloads, &created, &expires, &last, &sh.Revoked)
+	sh.CreatedAt, sh.ExpiresAt = FromNanos(created), FromNanos(expires)
+	if last != 0 {
+		sh.LastAccess = FromNanos(last)
+	}
+	return sh, err
+}
+
+// CheckShare validates a share for CreateShare and returns it as it is
+// stored: no downloads, never accessed, not revoked, CreatedAt now if
+// zero, times at the precision they are stored with.
+func CheckShare(sh meta.Share, now time.Time) (meta.Share, error) {
+	switch {
+	case sh.ID == "" || sh.Hash == "" || sh.OwnerID == "" || sh.Bucket == "":
+		return meta.Share{}, errcode.New(errcode.InvalidArgument, "share id, hash, owner and bucket are required")
+	case sh.MaxDownloads < 0:
+		return meta.Share{}, errcode.New(errcode.InvalidArgument, "max_downloads must not be negative")
+	case sh.ExpiresAt.IsZero():
+		return meta.Share{}, errcode.New(errcode.InvalidArgument, "a share needs an expiry")
+	}
+	sh.Downloads, sh.Revoked, sh.LastAccess = 0, false, time.Time{}
+	sh.CreatedAt = FromNanos(ToNanos(OrNow(sh.CreatedAt, now)))
+	sh.ExpiresAt = FromNanos(ToNanos(sh.ExpiresAt))
+	return sh, nil
+}
+
+// ShareArgs are the arguments of an INSERT INTO shares (ShareCols) of a
+// share CheckShare returned.
+func ShareArgs(sh meta.Share) []any {
+	return []any{sh.ID, sh.Hash, sh.OwnerID, sh.Bucket, sh.Key, sh.Folder, sh.Password, sh.Note,
+		sh.AllowUpload, sh.MaxDownloads, sh.Downloads, ToNanos(sh.CreatedAt), ToNanos(sh.ExpiresAt), int64(0), sh.Revoked}
+}
+
+// UseShareSQL is the conditional UPDATE of meta.Store.UseShare, with
+// arguments UseShareArgs and placeholders made by ph: it changes one row
+// exactly when the share is "active" (meta.Share.State) at now, taking one
+// download when asked. One statement on one row: two concurrent downloads
+// of the last one cannot both change it (SQLite runs one writer;
+// PostgreSQL re-evaluates the WHERE on the updated row at READ COMMITTED).
+func UseShareSQL(ph func(n int) string) string {
+	return "UPDATE shares SET last_access = " + ph(1) + ", downloads = downloads + " + ph(2) +
+		" WHERE id = " + ph(3) + " AND NOT revoked AND expires_at > " + ph(4) +
+		" AND (max_downloads = 0 OR downloads < max_downloads)"
+}
+
+// UseShareArgs are the arguments of UseShareSQL.
+func UseShareArgs(id string, download bool, now time.Time) []any {
+	n := int64(0)
+	if download {
+		n = 1
+	}
+	return []any{ToNanos(now), n, id, ToNanos(now)}
+}
+
+// ShareNotFound is the error of a share id or hash that is not stored.
+func ShareNotFound() error { return errcode.New(errcode.NotFound, "no such share") }

@@ -1,0 +1,164 @@
+package metatest
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/meta"
+)
+
+var shareTests = []test{
+	{name: "RoundTrip", fn: testShareRoundTrip},
+	{name: "CreateRejected", fn: testShareCreateRejected},
+	{name: "UseAndLimit", fn: testShareUseAndLimit},
+	{name: "RevokeAndExpire", fn: testShareRevokeAndExpire},
+	{name: "ConcurrentLastDownload", fn: testShareConcurrentLastDownload},
+	{name: "GoWithOwner", fn: testShareGoWithOwner},
+}
+
+func newShare(owner string, max int64) meta.Share {
+	n := seq.Add(1)
+	return meta.Share{
+		ID: fmt.Sprintf("sh%d", n), Hash: fmt.Sprintf("%064x", n), OwnerID: owner, Bucket: owner,
+		Key: "docs/", Folder: true, Password: "$argon2id$x", Note: "for you", AllowUpload: true,
+		MaxDownloads: max, CreatedAt: baseTime, ExpiresAt: baseTime.Add(24 * time.Hour),
+	}
+}
+
+func testShareRoundTrip(t *testing.T, s meta.Store) {
+	ctx := t.Context()
+	addUser(t, s, "alice", 0)
+	addUser(t, s, "bob", 0)
+	sh := newShare("alice", 3)
+	ok(t, s.CreateShare(ctx, sh), "CreateShare")
+	older := newShare("alice", 0)
+	older.CreatedAt = baseTime.Add(-time.Hour)
+	ok(t, s.CreateShare(ctx, older), "CreateShare older")
+	ok(t, s.CreateShare(ctx, newShare("bob", 0)), "CreateShare bob")
+	for _, get := range []func() (meta.Share, error){
+		func() (meta.Share, error) { return s.GetShare(ctx, sh.ID) },
+		func() (meta.Share, error) { return s.GetShareByHash(ctx, sh.Hash) },
+	} {
+		got, err := get()
+		ok(t, err, "get share")
+		if got.ID != sh.ID || got.Hash != sh.Hash || got.OwnerID != "alice" || got.Bucket != "alice" || got.Key != "docs/" ||
+			!got.Folder || got.Password != sh.Password || got.Note != sh.Note || !got.AllowUpload || got.MaxDownloads != 3 ||
+			got.Downloads != 0 || got.Revoked || !got.LastAccess.IsZero() || !sameTime(got.CreatedAt, baseTime) || !sameTime(got.ExpiresAt, sh.ExpiresAt) {
+			t.Errorf("got %+v, want %+v", got, sh)
+		}
+	}
+	list, err := s.ListShares(ctx, "alice")
+	ok(t, err, "ListShares")
+	if got, want := len(list), 2; got != want {
+		t.Fatalf("ListShares: %d shares, want %d", got, want)
+	}
+	if list[0].ID != sh.ID || list[1].ID != older.ID {
+		t.Errorf("ListShares order: %s, %s; want newest first", list[0].ID, list[1].ID)
+	}
+	_, err = s.GetShare(ctx, "nope")
+	wantCode(t, err, errcode.NotFound, "GetShare unknown")
+	_, err = s.GetShareByHash(ctx, "nope")
+	wantCode(t, err, errcode.NotFound, "GetShareByHash unknown")
+	later := baseTime.Add(48 * time.Hour)
+	got, err := s.SetShareExpiry(ctx, sh.ID, later)
+	ok(t, err, "SetShareExpiry")
+	if !sameTime(got.ExpiresAt, later) {
+		t.Errorf("expiry %v, want %v", got.ExpiresAt, later)
+	}
+	_, err = s.SetShareExpiry(ctx, "nope", later)
+	wantCode(t, err, errcode.NotFound, "SetShareExpiry unknown")
+	wantCode(t, s.CreateShare(ctx, sh), errcode.AlreadyExists, "CreateShare twice")
+}
+
+func testShareCreateRejected(t *testing.T, s meta.Store) {
+	addUser(t, s, "alice", 0)
+	for name, mod := range map[string]func(*meta.Share){
+		"no id":     func(sh *meta.Share) { sh.ID = "" },
+		"no hash":   func(sh *meta.Share) { sh.Hash = "" },
+		"no owner":  func(sh *meta.Share) { sh.OwnerID = "" },
+		"no bucket": func(sh *meta.Share) { sh.Bucket = "" },
+		"no expiry": func(sh *meta.Share) { sh.ExpiresAt = time.Time{} },
+		"negative":  func(sh *meta.Share) { sh.MaxDownloads = -1 },
+	} {
+		sh := newShare("alice", 0)
+		mod(&sh)
+		wantCode(t, s.CreateShare(t.Context(), sh), errcode.InvalidArgument, name)
+	}
+}
+
+func testShareUseAndLimit(t *testing.T, s meta.Store) {
+	ctx := t.Context()
+	addUser(t, s, "alice", 0)
+	sh := newShare("alice", 2)
+	ok(t, s.CreateShare(ctx, sh), "CreateShare")
+	now := baseTime.Add(time.Minute)
+	ok(t, s.UseShare(ctx, sh.ID, false, now), "UseShare listing")
+	ok(t, s.UseShare(ctx, sh.ID, true, now), "UseShare 1")
+	ok(t, s.UseShare(ctx, sh.ID, true, now.Add(time.Second)), "UseShare 2")
+	err := s.UseShare(ctx, sh.ID, true, now)
+	wantCode(t, err, errcode.NotFound, "UseShare 3")
+	if e := errcode.As(err); e == nil || e.Detail["state"] != "used_up" {
+		t.Errorf("UseShare 3: %v, want state used_up", err)
+	}
+	got, err := s.GetShare(ctx, sh.ID)
+	ok(t, err, "GetShare")
+	if got.Downloads != 2 || !sameTime(got.LastAccess, now.Add(time.Second)) {
+		t.Errorf("downloads %d last access %v; want 2, %v", got.Downloads, got.LastAccess, now.Add(time.Second))
+	}
+	wantCode(t, s.UseShare(ctx, "nope", true, now), errcode.NotFound, "UseShare unknown")
+}
+
+func testShareRevokeAndExpire(t *testing.T, s meta.Store) {
+	ctx := t.Context()
+	addUser(t, s, "alice", 0)
+	sh := newShare("alice", 0)
+	ok(t, s.CreateShare(ctx, sh), "CreateShare")
+	err := s.UseShare(ctx, sh.ID, true, sh.ExpiresAt)
+	if e := errcode.As(err); e == nil || e.Detail["state"] != "expired" {
+		t.Errorf("UseShare at expiry: %v, want state expired", err)
+	}
+	ok(t, s.RevokeShare(ctx, sh.ID), "RevokeShare")
+	ok(t, s.RevokeShare(ctx, sh.ID), "RevokeShare again")
+	err = s.UseShare(ctx, sh.ID, false, baseTime)
+	if e := errcode.As(err); e == nil || e.Detail["state"] != "revoked" {
+		t.Errorf("UseShare revoked: %v, want state revoked", err)
+	}
+	wantCode(t, s.RevokeShare(ctx, "nope"), errcode.NotFound, "RevokeShare unknown")
+}
+
+func testShareConcurrentLastDownload(t *testing.T, s meta.Store) {
+	ctx := t.Context()
+	addUser(t, s, "alice", 0)
+	sh := newShare("alice", 3)
+	ok(t, s.CreateShare(ctx, sh), "CreateShare")
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	okN := 0
+	for range 10 {
+		wg.Go(func() {
+			if s.UseShare(ctx, sh.ID, true, baseTime) == nil {
+				mu.Lock()
+				okN++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if got, want := okN, 3; got != want {
+		t.Errorf("%d downloads succeeded, want %d", got, want)
+	}
+}
+
+func testShareGoWithOwner(t *testing.T, s meta.Store) {
+	ctx := t.Context()
+	addUser(t, s, "alice", 0)
+	sh := newShare("alice", 0)
+	ok(t, s.CreateShare(ctx, sh), "CreateShare")
+	_, err := s.DeleteUser(ctx, "alice", true)
+	ok(t, err, "DeleteUser")
+	_, err = s.GetShare(ctx, sh.ID)
+	wantCode(t, err, errcode.NotFound, "GetShare after the owner is deleted")
+}

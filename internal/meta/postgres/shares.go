@@ -1,0 +1,118 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/meta"
+	"github.com/coffer-storage/coffer/internal/meta/metasql"
+)
+
+// CreateShare implements meta.Store.
+func (s *Store) CreateShare(ctx context.Context, sh meta.Share) error {
+	sh, err := metasql.CheckShare(sh, time.Now())
+	if err != nil {
+		return err
+	}
+	return s.write(ctx, "create share", func(t *txn) error {
+		t.exec("INSERT INTO shares ("+metasql.ShareCols+") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)", metasql.ShareArgs(sh)...)
+		return nil
+	})
+}
+
+func (s *Store) getShare(ctx context.Context, col, v string) (meta.Share, error) {
+	var sh meta.Share
+	err := s.queryRow(ctx, "get share", func(r pgx.Row) (err error) {
+		sh, err = metasql.ScanShare(r)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return metasql.ShareNotFound()
+		}
+		return err
+	}, "SELECT "+metasql.ShareCols+" FROM shares WHERE "+col+" = $1", v)
+	if err != nil {
+		return meta.Share{}, err
+	}
+	return sh, nil
+}
+
+// GetShare implements meta.Store.
+func (s *Store) GetShare(ctx context.Context, id string) (meta.Share, error) {
+	return s.getShare(ctx, "id", id)
+}
+
+// GetShareByHash implements meta.Store.
+func (s *Store) GetShareByHash(ctx context.Context, hash string) (meta.Share, error) {
+	return s.getShare(ctx, "hash", hash)
+}
+
+// ListShares implements meta.Store.
+func (s *Store) ListShares(ctx context.Context, ownerID string) ([]meta.Share, error) {
+	var out []meta.Share
+	err := s.read(ctx, "list shares", func(c *pgx.Conn) error {
+		out = nil
+		rows, err := c.Query(ctx, "SELECT "+metasql.ShareCols+" FROM shares WHERE owner_id = $1 ORDER BY created_at DESC, id", ownerID)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			sh, err := metasql.ScanShare(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, sh)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// SetShareExpiry implements meta.Store.
+func (s *Store) SetShareExpiry(ctx context.Context, id string, expires time.Time) (meta.Share, error) {
+	if expires.IsZero() {
+		return meta.Share{}, errcode.New(errcode.InvalidArgument, "a share needs an expiry")
+	}
+	err := s.write(ctx, "share expiry", func(t *txn) error {
+		t.execN(mustAffect(metasql.ShareNotFound()), "UPDATE shares SET expires_at = $1 WHERE id = $2", metasql.ToNanos(expires), id)
+		return nil
+	})
+	if err != nil {
+		return meta.Share{}, err
+	}
+	return s.GetShare(ctx, id)
+}
+
+// RevokeShare implements meta.Store.
+func (s *Store) RevokeShare(ctx context.Context, id string) error {
+	return s.write(ctx, "revoke share", func(t *txn) error {
+		t.execN(mustAffect(metasql.ShareNotFound()), "UPDATE shares SET revoked = true WHERE id = $1", id)
+		return nil
+	})
+}
+
+// UseShare implements meta.Store.
+func (s *Store) UseShare(ctx context.Context, id string, download bool, now time.Time) error {
+	now = metasql.OrNow(now, time.Now())
+	var used bool
+	err := s.write(ctx, "use share", func(t *txn) error {
+		t.execN(func(n int64) error { used = n == 1; return nil },
+			metasql.UseShareSQL(func(n int) string { return "$" + strconv.Itoa(n) }), metasql.UseShareArgs(id, download, now)...)
+		return nil
+	})
+	if err != nil || used {
+		return err
+	}
+	sh, err := s.GetShare(ctx, id)
+	if err != nil {
+		return err
+	}
+	return meta.ErrShareUnavailable(sh.State(now))
+}

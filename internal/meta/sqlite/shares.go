@@ -1,0 +1,121 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/meta"
+	"github.com/coffer-storage/coffer/internal/meta/metasql"
+)
+
+// CreateShare implements meta.Store.
+func (s *Store) CreateShare(ctx context.Context, sh meta.Share) error {
+	sh, err := metasql.CheckShare(sh, time.Now())
+	if err != nil {
+		return err
+	}
+	return s.write(ctx, func(ctx context.Context, c *conn) error {
+		_, err := c.ExecContext(ctx, "INSERT INTO shares ("+metasql.ShareCols+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", metasql.ShareArgs(sh)...)
+		return classify(err, "share %q", sh.ID)
+	})
+}
+
+func (s *Store) getShare(ctx context.Context, col, v string) (meta.Share, error) {
+	if err := s.ready(); err != nil {
+		return meta.Share{}, err
+	}
+	sh, err := metasql.ScanShare(s.read().QueryRowContext(ctx, "SELECT "+metasql.ShareCols+" FROM shares WHERE "+col+" = ?", v))
+	if errors.Is(err, sql.ErrNoRows) {
+		return meta.Share{}, metasql.ShareNotFound()
+	}
+	if err != nil {
+		return meta.Share{}, classify(err, "get share")
+	}
+	return sh, nil
+}
+
+// GetShare implements meta.Store.
+func (s *Store) GetShare(ctx context.Context, id string) (meta.Share, error) {
+	return s.getShare(ctx, "id", id)
+}
+
+// GetShareByHash implements meta.Store.
+func (s *Store) GetShareByHash(ctx context.Context, hash string) (meta.Share, error) {
+	return s.getShare(ctx, "hash", hash)
+}
+
+// ListShares implements meta.Store.
+func (s *Store) ListShares(ctx context.Context, ownerID string) ([]meta.Share, error) {
+	if err := s.ready(); err != nil {
+		return nil, err
+	}
+	rows, err := s.read().QueryContext(ctx, "SELECT "+metasql.ShareCols+" FROM shares WHERE owner_id = ? ORDER BY created_at DESC, id", ownerID)
+	if err != nil {
+		return nil, classify(err, "list shares")
+	}
+	defer rows.Close()
+	var out []meta.Share
+	for rows.Next() {
+		sh, err := metasql.ScanShare(rows)
+		if err != nil {
+			return nil, classify(err, "list shares")
+		}
+		out = append(out, sh)
+	}
+	return out, classify(rows.Err(), "list shares")
+}
+
+// SetShareExpiry implements meta.Store.
+func (s *Store) SetShareExpiry(ctx context.Context, id string, expires time.Time) (meta.Share, error) {
+	if expires.IsZero() {
+		return meta.Share{}, errcode.New(errcode.InvalidArgument, "a share needs an expiry")
+	}
+	err := s.write(ctx, func(ctx context.Context, c *conn) error {
+		res, err := c.ExecContext(ctx, "UPDATE shares SET expires_at = ? WHERE id = ?", metasql.ToNanos(expires), id)
+		if err != nil {
+			return classify(err, "share expiry %q", id)
+		}
+		return mustAffect(res, metasql.ShareNotFound())
+	})
+	if err != nil {
+		return meta.Share{}, err
+	}
+	return s.GetShare(ctx, id)
+}
+
+// RevokeShare implements meta.Store.
+func (s *Store) RevokeShare(ctx context.Context, id string) error {
+	return s.write(ctx, func(ctx context.Context, c *conn) error {
+		res, err := c.ExecContext(ctx, "UPDATE shares SET revoked = 1 WHERE id = ?", id)
+		if err != nil {
+			return classify(err, "revoke share %q", id)
+		}
+		return mustAffect(res, metasql.ShareNotFound())
+	})
+}
+
+// UseShare implements meta.Store.
+func (s *Store) UseShare(ctx context.Context, id string, download bool, now time.Time) error {
+	now = metasql.OrNow(now, time.Now())
+	var used bool
+	err := s.write(ctx, func(ctx context.Context, c *conn) error {
+		res, err := c.ExecContext(ctx, metasql.UseShareSQL(func(int) string { return "?" }), metasql.UseShareArgs(id, download, now)...)
+		if err != nil {
+			return classify(err, "use share")
+		}
+		n, err := res.RowsAffected()
+		used = n == 1
+		return classify(err, "use share")
+	})
+	if err != nil || used {
+		return err
+	}
+	sh, err := s.GetShare(ctx, id)
+	if err != nil {
+		return err
+	}
+	return meta.ErrShareUnavailable(sh.State(now))
+}

@@ -1,0 +1,196 @@
+package object
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"strings"
+	"time"
+
+	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/meta"
+)
+
+// Share links. A share gives whoever holds its token access to one object
+// or to every object under a prefix of its owner's bucket, acting as the
+// owner but confined to what is shared: ShareKey is the one place a path
+// through a link becomes a key, and it can only ever produce keys under
+// the shared prefix (keys are flat strings: the shared prefix is prepended
+// to a relative path that ValidKey has checked, so no "..", however
+// encoded, can leave it). Only the owner creates, lists, inspects, changes
+// and revokes a share; anyone else is told it does not exist.
+
+// NewShare describes a share link to create.
+type NewShare struct {
+	Bucket string
+	// Key is the object to share, or, with Folder, the prefix ("" for the
+	// whole bucket; a missing trailing "/" is added).
+	Key          string
+	Folder       bool
+	PasswordHash string // "" or an argon2id PHC string
+	Note         string
+	AllowUpload  bool // folders only
+	MaxDownloads int64
+	ExpiresAt    time.Time
+}
+
+// MaxShareNote bounds a share's note, in bytes.
+const MaxShareNote = 1024
+
+// ShareTokenHash is the stored form of a share token: hex SHA-256.
+func ShareTokenHash(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
+// CreateShare creates a share link of a's and returns it with its token,
+// which is not stored and cannot be shown again. The shared object must
+// exist (a folder need not hold anything yet).
+func (s *Service) CreateShare(ctx context.Context, a Actor, ns NewShare) (meta.Share, string, error) {
+	if a.UserID == "" {
+		return meta.Share{}, "", errcode.New(errcode.Unauthenticated, "authentication required")
+	}
+	if _, err := s.authorize(ctx, a, ns.Bucket, write); err != nil {
+		return meta.Share{}, "", err
+	}
+	switch {
+	case len(ns.Note) > MaxShareNote:
+		return meta.Share{}, "", errcode.New(errcode.InvalidArgument, "note is longer than %d bytes", MaxShareNote)
+	case ns.MaxDownloads < 0:
+		return meta.Share{}, "", errcode.New(errcode.InvalidArgument, "max_downloads must not be negative")
+	case ns.AllowUpload && !ns.Folder:
+		return meta.Share{}, "", errcode.New(errcode.InvalidArgument, "allow_upload needs a folder share (prefix)")
+	}
+	if ns.Folder {
+		if ns.Key != "" && !strings.HasSuffix(ns.Key, "/") {
+			ns.Key += "/"
+		}
+		if ns.Key != "" {
+			if err := ValidKey(ns.Key); err != nil {
+				return meta.Share{}, "", err
+			}
+		}
+	} else {
+		if err := ValidKey(ns.Key); err != nil {
+			return meta.Share{}, "", err
+		}
+		if _, err := s.meta.GetObject(ctx, ns.Bucket, ns.Key); err != nil {
+			if errcode.Is(err, errcode.NotFound) {
+				return meta.Share{}, "", ErrNoObject(ns.Key)
+			}
+			return meta.Share{}, "", err
+		}
+	}
+	var raw [32]byte
+	rand.Read(raw[:])
+	token := base64.RawURLEncoding.EncodeToString(raw[:])
+	var id [12]byte
+	rand.Read(id[:])
+	sh := meta.Share{
+		ID: "sh_" + hex.EncodeToString(id[:]), Hash: ShareTokenHash(token), OwnerID: a.UserID,
+		Bucket: ns.Bucket, Key: ns.Key, Folder: ns.Folder, Password: ns.PasswordHash, Note: ns.Note,
+		AllowUpload: ns.AllowUpload, MaxDownloads: ns.MaxDownloads, CreatedAt: time.Now(), ExpiresAt: ns.ExpiresAt,
+	}
+	if err := s.meta.CreateShare(ctx, sh); err != nil {
+		return meta.Share{}, "", err
+	}
+	sh, err := s.meta.GetShare(ctx, sh.ID)
+	return sh, token, err
+}
+
+// ListShares returns a's share links, newest first.
+func (s *Service) ListShares(ctx context.Context, a Actor) ([]meta.Share, error) {
+	if a.UserID == "" {
+		return nil, errcode.New(errcode.Unauthenticated, "authentication required")
+	}
+	return s.meta.ListShares(ctx, a.UserID)
+}
+
+// GetShare returns a's share link id; NotFound if there is none or it is
+// someone else's.
+func (s *Service) GetShare(ctx context.Context, a Actor, id string) (meta.Share, error) {
+	sh, err := s.meta.GetShare(ctx, id)
+	if err != nil || a.UserID == "" || sh.OwnerID != a.UserID {
+		if err == nil || errcode.Is(err, errcode.NotFound) {
+			return meta.Share{}, errcode.New(errcode.NotFound, "no such share")
+		}
+		return meta.Share{}, err
+	}
+	return sh, nil
+}
+
+// SetShareExpiry changes the expiry of a's share link id.
+func (s *Service) SetShareExpiry(ctx context.Context, a Actor, id string, expires time.Time) (meta.Share, error) {
+	if _, err := s.GetShare(ctx, a, id); err != nil {
+		return meta.Share{}, err
+	}
+	return s.meta.SetShareExpiry(ctx, id, expires)
+}
+
+// RevokeShare revokes a's share link id; its token stops working at once.
+func (s *Service) RevokeShare(ctx context.Context, a Actor, id string) error {
+	if _, err := s.GetShare(ctx, a, id); err != nil {
+		return err
+	}
+	return s.meta.RevokeShare(ctx, id)
+}
+
+// ShareByToken returns the share link of token if it is active at now:
+// NotFound if the token is unknown, meta.ErrShareUnavailable if the share
+// is revoked, expired or used up. Whether its owner is still enabled is
+// the caller's to check (the account state lives in auth).
+func (s *Service) ShareByToken(ctx context.Context, token string, now time.Time) (meta.Share, error) {
+	if token == "" || len(token) > 128 {
+		return meta.Share{}, errcode.New(errcode.NotFound, "no such share link")
+	}
+	sh, err := s.meta.GetShareByHash(ctx, ShareTokenHash(token))
+	if errcode.Is(err, errcode.NotFound) {
+		return meta.Share{}, errcode.New(errcode.NotFound, "no such share link")
+	}
+	if err != nil {
+		return meta.Share{}, err
+	}
+	if st := sh.State(now); st != "active" {
+		return meta.Share{}, meta.ErrShareUnavailable(st)
+	}
+	return sh, nil
+}
+
+// UseShare records an access through share sh (a download when download
+// is true, refused past its limit); see meta.Store.UseShare.
+func (s *Service) UseShare(ctx context.Context, sh meta.Share, download bool, now time.Time) error {
+	return s.meta.UseShare(ctx, sh.ID, download, now)
+}
+
+// ShareActor is who acts through share sh: its owner.
+func ShareActor(sh meta.Share) Actor { return Actor{UserID: sh.OwnerID} }
+
+// ShareKey is the key that the path rel names through share sh: the
+// shared object itself for rel "" of a file share, prefix+rel in a folder
+// share. NotFound for a path a file share does not have, InvalidArgument
+// for a rel that is not a valid key on its own (a "." or ".." segment,
+// control bytes, ...). The result always lies inside the share.
+func ShareKey(sh meta.Share, rel string) (string, error) {
+	if !sh.Folder {
+		if rel != "" {
+			return "", errcode.New(errcode.NotFound, "no such file in this share")
+		}
+		return sh.Key, nil
+	}
+	if rel == "" {
+		return "", errcode.New(errcode.NotFound, "a folder share has no file at its root")
+	}
+	if err := ValidKey(rel); err != nil {
+		return "", err
+	}
+	if strings.HasPrefix(rel, "/") || strings.Contains(rel, "//") {
+		return "", errcode.New(errcode.InvalidArgument, "a path through a share link has no empty segment")
+	}
+	key := sh.Key + rel
+	if err := ValidKey(key); err != nil {
+		return "", err
+	}
+	return key, nil
+}
