@@ -249,6 +249,15 @@ type Object struct {
 	// store itself (an object with neither BlobKey nor Parts is inline;
 	// len(Inline) == Size). GetObject returns them; listings leave them nil.
 	Inline []byte
+	// Encryption is the crypt.Envelope (its Marshal form) of a single-blob
+	// or inline object whose bytes are ciphertext; nil for plaintext and
+	// for multipart objects (each part has its own). Opaque to the store:
+	// GetObject returns it, listings leave it nil. Size stays the
+	// plaintext size; the blob holds crypt.CiphertextSize(Size) bytes.
+	Encryption []byte
+	// EncryptionKEK names the key-encryption key its data key is wrapped
+	// under (kms.KeyRef.String()), "" for plaintext and customer keys.
+	EncryptionKEK string
 }
 
 // IsInline reports whether the object's bytes live in the metadata store.
@@ -260,6 +269,9 @@ type ObjectPart struct {
 	Size     int64
 	ETag     string // the part's MD5 hex
 	Checksum string // the part's checksum in Object.Checksum.Algorithm, base64; may be ""
+	// Encryption and EncryptionKEK: as in Object, for this part's blob.
+	Encryption    []byte
+	EncryptionKEK string
 }
 
 // Checksum is an S3 additional checksum (x-amz-checksum-*).
@@ -425,6 +437,10 @@ type Part struct {
 	Checksum string // base64 in the upload's ChecksumAlgorithm; may be ""
 	BlobKey  string
 	ModTime  time.Time
+	// Encryption and EncryptionKEK: as in Object, for this part's blob;
+	// CompleteUpload copies them into the object's parts.
+	Encryption    []byte
+	EncryptionKEK string
 	// Staged (an input of PutPart, never returned) says BlobKey was
 	// written under a Staging, which PutPart deletes as Put.Staged says.
 	Staged bool
