@@ -1,0 +1,210 @@
+package object
+
+import (
+	"bytes"
+	"context"
+	"io"
+
+	"github.com/coffer-storage/coffer/internal/crypt"
+	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/kms"
+)
+
+// Encryption at rest (docs/encryption.md)
+//
+// With Config.Encrypt, every new object, part and inline object gets its
+// own data key from Config.Keys, and its bytes go to the blob store (or
+// into the metadata store, inline) as crypt's DARE ciphertext bound to the
+// blob key (identity "inline" for inline bytes, whose envelope salt is
+// random). The envelope (meta.Object.Encryption, meta.ObjectPart.
+// Encryption) holds the wrapped data key; a row without one is plaintext,
+// so objects written before encryption was turned on stay readable.
+//
+// Everything the APIs see is the plaintext's: Size, ETag, SHA-256 and
+// checksums are computed on the plaintext before it is encrypted; Range
+// offsets are plaintext offsets, mapped to the ciphertext segments they
+// touch (crypt.Stream.Open). A failing key service is errcode.Unavailable
+// (503 + Retry-After): nothing is written without a data key, and nothing
+// plaintext is ever written for an encrypted object. Tampered ciphertext
+// fails the read with an integrity error (errcode.Internal, reason
+// "integrity"), logged here at error level.
+
+// Keys is what the service needs of a key provider; *kms.Keys has it.
+type Keys interface {
+	// GenerateDataKey returns a fresh data key wrapped under keyID's
+	// current KEK ("" = the default).
+	GenerateDataKey(ctx context.Context, keyID string) (kms.DataKey, error)
+	// Unwrap returns the data key w holds.
+	Unwrap(ctx context.Context, w kms.Wrapped) ([]byte, error)
+}
+
+// inlineIdentity is what inline ciphertext is bound to (it has no blob
+// key); the envelope's random salt makes each inline object's key unique.
+const inlineIdentity = "inline"
+
+// sealer encrypts one new object, part or inline object.
+type sealer struct {
+	stream   *crypt.Stream
+	envelope []byte // crypt.Envelope.Marshal()
+	kek      string // kms.KeyRef.String()
+}
+
+// newSealer returns a sealer for bytes bound to identity (a blob key, or
+// inlineIdentity) when new objects are encrypted, or nil when they are not.
+func (s *Service) newSealer(ctx context.Context, identity string) (*sealer, error) {
+	if !s.cfg.Encrypt {
+		return nil, nil
+	}
+	if s.cfg.Keys == nil {
+		return nil, errcode.New(errcode.Internal, "encryption is on but no key provider is configured")
+	}
+	dk, err := s.cfg.Keys.GenerateDataKey(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	defer clear(dk.Plaintext)
+	env := crypt.NewEnvelope(crypt.ModeServer)
+	env.KEKID, env.KEKVersion, env.WrappedKey = dk.Wrapped.KEK.ID, dk.Wrapped.KEK.Version, dk.Wrapped.Ciphertext
+	st, err := crypt.NewStream(dk.Plaintext, &env, identity)
+	if err != nil {
+		return nil, err
+	}
+	b, err := env.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	return &sealer{stream: st, envelope: b, kek: dk.Wrapped.KEK.String()}, nil
+}
+
+// blobSize is the size of the blob holding size plaintext bytes (-1 stays
+// -1: unknown).
+func (sl *sealer) blobSize(size int64) (int64, error) {
+	if sl == nil || size < 0 {
+		return size, nil
+	}
+	n, err := crypt.CiphertextSize(size)
+	if err != nil {
+		return 0, errcode.New(errcode.TooLarge, "object too large to encrypt")
+	}
+	return n, nil
+}
+
+// plainSize is the plaintext size of a blob of size bytes written through
+// sl.
+func (sl *sealer) plainSize(size int64) (int64, error) {
+	if sl == nil {
+		return size, nil
+	}
+	n, err := crypt.PlaintextSize(size)
+	if err != nil {
+		return 0, errcode.Wrap(errcode.Internal, err, "encrypted blob has an impossible size")
+	}
+	return n, nil
+}
+
+// encrypt returns r encrypted (or r itself for a nil sealer).
+func (sl *sealer) encrypt(r io.Reader) io.Reader {
+	if sl == nil {
+		return r
+	}
+	return sl.stream.Encrypt(r)
+}
+
+// opener opens stored bytes [offset, offset+length) of plaintext, given
+// their envelope (nil: plaintext).
+type opener struct {
+	s              *Service
+	bucket, key    string // for the log
+	envelope       []byte
+	identity       string // blob key, or inlineIdentity
+	size           int64  // plaintext size
+	fetch          crypt.Fetcher
+	plainOpenerErr func(error) error // maps the store's errors (missing blob → missing object)
+}
+
+// open returns the plaintext bytes [offset, offset+length) (length ≥ 0,
+// within size): straight from fetch without an envelope, else through the
+// stream the envelope describes, fetching only the segments the range
+// touches.
+func (op opener) open(ctx context.Context, offset, length int64) (io.ReadCloser, error) {
+	if op.envelope == nil {
+		rc, err := op.fetch(offset, length)
+		return rc, op.plainOpenerErr(err)
+	}
+	env, err := crypt.ParseEnvelope(op.envelope)
+	if err != nil {
+		return nil, op.integrity(err)
+	}
+	var dk []byte
+	switch env.Mode {
+	case crypt.ModeServer, crypt.ModeKMSKey:
+		if op.s.cfg.Keys == nil {
+			return nil, errcode.New(errcode.Unavailable, "object is encrypted but no key provider is configured")
+		}
+		dk, err = op.s.cfg.Keys.Unwrap(ctx, kms.Wrapped{KEK: kms.KeyRef{ID: env.KEKID, Version: env.KEKVersion}, Ciphertext: env.WrappedKey})
+		if err != nil {
+			if crypt.IsIntegrity(err) || errcode.As(err).Detail["reason"] == "integrity" {
+				return nil, op.integrity(err)
+			}
+			return nil, err
+		}
+	default:
+		return nil, &errcode.Error{Code: errcode.InvalidArgument, Message: "object is encrypted with a customer key",
+			Detail: map[string]any{"reason": "customer_key_required"}}
+	}
+	defer clear(dk)
+	st, err := crypt.NewStream(dk, &env, op.identity)
+	if err != nil {
+		return nil, op.integrity(err)
+	}
+	fetch := func(off, n int64) (io.ReadCloser, error) {
+		rc, err := op.fetch(off, n)
+		return rc, op.plainOpenerErr(err)
+	}
+	rc, err := st.Open(fetch, op.size, offset, length)
+	if err != nil {
+		if crypt.IsIntegrity(err) {
+			return nil, op.integrity(err)
+		}
+		return nil, err
+	}
+	return &checkedReader{ReadCloser: rc, op: op}, nil
+}
+
+// integrity logs an integrity failure and returns it.
+func (op opener) integrity(err error) error {
+	op.s.log.Error("encrypted object failed authentication: tampered or corrupt",
+		"bucket", op.bucket, "key", op.key, "blob", op.identity, "err", err)
+	if crypt.IsIntegrity(err) {
+		return err
+	}
+	return &errcode.Error{Code: errcode.Internal, Message: "stored object failed its integrity check",
+		Detail: map[string]any{"reason": "integrity"}, Err: err}
+}
+
+// checkedReader logs an integrity failure met mid-stream.
+type checkedReader struct {
+	io.ReadCloser
+	op     opener
+	logged bool
+}
+
+func (c *checkedReader) Read(p []byte) (int, error) {
+	n, err := c.ReadCloser.Read(p)
+	if err != nil && err != io.EOF && !c.logged && crypt.IsIntegrity(err) {
+		c.logged = true
+		c.op.integrity(err)
+	}
+	return n, err
+}
+
+// bytesFetcher fetches from bytes held in memory (inline objects).
+func bytesFetcher(b []byte) crypt.Fetcher {
+	return func(off, n int64) (io.ReadCloser, error) {
+		if off < 0 || off > int64(len(b)) {
+			return nil, errcode.New(errcode.RangeNotSatisfiable, "offset %d outside %d stored bytes", off, len(b))
+		}
+		end := min(off+n, int64(len(b)))
+		return io.NopCloser(bytes.NewReader(b[off:end])), nil
+	}
+}
