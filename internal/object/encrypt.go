@@ -1,6 +1,7 @@
 package object
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"io"
@@ -168,7 +169,20 @@ func (op opener) open(ctx context.Context, offset, length int64) (io.ReadCloser,
 		}
 		return nil, err
 	}
-	return &checkedReader{ReadCloser: rc, op: op}, nil
+	// Authenticate the first segment now: tampering there (or a blob
+	// shorter than its first segment) is an error before any header is
+	// sent (a 500), not a cut connection. (bufio passes large reads
+	// straight through once its buffer is drained.)
+	cr := &checkedReader{ReadCloser: rc, op: op}
+	br := bufio.NewReaderSize(cr, 512)
+	if _, err := br.Peek(1); err != nil && err != io.EOF {
+		rc.Close()
+		return nil, err
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{br, rc}, nil
 }
 
 // integrity logs an integrity failure and returns it.

@@ -293,6 +293,20 @@ func TestTamperedCiphertext(t *testing.T) {
 			if _, err := f.blobs.Put(ctx, o.BlobKey, bytes.NewReader(bad), int64(len(bad))); err != nil {
 				t.Fatal(err)
 			}
+			if at < crypt.SegmentSize {
+				// In the first segment: Open fails, before an API has
+				// sent any header.
+				r, err := f.svc.Get(ctx, f.alice, "alice-bucket", "k")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if rc, err := r.Open(ctx, 0, -1); !crypt.IsIntegrity(err) {
+					t.Errorf("Open: %v, want an integrity error", err)
+					if rc != nil {
+						rc.Close()
+					}
+				}
+			}
 			got, err := readRange(t, f, "alice-bucket", "k", 0, -1)
 			if !crypt.IsIntegrity(err) {
 				t.Fatalf("read: %v, want an integrity error", err)
