@@ -9,6 +9,7 @@ import (
 	"github.com/coffer-storage/coffer/internal/crypt"
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/kms"
+	"github.com/coffer-storage/coffer/internal/meta"
 )
 
 // Encryption at rest (docs/encryption.md)
@@ -50,21 +51,83 @@ type sealer struct {
 	kek      string // kms.KeyRef.String()
 }
 
+// SSE is a request's choice of encryption (S3's SSE headers). The zero
+// value takes the server's default (Config.Encrypt).
+type SSE struct {
+	// Mode is 0 (the default), crypt.ModeServer (SSE-S3) or
+	// crypt.ModeKMSKey (SSE-KMS).
+	Mode crypt.Mode
+	// KMSKeyID, with ModeKMSKey, is the key the client named ("": the
+	// default KEK).
+	KMSKeyID string
+}
+
+// EncryptsByDefault reports whether new objects are encrypted without
+// being asked (--encryption on).
+func (s *Service) EncryptsByDefault() bool { return s.cfg.Encrypt }
+
+// Encryption says how an object's bytes are stored, for the APIs'
+// response headers: Mode 0 for plaintext.
+type Encryption struct {
+	Mode     crypt.Mode
+	KMSKeyID string // ModeKMSKey: the key's name (as the client named it)
+}
+
+// EncryptionOf returns how o is stored (a multipart object: as its first
+// part; all its parts share the upload's choice).
+func EncryptionOf(o meta.Object) Encryption {
+	env := o.Encryption
+	if len(o.Parts) > 0 {
+		env = o.Parts[0].Encryption
+	}
+	return encryptionOf(env)
+}
+
+func encryptionOf(env []byte) Encryption {
+	if env == nil {
+		return Encryption{}
+	}
+	e, err := crypt.ParseEnvelope(env)
+	if err != nil {
+		return Encryption{Mode: crypt.ModeServer} // encrypted; the read will report the damage
+	}
+	out := Encryption{Mode: e.Mode}
+	if e.Mode == crypt.ModeKMSKey {
+		out.KMSKeyID = kms.KeyRef{ID: e.KEKID}.Name()
+	}
+	return out
+}
+
+// PartEncryption returns how a part's bytes are stored.
+func PartEncryption(p meta.Part) Encryption { return encryptionOf(p.Encryption) }
+
 // newSealer returns a sealer for bytes bound to identity (a blob key, or
-// inlineIdentity) when new objects are encrypted, or nil when they are not.
-func (s *Service) newSealer(ctx context.Context, identity string) (*sealer, error) {
-	if !s.cfg.Encrypt {
+// inlineIdentity) when they are to be encrypted (as sse asks, else as the
+// server's default), or nil when they are not.
+func (s *Service) newSealer(ctx context.Context, identity string, sse SSE) (*sealer, error) {
+	mode := sse.Mode
+	if mode == 0 && s.cfg.Encrypt {
+		mode = crypt.ModeServer
+	}
+	keyID := ""
+	switch mode {
+	case 0:
 		return nil, nil
+	case crypt.ModeServer:
+	case crypt.ModeKMSKey:
+		keyID = sse.KMSKeyID
+	default:
+		return nil, errcode.New(errcode.NotImplemented, "encryption mode %v is not implemented", mode)
 	}
 	if s.cfg.Keys == nil {
-		return nil, errcode.New(errcode.Internal, "encryption is on but no key provider is configured")
+		return nil, errcode.New(errcode.NotImplemented, "server-side encryption needs a key provider: start the server with --kms")
 	}
-	dk, err := s.cfg.Keys.GenerateDataKey(ctx, "")
+	dk, err := s.cfg.Keys.GenerateDataKey(ctx, keyID)
 	if err != nil {
 		return nil, err
 	}
 	defer clear(dk.Plaintext)
-	env := crypt.NewEnvelope(crypt.ModeServer)
+	env := crypt.NewEnvelope(mode)
 	env.KEKID, env.KEKVersion, env.WrappedKey = dk.Wrapped.KEK.ID, dk.Wrapped.KEK.Version, dk.Wrapped.Ciphertext
 	st, err := crypt.NewStream(dk.Plaintext, &env, identity)
 	if err != nil {

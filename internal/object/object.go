@@ -243,6 +243,8 @@ type PutInput struct {
 	ChecksumAlgorithm string
 	ChecksumWant      []byte
 	Cond              meta.Cond
+	// SSE asks for encryption (the zero value: the server's default).
+	SSE SSE
 }
 
 // Put streams one object into storage and commits it.
@@ -350,7 +352,7 @@ func (s *Service) stage(ctx context.Context, a Actor, in PutInput) (staged, erro
 	if inline {
 		identity = inlineIdentity
 	}
-	sl, err := s.newSealer(ctx, identity)
+	sl, err := s.newSealer(ctx, identity, in.SSE)
 	if err != nil {
 		return staged{}, err
 	}
@@ -717,6 +719,9 @@ type CopyInput struct {
 	ReplaceMetadata   bool
 	ContentType       string
 	Metadata          map[string]string
+	// SSE asks for the copy's encryption (the zero value: the server's
+	// default), whatever the source's.
+	SSE SSE
 }
 
 // Copy copies an object a may read into a bucket a owns. The bytes are
@@ -747,7 +752,7 @@ func (s *Service) CopyFrom(ctx context.Context, a Actor, src *Reader, in CopyInp
 	}
 	in2 := PutInput{
 		Bucket: in.DstBucket, Key: in.DstKey, Size: src.Object.Size,
-		ContentType: ct, Metadata: md, SHA256: sum, Cond: in.Cond,
+		ContentType: ct, Metadata: md, SHA256: sum, Cond: in.Cond, SSE: in.SSE,
 	}
 	if c := src.Object.Checksum; c.Algorithm != "" && c.Type == "FULL_OBJECT" {
 		if want, err := base64.StdEncoding.DecodeString(c.Value); err == nil {

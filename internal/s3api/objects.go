@@ -123,13 +123,14 @@ func (api *API) putObject(q *request) (response, error) {
 	o, err := api.objects.Put(ctxOf(q), q.actor, object.PutInput{
 		Bucket: q.bucket, Key: q.key, Body: body, Size: size, ContentType: ct,
 		Metadata: userMetadata(q.Header), MD5: md5sum, SHA256: q.pay.sha256,
-		ChecksumAlgorithm: alg, ChecksumWant: want, Cond: cond,
+		ChecksumAlgorithm: alg, ChecksumWant: want, Cond: cond, SSE: requestSSE(q.Header),
 	})
 	if err != nil {
 		return nil, err
 	}
 	h := http.Header{"Etag": {`"` + o.ETag + `"`}}
 	checksumHeaders(h, o.Checksum)
+	sseHeaders(h, object.EncryptionOf(o))
 	return empty{header: h}, nil
 }
 
@@ -179,6 +180,7 @@ func (or *objectResponse) respond(w http.ResponseWriter, q *request) {
 	o := or.rd.Object
 	h := w.Header()
 	h.Set("Content-Type", o.ContentType)
+	sseHeaders(h, object.EncryptionOf(o))
 	for k, val := range o.Metadata {
 		h["X-Amz-Meta-"+k] = []string{val}
 	}
@@ -306,7 +308,7 @@ func (api *API) copyObject(q *request) (response, error) {
 	if err != nil {
 		return nil, err
 	}
-	in := object.CopyInput{DstBucket: q.bucket, DstKey: q.key, Cond: cond, ReplaceMetadata: replace}
+	in := object.CopyInput{DstBucket: q.bucket, DstKey: q.key, Cond: cond, ReplaceMetadata: replace, SSE: requestSSE(q.Header)}
 	if replace {
 		in.ContentType, in.Metadata = q.Header.Get("Content-Type"), userMetadata(q.Header)
 	}
@@ -314,7 +316,9 @@ func (api *API) copyObject(q *request) (response, error) {
 	if err != nil {
 		return nil, err
 	}
-	return xmlResponse{body: copyObjectResult{Xmlns: s3NS, LastModified: iso8601(o.ModTime), ETag: `"` + o.ETag + `"`}}, nil
+	h := http.Header{}
+	sseHeaders(h, object.EncryptionOf(o))
+	return xmlResponse{header: h, body: copyObjectResult{Xmlns: s3NS, LastModified: iso8601(o.ModTime), ETag: `"` + o.ETag + `"`}}, nil
 }
 
 func (api *API) deleteObject(q *request) (response, error) {

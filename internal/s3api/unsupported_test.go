@@ -19,7 +19,13 @@ func TestCheckRequest(t *testing.T) {
 		want       string // S3 error code, "" for accepted
 	}{
 		// Refused.
-		{"PutObject", "/b/k", []string{"X-Amz-Server-Side-Encryption", "AES256"}, s3err.NotImplemented},
+		{"PutObject", "/b/k", []string{"X-Amz-Server-Side-Encryption", "aws:kms:dsse"}, s3err.NotImplemented},
+		{"PutObject", "/b/k", []string{"X-Amz-Server-Side-Encryption", "AES128"}, s3err.InvalidArgument},
+		{"PutObject", "/b/k", []string{"X-Amz-Server-Side-Encryption-Aws-Kms-Key-Id", "k1"}, s3err.InvalidArgument},
+		{"PutObject", "/b/k", []string{"X-Amz-Server-Side-Encryption", "AES256", "X-Amz-Server-Side-Encryption-Aws-Kms-Key-Id", "k1"}, s3err.InvalidArgument},
+		{"PutObject", "/b/k", []string{"X-Amz-Server-Side-Encryption", "aws:kms", "X-Amz-Server-Side-Encryption-Context", "e30="}, s3err.NotImplemented},
+		{"GetObject", "/b/k", []string{"X-Amz-Server-Side-Encryption", "AES256"}, s3err.NotImplemented},
+		{"UploadPart", "/b/k?partNumber=1&uploadId=u", []string{"X-Amz-Server-Side-Encryption", "AES256"}, s3err.NotImplemented},
 		{"PutObject", "/b/k", []string{"X-Amz-Server-Side-Encryption-Customer-Algorithm", "AES256"}, s3err.NotImplemented},
 		{"GetObject", "/b/k", []string{"X-Amz-Server-Side-Encryption-Customer-Key-Md5", "x"}, s3err.NotImplemented},
 		{"HeadObject", "/b/k", []string{"x-amz-server-side-encryption-customer-key", "x"}, s3err.NotImplemented},
@@ -59,6 +65,10 @@ func TestCheckRequest(t *testing.T) {
 		// Accepted: what clients send by default, and values that mean
 		// what Coffer does.
 		{"PutObject", "/b/k", []string{"X-Amz-Storage-Class", "STANDARD"}, ""},
+		{"PutObject", "/b/k", []string{"X-Amz-Server-Side-Encryption", "AES256"}, ""},
+		{"PutObject", "/b/k", []string{"X-Amz-Server-Side-Encryption", "aws:kms", "X-Amz-Server-Side-Encryption-Aws-Kms-Key-Id", "k1",
+			"X-Amz-Server-Side-Encryption-Bucket-Key-Enabled", "true"}, ""},
+		{"CopyObject", "/b/k", []string{"X-Amz-Server-Side-Encryption", "aws:kms"}, ""},
 		{"PutObject", "/b/k", []string{"X-Amz-Acl", "private"}, ""},
 		{"PutObject", "/b/k", []string{"X-Amz-Acl", "bucket-owner-full-control"}, ""},
 		{"PutObject", "/b/k", []string{"X-Amz-Tagging", ""}, ""},

@@ -612,11 +612,14 @@ func BuildInfo() (version, revision, goVersion string) {
 // stay cached for kms's default (5 min after last use).
 const keyTTL = 5 * time.Second
 
-// openKeys opens the key provider: always when encryption is on or --kms
-// names one, else only if the default keyring exists (objects encrypted
-// earlier stay readable after encryption was turned off). nil: none.
+// openKeys opens the key provider: when encryption is on, when --kms names
+// one, and in the embedded shape (whose default keyring in the data folder
+// is created on first use: S3 SSE requests work without configuration).
+// A scale-out node without --kms opens only an existing default keyring
+// (it must never make a key of its own), so objects encrypted earlier stay
+// readable. nil: none (SSE requests are refused).
 func openKeys(ctx context.Context, cfg config.Config, log *slog.Logger) (*kms.Keys, error) {
-	if cfg.Encryption != "on" && cfg.KMS == "" {
+	if cfg.Encryption != "on" && cfg.KMS == "" && cfg.Meta != "" {
 		if _, err := os.Stat(filepath.Join(cfg.Data, kms.DefaultKeyringName)); err != nil {
 			return nil, nil
 		}
