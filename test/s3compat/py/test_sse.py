@@ -1,0 +1,108 @@
+"""boto3 server-side encryption against a `coffer serve --encryption on`.
+
+Run by sse_test.go (TestSSE) with the COFFER_S3_* variables of
+test_boto3.py and COFFER_KMS_KEY, a key id the server's key provider
+knows. Checks what AWS S3 answers: the SSE response headers on PUT, GET,
+HEAD, copy and multipart; exact bytes and ranges; the errors for an
+unknown KMS key and for what Coffer does not implement (SSE-C, DSSE).
+"""
+
+import os
+
+import pytest
+from boto3.s3.transfer import TransferConfig
+from botocore.exceptions import ClientError
+
+from test_boto3 import BUCKET, MiB, make_client, err
+
+KMS_KEY = os.environ["COFFER_KMS_KEY"]
+BODY = os.urandom(300_000)
+
+
+@pytest.fixture(scope="module")
+def s3():
+    return make_client()
+
+
+@pytest.fixture(scope="module")
+def bucket(s3):
+    name = BUCKET + "-sse"
+    s3.create_bucket(Bucket=name)
+    return name
+
+
+def absent(s3, bucket, key):
+    with pytest.raises(ClientError) as e:
+        s3.head_object(Bucket=bucket, Key=key)
+    assert err(e)[1] == 404, f"{key} exists after a refused request"
+
+
+def test_sse_s3(s3, bucket):
+    r = s3.put_object(Bucket=bucket, Key="sse-s3", Body=BODY, ServerSideEncryption="AES256")
+    assert r["ServerSideEncryption"] == "AES256", r
+    h = s3.head_object(Bucket=bucket, Key="sse-s3")
+    assert h["ServerSideEncryption"] == "AES256" and h["ContentLength"] == len(BODY), h
+    g = s3.get_object(Bucket=bucket, Key="sse-s3")
+    assert g["ServerSideEncryption"] == "AES256"
+    assert g["Body"].read() == BODY
+    g = s3.get_object(Bucket=bucket, Key="sse-s3", Range="bytes=65530-65545")
+    assert g["Body"].read() == BODY[65530:65546]
+
+
+def test_default_encryption(s3, bucket):
+    # --encryption on: every object is encrypted, asked or not.
+    r = s3.put_object(Bucket=bucket, Key="default", Body=b"small object")
+    assert r["ServerSideEncryption"] == "AES256", r
+    assert s3.get_object(Bucket=bucket, Key="default")["Body"].read() == b"small object"
+
+
+def test_sse_kms(s3, bucket):
+    r = s3.put_object(Bucket=bucket, Key="sse-kms", Body=BODY, ServerSideEncryption="aws:kms", SSEKMSKeyId=KMS_KEY)
+    assert r["ServerSideEncryption"] == "aws:kms" and r["SSEKMSKeyId"] == KMS_KEY, r
+    assert r.get("BucketKeyEnabled") is True, r
+    h = s3.head_object(Bucket=bucket, Key="sse-kms")
+    assert h["ServerSideEncryption"] == "aws:kms" and h["SSEKMSKeyId"] == KMS_KEY, h
+    assert s3.get_object(Bucket=bucket, Key="sse-kms")["Body"].read() == BODY
+    g = s3.get_object(Bucket=bucket, Key="sse-kms", Range="bytes=-100")
+    assert g["Body"].read() == BODY[-100:]
+
+
+def test_sse_kms_unknown_key(s3, bucket):
+    with pytest.raises(ClientError) as e:
+        s3.put_object(Bucket=bucket, Key="bad-kms", Body=b"x", ServerSideEncryption="aws:kms", SSEKMSKeyId="no-such-key")
+    assert err(e) == ("KMS.NotFoundException", 400)
+    absent(s3, bucket, "bad-kms")
+
+
+def test_copy_changes_encryption(s3, bucket):
+    s3.put_object(Bucket=bucket, Key="copy-src", Body=BODY, ServerSideEncryption="AES256")
+    r = s3.copy_object(Bucket=bucket, Key="copy-dst", CopySource={"Bucket": bucket, "Key": "copy-src"},
+                       ServerSideEncryption="aws:kms", SSEKMSKeyId=KMS_KEY)
+    assert r["ServerSideEncryption"] == "aws:kms" and r["SSEKMSKeyId"] == KMS_KEY, r
+    assert s3.get_object(Bucket=bucket, Key="copy-dst")["Body"].read() == BODY
+
+
+def test_multipart_encrypted(s3, bucket, tmp_path):
+    data = os.urandom(12 * MiB + 123)
+    src = tmp_path / "src"
+    src.write_bytes(data)
+    cfg = TransferConfig(multipart_threshold=5 * MiB, multipart_chunksize=5 * MiB)
+    s3.upload_file(str(src), bucket, "mp", Config=cfg, ExtraArgs={"ServerSideEncryption": "AES256"})
+    h = s3.head_object(Bucket=bucket, Key="mp")
+    assert h["ServerSideEncryption"] == "AES256" and h["ContentLength"] == len(data), h
+    dst = tmp_path / "dst"
+    s3.download_file(bucket, "mp", str(dst), Config=cfg)
+    assert dst.read_bytes() == data
+    g = s3.get_object(Bucket=bucket, Key="mp", Range=f"bytes={5 * MiB - 5}-{5 * MiB + 4}")
+    assert g["Body"].read() == data[5 * MiB - 5:5 * MiB + 5]
+
+
+@pytest.mark.parametrize("kw", [
+    {"SSECustomerAlgorithm": "AES256", "SSECustomerKey": os.urandom(32)},
+    {"ServerSideEncryption": "aws:kms:dsse"},
+], ids=["sse-c", "dsse"])
+def test_not_implemented(s3, bucket, kw):
+    with pytest.raises(ClientError) as e:
+        s3.put_object(Bucket=bucket, Key="refused", Body=b"x", **kw)
+    assert err(e) == ("NotImplemented", 501)
+    absent(s3, bucket, "refused")
