@@ -227,6 +227,31 @@ type Bucket struct {
 	OwnerID    string
 	Visibility Visibility
 	CreatedAt  time.Time
+	// Encryption is the default encryption of new objects written without
+	// an encryption of their own: "" (the server's --encryption),
+	// EncryptAES256 or EncryptKMS (under EncryptionKMSKey, "" = the key
+	// provider's default key).
+	Encryption       string
+	EncryptionKMSKey string
+}
+
+// The bucket default encryptions (S3's SSEAlgorithm values).
+const (
+	EncryptAES256 = "AES256"
+	EncryptKMS    = "aws:kms"
+)
+
+// ValidBucketEncryption checks a bucket default encryption.
+func ValidBucketEncryption(enc, kmsKey string) error {
+	switch {
+	case enc != "" && enc != EncryptAES256 && enc != EncryptKMS:
+		return errcode.New(errcode.InvalidArgument, "bucket encryption must be %q, %q or empty", EncryptAES256, EncryptKMS)
+	case kmsKey != "" && enc != EncryptKMS:
+		return errcode.New(errcode.InvalidArgument, "a KMS key id needs encryption %q", EncryptKMS)
+	case len(kmsKey) > 2048:
+		return errcode.New(errcode.InvalidArgument, "KMS key id too long")
+	}
+	return nil
 }
 
 // Object is the metadata of one stored object.
@@ -550,6 +575,10 @@ type Store interface {
 	// ListBuckets returns the owner's buckets sorted by name.
 	ListBuckets(ctx context.Context, ownerID string) ([]Bucket, error)
 	SetBucketVisibility(ctx context.Context, name string, v Visibility) error
+	// SetBucketEncryption sets a bucket's default encryption (see
+	// Bucket.Encryption): NotFound if missing; InvalidArgument unless
+	// ValidBucketEncryption.
+	SetBucketEncryption(ctx context.Context, name, enc, kmsKey string) error
 	// DeleteBucket: NotFound if missing; Conflict if it holds objects.
 	// Multipart uploads in progress in it are aborted in the same
 	// transaction (their blobs enqueued, their usage released).

@@ -38,6 +38,48 @@ type Keys interface {
 	GenerateDataKey(ctx context.Context, keyID string) (kms.DataKey, error)
 	// Unwrap returns the data key w holds.
 	Unwrap(ctx context.Context, w kms.Wrapped) ([]byte, error)
+	// KeyExists reports whether keyID names a usable key: nil, NotFound
+	// or PermissionDenied (resource kms_key), Unavailable.
+	KeyExists(ctx context.Context, keyID string) error
+}
+
+// bucketSSE is the encryption a bucket's default asks for (the zero
+// value: the server's default).
+func bucketSSE(b meta.Bucket) SSE {
+	switch b.Encryption {
+	case meta.EncryptAES256:
+		return SSE{Mode: crypt.ModeServer}
+	case meta.EncryptKMS:
+		return SSE{Mode: crypt.ModeKMSKey, KMSKeyID: b.EncryptionKMSKey}
+	}
+	return SSE{}
+}
+
+// SetBucketEncryption sets the default encryption of new objects in a
+// bucket a owns (see meta.Bucket.Encryption): enc "" (the server's
+// default), meta.EncryptAES256 or meta.EncryptKMS with kmsKey ("" = the
+// provider's default key), which must exist.
+func (s *Service) SetBucketEncryption(ctx context.Context, a Actor, name, enc, kmsKey string) (meta.Bucket, error) {
+	b, err := s.authorize(ctx, a, name, write)
+	if err != nil {
+		return meta.Bucket{}, err
+	}
+	if err := meta.ValidBucketEncryption(enc, kmsKey); err != nil {
+		return meta.Bucket{}, err
+	}
+	if enc != "" {
+		if s.cfg.Keys == nil {
+			return meta.Bucket{}, errcode.New(errcode.NotImplemented, "server-side encryption needs a key provider: start the server with --kms")
+		}
+		if err := s.cfg.Keys.KeyExists(ctx, kmsKey); err != nil {
+			return meta.Bucket{}, err
+		}
+	}
+	if err := s.meta.SetBucketEncryption(ctx, name, enc, kmsKey); err != nil {
+		return meta.Bucket{}, err
+	}
+	b.Encryption, b.EncryptionKMSKey = enc, kmsKey
+	return b, nil
 }
 
 // inlineIdentity is what inline ciphertext is bound to (it has no blob
@@ -103,7 +145,8 @@ func PartEncryption(p meta.Part) Encryption { return encryptionOf(p.Encryption) 
 
 // newSealer returns a sealer for bytes bound to identity (a blob key, or
 // inlineIdentity) when they are to be encrypted (as sse asks, else as the
-// server's default), or nil when they are not.
+// bucket's default (see bucketSSE), else as the server's), or nil when
+// they are not.
 func (s *Service) newSealer(ctx context.Context, identity string, sse SSE) (*sealer, error) {
 	mode := sse.Mode
 	if mode == 0 && s.cfg.Encrypt {

@@ -360,3 +360,50 @@ func TestKeyServiceOutage(t *testing.T) {
 		t.Errorf("Put after the outage: %v", err)
 	}
 }
+
+// TestBucketDefaultEncryption: a bucket's default encrypts what is written
+// into it without an encryption of its own, with encryption off for the
+// server; an unknown KMS key is refused and changes nothing.
+func TestBucketDefaultEncryption(t *testing.T) {
+	f, keys := encFixture(t)
+	ctx := t.Context()
+	f.svc = New(f.meta, f.blobs, Config{GarbageGrace: time.Nanosecond, Keys: keys}, nil)
+	putEnc := func(key string) Encryption {
+		t.Helper()
+		o, err := f.svc.Put(ctx, f.alice, PutInput{Bucket: "alice-bucket", Key: key, Body: strings.NewReader(marker), Size: int64(len(marker))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return EncryptionOf(o)
+	}
+	if got := putEnc("plain"); got.Mode != 0 {
+		t.Fatalf("no default: %+v, want plaintext", got)
+	}
+	for _, tc := range []struct {
+		enc, key string
+		want     Encryption
+	}{
+		{"AES256", "", Encryption{Mode: crypt.ModeServer}},
+		{"aws:kms", "", Encryption{Mode: crypt.ModeKMSKey, KMSKeyID: "default"}},
+		{"aws:kms", "default", Encryption{Mode: crypt.ModeKMSKey, KMSKeyID: "default"}},
+		{"", "", Encryption{}},
+	} {
+		if _, err := f.svc.SetBucketEncryption(ctx, f.alice, "alice-bucket", tc.enc, tc.key); err != nil {
+			t.Fatalf("SetBucketEncryption(%q, %q): %v", tc.enc, tc.key, err)
+		}
+		if got := putEnc("k-" + tc.enc + tc.key); got != tc.want {
+			t.Errorf("default %q %q: object stored %+v, want %+v", tc.enc, tc.key, got, tc.want)
+		}
+		wantRanges(t, f, "alice-bucket", "k-"+tc.enc+tc.key, []byte(marker))
+	}
+	_, err := f.svc.SetBucketEncryption(ctx, f.alice, "alice-bucket", "aws:kms", "no-such-key")
+	if e := errcode.As(err); err == nil || e.Code != errcode.NotFound || e.Detail["resource"] != "kms_key" {
+		t.Errorf("unknown KMS key: %v, want NotFound kms_key", err)
+	}
+	if _, err := f.svc.SetBucketEncryption(ctx, f.bob, "alice-bucket", "AES256", ""); !errcode.Is(err, errcode.PermissionDenied) {
+		t.Errorf("another user's bucket: %v, want PermissionDenied", err)
+	}
+	if b, _ := f.meta.GetBucket(ctx, "alice-bucket"); b.Encryption != "" {
+		t.Errorf("refused settings changed the bucket: %q", b.Encryption)
+	}
+}

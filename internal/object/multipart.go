@@ -193,7 +193,7 @@ func (s *Service) PutPart(ctx context.Context, a Actor, in PartInput) (meta.Part
 	// upload's declared size, if it has one.
 	// Each part has its own data key, bound to its blob key.
 	key := newBlobKey()
-	sl, err := s.newSealer(ctx, key, SSE{})
+	sl, err := s.newSealer(ctx, key, bucketSSE(b))
 	if err != nil {
 		return meta.Part{}, err
 	}

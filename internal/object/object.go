@@ -352,7 +352,11 @@ func (s *Service) stage(ctx context.Context, a Actor, in PutInput) (staged, erro
 	if inline {
 		identity = inlineIdentity
 	}
-	sl, err := s.newSealer(ctx, identity, in.SSE)
+	sse := in.SSE
+	if sse.Mode == 0 {
+		sse = bucketSSE(b)
+	}
+	sl, err := s.newSealer(ctx, identity, sse)
 	if err != nil {
 		return staged{}, err
 	}

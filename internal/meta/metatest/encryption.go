@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
 )
 
@@ -16,6 +17,34 @@ var encryptionTests = []test{
 	{name: "Inline", fn: testEnvelopeInline},
 	{name: "Multipart", fn: testEnvelopeMultipart},
 	{name: "PutWithParts", fn: testEnvelopeParts},
+	{name: "BucketDefault", fn: testBucketEncryption},
+}
+
+func testBucketEncryption(t *testing.T, s meta.Store) {
+	ctx := t.Context()
+	addUser(t, s, "alice", 0)
+	if b, err := s.GetBucket(ctx, "alice"); err != nil || b.Encryption != "" || b.EncryptionKMSKey != "" {
+		t.Fatalf("new bucket: %+v, %v; want no default encryption", b, err)
+	}
+	for _, tc := range []struct{ enc, key string }{
+		{meta.EncryptAES256, ""}, {meta.EncryptKMS, ""}, {meta.EncryptKMS, "alias/coffer"}, {"", ""},
+	} {
+		ok(t, s.SetBucketEncryption(ctx, "alice", tc.enc, tc.key), "SetBucketEncryption "+tc.enc)
+		b, err := s.GetBucket(ctx, "alice")
+		ok(t, err, "GetBucket")
+		if b.Encryption != tc.enc || b.EncryptionKMSKey != tc.key {
+			t.Errorf("GetBucket after SetBucketEncryption(%q, %q): %q, %q", tc.enc, tc.key, b.Encryption, b.EncryptionKMSKey)
+		}
+		bs, err := s.ListBuckets(ctx, "alice")
+		ok(t, err, "ListBuckets")
+		if len(bs) != 1 || bs[0].Encryption != tc.enc || bs[0].EncryptionKMSKey != tc.key {
+			t.Errorf("ListBuckets: %+v", bs)
+		}
+	}
+	for _, bad := range []struct{ enc, key string }{{"AES128", ""}, {meta.EncryptAES256, "k"}, {"", "k"}} {
+		wantCode(t, s.SetBucketEncryption(ctx, "alice", bad.enc, bad.key), errcode.InvalidArgument, "SetBucketEncryption "+bad.enc+" "+bad.key)
+	}
+	wantCode(t, s.SetBucketEncryption(ctx, "nope", meta.EncryptAES256, ""), errcode.NotFound, "SetBucketEncryption of a missing bucket")
 }
 
 // envelope returns distinct opaque envelope bytes (with a zero byte and a
