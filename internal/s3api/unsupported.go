@@ -47,7 +47,7 @@ var (
 		"ListObjects", "ListObjectsV2", "ListObjectVersions", "ListMultipartUploads", "DeleteObjects",
 		"PutObject", "CopyObject", "GetObject", "HeadObject", "DeleteObject",
 		"CreateMultipartUpload", "UploadPart", "UploadPartCopy", "CompleteMultipartUpload",
-		"AbortMultipartUpload", "ListParts",
+		"AbortMultipartUpload", "ListParts", "PutBucketEncryption", "GetBucketEncryption", "DeleteBucketEncryption",
 	}
 )
 

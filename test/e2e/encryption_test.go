@@ -301,3 +301,60 @@ func wantRanges(t *testing.T, u *s3User, bucket, key string, data []byte, bounda
 		}
 	}
 }
+
+// TestBucketEncryptionSetting: the file API's bucket setting (PATCH
+// /buckets/{bucket} {encryption}) makes new objects encrypted with the
+// server's encryption off; bad settings change nothing.
+func TestBucketEncryptionSetting(t *testing.T) {
+	keyring := filepath.Join(t.TempDir(), "keyring")
+	if err := os.WriteFile(keyring, []byte("default 1 "+base64.StdEncoding.EncodeToString(randBytes(t, 32))+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := testenv.Start(t, "--kms", "local://"+keyring)
+	u := newS3User(t, srv)
+	bucket := u.Bucket
+	sseOf := func(key string, body []byte) string {
+		t.Helper()
+		resp := u.Do(t, "PUT", testenv.FileURL(bucket, key), bytes.NewReader(body))
+		resp.Body.Close()
+		if resp.StatusCode/100 != 2 {
+			t.Fatalf("PUT %s: %d", key, resp.StatusCode)
+		}
+		wantBody(t, u, bucket, key, body)
+		return u.s3(t, "HEAD", "/"+bucket+"/"+key, nil, "").header.Get("X-Amz-Server-Side-Encryption")
+	}
+	if got := sseOf("plain", []byte("plain")); got != "" {
+		t.Errorf("no setting: encryption %q, want none", got)
+	}
+	var b struct {
+		Encryption *struct {
+			Default  string `json:"default"`
+			KMSKeyID string `json:"kms_key_id"`
+		} `json:"encryption"`
+	}
+	if st := u.JSON(t, "PATCH", "/api/v1/buckets/"+bucket, map[string]any{"encryption": map[string]string{"default": "AES256"}}, &b); st != 200 || b.Encryption == nil || b.Encryption.Default != "AES256" {
+		t.Fatalf("PATCH encryption AES256: %d %+v", st, b.Encryption)
+	}
+	if got := sseOf("enc", fill("BUCKET-DEFAULT-", 100_000)); got != "AES256" {
+		t.Errorf("with the bucket default: encryption %q, want AES256", got)
+	}
+	if st := u.JSON(t, "PATCH", "/api/v1/buckets/"+bucket, map[string]any{"encryption": map[string]string{"default": "aws:kms", "kms_key_id": "nope"}}, nil); st != 404 {
+		t.Errorf("unknown KMS key: %d, want 404 (resource kms_key)", st)
+	}
+	if st := u.JSON(t, "PATCH", "/api/v1/buckets/"+bucket, map[string]any{"encryption": map[string]string{"default": "AES128"}}, nil); st != 400 {
+		t.Errorf("bad default: %d, want 400", st)
+	}
+	if st := u.JSON(t, "PATCH", "/api/v1/buckets/"+bucket, map[string]any{}, nil); st != 400 {
+		t.Errorf("empty PATCH: %d, want 400", st)
+	}
+	if st := u.JSON(t, "GET", "/api/v1/buckets/"+bucket, nil, &b); st != 200 || b.Encryption == nil || b.Encryption.Default != "AES256" {
+		t.Errorf("after refused PATCHes: %d %+v, want AES256 unchanged", st, b.Encryption)
+	}
+	b.Encryption = nil
+	if st := u.JSON(t, "PATCH", "/api/v1/buckets/"+bucket, map[string]any{"encryption": map[string]string{"default": ""}}, &b); st != 200 || b.Encryption != nil {
+		t.Errorf("PATCH encryption off: %d %+v", st, b.Encryption)
+	}
+	if got := sseOf("plain2", []byte("plain again")); got != "" {
+		t.Errorf("setting removed: encryption %q, want none", got)
+	}
+}

@@ -44,6 +44,7 @@ var (
 	InternalError                     = def("InternalError", 500, "We encountered an internal error. Please try again.")
 	InvalidAccessKeyID                = def("InvalidAccessKeyId", 403, "The AWS access key Id you provided does not exist in our records.")
 	InvalidArgument                   = def("InvalidArgument", 400, "Invalid Argument.")
+	SSEConfigNotFound                 = def("ServerSideEncryptionConfigurationNotFoundError", 404, "The server side encryption configuration was not found.")
 	KMSNotFound                       = def("KMS.NotFoundException", 400, "Invalid keyId.")
 	KMSDisabled                       = def("KMS.DisabledException", 400, "The KMS key is disabled or not usable.")
 	InvalidBucketName                 = def("InvalidBucketName", 400, "The specified bucket is not valid.")

@@ -106,3 +106,32 @@ def test_not_implemented(s3, bucket, kw):
         s3.put_object(Bucket=bucket, Key="refused", Body=b"x", **kw)
     assert err(e) == ("NotImplemented", 501)
     absent(s3, bucket, "refused")
+
+
+def test_bucket_encryption(s3):
+    name = BUCKET + "-sse-default"
+    s3.create_bucket(Bucket=name)
+    # --encryption on: every bucket's default is SSE-S3 (as AWS answers).
+    c = s3.get_bucket_encryption(Bucket=name)["ServerSideEncryptionConfiguration"]
+    assert c["Rules"][0]["ApplyServerSideEncryptionByDefault"]["SSEAlgorithm"] == "AES256", c
+    s3.put_bucket_encryption(Bucket=name, ServerSideEncryptionConfiguration={"Rules": [{
+        "ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "aws:kms", "KMSMasterKeyID": KMS_KEY},
+        "BucketKeyEnabled": True}]})
+    c = s3.get_bucket_encryption(Bucket=name)["ServerSideEncryptionConfiguration"]
+    d = c["Rules"][0]["ApplyServerSideEncryptionByDefault"]
+    assert d["SSEAlgorithm"] == "aws:kms" and d["KMSMasterKeyID"] == KMS_KEY, c
+    r = s3.put_object(Bucket=name, Key="k", Body=b"by the bucket default")
+    assert r["ServerSideEncryption"] == "aws:kms" and r["SSEKMSKeyId"] == KMS_KEY, r
+    # A request's own choice wins over the bucket's.
+    r = s3.put_object(Bucket=name, Key="own", Body=b"x", ServerSideEncryption="AES256")
+    assert r["ServerSideEncryption"] == "AES256", r
+    with pytest.raises(ClientError) as e:
+        s3.put_bucket_encryption(Bucket=name, ServerSideEncryptionConfiguration={"Rules": [{
+            "ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "aws:kms", "KMSMasterKeyID": "no-such-key"}}]})
+    assert err(e) == ("KMS.NotFoundException", 400)
+    s3.delete_bucket_encryption(Bucket=name)
+    c = s3.get_bucket_encryption(Bucket=name)["ServerSideEncryptionConfiguration"]
+    assert c["Rules"][0]["ApplyServerSideEncryptionByDefault"]["SSEAlgorithm"] == "AES256", c
+    r = s3.put_object(Bucket=name, Key="k2", Body=b"x")
+    assert r["ServerSideEncryption"] == "AES256", r
+    assert s3.get_object(Bucket=name, Key="k")["Body"].read() == b"by the bucket default"
