@@ -102,6 +102,58 @@ type SSE struct {
 	// KMSKeyID, with ModeKMSKey, is the key the client named ("": the
 	// default KEK).
 	KMSKeyID string
+	// CustomerKey, with crypt.ModeCustomer (S3 SSE-C), is the client's
+	// 256-bit key: it wraps the data key and is never stored (the
+	// envelope keeps a salted HMAC to recognise it).
+	CustomerKey []byte
+}
+
+// ErrCustomerKeyRequired is the error of a read of an object stored with a
+// customer key, without one (S3: 400 InvalidRequest).
+func ErrCustomerKeyRequired() error {
+	return &errcode.Error{Code: errcode.InvalidArgument,
+		Message: "the object was stored using a form of server-side encryption with a customer key: the correct parameters must be provided to retrieve it",
+		Detail:  map[string]any{"reason": "customer_key_required"}}
+}
+
+// ErrNotCustomerEncrypted is the error of customer key headers for an
+// object that was not stored with one (S3: 400 InvalidRequest).
+func ErrNotCustomerEncrypted() error {
+	return &errcode.Error{Code: errcode.InvalidArgument,
+		Message: "the encryption parameters are not applicable to this object",
+		Detail:  map[string]any{"reason": "not_customer_encrypted"}}
+}
+
+// CheckCustomerKey checks, before any byte is sent, that key (nil: none
+// given) opens o: nil for a plaintext or server-encrypted object read
+// without one and for an SSE-C object read with its key;
+// ErrCustomerKeyRequired, ErrNotCustomerEncrypted, or PermissionDenied
+// (reason customer_key_mismatch) otherwise.
+func CheckCustomerKey(o meta.Object, key []byte) error {
+	env := o.Encryption
+	if len(o.Parts) > 0 {
+		env = o.Parts[0].Encryption
+	}
+	isCustomer := false
+	var e crypt.Envelope
+	if env != nil {
+		var err error
+		if e, err = crypt.ParseEnvelope(env); err == nil && e.Mode == crypt.ModeCustomer {
+			isCustomer = true
+		}
+	}
+	switch {
+	case !isCustomer && key == nil:
+		return nil
+	case !isCustomer:
+		return ErrNotCustomerEncrypted()
+	case key == nil:
+		return ErrCustomerKeyRequired()
+	case !e.CustomerKeyMatches(key):
+		return &errcode.Error{Code: errcode.PermissionDenied, Message: "the customer key does not match the object's",
+			Detail: map[string]any{"reason": "customer_key_mismatch"}}
+	}
+	return nil
 }
 
 // EncryptsByDefault reports whether new objects are encrypted without
@@ -159,6 +211,13 @@ func (s *Service) newSealer(ctx context.Context, identity string, sse SSE) (*sea
 	case crypt.ModeServer:
 	case crypt.ModeKMSKey:
 		keyID = sse.KMSKeyID
+	case crypt.ModeCustomer:
+		env, dk, err := crypt.NewCustomerEnvelope(sse.CustomerKey)
+		if err != nil {
+			return nil, err
+		}
+		defer clear(dk)
+		return newSealerOf(env, dk, identity, "")
 	default:
 		return nil, errcode.New(errcode.NotImplemented, "encryption mode %v is not implemented", mode)
 	}
@@ -172,7 +231,11 @@ func (s *Service) newSealer(ctx context.Context, identity string, sse SSE) (*sea
 	defer clear(dk.Plaintext)
 	env := crypt.NewEnvelope(mode)
 	env.KEKID, env.KEKVersion, env.WrappedKey = dk.Wrapped.KEK.ID, dk.Wrapped.KEK.Version, dk.Wrapped.Ciphertext
-	st, err := crypt.NewStream(dk.Plaintext, &env, identity)
+	return newSealerOf(env, dk.Plaintext, identity, dk.Wrapped.KEK.String())
+}
+
+func newSealerOf(env crypt.Envelope, dk []byte, identity, kek string) (*sealer, error) {
+	st, err := crypt.NewStream(dk, &env, identity)
 	if err != nil {
 		return nil, err
 	}
@@ -180,7 +243,7 @@ func (s *Service) newSealer(ctx context.Context, identity string, sse SSE) (*sea
 	if err != nil {
 		return nil, err
 	}
-	return &sealer{stream: st, envelope: b, kek: dk.Wrapped.KEK.String()}, nil
+	return &sealer{stream: st, envelope: b, kek: kek}, nil
 }
 
 // blobSize is the size of the blob holding size plaintext bytes (-1 stays
@@ -223,6 +286,7 @@ type opener struct {
 	s              *Service
 	bucket, key    string // for the log
 	envelope       []byte
+	customerKey    []byte // SSE-C: the key the reader was given, or nil
 	identity       string // blob key, or inlineIdentity
 	size           int64  // plaintext size
 	fetch          crypt.Fetcher
@@ -255,9 +319,18 @@ func (op opener) open(ctx context.Context, offset, length int64) (io.ReadCloser,
 			}
 			return nil, err
 		}
+	case crypt.ModeCustomer:
+		if op.customerKey == nil {
+			return nil, ErrCustomerKeyRequired()
+		}
+		if dk, err = env.UnwrapCustomerKey(op.customerKey); err != nil {
+			if crypt.IsIntegrity(err) {
+				return nil, op.integrity(err)
+			}
+			return nil, err
+		}
 	default:
-		return nil, &errcode.Error{Code: errcode.InvalidArgument, Message: "object is encrypted with a customer key",
-			Detail: map[string]any{"reason": "customer_key_required"}}
+		return nil, op.integrity(errcode.New(errcode.Internal, "unknown encryption mode %v", env.Mode))
 	}
 	defer clear(dk)
 	st, err := crypt.NewStream(dk, &env, op.identity)

@@ -407,3 +407,57 @@ func TestBucketDefaultEncryption(t *testing.T) {
 		t.Errorf("refused settings changed the bucket: %q", b.Encryption)
 	}
 }
+
+// TestCustomerKey: an object stored with a customer key (S3 SSE-C) reads
+// only with that key; the key is stored nowhere.
+func TestCustomerKey(t *testing.T) {
+	f, _ := encFixture(t)
+	ctx := t.Context()
+	key, other := bytes.Repeat([]byte{7}, 32), bytes.Repeat([]byte{8}, 32)
+	for _, size := range []int{100, 200_000} {
+		name := fmt.Sprint("c-", size)
+		data := markerData(size)
+		o, err := f.svc.Put(ctx, f.alice, PutInput{Bucket: "alice-bucket", Key: name, Body: bytes.NewReader(data), Size: int64(size),
+			SSE: SSE{Mode: crypt.ModeCustomer, CustomerKey: key}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if EncryptionOf(o).Mode != crypt.ModeCustomer || o.EncryptionKEK != "" || bytes.Contains(o.Encryption, key) {
+			t.Errorf("envelope %x (KEK %q): want customer mode, no KEK, no key", o.Encryption, o.EncryptionKEK)
+		}
+		wantNoMarker(t, f, "alice-bucket", name)
+		for _, tc := range []struct {
+			name string
+			key  []byte
+			want error
+		}{
+			{"no key", nil, ErrCustomerKeyRequired()},
+			{"wrong key", other, errcode.New(errcode.PermissionDenied, "")},
+			{"right key", key, nil},
+		} {
+			if err := CheckCustomerKey(o, tc.key); errcode.Of(err) != errcode.Of(tc.want) {
+				t.Errorf("%s: CheckCustomerKey = %v, want %v", tc.name, err, tc.want)
+			}
+			r, err := f.svc.Get(ctx, f.alice, "alice-bucket", name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.CustomerKey = tc.key
+			rc, err := r.Open(ctx, 1, -1)
+			if errcode.Of(err) != errcode.Of(tc.want) {
+				t.Errorf("%s: Open = %v, want %v", tc.name, err, tc.want)
+			}
+			if err == nil {
+				got, err := io.ReadAll(rc)
+				rc.Close()
+				if err != nil || !bytes.Equal(got, data[1:]) {
+					t.Errorf("%s: read %d bytes, %v", tc.name, len(got), err)
+				}
+			}
+		}
+	}
+	plain, _ := f.svc.Put(ctx, f.alice, PutInput{Bucket: "alice-bucket", Key: "server", Body: strings.NewReader("x"), Size: 1})
+	if err := CheckCustomerKey(plain, key); errcode.Of(err) != errcode.InvalidArgument {
+		t.Errorf("customer key for a server-encrypted object: %v, want InvalidArgument", err)
+	}
+}

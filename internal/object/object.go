@@ -541,7 +541,10 @@ func (bt *Batch) Abort() {
 type Reader struct {
 	Object meta.Object
 	Bucket meta.Bucket
-	s      *Service
+	// CustomerKey is the key an object stored with a customer key (S3
+	// SSE-C) is read with; see CheckCustomerKey.
+	CustomerKey []byte
+	s           *Service
 }
 
 // Get authorises a read of bucket/key and returns a handle; no bytes are
@@ -596,7 +599,7 @@ func (r *Reader) Open(ctx context.Context, offset, length int64) (io.ReadCloser,
 // plaintext) bound to identity.
 func (r *Reader) opener(env []byte, identity string, size int64, fetch func(off, n int64) (io.ReadCloser, error)) opener {
 	return opener{s: r.s, bucket: r.Object.Bucket, key: r.Object.Key, envelope: env, identity: identity, size: size,
-		fetch: fetch, plainOpenerErr: r.gone}
+		customerKey: r.CustomerKey, fetch: fetch, plainOpenerErr: r.gone}
 }
 
 // blobOpener opens the blob blobKey of plaintext size bytes.
