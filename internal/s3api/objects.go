@@ -120,10 +120,14 @@ func (api *API) putObject(q *request) (response, error) {
 			return nil, s3err.New(s3err.InvalidArgument, "Content-Type is malformed")
 		}
 	}
+	sse, keyMD5, err := writeSSE(q)
+	if err != nil {
+		return nil, err
+	}
 	o, err := api.objects.Put(ctxOf(q), q.actor, object.PutInput{
 		Bucket: q.bucket, Key: q.key, Body: body, Size: size, ContentType: ct,
 		Metadata: userMetadata(q.Header), MD5: md5sum, SHA256: q.pay.sha256,
-		ChecksumAlgorithm: alg, ChecksumWant: want, Cond: cond, SSE: requestSSE(q.Header),
+		ChecksumAlgorithm: alg, ChecksumWant: want, Cond: cond, SSE: sse,
 	})
 	if err != nil {
 		return nil, err
@@ -131,6 +135,9 @@ func (api *API) putObject(q *request) (response, error) {
 	h := http.Header{"Etag": {`"` + o.ETag + `"`}}
 	checksumHeaders(h, o.Checksum)
 	sseHeaders(h, object.EncryptionOf(o))
+	if keyMD5 != "" {
+		sseCHeaders(h, keyMD5)
+	}
 	return empty{header: h}, nil
 }
 
@@ -152,10 +159,19 @@ func (api *API) getObject(q *request) (response, error) {
 			return nil, s3err.New(s3err.InvalidRequest, "Request specific response headers cannot be used for anonymous GET requests.")
 		}
 	}
+	key, keyMD5, err := customerKey(q, sseCPrefix)
+	if err != nil {
+		return nil, err
+	}
 	rd, err := api.objects.Get(ctxOf(q), q.actor, q.bucket, q.key)
 	if err != nil {
 		return nil, err
 	}
+	// SSE-C: the key is checked before anything is sent (HEAD too).
+	if err := object.CheckCustomerKey(rd.Object, key); err != nil {
+		return nil, err
+	}
+	rd.CustomerKey = key
 	part := 0
 	if s := v.Get("partNumber"); s != "" {
 		n, err := strconv.Atoi(s)
@@ -167,13 +183,14 @@ func (api *API) getObject(q *request) (response, error) {
 		}
 		part = n
 	}
-	return &objectResponse{api: api, rd: rd, part: part}, nil
+	return &objectResponse{api: api, rd: rd, part: part, keyMD5: keyMD5}, nil
 }
 
 type objectResponse struct {
-	api  *API
-	rd   *object.Reader
-	part int
+	api    *API
+	rd     *object.Reader
+	part   int
+	keyMD5 string // SSE-C: echoed
 }
 
 func (or *objectResponse) respond(w http.ResponseWriter, q *request) {
@@ -181,6 +198,9 @@ func (or *objectResponse) respond(w http.ResponseWriter, q *request) {
 	h := w.Header()
 	h.Set("Content-Type", o.ContentType)
 	sseHeaders(h, object.EncryptionOf(o))
+	if or.keyMD5 != "" {
+		sseCHeaders(h, or.keyMD5)
+	}
 	for k, val := range o.Metadata {
 		h["X-Amz-Meta-"+k] = []string{val}
 	}
@@ -286,10 +306,22 @@ func (api *API) copyObject(q *request) (response, error) {
 	if err != nil {
 		return nil, err
 	}
+	srcKey, _, err := customerKey(q, copySSECPrefix)
+	if err != nil {
+		return nil, err
+	}
+	sse, keyMD5, err := writeSSE(q)
+	if err != nil {
+		return nil, err
+	}
 	src, err := api.objects.Get(ctxOf(q), q.actor, sb, sk)
 	if err != nil {
 		return nil, err
 	}
+	if err := object.CheckCustomerKey(src.Object, srcKey); err != nil {
+		return nil, err
+	}
+	src.CustomerKey = srcKey
 	if err := checkCopySourceConds(q.Header, src.Object); err != nil {
 		return nil, err
 	}
@@ -308,7 +340,7 @@ func (api *API) copyObject(q *request) (response, error) {
 	if err != nil {
 		return nil, err
 	}
-	in := object.CopyInput{DstBucket: q.bucket, DstKey: q.key, Cond: cond, ReplaceMetadata: replace, SSE: requestSSE(q.Header)}
+	in := object.CopyInput{DstBucket: q.bucket, DstKey: q.key, Cond: cond, ReplaceMetadata: replace, SSE: sse}
 	if replace {
 		in.ContentType, in.Metadata = q.Header.Get("Content-Type"), userMetadata(q.Header)
 	}
@@ -318,6 +350,9 @@ func (api *API) copyObject(q *request) (response, error) {
 	}
 	h := http.Header{}
 	sseHeaders(h, object.EncryptionOf(o))
+	if keyMD5 != "" {
+		sseCHeaders(h, keyMD5)
+	}
 	return xmlResponse{header: h, body: copyObjectResult{Xmlns: s3NS, LastModified: iso8601(o.ModTime), ETag: `"` + o.ETag + `"`}}, nil
 }
 

@@ -1,7 +1,11 @@
 package s3api
 
 import (
+	"crypto/md5"
+	"crypto/subtle"
+	"encoding/base64"
 	"encoding/xml"
+	"net"
 	"net/http"
 
 	"github.com/coffer-storage/coffer/internal/crypt"
@@ -27,8 +31,74 @@ func requestSSE(h http.Header) object.SSE {
 	return object.SSE{}
 }
 
+// customerKey reads the SSE-C headers with prefix (the object's, or the
+// copy source's): nil when there are none; else the 256-bit key and the
+// base64 MD5 the client sent (echoed in responses), checked as S3 does.
+func customerKey(q *request, prefix string) (key []byte, keyMD5 string, err error) {
+	alg, k, m := q.Header.Get(prefix+"Algorithm"), q.Header.Get(prefix+"Key"), q.Header.Get(prefix+"Key-Md5")
+	if alg == "" && k == "" && m == "" {
+		return nil, "", nil
+	}
+	if !secureOrLoopback(q) {
+		return nil, "", s3err.New(s3err.InvalidRequest, "Requests specifying Server Side Encryption with Customer provided keys must be made over a secure connection.")
+	}
+	if alg != "AES256" {
+		return nil, "", s3err.New(s3err.InvalidArgument, "The encryption algorithm must be AES256 (x-amz-server-side-encryption-customer-algorithm).")
+	}
+	key, err = base64.StdEncoding.DecodeString(k)
+	if err != nil || len(key) != 32 {
+		return nil, "", s3err.New(s3err.InvalidArgument, "The secret key was invalid for the specified algorithm.")
+	}
+	sum := md5.Sum(key)
+	want, err := base64.StdEncoding.DecodeString(m)
+	if err != nil || subtle.ConstantTimeCompare(want, sum[:]) != 1 {
+		return nil, "", s3err.New(s3err.InvalidArgument, "The calculated MD5 hash of the key did not match the hash that was provided.")
+	}
+	return key, m, nil
+}
+
+const (
+	sseCPrefix     = "X-Amz-Server-Side-Encryption-Customer-"
+	copySSECPrefix = "X-Amz-Copy-Source-Server-Side-Encryption-Customer-"
+)
+
+// secureOrLoopback reports whether a customer key may travel on q's
+// connection: TLS, or a loopback client (tests, a local proxy that
+// terminates TLS).
+func secureOrLoopback(q *request) bool {
+	if q.TLS != nil {
+		return true
+	}
+	host, _, err := net.SplitHostPort(q.RemoteAddr)
+	ip := net.ParseIP(host)
+	return err == nil && ip != nil && ip.IsLoopback()
+}
+
+// writeSSE is requestSSE with SSE-C: the customer key headers, which
+// exclude x-amz-server-side-encryption.
+func writeSSE(q *request) (object.SSE, string, error) {
+	key, keyMD5, err := customerKey(q, sseCPrefix)
+	if err != nil {
+		return object.SSE{}, "", err
+	}
+	if key == nil {
+		return requestSSE(q.Header), "", nil
+	}
+	if q.Header.Get("X-Amz-Server-Side-Encryption") != "" {
+		return object.SSE{}, "", s3err.New(s3err.InvalidArgument, "Server Side Encryption with Customer provided key is incompatible with the encryption method specified")
+	}
+	return object.SSE{Mode: crypt.ModeCustomer, CustomerKey: key}, keyMD5, nil
+}
+
+// sseCHeaders sets the SSE-C response headers (the key's MD5 as the
+// client sent it).
+func sseCHeaders(h http.Header, keyMD5 string) {
+	h.Set(sseCPrefix[:len(sseCPrefix)-1]+"-Algorithm", "AES256")
+	h.Set(sseCPrefix+"Key-Md5", keyMD5)
+}
+
 // sseHeaders sets the response headers S3 sends for stored bytes
-// encrypted as e (none for plaintext).
+// encrypted as e (none for plaintext; SSE-C: see sseCHeaders).
 func sseHeaders(h http.Header, e object.Encryption) {
 	switch e.Mode {
 	case crypt.ModeServer:

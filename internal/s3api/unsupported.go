@@ -55,7 +55,7 @@ var (
 func rules() []rule {
 	const (
 		sse   = "this server-side encryption option is not implemented by Coffer"
-		sseC  = "server-side encryption with customer keys (SSE-C) is not implemented by Coffer yet"
+		sseC  = "server-side encryption with customer keys (SSE-C) is implemented for PutObject, GetObject, HeadObject and CopyObject only"
 		lock  = "object lock and retention are not implemented by Coffer"
 		acl   = "Coffer supports no ACLs beyond the bucket's private or public-read visibility"
 		stdMD = "Coffer stores Content-Type and x-amz-meta-* only; it would not return this header on GET"
@@ -70,9 +70,11 @@ func rules() []rule {
 		{name: "x-amz-server-side-encryption-aws-kms-key-id", ops: []string{"PutObject", "CopyObject"}, valid: anyValue, check: checkKMSKeyID},
 		{name: "x-amz-server-side-encryption-bucket-key-enabled", ops: []string{"PutObject", "CopyObject", "CreateMultipartUpload"},
 			allow: []string{"true", "false"}, code: s3err.InvalidArgument, why: "must be true or false"},
-		{name: "x-amz-server-side-encryption-customer-*", why: sseC},
-		{name: "x-amz-copy-source-server-side-encryption-customer-*", why: sseC},
-		{name: "x-amz-server-side-encryption*", notOps: []string{"PutObject", "CopyObject", "CreateMultipartUpload"}, why: sse},
+		{name: "x-amz-server-side-encryption-customer-*", notOps: []string{"PutObject", "GetObject", "HeadObject", "CopyObject"}, why: sseC},
+		{name: "x-amz-copy-source-server-side-encryption-customer-*", notOps: []string{"CopyObject"}, why: sseC},
+		{name: "x-amz-server-side-encryption", notOps: []string{"PutObject", "CopyObject", "CreateMultipartUpload"}, why: sse},
+		{name: "x-amz-server-side-encryption-aws-kms-key-id", notOps: []string{"PutObject", "CopyObject"}, why: sse},
+		{name: "x-amz-server-side-encryption-bucket-key-enabled", notOps: []string{"PutObject", "CopyObject", "CreateMultipartUpload"}, why: sse},
 		{name: "x-amz-server-side-encryption-context", why: sse},
 		// Object lock, legal hold, retention.
 		{name: "x-amz-object-lock-*", why: lock},

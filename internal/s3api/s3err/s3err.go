@@ -138,6 +138,8 @@ func Translate(err error) APIError {
 	switch code {
 	case errcode.InvalidArgument:
 		switch reason {
+		case "customer_key_required", "not_customer_encrypted":
+			return row(InvalidRequest)
 		case "key_too_long":
 			return row(KeyTooLongError)
 		case "invalid_part":

@@ -4,7 +4,8 @@ Run by sse_test.go (TestSSE) with the COFFER_S3_* variables of
 test_boto3.py and COFFER_KMS_KEY, a key id the server's key provider
 knows. Checks what AWS S3 answers: the SSE response headers on PUT, GET,
 HEAD, copy and multipart; exact bytes and ranges; the errors for an
-unknown KMS key and for what Coffer does not implement (SSE-C, DSSE).
+unknown KMS key, SSE-C with a missing or wrong key, and what Coffer does
+not implement (DSSE).
 """
 
 import os
@@ -98,9 +99,8 @@ def test_multipart_encrypted(s3, bucket, tmp_path):
 
 
 @pytest.mark.parametrize("kw", [
-    {"SSECustomerAlgorithm": "AES256", "SSECustomerKey": os.urandom(32)},
     {"ServerSideEncryption": "aws:kms:dsse"},
-], ids=["sse-c", "dsse"])
+], ids=["dsse"])
 def test_not_implemented(s3, bucket, kw):
     with pytest.raises(ClientError) as e:
         s3.put_object(Bucket=bucket, Key="refused", Body=b"x", **kw)
@@ -135,3 +135,68 @@ def test_bucket_encryption(s3):
     r = s3.put_object(Bucket=name, Key="k2", Body=b"x")
     assert r["ServerSideEncryption"] == "AES256", r
     assert s3.get_object(Bucket=name, Key="k")["Body"].read() == b"by the bucket default"
+
+
+SSEC_KEY = os.urandom(32)
+OTHER_KEY = os.urandom(32)
+
+
+def ssec(key):
+    return {"SSECustomerAlgorithm": "AES256", "SSECustomerKey": key}
+
+
+def test_sse_c(s3, bucket):
+    r = s3.put_object(Bucket=bucket, Key="sse-c", Body=BODY, **ssec(SSEC_KEY))
+    assert r["SSECustomerAlgorithm"] == "AES256" and r["SSECustomerKeyMD5"], r
+    assert "ServerSideEncryption" not in r, r
+    g = s3.get_object(Bucket=bucket, Key="sse-c", **ssec(SSEC_KEY))
+    assert g["SSECustomerAlgorithm"] == "AES256" and g["SSECustomerKeyMD5"] == r["SSECustomerKeyMD5"]
+    assert g["Body"].read() == BODY
+    g = s3.get_object(Bucket=bucket, Key="sse-c", Range="bytes=100000-100099", **ssec(SSEC_KEY))
+    assert g["Body"].read() == BODY[100000:100100]
+    h = s3.head_object(Bucket=bucket, Key="sse-c", **ssec(SSEC_KEY))
+    assert h["ContentLength"] == len(BODY) and h["SSECustomerAlgorithm"] == "AES256", h
+
+
+def test_sse_c_missing_or_wrong_key(s3, bucket):
+    s3.put_object(Bucket=bucket, Key="sse-c-2", Body=BODY, **ssec(SSEC_KEY))
+    with pytest.raises(ClientError) as e:
+        s3.get_object(Bucket=bucket, Key="sse-c-2")
+    assert err(e) == ("InvalidRequest", 400)
+    with pytest.raises(ClientError) as e:
+        s3.head_object(Bucket=bucket, Key="sse-c-2")
+    assert err(e)[1] == 400
+    with pytest.raises(ClientError) as e:
+        s3.get_object(Bucket=bucket, Key="sse-c-2", **ssec(OTHER_KEY))
+    assert err(e) == ("AccessDenied", 403)
+    with pytest.raises(ClientError) as e:
+        s3.head_object(Bucket=bucket, Key="sse-c-2", **ssec(OTHER_KEY))
+    assert err(e)[1] == 403
+    # A customer key for an object stored without one.
+    s3.put_object(Bucket=bucket, Key="not-sse-c", Body=b"x")
+    with pytest.raises(ClientError) as e:
+        s3.get_object(Bucket=bucket, Key="not-sse-c", **ssec(SSEC_KEY))
+    assert err(e) == ("InvalidRequest", 400)
+
+
+def test_sse_c_copy(s3, bucket):
+    s3.put_object(Bucket=bucket, Key="sse-c-src", Body=BODY, **ssec(SSEC_KEY))
+    with pytest.raises(ClientError) as e:
+        s3.copy_object(Bucket=bucket, Key="sse-c-dst", CopySource={"Bucket": bucket, "Key": "sse-c-src"})
+    assert err(e) == ("InvalidRequest", 400)
+    absent(s3, bucket, "sse-c-dst")
+    # Source key given; the copy is stored SSE-S3, then SSE-C under another key.
+    r = s3.copy_object(Bucket=bucket, Key="sse-c-dst", CopySource={"Bucket": bucket, "Key": "sse-c-src"},
+                       CopySourceSSECustomerAlgorithm="AES256", CopySourceSSECustomerKey=SSEC_KEY,
+                       ServerSideEncryption="AES256")
+    assert r["ServerSideEncryption"] == "AES256", r
+    assert s3.get_object(Bucket=bucket, Key="sse-c-dst")["Body"].read() == BODY
+    r = s3.copy_object(Bucket=bucket, Key="sse-c-dst2", CopySource={"Bucket": bucket, "Key": "sse-c-dst"}, **ssec(OTHER_KEY))
+    assert r["SSECustomerAlgorithm"] == "AES256", r
+    assert s3.get_object(Bucket=bucket, Key="sse-c-dst2", **ssec(OTHER_KEY))["Body"].read() == BODY
+
+
+def test_sse_c_multipart_refused(s3, bucket):
+    with pytest.raises(ClientError) as e:
+        s3.create_multipart_upload(Bucket=bucket, Key="mp-c", **ssec(SSEC_KEY))
+    assert err(e) == ("NotImplemented", 501)
