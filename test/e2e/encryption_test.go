@@ -358,3 +358,48 @@ func TestBucketEncryptionSetting(t *testing.T) {
 		t.Errorf("setting removed: encryption %q, want none", got)
 	}
 }
+
+// TestDirectUploadEncrypted: with encryption on, direct uploads' part URLs
+// are Coffer's own S3 endpoint (on both shapes: never the blob store's,
+// which would store the parts as sent), and the parts are encrypted.
+func TestDirectUploadEncrypted(t *testing.T) {
+	keyring := filepath.Join(t.TempDir(), "keyring")
+	if err := os.WriteFile(keyring, []byte("default 1 "+base64.StdEncoding.EncodeToString(randBytes(t, 32))+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := testenv.Start(t, "--encryption", "on", "--kms", "local://"+keyring)
+	u := newS3User(t, srv)
+	const size = 5<<20 + 777
+	data := fill("DIRECT-ENCRYPTED-", size)
+	var s struct {
+		UploadID string `json:"upload_id"`
+		PartSize int64  `json:"part_size"`
+		Parts    []struct {
+			PartNumber int    `json:"part_number"`
+			URL        string `json:"url"`
+		} `json:"parts"`
+	}
+	if st := u.JSON(t, "POST", "/api/v1/uploads", map[string]any{"bucket": u.Bucket, "key": "direct.bin", "size": size, "part_size": 5 << 20}, &s); st != 201 || len(s.Parts) != 2 {
+		t.Fatalf("create: %d, %d parts", st, len(s.Parts))
+	}
+	var parts []map[string]any
+	for _, p := range s.Parts {
+		if !strings.HasPrefix(p.URL, srv.S3URL+"/") {
+			t.Fatalf("part URL %s is not Coffer's S3 API (%s)", p.URL, srv.S3URL)
+		}
+		lo := int64(p.PartNumber-1) * s.PartSize
+		req, _ := http.NewRequest("PUT", p.URL, bytes.NewReader(data[lo:min(lo+s.PartSize, size)]))
+		r := doS3(t, req)
+		if r.status != 200 || r.header.Get("X-Amz-Server-Side-Encryption") != "AES256" {
+			t.Fatalf("part %d: %d, encryption %q", p.PartNumber, r.status, r.header.Get("X-Amz-Server-Side-Encryption"))
+		}
+		parts = append(parts, map[string]any{"part_number": p.PartNumber, "etag": r.header.Get("ETag")})
+	}
+	if code := u.JSON(t, "POST", "/api/v1/uploads/"+s.UploadID+"/complete", map[string]any{"parts": parts}, nil); code != 200 {
+		t.Fatalf("complete: %d", code)
+	}
+	wantBody(t, u, u.Bucket, "direct.bin", data)
+	if h := u.s3(t, "HEAD", "/"+u.Bucket+"/direct.bin", nil, ""); h.header.Get("X-Amz-Server-Side-Encryption") != "AES256" {
+		t.Errorf("HEAD: encryption %q, want AES256", h.header.Get("X-Amz-Server-Side-Encryption"))
+	}
+}
