@@ -461,3 +461,28 @@ func TestCustomerKey(t *testing.T) {
 		t.Errorf("customer key for a server-encrypted object: %v, want InvalidArgument", err)
 	}
 }
+
+// TestReadAfterRotation: after the KEK is rotated, new objects name the new
+// version and objects under the old one still read.
+func TestReadAfterRotation(t *testing.T) {
+	f, keys := encFixture(t)
+	ctx := t.Context()
+	data := markerData(100_000)
+	put := func(key string) meta.Object {
+		o, err := f.svc.Put(ctx, f.alice, PutInput{Bucket: "alice-bucket", Key: key, Body: bytes.NewReader(data), Size: int64(len(data))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	a := put("a")
+	if _, err := keys.Rotate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b := put("b")
+	if a.EncryptionKEK != "local:default#1" || b.EncryptionKEK != "local:default#2" {
+		t.Errorf("KEKs %q, %q; want local:default#1, #2", a.EncryptionKEK, b.EncryptionKEK)
+	}
+	wantRanges(t, f, "alice-bucket", "a", data)
+	wantRanges(t, f, "alice-bucket", "b", data)
+}
