@@ -162,5 +162,7 @@ fuzz ./internal/kms FuzzParseKeyring 5
 fuzz ./internal/kms FuzzUnwrap 5
 fuzz ./internal/meta/postgres FuzzParseChange 5
 fuzz ./internal/meta/metasql FuzzEscapeLike 5
+fuzz ./internal/s3api FuzzBucketEncryptionXML 5
+fuzz ./internal/s3api FuzzCustomerKeyHeaders 5
 
 step "all tests passed in $(( $(date +%s) - START ))s"
