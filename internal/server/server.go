@@ -224,6 +224,13 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 			Counts: s.meta.Counts,
 		},
 	}
+	if s.keys != nil {
+		apiCfg.RotateKeys = func(ctx context.Context) (string, string, error) {
+			prev := s.keys.Default().String()
+			cur, err := s.keys.Rotate(ctx)
+			return prev, cur.String(), err
+		}
+	}
 	if cfg.S3Listen != "off" {
 		apiCfg.Presign = s.presignPart
 		s3 := s3api.New(s.objects, s.auth, s3api.Config{
