@@ -14,8 +14,9 @@ import (
 
 // TestSSE runs py/test_sse.py with pytest against a server with
 // --encryption on and a keyring named by --kms (so both shapes share it):
-// SSE-S3, SSE-KMS (a known key, an unknown one), copies across modes,
-// multipart, and the refusals of SSE-C and DSSE.
+// SSE-S3, SSE-KMS (a known key, an unknown one), SSE-C (right, missing and
+// wrong keys; copies), copies across modes, encrypted multipart, bucket
+// default encryption, and the refusal of DSSE and SSE-C multipart.
 func TestSSE(t *testing.T) {
 	py := python(t)
 	keyring := filepath.Join(t.TempDir(), "keyring")
