@@ -183,5 +183,7 @@ fuzz ./internal/meta/metasql FuzzEscapeLike 5
 fuzz ./internal/httpapi FuzzZipName 5
 fuzz ./internal/object FuzzShareKey 5
 fuzz ./internal/auth FuzzCheckShareGrant 5
+fuzz ./internal/s3api FuzzBucketEncryptionXML 5
+fuzz ./internal/s3api FuzzCustomerKeyHeaders 5
 
 step "all tests passed in $(( $(date +%s) - START ))s"

@@ -36,6 +36,7 @@ func commands(env Env) map[string]command {
 		"gc":      &gcCmd{env: env},
 		"key":     &keyCmd{env: env},
 		"invite":  &inviteCmd{env: env},
+		"kms":     &kmsCmd{env: env},
 		"version": &versionCmd{env: env},
 		"bench":   &benchCmd{env: env},
 	}

@@ -28,6 +28,10 @@ type Config struct {
 	Blob          string        // --blob, COFFER_BLOB: s3://BUCKET[/PREFIX]?endpoint=… of the blob store; default local disk in Data
 	ServerKeyFile string        // --server-key-file, COFFER_SERVER_KEY_FILE: the 32-byte key (hex) shared by every node; default Data/server.key
 
+	// Encryption at rest (docs/encryption.md).
+	Encryption string // --encryption, COFFER_ENCRYPTION: off|on: encrypt every new object; default off
+	KMS        string // --kms, COFFER_KMS: key provider URL (local:, awskms://, gcpkms://, azurekeyvault://, hashivault://); default the keyring Data/kms.keyring
+
 	S3Listen    string // --s3-listen, COFFER_S3_LISTEN: S3 API address, "off" to disable; default 127.0.0.1:9000
 	S3Domain    string // --s3-domain: enables virtual-host-style S3 addressing (BUCKET.domain); default none
 	S3PublicURL string // --s3-public-url: base URL clients reach the S3 API at (for presigned URLs); default http(s)://<s3-listen>
@@ -97,6 +101,7 @@ func Defaults() Config {
 		LogFormat:       "auto",
 		MaxObjectSize:   64 << 30,
 		InlineMax:       64 << 10,
+		Encryption:      "off",
 		ShutdownTimeout: 30 * time.Second,
 		MaxInFlight:     4096,
 		RequestTimeout:  30 * time.Second,
@@ -163,6 +168,16 @@ func (c Config) Validate() error {
 	case "auto", "json", "text":
 	default:
 		errs = append(errs, fmt.Errorf("log-format: %q is not auto, json or text", c.LogFormat))
+	}
+	switch c.Encryption {
+	case "off", "on":
+	default:
+		errs = append(errs, fmt.Errorf("encryption: %q is not off or on", c.Encryption))
+	}
+	if c.Encryption == "on" && c.Meta != "" && (c.KMS == "" || c.KMS == "local:") {
+		// Every node must use the same keys: a keyring each node made
+		// in its own data folder would leave the others unable to read.
+		errs = append(errs, errors.New("kms: with --meta (several nodes) and --encryption on, name the shared key provider (e.g. local:///etc/coffer/keyring or awskms:///alias/coffer)"))
 	}
 	if c.DefaultQuota < 0 {
 		errs = append(errs, errors.New("default-quota: must be >= 0"))
@@ -233,6 +248,8 @@ func (c *Config) FlagSet(name string) *flag.FlagSet {
 	fs.DurationVar(&c.MetaWait, "meta-wait", c.MetaWait, "longest wait for a PostgreSQL connection before answering 503 (0 = 5s)")
 	fs.StringVar(&c.Blob, "blob", c.Blob, "blob store: s3://BUCKET[/PREFIX]?endpoint=URL&region=R (credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY; default: the data folder)")
 	fs.StringVar(&c.ServerKeyFile, "server-key-file", c.ServerKeyFile, "file holding the server key, shared by every node of a cluster (default DATA/server.key, created if missing)")
+	fs.StringVar(&c.Encryption, "encryption", c.Encryption, "on: encrypt every new object at rest (envelope encryption, keys from --kms); off: store new objects as they are (encrypted ones stay readable)")
+	fs.StringVar(&c.KMS, "kms", c.KMS, "key provider: local: (keyring DATA/kms.keyring, created 0600), local:///FILE, awskms:///KEY?region=R, gcpkms://…, azurekeyvault://…, hashivault://KEY (default local:)")
 	fs.StringVar(&c.S3Listen, "s3-listen", c.S3Listen, `address of the S3 API ("off" disables it)`)
 	fs.StringVar(&c.S3Domain, "s3-domain", c.S3Domain, "domain for virtual-host-style S3 addressing (BUCKET.domain)")
 	fs.StringVar(&c.S3PublicURL, "s3-public-url", c.S3PublicURL, "base URL of the S3 API as clients reach it (default http://<s3-listen>, https:// with --tls-cert)")

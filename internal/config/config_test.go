@@ -261,3 +261,47 @@ func TestSizeDefaultsReadBack(t *testing.T) {
 		}
 	}
 }
+
+// TestEncryptionFlags: --encryption off|on and --kms, from flags or
+// COFFER_ENCRYPTION / COFFER_KMS; several nodes must name a shared key
+// provider.
+func TestEncryptionFlags(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		want    string // Encryption after parsing
+		wantKMS string
+		wantErr string
+	}{
+		{name: "default off", want: "off"},
+		{name: "on by flag", args: []string{"--encryption", "on"}, want: "on"},
+		{name: "on by env", env: map[string]string{"COFFER_ENCRYPTION": "on", "COFFER_KMS": "local:///k"}, want: "on", wantKMS: "local:///k"},
+		{name: "kms by flag", args: []string{"--encryption", "on", "--kms", "awskms:///alias/c?region=us-east-1"}, want: "on", wantKMS: "awskms:///alias/c?region=us-east-1"},
+		{name: "bad value", args: []string{"--encryption", "yes"}, want: "yes", wantErr: "encryption"},
+		{name: "scale-out needs a shared kms", args: []string{"--encryption", "on", "--meta", "postgres://x/y"}, want: "on", wantErr: "kms"},
+		{name: "scale-out with a shared kms", args: []string{"--encryption", "on", "--meta", "postgres://x/y", "--kms", "local:///etc/k"}, want: "on", wantKMS: "local:///etc/k"},
+		{name: "scale-out off needs none", args: []string{"--meta", "postgres://x/y"}, want: "off"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Defaults()
+			fs := c.FlagSet("serve")
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			if err := ApplyEnv(fs, func(k string) string { return tc.env[k] }); err != nil {
+				t.Fatal(err)
+			}
+			if c.Encryption != tc.want || c.KMS != tc.wantKMS {
+				t.Errorf("Encryption, KMS = %q, %q; want %q, %q", c.Encryption, c.KMS, tc.want, tc.wantKMS)
+			}
+			err := c.Validate()
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Errorf("Validate: %v, want nil", err)
+			case tc.wantErr != "" && (err == nil || !contains(err.Error(), tc.wantErr+":")):
+				t.Errorf("Validate: %v, want an error about %q", err, tc.wantErr)
+			}
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/coffer-storage/coffer/internal/auth"
+	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/httpx"
 	"github.com/coffer-storage/coffer/internal/meta"
 )
@@ -25,10 +26,22 @@ type bucketJSON struct {
 	Name       string          `json:"name"`
 	Visibility meta.Visibility `json:"visibility"`
 	CreatedAt  time.Time       `json:"created_at"`
+	// Encryption is the bucket's default encryption of new objects;
+	// absent: the server's (--encryption).
+	Encryption *bucketEncryptionJSON `json:"encryption,omitempty"`
+}
+
+type bucketEncryptionJSON struct {
+	Default  string `json:"default"`              // "AES256" or "aws:kms"; "" in a PATCH: back to the server's default
+	KMSKeyID string `json:"kms_key_id,omitempty"` // with "aws:kms": the key ("" = the provider's default)
 }
 
 func toBucketJSON(b meta.Bucket) bucketJSON {
-	return bucketJSON{Name: b.Name, Visibility: b.Visibility, CreatedAt: b.CreatedAt}
+	out := bucketJSON{Name: b.Name, Visibility: b.Visibility, CreatedAt: b.CreatedAt}
+	if b.Encryption != "" {
+		out.Encryption = &bucketEncryptionJSON{Default: b.Encryption, KMSKeyID: b.EncryptionKMSKey}
+	}
+	return out
 }
 
 type credentials struct {
@@ -162,14 +175,33 @@ func (api *API) getBucket(r *http.Request, p auth.Principal) (response, error) {
 
 func (api *API) patchBucket(r *http.Request, p auth.Principal) (response, error) {
 	var body struct {
-		Visibility meta.Visibility `json:"visibility"`
+		Visibility *meta.Visibility      `json:"visibility"`
+		Encryption *bucketEncryptionJSON `json:"encryption"`
 	}
 	if err := api.decodeJSON(r, &body); err != nil {
 		return nil, err
 	}
-	b, err := api.objects.SetBucketVisibility(r.Context(), actor(p), r.PathValue("bucket"), body.Visibility)
+	// Check everything before changing anything.
+	switch {
+	case body.Visibility == nil && body.Encryption == nil:
+		return nil, errcode.New(errcode.InvalidArgument, "give visibility, encryption or both")
+	case body.Visibility != nil && !body.Visibility.Valid():
+		return nil, errcode.New(errcode.InvalidArgument, "visibility must be %q or %q", meta.Private, meta.PublicRead)
+	}
+	name := r.PathValue("bucket")
+	b, err := api.objects.GetBucket(r.Context(), actor(p), name)
 	if err != nil {
 		return nil, err
+	}
+	if e := body.Encryption; e != nil {
+		if b, err = api.objects.SetBucketEncryption(r.Context(), actor(p), name, e.Default, e.KMSKeyID); err != nil {
+			return nil, err
+		}
+	}
+	if body.Visibility != nil {
+		if b, err = api.objects.SetBucketVisibility(r.Context(), actor(p), name, *body.Visibility); err != nil {
+			return nil, err
+		}
 	}
 	return ok(toBucketJSON(b)), nil
 }

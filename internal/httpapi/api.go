@@ -10,6 +10,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -44,6 +45,10 @@ type Config struct {
 	Presign Presigner
 	// Info is what GET /api/v1/admin/server reports.
 	Info ServerInfo
+	// RotateKeys makes a new version of the default key-encryption key
+	// current (POST /api/v1/admin/kms/rotate) and returns the previous and
+	// the new one; nil: no key provider (501).
+	RotateKeys func(ctx context.Context) (previous, current string, err error)
 	// ShareDefaultExpiry is the lifetime of a share link created without
 	// one. Default 7 days.
 	ShareDefaultExpiry time.Duration

@@ -274,6 +274,31 @@ type Bucket struct {
 	OwnerID    string
 	Visibility Visibility
 	CreatedAt  time.Time
+	// Encryption is the default encryption of new objects written without
+	// an encryption of their own: "" (the server's --encryption),
+	// EncryptAES256 or EncryptKMS (under EncryptionKMSKey, "" = the key
+	// provider's default key).
+	Encryption       string
+	EncryptionKMSKey string
+}
+
+// The bucket default encryptions (S3's SSEAlgorithm values).
+const (
+	EncryptAES256 = "AES256"
+	EncryptKMS    = "aws:kms"
+)
+
+// ValidBucketEncryption checks a bucket default encryption.
+func ValidBucketEncryption(enc, kmsKey string) error {
+	switch {
+	case enc != "" && enc != EncryptAES256 && enc != EncryptKMS:
+		return errcode.New(errcode.InvalidArgument, "bucket encryption must be %q, %q or empty", EncryptAES256, EncryptKMS)
+	case kmsKey != "" && enc != EncryptKMS:
+		return errcode.New(errcode.InvalidArgument, "a KMS key id needs encryption %q", EncryptKMS)
+	case len(kmsKey) > 2048:
+		return errcode.New(errcode.InvalidArgument, "KMS key id too long")
+	}
+	return nil
 }
 
 // Object is the metadata of one stored object.
@@ -296,6 +321,15 @@ type Object struct {
 	// store itself (an object with neither BlobKey nor Parts is inline;
 	// len(Inline) == Size). GetObject returns them; listings leave them nil.
 	Inline []byte
+	// Encryption is the crypt.Envelope (its Marshal form) of a single-blob
+	// or inline object whose bytes are ciphertext; nil for plaintext and
+	// for multipart objects (each part has its own). Opaque to the store:
+	// GetObject returns it, listings leave it nil. Size stays the
+	// plaintext size; the blob holds crypt.CiphertextSize(Size) bytes.
+	Encryption []byte
+	// EncryptionKEK names the key-encryption key its data key is wrapped
+	// under (kms.KeyRef.String()), "" for plaintext and customer keys.
+	EncryptionKEK string
 }
 
 // IsInline reports whether the object's bytes live in the metadata store.
@@ -307,6 +341,9 @@ type ObjectPart struct {
 	Size     int64
 	ETag     string // the part's MD5 hex
 	Checksum string // the part's checksum in Object.Checksum.Algorithm, base64; may be ""
+	// Encryption and EncryptionKEK: as in Object, for this part's blob.
+	Encryption    []byte
+	EncryptionKEK string
 }
 
 // Checksum is an S3 additional checksum (x-amz-checksum-*).
@@ -472,6 +509,10 @@ type Part struct {
 	Checksum string // base64 in the upload's ChecksumAlgorithm; may be ""
 	BlobKey  string
 	ModTime  time.Time
+	// Encryption and EncryptionKEK: as in Object, for this part's blob;
+	// CompleteUpload copies them into the object's parts.
+	Encryption    []byte
+	EncryptionKEK string
 	// Staged (an input of PutPart, never returned) says BlobKey was
 	// written under a Staging, which PutPart deletes as Put.Staged says.
 	Staged bool
@@ -610,6 +651,10 @@ type Store interface {
 	// ListBuckets returns the owner's buckets sorted by name.
 	ListBuckets(ctx context.Context, ownerID string) ([]Bucket, error)
 	SetBucketVisibility(ctx context.Context, name string, v Visibility) error
+	// SetBucketEncryption sets a bucket's default encryption (see
+	// Bucket.Encryption): NotFound if missing; InvalidArgument unless
+	// ValidBucketEncryption.
+	SetBucketEncryption(ctx context.Context, name, enc, kmsKey string) error
 	// DeleteBucket: NotFound if missing; Conflict if it holds objects.
 	// Multipart uploads in progress in it are aborted in the same
 	// transaction (their blobs enqueued, their usage released).

@@ -46,10 +46,11 @@ type CreateUploadInput struct {
 
 // BackendDirect reports whether direct uploads can send their parts
 // straight to the blob backend (presigned URLs of the store itself), so
-// the bytes never cross Coffer.
+// the bytes never cross Coffer. Never with encryption on: the bytes must
+// pass through Coffer to be encrypted.
 func (s *Service) BackendDirect() bool {
 	_, ok := s.blobs.(blob.MultipartPresigner)
-	return ok
+	return ok && !s.cfg.Encrypt
 }
 
 // PresignBackendPart returns a presigned URL for part number n of a
@@ -102,7 +103,7 @@ func (s *Service) CreateUpload(ctx context.Context, a Actor, in CreateUploadInpu
 		Size: in.Size, PartSize: in.PartSize,
 		CreatedAt: now, ExpiresAt: now.Add(ttl),
 	}
-	if mp, ok := s.blobs.(blob.MultipartPresigner); ok && in.Backend {
+	if mp, ok := s.blobs.(blob.MultipartPresigner); ok && in.Backend && s.BackendDirect() {
 		u.BlobKey = newBlobKey()
 		id, err := mp.CreateMultipart(ctx, u.BlobKey)
 		if err != nil {
@@ -190,14 +191,22 @@ func (s *Service) PutPart(ctx context.Context, a Actor, in PartInput) (meta.Part
 	})
 	// Staged before the first byte, as object uploads are; within the
 	// upload's declared size, if it has one.
+	// Each part has its own data key, bound to its blob key.
 	key := newBlobKey()
-	rv, size, err := s.writeStaged(ctx, meta.Staging{BlobKey: key, OwnerID: b.OwnerID, UploadID: u.ID}, r, in.Size)
+	sl, err := s.newSealer(ctx, key, bucketSSE(b))
+	if err != nil {
+		return meta.Part{}, err
+	}
+	rv, size, err := s.writeStaged(ctx, meta.Staging{BlobKey: key, OwnerID: b.OwnerID, UploadID: u.ID}, r, in.Size, sl)
 	if err != nil {
 		return meta.Part{}, err
 	}
 	p := meta.Part{
 		UploadID: u.ID, Number: in.Number, Size: size,
 		ETag: hex.EncodeToString(r.MD5()), BlobKey: key, ModTime: s.now().UTC(), Staged: true,
+	}
+	if sl != nil {
+		p.Encryption, p.EncryptionKEK = sl.envelope, sl.kek
 	}
 	if sum := r.Checksum(); sum != nil {
 		p.Checksum = integrity.EncodeChecksum(sum)

@@ -70,6 +70,12 @@ type Config struct {
 	// reservations lapse and its blobs become orphans this long after.
 	// Default 1 minute.
 	StagingLease time.Duration
+	// Encrypt makes every new object, part and inline object encrypted at
+	// rest with a data key from Keys (see encrypt.go).
+	Encrypt bool
+	// Keys issues and opens data keys: needed with Encrypt, and to read
+	// objects written encrypted.
+	Keys Keys
 }
 
 // Service is the object service.
@@ -237,6 +243,8 @@ type PutInput struct {
 	ChecksumAlgorithm string
 	ChecksumWant      []byte
 	Cond              meta.Cond
+	// SSE asks for encryption (the zero value: the server's default).
+	SSE SSE
 }
 
 // Put streams one object into storage and commits it.
@@ -334,6 +342,27 @@ func (s *Service) stage(ctx context.Context, a Actor, in PutInput) (staged, erro
 		BucketOwner: b.OwnerID,
 	}}
 	o := &out.put.Object
+	blobKey := ""
+	if !inline {
+		blobKey = newBlobKey()
+	}
+	// A data key before the first byte: no key, no write (a key service
+	// outage fails the upload with Unavailable, never stores plaintext).
+	identity := blobKey
+	if inline {
+		identity = inlineIdentity
+	}
+	sse := in.SSE
+	if sse.Mode == 0 {
+		sse = bucketSSE(b)
+	}
+	sl, err := s.newSealer(ctx, identity, sse)
+	if err != nil {
+		return staged{}, err
+	}
+	if sl != nil {
+		o.Encryption, o.EncryptionKEK = sl.envelope, sl.kek
+	}
 	if inline {
 		// Small and of known size: keep the bytes for the metadata store.
 		buf := bytes.NewBuffer(make([]byte, 0, in.Size+1))
@@ -341,12 +370,24 @@ func (s *Service) stage(ctx context.Context, a Actor, in PutInput) (staged, erro
 			return staged{}, err
 		}
 		o.Inline, o.Size = buf.Bytes(), int64(buf.Len())
+		if sl != nil {
+			n, err := sl.blobSize(o.Size)
+			if err != nil {
+				return staged{}, err
+			}
+			ct := bytes.NewBuffer(make([]byte, 0, n+1))
+			if _, err := ct.ReadFrom(sl.encrypt(bytes.NewReader(o.Inline))); err != nil {
+				return staged{}, err
+			}
+			clear(o.Inline)
+			o.Inline = ct.Bytes()
+		}
 	} else {
 		// Staged before the first byte: reserved against the owner's
 		// quota (refused here, before reading, if it cannot fit), and
 		// safe from every node's orphan collection.
-		st := meta.Staging{BlobKey: newBlobKey(), OwnerID: b.OwnerID, Bucket: b.Name, Key: in.Key}
-		rv, size, err := s.writeStaged(ctx, st, r, in.Size)
+		st := meta.Staging{BlobKey: blobKey, OwnerID: b.OwnerID, Bucket: b.Name, Key: in.Key}
+		rv, size, err := s.writeStaged(ctx, st, r, in.Size, sl)
 		if err != nil {
 			return staged{}, err
 		}
@@ -500,7 +541,10 @@ func (bt *Batch) Abort() {
 type Reader struct {
 	Object meta.Object
 	Bucket meta.Bucket
-	s      *Service
+	// CustomerKey is the key an object stored with a customer key (S3
+	// SSE-C) is read with; see CheckCustomerKey.
+	CustomerKey []byte
+	s           *Service
 }
 
 // Get authorises a read of bucket/key and returns a handle; no bytes are
@@ -534,16 +578,33 @@ func (r *Reader) Open(ctx context.Context, offset, length int64) (io.ReadCloser,
 		length = o.Size - offset
 	}
 	if o.IsInline() {
-		if int64(len(o.Inline)) != o.Size {
+		if o.Encryption == nil && int64(len(o.Inline)) != o.Size {
 			return nil, errcode.New(errcode.Internal, "inline object %q has %d of its %d bytes", o.Key, len(o.Inline), o.Size)
 		}
-		return io.NopCloser(bytes.NewReader(o.Inline[offset : offset+length])), nil
+		return r.opener(o.Encryption, inlineIdentity, o.Size, bytesFetcher(o.Inline)).open(ctx, offset, length)
 	}
 	if o.Parts == nil {
-		rc, err := r.s.blobs.Get(ctx, o.BlobKey, offset, length)
-		return rc, r.gone(err)
+		return r.blobOpener(ctx, o.BlobKey, o.Size, o.Encryption).open(ctx, offset, length)
 	}
-	return &partsReader{ctx: ctx, r: r, parts: o.Parts, offset: offset, remaining: length}, nil
+	p := &partsReader{ctx: ctx, r: r, parts: o.Parts, offset: offset, remaining: length}
+	// The first part opens now, so that a failure to open it (a key
+	// service outage, a missing blob) is an error before any byte is sent.
+	if err := p.next(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// opener opens bytes of the object version with envelope env (nil:
+// plaintext) bound to identity.
+func (r *Reader) opener(env []byte, identity string, size int64, fetch func(off, n int64) (io.ReadCloser, error)) opener {
+	return opener{s: r.s, bucket: r.Object.Bucket, key: r.Object.Key, envelope: env, identity: identity, size: size,
+		customerKey: r.CustomerKey, fetch: fetch, plainOpenerErr: r.gone}
+}
+
+// blobOpener opens the blob blobKey of plaintext size bytes.
+func (r *Reader) blobOpener(ctx context.Context, blobKey string, size int64, env []byte) opener {
+	return r.opener(env, blobKey, size, func(off, n int64) (io.ReadCloser, error) { return r.s.blobs.Get(ctx, blobKey, off, n) })
 }
 
 // gone maps a missing blob to a missing object: the version was replaced
@@ -572,19 +633,9 @@ func (p *partsReader) Read(b []byte) (int, error) {
 			return 0, io.EOF
 		}
 		if p.cur == nil {
-			for len(p.parts) > 0 && p.offset >= p.parts[0].Size {
-				p.offset -= p.parts[0].Size
-				p.parts = p.parts[1:]
+			if err := p.next(); err != nil {
+				return 0, err
 			}
-			if len(p.parts) == 0 {
-				return 0, errcode.New(errcode.Internal, "multipart object is shorter than its size")
-			}
-			n := min(p.parts[0].Size-p.offset, p.remaining)
-			rc, err := p.r.s.blobs.Get(p.ctx, p.parts[0].BlobKey, p.offset, n)
-			if err != nil {
-				return 0, p.r.gone(err)
-			}
-			p.cur, p.offset, p.parts = rc, 0, p.parts[1:]
 		}
 		n, err := p.cur.Read(b)
 		p.remaining -= int64(n)
@@ -598,6 +649,29 @@ func (p *partsReader) Read(b []byte) (int, error) {
 		}
 		return n, err
 	}
+}
+
+// next opens the part the remaining range starts in.
+func (p *partsReader) next() error {
+	if p.remaining <= 0 {
+		p.cur = io.NopCloser(strings.NewReader(""))
+		return nil
+	}
+	for len(p.parts) > 0 && p.offset >= p.parts[0].Size {
+		p.offset -= p.parts[0].Size
+		p.parts = p.parts[1:]
+	}
+	if len(p.parts) == 0 {
+		return errcode.New(errcode.Internal, "multipart object is shorter than its size")
+	}
+	part := p.parts[0]
+	n := min(part.Size-p.offset, p.remaining)
+	rc, err := p.r.blobOpener(p.ctx, part.BlobKey, part.Size, part.Encryption).open(p.ctx, p.offset, n)
+	if err != nil {
+		return err
+	}
+	p.cur, p.offset, p.parts = rc, 0, p.parts[1:]
+	return nil
 }
 
 func (p *partsReader) Close() error {
@@ -652,6 +726,9 @@ type CopyInput struct {
 	ReplaceMetadata   bool
 	ContentType       string
 	Metadata          map[string]string
+	// SSE asks for the copy's encryption (the zero value: the server's
+	// default), whatever the source's.
+	SSE SSE
 }
 
 // Copy copies an object a may read into a bucket a owns. The bytes are
@@ -682,7 +759,7 @@ func (s *Service) CopyFrom(ctx context.Context, a Actor, src *Reader, in CopyInp
 	}
 	in2 := PutInput{
 		Bucket: in.DstBucket, Key: in.DstKey, Size: src.Object.Size,
-		ContentType: ct, Metadata: md, SHA256: sum, Cond: in.Cond,
+		ContentType: ct, Metadata: md, SHA256: sum, Cond: in.Cond, SSE: in.SSE,
 	}
 	if c := src.Object.Checksum; c.Algorithm != "" && c.Type == "FULL_OBJECT" {
 		if want, err := base64.StdEncoding.DecodeString(c.Value); err == nil {

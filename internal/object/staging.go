@@ -162,8 +162,15 @@ func (rv *reserver) done() {
 }
 
 // writeStaged stages a fresh blob for st and streams r into it, within the
-// reservation. On failure nothing is left: no blob, no staging.
-func (s *Service) writeStaged(ctx context.Context, st meta.Staging, r io.Reader, size int64) (*reserver, int64, error) {
+// reservation, encrypted by sl unless it is nil. It returns the plaintext
+// size (what the reservation and quota count; the blob of an encrypted one
+// is crypt.CiphertextSize of it). On failure nothing is left: no blob, no
+// staging.
+func (s *Service) writeStaged(ctx context.Context, st meta.Staging, r io.Reader, size int64, sl *sealer) (*reserver, int64, error) {
+	blobSize, err := sl.blobSize(size)
+	if err != nil {
+		return nil, 0, err
+	}
 	st.Bytes = size
 	if size < 0 {
 		st.Bytes = 1 // see maxLookahead
@@ -174,10 +181,13 @@ func (s *Service) writeStaged(ctx context.Context, st meta.Staging, r io.Reader,
 		return nil, 0, err
 	}
 	rv := &reserver{ctx: ctx, s: s, key: st.BlobKey, e: e, r: r, grow: limited && size < 0, granted: got.Bytes}
-	info, err := s.blobs.Put(ctx, st.BlobKey, rv, size)
+	info, err := s.blobs.Put(ctx, st.BlobKey, sl.encrypt(rv), blobSize)
+	if err == nil {
+		info.Size, err = sl.plainSize(info.Size)
+	}
 	if err != nil {
 		rv.done()
-		s.unstage(st.BlobKey)
+		s.unstage(st.BlobKey) // (a blob written after all is an orphan)
 		return nil, 0, err
 	}
 	return rv, info.Size, nil

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/coffer-storage/coffer/internal/crypt"
 	"github.com/coffer-storage/coffer/internal/httpx"
 	"github.com/coffer-storage/coffer/internal/meta"
 	"github.com/coffer-storage/coffer/internal/object"
@@ -27,6 +28,9 @@ func (api *API) createMultipartUpload(q *request) (response, error) {
 		if u.ChecksumType != "" {
 			h.Set("X-Amz-Checksum-Type", u.ChecksumType)
 		}
+	}
+	if api.objects.EncryptsByDefault() {
+		sseHeaders(h, object.Encryption{Mode: crypt.ModeServer})
 	}
 	return xmlResponse{header: h, body: initiateMultipartUploadResult{Xmlns: s3NS, Bucket: q.bucket, Key: q.key, UploadID: u.ID}}, nil
 }
@@ -70,6 +74,7 @@ func (api *API) uploadPart(q *request) (response, error) {
 		return nil, err
 	}
 	h := http.Header{"Etag": {`"` + p.ETag + `"`}}
+	sseHeaders(h, object.PartEncryption(p))
 	if p.Checksum != "" {
 		if u, err := api.objects.GetUpload(ctxOf(q), q.actor, q.bucket, q.key, p.UploadID); err == nil && u.ChecksumAlgorithm != "" {
 			h.Set("X-Amz-Checksum-"+strings.ToLower(u.ChecksumAlgorithm), p.Checksum)
@@ -111,7 +116,9 @@ func (api *API) uploadPartCopy(q *request) (response, error) {
 	if err != nil {
 		return nil, err
 	}
-	return xmlResponse{body: copyPartResult{Xmlns: s3NS, LastModified: iso8601(p.ModTime), ETag: `"` + p.ETag + `"`}}, nil
+	h := http.Header{}
+	sseHeaders(h, object.PartEncryption(p))
+	return xmlResponse{header: h, body: copyPartResult{Xmlns: s3NS, LastModified: iso8601(p.ModTime), ETag: `"` + p.ETag + `"`}}, nil
 }
 
 func (api *API) completeMultipartUpload(q *request) (response, error) {
@@ -145,7 +152,9 @@ func (api *API) completeMultipartUpload(q *request) (response, error) {
 		res.ChecksumSHA256 = o.Checksum.Value
 	}
 	res.ChecksumType = o.Checksum.Type
-	return xmlResponse{body: res}, nil
+	h := http.Header{}
+	sseHeaders(h, object.EncryptionOf(o))
+	return xmlResponse{header: h, body: res}, nil
 }
 
 func (api *API) abortMultipartUpload(q *request) (response, error) {

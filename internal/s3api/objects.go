@@ -120,16 +120,24 @@ func (api *API) putObject(q *request) (response, error) {
 			return nil, s3err.New(s3err.InvalidArgument, "Content-Type is malformed")
 		}
 	}
+	sse, keyMD5, err := writeSSE(q)
+	if err != nil {
+		return nil, err
+	}
 	o, err := api.objects.Put(ctxOf(q), q.actor, object.PutInput{
 		Bucket: q.bucket, Key: q.key, Body: body, Size: size, ContentType: ct,
 		Metadata: userMetadata(q.Header), MD5: md5sum, SHA256: q.pay.sha256,
-		ChecksumAlgorithm: alg, ChecksumWant: want, Cond: cond,
+		ChecksumAlgorithm: alg, ChecksumWant: want, Cond: cond, SSE: sse,
 	})
 	if err != nil {
 		return nil, err
 	}
 	h := http.Header{"Etag": {`"` + o.ETag + `"`}}
 	checksumHeaders(h, o.Checksum)
+	sseHeaders(h, object.EncryptionOf(o))
+	if keyMD5 != "" {
+		sseCHeaders(h, keyMD5)
+	}
 	return empty{header: h}, nil
 }
 
@@ -151,10 +159,19 @@ func (api *API) getObject(q *request) (response, error) {
 			return nil, s3err.New(s3err.InvalidRequest, "Request specific response headers cannot be used for anonymous GET requests.")
 		}
 	}
+	key, keyMD5, err := customerKey(q, sseCPrefix)
+	if err != nil {
+		return nil, err
+	}
 	rd, err := api.objects.Get(ctxOf(q), q.actor, q.bucket, q.key)
 	if err != nil {
 		return nil, err
 	}
+	// SSE-C: the key is checked before anything is sent (HEAD too).
+	if err := object.CheckCustomerKey(rd.Object, key); err != nil {
+		return nil, err
+	}
+	rd.CustomerKey = key
 	part := 0
 	if s := v.Get("partNumber"); s != "" {
 		n, err := strconv.Atoi(s)
@@ -166,19 +183,24 @@ func (api *API) getObject(q *request) (response, error) {
 		}
 		part = n
 	}
-	return &objectResponse{api: api, rd: rd, part: part}, nil
+	return &objectResponse{api: api, rd: rd, part: part, keyMD5: keyMD5}, nil
 }
 
 type objectResponse struct {
-	api  *API
-	rd   *object.Reader
-	part int
+	api    *API
+	rd     *object.Reader
+	part   int
+	keyMD5 string // SSE-C: echoed
 }
 
 func (or *objectResponse) respond(w http.ResponseWriter, q *request) {
 	o := or.rd.Object
 	h := w.Header()
 	h.Set("Content-Type", o.ContentType)
+	sseHeaders(h, object.EncryptionOf(o))
+	if or.keyMD5 != "" {
+		sseCHeaders(h, or.keyMD5)
+	}
 	for k, val := range o.Metadata {
 		h["X-Amz-Meta-"+k] = []string{val}
 	}
@@ -284,10 +306,22 @@ func (api *API) copyObject(q *request) (response, error) {
 	if err != nil {
 		return nil, err
 	}
+	srcKey, _, err := customerKey(q, copySSECPrefix)
+	if err != nil {
+		return nil, err
+	}
+	sse, keyMD5, err := writeSSE(q)
+	if err != nil {
+		return nil, err
+	}
 	src, err := api.objects.Get(ctxOf(q), q.actor, sb, sk)
 	if err != nil {
 		return nil, err
 	}
+	if err := object.CheckCustomerKey(src.Object, srcKey); err != nil {
+		return nil, err
+	}
+	src.CustomerKey = srcKey
 	if err := checkCopySourceConds(q.Header, src.Object); err != nil {
 		return nil, err
 	}
@@ -306,7 +340,7 @@ func (api *API) copyObject(q *request) (response, error) {
 	if err != nil {
 		return nil, err
 	}
-	in := object.CopyInput{DstBucket: q.bucket, DstKey: q.key, Cond: cond, ReplaceMetadata: replace}
+	in := object.CopyInput{DstBucket: q.bucket, DstKey: q.key, Cond: cond, ReplaceMetadata: replace, SSE: sse}
 	if replace {
 		in.ContentType, in.Metadata = q.Header.Get("Content-Type"), userMetadata(q.Header)
 	}
@@ -314,7 +348,12 @@ func (api *API) copyObject(q *request) (response, error) {
 	if err != nil {
 		return nil, err
 	}
-	return xmlResponse{body: copyObjectResult{Xmlns: s3NS, LastModified: iso8601(o.ModTime), ETag: `"` + o.ETag + `"`}}, nil
+	h := http.Header{}
+	sseHeaders(h, object.EncryptionOf(o))
+	if keyMD5 != "" {
+		sseCHeaders(h, keyMD5)
+	}
+	return xmlResponse{header: h, body: copyObjectResult{Xmlns: s3NS, LastModified: iso8601(o.ModTime), ETag: `"` + o.ETag + `"`}}, nil
 }
 
 func (api *API) deleteObject(q *request) (response, error) {

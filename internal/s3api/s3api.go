@@ -255,6 +255,16 @@ func (api *API) dispatch(q *request) (string, handlerFunc) {
 			if m == http.MethodGet && sub == "versions" {
 				return "ListObjectVersions", api.listObjectVersions
 			}
+			if sub == "encryption" {
+				switch m {
+				case http.MethodPut:
+					return "PutBucketEncryption", api.putBucketEncryption
+				case http.MethodGet:
+					return "GetBucketEncryption", api.getBucketEncryption
+				case http.MethodDelete:
+					return "DeleteBucketEncryption", api.deleteBucketEncryption
+				}
+			}
 			return strings.ToUpper(m[:1]) + strings.ToLower(m[1:]) + "Bucket?" + sub, nil
 		}
 		switch m {

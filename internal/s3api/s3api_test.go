@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/meta"
 	"github.com/coffer-storage/coffer/internal/s3api/s3err"
 )
 
@@ -148,6 +149,21 @@ func FuzzCreateBucketXML(f *testing.F) {
 	f.Add([]byte(`<CreateBucketConfiguration/>trailing`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		parsedStrictly[createBucketConfiguration](t, body)
+	})
+}
+
+func FuzzBucketEncryptionXML(f *testing.F) {
+	f.Add([]byte(`<ServerSideEncryptionConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Rule><ApplyServerSideEncryptionByDefault><SSEAlgorithm>AES256</SSEAlgorithm></ApplyServerSideEncryptionByDefault></Rule></ServerSideEncryptionConfiguration>`))
+	f.Add([]byte(`<ServerSideEncryptionConfiguration><Rule><ApplyServerSideEncryptionByDefault><SSEAlgorithm>aws:kms</SSEAlgorithm><KMSMasterKeyID>alias/k</KMSMasterKeyID></ApplyServerSideEncryptionByDefault><BucketKeyEnabled>true</BucketKeyEnabled></Rule></ServerSideEncryptionConfiguration>`))
+	f.Add([]byte(`<ServerSideEncryptionConfiguration><Rule/><Rule/></ServerSideEncryptionConfiguration>`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		parsedStrictly[sseConfiguration](t, body)
+		enc, key, err := parseSSEConfiguration(body)
+		if err == nil {
+			if verr := meta.ValidBucketEncryption(enc, key); verr != nil || enc == "" {
+				t.Fatalf("parseSSEConfiguration(%q) = %q, %q: not a valid setting (%v)", body, enc, key, verr)
+			}
+		}
 	})
 }
 

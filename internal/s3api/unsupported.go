@@ -2,6 +2,7 @@ package s3api
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/coffer-storage/coffer/internal/s3api/s3err"
@@ -21,8 +22,8 @@ type rule struct {
 	name  string
 	param bool
 	// ops are the operations the rule applies to; nil means every
-	// operation.
-	ops []string
+	// operation but those in notOps.
+	ops, notOps []string
 	// allow lists the values that are accepted (case-insensitively);
 	// valid, if set, decides instead. With neither, any value is refused.
 	allow []string
@@ -46,22 +47,35 @@ var (
 		"ListObjects", "ListObjectsV2", "ListObjectVersions", "ListMultipartUploads", "DeleteObjects",
 		"PutObject", "CopyObject", "GetObject", "HeadObject", "DeleteObject",
 		"CreateMultipartUpload", "UploadPart", "UploadPartCopy", "CompleteMultipartUpload",
-		"AbortMultipartUpload", "ListParts",
+		"AbortMultipartUpload", "ListParts", "PutBucketEncryption", "GetBucketEncryption", "DeleteBucketEncryption",
 	}
 )
 
 // rules is the table. The first rule a request breaks answers it.
 func rules() []rule {
 	const (
-		sse   = "server-side encryption (SSE-S3, SSE-KMS, SSE-C) is not implemented by Coffer; objects are stored as sent"
+		sse   = "this server-side encryption option is not implemented by Coffer"
+		sseC  = "server-side encryption with customer keys (SSE-C) is implemented for PutObject, GetObject, HeadObject and CopyObject only"
 		lock  = "object lock and retention are not implemented by Coffer"
 		acl   = "Coffer supports no ACLs beyond the bucket's private or public-read visibility"
 		stdMD = "Coffer stores Content-Type and x-amz-meta-* only; it would not return this header on GET"
 	)
 	return []rule{
-		// Encryption: nothing is encrypted with a key the client chose.
-		{name: "x-amz-server-side-encryption*", why: sse},
-		{name: "x-amz-copy-source-server-side-encryption*", why: sse},
+		// Encryption (docs/encryption.md): SSE-S3 and SSE-KMS on PutObject
+		// and CopyObject; on CreateMultipartUpload only what the server
+		// does anyway (AES256 with --encryption on). Everything else is
+		// refused: no header that would have encrypted is ignored.
+		{name: "x-amz-server-side-encryption", ops: []string{"PutObject", "CopyObject"}, valid: anyValue, check: checkSSE},
+		{name: "x-amz-server-side-encryption", ops: []string{"CreateMultipartUpload"}, valid: anyValue, check: checkUploadSSE},
+		{name: "x-amz-server-side-encryption-aws-kms-key-id", ops: []string{"PutObject", "CopyObject"}, valid: anyValue, check: checkKMSKeyID},
+		{name: "x-amz-server-side-encryption-bucket-key-enabled", ops: []string{"PutObject", "CopyObject", "CreateMultipartUpload"},
+			allow: []string{"true", "false"}, code: s3err.InvalidArgument, why: "must be true or false"},
+		{name: "x-amz-server-side-encryption-customer-*", notOps: []string{"PutObject", "GetObject", "HeadObject", "CopyObject"}, why: sseC},
+		{name: "x-amz-copy-source-server-side-encryption-customer-*", notOps: []string{"CopyObject"}, why: sseC},
+		{name: "x-amz-server-side-encryption", notOps: []string{"PutObject", "CopyObject", "CreateMultipartUpload"}, why: sse},
+		{name: "x-amz-server-side-encryption-aws-kms-key-id", notOps: []string{"PutObject", "CopyObject"}, why: sse},
+		{name: "x-amz-server-side-encryption-bucket-key-enabled", notOps: []string{"PutObject", "CopyObject", "CreateMultipartUpload"}, why: sse},
+		{name: "x-amz-server-side-encryption-context", why: sse},
 		// Object lock, legal hold, retention.
 		{name: "x-amz-object-lock-*", why: lock},
 		{name: "x-amz-bucket-object-lock-enabled", ops: []string{"CreateBucket"}, allow: []string{"false"}, why: lock},
@@ -188,6 +202,9 @@ func indexRules(rs []rule) ruleIndex {
 func (api *API) checkRequest(op string, q *request) error {
 	for _, set := range [2][]rule{api.rules[allOps], api.rules[op]} {
 		for _, r := range set {
+			if r.notOps != nil && slices.Contains(r.notOps, op) {
+				continue
+			}
 			for _, v := range r.values(q) {
 				if err := r.apply(api, q, v); err != nil {
 					return err
@@ -254,4 +271,40 @@ func (r *rule) display() string {
 		return "?" + r.name
 	}
 	return strings.ToLower(r.name)
+}
+
+// checkSSE admits the SSE-S3 and SSE-KMS values of
+// x-amz-server-side-encryption (requestSSE reads them).
+func checkSSE(_ *API, _ *request, v string) error {
+	switch v {
+	case "AES256", "aws:kms":
+		return nil
+	case "aws:kms:dsse":
+		return s3err.New(s3err.NotImplemented, "x-amz-server-side-encryption: aws:kms:dsse (dual-layer SSE-KMS) is not implemented by Coffer")
+	}
+	return s3err.New(s3err.InvalidArgument, "x-amz-server-side-encryption: the encryption method specified is not supported")
+}
+
+// checkUploadSSE admits, for a multipart upload, only what the server
+// does to every part anyway: AES256 with --encryption on.
+func checkUploadSSE(api *API, q *request, v string) error {
+	if err := checkSSE(api, q, v); err != nil {
+		return err
+	}
+	if v == "AES256" && api.objects.EncryptsByDefault() {
+		return nil
+	}
+	return s3err.New(s3err.NotImplemented, "x-amz-server-side-encryption on multipart uploads is not implemented by Coffer yet (with --encryption on, every part is encrypted: send AES256 or nothing)")
+}
+
+// checkKMSKeyID admits a KMS key id only with aws:kms (as S3 does); the
+// key itself is checked when the data key is made (KMS.NotFoundException).
+func checkKMSKeyID(_ *API, q *request, v string) error {
+	if q.Header.Get("X-Amz-Server-Side-Encryption") != "aws:kms" {
+		return s3err.New(s3err.InvalidArgument, "Server Side Encryption with KMS managed key requires HTTP header x-amz-server-side-encryption : aws:kms")
+	}
+	if v == "" {
+		return s3err.New(s3err.InvalidArgument, "x-amz-server-side-encryption-aws-kms-key-id must not be empty")
+	}
+	return nil
 }

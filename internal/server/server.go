@@ -57,6 +57,7 @@ import (
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/httpapi"
 	"github.com/coffer-storage/coffer/internal/httpx"
+	"github.com/coffer-storage/coffer/internal/kms"
 	"github.com/coffer-storage/coffer/internal/meta"
 	"github.com/coffer-storage/coffer/internal/meta/postgres"
 	"github.com/coffer-storage/coffer/internal/meta/sqlite"
@@ -75,6 +76,7 @@ type Server struct {
 	meta    meta.Store
 	blobs   blob.Store
 	objects *object.Service
+	keys    *kms.Keys // nil: no key provider (encryption off and none configured)
 	auth    *auth.Service
 	metrics *metrics.Metrics
 	handler http.Handler
@@ -176,10 +178,21 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	if inlineMax == 0 {
 		inlineMax = -1 // disabled
 	}
-	s.objects = object.New(s.meta, s.blobs, object.Config{
+	keys, err := openKeys(ctx, cfg, log)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.keys = keys
+	ocfg := object.Config{
 		MaxObjectSize: cfg.MaxObjectSize, InlineMax: inlineMax,
 		OrphanGrace: cfg.OrphanGrace, StagingLease: cfg.StagingLease,
-	}, log)
+		Encrypt: cfg.Encryption == "on",
+	}
+	if keys != nil {
+		ocfg.Keys = keys
+	}
+	s.objects = object.New(s.meta, s.blobs, ocfg, log)
 	s.metrics.GaugeFunc("coffer_upload_staged_bytes", "Bytes this node has received into blobs not committed yet (uploads in flight).",
 		func() float64 { return float64(s.objects.StagedBytes()) })
 	s.auth = auth.NewService(s.meta, key, auth.Config{
@@ -219,6 +232,13 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 			Counts: s.meta.Counts,
 		},
 		Tus: httpapi.TusConfig{Store: s.meta, TTL: cfg.TusExpiry},
+	}
+	if s.keys != nil {
+		apiCfg.RotateKeys = func(ctx context.Context) (string, string, error) {
+			prev := s.keys.Default().String()
+			cur, err := s.keys.Rotate(ctx)
+			return prev, cur.String(), err
+		}
 	}
 	if cfg.S3Listen != "off" {
 		apiCfg.Presign = s.presignPart
@@ -314,6 +334,9 @@ func (s *Server) Close() error {
 	}
 	if c, ok := s.blobs.(blob.Closer); ok {
 		errs = append(errs, c.Close())
+	}
+	if s.keys != nil {
+		errs = append(errs, s.keys.Close())
 	}
 	if s.admission != nil {
 		s.admission.Close()
@@ -597,4 +620,31 @@ func BuildInfo() (version, revision, goVersion string) {
 		}
 	}
 	return bi.Main.Version, revision, bi.GoVersion
+}
+
+// keyTTL is how long one intermediate key wraps new data keys
+// (kms.Options.IntermediateKeyTTL): short, so that new writes fail with
+// 503 within seconds of a key service outage instead of minutes, while
+// still saving a key service call per object. Unwrapped keys for reads
+// stay cached for kms's default (5 min after last use).
+const keyTTL = 5 * time.Second
+
+// openKeys opens the key provider: when encryption is on, when --kms names
+// one, and in the embedded shape (whose default keyring in the data folder
+// is created on first use: S3 SSE requests work without configuration).
+// A scale-out node without --kms opens only an existing default keyring
+// (it must never make a key of its own), so objects encrypted earlier stay
+// readable. nil: none (SSE requests are refused).
+func openKeys(ctx context.Context, cfg config.Config, log *slog.Logger) (*kms.Keys, error) {
+	if cfg.Encryption != "on" && cfg.KMS == "" && cfg.Meta != "" {
+		if _, err := os.Stat(filepath.Join(cfg.Data, kms.DefaultKeyringName)); err != nil {
+			return nil, nil
+		}
+	}
+	keys, err := kms.Open(ctx, cfg.KMS, kms.Options{DataDir: cfg.Data, IntermediateKeyTTL: keyTTL})
+	if err != nil {
+		return nil, fmt.Errorf("--kms: %w", err)
+	}
+	log.Info("key provider open", "kek", keys.Default().String(), "encryption", cfg.Encryption)
+	return keys, nil
 }

@@ -15,6 +15,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"flag"
@@ -40,11 +41,12 @@ var (
 	zipFiles    = flag.Int("zip-files", 1000, "files in the zipped folder")
 	zipFileSize = flag.Int64("zip-file-size", 1<<20, "size of each file of the zipped folder")
 	zipBig      = flag.Int64("zip-big", 5<<30, "size of the single big file zipped")
+	tusChunk    = flag.Int64("tus-chunk", 8<<20, "PATCH size of the tus measurement")
 )
 
 func main() {
 	flag.Parse()
-	run := map[string]func(){"big": measureBig, "concurrent": measureConcurrent, "slow": measureSlowConcurrent, "logins": measureLogins, "zip": measureZip}
+	run := map[string]func(){"big": measureBig, "concurrent": measureConcurrent, "slow": measureSlowConcurrent, "logins": measureLogins, "zip": measureZip, "tus": measureTus}
 	whats := flag.Args()
 	if len(whats) == 0 || whats[0] == "all" {
 		whats = []string{"big", "concurrent", "slow", "logins"}
@@ -52,7 +54,7 @@ func main() {
 	for _, w := range whats {
 		f, ok := run[w]
 		if !ok {
-			fmt.Fprintln(os.Stderr, "usage: measure [big|concurrent|slow|logins|zip|all]...")
+			fmt.Fprintln(os.Stderr, "usage: measure [big|concurrent|slow|logins|zip|tus|all]...")
 			os.Exit(2)
 		}
 		f()
@@ -261,6 +263,86 @@ func measureBig() {
 	fmt.Printf("upload:   %.1f s, %.0f MiB/s, peak RSS %.1f MiB\n", upDur.Seconds(), float64(*big)/(1<<20)/upDur.Seconds(), float64(upPeak)/1024)
 	fmt.Printf("download: %.1f s, %.0f MiB/s, peak RSS %.1f MiB, sha256 ok %v, bytes %d\n", downDur.Seconds(), float64(n)/(1<<20)/downDur.Seconds(), float64(downPeak)/1024, hex.EncodeToString(h.Sum(nil)) == want, n)
 	fmt.Printf("VmHWM (process lifetime peak) %.1f MiB\n\n", float64(hwm)/1024)
+}
+
+// measureTus uploads -big bytes once with a plain PUT and once through
+// tus 1.0 in -tus-chunk PATCHes (each with a sha256 Upload-Checksum), and
+// reports time, throughput and peak server RSS of each; both objects'
+// SHA-256 must match what was sent.
+func measureTus() {
+	s := start()
+	defer s.close()
+	u := signup(s.url, "tus@example.com")
+	want := func() string {
+		h := sha256.New()
+		io.Copy(h, newGen(*big))
+		return hex.EncodeToString(h.Sum(nil))
+	}()
+	report := func(what string, d time.Duration, peak int64, sha string) {
+		fmt.Printf("%-28s %.1f s, %.0f MiB/s, peak RSS %.1f MiB, sha256 ok %v\n", what, d.Seconds(), float64(*big)/(1<<20)/d.Seconds(), float64(peak)/1024, sha == want)
+	}
+	fmt.Printf("## tus vs PUT (%d MiB, PATCHes of %d MiB)\n", *big>>20, *tusChunk>>20)
+
+	s.resetPeak()
+	t0 := time.Now()
+	req, _ := http.NewRequest("PUT", s.url+"/api/v1/buckets/"+u.bucket+"/files/put.bin", newGen(*big))
+	req.ContentLength = *big
+	req.Header.Set("Authorization", "Bearer "+u.token)
+	resp, err := http.DefaultClient.Do(req)
+	must(err)
+	var f struct{ SHA256 string }
+	json.NewDecoder(resp.Body).Decode(&f)
+	resp.Body.Close()
+	report("plain PUT", time.Since(t0), s.peakKiB(), f.SHA256)
+
+	b64 := func(v string) string { return base64.StdEncoding.EncodeToString([]byte(v)) }
+	do := func(method, url string, body io.Reader, n int64, hdr ...string) *http.Response {
+		req, _ := http.NewRequest(method, url, body)
+		req.ContentLength = n
+		req.Header.Set("Authorization", "Bearer "+u.token)
+		req.Header.Set("Tus-Resumable", "1.0.0")
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		must(err)
+		return resp
+	}
+	s.resetPeak()
+	t0 = time.Now()
+	resp = do("POST", s.url+"/api/v1/tus/", nil, 0, "Upload-Length", strconv.FormatInt(*big, 10),
+		"Upload-Metadata", "bucket "+b64(u.bucket)+",key "+b64("tus.bin"))
+	resp.Body.Close()
+	loc := resp.Header.Get("Location")
+	if resp.StatusCode != 201 || loc == "" {
+		fmt.Println("tus create failed", resp.StatusCode)
+		return
+	}
+	if !strings.HasPrefix(loc, "http") {
+		loc = s.url + loc
+	}
+	src := newGen(*big)
+	buf := make([]byte, *tusChunk)
+	for off := int64(0); off < *big; {
+		n, _ := io.ReadFull(src, buf[:min(*tusChunk, *big-off)])
+		sum := sha256.Sum256(buf[:n])
+		resp = do("PATCH", loc, bytes.NewReader(buf[:n]), int64(n), "Content-Type", "application/offset+octet-stream",
+			"Upload-Offset", strconv.FormatInt(off, 10), "Upload-Checksum", "sha256 "+base64.StdEncoding.EncodeToString(sum[:]))
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 204 {
+			fmt.Println("tus PATCH failed", resp.StatusCode, "at", off)
+			return
+		}
+		off += int64(n)
+	}
+	d, peak := time.Since(t0), s.peakKiB()
+	resp = do("GET", s.url+"/api/v1/buckets/"+u.bucket+"/files/tus.bin", nil, 0)
+	h := sha256.New()
+	io.Copy(h, resp.Body)
+	resp.Body.Close()
+	report("tus (create + PATCHes)", d, peak, hex.EncodeToString(h.Sum(nil)))
+	fmt.Println()
 }
 
 // measureZip measures zip downloads (POST /buckets/{bucket}/zip): a

@@ -9,9 +9,11 @@ import (
 )
 
 // TestBoto3Hardening runs py/test_boto3_hardening.py with pytest against a
-// server of its own: server-side encryption (SSE-S3, SSE-KMS, SSE-C) and
-// other unimplemented parameters are refused with NotImplemented and store
-// nothing; list_object_versions (and its paginator) lists an unversioned
+// server of its own: server-side encryption Coffer does not implement
+// (DSSE, encryption contexts, SSE on multipart uploads without
+// --encryption on) and other unimplemented parameters are refused with
+// NotImplemented and store nothing; a customer key for a plain object is
+// InvalidRequest; list_object_versions (and its paginator) lists an unversioned
 // bucket, delete_object(VersionId="null") deletes, and boto3's
 // object_versions.delete() empties a bucket as cleanup tools do.
 func TestBoto3Hardening(t *testing.T) {

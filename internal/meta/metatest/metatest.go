@@ -100,6 +100,7 @@
 package metatest
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"fmt"
@@ -135,6 +136,7 @@ func Run(t *testing.T, newStore func(t *testing.T) meta.Store) {
 		{"Uploads", uploadTests},
 		{"Inline", inlineTests},
 		{"Multipart", multipartTests},
+		{"Encryption", encryptionTests},
 		{"BackendUploads", backendUploadTests},
 		{"Staging", stagingTests},
 		{"Garbage", garbageTests},
@@ -301,7 +303,7 @@ func diffObject(got, want meta.Object) string {
 		add("BlobKey", got.BlobKey, want.BlobKey)
 	}
 	// Nil Parts is a single-blob object (BlobKeys depends on it).
-	if (got.Parts == nil) != (want.Parts == nil) || !slices.Equal(got.Parts, want.Parts) {
+	if (got.Parts == nil) != (want.Parts == nil) || !slices.EqualFunc(got.Parts, want.Parts, samePart) {
 		add("Parts", fmtParts(got.Parts), fmtParts(want.Parts))
 	}
 	if got.Checksum != want.Checksum {
@@ -310,7 +312,20 @@ func diffObject(got, want meta.Object) string {
 	if !sameTime(got.ModTime, want.ModTime) {
 		add("ModTime", got.ModTime, want.ModTime)
 	}
+	if !bytes.Equal(got.Encryption, want.Encryption) {
+		add("Encryption", got.Encryption, want.Encryption)
+	}
+	if got.EncryptionKEK != want.EncryptionKEK {
+		add("EncryptionKEK", got.EncryptionKEK, want.EncryptionKEK)
+	}
 	return d
+}
+
+// samePart reports whether two parts are equal (nil and empty
+// Encryption alike: both mean plaintext).
+func samePart(a, b meta.ObjectPart) bool {
+	return a.BlobKey == b.BlobKey && a.Size == b.Size && a.ETag == b.ETag && a.Checksum == b.Checksum &&
+		bytes.Equal(a.Encryption, b.Encryption) && a.EncryptionKEK == b.EncryptionKEK
 }
 
 // fmtParts formats parts, telling nil from empty.

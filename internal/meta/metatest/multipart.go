@@ -41,7 +41,8 @@ func completeOf(ps ...meta.Part) []meta.CompletePart {
 func objectParts(ps ...meta.Part) []meta.ObjectPart {
 	out := make([]meta.ObjectPart, len(ps))
 	for i, p := range ps {
-		out[i] = meta.ObjectPart{BlobKey: p.BlobKey, Size: p.Size, ETag: p.ETag, Checksum: p.Checksum}
+		out[i] = meta.ObjectPart{BlobKey: p.BlobKey, Size: p.Size, ETag: p.ETag, Checksum: p.Checksum,
+			Encryption: p.Encryption, EncryptionKEK: p.EncryptionKEK}
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package metatest
 import (
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -67,7 +68,7 @@ func putPart(t *testing.T, s meta.Store, p meta.Part) meta.Part {
 	t.Helper()
 	old, err := s.PutPart(t.Context(), p)
 	ok(t, err, fmt.Sprintf("PutPart %d", p.Number))
-	if old != (meta.Part{}) {
+	if !reflect.DeepEqual(old, meta.Part{}) {
 		t.Errorf("PutPart of new part %d returned %+v, want the zero Part", p.Number, old)
 	}
 	return p

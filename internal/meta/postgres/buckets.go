@@ -13,11 +13,14 @@ import (
 
 const bucketCols = "name, owner_id, visibility, created_at"
 
+// bucketReadCols are what scanBucket reads.
+const bucketReadCols = bucketCols + ", sse_default, sse_kms_key"
+
 func scanBucket(r pgx.Row) (meta.Bucket, error) {
 	var b meta.Bucket
 	var vis string
 	var created int64
-	err := r.Scan(&b.Name, &b.OwnerID, &vis, &created)
+	err := r.Scan(&b.Name, &b.OwnerID, &vis, &created, &b.Encryption, &b.EncryptionKMSKey)
 	b.Visibility = meta.Visibility(vis)
 	b.CreatedAt = metasql.FromNanos(created)
 	return b, err
@@ -69,7 +72,7 @@ func (s *Store) GetBucket(ctx context.Context, name string) (meta.Bucket, error)
 			return errNoBucket(name)
 		}
 		return err
-	}, "SELECT "+bucketCols+" FROM buckets WHERE name = $1", name)
+	}, "SELECT "+bucketReadCols+" FROM buckets WHERE name = $1", name)
 	if err != nil {
 		return meta.Bucket{}, err
 	}
@@ -81,7 +84,7 @@ func (s *Store) ListBuckets(ctx context.Context, ownerID string) ([]meta.Bucket,
 	var out []meta.Bucket
 	err := s.read(ctx, "list buckets", func(c *pgx.Conn) error {
 		out = nil
-		rows, err := c.Query(ctx, "SELECT "+bucketCols+" FROM buckets WHERE owner_id = $1 ORDER BY name", ownerID)
+		rows, err := c.Query(ctx, "SELECT "+bucketReadCols+" FROM buckets WHERE owner_id = $1 ORDER BY name", ownerID)
 		if err != nil {
 			return err
 		}
@@ -109,6 +112,17 @@ func (s *Store) SetBucketVisibility(ctx context.Context, name string, v meta.Vis
 	}
 	return s.write(ctx, "set bucket visibility", func(t *txn) error {
 		t.execN(mustAffect(errNoBucket(name)), "UPDATE buckets SET visibility = $1 WHERE name = $2", string(v), name)
+		return nil
+	})
+}
+
+// SetBucketEncryption implements meta.Store.
+func (s *Store) SetBucketEncryption(ctx context.Context, name, enc, kmsKey string) error {
+	if err := meta.ValidBucketEncryption(enc, kmsKey); err != nil {
+		return err
+	}
+	return s.write(ctx, "set bucket encryption", func(t *txn) error {
+		t.execN(mustAffect(errNoBucket(name)), "UPDATE buckets SET sse_default = $1, sse_kms_key = $2 WHERE name = $3", enc, kmsKey, name)
 		return nil
 	})
 }

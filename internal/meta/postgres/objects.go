@@ -119,7 +119,7 @@ type found struct {
 // or one row.
 const lookupQuery = `SELECT b.owner_id, o.size, o.etag, o.sha256, o.content_type, o.metadata, o.blob_key, o.mod_time,
 		o.checksum_algorithm, o.checksum_type, o.checksum_value, o.parts_id, o.part_count, o.inline_data,
-		p.blob_key, p.size, p.etag, p.checksum
+		p.blob_key, p.size, p.etag, p.checksum, o.sse, o.sse_kek, p.sse, p.sse_kek
 	FROM buckets b
 	LEFT JOIN objects o ON o.bucket = b.name AND o.key = $2
 	LEFT JOIN object_parts p ON p.parts_id = o.parts_id
@@ -135,9 +135,11 @@ func (f *found) scan(r pgx.Rows, bucket, key string) error {
 		inline                                     []byte
 		pblob, petag, pcheck                       pgtype.Text
 		psize                                      pgtype.Int8
+		sse, psse                                  []byte
+		kek, pkek                                  pgtype.Text
 	)
 	if err := r.Scan(&f.owner, &size, &etag, &sha, &ctype, &md, &blob, &mod, &calg, &ctyp, &cv, &pid, &pcount, &inline,
-		&pblob, &psize, &petag, &pcheck); err != nil {
+		&pblob, &psize, &petag, &pcheck, &sse, &kek, &psse, &pkek); err != nil {
 		return err
 	}
 	if !f.bucket {
@@ -147,15 +149,17 @@ func (f *found) scan(r pgx.Rows, bucket, key string) error {
 		}
 		f.exists = true
 		o := meta.Object{
-			Bucket:      bucket,
-			Key:         key,
-			Size:        size.Int64,
-			ETag:        etag.String,
-			SHA256:      sha.String,
-			ContentType: ctype.String,
-			BlobKey:     blob.String,
-			Checksum:    meta.Checksum{Algorithm: calg.String, Type: ctyp.String, Value: cv.String},
-			ModTime:     metasql.FromNanos(mod.Int64),
+			Bucket:        bucket,
+			Key:           key,
+			Size:          size.Int64,
+			ETag:          etag.String,
+			SHA256:        sha.String,
+			ContentType:   ctype.String,
+			BlobKey:       blob.String,
+			Checksum:      meta.Checksum{Algorithm: calg.String, Type: ctyp.String, Value: cv.String},
+			ModTime:       metasql.FromNanos(mod.Int64),
+			Encryption:    sse,
+			EncryptionKEK: kek.String,
 		}
 		var err error
 		if o.Metadata, err = decodeMetadata(md); err != nil {
@@ -172,7 +176,8 @@ func (f *found) scan(r pgx.Rows, bucket, key string) error {
 		}
 	}
 	if pblob.Valid {
-		f.row.Parts = append(f.row.Parts, meta.ObjectPart{BlobKey: pblob.String, Size: psize.Int64, ETag: petag.String, Checksum: pcheck.String})
+		f.row.Parts = append(f.row.Parts, meta.ObjectPart{BlobKey: pblob.String, Size: psize.Int64, ETag: petag.String, Checksum: pcheck.String,
+			Encryption: psse, EncryptionKEK: pkek.String})
 	}
 	return nil
 }
@@ -252,17 +257,17 @@ func writeObject(t *txn, o meta.Object, partsID int64) error {
 		}
 	}
 	t.exec(`INSERT INTO objects (bucket, key, size, etag, sha256, content_type, metadata, blob_key, mod_time,
-			checksum_algorithm, checksum_type, checksum_value, parts_id, part_count, inline_data)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+			checksum_algorithm, checksum_type, checksum_value, parts_id, part_count, inline_data, sse, sse_kek)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
 		ON CONFLICT (bucket, key) DO UPDATE SET
 			size = excluded.size, etag = excluded.etag, sha256 = excluded.sha256,
 			content_type = excluded.content_type, metadata = excluded.metadata,
 			blob_key = excluded.blob_key, mod_time = excluded.mod_time,
 			checksum_algorithm = excluded.checksum_algorithm, checksum_type = excluded.checksum_type,
 			checksum_value = excluded.checksum_value, parts_id = excluded.parts_id, part_count = excluded.part_count,
-			inline_data = excluded.inline_data`,
+			inline_data = excluded.inline_data, sse = excluded.sse, sse_kek = excluded.sse_kek`,
 		o.Bucket, key(o.Key), o.Size, o.ETag, o.SHA256, o.ContentType, md, o.BlobKey, metasql.ToNanos(o.ModTime),
-		o.Checksum.Algorithm, o.Checksum.Type, o.Checksum.Value, pid, len(o.Parts), inline)
+		o.Checksum.Algorithm, o.Checksum.Type, o.Checksum.Value, pid, len(o.Parts), inline, o.Encryption, o.EncryptionKEK)
 	return nil
 }
 
@@ -272,12 +277,16 @@ func insertParts(t *txn, partsID int64, parts []meta.ObjectPart) {
 	sizes := make([]int64, len(parts))
 	etags := make([]string, len(parts))
 	sums := make([]string, len(parts))
+	sses := make([][]byte, len(parts))
+	keks := make([]string, len(parts))
 	for i, p := range parts {
 		blobs[i], sizes[i], etags[i], sums[i] = p.BlobKey, p.Size, p.ETag, p.Checksum
+		sses[i], keks[i] = p.Encryption, p.EncryptionKEK
 	}
-	t.exec(`INSERT INTO object_parts (parts_id, idx, blob_key, size, etag, checksum)
-		SELECT $1, p.n - 1, p.b, p.s, p.e, p.c FROM unnest($2::text[], $3::bigint[], $4::text[], $5::text[]) WITH ORDINALITY AS p(b, s, e, c, n)`,
-		partsID, blobs, sizes, etags, sums)
+	t.exec(`INSERT INTO object_parts (parts_id, idx, blob_key, size, etag, checksum, sse, sse_kek)
+		SELECT $1, p.n - 1, p.b, p.s, p.e, p.c, p.x, p.k
+		FROM unnest($2::text[], $3::bigint[], $4::text[], $5::text[], $6::bytea[], $7::text[]) WITH ORDINALITY AS p(b, s, e, c, x, k, n)`,
+		partsID, blobs, sizes, etags, sums, sses, keks)
 }
 
 // newPartsID queues allocating a parts_id into id (never reused).

@@ -40,12 +40,12 @@ func scanUpload(r pgx.Row) (meta.Upload, error) {
 	return u, err
 }
 
-const partCols = "upload_id, number, size, etag, checksum, blob_key, mod_time"
+const partCols = "upload_id, number, size, etag, checksum, blob_key, mod_time, sse, sse_kek"
 
 func scanPart(r pgx.Row) (meta.Part, error) {
 	var p meta.Part
 	var mod int64
-	err := r.Scan(&p.UploadID, &p.Number, &p.Size, &p.ETag, &p.Checksum, &p.BlobKey, &mod)
+	err := r.Scan(&p.UploadID, &p.Number, &p.Size, &p.ETag, &p.Checksum, &p.BlobKey, &mod, &p.Encryption, &p.EncryptionKEK)
 	p.ModTime = metasql.FromNanos(mod)
 	return p, err
 }
@@ -211,11 +211,11 @@ func (s *Store) PutPart(ctx context.Context, p meta.Part) (meta.Part, error) {
 		if err := t.addUsage(u.owner, p.Size-cur.Size); err != nil {
 			return err
 		}
-		t.exec("INSERT INTO upload_parts ("+partCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7)
+		t.exec("INSERT INTO upload_parts ("+partCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 			ON CONFLICT (upload_id, number) DO UPDATE SET
 				size = excluded.size, etag = excluded.etag, checksum = excluded.checksum,
-				blob_key = excluded.blob_key, mod_time = excluded.mod_time`,
-			p.UploadID, p.Number, p.Size, p.ETag, p.Checksum, p.BlobKey, metasql.ToNanos(metasql.OrNow(p.ModTime, t.now)))
+				blob_key = excluded.blob_key, mod_time = excluded.mod_time, sse = excluded.sse, sse_kek = excluded.sse_kek`,
+			p.UploadID, p.Number, p.Size, p.ETag, p.Checksum, p.BlobKey, metasql.ToNanos(metasql.OrNow(p.ModTime, t.now)), p.Encryption, p.EncryptionKEK)
 		if exists {
 			t.enqueue(cur.BlobKey)
 			old = cur
@@ -489,7 +489,7 @@ func (s *Store) CompleteUpload(ctx context.Context, id string, obj meta.Object, 
 		numbers := make([]int32, len(parts))
 		for i, cp := range parts {
 			p := have[cp.Number]
-			o.Parts[i] = meta.ObjectPart{BlobKey: p.BlobKey, Size: p.Size, ETag: p.ETag, Checksum: p.Checksum}
+			o.Parts[i] = meta.ObjectPart{BlobKey: p.BlobKey, Size: p.Size, ETag: p.ETag, Checksum: p.Checksum, Encryption: p.Encryption, EncryptionKEK: p.EncryptionKEK}
 			o.Size += p.Size
 			numbers[i] = int32(cp.Number)
 			delete(have, cp.Number)
@@ -499,8 +499,8 @@ func (s *Store) CompleteUpload(ctx context.Context, id string, obj meta.Object, 
 		// The listed parts, in ascending order, become the object's; their
 		// numbers serve as positions.
 		// (They were read under the owner's lock: all are there.)
-		t.exec(`INSERT INTO object_parts (parts_id, idx, blob_key, size, etag, checksum)
-			SELECT $1, number, blob_key, size, etag, checksum FROM upload_parts
+		t.exec(`INSERT INTO object_parts (parts_id, idx, blob_key, size, etag, checksum, sse, sse_kek)
+			SELECT $1, number, blob_key, size, etag, checksum, sse, sse_kek FROM upload_parts
 			WHERE upload_id = $2 AND number = ANY($3)`, partsID, id, numbers)
 		if err := writeObject(t, o, partsID); err != nil {
 			return err

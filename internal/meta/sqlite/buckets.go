@@ -13,11 +13,14 @@ import (
 
 const bucketCols = "name, owner_id, visibility, created_at"
 
+// bucketReadCols are what scanBucket reads.
+const bucketReadCols = bucketCols + ", sse_default, sse_kms_key"
+
 func scanBucket(r scanner) (meta.Bucket, error) {
 	var b meta.Bucket
 	var vis string
 	var created int64
-	err := r.Scan(&b.Name, &b.OwnerID, &vis, &created)
+	err := r.Scan(&b.Name, &b.OwnerID, &vis, &created, &b.Encryption, &b.EncryptionKMSKey)
 	b.Visibility = meta.Visibility(vis)
 	b.CreatedAt = metasql.FromNanos(created)
 	return b, err
@@ -71,7 +74,7 @@ func (s *Store) GetBucket(ctx context.Context, name string) (meta.Bucket, error)
 	if err := s.ready(); err != nil {
 		return meta.Bucket{}, err
 	}
-	b, err := scanBucket(s.read().QueryRowContext(ctx, "SELECT "+bucketCols+" FROM buckets WHERE name = ?", name))
+	b, err := scanBucket(s.read().QueryRowContext(ctx, "SELECT "+bucketReadCols+" FROM buckets WHERE name = ?", name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return meta.Bucket{}, errNoBucket(name)
 	}
@@ -86,7 +89,7 @@ func (s *Store) ListBuckets(ctx context.Context, ownerID string) ([]meta.Bucket,
 	if err := s.ready(); err != nil {
 		return nil, err
 	}
-	rows, err := s.read().QueryContext(ctx, "SELECT "+bucketCols+" FROM buckets WHERE owner_id = ? ORDER BY name", ownerID)
+	rows, err := s.read().QueryContext(ctx, "SELECT "+bucketReadCols+" FROM buckets WHERE owner_id = ? ORDER BY name", ownerID)
 	if err != nil {
 		return nil, classify(err, "list buckets")
 	}
@@ -115,6 +118,20 @@ func (s *Store) SetBucketVisibility(ctx context.Context, name string, v meta.Vis
 		res, err := c.ExecContext(ctx, "UPDATE buckets SET visibility = ? WHERE name = ?", string(v), name)
 		if err != nil {
 			return classify(err, "set visibility of %q", name)
+		}
+		return mustAffect(res, errNoBucket(name))
+	})
+}
+
+// SetBucketEncryption implements meta.Store.
+func (s *Store) SetBucketEncryption(ctx context.Context, name, enc, kmsKey string) error {
+	if err := meta.ValidBucketEncryption(enc, kmsKey); err != nil {
+		return err
+	}
+	return s.write(ctx, func(ctx context.Context, c *conn) error {
+		res, err := c.ExecContext(ctx, "UPDATE buckets SET sse_default = ?, sse_kms_key = ? WHERE name = ?", enc, kmsKey, name)
+		if err != nil {
+			return classify(err, "set encryption of %q", name)
 		}
 		return mustAffect(res, errNoBucket(name))
 	})

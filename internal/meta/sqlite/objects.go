@@ -103,10 +103,11 @@ func lookup(ctx context.Context, q querier, bucket, key string) (owner string, o
 		md                          sql.NullString
 		calg, ctyp, cval            sql.NullString
 		size, mod, pid, pcount, iid sql.NullInt64
-		data                        []byte
+		data, sse                   []byte
+		kek                         sql.NullString
 	)
 	err = q.QueryRowContext(ctx, lookupQuery, bucket, key).
-		Scan(&owner, &k, &size, &etag, &sha, &ctype, &md, &blob, &mod, &calg, &ctyp, &cval, &pid, &pcount, &iid, &data)
+		Scan(&owner, &k, &size, &etag, &sha, &ctype, &md, &blob, &mod, &calg, &ctyp, &cval, &pid, &pcount, &iid, &data, &sse, &kek)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", row{}, false, errNoBucket(bucket)
 	}
@@ -118,15 +119,17 @@ func lookup(ctx context.Context, q querier, bucket, key string) (owner string, o
 	}
 	o = row{
 		Object: meta.Object{
-			Bucket:      bucket,
-			Key:         k.String,
-			Size:        size.Int64,
-			ETag:        etag.String,
-			SHA256:      sha.String,
-			ContentType: ctype.String,
-			BlobKey:     blob.String,
-			Checksum:    meta.Checksum{Algorithm: calg.String, Type: ctyp.String, Value: cval.String},
-			ModTime:     metasql.FromNanos(mod.Int64),
+			Bucket:        bucket,
+			Key:           k.String,
+			Size:          size.Int64,
+			ETag:          etag.String,
+			SHA256:        sha.String,
+			ContentType:   ctype.String,
+			BlobKey:       blob.String,
+			Checksum:      meta.Checksum{Algorithm: calg.String, Type: ctyp.String, Value: cval.String},
+			ModTime:       metasql.FromNanos(mod.Int64),
+			Encryption:    sse,
+			EncryptionKEK: kek.String,
 		},
 		partsID:   pid.Int64,
 		partCount: int(pcount.Int64),
@@ -145,12 +148,12 @@ func lookup(ctx context.Context, q querier, bucket, key string) (owner string, o
 }
 
 const lookupQuery = `SELECT b.owner_id, o.key, o.size, o.etag, o.sha256, o.content_type, o.metadata, o.blob_key, o.mod_time,
-		o.checksum_algorithm, o.checksum_type, o.checksum_value, o.parts_id, o.part_count, o.inline_id, i.data
+		o.checksum_algorithm, o.checksum_type, o.checksum_value, o.parts_id, o.part_count, o.inline_id, i.data, o.sse, o.sse_kek
 	FROM buckets b LEFT JOIN objects o ON o.bucket = b.name AND o.key = ?2
 	LEFT JOIN inline_data i ON i.id = o.inline_id
 	WHERE b.name = ?1`
 
-const readPartsQuery = "SELECT blob_key, size, etag, checksum FROM object_parts WHERE parts_id = ? ORDER BY idx"
+const readPartsQuery = "SELECT blob_key, size, etag, checksum, sse, sse_kek FROM object_parts WHERE parts_id = ? ORDER BY idx"
 
 // lookupFull is lookup with the parts of a multipart object. q must read
 // one snapshot (the writer, or a read transaction).
@@ -178,7 +181,7 @@ func readParts(ctx context.Context, q querier, id int64, n int) ([]meta.ObjectPa
 	parts := make([]meta.ObjectPart, 0, n)
 	for rows.Next() {
 		var p meta.ObjectPart
-		if err := rows.Scan(&p.BlobKey, &p.Size, &p.ETag, &p.Checksum); err != nil {
+		if err := rows.Scan(&p.BlobKey, &p.Size, &p.ETag, &p.Checksum, &p.Encryption, &p.EncryptionKEK); err != nil {
 			return nil, classify(err, "read object parts")
 		}
 		parts = append(parts, p)
@@ -200,8 +203,8 @@ func insertParts(ctx context.Context, c *conn, parts []meta.ObjectPart) (int64, 
 		return 0, err
 	}
 	for i, p := range parts {
-		if _, err := c.ExecContext(ctx, "INSERT INTO object_parts (parts_id, idx, blob_key, size, etag, checksum) VALUES (?, ?, ?, ?, ?, ?)",
-			id, i, p.BlobKey, p.Size, p.ETag, p.Checksum); err != nil {
+		if _, err := c.ExecContext(ctx, "INSERT INTO object_parts (parts_id, idx, blob_key, size, etag, checksum, sse, sse_kek) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+			id, i, p.BlobKey, p.Size, p.ETag, p.Checksum, p.Encryption, p.EncryptionKEK); err != nil {
 			return 0, classify(err, "insert object part")
 		}
 	}
@@ -222,16 +225,16 @@ func writeObject(ctx context.Context, c *conn, o meta.Object, partsID, inlineID 
 	if inlineID != 0 {
 		iid = inlineID
 	}
-	_, err = c.ExecContext(ctx, `INSERT INTO objects (`+objectCols+`, inline_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	_, err = c.ExecContext(ctx, `INSERT INTO objects (`+objectCols+`, inline_id, sse, sse_kek) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (bucket, key) DO UPDATE SET
 			size = excluded.size, etag = excluded.etag, sha256 = excluded.sha256,
 			content_type = excluded.content_type, metadata = excluded.metadata,
 			blob_key = excluded.blob_key, mod_time = excluded.mod_time,
 			checksum_algorithm = excluded.checksum_algorithm, checksum_type = excluded.checksum_type,
 			checksum_value = excluded.checksum_value, parts_id = excluded.parts_id, part_count = excluded.part_count,
-			inline_id = excluded.inline_id`,
+			inline_id = excluded.inline_id, sse = excluded.sse, sse_kek = excluded.sse_kek`,
 		o.Bucket, o.Key, o.Size, o.ETag, o.SHA256, o.ContentType, md, o.BlobKey, metasql.ToNanos(o.ModTime),
-		o.Checksum.Algorithm, o.Checksum.Type, o.Checksum.Value, pid, len(o.Parts), iid)
+		o.Checksum.Algorithm, o.Checksum.Type, o.Checksum.Value, pid, len(o.Parts), iid, o.Encryption, o.EncryptionKEK)
 	return classify(err, "put object %q", o.Key)
 }
 

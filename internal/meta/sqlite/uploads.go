@@ -53,12 +53,12 @@ func scanUploads(rows *sql.Rows, what string) ([]meta.Upload, error) {
 	return out, nil
 }
 
-const partCols = "upload_id, number, size, etag, checksum, blob_key, mod_time"
+const partCols = "upload_id, number, size, etag, checksum, blob_key, mod_time, sse, sse_kek"
 
 func scanPart(r scanner) (meta.Part, error) {
 	var p meta.Part
 	var mod int64
-	err := r.Scan(&p.UploadID, &p.Number, &p.Size, &p.ETag, &p.Checksum, &p.BlobKey, &mod)
+	err := r.Scan(&p.UploadID, &p.Number, &p.Size, &p.ETag, &p.Checksum, &p.BlobKey, &mod, &p.Encryption, &p.EncryptionKEK)
 	p.ModTime = metasql.FromNanos(mod)
 	return p, err
 }
@@ -180,11 +180,11 @@ func (s *Store) PutPart(ctx context.Context, p meta.Part) (meta.Part, error) {
 		if err := addUsage(ctx, c, u.owner, p.Size-cur.Size, now); err != nil {
 			return err
 		}
-		if _, err := c.ExecContext(ctx, "INSERT INTO upload_parts ("+partCols+`) VALUES (?, ?, ?, ?, ?, ?, ?)
+		if _, err := c.ExecContext(ctx, "INSERT INTO upload_parts ("+partCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (upload_id, number) DO UPDATE SET
 				size = excluded.size, etag = excluded.etag, checksum = excluded.checksum,
-				blob_key = excluded.blob_key, mod_time = excluded.mod_time`,
-			p.UploadID, p.Number, p.Size, p.ETag, p.Checksum, p.BlobKey, metasql.ToNanos(metasql.OrNow(p.ModTime, now))); err != nil {
+				blob_key = excluded.blob_key, mod_time = excluded.mod_time, sse = excluded.sse, sse_kek = excluded.sse_kek`,
+			p.UploadID, p.Number, p.Size, p.ETag, p.Checksum, p.BlobKey, metasql.ToNanos(metasql.OrNow(p.ModTime, now)), p.Encryption, p.EncryptionKEK); err != nil {
 			return classify(err, "put part %d", p.Number)
 		}
 		if exists {
@@ -487,7 +487,7 @@ func (s *Store) CompleteUpload(ctx context.Context, id string, obj meta.Object, 
 		o.Parts = make([]meta.ObjectPart, len(parts))
 		for i, cp := range parts {
 			p := have[cp.Number]
-			o.Parts[i] = meta.ObjectPart{BlobKey: p.BlobKey, Size: p.Size, ETag: p.ETag, Checksum: p.Checksum}
+			o.Parts[i] = meta.ObjectPart{BlobKey: p.BlobKey, Size: p.Size, ETag: p.ETag, Checksum: p.Checksum, Encryption: p.Encryption, EncryptionKEK: p.EncryptionKEK}
 			o.Size += p.Size
 			delete(have, cp.Number)
 		}
@@ -547,8 +547,8 @@ func moveParts(ctx context.Context, c *conn, uploadID string, parts []meta.Compl
 	if err != nil {
 		return 0, err
 	}
-	res, err := c.ExecContext(ctx, `INSERT INTO object_parts (parts_id, idx, blob_key, size, etag, checksum)
-		SELECT ?1, number, blob_key, size, etag, checksum FROM upload_parts
+	res, err := c.ExecContext(ctx, `INSERT INTO object_parts (parts_id, idx, blob_key, size, etag, checksum, sse, sse_kek)
+		SELECT ?1, number, blob_key, size, etag, checksum, sse, sse_kek FROM upload_parts
 		WHERE upload_id = ?2 AND number IN (SELECT value FROM json_each(?3))`, id, uploadID, string(list))
 	if err != nil {
 		return 0, classify(err, "copy parts of upload %q", uploadID)

@@ -44,6 +44,9 @@ var (
 	InternalError                     = def("InternalError", 500, "We encountered an internal error. Please try again.")
 	InvalidAccessKeyID                = def("InvalidAccessKeyId", 403, "The AWS access key Id you provided does not exist in our records.")
 	InvalidArgument                   = def("InvalidArgument", 400, "Invalid Argument.")
+	SSEConfigNotFound                 = def("ServerSideEncryptionConfigurationNotFoundError", 404, "The server side encryption configuration was not found.")
+	KMSNotFound                       = def("KMS.NotFoundException", 400, "Invalid keyId.")
+	KMSDisabled                       = def("KMS.DisabledException", 400, "The KMS key is disabled or not usable.")
 	InvalidBucketName                 = def("InvalidBucketName", 400, "The specified bucket is not valid.")
 	InvalidDigest                     = def("InvalidDigest", 400, "The Content-MD5 or checksum you specified is not valid.")
 	InvalidPartNumber                 = def("InvalidPartNumber", 416, "The requested partnumber is not satisfiable.")
@@ -135,6 +138,8 @@ func Translate(err error) APIError {
 	switch code {
 	case errcode.InvalidArgument:
 		switch reason {
+		case "customer_key_required", "not_customer_encrypted":
+			return row(InvalidRequest)
 		case "key_too_long":
 			return row(KeyTooLongError)
 		case "invalid_part":
@@ -151,6 +156,8 @@ func Translate(err error) APIError {
 		return row(InvalidArgument)
 	case errcode.NotFound:
 		switch resource {
+		case "kms_key":
+			return row(KMSNotFound)
 		case "bucket":
 			return Table[NoSuchBucket]
 		case "upload":
@@ -171,6 +178,9 @@ func Translate(err error) APIError {
 	case errcode.RangeNotSatisfiable:
 		return Table[InvalidRange]
 	case errcode.Unauthenticated, errcode.PermissionDenied:
+		if resource == "kms_key" {
+			return row(KMSDisabled)
+		}
 		return Table[AccessDenied]
 	case errcode.TooLarge:
 		return row(EntityTooLarge)

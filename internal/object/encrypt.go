@@ -1,0 +1,403 @@
+package object
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+
+	"github.com/coffer-storage/coffer/internal/crypt"
+	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/kms"
+	"github.com/coffer-storage/coffer/internal/meta"
+)
+
+// Encryption at rest (docs/encryption.md)
+//
+// With Config.Encrypt, every new object, part and inline object gets its
+// own data key from Config.Keys, and its bytes go to the blob store (or
+// into the metadata store, inline) as crypt's DARE ciphertext bound to the
+// blob key (identity "inline" for inline bytes, whose envelope salt is
+// random). The envelope (meta.Object.Encryption, meta.ObjectPart.
+// Encryption) holds the wrapped data key; a row without one is plaintext,
+// so objects written before encryption was turned on stay readable.
+//
+// Everything the APIs see is the plaintext's: Size, ETag, SHA-256 and
+// checksums are computed on the plaintext before it is encrypted; Range
+// offsets are plaintext offsets, mapped to the ciphertext segments they
+// touch (crypt.Stream.Open). A failing key service is errcode.Unavailable
+// (503 + Retry-After): nothing is written without a data key, and nothing
+// plaintext is ever written for an encrypted object. Tampered ciphertext
+// fails the read with an integrity error (errcode.Internal, reason
+// "integrity"), logged here at error level.
+
+// Keys is what the service needs of a key provider; *kms.Keys has it.
+type Keys interface {
+	// GenerateDataKey returns a fresh data key wrapped under keyID's
+	// current KEK ("" = the default).
+	GenerateDataKey(ctx context.Context, keyID string) (kms.DataKey, error)
+	// Unwrap returns the data key w holds.
+	Unwrap(ctx context.Context, w kms.Wrapped) ([]byte, error)
+	// KeyExists reports whether keyID names a usable key: nil, NotFound
+	// or PermissionDenied (resource kms_key), Unavailable.
+	KeyExists(ctx context.Context, keyID string) error
+}
+
+// bucketSSE is the encryption a bucket's default asks for (the zero
+// value: the server's default).
+func bucketSSE(b meta.Bucket) SSE {
+	switch b.Encryption {
+	case meta.EncryptAES256:
+		return SSE{Mode: crypt.ModeServer}
+	case meta.EncryptKMS:
+		return SSE{Mode: crypt.ModeKMSKey, KMSKeyID: b.EncryptionKMSKey}
+	}
+	return SSE{}
+}
+
+// SetBucketEncryption sets the default encryption of new objects in a
+// bucket a owns (see meta.Bucket.Encryption): enc "" (the server's
+// default), meta.EncryptAES256 or meta.EncryptKMS with kmsKey ("" = the
+// provider's default key), which must exist.
+func (s *Service) SetBucketEncryption(ctx context.Context, a Actor, name, enc, kmsKey string) (meta.Bucket, error) {
+	b, err := s.authorize(ctx, a, name, write)
+	if err != nil {
+		return meta.Bucket{}, err
+	}
+	if err := meta.ValidBucketEncryption(enc, kmsKey); err != nil {
+		return meta.Bucket{}, err
+	}
+	if enc != "" {
+		if s.cfg.Keys == nil {
+			return meta.Bucket{}, errcode.New(errcode.NotImplemented, "server-side encryption needs a key provider: start the server with --kms")
+		}
+		if err := s.cfg.Keys.KeyExists(ctx, kmsKey); err != nil {
+			return meta.Bucket{}, err
+		}
+	}
+	if err := s.meta.SetBucketEncryption(ctx, name, enc, kmsKey); err != nil {
+		return meta.Bucket{}, err
+	}
+	b.Encryption, b.EncryptionKMSKey = enc, kmsKey
+	return b, nil
+}
+
+// inlineIdentity is what inline ciphertext is bound to (it has no blob
+// key); the envelope's random salt makes each inline object's key unique.
+const inlineIdentity = "inline"
+
+// sealer encrypts one new object, part or inline object.
+type sealer struct {
+	stream   *crypt.Stream
+	envelope []byte // crypt.Envelope.Marshal()
+	kek      string // kms.KeyRef.String()
+}
+
+// SSE is a request's choice of encryption (S3's SSE headers). The zero
+// value takes the server's default (Config.Encrypt).
+type SSE struct {
+	// Mode is 0 (the default), crypt.ModeServer (SSE-S3) or
+	// crypt.ModeKMSKey (SSE-KMS).
+	Mode crypt.Mode
+	// KMSKeyID, with ModeKMSKey, is the key the client named ("": the
+	// default KEK).
+	KMSKeyID string
+	// CustomerKey, with crypt.ModeCustomer (S3 SSE-C), is the client's
+	// 256-bit key: it wraps the data key and is never stored (the
+	// envelope keeps a salted HMAC to recognise it).
+	CustomerKey []byte
+}
+
+// ErrCustomerKeyRequired is the error of a read of an object stored with a
+// customer key, without one (S3: 400 InvalidRequest).
+func ErrCustomerKeyRequired() error {
+	return &errcode.Error{Code: errcode.InvalidArgument,
+		Message: "the object was stored using a form of server-side encryption with a customer key: the correct parameters must be provided to retrieve it",
+		Detail:  map[string]any{"reason": "customer_key_required"}}
+}
+
+// ErrNotCustomerEncrypted is the error of customer key headers for an
+// object that was not stored with one (S3: 400 InvalidRequest).
+func ErrNotCustomerEncrypted() error {
+	return &errcode.Error{Code: errcode.InvalidArgument,
+		Message: "the encryption parameters are not applicable to this object",
+		Detail:  map[string]any{"reason": "not_customer_encrypted"}}
+}
+
+// CheckCustomerKey checks, before any byte is sent, that key (nil: none
+// given) opens o: nil for a plaintext or server-encrypted object read
+// without one and for an SSE-C object read with its key;
+// ErrCustomerKeyRequired, ErrNotCustomerEncrypted, or PermissionDenied
+// (reason customer_key_mismatch) otherwise.
+func CheckCustomerKey(o meta.Object, key []byte) error {
+	env := o.Encryption
+	if len(o.Parts) > 0 {
+		env = o.Parts[0].Encryption
+	}
+	isCustomer := false
+	var e crypt.Envelope
+	if env != nil {
+		var err error
+		if e, err = crypt.ParseEnvelope(env); err == nil && e.Mode == crypt.ModeCustomer {
+			isCustomer = true
+		}
+	}
+	switch {
+	case !isCustomer && key == nil:
+		return nil
+	case !isCustomer:
+		return ErrNotCustomerEncrypted()
+	case key == nil:
+		return ErrCustomerKeyRequired()
+	case !e.CustomerKeyMatches(key):
+		return &errcode.Error{Code: errcode.PermissionDenied, Message: "the customer key does not match the object's",
+			Detail: map[string]any{"reason": "customer_key_mismatch"}}
+	}
+	return nil
+}
+
+// EncryptsByDefault reports whether new objects are encrypted without
+// being asked (--encryption on).
+func (s *Service) EncryptsByDefault() bool { return s.cfg.Encrypt }
+
+// Encryption says how an object's bytes are stored, for the APIs'
+// response headers: Mode 0 for plaintext.
+type Encryption struct {
+	Mode     crypt.Mode
+	KMSKeyID string // ModeKMSKey: the key's name (as the client named it)
+}
+
+// EncryptionOf returns how o is stored (a multipart object: as its first
+// part; all its parts share the upload's choice).
+func EncryptionOf(o meta.Object) Encryption {
+	env := o.Encryption
+	if len(o.Parts) > 0 {
+		env = o.Parts[0].Encryption
+	}
+	return encryptionOf(env)
+}
+
+func encryptionOf(env []byte) Encryption {
+	if env == nil {
+		return Encryption{}
+	}
+	e, err := crypt.ParseEnvelope(env)
+	if err != nil {
+		return Encryption{Mode: crypt.ModeServer} // encrypted; the read will report the damage
+	}
+	out := Encryption{Mode: e.Mode}
+	if e.Mode == crypt.ModeKMSKey {
+		out.KMSKeyID = kms.KeyRef{ID: e.KEKID}.Name()
+	}
+	return out
+}
+
+// PartEncryption returns how a part's bytes are stored.
+func PartEncryption(p meta.Part) Encryption { return encryptionOf(p.Encryption) }
+
+// newSealer returns a sealer for bytes bound to identity (a blob key, or
+// inlineIdentity) when they are to be encrypted (as sse asks, else as the
+// bucket's default (see bucketSSE), else as the server's), or nil when
+// they are not.
+func (s *Service) newSealer(ctx context.Context, identity string, sse SSE) (*sealer, error) {
+	mode := sse.Mode
+	if mode == 0 && s.cfg.Encrypt {
+		mode = crypt.ModeServer
+	}
+	keyID := ""
+	switch mode {
+	case 0:
+		return nil, nil
+	case crypt.ModeServer:
+	case crypt.ModeKMSKey:
+		keyID = sse.KMSKeyID
+	case crypt.ModeCustomer:
+		env, dk, err := crypt.NewCustomerEnvelope(sse.CustomerKey)
+		if err != nil {
+			return nil, err
+		}
+		defer clear(dk)
+		return newSealerOf(env, dk, identity, "")
+	default:
+		return nil, errcode.New(errcode.NotImplemented, "encryption mode %v is not implemented", mode)
+	}
+	if s.cfg.Keys == nil {
+		return nil, errcode.New(errcode.NotImplemented, "server-side encryption needs a key provider: start the server with --kms")
+	}
+	dk, err := s.cfg.Keys.GenerateDataKey(ctx, keyID)
+	if err != nil {
+		return nil, err
+	}
+	defer clear(dk.Plaintext)
+	env := crypt.NewEnvelope(mode)
+	env.KEKID, env.KEKVersion, env.WrappedKey = dk.Wrapped.KEK.ID, dk.Wrapped.KEK.Version, dk.Wrapped.Ciphertext
+	return newSealerOf(env, dk.Plaintext, identity, dk.Wrapped.KEK.String())
+}
+
+func newSealerOf(env crypt.Envelope, dk []byte, identity, kek string) (*sealer, error) {
+	st, err := crypt.NewStream(dk, &env, identity)
+	if err != nil {
+		return nil, err
+	}
+	b, err := env.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	return &sealer{stream: st, envelope: b, kek: kek}, nil
+}
+
+// blobSize is the size of the blob holding size plaintext bytes (-1 stays
+// -1: unknown).
+func (sl *sealer) blobSize(size int64) (int64, error) {
+	if sl == nil || size < 0 {
+		return size, nil
+	}
+	n, err := crypt.CiphertextSize(size)
+	if err != nil {
+		return 0, errcode.New(errcode.TooLarge, "object too large to encrypt")
+	}
+	return n, nil
+}
+
+// plainSize is the plaintext size of a blob of size bytes written through
+// sl.
+func (sl *sealer) plainSize(size int64) (int64, error) {
+	if sl == nil {
+		return size, nil
+	}
+	n, err := crypt.PlaintextSize(size)
+	if err != nil {
+		return 0, errcode.Wrap(errcode.Internal, err, "encrypted blob has an impossible size")
+	}
+	return n, nil
+}
+
+// encrypt returns r encrypted (or r itself for a nil sealer).
+func (sl *sealer) encrypt(r io.Reader) io.Reader {
+	if sl == nil {
+		return r
+	}
+	return sl.stream.Encrypt(r)
+}
+
+// opener opens stored bytes [offset, offset+length) of plaintext, given
+// their envelope (nil: plaintext).
+type opener struct {
+	s              *Service
+	bucket, key    string // for the log
+	envelope       []byte
+	customerKey    []byte // SSE-C: the key the reader was given, or nil
+	identity       string // blob key, or inlineIdentity
+	size           int64  // plaintext size
+	fetch          crypt.Fetcher
+	plainOpenerErr func(error) error // maps the store's errors (missing blob → missing object)
+}
+
+// open returns the plaintext bytes [offset, offset+length) (length ≥ 0,
+// within size): straight from fetch without an envelope, else through the
+// stream the envelope describes, fetching only the segments the range
+// touches.
+func (op opener) open(ctx context.Context, offset, length int64) (io.ReadCloser, error) {
+	if op.envelope == nil {
+		rc, err := op.fetch(offset, length)
+		return rc, op.plainOpenerErr(err)
+	}
+	env, err := crypt.ParseEnvelope(op.envelope)
+	if err != nil {
+		return nil, op.integrity(err)
+	}
+	var dk []byte
+	switch env.Mode {
+	case crypt.ModeServer, crypt.ModeKMSKey:
+		if op.s.cfg.Keys == nil {
+			return nil, errcode.New(errcode.Unavailable, "object is encrypted but no key provider is configured")
+		}
+		dk, err = op.s.cfg.Keys.Unwrap(ctx, kms.Wrapped{KEK: kms.KeyRef{ID: env.KEKID, Version: env.KEKVersion}, Ciphertext: env.WrappedKey})
+		if err != nil {
+			if crypt.IsIntegrity(err) || errcode.As(err).Detail["reason"] == "integrity" {
+				return nil, op.integrity(err)
+			}
+			return nil, err
+		}
+	case crypt.ModeCustomer:
+		if op.customerKey == nil {
+			return nil, ErrCustomerKeyRequired()
+		}
+		if dk, err = env.UnwrapCustomerKey(op.customerKey); err != nil {
+			if crypt.IsIntegrity(err) {
+				return nil, op.integrity(err)
+			}
+			return nil, err
+		}
+	default:
+		return nil, op.integrity(errcode.New(errcode.Internal, "unknown encryption mode %v", env.Mode))
+	}
+	defer clear(dk)
+	st, err := crypt.NewStream(dk, &env, op.identity)
+	if err != nil {
+		return nil, op.integrity(err)
+	}
+	fetch := func(off, n int64) (io.ReadCloser, error) {
+		rc, err := op.fetch(off, n)
+		return rc, op.plainOpenerErr(err)
+	}
+	rc, err := st.Open(fetch, op.size, offset, length)
+	if err != nil {
+		if crypt.IsIntegrity(err) {
+			return nil, op.integrity(err)
+		}
+		return nil, err
+	}
+	// Authenticate the first segment now: tampering there (or a blob
+	// shorter than its first segment) is an error before any header is
+	// sent (a 500), not a cut connection. (bufio passes large reads
+	// straight through once its buffer is drained.)
+	cr := &checkedReader{ReadCloser: rc, op: op}
+	br := bufio.NewReaderSize(cr, 512)
+	if _, err := br.Peek(1); err != nil && err != io.EOF {
+		rc.Close()
+		return nil, err
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{br, rc}, nil
+}
+
+// integrity logs an integrity failure and returns it.
+func (op opener) integrity(err error) error {
+	op.s.log.Error("encrypted object failed authentication: tampered or corrupt",
+		"bucket", op.bucket, "key", op.key, "blob", op.identity, "err", err)
+	if crypt.IsIntegrity(err) {
+		return err
+	}
+	return &errcode.Error{Code: errcode.Internal, Message: "stored object failed its integrity check",
+		Detail: map[string]any{"reason": "integrity"}, Err: err}
+}
+
+// checkedReader logs an integrity failure met mid-stream.
+type checkedReader struct {
+	io.ReadCloser
+	op     opener
+	logged bool
+}
+
+func (c *checkedReader) Read(p []byte) (int, error) {
+	n, err := c.ReadCloser.Read(p)
+	if err != nil && err != io.EOF && !c.logged && crypt.IsIntegrity(err) {
+		c.logged = true
+		c.op.integrity(err)
+	}
+	return n, err
+}
+
+// bytesFetcher fetches from bytes held in memory (inline objects).
+func bytesFetcher(b []byte) crypt.Fetcher {
+	return func(off, n int64) (io.ReadCloser, error) {
+		if off < 0 || off > int64(len(b)) {
+			return nil, errcode.New(errcode.RangeNotSatisfiable, "offset %d outside %d stored bytes", off, len(b))
+		}
+		end := min(off+n, int64(len(b)))
+		return io.NopCloser(bytes.NewReader(b[off:end])), nil
+	}
+}

@@ -1,0 +1,488 @@
+package object
+
+import (
+	"bytes"
+	"context"
+	"crypto/md5"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/coffer-storage/coffer/internal/blob"
+	"github.com/coffer-storage/coffer/internal/crypt"
+	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/kms"
+	"github.com/coffer-storage/coffer/internal/meta"
+)
+
+// marker is a string no ciphertext contains by chance: it must never be
+// found in a blob or in the metadata of an encrypted object.
+const marker = "COFFER-PLAINTEXT-MARKER-7f3a"
+
+// flakyKeys is *kms.Keys with a switch that makes it fail as an
+// unreachable key service does (fault injection).
+type flakyKeys struct {
+	*kms.Keys
+	down atomic.Bool
+}
+
+func (k *flakyKeys) GenerateDataKey(ctx context.Context, id string) (kms.DataKey, error) {
+	if k.down.Load() {
+		return kms.DataKey{}, errcode.Retry(errcode.Unavailable, 5*time.Second, "key service unreachable")
+	}
+	return k.Keys.GenerateDataKey(ctx, id)
+}
+
+func (k *flakyKeys) Unwrap(ctx context.Context, w kms.Wrapped) ([]byte, error) {
+	if k.down.Load() {
+		return nil, errcode.Retry(errcode.Unavailable, 5*time.Second, "key service unreachable")
+	}
+	return k.Keys.Unwrap(ctx, w)
+}
+
+// encFixture is newFixture with encryption on (and inlining at the
+// default), keys from a local keyring in a temporary folder.
+func encFixture(t *testing.T) (*fixture, *flakyKeys) {
+	t.Helper()
+	f := newFixture(t, 0)
+	k, err := kms.Open(t.Context(), "", kms.Options{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { k.Close() })
+	keys := &flakyKeys{Keys: k}
+	f.svc = New(f.meta, f.blobs, Config{GarbageGrace: time.Nanosecond, Encrypt: true, Keys: keys}, nil)
+	return f, keys
+}
+
+// markerData returns n bytes full of marker.
+func markerData(n int) []byte {
+	return bytes.Repeat([]byte(marker), n/len(marker)+1)[:n]
+}
+
+// wantNoMarker fails if any blob, or the stored row of bucket/key, holds
+// marker.
+func wantNoMarker(t *testing.T, f *fixture, bucket, key string) {
+	t.Helper()
+	ctx := t.Context()
+	f.blobs.List(ctx, "", func(i blob.Info) error {
+		rc, err := f.blobs.Get(ctx, i.Key, 0, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(rc)
+		rc.Close()
+		if bytes.Contains(b, []byte(marker)) {
+			t.Errorf("blob %s holds plaintext", i.Key)
+		}
+		return nil
+	})
+	o, err := f.meta.GetObject(ctx, bucket, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(o.Inline, []byte(marker)) {
+		t.Errorf("inline bytes of %s hold plaintext", key)
+	}
+}
+
+// readRange reads [off, off+n) of bucket/key.
+func readRange(t *testing.T, f *fixture, bucket, key string, off, n int64) ([]byte, error) {
+	t.Helper()
+	r, err := f.svc.Get(t.Context(), f.alice, bucket, key)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := r.Open(t.Context(), off, n)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	return io.ReadAll(rc)
+}
+
+// wantRanges checks the whole object and the ranges that matter.
+func wantRanges(t *testing.T, f *fixture, bucket, key string, data []byte, boundaries ...int64) {
+	t.Helper()
+	size := int64(len(data))
+	type rng struct{ off, n int64 }
+	ranges := []rng{{0, -1}}
+	if size > 0 {
+		ranges = append(ranges, rng{0, 1}, rng{size - 1, 1}, rng{size - 1, -1}, rng{size / 3, size / 3})
+	}
+	for _, b := range append(boundaries, crypt.SegmentSize, 2*crypt.SegmentSize) {
+		if b > 1 && b < size-1 {
+			ranges = append(ranges, rng{b - 1, 2}, rng{b - 100, 200}, rng{b, -1})
+		}
+	}
+	for _, r := range ranges {
+		got, err := readRange(t, f, bucket, key, r.off, r.n)
+		if err != nil {
+			t.Errorf("%s [%d,+%d): %v", key, r.off, r.n, err)
+			continue
+		}
+		end := size
+		if r.n >= 0 {
+			end = min(r.off+r.n, size)
+		}
+		if want := data[r.off:end]; !bytes.Equal(got, want) {
+			t.Errorf("%s [%d,+%d): got %d bytes, want %d (differ)", key, r.off, r.n, len(got), len(want))
+		}
+	}
+}
+
+func TestEncryptedObjects(t *testing.T) {
+	f, _ := encFixture(t)
+	ctx := t.Context()
+	for _, tc := range []struct {
+		name   string
+		size   int
+		known  bool // size given up front
+		inline bool
+	}{
+		{name: "empty", size: 0, known: true, inline: true},
+		{name: "inline", size: 1000, known: true, inline: true},
+		{name: "one segment inline", size: crypt.SegmentSize, known: true, inline: true},
+		{name: "segment plus one", size: crypt.SegmentSize + 1, known: true},
+		{name: "blob", size: 3*crypt.SegmentSize + 77, known: true},
+		{name: "chunked", size: 2*crypt.SegmentSize + 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := markerData(tc.size)
+			size := int64(-1)
+			if tc.known {
+				size = int64(tc.size)
+			}
+			o, err := f.svc.Put(ctx, f.alice, PutInput{Bucket: "alice-bucket", Key: tc.name, Body: bytes.NewReader(data), Size: size})
+			if err != nil {
+				t.Fatal(err)
+			}
+			md, sum := md5.Sum(data), sha256.Sum256(data)
+			if o.Size != int64(tc.size) || o.ETag != hex.EncodeToString(md[:]) || o.SHA256 != hex.EncodeToString(sum[:]) {
+				t.Errorf("object: size %d, ETag %s, SHA-256 %s; want the plaintext's %d, %x, %x", o.Size, o.ETag, o.SHA256, tc.size, md, sum)
+			}
+			if got := o.IsInline(); got != tc.inline {
+				t.Errorf("inline = %v, want %v", got, tc.inline)
+			}
+			if o.Encryption == nil || o.EncryptionKEK != "local:default#1" {
+				t.Errorf("Encryption %x, KEK %q; want an envelope under local:default#1", o.Encryption, o.EncryptionKEK)
+			}
+			if !tc.inline {
+				info, err := f.blobs.Stat(ctx, o.BlobKey)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want, _ := crypt.CiphertextSize(int64(tc.size)); info.Size != want {
+					t.Errorf("blob size %d, want the ciphertext size %d", info.Size, want)
+				}
+			}
+			wantNoMarker(t, f, "alice-bucket", tc.name)
+			wantRanges(t, f, "alice-bucket", tc.name, data)
+		})
+	}
+}
+
+func TestEncryptedMultipart(t *testing.T) {
+	f, _ := encFixture(t)
+	ctx := t.Context()
+	u, err := f.svc.CreateUpload(ctx, f.alice, CreateUploadInput{Bucket: "alice-bucket", Key: "big"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sizes := []int{MinPartSize, MinPartSize + 3, 1000}
+	var data []byte
+	var parts []meta.CompletePart
+	for i, n := range sizes {
+		b := markerData(n)
+		b[0] = byte('a' + i) // parts differ
+		p, err := f.svc.PutPart(ctx, f.alice, PartInput{Bucket: "alice-bucket", Key: "big", UploadID: u.ID, Number: i + 1, Body: bytes.NewReader(b), Size: int64(n)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Size != int64(n) || p.Encryption == nil {
+			t.Fatalf("part %d: size %d, envelope %x; want %d and an envelope", i+1, p.Size, p.Encryption, n)
+		}
+		data = append(data, b...)
+		parts = append(parts, meta.CompletePart{Number: i + 1, ETag: p.ETag})
+	}
+	o, err := f.svc.CompleteUpload(ctx, f.alice, "alice-bucket", "big", u.ID, parts, meta.Cond{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for i, p := range o.Parts {
+		if p.Encryption == nil || seen[string(p.Encryption)] {
+			t.Errorf("part %d: envelope %x; want its own", i+1, p.Encryption)
+		}
+		seen[string(p.Encryption)] = true
+	}
+	wantNoMarker(t, f, "alice-bucket", "big")
+	wantRanges(t, f, "alice-bucket", "big", data, MinPartSize, 2*MinPartSize+3)
+}
+
+// TestMixedStore: plaintext objects written before encryption was turned
+// on stay readable; copies of them are encrypted.
+func TestMixedStore(t *testing.T) {
+	f, keys := encFixture(t)
+	ctx := t.Context()
+	plainSvc := New(f.meta, f.blobs, Config{GarbageGrace: time.Nanosecond}, nil)
+	big, small := markerData(100_000), markerData(100)
+	for key, data := range map[string][]byte{"old-big": big, "old-small": small} {
+		if _, err := plainSvc.Put(ctx, f.alice, PutInput{Bucket: "alice-bucket", Key: key, Body: bytes.NewReader(data), Size: int64(len(data))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.svc = New(f.meta, f.blobs, Config{GarbageGrace: time.Nanosecond, Encrypt: true, Keys: keys}, nil)
+	wantRanges(t, f, "alice-bucket", "old-big", big)
+	wantRanges(t, f, "alice-bucket", "old-small", small)
+	// Plaintext objects need no key service.
+	keys.down.Store(true)
+	wantRanges(t, f, "alice-bucket", "old-big", big)
+	keys.down.Store(false)
+
+	for _, src := range []string{"old-big", "old-small"} {
+		dst := "copy-of-" + src
+		o, err := f.svc.Copy(ctx, f.alice, CopyInput{SrcBucket: "alice-bucket", SrcKey: src, DstBucket: "alice-bucket", DstKey: dst})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.Encryption == nil {
+			t.Errorf("copy of %s is not encrypted", src)
+		}
+		want := big
+		if src == "old-small" {
+			want = small
+		}
+		wantRanges(t, f, "alice-bucket", dst, want)
+	}
+	// A copy of an encrypted object is encrypted with a key of its own.
+	a, err := f.svc.Copy(ctx, f.alice, CopyInput{SrcBucket: "alice-bucket", SrcKey: "copy-of-old-big", DstBucket: "alice-bucket", DstKey: "copy2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := f.meta.GetObject(ctx, "alice-bucket", "copy-of-old-big")
+	if bytes.Equal(a.Encryption, b.Encryption) || a.BlobKey == b.BlobKey {
+		t.Error("copy shares its source's envelope or blob")
+	}
+	wantRanges(t, f, "alice-bucket", "copy2", big)
+}
+
+// TestTamperedCiphertext: a flipped byte anywhere in a blob, or in inline
+// ciphertext, fails the read with an integrity error; never wrong bytes.
+func TestTamperedCiphertext(t *testing.T) {
+	f, _ := encFixture(t)
+	ctx := t.Context()
+	data := markerData(3*crypt.SegmentSize + 10)
+	o, err := f.svc.Put(ctx, f.alice, PutInput{Bucket: "alice-bucket", Key: "k", Body: bytes.NewReader(data), Size: int64(len(data))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, _ := f.blobs.Get(ctx, o.BlobKey, 0, -1)
+	ct, _ := io.ReadAll(rc)
+	rc.Close()
+	for _, at := range []int{0, 20, crypt.SegmentSize + 40, len(ct) - 1} {
+		t.Run(fmt.Sprint("byte ", at), func(t *testing.T) {
+			bad := bytes.Clone(ct)
+			bad[at] ^= 0x01
+			f.blobs.Delete(ctx, o.BlobKey)
+			if _, err := f.blobs.Put(ctx, o.BlobKey, bytes.NewReader(bad), int64(len(bad))); err != nil {
+				t.Fatal(err)
+			}
+			if at < crypt.SegmentSize {
+				// In the first segment: Open fails, before an API has
+				// sent any header.
+				r, err := f.svc.Get(ctx, f.alice, "alice-bucket", "k")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if rc, err := r.Open(ctx, 0, -1); !crypt.IsIntegrity(err) {
+					t.Errorf("Open: %v, want an integrity error", err)
+					if rc != nil {
+						rc.Close()
+					}
+				}
+			}
+			got, err := readRange(t, f, "alice-bucket", "k", 0, -1)
+			if !crypt.IsIntegrity(err) {
+				t.Fatalf("read: %v, want an integrity error", err)
+			}
+			if !bytes.Equal(got, data[:len(got)]) {
+				t.Error("read returned wrong bytes before failing")
+			}
+			if e := errcode.As(err); e.Code != errcode.Internal || e.Detail["reason"] != "integrity" {
+				t.Errorf("error %v: code %v, detail %v; want Internal, reason integrity", err, e.Code, e.Detail)
+			}
+		})
+	}
+	// Truncated: the last segment gone.
+	f.blobs.Delete(ctx, o.BlobKey)
+	f.blobs.Put(ctx, o.BlobKey, bytes.NewReader(ct[:len(ct)-42]), int64(len(ct)-42))
+	if _, err := readRange(t, f, "alice-bucket", "k", 0, -1); !crypt.IsIntegrity(err) {
+		t.Errorf("truncated blob: %v, want an integrity error", err)
+	}
+}
+
+// TestKeyServiceOutage: with the key service down, new writes and reads
+// of encrypted objects fail with Unavailable (503 + Retry-After), and
+// nothing is written; when it is back, everything works again.
+func TestKeyServiceOutage(t *testing.T) {
+	f, keys := encFixture(t)
+	ctx := t.Context()
+	data := markerData(100_000)
+	if _, err := f.svc.Put(ctx, f.alice, PutInput{Bucket: "alice-bucket", Key: "before", Body: bytes.NewReader(data), Size: int64(len(data))}); err != nil {
+		t.Fatal(err)
+	}
+	blobs := f.blobCount(t)
+	keys.down.Store(true)
+	for _, size := range []int{100, 100_000} {
+		_, err := f.svc.Put(ctx, f.alice, PutInput{Bucket: "alice-bucket", Key: fmt.Sprint("during-", size), Body: strings.NewReader(string(markerData(size))), Size: int64(size)})
+		if e := errcode.As(err); err == nil || e.Code != errcode.Unavailable || e.RetryAfter <= 0 {
+			t.Errorf("Put of %d bytes: %v, want Unavailable with RetryAfter", size, err)
+		}
+		if _, err := f.meta.GetObject(ctx, "alice-bucket", fmt.Sprint("during-", size)); !errcode.Is(err, errcode.NotFound) {
+			t.Errorf("Put of %d bytes during the outage left an object: %v", size, err)
+		}
+	}
+	if got := f.blobCount(t); got != blobs {
+		t.Errorf("%d blobs after failed writes, want %d", got, blobs)
+	}
+	if _, err := readRange(t, f, "alice-bucket", "before", 0, -1); !errcode.Is(err, errcode.Unavailable) {
+		t.Errorf("read during the outage: %v, want Unavailable", err)
+	}
+	keys.down.Store(false)
+	wantRanges(t, f, "alice-bucket", "before", data)
+	if _, err := f.svc.Put(ctx, f.alice, PutInput{Bucket: "alice-bucket", Key: "after", Body: bytes.NewReader(data), Size: int64(len(data))}); err != nil {
+		t.Errorf("Put after the outage: %v", err)
+	}
+}
+
+// TestBucketDefaultEncryption: a bucket's default encrypts what is written
+// into it without an encryption of its own, with encryption off for the
+// server; an unknown KMS key is refused and changes nothing.
+func TestBucketDefaultEncryption(t *testing.T) {
+	f, keys := encFixture(t)
+	ctx := t.Context()
+	f.svc = New(f.meta, f.blobs, Config{GarbageGrace: time.Nanosecond, Keys: keys}, nil)
+	putEnc := func(key string) Encryption {
+		t.Helper()
+		o, err := f.svc.Put(ctx, f.alice, PutInput{Bucket: "alice-bucket", Key: key, Body: strings.NewReader(marker), Size: int64(len(marker))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return EncryptionOf(o)
+	}
+	if got := putEnc("plain"); got.Mode != 0 {
+		t.Fatalf("no default: %+v, want plaintext", got)
+	}
+	for _, tc := range []struct {
+		enc, key string
+		want     Encryption
+	}{
+		{"AES256", "", Encryption{Mode: crypt.ModeServer}},
+		{"aws:kms", "", Encryption{Mode: crypt.ModeKMSKey, KMSKeyID: "default"}},
+		{"aws:kms", "default", Encryption{Mode: crypt.ModeKMSKey, KMSKeyID: "default"}},
+		{"", "", Encryption{}},
+	} {
+		if _, err := f.svc.SetBucketEncryption(ctx, f.alice, "alice-bucket", tc.enc, tc.key); err != nil {
+			t.Fatalf("SetBucketEncryption(%q, %q): %v", tc.enc, tc.key, err)
+		}
+		if got := putEnc("k-" + tc.enc + tc.key); got != tc.want {
+			t.Errorf("default %q %q: object stored %+v, want %+v", tc.enc, tc.key, got, tc.want)
+		}
+		wantRanges(t, f, "alice-bucket", "k-"+tc.enc+tc.key, []byte(marker))
+	}
+	_, err := f.svc.SetBucketEncryption(ctx, f.alice, "alice-bucket", "aws:kms", "no-such-key")
+	if e := errcode.As(err); err == nil || e.Code != errcode.NotFound || e.Detail["resource"] != "kms_key" {
+		t.Errorf("unknown KMS key: %v, want NotFound kms_key", err)
+	}
+	if _, err := f.svc.SetBucketEncryption(ctx, f.bob, "alice-bucket", "AES256", ""); !errcode.Is(err, errcode.PermissionDenied) {
+		t.Errorf("another user's bucket: %v, want PermissionDenied", err)
+	}
+	if b, _ := f.meta.GetBucket(ctx, "alice-bucket"); b.Encryption != "" {
+		t.Errorf("refused settings changed the bucket: %q", b.Encryption)
+	}
+}
+
+// TestCustomerKey: an object stored with a customer key (S3 SSE-C) reads
+// only with that key; the key is stored nowhere.
+func TestCustomerKey(t *testing.T) {
+	f, _ := encFixture(t)
+	ctx := t.Context()
+	key, other := bytes.Repeat([]byte{7}, 32), bytes.Repeat([]byte{8}, 32)
+	for _, size := range []int{100, 200_000} {
+		name := fmt.Sprint("c-", size)
+		data := markerData(size)
+		o, err := f.svc.Put(ctx, f.alice, PutInput{Bucket: "alice-bucket", Key: name, Body: bytes.NewReader(data), Size: int64(size),
+			SSE: SSE{Mode: crypt.ModeCustomer, CustomerKey: key}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if EncryptionOf(o).Mode != crypt.ModeCustomer || o.EncryptionKEK != "" || bytes.Contains(o.Encryption, key) {
+			t.Errorf("envelope %x (KEK %q): want customer mode, no KEK, no key", o.Encryption, o.EncryptionKEK)
+		}
+		wantNoMarker(t, f, "alice-bucket", name)
+		for _, tc := range []struct {
+			name string
+			key  []byte
+			want error
+		}{
+			{"no key", nil, ErrCustomerKeyRequired()},
+			{"wrong key", other, errcode.New(errcode.PermissionDenied, "")},
+			{"right key", key, nil},
+		} {
+			if err := CheckCustomerKey(o, tc.key); errcode.Of(err) != errcode.Of(tc.want) {
+				t.Errorf("%s: CheckCustomerKey = %v, want %v", tc.name, err, tc.want)
+			}
+			r, err := f.svc.Get(ctx, f.alice, "alice-bucket", name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.CustomerKey = tc.key
+			rc, err := r.Open(ctx, 1, -1)
+			if errcode.Of(err) != errcode.Of(tc.want) {
+				t.Errorf("%s: Open = %v, want %v", tc.name, err, tc.want)
+			}
+			if err == nil {
+				got, err := io.ReadAll(rc)
+				rc.Close()
+				if err != nil || !bytes.Equal(got, data[1:]) {
+					t.Errorf("%s: read %d bytes, %v", tc.name, len(got), err)
+				}
+			}
+		}
+	}
+	plain, _ := f.svc.Put(ctx, f.alice, PutInput{Bucket: "alice-bucket", Key: "server", Body: strings.NewReader("x"), Size: 1})
+	if err := CheckCustomerKey(plain, key); errcode.Of(err) != errcode.InvalidArgument {
+		t.Errorf("customer key for a server-encrypted object: %v, want InvalidArgument", err)
+	}
+}
+
+// TestReadAfterRotation: after the KEK is rotated, new objects name the new
+// version and objects under the old one still read.
+func TestReadAfterRotation(t *testing.T) {
+	f, keys := encFixture(t)
+	ctx := t.Context()
+	data := markerData(100_000)
+	put := func(key string) meta.Object {
+		o, err := f.svc.Put(ctx, f.alice, PutInput{Bucket: "alice-bucket", Key: key, Body: bytes.NewReader(data), Size: int64(len(data))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	a := put("a")
+	if _, err := keys.Rotate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b := put("b")
+	if a.EncryptionKEK != "local:default#1" || b.EncryptionKEK != "local:default#2" {
+		t.Errorf("KEKs %q, %q; want local:default#1, #2", a.EncryptionKEK, b.EncryptionKEK)
+	}
+	wantRanges(t, f, "alice-bucket", "a", data)
+	wantRanges(t, f, "alice-bucket", "b", data)
+}
