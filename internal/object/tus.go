@@ -46,7 +46,15 @@ func (r *uploadPartsReader) Read(p []byte) (int, error) {
 			if len(r.parts) == 0 {
 				return 0, io.EOF
 			}
-			rc, err := r.s.blobs.Get(r.ctx, r.parts[0].BlobKey, 0, -1)
+			// Through the part's envelope: with encryption on, the blob
+			// holds ciphertext.
+			part := r.parts[0]
+			op := opener{s: r.s, envelope: part.Encryption, identity: part.BlobKey, size: part.Size,
+				fetch: func(off, n int64) (io.ReadCloser, error) {
+					return r.s.blobs.Get(r.ctx, part.BlobKey, off, n)
+				},
+				plainOpenerErr: func(err error) error { return err }}
+			rc, err := op.open(r.ctx, 0, part.Size)
 			if err != nil {
 				return 0, err
 			}

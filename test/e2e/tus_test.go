@@ -77,8 +77,16 @@ func checksumHeader(alg string, b []byte) string {
 	return alg + " " + base64.StdEncoding.EncodeToString(sum)
 }
 
+// TestTusProtocol runs the protocol checks on a plain server and on one
+// encrypting at rest (where each PATCH's part is ciphertext in the blob
+// store, and concatenation must read the partial uploads' plaintext).
 func TestTusProtocol(t *testing.T) {
-	srv := testenv.Start(t)
+	for name, flags := range map[string][]string{"plain": nil, "encrypted": {"--encryption", "on"}} {
+		t.Run(name, func(t *testing.T) { testTusProtocol(t, testenv.Start(t, flags...)) })
+	}
+}
+
+func testTusProtocol(t *testing.T, srv *testenv.Server) {
 	c := srv.NewUser(t)
 	data := make([]byte, 3<<20+123)
 	for i := range data {

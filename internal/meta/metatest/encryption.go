@@ -1,6 +1,7 @@
 package metatest
 
 import (
+	"bytes"
 	"fmt"
 	"testing"
 
@@ -106,6 +107,15 @@ func testEnvelopeMultipart(t *testing.T, s meta.Store) {
 			p.Encryption, p.EncryptionKEK = envelope(fmt.Sprint("part", i)), fmt.Sprintf("local:default#%d", i+1)
 		}
 		ps[i] = putPart(t, s, p)
+	}
+	// ListParts returns each part's envelope (tus reads its parts back
+	// through them).
+	listed, _, err := s.ListParts(ctx, u.ID, 0, 0)
+	ok(t, err, "ListParts")
+	for i, p := range listed {
+		if !bytes.Equal(p.Encryption, ps[i].Encryption) || p.EncryptionKEK != ps[i].EncryptionKEK {
+			t.Errorf("ListParts part %d: envelope %q (%q), want %q (%q)", p.Number, p.Encryption, p.EncryptionKEK, ps[i].Encryption, ps[i].EncryptionKEK)
+		}
 	}
 	in := completion(len(ps))
 	got, err := s.CompleteUpload(ctx, u.ID, in, completeOf(ps...), 0, meta.Cond{})

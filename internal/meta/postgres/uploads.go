@@ -239,7 +239,7 @@ func (s *Store) ListParts(ctx context.Context, uploadID string, after, limit int
 	found := false
 	err := s.read(ctx, "list parts", func(c *pgx.Conn) error {
 		out, found = nil, false
-		rows, err := c.Query(ctx, `SELECT p.number, p.size, p.etag, p.checksum, p.blob_key, p.mod_time
+		rows, err := c.Query(ctx, `SELECT p.number, p.size, p.etag, p.checksum, p.blob_key, p.mod_time, p.sse, p.sse_kek
 			FROM uploads u LEFT JOIN upload_parts p ON p.upload_id = u.id AND p.number > $2
 			WHERE u.id = $1 ORDER BY p.number LIMIT $3`, uploadID, after, limit+1)
 		if err != nil {
@@ -249,11 +249,12 @@ func (s *Store) ListParts(ctx context.Context, uploadID string, after, limit int
 		for rows.Next() {
 			found = true
 			var (
-				number               pgtype.Int4
-				size, mod            pgtype.Int8
-				etag, checksum, blob pgtype.Text
+				number                    pgtype.Int4
+				size, mod                 pgtype.Int8
+				etag, checksum, blob, kek pgtype.Text
+				sse                       []byte
 			)
-			if err := rows.Scan(&number, &size, &etag, &checksum, &blob, &mod); err != nil {
+			if err := rows.Scan(&number, &size, &etag, &checksum, &blob, &mod, &sse, &kek); err != nil {
 				return err
 			}
 			if !number.Valid {
@@ -262,6 +263,7 @@ func (s *Store) ListParts(ctx context.Context, uploadID string, after, limit int
 			out = append(out, meta.Part{
 				UploadID: uploadID, Number: int(number.Int32), Size: size.Int64, ETag: etag.String,
 				Checksum: checksum.String, BlobKey: blob.String, ModTime: metasql.FromNanos(mod.Int64),
+				Encryption: sse, EncryptionKEK: kek.String,
 			})
 		}
 		return rows.Err()

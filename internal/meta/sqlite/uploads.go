@@ -211,7 +211,7 @@ func (s *Store) ListParts(ctx context.Context, uploadID string, after, limit int
 		limit = 1000
 	}
 	limit = min(limit, maxPartNumber)
-	rows, err := s.read().QueryContext(ctx, `SELECT p.number, p.size, p.etag, p.checksum, p.blob_key, p.mod_time
+	rows, err := s.read().QueryContext(ctx, `SELECT p.number, p.size, p.etag, p.checksum, p.blob_key, p.mod_time, p.sse, p.sse_kek
 		FROM uploads u LEFT JOIN upload_parts p ON p.upload_id = u.id AND p.number > ?2
 		WHERE u.id = ?1 ORDER BY p.number LIMIT ?3`, uploadID, after, limit+1)
 	if err != nil {
@@ -223,10 +223,11 @@ func (s *Store) ListParts(ctx context.Context, uploadID string, after, limit int
 	for rows.Next() {
 		found = true
 		var (
-			number, size, mod    sql.NullInt64
-			etag, checksum, blob sql.NullString
+			number, size, mod         sql.NullInt64
+			etag, checksum, blob, kek sql.NullString
+			sse                       []byte
 		)
-		if err := rows.Scan(&number, &size, &etag, &checksum, &blob, &mod); err != nil {
+		if err := rows.Scan(&number, &size, &etag, &checksum, &blob, &mod, &sse, &kek); err != nil {
 			return nil, false, classify(err, "list parts")
 		}
 		if !number.Valid {
@@ -235,6 +236,7 @@ func (s *Store) ListParts(ctx context.Context, uploadID string, after, limit int
 		out = append(out, meta.Part{
 			UploadID: uploadID, Number: int(number.Int64), Size: size.Int64, ETag: etag.String,
 			Checksum: checksum.String, BlobKey: blob.String, ModTime: metasql.FromNanos(mod.Int64),
+			Encryption: sse, EncryptionKEK: kek.String,
 		})
 	}
 	if err := rows.Err(); err != nil {
