@@ -34,6 +34,9 @@ type rule struct {
 	// code is the S3 error for a refused value (NotImplemented if empty)
 	// and why its message.
 	code, why string
+	// except lists header names (lower case) a prefix rule does not match:
+	// the ones other rules of the table decide.
+	except []string
 	// canon is name as a canonical header key (set by indexRules for
 	// exact header names).
 	canon string
@@ -76,6 +79,12 @@ func rules() []rule {
 		{name: "x-amz-server-side-encryption-aws-kms-key-id", notOps: []string{"PutObject", "CopyObject"}, why: sse},
 		{name: "x-amz-server-side-encryption-bucket-key-enabled", notOps: []string{"PutObject", "CopyObject", "CreateMultipartUpload"}, why: sse},
 		{name: "x-amz-server-side-encryption-context", why: sse},
+		// Any other x-amz-server-side-encryption-* header is one Coffer
+		// does not know: refused, never ignored.
+		{name: "x-amz-server-side-encryption-*", why: sse, except: []string{
+			"x-amz-server-side-encryption-aws-kms-key-id", "x-amz-server-side-encryption-bucket-key-enabled",
+			"x-amz-server-side-encryption-context", "x-amz-server-side-encryption-customer-algorithm",
+			"x-amz-server-side-encryption-customer-key", "x-amz-server-side-encryption-customer-key-md5"}},
 		// Object lock, legal hold, retention.
 		{name: "x-amz-object-lock-*", why: lock},
 		{name: "x-amz-bucket-object-lock-enabled", ops: []string{"CreateBucket"}, allow: []string{"false"}, why: lock},
@@ -231,7 +240,7 @@ func (r *rule) values(q *request) []string {
 	prefix := strings.TrimSuffix(r.name, "*")
 	var vs []string
 	for k, v := range q.Header {
-		if len(k) >= len(prefix) && strings.EqualFold(k[:len(prefix)], prefix) {
+		if len(k) >= len(prefix) && strings.EqualFold(k[:len(prefix)], prefix) && !slices.Contains(r.except, strings.ToLower(k)) {
 			vs = append(vs, v...)
 		}
 	}

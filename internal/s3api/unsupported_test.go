@@ -25,6 +25,8 @@ func TestCheckRequest(t *testing.T) {
 		{"PutObject", "/b/k", []string{"X-Amz-Server-Side-Encryption", "AES256", "X-Amz-Server-Side-Encryption-Aws-Kms-Key-Id", "k1"}, s3err.InvalidArgument},
 		{"PutObject", "/b/k", []string{"X-Amz-Server-Side-Encryption", "aws:kms", "X-Amz-Server-Side-Encryption-Context", "e30="}, s3err.NotImplemented},
 		{"GetObject", "/b/k", []string{"X-Amz-Server-Side-Encryption", "AES256"}, s3err.NotImplemented},
+		{"PutObject", "/b/k", []string{"X-Amz-Server-Side-Encryption-Future-Thing", "x"}, s3err.NotImplemented},
+		{"GetObject", "/b/k", []string{"X-Amz-Server-Side-Encryption-Whatever", "x"}, s3err.NotImplemented},
 		{"CreateMultipartUpload", "/b/k?uploads", []string{"X-Amz-Server-Side-Encryption-Customer-Algorithm", "AES256"}, s3err.NotImplemented},
 		{"UploadPartCopy", "/b/k?partNumber=1&uploadId=u", []string{"X-Amz-Copy-Source-Server-Side-Encryption-Customer-Algorithm", "AES256"}, s3err.NotImplemented},
 		{"DeleteObject", "/b/k", []string{"X-Amz-Server-Side-Encryption-Aws-Kms-Key-Id", "k"}, s3err.NotImplemented},
