@@ -6,6 +6,9 @@
 #   scripts/bench-s3-before-after.sh OLD_BINARY [duration-per-round] [sizes] [concurrencies] [scenarios] [rounds]
 #   git archive REV | tar -x -C /tmp/old && (cd /tmp/old && go build -o /tmp/coffer-old ./cmd/coffer)
 #   scripts/bench-s3-before-after.sh /tmp/coffer-old 10s "4KiB 1MiB" "16 64" "s3-put s3-get" 3
+# OLD_FLAGS and NEW_FLAGS add server flags to either side; the same binary
+# on both sides compares configurations, e.g. encryption at rest:
+#   go build -o /tmp/coffer ./cmd/coffer && NEW_FLAGS="--encryption on" scripts/bench-s3-before-after.sh /tmp/coffer 10s "4KiB 1MiB 10MiB" 16
 set -euo pipefail
 # The bench signs up its users from 127.0.0.1, past the default --signup-rate
 # (an environment variable, so that older binaries started here ignore it).
@@ -24,9 +27,9 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/coffer-before-after.XXXXXX")
 cleanup() { kill "$OPID" "$NPID" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$WORK"; }
 trap cleanup EXIT
 
-"$OLD" serve --data "$WORK/old" --listen 127.0.0.1:28080 --s3-listen 127.0.0.1:29000 --log-level warn >"$WORK/old.log" 2>&1 &
+"$OLD" serve --data "$WORK/old" --listen 127.0.0.1:28080 --s3-listen 127.0.0.1:29000 --log-level warn ${OLD_FLAGS:-} >"$WORK/old.log" 2>&1 &
 OPID=$!
-"$NEW" serve --data "$WORK/new" --listen 127.0.0.1:18080 --s3-listen 127.0.0.1:19000 --log-level warn >"$WORK/new.log" 2>&1 &
+"$NEW" serve --data "$WORK/new" --listen 127.0.0.1:18080 --s3-listen 127.0.0.1:19000 --log-level warn ${NEW_FLAGS:-} >"$WORK/new.log" 2>&1 &
 NPID=$!
 for _ in $(seq 100); do
   curl -sf http://127.0.0.1:28080/readyz >/dev/null && curl -sf http://127.0.0.1:18080/readyz >/dev/null && break
