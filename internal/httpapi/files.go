@@ -241,25 +241,7 @@ func (f *fileResponse) respond(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	h.Set("Content-Type", o.ContentType)
-	disp := "inline"
-	if r.URL.Query().Get("download") == "1" {
-		disp = "attachment"
-	}
-	if name := path.Base(o.Key); name != "" && utf8.ValidString(name) {
-		if v := mime.FormatMediaType(disp, map[string]string{"filename": name}); v != "" {
-			disp = v
-		}
-	}
-	h.Set("Content-Disposition", disp)
-	if sp.Status == http.StatusOK && o.SHA256 != "" {
-		// Multipart objects have no whole-object SHA-256 (their parts are
-		// joined without rehashing): say nothing rather than something false.
-		h.Set("X-Checksum-Sha256", o.SHA256)
-		if raw, err := hex.DecodeString(o.SHA256); err == nil {
-			h.Set("Repr-Digest", "sha-256=:"+base64.StdEncoding.EncodeToString(raw)+":")
-		}
-	}
+	setObjectHeaders(h, r, o, sp.Status)
 	if err := httpx.SendSpan(w, r, f.rd, sp, f.api.log, "bucket", o.Bucket, "key", o.Key); err != nil {
 		WriteProblem(w, r, f.api.log, err)
 	}
@@ -366,4 +348,30 @@ func (api *API) copyFile(r *http.Request, p auth.Principal) (response, error) {
 		return nil, err
 	}
 	return created(toFileJSON(o)), nil
+}
+
+// setObjectHeaders sets what every download of an object says about it
+// (the file API's and a share link's): its type, its disposition (inline,
+// or attachment with ?download=1, with the key's last segment as the file
+// name) and, on a whole-object answer, its SHA-256. Multipart objects have
+// no whole-object SHA-256 (their parts are joined without rehashing):
+// they say nothing rather than something false.
+func setObjectHeaders(h http.Header, r *http.Request, o meta.Object, status int) {
+	h.Set("Content-Type", o.ContentType)
+	disp := "inline"
+	if r.URL.Query().Get("download") == "1" {
+		disp = "attachment"
+	}
+	if name := path.Base(o.Key); name != "" && utf8.ValidString(name) {
+		if v := mime.FormatMediaType(disp, map[string]string{"filename": name}); v != "" {
+			disp = v
+		}
+	}
+	h.Set("Content-Disposition", disp)
+	if status == http.StatusOK && o.SHA256 != "" {
+		h.Set("X-Checksum-Sha256", o.SHA256)
+		if raw, err := hex.DecodeString(o.SHA256); err == nil {
+			h.Set("Repr-Digest", "sha-256=:"+base64.StdEncoding.EncodeToString(raw)+":")
+		}
+	}
 }

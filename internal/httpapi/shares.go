@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"mime"
 	"net/http"
@@ -332,23 +331,7 @@ func (f *shareFileResponse) respond(w http.ResponseWriter, r *http.Request) {
 		WriteProblem(w, r, f.api.log, err)
 		return
 	}
-	h.Set("Content-Type", o.ContentType)
-	disp := "inline"
-	if r.URL.Query().Get("download") == "1" {
-		disp = "attachment"
-	}
-	if name := path.Base(o.Key); name != "" && utf8.ValidString(name) {
-		if v := mime.FormatMediaType(disp, map[string]string{"filename": name}); v != "" {
-			disp = v
-		}
-	}
-	h.Set("Content-Disposition", disp)
-	if sp.Status == http.StatusOK && o.SHA256 != "" {
-		h.Set("X-Checksum-Sha256", o.SHA256)
-		if raw, err := hex.DecodeString(o.SHA256); err == nil {
-			h.Set("Repr-Digest", "sha-256=:"+base64.StdEncoding.EncodeToString(raw)+":")
-		}
-	}
+	setObjectHeaders(h, r, o, sp.Status)
 	if err := httpx.SendSpan(w, r, f.rd, sp, f.api.log, "share", f.sh.ID); err != nil {
 		WriteProblem(w, r, f.api.log, err)
 	}
