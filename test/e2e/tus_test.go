@@ -9,6 +9,8 @@ import (
 	"encoding/hex"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -81,7 +83,13 @@ func checksumHeader(alg string, b []byte) string {
 // encrypting at rest (where each PATCH's part is ciphertext in the blob
 // store, and concatenation must read the partial uploads' plaintext).
 func TestTusProtocol(t *testing.T) {
-	for name, flags := range map[string][]string{"plain": nil, "encrypted": {"--encryption", "on"}} {
+	// A keyring named by --kms: the scale-out shape needs the key
+	// provider every node shares.
+	keyring := filepath.Join(t.TempDir(), "keyring")
+	if err := os.WriteFile(keyring, []byte("default 1 "+base64.StdEncoding.EncodeToString(randBytes(t, 32))+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, flags := range map[string][]string{"plain": nil, "encrypted": {"--encryption", "on", "--kms", "local://" + keyring}} {
 		t.Run(name, func(t *testing.T) { testTusProtocol(t, testenv.Start(t, flags...)) })
 	}
 }
