@@ -94,7 +94,9 @@ func TestRoundTripSizes(t *testing.T) {
 			if !bytes.Equal(got, o.plain) {
 				t.Fatalf("decrypted %d bytes differ from the %d plaintext bytes", len(got), size)
 			}
-			if size > 0 && bytes.Contains(o.ct, o.plain[:min(size, 64)]) {
+			// A window of fewer than 16 bytes can occur in random ciphertext by
+			// chance (a 1-byte plaintext does, once in a few hundred runs).
+			if size >= 16 && bytes.Contains(o.ct, o.plain[:min(size, 64)]) {
 				t.Fatal("ciphertext contains the plaintext")
 			}
 		})
