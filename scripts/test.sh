@@ -11,8 +11,8 @@ mkdir -p "$TOOLS"
 export PATH="$TOOLS:$PATH"
 export GOFLAGS="${GOFLAGS:-} -buildvcs=false"
 
-step() { printf '\n==> %s\n' "$*"; }
 START=$(date +%s)
+step() { printf '\n==> %s  [%ds]\n' "$*" "$(($(date +%s) - START))"; }
 
 step "go $(go env GOVERSION)"
 
