@@ -313,3 +313,18 @@ func CodeOf(err error) string {
 	s, _ := e.Detail["s3_code"].(string)
 	return s
 }
+
+// With adds a detail to e and returns it (for the signing packages' errors).
+func With(e *errcode.Error, key string, value any) *errcode.Error {
+	e.Detail[key] = value
+	return e
+}
+
+// Clip shortens client input quoted back in an error message.
+func Clip(s string) string {
+	const max = 64
+	if len(s) > max {
+		return s[:max] + "..."
+	}
+	return s
+}

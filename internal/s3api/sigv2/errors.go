@@ -69,22 +69,9 @@ var (
 // err, or "" if err does not carry one.
 func S3Code(err error) string { return s3err.CodeOf(err) }
 
-// newError returns an error of kind k with a client-safe message.
-func newError(k error, format string, args ...any) *errcode.Error {
-	return s3err.Wrap(k, format, args...)
-}
-
-// with adds a detail to e and returns it.
-func with(e *errcode.Error, key string, value any) *errcode.Error {
-	e.Detail[key] = value
-	return e
-}
-
-// clip shortens client input quoted back in error messages.
-func clip(s string) string {
-	const max = 64
-	if len(s) > max {
-		return s[:max] + "..."
-	}
-	return s
-}
+// The error helpers both signing packages share live in s3err.
+var (
+	newError = s3err.Wrap
+	with     = s3err.With
+	clip     = s3err.Clip
+)

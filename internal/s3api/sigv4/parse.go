@@ -293,12 +293,3 @@ func isHexSHA256(s string) bool {
 	}
 	return true
 }
-
-// clip shortens client input quoted back in error messages.
-func clip(s string) string {
-	const max = 64
-	if len(s) > max {
-		return s[:max] + "..."
-	}
-	return s
-}
