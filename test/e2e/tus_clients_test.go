@@ -122,28 +122,6 @@ func tusOffset(t *testing.T, c *testenv.Client, path string) int {
 	return n
 }
 
-// stallingBody sends n bytes, then blocks until its context ends.
-type stallingBody struct {
-	ctx  context.Context
-	data []byte
-	sent chan struct{}
-}
-
-func (b *stallingBody) Read(p []byte) (int, error) {
-	if len(b.data) == 0 {
-		select {
-		case <-b.sent:
-		default:
-			close(b.sent)
-		}
-		<-b.ctx.Done()
-		return 0, b.ctx.Err()
-	}
-	n := copy(p, b.data)
-	b.data = b.data[n:]
-	return n, nil
-}
-
 func TestTusClients(t *testing.T) {
 	srv := testenv.Start(t)
 	c := srv.NewUser(t)
@@ -165,7 +143,7 @@ func TestTusClients(t *testing.T) {
 		script := filepath.Join(repoRoot(), "test", "e2e", "testdata", "tus", "client.py")
 		path := tusCreate(t, c, "Upload-Length", strconv.Itoa(len(data)), "Upload-Metadata", tusMeta("bucket", c.Bucket, "key", "py/resumed.bin", "content-type", "application/x-tuspy"))
 		ctx, cancel := context.WithCancel(t.Context())
-		body := &stallingBody{ctx: ctx, data: data[:2<<20+77], sent: make(chan struct{})}
+		body := testenv.NewStallingBody(ctx, data[:2<<20+77])
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
@@ -174,7 +152,7 @@ func TestTusClients(t *testing.T) {
 				resp.Body.Close()
 			}
 		}()
-		<-body.sent
+		<-body.Sent()
 		time.Sleep(200 * time.Millisecond)
 		cancel() // the connection is cut
 		<-done

@@ -33,28 +33,6 @@ func tusOffsetOn(t *testing.T, c *testenv.Client, path string) int {
 	return n
 }
 
-// stallBody sends data, then blocks until ctx ends.
-type stallBody struct {
-	ctx  context.Context
-	data []byte
-	sent chan struct{}
-}
-
-func (b *stallBody) Read(p []byte) (int, error) {
-	if len(b.data) == 0 {
-		select {
-		case <-b.sent:
-		default:
-			close(b.sent)
-		}
-		<-b.ctx.Done()
-		return 0, b.ctx.Err()
-	}
-	n := copy(p, b.data)
-	b.data = b.data[n:]
-	return n, nil
-}
-
 // TestTusAcrossNodes: a tus upload created and cut mid-PATCH on node A is
 // resumed through node B; while A still streams a PATCH (holding the
 // upload's lock in PostgreSQL), a PATCH of the same upload on B never
@@ -79,7 +57,7 @@ func TestTusAcrossNodes(t *testing.T) {
 	// A PATCH on A stalls after 1 MiB, holding the lock.
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	body := &stallBody{ctx: ctx, data: data[:1<<20], sent: make(chan struct{})}
+	body := testenv.NewStallingBody(ctx, data[:1<<20])
 	doneA := make(chan struct{})
 	go func() {
 		defer close(doneA)
@@ -87,7 +65,7 @@ func TestTusAcrossNodes(t *testing.T) {
 			resp.Body.Close()
 		}
 	}()
-	<-body.sent
+	<-body.Sent()
 	time.Sleep(300 * time.Millisecond)
 
 	// B's PATCH at offset 0 must not be accepted alongside A's: it waits
