@@ -22,16 +22,16 @@ type Config struct {
 	Listen string // --listen, COFFER_LISTEN: file API address; default 127.0.0.1:8080
 
 	// Scale-out backends. Empty means the embedded default in Data.
-	Meta          string        // --meta, COFFER_META: postgres://… URL of the metadata database; default SQLite in Data
-	MetaMaxConns  int           // --meta-max-conns: PostgreSQL pool size; default 4 × cores (min 8)
-	MetaWait      time.Duration // --meta-wait: longest wait for a pool connection before 503; default 5s
-	Blob          string        // --blob, COFFER_BLOB: s3://BUCKET[/PREFIX]?endpoint=… of the blob store; default local disk in Data
+	Meta         string        // --meta, COFFER_META: postgres://… URL of the metadata database; default SQLite in Data
+	MetaMaxConns int           // --meta-max-conns: PostgreSQL pool size; default 4 × cores (min 8)
+	MetaWait     time.Duration // --meta-wait: longest wait for a pool connection before 503; default 5s
+	Blob         string        // --blob, COFFER_BLOB: s3://BUCKET[/PREFIX]?endpoint=… of the blob store; default local disk in Data
 	// Gateways are gateway buckets (docs/gateway.md):
 	// NAME=s3://BUCKET[/PREFIX]?endpoint=…&mode=ro|rw&owner=EMAIL[&public=true][&credentials_file=PATH].
 	// --gateway is repeatable; COFFER_GATEWAY holds several separated by
 	// whitespace (spaces or newlines). Default none.
 	Gateways      []string
-	ServerKeyFile string        // --server-key-file, COFFER_SERVER_KEY_FILE: the 32-byte key (hex) shared by every node; default Data/server.key
+	ServerKeyFile string // --server-key-file, COFFER_SERVER_KEY_FILE: the 32-byte key (hex) shared by every node; default Data/server.key
 
 	// Encryption at rest (docs/encryption.md).
 	Encryption string // --encryption, COFFER_ENCRYPTION: off|on: encrypt every new object; default off
