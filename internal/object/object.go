@@ -302,6 +302,9 @@ func (s *Service) stage(ctx context.Context, a Actor, in PutInput, gateway bool)
 		return staged{}, errcode.New(errcode.TooLarge, "object larger than the limit of %d bytes", s.cfg.MaxObjectSize)
 	}
 	if b.IsGateway() {
+		if _, err := s.writableGateway(ctx, b); err != nil {
+			return staged{}, err
+		}
 		if !gateway {
 			return staged{}, errGatewayUnsupported("an atomic upload of several files")
 		}
