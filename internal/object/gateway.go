@@ -79,11 +79,15 @@ type gateways struct {
 	stores map[string]GatewayStore
 }
 
-// gateway returns the backend of gateway bucket b.
+// gateway returns the backend of gateway bucket b, opening it on first
+// use (not under the lock: an unreachable backend must not queue every
+// request behind one attempt). An open that fails is retried by the next
+// request, so a backend that comes back is used without a restart.
 func (s *Service) gateway(ctx context.Context, b meta.Bucket) (GatewayStore, error) {
 	s.gw.mu.Lock()
-	defer s.gw.mu.Unlock()
-	if g, ok := s.gw.stores[b.Gateway]; ok {
+	g, ok := s.gw.stores[b.Gateway]
+	s.gw.mu.Unlock()
+	if ok {
 		return g, nil
 	}
 	if s.cfg.OpenGateway == nil {
@@ -91,7 +95,14 @@ func (s *Service) gateway(ctx context.Context, b meta.Bucket) (GatewayStore, err
 	}
 	g, err := s.cfg.OpenGateway(ctx, b.Gateway)
 	if err != nil {
-		return nil, errcode.Wrap(errcode.Unavailable, err, "gateway bucket %q: cannot open its backend", b.Name)
+		e := errcode.As(errcode.Retry(errcode.Unavailable, time.Second, "gateway bucket %q: cannot open its backend", b.Name))
+		e.Err = err
+		return nil, e
+	}
+	s.gw.mu.Lock()
+	defer s.gw.mu.Unlock()
+	if cur, ok := s.gw.stores[b.Gateway]; ok {
+		return cur, nil // opened meanwhile by another request
 	}
 	if s.gw.stores == nil {
 		s.gw.stores = map[string]GatewayStore{}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -70,6 +71,26 @@ func TestGatewayBuckets(t *testing.T) {
 	if st := admin.JSON(t, "GET", "/api/v1/admin/gateways", nil, &list); st != 200 || len(list.Gateways) != 2 || strings.Contains(list.Gateways[0].URL, m.SecretKey) {
 		t.Errorf("list gateways: %d %+v", st, list)
 	}
+	var mine struct {
+		Buckets []struct {
+			Name    string
+			Gateway bool
+		} `json:"buckets"`
+	}
+	u.JSON(t, "GET", "/api/v1/buckets", nil, &mine)
+	gws := 0
+	for _, b := range mine.Buckets {
+		if b.Gateway {
+			gws++
+		}
+	}
+	if gws != 2 {
+		t.Errorf("the owner's buckets: %+v; want two gateway buckets", mine.Buckets)
+	}
+	// A secret in the URL is refused.
+	if st := admin.JSON(t, "POST", "/api/v1/admin/gateways", map[string]any{"name": "gwx-secret", "url": base + q + "&mode=ro&secret_key=x", "owner": u.Email}, nil); st != 400 {
+		t.Errorf("a gateway URL with a secret: %d, want 400", st)
+	}
 
 	get := func(c *testenv.Client, bkt, key string, hdr ...string) (int, string, *httpHeader) {
 		t.Helper()
@@ -90,6 +111,11 @@ func TestGatewayBuckets(t *testing.T) {
 		}
 		if st, _, _ := get(u, ro, "docs/a.txt", "If-None-Match", etagA); st != 304 {
 			t.Errorf("If-None-Match current ETag: %d, want 304", st)
+		}
+		lm := u.Do(t, "HEAD", testenv.FileURL(ro, "docs/a.txt"), nil)
+		lm.Body.Close()
+		if st, _, _ := get(u, ro, "docs/a.txt", "If-Modified-Since", lm.Header.Get("Last-Modified")); lm.Header.Get("Last-Modified") == "" || st != 304 {
+			t.Errorf("If-Modified-Since Last-Modified (%q): %d, want 304", lm.Header.Get("Last-Modified"), st)
 		}
 		if st, _, _ := get(u, ro, "docs/a.txt", "If-Match", `"stale"`); st != 412 {
 			t.Errorf("If-Match stale: %d, want 412", st)
@@ -222,6 +248,24 @@ func TestGatewayBuckets(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "AccessDenied") {
 			t.Errorf("S3 PutObject to the ro gateway: %v; want AccessDenied", err)
 		}
+		_, err = cl.CreateMultipartUpload(t.Context(), &s3.CreateMultipartUploadInput{Bucket: aws.String(rw), Key: aws.String("mp")})
+		if err == nil || !strings.Contains(err.Error(), "NotImplemented") {
+			t.Errorf("S3 CreateMultipartUpload in the rw gateway: %v; want NotImplemented", err)
+		}
+		if _, err := cl.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String(rw), Key: aws.String("s3put"), Body: strings.NewReader("via s3")}); err != nil {
+			t.Errorf("S3 PutObject to the rw gateway: %v", err)
+		}
+		lb, err := cl.ListBuckets(t.Context(), &s3.ListBucketsInput{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, b := range lb.Buckets {
+			names = append(names, aws.ToString(b.Name))
+		}
+		if !slices.Contains(names, ro) || !slices.Contains(names, rw) {
+			t.Errorf("ListBuckets: %v; want the gateway buckets", names)
+		}
 	})
 	t.Run("backend down and back", func(t *testing.T) {
 		m.Stop()
@@ -242,6 +286,26 @@ func TestGatewayBuckets(t *testing.T) {
 				t.Fatalf("after MinIO came back: %d %q", st, body)
 			}
 			time.Sleep(200 * time.Millisecond)
+		}
+	})
+	t.Run("delete", func(t *testing.T) {
+		name := "gwdel-" + strings.ToLower(testbackend.RandomHex(4))
+		if st := admin.JSON(t, "POST", "/api/v1/admin/gateways", map[string]any{"name": name, "url": base + q + "&mode=rw", "owner": u.Email}, nil); st != 201 {
+			t.Fatalf("create: %d", st)
+		}
+		resp := u.Do(t, "DELETE", "/api/v1/buckets/"+name, nil)
+		resp.Body.Close()
+		if resp.StatusCode != 403 {
+			t.Errorf("the owner deletes the gateway bucket: %d, want 403", resp.StatusCode)
+		}
+		if st := admin.JSON(t, "DELETE", "/api/v1/admin/gateways/"+name, nil, nil); st != 204 {
+			t.Errorf("admin delete: %d", st)
+		}
+		if st := admin.JSON(t, "DELETE", "/api/v1/admin/gateways/"+u.Bucket, nil, nil); st != 404 {
+			t.Errorf("admin delete of a native bucket: %d, want 404", st)
+		}
+		if _, err := direct.HeadObject(t.Context(), &s3.HeadObjectInput{Bucket: &bucket, Key: aws.String("docs/sub/b.txt")}); err != nil {
+			t.Errorf("the backend's objects after the gateway went: %v", err)
 		}
 	})
 	t.Run("--gateway flag", func(t *testing.T) {
