@@ -661,8 +661,9 @@ type Store interface {
 	// there is no such share.
 	UseShare(ctx context.Context, id string, download bool, now time.Time) error
 
-	// CreateBucket: AlreadyExists if the name is taken; NotFound if the
-	// owner does not exist.
+	// CreateBucket: AlreadyExists if the name is taken (by a native or a
+	// gateway bucket); NotFound if the owner does not exist. It makes
+	// native buckets only (b.Gateway is ignored; see PutGatewayBucket).
 	CreateBucket(ctx context.Context, b Bucket) error
 	GetBucket(ctx context.Context, name string) (Bucket, error)
 	// ListBuckets returns the owner's buckets sorted by name.
