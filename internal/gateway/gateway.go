@@ -350,5 +350,8 @@ func (g *Store) Put(ctx context.Context, key string, r io.Reader, size int64, co
 // Delete implements object.GatewayStore.
 func (g *Store) Delete(ctx context.Context, key string) error { return g.s3.DeleteObject(ctx, key) }
 
+// BackendKey implements object.GatewayStore.
+func (g *Store) BackendKey(key string) string { return g.s3.Prefix() + key }
+
 // Writable implements object.GatewayStore.
 func (g *Store) Writable() bool { return g.writable }

@@ -356,14 +356,14 @@ func TestEncryptedWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newEnv(t, testbackend.SharedMinIO(t), "rw", "", object.Config{Encrypt: true, Keys: keys})
+	e := newEnv(t, testbackend.SharedMinIO(t), "rw", "/enc", object.Config{Encrypt: true, Keys: keys})
 	ctx := t.Context()
 	data := strings.Repeat("secret bytes ", 10000)
 	o, err := e.svc.Put(ctx, e.alice, object.PutInput{Bucket: "gate", Key: "s", Body: strings.NewReader(data), Size: int64(len(data))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, md := e.getDirect(t, "s")
+	raw, md := e.getDirect(t, "enc/s")
 	if strings.Contains(raw, "secret bytes") || md["coffer-sse"] == "" || md["coffer-size"] == "" {
 		t.Errorf("backend holds plaintext or no envelope: %d bytes, %v", len(raw), md)
 	}
@@ -375,9 +375,31 @@ func TestEncryptedWrites(t *testing.T) {
 		t.Errorf("range across a segment: %q", got)
 	}
 	// Plaintext objects written by others stay readable.
-	e.putDirect(t, "plain", "abc")
+	e.putDirect(t, "enc/plain", "abc")
 	if got, _ := read(t, e.svc, e.alice, "plain", 0, -1); got != "abc" {
 		t.Errorf("plaintext object: %q", got)
+	}
+	// Another gateway over the whole bucket reads it under its full key.
+	b, err := e.meta.GetBucket(ctx, "gate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := strings.Replace(b.Gateway, e.bucket+"/enc/", e.bucket, 1)
+	if err := e.meta.PutGatewayBucket(ctx, meta.Bucket{Name: "whole", OwnerID: "alice", Gateway: whole}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := e.svc.Get(ctx, e.alice, "whole", "enc/s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := r.Open(ctx, 0, -1)
+	if err != nil {
+		t.Fatalf("open through the other gateway: %v", err)
+	}
+	all, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil || string(all) != data {
+		t.Errorf("through the other gateway: %d bytes, %v", len(all), err)
 	}
 }
 

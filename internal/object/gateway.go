@@ -61,6 +61,10 @@ type GatewayStore interface {
 	Delete(ctx context.Context, key string) error
 	// Writable reports whether the gateway was configured mode=rw.
 	Writable() bool
+	// BackendKey is the backend's name of key (its prefix and key): what
+	// the ciphertext of an object Coffer encrypted is bound to, so that it
+	// reads the same through every gateway over that bucket.
+	BackendKey(key string) string
 }
 
 // OpenGateway opens the backend of a gateway URL.
@@ -192,8 +196,10 @@ func gatewayObject(bucket string, o meta.Object) meta.Object {
 	return o
 }
 
-// gatewayIdentity is what the ciphertext of a gateway object is bound to.
-func gatewayIdentity(key string) string { return "gateway:" + key }
+// gatewayIdentity is what the ciphertext of a gateway object is bound to:
+// its backend key (a copy to another key, or another bucket's envelope,
+// fails authentication).
+func gatewayIdentity(g GatewayStore, key string) string { return "gateway:" + g.BackendKey(key) }
 
 // gatewayOpen opens the bytes of a gateway object version r.Object.
 func (r *Reader) gatewayOpen(ctx context.Context, offset, length int64) (io.ReadCloser, error) {
@@ -216,7 +222,7 @@ func (r *Reader) gatewayOpen(ctx context.Context, offset, length int64) (io.Read
 		}
 		return r.gw.Get(ctx, o.Key, o.ETag, off, n)
 	}
-	op := r.opener(o.Encryption, gatewayIdentity(o.Key), o.Size, fetch)
+	op := r.opener(o.Encryption, gatewayIdentity(r.gw, o.Key), o.Size, fetch)
 	op.plainOpenerErr = gone
 	return op.open(ctx, offset, length)
 }
@@ -260,7 +266,7 @@ func (s *Service) gatewayPut(ctx context.Context, b meta.Bucket, in PutInput) (m
 	if sse.Mode == crypt.ModeCustomer {
 		return meta.Object{}, errGatewayUnsupported("encryption with a customer key (SSE-C)")
 	}
-	sl, err := s.newSealer(ctx, gatewayIdentity(in.Key), sse)
+	sl, err := s.newSealer(ctx, gatewayIdentity(g, in.Key), sse)
 	if err != nil {
 		return meta.Object{}, err
 	}
