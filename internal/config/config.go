@@ -22,11 +22,16 @@ type Config struct {
 	Listen string // --listen, COFFER_LISTEN: file API address; default 127.0.0.1:8080
 
 	// Scale-out backends. Empty means the embedded default in Data.
-	Meta          string        // --meta, COFFER_META: postgres://… URL of the metadata database; default SQLite in Data
-	MetaMaxConns  int           // --meta-max-conns: PostgreSQL pool size; default 4 × cores (min 8)
-	MetaWait      time.Duration // --meta-wait: longest wait for a pool connection before 503; default 5s
-	Blob          string        // --blob, COFFER_BLOB: s3://BUCKET[/PREFIX]?endpoint=… of the blob store; default local disk in Data
-	ServerKeyFile string        // --server-key-file, COFFER_SERVER_KEY_FILE: the 32-byte key (hex) shared by every node; default Data/server.key
+	Meta         string        // --meta, COFFER_META: postgres://… URL of the metadata database; default SQLite in Data
+	MetaMaxConns int           // --meta-max-conns: PostgreSQL pool size; default 4 × cores (min 8)
+	MetaWait     time.Duration // --meta-wait: longest wait for a pool connection before 503; default 5s
+	Blob         string        // --blob, COFFER_BLOB: s3://BUCKET[/PREFIX]?endpoint=… of the blob store; default local disk in Data
+	// Gateways are gateway buckets (docs/gateway.md):
+	// NAME=s3://BUCKET[/PREFIX]?endpoint=…&mode=ro|rw&owner=EMAIL[&public=true][&credentials_file=PATH].
+	// --gateway is repeatable; COFFER_GATEWAY holds several separated by
+	// whitespace (spaces or newlines). Default none.
+	Gateways      []string
+	ServerKeyFile string // --server-key-file, COFFER_SERVER_KEY_FILE: the 32-byte key (hex) shared by every node; default Data/server.key
 
 	// Encryption at rest (docs/encryption.md).
 	Encryption string // --encryption, COFFER_ENCRYPTION: off|on: encrypt every new object; default off
@@ -150,6 +155,13 @@ func (c Config) Validate() error {
 	if c.Blob != "" && !strings.HasPrefix(c.Blob, "s3://") {
 		errs = append(errs, errors.New("blob: want an s3://BUCKET URL (empty for the local disk)"))
 	}
+	for _, g := range c.Gateways {
+		// The full check (server.New, gateway.ParseSpec) needs the
+		// backend's package; this one catches the obvious slip.
+		if name, u, ok := strings.Cut(g, "="); !ok || name == "" || !strings.HasPrefix(u, "s3://") {
+			errs = append(errs, fmt.Errorf("gateway %q: want NAME=s3://BUCKET[/PREFIX]?…", g))
+		}
+	}
 	if c.MetaMaxConns < 0 || c.MetaWait < 0 {
 		errs = append(errs, errors.New("meta-max-conns and meta-wait: must be >= 0"))
 	}
@@ -247,6 +259,7 @@ func (c *Config) FlagSet(name string) *flag.FlagSet {
 	fs.IntVar(&c.MetaMaxConns, "meta-max-conns", c.MetaMaxConns, "PostgreSQL connection pool size per node (0 = 4 x cores, min 8)")
 	fs.DurationVar(&c.MetaWait, "meta-wait", c.MetaWait, "longest wait for a PostgreSQL connection before answering 503 (0 = 5s)")
 	fs.StringVar(&c.Blob, "blob", c.Blob, "blob store: s3://BUCKET[/PREFIX]?endpoint=URL&region=R (credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY; default: the data folder)")
+	fs.Var((*gatewaysValue)(&c.Gateways), "gateway", "gateway bucket (repeatable): NAME=s3://BUCKET[/PREFIX]?endpoint=URL&region=R&mode=ro|rw&owner=EMAIL[&public=true][&credentials_file=FILE] exposes an existing bucket as Coffer bucket NAME (docs/gateway.md); COFFER_GATEWAY: several separated by whitespace")
 	fs.StringVar(&c.ServerKeyFile, "server-key-file", c.ServerKeyFile, "file holding the server key, shared by every node of a cluster (default DATA/server.key, created if missing)")
 	fs.StringVar(&c.Encryption, "encryption", c.Encryption, "on: encrypt every new object at rest (envelope encryption, keys from --kms); off: store new objects as they are (encrypted ones stay readable)")
 	fs.StringVar(&c.KMS, "kms", c.KMS, "key provider: local: (keyring DATA/kms.keyring, created 0600), local:///FILE, awskms:///KEY?region=R, gcpkms://…, azurekeyvault://…, hashivault://KEY (default local:)")
@@ -523,4 +536,24 @@ func ParseDuration(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("invalid duration %q: want whole days (7d) or a duration (12h, 90m)", s)
 	}
 	return d, nil
+}
+
+// gatewaysValue is a repeatable flag; one value may hold several
+// specifications separated by whitespace (COFFER_GATEWAY).
+type gatewaysValue []string
+
+func (g *gatewaysValue) String() string {
+	if g == nil {
+		return ""
+	}
+	return strings.Join(*g, " ")
+}
+
+func (g *gatewaysValue) Set(s string) error {
+	f := strings.Fields(s)
+	if len(f) == 0 {
+		return errors.New("empty gateway specification")
+	}
+	*g = append(*g, f...)
+	return nil
 }

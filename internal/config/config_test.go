@@ -305,3 +305,44 @@ func TestEncryptionFlags(t *testing.T) {
 		})
 	}
 }
+
+func TestGatewayFlags(t *testing.T) {
+	const a = "photos=s3://bk?mode=ro&owner=a@x.io"
+	const b = "drop=s3://up/p?mode=rw&owner=b@x.io&credentials_file=/c"
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		want    []string
+		wantErr bool
+	}{
+		{name: "none"},
+		{name: "repeated flag", args: []string{"--gateway", a, "--gateway", b}, want: []string{a, b}},
+		{name: "env, whitespace-separated", env: map[string]string{"COFFER_GATEWAY": a + "\n  " + b + " "}, want: []string{a, b}},
+		{name: "flag wins over env", args: []string{"--gateway", b}, env: map[string]string{"COFFER_GATEWAY": a}, want: []string{b}},
+		{name: "no name", args: []string{"--gateway", "s3://bk?mode=ro"}, want: []string{"s3://bk?mode=ro"}, wantErr: true},
+		{name: "not s3", args: []string{"--gateway", "x=http://bk"}, want: []string{"x=http://bk"}, wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Defaults()
+			fs := c.FlagSet("serve")
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			if err := ApplyEnv(fs, func(k string) string { return tc.env[k] }); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := strings.Join(c.Gateways, " | "), strings.Join(tc.want, " | "); got != want {
+				t.Errorf("Gateways: got %q, want %q", got, want)
+			}
+			err := c.Validate()
+			if got, want := err != nil, tc.wantErr; got != want {
+				t.Fatalf("Validate: %v, want error %v", err, want)
+			}
+		})
+	}
+	c := Defaults()
+	if err := c.FlagSet("serve").Parse([]string{"--gateway", "  "}); err == nil {
+		t.Error("an empty --gateway: want an error")
+	}
+}

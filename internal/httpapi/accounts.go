@@ -29,6 +29,8 @@ type bucketJSON struct {
 	// Encryption is the bucket's default encryption of new objects;
 	// absent: the server's (--encryption).
 	Encryption *bucketEncryptionJSON `json:"encryption,omitempty"`
+	// Gateway is true for a gateway bucket (docs/gateway.md).
+	Gateway bool `json:"gateway,omitempty"`
 }
 
 type bucketEncryptionJSON struct {
@@ -37,7 +39,7 @@ type bucketEncryptionJSON struct {
 }
 
 func toBucketJSON(b meta.Bucket) bucketJSON {
-	out := bucketJSON{Name: b.Name, Visibility: b.Visibility, CreatedAt: b.CreatedAt}
+	out := bucketJSON{Name: b.Name, Visibility: b.Visibility, CreatedAt: b.CreatedAt, Gateway: b.IsGateway()}
 	if b.Encryption != "" {
 		out.Encryption = &bucketEncryptionJSON{Default: b.Encryption, KMSKeyID: b.EncryptionKMSKey}
 	}

@@ -49,6 +49,9 @@ type Config struct {
 	// current (POST /api/v1/admin/kms/rotate) and returns the previous and
 	// the new one; nil: no key provider (501).
 	RotateKeys func(ctx context.Context) (previous, current string, err error)
+	// Gateways manages gateway buckets (/api/v1/admin/gateways); nil:
+	// 501.
+	Gateways GatewayAdmin
 	// ShareDefaultExpiry is the lifetime of a share link created without
 	// one. Default 7 days.
 	ShareDefaultExpiry time.Duration
@@ -214,7 +217,7 @@ func (api *API) Routes() []Route {
 		{Method: "GET", Pattern: "/api/v1/admin/invites", Access: Admin, handle: api.listInvites},
 		{Method: "POST", Pattern: "/api/v1/admin/invites", Access: Admin, handle: api.createInvite},
 		{Method: "DELETE", Pattern: "/api/v1/admin/invites/{id}", Access: Admin, handle: api.revokeInvite},
-	}, append(api.adminRoutes(), api.tusRoutes()...)...)
+	}, append(append(api.adminRoutes(), api.gatewayRoutes()...), api.tusRoutes()...)...)
 }
 
 // Handler returns the API as an http.Handler for paths under /api/. Mount

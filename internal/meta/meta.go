@@ -280,7 +280,16 @@ type Bucket struct {
 	// provider's default key).
 	Encryption       string
 	EncryptionKMSKey string
+	// Gateway is "" for a native bucket. A gateway bucket fronts an
+	// existing bucket of an S3-compatible store (docs/gateway.md): Gateway
+	// is that store's URL (s3://BUCKET[/PREFIX]?endpoint=…&mode=…; never a
+	// secret), and the bucket has no object rows — its objects are the
+	// backend's, answered by the object service from the backend.
+	Gateway string
 }
+
+// IsGateway reports whether b fronts a bucket of another store.
+func (b Bucket) IsGateway() bool { return b.Gateway != "" }
 
 // The bucket default encryptions (S3's SSEAlgorithm values).
 const (
@@ -545,6 +554,14 @@ type Store interface {
 	TusStore
 	LimitsStore
 	RateStore
+	// PutGatewayBucket creates the gateway bucket b (b.Gateway != "") or,
+	// when a gateway bucket of that name exists, sets its owner,
+	// visibility and gateway URL. Conflict (Detail "reason" =
+	// "not_a_gateway") if a native bucket has the name, NotFound if the
+	// owner does not exist, InvalidArgument without a Gateway.
+	PutGatewayBucket(ctx context.Context, b Bucket) error
+	// ListGatewayBuckets lists every gateway bucket, by name.
+	ListGatewayBuckets(ctx context.Context) ([]Bucket, error)
 	// CreateUser creates u and its default bucket b (b.OwnerID == u.ID) in
 	// one transaction. AlreadyExists if the email or bucket name is taken.
 	CreateUser(ctx context.Context, u User, b Bucket) error
@@ -644,8 +661,9 @@ type Store interface {
 	// there is no such share.
 	UseShare(ctx context.Context, id string, download bool, now time.Time) error
 
-	// CreateBucket: AlreadyExists if the name is taken; NotFound if the
-	// owner does not exist.
+	// CreateBucket: AlreadyExists if the name is taken (by a native or a
+	// gateway bucket); NotFound if the owner does not exist. It makes
+	// native buckets only (b.Gateway is ignored; see PutGatewayBucket).
 	CreateBucket(ctx context.Context, b Bucket) error
 	GetBucket(ctx context.Context, name string) (Bucket, error)
 	// ListBuckets returns the owner's buckets sorted by name.

@@ -84,6 +84,12 @@ func (s *Service) CreateUpload(ctx context.Context, a Actor, in CreateUploadInpu
 	if err != nil {
 		return meta.Upload{}, err
 	}
+	if b.IsGateway() {
+		if _, err := s.writableGateway(ctx, b); err != nil {
+			return meta.Upload{}, err
+		}
+		return meta.Upload{}, errGatewayUnsupported("a multipart upload")
+	}
 	if in.Size < 0 || in.Size > MaxParts*MaxPartSize || in.Size > s.cfg.MaxObjectSize {
 		return meta.Upload{}, errcode.New(errcode.TooLarge, "declared size %d is over the limit", in.Size)
 	}

@@ -76,6 +76,9 @@ type Config struct {
 	// Keys issues and opens data keys: needed with Encrypt, and to read
 	// objects written encrypted.
 	Keys Keys
+	// OpenGateway opens the backend of a gateway bucket (gateway.go);
+	// nil: gateway buckets answer NotImplemented.
+	OpenGateway OpenGateway
 }
 
 // Service is the object service.
@@ -93,6 +96,8 @@ type Service struct {
 	staging     map[string]*staging
 	renewing    bool // renewStagings runs
 	stagedBytes atomic.Int64
+
+	gw gateways // the opened backends of gateway buckets
 }
 
 // New returns a Service over m and b.
@@ -216,10 +221,15 @@ func (s *Service) SetBucketVisibility(ctx context.Context, a Actor, name string,
 
 // DeleteBucket deletes an empty bucket a owns.
 func (s *Service) DeleteBucket(ctx context.Context, a Actor, name string) error {
-	if _, err := s.authorize(ctx, a, name, write); err != nil {
+	b, err := s.authorize(ctx, a, name, write)
+	if err != nil {
 		return err
 	}
-	err := s.meta.DeleteBucket(ctx, name)
+	if b.IsGateway() {
+		return &errcode.Error{Code: errcode.PermissionDenied, Message: fmt.Sprintf("bucket %q is a gateway bucket: an administrator removes it", name),
+			Detail: map[string]any{"reason": "gateway_bucket"}}
+	}
+	err = s.meta.DeleteBucket(ctx, name)
 	if errcode.Is(err, errcode.Conflict) {
 		return &errcode.Error{Code: errcode.Conflict, Message: fmt.Sprintf("bucket %q is not empty", name),
 			Detail: map[string]any{"reason": "bucket_not_empty"}}
@@ -249,9 +259,12 @@ type PutInput struct {
 
 // Put streams one object into storage and commits it.
 func (s *Service) Put(ctx context.Context, a Actor, in PutInput) (meta.Object, error) {
-	st, err := s.stage(ctx, a, in)
+	st, err := s.stage(ctx, a, in, true)
 	if err != nil {
 		return meta.Object{}, err
+	}
+	if st.gateway {
+		return st.put.Object, nil
 	}
 	objs, err := s.commit(ctx, []staged{st})
 	if err != nil {
@@ -265,11 +278,16 @@ func (s *Service) Put(ctx context.Context, a Actor, in PutInput) (meta.Object, e
 type staged struct {
 	put meta.Put
 	rv  *reserver // nil for inline bytes
+	// gateway: put.Object was written to a gateway bucket's backend
+	// already; there is nothing to commit.
+	gateway bool
 }
 
 // stage validates, authorises and writes in's bytes: small ones of known
-// size into memory (inline), others to a fresh staged blob.
-func (s *Service) stage(ctx context.Context, a Actor, in PutInput) (staged, error) {
+// size into memory (inline), others to a fresh staged blob. With
+// gateway, an upload to a gateway bucket is written to its backend at
+// once (staged.gateway); without, it is refused.
+func (s *Service) stage(ctx context.Context, a Actor, in PutInput, gateway bool) (staged, error) {
 	if err := ValidKey(in.Key); err != nil {
 		return staged{}, err
 	}
@@ -282,6 +300,16 @@ func (s *Service) stage(ctx context.Context, a Actor, in PutInput) (staged, erro
 	}
 	if in.Size > s.cfg.MaxObjectSize {
 		return staged{}, errcode.New(errcode.TooLarge, "object larger than the limit of %d bytes", s.cfg.MaxObjectSize)
+	}
+	if b.IsGateway() {
+		if _, err := s.writableGateway(ctx, b); err != nil {
+			return staged{}, err
+		}
+		if !gateway {
+			return staged{}, errGatewayUnsupported("an atomic upload of several files")
+		}
+		o, err := s.gatewayPut(ctx, b, in)
+		return staged{put: meta.Put{Object: o}, gateway: true}, err
 	}
 	// Fail fast, before reading the body: create-only on an existing key,
 	// If-Match on a missing or different object.
@@ -510,7 +538,7 @@ func (bt *Batch) Add(ctx context.Context, in PutInput) (meta.Object, error) {
 			return meta.Object{}, errcode.New(errcode.InvalidArgument, "key %q appears twice in one upload", in.Key)
 		}
 	}
-	st, err := bt.s.stage(ctx, bt.a, in)
+	st, err := bt.s.stage(ctx, bt.a, in, false)
 	if err != nil {
 		return meta.Object{}, err
 	}
@@ -545,6 +573,7 @@ type Reader struct {
 	// SSE-C) is read with; see CheckCustomerKey.
 	CustomerKey []byte
 	s           *Service
+	gw          GatewayStore // a gateway bucket's backend; nil for native buckets
 }
 
 // Get authorises a read of bucket/key and returns a handle; no bytes are
@@ -557,14 +586,18 @@ func (s *Service) Get(ctx context.Context, a Actor, bucket, key string) (*Reader
 	if err := ValidKey(key); err != nil {
 		return nil, err
 	}
-	o, err := s.meta.GetObject(ctx, bucket, key)
+	o, err := s.lookup(ctx, b, key)
 	if err != nil {
 		if errcode.Is(err, errcode.NotFound) {
 			return nil, ErrNoObject(key)
 		}
 		return nil, err
 	}
-	return &Reader{Object: o, Bucket: b, s: s}, nil
+	r := &Reader{Object: o, Bucket: b, s: s}
+	if b.IsGateway() {
+		r.gw, _ = s.gateway(ctx, b) // opened by lookup
+	}
+	return r, nil
 }
 
 // Open returns the bytes [offset, offset+length) of the object version;
@@ -576,6 +609,9 @@ func (r *Reader) Open(ctx context.Context, offset, length int64) (io.ReadCloser,
 	}
 	if length < 0 || offset+length > o.Size {
 		length = o.Size - offset
+	}
+	if r.gw != nil {
+		return r.gatewayOpen(ctx, offset, length)
 	}
 	if o.IsInline() {
 		if o.Encryption == nil && int64(len(o.Inline)) != o.Size {
@@ -683,11 +719,15 @@ func (p *partsReader) Close() error {
 
 // Delete removes bucket/key.
 func (s *Service) Delete(ctx context.Context, a Actor, bucket, key string, cond meta.Cond) (meta.Object, error) {
-	if _, err := s.authorize(ctx, a, bucket, write); err != nil {
+	b, err := s.authorize(ctx, a, bucket, write)
+	if err != nil {
 		return meta.Object{}, err
 	}
 	if err := ValidKey(key); err != nil {
 		return meta.Object{}, err
+	}
+	if b.IsGateway() {
+		return s.gatewayDelete(ctx, b, key, cond)
 	}
 	o, err := s.meta.DeleteObject(ctx, bucket, key, cond)
 	if errcode.Is(err, errcode.NotFound) {
@@ -698,11 +738,16 @@ func (s *Service) Delete(ctx context.Context, a Actor, bucket, key string, cond 
 
 // Move renames srcBucket/srcKey to dstBucket/dstKey (both owned by a).
 func (s *Service) Move(ctx context.Context, a Actor, srcBucket, srcKey, dstBucket, dstKey string, cond meta.Cond) (meta.Object, error) {
-	if _, err := s.authorize(ctx, a, srcBucket, write); err != nil {
+	sb, err := s.authorize(ctx, a, srcBucket, write)
+	if err != nil {
 		return meta.Object{}, err
 	}
-	if _, err := s.authorize(ctx, a, dstBucket, write); err != nil {
+	db, err := s.authorize(ctx, a, dstBucket, write)
+	if err != nil {
 		return meta.Object{}, err
+	}
+	if sb.IsGateway() || db.IsGateway() {
+		return meta.Object{}, errGatewayUnsupported("moving an object")
 	}
 	if err := ValidKey(srcKey); err != nil {
 		return meta.Object{}, err
@@ -766,7 +811,7 @@ func (s *Service) CopyFrom(ctx context.Context, a Actor, src *Reader, in CopyInp
 			in2.ChecksumAlgorithm, in2.ChecksumWant = c.Algorithm, want
 		}
 	}
-	if src.Object.Parts == nil && src.Object.ETag != "" {
+	if src.gw == nil && src.Object.Parts == nil && src.Object.ETag != "" {
 		if m, err := hex.DecodeString(src.Object.ETag); err == nil {
 			in2.MD5 = m
 		}
@@ -782,8 +827,12 @@ func (s *Service) CopyFrom(ctx context.Context, a Actor, src *Reader, in CopyInp
 
 // List lists a bucket a owns.
 func (s *Service) List(ctx context.Context, a Actor, bucket string, opts meta.ListOptions) (meta.ListPage, error) {
-	if _, err := s.authorize(ctx, a, bucket, write); err != nil {
+	b, err := s.authorize(ctx, a, bucket, write)
+	if err != nil {
 		return meta.ListPage{}, err
+	}
+	if b.IsGateway() {
+		return s.gatewayList(ctx, b, opts)
 	}
 	return s.meta.ListObjects(ctx, bucket, opts)
 }

@@ -52,7 +52,8 @@ func (s *Service) CreateShare(ctx context.Context, a Actor, ns NewShare) (meta.S
 	if a.UserID == "" {
 		return meta.Share{}, "", errcode.New(errcode.Unauthenticated, "authentication required")
 	}
-	if _, err := s.authorize(ctx, a, ns.Bucket, write); err != nil {
+	b, err := s.authorize(ctx, a, ns.Bucket, write)
+	if err != nil {
 		return meta.Share{}, "", err
 	}
 	switch {
@@ -76,7 +77,7 @@ func (s *Service) CreateShare(ctx context.Context, a Actor, ns NewShare) (meta.S
 		if err := ValidKey(ns.Key); err != nil {
 			return meta.Share{}, "", err
 		}
-		if _, err := s.meta.GetObject(ctx, ns.Bucket, ns.Key); err != nil {
+		if _, err := s.lookup(ctx, b, ns.Key); err != nil {
 			if errcode.Is(err, errcode.NotFound) {
 				return meta.Share{}, "", ErrNoObject(ns.Key)
 			}
@@ -96,7 +97,7 @@ func (s *Service) CreateShare(ctx context.Context, a Actor, ns NewShare) (meta.S
 	if err := s.meta.CreateShare(ctx, sh); err != nil {
 		return meta.Share{}, "", err
 	}
-	sh, err := s.meta.GetShare(ctx, sh.ID)
+	sh, err = s.meta.GetShare(ctx, sh.ID)
 	return sh, token, err
 }
 

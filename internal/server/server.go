@@ -55,6 +55,7 @@ import (
 	"github.com/coffer-storage/coffer/internal/cache"
 	"github.com/coffer-storage/coffer/internal/config"
 	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/gateway"
 	"github.com/coffer-storage/coffer/internal/httpapi"
 	"github.com/coffer-storage/coffer/internal/httpx"
 	"github.com/coffer-storage/coffer/internal/kms"
@@ -192,6 +193,12 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	if keys != nil {
 		ocfg.Keys = keys
 	}
+	ocfg.OpenGateway = gateway.Open
+	gws := &gatewayAdmin{meta: s.meta, check: func(ctx context.Context, u string) error { _, err := gateway.Open(ctx, u); return err }}
+	if err := gws.registerGateways(ctx, cfg.Gateways); err != nil {
+		s.Close()
+		return nil, err
+	}
 	s.objects = object.New(s.meta, s.blobs, ocfg, log)
 	s.metrics.GaugeFunc("coffer_upload_staged_bytes", "Bytes this node has received into blobs not committed yet (uploads in flight).",
 		func() float64 { return float64(s.objects.StagedBytes()) })
@@ -231,7 +238,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 			Started: s.started, MetaStore: metaKind, BlobStore: blobKind,
 			Counts: s.meta.Counts,
 		},
-		Tus: httpapi.TusConfig{Store: s.meta, TTL: cfg.TusExpiry},
+		Tus:      httpapi.TusConfig{Store: s.meta, TTL: cfg.TusExpiry},
+		Gateways: gws,
 	}
 	if s.keys != nil {
 		apiCfg.RotateKeys = func(ctx context.Context) (string, string, error) {

@@ -253,32 +253,42 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64) (b
 	if err := blob.ValidKey(key); err != nil {
 		return blob.Info{}, err
 	}
+	n, _, err := s.put(ctx, key, r, size, PutOptions{})
+	if err != nil {
+		return blob.Info{}, err
+	}
+	return blob.Info{Key: key, Size: n, ModTime: time.Now()}, nil
+}
+
+// put streams r (size bytes, or -1 if unknown) to key, with po's headers,
+// and returns the size stored and the backend's ETag (unquoted).
+func (s *Store) put(ctx context.Context, key string, r io.Reader, size int64, po PutOptions) (int64, string, error) {
 	if size < 0 {
-		return s.putBuffered(ctx, key, r)
+		return s.putBuffered(ctx, key, r, po)
 	}
 	if size <= s.opts.PartSize {
 		body := newExactReader(r, size)
 		if size == 0 {
 			// An empty body is never read by the HTTP client.
 			if err := body.checkEnd(); err != nil {
-				return blob.Info{}, body.cause(ctx, err)
+				return 0, "", body.cause(ctx, err)
 			}
 		}
-		_, err := s.client.PutObject(ctx, &s3.PutObjectInput{
+		out, err := s.client.PutObject(ctx, po.putInput(&s3.PutObjectInput{
 			Bucket: &s.opts.Bucket, Key: s.name(key), Body: body, ContentLength: aws.Int64(size),
-		}, unsigned)
+		}), unsigned)
 		if err != nil {
-			return blob.Info{}, body.cause(ctx, classify(err, "put %q", key))
+			return 0, "", body.cause(ctx, classify(err, "put %q", key))
 		}
-		return blob.Info{Key: key, Size: size, ModTime: time.Now()}, nil
+		return size, unquote(aws.ToString(out.ETag)), nil
 	}
 	// Large: a multipart upload of slices of one exact reader.
 	body := newExactReader(r, size)
 	parts := (size + s.opts.PartSize - 1) / s.opts.PartSize
 	if parts > 10000 {
-		return blob.Info{}, errcode.New(errcode.TooLarge, "blob of %d bytes needs more than 10000 parts of %d bytes", size, s.opts.PartSize)
+		return 0, "", errcode.New(errcode.TooLarge, "blob of %d bytes needs more than 10000 parts of %d bytes", size, s.opts.PartSize)
 	}
-	return s.multipart(ctx, key, func(n int) (io.Reader, int64, bool, error) {
+	return s.multipart(ctx, key, po, func(n int) (io.Reader, int64, bool, error) {
 		off := int64(n-1) * s.opts.PartSize
 		if off >= size {
 			return nil, 0, false, nil
@@ -289,24 +299,25 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64) (b
 }
 
 // putBuffered stores a blob of unknown size: one buffered part at a time.
-func (s *Store) putBuffered(ctx context.Context, key string, r io.Reader) (blob.Info, error) {
+func (s *Store) putBuffered(ctx context.Context, key string, r io.Reader, po PutOptions) (int64, string, error) {
 	buf := make([]byte, s.opts.BufferedPartSize)
 	first, err := io.ReadFull(r, buf)
 	switch {
 	case err == io.EOF || err == io.ErrUnexpectedEOF:
 		// Fits one request.
-		if _, err := s.client.PutObject(ctx, &s3.PutObjectInput{
+		out, err := s.client.PutObject(ctx, po.putInput(&s3.PutObjectInput{
 			Bucket: &s.opts.Bucket, Key: s.name(key), Body: bytes.NewReader(buf[:first]), ContentLength: aws.Int64(int64(first)),
-		}, unsigned); err != nil {
-			return blob.Info{}, classify(err, "put %q", key)
+		}), unsigned)
+		if err != nil {
+			return 0, "", classify(err, "put %q", key)
 		}
-		return blob.Info{Key: key, Size: int64(first), ModTime: time.Now()}, nil
+		return int64(first), unquote(aws.ToString(out.ETag)), nil
 	case err != nil:
-		return blob.Info{}, fmt.Errorf("reading blob %q: %w", key, err)
+		return 0, "", fmt.Errorf("reading blob %q: %w", key, err)
 	}
 	pending := buf[:first]
 	done := false
-	return s.multipart(ctx, key, func(n int) (io.Reader, int64, bool, error) {
+	return s.multipart(ctx, key, po, func(n int) (io.Reader, int64, bool, error) {
 		if n == 1 {
 			return bytes.NewReader(pending), int64(len(pending)), true, nil
 		}
@@ -332,10 +343,10 @@ func (s *Store) putBuffered(ctx context.Context, key string, r io.Reader) (blob.
 // multipart uploads the parts next(1), next(2), … until next says there
 // are no more, then completes; on any failure it aborts the upload, so
 // nothing becomes visible.
-func (s *Store) multipart(ctx context.Context, key string, next func(n int) (io.Reader, int64, bool, error), exact *exactReader) (blob.Info, error) {
-	created, err := s.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &s.opts.Bucket, Key: s.name(key)})
+func (s *Store) multipart(ctx context.Context, key string, po PutOptions, next func(n int) (io.Reader, int64, bool, error), exact *exactReader) (int64, string, error) {
+	created, err := s.client.CreateMultipartUpload(ctx, po.createInput(&s3.CreateMultipartUploadInput{Bucket: &s.opts.Bucket, Key: s.name(key)}))
 	if err != nil {
-		return blob.Info{}, classify(err, "create multipart upload of %q", key)
+		return 0, "", classify(err, "create multipart upload of %q", key)
 	}
 	abort := func() {
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -348,7 +359,7 @@ func (s *Store) multipart(ctx context.Context, key string, next func(n int) (io.
 		body, l, ok, err := next(n)
 		if err != nil {
 			abort()
-			return blob.Info{}, err
+			return 0, "", err
 		}
 		if !ok {
 			break
@@ -363,19 +374,20 @@ func (s *Store) multipart(ctx context.Context, key string, next func(n int) (io.
 			if exact != nil {
 				err = exact.cause(ctx, err)
 			}
-			return blob.Info{}, err
+			return 0, "", err
 		}
 		done = append(done, types.CompletedPart{ETag: out.ETag, PartNumber: aws.Int32(int32(n))})
 		total += l
 	}
-	if _, err := s.client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
+	out, err := s.client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
 		Bucket: &s.opts.Bucket, Key: s.name(key), UploadId: created.UploadId,
 		MultipartUpload: &types.CompletedMultipartUpload{Parts: done},
-	}); err != nil {
+	})
+	if err != nil {
 		abort()
-		return blob.Info{}, classify(err, "complete multipart upload of %q", key)
+		return 0, "", classify(err, "complete multipart upload of %q", key)
 	}
-	return blob.Info{Key: key, Size: total, ModTime: time.Now()}, nil
+	return total, unquote(aws.ToString(out.ETag)), nil
 }
 
 // Get implements blob.Store.
@@ -653,6 +665,8 @@ func classify(err error, format string, args ...any) error {
 		return errcode.Wrap(errcode.NotFound, err, "%s: not found", msg)
 	case code == "InvalidRange" || status == 416:
 		return errcode.Wrap(errcode.RangeNotSatisfiable, err, "%s: range not satisfiable", msg)
+	case code == "PreconditionFailed" || status == 412:
+		return errcode.Wrap(errcode.PreconditionFailed, err, "%s: precondition failed", msg)
 	case code == "EntityTooLarge":
 		return errcode.Wrap(errcode.TooLarge, err, "%s: too large", msg)
 	case code == "SlowDown" || code == "ServiceUnavailable" || code == "InternalError" || code == "RequestTimeout" ||

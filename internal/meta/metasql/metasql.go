@@ -286,3 +286,40 @@ func RedeemInviteArgs(hash, email string, now time.Time) []any {
 
 // InviteNotFound is the error of an invite id or hash that is not stored.
 func InviteNotFound() error { return errcode.New(errcode.NotFound, "no such invite") }
+
+// UpsertGatewayBucketQuery creates a gateway bucket (name, owner_id,
+// visibility, created_at, gateway: the placeholders p1…p5) or updates the
+// gateway bucket of that name; it affects no row when a native bucket has
+// the name (see ErrNotAGateway).
+func UpsertGatewayBucketQuery(p1, p2, p3, p4, p5 string) string {
+	return "INSERT INTO buckets (name, owner_id, visibility, created_at, gateway) VALUES (" +
+		p1 + ", " + p2 + ", " + p3 + ", " + p4 + ", " + p5 + ") " +
+		"ON CONFLICT (name) DO UPDATE SET owner_id = excluded.owner_id, visibility = excluded.visibility, gateway = excluded.gateway " +
+		"WHERE buckets.gateway <> ''"
+}
+
+// CheckGatewayBucket validates a gateway bucket to be written, defaulting
+// an empty visibility to private.
+func CheckGatewayBucket(b meta.Bucket) (meta.Bucket, error) {
+	if b.Visibility == "" {
+		b.Visibility = meta.Private
+	}
+	switch {
+	case b.Name == "":
+		return b, errcode.New(errcode.InvalidArgument, "bucket name is required")
+	case b.OwnerID == "":
+		return b, errcode.New(errcode.InvalidArgument, "bucket owner is required")
+	case b.Gateway == "":
+		return b, errcode.New(errcode.InvalidArgument, "a gateway bucket needs its gateway URL")
+	case !b.Visibility.Valid():
+		return b, errcode.New(errcode.InvalidArgument, "invalid bucket visibility %q", b.Visibility)
+	}
+	return b, nil
+}
+
+// ErrNotAGateway is PutGatewayBucket's error when a native bucket has the
+// name.
+func ErrNotAGateway(name string) error {
+	return &errcode.Error{Code: errcode.Conflict, Message: fmt.Sprintf("bucket %q exists and is not a gateway bucket", name),
+		Detail: map[string]any{"reason": "not_a_gateway"}}
+}

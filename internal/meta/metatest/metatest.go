@@ -137,6 +137,7 @@ func Run(t *testing.T, newStore func(t *testing.T) meta.Store) {
 		{"Inline", inlineTests},
 		{"Multipart", multipartTests},
 		{"Encryption", encryptionTests},
+		{"Gateways", gatewayTests},
 		{"BackendUploads", backendUploadTests},
 		{"Staging", stagingTests},
 		{"Garbage", garbageTests},

@@ -1,0 +1,381 @@
+package object
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coffer-storage/coffer/internal/crypt"
+	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/integrity"
+	"github.com/coffer-storage/coffer/internal/meta"
+)
+
+// Gateway buckets (docs/gateway.md)
+//
+// A bucket whose record has a Gateway URL fronts an existing bucket of an
+// S3-compatible store: it has no object rows, and every object operation
+// on it is answered from the backend by the functions of this file. The
+// dispatch happens here, in the object service, and nowhere else: the
+// APIs see the same Reader, meta.Object and errcode errors as for a native
+// bucket.
+//
+//   - Keys map one to one to the backend's keys (under its prefix).
+//   - An object's ETag is the backend's ETag: an object replaced behind
+//     Coffer's back has a new ETag at once (every Get asks the backend),
+//     and Open reads only the version Get saw (If-Match): a replacement
+//     between the two is Unavailable (retry), never a mix of versions.
+//     A cache of gateway bytes must key them by (gateway URL, key, ETag).
+//   - Listings are one ListObjectsV2 per page, never cached.
+//   - Writes (mode=rw) stream to the backend through the integrity reader
+//     (size cap, SHA-256 + MD5, client digests checked before the last
+//     byte goes: nothing is stored on a mismatch); mode=ro refuses them
+//     with PermissionDenied (reason read_only_gateway).
+//   - Objects written through Coffer carry in their user metadata the
+//     plaintext SHA-256 (coffer-sha256) and, when encrypted, the envelope
+//     (coffer-sse, base64) and plaintext size (coffer-size): such objects
+//     are ciphertext in the backend, readable only through Coffer.
+//   - Not supported (NotImplemented): multipart uploads through Coffer,
+//     atomic multi-file batches, moves. Quotas are not charged.
+
+// GatewayStore is the backend of a gateway bucket; server opens it from
+// the bucket's Gateway URL (Config.OpenGateway).
+type GatewayStore interface {
+	// Head returns what the backend says of key (Key, Size, ETag,
+	// ContentType, Metadata, ModTime); NotFound if missing.
+	Head(ctx context.Context, key string) (meta.Object, error)
+	// Get streams [offset, offset+length) of key (length ≥ 1, or -1 for
+	// to the end) if its ETag is still etag: PreconditionFailed if not.
+	Get(ctx context.Context, key, etag string, offset, length int64) (io.ReadCloser, error)
+	// List returns one page, as meta.Store.ListObjects does.
+	List(ctx context.Context, opts meta.ListOptions) (meta.ListPage, error)
+	// Put streams size bytes of r (-1: unknown) to key; an error from r
+	// must leave nothing stored. It returns the stored object's ETag.
+	Put(ctx context.Context, key string, r io.Reader, size int64, contentType string, md map[string]string) (meta.Object, error)
+	// Delete deletes key (a missing key is not an error).
+	Delete(ctx context.Context, key string) error
+	// Writable reports whether the gateway was configured mode=rw.
+	Writable() bool
+	// BackendKey is the backend's name of key (its prefix and key): what
+	// the ciphertext of an object Coffer encrypted is bound to, so that it
+	// reads the same through every gateway over that bucket.
+	BackendKey(key string) string
+}
+
+// OpenGateway opens the backend of a gateway URL.
+type OpenGateway func(ctx context.Context, url string) (GatewayStore, error)
+
+// The user metadata Coffer keeps on the objects it writes to a gateway.
+const (
+	gwMetaSHA256 = "coffer-sha256"
+	gwMetaSSE    = "coffer-sse"
+	gwMetaSize   = "coffer-size"
+)
+
+// gateways caches the opened backends by URL.
+type gateways struct {
+	mu     sync.Mutex
+	stores map[string]GatewayStore
+}
+
+// gateway returns the backend of gateway bucket b, opening it on first
+// use (not under the lock: an unreachable backend must not queue every
+// request behind one attempt). An open that fails is retried by the next
+// request, so a backend that comes back is used without a restart.
+func (s *Service) gateway(ctx context.Context, b meta.Bucket) (GatewayStore, error) {
+	s.gw.mu.Lock()
+	g, ok := s.gw.stores[b.Gateway]
+	s.gw.mu.Unlock()
+	if ok {
+		return g, nil
+	}
+	if s.cfg.OpenGateway == nil {
+		return nil, errcode.New(errcode.NotImplemented, "bucket %q is a gateway bucket, which this server cannot open", b.Name)
+	}
+	g, err := s.cfg.OpenGateway(ctx, b.Gateway)
+	if err != nil {
+		e := errcode.As(errcode.Retry(errcode.Unavailable, time.Second, "gateway bucket %q: cannot open its backend", b.Name))
+		e.Err = err
+		return nil, e
+	}
+	s.gw.mu.Lock()
+	defer s.gw.mu.Unlock()
+	if cur, ok := s.gw.stores[b.Gateway]; ok {
+		return cur, nil // opened meanwhile by another request
+	}
+	if s.gw.stores == nil {
+		s.gw.stores = map[string]GatewayStore{}
+	}
+	s.gw.stores[b.Gateway] = g
+	return g, nil
+}
+
+// ErrReadOnlyGateway is the error of a write to a gateway bucket of mode
+// ro: 403 on both APIs (S3 AccessDenied).
+func ErrReadOnlyGateway(bucket string) error {
+	return &errcode.Error{Code: errcode.PermissionDenied, Message: "bucket " + strconv.Quote(bucket) + " is a read-only gateway bucket",
+		Detail: map[string]any{"reason": "read_only_gateway"}}
+}
+
+func errGatewayUnsupported(what string) error {
+	return &errcode.Error{Code: errcode.NotImplemented, Message: what + " is not supported in gateway buckets (docs/gateway.md)",
+		Detail: map[string]any{"reason": "gateway_unsupported"}}
+}
+
+// writableGateway returns b's backend for a write, or the refusal.
+func (s *Service) writableGateway(ctx context.Context, b meta.Bucket) (GatewayStore, error) {
+	g, err := s.gateway(ctx, b)
+	if err != nil {
+		return nil, err
+	}
+	if !g.Writable() {
+		return nil, ErrReadOnlyGateway(b.Name)
+	}
+	return g, nil
+}
+
+// lookup returns the current object bucket/key of b, from the metadata
+// store or, for a gateway bucket, from its backend.
+func (s *Service) lookup(ctx context.Context, b meta.Bucket, key string) (meta.Object, error) {
+	if !b.IsGateway() {
+		return s.meta.GetObject(ctx, b.Name, key)
+	}
+	g, err := s.gateway(ctx, b)
+	if err != nil {
+		return meta.Object{}, err
+	}
+	o, err := g.Head(ctx, key)
+	if err != nil {
+		return meta.Object{}, err
+	}
+	return gatewayObject(b.Name, o), nil
+}
+
+// gatewayObject turns what the backend says into the object the APIs see:
+// Coffer's own metadata taken out of the user metadata.
+func gatewayObject(bucket string, o meta.Object) meta.Object {
+	o.Bucket = bucket
+	if o.ContentType == "" {
+		o.ContentType = guessType(o.Key)
+	}
+	md := o.Metadata
+	o.Metadata = nil
+	for k, v := range md {
+		switch k {
+		case gwMetaSHA256:
+			if len(v) == 64 {
+				o.SHA256 = v
+			}
+		case gwMetaSSE:
+			env, err := base64.StdEncoding.DecodeString(v)
+			if err != nil {
+				env = []byte{0} // unparsable: the read reports the damage
+			}
+			o.Encryption = env
+		case gwMetaSize:
+		default:
+			if o.Metadata == nil {
+				o.Metadata = map[string]string{}
+			}
+			o.Metadata[k] = v
+		}
+	}
+	if o.Encryption != nil {
+		if n, err := crypt.PlaintextSize(o.Size); err == nil {
+			o.Size = n
+		}
+		if v, err := strconv.ParseInt(md[gwMetaSize], 10, 64); err == nil && v != o.Size {
+			o.Encryption = []byte{0} // sizes disagree: tampered; the read fails
+		}
+	}
+	return o
+}
+
+// gatewayIdentity is what the ciphertext of a gateway object is bound to:
+// its backend key (a copy to another key, or another bucket's envelope,
+// fails authentication).
+func gatewayIdentity(g GatewayStore, key string) string { return "gateway:" + g.BackendKey(key) }
+
+// gatewayOpen opens the bytes of a gateway object version r.Object.
+func (r *Reader) gatewayOpen(ctx context.Context, offset, length int64) (io.ReadCloser, error) {
+	o := r.Object
+	if length == 0 {
+		return io.NopCloser(strings.NewReader("")), nil
+	}
+	gone := func(err error) error {
+		switch {
+		case errcode.Is(err, errcode.NotFound):
+			return ErrNoObject(o.Key)
+		case errcode.Is(err, errcode.PreconditionFailed):
+			return errcode.Retry(errcode.Unavailable, time.Second, "object %q was replaced while being read; retry", o.Key)
+		}
+		return err
+	}
+	fetch := func(off, n int64) (io.ReadCloser, error) {
+		if n == 0 {
+			return io.NopCloser(strings.NewReader("")), nil
+		}
+		return r.gw.Get(ctx, o.Key, o.ETag, off, n)
+	}
+	op := r.opener(o.Encryption, gatewayIdentity(r.gw, o.Key), o.Size, fetch)
+	op.plainOpenerErr = gone
+	return op.open(ctx, offset, length)
+}
+
+// gatewayPut streams in to the gateway bucket b.
+func (s *Service) gatewayPut(ctx context.Context, b meta.Bucket, in PutInput) (meta.Object, error) {
+	g, err := s.writableGateway(ctx, b)
+	if err != nil {
+		return meta.Object{}, err
+	}
+	if in.Cond.IfNoneMatch || in.Cond.IfMatch != "" {
+		// Checked before the write; the backend write itself is not
+		// conditional (docs/gateway.md).
+		old, err := g.Head(ctx, in.Key)
+		exists := err == nil
+		if err != nil && !errcode.Is(err, errcode.NotFound) {
+			return meta.Object{}, err
+		}
+		if err := checkCond(in.Cond, old, exists); err != nil {
+			return meta.Object{}, err
+		}
+	}
+	ct := in.ContentType
+	if ct == "" {
+		ct = guessType(in.Key)
+	}
+	body := in.Body
+	if body == nil {
+		body = strings.NewReader("")
+	}
+	r := integrity.NewReader(body, integrity.Options{
+		Size: in.Size, Limit: s.cfg.MaxObjectSize,
+		LimitErr: errcode.New(errcode.TooLarge, "object larger than the limit of %d bytes", s.cfg.MaxObjectSize),
+		SHA256:   in.SHA256, MD5: in.MD5,
+		ChecksumAlgorithm: in.ChecksumAlgorithm, ChecksumWant: in.ChecksumWant,
+	})
+	sse := in.SSE
+	if sse.Mode == 0 {
+		sse = bucketSSE(b)
+	}
+	if sse.Mode == crypt.ModeCustomer {
+		return meta.Object{}, errGatewayUnsupported("encryption with a customer key (SSE-C)")
+	}
+	sl, err := s.newSealer(ctx, gatewayIdentity(g, in.Key), sse)
+	if err != nil {
+		return meta.Object{}, err
+	}
+	md := map[string]string{}
+	for k, v := range in.Metadata {
+		md[k] = v
+	}
+	for _, k := range []string{gwMetaSHA256, gwMetaSSE, gwMetaSize} {
+		if _, ok := md[k]; ok {
+			return meta.Object{}, errcode.New(errcode.InvalidArgument, "metadata name %q is reserved in gateway buckets", k)
+		}
+	}
+	// The plaintext SHA-256 is known only at EOF, after the bytes went up:
+	// the backend object keeps it only when the client announced it.
+	if in.SHA256 != nil {
+		md[gwMetaSHA256] = hex.EncodeToString(in.SHA256)
+	}
+	size := in.Size
+	if sl != nil {
+		if size, err = sl.blobSize(in.Size); err != nil {
+			return meta.Object{}, err
+		}
+		if in.Size < 0 {
+			// The envelope's plaintext size must be known up front.
+			return meta.Object{}, errcode.New(errcode.InvalidArgument, "an encrypted upload to a gateway bucket needs a Content-Length")
+		}
+		md[gwMetaSSE] = base64.StdEncoding.EncodeToString(sl.envelope)
+		md[gwMetaSize] = strconv.FormatInt(in.Size, 10)
+	}
+	fr := &firstErrReader{r: r}
+	stored, err := g.Put(ctx, in.Key, sl.encrypt(fr), size, ct, md)
+	if err != nil {
+		if fr.err != nil {
+			return meta.Object{}, fr.err // the body's own failure (digest, size, client), not the transport's
+		}
+		return meta.Object{}, err
+	}
+	o := gatewayObject(b.Name, stored)
+	o.Key, o.ContentType, o.Size = in.Key, ct, r.N()
+	o.SHA256 = hex.EncodeToString(r.SHA256())
+	o.Checksum = checksumOf(in.ChecksumAlgorithm, r.Checksum())
+	if sl != nil {
+		o.Encryption = sl.envelope
+	}
+	if o.ModTime.IsZero() {
+		o.ModTime = s.now().UTC()
+	}
+	return o, nil
+}
+
+// checkCond is meta's rule for write conditions, for gateway objects.
+func checkCond(cond meta.Cond, cur meta.Object, exists bool) error {
+	if cond.IfNoneMatch && exists {
+		return errcode.New(errcode.PreconditionFailed, "object exists")
+	}
+	if cond.IfMatch != "" && (!exists || cond.IfMatch != "*" && cur.ETag != cond.IfMatch) {
+		return errcode.New(errcode.PreconditionFailed, "object ETag does not match")
+	}
+	return nil
+}
+
+// gatewayDelete deletes key from the gateway bucket b.
+func (s *Service) gatewayDelete(ctx context.Context, b meta.Bucket, key string, cond meta.Cond) (meta.Object, error) {
+	g, err := s.writableGateway(ctx, b)
+	if err != nil {
+		return meta.Object{}, err
+	}
+	cur, err := g.Head(ctx, key)
+	if errcode.Is(err, errcode.NotFound) {
+		return meta.Object{}, ErrNoObject(key)
+	}
+	if err != nil {
+		return meta.Object{}, err
+	}
+	if err := checkCond(cond, cur, true); err != nil {
+		return meta.Object{}, err
+	}
+	if err := g.Delete(ctx, key); err != nil {
+		return meta.Object{}, err
+	}
+	return gatewayObject(b.Name, cur), nil
+}
+
+// gatewayList lists a page of the gateway bucket b.
+func (s *Service) gatewayList(ctx context.Context, b meta.Bucket, opts meta.ListOptions) (meta.ListPage, error) {
+	g, err := s.gateway(ctx, b)
+	if err != nil {
+		return meta.ListPage{}, err
+	}
+	p, err := g.List(ctx, opts)
+	if err != nil {
+		return meta.ListPage{}, err
+	}
+	for i := range p.Objects {
+		p.Objects[i].Bucket = b.Name
+	}
+	return p, nil
+}
+
+// firstErrReader remembers the first error (other than EOF) of r.
+type firstErrReader struct {
+	r   io.Reader
+	err error
+}
+
+func (f *firstErrReader) Read(p []byte) (int, error) {
+	n, err := f.r.Read(p)
+	if err != nil && err != io.EOF && f.err == nil {
+		f.err = err
+	}
+	return n, err
+}
