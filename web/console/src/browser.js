@@ -196,8 +196,11 @@ export function Browser({ bucket, prefix }) {
       for (const body of bodies) {
         const res = await request('POST', `/api/v1/${base}/delete`, body);
         const lines = (await res.text()).split('\n').filter(Boolean).map((l) => JSON.parse(l));
-        const bad = lines.filter((l) => l.status !== 'deleted' && l.status !== 'not_found');
-        if (bad.length) throw new Error(`${bad.length} item(s) could not be deleted: ${bad[0].key} (${bad[0].error && (bad[0].error.title || bad[0].error.detail) || bad[0].status})`);
+        // One line per key, then the totals ({done: true}); a missing
+        // totals line means the request was cut short.
+        const bad = lines.filter((l) => !l.done && l.status === 'error');
+        if (bad.length) throw new Error(`${bad.length} item(s) could not be deleted: ${bad[0].key} (${bad[0].error})`);
+        if (!lines.some((l) => l.done)) throw new Error('The delete was cut short; reload to see what is left.');
       }
     }, 'Deleted.');
   };
@@ -248,7 +251,7 @@ export function Browser({ bucket, prefix }) {
           style=${{ top: (first + i) * ROW + 'px' }} data-key=${e.key}>
           <span><input type="checkbox" aria-label=${'Select ' + e.name} checked=${selected.has(e.key)} onChange=${() => toggle(e.key)} /></span>
           <span class="name">${e.folder
-            ? html`<${Link} class="folder" href=${browserPath(bucket, e.key)}>📁 ${e.name}</${Link}>`
+            ? html`<${Link} class="folder" href=${browserPath(bucket, e.key)}>${e.name}</${Link}>`
             : html`<button class="plain file" onClick=${() => setPreview(e)}>${e.name}</button>`}</span>
           <span class="num">${e.folder ? '' : formatBytes(e.size)}</span>
           <span class="hide-s muted">${formatDate(e.date)}</span>

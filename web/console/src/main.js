@@ -83,7 +83,6 @@ function Shell({ children, isAdmin, email }) {
       <nav id="nav" class=${open ? 'open' : ''} aria-label="Main">
         <ul>
           ${item('/buckets', 'Files', '/b')}
-          ${path.startsWith('/buckets') ? null : null}
           ${item('/shares', 'Shares')}
           ${item('/keys', 'S3 keys')}
           ${item('/account', 'Account')}
@@ -105,7 +104,7 @@ function App() {
   const [n, setN] = useState(0);
   useEffect(() => onAuthChange((on) => setAuth(on ? 'in' : 'out')), []);
   useEffect(() => {
-    if (path.startsWith('/share')) return;
+    if (path === '/share') return;
     refresh().catch(() => setAuth('out'));
   }, []);
   useEffect(() => {
@@ -120,7 +119,7 @@ function App() {
   }, [auth, n]);
   const meState = { ...me, reload: () => setN((x) => x + 1) };
 
-  if (path === '/share' || path.startsWith('/share/')) return html`<${SharePage} />`;
+  if (path === '/share') return html`<${SharePage} />`;
   if (auth === 'unknown') return html`<main id="main" class="auth"><p class="muted">Loading…</p></main>`;
   if (auth === 'out') {
     if (path === '/signup') return html`<${SignUp} />`;

@@ -10,8 +10,9 @@ const enc = encodeURIComponent;
 function fileName(disposition) {
   const star = /filename\*=UTF-8''([^;]+)/i.exec(disposition || '');
   if (star) return decodeURIComponent(star[1]);
-  const plain = /filename="([^"]*)"/i.exec(disposition || '');
-  return plain ? plain[1] : 'file';
+  const plain = /filename=(?:"((?:[^"\\]|\\.)*)"|([^;]+))/i.exec(disposition || '');
+  if (!plain) return 'file';
+  return plain[1] !== undefined ? plain[1].replace(/\\(.)/g, '$1') : plain[2].trim();
 }
 
 export function SharePage() {

@@ -29,8 +29,9 @@ export function useRoute() {
 }
 
 /** Link is an <a> that navigates inside the console. */
-export function Link({ href, children, ...rest }) {
+export function Link({ href, children, onClick: also, ...rest }) {
   const onClick = (e) => {
+    if (also) also(e);
     if (e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
     e.preventDefault();
     go(href);
