@@ -200,8 +200,9 @@ export function formatBytes(n) {
   return `${i === 0 ? v : v.toFixed(1)} ${units[i]}`;
 }
 
+const dateFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+
 export function formatDate(s) {
   if (!s) return '';
-  const d = new Date(s);
-  return d.toLocaleString();
+  return dateFormat.format(new Date(s));
 }

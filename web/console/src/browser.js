@@ -1,6 +1,7 @@
 // Buckets and the file browser: listing (delimiter=/), upload (Uppy over
 // tus), download, zip, move, copy, delete, preview and share.
-import { useState, useEffect, useRef, useMemo } from 'preact/hooks';
+import { memo } from 'preact/compat';
+import { useState, useEffect, useRef, useMemo, useCallback } from 'preact/hooks';
 import Uppy from '@uppy/core';
 import Dashboard from '@uppy/dashboard';
 import Tus from '@uppy/tus';
@@ -125,13 +126,11 @@ export function Browser({ bucket, prefix }) {
   const [showUpload, setShowUpload] = useState(false);
   const [preview, setPreview] = useState(null);
   const [share, setShare] = useState(null);
-  const [scroll, setScroll] = useState(0);
   const [height, setHeight] = useState(480);
   const box = useRef(null);
   useEffect(() => {
     setSelected(new Set());
     setFilter('');
-    setScroll(0);
     if (box.current) box.current.scrollTop = 0;
   }, [bucket, prefix]);
   useEffect(() => {
@@ -154,12 +153,14 @@ export function Browser({ bucket, prefix }) {
     }
   };
   const chosen = entries.filter((e) => selected.has(e.key));
-  const toggle = (key) => {
-    const s = new Set(selected);
-    if (s.has(key)) s.delete(key);
-    else s.add(key);
-    setSelected(s);
-  };
+  const toggle = useCallback((key) => {
+    setSelected((sel) => {
+      const s = new Set(sel);
+      if (s.has(key)) s.delete(key);
+      else s.add(key);
+      return s;
+    });
+  }, []);
   const base = `buckets/${enc(bucket)}`;
 
   const download = async (e) => {
@@ -209,8 +210,6 @@ export function Browser({ bucket, prefix }) {
     if (name) go(browserPath(bucket, prefix + name.replace(/\/+$/, '') + '/'));
   };
   const crumbs = prefix.split('/').filter(Boolean);
-  const first = Math.max(0, Math.floor(scroll / ROW) - 10);
-  const last = Math.min(entries.length, first + Math.ceil(height / ROW) + 20);
   const allSelected = entries.length > 0 && selected.size === entries.length;
   const sortButton = (by, label) => html`<button class="plain sort" aria-label=${'Sort by ' + label}
     aria-pressed=${sort.by === by} onClick=${() => setSort({ by, desc: sort.by === by ? !sort.desc : false })}>${label}${sort.by === by ? (sort.desc ? ' ▾' : ' ▴') : ''}</button>`;
@@ -244,26 +243,50 @@ export function Browser({ bucket, prefix }) {
         onChange=${() => setSelected(allSelected ? new Set() : new Set(entries.map((e) => e.key)))} /></span>
       <span>${sortButton('name', 'Name')}</span><span class="num">${sortButton('size', 'Size')}</span><span class="hide-s">${sortButton('date', 'Modified')}</span>
     </div>
-    <div class="rows" ref=${box} style=${{ height: height + 'px' }} onScroll=${(e) => setScroll(e.target.scrollTop)}
-      role="list" aria-label=${'Files in ' + (prefix || bucket)}>
-      <div style=${{ height: entries.length * ROW + 'px', position: 'relative' }}>
-        ${entries.slice(first, last).map((e, i) => html`<div class="row" role="listitem" key=${e.key}
-          style=${{ top: (first + i) * ROW + 'px' }} data-key=${e.key}>
-          <span><input type="checkbox" aria-label=${'Select ' + e.name} checked=${selected.has(e.key)} onChange=${() => toggle(e.key)} /></span>
-          <span class="name">${e.folder
-            ? html`<${Link} class="folder" href=${browserPath(bucket, e.key)}>${e.name}</${Link}>`
-            : html`<button class="plain file" onClick=${() => setPreview(e)}>${e.name}</button>`}</span>
-          <span class="num">${e.folder ? '' : formatBytes(e.size)}</span>
-          <span class="hide-s muted">${formatDate(e.date)}</span>
-        </div>`)}
-      </div>
-      ${listing.done && entries.length === 0 ? html`<p class="muted empty">This folder is empty. Upload files to create it.</p>` : null}
-    </div>
+    <${Rows} entries=${entries} selected=${selected} toggle=${toggle} height=${height} box=${box}
+      bucket=${bucket} prefix=${prefix} done=${listing.done} onOpen=${setPreview} />
     ${preview && html`<${Preview} bucket=${bucket} entry=${preview} onClose=${() => setPreview(null)}
       onDownload=${() => act(() => download(preview))} />`}
     ${share && html`<${ShareDialog} bucket=${bucket} entry=${share} onClose=${() => setShare(null)} />`}
   </section>`;
 }
+
+/**
+ * Rows is the virtualized list: only the rows in view (and a margin) are
+ * in the DOM, so a folder of 10,000 entries scrolls like one of 30. Its
+ * scroll position is its own state: scrolling re-renders only the rows.
+ */
+const Rows = memo(function Rows({ entries, selected, toggle, height, box, bucket, prefix, done, onOpen }) {
+  const [scroll, setScroll] = useState(0);
+  const frame = useRef(0);
+  useEffect(() => setScroll(0), [bucket, prefix]);
+  const onScroll = (e) => {
+    const top = e.target.scrollTop;
+    cancelAnimationFrame(frame.current);
+    frame.current = requestAnimationFrame(() => setScroll(top));
+  };
+  const first = Math.max(0, Math.floor(scroll / ROW) - 10);
+  const last = Math.min(entries.length, first + Math.ceil(height / ROW) + 20);
+  return html`<div class="rows" ref=${box} style=${{ height: height + 'px' }} onScroll=${onScroll}
+      role="list" aria-label=${'Files in ' + (prefix || bucket)}>
+      <div style=${{ height: entries.length * ROW + 'px', position: 'relative' }}>
+        ${entries.slice(first, last).map((e, i) => html`<${Row} key=${e.key} e=${e} top=${(first + i) * ROW} checked=${selected.has(e.key)}
+          toggle=${toggle} bucket=${bucket} onOpen=${onOpen} />`)}
+      </div>
+      ${done && entries.length === 0 ? html`<p class="muted empty">This folder is empty. Upload files to create it.</p>` : null}
+    </div>`;
+});
+
+const Row = memo(function Row({ e, top, checked, toggle, bucket, onOpen }) {
+  return html`<div class="row" role="listitem" style=${{ top: top + 'px' }} data-key=${e.key}>
+    <span><input type="checkbox" aria-label=${'Select ' + e.name} checked=${checked} onChange=${() => toggle(e.key)} /></span>
+    <span class="name">${e.folder
+      ? html`<${Link} class="folder" href=${browserPath(bucket, e.key)}>${e.name}</${Link}>`
+      : html`<button class="plain file" onClick=${() => onOpen(e)}>${e.name}</button>`}</span>
+    <span class="num">${e.folder ? '' : formatBytes(e.size)}</span>
+    <span class="hide-s muted">${formatDate(e.date)}</span>
+  </div>`;
+});
 
 /** problemText turns a tus error's response into title/detail text. */
 function tusErrorText(err) {
