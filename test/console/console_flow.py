@@ -18,6 +18,7 @@ import io
 import json
 import os
 import socket
+import struct
 import sys
 import threading
 import time
@@ -99,19 +100,34 @@ class Proxy:
         except OSError:
             pass
         finally:
+            # One side ended: end the other too, and release the sockets
+            # (a half-closed socket nobody reads would stall a browser
+            # still sending a body after an early response).
             for s in (src, dst):
                 try:
                     s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                try:
+                    s.close()
                 except OSError:
                     pass
 
     def cut_all(self):
         with self.lock:
             conns, self.conns = self.conns, []
+        # Reset both ends: SO_LINGER 0 makes the close send an RST, and
+        # the shutdown first wakes the pump threads blocked in recv (a
+        # close alone would wait for them).
         for c, u in conns:
             for s in (c, u):
-                try:  # shutdown acts at once, even with a thread in recv
+                try:
+                    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
                     s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                try:
+                    s.close()
                 except OSError:
                     pass
 
@@ -207,12 +223,15 @@ def main():
 
     # The non-admin account, signed up through the API.
     user_email, user_pw = "console-user-%d@example.com" % int(time.time()), "user password 1"
-    st, _ = api("POST", "/api/v1/auth/signup", {"email": user_email, "password": user_pw})
+    st, signup = api("POST", "/api/v1/auth/signup", {"email": user_email, "password": user_pw})
     assert st == 201, st
     user_token = login(user_email, user_pw)
     st, body = api("GET", "/api/v1/admin/server", token=user_token)
     assert st == 403, ("non-admin GET /admin/server", st, body)
     admin_token = login(ADMIN_EMAIL, ADMIN_PW)
+    st, _ = api("PUT", "/api/v1/admin/users/%s/quota" % signup["user"]["id"], {"quota_bytes": 1000}, token=admin_token)
+    assert st == 200, st
+    overquota = write(os.path.join(WORK, "in4", "too-big.bin"), os.urandom(4096))
 
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
@@ -401,6 +420,15 @@ def main():
         expect(up.get_by_role("link", name="Account")).to_be_visible()
         up.wait_for_timeout(500)
         expect(up.get_by_role("link", name="Admin")).to_have_count(0)
+        # Over quota: the upload fails with the problem's title and detail.
+        up.get_by_role("link", name=signup["bucket"]["name"]).click()
+        up.get_by_role("button", name="Upload").click()
+        up.locator(".uppy-Dashboard-input").first.set_input_files([overquota])
+        alert = up.locator(".upload .banner")
+        expect(alert).to_contain_text("Insufficient Storage", timeout=20_000)
+        assert '"type"' not in alert.inner_text() and "{" not in alert.inner_text(), alert.inner_text()
+        shot(up, "upload-error")
+        log("over quota:", alert.inner_text())
         up.goto(base + "/admin")
         expect(up.get_by_text("Administrators only.")).to_be_visible()
         expect(up.get_by_role("heading", name="Users")).to_have_count(0)

@@ -332,6 +332,19 @@ function Upload({ bucket, prefix, onDone }) {
       retryDelays: [0, 1000, 3000, 5000, 10000],
       removeFingerprintOnSuccess: true,
       allowedMetaFields: ['bucket', 'key', 'filetype'],
+      // Retry what a retry can fix: a dropped connection, 5xx, an offset
+      // conflict (409, e.g. after the browser re-sent a cut PATCH) or a
+      // lock (423); each retry asks HEAD for the offset first. Refusals
+      // (4xx, a full quota 507, 429 with its wait time) are shown at once.
+      // Deciding here also keeps Uppy's re-queueing out of the retry path
+      // (it could leave a retry waiting forever after a 409).
+      onShouldRetry(err) {
+        const status = (err && err.originalResponse && err.originalResponse.getStatus()) || 0;
+        if (status === 409 || status === 423) return true;
+        if (status >= 400 && status < 500) return false;
+        if (status === 501 || status === 507) return false;
+        return true;
+      },
       async onBeforeRequest(req) {
         req.setHeader('Authorization', `Bearer ${await token()}`);
       },
