@@ -425,7 +425,7 @@ def main():
         up.get_by_role("button", name="Upload").click()
         up.locator(".uppy-Dashboard-input").first.set_input_files([overquota])
         alert = up.locator(".upload .banner")
-        expect(alert).to_contain_text("Insufficient Storage", timeout=20_000)
+        expect(alert).to_contain_text("Insufficient Storage: storage quota exceeded", timeout=20_000)
         assert '"type"' not in alert.inner_text() and "{" not in alert.inner_text(), alert.inner_text()
         shot(up, "upload-error")
         log("over quota:", alert.inner_text())
