@@ -405,8 +405,14 @@ def main():
         expect(page.locator('[data-key="notes.txt"]')).to_be_visible()
         shot(page, "browser-mobile")
 
-        # Sign out.
         page.set_viewport_size({"width": 1440, "height": 900})
+        page.emulate_media(color_scheme="dark")
+        page.goto(base + "/b/" + BUCKET + "/")
+        expect(page.locator('[data-key="notes.txt"]')).to_be_visible()
+        shot(page, "browser-dark")
+        page.emulate_media(color_scheme="light")
+
+        # Sign out.
         page.get_by_role("button", name="Sign out").click()
         expect(page.get_by_role("heading", name="Sign in to Coffer")).to_be_visible()
         page.reload()
