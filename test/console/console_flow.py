@@ -367,6 +367,34 @@ def main():
         page.go_back()
         page.goto(base + "/b/" + BUCKET + "/")
         rows = page.locator(".rows")
+
+        # Copy and rename (move into a folder), each through a prompt.
+        page.get_by_label("Select notes.txt").check()
+        page.once("dialog", lambda dl: dl.accept("notes copy.txt"))
+        page.get_by_role("button", name="Copy", exact=True).click()
+        expect(rows.locator('[data-key="notes copy.txt"]')).to_be_visible()
+        page.get_by_label("Select notes copy.txt").check()
+        page.once("dialog", lambda dl: dl.accept("moved/notes copy.txt"))
+        page.get_by_role("button", name="Rename/move").click()
+        expect(rows.locator('[data-key="moved/"]')).to_be_visible()
+        expect(rows.locator('[data-key="notes copy.txt"]')).to_have_count(0)
+        st, data = api("GET", "/api/v1/buckets/" + BUCKET + "/files/moved/notes%20copy.txt", token=admin_token, raw=True)
+        assert st == 200 and data == files["notes.txt"], st
+        log("copy and rename")
+
+        # A drop box: a folder link that takes uploads, used anonymously.
+        st, box = api("POST", "/api/v1/shares", {"bucket": BUCKET, "prefix": "inbox/", "allow_upload": True}, token=admin_token)
+        assert st == 201, (st, box)
+        anon = browser.new_context(viewport={"width": 1440, "height": 900})
+        ap = anon.new_page()
+        ap.goto(base + "/share#" + box["token"])
+        expect(ap.get_by_role("heading", name="Drop files here")).to_be_visible()
+        ap.get_by_label("or choose files").set_input_files([paths[0]])
+        expect(ap.get_by_role("link", name="notes.txt")).to_be_visible()
+        anon.close()
+        st, data = api("GET", "/api/v1/buckets/" + BUCKET + "/files/inbox/notes.txt", token=admin_token, raw=True)
+        assert st == 200 and data == files["notes.txt"], st
+        log("drop box upload")
         page.get_by_label("Select dropped.txt").check()
         page.once("dialog", lambda dl: dl.accept())
         page.get_by_role("button", name="Delete").click()
