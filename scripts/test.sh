@@ -123,6 +123,31 @@ if [ -z "${COFFER_MOTO:-}" ]; then
 fi
 echo "moto $("${COFFER_MOTO%/*}/python" -c 'import moto; print(moto.__version__)' 2>/dev/null || echo '?'): $COFFER_MOTO"
 
+step "Chromium and Playwright for the web console's browser test"
+# Debian's chromium (apt) driven by Playwright from PyPI, in its own venv in
+# ./.tools/browser (Playwright's own browser download is not used).
+# test/console fails, not skips, without them (COFFER_REQUIRE_CLIENTS=1).
+# The run saves its screenshots of the main pages into docs/console.
+if ! command -v chromium >/dev/null; then
+  SUDO=; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get install -y -qq chromium >/dev/null ||
+    { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq chromium >/dev/null; }
+fi
+BROWSER_VENV="$ROOT/.tools/browser"
+BROWSER_REQS='playwright>=1.49,<2'
+if [ ! -x "$BROWSER_VENV/bin/python" ] || [ "$(cat "$BROWSER_VENV/.coffer-reqs" 2>/dev/null)" != "$BROWSER_REQS" ] ||
+   ! "$BROWSER_VENV/bin/python" -c 'import playwright' 2>/dev/null; then
+  rm -rf "$BROWSER_VENV"
+  python3 -m venv "$BROWSER_VENV"
+  "$BROWSER_VENV/bin/python" -m pip install --quiet --disable-pip-version-check "$BROWSER_REQS"
+  printf '%s' "$BROWSER_REQS" >"$BROWSER_VENV/.coffer-reqs"
+fi
+export COFFER_CHROMIUM; COFFER_CHROMIUM=$(command -v chromium)
+export COFFER_PLAYWRIGHT_PYTHON="$BROWSER_VENV/bin/python"
+export COFFER_CONSOLE_SHOTS="$ROOT/docs/console"
+echo "$("$COFFER_CHROMIUM" --version 2>/dev/null), playwright $("$COFFER_PLAYWRIGHT_PYTHON" -c 'import importlib.metadata as m; print(m.version("playwright"))')"
+
 step "build"
 go build -o "$ROOT/.tools/coffer" ./cmd/coffer
 export COFFER_BIN="$ROOT/.tools/coffer"
@@ -186,5 +211,6 @@ fuzz ./internal/auth FuzzCheckShareGrant 5
 fuzz ./internal/s3api FuzzBucketEncryptionXML 5
 fuzz ./internal/s3api FuzzCustomerKeyHeaders 5
 fuzz ./internal/gateway FuzzParseGateway 5
+fuzz ./internal/console FuzzAccepts 5
 
 step "all tests passed in $(( $(date +%s) - START ))s"

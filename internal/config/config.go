@@ -81,6 +81,8 @@ type Config struct {
 	RateUser, RateKey, RateShare, RateAnonymous             Rate // --rate-user, --rate-key, --rate-share, --rate-anonymous
 	RateUserMiB, RateKeyMiB, RateShareMiB, RateAnonymousMiB Rate // --rate-user-bytes, ... (N is MiB)
 
+	Console bool // --console, COFFER_CONSOLE: serve the web console at / of the file API listener; default true
+
 	Signup     string // --signup, COFFER_SIGNUP: who may sign up through the API: open, invite or closed; default open
 	SignupRate Rate   // --signup-rate: signups per client address, e.g. 5/h; 0 = unlimited; default 5/h
 
@@ -125,6 +127,7 @@ func Defaults() Config {
 		Argon2Memory:         19456,
 		Argon2Time:           2,
 		Signup:               "open",
+		Console:              true,
 		SignupRate:           Rate{N: 5, Per: time.Hour},
 	}
 }
@@ -284,6 +287,7 @@ func (c *Config) FlagSet(name string) *flag.FlagSet {
 	fs.DurationVar(&c.OverloadTarget, "overload-target", c.OverloadTarget, "CPU scheduling delay (90th percentile per 100ms) above which adaptive admission sheds load")
 	fs.IntVar(&c.AdmissionFloor, "admission-floor", c.AdmissionFloor, "concurrent requests per listener and class that adaptive admission never sheds (0 = 8 x cores)")
 	fs.Var((*prefixesValue)(&c.TrustedProxies), "trusted-proxies", "comma-separated CIDRs whose X-Forwarded-For is trusted")
+	fs.BoolVar(&c.Console, "console", c.Console, "serve the web console at / of the file API listener (false: / answers 404)")
 	fs.StringVar(&c.Signup, "signup", c.Signup, "who may create an account through the API: open (anyone who reaches it), invite (with a code from 'coffer invite create') or closed (administrators only)")
 	fs.Var(&c.RateUser, "rate-user", "requests one authenticated user may make, e.g. 600/m (0 = unlimited)")
 	fs.Var(&c.RateKey, "rate-key", "requests one S3 access key may make, e.g. 600/m (0 = unlimited)")

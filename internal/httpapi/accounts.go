@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/coffer-storage/coffer/internal/auth"
@@ -98,11 +99,62 @@ func (api *API) login(r *http.Request, _ auth.Principal) (response, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ok(toSessionJSON(s)), nil
+	return sessionResponse(r, s), nil
+}
+
+// Cookie sessions (for browsers, e.g. the web console): a request with
+// the header X-Coffer-Session: cookie gets its refresh token in an
+// HttpOnly, SameSite=Strict cookie scoped to /api/v1/auth instead of the
+// JSON body, and refresh and logout take it from that cookie. The cookie
+// is read only when the header is present, and no other route reads it:
+// a cross-site page can neither set the header without a CORS preflight
+// (which the API never grants) nor send the cookie (SameSite=Strict), and
+// it authorises nothing but a refresh. See docs/console.md.
+const (
+	sessionHeader = "X-Coffer-Session"
+	refreshCookie = "coffer_refresh"
+	refreshPath   = "/api/v1/auth"
+)
+
+// wantsCookie reports whether r asks for a cookie session.
+func wantsCookie(r *http.Request) bool {
+	return strings.EqualFold(strings.TrimSpace(r.Header.Get(sessionHeader)), "cookie")
+}
+
+// sessionResponse answers a new session: in the body, or, for a cookie
+// session, with the refresh token in the cookie and "" in the body.
+func sessionResponse(r *http.Request, s auth.Session) response {
+	body := toSessionJSON(s)
+	if !wantsCookie(r) {
+		return ok(body)
+	}
+	c := &http.Cookie{Name: refreshCookie, Value: s.RefreshToken, Path: refreshPath,
+		MaxAge: int(s.RefreshTTL.Seconds()), HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil}
+	body.RefreshToken = ""
+	return jsonResponse{status: http.StatusOK, body: body, header: http.Header{"Set-Cookie": {c.String()}}}
+}
+
+// clearCookie is the Set-Cookie header that removes the refresh cookie.
+func clearCookie(r *http.Request) http.Header {
+	c := &http.Cookie{Name: refreshCookie, Value: "", Path: refreshPath, MaxAge: -1,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil}
+	return http.Header{"Set-Cookie": {c.String()}}
 }
 
 type refreshBody struct {
 	RefreshToken string `json:"refresh_token"`
+}
+
+// refreshToken is the refresh token r presents: the body's, or, for a
+// cookie session with none in the body, the cookie's.
+func refreshToken(r *http.Request, b refreshBody) string {
+	if b.RefreshToken != "" || !wantsCookie(r) {
+		return b.RefreshToken
+	}
+	if c, err := r.Cookie(refreshCookie); err == nil {
+		return c.Value
+	}
+	return ""
 }
 
 func (api *API) refresh(r *http.Request, _ auth.Principal) (response, error) {
@@ -110,11 +162,11 @@ func (api *API) refresh(r *http.Request, _ auth.Principal) (response, error) {
 	if err := api.decodeJSON(r, &b); err != nil {
 		return nil, err
 	}
-	s, err := api.auth.Refresh(r.Context(), b.RefreshToken)
+	s, err := api.auth.Refresh(r.Context(), refreshToken(r, b))
 	if err != nil {
 		return nil, err
 	}
-	return ok(toSessionJSON(s)), nil
+	return sessionResponse(r, s), nil
 }
 
 func (api *API) logout(r *http.Request, _ auth.Principal) (response, error) {
@@ -122,8 +174,11 @@ func (api *API) logout(r *http.Request, _ auth.Principal) (response, error) {
 	if err := api.decodeJSON(r, &b); err != nil {
 		return nil, err
 	}
-	if err := api.auth.Logout(r.Context(), b.RefreshToken); err != nil {
+	if err := api.auth.Logout(r.Context(), refreshToken(r, b)); err != nil {
 		return nil, err
+	}
+	if wantsCookie(r) {
+		return jsonResponse{status: http.StatusNoContent, header: clearCookie(r)}, nil
 	}
 	return noContent{}, nil
 }

@@ -287,7 +287,7 @@ func (api *API) changePassword(r *http.Request, p auth.Principal) (response, err
 	if err != nil {
 		return nil, err
 	}
-	return ok(toSessionJSON(s)), nil
+	return sessionResponse(r, s), nil
 }
 
 func (api *API) deleteMe(r *http.Request, p auth.Principal) (response, error) {

@@ -85,7 +85,9 @@ func WriteProblem(w http.ResponseWriter, r *http.Request, log *slog.Logger, err 
 	}
 	reqID := httpx.RequestID(r.Context())
 	detail := errcode.Message(err)
-	if status >= 500 && code != errcode.Unavailable && code != errcode.NotImplemented {
+	// 5xx answers that are refusals, not failures (a full quota, an
+	// unavailable dependency, a missing feature), keep their detail.
+	if status >= 500 && code != errcode.Unavailable && code != errcode.NotImplemented && code != errcode.QuotaExceeded {
 		log.Error("request failed", "request_id", reqID, "method", r.Method, "path", r.URL.Path, "code", code.String(), "err", err)
 		detail = "internal error; quote the request ID when reporting it"
 	}

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"log/slog"
 	"net/http/httptest"
 	"os"
 	"strings"
@@ -41,6 +42,25 @@ func TestRefinedProblemTypes(t *testing.T) {
 		if got, want := p.Code, tc.wantCd; got != want {
 			t.Errorf("%v: code %q, want %q", tc.err, got, want)
 		}
+	}
+}
+
+// TestQuotaProblemKeepsDetail: a full quota (507) is a refusal the client
+// must understand, not an internal failure: its detail and extra are
+// shown, and it is not logged as an error (errors.md's example).
+func TestQuotaProblemKeepsDetail(t *testing.T) {
+	w := httptest.NewRecorder()
+	err := errcode.New(errcode.QuotaExceeded, "storage quota exceeded")
+	WriteProblem(w, httptest.NewRequest("PUT", "/api/v1/buckets/b/files/k", nil), slog.New(slog.DiscardHandler), err)
+	var p Problem
+	if err := json.Unmarshal(w.Body.Bytes(), &p); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := w.Code, 507; got != want {
+		t.Errorf("status: got %d, want %d", got, want)
+	}
+	if got, want := p.Detail, "storage quota exceeded"; got != want {
+		t.Errorf("detail: got %q, want %q", got, want)
 	}
 }
 

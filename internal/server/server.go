@@ -54,6 +54,7 @@ import (
 	"github.com/coffer-storage/coffer/internal/blob/s3blob"
 	"github.com/coffer-storage/coffer/internal/cache"
 	"github.com/coffer-storage/coffer/internal/config"
+	"github.com/coffer-storage/coffer/internal/console"
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/gateway"
 	"github.com/coffer-storage/coffer/internal/httpapi"
@@ -269,9 +270,14 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	})
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.Handle("GET /metrics", s.metricsGuard(s.metrics.Handler()))
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	notFound := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteProblem(w, r, log, errcode.New(errcode.NotFound, "no such endpoint"))
 	})
+	if cfg.Console {
+		mux.Handle("/", console.New(notFound))
+	} else {
+		mux.Handle("/", notFound)
+	}
 	root := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// /api/ and /s/ (share links) bypass ServeMux: object keys must
 		// reach the API unclean.

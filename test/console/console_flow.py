@@ -1,0 +1,488 @@
+"""Browser test of Coffer's web console in a real Chromium (Playwright).
+
+Run by console_test.go against a real `coffer serve`; reads its setup from
+the environment:
+
+  CONSOLE_URL       the file API listener (the console is at /)
+  CONSOLE_ADMIN     email:password of an administrator
+  CONSOLE_CHROMIUM  the Chromium binary (Debian's chromium)
+  CONSOLE_SHOTS     folder for the screenshots (docs/console), optional
+  CONSOLE_WORK      a scratch folder
+
+The browser reaches the server through a TCP proxy in this script, so a
+test can cut the connections of an upload in flight.
+"""
+
+import hashlib
+import io
+import json
+import os
+import socket
+import struct
+import sys
+import threading
+import time
+import urllib.request
+import urllib.error
+import zipfile
+
+from playwright.sync_api import sync_playwright, expect
+
+BASE = os.environ["CONSOLE_URL"].rstrip("/")
+ADMIN_EMAIL, ADMIN_PW = os.environ["CONSOLE_ADMIN"].split(":", 1)
+CHROMIUM = os.environ.get("CONSOLE_CHROMIUM", "/usr/bin/chromium")
+SHOTS = os.environ.get("CONSOLE_SHOTS", "")
+WORK = os.environ["CONSOLE_WORK"]
+TIMEOUT = 30_000
+PAGES = []  # for screenshots at a failure
+BUCKET = "console-%d" % (int(time.time()) % 100000)
+
+
+def log(*a):
+    print(*a, flush=True)
+
+
+class Proxy:
+    """A TCP proxy in front of the server. cut_after(n) closes every
+    connection once n bytes more have gone from the browser to the server
+    (one time); patches counts tus PATCH requests seen."""
+
+    def __init__(self, upstream):
+        host, port = upstream.split("://", 1)[1].split(":")
+        self.upstream = (host, int(port))
+        self.lsock = socket.socket()
+        self.lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.lsock.bind(("127.0.0.1", 0))
+        self.lsock.listen(64)
+        self.url = "http://127.0.0.1:%d" % self.lsock.getsockname()[1]
+        self.lock = threading.Lock()
+        self.conns = []
+        self.budget = None
+        self.cuts = 0
+        self.patches = 0
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def cut_after(self, n):
+        with self.lock:
+            self.budget = n
+
+    def accept(self):
+        while True:
+            c, _ = self.lsock.accept()
+            u = socket.create_connection(self.upstream)
+            with self.lock:
+                self.conns.append((c, u))
+            threading.Thread(target=self.pump, args=(c, u, True), daemon=True).start()
+            threading.Thread(target=self.pump, args=(u, c, False), daemon=True).start()
+
+    def pump(self, src, dst, up):
+        try:
+            while True:
+                data = src.recv(65536)
+                if not data:
+                    break
+                if up:
+                    if data.startswith(b"PATCH /api/v1/tus/"):
+                        with self.lock:
+                            self.patches += 1
+                    cut = False
+                    with self.lock:
+                        if self.budget is not None:
+                            self.budget -= len(data)
+                            if self.budget <= 0:
+                                self.budget = None
+                                self.cuts += 1
+                                cut = True
+                    if cut:
+                        self.cut_all()
+                        return
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            # One side ended: end the other too, and release the sockets
+            # (a half-closed socket nobody reads would stall a browser
+            # still sending a body after an early response).
+            for s in (src, dst):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                try:
+                    s.close()
+                except OSError:
+                    pass
+
+    def cut_all(self):
+        with self.lock:
+            conns, self.conns = self.conns, []
+        # Reset both ends: SO_LINGER 0 makes the close send an RST, and
+        # the shutdown first wakes the pump threads blocked in recv (a
+        # close alone would wait for them).
+        for c, u in conns:
+            for s in (c, u):
+                try:
+                    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                try:
+                    s.close()
+                except OSError:
+                    pass
+
+
+def api(method, path, body=None, token=None, raw=False):
+    req = urllib.request.Request(BASE + path, method=method)
+    if token:
+        req.add_header("Authorization", "Bearer " + token)
+    data = None
+    if body is not None:
+        data = json.dumps(body).encode()
+        req.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(req, data, timeout=60) as r:
+            out = r.read()
+            return r.status, (out if raw else (json.loads(out) if out else None))
+    except urllib.error.HTTPError as e:
+        out = e.read()
+        return e.code, (json.loads(out) if out.startswith(b"{") else out)
+
+
+def login(email, pw):
+    st, s = api("POST", "/api/v1/auth/login", {"email": email, "password": pw})
+    assert st == 200, (st, s)
+    return s["access_token"]
+
+
+def sha(data):
+    return hashlib.sha256(data).hexdigest()
+
+
+def shot(page, name):
+    if SHOTS:
+        page.screenshot(path=os.path.join(SHOTS, name + ".png"))
+
+
+def write(path, data):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(data)
+    return path
+
+
+# A 64x48 PNG (a real image for the preview).
+def png(w=64, h=48):
+    import struct
+    import zlib
+
+    raw = b"".join(b"\x00" + b"".join(bytes([(x * 4) % 256, (y * 5) % 256, 160]) for x in range(w)) for y in range(h))
+
+    def chunk(t, d):
+        c = struct.pack(">I", len(d)) + t + d
+        return c + struct.pack(">I", zlib.crc32(t + d) & 0xFFFFFFFF)
+
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)) + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")
+
+
+def wait_uploads_complete(page, n):
+    # n files of the dashboard done, and Uppy's status bar says "Complete"
+    # with its progress bar at 100 %.
+    expect(page.locator(".uppy-Dashboard-Item.is-complete")).to_have_count(n, timeout=60_000)
+    expect(page.locator(".uppy-StatusBar.is-complete")).to_be_visible(timeout=60_000)
+    width = page.eval_on_selector(".uppy-StatusBar-progress", "e => e.style.width")
+    assert width == "100%", width
+
+
+def sign_in(page, base, email, pw):
+    page.goto(base + "/")
+    expect(page.get_by_role("heading", name="Sign in to Coffer")).to_be_visible(timeout=TIMEOUT)
+    page.get_by_label("Email").fill(email)
+    page.get_by_label("Password").fill(pw)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("heading", name="Buckets")).to_be_visible(timeout=TIMEOUT)
+
+
+def main():
+    proxy = Proxy(BASE)
+    base = proxy.url
+    files = {
+        "notes.txt": b"hello from the console test\n" * 100,
+        "photo.png": png(),
+    }
+    folder = os.path.join(WORK, "album")
+    folder_files = {"album/one.txt": b"one\n" * 10, "album/sub/two.txt": b"two\n" * 20}
+    paths = [write(os.path.join(WORK, "in", n), d) for n, d in files.items()]
+    for n, d in folder_files.items():
+        write(os.path.join(WORK, n), d)
+    evil = write(os.path.join(WORK, "in2", "evil.html"),
+                 b"<html><body><h1>evil</h1><script>try{parent.document.body.dataset.pwned='1'}catch(e){};"
+                 b"document.body.dataset.pwned='1';</script></body></html>")
+    big = os.urandom(24 << 20)
+    bigpath = write(os.path.join(WORK, "in3", "big.bin"), big)
+
+    # The non-admin account, signed up through the API.
+    user_email, user_pw = "console-user-%d@example.com" % int(time.time()), "user password 1"
+    st, signup = api("POST", "/api/v1/auth/signup", {"email": user_email, "password": user_pw})
+    assert st == 201, st
+    user_token = login(user_email, user_pw)
+    st, body = api("GET", "/api/v1/admin/server", token=user_token)
+    assert st == 403, ("non-admin GET /admin/server", st, body)
+    admin_token = login(ADMIN_EMAIL, ADMIN_PW)
+    st, _ = api("PUT", "/api/v1/admin/users/%s/quota" % signup["user"]["id"], {"quota_bytes": 1000}, token=admin_token)
+    assert st == 200, st
+    overquota = write(os.path.join(WORK, "in4", "too-big.bin"), os.urandom(4096))
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        ctx = browser.new_context(viewport={"width": 1440, "height": 900}, accept_downloads=True)
+        ctx.set_default_timeout(TIMEOUT)
+        page = ctx.new_page()
+        PAGES.append(page)
+        console_errors = []
+        page.on("console", lambda m: m.type == "error" and console_errors.append(m.text))
+        page.on("console", lambda m: os.environ.get("CONSOLE_DEBUG") and log("browser:", m.type, m.text))
+        page.on("pageerror", lambda e: console_errors.append(str(e)))
+
+        # Sign in (the page before is the login form).
+        page.goto(base + "/")
+        expect(page.get_by_role("heading", name="Sign in to Coffer")).to_be_visible()
+        shot(page, "login")
+        sign_in(page, base, ADMIN_EMAIL, ADMIN_PW)
+        log("signed in")
+
+        # The session survives a reload: the refresh cookie, silently.
+        page.reload()
+        expect(page.get_by_role("heading", name="Buckets")).to_be_visible()
+        expect(page.get_by_role("link", name="Admin")).to_be_visible()
+        log("reload kept the session (cookie refresh)")
+
+        # Create a bucket.
+        page.get_by_label("Name").fill(BUCKET)
+        page.get_by_role("button", name="Create bucket").click()
+        expect(page.get_by_role("link", name=BUCKET)).to_be_visible()
+        shot(page, "buckets")
+        page.get_by_role("link", name=BUCKET).click()
+        expect(page.get_by_role("navigation", name="Breadcrumbs")).to_contain_text(BUCKET)
+
+        # Upload two files through the file input and a folder through
+        # the folder input (webkitdirectory), then one by drag and drop.
+        page.get_by_role("button", name="Upload").click()
+        page.locator(".uppy-Dashboard-input").first.set_input_files(paths)
+        wait_uploads_complete(page, 2)
+        page.get_by_role("button", name="Add more").click()
+        page.locator(".uppy-Dashboard-input[webkitdirectory]").set_input_files(folder)
+        wait_uploads_complete(page, 4)
+        page.get_by_role("button", name="Add more").click()
+        dt = page.evaluate_handle("""() => { const dt = new DataTransfer();
+            dt.items.add(new File(['dropped by drag and drop\\n'], 'dropped.txt', {type: 'text/plain'})); return dt; }""")
+        page.locator(".uppy-Dashboard-AddFiles").dispatch_event("dragover", {"dataTransfer": dt})
+        page.locator(".uppy-Dashboard").first.dispatch_event("drop", {"dataTransfer": dt})
+        wait_uploads_complete(page, 5)
+        shot(page, "upload")
+        rows = page.locator(".rows")
+        for name in ["notes.txt", "photo.png", "album/", "dropped.txt"]:
+            expect(rows.locator('[data-key="%s"]' % name)).to_be_visible()
+        log("uploaded: two files, a folder, a dropped file")
+        page.get_by_role("button", name="Upload").click()  # close the panel
+        shot(page, "browser")
+
+        # Preview the image.
+        rows.get_by_role("button", name="photo.png").click()
+        img = page.locator("dialog.preview img")
+        expect(img).to_be_visible()
+        page.wait_for_function("() => { const i = document.querySelector('dialog.preview img'); return i && i.complete && i.naturalWidth === 64; }")
+        shot(page, "preview")
+        page.get_by_role("button", name="Close preview").click()
+        log("image preview")
+
+        # Download one file and compare its SHA-256.
+        page.get_by_label("Select notes.txt").check()
+        with page.expect_download() as d:
+            page.get_by_role("button", name="Download", exact=True).click()
+        got = open(d.value.path(), "rb").read()
+        assert sha(got) == sha(files["notes.txt"]), "downloaded notes.txt differs"
+        page.get_by_label("Select notes.txt").uncheck()
+        log("download: SHA-256 matches")
+
+        # Zip of the folder.
+        page.get_by_label("Select album/").check()
+        with page.expect_download() as d:
+            page.get_by_role("button", name="Download", exact=True).click()
+        z = zipfile.ZipFile(d.value.path())
+        names = sorted(z.namelist())
+        assert any(n.endswith("one.txt") for n in names) and any(n.endswith("sub/two.txt") for n in names), names
+        for n in names:
+            if n.endswith("sub/two.txt"):
+                assert z.read(n) == folder_files["album/sub/two.txt"]
+        page.get_by_label("Select album/").uncheck()
+        log("zip of the folder:", names)
+
+        # An uploaded HTML file, previewed, runs no script.
+        page.get_by_role("button", name="Upload").click()
+        page.locator(".uppy-Dashboard-input").first.set_input_files([evil])
+        wait_uploads_complete(page, 1)
+        page.get_by_role("button", name="Upload").click()
+        rows.get_by_role("button", name="evil.html").click()
+        expect(page.get_by_test_id("preview-text")).to_contain_text("<script>")
+        page.wait_for_timeout(500)
+        assert page.evaluate("() => document.body.dataset.pwned") is None, "the HTML's script ran"
+        for f in page.frames:
+            assert f.evaluate("() => document.body && document.body.dataset.pwned") is None, "script ran in a frame"
+        page.get_by_role("button", name="Close preview").click()
+        log("HTML preview ran no script")
+
+        # Share the file; open the link in a fresh context without credentials.
+        page.get_by_label("Select notes.txt").check()
+        page.get_by_role("button", name="Share", exact=True).click()
+        page.get_by_role("button", name="Create link").click()
+        link = page.locator("#share-url").input_value()
+        assert "/share#" in link, link
+        shot(page, "share-dialog")
+        page.keyboard.press("Escape")
+        page.get_by_label("Select notes.txt").uncheck()
+        anon = browser.new_context(viewport={"width": 375, "height": 800}, accept_downloads=True)
+        ap = anon.new_page()
+        ap.goto(link)
+        expect(ap.get_by_role("heading", name="notes.txt")).to_be_visible()
+        shot(ap, "share-page-mobile")
+        with ap.expect_download() as d:
+            ap.get_by_role("link", name="Download").click()
+        assert sha(open(d.value.path(), "rb").read()) == sha(files["notes.txt"])
+        log("share link opened without credentials")
+
+        # Revoke it: the link fails.
+        page.get_by_role("link", name="Shares").click()
+        expect(page.get_by_role("heading", name="Share links")).to_be_visible()
+        shot(page, "shares")
+        page.once("dialog", lambda dl: dl.accept())
+        page.get_by_role("button", name="Revoke link to notes.txt").first.click()
+        expect(page.get_by_text("Link revoked.")).to_be_visible()
+        ap.goto(link.replace("/share#", "/share?again#"))
+        expect(ap.get_by_role("alert")).to_contain_text("no longer available")
+        anon.close()
+        log("revoked link fails")
+
+        # Delete with confirmation.
+        page.go_back()
+        page.goto(base + "/b/" + BUCKET + "/")
+        rows = page.locator(".rows")
+
+        # Copy and rename (move into a folder), each through a prompt.
+        page.get_by_label("Select notes.txt").check()
+        page.once("dialog", lambda dl: dl.accept("notes copy.txt"))
+        page.get_by_role("button", name="Copy", exact=True).click()
+        expect(rows.locator('[data-key="notes copy.txt"]')).to_be_visible()
+        page.get_by_label("Select notes copy.txt").check()
+        page.once("dialog", lambda dl: dl.accept("moved/notes copy.txt"))
+        page.get_by_role("button", name="Rename/move").click()
+        expect(rows.locator('[data-key="moved/"]')).to_be_visible()
+        expect(rows.locator('[data-key="notes copy.txt"]')).to_have_count(0)
+        st, data = api("GET", "/api/v1/buckets/" + BUCKET + "/files/moved/notes%20copy.txt", token=admin_token, raw=True)
+        assert st == 200 and data == files["notes.txt"], st
+        log("copy and rename")
+
+        # A drop box: a folder link that takes uploads, used anonymously.
+        st, box = api("POST", "/api/v1/shares", {"bucket": BUCKET, "prefix": "inbox/", "allow_upload": True}, token=admin_token)
+        assert st == 201, (st, box)
+        anon = browser.new_context(viewport={"width": 1440, "height": 900})
+        ap = anon.new_page()
+        ap.goto(base + "/share#" + box["token"])
+        expect(ap.get_by_role("heading", name="Drop files here")).to_be_visible()
+        ap.get_by_label("or choose files").set_input_files([paths[0]])
+        expect(ap.get_by_role("link", name="notes.txt")).to_be_visible()
+        anon.close()
+        st, data = api("GET", "/api/v1/buckets/" + BUCKET + "/files/inbox/notes.txt", token=admin_token, raw=True)
+        assert st == 200 and data == files["notes.txt"], st
+        log("drop box upload")
+        page.get_by_label("Select dropped.txt").check()
+        page.once("dialog", lambda dl: dl.accept())
+        page.get_by_role("button", name="Delete").click()
+        expect(page.get_by_text("Deleted.")).to_be_visible()
+        expect(rows.locator('[data-key="dropped.txt"]')).to_have_count(0)
+        log("deleted")
+
+        # An upload interrupted by cutting its connection resumes to completion.
+        page.get_by_role("button", name="Upload").click()
+        before = proxy.patches
+        proxy.cut_after(6 << 20)
+        page.locator(".uppy-Dashboard-input").first.set_input_files([bigpath])
+        wait_uploads_complete(page, 1)
+        assert proxy.cuts == 1, proxy.cuts
+        assert proxy.patches - before >= 2, ("PATCH requests", proxy.patches - before)
+        st, data = api("GET", "/api/v1/buckets/" + BUCKET + "/files/big.bin", token=admin_token, raw=True)
+        assert st == 200 and sha(data) == sha(big), (st, len(data))
+        log("interrupted upload resumed:", proxy.patches - before, "PATCH requests")
+        page.get_by_role("button", name="Upload").click()
+
+        # Keys, account, admin pages (screenshots), a key's secret once.
+        page.get_by_role("link", name="S3 keys").click()
+        page.get_by_role("button", name="Create key").click()
+        expect(page.get_by_label("Secret access key")).to_be_visible()
+        shot(page, "keys")
+        page.get_by_role("button", name="Done").click()
+        page.get_by_role("link", name="Account").click()
+        expect(page.get_by_text("used", exact=False).first).to_be_visible()
+        shot(page, "account")
+        page.get_by_role("link", name="Admin").click()
+        expect(page.get_by_role("heading", name="Users")).to_be_visible()
+        expect(page.get_by_text(user_email)).to_be_visible()
+        shot(page, "admin")
+        page.set_viewport_size({"width": 375, "height": 800})
+        page.goto(base + "/b/" + BUCKET + "/")
+        expect(page.locator('[data-key="notes.txt"]')).to_be_visible()
+        shot(page, "browser-mobile")
+
+        page.set_viewport_size({"width": 1440, "height": 900})
+        page.emulate_media(color_scheme="dark")
+        page.goto(base + "/b/" + BUCKET + "/")
+        expect(page.locator('[data-key="notes.txt"]')).to_be_visible()
+        shot(page, "browser-dark")
+        page.emulate_media(color_scheme="light")
+
+        # Sign out.
+        page.get_by_role("button", name="Sign out").click()
+        expect(page.get_by_role("heading", name="Sign in to Coffer")).to_be_visible()
+        page.reload()
+        expect(page.get_by_role("heading", name="Sign in to Coffer")).to_be_visible()
+        log("signed out (a reload stays signed out)")
+
+        # A non-admin never sees the admin pages.
+        uctx = browser.new_context(viewport={"width": 1440, "height": 900})
+        up = uctx.new_page()
+        sign_in(up, base, user_email, user_pw)
+        expect(up.get_by_role("link", name="Account")).to_be_visible()
+        up.wait_for_timeout(500)
+        expect(up.get_by_role("link", name="Admin")).to_have_count(0)
+        # Over quota: the upload fails with the problem's title and detail.
+        up.get_by_role("link", name=signup["bucket"]["name"]).click()
+        up.get_by_role("button", name="Upload").click()
+        up.locator(".uppy-Dashboard-input").first.set_input_files([overquota])
+        alert = up.locator(".upload .banner")
+        expect(alert).to_contain_text("Insufficient Storage: storage quota exceeded", timeout=20_000)
+        assert '"type"' not in alert.inner_text() and "{" not in alert.inner_text(), alert.inner_text()
+        shot(up, "upload-error")
+        log("over quota:", alert.inner_text())
+        up.goto(base + "/admin")
+        expect(up.get_by_text("Administrators only.")).to_be_visible()
+        expect(up.get_by_role("heading", name="Users")).to_have_count(0)
+        uctx.close()
+        log("non-admin: no admin pages")
+
+        bad = [e for e in console_errors if "Failed to load resource" not in e and "net::ERR" not in e]
+        assert not bad, bad
+        browser.close()
+    log("OK")
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except Exception:
+        for p in PAGES:
+            try:
+                log("page at failure:", p.url)
+                p.screenshot(path=os.path.join(WORK, "failure-%d.png" % PAGES.index(p)))
+            except Exception as e:  # noqa: BLE001 - best effort
+                log("no screenshot:", e)
+        raise

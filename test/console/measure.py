@@ -1,0 +1,211 @@
+"""Measurements of the web console for docs/PERFORMANCE.md ("## Web console").
+
+Not part of the test run (it moves 1 GiB). Against a running coffer serve:
+
+  CONSOLE_URL=http://127.0.0.1:8080 CONSOLE_ADMIN=email:password \\
+  CONSOLE_CHROMIUM=/usr/bin/chromium CONSOLE_SERVER_PID=PID CONSOLE_WORK=/tmp/x \\
+  python test/console/measure.py [first-load] [listing] [upload]
+
+first-load: bytes transferred (compressed) and time to interactive of a
+cold load; listing: a folder of 10,000 files (time to render, frame times
+while scrolling); upload: a 1 GiB file through the console (tus) vs curl -T
+(PUT /files), with the server's and the browser's peak RSS.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+
+from playwright.sync_api import sync_playwright, expect
+
+BASE = os.environ["CONSOLE_URL"].rstrip("/")
+EMAIL, PW = os.environ["CONSOLE_ADMIN"].split(":", 1)
+CHROMIUM = os.environ.get("CONSOLE_CHROMIUM", "/usr/bin/chromium")
+WORK = os.environ["CONSOLE_WORK"]
+SERVER_PID = os.environ.get("CONSOLE_SERVER_PID")
+
+
+def api(method, path, body=None, token=None, headers=None, data=None):
+    req = urllib.request.Request(BASE + path, method=method)
+    if token:
+        req.add_header("Authorization", "Bearer " + token)
+    for k, v in (headers or {}).items():
+        req.add_header(k, v)
+    if body is not None:
+        data = json.dumps(body).encode()
+        req.add_header("Content-Type", "application/json")
+    with urllib.request.urlopen(req, data, timeout=600) as r:
+        out = r.read()
+        return r.status, (json.loads(out) if out and out[:1] == b"{" else out)
+
+
+def rss_kib(pid, field="VmRSS"):
+    try:
+        for line in open("/proc/%s/status" % pid):
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def browser_rss_kib(root_pid):
+    """Sum of RSS of the browser's process tree."""
+    out = subprocess.run(["ps", "-e", "-o", "pid=,ppid=,rss="], capture_output=True, text=True).stdout
+    kids, rss = {}, {}
+    for line in out.splitlines():
+        p, pp, r = (int(x) for x in line.split())
+        kids.setdefault(pp, []).append(p)
+        rss[p] = r
+    total, todo = 0, [root_pid]
+    while todo:
+        p = todo.pop()
+        total += rss.get(p, 0)
+        todo += kids.get(p, [])
+    return total
+
+
+def sign_in(page):
+    page.goto(BASE + "/login")
+    page.get_by_label("Email").fill(EMAIL)
+    page.get_by_label("Password").fill(PW)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("heading", name="Buckets")).to_be_visible(timeout=30000)
+
+
+def first_load(browser):
+    ctx = browser.new_context()
+    page = ctx.new_page()
+    sizes = []
+    cdp = ctx.new_cdp_session(page)
+    cdp.send("Network.enable")
+    cdp.on("Network.loadingFinished", lambda e: sizes.append(e["encodedDataLength"]))
+    t0 = time.perf_counter()
+    page.goto(BASE + "/")
+    expect(page.get_by_role("button", name="Sign in")).to_be_enabled()
+    tti = time.perf_counter() - t0
+    page.wait_for_load_state("networkidle")
+    nav = page.evaluate("() => JSON.stringify(performance.getEntriesByType('navigation')[0].toJSON())")
+    nav = json.loads(nav)
+    print("first load: %d requests, %.1f KiB transferred (headers + compressed bodies); "
+          "sign-in form interactive after %.0f ms (DOMContentLoaded %.0f ms)"
+          % (len(sizes), sum(sizes) / 1024, tti * 1000, nav["domContentLoadedEventEnd"]))
+    ctx.close()
+
+
+def listing(browser, token):
+    bucket = "measure-10k"
+    try:
+        api("POST", "/api/v1/buckets", {"name": bucket}, token)
+        boundary = "coffer-measure"
+        for batch in range(10):
+            parts = []
+            for i in range(1000):
+                n = batch * 1000 + i
+                parts.append(("--%s\r\nContent-Disposition: form-data; name=\"file\"; filename=\"many/file-%05d.txt\"\r\n"
+                              "Content-Type: text/plain\r\n\r\nfile %d\r\n" % (boundary, n, n)).encode())
+            body = b"".join(parts) + ("--%s--\r\n" % boundary).encode()
+            api("POST", "/api/v1/buckets/%s/files" % bucket, token=token, data=body,
+                headers={"Content-Type": "multipart/form-data; boundary=" + boundary})
+    except urllib.error.HTTPError as e:
+        if e.code != 409:
+            raise
+    ctx = browser.new_context(viewport={"width": 1440, "height": 900})
+    page = ctx.new_page()
+    sign_in(page)
+    t0 = time.perf_counter()
+    page.goto(BASE + "/b/%s/many/" % bucket)
+    expect(page.locator('[data-key="many/file-00000.txt"]')).to_be_visible(timeout=60000)
+    first = time.perf_counter() - t0
+    expect(page.get_by_text("10000 item(s)")).to_be_visible(timeout=60000)
+    page.wait_for_function("() => !document.querySelector('.status').textContent.includes('loading')", timeout=60000)
+    full = time.perf_counter() - t0
+    rows = page.evaluate("() => document.querySelectorAll('.rows .row').length")
+    frames = page.evaluate("""async () => {
+      const box = document.querySelector('.rows');
+      const times = [];
+      let last = performance.now();
+      for (let i = 0; i < 120; i++) {
+        box.scrollTop = (box.scrollHeight - box.clientHeight) * i / 119;
+        await new Promise((r) => requestAnimationFrame(() => r()));
+        const now = performance.now();
+        times.push(now - last);
+        last = now;
+      }
+      times.sort((a, b) => a - b);
+      return { median: times[60], p95: times[114], max: times[119] };
+    }""")
+    sort_t = page.evaluate("""async () => {
+      const t0 = performance.now();
+      document.querySelector('button[aria-label="Sort by Size"]').click();
+      await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
+      return performance.now() - t0;
+    }""")
+    print("listing 10,000 files: first rows after %.0f ms, all 10 pages loaded after %.0f ms; %d row elements in the DOM; "
+          "scrolling top to bottom in 120 frames: frame median %.1f ms, p95 %.1f ms, max %.1f ms; re-sort by size %.0f ms"
+          % (first * 1000, full * 1000, rows, frames["median"], frames["p95"], frames["max"], sort_t))
+    ctx.close()
+
+
+def upload(browser, token, pw_browser_pid):
+    path = os.path.join(WORK, "gib.bin")
+    if not os.path.exists(path) or os.path.getsize(path) != 1 << 30:
+        with open(path, "wb") as f:
+            for _ in range(1024):
+                f.write(os.urandom(1 << 20))
+    bucket = "measure-upload"
+    try:
+        api("POST", "/api/v1/buckets", {"name": bucket}, token)
+    except urllib.error.HTTPError:
+        pass
+    # curl -T: PUT /files, the same machine, the same bytes.
+    t0 = time.perf_counter()
+    subprocess.run(["curl", "-sS", "-o", "/dev/null", "-T", path, "-H", "Authorization: Bearer " + token,
+                    BASE + "/api/v1/buckets/%s/files/curl.bin" % bucket], check=True)
+    curl_s = time.perf_counter() - t0
+    srv_before = rss_kib(SERVER_PID, "VmHWM") if SERVER_PID else 0
+    ctx = browser.new_context(viewport={"width": 1440, "height": 900})
+    page = ctx.new_page()
+    sign_in(page)
+    page.goto(BASE + "/b/%s/" % bucket)
+    page.get_by_role("button", name="Upload").click()
+    peak_browser = [0]
+    t0 = time.perf_counter()
+    page.locator(".uppy-Dashboard-input").first.set_input_files([path])
+    while True:
+        peak_browser[0] = max(peak_browser[0], browser_rss_kib(pw_browser_pid))
+        if page.locator(".uppy-StatusBar.is-complete").count():
+            break
+        time.sleep(0.5)
+    ui_s = time.perf_counter() - t0
+    srv_peak = rss_kib(SERVER_PID, "VmHWM") if SERVER_PID else 0
+    print("1 GiB: curl -T (PUT /files) %.1f s = %.0f MiB/s; console (Uppy, tus, one PATCH) %.1f s = %.0f MiB/s; "
+          "server peak RSS %d MiB (before the console upload %d MiB); browser processes peak RSS %d MiB"
+          % (curl_s, 1024 / curl_s, ui_s, 1024 / ui_s, srv_peak // 1024, srv_before // 1024, peak_browser[0] // 1024))
+    ctx.close()
+    os.remove(path)
+
+
+def main():
+    what = sys.argv[1:] or ["first-load", "listing", "upload"]
+    _, s = api("POST", "/api/v1/auth/login", {"email": EMAIL, "password": PW})
+    token = s["access_token"]
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        # The browser's root process: the newest chromium child of ours.
+        out = subprocess.run(["pgrep", "-n", "-P", str(os.getpid())], capture_output=True, text=True).stdout.split()
+        root = int(out[0]) if out else 0
+        if "first-load" in what:
+            first_load(browser)
+        if "listing" in what:
+            listing(browser, token)
+        if "upload" in what:
+            upload(browser, token, root)
+        browser.close()
+
+
+if __name__ == "__main__":
+    main()

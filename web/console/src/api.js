@@ -1,0 +1,208 @@
+// The file API client: every call of the console goes through here, to
+// the documented /api/v1 on the same origin.
+//
+// Tokens: the access token lives in this module's memory only (never
+// localStorage, never a URL). The refresh token lives in an HttpOnly
+// cookie scoped to /api/v1/auth, which the server sets when a request
+// carries X-Coffer-Session: cookie (docs/console.md); this script never
+// sees it.
+
+const SESSION = { 'X-Coffer-Session': 'cookie' };
+let access = null;
+let expiresAt = 0;
+let refreshing = null;
+const listeners = new Set();
+
+export class ApiError extends Error {
+  constructor(status, problem, retryAfter) {
+    const title = (problem && problem.title) || `HTTP ${status}`;
+    const detail = (problem && problem.detail) || '';
+    super(detail ? `${title}: ${detail}` : title);
+    this.status = status;
+    this.title = title;
+    this.detail = detail;
+    this.code = problem && problem.code;
+    this.extra = (problem && problem.extra) || {};
+    this.retryAfter = retryAfter;
+  }
+}
+
+/** onAuthChange(fn) calls fn(signedIn) whenever the session starts or ends. */
+export function onAuthChange(fn) {
+  listeners.add(fn);
+  return () => listeners.delete(fn);
+}
+
+function setSession(s) {
+  const was = access !== null;
+  if (s) {
+    access = s.access_token;
+    expiresAt = Date.now() + (s.expires_in || 900) * 1000;
+  } else {
+    access = null;
+    expiresAt = 0;
+  }
+  if (was !== (access !== null)) listeners.forEach((fn) => fn(access !== null));
+}
+
+export function signedIn() {
+  return access !== null;
+}
+
+/** problemOf turns a failed response into an ApiError (title/detail of the problem). */
+export async function problemOf(res) {
+  let problem = null;
+  const ct = res.headers.get('Content-Type') || '';
+  try {
+    if (ct.includes('json')) problem = await res.json();
+    else {
+      const text = (await res.text()).trim();
+      problem = { title: res.statusText || `HTTP ${res.status}`, detail: text.slice(0, 300) };
+    }
+  } catch {
+    /* keep the status line */
+  }
+  const ra = res.headers.get('Retry-After');
+  return new ApiError(res.status, problem, ra ? Number(ra) : undefined);
+}
+
+/** refresh gets a new access token with the refresh cookie (single flight). */
+export function refresh() {
+  if (!refreshing) {
+    refreshing = fetch('/api/v1/auth/refresh', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', ...SESSION },
+      body: '{}',
+      credentials: 'same-origin',
+    })
+      .then(async (res) => {
+        if (!res.ok) {
+          setSession(null);
+          throw await problemOf(res);
+        }
+        setSession(await res.json());
+        return access;
+      })
+      .finally(() => {
+        refreshing = null;
+      });
+  }
+  return refreshing;
+}
+
+/** token returns a valid access token, refreshing it when it is about to expire. */
+export async function token() {
+  if (access && Date.now() < expiresAt - 60000) return access;
+  return refresh();
+}
+
+/**
+ * request calls the API. body: an object (sent as JSON) or a Blob/File.
+ * Returns the Response (ok) or throws an ApiError. On a 401 it refreshes
+ * once and retries.
+ */
+export async function request(method, path, body, opts = {}) {
+  const send = async () => {
+    const headers = { ...(opts.headers || {}) };
+    if (!opts.anonymous) headers.Authorization = `Bearer ${await token()}`;
+    let payload;
+    if (body instanceof Blob) payload = body;
+    else if (body !== undefined) {
+      headers['Content-Type'] = 'application/json';
+      payload = JSON.stringify(body);
+    }
+    return fetch(path.startsWith('/') ? path : `/api/v1/${path}`, {
+      method,
+      headers,
+      body: payload,
+      credentials: 'same-origin',
+      signal: opts.signal,
+    });
+  };
+  let res = await send();
+  if (res.status === 401 && !opts.anonymous && access) {
+    await refresh();
+    res = await send();
+  }
+  if (!res.ok) throw await problemOf(res);
+  return res;
+}
+
+/** call is request + JSON decoding (null for 204). */
+export async function call(method, path, body, opts) {
+  const res = await request(method, path, body, opts);
+  if (res.status === 204) return null;
+  const ct = res.headers.get('Content-Type') || '';
+  return ct.includes('json') ? res.json() : null;
+}
+
+export async function login(email, password) {
+  const res = await fetch('/api/v1/auth/login', {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', ...SESSION },
+    body: JSON.stringify({ email, password }),
+    credentials: 'same-origin',
+  });
+  if (!res.ok) throw await problemOf(res);
+  setSession(await res.json());
+}
+
+export async function signup(email, password, inviteCode) {
+  const body = { email, password };
+  if (inviteCode) body.invite_code = inviteCode;
+  await call('POST', 'auth/signup', body, { anonymous: true });
+}
+
+export async function logout() {
+  try {
+    await fetch('/api/v1/auth/logout', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', ...SESSION },
+      body: '{}',
+      credentials: 'same-origin',
+    });
+  } finally {
+    setSession(null);
+  }
+}
+
+export async function changePassword(oldPassword, newPassword) {
+  const res = await request('POST', 'me/password', { old_password: oldPassword, new_password: newPassword }, { headers: SESSION });
+  setSession(await res.json());
+}
+
+/** path of a file: each key segment percent-encoded. */
+export function fileURL(bucket, key) {
+  return `/api/v1/buckets/${encodeURIComponent(bucket)}/files/${key.split('/').map(encodeURIComponent).join('/')}`;
+}
+
+/** saveBlob offers blob to the user as a download named name. */
+export function saveBlob(blob, name) {
+  const url = URL.createObjectURL(blob);
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = name;
+  document.body.appendChild(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 60000);
+}
+
+export function formatBytes(n) {
+  if (n === undefined || n === null) return '';
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let i = 0;
+  let v = n;
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return `${i === 0 ? v : v.toFixed(1)} ${units[i]}`;
+}
+
+const dateFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+
+export function formatDate(s) {
+  if (!s) return '';
+  return dateFormat.format(new Date(s));
+}

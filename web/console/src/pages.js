@@ -1,0 +1,209 @@
+// Shares, S3 access keys, the account, and the administrator's pages.
+import { useState } from 'preact/hooks';
+import { call, changePassword, formatBytes, formatDate } from './api.js';
+import { html, Banner, useAsync, CopyField, Link } from './ui.js';
+import { browserPath } from './browser.js';
+
+const enc = encodeURIComponent;
+
+function useActions(reload) {
+  const [error, setError] = useState(null);
+  const [msg, setMsg] = useState('');
+  const act = async (fn, ok) => {
+    setError(null);
+    setMsg('');
+    try {
+      const r = await fn();
+      if (ok) setMsg(ok);
+      if (reload) reload();
+      return r;
+    } catch (e) {
+      setError(e);
+      return undefined;
+    }
+  };
+  const banners = html`<${Banner} error=${error} onClose=${() => setError(null)} />${msg && html`<${Banner} kind="ok" error=${msg} onClose=${() => setMsg('')} />`}`;
+  return { act, banners };
+}
+
+export function Shares() {
+  const list = useAsync(() => call('GET', 'shares'), []);
+  const { act, banners } = useActions(list.reload);
+  const shares = (list.data && list.data.shares) || [];
+  return html`<section>
+    <h1>Share links</h1>
+    <p class="muted">Create links from the file browser (select a file and press Share, or “Share this folder”).</p>
+    ${banners}<${Banner} error=${list.error} />
+    <table class="list">
+      <thead><tr><th>What</th><th>State</th><th class="hide-s">Downloads</th><th class="hide-s">Expires</th><th><span class="sr">Actions</span></th></tr></thead>
+      <tbody>${shares.map((s) => html`<tr key=${s.id} data-share=${s.id}>
+        <td><${Link} href=${browserPath(s.bucket, s.folder ? s.prefix : s.key.replace(/[^/]*$/, ''))}>${s.bucket}/${s.folder ? s.prefix : s.key}</${Link}>
+          ${s.password ? ' 🔒' : ''}${s.allow_upload ? ' (drop box)' : ''}${s.note ? html` <span class="muted">${s.note}</span>` : ''}</td>
+        <td><span class=${'state ' + s.state}>${s.state}</span></td>
+        <td class="hide-s">${s.downloads}${s.max_downloads ? ` / ${s.max_downloads}` : ''}</td>
+        <td class="hide-s">${formatDate(s.expires_at)}</td>
+        <td class="actions">${s.state === 'active' || s.state === 'expired'
+          ? html`<button class="danger" aria-label=${'Revoke link to ' + (s.key || s.prefix || s.bucket)}
+              onClick=${() => confirm('Revoke this link? It stops working at once.') && act(() => call('DELETE', `shares/${s.id}`), 'Link revoked.')}>Revoke</button>`
+          : null}</td>
+      </tr>`)}</tbody>
+    </table>
+    ${list.data && !shares.length ? html`<p class="muted">No share links.</p>` : null}
+  </section>`;
+}
+
+export function Keys() {
+  const list = useAsync(() => call('GET', 'keys'), []);
+  const { act, banners } = useActions(list.reload);
+  const [name, setName] = useState('');
+  const [made, setMade] = useState(null);
+  const keys = (list.data && list.data.keys) || [];
+  const create = async (e) => {
+    e.preventDefault();
+    const k = await act(() => call('POST', 'keys', name ? { name } : {}));
+    if (k) {
+      setMade(k);
+      setName('');
+    }
+  };
+  const s3 = `http://${location.hostname}:9000`;
+  return html`<section>
+    <h1>S3 access keys</h1>
+    ${banners}<${Banner} error=${list.error} />
+    <form class="inline card" onSubmit=${create}>
+      <label>Name (optional) <input value=${name} onInput=${(e) => setName(e.target.value)} placeholder="laptop backup" /></label>
+      <button class="primary" type="submit">Create key</button>
+    </form>
+    ${made && html`<div class="card secret" role="status">
+      <h2>New key ${made.name}</h2>
+      <p><strong>The secret is shown only now.</strong> Copy it somewhere safe.</p>
+      <${CopyField} id="key-id" label="Access key ID" value=${made.access_key_id} />
+      <${CopyField} id="key-secret" label="Secret access key" value=${made.secret_access_key} />
+      <${CopyField} id="key-aws" label="aws cli" value=${`AWS_ACCESS_KEY_ID=${made.access_key_id} AWS_SECRET_ACCESS_KEY=${made.secret_access_key} aws --endpoint-url ${s3} s3 ls`} />
+      <${CopyField} id="key-rclone" label="rclone" value=${`rclone config create coffer s3 provider=Other endpoint=${s3} access_key_id=${made.access_key_id} secret_access_key=${made.secret_access_key} force_path_style=true region=us-east-1`} />
+      <p class="muted">The S3 endpoint is the server's --s3-listen (default port 9000); adjust it if yours differs.</p>
+      <button onClick=${() => setMade(null)}>Done</button>
+    </div>`}
+    <table class="list">
+      <thead><tr><th>Access key ID</th><th>Name</th><th class="hide-s">Created</th><th class="hide-s">Last used</th><th><span class="sr">Actions</span></th></tr></thead>
+      <tbody>${keys.map((k) => html`<tr key=${k.access_key_id}>
+        <td><code>${k.access_key_id}</code></td><td>${k.name}</td>
+        <td class="hide-s">${formatDate(k.created_at)}</td><td class="hide-s">${formatDate(k.last_used) || 'never'}</td>
+        <td class="actions"><button class="danger" aria-label=${'Revoke key ' + k.access_key_id}
+          onClick=${() => confirm(`Revoke ${k.access_key_id}? It stops working at once.`) && act(() => call('DELETE', `keys/${enc(k.access_key_id)}`), 'Key revoked.')}>Revoke</button></td>
+      </tr>`)}</tbody>
+    </table>
+  </section>`;
+}
+
+export function UsageBar({ usage, quota }) {
+  if (!quota) return html`<p>${formatBytes(usage)} used (no quota).</p>`;
+  const pct = Math.min(100, Math.round((usage / quota) * 100));
+  return html`<div class="usage">
+    <label for="usage">${formatBytes(usage)} of ${formatBytes(quota)} used (${pct} %)</label>
+    <progress id="usage" max="100" value=${pct} class=${pct > 90 ? 'high' : ''}>${pct} %</progress>
+  </div>`;
+}
+
+export function Account({ me }) {
+  const { act, banners } = useActions(me.reload);
+  const [oldPw, setOld] = useState('');
+  const [newPw, setNew] = useState('');
+  const u = me.data || {};
+  const submit = (e) => {
+    e.preventDefault();
+    act(() => changePassword(oldPw, newPw), 'Password changed. Your other sessions have ended.').then(() => {
+      setOld('');
+      setNew('');
+    });
+  };
+  return html`<section>
+    <h1>Account</h1>
+    ${banners}
+    <p>Signed in as <strong>${u.email}</strong> since ${formatDate(u.created_at)}.</p>
+    <${UsageBar} usage=${u.usage_bytes} quota=${u.quota_bytes} />
+    <form class="stack card" onSubmit=${submit} aria-label="Change password">
+      <h2>Change password</h2>
+      <label>Current password <input type="password" autocomplete="current-password" required value=${oldPw} onInput=${(e) => setOld(e.target.value)} /></label>
+      <label>New password (8 or more characters) <input type="password" autocomplete="new-password" required minlength="8" value=${newPw} onInput=${(e) => setNew(e.target.value)} /></label>
+      <button class="primary" type="submit">Change password</button>
+    </form>
+  </section>`;
+}
+
+const GiB = 1 << 30;
+
+export function Admin({ isAdmin }) {
+  if (!isAdmin) return html`<section><h1>Administration</h1><p role="alert">Administrators only.</p></section>`;
+  return html`<${AdminPage} />`;
+}
+
+function AdminPage() {
+  const server = useAsync(() => call('GET', 'admin/server'), []);
+  const [q, setQ] = useState('');
+  const users = useAsync(() => call('GET', `admin/users?${new URLSearchParams({ q, limit: '200' })}`), [q]);
+  const invites = useAsync(() => call('GET', 'admin/invites'), []);
+  const reload = () => {
+    users.reload();
+    invites.reload();
+    server.reload();
+  };
+  const { act, banners } = useActions(reload);
+  const [invite, setInvite] = useState(null);
+  const [inviteEmail, setInviteEmail] = useState('');
+  const s = server.data || {};
+  const setQuota = (u) => {
+    const v = prompt(`Quota of ${u.email} in GiB (0 = unlimited):`, u.quota_bytes ? String(u.quota_bytes / GiB) : '0');
+    if (v === null) return;
+    const n = Math.round(Number(v) * GiB);
+    if (!(n >= 0)) return;
+    act(() => call('PUT', `admin/users/${enc(u.id)}/quota`, { quota_bytes: n }), `Quota of ${u.email} set.`);
+  };
+  const makeInvite = async (e) => {
+    e.preventDefault();
+    const inv = await act(() => call('POST', 'admin/invites', inviteEmail ? { email: inviteEmail } : {}));
+    if (inv) setInvite(inv);
+  };
+  return html`<section>
+    <h1>Administration</h1>
+    ${banners}
+    <div class="card"><h2>Server</h2>
+      ${server.data
+        ? html`<dl class="facts"><dt>Version</dt><dd>${s.version} (${s.revision || '—'}, ${s.go_version})</dd>
+          <dt>Up since</dt><dd>${formatDate(s.started_at)}</dd><dt>Stores</dt><dd>${s.meta_store} metadata, ${s.blob_store} blobs</dd>
+          <dt>Users</dt><dd>${s.users}</dd><dt>Buckets</dt><dd>${s.buckets}</dd><dt>Objects</dt><dd>${s.objects} (${formatBytes(s.bytes)})</dd></dl>`
+        : html`<${Banner} error=${server.error} />`}
+    </div>
+    <h2>Users</h2>
+    <label>Search by email <input type="search" value=${q} onInput=${(e) => setQ(e.target.value)} /></label>
+    <${Banner} error=${users.error} />
+    <table class="list">
+      <thead><tr><th>Email</th><th>Usage / quota</th><th class="hide-s">Role</th><th><span class="sr">Actions</span></th></tr></thead>
+      <tbody>${((users.data && users.data.users) || []).map((u) => html`<tr key=${u.id}>
+        <td>${u.email}${u.disabled ? html` <span class="state revoked">disabled</span>` : ''}</td>
+        <td>${formatBytes(u.usage_bytes)} / ${u.quota_bytes ? formatBytes(u.quota_bytes) : '∞'}</td>
+        <td class="hide-s">${u.admin ? 'admin' : 'user'}</td>
+        <td class="actions">
+          <button onClick=${() => setQuota(u)} aria-label=${'Set quota of ' + u.email}>Quota</button>
+          ${u.disabled
+            ? html`<button onClick=${() => act(() => call('POST', `admin/users/${enc(u.id)}/enable`), `${u.email} enabled.`)}>Enable</button>`
+            : html`<button onClick=${() => confirm(`Disable ${u.email}? Their sessions and keys stop working.`) && act(() => call('POST', `admin/users/${enc(u.id)}/disable`), `${u.email} disabled.`)}>Disable</button>`}
+          <button class="danger" onClick=${() => confirm(`Delete ${u.email} and ALL their files?`) && act(() => call('DELETE', `admin/users/${enc(u.id)}?purge=true`), `${u.email} deleted.`)}>Delete</button>
+        </td></tr>`)}</tbody>
+    </table>
+    <h2>Invites</h2>
+    <form class="inline card" onSubmit=${makeInvite}>
+      <label>For email (optional) <input type="email" value=${inviteEmail} onInput=${(e) => setInviteEmail(e.target.value)} /></label>
+      <button class="primary" type="submit">Create invite</button>
+    </form>
+    ${invite && html`<div class="card secret"><${CopyField} id="invite-link" label="Invite link (shown once)"
+      value=${`${location.origin}/signup#invite=${invite.code}`} /></div>`}
+    <table class="list">
+      <thead><tr><th>For</th><th>State</th><th class="hide-s">Uses left</th><th class="hide-s">Expires</th><th><span class="sr">Actions</span></th></tr></thead>
+      <tbody>${((invites.data && invites.data.invites) || []).map((i) => html`<tr key=${i.id}>
+        <td>${i.email || 'anyone'}</td><td>${i.state}</td><td class="hide-s">${i.uses_left} / ${i.uses}</td><td class="hide-s">${formatDate(i.expires_at)}</td>
+        <td class="actions">${i.state === 'active' ? html`<button class="danger" onClick=${() => act(() => call('DELETE', `admin/invites/${enc(i.id)}`), 'Invite revoked.')}>Revoke</button>` : null}</td>
+      </tr>`)}</tbody>
+    </table>
+  </section>`;
+}
