@@ -373,6 +373,12 @@ func (o Object) BlobKeys() []string {
 type Cond struct {
 	IfNoneMatch bool   // the key must not exist (create-only)
 	IfMatch     string // the current object's ETag must equal this; "*" means any existing object
+	// IfVersion, if set, requires the current object to be the version
+	// Version returned (a compare-and-swap of a whole object: a
+	// background job replacing an object's bytes never clobbers a
+	// concurrent overwrite); PreconditionFailed with Detail["reason"] =
+	// "object_changed" otherwise, or if there is no object.
+	IfVersion string
 }
 
 // Put is one object write for PutObjects.
@@ -544,6 +550,7 @@ type ListUploadsOptions struct {
 type Store interface {
 	TusStore
 	LimitsStore
+	KMSJobStore
 	RateStore
 	// CreateUser creates u and its default bucket b (b.OwnerID == u.ID) in
 	// one transaction. AlreadyExists if the email or bucket name is taken.

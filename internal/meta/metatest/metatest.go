@@ -137,6 +137,7 @@ func Run(t *testing.T, newStore func(t *testing.T) meta.Store) {
 		{"Inline", inlineTests},
 		{"Multipart", multipartTests},
 		{"Encryption", encryptionTests},
+		{"KMSJobs", kmsJobTests},
 		{"BackendUploads", backendUploadTests},
 		{"Staging", stagingTests},
 		{"Garbage", garbageTests},
