@@ -93,6 +93,8 @@ type Service struct {
 	staging     map[string]*staging
 	renewing    bool // renewStagings runs
 	stagedBytes atomic.Int64
+
+	jobStats JobStats // background jobs of encryption at rest (kmsjobs.go)
 }
 
 // New returns a Service over m and b.

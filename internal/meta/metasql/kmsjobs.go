@@ -63,10 +63,10 @@ func SaveKMSJobSQL(ph func(int) string) string {
 	return fmt.Sprintf(`UPDATE kms_jobs SET phase = %s, cursor = %s, pass = %s, pass_changed = %s, done = %s, skipped = %s, failed = %s, last_error = %s,
 	state = CASE WHEN %[9]s = 1 THEN 'done' ELSE 'running' END,
 	lease_owner = CASE WHEN %[9]s = 1 THEN '' ELSE lease_owner END,
-	lease_until = CASE WHEN %[9]s = 1 THEN 0 ELSE %[10]s END,
-	finished_at = CASE WHEN %[9]s = 1 THEN %[11]s ELSE 0 END,
-	updated_at = %[11]s
-WHERE name = %[12]s AND generation = %[13]s AND lease_owner = %[14]s AND lease_until >= %[11]s AND state = 'running'`,
+	lease_until = CASE WHEN %[9]s = 1 THEN 0 ELSE CAST(%[10]s AS BIGINT) END,
+	finished_at = CASE WHEN %[9]s = 1 THEN CAST(%[11]s AS BIGINT) ELSE 0 END,
+	updated_at = CAST(%[11]s AS BIGINT)
+WHERE name = %[12]s AND generation = %[13]s AND lease_owner = %[14]s AND lease_until >= CAST(%[11]s AS BIGINT) AND state = 'running'`,
 		ph(1), ph(2), ph(3), ph(4), ph(5), ph(6), ph(7), ph(8), ph(9), ph(10), ph(11), ph(12), ph(13), ph(14))
 }
 
