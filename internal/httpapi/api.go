@@ -214,7 +214,7 @@ func (api *API) Routes() []Route {
 		{Method: "GET", Pattern: "/api/v1/admin/invites", Access: Admin, handle: api.listInvites},
 		{Method: "POST", Pattern: "/api/v1/admin/invites", Access: Admin, handle: api.createInvite},
 		{Method: "DELETE", Pattern: "/api/v1/admin/invites/{id}", Access: Admin, handle: api.revokeInvite},
-	}, append(api.adminRoutes(), api.tusRoutes()...)...)
+	}, append(append(api.adminRoutes(), api.kmsJobRoutes()...), api.tusRoutes()...)...)
 }
 
 // Handler returns the API as an http.Handler for paths under /api/. Mount
@@ -335,6 +335,9 @@ func (j jsonResponse) respond(w http.ResponseWriter, r *http.Request) {
 
 func ok(body any) response      { return jsonResponse{status: http.StatusOK, body: body} }
 func created(body any) response { return jsonResponse{status: http.StatusCreated, body: body} }
+func accepted(body any) response {
+	return jsonResponse{status: http.StatusAccepted, body: body}
+}
 
 type noContent struct{}
 

@@ -141,6 +141,17 @@ func (s *Service) KMSJob(ctx context.Context, name string) (meta.KMSJob, error) 
 	return s.meta.GetKMSJob(ctx, name)
 }
 
+// CurrentKEK returns the KEK version new data keys are wrapped under
+// (Unavailable without a key provider).
+func (s *Service) CurrentKEK(ctx context.Context) (string, error) {
+	rw, ok := s.cfg.Keys.(rewrapper)
+	if !ok {
+		return "", errcode.New(errcode.Unavailable, "no key provider")
+	}
+	ref, err := rw.Current(ctx, "")
+	return ref.String(), err
+}
+
 // KEKUsage counts the stored data keys under each KEK version: a version
 // with none can be retired.
 func (s *Service) KEKUsage(ctx context.Context) (map[string]int64, error) { return s.meta.KEKUsage(ctx) }
