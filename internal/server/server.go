@@ -314,6 +314,19 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	return s, nil
 }
 
+// jobOwner names this node in the leases of background jobs: its host
+// and data folder, the same across restarts, so that a node restarted
+// after a crash takes its job back at once instead of waiting for its
+// own lease to run out. (Two live processes on one data folder would
+// share a lease: the per-row compare-and-swap keeps that safe.)
+func jobOwner(data string) string {
+	host, _ := os.Hostname()
+	if abs, err := filepath.Abs(data); err == nil {
+		data = abs
+	}
+	return host + ":" + data
+}
+
 // signupLimit is auth.Config.SignupLimit of a --signup-rate (negative:
 // unlimited).
 func signupLimit(r config.Rate) int {
@@ -461,7 +474,7 @@ func (s *Server) Run(ctx context.Context, announce io.Writer) error {
 		jobsDone := make(chan struct{})
 		go func() {
 			defer close(jobsDone)
-			s.objects.RunKMSJobs(jobsCtx, object.JobOptions{PageSize: s.cfg.KMSJobPage, Pause: s.cfg.KMSJobPause})
+			s.objects.RunKMSJobs(jobsCtx, object.JobOptions{Owner: jobOwner(s.cfg.Data), PageSize: s.cfg.KMSJobPage, Pause: s.cfg.KMSJobPause})
 		}()
 		defer func() { stopJobs(); <-jobsDone }()
 	}
