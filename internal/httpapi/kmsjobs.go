@@ -15,21 +15,21 @@ import (
 
 // kmsJobJSON is a job as the admin API shows it.
 type kmsJobJSON struct {
-	Name        string     `json:"name"`
-	Kind        string     `json:"kind"`
-	Bucket      string     `json:"bucket,omitempty"`
-	State       string     `json:"state"`
-	Pass        int64      `json:"pass"`
-	Phase       string     `json:"phase"`
-	Done        int64      `json:"done"`
-	Skipped     int64      `json:"skipped"`
-	Failed      int64      `json:"failed"`
-	LastError   string     `json:"last_error,omitempty"`
-	LeaseOwner  string     `json:"lease_owner,omitempty"`
-	LeaseUntil  *time.Time `json:"lease_until,omitempty"`
-	StartedAt   time.Time  `json:"started_at"`
-	UpdatedAt   time.Time  `json:"updated_at"`
-	FinishedAt  *time.Time `json:"finished_at,omitempty"`
+	Name       string     `json:"name"`
+	Kind       string     `json:"kind"`
+	Bucket     string     `json:"bucket,omitempty"`
+	State      string     `json:"state"`
+	Pass       int64      `json:"pass"`
+	Phase      string     `json:"phase"`
+	Done       int64      `json:"done"`
+	Skipped    int64      `json:"skipped"`
+	Failed     int64      `json:"failed"`
+	LastError  string     `json:"last_error,omitempty"`
+	LeaseOwner string     `json:"lease_owner,omitempty"`
+	LeaseUntil *time.Time `json:"lease_until,omitempty"`
+	StartedAt  time.Time  `json:"started_at"`
+	UpdatedAt  time.Time  `json:"updated_at"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
 }
 
 func toKMSJobJSON(j meta.KMSJob) kmsJobJSON {

@@ -154,7 +154,9 @@ func (s *Service) CurrentKEK(ctx context.Context) (string, error) {
 
 // KEKUsage counts the stored data keys under each KEK version: a version
 // with none can be retired.
-func (s *Service) KEKUsage(ctx context.Context) (map[string]int64, error) { return s.meta.KEKUsage(ctx) }
+func (s *Service) KEKUsage(ctx context.Context) (map[string]int64, error) {
+	return s.meta.KEKUsage(ctx)
+}
 
 // RunKMSJobs works on jobs until ctx is done: one at a time, leased, each
 // to its end or until the lease is lost.

@@ -114,7 +114,7 @@ func CheckEnvelopeTable(t meta.EnvelopeTable) error {
 	return nil
 }
 
-// ListEnvelopesSQL pages through table's rows under a KEK other than ''
+// ListEnvelopesSQL pages through table's rows under a KEK other than ”
 // and args[0]: args kekNot, limit, then (with after) the cursor's two
 // keyset values. Returns the two keyset columns, sse, sse_kek.
 func ListEnvelopesSQL(t meta.EnvelopeTable, after bool, ph func(int) string) string {
