@@ -189,14 +189,15 @@ func TestRotateWhileUploading(t *testing.T) {
 			}
 		})
 	}
+	stopWriters := sync.OnceFunc(func() { close(stop); wg.Wait() })
+	defer stopWriters() // before the server goes, even on t.Fatal
 	time.Sleep(time.Second)
 	out, err := cli(t, srv, "kms", "rotate", "--kms", "local://"+keyring)
 	if err != nil || !strings.Contains(out, "local:default#2 (was local:default#1)") || !strings.Contains(out, "job rewrap: running") {
 		t.Fatalf("coffer kms rotate: %v\n%s", err, out)
 	}
 	time.Sleep(3 * time.Second)
-	close(stop)
-	wg.Wait()
+	stopWriters()
 	if n.Load() < 8 {
 		t.Fatalf("only %d PUTs during the rotation", n.Load())
 	}
