@@ -193,26 +193,68 @@ func (s *Service) RunKMSJobs(ctx context.Context, opts JobOptions) {
 }
 
 // runJob works on j (leased to opts.Owner) until it is done, the lease is
-// lost, or an error (the key service is down, ...) pauses it.
+// lost, or an error (the key service is down, ...) pauses it. A heartbeat
+// renews the lease every Lease/3 with the last saved state, so a page
+// that takes long (large objects to encrypt) or a long pause keeps the
+// job; if the heartbeat finds the lease lost, the page is abandoned.
 func (s *Service) runJob(ctx context.Context, j meta.KMSJob, opts JobOptions) error {
 	s.log.Info("encryption job: working", "job", j.Name, "pass", j.Pass, "done", j.Done)
+	var (
+		mu    sync.Mutex // serialises saves: the heartbeat never saves over a newer state
+		saved = j
+	)
+	save := func(state meta.KMSJob) error {
+		now := s.now()
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		return s.meta.SaveKMSJob(sctx, state, opts.Owner, now.Add(opts.Lease), now)
+	}
+	work, lost := context.WithCancelCause(ctx)
+	defer lost(nil)
+	hbDone := make(chan struct{})
+	defer func() { lost(nil); <-hbDone }()
+	go func() {
+		defer close(hbDone)
+		tick := time.NewTicker(opts.Lease / 3)
+		defer tick.Stop()
+		for {
+			select {
+			case <-work.Done():
+				return
+			case <-tick.C:
+			}
+			mu.Lock()
+			err := save(saved)
+			mu.Unlock()
+			if err != nil && errcode.As(err).Detail["reason"] == "job_lease_lost" {
+				lost(err)
+				return
+			}
+		}
+	}()
 	for {
 		var err error
 		switch j.Kind {
 		case meta.JobRewrap:
-			err = s.rewrapPage(ctx, &j, opts)
+			err = s.rewrapPage(work, &j, opts)
 		case meta.JobEncrypt:
-			err = s.encryptPage(ctx, &j, opts)
+			err = s.encryptPage(work, &j, opts)
 		default:
 			err = errcode.New(errcode.Internal, "unknown job kind %q", j.Kind)
+		}
+		if cause := context.Cause(work); cause != nil && ctx.Err() == nil && errcode.As(cause).Detail["reason"] == "job_lease_lost" {
+			s.log.Info("encryption job: lease lost (restarted, or taken by another node)", "job", j.Name)
+			return nil
 		}
 		if err != nil {
 			return err
 		}
-		now := s.now()
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		err = s.meta.SaveKMSJob(sctx, j, opts.Owner, now.Add(opts.Lease), now)
-		cancel()
+		mu.Lock()
+		err = save(j)
+		if err == nil {
+			saved = j
+		}
+		mu.Unlock()
 		if err != nil {
 			if errcode.As(err).Detail["reason"] == "job_lease_lost" {
 				s.log.Info("encryption job: lease lost (restarted, or taken by another node)", "job", j.Name)
@@ -233,13 +275,16 @@ func (s *Service) runJob(ctx context.Context, j meta.KMSJob, opts JobOptions) er
 		}
 		if opts.Pause > 0 {
 			select {
-			case <-ctx.Done():
-				return ctx.Err()
+			case <-work.Done():
 			case <-time.After(opts.Pause):
 			}
 		}
-		if ctx.Err() != nil {
-			return ctx.Err()
+		if work.Err() != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			s.log.Info("encryption job: lease lost (restarted, or taken by another node)", "job", j.Name)
+			return nil
 		}
 	}
 }

@@ -276,6 +276,12 @@ func TestJobResumes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Its pause between pages outlasts the lease many times: the
+	// heartbeat keeps the job its own.
+	time.Sleep(time.Second)
+	if other, got, err := f.meta.AcquireKMSJob(ctx, "node-x", time.Now().Add(time.Minute), time.Now()); err != nil || got {
+		t.Fatalf("another node took the job from a live holder: %v %+v %v", got, other, err)
+	}
 	kill()
 	<-done
 	if j.State != meta.JobRunning || j.Done != 2 || j.LeaseOwner != "node-a" {
