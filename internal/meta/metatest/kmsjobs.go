@@ -189,10 +189,7 @@ func testEnvelopePages(t *testing.T, s meta.Store) {
 		after, err = meta.ParseCursor(meta.EnvelopeObjects, r.Ref.Encode())
 		ok(t, err, "ParseCursor")
 	}
-	want := []string{}
-	for _, o := range []string{"inline", "k0\x00\xff", "k2\x00\xff"} {
-		want = append(want, o)
-	}
+	want := []string{"inline", "k0\x00\xff", "k2\x00\xff"}
 	if fmt.Sprint(got) != fmt.Sprint(want) || len(v1) != 3 {
 		t.Errorf("rows under a KEK other than version 2: %q, want %q", got, want)
 	}
