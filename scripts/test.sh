@@ -185,5 +185,6 @@ fuzz ./internal/object FuzzShareKey 5
 fuzz ./internal/auth FuzzCheckShareGrant 5
 fuzz ./internal/s3api FuzzBucketEncryptionXML 5
 fuzz ./internal/s3api FuzzCustomerKeyHeaders 5
+fuzz ./internal/meta FuzzParseCursor 5
 
 step "all tests passed in $(( $(date +%s) - START ))s"

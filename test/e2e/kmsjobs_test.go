@@ -5,10 +5,12 @@ import (
 	"encoding/base64"
 	"encoding/xml"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -388,5 +390,25 @@ func TestKMSJobSurvivesKill(t *testing.T) {
 		if h := u.s3(t, "HEAD", "/"+u.Bucket+"/"+k, nil, "").header; h.Get("X-Amz-Server-Side-Encryption") != "AES256" {
 			t.Errorf("%s: not encrypted after the job", k)
 		}
+	}
+	// Progress in the metrics (this node's view: what it did since the
+	// restart, and the job as it last saved it).
+	resp, err := http.Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, line := range []string{
+		`coffer_kms_job_finished{kind="encrypt"} 1`,
+		fmt.Sprintf(`coffer_kms_job_done_rows{kind="encrypt"} %d`, j.Done),
+		"coffer_kms_job_running 0",
+	} {
+		if !strings.Contains(string(body), line+"\n") {
+			t.Errorf("/metrics lacks %q", line)
+		}
+	}
+	if !regexp.MustCompile(`(?m)^coffer_kms_encrypted_objects_total [1-9]`).Match(body) {
+		t.Errorf("/metrics: coffer_kms_encrypted_objects_total not counted")
 	}
 }
