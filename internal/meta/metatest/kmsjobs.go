@@ -3,6 +3,7 @@ package metatest
 import (
 	"bytes"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 
 var kmsJobTests = []test{
 	{name: "Lease", fn: testJobLease},
+	{name: "ConcurrentAcquire", fn: testJobConcurrentAcquire},
 	{name: "Restart", fn: testJobRestart},
 	{name: "BadJobs", fn: testJobBad},
 	{name: "EnvelopePages", fn: testEnvelopePages},
@@ -80,6 +82,43 @@ func testJobLease(t *testing.T, s meta.Store) {
 		t.Errorf("a finished job was acquired: %v, %v", got, err)
 	}
 	wantCode(t, s.SaveKMSJob(ctx, b2, "node-b", later.Add(time.Minute), later), errcode.Conflict, "SaveKMSJob of a finished job")
+}
+
+// testJobConcurrentAcquire: of many nodes asking at once, exactly one
+// gets the job.
+func testJobConcurrentAcquire(t *testing.T, s meta.Store) {
+	ctx := t.Context()
+	_, err := s.StartKMSJob(ctx, meta.KMSJob{Name: meta.RewrapJobName, Kind: meta.JobRewrap})
+	ok(t, err, "StartKMSJob")
+	now := time.Now()
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		owners []string
+	)
+	for i := range 8 {
+		wg.Go(func() {
+			owner := fmt.Sprintf("node-%d", i)
+			_, got, err := s.AcquireKMSJob(ctx, owner, now.Add(time.Minute), now)
+			if err != nil {
+				t.Errorf("AcquireKMSJob %s: %v", owner, err)
+			}
+			if got {
+				mu.Lock()
+				owners = append(owners, owner)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if len(owners) != 1 {
+		t.Fatalf("%d nodes acquired the job (%v), want exactly 1", len(owners), owners)
+	}
+	j, err := s.GetKMSJob(ctx, meta.RewrapJobName)
+	ok(t, err, "GetKMSJob")
+	if j.LeaseOwner != owners[0] {
+		t.Errorf("lease owner %q, want the winner %q", j.LeaseOwner, owners[0])
+	}
 }
 
 func testJobRestart(t *testing.T, s meta.Store) {
