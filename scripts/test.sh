@@ -212,5 +212,6 @@ fuzz ./internal/s3api FuzzBucketEncryptionXML 5
 fuzz ./internal/s3api FuzzCustomerKeyHeaders 5
 fuzz ./internal/gateway FuzzParseGateway 5
 fuzz ./internal/console FuzzAccepts 5
+fuzz ./internal/meta FuzzParseCursor 5
 
 step "all tests passed in $(( $(date +%s) - START ))s"

@@ -37,6 +37,7 @@ func commands(env Env) map[string]command {
 		"key":     &keyCmd{env: env},
 		"invite":  &inviteCmd{env: env},
 		"kms":     &kmsCmd{env: env},
+		"encrypt": &encryptCmd{env: env},
 		"version": &versionCmd{env: env},
 		"bench":   &benchCmd{env: env},
 	}

@@ -46,4 +46,35 @@ func TestKMSRotate(t *testing.T) {
 	if code := Run(context.Background(), []string{"kms"}, env); code == 0 {
 		t.Error("kms without a subcommand succeeded")
 	}
+	// The rotation started the re-wrap job, which kms status shows.
+	out.Reset()
+	if code := Run(context.Background(), []string{"kms", "status", "--data", dir}, env); code != 0 {
+		t.Fatalf("kms status: exit %d: %s", code, errb.String())
+	}
+	if got := out.String(); !strings.Contains(got, "job rewrap: running, pass 1") {
+		t.Errorf("kms status after rotate: %q, want the re-wrap job running", got)
+	}
+}
+
+// TestEncryptCommand: coffer encrypt needs a bucket or --all, and an
+// existing bucket; it starts the job.
+func TestEncryptCommand(t *testing.T) {
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	env := Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
+	for _, args := range [][]string{{"encrypt"}, {"encrypt", "--bucket", "b", "--all"}, {"encrypt", "--all", "extra"}} {
+		if code := Run(context.Background(), append(args, "--data", dir), env); code != 2 {
+			t.Errorf("%v: exit %d, want 2 (usage)", args, code)
+		}
+	}
+	if code := Run(context.Background(), []string{"encrypt", "--bucket", "nope", "--data", dir}, env); code != 1 {
+		t.Errorf("encrypt of a missing bucket: exit %d, want 1", code)
+	}
+	out.Reset()
+	if code := Run(context.Background(), []string{"encrypt", "--all", "--data", dir}, env); code != 0 {
+		t.Fatalf("encrypt --all: exit %d: %s", code, errb.String())
+	}
+	if got := out.String(); !strings.Contains(got, "job encrypt:: running") {
+		t.Errorf("encrypt --all: %q", got)
+	}
 }

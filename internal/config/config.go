@@ -91,6 +91,10 @@ type Config struct {
 	JanitorInterval time.Duration // --janitor-interval: how often replaced blobs and expired uploads are reclaimed; default 30s
 	StagingLease    time.Duration // --staging-lease: lease of an upload in flight, renewed every third of it; default 1m
 	TusExpiry       time.Duration // --tus-expiry: how long an unfinished tus upload lives (Upload-Expires); default 24h
+	// Background jobs of encryption at rest (re-wrap, coffer encrypt):
+	// rows per page and a pause between pages (a throttle).
+	KMSJobPage  int           // --kms-job-page: rows per page of a re-wrap or encrypt job; default 100
+	KMSJobPause time.Duration // --kms-job-pause: pause between pages of such a job; default 0
 
 	LoginConcurrency int    // --login-concurrency: parallel password hashes; default max(1, cores/2)
 	Argon2Memory     uint32 // --argon2-memory: KiB; default 19456
@@ -124,6 +128,7 @@ func Defaults() Config {
 		JanitorInterval:      30 * time.Second,
 		StagingLease:         time.Minute,
 		TusExpiry:            24 * time.Hour,
+		KMSJobPage:           100,
 		Argon2Memory:         19456,
 		Argon2Time:           2,
 		Signup:               "open",
@@ -232,6 +237,9 @@ func (c Config) Validate() error {
 	if c.OrphanGrace <= 0 || c.JanitorInterval <= 0 {
 		errs = append(errs, errors.New("orphan-grace and janitor-interval: must be > 0"))
 	}
+	if c.KMSJobPage < 1 || c.KMSJobPage > 1000 || c.KMSJobPause < 0 {
+		errs = append(errs, errors.New("kms-job-page: must be 1 to 1000; kms-job-pause: must be >= 0"))
+	}
 	if c.TusExpiry < time.Second {
 		errs = append(errs, errors.New("tus-expiry: must be >= 1s"))
 	}
@@ -306,6 +314,8 @@ func (c *Config) FlagSet(name string) *flag.FlagSet {
 	fs.DurationVar(&c.JanitorInterval, "janitor-interval", c.JanitorInterval, "advanced: how often replaced blobs and expired uploads are reclaimed (orphans every orphan-grace, at most hourly)")
 	fs.DurationVar(&c.StagingLease, "staging-lease", c.StagingLease, "advanced: lease of an upload in flight, renewed every third of it; a dead node's reservations lapse after it")
 	fs.DurationVar(&c.TusExpiry, "tus-expiry", c.TusExpiry, "how long an unfinished tus upload lives (its Upload-Expires); the janitor reclaims it after")
+	fs.IntVar(&c.KMSJobPage, "kms-job-page", c.KMSJobPage, "advanced: rows per page of a key re-wrap or coffer encrypt job (its cursor is saved after each)")
+	fs.DurationVar(&c.KMSJobPause, "kms-job-pause", c.KMSJobPause, "advanced: pause between pages of a key re-wrap or coffer encrypt job (a throttle)")
 	fs.IntVar(&c.LoginConcurrency, "login-concurrency", c.LoginConcurrency, "password hashes run in parallel (0 = half the cores)")
 	fs.Func("argon2-memory", "argon2id memory in `KiB` (default 19456)", func(s string) error {
 		n, err := strconv.ParseUint(s, 10, 32)

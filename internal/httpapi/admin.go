@@ -64,8 +64,8 @@ func (api *API) adminRoutes() []Route {
 }
 
 // adminRotateKeys rotates the default key-encryption key of encryption at
-// rest (docs/encryption.md). Data keys already issued stay wrapped under
-// the previous version (re-wrapping them is not implemented yet).
+// rest (docs/encryption.md) and starts the background re-wrap of the data
+// keys already issued (the "rewrap" job; see GET /api/v1/admin/kms/jobs).
 func (api *API) adminRotateKeys(r *http.Request, _ auth.Principal) (response, error) {
 	if api.cfg.RotateKeys == nil {
 		return nil, errcode.New(errcode.NotImplemented, "no key provider: start the server with --encryption on or --kms")
@@ -74,7 +74,15 @@ func (api *API) adminRotateKeys(r *http.Request, _ auth.Principal) (response, er
 	if err != nil {
 		return nil, err
 	}
-	return ok(map[string]any{"kek": cur, "previous_kek": prev, "rotated": prev != cur, "rewrap": "not_implemented"}), nil
+	body := map[string]any{"kek": cur, "previous_kek": prev, "rotated": prev != cur}
+	if prev != cur {
+		j, err := api.objects.StartRewrap(r.Context())
+		if err != nil {
+			return nil, err
+		}
+		body["job"] = toKMSJobJSON(j)
+	}
+	return ok(body), nil
 }
 
 func (api *API) adminServer(r *http.Request, _ auth.Principal) (response, error) {

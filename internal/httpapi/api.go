@@ -217,7 +217,7 @@ func (api *API) Routes() []Route {
 		{Method: "GET", Pattern: "/api/v1/admin/invites", Access: Admin, handle: api.listInvites},
 		{Method: "POST", Pattern: "/api/v1/admin/invites", Access: Admin, handle: api.createInvite},
 		{Method: "DELETE", Pattern: "/api/v1/admin/invites/{id}", Access: Admin, handle: api.revokeInvite},
-	}, append(append(api.adminRoutes(), api.gatewayRoutes()...), api.tusRoutes()...)...)
+	}, append(append(append(api.adminRoutes(), api.gatewayRoutes()...), api.kmsJobRoutes()...), api.tusRoutes()...)...)
 }
 
 // Handler returns the API as an http.Handler for paths under /api/. Mount
@@ -338,6 +338,9 @@ func (j jsonResponse) respond(w http.ResponseWriter, r *http.Request) {
 
 func ok(body any) response      { return jsonResponse{status: http.StatusOK, body: body} }
 func created(body any) response { return jsonResponse{status: http.StatusCreated, body: body} }
+func accepted(body any) response {
+	return jsonResponse{status: http.StatusAccepted, body: body}
+}
 
 type noContent struct{}
 

@@ -382,6 +382,12 @@ func (o Object) BlobKeys() []string {
 type Cond struct {
 	IfNoneMatch bool   // the key must not exist (create-only)
 	IfMatch     string // the current object's ETag must equal this; "*" means any existing object
+	// IfVersion, if set, requires the current object to be the version
+	// Version returned (a compare-and-swap of a whole object: a
+	// background job replacing an object's bytes never clobbers a
+	// concurrent overwrite); PreconditionFailed with Detail["reason"] =
+	// "object_changed" otherwise, or if there is no object.
+	IfVersion string
 }
 
 // Put is one object write for PutObjects.
@@ -553,6 +559,7 @@ type ListUploadsOptions struct {
 type Store interface {
 	TusStore
 	LimitsStore
+	KMSJobStore
 	RateStore
 	// PutGatewayBucket creates the gateway bucket b (b.Gateway != "") or,
 	// when a gateway bucket of that name exists, sets its owner,

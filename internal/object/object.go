@@ -98,6 +98,7 @@ type Service struct {
 	stagedBytes atomic.Int64
 
 	gw gateways // the opened backends of gateway buckets
+	jobStats JobStats // background jobs of encryption at rest (kmsjobs.go)
 }
 
 // New returns a Service over m and b.

@@ -201,6 +201,30 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		return nil, err
 	}
 	s.objects = object.New(s.meta, s.blobs, ocfg, log)
+	js := s.objects.JobStats()
+	s.metrics.CounterFunc("coffer_kms_rewrapped_keys_total", "Data keys this node re-wrapped under the current KEK version (rewrap job).",
+		func() float64 { return float64(js.Rewrapped.Load()) })
+	s.metrics.CounterFunc("coffer_kms_encrypted_objects_total", "Plaintext objects this node encrypted (coffer encrypt job).",
+		func() float64 { return float64(js.Encrypted.Load()) })
+	s.metrics.CounterFunc("coffer_kms_job_skipped_total", "Rows encryption jobs on this node found current already, or changed under them (a concurrent write won).",
+		func() float64 { return float64(js.Skipped.Load()) })
+	s.metrics.CounterFunc("coffer_kms_job_failed_total", "Rows encryption jobs on this node could not change (left as they are; see the job's last_error).",
+		func() float64 { return float64(js.Failed.Load()) })
+	s.metrics.CounterFunc("coffer_kms_job_pages_total", "Pages of encryption jobs this node finished (cursor saved).",
+		func() float64 { return float64(js.Pages.Load()) })
+	s.metrics.GaugeFunc("coffer_kms_job_running", "1 while this node works on an encryption job (re-wrap or encrypt).",
+		func() float64 { return float64(js.Running.Load()) })
+	for _, kind := range []string{meta.JobRewrap, meta.JobEncrypt} {
+		s.metrics.GaugeFunc("coffer_kms_job_done_rows", "Rows changed by the job of this kind, as this node last saved it (0: none seen).",
+			func() float64 { j, _ := js.Last(kind); return float64(j.Done) }, "kind", kind)
+		s.metrics.GaugeFunc("coffer_kms_job_finished", "1 if the job of this kind, as this node last saved it, is done.",
+			func() float64 {
+				if j, ok := js.Last(kind); ok && j.State == meta.JobDone {
+					return 1
+				}
+				return 0
+			}, "kind", kind)
+	}
 	s.metrics.GaugeFunc("coffer_upload_staged_bytes", "Bytes this node has received into blobs not committed yet (uploads in flight).",
 		func() float64 { return float64(s.objects.StagedBytes()) })
 	s.auth = auth.NewService(s.meta, key, auth.Config{
@@ -302,6 +326,19 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	s.handler = s.guard("file", classify, problem, root)
 	s.admissionMetrics("file")
 	return s, nil
+}
+
+// jobOwner names this node in the leases of background jobs: its host
+// and data folder, the same across restarts, so that a node restarted
+// after a crash takes its job back at once instead of waiting for its
+// own lease to run out. (Two live processes on one data folder would
+// share a lease: the per-row compare-and-swap keeps that safe.)
+func jobOwner(data string) string {
+	host, _ := os.Hostname()
+	if abs, err := filepath.Abs(data); err == nil {
+		data = abs
+	}
+	return host + ":" + data
 }
 
 // signupLimit is auth.Config.SignupLimit of a --signup-rate (negative:
@@ -443,6 +480,18 @@ func (s *Server) Run(ctx context.Context, announce io.Writer) error {
 		defer close(janitorDone)
 		s.objects.RunJanitor(janitorCtx, s.cfg.JanitorInterval, min(s.cfg.OrphanGrace, time.Hour))
 	}()
+	if s.keys != nil {
+		// Background jobs of encryption at rest (key re-wrap after a
+		// rotation, coffer encrypt): leased in the metadata store, so
+		// every node may run them and one works on each at a time.
+		jobsCtx, stopJobs := context.WithCancel(context.Background())
+		jobsDone := make(chan struct{})
+		go func() {
+			defer close(jobsDone)
+			s.objects.RunKMSJobs(jobsCtx, object.JobOptions{Owner: jobOwner(s.cfg.Data), PageSize: s.cfg.KMSJobPage, Pause: s.cfg.KMSJobPause})
+		}()
+		defer func() { stopJobs(); <-jobsDone }()
+	}
 	if s.listen != nil {
 		// Other nodes' changes (disabled users, revoked keys) reach this
 		// node's caches through the store's announcements.

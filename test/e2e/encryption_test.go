@@ -426,8 +426,13 @@ func TestAdminKMSRotate(t *testing.T) {
 		KEK      string `json:"kek"`
 		Previous string `json:"previous_kek"`
 		Rotated  bool   `json:"rotated"`
+		Job      struct {
+			Name  string `json:"name"`
+			State string `json:"state"`
+		} `json:"job"`
 	}
-	if st := admin.JSON(t, "POST", "/api/v1/admin/kms/rotate", nil, &res); st != 200 || res.KEK != "local:default#2" || res.Previous != "local:default#1" || !res.Rotated {
+	if st := admin.JSON(t, "POST", "/api/v1/admin/kms/rotate", nil, &res); st != 200 || res.KEK != "local:default#2" || res.Previous != "local:default#1" || !res.Rotated ||
+		res.Job.Name != "rewrap" || res.Job.State != "running" {
 		t.Fatalf("rotate: %d %+v", st, res)
 	}
 	b, err := os.ReadFile(keyring)

@@ -66,6 +66,10 @@ func CheckCond(cond meta.Cond, cur meta.Object, exists bool) error {
 	if cond.IfMatch != "" && (!exists || cond.IfMatch != "*" && cur.ETag != cond.IfMatch) {
 		return errcode.New(errcode.PreconditionFailed, "the current object does not match the ETag %q", cond.IfMatch)
 	}
+	if cond.IfVersion != "" && (!exists || meta.Version(cur) != cond.IfVersion) {
+		return &errcode.Error{Code: errcode.PreconditionFailed, Message: "the object changed",
+			Detail: map[string]any{"reason": "object_changed"}}
+	}
 	return nil
 }
 

@@ -138,6 +138,7 @@ func Run(t *testing.T, newStore func(t *testing.T) meta.Store) {
 		{"Multipart", multipartTests},
 		{"Encryption", encryptionTests},
 		{"Gateways", gatewayTests},
+		{"KMSJobs", kmsJobTests},
 		{"BackendUploads", backendUploadTests},
 		{"Staging", stagingTests},
 		{"Garbage", garbageTests},

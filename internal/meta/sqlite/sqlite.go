@@ -140,7 +140,10 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	opts = opts.withDefaults()
 	busy := fmt.Sprintf("busy_timeout(%d)", opts.BusyTimeout.Milliseconds())
 
-	wdb, err := sql.Open("sqlite", dsn(path, busy, "foreign_keys(ON)", "journal_mode(WAL)", "synchronous(FULL)"))
+	// secure_delete: the bytes of deleted rows (an inline object
+	// overwritten or deleted, or re-written encrypted by coffer encrypt)
+	// are zeroed, not left in free pages of meta.db (once checkpointed).
+	wdb, err := sql.Open("sqlite", dsn(path, busy, "foreign_keys(ON)", "journal_mode(WAL)", "synchronous(FULL)", "secure_delete(ON)"))
 	if err != nil {
 		return nil, errcode.Wrap(errcode.Unavailable, err, "sqlite: open %s", path)
 	}

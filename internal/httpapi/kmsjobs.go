@@ -1,0 +1,118 @@
+package httpapi
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/coffer-storage/coffer/internal/auth"
+	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/meta"
+)
+
+// The background jobs of encryption at rest (docs/encryption.md#background-jobs),
+// for administrators: start a re-wrap or an encryption, follow their
+// progress, and see which KEK versions stored data keys still use.
+
+// kmsJobJSON is a job as the admin API shows it.
+type kmsJobJSON struct {
+	Name       string     `json:"name"`
+	Kind       string     `json:"kind"`
+	Bucket     string     `json:"bucket,omitempty"`
+	State      string     `json:"state"`
+	Pass       int64      `json:"pass"`
+	Phase      string     `json:"phase"`
+	Done       int64      `json:"done"`
+	Skipped    int64      `json:"skipped"`
+	Failed     int64      `json:"failed"`
+	LastError  string     `json:"last_error,omitempty"`
+	LeaseOwner string     `json:"lease_owner,omitempty"`
+	LeaseUntil *time.Time `json:"lease_until,omitempty"`
+	StartedAt  time.Time  `json:"started_at"`
+	UpdatedAt  time.Time  `json:"updated_at"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
+}
+
+func toKMSJobJSON(j meta.KMSJob) kmsJobJSON {
+	out := kmsJobJSON{Name: j.Name, Kind: j.Kind, Bucket: j.Bucket, State: j.State, Pass: j.Pass,
+		Phase: [...]string{"objects", "object_parts", "upload_parts"}[min(max(int(j.Phase), 0), 2)],
+		Done:  j.Done, Skipped: j.Skipped, Failed: j.Failed, LastError: j.LastError, LeaseOwner: j.LeaseOwner,
+		StartedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt}
+	if !j.LeaseUntil.IsZero() && j.State == meta.JobRunning {
+		t := j.LeaseUntil
+		out.LeaseUntil = &t
+	}
+	if !j.FinishedAt.IsZero() {
+		t := j.FinishedAt
+		out.FinishedAt = &t
+	}
+	return out
+}
+
+func (api *API) kmsJobRoutes() []Route {
+	return []Route{
+		{Method: "POST", Pattern: "/api/v1/admin/kms/rewrap", Access: Admin, handle: api.adminStartRewrap},
+		{Method: "POST", Pattern: "/api/v1/admin/kms/encrypt", Access: Admin, handle: api.adminStartEncrypt},
+		{Method: "GET", Pattern: "/api/v1/admin/kms/jobs", Access: Admin, handle: api.adminKMSJobs},
+		{Method: "GET", Pattern: "/api/v1/admin/kms/jobs/{name}", Access: Admin, handle: api.adminKMSJob},
+	}
+}
+
+// adminStartRewrap (re)starts the re-wrap of every data key to the
+// current KEK versions.
+func (api *API) adminStartRewrap(r *http.Request, _ auth.Principal) (response, error) {
+	j, err := api.objects.StartRewrap(r.Context())
+	if err != nil {
+		return nil, err
+	}
+	return accepted(toKMSJobJSON(j)), nil
+}
+
+// adminStartEncrypt (re)starts the encryption of a bucket's plaintext
+// objects: {"bucket": "B"}, or {"all": true} for every bucket.
+func (api *API) adminStartEncrypt(r *http.Request, _ auth.Principal) (response, error) {
+	var body struct {
+		Bucket string `json:"bucket"`
+		All    bool   `json:"all"`
+	}
+	if err := api.decodeJSON(r, &body); err != nil {
+		return nil, err
+	}
+	if (body.Bucket == "") == !body.All {
+		return nil, errcode.New(errcode.InvalidArgument, `name a bucket ("bucket") or every bucket ("all": true), not both`)
+	}
+	j, err := api.objects.StartEncrypt(r.Context(), body.Bucket)
+	if err != nil {
+		return nil, err
+	}
+	return accepted(toKMSJobJSON(j)), nil
+}
+
+// adminKMSJobs lists the jobs, the current KEK, and how many stored data
+// keys each KEK version wraps (a version with none may be retired).
+func (api *API) adminKMSJobs(r *http.Request, _ auth.Principal) (response, error) {
+	js, err := api.objects.KMSJobs(r.Context())
+	if err != nil {
+		return nil, err
+	}
+	usage, err := api.objects.KEKUsage(r.Context())
+	if err != nil {
+		return nil, err
+	}
+	out := make([]kmsJobJSON, len(js))
+	for i, j := range js {
+		out[i] = toKMSJobJSON(j)
+	}
+	body := map[string]any{"jobs": out, "kek_usage": usage}
+	if cur, err := api.objects.CurrentKEK(r.Context()); err == nil {
+		body["current_kek"] = cur
+	}
+	return ok(body), nil
+}
+
+func (api *API) adminKMSJob(r *http.Request, _ auth.Principal) (response, error) {
+	j, err := api.objects.KMSJob(r.Context(), r.PathValue("name"))
+	if err != nil {
+		return nil, err
+	}
+	return ok(toKMSJobJSON(j)), nil
+}

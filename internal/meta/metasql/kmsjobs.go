@@ -1,0 +1,209 @@
+package metasql
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/meta"
+)
+
+// The kms_jobs statements and the envelope scans both backends run
+// (migration 0012, meta.KMSJobStore). ph gives the n-th (1-based)
+// placeholder of the dialect. Times are Unix milliseconds.
+
+// KMSJobCols are the columns of meta.KMSJob, in ScanKMSJob's order.
+const KMSJobCols = "name, kind, bucket, state, generation, phase, cursor, pass, pass_changed, done, skipped, failed, last_error, lease_owner, lease_until, created_at, updated_at, finished_at"
+
+// ScanKMSJob scans a row of KMSJobCols.
+func ScanKMSJob(r interface{ Scan(...any) error }) (meta.KMSJob, error) {
+	var (
+		j                        meta.KMSJob
+		phase                    int64
+		until, cr, upd, finished int64
+	)
+	err := r.Scan(&j.Name, &j.Kind, &j.Bucket, &j.State, &j.Generation, &phase, &j.Cursor, &j.Pass, &j.PassChanged,
+		&j.Done, &j.Skipped, &j.Failed, &j.LastError, &j.LeaseOwner, &until, &cr, &upd, &finished)
+	j.Phase = meta.EnvelopeTable(phase)
+	j.LeaseUntil, j.CreatedAt, j.UpdatedAt = fromMillis(until), fromMillis(cr), fromMillis(upd)
+	j.FinishedAt = fromMillis(finished)
+	return j, err
+}
+
+func fromMillis(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
+}
+
+// StartKMSJobSQL creates or restarts a job: args name, kind, bucket, now;
+// returns KMSJobCols.
+func StartKMSJobSQL(ph func(int) string) string {
+	return fmt.Sprintf(`INSERT INTO kms_jobs (name, kind, bucket, state, created_at, updated_at) VALUES (%[1]s, %[2]s, %[3]s, 'running', %[4]s, %[4]s)
+ON CONFLICT (name) DO UPDATE SET state = 'running', generation = kms_jobs.generation + 1, phase = 0, cursor = '', pass = 1,
+	pass_changed = 0, done = 0, skipped = 0, failed = 0, last_error = '', created_at = excluded.created_at,
+	updated_at = excluded.updated_at, finished_at = 0
+RETURNING `+KMSJobCols, ph(1), ph(2), ph(3), ph(4))
+}
+
+// AcquireKMSJobSQL leases the oldest running job free for owner: args
+// owner, until, now; returns KMSJobCols (no row: none).
+func AcquireKMSJobSQL(ph func(int) string) string {
+	const free = "state = 'running' AND (lease_owner = %[1]s OR lease_owner = '' OR lease_until < %[3]s)"
+	return fmt.Sprintf(`UPDATE kms_jobs SET lease_owner = %[1]s, lease_until = %[2]s
+WHERE `+free+` AND name = (SELECT name FROM kms_jobs WHERE `+free+` ORDER BY created_at, name LIMIT 1)
+RETURNING `+KMSJobCols, ph(1), ph(2), ph(3))
+}
+
+// SaveKMSJobSQL records progress under the lease: args phase, cursor,
+// pass, pass_changed, done, skipped, failed, last_error, done (1 = the
+// job finished), until, now, name, generation, owner.
+func SaveKMSJobSQL(ph func(int) string) string {
+	return fmt.Sprintf(`UPDATE kms_jobs SET phase = %s, cursor = %s, pass = %s, pass_changed = %s, done = %s, skipped = %s, failed = %s, last_error = %s,
+	state = CASE WHEN %[9]s = 1 THEN 'done' ELSE 'running' END,
+	lease_owner = CASE WHEN %[9]s = 1 THEN '' ELSE lease_owner END,
+	lease_until = CASE WHEN %[9]s = 1 THEN 0 ELSE CAST(%[10]s AS BIGINT) END,
+	finished_at = CASE WHEN %[9]s = 1 THEN CAST(%[11]s AS BIGINT) ELSE 0 END,
+	updated_at = CAST(%[11]s AS BIGINT)
+WHERE name = %[12]s AND generation = %[13]s AND lease_owner = %[14]s AND lease_until >= CAST(%[11]s AS BIGINT) AND state = 'running'`,
+		ph(1), ph(2), ph(3), ph(4), ph(5), ph(6), ph(7), ph(8), ph(9), ph(10), ph(11), ph(12), ph(13), ph(14))
+}
+
+// SaveKMSJobArgs are SaveKMSJobSQL's arguments.
+func SaveKMSJobArgs(j meta.KMSJob, owner string, until, now time.Time) []any {
+	fin := 0
+	if j.State == meta.JobDone {
+		fin = 1
+	}
+	return []any{int64(j.Phase), j.Cursor, j.Pass, j.PassChanged, j.Done, j.Skipped, j.Failed, j.LastError, fin,
+		Millis(until), Millis(now), j.Name, j.Generation, owner}
+}
+
+// CheckKMSJobSave validates what SaveKMSJob is given.
+func CheckKMSJobSave(j meta.KMSJob) error {
+	if j.State != meta.JobRunning && j.State != meta.JobDone {
+		return errcode.New(errcode.InvalidArgument, "job state %q", j.State)
+	}
+	if j.Phase < meta.EnvelopeObjects || j.Phase > meta.EnvelopeUploadParts {
+		return errcode.New(errcode.InvalidArgument, "job phase %d", j.Phase)
+	}
+	if _, err := meta.ParseCursor(j.Phase, j.Cursor); err != nil {
+		return err
+	}
+	return nil
+}
+
+// KMSJobNotFound is GetKMSJob's error.
+func KMSJobNotFound(name string) error {
+	return &errcode.Error{Code: errcode.NotFound, Message: fmt.Sprintf("no job %q", name), Detail: map[string]any{"resource": "job"}}
+}
+
+// envelopeTables: the table, its keyset columns and its envelope columns.
+var envelopeTables = map[meta.EnvelopeTable][3]string{
+	meta.EnvelopeObjects:     {"objects", "bucket", "key"},
+	meta.EnvelopeObjectParts: {"object_parts", "parts_id", "idx"},
+	meta.EnvelopeUploadParts: {"upload_parts", "upload_id", "number"},
+}
+
+// CheckEnvelopeTable fails for an unknown table.
+func CheckEnvelopeTable(t meta.EnvelopeTable) error {
+	if _, ok := envelopeTables[t]; !ok {
+		return errcode.New(errcode.InvalidArgument, "unknown envelope table %d", t)
+	}
+	return nil
+}
+
+// ListEnvelopesSQL pages through table's rows under a KEK other than ”
+// and args[0]: args kekNot, limit, then (with after) the cursor's two
+// keyset values. Returns the two keyset columns, sse, sse_kek.
+func ListEnvelopesSQL(t meta.EnvelopeTable, after bool, ph func(int) string) string {
+	c := envelopeTables[t]
+	cond := ""
+	if after {
+		cond = fmt.Sprintf(" AND (%s, %s) > (%s, %s)", c[1], c[2], ph(3), ph(4))
+	}
+	return fmt.Sprintf("SELECT %[2]s, %[3]s, sse, sse_kek FROM %[1]s WHERE sse_kek <> '' AND sse_kek <> %[4]s%[5]s ORDER BY %[2]s, %[3]s LIMIT %[6]s",
+		c[0], c[1], c[2], ph(1), cond, ph(2))
+}
+
+// KeysetArgs are the two keyset values of ref's table; key converts an
+// object key for the dialect.
+func KeysetArgs(ref meta.EnvelopeRef, key func(string) any) []any {
+	switch ref.Table {
+	case meta.EnvelopeObjects:
+		return []any{ref.Bucket, key(ref.Key)}
+	case meta.EnvelopeObjectParts:
+		return []any{ref.PartsID, ref.Index}
+	}
+	return []any{ref.UploadID, ref.Number}
+}
+
+// ScanEnvelopeRow scans a row of ListEnvelopesSQL of table t.
+func ScanEnvelopeRow(t meta.EnvelopeTable, r interface{ Scan(...any) error }) (meta.EnvelopeRow, error) {
+	out := meta.EnvelopeRow{Ref: meta.EnvelopeRef{Table: t}}
+	var err error
+	switch t {
+	case meta.EnvelopeObjects:
+		var bucket string
+		var key []byte
+		err = r.Scan(&bucket, &key, &out.Envelope, &out.KEK)
+		out.Ref.Bucket, out.Ref.Key = bucket, string(key)
+	case meta.EnvelopeObjectParts:
+		err = r.Scan(&out.Ref.PartsID, &out.Ref.Index, &out.Envelope, &out.KEK)
+	default:
+		err = r.Scan(&out.Ref.UploadID, &out.Ref.Number, &out.Envelope, &out.KEK)
+	}
+	return out, err
+}
+
+// SwapEnvelopeSQL sets a row's envelope if it is still the old one: args
+// sse, sse_kek, the two keyset values, old sse.
+func SwapEnvelopeSQL(t meta.EnvelopeTable, ph func(int) string) string {
+	c := envelopeTables[t]
+	return fmt.Sprintf("UPDATE %s SET sse = %s, sse_kek = %s WHERE %s = %s AND %s = %s AND sse = %s",
+		c[0], ph(1), ph(2), c[1], ph(3), c[2], ph(4), ph(5))
+}
+
+// KEKUsageSQL counts rows by KEK: returns sse_kek, count (one row per
+// table and KEK: sum them).
+const KEKUsageSQL = `SELECT sse_kek, count(*) FROM objects WHERE sse_kek <> '' GROUP BY sse_kek
+UNION ALL SELECT sse_kek, count(*) FROM object_parts WHERE sse_kek <> '' GROUP BY sse_kek
+UNION ALL SELECT sse_kek, count(*) FROM upload_parts WHERE sse_kek <> '' GROUP BY sse_kek`
+
+// ListPlaintextObjectsSQL pages through plaintext objects: args limit,
+// then bucket (with one), then the cursor's bucket and key (with after).
+// Returns bucket, key.
+func ListPlaintextObjectsSQL(oneBucket, after bool, ph func(int) string) string {
+	cond, n := "", 2
+	if oneBucket {
+		cond += fmt.Sprintf(" AND o.bucket = %s", ph(n))
+		n++
+	}
+	if after {
+		cond += fmt.Sprintf(" AND (o.bucket, o.key) > (%s, %s)", ph(n), ph(n+1))
+	}
+	return fmt.Sprintf(`SELECT o.bucket, o.key FROM objects o WHERE o.sse IS NULL%s
+	AND NOT EXISTS (SELECT 1 FROM object_parts p WHERE p.parts_id = o.parts_id AND p.sse IS NOT NULL)
+	ORDER BY o.bucket, o.key LIMIT %s`, cond, ph(1))
+}
+
+// ListPlaintextObjectsArgs are ListPlaintextObjectsSQL's arguments.
+func ListPlaintextObjectsArgs(bucket string, after *meta.EnvelopeRef, limit int, key func(string) any) []any {
+	args := []any{limit}
+	if bucket != "" {
+		args = append(args, bucket)
+	}
+	if after != nil {
+		args = append(args, after.Bucket, key(after.Key))
+	}
+	return args
+}
+
+// JobLimit bounds a page.
+func JobLimit(limit int) int {
+	if limit <= 0 || limit > 1000 {
+		return 1000
+	}
+	return limit
+}

@@ -1,0 +1,304 @@
+package object
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/coffer-storage/coffer/internal/blob"
+	"github.com/coffer-storage/coffer/internal/crypt"
+	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/meta"
+)
+
+// Background jobs (kmsjobs.go): the re-wrap after a rotation and the
+// encryption of plaintext objects, run to their end, resumed after a
+// crash, and never clobbering a concurrent overwrite.
+
+// fastJobs are JobOptions for tests.
+func fastJobs(owner string) JobOptions {
+	return JobOptions{Owner: owner, Poll: 10 * time.Millisecond, Settle: 100 * time.Millisecond, Lease: time.Second}
+}
+
+// runJobs runs RunKMSJobs until job name is done (or fails the test).
+func runJobs(t *testing.T, svc *Service, name string, opts JobOptions) meta.KMSJob {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); svc.RunKMSJobs(ctx, opts) }()
+	defer func() { cancel(); <-done }()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		j, err := svc.KMSJob(t.Context(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.State == meta.JobDone {
+			return j
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	j, _ := svc.KMSJob(t.Context(), name)
+	t.Fatalf("job %s did not finish: %+v", name, j)
+	return meta.KMSJob{}
+}
+
+// blobDigests maps every blob to the SHA-256 of its bytes.
+func blobDigests(t *testing.T, b blob.Store) map[string][32]byte {
+	t.Helper()
+	out := map[string][32]byte{}
+	b.List(t.Context(), "", func(i blob.Info) error {
+		rc, err := b.Get(t.Context(), i.Key, 0, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := io.ReadAll(rc)
+		rc.Close()
+		out[i.Key] = sha256.Sum256(data)
+		return nil
+	})
+	return out
+}
+
+// mixedObjects stores a single-blob, an inline and a multipart object in
+// alice's bucket through svc, and returns their bytes by key.
+func mixedObjects(t *testing.T, f *fixture, svc *Service, tag string) map[string][]byte {
+	t.Helper()
+	ctx := t.Context()
+	out := map[string][]byte{}
+	for key, n := range map[string]int{"single": 200_000, "inline": 100} {
+		data := markerData(n)
+		data[0] = tag[0]
+		if _, err := svc.Put(ctx, f.alice, PutInput{Bucket: "alice-bucket", Key: tag + key, Body: bytes.NewReader(data), Size: int64(n), ContentType: "text/x-" + key}); err != nil {
+			t.Fatal(err)
+		}
+		out[tag+key] = data
+	}
+	u, err := svc.CreateUpload(ctx, f.alice, CreateUploadInput{Bucket: "alice-bucket", Key: tag + "multi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var data []byte
+	var parts []meta.CompletePart
+	for i, n := range []int{MinPartSize, 1000} {
+		b := markerData(n)
+		b[0] = byte('a' + i)
+		p, err := svc.PutPart(ctx, f.alice, PartInput{Bucket: "alice-bucket", Key: tag + "multi", UploadID: u.ID, Number: i + 1, Body: bytes.NewReader(b), Size: int64(n)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		data = append(data, b...)
+		parts = append(parts, meta.CompletePart{Number: i + 1, ETag: p.ETag})
+	}
+	if _, err := svc.CompleteUpload(ctx, f.alice, "alice-bucket", tag+"multi", u.ID, parts, meta.Cond{}); err != nil {
+		t.Fatal(err)
+	}
+	out[tag+"multi"] = data
+	return out
+}
+
+func TestEncryptJob(t *testing.T) {
+	f, keys := encFixture(t)
+	ctx := t.Context()
+	plain := New(f.meta, f.blobs, Config{GarbageGrace: time.Nanosecond, Keys: keys}, nil)
+	objs := mixedObjects(t, f, plain, "p-")
+	before := map[string]meta.Object{}
+	for key := range objs {
+		o, err := f.meta.GetObject(ctx, "alice-bucket", key)
+		if err != nil || !isPlaintext(o) {
+			t.Fatalf("setup: %s: %v, plaintext %v", key, err, isPlaintext(o))
+		}
+		before[key] = o
+	}
+	if _, err := plain.StartEncrypt(ctx, "nope"); !errcode.Is(err, errcode.NotFound) {
+		t.Errorf("StartEncrypt of a missing bucket: %v, want NotFound", err)
+	}
+	if _, err := plain.StartEncrypt(ctx, "alice-bucket"); err != nil {
+		t.Fatal(err)
+	}
+	j := runJobs(t, plain, meta.EncryptJobName("alice-bucket"), fastJobs("a"))
+	if j.Done != 3 || j.Failed != 0 {
+		t.Errorf("job: %+v, want 3 done, none failed", j)
+	}
+	if _, err := plain.CollectGarbage(ctx); err != nil { // the replaced plaintext blobs
+		t.Fatal(err)
+	}
+	for key, data := range objs {
+		wantNoMarker(t, f, "alice-bucket", key)
+		wantRanges(t, f, "alice-bucket", key, data, MinPartSize)
+		o, err := f.meta.GetObject(ctx, "alice-bucket", key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if EncryptionOf(o).Mode == 0 {
+			t.Errorf("%s: still plaintext", key)
+		}
+		b := before[key]
+		if o.ETag != b.ETag || o.SHA256 != b.SHA256 || o.Size != b.Size || o.ContentType != b.ContentType ||
+			!o.ModTime.Equal(b.ModTime) || o.Checksum != b.Checksum || len(o.Parts) != len(b.Parts) {
+			t.Errorf("%s: what readers see changed:\n got %+v\nwant %+v", key, o, b)
+		}
+	}
+	// bob's bucket was not the job's.
+	if _, err := plain.Put(ctx, f.bob, PutInput{Bucket: "bob-bucket", Key: "x", Body: bytes.NewReader(markerData(100_000)), Size: 100_000}); err != nil {
+		t.Fatal(err)
+	}
+	if refs, err := f.meta.ListPlaintextObjects(ctx, "", nil, 0); err != nil || len(refs) != 1 || refs[0].Bucket != "bob-bucket" {
+		t.Errorf("plaintext objects left: %+v, %v; want bob's only", refs, err)
+	}
+}
+
+// TestEncryptSwapLosesToOverwrite: an object overwritten after the job
+// read it keeps the overwrite; the job's encrypted blob is discarded.
+func TestEncryptSwapLosesToOverwrite(t *testing.T) {
+	f, keys := encFixture(t)
+	ctx := t.Context()
+	plain := New(f.meta, f.blobs, Config{GarbageGrace: time.Nanosecond, Keys: keys, InlineMax: -1}, nil)
+	if _, err := plain.Put(ctx, f.alice, PutInput{Bucket: "alice-bucket", Key: "k", Body: bytes.NewReader(markerData(1000)), Size: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	stale, err := f.meta.GetObject(ctx, "alice-bucket", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	newer := []byte("the overwrite")
+	if _, err := plain.Put(ctx, f.alice, PutInput{Bucket: "alice-bucket", Key: "k", Body: bytes.NewReader(newer), Size: int64(len(newer))}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := plain.CollectGarbage(ctx); err != nil {
+		t.Fatal(err)
+	}
+	blobsBefore := blobDigests(t, f.blobs)
+	b, _ := f.meta.GetBucket(ctx, "alice-bucket")
+	// The stale version's blob is gone: use the current one's bytes with
+	// the stale row (what a job that read the row just before sees).
+	cur, _ := f.meta.GetObject(ctx, "alice-bucket", "k")
+	stale.BlobKey, stale.Size, stale.SHA256 = cur.BlobKey, cur.Size, cur.SHA256
+	err = plain.swapEncrypted(ctx, b, stale, SSE{Mode: crypt.ModeServer})
+	if errcode.As(err).Detail["reason"] != "object_changed" {
+		t.Fatalf("swap of a stale version: %v, want object_changed", err)
+	}
+	if got := f.read(t, f.alice, "alice-bucket", "k"); got != string(newer) {
+		t.Errorf("after the failed swap: %q, want the overwrite", got)
+	}
+	if after := blobDigests(t, f.blobs); len(after) != len(blobsBefore) {
+		t.Errorf("blobs: %d after, %d before: the discarded encrypted blob was left", len(after), len(blobsBefore))
+	}
+}
+
+func TestRewrapJob(t *testing.T) {
+	f, keys := encFixture(t)
+	ctx := t.Context()
+	objs := mixedObjects(t, f, f.svc, "e-")
+	// An upload in progress with an encrypted part (S3 multipart, tus).
+	u, err := f.svc.CreateUpload(ctx, f.alice, CreateUploadInput{Bucket: "alice-bucket", Key: "pending"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	part := markerData(1000)
+	if _, err := f.svc.PutPart(ctx, f.alice, PartInput{Bucket: "alice-bucket", Key: "pending", UploadID: u.ID, Number: 1, Body: bytes.NewReader(part), Size: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	old := keys.Default().String()
+	usage, err := f.svc.KEKUsage(ctx)
+	if err != nil || usage[old] != 5 { // single, inline, 2 object parts, 1 upload part
+		t.Fatalf("KEKUsage before: %v, %v; want 5 under %s", usage, err, old)
+	}
+	blobsBefore := blobDigests(t, f.blobs)
+	cur, err := keys.Rotate(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.StartRewrap(ctx); err != nil {
+		t.Fatal(err)
+	}
+	j := runJobs(t, f.svc, meta.RewrapJobName, fastJobs("a"))
+	if j.Done != 5 || j.Failed != 0 || j.Pass < 2 {
+		t.Errorf("job: %+v, want 5 done, none failed, a second pass that changed nothing", j)
+	}
+	usage, err = f.svc.KEKUsage(ctx)
+	if err != nil || usage[old] != 0 || usage[cur.String()] != 5 {
+		t.Errorf("KEKUsage after: %v, %v; want all 5 under %s", usage, err, cur)
+	}
+	// Not a blob byte rewritten.
+	if after := blobDigests(t, f.blobs); fmt.Sprint(after) != fmt.Sprint(blobsBefore) {
+		t.Error("the re-wrap changed blobs")
+	}
+	for key, data := range objs {
+		wantRanges(t, f, "alice-bucket", key, data, MinPartSize)
+	}
+	// The upload completes and reads back with its re-wrapped part.
+	ps, _, err := f.meta.ListParts(ctx, u.ID, 0, 0)
+	if err != nil || len(ps) != 1 {
+		t.Fatal(ps, err)
+	}
+	if _, err := f.svc.CompleteUpload(ctx, f.alice, "alice-bucket", "pending", u.ID, []meta.CompletePart{{Number: 1, ETag: ps[0].ETag}}, meta.Cond{}); err != nil {
+		t.Fatal(err)
+	}
+	wantRanges(t, f, "alice-bucket", "pending", part)
+}
+
+// TestJobResumes: a node that dies mid-job (its context ends after a
+// page) leaves the cursor; another node takes the job once the lease ran
+// out and finishes it.
+func TestJobResumes(t *testing.T) {
+	f, keys := encFixture(t)
+	ctx := t.Context()
+	plain := New(f.meta, f.blobs, Config{GarbageGrace: time.Nanosecond, Keys: keys}, nil)
+	want := map[string][]byte{}
+	for i := range 12 {
+		data := markerData(100 + i)
+		key := fmt.Sprintf("k%02d", i)
+		if _, err := plain.Put(ctx, f.alice, PutInput{Bucket: "alice-bucket", Key: key, Body: bytes.NewReader(data), Size: int64(len(data))}); err != nil {
+			t.Fatal(err)
+		}
+		want[key] = data
+	}
+	if _, err := plain.StartEncrypt(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	// Node a: pages of 2, and it dies after its first save.
+	aCtx, kill := context.WithCancel(ctx)
+	a := New(f.meta, f.blobs, Config{GarbageGrace: time.Nanosecond, Keys: keys}, nil)
+	opts := fastJobs("node-a")
+	opts.PageSize, opts.Pause, opts.Lease = 2, time.Hour, 300*time.Millisecond
+	done := make(chan struct{})
+	go func() { defer close(done); a.RunKMSJobs(aCtx, opts) }()
+	var j meta.KMSJob
+	for j.Cursor == "" {
+		time.Sleep(10 * time.Millisecond)
+		var err error
+		if j, err = a.KMSJob(ctx, meta.EncryptJobName("")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Its pause between pages outlasts the lease many times: the
+	// heartbeat keeps the job its own.
+	time.Sleep(time.Second)
+	if other, got, err := f.meta.AcquireKMSJob(ctx, "node-x", time.Now().Add(time.Minute), time.Now()); err != nil || got {
+		t.Fatalf("another node took the job from a live holder: %v %+v %v", got, other, err)
+	}
+	kill()
+	<-done
+	if j.State != meta.JobRunning || j.Done != 2 || j.LeaseOwner != "node-a" {
+		t.Fatalf("after node a's first page: %+v", j)
+	}
+	// Node b: waits out a's lease, then resumes from the cursor.
+	b := New(f.meta, f.blobs, Config{GarbageGrace: time.Nanosecond, Keys: keys}, nil)
+	bo := fastJobs("node-b")
+	bo.PageSize = 2
+	j = runJobs(t, b, meta.EncryptJobName(""), bo)
+	if j.Done != 12 || j.Failed != 0 || j.Skipped != 0 {
+		t.Errorf("resumed job: %+v, want 12 done (2 by a, 10 by b), none redone", j)
+	}
+	if refs, err := f.meta.ListPlaintextObjects(ctx, "", nil, 0); err != nil || len(refs) != 0 {
+		t.Errorf("plaintext left: %v %v", refs, err)
+	}
+	for key, data := range want {
+		wantRanges(t, f, "alice-bucket", key, data)
+	}
+}
