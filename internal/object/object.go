@@ -97,7 +97,7 @@ type Service struct {
 	renewing    bool // renewStagings runs
 	stagedBytes atomic.Int64
 
-	gw gateways // the opened backends of gateway buckets
+	gw       gateways // the opened backends of gateway buckets
 	jobStats JobStats // background jobs of encryption at rest (kmsjobs.go)
 }
 
