@@ -125,6 +125,20 @@ func (s *Store) write(ctx context.Context, cs []meta.Change, fn func(ctx context
 		cancel()
 		return err
 	}
+	if _, shared := s.Store.(meta.ChangeListener); shared && !s.bus.Listening() {
+		// This node's own listening connection is down, so it cannot
+		// collect the other nodes' acknowledgements (its ExpectChange
+		// waits for nothing); they still receive the announcement (it
+		// went with the commit). Give them the whole bound to drop the
+		// entry: writes are slower only while the connection is down.
+		t := time.NewTimer(s.sync)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		return nil
+	}
 	wait(ctx, s.sync)
 	return nil
 }
