@@ -221,6 +221,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	})
 	s.cacheMetrics("user", func() cache.Stats { u, _ := s.auth.CacheStats(); return u })
 	s.cacheMetrics("key", func() cache.Stats { _, k := s.auth.CacheStats(); return k })
+	s.cacheMetrics("token", s.auth.TokenCacheStats)
 	s.metrics.CounterFunc("coffer_cache_changes_total", "Changes that invalidated this node's account caches (its own and other nodes').",
 		func() float64 { return float64(s.changes.Changes()) })
 	h := s.auth.Hasher()
