@@ -1,10 +1,13 @@
 package server
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"testing"
 
 	"github.com/coffer-storage/coffer/internal/cache"
+	"github.com/coffer-storage/coffer/internal/config"
 )
 
 // TestMetaCacheEmbedded: the embedded shape (SQLite, one process) caches
@@ -70,5 +73,21 @@ func TestMetaCacheEmbedded(t *testing.T) {
 	}
 	if st := cs.Buckets().Stats(); st.Hits < 1000 {
 		t.Errorf("bucket cache: %+v, want ≥ 1000 hits", st)
+	}
+}
+
+// TestMetaCacheOff: --meta-cache off leaves the metadata store unwrapped
+// (every read asks it), so off and on can be measured side by side.
+func TestMetaCacheOff(t *testing.T) {
+	cfg := config.Defaults()
+	cfg.Data = t.TempDir()
+	cfg.MetaCache = "off"
+	s, err := New(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, ok := s.meta.(*cache.Store); ok {
+		t.Error("--meta-cache off: the metadata store is still the cache's")
 	}
 }
