@@ -1,8 +1,10 @@
 // Package cache holds a node's caches of what the metadata store knows,
 // and how they are kept coherent with the store and with the other nodes
-// that share it. Today it caches the authentication state of users and
-// the S3 access keys (package auth); any cache of metadata should be
-// built the same way.
+// that share it. It caches the authentication state of users, the S3
+// access keys and verified access tokens (package auth, with Map), and
+// the bucket and object records every read needs (Store, a meta.Store
+// wrapping another, see its doc); any cache of metadata should be built
+// the same way.
 //
 // # Contract
 //
@@ -28,7 +30,9 @@
 //     client's next request, on any node, sees it. An announcement can be
 //     lost while a node's listening connection is down: when it listens
 //     again the store reports Reset, which flushes every Map, so nothing
-//     loaded before or during the outage outlives it.
+//     loaded before or during the outage outlives it. It also reports
+//     the drop itself (Bus.SetListening(false), then Reset): until it
+//     listens again, Maps keep nothing they load.
 //   - A process that does not listen (a CLI command) still announces its
 //     changes to a PostgreSQL store's nodes, but does not wait for them.
 //     Against SQLite a second process can neither announce nor listen: its
