@@ -157,6 +157,16 @@ func NewService(m meta.Store, master []byte, cfg Config) *Service {
 	return s
 }
 
+// CacheStats returns the counters of the caches of users' state and of
+// access keys (for metrics).
+func (s *Service) CacheStats() (users, keys cache.Stats) {
+	return s.states.Stats(), s.keys.Stats()
+}
+
+// TokenCacheStats returns the counters of the cache of verified access
+// tokens (for metrics).
+func (s *Service) TokenCacheStats() cache.Stats { return s.tokens.Stats() }
+
 // Hasher exposes the password pool (for metrics).
 func (s *Service) Hasher() *Hasher { return s.hasher }
 

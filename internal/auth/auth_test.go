@@ -106,6 +106,38 @@ func TestTokens(t *testing.T) {
 	}
 }
 
+// TestVerifiedTokenCache: a token verified once is answered from the
+// cache (no second signature check), yet still refused once it expires;
+// a token differing in one byte is verified afresh.
+func TestVerifiedTokenCache(t *testing.T) {
+	now := time.Now()
+	tok := NewTokens(DeriveKey([]byte("master"), "access-token"), time.Minute)
+	tok.now = func() time.Time { return now }
+	s, _, err := tok.Issue("user-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if sub, _, err := tok.Verify(s); err != nil || sub != "user-1" {
+			t.Fatalf("Verify = %q, %v", sub, err)
+		}
+	}
+	if st := tok.Stats(); st.Hits != 2 || st.Misses != 1 {
+		t.Errorf("3 Verify of one token: %d hits, %d misses; want 2, 1", st.Hits, st.Misses)
+	}
+	i, c := len(s)-5, byte('A')
+	if s[i] == c {
+		c = 'B'
+	}
+	if _, _, err := tok.Verify(s[:i] + string(c) + s[i+1:]); !errcode.Is(err, errcode.Unauthenticated) {
+		t.Errorf("a token with one signature byte changed: %v, want Unauthenticated", err)
+	}
+	now = now.Add(time.Minute + tokenLeeway)
+	if _, _, err := tok.Verify(s); !errcode.Is(err, errcode.Unauthenticated) {
+		t.Errorf("a cached token past its expiry: %v, want Unauthenticated", err)
+	}
+}
+
 func TestThrottle(t *testing.T) {
 	th := NewThrottle(3, time.Minute)
 	now := time.Unix(1000, 0)

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"context"
 	"crypto/hkdf"
 	"crypto/rand"
 	"crypto/sha256"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/coffer-storage/coffer/internal/cache"
 	"github.com/coffer-storage/coffer/internal/errcode"
 )
 
@@ -20,7 +22,22 @@ type Tokens struct {
 	key []byte
 	ttl time.Duration
 	now func() time.Time
+	// verified caches the claims of tokens verified already (by the whole
+	// token string: a token differing in any byte is verified afresh).
+	// Tokens never change, so nothing invalidates it; the expiry is
+	// checked on every hit, and revocation is the account check's job
+	// (Service.Authenticate), not the token's.
+	verified *cache.Map[verifiedToken]
 }
+
+// verifiedToken is what Verify learnt of a token.
+type verifiedToken struct {
+	subject         string
+	issued, expires time.Time
+}
+
+// tokenLeeway is the clock skew Verify tolerates.
+const tokenLeeway = 5 * time.Second
 
 // DeriveKey derives a purpose-bound subkey from the server's master key.
 func DeriveKey(master []byte, purpose string) []byte {
@@ -36,7 +53,9 @@ func NewTokens(key []byte, ttl time.Duration) *Tokens {
 	if ttl <= 0 {
 		ttl = 15 * time.Minute
 	}
-	return &Tokens{key: key, ttl: ttl, now: time.Now}
+	return &Tokens{key: key, ttl: ttl, now: time.Now,
+		verified: cache.NewMap(nil, "", cache.Options{MaxEntries: 100_000, MaxBytes: 32 << 20, TTL: time.Minute},
+			func(token string, v verifiedToken) int { return 2*len(token) + len(v.subject) + 128 })}
 }
 
 // accessClaims are an access token's claims. iat is in whole seconds (the
@@ -77,26 +96,43 @@ func (t *Tokens) IssueAt(userID string, now time.Time) (string, time.Duration, e
 // Verify checks an access token and returns its subject and when it was
 // issued (to the nanosecond; to the second for tokens without iat_ns).
 func (t *Tokens) Verify(token string) (subject string, issued time.Time, err error) {
+	v, err := t.verified.Get(context.Background(), token, func(context.Context, string) (verifiedToken, error) {
+		return t.verify(token)
+	})
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	if !t.now().Before(v.expires.Add(tokenLeeway)) {
+		return "", time.Time{}, errcode.New(errcode.Unauthenticated, "invalid or expired access token")
+	}
+	return v.subject, v.issued, nil
+}
+
+// Stats returns the counters of the verified-token cache.
+func (t *Tokens) Stats() cache.Stats { return t.verified.Stats() }
+
+// verify checks an access token's signature and claims.
+func (t *Tokens) verify(token string) (verifiedToken, error) {
 	var c accessClaims
-	_, err = jwt.ParseWithClaims(token, &c, func(*jwt.Token) (any, error) { return t.key, nil },
+	_, err := jwt.ParseWithClaims(token, &c, func(*jwt.Token) (any, error) { return t.key, nil },
 		jwt.WithValidMethods([]string{"HS256"}),
 		jwt.WithIssuer(issuer),
 		jwt.WithExpirationRequired(),
 		jwt.WithIssuedAt(),
-		jwt.WithLeeway(5*time.Second),
+		jwt.WithLeeway(tokenLeeway),
 		jwt.WithTimeFunc(t.now),
 	)
 	if err != nil {
-		return "", time.Time{}, errcode.Wrap(errcode.Unauthenticated, err, "invalid or expired access token")
+		return verifiedToken{}, errcode.Wrap(errcode.Unauthenticated, err, "invalid or expired access token")
 	}
-	if c.Type != "access" || c.Subject == "" || c.IssuedAt == nil {
-		return "", time.Time{}, errcode.New(errcode.Unauthenticated, "invalid access token")
+	if c.Type != "access" || c.Subject == "" || c.IssuedAt == nil || c.ExpiresAt == nil {
+		return verifiedToken{}, errcode.New(errcode.Unauthenticated, "invalid access token")
 	}
-	issued = c.IssuedAt.Time
+	issued := c.IssuedAt.Time
 	if ns := time.Unix(0, c.IssuedNs); c.IssuedNs != 0 && ns.Truncate(time.Second).Equal(issued.Truncate(time.Second)) {
 		issued = ns
 	}
-	return c.Subject, issued, nil
+	return verifiedToken{subject: c.Subject, issued: issued, expires: c.ExpiresAt.Time}, nil
 }
 
 // newOpaqueToken returns a random URL-safe token and its storage hash.

@@ -1,8 +1,10 @@
 // Package cache holds a node's caches of what the metadata store knows,
 // and how they are kept coherent with the store and with the other nodes
-// that share it. Today it caches the authentication state of users and
-// the S3 access keys (package auth); any cache of metadata should be
-// built the same way.
+// that share it. It caches the authentication state of users, the S3
+// access keys and verified access tokens (package auth, with Map), and
+// the bucket and object records every read needs (Store, a meta.Store
+// wrapping another, see its doc); any cache of metadata should be built
+// the same way.
 //
 // # Contract
 //
@@ -28,7 +30,9 @@
 //     client's next request, on any node, sees it. An announcement can be
 //     lost while a node's listening connection is down: when it listens
 //     again the store reports Reset, which flushes every Map, so nothing
-//     loaded before or during the outage outlives it.
+//     loaded before or during the outage outlives it. It also reports
+//     the drop itself (Bus.SetListening(false), then Reset): until it
+//     listens again, Maps keep nothing they load.
 //   - A process that does not listen (a CLI command) still announces its
 //     changes to a PostgreSQL store's nodes, but does not wait for them.
 //     Against SQLite a second process can neither announce nor listen: its
@@ -50,11 +54,13 @@ package cache
 
 import (
 	"context"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/maypok86/otter/v2"
+	"github.com/maypok86/otter/v2/stats"
 
 	"github.com/coffer-storage/coffer/internal/meta"
 )
@@ -66,13 +72,16 @@ type Bus struct {
 	topics  map[string][]func(key string)
 	resets  []func()
 	changes atomic.Int64
+	// down is set while announcements may be lost (the store's listening
+	// connection is down): Maps then keep nothing they load.
+	down atomic.Bool
 }
 
-// NewBus returns an empty bus.
+// NewBus returns an empty bus, up (see SetListening).
 func NewBus() *Bus { return &Bus{topics: map[string][]func(string){}} }
 
 // Subscribe calls invalidate with the key of every change of topic, and
-// reset on every Reset.
+// reset on every Reset (and every change of meta.TopicAll).
 func (b *Bus) Subscribe(topic string, invalidate func(key string), reset func()) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -83,9 +92,14 @@ func (b *Bus) Subscribe(topic string, invalidate func(key string), reset func())
 }
 
 // Publish delivers a change to the subscribers of its topic before it
-// returns. Call it after the change committed.
+// returns (a change of meta.TopicAll: a Reset). Call it after the change
+// committed.
 func (b *Bus) Publish(c meta.Change) {
 	b.changes.Add(1)
+	if c.Topic == meta.TopicAll {
+		b.Reset()
+		return
+	}
 	b.mu.RLock()
 	subs := b.topics[c.Topic]
 	b.mu.RUnlock()
@@ -104,49 +118,90 @@ func (b *Bus) Reset() {
 	}
 }
 
+// SetListening says whether changes made by other processes reach this
+// bus (the store's listening connection is up). While they may not, Maps
+// load every Get afresh and keep nothing. A new Bus is up: a process
+// whose store no other process shares (SQLite) never calls it; the server
+// calls SetListening(false) before it starts listening to a shared one.
+func (b *Bus) SetListening(up bool) { b.down.Store(!up) }
+
+// Listening reports the state SetListening set.
+func (b *Bus) Listening() bool { return !b.down.Load() }
+
 // Changes counts the changes published so far (for metrics).
 func (b *Bus) Changes() int64 { return b.changes.Load() }
 
 // Handler returns the meta.ChangeHandler that feeds a store's
 // announcements into the bus; onError (may be nil) sees listening errors.
 func (b *Bus) Handler(onError func(error)) meta.ChangeHandler {
-	return meta.ChangeHandler{Changed: b.Publish, Reset: b.Reset, Error: onError}
+	return meta.ChangeHandler{Changed: b.Publish, Reset: b.Reset, Error: onError, Listening: b.SetListening}
 }
 
 // Options of a Map.
 type Options struct {
 	// MaxEntries bounds the entries. Default 100 000.
 	MaxEntries int
+	// MaxBytes bounds the sum of the entries' weights (Weigh), when set.
+	// Both bounds hold at once: an entry weighs at least
+	// MaxBytes/MaxEntries. Default 0: only MaxEntries bounds the Map.
+	MaxBytes int64
 	// TTL is how long an entry lives after it was loaded, at most.
 	// Default 1s.
 	TTL time.Duration
+}
+
+// Stats are a Map's counters since it was made.
+type Stats struct {
+	Hits, Misses, Evictions int64
+	// Invalidations counts dropped keys (Invalidate, a change of the
+	// Map's topic); Flushes counts Flush (a Reset, meta.TopicAll).
+	Invalidations, Flushes int64
+	// Bypassed counts Gets served while the bus was down (not cached).
+	Bypassed int64
+	Entries  int
+	Bytes    uint64 // the sum of the entries' weights (with MaxBytes)
 }
 
 // Map is a bounded cache of values by string key, loaded on a miss,
 // invalidated by key or wholesale (see the package doc). Loads of one key
 // are coalesced: concurrent Gets of a missing key wait for one load.
 type Map[V any] struct {
-	c *otter.Cache[string, V]
+	c   *otter.Cache[string, V]
+	bus *Bus
+	st  *stats.Counter
 	// gen counts flushes: a load that straddles one is not kept (otter
 	// discards a load straddling an Invalidate of its key, but its
 	// InvalidateAll does not promise that).
-	gen atomic.Uint64
+	gen                              atomic.Uint64
+	invalidations, flushes, bypassed atomic.Int64
+	weighed                          bool
 }
 
-// NewMap returns a Map subscribed to topic on bus (nil: none).
-func NewMap[V any](bus *Bus, topic string, o Options) *Map[V] {
+// NewMap returns a Map subscribed to topic on bus (nil: none). weigh (may
+// be nil; needed with MaxBytes) estimates an entry's size in bytes.
+func NewMap[V any](bus *Bus, topic string, o Options, weigh ...func(key string, v V) int) *Map[V] {
 	if o.MaxEntries <= 0 {
 		o.MaxEntries = 100_000
 	}
 	if o.TTL <= 0 {
 		o.TTL = time.Second
 	}
-	m := &Map[V]{
-		c: otter.Must(&otter.Options[string, V]{
-			MaximumSize:      o.MaxEntries,
-			ExpiryCalculator: otter.ExpiryWriting[string, V](o.TTL),
-		}),
+	m := &Map[V]{bus: bus, st: stats.NewCounter()}
+	opts := &otter.Options[string, V]{
+		MaximumSize:      o.MaxEntries,
+		ExpiryCalculator: otter.ExpiryWriting[string, V](o.TTL),
+		StatsRecorder:    m.st,
 	}
+	if o.MaxBytes > 0 && len(weigh) > 0 && weigh[0] != nil {
+		w, floor := weigh[0], max(1, o.MaxBytes/int64(o.MaxEntries))
+		opts.MaximumSize = 0
+		opts.MaximumWeight = uint64(o.MaxBytes)
+		opts.Weigher = func(key string, v V) uint32 {
+			return uint32(min(max(int64(w(key, v)), floor), math.MaxUint32))
+		}
+		m.weighed = true
+	}
+	m.c = otter.Must(opts)
 	if bus != nil {
 		bus.Subscribe(topic, m.Invalidate, m.Flush)
 	}
@@ -155,11 +210,16 @@ func NewMap[V any](bus *Bus, topic string, o Options) *Map[V] {
 
 // Get returns the value of key, loading it with load on a miss. Errors
 // of load are returned and not cached. load must return the same value
-// for a key whichever caller runs it (callers share loads).
+// for a key whichever caller runs it (callers share loads). While the bus
+// is down (SetListening(false)) every Get loads and nothing is kept.
 func (m *Map[V]) Get(ctx context.Context, key string, load func(ctx context.Context, key string) (V, error)) (V, error) {
+	if m.bus != nil && !m.bus.Listening() {
+		m.bypassed.Add(1)
+		return load(ctx, key)
+	}
 	g := m.gen.Load()
 	v, err := m.c.Get(ctx, key, otter.LoaderFunc[string, V](load))
-	if m.gen.Load() != g {
+	if m.gen.Load() != g || (m.bus != nil && !m.bus.Listening()) {
 		// A flush ran meanwhile: the value may have been loaded before
 		// it and stored after it. Use it for this call (it was current
 		// when the call began) but do not keep it.
@@ -169,10 +229,28 @@ func (m *Map[V]) Get(ctx context.Context, key string, load func(ctx context.Cont
 }
 
 // Invalidate drops key; a load of key running now is discarded.
-func (m *Map[V]) Invalidate(key string) { m.c.Invalidate(key) }
+func (m *Map[V]) Invalidate(key string) {
+	m.invalidations.Add(1)
+	m.c.Invalidate(key)
+}
 
 // Flush drops every entry; loads running now are not kept.
 func (m *Map[V]) Flush() {
 	m.gen.Add(1)
+	m.flushes.Add(1)
 	m.c.InvalidateAll()
+}
+
+// Stats returns the Map's counters.
+func (m *Map[V]) Stats() Stats {
+	s := m.st.Snapshot()
+	out := Stats{
+		Hits: int64(s.Hits), Misses: int64(s.Misses), Evictions: int64(s.Evictions),
+		Invalidations: m.invalidations.Load(), Flushes: m.flushes.Load(), Bypassed: m.bypassed.Load(),
+		Entries: m.c.EstimatedSize(),
+	}
+	if m.weighed {
+		out.Bytes = m.c.WeightedSize()
+	}
+	return out
 }

@@ -129,3 +129,39 @@ func TestMapBounded(t *testing.T) {
 		t.Errorf("a Map of at most 100 entries holds %d", n)
 	}
 }
+
+// TestMapBoundedInBytes: with MaxBytes, the sum of the weights stays
+// within it, and the entry bound holds too (every entry weighs at least
+// MaxBytes/MaxEntries).
+func TestMapBoundedInBytes(t *testing.T) {
+	big := func(context.Context, string) (string, error) { return string(make([]byte, 1000)), nil }
+	tiny := func(context.Context, string) (string, error) { return "x", nil }
+	tests := []struct {
+		name       string
+		o          Options
+		load       func(context.Context, string) (string, error)
+		maxEntries int
+	}{
+		{"bytes bind", Options{MaxEntries: 1_000_000, MaxBytes: 100_000, TTL: time.Hour}, big, 110},
+		{"entries bind", Options{MaxEntries: 100, MaxBytes: 1 << 30, TTL: time.Hour}, tiny, 110},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := NewMap(nil, "", tc.o, func(_ string, v string) int { return len(v) })
+			for i := range 5000 {
+				m.Get(t.Context(), strconv.Itoa(i), tc.load)
+			}
+			m.c.CleanUp()
+			st := m.Stats()
+			if st.Entries > tc.maxEntries {
+				t.Errorf("entries = %d, want at most %d", st.Entries, tc.maxEntries)
+			}
+			if st.Bytes > uint64(tc.o.MaxBytes) {
+				t.Errorf("bytes = %d, want at most %d", st.Bytes, tc.o.MaxBytes)
+			}
+			if st.Evictions == 0 {
+				t.Error("no eviction counted")
+			}
+		})
+	}
+}

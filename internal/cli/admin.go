@@ -11,6 +11,7 @@ import (
 	"github.com/coffer-storage/coffer/internal/blob"
 	"github.com/coffer-storage/coffer/internal/blob/diskblob"
 	"github.com/coffer-storage/coffer/internal/blob/s3blob"
+	"github.com/coffer-storage/coffer/internal/cache"
 	"github.com/coffer-storage/coffer/internal/config"
 	"github.com/coffer-storage/coffer/internal/meta"
 	"github.com/coffer-storage/coffer/internal/meta/postgres"
@@ -37,7 +38,13 @@ func (st *stores) openMeta(ctx context.Context) (meta.Store, error) {
 		return nil, err
 	}
 	if st.meta != "" {
-		return postgres.Open(ctx, st.meta, postgres.Options{MaxConns: 4})
+		pg, err := postgres.Open(ctx, st.meta, postgres.Options{MaxConns: 4})
+		if err != nil {
+			return nil, err
+		}
+		// Through the cache's store, so that the changes of bucket and
+		// object records made here are announced to the nodes' caches.
+		return cache.NewStore(pg, cache.NewBus(), cache.StoreOptions{}), nil
 	}
 	return sqlite.Open(ctx, filepath.Join(st.data, "meta.db"), sqlite.Options{})
 }

@@ -25,7 +25,11 @@ type Config struct {
 	Meta         string        // --meta, COFFER_META: postgres://… URL of the metadata database; default SQLite in Data
 	MetaMaxConns int           // --meta-max-conns: PostgreSQL pool size; default 4 × cores (min 8)
 	MetaWait     time.Duration // --meta-wait: longest wait for a pool connection before 503; default 5s
-	Blob         string        // --blob, COFFER_BLOB: s3://BUCKET[/PREFIX]?endpoint=… of the blob store; default local disk in Data
+	// The per-node cache of bucket and object records (docs/architecture.md, "Caching").
+	MetaCache     string        // --meta-cache, COFFER_META_CACHE: on|off; default on
+	MetaCacheSize int64         // --meta-cache-size: bytes of object and bucket records cached per node; default 64MiB
+	MetaCacheTTL  time.Duration // --meta-cache-ttl: longest life of a cached record (the bound when an invalidation is lost); default 10s
+	Blob          string        // --blob, COFFER_BLOB: s3://BUCKET[/PREFIX]?endpoint=… of the blob store; default local disk in Data
 	// Gateways are gateway buckets (docs/gateway.md):
 	// NAME=s3://BUCKET[/PREFIX]?endpoint=…&mode=ro|rw&owner=EMAIL[&public=true][&credentials_file=PATH].
 	// --gateway is repeatable; COFFER_GATEWAY holds several separated by
@@ -113,6 +117,9 @@ func Defaults() Config {
 		MaxObjectSize:   64 << 30,
 		InlineMax:       64 << 10,
 		Encryption:      "off",
+		MetaCache:       "on",
+		MetaCacheSize:   64 << 20,
+		MetaCacheTTL:    10 * time.Second,
 		ShutdownTimeout: 30 * time.Second,
 		MaxInFlight:     4096,
 		RequestTimeout:  30 * time.Second,
@@ -188,6 +195,14 @@ func (c Config) Validate() error {
 	case "auto", "json", "text":
 	default:
 		errs = append(errs, fmt.Errorf("log-format: %q is not auto, json or text", c.LogFormat))
+	}
+	switch c.MetaCache {
+	case "off", "on":
+	default:
+		errs = append(errs, fmt.Errorf("meta-cache: %q is not off or on", c.MetaCache))
+	}
+	if c.MetaCacheSize < 1<<20 || c.MetaCacheTTL < time.Millisecond {
+		errs = append(errs, errors.New("meta-cache-size and meta-cache-ttl: must be at least 1MiB and 1ms"))
 	}
 	switch c.Encryption {
 	case "off", "on":
@@ -269,6 +284,9 @@ func (c *Config) FlagSet(name string) *flag.FlagSet {
 	fs.StringVar(&c.Meta, "meta", c.Meta, "metadata database: postgres://USER:PASS@HOST/DB (default: SQLite in the data folder)")
 	fs.IntVar(&c.MetaMaxConns, "meta-max-conns", c.MetaMaxConns, "PostgreSQL connection pool size per node (0 = 4 x cores, min 8)")
 	fs.DurationVar(&c.MetaWait, "meta-wait", c.MetaWait, "longest wait for a PostgreSQL connection before answering 503 (0 = 5s)")
+	fs.StringVar(&c.MetaCache, "meta-cache", c.MetaCache, "on: cache bucket and object records on each node, invalidated on every node before a write returns; off: every read asks the metadata store")
+	fs.Var((*bytesValue)(&c.MetaCacheSize), "meta-cache-size", "bytes of bucket and object records cached per node, e.g. 64MiB")
+	fs.DurationVar(&c.MetaCacheTTL, "meta-cache-ttl", c.MetaCacheTTL, "longest life of a cached record: how stale a record can be if an invalidation is lost (e.g. a write by another process on SQLite)")
 	fs.StringVar(&c.Blob, "blob", c.Blob, "blob store: s3://BUCKET[/PREFIX]?endpoint=URL&region=R (credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY; default: the data folder)")
 	fs.Var((*gatewaysValue)(&c.Gateways), "gateway", "gateway bucket (repeatable): NAME=s3://BUCKET[/PREFIX]?endpoint=URL&region=R&mode=ro|rw&owner=EMAIL[&public=true][&credentials_file=FILE] exposes an existing bucket as Coffer bucket NAME (docs/gateway.md); COFFER_GATEWAY: several separated by whitespace")
 	fs.StringVar(&c.ServerKeyFile, "server-key-file", c.ServerKeyFile, "file holding the server key, shared by every node of a cluster (default DATA/server.key, created if missing)")

@@ -346,3 +346,48 @@ func TestGatewayFlags(t *testing.T) {
 		t.Error("an empty --gateway: want an error")
 	}
 }
+
+// TestMetaCacheFlags: --meta-cache on|off (COFFER_META_CACHE), its size
+// and TTL, validated.
+func TestMetaCacheFlags(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		want    string
+		size    int64
+		wantErr string
+	}{
+		{name: "default on, 64MiB", want: "on", size: 64 << 20},
+		{name: "off by flag", args: []string{"--meta-cache", "off"}, want: "off", size: 64 << 20},
+		{name: "off by env", env: map[string]string{"COFFER_META_CACHE": "off"}, want: "off", size: 64 << 20},
+		{name: "size", args: []string{"--meta-cache-size", "256MiB"}, want: "on", size: 256 << 20},
+		{name: "bad value", args: []string{"--meta-cache", "yes"}, want: "yes", size: 64 << 20, wantErr: "meta-cache"},
+		{name: "too small", args: []string{"--meta-cache-size", "1KiB"}, want: "on", size: 1 << 10, wantErr: "meta-cache-size and meta-cache-ttl"},
+		{name: "no ttl", args: []string{"--meta-cache-ttl", "0s"}, want: "on", size: 64 << 20, wantErr: "meta-cache-size and meta-cache-ttl"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Defaults()
+			fs := c.FlagSet("serve")
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			if err := ApplyEnv(fs, func(k string) string { return tc.env[k] }); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := c.MetaCache, tc.want; got != want {
+				t.Errorf("MetaCache = %q, want %q", got, want)
+			}
+			if got, want := c.MetaCacheSize, tc.size; got != want {
+				t.Errorf("MetaCacheSize = %d, want %d", got, want)
+			}
+			err := c.Validate()
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Errorf("Validate: %v, want nil", err)
+			case tc.wantErr != "" && (err == nil || !contains(err.Error(), tc.wantErr+":")):
+				t.Errorf("Validate: %v, want an error about %q", err, tc.wantErr)
+			}
+		})
+	}
+}

@@ -122,7 +122,42 @@ const (
 	TopicUser = "user"
 	// TopicAccessKey: the access key whose ID is the key was deleted.
 	TopicAccessKey = "key"
+	// TopicBucket: the bucket record whose name is the key changed
+	// (visibility, encryption) or was deleted.
+	TopicBucket = "bucket"
+	// TopicObject: the object at ObjectChangeKey(bucket, key) was
+	// written, replaced, moved or deleted.
+	TopicObject = "object"
+	// TopicAll: anything may have changed (e.g. a user purged with its
+	// buckets and objects): every cache drops everything. The key is "".
+	TopicAll = "all"
 )
+
+// ObjectChangeKey is the key of a TopicObject change of bucket/key
+// (bucket names hold no "/").
+func ObjectChangeKey(bucket, key string) string { return bucket + "/" + key }
+
+type announceKey struct{}
+
+// WithAnnounce returns ctx carrying changes that the store must announce
+// (ChangeListener) in the transaction of the write called with it, so they
+// are delivered exactly when it commits. Stores that do not announce
+// ignore it. A write that commits in several transactions announces them
+// with each; a write that fails may announce them all the same (its
+// transaction committed before a check of its result failed): an extra
+// invalidation is harmless.
+func WithAnnounce(ctx context.Context, changes []Change) context.Context {
+	if len(changes) == 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, announceKey{}, changes)
+}
+
+// Announced returns the changes WithAnnounce put in ctx.
+func Announced(ctx context.Context) []Change {
+	cs, _ := ctx.Value(announceKey{}).([]Change)
+	return cs
+}
 
 // Change names a committed change that caches of other processes must
 // drop: a Topic and the Key of the entry.
@@ -142,13 +177,21 @@ type ChangeHandler struct {
 	Reset func()
 	// Error reports that listening failed; it is retried. May be nil.
 	Error func(error)
+	// Listening reports that the listening connection is up (true, after
+	// the Reset that follows each LISTEN) or down (false, followed by a
+	// Reset): while it is down announcements may be lost, so caches must
+	// not keep what they load. May be nil.
+	Listening func(up bool)
 }
 
 // ChangeListener is implemented by stores that several processes share
 // (PostgreSQL). UpdateUser and DeleteUser announce TopicUser, and
 // DeleteAccessKey and DeleteUser announce TopicAccessKey for each key they
 // delete, in the transaction of the change, so that a change is announced
-// exactly when it commits (and never when it does not).
+// exactly when it commits (and never when it does not). Every write also
+// announces the changes its context carries (WithAnnounce) in its
+// transaction: that is how the object and bucket caches' invalidations
+// travel (package cache decides what each write changes).
 // Announcements are best effort: one may be lost, and a listener that
 // loses its connection reports Reset once it listens again.
 type ChangeListener interface {
@@ -162,7 +205,8 @@ type ChangeListener interface {
 	// committed, call wait, which returns when they all have, when max
 	// has passed, or when ctx is done; if the write failed, call cancel.
 	// A store that is not listening itself returns no-ops.
-	ExpectChange(c Change) (wait func(ctx context.Context, max time.Duration), cancel func())
+	// Several changes (of one write) may be expected together.
+	ExpectChange(cs ...Change) (wait func(ctx context.Context, max time.Duration), cancel func())
 }
 
 // RefreshToken is one link of a rotating refresh-token chain. Only the

@@ -93,7 +93,12 @@ func (m *Metrics) GaugeFunc(name, help string, f func() float64, labels ...strin
 	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: cl}, f))
 }
 
-// CounterFunc registers a counter computed on scrape.
-func (m *Metrics) CounterFunc(name, help string, f func() float64) {
-	m.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, f))
+// CounterFunc registers a counter computed on scrape; labels as in
+// GaugeFunc.
+func (m *Metrics) CounterFunc(name, help string, f func() float64, labels ...string) {
+	cl := prometheus.Labels{}
+	for i := 0; i+1 < len(labels); i += 2 {
+		cl[labels[i]] = labels[i+1]
+	}
+	m.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: cl}, f))
 }

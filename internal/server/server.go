@@ -140,8 +140,12 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		s.metrics.GaugeFunc("coffer_meta_pool_total", "PostgreSQL connections open.", func() float64 { return float64(st().TotalConns) })
 		s.metrics.CounterFunc("coffer_meta_pool_waits_total", "Metadata operations that waited for a PostgreSQL connection.", func() float64 { return float64(st().EmptyAcquireCount) })
 		s.metrics.CounterFunc("coffer_meta_pool_timeouts_total", "Metadata operations that gave up waiting for a PostgreSQL connection (503).", func() float64 { return float64(st().CanceledAcquireCount) })
+		s.metrics.CounterFunc("coffer_meta_queries_total", "Statements sent to PostgreSQL (each statement of a transaction, BEGIN and COMMIT included).", func() float64 { return float64(st().Queries) })
 		s.meta = pg
 		s.listen = pg // every node listens for the others' changes
+		// Until it does, other nodes' changes may be missed: the caches
+		// keep nothing (see cache.Bus.SetListening).
+		s.changes.SetListening(false)
 		metaKind = "postgres"
 	} else {
 		m, err := sqlite.Open(ctx, filepath.Join(cfg.Data, "meta.db"), sqlite.Options{})
@@ -149,6 +153,17 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 			return nil, fmt.Errorf("opening metadata: %w", err)
 		}
 		s.meta = m
+	}
+	if cfg.MetaCache == "on" {
+		// Bucket and object records are cached on this node; every write
+		// of one drops it here and, before it returns, on every node.
+		cs := cache.NewStore(s.meta, s.changes, cache.StoreOptions{
+			Buckets: cache.Options{MaxEntries: 100_000, MaxBytes: cfg.MetaCacheSize / 8, TTL: cfg.MetaCacheTTL},
+			Objects: cache.Options{MaxEntries: 1_000_000, MaxBytes: cfg.MetaCacheSize - cfg.MetaCacheSize/8, TTL: cfg.MetaCacheTTL},
+		})
+		s.meta = cs
+		s.cacheMetrics("bucket", cs.Buckets().Stats)
+		s.cacheMetrics("object", cs.Objects().Stats)
 	}
 	key, err := OpenKey(ctx, s.meta, cfg.Data, cfg.ServerKeyFile)
 	if err != nil {
@@ -236,6 +251,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		SignupWindow: cfg.SignupRate.Per,
 		Bus:          s.changes,
 	})
+	s.cacheMetrics("user", func() cache.Stats { u, _ := s.auth.CacheStats(); return u })
+	s.cacheMetrics("key", func() cache.Stats { _, k := s.auth.CacheStats(); return k })
+	s.cacheMetrics("token", s.auth.TokenCacheStats)
 	s.metrics.CounterFunc("coffer_cache_changes_total", "Changes that invalidated this node's account caches (its own and other nodes').",
 		func() float64 { return float64(s.changes.Changes()) })
 	h := s.auth.Hasher()
@@ -710,4 +728,24 @@ func openKeys(ctx context.Context, cfg config.Config, log *slog.Logger) (*kms.Ke
 	}
 	log.Info("key provider open", "kek", keys.Default().String(), "encryption", cfg.Encryption)
 	return keys, nil
+}
+
+// cacheMetrics registers the counters of one metadata cache, labelled
+// cache=name.
+func (s *Server) cacheMetrics(name string, st func() cache.Stats) {
+	for _, c := range []struct {
+		metric, help string
+		f            func(cache.Stats) int64
+	}{
+		{"coffer_meta_cache_hits_total", "Metadata cache lookups answered from the cache.", func(x cache.Stats) int64 { return x.Hits }},
+		{"coffer_meta_cache_misses_total", "Metadata cache lookups that asked the metadata store.", func(x cache.Stats) int64 { return x.Misses }},
+		{"coffer_meta_cache_evictions_total", "Metadata cache entries evicted by the size bounds.", func(x cache.Stats) int64 { return x.Evictions }},
+		{"coffer_meta_cache_invalidations_total", "Metadata cache keys dropped by a change (this node's or another's).", func(x cache.Stats) int64 { return x.Invalidations }},
+		{"coffer_meta_cache_flushes_total", "Metadata cache full flushes (the change listener connected, reconnected or dropped; a user deleted).", func(x cache.Stats) int64 { return x.Flushes }},
+		{"coffer_meta_cache_bypassed_total", "Metadata cache lookups not cached because this node was not listening for changes.", func(x cache.Stats) int64 { return x.Bypassed }},
+	} {
+		s.metrics.CounterFunc(c.metric, c.help, func() float64 { return float64(c.f(st())) }, "cache", name)
+	}
+	s.metrics.GaugeFunc("coffer_meta_cache_entries", "Entries in the metadata cache.", func() float64 { return float64(st().Entries) }, "cache", name)
+	s.metrics.GaugeFunc("coffer_meta_cache_bytes", "Estimated bytes held by the metadata cache (weighed caches only).", func() float64 { return float64(st().Bytes) }, "cache", name)
 }

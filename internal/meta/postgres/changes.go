@@ -85,8 +85,10 @@ func parseChange(payload string) (meta.Change, bool) {
 // ListenChanges implements meta.ChangeListener on a dedicated connection
 // (outside the pool, application_name coffer-listen) that LISTENs on
 // ChangesChannel. After the LISTEN succeeds, first at the start and then
-// after every reconnection, it calls h.Reset: announcements made while
-// no connection listened are lost, so caches must drop what they hold.
+// after every reconnection, it calls h.Reset then h.Listening(true):
+// announcements made while no connection listened are lost, so caches
+// must drop what they hold. When the connection fails it calls
+// h.Listening(false) then h.Reset at once, before reconnecting.
 // Failed connections are retried with a back-off from 50 ms to 2 s.
 func (s *Store) ListenChanges(ctx context.Context, h meta.ChangeHandler) error {
 	backoff := 50 * time.Millisecond
@@ -130,8 +132,21 @@ func (s *Store) listenOnce(ctx context.Context, h meta.ChangeHandler, listening 
 	if h.Reset != nil {
 		h.Reset()
 	}
+	if h.Listening != nil {
+		h.Listening(true)
+	}
 	s.acks.listening.Store(true)
-	defer s.acks.listening.Store(false)
+	defer func() {
+		// Announcements may be lost from now on until the next LISTEN:
+		// caches stop keeping what they load, and drop what they hold.
+		s.acks.listening.Store(false)
+		if h.Listening != nil {
+			h.Listening(false)
+		}
+		if h.Reset != nil {
+			h.Reset()
+		}
+	}()
 	for {
 		// Wake up now and then to ping: a connection cut without a reset
 		// (a dead peer, a dropped route) would otherwise wait forever.
@@ -189,27 +204,39 @@ func (s *Store) acked(from, payload string) {
 // acknowledgements of c from the listeners, and wait counts the listening
 // connections (pg_stat_activity, application_name coffer-listen, this
 // database) to know how many to expect.
-func (s *Store) ExpectChange(c meta.Change) (wait func(ctx context.Context, max time.Duration), cancel func()) {
-	if !s.acks.listening.Load() {
+func (s *Store) ExpectChange(cs ...meta.Change) (wait func(ctx context.Context, max time.Duration), cancel func()) {
+	if !s.acks.listening.Load() || len(cs) == 0 {
 		return func(context.Context, time.Duration) {}, func() {}
 	}
-	payload := c.Topic + ":" + c.Key
-	w := &ackWaiter{from: map[string]bool{}, done: make(chan struct{})}
+	type pending struct {
+		payload string
+		w       *ackWaiter
+	}
+	ps := make([]pending, 0, len(cs))
 	s.acks.mu.Lock()
 	if s.acks.waiters == nil {
 		s.acks.waiters = map[string][]*ackWaiter{}
 	}
-	s.acks.waiters[payload] = append(s.acks.waiters[payload], w)
+	for _, c := range cs {
+		p := pending{c.Topic + ":" + c.Key, &ackWaiter{from: map[string]bool{}, done: make(chan struct{})}}
+		s.acks.waiters[p.payload] = append(s.acks.waiters[p.payload], p.w)
+		ps = append(ps, p)
+	}
 	s.acks.mu.Unlock()
+	var once sync.Once
 	cancel = func() {
-		s.acks.mu.Lock()
-		defer s.acks.mu.Unlock()
-		ws := slices.DeleteFunc(s.acks.waiters[payload], func(x *ackWaiter) bool { return x == w })
-		if len(ws) == 0 {
-			delete(s.acks.waiters, payload)
-		} else {
-			s.acks.waiters[payload] = ws
-		}
+		once.Do(func() {
+			s.acks.mu.Lock()
+			defer s.acks.mu.Unlock()
+			for _, p := range ps {
+				ws := slices.DeleteFunc(s.acks.waiters[p.payload], func(x *ackWaiter) bool { return x == p.w })
+				if len(ws) == 0 {
+					delete(s.acks.waiters, p.payload)
+				} else {
+					s.acks.waiters[p.payload] = ws
+				}
+			}
+		})
 	}
 	wait = func(ctx context.Context, max time.Duration) {
 		defer cancel()
@@ -222,12 +249,17 @@ func (s *Store) ExpectChange(c meta.Change) (wait func(ctx context.Context, max 
 			return
 		}
 		s.acks.mu.Lock()
-		w.want = n
-		w.check()
+		for _, p := range ps {
+			p.w.want = n
+			p.w.check()
+		}
 		s.acks.mu.Unlock()
-		select {
-		case <-w.done:
-		case <-ctx.Done():
+		for _, p := range ps {
+			select {
+			case <-p.w.done:
+			case <-ctx.Done():
+				return
+			}
 		}
 	}
 	return wait, cancel

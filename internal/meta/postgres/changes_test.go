@@ -20,14 +20,27 @@ func TestListenChanges(t *testing.T) {
 	s := open(t, db, postgres.Options{})
 	ctx, cancel := context.WithCancel(t.Context())
 	changes, resets, errs := make(chan meta.Change, 100), make(chan struct{}, 10), make(chan error, 10)
+	ups := make(chan bool, 10)
 	done := make(chan error, 1)
 	go func() {
 		done <- s.ListenChanges(ctx, meta.ChangeHandler{
-			Changed: func(c meta.Change) { changes <- c },
-			Reset:   func() { resets <- struct{}{} },
-			Error:   func(err error) { errs <- err },
+			Changed:   func(c meta.Change) { changes <- c },
+			Reset:     func() { resets <- struct{}{} },
+			Error:     func(err error) { errs <- err },
+			Listening: func(up bool) { ups <- up },
 		})
 	}()
+	wantUp := func(want bool) {
+		t.Helper()
+		select {
+		case up := <-ups:
+			if up != want {
+				t.Fatalf("Listening(%v), want Listening(%v)", up, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no Listening(%v) within 10s", want)
+		}
+	}
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != context.Canceled {
@@ -54,6 +67,7 @@ func TestListenChanges(t *testing.T) {
 		}
 	}
 	wait("Reset at start", resets)
+	wantUp(true)
 
 	for _, id := range []string{"alice", "bob"} {
 		u := meta.User{ID: id, Email: id + "@example.com", PasswordHash: "x"}
@@ -81,11 +95,23 @@ func TestListenChanges(t *testing.T) {
 	}
 	want(meta.TopicAccessKey, "AK1")
 
-	// Cut the listening connection: the listener reports the error,
-	// listens again, says Reset, and delivers what follows.
+	// A write announces the changes its context carries when it commits.
+	obj := meta.Change{Topic: meta.TopicObject, Key: meta.ObjectChangeKey("bob", "a:b/c")}
+	actx := meta.WithAnnounce(ctx, []meta.Change{obj})
+	if _, err := s.PutObjects(actx, []meta.Put{{Object: meta.Object{Bucket: "bob", Key: "a:b/c", BlobKey: "blob1", ModTime: time.Now()}}}); err != nil {
+		t.Fatal(err)
+	}
+	want(obj.Topic, obj.Key)
+
+	// Cut the listening connection: the listener says it is down and
+	// Reset at once, reports the error, listens again, says Reset and
+	// up, and delivers what follows.
 	exec(t, db, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = '"+
 		postgres.ListenerApplicationName+"' AND datname = current_database()")
-	wait("Reset after the connection was cut", resets)
+	wantUp(false)
+	wait("Reset when the connection was cut", resets)
+	wait("Reset after the connection was re-opened", resets)
+	wantUp(true)
 	select {
 	case <-errs:
 	default:

@@ -134,7 +134,25 @@ type Store struct {
 	connConfig *pgx.ConnConfig
 	acks       acks
 	closed     atomic.Bool
+	queries    *queryCounter
 }
+
+// queryCounter is a pgx tracer counting the statements sent (each
+// statement of a batch, BEGIN and COMMIT included), for metrics.
+type queryCounter struct{ n atomic.Int64 }
+
+func (q *queryCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	q.n.Add(1)
+	return ctx
+}
+func (q *queryCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (q *queryCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	return ctx
+}
+func (q *queryCounter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {
+	q.n.Add(1)
+}
+func (q *queryCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 
 // Open connects to the database at url (a postgres:// URL or a key=value
 // connection string), applies pending migrations and returns the store.
@@ -161,11 +179,13 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if _, ok := rp["application_name"]; !ok {
 		rp["application_name"] = "coffer"
 	}
+	qc := &queryCounter{}
+	cfg.ConnConfig.Tracer = qc
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, errcode.Wrap(errcode.InvalidArgument, err, "postgres: invalid pool configuration")
 	}
-	s := &Store{opts: opts, pool: pool, connConfig: cfg.ConnConfig, acks: acks{id: newListenerID()}}
+	s := &Store{opts: opts, pool: pool, connConfig: cfg.ConnConfig, acks: acks{id: newListenerID()}, queries: qc}
 	if err := s.migrate(ctx, time.Now); err != nil {
 		pool.Close()
 		return nil, err
@@ -191,6 +211,9 @@ type Stats struct {
 	// waited.
 	EmptyAcquireWaitTime time.Duration
 	NewConnsCount        int64 // connections opened so far
+	// Queries counts the statements sent to the database (each statement
+	// of a transaction's batch, BEGIN and COMMIT included).
+	Queries int64
 }
 
 // Stats returns the pool's statistics.
@@ -207,6 +230,7 @@ func (s *Store) Stats() Stats {
 		CanceledAcquireCount: st.CanceledAcquireCount(),
 		EmptyAcquireWaitTime: st.EmptyAcquireWaitTime(),
 		NewConnsCount:        st.NewConnsCount(),
+		Queries:              s.queries.n.Load(),
 	}
 }
 
@@ -436,6 +460,11 @@ func (s *Store) tryTx(ctx context.Context, begin string, fn opFunc) (commitSent 
 	}
 	if t.batch.Len() == 1 && t.batch.QueuedQueries[0].SQL == begin {
 		return false, ferr // no statement to commit
+	}
+	// The changes the caller's caches must drop are announced in the
+	// transaction, so they are delivered exactly when it commits.
+	for _, c := range meta.Announced(ctx) {
+		t.notify(c.Topic, c.Key)
 	}
 	t.batch.Queue("commit").Exec(func(ct pgconn.CommandTag) error {
 		if ct.String() != "COMMIT" {
