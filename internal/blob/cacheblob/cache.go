@@ -491,6 +491,7 @@ type chunk struct {
 	f    file
 	n    int64
 	pass bool
+	hit  bool // found in the cache (not filled by this read)
 }
 
 // fillResult is what a fill hands every reader that waited for it.
@@ -506,14 +507,14 @@ func (c *Cache) lookup(ctx context.Context, h id, idx uint32, fetch Fetcher) (ch
 	if idx == 0 && c.mem != nil {
 		if b, ok := c.mem.GetIfPresent(h); ok {
 			c.hits.Add(1)
-			return chunk{data: b, n: int64(len(b))}, nil
+			return chunk{data: b, n: int64(len(b)), hit: true}, nil
 		}
 	}
 	if e, ok := c.disk.GetIfPresent(k); ok {
 		f, err := c.fs.Open(c.path(k, e.tag))
 		if err == nil {
 			c.hits.Add(1)
-			return chunk{f: f, n: e.size}, nil
+			return chunk{f: f, n: e.size, hit: true}, nil
 		}
 		// Gone (evicted as we looked): drop the entry if it is still this
 		// one, and fill again.
@@ -535,7 +536,9 @@ func (c *Cache) lookup(ctx context.Context, h id, idx uint32, fetch Fetcher) (ch
 		return chunk{pass: true}, nil
 	}
 	flight := string(h[:]) + strconv.FormatUint(uint64(idx), 10)
+	leader := false
 	ch := c.flights.DoChan(flight, func() (any, error) {
+		leader = true
 		c.wg.Add(1)
 		defer c.wg.Done()
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), fillTimeout)
@@ -548,7 +551,7 @@ func (c *Cache) lookup(ctx context.Context, h id, idx uint32, fetch Fetcher) (ch
 	case <-ctx.Done():
 		return chunk{}, errcode.Wrap(errcode.Canceled, ctx.Err(), "waiting for the blob cache")
 	}
-	if res.Shared {
+	if !leader {
 		c.coalesced.Add(1)
 	}
 	if res.Err != nil {
@@ -762,6 +765,7 @@ type reader struct {
 	cur     io.Reader // the current chunk from pos, nil before the next
 	curFile file
 	curLast bool          // the current chunk ends the blob
+	curHit  bool          // the current chunk came from the cache
 	pass    io.ReadCloser // the backend, for the rest of the range
 	eof     bool
 	w       *watch
@@ -806,6 +810,7 @@ func (r *reader) next(first bool) error {
 		stop = min(stop, r.end-idx*C)
 	}
 	r.curLast = ch.n < C
+	r.curHit = ch.hit
 	if ch.f != nil {
 		r.curFile = ch.f
 		r.cur = io.NewSectionReader(ch.f, within, max(stop-within, 0))
@@ -856,7 +861,9 @@ func (r *reader) Read(p []byte) (int, error) {
 		}
 		n, err := r.cur.Read(p)
 		r.pos += int64(n)
-		r.c.hitBytes.Add(int64(n))
+		if r.curHit {
+			r.c.hitBytes.Add(int64(n))
+		}
 		switch {
 		case err == io.EOF:
 			r.closeCur()
