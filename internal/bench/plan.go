@@ -31,6 +31,9 @@ func (info scenarioInfo) setupWrites(o Options) (objects, bytes int64) {
 		objects = int64(o.Users)
 	case "s3-get", "s3-mixed":
 		objects = int64(o.Objects)
+	case "proxy-get", "proxy-stream", "proxy-soak":
+		small, medium, large := proxyCounts(o)
+		return int64(small + medium + large), int64(small)*o.Size + int64(medium)*proxyMedium + int64(large)*proxyLarge
 	}
 	return objects, objects * o.Size
 }
