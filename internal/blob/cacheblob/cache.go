@@ -535,16 +535,8 @@ func (c *Cache) lookup(ctx context.Context, h id, idx uint32, fetch Fetcher) (ch
 		c.passThrough.Add(1)
 		return chunk{pass: true}, nil
 	}
-	flight := string(h[:]) + strconv.FormatUint(uint64(idx), 10)
 	leader := false
-	ch := c.flights.DoChan(flight, func() (any, error) {
-		leader = true
-		c.wg.Add(1)
-		defer c.wg.Done()
-		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), fillTimeout)
-		defer cancel()
-		return c.fill(fctx, k, fetch)
-	})
+	ch := c.startFill(ctx, k, fetch, &leader)
 	var res singleflight.Result
 	select {
 	case res = <-ch:
@@ -573,6 +565,35 @@ func (c *Cache) lookup(ctx context.Context, h id, idx uint32, fetch Fetcher) (ch
 	default:
 		return chunk{pass: true}, nil
 	}
+}
+
+// startFill fills chunk k, or joins the fill of it in progress; *leader
+// is set if this call started it. The fill runs detached from ctx (other
+// readers may wait for it), bounded by fillTimeout.
+func (c *Cache) startFill(ctx context.Context, k chunkKey, fetch Fetcher, leader *bool) <-chan singleflight.Result {
+	flight := string(k.id[:]) + strconv.FormatUint(uint64(k.idx), 10)
+	return c.flights.DoChan(flight, func() (any, error) {
+		*leader = true
+		c.wg.Add(1)
+		defer c.wg.Done()
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), fillTimeout)
+		defer cancel()
+		return c.fill(fctx, k, fetch)
+	})
+}
+
+// prefetch starts filling chunk k in the background unless it is cached
+// or being filled, so that a reader streaming a large blob finds the next
+// chunk ready, or on its way, when it gets there (one chunk ahead).
+func (c *Cache) prefetch(ctx context.Context, k chunkKey, fetch Fetcher) {
+	if !c.healthy() {
+		return
+	}
+	if _, ok := c.disk.GetIfPresent(k); ok {
+		return
+	}
+	var leader bool
+	c.startFill(ctx, k, fetch, &leader) // the result is dropped (its channel is buffered)
 }
 
 // errWrite marks an error of the cache's file, as opposed to the backend's.
@@ -811,6 +832,9 @@ func (r *reader) next(first bool) error {
 	}
 	r.curLast = ch.n < C
 	r.curHit = ch.hit
+	if !r.curLast && (r.end < 0 || r.end > (idx+1)*C) && idx+1 <= int64(^uint32(0)) {
+		r.c.prefetch(r.ctx, chunkKey{r.h, uint32(idx + 1)}, r.fetch)
+	}
 	if ch.f != nil {
 		r.curFile = ch.f
 		r.cur = io.NewSectionReader(ch.f, within, max(stop-within, 0))
