@@ -51,7 +51,11 @@ func writePlan(o Options, m model, targets int) []string {
 		where = fmt.Sprintf(" on each of %d endpoints", targets)
 	}
 	if n, b := info.setupWrites(o); n > 0 {
-		lines = append(lines, fmt.Sprintf("the setup will upload %s%s (%d objects × %s)", report.IBytes(float64(b)), where, n, report.IBytes(float64(o.Size))))
+		each := report.IBytes(float64(o.Size))
+		if o.Scenario == "proxy-soak" {
+			each = "1 KiB to 10 MiB"
+		}
+		lines = append(lines, fmt.Sprintf("the setup will upload %s%s (%d objects × %s)", report.IBytes(float64(b)), where, n, each))
 	}
 	per := info.writes(o)
 	load := m.duration * time.Duration(o.Rounds)

@@ -57,6 +57,7 @@
 package cacheblob
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -175,6 +176,8 @@ type Cache struct {
 	watches map[id]*watch
 	removes sync.WaitGroup // file removals of evicted entries
 
+	heads sync.Pool // *[]byte of MemoryItemMax+1 bytes: fills' first reads
+
 	unhealthyUntil atomic.Int64 // unix nanos; disk tier bypassed until then
 	wg             sync.WaitGroup
 
@@ -254,6 +257,10 @@ func open(opts Options, fsys fileSystem) (*Cache, error) {
 		root:    filepath.Join(opts.Dir, "c"+strconv.FormatInt(opts.ChunkSize, 10)),
 		objs:    map[id]*objState{},
 		watches: map[id]*watch{},
+	}
+	c.heads.New = func() any {
+		b := make([]byte, opts.MemoryItemMax+1)
+		return &b
 	}
 	var err error
 	c.disk, err = otter.New(&otter.Options[chunkKey, diskEntry]{
@@ -626,23 +633,29 @@ func (c *Cache) fill(ctx context.Context, k chunkKey, fetch Fetcher) (fillResult
 	defer rc.Close()
 	c.fillCount.Add(1)
 
-	// A whole small blob is read into memory first.
+	// A whole small blob is read into memory first (into a pooled buffer,
+	// then copied to its exact size: a cached item must not pin the
+	// buffer).
 	var head []byte
 	if k.idx == 0 && c.mem != nil {
-		buf := make([]byte, c.opts.MemoryItemMax+1)
+		bp := c.heads.Get().(*[]byte)
+		defer c.heads.Put(bp)
+		buf := *bp
 		n, err := io.ReadFull(rc, buf)
 		switch err {
 		case nil:
 			head = buf[:n] // more follows: not a small blob
 		case io.EOF, io.ErrUnexpectedEOF:
-			head = buf[:n:n]
+			head = bytes.Clone(buf[:n])
+			if head == nil {
+				head = []byte{}
+			}
 			if c.commit(k, st, func() { c.mem.Set(k.id, head) }) {
 				// Cached in memory; on disk too, best effort, for the
 				// next start and for when memory evicts it.
 				c.writeFile(ctx, k, st, head, eofReader{})
-				return fillResult{data: head}, nil
 			}
-			return fillResult{data: head}, nil // deleted meanwhile: serve what was read, cache nothing
+			return fillResult{data: head}, nil
 		default:
 			return fillResult{}, err
 		}

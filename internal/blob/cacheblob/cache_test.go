@@ -484,3 +484,29 @@ func FuzzParseName(f *testing.F) {
 }
 
 func runtimeGosched() { runtime.Gosched() }
+
+// TestMemoryTierHoldsWhatItCounts: a small blob in memory costs its size,
+// not the fill's read buffer (which once stayed pinned: 256 KiB per 1 KiB
+// blob, beyond the memory bound).
+func TestMemoryTierHoldsWhatItCounts(t *testing.T) {
+	s, _ := newStore(t, Options{MemoryBytes: 64 << 20, MemoryItemMax: 256 << 10, ChunkSize: 1 << 20}, nil)
+	const n = 200
+	for i := range n {
+		put(t, s, fmt.Sprintf("k/%d", i), pattern(1<<10, uint64(i)))
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := range n {
+		get(t, s, fmt.Sprintf("k/%d", i), 0, -1)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if st := s.Cache().Stats(); st.MemoryBytes < n<<10 {
+		t.Fatalf("memory tier holds %d bytes, want the %d blobs", st.MemoryBytes, n)
+	}
+	grew := int64(after.HeapInuse) - int64(before.HeapInuse)
+	if limit := int64(8 << 20); grew > limit {
+		t.Errorf("caching %d blobs of 1 KiB grew the heap by %d bytes, want at most %d", n, grew, limit)
+	}
+}
