@@ -216,6 +216,9 @@ func TestProxyScenariosAgainstFake(t *testing.T) {
 			if tt.scenario == "proxy-stream" {
 				o.Objects, o.Size = 2, 256<<10
 			}
+			if tt.scenario == "proxy-soak" {
+				o.Duration = 2 * time.Second
+			}
 			res, err := Run(context.Background(), context.Background(), o, io.Discard, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -228,7 +231,10 @@ func TestProxyScenariosAgainstFake(t *testing.T) {
 				names = append(names, e.Name)
 			}
 			slices.Sort(names)
-			if !slices.Equal(names, tt.endpoints) {
+			// Every kind shows once enough iterations ran (a HEAD is 10 %
+			// of them: 0.9^100 of a run without one).
+			if !slices.Equal(names, tt.endpoints) && (res.Iterations.Total >= 100 || len(names) == 0 ||
+				slices.ContainsFunc(names, func(n string) bool { return !slices.Contains(tt.endpoints, n) })) {
 				t.Errorf("request kinds %q, want %q", names, tt.endpoints)
 			}
 			if tt.trend != "" && (len(res.Trends) == 0 || res.Trends[0].Name != tt.trend) {
