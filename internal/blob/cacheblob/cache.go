@@ -319,7 +319,9 @@ func open(opts Options, fsys fileSystem) (*Cache, error) {
 }
 
 // diskWeight is what a file of size bytes counts against DiskBytes.
-func diskWeight(size int64) int64 { return (size + blockSize - 1) / blockSize * blockSize }
+// An empty file costs a block too (and a weight of 0 would exempt the entry
+// from eviction).
+func diskWeight(size int64) int64 { return max(blockSize, (size+blockSize-1)/blockSize*blockSize) }
 
 func (c *Cache) path(k chunkKey, tag uint32) string {
 	h := hex.EncodeToString(k.id[:])
@@ -624,6 +626,16 @@ func (c *Cache) fill(ctx context.Context, k chunkKey, fetch Fetcher) (fillResult
 	w, gen := c.acquire(k.id)
 	defer c.release(k.id, w)
 	st := fillGen{w, gen}
+	// Filled by a fill that ended just before this one started (a reader
+	// that missed as a read-ahead completed): nothing to fetch.
+	if k.idx == 0 && c.mem != nil {
+		if b, ok := c.mem.GetIfPresent(k.id); ok {
+			return fillResult{data: b}, nil
+		}
+	}
+	if e, ok := c.disk.GetIfPresent(k); ok {
+		return fillResult{ent: &e}, nil
+	}
 
 	C := c.opts.ChunkSize
 	rc, err := fetch(ctx, int64(k.idx)*C, C)

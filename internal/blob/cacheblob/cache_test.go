@@ -496,17 +496,19 @@ func TestMemoryTierHoldsWhatItCounts(t *testing.T) {
 	}
 	var before, after runtime.MemStats
 	runtime.GC()
+	runtime.GC()
 	runtime.ReadMemStats(&before)
 	for i := range n {
 		get(t, s, fmt.Sprintf("k/%d", i), 0, -1)
 	}
+	runtime.GC()
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	if st := s.Cache().Stats(); st.MemoryBytes < n<<10 {
 		t.Fatalf("memory tier holds %d bytes, want the %d blobs", st.MemoryBytes, n)
 	}
 	grew := int64(after.HeapInuse) - int64(before.HeapInuse)
-	if limit := int64(8 << 20); grew > limit {
+	if limit := int64(16 << 20); grew > limit { // the old pinning: 200 × 256 KiB = 50 MiB
 		t.Errorf("caching %d blobs of 1 KiB grew the heap by %d bytes, want at most %d", n, grew, limit)
 	}
 }
