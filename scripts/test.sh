@@ -205,6 +205,7 @@ fuzz ./internal/kms FuzzUnwrap 5
 fuzz ./internal/tus FuzzParseChecksum 5
 fuzz ./internal/meta/postgres FuzzParseChange 5
 fuzz ./internal/meta/metasql FuzzEscapeLike 5
+fuzz ./internal/blob/cacheblob FuzzParseName 5
 fuzz ./internal/httpapi FuzzZipName 5
 fuzz ./internal/object FuzzShareKey 5
 fuzz ./internal/auth FuzzCheckShareGrant 5

@@ -36,6 +36,7 @@ type scenarioInfo struct {
 	s3      bool  // runs against --s3-target
 	size    int64 // default --size
 	uploads bool  // uploads objects: audited
+	objects int   // default --objects (0: 100)
 	make    func(t *target) scenario
 }
 
@@ -64,6 +65,16 @@ var scenarios = map[string]scenarioInfo{
 		make: func(t *target) scenario { return &s3Scenario{t: t, kind: "s3-get"} }},
 	"s3-mixed": {doc: "45% GET, 30% PUT, 15% DELETE, 10% HEAD over a shared pool of objects", s3: true, size: 1 << 20, uploads: true,
 		make: func(t *target) scenario { return &s3Scenario{t: t, kind: "s3-mixed"} }},
+	"proxy-get": {doc: "read proxy: SigV4 GET of --objects prepared --size (1 KiB) objects (at 10 VUs, or ramped with --stages)", s3: true, size: 1 << 10, uploads: true,
+		make: proxyKind("proxy-get")},
+	"proxy-stream": {doc: "read proxy: SigV4 GET of --objects (10) prepared --size (10 MiB) objects, time to first byte recorded", s3: true, size: proxyLarge, objects: 10, uploads: true,
+		make: proxyKind("proxy-stream")},
+	"proxy-soak": {doc: "read proxy: 50% GET --size (1 KiB), 20% GET 1 MiB, 20% GET 10 MiB, 10% HEAD; the server's memory sampled", s3: true, size: 1 << 10, uploads: true,
+		make: proxyKind("proxy-soak")},
+}
+
+func proxyKind(kind string) func(t *target) scenario {
+	return func(t *target) scenario { return &proxyScenario{t: t, kind: kind} }
 }
 
 func fileKind(kind string) func(t *target) scenario {

@@ -278,6 +278,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Objects == 0 {
 		o.Objects = 100
+		if info.objects > 0 {
+			o.Objects = info.objects
+		}
 	}
 	if o.Users == 0 {
 		o.Users = 20

@@ -31,6 +31,9 @@ func (info scenarioInfo) setupWrites(o Options) (objects, bytes int64) {
 		objects = int64(o.Users)
 	case "s3-get", "s3-mixed":
 		objects = int64(o.Objects)
+	case "proxy-get", "proxy-stream", "proxy-soak":
+		small, medium, large := proxyCounts(o)
+		return int64(small + medium + large), int64(small)*o.Size + int64(medium)*proxyMedium + int64(large)*proxyLarge
 	}
 	return objects, objects * o.Size
 }
@@ -48,7 +51,11 @@ func writePlan(o Options, m model, targets int) []string {
 		where = fmt.Sprintf(" on each of %d endpoints", targets)
 	}
 	if n, b := info.setupWrites(o); n > 0 {
-		lines = append(lines, fmt.Sprintf("the setup will upload %s%s (%d objects × %s)", report.IBytes(float64(b)), where, n, report.IBytes(float64(o.Size))))
+		each := report.IBytes(float64(o.Size))
+		if o.Scenario == "proxy-soak" {
+			each = "1 KiB to 10 MiB"
+		}
+		lines = append(lines, fmt.Sprintf("the setup will upload %s%s (%d objects × %s)", report.IBytes(float64(b)), where, n, each))
 	}
 	per := info.writes(o)
 	load := m.duration * time.Duration(o.Rounds)

@@ -144,8 +144,9 @@ type s3Scenario struct {
 	pool keyPool
 }
 
-func (s *s3Scenario) setup(ctx context.Context) error {
-	t := s.t
+// s3Setup makes the S3 key (when none was given: on the Coffer at
+// --target) and the bucket of an S3 scenario.
+func s3Setup(ctx context.Context, t *target) error {
 	e := t.s3
 	if e.access == "" {
 		// No key given: create an account and a key on the Coffer at --target.
@@ -177,6 +178,14 @@ func (s *s3Scenario) setup(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("creating bucket %s on %s: %w", e.bucket, e.base, err)
 	}
+	return nil
+}
+
+func (s *s3Scenario) setup(ctx context.Context) error {
+	t := s.t
+	if err := s3Setup(ctx, t); err != nil {
+		return err
+	}
 	if s.kind == "s3-put" {
 		return nil
 	}
@@ -185,7 +194,7 @@ func (s *s3Scenario) setup(ctx context.Context) error {
 	return parallel(ctx, t.opts.Objects, t.opts.SetupConcurrency, func(ctx context.Context, i int) error {
 		p := src.make(t.runNum, -1, uint64(i))
 		key := t.objectKey("seed", 0, uint64(i))
-		if _, err := t.setupDoer().do(ctx, e.putRequest("seed-put", key, p)); err != nil {
+		if _, err := t.setupDoer().do(ctx, t.s3.putRequest("seed-put", key, p)); err != nil {
 			return fmt.Errorf("preparing object %d: %w", i, err)
 		}
 		s.pool.add(&poolItem{key: key, size: p.size(), sha256: p.sha256, etag: p.etag(),

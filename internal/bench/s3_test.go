@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -190,5 +191,63 @@ func TestCompareAlternatesRounds(t *testing.T) {
 	}
 	if !res.Audit.OK() || !res.Compare.Result.Audit.OK() {
 		t.Errorf("audits: %+v / %+v", res.Audit, res.Compare.Result.Audit)
+	}
+}
+
+// TestProxyScenariosAgainstFake: the read-proxy scenarios read what their
+// setup put, by class, and record the time to first byte of the big reads.
+func TestProxyScenariosAgainstFake(t *testing.T) {
+	for _, tt := range []struct {
+		scenario  string
+		endpoints []string
+		trend     string
+	}{
+		{"proxy-get", []string{"get"}, ""},
+		{"proxy-stream", []string{"get"}, "get ttfb"},
+		{"proxy-soak", []string{"get large", "get medium", "get small", "head"}, "get large ttfb"},
+	} {
+		t.Run(tt.scenario, func(t *testing.T) {
+			f := newFakeS3()
+			srv := httptest.NewServer(f)
+			defer srv.Close()
+			o := s3Options(tt.scenario, srv.URL)
+			o.Size = 0 // the scenario's default
+			o.Objects = 0
+			if tt.scenario == "proxy-stream" {
+				o.Objects, o.Size = 2, 256<<10
+			}
+			if tt.scenario == "proxy-soak" {
+				o.Duration = 2 * time.Second
+			}
+			res, err := Run(context.Background(), context.Background(), o, io.Discard, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Requests.Total == 0 || res.Requests.Failed != 0 {
+				t.Fatalf("requests: %+v, errors %v %v", res.Requests, res.Errors, res.ErrorSamples)
+			}
+			var names []string
+			for _, e := range res.Endpoints {
+				names = append(names, e.Name)
+			}
+			slices.Sort(names)
+			// Every kind shows once enough iterations ran (a HEAD is 10 %
+			// of them: 0.9^100 of a run without one).
+			if !slices.Equal(names, tt.endpoints) && (res.Iterations.Total >= 100 || len(names) == 0 ||
+				slices.ContainsFunc(names, func(n string) bool { return !slices.Contains(tt.endpoints, n) })) {
+				t.Errorf("request kinds %q, want %q", names, tt.endpoints)
+			}
+			if tt.trend != "" && (len(res.Trends) == 0 || res.Trends[0].Name != tt.trend) {
+				t.Errorf("trends %+v, want %q", res.Trends, tt.trend)
+			}
+			for _, c := range res.Checks {
+				if c.Fails > 0 {
+					t.Errorf("check %q failed %d times", c.Name, c.Fails)
+				}
+			}
+			if a := res.Audit; !a.OK() || a.Verified == 0 {
+				t.Errorf("audit = %+v", a)
+			}
+		})
 	}
 }

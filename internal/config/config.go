@@ -37,6 +37,13 @@ type Config struct {
 	Gateways      []string
 	ServerKeyFile string // --server-key-file, COFFER_SERVER_KEY_FILE: the 32-byte key (hex) shared by every node; default Data/server.key
 
+	// The blob read cache (internal/blob/cacheblob), per node.
+	Cache       string // --cache, COFFER_CACHE: auto|on|off; default auto (on when --blob names a remote store, off for the local disk)
+	CacheDir    string // --cache-dir: the disk tier's folder (owned by the cache); default Data/cache
+	CacheSize   int64  // --cache-size: bytes the disk tier may hold; default 4GiB
+	CacheMemory int64  // --cache-memory: bytes of small blobs held in memory (0: no memory tier); default 64MiB
+	CacheChunk  int64  // --cache-chunk: unit of caching and of backend reads on a miss, 64KiB..64MiB; default 1MiB
+
 	// Encryption at rest (docs/encryption.md).
 	Encryption string // --encryption, COFFER_ENCRYPTION: off|on: encrypt every new object; default off
 	KMS        string // --kms, COFFER_KMS: key provider URL (local:, awskms://, gcpkms://, azurekeyvault://, hashivault://); default the keyring Data/kms.keyring
@@ -120,6 +127,10 @@ func Defaults() Config {
 		MetaCache:       "on",
 		MetaCacheSize:   64 << 20,
 		MetaCacheTTL:    10 * time.Second,
+		Cache:           "auto",
+		CacheSize:       4 << 30,
+		CacheMemory:     64 << 20,
+		CacheChunk:      1 << 20,
 		ShutdownTimeout: 30 * time.Second,
 		MaxInFlight:     4096,
 		RequestTimeout:  30 * time.Second,
@@ -176,6 +187,17 @@ func (c Config) Validate() error {
 		if name, u, ok := strings.Cut(g, "="); !ok || name == "" || !strings.HasPrefix(u, "s3://") {
 			errs = append(errs, fmt.Errorf("gateway %q: want NAME=s3://BUCKET[/PREFIX]?…", g))
 		}
+	}
+	switch c.Cache {
+	case "auto", "on", "off":
+	default:
+		errs = append(errs, fmt.Errorf("cache: %q is not auto, on or off", c.Cache))
+	}
+	if c.CacheSize <= 0 || c.CacheMemory < 0 {
+		errs = append(errs, errors.New("cache-size: must be > 0, cache-memory >= 0"))
+	}
+	if c.CacheChunk < 64<<10 || c.CacheChunk > 64<<20 {
+		errs = append(errs, errors.New("cache-chunk: must be between 64KiB and 64MiB"))
 	}
 	if c.MetaMaxConns < 0 || c.MetaWait < 0 {
 		errs = append(errs, errors.New("meta-max-conns and meta-wait: must be >= 0"))
@@ -275,6 +297,11 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+// CacheOn reports whether the blob read cache is on.
+func (c *Config) CacheOn() bool {
+	return c.Cache == "on" || c.Cache == "auto" && c.Blob != ""
+}
+
 // FlagSet binds c's fields to a new flag set for `coffer serve`.
 func (c *Config) FlagSet(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
@@ -290,6 +317,11 @@ func (c *Config) FlagSet(name string) *flag.FlagSet {
 	fs.StringVar(&c.Blob, "blob", c.Blob, "blob store: s3://BUCKET[/PREFIX]?endpoint=URL&region=R (credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY; default: the data folder)")
 	fs.Var((*gatewaysValue)(&c.Gateways), "gateway", "gateway bucket (repeatable): NAME=s3://BUCKET[/PREFIX]?endpoint=URL&region=R&mode=ro|rw&owner=EMAIL[&public=true][&credentials_file=FILE] exposes an existing bucket as Coffer bucket NAME (docs/gateway.md); COFFER_GATEWAY: several separated by whitespace")
 	fs.StringVar(&c.ServerKeyFile, "server-key-file", c.ServerKeyFile, "file holding the server key, shared by every node of a cluster (default DATA/server.key, created if missing)")
+	fs.StringVar(&c.Cache, "cache", c.Cache, "blob read cache: auto (on when --blob names a remote store), on or off")
+	fs.StringVar(&c.CacheDir, "cache-dir", c.CacheDir, "folder of the blob cache's disk tier, owned by the cache (default DATA/cache)")
+	fs.Var((*bytesValue)(&c.CacheSize), "cache-size", "bytes the blob cache's disk tier may hold, e.g. 20GiB")
+	fs.Var((*bytesValue)(&c.CacheMemory), "cache-memory", "bytes of small blobs the cache holds in memory (0 = no memory tier)")
+	fs.Var((*bytesValue)(&c.CacheChunk), "cache-chunk", "unit of caching and of backend reads on a miss (64KiB..64MiB)")
 	fs.StringVar(&c.Encryption, "encryption", c.Encryption, "on: encrypt every new object at rest (envelope encryption, keys from --kms); off: store new objects as they are (encrypted ones stay readable)")
 	fs.StringVar(&c.KMS, "kms", c.KMS, "key provider: local: (keyring DATA/kms.keyring, created 0600), local:///FILE, awskms:///KEY?region=R, gcpkms://…, azurekeyvault://…, hashivault://KEY (default local:)")
 	fs.StringVar(&c.S3Listen, "s3-listen", c.S3Listen, `address of the S3 API ("off" disables it)`)

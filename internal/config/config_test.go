@@ -391,3 +391,39 @@ func TestMetaCacheFlags(t *testing.T) {
 		})
 	}
 }
+
+// TestCacheFlags: --cache auto is on for a remote blob store only; the
+// sizes parse and are bounded.
+func TestCacheFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		wantOn  bool
+		wantErr string
+	}{
+		{nil, false, ""},
+		{[]string{"--blob", "s3://b?endpoint=http://127.0.0.1:1"}, true, ""},
+		{[]string{"--blob", "s3://b?endpoint=http://127.0.0.1:1", "--cache", "off"}, false, ""},
+		{[]string{"--cache", "on", "--cache-size", "1GiB", "--cache-memory", "0", "--cache-chunk", "4MiB"}, true, ""},
+		{[]string{"--cache", "maybe"}, false, "cache"},
+		{[]string{"--cache-size", "0"}, false, "cache-size"},
+		{[]string{"--cache-chunk", "1KiB"}, false, "cache-chunk"},
+	} {
+		c := Defaults()
+		if err := c.FlagSet("serve").Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		err := c.Validate()
+		if tc.wantErr != "" {
+			if err == nil || !contains(err.Error(), tc.wantErr) {
+				t.Errorf("%q: Validate = %v, want an error naming %q", tc.args, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", tc.args, err)
+		}
+		if got := c.CacheOn(); got != tc.wantOn {
+			t.Errorf("%q: CacheOn = %v, want %v", tc.args, got, tc.wantOn)
+		}
+	}
+}

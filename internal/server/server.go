@@ -50,6 +50,7 @@ import (
 
 	"github.com/coffer-storage/coffer/internal/auth"
 	"github.com/coffer-storage/coffer/internal/blob"
+	"github.com/coffer-storage/coffer/internal/blob/cacheblob"
 	"github.com/coffer-storage/coffer/internal/blob/diskblob"
 	"github.com/coffer-storage/coffer/internal/blob/s3blob"
 	"github.com/coffer-storage/coffer/internal/cache"
@@ -189,6 +190,12 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 			return nil, fmt.Errorf("opening blob store: %w", err)
 		}
 		s.blobs = b
+	}
+	if cfg.CacheOn() {
+		if err := s.openBlobCache(cfg, log); err != nil {
+			s.Close()
+			return nil, err
+		}
 	}
 
 	inlineMax := cfg.InlineMax
@@ -392,6 +399,37 @@ func (s *Server) ReloadTLS() error {
 		return nil
 	}
 	return s.certs.Reload()
+}
+
+// openBlobCache puts the blob read cache in front of the blob store: the
+// stack is object (encryption) → cacheblob → s3blob|diskblob, so the cache
+// holds what the store holds, ciphertext for encrypted objects.
+func (s *Server) openBlobCache(cfg config.Config, log *slog.Logger) error {
+	dir := cfg.CacheDir
+	if dir == "" {
+		dir = filepath.Join(cfg.Data, "cache")
+	}
+	c, err := cacheblob.Open(cacheblob.Options{
+		Dir: dir, DiskBytes: cfg.CacheSize, MemoryBytes: cfg.CacheMemory, ChunkSize: cfg.CacheChunk,
+		Log: log,
+	})
+	if err != nil {
+		return fmt.Errorf("opening the blob cache: %w", err)
+	}
+	s.blobs = cacheblob.New(s.blobs, c, nil)
+	st := c.Stats
+	m := s.metrics
+	m.CounterFunc("coffer_blob_cache_hits_total", "Blob chunks read from the cache (memory or disk).", func() float64 { return float64(st().Hits) })
+	m.CounterFunc("coffer_blob_cache_misses_total", "Blob chunks the cache did not hold (read from the blob store, or waited for another reader's read).", func() float64 { return float64(st().Misses) })
+	m.CounterFunc("coffer_blob_cache_hit_bytes_total", "Bytes served from the blob cache.", func() float64 { return float64(st().HitBytes) })
+	m.CounterFunc("coffer_blob_cache_coalesced_total", "Misses that waited for a concurrent read of the same chunk instead of reading the blob store.", func() float64 { return float64(st().Coalesced) })
+	m.CounterFunc("coffer_blob_cache_fills_total", "Chunks read from the blob store into the cache.", func() float64 { return float64(st().Fills) })
+	m.CounterFunc("coffer_blob_cache_evictions_total", "Cache entries evicted for space (both tiers).", func() float64 { return float64(st().Evictions) })
+	m.CounterFunc("coffer_blob_cache_passthrough_total", "Reads that bypassed the cache after an error of its own (I/O error, full disk).", func() float64 { return float64(st().PassThrough) })
+	m.GaugeFunc("coffer_blob_cache_bytes", "Bytes the blob cache holds, by tier.", func() float64 { return float64(st().DiskBytes) }, "tier", "disk")
+	m.GaugeFunc("coffer_blob_cache_bytes", "Bytes the blob cache holds, by tier.", func() float64 { return float64(st().MemoryBytes) }, "tier", "memory")
+	m.GaugeFunc("coffer_blob_cache_files", "Files in the blob cache's disk tier.", func() float64 { return float64(st().DiskFiles) })
+	return nil
 }
 
 // Close closes the stores. Call only after Run returned or when Run was
