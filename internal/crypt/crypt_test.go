@@ -63,6 +63,19 @@ func (f *fetcher) fetch(off, n int64) (io.ReadCloser, error) {
 	return io.NopCloser(bytes.NewReader(f.ct[off:end])), nil
 }
 
+// drain reads r to its end through Read ("Read", as io.ReadAll does) or
+// through its WriteTo ("WriteTo", as io.Copy does).
+func drain(r io.Reader, via string) ([]byte, error) {
+	if via == "Read" {
+		return io.ReadAll(struct{ io.Reader }{r})
+	}
+	var b bytes.Buffer
+	_, err := io.Copy(&b, r) // WriteTo when r has it (every non-empty Open)
+	return b.Bytes(), err
+}
+
+var vias = []string{"Read", "WriteTo"}
+
 func readRange(s *Stream, ct []byte, plainSize, off, n int64) ([]byte, error) {
 	f := &fetcher{ct: ct}
 	rc, err := s.Open(f.fetch, plainSize, off, n)
@@ -131,31 +144,33 @@ func TestRanges(t *testing.T) {
 		{"whole", 0, -1, 0, size, 0, int64(len(o.ct))},
 		{"empty at the end", size, -1, size, 0, 0, 0},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			off, n, err := Range(size, tc.off, tc.n)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if off != tc.fetchOff || n != tc.fetchN {
-				t.Fatalf("Range = [%d, +%d), want [%d, +%d)", off, n, tc.fetchOff, tc.fetchN)
-			}
-			f := &fetcher{ct: o.ct}
-			rc, err := o.stream.Open(f.fetch, size, tc.off, tc.n)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := io.ReadAll(rc)
-			rc.Close()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if want := o.plain[tc.wantOff : tc.wantOff+tc.wantLen]; !bytes.Equal(got, want) {
-				t.Fatalf("got %d bytes, want %d (or they differ)", len(got), len(want))
-			}
-			if f.fetched != tc.fetchN {
-				t.Fatalf("fetched %d ciphertext bytes, want %d", f.fetched, tc.fetchN)
-			}
-		})
+		for _, via := range vias {
+			t.Run(via+"/"+tc.name, func(t *testing.T) {
+				off, n, err := Range(size, tc.off, tc.n)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if off != tc.fetchOff || n != tc.fetchN {
+					t.Fatalf("Range = [%d, +%d), want [%d, +%d)", off, n, tc.fetchOff, tc.fetchN)
+				}
+				f := &fetcher{ct: o.ct}
+				rc, err := o.stream.Open(f.fetch, size, tc.off, tc.n)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := drain(rc, via)
+				rc.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := o.plain[tc.wantOff : tc.wantOff+tc.wantLen]; !bytes.Equal(got, want) {
+					t.Fatalf("got %d bytes, want %d (or they differ)", len(got), len(want))
+				}
+				if f.fetched != tc.fetchN {
+					t.Fatalf("fetched %d ciphertext bytes, want %d", f.fetched, tc.fetchN)
+				}
+			})
+		}
 	}
 	if _, _, err := Range(size, size+1, 1); !errcode.Is(err, errcode.RangeNotSatisfiable) {
 		t.Fatalf("Range past the end: %v, want RangeNotSatisfiable", err)
@@ -219,25 +234,27 @@ func TestTamper(t *testing.T) {
 		{"empty blob", nil, 0, -1},
 		{"empty blob, range", nil, 5, 1},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			f := &fetcher{ct: tc.ct}
-			rc, err := o.stream.Open(f.fetch, size, tc.off, tc.n)
-			var got []byte
-			if err == nil {
-				got, err = io.ReadAll(rc)
-				rc.Close()
-			}
-			if !IsIntegrity(err) {
-				t.Fatalf("err = %v, want an integrity error", err)
-			}
-			if e := errcode.As(err); e == nil || e.Code != errcode.Internal || e.Detail["reason"] != "integrity" {
-				t.Fatalf("err = %#v, want errcode.Internal with reason integrity", e)
-			}
-			start := tc.off
-			if want := o.plain[start : start+int64(len(got))]; !bytes.Equal(got, want) {
-				t.Fatalf("returned %d bytes that are not the plaintext", len(got))
-			}
-		})
+		for _, via := range vias {
+			t.Run(via+"/"+tc.name, func(t *testing.T) {
+				f := &fetcher{ct: tc.ct}
+				rc, err := o.stream.Open(f.fetch, size, tc.off, tc.n)
+				var got []byte
+				if err == nil {
+					got, err = drain(rc, via)
+					rc.Close()
+				}
+				if !IsIntegrity(err) {
+					t.Fatalf("err = %v, want an integrity error", err)
+				}
+				if e := errcode.As(err); e == nil || e.Code != errcode.Internal || e.Detail["reason"] != "integrity" {
+					t.Fatalf("err = %#v, want errcode.Internal with reason integrity", e)
+				}
+				start := tc.off
+				if want := o.plain[start : start+int64(len(got))]; !bytes.Equal(got, want) {
+					t.Fatalf("returned %d bytes that are not the plaintext", len(got))
+				}
+			})
+		}
 	}
 }
 

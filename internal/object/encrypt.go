@@ -358,10 +358,15 @@ func (op opener) open(ctx context.Context, offset, length int64) (io.ReadCloser,
 		rc.Close()
 		return nil, err
 	}
-	return struct {
-		io.Reader
-		io.Closer
-	}{br, rc}, nil
+	return peekedReader{br, rc}, nil
+}
+
+// peekedReader is open's reader of decrypted bytes: Read, and WriteTo (the
+// rest of the peeked buffer, then crypt's WriteTo through checkedReader),
+// which io.Copy uses.
+type peekedReader struct {
+	*bufio.Reader
+	io.Closer
 }
 
 // integrity logs an integrity failure and returns it.
@@ -384,11 +389,27 @@ type checkedReader struct {
 
 func (c *checkedReader) Read(p []byte) (int, error) {
 	n, err := c.ReadCloser.Read(p)
+	c.check(err)
+	return n, err
+}
+
+// WriteTo passes on the decrypting reader's WriteTo (its large pooled
+// buffer), logging an integrity failure as Read does.
+func (c *checkedReader) WriteTo(w io.Writer) (int64, error) {
+	wt, ok := c.ReadCloser.(io.WriterTo)
+	if !ok {
+		return io.Copy(w, struct{ io.Reader }{c})
+	}
+	n, err := wt.WriteTo(w)
+	c.check(err)
+	return n, err
+}
+
+func (c *checkedReader) check(err error) {
 	if err != nil && err != io.EOF && !c.logged && crypt.IsIntegrity(err) {
 		c.logged = true
 		c.op.integrity(err)
 	}
-	return n, err
 }
 
 // bytesFetcher fetches from bytes held in memory (inline objects).
