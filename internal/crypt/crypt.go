@@ -382,6 +382,10 @@ func (d *decReader) Read(p []byte) (int, error) {
 // buffer, and no segment is decrypted into sio's buffer and copied).
 const copyBufSize = 4 * SegmentSize
 
+// smallRead is the largest read WriteTo serves with a buffer of its own
+// size rather than a pooled one.
+const smallRead = 16 << 10
+
 var copyBufs = sync.Pool{New: func() any {
 	b := make([]byte, copyBufSize)
 	return &b
@@ -391,9 +395,16 @@ var copyBufs = sync.Pool{New: func() any {
 // Read's guarantees: only authenticated bytes are written; an integrity
 // error or the source's error ends it.
 func (d *decReader) WriteTo(w io.Writer) (int64, error) {
-	bp := copyBufs.Get().(*[]byte)
-	defer copyBufs.Put(bp)
-	buf := *bp
+	var buf []byte
+	if d.remaining <= smallRead {
+		// A small object or range: less than one segment, which sio
+		// decrypts into its own buffer anyway; no large buffer for it.
+		buf = make([]byte, max(d.remaining, 1))
+	} else {
+		bp := copyBufs.Get().(*[]byte)
+		defer copyBufs.Put(bp)
+		buf = *bp
+	}
 	var total int64
 	for {
 		n, err := d.Read(buf)
