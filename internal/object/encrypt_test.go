@@ -14,10 +14,12 @@ import (
 	"time"
 
 	"github.com/coffer-storage/coffer/internal/blob"
+	"github.com/coffer-storage/coffer/internal/blob/s3blob"
 	"github.com/coffer-storage/coffer/internal/crypt"
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/kms"
 	"github.com/coffer-storage/coffer/internal/meta"
+	"github.com/coffer-storage/coffer/internal/testbackend"
 )
 
 // marker is a string no ciphertext contains by chance: it must never be
@@ -646,5 +648,39 @@ func TestMultipartSSE(t *testing.T) {
 	wantRanges(t, f, "alice-bucket", "to-kms", data)
 	if err := copyInto("to-kms2", SSE{Mode: crypt.ModeKMSKey}, nil, "to-c", nil); !errcode.Is(err, errcode.InvalidArgument) {
 		t.Errorf("SSE-C source without its key: %v, want InvalidArgument", err)
+	}
+}
+
+// TestEncryptedUploadNotBackendDirect: on a blob backend that could take
+// parts straight from clients (s3blob on MinIO), an upload that is to be
+// encrypted (here by the bucket's default, with --encryption off) is not
+// handed to the backend: its bytes must pass through Coffer.
+func TestEncryptedUploadNotBackendDirect(t *testing.T) {
+	m := testbackend.SharedMinIO(t)
+	opts, err := s3blob.ParseURL(m.BlobURL(m.CreateBucket(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.AccessKey, opts.SecretKey = m.AccessKey, m.SecretKey
+	blobs, err := s3blob.Open(t.Context(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, keys := encFixture(t)
+	ctx := t.Context()
+	f.svc = New(f.meta, blobs, Config{GarbageGrace: time.Nanosecond, Keys: keys}, nil)
+	if !f.svc.BackendDirect() {
+		t.Fatal("test setup: s3blob without --encryption should allow backend-direct uploads")
+	}
+	u, err := f.svc.CreateUpload(ctx, f.alice, CreateUploadInput{Bucket: "alice-bucket", Key: "plain", Backend: true})
+	if err != nil || u.BackendUploadID == "" {
+		t.Fatalf("plain upload: backend id %q, %v; want one", u.BackendUploadID, err)
+	}
+	if _, err := f.svc.SetBucketEncryption(ctx, f.alice, "alice-bucket", "AES256", ""); err != nil {
+		t.Fatal(err)
+	}
+	u, err = f.svc.CreateUpload(ctx, f.alice, CreateUploadInput{Bucket: "alice-bucket", Key: "enc", Backend: true})
+	if err != nil || u.BackendUploadID != "" || crypt.Mode(u.EncryptionMode) != crypt.ModeServer {
+		t.Fatalf("encrypted upload: backend id %q, mode %d, %v; want none and server mode", u.BackendUploadID, u.EncryptionMode, err)
 	}
 }
