@@ -395,6 +395,9 @@ var copyBufs = sync.Pool{New: func() any {
 // Read's guarantees: only authenticated bytes are written; an integrity
 // error or the source's error ends it.
 func (d *decReader) WriteTo(w io.Writer) (int64, error) {
+	if d.remaining >= readAheadMin {
+		return d.writeToAhead(w)
+	}
 	var buf []byte
 	if d.remaining <= smallRead {
 		// A small object or range: less than one segment, which sio
@@ -425,6 +428,74 @@ func (d *decReader) WriteTo(w io.Writer) (int64, error) {
 			return total, err
 		}
 	}
+}
+
+// readAheadMin is the smallest rest of a stream WriteTo decrypts ahead
+// for: while one buffer is written to the client, a goroutine decrypts
+// the next (fetching its ciphertext), so decryption overlaps the socket
+// writes. Two pooled buffers per stream, whatever its size.
+const readAheadMin = 4 * copyBufSize
+
+// writeToAhead is WriteTo with the next buffer decrypted while the last
+// one is written: two pooled buffers, one being filled by a goroutine,
+// one being written. The goroutine has returned before writeToAhead does
+// (the caller may close the source then); a write error stops it.
+func (d *decReader) writeToAhead(w io.Writer) (int64, error) {
+	type chunk struct {
+		bp  *[]byte
+		n   int
+		err error
+	}
+	free := make(chan *[]byte, 2) // never blocks: two buffers exist
+	full := make(chan chunk, 1)
+	stop := make(chan struct{})
+	free <- copyBufs.Get().(*[]byte)
+	free <- copyBufs.Get().(*[]byte)
+	go func() {
+		defer close(full)
+		for {
+			select {
+			case <-stop: // checked first: a free buffer must not win after a stop
+				return
+			default:
+			}
+			var bp *[]byte
+			select {
+			case bp = <-free:
+			case <-stop:
+				return
+			}
+			n, err := d.Read(*bp)
+			full <- chunk{bp, n, err} // the writer drains full until it is closed
+			if err != nil {
+				return
+			}
+		}
+	}()
+	var total int64
+	var err error
+	for c := range full {
+		if err == nil && c.n > 0 {
+			m, werr := w.Write((*c.bp)[:c.n])
+			total += int64(m)
+			if werr == nil && m != c.n {
+				werr = io.ErrShortWrite
+			}
+			if werr != nil {
+				err = werr
+				close(stop)
+			}
+		}
+		if err == nil && c.err != nil && c.err != io.EOF {
+			err = c.err
+		}
+		free <- c.bp
+	}
+	close(free)
+	for bp := range free {
+		copyBufs.Put(bp)
+	}
+	return total, err
 }
 
 // classify maps a decryption stream error: sio's own errors (and an early

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/coffer-storage/coffer/internal/errcode"
 )
@@ -432,5 +433,74 @@ func TestRangeReadsReuseSegmentBuffers(t *testing.T) {
 	// drops a quarter of what is put back (~28 KiB per read measured).
 	if per := (after.TotalAlloc - before.TotalAlloc) / reads; per > 48<<10 {
 		t.Fatalf("a 100-byte range read allocates %d bytes", per)
+	}
+}
+
+// failAfter accepts n bytes, then fails every write.
+type failAfter struct {
+	n   int
+	got bytes.Buffer
+}
+
+var errWriter = errors.New("client went away")
+
+func (f *failAfter) Write(p []byte) (int, error) {
+	if f.got.Len()+len(p) > f.n {
+		return 0, errWriter
+	}
+	return f.got.Write(p)
+}
+
+// TestWriteToReadAhead: a long stream is written with the next buffer
+// decrypted ahead: exact bytes for whole and ranged reads, an integrity
+// error deep in the stream after a correct prefix, and a failing writer
+// stops the decrypting goroutine (none is left behind).
+func TestWriteToReadAhead(t *testing.T) {
+	size := readAheadMin + 3*SegmentSize + 17
+	o := encryptObject(t, size, "o/ab/long")
+	before := runtime.NumGoroutine()
+	for _, r := range []struct{ off, n int64 }{{0, -1}, {SegmentSize + 5, -1}, {3, int64(readAheadMin) + 100}, {int64(size) - readAheadMin - 1, -1}} {
+		f := &fetcher{ct: o.ct}
+		rc, err := o.stream.Open(f.fetch, int64(size), r.off, r.n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		_, err = io.Copy(&b, rc)
+		rc.Close()
+		end := int64(size)
+		if r.n >= 0 {
+			end = r.off + r.n
+		}
+		if err != nil || !bytes.Equal(b.Bytes(), o.plain[r.off:end]) {
+			t.Errorf("[%d,+%d): %d bytes, %v", r.off, r.n, b.Len(), err)
+		}
+	}
+	tampered := bytes.Clone(o.ct)
+	tampered[9*sealedSegment+100] ^= 1 // in the third buffer
+	rc, err := o.stream.Open((&fetcher{ct: tampered}).fetch, int64(size), 0, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	_, err = io.Copy(&b, rc)
+	rc.Close()
+	if !IsIntegrity(err) || !bytes.Equal(b.Bytes(), o.plain[:b.Len()]) || b.Len() > 9*SegmentSize {
+		t.Errorf("tampered: %d bytes, %v; want a correct prefix of at most 9 segments and an integrity error", b.Len(), err)
+	}
+	fw := &failAfter{n: copyBufSize + 10}
+	rc, err = o.stream.Open((&fetcher{ct: o.ct}).fetch, int64(size), 0, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := io.Copy(fw, rc)
+	rc.Close()
+	if err != errWriter || n != copyBufSize || !bytes.Equal(fw.got.Bytes(), o.plain[:n]) {
+		t.Errorf("failing writer: %d bytes, %v; want %d and the writer's error", n, err, copyBufSize)
+	}
+	for deadline := time.Now().Add(2 * time.Second); runtime.NumGoroutine() > before; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines, %d before: a decrypting goroutine was left behind", runtime.NumGoroutine(), before)
+		}
 	}
 }
