@@ -51,7 +51,9 @@
 // bytes, pooled) besides the caller's own buffer: memory per stream is
 // bounded by about two segments whatever the object's size. A decrypting
 // reader's WriteTo (what io.Copy uses) adds one pooled buffer of four
-// segments, decrypted into directly and written out in one call.
+// segments, decrypted into directly and written out in one call; for a
+// rest of 1 MiB or more, two such buffers (one filled by a goroutine
+// while the other is written): at most 512 KiB + one segment per stream.
 package crypt
 
 import (
