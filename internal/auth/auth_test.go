@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -71,6 +72,39 @@ func TestPoolBounds(t *testing.T) {
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("took %v", d)
+	}
+}
+
+// TestHasherReturnsArena: after a burst of hashes the pool, once idle,
+// collects argon2id's arenas and returns them to the OS (one trim for the
+// burst), so a server does not sit on Memory KiB per recent login.
+func TestHasherReturnsArena(t *testing.T) {
+	const arena = 32 << 20
+	h := NewHasher(Params{Memory: arena >> 10, Time: 1}, PoolConfig{TrimAfter: 20 * time.Millisecond})
+	waitTrims := func(want int64) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); h.trims.Load() < want; {
+			if time.Now().After(deadline) {
+				t.Fatalf("trims %d, want %d", h.trims.Load(), want)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	waitTrims(1) // the dummy hash of NewHasher
+	for range 3 {
+		if _, err := h.Hash(t.Context(), "pw"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitTrims(2)
+	time.Sleep(100 * time.Millisecond)
+	if got := h.trims.Load(); got != 2 {
+		t.Errorf("trims after one burst: %d, want 2 (one per burst)", got)
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	if retained := ms.HeapSys - ms.HeapReleased; retained >= arena {
+		t.Errorf("heap retained after the trim: %d MiB, want less than one %d MiB arena", retained>>20, arena>>20)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -36,6 +37,17 @@ type PoolConfig struct {
 	Slots    int           // default max(1, GOMAXPROCS/2)
 	MaxQueue int           // default 64
 	MaxWait  time.Duration // default 2s
+	// TrimAfter: once no hash has run for this long, the memory of the
+	// last hashes (argon2id's arena, Params.Memory per hash, which x/crypto
+	// allocates anew each time and the Go runtime would otherwise keep
+	// until some later GC, and return to the OS later still) is collected
+	// and returned to the OS at once (debug.FreeOSMemory). Default 1ms:
+	// between a signup and the login that follows, so that the process
+	// holds one arena at a time; a steady login storm keeps the pool busy
+	// and is not trimmed until it ends. Negative: never (the runtime's own
+	// pacing, which keeps dead arenas until the next GC, and a quiet
+	// server may not collect for minutes).
+	TrimAfter time.Duration
 }
 
 // Hasher hashes and verifies passwords with argon2id in a bounded pool.
@@ -48,6 +60,10 @@ type Hasher struct {
 	hashed   atomic.Int64
 	rejected atomic.Int64
 	dummy    string // verified against for unknown users, to equalise timing
+
+	trimPending atomic.Bool
+	lastHash    atomic.Int64 // unix nanos at the end of the last hash
+	trims       atomic.Int64
 }
 
 // NewHasher returns a Hasher; zero fields of p and cfg take defaults.
@@ -76,9 +92,38 @@ func NewHasher(p Params, cfg PoolConfig) *Hasher {
 	if cfg.MaxWait <= 0 {
 		cfg.MaxWait = 2 * time.Second
 	}
+	if cfg.TrimAfter == 0 {
+		cfg.TrimAfter = time.Millisecond
+	}
 	h := &Hasher{params: p, sem: make(chan struct{}, cfg.Slots), cfg: cfg}
 	h.dummy = h.hashNow([]byte("coffer-dummy-password"))
+	h.scheduleTrim()
 	return h
+}
+
+// scheduleTrim returns the hashing arenas to the OS once the pool has been
+// idle for cfg.TrimAfter: one trim per burst of hashes, not one per hash
+// (a trim is a full GC and a scavenge, about a millisecond of CPU for
+// Coffer's small heap, against ~50 ms of argon2id per hash). The security
+// parameters are untouched: only when the dead arenas are given back
+// changes.
+func (h *Hasher) scheduleTrim() {
+	h.lastHash.Store(time.Now().UnixNano())
+	if h.cfg.TrimAfter < 0 || !h.trimPending.CompareAndSwap(false, true) {
+		return
+	}
+	var check func()
+	check = func() {
+		idle := time.Duration(time.Now().UnixNano() - h.lastHash.Load())
+		if len(h.sem) > 0 || h.waiting.Load() > 0 || idle < h.cfg.TrimAfter {
+			time.AfterFunc(max(h.cfg.TrimAfter-idle, time.Millisecond), check)
+			return
+		}
+		h.trimPending.Store(false)
+		h.trims.Add(1)
+		debug.FreeOSMemory()
+	}
+	time.AfterFunc(h.cfg.TrimAfter, check)
 }
 
 // HasherStats are counters for metrics.
@@ -123,7 +168,10 @@ func (h *Hasher) acquire(ctx context.Context) error {
 	}
 }
 
-func (h *Hasher) release() { <-h.sem }
+func (h *Hasher) release() {
+	<-h.sem
+	h.scheduleTrim()
+}
 
 // Hash returns the PHC string of password.
 func (h *Hasher) Hash(ctx context.Context, password string) (string, error) {

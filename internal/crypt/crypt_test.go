@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/coffer-storage/coffer/internal/errcode"
 )
@@ -62,6 +63,19 @@ func (f *fetcher) fetch(off, n int64) (io.ReadCloser, error) {
 	f.fetched += end - off
 	return io.NopCloser(bytes.NewReader(f.ct[off:end])), nil
 }
+
+// drain reads r to its end through Read ("Read", as io.ReadAll does) or
+// through its WriteTo ("WriteTo", as io.Copy does).
+func drain(r io.Reader, via string) ([]byte, error) {
+	if via == "Read" {
+		return io.ReadAll(struct{ io.Reader }{r})
+	}
+	var b bytes.Buffer
+	_, err := io.Copy(&b, r) // WriteTo when r has it (every non-empty Open)
+	return b.Bytes(), err
+}
+
+var vias = []string{"Read", "WriteTo"}
 
 func readRange(s *Stream, ct []byte, plainSize, off, n int64) ([]byte, error) {
 	f := &fetcher{ct: ct}
@@ -131,31 +145,33 @@ func TestRanges(t *testing.T) {
 		{"whole", 0, -1, 0, size, 0, int64(len(o.ct))},
 		{"empty at the end", size, -1, size, 0, 0, 0},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			off, n, err := Range(size, tc.off, tc.n)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if off != tc.fetchOff || n != tc.fetchN {
-				t.Fatalf("Range = [%d, +%d), want [%d, +%d)", off, n, tc.fetchOff, tc.fetchN)
-			}
-			f := &fetcher{ct: o.ct}
-			rc, err := o.stream.Open(f.fetch, size, tc.off, tc.n)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := io.ReadAll(rc)
-			rc.Close()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if want := o.plain[tc.wantOff : tc.wantOff+tc.wantLen]; !bytes.Equal(got, want) {
-				t.Fatalf("got %d bytes, want %d (or they differ)", len(got), len(want))
-			}
-			if f.fetched != tc.fetchN {
-				t.Fatalf("fetched %d ciphertext bytes, want %d", f.fetched, tc.fetchN)
-			}
-		})
+		for _, via := range vias {
+			t.Run(via+"/"+tc.name, func(t *testing.T) {
+				off, n, err := Range(size, tc.off, tc.n)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if off != tc.fetchOff || n != tc.fetchN {
+					t.Fatalf("Range = [%d, +%d), want [%d, +%d)", off, n, tc.fetchOff, tc.fetchN)
+				}
+				f := &fetcher{ct: o.ct}
+				rc, err := o.stream.Open(f.fetch, size, tc.off, tc.n)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := drain(rc, via)
+				rc.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := o.plain[tc.wantOff : tc.wantOff+tc.wantLen]; !bytes.Equal(got, want) {
+					t.Fatalf("got %d bytes, want %d (or they differ)", len(got), len(want))
+				}
+				if f.fetched != tc.fetchN {
+					t.Fatalf("fetched %d ciphertext bytes, want %d", f.fetched, tc.fetchN)
+				}
+			})
+		}
 	}
 	if _, _, err := Range(size, size+1, 1); !errcode.Is(err, errcode.RangeNotSatisfiable) {
 		t.Fatalf("Range past the end: %v, want RangeNotSatisfiable", err)
@@ -219,25 +235,27 @@ func TestTamper(t *testing.T) {
 		{"empty blob", nil, 0, -1},
 		{"empty blob, range", nil, 5, 1},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			f := &fetcher{ct: tc.ct}
-			rc, err := o.stream.Open(f.fetch, size, tc.off, tc.n)
-			var got []byte
-			if err == nil {
-				got, err = io.ReadAll(rc)
-				rc.Close()
-			}
-			if !IsIntegrity(err) {
-				t.Fatalf("err = %v, want an integrity error", err)
-			}
-			if e := errcode.As(err); e == nil || e.Code != errcode.Internal || e.Detail["reason"] != "integrity" {
-				t.Fatalf("err = %#v, want errcode.Internal with reason integrity", e)
-			}
-			start := tc.off
-			if want := o.plain[start : start+int64(len(got))]; !bytes.Equal(got, want) {
-				t.Fatalf("returned %d bytes that are not the plaintext", len(got))
-			}
-		})
+		for _, via := range vias {
+			t.Run(via+"/"+tc.name, func(t *testing.T) {
+				f := &fetcher{ct: tc.ct}
+				rc, err := o.stream.Open(f.fetch, size, tc.off, tc.n)
+				var got []byte
+				if err == nil {
+					got, err = drain(rc, via)
+					rc.Close()
+				}
+				if !IsIntegrity(err) {
+					t.Fatalf("err = %v, want an integrity error", err)
+				}
+				if e := errcode.As(err); e == nil || e.Code != errcode.Internal || e.Detail["reason"] != "integrity" {
+					t.Fatalf("err = %#v, want errcode.Internal with reason integrity", e)
+				}
+				start := tc.off
+				if want := o.plain[start : start+int64(len(got))]; !bytes.Equal(got, want) {
+					t.Fatalf("returned %d bytes that are not the plaintext", len(got))
+				}
+			})
+		}
 	}
 }
 
@@ -415,5 +433,74 @@ func TestRangeReadsReuseSegmentBuffers(t *testing.T) {
 	// drops a quarter of what is put back (~28 KiB per read measured).
 	if per := (after.TotalAlloc - before.TotalAlloc) / reads; per > 48<<10 {
 		t.Fatalf("a 100-byte range read allocates %d bytes", per)
+	}
+}
+
+// failAfter accepts n bytes, then fails every write.
+type failAfter struct {
+	n   int
+	got bytes.Buffer
+}
+
+var errWriter = errors.New("client went away")
+
+func (f *failAfter) Write(p []byte) (int, error) {
+	if f.got.Len()+len(p) > f.n {
+		return 0, errWriter
+	}
+	return f.got.Write(p)
+}
+
+// TestWriteToReadAhead: a long stream is written with the next buffer
+// decrypted ahead: exact bytes for whole and ranged reads, an integrity
+// error deep in the stream after a correct prefix, and a failing writer
+// stops the decrypting goroutine (none is left behind).
+func TestWriteToReadAhead(t *testing.T) {
+	size := readAheadMin + 3*SegmentSize + 17
+	o := encryptObject(t, size, "o/ab/long")
+	before := runtime.NumGoroutine()
+	for _, r := range []struct{ off, n int64 }{{0, -1}, {SegmentSize + 5, -1}, {3, int64(readAheadMin) + 100}, {int64(size) - readAheadMin - 1, -1}} {
+		f := &fetcher{ct: o.ct}
+		rc, err := o.stream.Open(f.fetch, int64(size), r.off, r.n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		_, err = io.Copy(&b, rc)
+		rc.Close()
+		end := int64(size)
+		if r.n >= 0 {
+			end = r.off + r.n
+		}
+		if err != nil || !bytes.Equal(b.Bytes(), o.plain[r.off:end]) {
+			t.Errorf("[%d,+%d): %d bytes, %v", r.off, r.n, b.Len(), err)
+		}
+	}
+	tampered := bytes.Clone(o.ct)
+	tampered[9*sealedSegment+100] ^= 1 // in the third buffer
+	rc, err := o.stream.Open((&fetcher{ct: tampered}).fetch, int64(size), 0, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	_, err = io.Copy(&b, rc)
+	rc.Close()
+	if !IsIntegrity(err) || !bytes.Equal(b.Bytes(), o.plain[:b.Len()]) || b.Len() > 9*SegmentSize {
+		t.Errorf("tampered: %d bytes, %v; want a correct prefix of at most 9 segments and an integrity error", b.Len(), err)
+	}
+	fw := &failAfter{n: copyBufSize + 10}
+	rc, err = o.stream.Open((&fetcher{ct: o.ct}).fetch, int64(size), 0, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := io.Copy(fw, rc)
+	rc.Close()
+	if err != errWriter || n != copyBufSize || !bytes.Equal(fw.got.Bytes(), o.plain[:n]) {
+		t.Errorf("failing writer: %d bytes, %v; want %d and the writer's error", n, err, copyBufSize)
+	}
+	for deadline := time.Now().Add(2 * time.Second); runtime.NumGoroutine() > before; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines, %d before: a decrypting goroutine was left behind", runtime.NumGoroutine(), before)
+		}
 	}
 }

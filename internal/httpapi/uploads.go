@@ -99,6 +99,12 @@ func (api *API) createUpload(r *http.Request, p auth.Principal) (response, error
 	if err != nil {
 		return nil, err
 	}
+	// An encrypted upload (the bucket's default) is not assembled by the
+	// backend even where it could be: its bytes must pass through Coffer.
+	if backend = u.BackendUploadID != ""; !backend && api.cfg.Presign == nil {
+		_ = api.objects.AbortUpload(r.Context(), actor(p), u.Bucket, u.Key, u.ID)
+		return nil, errcode.New(errcode.NotImplemented, "encrypted direct uploads need the S3 listener")
+	}
 	out := uploadJSON{UploadID: u.ID, Bucket: u.Bucket, Key: u.Key, Size: body.Size, PartSize: ps, ExpiresAt: u.ExpiresAt}
 	ttl := time.Until(u.ExpiresAt)
 	for i := 1; i <= n; i++ {

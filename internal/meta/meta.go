@@ -557,6 +557,15 @@ type Upload struct {
 	// CompleteBackendUpload turns it into an object.
 	BlobKey         string
 	BackendUploadID string
+	// EncryptionMode, EncryptionKMSKey and CustomerKeyCheck are the
+	// upload's encryption, chosen at creation, which every part is written
+	// under (opaque to the store): a crypt.Mode (0 = the server's default
+	// when the part is written), the KMS key a client named, and for
+	// customer keys (S3 SSE-C) a customer-mode crypt.Envelope holding only
+	// a salted check of the key.
+	EncryptionMode   int
+	EncryptionKMSKey string
+	CustomerKeyCheck []byte
 }
 
 // Part is one uploaded part of an Upload.

@@ -358,10 +358,15 @@ func (op opener) open(ctx context.Context, offset, length int64) (io.ReadCloser,
 		rc.Close()
 		return nil, err
 	}
-	return struct {
-		io.Reader
-		io.Closer
-	}{br, rc}, nil
+	return peekedReader{br, rc}, nil
+}
+
+// peekedReader is open's reader of decrypted bytes: Read, and WriteTo (the
+// rest of the peeked buffer, then crypt's WriteTo through checkedReader),
+// which io.Copy uses.
+type peekedReader struct {
+	*bufio.Reader
+	io.Closer
 }
 
 // integrity logs an integrity failure and returns it.
@@ -384,11 +389,27 @@ type checkedReader struct {
 
 func (c *checkedReader) Read(p []byte) (int, error) {
 	n, err := c.ReadCloser.Read(p)
+	c.check(err)
+	return n, err
+}
+
+// WriteTo passes on the decrypting reader's WriteTo (its large pooled
+// buffer), logging an integrity failure as Read does.
+func (c *checkedReader) WriteTo(w io.Writer) (int64, error) {
+	wt, ok := c.ReadCloser.(io.WriterTo)
+	if !ok {
+		return io.Copy(w, struct{ io.Reader }{c})
+	}
+	n, err := wt.WriteTo(w)
+	c.check(err)
+	return n, err
+}
+
+func (c *checkedReader) check(err error) {
 	if err != nil && err != io.EOF && !c.logged && crypt.IsIntegrity(err) {
 		c.logged = true
 		c.op.integrity(err)
 	}
-	return n, err
 }
 
 // bytesFetcher fetches from bytes held in memory (inline objects).
@@ -400,4 +421,100 @@ func bytesFetcher(b []byte) crypt.Fetcher {
 		end := min(off+n, int64(len(b)))
 		return io.NopCloser(bytes.NewReader(b[off:end])), nil
 	}
+}
+
+// uploadEncryption records in u the encryption every part of a new upload
+// into b is written under: sse, else the bucket's default, else the
+// server's (0: plaintext). A KMS key must exist; of a customer key only a
+// salted check is kept (a customer-mode envelope whose data key is thrown
+// away: each part gets its own).
+func (s *Service) uploadEncryption(ctx context.Context, b meta.Bucket, sse SSE, u *meta.Upload) error {
+	if sse.Mode == 0 {
+		sse = bucketSSE(b)
+	}
+	if sse.Mode == 0 && s.cfg.Encrypt {
+		sse.Mode = crypt.ModeServer
+	}
+	switch sse.Mode {
+	case 0:
+		return nil
+	case crypt.ModeServer, crypt.ModeKMSKey:
+		if s.cfg.Keys == nil {
+			return errcode.New(errcode.NotImplemented, "server-side encryption needs a key provider: start the server with --kms")
+		}
+		if sse.Mode == crypt.ModeKMSKey {
+			if err := s.cfg.Keys.KeyExists(ctx, sse.KMSKeyID); err != nil {
+				return err
+			}
+			u.EncryptionKMSKey = sse.KMSKeyID
+		}
+	case crypt.ModeCustomer:
+		env, dk, err := crypt.NewCustomerEnvelope(sse.CustomerKey)
+		if err != nil {
+			return err
+		}
+		clear(dk) // never used: the envelope serves only as the key check
+		if u.CustomerKeyCheck, err = env.Marshal(); err != nil {
+			return err
+		}
+	default:
+		return errcode.New(errcode.NotImplemented, "encryption mode %v is not implemented", sse.Mode)
+	}
+	u.EncryptionMode = int(sse.Mode)
+	return nil
+}
+
+// partSSE is the encryption of a part of upload u into bucket b, given the
+// customer key the request brought (nil: none): the upload's, with the
+// same customer key for SSE-C uploads (S3's errors otherwise). Uploads
+// recorded without a mode (plaintext at creation, or created before
+// uploads recorded theirs) take the bucket's default, else the server's.
+func partSSE(u meta.Upload, b meta.Bucket, customerKey []byte) (SSE, error) {
+	mode := crypt.Mode(u.EncryptionMode)
+	if mode != crypt.ModeCustomer {
+		if customerKey != nil {
+			return SSE{}, &errcode.Error{Code: errcode.InvalidArgument,
+				Message: "the upload was not initiated with a customer key (SSE-C): the encryption parameters are not applicable",
+				Detail:  map[string]any{"reason": "not_customer_encrypted"}}
+		}
+		if mode == 0 {
+			return bucketSSE(b), nil
+		}
+		return SSE{Mode: mode, KMSKeyID: u.EncryptionKMSKey}, nil
+	}
+	if customerKey == nil {
+		return SSE{}, &errcode.Error{Code: errcode.InvalidArgument,
+			Message: "The multipart upload initiate requested encryption. Subsequent part requests must include the appropriate encryption parameters.",
+			Detail:  map[string]any{"reason": "customer_key_required"}}
+	}
+	env, err := crypt.ParseEnvelope(u.CustomerKeyCheck)
+	if err != nil {
+		return SSE{}, errcode.Wrap(errcode.Internal, err, "upload %q has a damaged customer key check", u.ID)
+	}
+	if env.Mode != crypt.ModeCustomer || !env.CustomerKeyMatches(customerKey) {
+		return SSE{}, &errcode.Error{Code: errcode.InvalidArgument,
+			Message: "The provided encryption parameters did not match the ones used originally.",
+			Detail:  map[string]any{"reason": "customer_key_params_mismatch"}}
+	}
+	return SSE{Mode: crypt.ModeCustomer, CustomerKey: customerKey}, nil
+}
+
+// UploadEncryption returns how the parts of u are stored, for the APIs'
+// response headers (SSE-KMS without a named key: the provider's default
+// key, when it says which).
+func (s *Service) UploadEncryption(u meta.Upload) Encryption {
+	e := Encryption{Mode: crypt.Mode(u.EncryptionMode), KMSKeyID: u.EncryptionKMSKey}
+	if e.Mode == crypt.ModeKMSKey && e.KMSKeyID == "" {
+		if d, ok := s.cfg.Keys.(interface{ Default() kms.KeyRef }); ok {
+			e.KMSKeyID = d.Default().Name()
+		}
+	}
+	return e
+}
+
+// CheckUploadCustomerKey checks a customer key given for upload u (S3
+// SSE-C headers on CompleteMultipartUpload): it must be the upload's.
+func CheckUploadCustomerKey(u meta.Upload, key []byte) error {
+	_, err := partSSE(u, meta.Bucket{}, key)
+	return err
 }

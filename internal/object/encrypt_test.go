@@ -14,10 +14,12 @@ import (
 	"time"
 
 	"github.com/coffer-storage/coffer/internal/blob"
+	"github.com/coffer-storage/coffer/internal/blob/s3blob"
 	"github.com/coffer-storage/coffer/internal/crypt"
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/kms"
 	"github.com/coffer-storage/coffer/internal/meta"
+	"github.com/coffer-storage/coffer/internal/testbackend"
 )
 
 // marker is a string no ciphertext contains by chance: it must never be
@@ -485,4 +487,200 @@ func TestReadAfterRotation(t *testing.T) {
 	}
 	wantRanges(t, f, "alice-bucket", "a", data)
 	wantRanges(t, f, "alice-bucket", "b", data)
+}
+
+// TestMultipartSSE: an upload's encryption is chosen at CreateUpload (SSE-
+// KMS with a named key, SSE-C) with the server's default off; every part
+// is written under it with its own data key; SSE-C parts must bring the
+// upload's key; only a salted check of the key is stored.
+func TestMultipartSSE(t *testing.T) {
+	f, keys := encFixture(t)
+	ctx := t.Context()
+	f.svc = New(f.meta, f.blobs, Config{GarbageGrace: time.Nanosecond, Keys: keys}, nil) // --encryption off
+	key, other := bytes.Repeat([]byte{7}, 32), bytes.Repeat([]byte{8}, 32)
+	reason := func(err error) string {
+		if e := errcode.As(err); e != nil {
+			r, _ := e.Detail["reason"].(string)
+			return r
+		}
+		return ""
+	}
+	// upload uploads data in two parts (MinPartSize and the rest) with
+	// customer key ck, and completes it.
+	upload := func(name string, sse SSE, ck []byte, data []byte) meta.Object {
+		t.Helper()
+		u, err := f.svc.CreateUpload(ctx, f.alice, CreateUploadInput{Bucket: "alice-bucket", Key: name, SSE: sse})
+		if err != nil {
+			t.Fatalf("CreateUpload %s: %v", name, err)
+		}
+		if bytes.Contains(u.CustomerKeyCheck, key) {
+			t.Fatalf("upload %s stores the customer key", name)
+		}
+		var parts []meta.CompletePart
+		for i, b := range [][]byte{data[:MinPartSize], data[MinPartSize:]} {
+			p, err := f.svc.PutPart(ctx, f.alice, PartInput{Bucket: "alice-bucket", Key: name, UploadID: u.ID, Number: i + 1,
+				Body: bytes.NewReader(b), Size: int64(len(b)), CustomerKey: ck})
+			if err != nil {
+				t.Fatalf("PutPart %s %d: %v", name, i+1, err)
+			}
+			if got := PartEncryption(p).Mode; got != sse.Mode {
+				t.Errorf("%s part %d: mode %v, want %v", name, i+1, got, sse.Mode)
+			}
+			parts = append(parts, meta.CompletePart{Number: i + 1, ETag: p.ETag})
+		}
+		o, err := f.svc.CompleteUpload(ctx, f.alice, "alice-bucket", name, u.ID, parts, meta.Cond{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(o.Parts[0].Encryption) == string(o.Parts[1].Encryption) {
+			t.Errorf("%s: parts share an envelope", name)
+		}
+		wantNoMarker(t, f, "alice-bucket", name)
+		return o
+	}
+	data := markerData(MinPartSize + 70_000)
+
+	o := upload("kms", SSE{Mode: crypt.ModeKMSKey, KMSKeyID: "default"}, nil, data)
+	if got, want := EncryptionOf(o), (Encryption{Mode: crypt.ModeKMSKey, KMSKeyID: "default"}); got != want {
+		t.Errorf("SSE-KMS upload: object %+v, want %+v", got, want)
+	}
+	wantRanges(t, f, "alice-bucket", "kms", data, MinPartSize)
+
+	_, err := f.svc.CreateUpload(ctx, f.alice, CreateUploadInput{Bucket: "alice-bucket", Key: "nokey", SSE: SSE{Mode: crypt.ModeKMSKey, KMSKeyID: "no-such-key"}})
+	if e := errcode.As(err); err == nil || e.Code != errcode.NotFound || e.Detail["resource"] != "kms_key" {
+		t.Errorf("unknown KMS key: %v, want NotFound kms_key", err)
+	}
+	if us, _, _ := f.svc.ListUploads(ctx, f.alice, "alice-bucket", meta.ListUploadsOptions{Prefix: "nokey"}); len(us) != 0 {
+		t.Errorf("a refused upload was created: %+v", us)
+	}
+
+	// SSE-C: the parts must bring the upload's key.
+	u, err := f.svc.CreateUpload(ctx, f.alice, CreateUploadInput{Bucket: "alice-bucket", Key: "c", SSE: SSE{Mode: crypt.ModeCustomer, CustomerKey: key}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		key  []byte
+		want string
+	}{{"no key", nil, "customer_key_required"}, {"wrong key", other, "customer_key_params_mismatch"}} {
+		_, err := f.svc.PutPart(ctx, f.alice, PartInput{Bucket: "alice-bucket", Key: "c", UploadID: u.ID, Number: 1,
+			Body: strings.NewReader("x"), Size: 1, CustomerKey: tc.key})
+		if errcode.Of(err) != errcode.InvalidArgument || reason(err) != tc.want {
+			t.Errorf("SSE-C part with %s: %v, want InvalidArgument %s", tc.name, err, tc.want)
+		}
+		if err := CheckUploadCustomerKey(u, tc.key); tc.key != nil && reason(err) != tc.want {
+			t.Errorf("CheckUploadCustomerKey with %s: %v, want %s", tc.name, err, tc.want)
+		}
+	}
+	if _, ps, _, _ := f.svc.ListParts(ctx, f.alice, "alice-bucket", "c", u.ID, 0, 10); len(ps) != 0 {
+		t.Errorf("refused parts were stored: %+v", ps)
+	}
+	// A plain upload refuses a customer key.
+	pu, err := f.svc.CreateUpload(ctx, f.alice, CreateUploadInput{Bucket: "alice-bucket", Key: "p"})
+	if err != nil || pu.EncryptionMode != 0 {
+		t.Fatalf("plain upload: %+v, %v", pu, err)
+	}
+	if _, err := f.svc.PutPart(ctx, f.alice, PartInput{Bucket: "alice-bucket", Key: "p", UploadID: pu.ID, Number: 1,
+		Body: strings.NewReader("x"), Size: 1, CustomerKey: key}); reason(err) != "not_customer_encrypted" {
+		t.Errorf("customer key on a plain upload: %v, want not_customer_encrypted", err)
+	}
+
+	o = upload("c2", SSE{Mode: crypt.ModeCustomer, CustomerKey: key}, key, data)
+	for _, tc := range []struct {
+		name string
+		key  []byte
+		want errcode.Code
+	}{{"no key", nil, errcode.InvalidArgument}, {"wrong key", other, errcode.PermissionDenied}, {"right key", key, errcode.Unknown}} {
+		if err := CheckCustomerKey(o, tc.key); errcode.Of(err) != tc.want {
+			t.Errorf("SSE-C multipart object, %s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+	r, err := f.svc.Get(ctx, f.alice, "alice-bucket", "c2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.CustomerKey = key
+	rc, err := r.Open(ctx, MinPartSize-10, 20) // across the part boundary
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil || !bytes.Equal(got, data[MinPartSize-10:MinPartSize+10]) {
+		t.Errorf("SSE-C multipart range: %q, %v", got, err)
+	}
+
+	// UploadPartCopy across modes: plain → SSE-C, SSE-C → SSE-KMS.
+	plain, err := f.svc.Put(ctx, f.alice, PutInput{Bucket: "alice-bucket", Key: "plain-src", Body: bytes.NewReader(data), Size: int64(len(data))})
+	if err != nil || plain.Encryption != nil {
+		t.Fatalf("plain source: %v", err)
+	}
+	copyInto := func(dst string, sse SSE, dstKey []byte, src string, srcKey []byte) error {
+		t.Helper()
+		u, err := f.svc.CreateUpload(ctx, f.alice, CreateUploadInput{Bucket: "alice-bucket", Key: dst, SSE: sse})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sr, err := f.svc.Get(ctx, f.alice, "alice-bucket", src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sr.CustomerKey = srcKey
+		p, err := f.svc.CopyPart(ctx, f.alice, PartInput{Bucket: "alice-bucket", Key: dst, UploadID: u.ID, Number: 1, CustomerKey: dstKey}, sr, 0, -1)
+		if err != nil {
+			return err
+		}
+		if PartEncryption(p).Mode != sse.Mode {
+			t.Errorf("copied part: mode %v, want %v", PartEncryption(p).Mode, sse.Mode)
+		}
+		if _, err := f.svc.CompleteUpload(ctx, f.alice, "alice-bucket", dst, u.ID, []meta.CompletePart{{Number: 1, ETag: p.ETag}}, meta.Cond{}); err != nil {
+			t.Fatal(err)
+		}
+		return nil
+	}
+	if err := copyInto("to-c", SSE{Mode: crypt.ModeCustomer, CustomerKey: key}, key, "plain-src", nil); err != nil {
+		t.Fatalf("plain → SSE-C: %v", err)
+	}
+	if err := copyInto("to-kms", SSE{Mode: crypt.ModeKMSKey}, nil, "to-c", key); err != nil {
+		t.Fatalf("SSE-C → SSE-KMS: %v", err)
+	}
+	wantRanges(t, f, "alice-bucket", "to-kms", data)
+	if err := copyInto("to-kms2", SSE{Mode: crypt.ModeKMSKey}, nil, "to-c", nil); !errcode.Is(err, errcode.InvalidArgument) {
+		t.Errorf("SSE-C source without its key: %v, want InvalidArgument", err)
+	}
+}
+
+// TestEncryptedUploadNotBackendDirect: on a blob backend that could take
+// parts straight from clients (s3blob on MinIO), an upload that is to be
+// encrypted (here by the bucket's default, with --encryption off) is not
+// handed to the backend: its bytes must pass through Coffer.
+func TestEncryptedUploadNotBackendDirect(t *testing.T) {
+	m := testbackend.SharedMinIO(t)
+	opts, err := s3blob.ParseURL(m.BlobURL(m.CreateBucket(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.AccessKey, opts.SecretKey = m.AccessKey, m.SecretKey
+	blobs, err := s3blob.Open(t.Context(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, keys := encFixture(t)
+	ctx := t.Context()
+	f.svc = New(f.meta, blobs, Config{GarbageGrace: time.Nanosecond, Keys: keys}, nil)
+	if !f.svc.BackendDirect() {
+		t.Fatal("test setup: s3blob without --encryption should allow backend-direct uploads")
+	}
+	u, err := f.svc.CreateUpload(ctx, f.alice, CreateUploadInput{Bucket: "alice-bucket", Key: "plain", Backend: true})
+	if err != nil || u.BackendUploadID == "" {
+		t.Fatalf("plain upload: backend id %q, %v; want one", u.BackendUploadID, err)
+	}
+	if _, err := f.svc.SetBucketEncryption(ctx, f.alice, "alice-bucket", "AES256", ""); err != nil {
+		t.Fatal(err)
+	}
+	u, err = f.svc.CreateUpload(ctx, f.alice, CreateUploadInput{Bucket: "alice-bucket", Key: "enc", Backend: true})
+	if err != nil || u.BackendUploadID != "" || crypt.Mode(u.EncryptionMode) != crypt.ModeServer {
+		t.Fatalf("encrypted upload: backend id %q, mode %d, %v; want none and server mode", u.BackendUploadID, u.EncryptionMode, err)
+	}
 }

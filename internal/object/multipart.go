@@ -40,8 +40,15 @@ type CreateUploadInput struct {
 	// janitor aborts it. Default DefaultUploadTTL.
 	TTL time.Duration
 	// Backend asks for the parts to go straight to the blob backend's own
-	// multipart upload (see BackendDirect); ignored when it has none.
+	// multipart upload (see BackendDirect); ignored when it has none, and
+	// when the upload is encrypted (its bytes must pass through Coffer).
 	Backend bool
+	// SSE is the encryption the upload asks for (S3's SSE headers on
+	// CreateMultipartUpload); the zero value takes the bucket's default,
+	// else the server's. Every part is written under it, each with its
+	// own data key; SSE-C uploads keep only a salted check of the key,
+	// and every part must bring the same key (PartInput.CustomerKey).
+	SSE SSE
 }
 
 // BackendDirect reports whether direct uploads can send their parts
@@ -109,7 +116,10 @@ func (s *Service) CreateUpload(ctx context.Context, a Actor, in CreateUploadInpu
 		Size: in.Size, PartSize: in.PartSize,
 		CreatedAt: now, ExpiresAt: now.Add(ttl),
 	}
-	if mp, ok := s.blobs.(blob.MultipartPresigner); ok && in.Backend && s.BackendDirect() {
+	if err := s.uploadEncryption(ctx, b, in.SSE, &u); err != nil {
+		return meta.Upload{}, err
+	}
+	if mp, ok := s.blobs.(blob.MultipartPresigner); ok && in.Backend && s.BackendDirect() && u.EncryptionMode == 0 {
 		u.BlobKey = newBlobKey()
 		id, err := mp.CreateMultipart(ctx, u.BlobKey)
 		if err != nil {
@@ -171,6 +181,10 @@ type PartInput struct {
 	Size                  int64 // exact, or -1
 	MD5, SHA256           []byte
 	ChecksumWant          []byte // in the upload's checksum algorithm, if any
+	// CustomerKey is the client's key (S3 SSE-C headers on UploadPart /
+	// UploadPartCopy), or nil: it must be the upload's, and given exactly
+	// when the upload was created with one.
+	CustomerKey []byte
 }
 
 // PutPart streams one part into storage and records it.
@@ -190,6 +204,10 @@ func (s *Service) PutPart(ctx context.Context, a Actor, in PartInput) (meta.Part
 	if err != nil {
 		return meta.Part{}, err
 	}
+	sse, err := partSSE(u, b, in.CustomerKey)
+	if err != nil {
+		return meta.Part{}, err
+	}
 	r := integrity.NewReader(in.Body, integrity.Options{
 		Size: in.Size, Limit: MaxPartSize, LimitErr: errcode.New(errcode.TooLarge, "part larger than %d bytes", int64(MaxPartSize)),
 		SHA256: in.SHA256, MD5: in.MD5,
@@ -199,7 +217,7 @@ func (s *Service) PutPart(ctx context.Context, a Actor, in PartInput) (meta.Part
 	// upload's declared size, if it has one.
 	// Each part has its own data key, bound to its blob key.
 	key := newBlobKey()
-	sl, err := s.newSealer(ctx, key, bucketSSE(b))
+	sl, err := s.newSealer(ctx, key, sse)
 	if err != nil {
 		return meta.Part{}, err
 	}

@@ -688,6 +688,29 @@ func (p *partsReader) Read(b []byte) (int, error) {
 	}
 }
 
+// WriteTo writes the rest of the range to w part by part, each through
+// its own reader's WriteTo when it has one (a decrypting reader's large
+// buffer; a plaintext file's sendfile), which io.Copy uses.
+func (p *partsReader) WriteTo(w io.Writer) (int64, error) {
+	var total int64
+	for p.remaining > 0 {
+		if p.cur == nil {
+			if err := p.next(); err != nil {
+				return total, err
+			}
+		}
+		n, err := io.Copy(w, p.cur)
+		total += n
+		p.remaining -= n
+		if err != nil {
+			return total, err
+		}
+		p.cur.Close()
+		p.cur = nil
+	}
+	return total, nil
+}
+
 // next opens the part the remaining range starts in.
 func (p *partsReader) next() error {
 	if p.remaining <= 0 {

@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/coffer-storage/coffer/internal/crypt"
 	"github.com/coffer-storage/coffer/internal/httpx"
 	"github.com/coffer-storage/coffer/internal/meta"
 	"github.com/coffer-storage/coffer/internal/object"
@@ -14,10 +13,14 @@ import (
 
 func (api *API) createMultipartUpload(q *request) (response, error) {
 	alg := strings.ToUpper(q.Header.Get("X-Amz-Checksum-Algorithm"))
+	sse, keyMD5, err := writeSSE(q)
+	if err != nil {
+		return nil, err
+	}
 	u, err := api.objects.CreateUpload(ctxOf(q), q.actor, object.CreateUploadInput{
 		Bucket: q.bucket, Key: q.key, ContentType: q.Header.Get("Content-Type"),
 		Metadata: userMetadata(q.Header), ChecksumAlgorithm: alg,
-		ChecksumType: q.Header.Get("X-Amz-Checksum-Type"),
+		ChecksumType: q.Header.Get("X-Amz-Checksum-Type"), SSE: sse,
 	})
 	if err != nil {
 		return nil, err
@@ -29,8 +32,9 @@ func (api *API) createMultipartUpload(q *request) (response, error) {
 			h.Set("X-Amz-Checksum-Type", u.ChecksumType)
 		}
 	}
-	if api.objects.EncryptsByDefault() {
-		sseHeaders(h, object.Encryption{Mode: crypt.ModeServer})
+	sseHeaders(h, api.objects.UploadEncryption(u))
+	if keyMD5 != "" {
+		sseCHeaders(h, keyMD5)
 	}
 	return xmlResponse{header: h, body: initiateMultipartUploadResult{Xmlns: s3NS, Bucket: q.bucket, Key: q.key, UploadID: u.ID}}, nil
 }
@@ -66,15 +70,22 @@ func (api *API) uploadPart(q *request) (response, error) {
 	if err != nil {
 		return nil, err
 	}
+	key, keyMD5, err := customerKey(q, sseCPrefix)
+	if err != nil {
+		return nil, err
+	}
 	p, err := api.objects.PutPart(ctxOf(q), q.actor, object.PartInput{
 		Bucket: q.bucket, Key: q.key, UploadID: q.URL.Query().Get("uploadId"), Number: n,
-		Body: body, Size: size, MD5: md5sum, SHA256: q.pay.sha256, ChecksumWant: want,
+		Body: body, Size: size, MD5: md5sum, SHA256: q.pay.sha256, ChecksumWant: want, CustomerKey: key,
 	})
 	if err != nil {
 		return nil, err
 	}
 	h := http.Header{"Etag": {`"` + p.ETag + `"`}}
 	sseHeaders(h, object.PartEncryption(p))
+	if keyMD5 != "" {
+		sseCHeaders(h, keyMD5)
+	}
 	if p.Checksum != "" {
 		if u, err := api.objects.GetUpload(ctxOf(q), q.actor, q.bucket, q.key, p.UploadID); err == nil && u.ChecksumAlgorithm != "" {
 			h.Set("X-Amz-Checksum-"+strings.ToLower(u.ChecksumAlgorithm), p.Checksum)
@@ -92,10 +103,23 @@ func (api *API) uploadPartCopy(q *request) (response, error) {
 	if err != nil {
 		return nil, err
 	}
+	srcKey, _, err := customerKey(q, copySSECPrefix)
+	if err != nil {
+		return nil, err
+	}
+	key, keyMD5, err := customerKey(q, sseCPrefix)
+	if err != nil {
+		return nil, err
+	}
 	src, err := api.objects.Get(ctxOf(q), q.actor, sb, sk)
 	if err != nil {
 		return nil, err
 	}
+	// The source's customer key is checked before any byte is read.
+	if err := object.CheckCustomerKey(src.Object, srcKey); err != nil {
+		return nil, err
+	}
+	src.CustomerKey = srcKey
 	if err := checkCopySourceConds(q.Header, src.Object); err != nil {
 		return nil, err
 	}
@@ -111,13 +135,16 @@ func (api *API) uploadPartCopy(q *request) (response, error) {
 		return nil, s3err.New(s3err.EntityTooLarge, "")
 	}
 	p, err := api.objects.CopyPart(ctxOf(q), q.actor, object.PartInput{
-		Bucket: q.bucket, Key: q.key, UploadID: q.URL.Query().Get("uploadId"), Number: n,
+		Bucket: q.bucket, Key: q.key, UploadID: q.URL.Query().Get("uploadId"), Number: n, CustomerKey: key,
 	}, src, offset, length)
 	if err != nil {
 		return nil, err
 	}
 	h := http.Header{}
 	sseHeaders(h, object.PartEncryption(p))
+	if keyMD5 != "" {
+		sseCHeaders(h, keyMD5)
+	}
 	return xmlResponse{header: h, body: copyPartResult{Xmlns: s3NS, LastModified: iso8601(p.ModTime), ETag: `"` + p.ETag + `"`}}, nil
 }
 
@@ -133,6 +160,21 @@ func (api *API) completeMultipartUpload(q *request) (response, error) {
 	cond, err := writeCond(q.Header)
 	if err != nil {
 		return nil, err
+	}
+	// SSE-C headers are optional on completion (s3transfer sends them);
+	// given, they must be the upload's.
+	key, _, err := customerKey(q, sseCPrefix)
+	if err != nil {
+		return nil, err
+	}
+	if key != nil {
+		u, err := api.objects.GetUpload(ctxOf(q), q.actor, q.bucket, q.key, q.URL.Query().Get("uploadId"))
+		if err != nil {
+			return nil, err
+		}
+		if err := object.CheckUploadCustomerKey(u, key); err != nil {
+			return nil, err
+		}
 	}
 	o, err := api.objects.CompleteUpload(ctxOf(q), q.actor, q.bucket, q.key, q.URL.Query().Get("uploadId"), parts, cond)
 	if err != nil {

@@ -7,6 +7,9 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/coffer-storage/coffer/internal/crypt"
+	"github.com/coffer-storage/coffer/internal/meta"
+	"github.com/coffer-storage/coffer/internal/object"
 	"github.com/coffer-storage/coffer/internal/s3api/s3err"
 )
 
@@ -86,4 +89,39 @@ func FuzzCustomerKeyHeaders(f *testing.F) {
 			t.Fatalf("accepted %q %q %q: key %x md5 %q", alg, k, m, got, md)
 		}
 	})
+}
+
+// TestUploadCustomerKeyErrors: the object service's refusals of an SSE-C
+// upload's parts reach the client as AWS's 400 InvalidRequest with its
+// messages.
+func TestUploadCustomerKeyErrors(t *testing.T) {
+	key, other := bytes.Repeat([]byte{1}, 32), bytes.Repeat([]byte{2}, 32)
+	env, dk, err := crypt.NewCustomerEnvelope(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clear(dk)
+	check, err := env.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := meta.Upload{ID: "u", EncryptionMode: int(crypt.ModeCustomer), CustomerKeyCheck: check}
+	if err := object.CheckUploadCustomerKey(u, key); err != nil {
+		t.Fatalf("the upload's key: %v", err)
+	}
+	for _, tc := range []struct {
+		name string
+		u    meta.Upload
+		key  []byte
+		msg  string
+	}{
+		{"another key", u, other, "The provided encryption parameters did not match the ones used originally."},
+		{"a key for a plain upload", meta.Upload{ID: "p"}, key, ""},
+	} {
+		err := object.CheckUploadCustomerKey(tc.u, tc.key)
+		got := s3err.Translate(err)
+		if got.Code != s3err.InvalidRequest || got.Status != 400 || tc.msg != "" && got.Message != tc.msg {
+			t.Errorf("%s: %s %d %q (%v), want InvalidRequest 400 %q", tc.name, got.Code, got.Status, got.Message, err, tc.msg)
+		}
+	}
 }

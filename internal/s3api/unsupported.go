@@ -58,25 +58,27 @@ var (
 func rules() []rule {
 	const (
 		sse   = "this server-side encryption option is not implemented by Coffer"
-		sseC  = "server-side encryption with customer keys (SSE-C) is implemented for PutObject, GetObject, HeadObject and CopyObject only"
+		sseC  = "server-side encryption with customer keys (SSE-C) applies to PutObject, GetObject, HeadObject, CopyObject and the multipart upload operations only"
 		lock  = "object lock and retention are not implemented by Coffer"
 		acl   = "Coffer supports no ACLs beyond the bucket's private or public-read visibility"
 		stdMD = "Coffer stores Content-Type and x-amz-meta-* only; it would not return this header on GET"
 	)
 	return []rule{
-		// Encryption (docs/encryption.md): SSE-S3 and SSE-KMS on PutObject
-		// and CopyObject; on CreateMultipartUpload only what the server
-		// does anyway (AES256 with --encryption on). Everything else is
+		// Encryption (docs/encryption.md): SSE-S3 and SSE-KMS on the
+		// writes that choose an object's encryption (PutObject, CopyObject,
+		// CreateMultipartUpload); SSE-C there, on reads, and on the part
+		// uploads and completion of an SSE-C upload (the handlers check the
+		// key); the copy source's key on the two copies. Everything else is
 		// refused: no header that would have encrypted is ignored.
-		{name: "x-amz-server-side-encryption", ops: []string{"PutObject", "CopyObject"}, valid: anyValue, check: checkSSE},
-		{name: "x-amz-server-side-encryption", ops: []string{"CreateMultipartUpload"}, valid: anyValue, check: checkUploadSSE},
-		{name: "x-amz-server-side-encryption-aws-kms-key-id", ops: []string{"PutObject", "CopyObject"}, valid: anyValue, check: checkKMSKeyID},
-		{name: "x-amz-server-side-encryption-bucket-key-enabled", ops: []string{"PutObject", "CopyObject", "CreateMultipartUpload"},
+		{name: "x-amz-server-side-encryption", ops: objectWrites, valid: anyValue, check: checkSSE},
+		{name: "x-amz-server-side-encryption-aws-kms-key-id", ops: objectWrites, valid: anyValue, check: checkKMSKeyID},
+		{name: "x-amz-server-side-encryption-bucket-key-enabled", ops: objectWrites,
 			allow: []string{"true", "false"}, code: s3err.InvalidArgument, why: "must be true or false"},
-		{name: "x-amz-server-side-encryption-customer-*", notOps: []string{"PutObject", "GetObject", "HeadObject", "CopyObject"}, why: sseC},
-		{name: "x-amz-copy-source-server-side-encryption-customer-*", notOps: []string{"CopyObject"}, why: sseC},
-		{name: "x-amz-server-side-encryption", notOps: []string{"PutObject", "CopyObject", "CreateMultipartUpload"}, why: sse},
-		{name: "x-amz-server-side-encryption-aws-kms-key-id", notOps: []string{"PutObject", "CopyObject"}, why: sse},
+		{name: "x-amz-server-side-encryption-customer-*", notOps: []string{"PutObject", "GetObject", "HeadObject", "CopyObject",
+			"CreateMultipartUpload", "UploadPart", "UploadPartCopy", "CompleteMultipartUpload"}, why: sseC},
+		{name: "x-amz-copy-source-server-side-encryption-customer-*", notOps: []string{"CopyObject", "UploadPartCopy"}, why: sseC},
+		{name: "x-amz-server-side-encryption", notOps: objectWrites, why: sse},
+		{name: "x-amz-server-side-encryption-aws-kms-key-id", notOps: objectWrites, why: sse},
 		{name: "x-amz-server-side-encryption-bucket-key-enabled", notOps: []string{"PutObject", "CopyObject", "CreateMultipartUpload"}, why: sse},
 		{name: "x-amz-server-side-encryption-context", why: sse},
 		// Any other x-amz-server-side-encryption-* header is one Coffer
@@ -292,18 +294,6 @@ func checkSSE(_ *API, _ *request, v string) error {
 		return s3err.New(s3err.NotImplemented, "x-amz-server-side-encryption: aws:kms:dsse (dual-layer SSE-KMS) is not implemented by Coffer")
 	}
 	return s3err.New(s3err.InvalidArgument, "x-amz-server-side-encryption: the encryption method specified is not supported")
-}
-
-// checkUploadSSE admits, for a multipart upload, only what the server
-// does to every part anyway: AES256 with --encryption on.
-func checkUploadSSE(api *API, q *request, v string) error {
-	if err := checkSSE(api, q, v); err != nil {
-		return err
-	}
-	if v == "AES256" && api.objects.EncryptsByDefault() {
-		return nil
-	}
-	return s3err.New(s3err.NotImplemented, "x-amz-server-side-encryption on multipart uploads is not implemented by Coffer yet (with --encryption on, every part is encrypted: send AES256 or nothing)")
 }
 
 // checkKMSKeyID admits a KMS key id only with aws:kms (as S3 does); the

@@ -10,8 +10,7 @@ import (
 
 // TestBoto3Hardening runs py/test_boto3_hardening.py with pytest against a
 // server of its own: server-side encryption Coffer does not implement
-// (DSSE, encryption contexts, SSE on multipart uploads without
-// --encryption on) and other unimplemented parameters are refused with
+// (DSSE, encryption contexts, also on multipart uploads) and other unimplemented parameters are refused with
 // NotImplemented and store nothing; a customer key for a plain object is
 // InvalidRequest; list_object_versions (and its paginator) lists an unversioned
 // bucket, delete_object(VersionId="null") deletes, and boto3's

@@ -15,8 +15,10 @@ import (
 // TestSSE runs py/test_sse.py with pytest against a server with
 // --encryption on and a keyring named by --kms (so both shapes share it):
 // SSE-S3, SSE-KMS (a known key, an unknown one), SSE-C (right, missing and
-// wrong keys; copies), copies across modes, encrypted multipart, bucket
-// default encryption, and the refusal of DSSE and SSE-C multipart.
+// wrong keys; copies), copies across modes, multipart uploads under SSE-S3,
+// SSE-KMS and SSE-C (s3transfer and explicit calls; parts without the
+// key or with another refused; UploadPartCopy across modes), bucket
+// default encryption, and the refusal of DSSE.
 func TestSSE(t *testing.T) {
 	py := python(t)
 	keyring := filepath.Join(t.TempDir(), "keyring")

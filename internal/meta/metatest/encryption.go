@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
@@ -19,6 +20,53 @@ var encryptionTests = []test{
 	{name: "Multipart", fn: testEnvelopeMultipart},
 	{name: "PutWithParts", fn: testEnvelopeParts},
 	{name: "BucketDefault", fn: testBucketEncryption},
+	{name: "Upload", fn: testUploadEncryption},
+}
+
+// testUploadEncryption: an upload's encryption choice (mode, KMS key,
+// customer key check) comes back as given from GetUpload, ListUploads
+// and ListExpiredUploads.
+func testUploadEncryption(t *testing.T, s meta.Store) {
+	ctx := t.Context()
+	addUser(t, s, "alice", 0)
+	now := time.Now().UTC()
+	u := meta.Upload{ID: "sse-up", Bucket: "alice", Key: "k", InitiatorID: "alice", CreatedAt: now, ExpiresAt: now.Add(-time.Minute),
+		EncryptionMode: 3, EncryptionKMSKey: "alias/k", CustomerKeyCheck: envelope("check")}
+	ok(t, s.CreateUpload(ctx, u), "CreateUpload")
+	plain := meta.Upload{ID: "plain-up", Bucket: "alice", Key: "p", InitiatorID: "alice", CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+	ok(t, s.CreateUpload(ctx, plain), "CreateUpload plain")
+	check := func(got, want meta.Upload, what string) {
+		t.Helper()
+		if got.EncryptionMode != want.EncryptionMode || got.EncryptionKMSKey != want.EncryptionKMSKey || !bytes.Equal(got.CustomerKeyCheck, want.CustomerKeyCheck) {
+			t.Errorf("%s: encryption %d %q %q, want %d %q %q", what, got.EncryptionMode, got.EncryptionKMSKey, got.CustomerKeyCheck,
+				want.EncryptionMode, want.EncryptionKMSKey, want.CustomerKeyCheck)
+		}
+		if want.CustomerKeyCheck == nil && got.CustomerKeyCheck != nil {
+			t.Errorf("%s: customer key check %q, want nil", what, got.CustomerKeyCheck)
+		}
+	}
+	got, err := s.GetUpload(ctx, u.ID)
+	ok(t, err, "GetUpload")
+	check(got, u, "GetUpload")
+	got, err = s.GetUpload(ctx, plain.ID)
+	ok(t, err, "GetUpload plain")
+	check(got, plain, "GetUpload plain")
+	us, _, err := s.ListUploads(ctx, "alice", meta.ListUploadsOptions{})
+	ok(t, err, "ListUploads")
+	if len(us) != 2 {
+		t.Fatalf("ListUploads: %d uploads, want 2", len(us))
+	}
+	for _, g := range us {
+		if g.ID == u.ID {
+			check(g, u, "ListUploads")
+		}
+	}
+	exp, err := s.ListExpiredUploads(ctx, now, 10)
+	ok(t, err, "ListExpiredUploads")
+	if len(exp) != 1 {
+		t.Fatalf("ListExpiredUploads: %d uploads, want 1", len(exp))
+	}
+	check(exp[0], u, "ListExpiredUploads")
 }
 
 func testBucketEncryption(t *testing.T, s meta.Store) {

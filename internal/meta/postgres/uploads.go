@@ -20,7 +20,7 @@ import (
 // maxPartNumber is the highest part number (S3's).
 const maxPartNumber = 10000
 
-const uploadCols = "id, bucket, key, initiator_id, content_type, metadata, checksum_algorithm, checksum_type, size, part_size, created_at, expires_at, blob_key, backend_upload_id"
+const uploadCols = "id, bucket, key, initiator_id, content_type, metadata, checksum_algorithm, checksum_type, size, part_size, created_at, expires_at, blob_key, backend_upload_id, sse_mode, sse_kms_key, sse_c_check"
 
 func scanUpload(r pgx.Row) (meta.Upload, error) {
 	var (
@@ -30,7 +30,7 @@ func scanUpload(r pgx.Row) (meta.Upload, error) {
 		created, expires int64
 	)
 	if err := r.Scan(&u.ID, &u.Bucket, &k, &u.InitiatorID, &u.ContentType, &md, &u.ChecksumAlgorithm, &u.ChecksumType,
-		&u.Size, &u.PartSize, &created, &expires, &u.BlobKey, &u.BackendUploadID); err != nil {
+		&u.Size, &u.PartSize, &created, &expires, &u.BlobKey, &u.BackendUploadID, &u.EncryptionMode, &u.EncryptionKMSKey, &u.CustomerKeyCheck); err != nil {
 		return meta.Upload{}, err
 	}
 	u.Key = string(k)
@@ -92,9 +92,10 @@ func (s *Store) CreateUpload(ctx context.Context, u meta.Upload) error {
 			}
 		}
 		// A missing bucket is a foreign key violation: NotFound.
-		t.exec("INSERT INTO uploads ("+uploadCols+") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+		t.exec("INSERT INTO uploads ("+uploadCols+") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
 			u.ID, u.Bucket, key(u.Key), u.InitiatorID, u.ContentType, md, u.ChecksumAlgorithm, u.ChecksumType,
-			u.Size, u.PartSize, metasql.ToNanos(metasql.OrNow(u.CreatedAt, t.now)), metasql.ToNanos(u.ExpiresAt), u.BlobKey, u.BackendUploadID)
+			u.Size, u.PartSize, metasql.ToNanos(metasql.OrNow(u.CreatedAt, t.now)), metasql.ToNanos(u.ExpiresAt), u.BlobKey, u.BackendUploadID,
+			u.EncryptionMode, u.EncryptionKMSKey, u.CustomerKeyCheck)
 		if u.Size > 0 {
 			insertStaging(t, metasql.DeclaredStaging(u, owner))
 		}

@@ -18,7 +18,7 @@ import (
 // maxPartNumber is the highest part number (S3's).
 const maxPartNumber = 10000
 
-const uploadCols = "id, bucket, key, initiator_id, content_type, metadata, checksum_algorithm, checksum_type, size, part_size, created_at, expires_at, blob_key, backend_upload_id"
+const uploadCols = "id, bucket, key, initiator_id, content_type, metadata, checksum_algorithm, checksum_type, size, part_size, created_at, expires_at, blob_key, backend_upload_id, sse_mode, sse_kms_key, sse_c_check"
 
 func scanUpload(r scanner) (meta.Upload, error) {
 	var (
@@ -27,7 +27,7 @@ func scanUpload(r scanner) (meta.Upload, error) {
 		created, expires int64
 	)
 	if err := r.Scan(&u.ID, &u.Bucket, &u.Key, &u.InitiatorID, &u.ContentType, &md, &u.ChecksumAlgorithm, &u.ChecksumType,
-		&u.Size, &u.PartSize, &created, &expires, &u.BlobKey, &u.BackendUploadID); err != nil {
+		&u.Size, &u.PartSize, &created, &expires, &u.BlobKey, &u.BackendUploadID, &u.EncryptionMode, &u.EncryptionKMSKey, &u.CustomerKeyCheck); err != nil {
 		return meta.Upload{}, err
 	}
 	u.CreatedAt, u.ExpiresAt = metasql.FromNanos(created), metasql.FromNanos(expires)
@@ -91,9 +91,10 @@ func (s *Store) CreateUpload(ctx context.Context, u meta.Upload) error {
 		if err != nil {
 			return classify(err, "create upload")
 		}
-		_, err = c.ExecContext(ctx, "INSERT INTO uploads ("+uploadCols+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		_, err = c.ExecContext(ctx, "INSERT INTO uploads ("+uploadCols+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 			u.ID, u.Bucket, u.Key, u.InitiatorID, u.ContentType, md, u.ChecksumAlgorithm, u.ChecksumType,
-			u.Size, u.PartSize, metasql.ToNanos(metasql.OrNow(u.CreatedAt, now)), metasql.ToNanos(u.ExpiresAt), u.BlobKey, u.BackendUploadID)
+			u.Size, u.PartSize, metasql.ToNanos(metasql.OrNow(u.CreatedAt, now)), metasql.ToNanos(u.ExpiresAt), u.BlobKey, u.BackendUploadID,
+			u.EncryptionMode, u.EncryptionKMSKey, u.CustomerKeyCheck)
 		if err != nil || u.Size == 0 {
 			return classify(err, "upload %q", u.ID)
 		}

@@ -196,7 +196,136 @@ def test_sse_c_copy(s3, bucket):
     assert s3.get_object(Bucket=bucket, Key="sse-c-dst2", **ssec(OTHER_KEY))["Body"].read() == BODY
 
 
-def test_sse_c_multipart_refused(s3, bucket):
+def test_multipart_dsse_refused(s3, bucket):
+    # What stays refused on multipart uploads: DSSE, encryption contexts.
+    for extra in ({"ServerSideEncryption": "aws:kms:dsse"},
+                  {"ServerSideEncryption": "aws:kms", "SSEKMSEncryptionContext": "e30="}):
+        with pytest.raises(ClientError) as e:
+            s3.create_multipart_upload(Bucket=bucket, Key="mp-refused", **extra)
+        assert err(e) == ("NotImplemented", 501), extra
+    ups = s3.list_multipart_uploads(Bucket=bucket, Prefix="mp-refused").get("Uploads", [])
+    assert ups == [], ups
+
+
+MP_DATA = os.urandom(11 * MiB + 77)
+MP_CFG = TransferConfig(multipart_threshold=5 * MiB, multipart_chunksize=5 * MiB)
+
+
+def test_multipart_sse_kms(s3, bucket, tmp_path):
+    src = tmp_path / "src"
+    src.write_bytes(MP_DATA)
+    s3.upload_file(str(src), bucket, "mp-kms", Config=MP_CFG,
+                   ExtraArgs={"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": KMS_KEY})
+    for kw in ({}, {"PartNumber": 2}):
+        h = s3.head_object(Bucket=bucket, Key="mp-kms", **kw)
+        assert h["ServerSideEncryption"] == "aws:kms" and h["SSEKMSKeyId"] == KMS_KEY, h
+    assert h["ContentLength"] == 5 * MiB and h["PartsCount"] == 3, h
+    dst = tmp_path / "dst"
+    s3.download_file(bucket, "mp-kms", str(dst), Config=MP_CFG)
+    assert dst.read_bytes() == MP_DATA
+    g = s3.get_object(Bucket=bucket, Key="mp-kms", Range=f"bytes={10 * MiB - 3}-{10 * MiB + 2}")
+    assert g["Body"].read() == MP_DATA[10 * MiB - 3:10 * MiB + 3]
+    # An unknown key: refused at creation, no upload left.
     with pytest.raises(ClientError) as e:
-        s3.create_multipart_upload(Bucket=bucket, Key="mp-c", **ssec(SSEC_KEY))
-    assert err(e) == ("NotImplemented", 501)
+        s3.create_multipart_upload(Bucket=bucket, Key="mp-bad-kms", ServerSideEncryption="aws:kms", SSEKMSKeyId="no-such-key")
+    assert err(e) == ("KMS.NotFoundException", 400)
+    assert s3.list_multipart_uploads(Bucket=bucket, Prefix="mp-bad-kms").get("Uploads", []) == []
+    # Explicit calls: every response names the encryption.
+    c = s3.create_multipart_upload(Bucket=bucket, Key="mp-kms2", ServerSideEncryption="aws:kms", SSEKMSKeyId=KMS_KEY)
+    assert c["ServerSideEncryption"] == "aws:kms" and c["SSEKMSKeyId"] == KMS_KEY, c
+    p = s3.upload_part(Bucket=bucket, Key="mp-kms2", UploadId=c["UploadId"], PartNumber=1, Body=b"one part")
+    assert p["ServerSideEncryption"] == "aws:kms" and p["SSEKMSKeyId"] == KMS_KEY, p
+    r = s3.complete_multipart_upload(Bucket=bucket, Key="mp-kms2", UploadId=c["UploadId"],
+                                     MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": p["ETag"]}]})
+    assert r["ServerSideEncryption"] == "aws:kms" and r["SSEKMSKeyId"] == KMS_KEY, r
+    assert s3.get_object(Bucket=bucket, Key="mp-kms2")["Body"].read() == b"one part"
+
+
+def test_multipart_sse_c(s3, bucket, tmp_path):
+    # s3transfer: create, parts, complete and the ranged GETs of the
+    # download all carry the key.
+    src = tmp_path / "src"
+    src.write_bytes(MP_DATA)
+    s3.upload_file(str(src), bucket, "mp-c", Config=MP_CFG, ExtraArgs=ssec(SSEC_KEY))
+    dst = tmp_path / "dst"
+    s3.download_file(bucket, "mp-c", str(dst), Config=MP_CFG, ExtraArgs=ssec(SSEC_KEY))
+    assert dst.read_bytes() == MP_DATA
+    h = s3.head_object(Bucket=bucket, Key="mp-c", PartNumber=3, **ssec(SSEC_KEY))
+    assert h["SSECustomerAlgorithm"] == "AES256" and h["ContentLength"] == len(MP_DATA) - 10 * MiB, h
+    with pytest.raises(ClientError) as e:
+        s3.get_object(Bucket=bucket, Key="mp-c")
+    assert err(e) == ("InvalidRequest", 400)
+    with pytest.raises(ClientError) as e:
+        s3.get_object(Bucket=bucket, Key="mp-c", **ssec(OTHER_KEY))
+    assert err(e) == ("AccessDenied", 403)
+    with pytest.raises(ClientError) as e:
+        s3.head_object(Bucket=bucket, Key="mp-c", PartNumber=1)
+    assert err(e)[1] == 400
+
+    # Explicit calls: a part without the key, or with another, is refused.
+    c = s3.create_multipart_upload(Bucket=bucket, Key="mp-c2", **ssec(SSEC_KEY))
+    assert c["SSECustomerAlgorithm"] == "AES256" and c["SSECustomerKeyMD5"], c
+    uid = c["UploadId"]
+    with pytest.raises(ClientError) as e:
+        s3.upload_part(Bucket=bucket, Key="mp-c2", UploadId=uid, PartNumber=1, Body=b"x")
+    assert err(e) == ("InvalidRequest", 400)
+    assert "Subsequent part requests must include the appropriate encryption parameters" in str(e.value)
+    with pytest.raises(ClientError) as e:
+        s3.upload_part(Bucket=bucket, Key="mp-c2", UploadId=uid, PartNumber=1, Body=b"x", **ssec(OTHER_KEY))
+    assert err(e) == ("InvalidRequest", 400)
+    assert "did not match the ones used originally" in str(e.value)
+    assert s3.list_parts(Bucket=bucket, Key="mp-c2", UploadId=uid).get("Parts", []) == []
+    p1 = s3.upload_part(Bucket=bucket, Key="mp-c2", UploadId=uid, PartNumber=1, Body=MP_DATA[:5 * MiB], **ssec(SSEC_KEY))
+    assert p1["SSECustomerAlgorithm"] == "AES256" and p1["SSECustomerKeyMD5"] == c["SSECustomerKeyMD5"], p1
+    p2 = s3.upload_part(Bucket=bucket, Key="mp-c2", UploadId=uid, PartNumber=2, Body=b"tail", **ssec(SSEC_KEY))
+    parts = {"Parts": [{"PartNumber": 1, "ETag": p1["ETag"]}, {"PartNumber": 2, "ETag": p2["ETag"]}]}
+    with pytest.raises(ClientError) as e:
+        s3.complete_multipart_upload(Bucket=bucket, Key="mp-c2", UploadId=uid, MultipartUpload=parts, **ssec(OTHER_KEY))
+    assert err(e) == ("InvalidRequest", 400)
+    s3.complete_multipart_upload(Bucket=bucket, Key="mp-c2", UploadId=uid, MultipartUpload=parts)
+    g = s3.get_object(Bucket=bucket, Key="mp-c2", Range=f"bytes={5 * MiB - 2}-", **ssec(SSEC_KEY))
+    assert g["Body"].read() == MP_DATA[5 * MiB - 2:5 * MiB] + b"tail"
+
+    # A customer key for an upload started without one.
+    c = s3.create_multipart_upload(Bucket=bucket, Key="mp-plain", ServerSideEncryption="AES256")
+    with pytest.raises(ClientError) as e:
+        s3.upload_part(Bucket=bucket, Key="mp-plain", UploadId=c["UploadId"], PartNumber=1, Body=b"x", **ssec(SSEC_KEY))
+    assert err(e) == ("InvalidRequest", 400)
+    s3.abort_multipart_upload(Bucket=bucket, Key="mp-plain", UploadId=c["UploadId"])
+
+
+def test_upload_part_copy_across_modes(s3, bucket):
+    # Unencrypted with --encryption on is not possible: the "plain" source
+    # is the server's default (SSE-S3), copied into an SSE-C upload.
+    s3.put_object(Bucket=bucket, Key="upc-src", Body=BODY)
+    c = s3.create_multipart_upload(Bucket=bucket, Key="upc-c", **ssec(SSEC_KEY))
+    with pytest.raises(ClientError) as e:  # the destination's key is missing
+        s3.upload_part_copy(Bucket=bucket, Key="upc-c", UploadId=c["UploadId"], PartNumber=1,
+                            CopySource={"Bucket": bucket, "Key": "upc-src"})
+    assert err(e) == ("InvalidRequest", 400)
+    p = s3.upload_part_copy(Bucket=bucket, Key="upc-c", UploadId=c["UploadId"], PartNumber=1,
+                            CopySource={"Bucket": bucket, "Key": "upc-src"}, **ssec(SSEC_KEY))
+    assert p["SSECustomerAlgorithm"] == "AES256", p
+    s3.complete_multipart_upload(Bucket=bucket, Key="upc-c", UploadId=c["UploadId"], **ssec(SSEC_KEY),
+                                 MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": p["CopyPartResult"]["ETag"]}]})
+    assert s3.get_object(Bucket=bucket, Key="upc-c", **ssec(SSEC_KEY))["Body"].read() == BODY
+
+    # SSE-C source into an SSE-KMS upload: the source's key is needed.
+    c = s3.create_multipart_upload(Bucket=bucket, Key="upc-kms", ServerSideEncryption="aws:kms", SSEKMSKeyId=KMS_KEY)
+    src = {"Bucket": bucket, "Key": "upc-c"}
+    with pytest.raises(ClientError) as e:
+        s3.upload_part_copy(Bucket=bucket, Key="upc-kms", UploadId=c["UploadId"], PartNumber=1, CopySource=src)
+    assert err(e) == ("InvalidRequest", 400)
+    with pytest.raises(ClientError) as e:
+        s3.upload_part_copy(Bucket=bucket, Key="upc-kms", UploadId=c["UploadId"], PartNumber=1, CopySource=src,
+                            CopySourceSSECustomerAlgorithm="AES256", CopySourceSSECustomerKey=OTHER_KEY)
+    assert err(e) == ("AccessDenied", 403)
+    p = s3.upload_part_copy(Bucket=bucket, Key="upc-kms", UploadId=c["UploadId"], PartNumber=1, CopySource=src,
+                            CopySourceRange="bytes=1000-199999",
+                            CopySourceSSECustomerAlgorithm="AES256", CopySourceSSECustomerKey=SSEC_KEY)
+    assert p["ServerSideEncryption"] == "aws:kms" and p["SSEKMSKeyId"] == KMS_KEY, p
+    r = s3.complete_multipart_upload(Bucket=bucket, Key="upc-kms", UploadId=c["UploadId"],
+                                     MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": p["CopyPartResult"]["ETag"]}]})
+    assert r["ServerSideEncryption"] == "aws:kms", r
+    g = s3.get_object(Bucket=bucket, Key="upc-kms")
+    assert g["ServerSideEncryption"] == "aws:kms" and g["Body"].read() == BODY[1000:200000]
