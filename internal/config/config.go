@@ -38,7 +38,7 @@ type Config struct {
 	ServerKeyFile string // --server-key-file, COFFER_SERVER_KEY_FILE: the 32-byte key (hex) shared by every node; default Data/server.key
 
 	// The blob read cache (internal/blob/cacheblob), per node.
-	Cache       string // --cache, COFFER_CACHE: auto|on|off; default auto (on when --blob names a remote store, off for the local disk)
+	Cache       string // --cache, COFFER_CACHE: auto|on|off; default auto (on when --blob names a remote store, off for the local disk; gateway reads are cached unless off)
 	CacheDir    string // --cache-dir: the disk tier's folder (owned by the cache); default Data/cache
 	CacheSize   int64  // --cache-size: bytes the disk tier may hold; default 4GiB
 	CacheMemory int64  // --cache-memory: bytes of small blobs held in memory (0: no memory tier); default 64MiB
@@ -297,10 +297,16 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// CacheOn reports whether the blob read cache is on.
+// CacheOn reports whether the blob read cache is on in front of the blob
+// store.
 func (c *Config) CacheOn() bool {
 	return c.Cache == "on" || c.Cache == "auto" && c.Blob != ""
 }
+
+// GatewayCacheOn reports whether reads of gateway buckets go through the
+// blob cache: unless it is off, since a gateway's backend is always
+// remote, whatever the shape (docs/gateway.md).
+func (c *Config) GatewayCacheOn() bool { return c.Cache != "off" }
 
 // FlagSet binds c's fields to a new flag set for `coffer serve`.
 func (c *Config) FlagSet(name string) *flag.FlagSet {
@@ -317,7 +323,7 @@ func (c *Config) FlagSet(name string) *flag.FlagSet {
 	fs.StringVar(&c.Blob, "blob", c.Blob, "blob store: s3://BUCKET[/PREFIX]?endpoint=URL&region=R (credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY; default: the data folder)")
 	fs.Var((*gatewaysValue)(&c.Gateways), "gateway", "gateway bucket (repeatable): NAME=s3://BUCKET[/PREFIX]?endpoint=URL&region=R&mode=ro|rw&owner=EMAIL[&public=true][&credentials_file=FILE] exposes an existing bucket as Coffer bucket NAME (docs/gateway.md); COFFER_GATEWAY: several separated by whitespace")
 	fs.StringVar(&c.ServerKeyFile, "server-key-file", c.ServerKeyFile, "file holding the server key, shared by every node of a cluster (default DATA/server.key, created if missing)")
-	fs.StringVar(&c.Cache, "cache", c.Cache, "blob read cache: auto (on when --blob names a remote store), on or off")
+	fs.StringVar(&c.Cache, "cache", c.Cache, "blob read cache: auto (on when --blob names a remote store; gateway buckets' reads always), on or off")
 	fs.StringVar(&c.CacheDir, "cache-dir", c.CacheDir, "folder of the blob cache's disk tier, owned by the cache (default DATA/cache)")
 	fs.Var((*bytesValue)(&c.CacheSize), "cache-size", "bytes the blob cache's disk tier may hold, e.g. 20GiB")
 	fs.Var((*bytesValue)(&c.CacheMemory), "cache-memory", "bytes of small blobs the cache holds in memory (0 = no memory tier)")

@@ -18,6 +18,20 @@
 //
 // The bucket record keeps the URL part without owner and public (those
 // are the record's owner and visibility): see Spec.URL.
+//
+// # Cache
+//
+// With Opener.Cache set, reads of backend objects go through the node's
+// blob cache (cacheblob.Cache.Open), keyed by the identity (endpoint,
+// backend bucket, backend key, backend ETag): the object service HEADs
+// the backend on every read and asks for the version it saw, so the ETag
+// it passes to Get names the content, and an object replaced behind
+// Coffer's back has a new ETag, hence a new identity, and is never served
+// from the old one's bytes. Misses fetch aligned chunks with If-Match on
+// that ETag (a replacement between the HEAD and the fetch is
+// PreconditionFailed, never cached, never mixed). An object the backend
+// gives no ETag is read around the cache. The cache holds what the
+// backend holds: ciphertext for objects Coffer encrypted.
 package gateway
 
 import (
@@ -32,6 +46,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/coffer-storage/coffer/internal/blob/cacheblob"
 	"github.com/coffer-storage/coffer/internal/blob/s3blob"
 	"github.com/coffer-storage/coffer/internal/meta"
 	"github.com/coffer-storage/coffer/internal/object"
@@ -245,8 +260,20 @@ func readCredentials(path string) (access, secret string, err error) {
 }
 
 // Open opens the backend of a bucket record's gateway URL and checks its
-// bucket is reachable. It is an object.OpenGateway.
+// bucket is reachable, without a cache. It is an object.OpenGateway.
 func Open(ctx context.Context, raw string) (object.GatewayStore, error) {
+	return Opener{}.Open(ctx, raw)
+}
+
+// Opener opens gateway backends.
+type Opener struct {
+	// Cache, if set, is the cache the backends' reads go through (see
+	// the package doc); nil: every read is a backend GET.
+	Cache *cacheblob.Cache
+}
+
+// Open is Open with the opener's cache. It is an object.OpenGateway.
+func (op Opener) Open(ctx context.Context, raw string) (object.GatewayStore, error) {
 	sp, err := ParseURL(raw)
 	if err != nil {
 		return nil, err
@@ -264,13 +291,19 @@ func Open(ctx context.Context, raw string) (object.GatewayStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{s3: st, writable: sp.Mode == ReadWrite}, nil
+	origin := sp.Endpoint
+	if origin == "" {
+		origin = "aws:" + sp.Region
+	}
+	return &Store{s3: st, writable: sp.Mode == ReadWrite, cache: op.Cache, origin: origin + "\x00" + sp.Bucket}, nil
 }
 
 // Store is a gateway bucket's backend.
 type Store struct {
 	s3       *s3blob.Store
 	writable bool
+	cache    *cacheblob.Cache // nil: no cache
+	origin   string           // endpoint and bucket, for cache identities
 }
 
 var _ object.GatewayStore = (*Store)(nil)
@@ -285,9 +318,28 @@ func (g *Store) Head(ctx context.Context, key string) (meta.Object, error) {
 	return toObject(o), err
 }
 
-// Get implements object.GatewayStore.
+// Get implements object.GatewayStore, through the cache if there is one
+// and the version has an ETag.
 func (g *Store) Get(ctx context.Context, key, etag string, offset, length int64) (io.ReadCloser, error) {
-	return g.s3.GetObject(ctx, key, etag, offset, length)
+	if g.cache == nil || etag == "" {
+		return g.s3.GetObject(ctx, key, etag, offset, length)
+	}
+	fetch := func(ctx context.Context, off, n int64) (io.ReadCloser, error) {
+		if n == 0 {
+			return io.NopCloser(strings.NewReader("")), nil
+		}
+		return g.s3.GetObject(ctx, key, etag, off, n)
+	}
+	return g.cache.Open(ctx, g.cacheIdentity(key, etag), fetch, offset, length)
+}
+
+// cacheIdentity names the content of one backend object version in the
+// cache: "gateway", endpoint, bucket, backend key (prefix and key) and
+// ETag, NUL-separated. Only the key might hold a NUL, and it sits between
+// parts that cannot, so two versions never share an identity; Coffer's
+// own blob keys (the identities of native blobs) hold no NUL.
+func (g *Store) cacheIdentity(key, etag string) string {
+	return "gateway\x00" + g.origin + "\x00" + g.BackendKey(key) + "\x00" + etag
 }
 
 // maxRune sorts after every key under a prefix (keys are UTF-8).

@@ -42,6 +42,13 @@ type env struct {
 
 func newEnv(t *testing.T, m *testbackend.MinIO, mode, prefix string, cfg object.Config) *env {
 	t.Helper()
+	return newEnvAt(t, m, m.Endpoint(), mode, prefix, cfg, gateway.Open)
+}
+
+// newEnvAt is newEnv with the gateway reaching MinIO at endpoint (a
+// proxy in front of it) and opened by open.
+func newEnvAt(t *testing.T, m *testbackend.MinIO, endpoint, mode, prefix string, cfg object.Config, open object.OpenGateway) *env {
+	t.Helper()
 	ctx := t.Context()
 	ms, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "meta.db"), sqlite.Options{})
 	if err != nil {
@@ -59,7 +66,7 @@ func newEnv(t *testing.T, m *testbackend.MinIO, mode, prefix string, cfg object.
 	if err := os.WriteFile(creds, []byte("# MinIO\naccess_key="+m.AccessKey+"\nsecret_key="+m.SecretKey+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	raw := "gate=s3://" + bucket + prefix + "?endpoint=" + m.Endpoint() + "&region=us-east-1&mode=" + mode +
+	raw := "gate=s3://" + bucket + prefix + "?endpoint=" + endpoint + "&region=us-east-1&mode=" + mode +
 		"&owner=alice@x.io&credentials_file=" + creds
 	sp, err := gateway.ParseSpec(raw)
 	if err != nil {
@@ -68,7 +75,7 @@ func newEnv(t *testing.T, m *testbackend.MinIO, mode, prefix string, cfg object.
 	if err := ms.PutGatewayBucket(ctx, meta.Bucket{Name: sp.Name, OwnerID: "alice", Visibility: sp.Visibility(), Gateway: sp.URL()}); err != nil {
 		t.Fatal(err)
 	}
-	cfg.OpenGateway = gateway.Open
+	cfg.OpenGateway = open
 	svc := object.New(ms, memblob.New(), cfg, nil)
 	direct := s3.NewFromConfig(aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider(m.AccessKey, m.SecretKey, "")},
 		func(o *s3.Options) { o.BaseEndpoint = aws.String(m.Endpoint()); o.UsePathStyle = true })

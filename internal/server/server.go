@@ -74,17 +74,20 @@ import (
 
 // Server is a running Coffer node.
 type Server struct {
-	cfg     config.Config
-	log     *slog.Logger
-	meta    meta.Store
-	blobs   blob.Store
-	objects *object.Service
-	keys    *kms.Keys // nil: no key provider (encryption off and none configured)
-	auth    *auth.Service
-	metrics *metrics.Metrics
-	handler http.Handler
-	s3      http.Handler
-	certs   *tlscert.Reloader // nil: plain HTTP
+	cfg   config.Config
+	log   *slog.Logger
+	meta  meta.Store
+	blobs blob.Store
+	// blobCache is the blob read cache (nil: --cache off), in front of
+	// blobs when cfg.CacheOn(), and of gateway buckets' reads.
+	blobCache *cacheblob.Cache
+	objects   *object.Service
+	keys      *kms.Keys // nil: no key provider (encryption off and none configured)
+	auth      *auth.Service
+	metrics   *metrics.Metrics
+	handler   http.Handler
+	s3        http.Handler
+	certs     *tlscert.Reloader // nil: plain HTTP
 
 	s3URLMu sync.Mutex
 	s3URL   string // base URL of the S3 API, known once it listens
@@ -191,7 +194,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		}
 		s.blobs = b
 	}
-	if cfg.CacheOn() {
+	if cfg.CacheOn() || cfg.GatewayCacheOn() {
 		if err := s.openBlobCache(cfg, log); err != nil {
 			s.Close()
 			return nil, err
@@ -216,7 +219,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	if keys != nil {
 		ocfg.Keys = keys
 	}
-	ocfg.OpenGateway = gateway.Open
+	// Gateway reads go through the blob cache too (gateway imports
+	// cacheblob; object never sees it).
+	ocfg.OpenGateway = gateway.Opener{Cache: s.blobCache}.Open
 	gws := &gatewayAdmin{meta: s.meta, check: func(ctx context.Context, u string) error { _, err := gateway.Open(ctx, u); return err }}
 	if err := gws.registerGateways(ctx, cfg.Gateways); err != nil {
 		s.Close()
@@ -401,9 +406,11 @@ func (s *Server) ReloadTLS() error {
 	return s.certs.Reload()
 }
 
-// openBlobCache puts the blob read cache in front of the blob store: the
-// stack is object (encryption) → cacheblob → s3blob|diskblob, so the cache
-// holds what the store holds, ciphertext for encrypted objects.
+// openBlobCache opens the blob read cache and, if cfg.CacheOn(), puts it
+// in front of the blob store: the stack is object (encryption) → cacheblob
+// → s3blob|diskblob, so the cache holds what the store holds, ciphertext
+// for encrypted objects. Gateway buckets' reads use it through
+// gateway.Opener (the same bytes: ciphertext for what Coffer encrypted).
 func (s *Server) openBlobCache(cfg config.Config, log *slog.Logger) error {
 	dir := cfg.CacheDir
 	if dir == "" {
@@ -416,7 +423,10 @@ func (s *Server) openBlobCache(cfg config.Config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("opening the blob cache: %w", err)
 	}
-	s.blobs = cacheblob.New(s.blobs, c, nil)
+	s.blobCache = c
+	if cfg.CacheOn() {
+		s.blobs = cacheblob.New(s.blobs, c, nil)
+	}
 	st := c.Stats
 	m := s.metrics
 	m.CounterFunc("coffer_blob_cache_hits_total", "Blob chunks read from the cache (memory or disk).", func() float64 { return float64(st().Hits) })
@@ -441,6 +451,9 @@ func (s *Server) Close() error {
 	}
 	if c, ok := s.blobs.(blob.Closer); ok {
 		errs = append(errs, c.Close())
+	}
+	if s.blobCache != nil {
+		errs = append(errs, s.blobCache.Close()) // again if blobs closed it: it only waits
 	}
 	if s.keys != nil {
 		errs = append(errs, s.keys.Close())
