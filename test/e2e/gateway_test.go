@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -130,6 +131,11 @@ func TestGatewayBuckets(t *testing.T) {
 		}
 		if st, _, _ := get(u, ro, "docs/a.txt", "If-None-Match", etagA); st != 200 {
 			t.Errorf("If-None-Match with the old ETag after replacement: %d, want 200", st)
+		}
+		// --cache auto on the embedded shape caches gateway reads: the
+		// reads above hit it (docs/gateway.md).
+		if v, err := strconv.ParseFloat(metric(t, srv, "coffer_blob_cache_hits_total"), 64); err != nil || v < 1 {
+			t.Errorf("coffer_blob_cache_hits_total = %v (%v), want ≥ 1", v, err)
 		}
 		other := srv.NewUser(t)
 		if st, _, _ := get(other, ro, "docs/a.txt"); st != 403 {
