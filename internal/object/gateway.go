@@ -30,7 +30,9 @@ import (
 //     Coffer's back has a new ETag at once (every Get asks the backend),
 //     and Open reads only the version Get saw (If-Match): a replacement
 //     between the two is Unavailable (retry), never a mix of versions.
-//     A cache of gateway bytes must key them by (gateway URL, key, ETag).
+//     The gateway side may serve those bytes from a cache (package
+//     gateway keys them by endpoint, bucket, backend key and ETag): then
+//     Open serves the version Get saw even if it was replaced since.
 //   - Listings are one ListObjectsV2 per page, never cached.
 //   - Writes (mode=rw) stream to the backend through the integrity reader
 //     (size cap, SHA-256 + MD5, client digests checked before the last
