@@ -427,3 +427,29 @@ func TestCacheFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestGatewayCacheOn: gateway reads are cached unless --cache off, on the
+// embedded shape too (a gateway's backend is always remote).
+func TestGatewayCacheOn(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{
+		{nil, true},
+		{[]string{"--cache", "auto"}, true},
+		{[]string{"--cache", "on"}, true},
+		{[]string{"--cache", "off"}, false},
+		{[]string{"--blob", "s3://b?endpoint=http://127.0.0.1:1", "--cache", "off"}, false},
+		{[]string{"--blob", "s3://b?endpoint=http://127.0.0.1:1"}, true},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			c := Defaults()
+			if err := c.FlagSet("serve").Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := c.GatewayCacheOn(), tc.want; got != want {
+				t.Errorf("GatewayCacheOn = %v, want %v", got, want)
+			}
+		})
+	}
+}
