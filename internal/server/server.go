@@ -194,7 +194,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		}
 		s.blobs = b
 	}
-	if cfg.CacheOn() || cfg.GatewayCacheOn() {
+	// The blob cache is open unless --cache off: gateway buckets' reads
+	// always use it, the blob store only when cfg.CacheOn().
+	if cfg.GatewayCacheOn() {
 		if err := s.openBlobCache(cfg, log); err != nil {
 			s.Close()
 			return nil, err
