@@ -51,6 +51,13 @@ func openSQLite(t *testing.T) meta.Store {
 // TestStoreConformance: the caching store passes the metadata conformance
 // suite (every write is seen by the reads that follow it in the process).
 func TestStoreConformance(t *testing.T) {
+	if testing.Short() {
+		// The whole metadata conformance suite again, over SQLite (18 s;
+		// over two minutes under the race detector): the full, non-short
+		// test run covers it; -short keeps the race run's minutes for the
+		// cache's own concurrency tests.
+		t.Skip("the metadata conformance suite through the cache runs without -short")
+	}
 	metatest.Run(t, func(t *testing.T) meta.Store {
 		return NewStore(openSQLite(t), NewBus(), StoreOptions{Objects: Options{TTL: time.Hour}, Buckets: Options{TTL: time.Hour}})
 	})
