@@ -2,12 +2,16 @@
 # Runs every Coffer test on a fresh machine: formatting, vet, staticcheck,
 # unit tests (with the race detector), black-box end-to-end tests against
 # the built binary, and short fuzz runs. Installs what it needs itself
-# (tools into ./.tools, nothing system-wide), binds only to loopback.
+# (tools into ./.tools and ~/.cache/coffer-tools, nothing system-wide), binds only to loopback.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 TOOLS="$ROOT/.tools/bin"
-mkdir -p "$TOOLS"
+# What takes minutes to install (the clients' venvs, node modules, MinIO)
+# lives in a cache outside the checkout, reused by every clone and
+# reinstalled when its pinned requirements change.
+CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/coffer-tools"
+mkdir -p "$TOOLS" "$CACHE"
 export PATH="$TOOLS:$PATH"
 export GOFLAGS="${GOFLAGS:-} -buildvcs=false"
 
@@ -34,9 +38,9 @@ staticcheck ./...
 
 step "S3 clients for the compatibility suite (boto3, aws cli, s3cmd, rclone)"
 # Real clients, installed here so a fresh machine passes: a Python venv in
-# ./.tools/venv (reinstalled only when the pinned set changes) and rclone
+# ~/.cache/coffer-tools/venv (reinstalled only when the pinned set changes) and rclone
 # from Debian's packages. test/s3compat fails, not skips, when one is missing.
-VENV="$ROOT/.tools/venv"
+VENV="$CACHE/venv"
 PY_REQS='boto3>=1.40,<2 awscli>=1.40,<2 s3cmd>=2.3,<3 requests>=2.31,<3 pytest>=8,<10 tuspy>=1.1,<2'
 if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$VENV/.coffer-reqs" 2>/dev/null)" != "$PY_REQS" ] ||
    ! "$VENV/bin/python" -c 'import boto3, botocore, requests, pytest, tusclient' 2>/dev/null ||
@@ -60,7 +64,7 @@ if ! command -v rclone >/dev/null; then
     { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq rclone >/dev/null; }
 fi
 # tus-js-client for the tus tests (test/e2e/tus_clients_test.go), from npm
-# into ./.tools/node (reinstalled only when the pinned version changes);
+# into ~/.cache/coffer-tools/node (reinstalled only when the pinned version changes);
 # node itself comes from Debian's packages.
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   SUDO=; [ "$(id -u)" -ne 0 ] && SUDO=sudo
@@ -68,7 +72,7 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   $SUDO apt-get install -y -qq nodejs npm >/dev/null ||
     { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq nodejs npm >/dev/null; }
 fi
-NODE_TOOLS="$ROOT/.tools/node"
+NODE_TOOLS="$CACHE/node"
 TUS_JS='tus-js-client@4.3.1'
 if [ "$(cat "$NODE_TOOLS/.coffer-reqs" 2>/dev/null)" != "$TUS_JS" ] || [ ! -d "$NODE_TOOLS/node_modules/tus-js-client" ]; then
   rm -rf "$NODE_TOOLS" && mkdir -p "$NODE_TOOLS"
@@ -95,7 +99,7 @@ if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 && ! command -v postg
 fi
 MINIO_VERSION=v0.0.0-20260212201848-7aac2a2c5b7c # github.com/minio/minio@latest as of 2026-11
 if [ -z "${COFFER_MINIO:-}" ]; then
-  MINIO_CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/coffer-tools/minio-$MINIO_VERSION"
+  MINIO_CACHE="$CACHE/minio-$MINIO_VERSION"
   if [ ! -x "$MINIO_CACHE/minio" ]; then
     mkdir -p "$MINIO_CACHE"
     GOBIN="$MINIO_CACHE" go install "github.com/minio/minio@$MINIO_VERSION"
@@ -106,11 +110,11 @@ export COFFER_REQUIRE_BACKENDS=1 # the scale-out suites fail, not skip, without 
 echo "postgres: $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | tail -1); minio: $COFFER_MINIO"
 
 step "moto (a real AWS KMS API) for the key service tests of encryption at rest"
-# moto's server from PyPI, in its own venv in ./.tools/moto (reinstalled
+# moto's server from PyPI, in its own venv in ~/.cache/coffer-tools/moto (reinstalled
 # only when the pinned requirement changes); internal/testbackend starts it
 # on a loopback port. With COFFER_REQUIRE_BACKENDS=1 its tests fail, not
 # skip, without it. (python3-venv is there: the client step made a venv.)
-MOTO_VENV="$ROOT/.tools/moto"
+MOTO_VENV="$CACHE/moto"
 MOTO_REQS='moto[server]>=5.1,<6'
 if [ -z "${COFFER_MOTO:-}" ]; then
   if [ ! -x "$MOTO_VENV/bin/moto_server" ] || [ "$(cat "$MOTO_VENV/.coffer-reqs" 2>/dev/null)" != "$MOTO_REQS" ]; then
@@ -125,7 +129,7 @@ echo "moto $("${COFFER_MOTO%/*}/python" -c 'import moto; print(moto.__version__)
 
 step "Chromium and Playwright for the web console's browser test"
 # Debian's chromium (apt) driven by Playwright from PyPI, in its own venv in
-# ./.tools/browser (Playwright's own browser download is not used).
+# ~/.cache/coffer-tools/browser (Playwright's own browser download is not used).
 # test/console fails, not skips, without them (COFFER_REQUIRE_CLIENTS=1).
 # The run saves its screenshots of the main pages into docs/console.
 if ! command -v chromium >/dev/null; then
@@ -134,7 +138,7 @@ if ! command -v chromium >/dev/null; then
   $SUDO apt-get install -y -qq chromium >/dev/null ||
     { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq chromium >/dev/null; }
 fi
-BROWSER_VENV="$ROOT/.tools/browser"
+BROWSER_VENV="$CACHE/browser"
 BROWSER_REQS='playwright>=1.49,<2'
 if [ ! -x "$BROWSER_VENV/bin/python" ] || [ "$(cat "$BROWSER_VENV/.coffer-reqs" 2>/dev/null)" != "$BROWSER_REQS" ] ||
    ! "$BROWSER_VENV/bin/python" -c 'import playwright' 2>/dev/null; then

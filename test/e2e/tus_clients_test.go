@@ -18,7 +18,7 @@ import (
 )
 
 // The real tus clients: tuspy (Python, in scripts/test.sh's venv) and
-// tus-js-client under Node (npm, in ./.tools/node). Missing clients skip
+// tus-js-client under Node (npm, in ~/.cache/coffer-tools/node). Missing clients skip
 // the test, or fail it under COFFER_REQUIRE_CLIENTS.
 
 func repoRoot() string {

@@ -2,7 +2,7 @@
 // against a real `coffer serve` on loopback, plus cross-API checks between
 // the file API and the S3 API.
 //
-// The clients are installed by scripts/test.sh (a venv in ./.tools/venv
+// The clients are installed by scripts/test.sh (a venv in ~/.cache/coffer-tools/venv
 // and rclone from Debian's packages), which also sets COFFER_PYTHON and
 // COFFER_REQUIRE_CLIENTS=1. Without COFFER_REQUIRE_CLIENTS a missing
 // client skips its sub-test; with it, the sub-test fails.
