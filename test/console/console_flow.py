@@ -587,7 +587,7 @@ def main():
         assert proxy.tokens, "no bearer token seen"
         assert not any(t in state for t in proxy.tokens), "an access token is stored in the browser"
         page.reload()
-        expect(page.locator(".uppy-Dashboard-Item")).to_have_count(1)
+        expect(page.locator(".uppy-Dashboard-Item")).to_have_count(1, timeout=TIMEOUT)
         log("reloaded mid-upload; the upload is back:", page.locator(".uppy-Dashboard-Item").inner_text().replace("\n", " "))
         wait_uploads_complete(page, 1)
         proxy.throttle(None)
