@@ -5,6 +5,7 @@ import { useState, useEffect, useRef, useMemo, useCallback } from 'preact/hooks'
 import Uppy from '@uppy/core';
 import Dashboard from '@uppy/dashboard';
 import Tus from '@uppy/tus';
+import GoldenRetriever from '@uppy/golden-retriever';
 import { call, request, token, fileURL, saveBlob, formatBytes, formatDate, ApiError } from './api.js';
 import { html, Link, go, Banner, useAsync, CopyField } from './ui.js';
 
@@ -66,6 +67,61 @@ export function Buckets() {
   </section>`;
 }
 
+// A download grant: a share link that lives 5 minutes and serves one
+// download (a resumed download, a Range further in, still works until it
+// expires). It shows in the share list with this note.
+const GRANT = { expires_in: 300, max_downloads: 1, note: 'console download' };
+
+/** saveURL starts the browser's native download of a same-origin URL. */
+function saveURL(url, name) {
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = name;
+  document.body.appendChild(a);
+  a.click();
+  a.remove();
+}
+
+// PENDING marks (in localStorage, a flag and nothing else) that uploads
+// started and have not all completed, so that the browser page opens the
+// upload panel after a reload and Golden Retriever resumes them.
+const PENDING = 'coffer.uploads-pending';
+
+function uploadsPending() {
+  try {
+    return localStorage.getItem(PENDING) === '1';
+  } catch {
+    return false;
+  }
+}
+
+function setUploadsPending(on) {
+  try {
+    if (on) localStorage.setItem(PENDING, '1');
+    else localStorage.removeItem(PENDING);
+  } catch {
+    /* storage unavailable: no automatic reopening */
+  }
+}
+
+/**
+ * forgetUploads drops what the browser keeps for resuming uploads (the
+ * flag, tus-js-client's upload URLs, Golden Retriever's IndexedDB): at
+ * sign-out, so the next account on this browser inherits nothing.
+ */
+export function forgetUploads() {
+  try {
+    setUploadsPending(false);
+    for (let i = localStorage.length - 1; i >= 0; i--) {
+      const k = localStorage.key(i);
+      if (k && (k.startsWith('tus::') || k.startsWith('uppyState:'))) localStorage.removeItem(k);
+    }
+    indexedDB.deleteDatabase('uppy-blobs');
+  } catch {
+    /* storage unavailable: nothing kept */
+  }
+}
+
 const ROW = 44; // px, the fixed row height of the virtualized list
 
 function useListing(bucket, prefix, filter) {
@@ -123,7 +179,9 @@ export function Browser({ bucket, prefix }) {
   const [selected, setSelected] = useState(new Set());
   const [error, setError] = useState(null);
   const [msg, setMsg] = useState('');
-  const [showUpload, setShowUpload] = useState(false);
+  // Open the upload panel by itself when uploads of an earlier page are
+  // waiting to resume (Golden Retriever restores them when it mounts).
+  const [showUpload, setShowUpload] = useState(uploadsPending);
   const [preview, setPreview] = useState(null);
   const [share, setShare] = useState(null);
   const [height, setHeight] = useState(480);
@@ -163,11 +221,20 @@ export function Browser({ bucket, prefix }) {
   }, []);
   const base = `buckets/${enc(bucket)}`;
 
+  // Downloads go through the browser's own download manager, streamed to
+  // disk: a short-lived, single-use share link of the file (or of the
+  // folder, as a zip) is opened as a same-origin download link. Only a
+  // selection of several items (no share covers it) is fetched as a zip
+  // into memory (POST /zip). docs/console.md, "Downloads".
   const download = async (e) => {
-    const res = await request('GET', fileURL(bucket, e.key));
-    saveBlob(await res.blob(), e.key.split('/').pop());
+    const s = await call('POST', 'shares', { bucket, key: e.key, ...GRANT });
+    saveURL(s.url, e.key.split('/').pop());
   };
   const zip = async (items, name) => {
+    if (items.length === 1 && items[0].folder) {
+      const s = await call('POST', 'shares', { bucket, prefix: items[0].key, ...GRANT });
+      return saveURL(s.url + '?zip=1', name);
+    }
     const keys = items.filter((e) => !e.folder).map((e) => e.key);
     const prefixes = items.filter((e) => e.folder).map((e) => e.key);
     const res = await request('POST', `/api/v1/${base}/zip`, { keys, prefixes, name });
@@ -325,8 +392,24 @@ function Upload({ bucket, prefix, onDone }) {
       proudlyDisplayPoweredByUppy: false,
       fileManagerSelectionType: 'both',
       theme: 'auto',
-      note: 'Files and folders; uploads resume after a network drop or a reload (choose the same file again).',
+      note: 'Files and folders; uploads resume after a network drop or a page reload.',
     });
+    // Golden Retriever keeps the file list (names, sizes, meta, the tus
+    // upload URL; never a token) and the files' bytes in IndexedDB, so
+    // after a reload the uploads come back and resume from the server's
+    // offset. Bigger files than the limits come back as "ghosts" to pick
+    // again (tus then resumes them by fingerprint).
+    uppy.use(GoldenRetriever, {
+      serviceWorker: false,
+      indexedDB: { maxFileSize: 256 << 20, maxTotalSize: 1024 << 20 },
+    });
+    // Uploads cut short by a reload resume at once; what ended with
+    // errors (or lost its bytes: a "ghost") waits for the user's click.
+    uppy.on('restored', () => {
+      const files = uppy.getFiles();
+      if (uploadsPending() && files.length && !files.some((f) => f.isGhost)) uppy.emit('restore-confirmed');
+    });
+    uppy.on('upload', () => setUploadsPending(true));
     uppy.use(Tus, {
       endpoint: '/api/v1/tus/',
       retryDelays: [0, 1000, 3000, 5000, 10000],
@@ -360,7 +443,10 @@ function Upload({ bucket, prefix, onDone }) {
       setErrors((es) => es.concat(`${file ? file.name : ''}: ${text}`));
     });
     uppy.on('upload-success', () => onDone());
-    uppy.on('complete', () => onDone());
+    uppy.on('complete', () => {
+      setUploadsPending(false);
+      onDone();
+    });
     return () => uppy.destroy();
   }, []);
   return html`<div class="upload card">
@@ -377,6 +463,7 @@ function kindOf(entry) {
   if (ct.startsWith('video/')) return 'video';
   if (ct.startsWith('audio/')) return 'audio';
   if (ct === 'application/pdf') return 'pdf';
+  if (ct === 'text/markdown' || ct === 'text/x-markdown' || /\.(md|markdown)$/i.test(entry.key)) return 'markdown';
   if (ct.startsWith('text/') || /json|xml|javascript|yaml|toml|markdown/.test(ct) || /\.(md|txt|log|csv|ya?ml|toml|ini|conf|go|py|js|ts|rs|sh)$/i.test(entry.key))
     return 'text';
   return 'none';
@@ -407,7 +494,7 @@ function Preview({ bucket, entry, onClose, onDownload }) {
           const s = await call('POST', 'shares', { bucket, key: entry.key, expires_in: 3600, note: 'console preview' });
           shareId = s.id;
           if (live) setState({ url: s.url });
-        } else if (kind === 'text') {
+        } else if (kind === 'text' || kind === 'markdown') {
           const res = await request('GET', fileURL(bucket, entry.key), undefined, { headers: { Range: `bytes=0-${TEXT_LIMIT - 1}` } });
           const text = await res.text();
           if (live) setState({ text, cut: entry.size > TEXT_LIMIT });
@@ -429,6 +516,8 @@ function Preview({ bucket, entry, onClose, onDownload }) {
   else if (kind === 'video') body = html`<video class="preview-media" controls src=${state.url}></video>`;
   else if (kind === 'audio') body = html`<audio controls src=${state.url}></audio>`;
   else if (kind === 'pdf') body = html`<iframe class="preview-pdf" title=${'PDF ' + entry.name} src=${state.url}></iframe>`;
+  else if (kind === 'markdown')
+    body = html`<${Markdown} text=${state.text} />${state.cut ? html`<p class="muted">First 1 MiB shown.</p>` : null}`;
   else if (kind === 'text')
     body = html`<pre class="preview-text" data-testid="preview-text">${state.text}</pre>${state.cut ? html`<p class="muted">First 1 MiB shown.</p>` : null}`;
   else body = html`<p class="muted">No preview for this type (${entry.content_type || 'unknown'}).</p>`;
@@ -438,6 +527,27 @@ function Preview({ bucket, entry, onClose, onDownload }) {
       <button class="plain" aria-label="Close preview" onClick=${() => dlg.current.close()}>×</button></header>
     <div class="preview-body">${body}</div>
   </dialog>`;
+}
+
+/**
+ * Markdown renders text through markdown.js (loaded on first use): marked,
+ * sanitized by DOMPurify into a DOM fragment inserted as nodes. The HTML
+ * of user data is never assigned to innerHTML; the console's CSP blocks
+ * what is left anyway (no inline script, images only from this origin).
+ */
+function Markdown({ text }) {
+  const box = useRef(null);
+  const [error, setError] = useState(null);
+  useEffect(() => {
+    let live = true;
+    import('./markdown.js')
+      .then(({ renderMarkdown }) => live && box.current.replaceChildren(renderMarkdown(text)))
+      .catch((e) => live && setError(e));
+    return () => {
+      live = false;
+    };
+  }, [text]);
+  return html`<${Banner} error=${error} /><div class="preview-markdown" data-testid="preview-markdown" ref=${box}></div>`;
 }
 
 export function shareLink(token) {

@@ -6,7 +6,7 @@ import '@uppy/dashboard/css/style.min.css';
 import './style.css';
 import { login, signup, logout, refresh, onAuthChange, signedIn, call } from './api.js';
 import { html, Link, go, useRoute, Banner } from './ui.js';
-import { Buckets, Browser } from './browser.js';
+import { Buckets, Browser, forgetUploads } from './browser.js';
 import { Shares, Keys, Account, Admin } from './pages.js';
 import { SharePage } from './share.js';
 
@@ -90,7 +90,7 @@ function Shell({ children, isAdmin, email }) {
         </ul>
       </nav>
       <span class="who muted hide-s">${email}</span>
-      <button class="plain" onClick=${async () => { await logout(); go('/login', true); }}>Sign out</button>
+      <button class="plain" onClick=${async () => { forgetUploads(); await logout(); go('/login', true); }}>Sign out</button>
     </header>
     <main id="main">${children}</main>
   </div>`;
