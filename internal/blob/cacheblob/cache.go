@@ -581,14 +581,25 @@ func (c *Cache) lookup(ctx context.Context, h id, idx uint32, fetch Fetcher) (ch
 // readers may wait for it), bounded by fillTimeout.
 func (c *Cache) startFill(ctx context.Context, k chunkKey, fetch Fetcher, leader *bool) <-chan singleflight.Result {
 	flight := string(k.id[:]) + strconv.FormatUint(uint64(k.idx), 10)
-	return c.flights.DoChan(flight, func() (any, error) {
+	// Close waits for every fill. The count is taken here, before the fill
+	// can start (an Add inside the detached fill could come after Close's
+	// Wait returned, and the fill would write into a cache folder being
+	// removed), and given back when this caller's result arrives, which is
+	// when the fill it started or joined has ended.
+	c.wg.Add(1)
+	ch := c.flights.DoChan(flight, func() (any, error) {
 		*leader = true
-		c.wg.Add(1)
-		defer c.wg.Done()
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), fillTimeout)
 		defer cancel()
 		return c.fill(fctx, k, fetch)
 	})
+	out := make(chan singleflight.Result, 1)
+	go func() {
+		r := <-ch
+		c.wg.Done()
+		out <- r
+	}()
+	return out
 }
 
 // prefetch starts filling chunk k in the background unless it is cached

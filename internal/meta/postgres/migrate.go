@@ -35,6 +35,11 @@ func (s *Store) migrate(ctx context.Context, now func() time.Time) error {
 	for {
 		done := false
 		err := s.tx(ctx, "postgres: migrate", beginReadWrite, func(t *txn) error {
+			// A migration (an index over a large table) and the wait for
+			// another node's migration may take longer than the statement
+			// timeout meant for requests (--meta-statement-timeout): they are
+			// bounded by ctx instead.
+			t.exec("SET LOCAL statement_timeout = 0")
 			t.exec("SELECT pg_advisory_xact_lock($1)", migrationLock)
 			t.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
 				version    bigint NOT NULL PRIMARY KEY,

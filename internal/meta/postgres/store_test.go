@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/coffer-storage/coffer/internal/errcode"
@@ -383,4 +384,33 @@ func BenchmarkGetObject(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestMigrationIgnoresStatementTimeout: the statement timeout is for
+// requests; a node starting while another holds the migration lock (or a
+// migration slower than the timeout) waits, bounded by its context, and
+// does not fail to start. The lock is held here for 3× the timeout.
+func TestMigrationIgnoresStatementTimeout(t *testing.T) {
+	db := testbackend.SharedPostgres(t).CreateDatabase(t)
+	u := freshSchema(t, db)
+	c, err := pgx.Connect(t.Context(), u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(context.Background())
+	const migrationLock = 0x636f66666572 // migrate.go
+	if _, err := c.Exec(t.Context(), "SELECT pg_advisory_lock($1)", int64(migrationLock)); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		_, _ = c.Exec(context.Background(), "SELECT pg_advisory_unlock($1)", int64(migrationLock))
+	}()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	s, err := postgres.Open(ctx, u, postgres.Options{StatementTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("Open while another node migrates, with a 100ms statement timeout: %v", err)
+	}
+	s.Close()
 }
