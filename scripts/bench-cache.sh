@@ -17,34 +17,11 @@ ROOT=$(pwd)
 DUR=${1:-20s}
 MODES=${2:-"off on"}
 INLINE=${3:-0}
-PGBIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
-MINIO=${COFFER_MINIO:-$(ls "${XDG_CACHE_HOME:-$HOME/.cache}"/coffer-tools/minio-*/minio 2>/dev/null | tail -1)}
-mkdir -p "$ROOT/.tools"
-go build -o "$ROOT/.tools/coffer" ./cmd/coffer
-COFFER="$ROOT/.tools/coffer"
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/coffer-cache.XXXXXX")
-chmod 755 "$WORK"
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
+. scripts/lib/backends.sh
+bench_setup coffer-cache
 PGPORT=15442 MPORT=19910
-mkdir "$WORK/pg" && chown postgres "$WORK/pg"
-runuser -u postgres -- "$PGBIN/initdb" -D "$WORK/pg/data" -U postgres --auth=trust -E UTF8 --locale=C >/dev/null
-runuser -u postgres -- "$PGBIN/postgres" -D "$WORK/pg/data" -c listen_addresses=127.0.0.1 -c port=$PGPORT \
-  -c unix_socket_directories="$WORK/pg" -c max_connections=300 -c shared_buffers=256MB >"$WORK/pg.log" 2>&1 &
-PIDS+=($!)
-MINIO_ROOT_USER=benchadmin MINIO_ROOT_PASSWORD=benchadmin-secret MINIO_PROMETHEUS_AUTH_TYPE=public \
-  "$MINIO" server "$WORK/minio" --address 127.0.0.1:$MPORT --console-address 127.0.0.1:$((MPORT + 1)) >"$WORK/minio.log" 2>&1 &
-PIDS+=($!)
-for _ in $(seq 150); do
-  curl -sf http://127.0.0.1:$MPORT/minio/health/ready >/dev/null && "$PGBIN/pg_isready" -q -h 127.0.0.1 -p $PGPORT && break
-  sleep 0.2
-done
-export AWS_ACCESS_KEY_ID=benchadmin AWS_SECRET_ACCESS_KEY=benchadmin-secret AWS_REGION=us-east-1
+start_postgres $PGPORT
+start_minio $MPORT
 openssl rand -hex 32 >"$WORK/server.key" && chmod 600 "$WORK/server.key"
 echo "machine: $(nproc) cores; $("$COFFER" version | head -1); $("$MINIO" --version | head -1); --inline-max $INLINE; cells of $DUR"
 
@@ -55,25 +32,6 @@ s3gets_now() {
 s3gets() { # MinIO's GetObject requests so far (its metrics are cached ~10 s: let them settle)
   sleep 11
   s3gets_now
-}
-
-mkbucket() {
-  python3 - "$1" $MPORT <<'PY'
-import sys, hmac, hashlib, datetime, urllib.request
-bucket, port = sys.argv[1], sys.argv[2]
-ak, sk, region, host = "benchadmin", "benchadmin-secret", "us-east-1", f"127.0.0.1:{port}"
-t = datetime.datetime.now(datetime.timezone.utc); amz = t.strftime("%Y%m%dT%H%M%SZ"); d = t.strftime("%Y%m%d")
-ph = hashlib.sha256(b"").hexdigest()
-creq = f"PUT\n/{bucket}\n\nhost:{host}\nx-amz-content-sha256:{ph}\nx-amz-date:{amz}\n\nhost;x-amz-content-sha256;x-amz-date\n{ph}"
-scope = f"{d}/{region}/s3/aws4_request"
-sts = f"AWS4-HMAC-SHA256\n{amz}\n{scope}\n{hashlib.sha256(creq.encode()).hexdigest()}"
-k = ("AWS4" + sk).encode()
-for m in (d, region, "s3", "aws4_request"): k = hmac.new(k, m.encode(), hashlib.sha256).digest()
-sig = hmac.new(k, sts.encode(), hashlib.sha256).hexdigest()
-req = urllib.request.Request(f"http://{host}/{bucket}", method="PUT", headers={"x-amz-date": amz, "x-amz-content-sha256": ph,
-  "Authorization": f"AWS4-HMAC-SHA256 Credential={ak}/{scope}, SignedHeaders=host;x-amz-content-sha256;x-amz-date, Signature={sig}"})
-urllib.request.urlopen(req).read()
-PY
 }
 
 cell() { # mode name scenario args...
@@ -105,7 +63,7 @@ echo "|---|---|---:|---:|---:|---:|---|---:|---:|---:|"
 for mode in $MODES; do
   db="c$mode$RANDOM"
   runuser -u postgres -- "$PGBIN/createdb" -h 127.0.0.1 -p $PGPORT -U postgres "$db"
-  mkbucket "$db"
+  mkbucket "$db" $MPORT
   COFFER_META="postgres://postgres@127.0.0.1:$PGPORT/$db?sslmode=disable" \
   COFFER_BLOB="s3://$db?endpoint=http://127.0.0.1:$MPORT&region=us-east-1" \
   COFFER_SERVER_KEY_FILE="$WORK/server.key" \

@@ -12,45 +12,11 @@ cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 DUR=${1:-10s}
 MODES=${2:-"off on"}
-MINIO=${COFFER_MINIO:-$(ls "${XDG_CACHE_HOME:-$HOME/.cache}"/coffer-tools/minio-*/minio 2>/dev/null | tail -1)}
-COFFER=${COFFER_BIN:-}
-if [ -z "$COFFER" ]; then
-  mkdir -p "$ROOT/.tools"
-  go build -o "$ROOT/.tools/coffer" ./cmd/coffer
-  COFFER="$ROOT/.tools/coffer"
-fi
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/coffer-gwcache.XXXXXX")
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
+. scripts/lib/backends.sh
+bench_setup coffer-gwcache
 MPORT=19930 CPORT=18190 SPORT=19190
-MINIO_ROOT_USER=benchadmin MINIO_ROOT_PASSWORD=benchadmin-secret MINIO_PROMETHEUS_AUTH_TYPE=public \
-  "$MINIO" server "$WORK/minio" --address 127.0.0.1:$MPORT --console-address 127.0.0.1:$((MPORT + 1)) >"$WORK/minio.log" 2>&1 &
-PIDS+=($!)
-for _ in $(seq 150); do curl -sf http://127.0.0.1:$MPORT/minio/health/ready >/dev/null && break; sleep 0.2; done
-mkbucket() {
-  python3 - "$1" $MPORT <<'PY'
-import sys, hmac, hashlib, datetime, urllib.request
-bucket, port = sys.argv[1], sys.argv[2]
-ak, sk, region, host = "benchadmin", "benchadmin-secret", "us-east-1", f"127.0.0.1:{port}"
-t = datetime.datetime.now(datetime.timezone.utc); amz = t.strftime("%Y%m%dT%H%M%SZ"); d = t.strftime("%Y%m%d")
-ph = hashlib.sha256(b"").hexdigest()
-creq = f"PUT\n/{bucket}\n\nhost:{host}\nx-amz-content-sha256:{ph}\nx-amz-date:{amz}\n\nhost;x-amz-content-sha256;x-amz-date\n{ph}"
-scope = f"{d}/{region}/s3/aws4_request"
-sts = f"AWS4-HMAC-SHA256\n{amz}\n{scope}\n{hashlib.sha256(creq.encode()).hexdigest()}"
-k = ("AWS4" + sk).encode()
-for m in (d, region, "s3", "aws4_request"): k = hmac.new(k, m.encode(), hashlib.sha256).digest()
-sig = hmac.new(k, sts.encode(), hashlib.sha256).hexdigest()
-req = urllib.request.Request(f"http://{host}/{bucket}", method="PUT", headers={"x-amz-date": amz, "x-amz-content-sha256": ph,
-  "Authorization": f"AWS4-HMAC-SHA256 Credential={ak}/{scope}, SignedHeaders=host;x-amz-content-sha256;x-amz-date, Signature={sig}"})
-urllib.request.urlopen(req).read()
-PY
-}
-mkbucket gwbench
+start_minio $MPORT
+mkbucket gwbench $MPORT
 printf 'access_key=benchadmin\nsecret_key=benchadmin-secret\n' >"$WORK/creds" && chmod 600 "$WORK/creds"
 echo "machine: $(nproc) cores; $("$COFFER" version | head -1); $("$MINIO" --version | head -1); cells of $DUR"
 

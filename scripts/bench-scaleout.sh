@@ -15,33 +15,10 @@ ROOT=$(pwd)
 DUR=${1:-30s}
 VUS=${2:-150}
 SCENARIOS=${3:-"upload-proxy upload-direct"}
-PGBIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
-MINIO=${COFFER_MINIO:-$(ls "${XDG_CACHE_HOME:-$HOME/.cache}"/coffer-tools/minio-*/minio 2>/dev/null | tail -1)}
-go build -o "$ROOT/.tools/coffer" ./cmd/coffer
-COFFER="$ROOT/.tools/coffer"
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/coffer-scaleout.XXXXXX")
-chmod 755 "$WORK"
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-mkdir "$WORK/pg" && chown postgres "$WORK/pg"
-runuser -u postgres -- "$PGBIN/initdb" -D "$WORK/pg/data" -U postgres --auth=trust -E UTF8 --locale=C >/dev/null
-runuser -u postgres -- "$PGBIN/postgres" -D "$WORK/pg/data" -c listen_addresses=127.0.0.1 -c port=15432 \
-  -c unix_socket_directories="$WORK/pg" -c max_connections=300 -c shared_buffers=256MB >"$WORK/pg.log" 2>&1 &
-PIDS+=($!)
-MINIO_ROOT_USER=benchadmin MINIO_ROOT_PASSWORD=benchadmin-secret \
-  "$MINIO" server "$WORK/minio" --address 127.0.0.1:19900 --console-address 127.0.0.1:19901 >"$WORK/minio.log" 2>&1 &
-PIDS+=($!)
-for _ in $(seq 150); do
-  curl -sf http://127.0.0.1:19900/minio/health/ready >/dev/null && "$PGBIN/pg_isready" -q -h 127.0.0.1 -p 15432 && break
-  sleep 0.2
-done
-export AWS_ACCESS_KEY_ID=benchadmin AWS_SECRET_ACCESS_KEY=benchadmin-secret AWS_REGION=us-east-1
+. scripts/lib/backends.sh
+bench_setup coffer-scaleout
+start_postgres 15432
+start_minio 19900
 openssl rand -hex 32 >"$WORK/server.key" && chmod 600 "$WORK/server.key"
 echo "machine: $(nproc) cores; $("$COFFER" version); PostgreSQL $("$PGBIN/postgres" --version | awk '{print $3}'); $("$MINIO" --version | head -1)"
 
@@ -69,23 +46,7 @@ PY
 run() { # scenario nodes
   local sc=$1 nodes=$2 db="b$RANDOM$RANDOM"
   runuser -u postgres -- "$PGBIN/createdb" -h 127.0.0.1 -p 15432 -U postgres "$db"
-  python3 - "$db" <<'PY'
-import sys, hmac, hashlib, datetime, urllib.request
-# CreateBucket with SigV4 (stdlib only).
-bucket = sys.argv[1]
-ak, sk, region, host = "benchadmin", "benchadmin-secret", "us-east-1", "127.0.0.1:19900"
-t = datetime.datetime.now(datetime.timezone.utc); amz = t.strftime("%Y%m%dT%H%M%SZ"); d = t.strftime("%Y%m%d")
-ph = hashlib.sha256(b"").hexdigest()
-creq = f"PUT\n/{bucket}\n\nhost:{host}\nx-amz-content-sha256:{ph}\nx-amz-date:{amz}\n\nhost;x-amz-content-sha256;x-amz-date\n{ph}"
-scope = f"{d}/{region}/s3/aws4_request"
-sts = f"AWS4-HMAC-SHA256\n{amz}\n{scope}\n{hashlib.sha256(creq.encode()).hexdigest()}"
-k = ("AWS4" + sk).encode()
-for m in (d, region, "s3", "aws4_request"): k = hmac.new(k, m.encode(), hashlib.sha256).digest()
-sig = hmac.new(k, sts.encode(), hashlib.sha256).hexdigest()
-req = urllib.request.Request(f"http://{host}/{bucket}", method="PUT", headers={"x-amz-date": amz, "x-amz-content-sha256": ph,
-  "Authorization": f"AWS4-HMAC-SHA256 Credential={ak}/{scope}, SignedHeaders=host;x-amz-content-sha256;x-amz-date, Signature={sig}"})
-urllib.request.urlopen(req).read()
-PY
+  mkbucket "$db" 19900
   local nodepids=()
   for i in $(seq "$nodes"); do
     COFFER_META="postgres://postgres@127.0.0.1:15432/$db?sslmode=disable" \

@@ -68,6 +68,21 @@ func (st *stores) serverKey(ctx context.Context, m meta.Store) ([]byte, error) {
 	return server.OpenKey(ctx, m, st.data, st.keyFile)
 }
 
+// openMetaKey opens the metadata store and the server key checked against
+// it (openMeta, then serverKey); the caller closes the store.
+func (st *stores) openMetaKey(ctx context.Context) (meta.Store, []byte, error) {
+	m, err := st.openMeta(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	key, err := st.serverKey(ctx, m)
+	if err != nil {
+		m.Close()
+		return nil, nil, err
+	}
+	return m, key, nil
+}
+
 // dataFlag adds --data, --meta, --blob and --server-key-file (and their
 // COFFER_* variables) to an admin command.
 func dataFlag(fs *flag.FlagSet, env Env) *stores {
@@ -133,15 +148,11 @@ func (c *userCmd) Run(ctx context.Context, args []string) error {
 	if args[0] == "password" && *password == "" {
 		return usageError{errorf("--password is required")}
 	}
-	m, err := data.openMeta(ctx)
+	m, key, err := data.openMetaKey(ctx)
 	if err != nil {
 		return err
 	}
 	defer m.Close()
-	key, err := data.serverKey(ctx, m)
-	if err != nil {
-		return err
-	}
 	// Changes go through the account service: on PostgreSQL the store
 	// announces them to the running nodes in the same transaction; against
 	// SQLite the server sees them within its cache TTL (1 s).
@@ -283,15 +294,11 @@ func (c *keyCmd) Run(ctx context.Context, args []string) error {
 	if *email == "" {
 		return usageError{errorf("--email is required")}
 	}
-	m, err := data.openMeta(ctx)
+	m, key, err := data.openMetaKey(ctx)
 	if err != nil {
 		return err
 	}
 	defer m.Close()
-	key, err := data.serverKey(ctx, m)
-	if err != nil {
-		return err
-	}
 	as := auth.NewService(m, key, auth.Config{})
 	u, err := m.GetUserByEmail(ctx, auth.NormalizeEmail(*email))
 	if err != nil {

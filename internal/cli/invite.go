@@ -53,15 +53,11 @@ func (c *inviteCmd) Run(ctx context.Context, args []string) error {
 	if *uses < 1 {
 		return usageError{errorf("--uses must be at least 1")}
 	}
-	m, err := data.openMeta(ctx)
+	m, key, err := data.openMetaKey(ctx)
 	if err != nil {
 		return err
 	}
 	defer m.Close()
-	key, err := data.serverKey(ctx, m)
-	if err != nil {
-		return err
-	}
 	as := auth.NewService(m, key, auth.Config{})
 	switch args[0] {
 	case "create":
