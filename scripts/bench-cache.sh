@@ -7,6 +7,7 @@
 # Prometheus metrics) gives the S3 requests per GET. Loopback only.
 #   scripts/bench-cache.sh [duration] [modes] [inline-max]
 #   TMPDIR=/work/tmp scripts/bench-cache.sh 20s "off on" 0
+#   CELLS=soak scripts/bench-cache.sh 10m on 0   # only the soak, with RSS growth after warm-up
 # inline-max defaults to 0: objects up to --inline-max (64 KiB by default)
 # live in PostgreSQL and never reach the blob store, cache or not.
 # Needs PostgreSQL binaries and minio (as scripts/bench-scaleout.sh).
@@ -17,6 +18,7 @@ ROOT=$(pwd)
 DUR=${1:-20s}
 MODES=${2:-"off on"}
 INLINE=${3:-0}
+CELLS=${CELLS:-} # only the cells whose name contains this (e.g. CELLS=soak for a long soak)
 . scripts/lib/backends.sh
 bench_setup coffer-cache
 PGPORT=15442 MPORT=19910
@@ -37,6 +39,7 @@ s3gets() { # MinIO's GetObject requests so far (its metrics are cached ~10 s: le
 cell() { # mode name scenario args...
   local mode=$1 name=$2 sc=$3; shift 3
   local before after
+  case "$name" in *$CELLS*) ;; *) return 0 ;; esac
   before=${LAST:-$(s3gets)}
   "$COFFER" bench "$sc" --target http://127.0.0.1:18180 --s3-target http://127.0.0.1:19180 --audit=false \
     --sample-interval 1s --json "$WORK/$mode-$name.json" "$@" >"$WORK/$mode-$name.txt" 2>&1 || {
@@ -54,6 +57,10 @@ mib = r["data"]["received_per_s"] / 2**20
 print(f"| {name} | {mode} | {r['requests']['rps']:.0f} | {mib:.1f} | {r['latency_ms']['p50']:.2f} | {r['latency_ms']['p95']:.2f} | "
       + " ".join(f"{k} {v:.1f}" for k, v in tr.items()) + f" | {r['requests']['failed']} | {s3 / max(gets, 1):.3f} | "
       + (f"{max(rss) / 2**20:.0f}" if rss else "-") + " |")
+if "soak" in name and len(rss) >= 10:
+    warm = rss[len(rss) // 10]  # after the first tenth of the run
+    print(f"|  | RSS after warm-up (first tenth) {warm / 2**20:.1f} MiB, at the end {rss[-1] / 2**20:.1f} MiB, "
+          f"growth {(rss[-1] - warm) / 2**20:+.1f} MiB, max after warm-up {max(rss[len(rss) // 10:]) / 2**20:.1f} MiB over {len(rss)} samples |")
 PY
 }
 
