@@ -402,10 +402,13 @@ func TestMigrationIgnoresStatementTimeout(t *testing.T) {
 	if _, err := c.Exec(t.Context(), "SELECT pg_advisory_lock($1)", int64(migrationLock)); err != nil {
 		t.Fatal(err)
 	}
-	go func() {
+	unlocked := make(chan struct{})
+	go func() { // the connection is this goroutine's until it closes unlocked
+		defer close(unlocked)
 		time.Sleep(300 * time.Millisecond)
 		_, _ = c.Exec(context.Background(), "SELECT pg_advisory_unlock($1)", int64(migrationLock))
 	}()
+	defer func() { <-unlocked }() // before c.Close (deferred earlier, runs later)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	s, err := postgres.Open(ctx, u, postgres.Options{StatementTimeout: 100 * time.Millisecond})
