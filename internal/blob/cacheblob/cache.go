@@ -331,7 +331,10 @@ func (c *Cache) path(k chunkKey, tag uint32) string {
 // parseName parses a chunk file's name.
 func parseName(name string) (chunkKey, uint32, bool) {
 	parts := strings.Split(name, ".")
-	if len(parts) != 3 || len(parts[0]) != 32 || len(parts[2]) != 8 {
+	// Only the canonical (lowercase hex) form: a name that parses but is
+	// not the one the cache would write would be indexed under a file it
+	// never opens.
+	if len(parts) != 3 || len(parts[0]) != 32 || len(parts[2]) != 8 || !isLowerHex(parts[0]) || !isLowerHex(parts[2]) {
 		return chunkKey{}, 0, false
 	}
 	var k chunkKey
@@ -399,6 +402,15 @@ func (c *Cache) reload() error {
 		}
 	}
 	return nil
+}
+
+func isLowerHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 func isDigits(s string) bool {
