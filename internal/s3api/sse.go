@@ -45,12 +45,12 @@ func customerKey(q *request, prefix string) (key []byte, keyMD5 string, err erro
 	if alg != "AES256" {
 		return nil, "", s3err.New(s3err.InvalidArgument, "The encryption algorithm must be AES256 (x-amz-server-side-encryption-customer-algorithm).")
 	}
-	key, err = base64.StdEncoding.DecodeString(k)
+	key, err = base64.StdEncoding.Strict().DecodeString(k)
 	if err != nil || len(key) != 32 {
 		return nil, "", s3err.New(s3err.InvalidArgument, "The secret key was invalid for the specified algorithm.")
 	}
 	sum := md5.Sum(key)
-	want, err := base64.StdEncoding.DecodeString(m)
+	want, err := base64.StdEncoding.Strict().DecodeString(m)
 	if err != nil || subtle.ConstantTimeCompare(want, sum[:]) != 1 {
 		return nil, "", s3err.New(s3err.InvalidArgument, "The calculated MD5 hash of the key did not match the hash that was provided.")
 	}
