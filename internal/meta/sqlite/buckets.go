@@ -90,22 +90,7 @@ func (s *Store) ListBuckets(ctx context.Context, ownerID string) ([]meta.Bucket,
 		return nil, err
 	}
 	rows, err := s.read().QueryContext(ctx, "SELECT "+bucketReadCols+" FROM buckets WHERE owner_id = ? ORDER BY name", ownerID)
-	if err != nil {
-		return nil, classify(err, "list buckets")
-	}
-	defer rows.Close()
-	var out []meta.Bucket
-	for rows.Next() {
-		b, err := scanBucket(rows)
-		if err != nil {
-			return nil, classify(err, "list buckets")
-		}
-		out = append(out, b)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, classify(err, "list buckets")
-	}
-	return out, nil
+	return scanBuckets(rows, err, "list buckets")
 }
 
 // SetBucketVisibility implements meta.Store. NotFound if the bucket is
@@ -193,4 +178,24 @@ func (s *Store) DeleteBucket(ctx context.Context, name string) error {
 
 func errNoBucket(name string) error {
 	return errcode.New(errcode.NotFound, "bucket %q not found", name)
+}
+
+// scanBuckets reads the rows of a bucketReadCols query (and its error).
+func scanBuckets(rows *sql.Rows, err error, op string) ([]meta.Bucket, error) {
+	if err != nil {
+		return nil, classify(err, "%s", op)
+	}
+	defer rows.Close()
+	var out []meta.Bucket
+	for rows.Next() {
+		b, err := scanBucket(rows)
+		if err != nil {
+			return nil, classify(err, "%s", op)
+		}
+		out = append(out, b)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify(err, "%s", op)
+	}
+	return out, nil
 }

@@ -41,20 +41,5 @@ func (s *Store) ListGatewayBuckets(ctx context.Context) ([]meta.Bucket, error) {
 		return nil, err
 	}
 	rows, err := s.read().QueryContext(ctx, "SELECT "+bucketReadCols+" FROM buckets WHERE gateway <> '' ORDER BY name")
-	if err != nil {
-		return nil, classify(err, "list gateway buckets")
-	}
-	defer rows.Close()
-	var out []meta.Bucket
-	for rows.Next() {
-		b, err := scanBucket(rows)
-		if err != nil {
-			return nil, classify(err, "list gateway buckets")
-		}
-		out = append(out, b)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, classify(err, "list gateway buckets")
-	}
-	return out, nil
+	return scanBuckets(rows, err, "list gateway buckets")
 }
