@@ -32,6 +32,9 @@ func (c *serveCmd) Run(ctx context.Context, args []string) error {
 	if err := cfg.Validate(); err != nil {
 		return usageError{err}
 	}
+	if err := cfg.ResolvePaths(); err != nil {
+		return usageError{err}
+	}
 	restrictUmask()
 	cfg.LogFormat = logFormat(cfg.LogFormat, c.env.Stderr)
 	log := newLogger(c.env.Stderr, cfg.LogLevel, cfg.LogFormat)

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"flag"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -195,6 +197,43 @@ func TestServeHelpNamesEveryVariable(t *testing.T) {
 	for line := range strings.Lines(help) {
 		if t2 := strings.TrimLeft(line, " "); strings.HasPrefix(t2, "-") && !strings.HasPrefix(t2, "--") {
 			t.Errorf("flag spelled with one dash: %q", line)
+		}
+	}
+}
+
+// TestServeRelativeData: the README's `coffer serve` runs with the default
+// ./coffer-data, a relative path; so do a relative --data and COFFER_DATA.
+// The local keyring refused any relative path (issue 17), and no test
+// passed anything but an absolute folder.
+func TestServeRelativeData(t *testing.T) {
+	t.Chdir(t.TempDir())
+	_, stderr := serveOneRequest(t, "--data", "rel/data")
+	if strings.Contains(stderr, "level=ERROR") || strings.Contains(stderr, `"level":"ERROR"`) {
+		t.Fatalf("errors logged:\n%s", stderr)
+	}
+	for _, f := range []string{"rel/data/meta.db", "rel/data/server.key", "rel/data/kms.keyring"} {
+		if _, err := os.Stat(f); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
+
+func TestResolvePaths(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	cfg := config.Defaults()
+	cfg.TLSCert, cfg.TLSKey = "c.pem", "/abs/k.pem"
+	if err := cfg.ResolvePaths(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ got, want string }{
+		{cfg.Data, filepath.Join(dir, "coffer-data")},
+		{cfg.TLSCert, filepath.Join(dir, "c.pem")},
+		{cfg.TLSKey, "/abs/k.pem"},
+		{cfg.ServerKeyFile, ""},
+	} {
+		if c.got != c.want {
+			t.Errorf("got %q, want %q", c.got, c.want)
 		}
 	}
 }

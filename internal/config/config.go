@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -295,6 +296,25 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("argon2: memory must be >= 8192 KiB and time >= 1"))
 	}
 	return errors.Join(errs...)
+}
+
+// ResolvePaths makes every file and folder path of c absolute, against
+// the working directory at start-up: the one place relative paths (the
+// default ./coffer-data, a relative --data or COFFER_DATA) are resolved,
+// so that no layer below (the local keyring, the cache, the TLS reloader)
+// sees a path whose meaning depends on where it is used.
+func (c *Config) ResolvePaths() error {
+	for _, p := range []*string{&c.Data, &c.ServerKeyFile, &c.CacheDir, &c.TLSCert, &c.TLSKey} {
+		if *p == "" {
+			continue
+		}
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return fmt.Errorf("%s: %w", *p, err)
+		}
+		*p = abs
+	}
+	return nil
 }
 
 // CacheOn reports whether the blob read cache is on in front of the blob
