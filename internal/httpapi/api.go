@@ -168,6 +168,7 @@ type response interface {
 func (api *API) Routes() []Route {
 	const b = "/api/v1/buckets/{bucket}"
 	return append([]Route{
+		{Method: "GET", Pattern: "/api/v1/openapi.json", Access: Public, handle: api.openAPI},
 		{Method: "POST", Pattern: "/api/v1/auth/signup", Access: Public, handle: api.signup},
 		{Method: "POST", Pattern: "/api/v1/auth/login", Access: Public, handle: api.login},
 		{Method: "POST", Pattern: "/api/v1/auth/refresh", Access: Public, handle: api.refresh},

@@ -120,6 +120,15 @@ func TestCrossUser(t *testing.T) {
 				t.Errorf("logout with forged token: %d", st)
 			}
 		},
+		"GET /api/v1/openapi.json": func(t *testing.T) {
+			// The same public document for everyone: it names nobody's data.
+			resp := b.Do(t, "GET", "/api/v1/openapi.json", nil)
+			doc, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || bytes.Contains(doc, []byte(a.Email)) || bytes.Contains(doc, []byte(a.Bucket)) {
+				t.Errorf("openapi.json as B: %d, or it names A", resp.StatusCode)
+			}
+		},
 		"GET /api/v1/me": func(t *testing.T) {
 			var me struct{ Email string }
 			b.JSON(t, "GET", "/api/v1/me", nil, &me)

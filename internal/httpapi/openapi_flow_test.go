@@ -1,0 +1,797 @@
+package httpapi_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime/multipart"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+
+	"github.com/coffer-storage/coffer/internal/cli"
+	"github.com/coffer-storage/coffer/internal/config"
+	"github.com/coffer-storage/coffer/internal/httpapi"
+	"github.com/coffer-storage/coffer/internal/server"
+)
+
+// The document is checked against the real handlers here: a whole
+// server (SQLite, disk, encryption at rest, every guard) on loopback
+// listeners, driven through the file API's flows by a client whose
+// transport validates every request and every response against the
+// document it fetched from GET /api/v1/openapi.json
+// (kin-openapi's openapi3filter, which validates OpenAPI 3.1 schemas as
+// JSON Schema 2020-12). A response that the document does not describe
+// fails the test, and so does an operation of the document that no flow
+// exercised.
+
+// oasEnv is the server and the validating client.
+type oasEnv struct {
+	t      *testing.T
+	url    string // the file API
+	s3     string // the S3 API (direct-upload part URLs point there)
+	doc    *openapi3.T
+	api    *httpapi.API // its router names a request's route
+	client *http.Client
+	plain  *http.Client // for the S3 API, which the document does not describe
+
+	flow string // the flow running, for messages
+
+	mu  sync.Mutex
+	ops map[string]bool // "METHOD /path" of the document exercised
+}
+
+// expectation of one request: invalid means it breaks the document on
+// purpose (the server must refuse it, and the validator must too).
+type expectKey struct{}
+
+func withInvalid(r *http.Request) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), expectKey{}, true))
+}
+
+func startOpenAPIServer(t *testing.T) *oasEnv {
+	t.Helper()
+	dir := t.TempDir()
+	ctx := context.Background()
+	// The administrator, made on the stores as `coffer user create
+	// --admin` does.
+	var out bytes.Buffer
+	noEnv := func(string) string { return "" }
+	if code := cli.Run(ctx, []string{"user", "create", "--data", dir, "--email", "root@example.com", "--password", "root password", "--admin"},
+		cli.Env{Stdout: &out, Stderr: &out, Getenv: noEnv}); code != 0 {
+		t.Fatalf("coffer user create: %d %s", code, out.String())
+	}
+	cfg := config.Defaults()
+	cfg.Data = dir
+	cfg.Listen, cfg.S3Listen = "127.0.0.1:0", "127.0.0.1:0"
+	cfg.Argon2Memory, cfg.Argon2Time = 8192, 1
+	cfg.Encryption = "on"
+	cfg.Console = false
+	cfg.SignupRate = config.Rate{N: 100, Per: time.Hour}
+	s, err := server.New(ctx, cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	lines := &announceWriter{lines: make(chan string, 4)}
+	done := make(chan error, 1)
+	go func() { done <- s.Run(runCtx, lines) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("server: %v", err)
+		}
+	})
+	e := &oasEnv{t: t, api: httpapi.New(nil, nil, httpapi.Config{}, nil), ops: map[string]bool{}, plain: &http.Client{}}
+	addr := regexp.MustCompile(`(file|S3) API listening on (http://\S+)`)
+	for e.url == "" || e.s3 == "" {
+		select {
+		case l := <-lines.lines:
+			if m := addr.FindStringSubmatch(l); m != nil && m[1] == "file" {
+				e.url = m[2]
+			} else if m != nil {
+				e.s3 = m[2]
+			}
+		case err := <-done:
+			t.Fatalf("server stopped: %v", err)
+		case <-time.After(30 * time.Second):
+			t.Fatal("the server did not announce its listeners")
+		}
+	}
+	e.client = &http.Client{Transport: &validatingTransport{e: e, next: http.DefaultTransport}}
+	// The document as served.
+	resp, raw := e.do(call{method: "GET", path: "/api/v1/openapi.json"}, nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET /api/v1/openapi.json: %d", resp.StatusCode)
+	}
+	e.doc = loadDoc(t, raw)
+	return e
+}
+
+func loadDoc(t testing.TB, raw []byte) *openapi3.T {
+	t.Helper()
+	doc, err := openapi3.NewLoader().LoadFromData(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := doc.Validate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+type announceWriter struct{ lines chan string }
+
+func (w *announceWriter) Write(p []byte) (int, error) {
+	w.lines <- string(p)
+	return len(p), nil
+}
+
+// validatingTransport validates each exchange against e.doc.
+type validatingTransport struct {
+	e    *oasEnv
+	next http.RoundTripper
+}
+
+func (v *validatingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	e := v.e
+	var body []byte
+	if req.Body != nil {
+		var err error
+		if body, err = io.ReadAll(req.Body); err != nil {
+			return nil, err
+		}
+		req.Body.Close()
+		req.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	invalid, _ := req.Context().Value(expectKey{}).(bool)
+	name := req.Method + " " + req.URL.EscapedPath()
+	input, opErr := e.requestInput(req, body)
+	if opErr != nil {
+		e.fail("%s: %v", name, opErr)
+	}
+	if input != nil && e.doc != nil {
+		err := openapi3filter.ValidateRequest(req.Context(), input)
+		switch {
+		case err != nil && !invalid:
+			e.fail("%s: the request does not match the document: %v", name, err)
+		case err == nil && invalid:
+			e.fail("%s: a request that breaks the document on purpose passes its validation", name)
+		}
+	}
+	resp, err := v.next.RoundTrip(req)
+	if err != nil || input == nil || e.doc == nil {
+		return resp, err
+	}
+	raw, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(raw))
+	e.checkResponse(name, input, resp, raw)
+	return resp, nil
+}
+
+// requestInput finds the document's operation for req through the API's
+// own router (object keys are the rest of the path, which OpenAPI path
+// templates cannot match).
+func (e *oasEnv) requestInput(req *http.Request, body []byte) (*openapi3filter.RequestValidationInput, error) {
+	if e.doc == nil {
+		return nil, nil
+	}
+	match := req.Clone(req.Context())
+	route := e.api.Classify(match).Route
+	method, pattern, ok := strings.Cut(route, " ")
+	if !ok {
+		return nil, fmt.Errorf("no route (%s)", route)
+	}
+	path := strings.ReplaceAll(pattern, "...}", "}")
+	item := e.doc.Paths.Value(path)
+	if item == nil {
+		return nil, fmt.Errorf("route %s: no path %s in the document", route, path)
+	}
+	if req.Method == http.MethodHead {
+		method = http.MethodHead
+	}
+	op := item.GetOperation(method)
+	if op == nil {
+		return nil, fmt.Errorf("route %s: no %s operation in the document", route, method)
+	}
+	params := map[string]string{}
+	for seg := range strings.SplitSeq(pattern, "/") {
+		if n, ok := strings.CutPrefix(seg, "{"); ok {
+			n = strings.TrimSuffix(strings.TrimSuffix(n, "}"), "...")
+			params[n] = match.PathValue(n)
+		}
+	}
+	e.mu.Lock()
+	e.ops[method+" "+path] = true
+	e.mu.Unlock()
+	vr := req.Clone(req.Context())
+	vr.Body = io.NopCloser(bytes.NewReader(body))
+	return &openapi3filter.RequestValidationInput{
+		Request:    vr,
+		PathParams: params,
+		Route:      &routers.Route{Spec: e.doc, Path: path, PathItem: item, Method: method, Operation: op},
+		Options: &openapi3filter.Options{
+			MultiError:          true,
+			SkipSettingDefaults: true,
+			AuthenticationFunc:  authenticate,
+		},
+	}, nil
+}
+
+// authenticate says whether the request carries the credential a
+// security scheme names (the server decides whether it is good).
+func authenticate(_ context.Context, in *openapi3filter.AuthenticationInput) error {
+	r := in.RequestValidationInput.Request
+	s := in.SecurityScheme
+	switch {
+	case s.Type == "http" && s.Scheme == "bearer":
+		if strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") {
+			return nil
+		}
+	case s.Type == "apiKey" && s.In == "header":
+		if r.Header.Get(s.Name) != "" {
+			return nil
+		}
+	case s.Type == "apiKey" && s.In == "cookie":
+		if _, err := r.Cookie(s.Name); err == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("no %s credential", in.SecuritySchemeName)
+}
+
+// catchAll are the statuses any operation may answer through its
+// default response; every other status must be listed by the operation.
+var catchAll = []int{http.StatusNotModified, http.StatusRequestTimeout, http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusServiceUnavailable}
+
+func (e *oasEnv) checkResponse(name string, input *openapi3filter.RequestValidationInput, resp *http.Response, raw []byte) {
+	op := input.Route.Operation
+	if !slices.Contains(catchAll, resp.StatusCode) && op.Responses.Status(resp.StatusCode) == nil {
+		e.fail("%s: status %d is not listed by the operation (only its default covers it)", name, resp.StatusCode)
+	}
+	ndjson := strings.HasPrefix(resp.Header.Get("Content-Type"), "application/x-ndjson")
+	out := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: input,
+		Status:                 resp.StatusCode,
+		Header:                 resp.Header,
+		Body:                   io.NopCloser(bytes.NewReader(raw)),
+		Options: &openapi3filter.Options{
+			IncludeResponseStatus: true,
+			MultiError:            true,
+			ExcludeResponseBody:   ndjson,
+		},
+	}
+	if err := openapi3filter.ValidateResponse(context.Background(), out); err != nil {
+		e.fail("%s: %d %s: the response does not match the document: %v", name, resp.StatusCode, clip(raw), err)
+	}
+	if ndjson {
+		e.checkNDJSON(name, op, resp.StatusCode, raw)
+	}
+}
+
+// checkNDJSON validates each line of an application/x-ndjson body
+// against the media type's schema (the schema of one line).
+func (e *oasEnv) checkNDJSON(name string, op *openapi3.Operation, status int, raw []byte) {
+	r := op.Responses.Status(status)
+	if r == nil || r.Value.Content["application/x-ndjson"] == nil {
+		e.fail("%s: no application/x-ndjson response for %d", name, status)
+		return
+	}
+	schema := r.Value.Content["application/x-ndjson"].Schema.Value
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	for sc.Scan() {
+		var v any
+		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
+			e.fail("%s: line %q is not JSON: %v", name, sc.Text(), err)
+			continue
+		}
+		if err := schema.VisitJSON(v, openapi3.EnableJSONSchema2020(), openapi3.VisitAsResponse()); err != nil {
+			e.fail("%s: line %s does not match the document: %v", name, sc.Text(), err)
+		}
+	}
+}
+
+func clip(b []byte) string {
+	if len(b) > 300 {
+		return string(b[:300]) + "…"
+	}
+	return string(b)
+}
+
+func (e *oasEnv) fail(format string, args ...any) {
+	e.t.Errorf("%s: %s", e.flow, fmt.Sprintf(format, args...))
+}
+
+// call is one request to the file API.
+type call struct {
+	method, path string
+	token        string
+	json         any    // a JSON body
+	body         []byte // a raw body (with ctype)
+	ctype        string
+	hdr          []string // name, value pairs
+	invalid      bool     // breaks the document on purpose
+}
+
+func (e *oasEnv) do(c call, out any) (*http.Response, []byte) {
+	e.t.Helper()
+	var body io.Reader
+	switch {
+	case c.json != nil:
+		b, err := json.Marshal(c.json)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		body, c.ctype = bytes.NewReader(b), "application/json"
+	case c.body != nil:
+		body = bytes.NewReader(c.body)
+	}
+	req, err := http.NewRequest(c.method, e.url+c.path, body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if c.ctype != "" {
+		req.Header.Set("Content-Type", c.ctype)
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	for i := 0; i+1 < len(c.hdr); i += 2 {
+		req.Header.Set(c.hdr[i], c.hdr[i+1])
+	}
+	if c.invalid {
+		req = withInvalid(req)
+	}
+	client := e.client
+	if client == nil {
+		client = e.plain
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		e.t.Fatalf("%s %s: %v", c.method, c.path, err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if out != nil && resp.StatusCode < 300 {
+		if err := json.Unmarshal(b, out); err != nil {
+			e.t.Fatalf("%s %s: %v in %s", c.method, c.path, err, b)
+		}
+	}
+	return resp, b
+}
+
+// want sends c and fails unless it answers status (and, for a problem,
+// the code).
+func (e *oasEnv) want(status int, c call, out any, code ...string) *http.Response {
+	e.t.Helper()
+	resp, b := e.do(c, out)
+	if resp.StatusCode != status {
+		e.t.Fatalf("%s %s: %d %s, want %d", c.method, c.path, resp.StatusCode, clip(b), status)
+	}
+	if len(code) > 0 {
+		var p struct{ Code string }
+		if json.Unmarshal(b, &p); p.Code != code[0] {
+			e.t.Fatalf("%s %s: code %q, want %q", c.method, c.path, p.Code, code[0])
+		}
+	}
+	return resp
+}
+
+type session struct {
+	AccessToken  string `json:"access_token"`
+	RefreshToken string `json:"refresh_token"`
+	UserID       string `json:"user_id"`
+}
+
+// TestOpenAPIResponses drives the real handlers through the main flows
+// and validates every request and response against the document.
+func TestOpenAPIResponses(t *testing.T) {
+	e := startOpenAPIServer(t)
+	flows := []struct {
+		name string
+		run  func(e *oasEnv)
+	}{
+		{"document", flowDocument},
+		{"accounts", flowAccounts},
+		{"buckets and files", flowFiles},
+		{"keys", flowKeys},
+		{"shares", flowShares},
+		{"direct uploads", flowDirectUploads},
+		{"tus", flowTus},
+		{"admin", flowAdmin},
+		{"errors", flowErrors},
+	}
+	for _, f := range flows {
+		e.flow = f.name
+		f.run(e)
+	}
+	for path, item := range e.doc.Paths.Map() {
+		for method := range item.Operations() {
+			if !e.ops[method+" "+path] {
+				t.Errorf("no flow exercised %s %s: add it", method, path)
+			}
+		}
+	}
+}
+
+func flowDocument(e *oasEnv) {
+	resp := e.want(200, call{method: "GET", path: "/api/v1/openapi.json"}, nil)
+	e.want(304, call{method: "GET", path: "/api/v1/openapi.json", hdr: []string{"If-None-Match", resp.Header.Get("ETag")}}, nil)
+	e.want(412, call{method: "GET", path: "/api/v1/openapi.json", hdr: []string{"If-Match", `"other"`}}, nil, "precondition_failed")
+}
+
+// signup makes an account through the API and logs it in.
+func (e *oasEnv) signup(email string) (session, string) {
+	e.t.Helper()
+	var su struct {
+		Bucket struct{ Name string } `json:"bucket"`
+	}
+	e.want(201, call{method: "POST", path: "/api/v1/auth/signup", json: map[string]any{"email": email, "password": "a good password"}}, &su)
+	var s session
+	e.want(200, call{method: "POST", path: "/api/v1/auth/login", json: map[string]any{"email": email, "password": "a good password"}}, &s)
+	return s, su.Bucket.Name
+}
+
+func flowAccounts(e *oasEnv) {
+	s, _ := e.signup("alice@example.com")
+	e.want(409, call{method: "POST", path: "/api/v1/auth/signup", json: map[string]any{"email": "alice@example.com", "password": "another password"}}, nil, "already_exists")
+	e.want(400, call{method: "POST", path: "/api/v1/auth/signup", json: map[string]any{"email": "x@example.com", "password": "short"}}, nil, "invalid_argument")
+	e.want(401, call{method: "POST", path: "/api/v1/auth/login", json: map[string]any{"email": "alice@example.com", "password": "wrong password"}}, nil, "unauthenticated")
+	e.want(200, call{method: "GET", path: "/api/v1/me", token: s.AccessToken}, nil)
+
+	var s2 session
+	e.want(200, call{method: "POST", path: "/api/v1/auth/refresh", json: map[string]any{"refresh_token": s.RefreshToken}}, &s2)
+	e.want(401, call{method: "POST", path: "/api/v1/auth/refresh", json: map[string]any{"refresh_token": s.RefreshToken}}, nil, "unauthenticated") // reused
+	e.want(401, call{method: "POST", path: "/api/v1/auth/logout", json: map[string]any{"refresh_token": "forged"}}, nil, "unauthenticated")
+
+	// A cookie session: the refresh token in a cookie, "" in the body.
+	resp := e.want(200, call{method: "POST", path: "/api/v1/auth/login", hdr: []string{"X-Coffer-Session", "cookie"},
+		json: map[string]any{"email": "alice@example.com", "password": "a good password"}}, nil)
+	var cookie string
+	for _, c := range resp.Cookies() {
+		if c.Name == "coffer_refresh" {
+			cookie = c.Name + "=" + c.Value
+		}
+	}
+	if cookie == "" {
+		e.t.Fatal("no coffer_refresh cookie")
+	}
+	e.want(200, call{method: "POST", path: "/api/v1/auth/refresh", json: map[string]any{}, hdr: []string{"X-Coffer-Session", "cookie", "Cookie", cookie}}, nil)
+	e.want(204, call{method: "POST", path: "/api/v1/auth/logout", json: map[string]any{"refresh_token": s2.RefreshToken}}, nil)
+
+	var s3 session
+	e.want(200, call{method: "POST", path: "/api/v1/me/password", token: s.AccessToken,
+		json: map[string]any{"old_password": "a good password", "new_password": "a better password"}}, &s3)
+	e.want(401, call{method: "GET", path: "/api/v1/me", token: s.AccessToken}, nil, "unauthenticated") // the old session ended
+	e.want(401, call{method: "POST", path: "/api/v1/me/password", token: s3.AccessToken,
+		json: map[string]any{"old_password": "wrong", "new_password": "whatever password"}}, nil, "unauthenticated")
+
+	// An account that owns files is deleted only with purge.
+	e.want(201, call{method: "PUT", path: "/api/v1/buckets/" + e.bucketOf(s3.AccessToken) + "/files/a.txt", token: s3.AccessToken, body: []byte("a"), ctype: "text/plain"}, nil)
+	e.want(409, call{method: "DELETE", path: "/api/v1/me", token: s3.AccessToken, json: map[string]any{"password": "a better password"}}, nil, "conflict")
+	e.want(204, call{method: "DELETE", path: "/api/v1/me", token: s3.AccessToken, json: map[string]any{"password": "a better password", "purge": true}}, nil)
+}
+
+func (e *oasEnv) bucketOf(token string) string {
+	e.t.Helper()
+	var bs struct{ Buckets []struct{ Name string } }
+	e.want(200, call{method: "GET", path: "/api/v1/buckets", token: token}, &bs)
+	if len(bs.Buckets) == 0 {
+		e.t.Fatal("no bucket")
+	}
+	return bs.Buckets[0].Name
+}
+
+func flowFiles(e *oasEnv) {
+	s, bucket := e.signup("bob@example.com")
+	tok := s.AccessToken
+	b := "/api/v1/buckets/" + bucket
+	e.want(201, call{method: "POST", path: "/api/v1/buckets", token: tok, json: map[string]any{"name": "bob-extra", "visibility": "private"}}, nil)
+	e.want(409, call{method: "POST", path: "/api/v1/buckets", token: tok, json: map[string]any{"name": "bob-extra"}}, nil, "already_exists")
+	e.want(200, call{method: "GET", path: "/api/v1/buckets/bob-extra", token: tok}, nil)
+	e.want(200, call{method: "PATCH", path: "/api/v1/buckets/bob-extra", token: tok, json: map[string]any{"visibility": "public-read", "encryption": map[string]any{"default": "AES256"}}}, nil)
+	e.want(400, call{method: "PATCH", path: "/api/v1/buckets/bob-extra", token: tok, json: map[string]any{}, invalid: true}, nil, "invalid_argument")
+	e.want(404, call{method: "GET", path: "/api/v1/buckets/no-such-bucket", token: tok}, nil, "not_found")
+
+	// Uploads: raw, create-only, with a digest, and from a form.
+	data := []byte("hello, openapi\n")
+	sum := sha256.Sum256(data)
+	e.want(201, call{method: "PUT", path: b + "/files/docs/hello.txt", token: tok, body: data, ctype: "text/plain",
+		hdr: []string{"X-Checksum-Sha256", hex.EncodeToString(sum[:])}}, nil)
+	e.want(201, call{method: "PUT", path: b + "/files/docs/hello.txt", token: tok, body: data, ctype: "text/plain"}, nil)
+	e.want(412, call{method: "PUT", path: b + "/files/docs/hello.txt", token: tok, body: data, hdr: []string{"If-None-Match", "*"}}, nil, "precondition_failed")
+	e.want(400, call{method: "PUT", path: b + "/files/bad.txt", token: tok, body: data, hdr: []string{"Content-MD5", "AAAAAAAAAAAAAAAAAAAAAA=="}}, nil, "checksum_mismatch")
+	var form bytes.Buffer
+	mw := multipart.NewWriter(&form)
+	mw.WriteField("prefix", "form/")
+	for _, n := range []string{"one.txt", "two.txt"} {
+		w, _ := mw.CreateFormFile("files", n)
+		w.Write([]byte("form file " + n))
+	}
+	mw.Close()
+	e.want(201, call{method: "POST", path: b + "/files", token: tok, body: form.Bytes(), ctype: mw.FormDataContentType()}, nil)
+	e.want(400, call{method: "POST", path: b + "/files", token: tok, body: []byte("not a form"), ctype: "text/plain", invalid: true}, nil, "invalid_argument")
+
+	// Listings, pages and folders.
+	var page struct {
+		NextCursor string `json:"next_cursor"`
+	}
+	e.want(200, call{method: "GET", path: b + "/files?limit=1", token: tok}, &page)
+	if page.NextCursor == "" {
+		e.t.Fatal("no next_cursor")
+	}
+	e.want(200, call{method: "GET", path: b + "/files?limit=1&cursor=" + page.NextCursor, token: tok}, nil)
+	e.want(200, call{method: "GET", path: b + "/files?delimiter=/", token: tok}, nil)
+	e.want(400, call{method: "GET", path: b + "/files?limit=0", token: tok, invalid: true}, nil, "invalid_argument")
+
+	// Downloads: whole, a range, past the end, conditional, HEAD, anonymous.
+	file := b + "/files/docs/hello.txt"
+	resp := e.want(200, call{method: "GET", path: file + "?download=1", token: tok}, nil)
+	etag := resp.Header.Get("ETag")
+	e.want(206, call{method: "GET", path: file, token: tok, hdr: []string{"Range", "bytes=0-4"}}, nil)
+	e.want(416, call{method: "GET", path: file, token: tok, hdr: []string{"Range", "bytes=100-"}}, nil, "range_not_satisfiable")
+	e.want(304, call{method: "GET", path: file, token: tok, hdr: []string{"If-None-Match", etag}}, nil)
+	e.want(412, call{method: "GET", path: file, token: tok, hdr: []string{"If-Match", `"nope"`}}, nil, "precondition_failed")
+	e.want(200, call{method: "HEAD", path: file, token: tok}, nil)
+	e.want(404, call{method: "GET", path: b + "/files/missing.txt", token: tok}, nil, "not_found")
+	e.want(401, call{method: "GET", path: file}, nil, "unauthenticated")
+	e.want(201, call{method: "PUT", path: "/api/v1/buckets/bob-extra/files/pub.txt", token: tok, body: data}, nil)
+	e.want(200, call{method: "GET", path: "/api/v1/buckets/bob-extra/files/pub.txt"}, nil) // public-read
+	e.want(409, call{method: "DELETE", path: "/api/v1/buckets/bob-extra", token: tok}, nil, "conflict")
+
+	// Move, copy, delete.
+	e.want(200, call{method: "POST", path: b + "/move", token: tok, json: map[string]any{"from": "docs/hello.txt", "to": "docs/moved.txt"}}, nil)
+	e.want(201, call{method: "POST", path: b + "/copy", token: tok, json: map[string]any{"from": "docs/moved.txt", "to": "docs/copy.txt"}}, nil)
+	e.want(412, call{method: "POST", path: b + "/move", token: tok, json: map[string]any{"from": "docs/moved.txt", "to": "docs/copy.txt"}}, nil, "precondition_failed")
+	e.want(201, call{method: "POST", path: b + "/copy", token: tok, json: map[string]any{"from": "docs/copy.txt", "to": "x.txt", "to_bucket": "bob-extra", "overwrite": true}}, nil)
+	e.want(404, call{method: "POST", path: b + "/copy", token: tok, json: map[string]any{"from": "nothing", "to": "x"}}, nil, "not_found")
+	e.want(204, call{method: "DELETE", path: b + "/files/docs/copy.txt", token: tok}, nil)
+	e.want(404, call{method: "DELETE", path: b + "/files/docs/copy.txt", token: tok}, nil, "not_found")
+
+	// Zip and batch delete.
+	e.want(200, call{method: "POST", path: b + "/zip", token: tok, json: map[string]any{"keys": []string{"docs/moved.txt"}, "prefixes": []string{"form/"}, "compress": true}}, nil)
+	e.want(404, call{method: "POST", path: b + "/zip", token: tok, json: map[string]any{"keys": []string{"nothing"}}}, nil, "not_found")
+	e.want(400, call{method: "POST", path: b + "/zip", token: tok, json: map[string]any{}, invalid: true}, nil, "invalid_argument")
+	e.want(200, call{method: "POST", path: b + "/delete", token: tok, json: map[string]any{"keys": []string{"docs/moved.txt", "gone.txt", "a/../b"}}}, nil)
+	e.want(200, call{method: "POST", path: b + "/delete", token: tok, json: map[string]any{"prefix": "form/"}}, nil)
+	e.want(400, call{method: "POST", path: b + "/delete", token: tok, json: map[string]any{"keys": []string{"a"}, "prefix": ""}, invalid: true}, nil, "invalid_argument")
+	e.want(200, call{method: "POST", path: "/api/v1/buckets/bob-extra/delete", token: tok, json: map[string]any{"prefix": ""}}, nil)
+	e.want(204, call{method: "DELETE", path: "/api/v1/buckets/bob-extra", token: tok}, nil)
+}
+
+func flowKeys(e *oasEnv) {
+	s, _ := e.signup("carol@example.com")
+	var k struct {
+		ID string `json:"access_key_id"`
+	}
+	e.want(201, call{method: "POST", path: "/api/v1/keys", token: s.AccessToken, json: map[string]any{"name": "laptop"}}, &k)
+	e.want(201, call{method: "POST", path: "/api/v1/keys", token: s.AccessToken}, nil) // no body: no name
+	e.want(200, call{method: "GET", path: "/api/v1/keys", token: s.AccessToken}, nil)
+	e.want(204, call{method: "DELETE", path: "/api/v1/keys/" + k.ID, token: s.AccessToken}, nil)
+	e.want(404, call{method: "DELETE", path: "/api/v1/keys/" + k.ID, token: s.AccessToken}, nil, "not_found")
+}
+
+func flowShares(e *oasEnv) {
+	s, bucket := e.signup("dave@example.com")
+	tok := s.AccessToken
+	b := "/api/v1/buckets/" + bucket
+	for _, k := range []string{"photos/a.txt", "photos/sub/b.txt", "report.txt"} {
+		e.want(201, call{method: "PUT", path: b + "/files/" + k, token: tok, body: []byte("contents of " + k), ctype: "text/plain"}, nil)
+	}
+	type shareOut struct {
+		ID    string `json:"id"`
+		Token string `json:"token"`
+	}
+	var file, folder, box shareOut
+	e.want(201, call{method: "POST", path: "/api/v1/shares", token: tok, json: map[string]any{"bucket": bucket, "key": "report.txt", "max_downloads": 5, "note": "the report"}}, &file)
+	e.want(201, call{method: "POST", path: "/api/v1/shares", token: tok, json: map[string]any{"bucket": bucket, "prefix": "photos/", "password": "open sesame", "expires_in": 3600}}, &folder)
+	e.want(201, call{method: "POST", path: "/api/v1/shares", token: tok, json: map[string]any{"bucket": bucket, "prefix": "inbox", "allow_upload": true, "expires_at": time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}}, &box)
+	e.want(400, call{method: "POST", path: "/api/v1/shares", token: tok, json: map[string]any{"bucket": bucket, "key": "report.txt", "prefix": "x/"}, invalid: true}, nil, "invalid_argument")
+	e.want(404, call{method: "POST", path: "/api/v1/shares", token: tok, json: map[string]any{"bucket": bucket, "key": "missing.txt"}}, nil, "not_found")
+	e.want(200, call{method: "GET", path: "/api/v1/shares", token: tok}, nil)
+	e.want(200, call{method: "GET", path: "/api/v1/shares/" + file.ID, token: tok}, nil)
+	e.want(200, call{method: "PATCH", path: "/api/v1/shares/" + file.ID, token: tok, json: map[string]any{"expires_in": 7200}}, nil)
+	e.want(400, call{method: "PATCH", path: "/api/v1/shares/" + file.ID, token: tok, json: map[string]any{}, invalid: true}, nil, "invalid_argument")
+	e.want(404, call{method: "GET", path: "/api/v1/shares/nope", token: tok}, nil, "not_found")
+
+	// Anonymous: a file link, a locked folder, its unlock, a drop box.
+	e.want(200, call{method: "GET", path: "/s/" + file.Token}, nil)
+	e.want(206, call{method: "GET", path: "/s/" + file.Token, hdr: []string{"Range", "bytes=2-"}}, nil)
+	e.want(200, call{method: "HEAD", path: "/s/" + file.Token}, nil)
+	e.want(401, call{method: "GET", path: "/s/" + folder.Token}, nil, "unauthenticated")
+	e.want(401, call{method: "POST", path: "/s/" + folder.Token + "/unlock", json: map[string]any{"password": "wrong"}}, nil, "unauthenticated")
+	var g struct{ Grant string }
+	e.want(200, call{method: "POST", path: "/s/" + folder.Token + "/unlock", json: map[string]any{"password": "open sesame"}}, &g)
+	grant := []string{"X-Share-Grant", g.Grant}
+	var listing struct {
+		NextCursor string `json:"next_cursor"`
+	}
+	e.want(200, call{method: "GET", path: "/s/" + folder.Token + "?limit=1", hdr: grant}, &listing)
+	e.want(200, call{method: "GET", path: "/s/" + folder.Token + "?cursor=" + listing.NextCursor, hdr: grant}, nil)
+	e.want(200, call{method: "GET", path: "/s/" + folder.Token + "?zip=1&compress=1", hdr: grant}, nil)
+	e.want(200, call{method: "GET", path: "/s/" + folder.Token + "/sub/b.txt", hdr: grant}, nil)
+	e.want(200, call{method: "HEAD", path: "/s/" + folder.Token + "/sub/b.txt", hdr: grant}, nil)
+	e.want(404, call{method: "GET", path: "/s/" + folder.Token + "/nothing.txt", hdr: grant}, nil, "not_found")
+	e.want(403, call{method: "PUT", path: "/s/" + folder.Token + "/up.txt", hdr: grant, body: []byte("x")}, nil, "permission_denied")
+	e.want(201, call{method: "PUT", path: "/s/" + box.Token + "/drop.txt", body: []byte("dropped"), ctype: "text/plain"}, nil)
+	e.want(412, call{method: "PUT", path: "/s/" + box.Token + "/drop.txt", body: []byte("again")}, nil, "precondition_failed")
+	e.want(404, call{method: "POST", path: "/s/" + box.Token + "/other", json: map[string]any{"password": "x"}, invalid: true}, nil, "not_found")
+	e.want(400, call{method: "POST", path: "/s/" + box.Token + "/unlock", json: map[string]any{"password": "x"}}, nil, "invalid_argument") // no password
+	e.want(404, call{method: "GET", path: "/s/no-such-token"}, nil, "not_found")
+
+	e.want(204, call{method: "DELETE", path: "/api/v1/shares/" + file.ID, token: tok}, nil)
+	e.want(404, call{method: "GET", path: "/s/" + file.Token}, nil, "not_found") // #share_unavailable
+}
+
+func flowDirectUploads(e *oasEnv) {
+	s, bucket := e.signup("erin@example.com")
+	tok := s.AccessToken
+	var up struct {
+		ID    string `json:"upload_id"`
+		Parts []struct {
+			URL string `json:"url"`
+		} `json:"parts"`
+	}
+	data := []byte("direct upload bytes")
+	e.want(201, call{method: "POST", path: "/api/v1/uploads", token: tok, json: map[string]any{"bucket": bucket, "key": "big/file.bin", "size": len(data), "content_type": "application/octet-stream"}}, &up)
+	if len(up.Parts) != 1 {
+		e.t.Fatalf("parts: %+v", up.Parts)
+	}
+	// The part goes to the S3 API (not this document's).
+	req, _ := http.NewRequest("PUT", up.Parts[0].URL, bytes.NewReader(data))
+	resp, err := e.plain.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		e.t.Fatalf("part PUT: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	etag := strings.Trim(resp.Header.Get("ETag"), `"`)
+	e.want(200, call{method: "GET", path: "/api/v1/uploads/" + up.ID, token: tok}, nil)
+	e.want(400, call{method: "POST", path: "/api/v1/uploads/" + up.ID + "/complete", token: tok, json: map[string]any{"parts": []map[string]any{{"part_number": 1, "etag": "wrong"}}}}, nil, "invalid_argument")
+	e.want(200, call{method: "POST", path: "/api/v1/uploads/" + up.ID + "/complete", token: tok, json: map[string]any{"parts": []map[string]any{{"part_number": 1, "etag": etag}}}}, nil)
+	e.want(404, call{method: "GET", path: "/api/v1/uploads/" + up.ID, token: tok}, nil, "not_found")
+	e.want(201, call{method: "POST", path: "/api/v1/uploads", token: tok, json: map[string]any{"bucket": bucket, "key": "aborted.bin", "size": 10 << 20, "part_size": 5 << 20}}, &up)
+	e.want(204, call{method: "DELETE", path: "/api/v1/uploads/" + up.ID, token: tok}, nil)
+	e.want(400, call{method: "POST", path: "/api/v1/uploads", token: tok, json: map[string]any{"bucket": bucket, "key": "x", "size": 1, "part_size": 1}}, nil, "invalid_argument")
+}
+
+func flowTus(e *oasEnv) {
+	s, bucket := e.signup("frank@example.com")
+	tok := s.AccessToken
+	tus := []string{"Tus-Resumable", "1.0.0"}
+	e.want(200, call{method: "OPTIONS", path: "/api/v1/tus/"}, nil)
+	meta := "bucket " + b64(bucket) + ",key " + b64("tus/file.txt") + ",content-type " + b64("text/plain")
+	resp := e.want(201, call{method: "POST", path: "/api/v1/tus/", token: tok, hdr: append([]string{"Upload-Length", "10", "Upload-Metadata", meta}, tus...)}, nil)
+	loc := resp.Header.Get("Location")
+	i := strings.Index(loc, "/api/v1/tus/")
+	if i < 0 {
+		e.t.Fatalf("Location %q", loc)
+	}
+	up := loc[i:]
+	e.want(200, call{method: "OPTIONS", path: up}, nil)
+	e.want(200, call{method: "HEAD", path: up, token: tok, hdr: tus}, nil)
+	e.want(405, call{method: "GET", path: up, token: tok}, nil, "method_not_allowed")
+	e.want(409, call{method: "PATCH", path: up, token: tok, body: []byte("12345"), ctype: "application/offset+octet-stream", hdr: append([]string{"Upload-Offset", "3"}, tus...)}, nil)
+	e.want(204, call{method: "PATCH", path: up, token: tok, body: []byte("12345"), ctype: "application/offset+octet-stream", hdr: append([]string{"Upload-Offset", "0"}, tus...)}, nil)
+	e.want(460, call{method: "PATCH", path: up, token: tok, body: []byte("67890"), ctype: "application/offset+octet-stream",
+		hdr: append([]string{"Upload-Offset", "5", "Upload-Checksum", "sha1 " + b64("not the sha1 of it!!")}, tus...)}, nil)
+	e.want(204, call{method: "DELETE", path: up, token: tok, hdr: tus}, nil)
+	e.want(404, call{method: "HEAD", path: up, token: tok, hdr: tus}, nil)
+	e.want(412, call{method: "POST", path: "/api/v1/tus/", token: tok, hdr: []string{"Upload-Length", "10", "Upload-Metadata", meta}, invalid: true}, nil)
+}
+
+func b64(s string) string { return base64Std(s) }
+
+func flowAdmin(e *oasEnv) {
+	var root session
+	e.want(200, call{method: "POST", path: "/api/v1/auth/login", json: map[string]any{"email": "root@example.com", "password": "root password"}}, &root)
+	tok := root.AccessToken
+	user, _ := e.signup("grace@example.com")
+	e.want(403, call{method: "GET", path: "/api/v1/admin/server", token: user.AccessToken}, nil, "permission_denied")
+	e.want(401, call{method: "GET", path: "/api/v1/admin/server", invalid: true}, nil, "unauthenticated")
+	e.want(200, call{method: "GET", path: "/api/v1/admin/server", token: tok}, nil)
+
+	var page struct {
+		NextCursor string `json:"next_cursor"`
+	}
+	e.want(200, call{method: "GET", path: "/api/v1/admin/users?limit=1", token: tok}, &page)
+	e.want(200, call{method: "GET", path: "/api/v1/admin/users?q=example&cursor=" + page.NextCursor, token: tok}, nil)
+	var created struct {
+		User struct{ ID string } `json:"user"`
+	}
+	e.want(201, call{method: "POST", path: "/api/v1/admin/users", token: tok, json: map[string]any{"email": "heidi@example.com", "password": "heidi password", "quota_bytes": 1 << 20}}, &created)
+	e.want(409, call{method: "POST", path: "/api/v1/admin/users", token: tok, json: map[string]any{"email": "heidi@example.com", "password": "heidi password"}}, nil, "already_exists")
+	u := "/api/v1/admin/users/" + created.User.ID
+	e.want(200, call{method: "GET", path: u, token: tok}, nil)
+	e.want(404, call{method: "GET", path: "/api/v1/admin/users/nobody", token: tok}, nil, "not_found")
+	e.want(200, call{method: "PUT", path: u + "/quota", token: tok, json: map[string]any{"quota_bytes": 0}}, nil)
+	e.want(400, call{method: "PUT", path: u + "/quota", token: tok, json: map[string]any{}, invalid: true}, nil, "invalid_argument")
+	e.want(200, call{method: "GET", path: u + "/limits", token: tok}, nil)
+	e.want(200, call{method: "PUT", path: u + "/limits", token: tok, json: map[string]any{"requests": 600, "bytes": 0, "window_seconds": 60}}, nil)
+	e.want(200, call{method: "POST", path: u + "/disable", token: tok}, nil)
+	e.want(200, call{method: "POST", path: u + "/enable", token: tok}, nil)
+	e.want(409, call{method: "POST", path: "/api/v1/admin/users/" + root.UserID + "/disable", token: tok}, nil, "conflict")
+	e.want(204, call{method: "POST", path: u + "/password", token: tok, json: map[string]any{"password": "new heidi password"}}, nil)
+	e.want(200, call{method: "GET", path: u + "/buckets", token: tok}, nil)
+	e.want(200, call{method: "GET", path: u + "/keys", token: tok}, nil)
+	e.want(404, call{method: "DELETE", path: u + "/keys/AKNOSUCHKEY", token: tok}, nil, "not_found")
+	var key struct {
+		ID     string `json:"access_key_id"`
+		Secret string `json:"secret_access_key"`
+	}
+	e.want(201, call{method: "POST", path: "/api/v1/keys", token: user.AccessToken}, &key)
+	e.want(204, call{method: "DELETE", path: "/api/v1/admin/users/" + user.UserID + "/keys/" + key.ID, token: tok}, nil)
+	e.want(400, call{method: "DELETE", path: u + "?purge=maybe", token: tok, invalid: true}, nil, "invalid_argument")
+	e.want(204, call{method: "DELETE", path: u + "?purge=true", token: tok}, nil)
+
+	// Invites.
+	var inv struct{ ID string }
+	e.want(201, call{method: "POST", path: "/api/v1/admin/invites", token: tok, json: map[string]any{"email": "ivan@example.com", "expires_in": 3600, "uses": 1}}, &inv)
+	e.want(400, call{method: "POST", path: "/api/v1/admin/invites", token: tok, json: map[string]any{"expires_in": -1}, invalid: true}, nil, "invalid_argument")
+	e.want(200, call{method: "GET", path: "/api/v1/admin/invites", token: tok}, nil)
+	e.want(204, call{method: "DELETE", path: "/api/v1/admin/invites/" + inv.ID, token: tok}, nil)
+	e.want(404, call{method: "DELETE", path: "/api/v1/admin/invites/no-such-invite", token: tok}, nil, "not_found")
+
+	// Encryption at rest: rotate, re-wrap, encrypt, the jobs.
+	e.want(200, call{method: "POST", path: "/api/v1/admin/kms/rotate", token: tok}, nil)
+	e.want(202, call{method: "POST", path: "/api/v1/admin/kms/rewrap", token: tok}, nil)
+	e.want(202, call{method: "POST", path: "/api/v1/admin/kms/encrypt", token: tok, json: map[string]any{"all": true}}, nil)
+	e.want(404, call{method: "POST", path: "/api/v1/admin/kms/encrypt", token: tok, json: map[string]any{"bucket": "no-such-bucket"}}, nil, "not_found")
+	e.want(400, call{method: "POST", path: "/api/v1/admin/kms/encrypt", token: tok, json: map[string]any{"bucket": "b", "all": true}}, nil, "invalid_argument")
+	e.want(200, call{method: "GET", path: "/api/v1/admin/kms/jobs", token: tok}, nil)
+	e.want(200, call{method: "GET", path: "/api/v1/admin/kms/jobs/rewrap", token: tok}, nil)
+	e.want(404, call{method: "GET", path: "/api/v1/admin/kms/jobs/nothing", token: tok}, nil, "not_found")
+
+	// Gateway buckets: one over this server's own S3 API.
+	e.want(200, call{method: "GET", path: "/api/v1/admin/gateways", token: tok}, nil)
+	e.want(400, call{method: "POST", path: "/api/v1/admin/gateways", token: tok, json: map[string]any{"name": "gw", "url": "s3://b?secret_key=x", "owner": "grace@example.com"}}, nil, "invalid_argument")
+	var gk struct {
+		ID     string `json:"access_key_id"`
+		Secret string `json:"secret_access_key"`
+	}
+	e.want(201, call{method: "POST", path: "/api/v1/keys", token: user.AccessToken}, &gk)
+	creds := filepath.Join(e.t.TempDir(), "gw.creds")
+	if err := os.WriteFile(creds, []byte("access_key="+gk.ID+"\nsecret_key="+gk.Secret+"\n"), 0o600); err != nil {
+		e.t.Fatal(err)
+	}
+	gwURL := "s3://" + e.bucketOf(user.AccessToken) + "?endpoint=" + e.s3 + "&region=us-east-1&mode=ro&credentials_file=" + creds
+	e.want(201, call{method: "POST", path: "/api/v1/admin/gateways", token: tok, json: map[string]any{"name": "gw-mirror", "url": gwURL, "owner": "grace@example.com"}}, nil)
+	e.want(200, call{method: "GET", path: "/api/v1/admin/gateways", token: tok}, nil)
+	e.want(204, call{method: "DELETE", path: "/api/v1/admin/gateways/gw-mirror", token: tok}, nil)
+	e.want(404, call{method: "DELETE", path: "/api/v1/admin/gateways/gw-mirror", token: tok}, nil, "not_found")
+}
+
+func flowErrors(e *oasEnv) {
+	s, bucket := e.signup("judy@example.com")
+	tok := s.AccessToken
+	e.want(400, call{method: "POST", path: "/api/v1/buckets", token: tok, body: []byte(`{"name":`), ctype: "application/json", invalid: true}, nil, "invalid_argument")
+	e.want(400, call{method: "POST", path: "/api/v1/buckets", token: tok, json: map[string]any{"name": "judy-x", "color": "red"}, invalid: true}, nil, "invalid_argument")
+	e.want(413, call{method: "POST", path: "/api/v1/buckets", token: tok, json: map[string]any{"name": strings.Repeat("x", 70<<10)}}, nil, "too_large")
+	e.want(401, call{method: "GET", path: "/api/v1/buckets", token: "not-a-token"}, nil, "unauthenticated")
+	e.want(401, call{method: "GET", path: "/api/v1/buckets", invalid: true}, nil, "unauthenticated")
+	other, _ := e.signup("mallory@example.com")
+	e.want(403, call{method: "GET", path: "/api/v1/buckets/" + bucket + "/files", token: other.AccessToken}, nil, "permission_denied")
+	e.want(403, call{method: "PUT", path: "/api/v1/buckets/" + bucket + "/files/x.txt", token: other.AccessToken, body: []byte("x")}, nil, "permission_denied")
+}
+
+func base64Std(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
