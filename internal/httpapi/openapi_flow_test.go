@@ -52,7 +52,9 @@ type oasEnv struct {
 	client *http.Client
 	plain  *http.Client // for the S3 API, which the document does not describe
 
-	flow string // the flow running, for messages
+	flow   string       // the flow running, for messages
+	raw    []byte       // the document as served
+	report func(string) // nil: t.Errorf
 
 	mu  sync.Mutex
 	ops map[string]bool // "METHOD /path" of the document exercised
@@ -121,7 +123,7 @@ func startOpenAPIServer(t *testing.T) *oasEnv {
 	if resp.StatusCode != 200 {
 		t.Fatalf("GET /api/v1/openapi.json: %d", resp.StatusCode)
 	}
-	e.doc = loadDoc(t, raw)
+	e.raw, e.doc = raw, loadDoc(t, raw)
 	return e
 }
 
@@ -320,7 +322,12 @@ func clip(b []byte) string {
 }
 
 func (e *oasEnv) fail(format string, args ...any) {
-	e.t.Errorf("%s: %s", e.flow, fmt.Sprintf(format, args...))
+	msg := fmt.Sprintf(format, args...)
+	if e.report != nil {
+		e.report(msg)
+		return
+	}
+	e.t.Errorf("%s: %s", e.flow, msg)
 }
 
 // call is one request to the file API.
@@ -432,6 +439,65 @@ func TestOpenAPIResponses(t *testing.T) {
 				t.Errorf("no flow exercised %s %s: add it", method, path)
 			}
 		}
+	}
+	t.Run("a wrong document fails", func(t *testing.T) { checkWrongDocuments(t, e) })
+}
+
+// checkWrongDocuments: the validation above can fail. Each case breaks a
+// copy of the document in one place and replays a real exchange it
+// describes; the validator must report the mismatch.
+func checkWrongDocuments(t *testing.T, e *oasEnv) {
+	good := e.doc
+	e.flow = "wrong documents"
+	s, bucket := e.signup("oscar@example.com")
+	tok, b := s.AccessToken, "/api/v1/buckets/"+bucket
+	e.want(201, call{method: "PUT", path: b + "/files/r.txt", token: tok, body: []byte("0123456789")}, nil)
+	defer func() { e.doc, e.report = good, nil }()
+	schema := func(d *openapi3.T, name string) *openapi3.Schema { return d.Components.Schemas[name].Value }
+	for _, tc := range []struct {
+		name   string
+		mutate func(d *openapi3.T)
+		c      call
+		want   string
+	}{
+		{"a field of another type", func(d *openapi3.T) {
+			schema(d, "File").Properties["size"].Value.Type = &openapi3.Types{"string"}
+		}, call{method: "PUT", path: b + "/files/a.txt", token: tok, body: []byte("a")}, "response body doesn't match"},
+		{"a field the document does not name", func(d *openapi3.T) {
+			f := schema(d, "File")
+			delete(f.Properties, "etag")
+			f.Required = slices.DeleteFunc(f.Required, func(s string) bool { return s == "etag" })
+		}, call{method: "GET", path: b + "/files", token: tok}, "response body doesn't match"},
+		{"another constant", func(d *openapi3.T) {
+			schema(d, "Session").Properties["token_type"].Value.Const = "Basic"
+		}, call{method: "POST", path: "/api/v1/auth/login", json: map[string]any{"email": "oscar@example.com", "password": "a good password"}}, "response body doesn't match"},
+		{"another problem code", func(d *openapi3.T) {
+			d.Components.Responses["BadRequest"].Value.Content["application/problem+json"].Schema.Value.AllOf[1].Value.Properties["code"].Value.Enum = []any{"checksum_mismatch"}
+		}, call{method: "GET", path: b + "/files?limit=0", token: tok, invalid: true}, "response body doesn't match"},
+		{"a status the operation does not list", func(d *openapi3.T) {
+			d.Paths.Value("/api/v1/buckets/{bucket}").Get.Responses.Delete("404")
+		}, call{method: "GET", path: "/api/v1/buckets/no-such-bucket", token: tok}, "status 404 is not listed"},
+		{"a header of another form", func(d *openapi3.T) {
+			d.Components.Headers["Content-Range"].Value.Schema.Value.Pattern = "^items "
+		}, call{method: "GET", path: b + "/files/r.txt", token: tok, hdr: []string{"Range", "bytes=1-2"}}, `"Content-Range" doesn't match schema`},
+		{"a line of a stream", func(d *openapi3.T) {
+			schema(d, "BatchDeleteLine").OneOf[0].Value.Properties["status"].Value.Enum = []any{"deleted", "error"}
+		}, call{method: "POST", path: b + "/delete", token: tok, json: map[string]any{"keys": []string{"never.txt"}}}, "does not match the document"},
+		{"a request the document refuses", func(d *openapi3.T) {
+			schema(d, "CreateBucketRequest").Properties["name"].Value.MaxLength = openapi3.Ptr(uint64(3))
+		}, call{method: "POST", path: "/api/v1/buckets", token: tok, json: map[string]any{"name": "oscar-more"}}, "the request does not match"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := loadDoc(t, e.raw)
+			tc.mutate(d)
+			var got []string
+			e.doc, e.report = d, func(msg string) { got = append(got, msg) }
+			e.do(tc.c, nil)
+			e.doc, e.report = good, nil
+			if !strings.Contains(strings.Join(got, "\n"), tc.want) {
+				t.Errorf("validation reported %q, want %q", got, tc.want)
+			}
+		})
 	}
 }
 
