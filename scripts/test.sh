@@ -63,6 +63,17 @@ if ! command -v rclone >/dev/null; then
   $SUDO apt-get install -y -qq rclone >/dev/null ||
     { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq rclone >/dev/null; }
 fi
+# The README's commands, which test/readme runs as written: curl and jq;
+# rsync and sqlite3 for the online backup of docs/operations.md.
+README_TOOLS=""
+for tool in curl jq rsync sqlite3; do command -v "$tool" >/dev/null || README_TOOLS="$README_TOOLS $tool"; done
+if [ -n "$README_TOOLS" ]; then
+  SUDO=; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  export DEBIAN_FRONTEND=noninteractive
+  # shellcheck disable=SC2086 # a list of packages
+  $SUDO apt-get install -y -qq $README_TOOLS >/dev/null ||
+    { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq $README_TOOLS >/dev/null; }
+fi
 # tus-js-client for the tus tests (test/e2e/tus_clients_test.go), from npm
 # into ~/.cache/coffer-tools/node (reinstalled only when the pinned version changes);
 # node itself comes from Debian's packages.
@@ -238,5 +249,6 @@ fuzz ./internal/s3api FuzzCustomerKeyHeaders 5
 fuzz ./internal/gateway FuzzParseGateway 5
 fuzz ./internal/console FuzzAccepts 5
 fuzz ./internal/meta FuzzParseCursor 5
+fuzz ./test/readme FuzzParse 5
 
 step "all tests passed in $(( $(date +%s) - START ))s"

@@ -27,13 +27,22 @@ type ledgerEntry struct {
 type ledger struct {
 	mu      sync.Mutex
 	entries []ledgerEntry
+	bytes   int64 // the sizes of every entry, deleted ones included
 }
 
 func (l *ledger) add(e ledgerEntry) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.entries = append(l.entries, e)
+	l.bytes += e.size
 	return len(l.entries) - 1
+}
+
+// written is how many object bytes the server acknowledged so far.
+func (l *ledger) written() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.bytes
 }
 
 // markDeleted excludes entry i from the audit: the scenario deleted it.

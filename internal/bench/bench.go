@@ -259,12 +259,12 @@ func Run(load, finish context.Context, o Options, log, progress io.Writer) (*rep
 			}
 			r := &round{t: t, m: m, opts: o, label: t.label, progress: progress}
 			if !projected {
-				r.project = func(el time.Duration, sent int64) {
+				r.project = func(el time.Duration, uploaded int64) {
 					each := ""
 					if len(targets) > 1 {
 						each = " on each endpoint"
 					}
-					fmt.Fprintf(log, "bench: %s%s\n", projection(el, sent, m.duration*time.Duration(o.Rounds)), each)
+					fmt.Fprintf(log, "bench: %s%s\n", projection(el, uploaded, m.duration*time.Duration(o.Rounds)), each)
 				}
 				projected = true
 			}
@@ -369,6 +369,7 @@ func (t *target) setup(ctx context.Context) error {
 		return fmt.Errorf("setup: %w", err)
 	}
 	t.setupStats.Objects = int(t.setupObjects.Load())
+	t.setupStats.Bytes = t.ledger.written()
 	t.setupStats.Retries = t.setupRetries.Load()
 	t.setupStats.DurationS = time.Since(start).Seconds()
 	t.logf("setup done in %.1fs: %d users, %d sessions, %d objects, %d retries after 429/503 or network errors",
@@ -383,6 +384,7 @@ func (t *target) result(o Options, m model, epoch time.Time) *report.Result {
 		Scenario: o.Scenario,
 		Target:   o.Target,
 		Started:  epoch.UTC().Truncate(time.Second),
+		Plan:     newPlan(o, m),
 		Setup:    t.setupStats,
 		Load: report.Load{
 			Mode: m.mode, MaxVUs: m.vus, Size: o.Size, Timeout: o.Timeout.String(),
@@ -412,6 +414,7 @@ func (t *target) result(o Options, m model, epoch time.Time) *report.Result {
 	}
 	t.col.fill(r)
 	r.Data.SentBytes, r.Data.ReceivedBytes = t.counters.sent.Load(), t.counters.received.Load()
+	r.Data.UploadedBytes = t.ledger.written() - t.setupStats.Bytes
 	if r.DurationS > 0 {
 		r.Data.SentPerSec = float64(r.Data.SentBytes) / r.DurationS
 		r.Data.ReceivedPerSec = float64(r.Data.ReceivedBytes) / r.DurationS

@@ -152,14 +152,18 @@ func TestWritePlan(t *testing.T) {
 		want []string
 	}{
 		{"arrival rate", Options{Scenario: "upload-proxy", Target: "http://x", Rate: 190, Duration: 30 * time.Second},
-			[]string{"the load will upload about 5.6 GiB (190 it/s × 30s × 1.0 MiB)", "deletes what it created"}},
+			[]string{"the load will upload about 5.6 GiB (190 it/s × 30s = 5700 iterations × 1.0 MiB)", "deletes what it created"}},
+		{"tus uploads", Options{Scenario: "tus", Target: "http://x", Rate: 10, Duration: 3 * time.Second, Size: 256 << 10},
+			[]string{"the load will upload about 7.5 MiB (10 it/s × 3s = 30 iterations × 256.0 KiB)"}},
+		{"a rate that does not divide a second", Options{Scenario: "upload-proxy", Target: "http://x", Rate: 3, Duration: 1500 * time.Millisecond, Size: 1 << 20},
+			[]string{"the load will upload about 5.0 MiB (3 it/s × 1.5s = 5 iterations × 1.0 MiB)"}},
 		{"closed model", Options{Scenario: "batch", Target: "http://x", VUs: 4, Duration: time.Minute},
 			[]string{"the load uploads 250.0 KiB per iteration with up to 4 VUs for 1m0s", "projection follows"}},
 		{"setup for reads", Options{Scenario: "read", Target: "http://x", Users: 20, VUs: 20, Size: 64 << 10},
 			[]string{"the setup will upload 12.5 MiB (200 objects × 64.0 KiB)", "the load uploads nothing"}},
 		{"compare", Options{Scenario: "s3-put", S3Target: "http://x", AccessKey: "a", SecretKey: "s", Compare: "http://y",
 			CompareAccessKey: "a", CompareSecretKey: "s", Rate: 10, Duration: 10 * time.Second, Rounds: 2, Keep: true},
-			[]string{"about 200.0 MiB on each of 2 endpoints (10 it/s × 20s × 1.0 MiB)", "--keep"}},
+			[]string{"about 200.0 MiB on each of 2 endpoints (10 it/s × 20s = 200 iterations × 1.0 MiB)", "--keep"}},
 		{"ping", Options{Scenario: "ping", Target: "http://x"}, []string{"the load uploads nothing"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -71,11 +71,15 @@ func (s *fileScenario) setup(ctx context.Context) error {
 	for i := range t.users {
 		t.users[i] = &user{email: t.email(i), password: t.password()}
 	}
-	t.logf("setup: signing up %d users", len(t.users))
+	how := "signing up"
+	if o.AdminToken != "" {
+		how = "creating (admin API)"
+	}
+	t.logf("setup: %s %d users", how, len(t.users))
 	if err := parallel(ctx, len(t.users), o.SetupConcurrency, func(ctx context.Context, i int) error {
-		return signup(ctx, d, s.base(), t.users[i])
+		return createAccount(ctx, d, s.base(), o.AdminToken, t.users[i])
 	}); err != nil {
-		return fmt.Errorf("signing up %d users: %w", len(t.users), err)
+		return fmt.Errorf("%s %d users: %w", how, len(t.users), err)
 	}
 	t.setupStats.Users = len(t.users)
 	s.sessions = make([]*session, len(t.vus))

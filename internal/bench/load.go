@@ -33,6 +33,28 @@ func newModel(o Options) model {
 	}
 }
 
+// arrivalAt is when, after the start of a round, arrival n of the
+// constant-arrival-rate model is due.
+func (m model) arrivalAt(n int64) time.Duration {
+	return time.Duration(float64(n) * float64(time.Second) / m.rate)
+}
+
+// arrivals is how many iterations the constant-arrival-rate model starts
+// in a round: those due before its duration ends.
+func (m model) arrivals() int64 {
+	if m.rate <= 0 {
+		return 0
+	}
+	n := int64(math.Ceil(m.rate * m.duration.Seconds()))
+	for n > 0 && m.arrivalAt(n-1) >= m.duration {
+		n--
+	}
+	for m.arrivalAt(n) < m.duration {
+		n++
+	}
+	return n
+}
+
 func stagesDuration(st []Stage) time.Duration {
 	var d time.Duration
 	for _, s := range st {

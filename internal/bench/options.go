@@ -25,6 +25,11 @@ type Options struct {
 	// AccessKey and SecretKey sign S3 requests. Empty: a user and a key are
 	// created through Target.
 	AccessKey, SecretKey string
+	// AdminToken is an administrator's access token: the setup creates
+	// its accounts through the admin API (POST /api/v1/admin/users), which
+	// the server's per-address signup limit does not apply to. Empty: the
+	// setup signs up like anyone.
+	AdminToken string
 	// Region signs S3 requests. Default us-east-1.
 	Region string
 	// Bucket for the S3 scenarios. Default coffer-bench-<run id>.

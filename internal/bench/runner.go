@@ -43,20 +43,22 @@ type round struct {
 	progress io.Writer // live progress line, or nil
 	active   atomic.Int64
 	// project, if set, is called once projectAfter into the round with
-	// the bytes sent so far (how much the run will write).
-	project func(el time.Duration, sent int64)
+	// the object bytes uploaded so far (how much the run will write).
+	project func(el time.Duration, uploaded int64)
 }
 
 func (r *round) run(ctx context.Context) {
 	runCtx, cancelRun := context.WithCancel(ctx)
 	defer cancelRun()
 	start := time.Now()
+	written := r.t.ledger.written()
+	uploaded := func() int64 { return r.t.ledger.written() - written }
 	stop := make(chan struct{}) // closed when the model ends
 	var wg sync.WaitGroup
 
 	tickDone := make(chan struct{})
 	tickStop := make(chan struct{})
-	go r.ticker(start, tickStop, tickDone)
+	go r.ticker(start, uploaded, tickStop, tickDone)
 
 	if r.m.mode == modeArrivalRate {
 		r.arrivals(runCtx, start, stop, &wg)
@@ -217,12 +219,12 @@ func (r *round) arrivals(ctx context.Context, start time.Time, stop chan struct{
 			}
 		})
 	}
-	interval := time.Duration(float64(time.Second) / r.m.rate)
 	for n := int64(0); ; n++ {
-		due := start.Add(time.Duration(n) * interval)
-		if due.Sub(start) >= r.m.duration {
+		at := r.m.arrivalAt(n)
+		if at >= r.m.duration { // as many as m.arrivals() says
 			return
 		}
+		due := start.Add(at)
 		if wait := time.Until(due); wait > 0 {
 			t := time.NewTimer(wait)
 			select {
@@ -244,7 +246,7 @@ func (r *round) arrivals(ctx context.Context, start time.Time, stop chan struct{
 
 // ticker closes a series interval every second and draws the progress
 // line.
-func (r *round) ticker(start time.Time, stop, done chan struct{}) {
+func (r *round) ticker(start time.Time, uploaded func() int64, stop, done chan struct{}) {
 	defer close(done)
 	tk := time.NewTicker(time.Second)
 	defer tk.Stop()
@@ -258,7 +260,7 @@ func (r *round) ticker(start time.Time, stop, done chan struct{}) {
 				if r.progress != nil {
 					fmt.Fprintf(r.progress, "\r%-100s\r", "")
 				}
-				r.project(el, r.t.counters.sent.Load())
+				r.project(el, uploaded())
 				r.project = nil
 			}
 			r.drawProgress(now.Sub(start), p)

@@ -152,7 +152,7 @@ func s3Setup(ctx context.Context, t *target) error {
 		// No key given: create an account and a key on the Coffer at --target.
 		u := &user{email: t.email(0), password: t.password()}
 		t.users = []*user{u}
-		if err := signup(ctx, t.setupDoer(), t.opts.Target, u); err != nil {
+		if err := createAccount(ctx, t.setupDoer(), t.opts.Target, t.opts.AdminToken, u); err != nil {
 			return fmt.Errorf("creating a user for an S3 key: %w", err)
 		}
 		sess := &session{base: t.opts.Target, u: u}

@@ -108,18 +108,34 @@ type tokenPair struct {
 	ExpiresIn    int    `json:"expires_in"`
 }
 
-// signup creates u's account and returns its default bucket.
-func signup(ctx context.Context, d doer, base string, u *user) error {
+// createAccount creates u's account and notes its default bucket: through
+// the admin API when adminToken (an administrator's access token) is set,
+// else by signing up as anyone may, which the server limits per client
+// address (--signup-rate, 5 an hour by default).
+func createAccount(ctx context.Context, d doer, base, adminToken string, u *user) error {
 	body, n := jsonBody(map[string]string{"email": u.email, "password": u.password})
-	resp, err := d.do(ctx, &request{name: "signup", method: http.MethodPost, url: base + "/api/v1/auth/signup",
-		header: jsonHeader(), body: body, bodyLen: n, expect: http.StatusCreated, capture: 64 << 10})
+	rq := &request{name: "signup", method: http.MethodPost, url: base + "/api/v1/auth/signup",
+		header: jsonHeader(), body: body, bodyLen: n, expect: http.StatusCreated, capture: 64 << 10}
+	if adminToken != "" {
+		rq.name, rq.url = "create-user", base+"/api/v1/admin/users"
+		rq.header.Set("Authorization", "Bearer "+adminToken)
+	}
+	resp, err := d.do(ctx, rq)
 	var re *reqError
 	switch {
+	case err == nil:
+	case adminToken != "" && errors.As(err, &re) && re.status == http.StatusUnauthorized:
+		return fmt.Errorf("%w: the server refused --admin-token (an access token lasts 15 minutes: log in again for a fresh one)", err)
+	case adminToken != "" && errors.As(err, &re) && re.status == http.StatusForbidden:
+		return fmt.Errorf("%w: --admin-token is not an administrator's", err)
 	case errors.As(err, &re) && re.status == http.StatusTooManyRequests:
-		return fmt.Errorf("%w: the server limits signups per client address; start it with --signup-rate 0 (or COFFER_SIGNUP_RATE=0) to benchmark", err)
+		return fmt.Errorf("%w: the server limits signups per client address (--signup-rate, 5 an hour by default); "+
+			"give an administrator's access token with --admin-token (COFFER_BENCH_ADMIN_TOKEN) to create the accounts through the admin API, "+
+			"or start the server with --signup-rate 0 (COFFER_SIGNUP_RATE=0)", err)
 	case errors.As(err, &re) && re.status == http.StatusForbidden:
-		return fmt.Errorf("%w: the server does not let anyone sign up; start it with --signup open to benchmark", err)
-	case err != nil:
+		return fmt.Errorf("%w: the server does not let anyone sign up; give an administrator's access token with --admin-token, "+
+			"or start the server with --signup open", err)
+	default:
 		return err
 	}
 	var out struct {
@@ -128,7 +144,7 @@ func signup(ctx context.Context, d doer, base string, u *user) error {
 		} `json:"bucket"`
 	}
 	if err := json.Unmarshal(resp.body, &out); err != nil || out.Bucket.Name == "" {
-		return fmt.Errorf("signup of %s: answer without a bucket: %.200q", u.email, resp.body)
+		return fmt.Errorf("creating the account %s: answer without a bucket: %.200q", u.email, resp.body)
 	}
 	u.bucket = out.Bucket.Name
 	return nil

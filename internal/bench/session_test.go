@@ -35,7 +35,7 @@ func TestSignupLimitFailsFast(t *testing.T) {
 		var counters byteCounters
 		d := &retrier{c: &caller{client: newHTTPClient(4, 5*time.Second, &counters), timeout: 5 * time.Second}}
 		start := time.Now()
-		err := signup(ctx, d, srv.URL, &user{email: "a@example.com", password: "correct horse battery"})
+		err := createAccount(ctx, d, srv.URL, "", &user{email: "a@example.com", password: "correct horse battery"})
 		if err == nil || !strings.Contains(err.Error(), tc.hint) {
 			t.Errorf("%d: err = %v, want a hint %q", tc.status, err, tc.hint)
 		}

@@ -117,7 +117,7 @@ func (c *userCmd) Run(ctx context.Context, args []string) error {
 		return usageError{errorf("need a subcommand: create, quota, admin, disable, enable, password or delete")}
 	}
 	fs := flag.NewFlagSet("coffer user "+args[0], flag.ContinueOnError)
-	fs.SetOutput(c.env.Stderr)
+	routeHelp(fs, c.env)
 	data := dataFlag(fs, c.env)
 	email := fs.String("email", "", "account email")
 	password := fs.String("password", "", "password (create, password)")
@@ -242,7 +242,7 @@ func (*gcCmd) Synopsis() string {
 
 func (c *gcCmd) Run(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("coffer gc", flag.ContinueOnError)
-	fs.SetOutput(c.env.Stderr)
+	routeHelp(fs, c.env)
 	data := dataFlag(fs, c.env)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -283,7 +283,7 @@ func (c *keyCmd) Run(ctx context.Context, args []string) error {
 		return usageError{errorf("need a subcommand: create, list or delete")}
 	}
 	fs := flag.NewFlagSet("coffer key "+args[0], flag.ContinueOnError)
-	fs.SetOutput(c.env.Stderr)
+	routeHelp(fs, c.env)
 	data := dataFlag(fs, c.env)
 	email := fs.String("email", "", "account email")
 	name := fs.String("name", "", "key name (create)")

@@ -30,11 +30,12 @@ var benchEnv = map[string]string{
 	"secret-key":         "COFFER_BENCH_SECRET_KEY",
 	"compare-access-key": "COFFER_BENCH_COMPARE_ACCESS_KEY",
 	"compare-secret-key": "COFFER_BENCH_COMPARE_SECRET_KEY",
+	"admin-token":        "COFFER_BENCH_ADMIN_TOKEN",
 }
 
 func (c *benchCmd) Run(ctx context.Context, args []string) error {
 	var o bench.Options
-	fs := newFlagSet("coffer bench", c.env)
+	fs := flag.NewFlagSet("coffer bench", flag.ContinueOnError)
 	env := func(flag string) string { return c.env.Getenv(benchEnv[flag]) }
 	fs.Usage = func() {
 		w := fs.Output()
@@ -45,11 +46,14 @@ func (c *benchCmd) Run(ctx context.Context, args []string) error {
 		fmt.Fprintln(w, "\nflags:")
 		config.PrintDefaults(w, fs, func(name string) string { return benchEnv[name] })
 	}
+	routeHelp(fs, c.env)
 
 	fs.StringVar(&o.Target, "target", "", "file API base URL of the coffer under test, e.g. http://127.0.0.1:8080")
 	fs.StringVar(&o.S3Target, "s3-target", "", "S3 endpoint (path-style) for the s3-* scenarios, e.g. http://127.0.0.1:9000")
 	fs.StringVar(&o.AccessKey, "access-key", env("access-key"), "S3 access key ID (empty: create an account and a key through --target)")
 	fs.StringVar(&o.SecretKey, "secret-key", env("secret-key"), "S3 secret key")
+	fs.StringVar(&o.AdminToken, "admin-token", env("admin-token"), "an administrator's access token: the setup creates its accounts through the admin API, "+
+		"past the server's per-address signup limit (default: it signs them up like anyone)")
 	fs.StringVar(&o.Region, "region", "us-east-1", "S3 signing region")
 	fs.StringVar(&o.Bucket, "bucket", "", "S3 bucket to use (default coffer-bench-<run id>, created)")
 	payload := fs.String("s3-payload", "signed", "S3 body signing: signed (the body's SHA-256, as SDKs over HTTP) or unsigned (UNSIGNED-PAYLOAD)")
@@ -104,8 +108,7 @@ func (c *benchCmd) Run(ctx context.Context, args []string) error {
 		return usageError{errorf("unexpected arguments: %v", fs.Args())}
 	}
 	if o.Scenario == "" {
-		fs.Usage()
-		return usageError{errorf("need a scenario")}
+		return usageError{errorf("need a scenario, one of: %s ('coffer bench -h' describes them)", strings.Join(bench.Scenarios(), ", "))}
 	}
 	var err error
 	if *stages != "" {

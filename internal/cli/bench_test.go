@@ -225,16 +225,17 @@ func TestBenchUsageErrors(t *testing.T) {
 // TestBenchHelp: flags spelled --name as in docs/bench.md, with the
 // variables bench reads named in the help.
 func TestBenchHelp(t *testing.T) {
-	code, _, stderr := runBench(t, "-h")
-	if code != 0 {
-		t.Fatalf("coffer bench -h: exit %d\n%s", code, stderr)
+	code, help, stderr := runBench(t, "-h")
+	if code != 0 || stderr != "" {
+		t.Fatalf("coffer bench -h: exit %d, stderr %q, want 0 and the help on stdout", code, stderr)
 	}
-	for _, want := range []string{"\n  --cleanup\n", "\n  --keep\n", "\n  --target string\n", "env COFFER_BENCH_ACCESS_KEY", "env COFFER_BENCH_COMPARE_SECRET_KEY"} {
-		if !strings.Contains(stderr, want) {
-			t.Errorf("help lacks %q:\n%s", want, stderr)
+	for _, want := range []string{"\n  --cleanup\n", "\n  --keep\n", "\n  --target string\n", "env COFFER_BENCH_ACCESS_KEY",
+		"env COFFER_BENCH_COMPARE_SECRET_KEY", "\n  --admin-token string\n", "env COFFER_BENCH_ADMIN_TOKEN"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("help lacks %q:\n%s", want, help)
 		}
 	}
-	for line := range strings.Lines(stderr) {
+	for line := range strings.Lines(help) {
 		if l := strings.TrimLeft(line, " "); strings.HasPrefix(l, "-") && !strings.HasPrefix(l, "--") {
 			t.Errorf("flag spelled with one dash: %q", line)
 		}

@@ -22,6 +22,10 @@ import (
 type Env struct {
 	Stdout, Stderr io.Writer
 	Getenv         func(string) string
+
+	// badFlags, set by Run, notes that a flag set refused the command
+	// line (see routeHelp): a usage error, exit status 2.
+	badFlags *bool
 }
 
 type command interface {
@@ -48,15 +52,22 @@ func Run(ctx context.Context, args []string, env Env) int {
 	if env.Getenv == nil {
 		env.Getenv = os.Getenv
 	}
+	env.badFlags = new(bool)
 	cmds := commands(env)
 	if len(args) > 0 && (args[0] == "--version" || args[0] == "-version" || args[0] == "-v") {
 		args = append([]string{"version"}, args[1:]...)
 	}
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		usage(env.Stderr, cmds)
+	if len(args) == 2 && args[0] == "help" {
+		args = []string{args[1], "-h"} // coffer help CMD = coffer CMD -h
+	}
+	if len(args) == 0 || isHelpArg(args[0]) || args[0] == "help" {
+		// Asked for, help is output (stdout, exit 0); without a command
+		// it is the error message (stderr, exit 2).
 		if len(args) == 0 {
+			usage(env.Stderr, cmds)
 			return 2
 		}
+		usage(env.Stdout, cmds)
 		return 0
 	}
 	c, ok := cmds[args[0]]
@@ -65,12 +76,20 @@ func Run(ctx context.Context, args []string, env Env) int {
 		usage(env.Stderr, cmds)
 		return 2
 	}
-	if err := c.Run(ctx, args[1:]); err != nil {
+	err := c.Run(ctx, args[1:])
+	if err != nil && len(args) == 2 && isHelpArg(args[1]) && !errors.Is(err, flag.ErrHelp) {
+		// A command that takes a subcommand first (coffer user create …)
+		// refused -h as one: describe the command and its subcommands.
+		fmt.Fprintf(env.Stdout, "usage: coffer %s SUBCOMMAND [flags]\n\n%s\n\nRun 'coffer %s SUBCOMMAND -h' for a subcommand's flags.\n",
+			args[0], c.Synopsis(), args[0])
+		return 0
+	}
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		var ue usageError
-		if errors.As(err, &ue) {
+		if errors.As(err, &ue) || *env.badFlags {
 			fmt.Fprintf(env.Stderr, "coffer %s: %v\n", args[0], err)
 			return 2
 		}
@@ -80,23 +99,71 @@ func Run(ctx context.Context, args []string, env Env) int {
 	return 0
 }
 
+// isHelpArg reports whether arg asks for help as Go's flag package reads it.
+func isHelpArg(arg string) bool {
+	switch arg {
+	case "-h", "--h", "-help", "--help":
+		return true
+	}
+	return false
+}
+
 type usageError struct{ error }
 
-// newFlagSet returns a flag set for a command that writes to env.Stderr
-// and lists its flags as --name, as the docs spell them.
+// newFlagSet returns a flag set for a command that lists its flags as
+// --name, as the docs spell them, with its help routed by routeHelp.
 func newFlagSet(name string, env Env) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(env.Stderr, "usage: %s [flags]\n", name)
+		w := fs.Output()
+		fmt.Fprintf(w, "usage: %s [flags]\n", name)
 		n := 0
 		fs.VisitAll(func(*flag.Flag) { n++ })
 		if n > 0 {
-			fmt.Fprintln(env.Stderr, "\nflags:")
-			config.PrintDefaults(env.Stderr, fs, nil)
+			fmt.Fprintln(w, "\nflags:")
+			config.PrintDefaults(w, fs, nil)
 		}
 	}
+	routeHelp(fs, env)
 	return fs
+}
+
+// routeHelp sends fs's flag errors to env.Stderr and its usage to where it
+// belongs: to env.Stdout when it is what the user asked for (-h, --help:
+// `coffer serve -h | less`), to env.Stderr with the error when a flag was
+// wrong. Call it once fs.Usage is set; the usage must write to fs.Output().
+//
+// The flag package calls Usage in both cases, but on an error it first
+// writes the error message to the output: a usage printed before anything
+// else was written is help.
+func routeHelp(fs *flag.FlagSet, env Env) {
+	out := &flagOutput{w: env.Stderr}
+	fs.SetOutput(out)
+	usage := fs.Usage
+	fs.Usage = func() {
+		if out.wrote {
+			if env.badFlags != nil {
+				*env.badFlags = true
+			}
+			usage()
+			return
+		}
+		fs.SetOutput(env.Stdout)
+		defer fs.SetOutput(out)
+		usage()
+	}
+}
+
+// flagOutput is a flag set's error output; it notes that something was
+// written.
+type flagOutput struct {
+	w     io.Writer
+	wrote bool
+}
+
+func (o *flagOutput) Write(p []byte) (int, error) {
+	o.wrote = true
+	return o.w.Write(p)
 }
 
 func usage(w io.Writer, cmds map[string]command) {

@@ -24,7 +24,7 @@ func (c *inviteCmd) Run(ctx context.Context, args []string) error {
 		return usageError{errorf("need a subcommand: create, list or revoke")}
 	}
 	fs := flag.NewFlagSet("coffer invite "+args[0], flag.ContinueOnError)
-	fs.SetOutput(c.env.Stderr)
+	routeHelp(fs, c.env)
 	data := dataFlag(fs, c.env)
 	email := fs.String("email", "", "only this email may sign up with the invite (create; default any)")
 	uses := fs.Int("uses", 1, "how many signups the invite allows (create)")

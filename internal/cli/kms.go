@@ -32,7 +32,7 @@ func (c *kmsCmd) Run(ctx context.Context, args []string) error {
 		return c.rotate(ctx, args[1:])
 	case "rewrap", "status":
 		fs := flag.NewFlagSet("coffer kms "+args[0], flag.ContinueOnError)
-		fs.SetOutput(c.env.Stderr)
+		routeHelp(fs, c.env)
 		data := dataFlag(fs, c.env)
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
@@ -58,7 +58,7 @@ func (c *kmsCmd) Run(ctx context.Context, args []string) error {
 
 func (c *kmsCmd) rotate(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("coffer kms rotate", flag.ContinueOnError)
-	fs.SetOutput(c.env.Stderr)
+	routeHelp(fs, c.env)
 	data := dataFlag(fs, c.env)
 	url := c.env.Getenv(config.EnvName("kms"))
 	fs.StringVar(&url, "kms", url, "key provider URL, as for coffer serve (default: the keyring in the data folder)")
@@ -146,7 +146,7 @@ func (*encryptCmd) Synopsis() string {
 
 func (c *encryptCmd) Run(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("coffer encrypt", flag.ContinueOnError)
-	fs.SetOutput(c.env.Stderr)
+	routeHelp(fs, c.env)
 	data := dataFlag(fs, c.env)
 	bucket := fs.String("bucket", "", "the bucket whose plaintext objects to encrypt")
 	all := fs.Bool("all", false, "every bucket")

@@ -19,7 +19,7 @@ func (*serveCmd) Synopsis() string {
 func (c *serveCmd) Run(ctx context.Context, args []string) error {
 	cfg := config.Defaults()
 	fs := cfg.FlagSet("coffer serve")
-	fs.SetOutput(c.env.Stderr)
+	routeHelp(fs, c.env)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -169,7 +169,10 @@ func TestServeHelpNamesEveryVariable(t *testing.T) {
 	if code := Run(context.Background(), []string{"serve", "-h"}, Env{Stdout: &out, Stderr: &errb}); code != 0 {
 		t.Fatalf("coffer serve -h: exit %d\n%s", code, errb.String())
 	}
-	help := errb.String()
+	help := out.String()
+	if errb.Len() > 0 {
+		t.Errorf("coffer serve -h wrote to stderr: %q", errb.String())
+	}
 	cfg := config.Defaults()
 	fs := cfg.FlagSet("coffer serve")
 	n := 0

@@ -17,12 +17,25 @@ import (
 
 type benchReport struct {
 	Scenario string `json:"scenario"`
+	Setup    struct {
+		Users int   `json:"users"`
+		Bytes int64 `json:"bytes"`
+	} `json:"setup"`
+	Plan struct {
+		SetupBytes   int64 `json:"setup_bytes"`
+		PerIteration int64 `json:"per_iteration_bytes"`
+		LoadBytes    int64 `json:"load_bytes"`
+	} `json:"plan"`
+	Data struct {
+		UploadedBytes int64 `json:"uploaded_bytes"`
+	} `json:"data"`
 	Requests struct {
 		Total  int64 `json:"total"`
 		Failed int64 `json:"failed"`
 	} `json:"requests"`
 	Iterations struct {
-		Total int64 `json:"total"`
+		Total   int64 `json:"total"`
+		Dropped int64 `json:"dropped"`
 	} `json:"iterations"`
 	Audit struct {
 		Enabled      bool  `json:"enabled"`
@@ -35,6 +48,7 @@ type benchReport struct {
 	Cleanup struct {
 		Enabled  bool     `json:"enabled"`
 		Objects  int64    `json:"objects"`
+		Accounts int64    `json:"accounts"`
 		Warnings []string `json:"warnings"`
 	} `json:"cleanup"`
 	Server struct {
@@ -50,8 +64,16 @@ type benchReport struct {
 // bench runs coffer bench and returns its JSON report.
 func bench(t *testing.T, args ...string) benchReport {
 	t.Helper()
+	return benchEnv(t, nil, args...)
+}
+
+// benchEnv runs coffer bench with extra environment variables and returns
+// its JSON report.
+func benchEnv(t *testing.T, env []string, args ...string) benchReport {
+	t.Helper()
 	out := filepath.Join(t.TempDir(), "report.json")
 	cmd := exec.Command(testenv.Binary(t), append(append([]string{"bench"}, args...), "--json", out)...)
+	cmd.Env = append(os.Environ(), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()

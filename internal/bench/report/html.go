@@ -257,7 +257,7 @@ func medianStep(xs []float64) float64 {
 
 var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
 	"ms":     ms,
-	"bytes":  bytesStr,
+	"bytes":  IBytes,
 	"ibytes": func(n int64) string { return IBytes(float64(n)) },
 	"pct":    func(f float64) string { return fmt.Sprintf("%.3f%%", 100*f) },
 	"num":    num,
@@ -286,10 +286,10 @@ pre{background:#f6f6f6;padding:10px;overflow-x:auto;font-size:12px}
 
 <h2>Summary</h2>
 <table>
-<tr><th>requests</th><th>rate</th><th>failed</th><th>error rate</th><th>shed (429/503)</th><th>p50</th><th>p95</th><th>p99</th><th>iterations</th><th>sent</th><th>received</th></tr>
+<tr><th>requests</th><th>rate</th><th>failed</th><th>error rate</th><th>shed (429/503)</th><th>p50</th><th>p95</th><th>p99</th><th>iterations</th><th>sent</th><th>received</th><th>uploaded</th></tr>
 <tr><td>{{$r.Requests.Total}}</td><td>{{f1 $r.Requests.RPS}}/s</td><td>{{$r.Requests.Failed}}</td><td>{{pct $r.Requests.ErrorRate}}</td><td>{{$r.Requests.Shed}}</td>
 <td>{{ms $r.LatencyMS.P50}}</td><td>{{ms $r.LatencyMS.P95}}</td><td>{{ms $r.LatencyMS.P99}}</td><td>{{$r.Iterations.Total}}</td>
-<td>{{bytes $r.Data.SentPerSec}}/s</td><td>{{bytes $r.Data.ReceivedPerSec}}/s</td></tr>
+<td>{{bytes $r.Data.SentPerSec}}/s</td><td>{{bytes $r.Data.ReceivedPerSec}}/s</td><td>{{ibytes $r.Data.UploadedBytes}}</td></tr>
 </table>
 <p>Audit:
 {{with $r.Audit}}{{if not .Enabled}}off{{else if .Skipped}}skipped ({{.Skipped}}){{else}}

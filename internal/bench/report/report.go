@@ -27,6 +27,7 @@ type Result struct {
 	DurationS   float64   `json:"duration_s"` // time under load (sum of rounds)
 	Interrupted bool      `json:"interrupted"`
 	Load        Load      `json:"load"`
+	Plan        Plan      `json:"plan"`
 	Setup       Setup     `json:"setup"`
 
 	Requests  Requests      `json:"requests"`
@@ -80,11 +81,26 @@ type Stage struct {
 	Target   int    `json:"target"`
 }
 
+// Plan is what the run said, before its setup, it would write on the
+// target: the numbers of its "the setup will upload …" and "the load will
+// upload …" lines, to hold against Setup.Bytes and Data.UploadedBytes.
+type Plan struct {
+	SetupBytes int64 `json:"setup_bytes"`
+	// PerIteration is the object bytes one iteration uploads (on average
+	// for s3-mixed; 0: the load uploads nothing).
+	PerIteration int64 `json:"per_iteration_bytes"`
+	// LoadBytes is the estimate for the whole load at a constant arrival
+	// rate (--rate): arrivals × PerIteration; 0 in the closed models, where
+	// the amount depends on the server's speed.
+	LoadBytes int64 `json:"load_bytes,omitempty"`
+}
+
 // Setup is what the setup phase created (not counted in the results).
 type Setup struct {
 	Users     int     `json:"users"`
 	Sessions  int     `json:"sessions"`
 	Objects   int     `json:"objects"`
+	Bytes     int64   `json:"bytes"` // of the objects
 	Retries   int64   `json:"retries"`
 	DurationS float64 `json:"duration_s"`
 }
@@ -135,13 +151,17 @@ type Check struct {
 }
 
 // Data is what went over the wire (bytes read and written on the
-// connections, headers included).
+// connections, headers included), and the object bytes of the uploads the
+// server acknowledged during the load (what Plan announced).
 type Data struct {
 	SentBytes      int64   `json:"sent_bytes"`
 	ReceivedBytes  int64   `json:"received_bytes"`
 	SentPerSec     float64 `json:"sent_per_s"`
 	ReceivedPerSec float64 `json:"received_per_s"`
+	UploadedBytes  int64   `json:"uploaded_bytes"`
 }
+
+const mib = 1 << 20
 
 // Audit is the integrity check after the run: every upload acknowledged
 // with a 2xx is read back and its SHA-256 compared.
@@ -246,8 +266,8 @@ func Ratios(a, b *Result) []Ratio {
 	}
 	out := []Ratio{
 		row("requests/s", a.Requests.RPS, b.Requests.RPS, "higher"),
-		row("sent MB/s", a.Data.SentPerSec/1e6, b.Data.SentPerSec/1e6, "higher"),
-		row("received MB/s", a.Data.ReceivedPerSec/1e6, b.Data.ReceivedPerSec/1e6, "higher"),
+		row("sent MiB/s", a.Data.SentPerSec/mib, b.Data.SentPerSec/mib, "higher"),
+		row("received MiB/s", a.Data.ReceivedPerSec/mib, b.Data.ReceivedPerSec/mib, "higher"),
 		row("latency avg ms", a.LatencyMS.Avg, b.LatencyMS.Avg, "lower"),
 		row("latency p50 ms", a.LatencyMS.P50, b.LatencyMS.P50, "lower"),
 		row("latency p95 ms", a.LatencyMS.P95, b.LatencyMS.P95, "lower"),

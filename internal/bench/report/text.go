@@ -66,8 +66,8 @@ func text(w io.Writer, r *Result) {
 	}
 	fmt.Fprintln(w)
 	s := r.Setup
-	fmt.Fprintf(w, "  setup:    %d users, %d sessions, %d objects in %.1fs (%d retries after 429/503), not counted\n\n",
-		s.Users, s.Sessions, s.Objects, s.DurationS, s.Retries)
+	fmt.Fprintf(w, "  setup:    %d users, %d sessions, %d objects (%s) in %.1fs (%d retries after 429/503), not counted\n\n",
+		s.Users, s.Sessions, s.Objects, IBytes(float64(s.Bytes)), s.DurationS, s.Retries)
 
 	var passes, fails int64
 	for _, c := range r.Checks {
@@ -118,8 +118,15 @@ func text(w io.Writer, r *Result) {
 	dots(w, "iterations", fmt.Sprintf("%d  %.1f/s  failed %d  interrupted %d  dropped %d", it.Total, it.Rate, it.Failed, it.Interrupted, it.Dropped))
 	d := it.DurationMS
 	dots(w, "iteration_duration", fmt.Sprintf("avg=%s p50=%s p90=%s p95=%s p99=%s max=%s", ms(d.Avg), ms(d.P50), ms(d.P90), ms(d.P95), ms(d.P99), ms(d.Max)))
-	dots(w, "data_sent", fmt.Sprintf("%s  %s/s", bytesStr(float64(r.Data.SentBytes)), bytesStr(r.Data.SentPerSec)))
-	dots(w, "data_received", fmt.Sprintf("%s  %s/s", bytesStr(float64(r.Data.ReceivedBytes)), bytesStr(r.Data.ReceivedPerSec)))
+	dots(w, "data_sent", fmt.Sprintf("%s  %s/s", IBytes(float64(r.Data.SentBytes)), IBytes(r.Data.SentPerSec)))
+	dots(w, "data_received", fmt.Sprintf("%s  %s/s", IBytes(float64(r.Data.ReceivedBytes)), IBytes(r.Data.ReceivedPerSec)))
+	if p := r.Plan; p.PerIteration > 0 {
+		planned := fmt.Sprintf("%s per iteration", IBytes(float64(p.PerIteration)))
+		if p.LoadBytes > 0 {
+			planned = "about " + IBytes(float64(p.LoadBytes))
+		}
+		dots(w, "data_uploaded", fmt.Sprintf("%s  acknowledged object bytes (announced: %s)", IBytes(float64(r.Data.UploadedBytes)), planned))
+	}
 	dots(w, "requests_failed", fmt.Sprintf("%s  %d of %d", pct(r.Requests.Failed, r.Requests.Total), r.Requests.Failed, r.Requests.Total))
 	dots(w, "errors", classes(r.Errors))
 	dots(w, "shed (429/503 + Retry-After)", classes(r.Shed))
@@ -245,21 +252,6 @@ func ms(v float64) string {
 	}
 }
 
-// bytesStr formats decimal bytes (k6 style: kB, MB, GB).
-func bytesStr(v float64) string {
-	units := []string{"B", "kB", "MB", "GB", "TB"}
-	i := 0
-	for v >= 1000 && i < len(units)-1 {
-		v /= 1000
-		i++
-	}
-	if i == 0 {
-		return fmt.Sprintf("%.0f B", v)
-	}
-	return fmt.Sprintf("%.1f %s", v, units[i])
-}
-
-// ibytes formats binary bytes (KiB, MiB, GiB).
 // IBytes formats a byte count in binary units (1.5 GiB).
 func IBytes(v float64) string {
 	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
