@@ -108,12 +108,32 @@ func (th *Handler) dispatch(w http.ResponseWriter, r *http.Request) {
 	case http.MethodHead:
 		th.h.HeadFile(w, r)
 	case http.MethodPatch:
+		// tus 1.0: "All PATCH requests MUST use Content-Type:
+		// application/offset+octet-stream, otherwise the server SHOULD
+		// return a 415 Unsupported Media Type status" (tusd answers 400).
+		if r.Header.Get("Content-Type") != "application/offset+octet-stream" {
+			sendError(w, ErrUnsupportedMediaType)
+			return
+		}
 		th.h.PatchFile(w, r)
 	case http.MethodDelete:
 		th.h.DelFile(w, r)
 	default:
 		w.WriteHeader(http.StatusMethodNotAllowed)
 	}
+}
+
+// ErrUnsupportedMediaType is the answer to a PATCH whose Content-Type is
+// not application/offset+octet-stream.
+var ErrUnsupportedMediaType = handler.NewError("ERR_INVALID_CONTENT_TYPE", "PATCH needs Content-Type: application/offset+octet-stream", http.StatusUnsupportedMediaType)
+
+// sendError writes e as tusd writes its errors (plain text).
+func sendError(w http.ResponseWriter, e handler.Error) {
+	for k, v := range e.HTTPResponse.Header {
+		w.Header().Set(k, v)
+	}
+	w.WriteHeader(e.HTTPResponse.StatusCode)
+	io.WriteString(w, e.HTTPResponse.Body)
 }
 
 // ServeHTTP serves one tus request of the caller a: the checksum and
