@@ -82,7 +82,7 @@ func New(objects *object.Service, ms meta.TusStore, cfg Config) (*Handler, error
 	composer.UseTerminater(s)
 	composer.UseConcater(s)
 	composer.UseLengthDeferrer(s)
-	composer.UseLocker(&Locker{mapErr: s.mapErr, meta: ms, lease: cfg.LockLease, log: cfg.Log})
+	composer.UseLocker(&Locker{mapErr: s.mapErr, owns: s.owns, meta: ms, lease: cfg.LockLease, log: cfg.Log})
 	h, err := handler.NewUnroutedHandler(handler.Config{
 		StoreComposer:   composer,
 		BasePath:        cfg.BasePath,
@@ -233,12 +233,18 @@ func parseChecksum(v string) (checksum, error) {
 }
 
 // Locker is tusd's Locker over leases in the metadata store, so that
-// requests on one upload are serialised across every node.
+// requests on one upload are serialised across every node. tusd locks
+// before it looks the upload up, so Lock checks first that the upload is
+// the caller's: another user's request must neither wait for the lease
+// nor ask its holder to let go (which interrupts the owner's PATCH).
 type Locker struct {
 	mapErr func(context.Context, error) error
-	meta   meta.TusStore
-	lease  time.Duration
-	log    *slog.Logger
+	// owns is nil when upload id is the caller of ctx's, else the error
+	// to answer (handler.ErrNotFound for anyone else's).
+	owns  func(ctx context.Context, id string) error
+	meta  meta.TusStore
+	lease time.Duration
+	log   *slog.Logger
 }
 
 // NewLock implements handler.Locker.
@@ -259,6 +265,9 @@ type lock struct {
 // Lock implements handler.Lock: it polls until the lease is free (asking
 // its holder to let go), or ctx ends (ErrLockTimeout).
 func (k *lock) Lock(ctx context.Context, requestUnlock func()) error {
+	if err := k.l.owns(ctx, k.id); err != nil {
+		return err
+	}
 	wait := 20 * time.Millisecond
 	for asked := false; ; asked = true {
 		got, err := k.l.meta.TryLockTus(ctx, k.id, k.holder, time.Now().Add(k.l.lease), asked)

@@ -1,6 +1,7 @@
 package tus
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"io"
@@ -169,5 +170,74 @@ func TestPatchContentType(t *testing.T) {
 	}
 	if got := h.object(t, "alice", "ct.bin"); string(got) != "abcd" {
 		t.Errorf("object %q", got)
+	}
+}
+
+// TestOtherUserCannotInterrupt (issue 18, N5): while alice's PATCH holds
+// her upload's lock, bob's HEAD, PATCH and DELETE on its URL answer 404
+// without asking for the lock, and alice's PATCH completes.
+func TestOtherUserCannotInterrupt(t *testing.T) {
+	// A short lease: the holder learns of a release request within a
+	// third of it, so a regression shows at once.
+	h := newHarness(t, object.Config{InlineMax: -1}, 300*time.Millisecond)
+	const first, rest = 256 << 10, 1000
+	data := bytes.Repeat([]byte("0123456789abcdef"), (first+rest)/16+1)[:first+rest]
+	path := h.create(t, "alice", "slow.bin", len(data))
+	id := path[strings.LastIndex(path, "/")+1:]
+
+	pr, pw := io.Pipe()
+	defer pr.CloseWithError(io.ErrClosedPipe)
+	type result struct {
+		status int
+		body   string
+		offset string
+	}
+	done := make(chan result, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(t.Context(), "PATCH", h.url+path, pr)
+		req.Header.Set("Tus-Resumable", "1.0.0")
+		req.Header.Set("X-Test-User", "alice")
+		req.Header.Set("Upload-Offset", "0")
+		req.Header.Set("Content-Type", octets)
+		req.ContentLength = int64(len(data))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- result{body: err.Error()}
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		done <- result{resp.StatusCode, string(b), resp.Header.Get("Upload-Offset")}
+	}()
+	go pw.Write(data[:first])
+	// Alice's PATCH holds the lock (and reads her body).
+	if got := <-h.meta.locked; got != id {
+		t.Fatalf("locked %q, want %q", got, id)
+	}
+	for _, m := range []string{"HEAD", "PATCH", "DELETE"} {
+		var body io.Reader
+		if m == "PATCH" {
+			body = strings.NewReader("evil")
+		}
+		resp, text := h.do(t, "bob", m, path, body, "Upload-Offset", "0", "Content-Type", octets)
+		if got, want := resp.StatusCode, http.StatusNotFound; got != want {
+			t.Errorf("bob's %s: %d %s, want %d", m, got, text, want)
+		}
+	}
+	if n := h.meta.askedRelease.Load(); n != 0 {
+		t.Errorf("bob's requests asked alice's PATCH to release its lock %d times", n)
+	}
+	// (Had bob's HEAD asked for the lock, it would have got it only once
+	// alice's PATCH had let go: interrupted.)
+	go func() {
+		pw.Write(data[first:])
+		pw.Close()
+	}()
+	r := <-done
+	if r.status != http.StatusNoContent || r.offset != strconv.Itoa(len(data)) {
+		t.Fatalf("alice's PATCH: %d %q (Upload-Offset %q), want 204 at %d", r.status, r.body, r.offset, len(data))
+	}
+	if got := h.object(t, "alice", "slow.bin"); !bytes.Equal(got, data) {
+		t.Errorf("alice's object: %d bytes, want %d", len(got), len(data))
 	}
 }

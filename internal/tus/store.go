@@ -143,16 +143,9 @@ func (s *Store) NewUpload(ctx context.Context, fi handler.FileInfo) (handler.Upl
 // GetUpload implements handler.DataStore. An upload of another user, an
 // S3 multipart upload and an expired upload are all not found.
 func (s *Store) GetUpload(ctx context.Context, id string) (handler.Upload, error) {
-	a, err := s.actor(ctx)
+	a, u, err := s.lookup(ctx, id)
 	if err != nil {
 		return nil, err
-	}
-	u, err := s.objects.GetUpload(ctx, a, "", "", id)
-	if errcode.Is(err, errcode.NotFound) || err == nil && !u.ExpiresAt.After(time.Now()) {
-		return nil, handler.ErrNotFound
-	}
-	if err != nil {
-		return nil, s.mapErr(ctx, err)
 	}
 	t, err := s.meta.GetTus(ctx, id)
 	if errcode.Is(err, errcode.NotFound) {
@@ -167,6 +160,30 @@ func (s *Store) GetUpload(ctx context.Context, id string) (handler.Upload, error
 	}
 	stateOf(ctx).expires = u.ExpiresAt
 	return &upload{s: s, a: a, u: u, t: t, info: inf}, nil
+}
+
+// lookup returns the caller and upload id, if it is the caller's and has
+// not expired; else handler.ErrNotFound (whether it exists is nobody
+// else's business).
+func (s *Store) lookup(ctx context.Context, id string) (object.Actor, meta.Upload, error) {
+	a, err := s.actor(ctx)
+	if err != nil {
+		return object.Actor{}, meta.Upload{}, err
+	}
+	u, err := s.objects.GetUpload(ctx, a, "", "", id)
+	if errcode.Is(err, errcode.NotFound) || err == nil && !u.ExpiresAt.After(time.Now()) {
+		return object.Actor{}, meta.Upload{}, handler.ErrNotFound
+	}
+	if err != nil {
+		return object.Actor{}, meta.Upload{}, s.mapErr(ctx, err)
+	}
+	return a, u, nil
+}
+
+// owns is Locker's check (see Locker.owns).
+func (s *Store) owns(ctx context.Context, id string) error {
+	_, _, err := s.lookup(ctx, id)
+	return err
 }
 
 // AsTerminatableUpload implements handler.TerminaterDataStore.
