@@ -49,7 +49,7 @@ func (k *flakyKeys) Unwrap(ctx context.Context, w kms.Wrapped) ([]byte, error) {
 
 // encFixture is newFixture with encryption on (and inlining at the
 // default), keys from a local keyring in a temporary folder.
-func encFixture(t *testing.T) (*fixture, *flakyKeys) {
+func encFixture(t testing.TB) (*fixture, *flakyKeys) {
 	t.Helper()
 	f := newFixture(t, 0)
 	k, err := kms.Open(t.Context(), "", kms.Options{DataDir: t.TempDir()})
@@ -683,4 +683,87 @@ func TestEncryptedUploadNotBackendDirect(t *testing.T) {
 	if err != nil || u.BackendUploadID != "" || crypt.Mode(u.EncryptionMode) != crypt.ModeServer {
 		t.Fatalf("encrypted upload: backend id %q, mode %d, %v; want none and server mode", u.BackendUploadID, u.EncryptionMode, err)
 	}
+}
+
+// TestUploadStateSealed: a tus upload's hash state is sealed when the
+// upload's parts are encrypted (never containing its plaintext), opens only
+// for the same upload and offset, and is left as it is for a plaintext
+// upload; a plaintext state for an encrypted upload is refused.
+func TestUploadStateSealed(t *testing.T) {
+	ctx := t.Context()
+	f, _ := encFixture(t)
+	state := []byte("md5\x01" + marker + marker)
+	u, err := f.svc.CreateUpload(ctx, f.alice, CreateUploadInput{Bucket: "alice-bucket", Key: "tus"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := f.svc.CreateUpload(ctx, f.alice, CreateUploadInput{Bucket: "alice-bucket", Key: "tus2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealed, err := f.svc.SealUploadState(ctx, u, 100, state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(sealed, []byte(marker)) {
+		t.Fatal("the sealed state holds the plaintext")
+	}
+	if got, err := f.svc.OpenUploadState(ctx, u, 100, sealed); err != nil || !bytes.Equal(got, state) {
+		t.Fatalf("OpenUploadState = %q, %v", got, err)
+	}
+	for name, open := range map[string]func() ([]byte, error){
+		"other offset":    func() ([]byte, error) { return f.svc.OpenUploadState(ctx, u, 101, sealed) },
+		"other upload":    func() ([]byte, error) { return f.svc.OpenUploadState(ctx, other, 100, sealed) },
+		"truncated":       func() ([]byte, error) { return f.svc.OpenUploadState(ctx, u, 100, sealed[:len(sealed)-1]) },
+		"plaintext state": func() ([]byte, error) { return f.svc.OpenUploadState(ctx, u, 100, state) },
+		"header only":     func() ([]byte, error) { return f.svc.OpenUploadState(ctx, u, 100, sealed[:5]) },
+	} {
+		if got, err := open(); err == nil {
+			t.Errorf("%s: opened as %q", name, got)
+		}
+	}
+	// Plaintext uploads keep their state as it is.
+	plain := newFixture(t, 0)
+	pu, err := plain.svc.CreateUpload(ctx, plain.alice, CreateUploadInput{Bucket: "alice-bucket", Key: "tus"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := plain.svc.SealUploadState(ctx, pu, 100, state); err != nil || !bytes.Equal(got, state) {
+		t.Errorf("plaintext upload: SealUploadState = %q, %v; want the state", got, err)
+	}
+	if got, err := plain.svc.OpenUploadState(ctx, pu, 100, state); err != nil || !bytes.Equal(got, state) {
+		t.Errorf("plaintext upload: OpenUploadState = %q, %v; want the state", got, err)
+	}
+}
+
+// BenchmarkUploadState is what sealing costs a tus PATCH of an encrypted
+// upload (docs/encryption.md): sealing the new hash state, and opening
+// it at the next PATCH (local keyring, intermediate key cached).
+func BenchmarkUploadState(b *testing.B) {
+	ctx := b.Context()
+	f, _ := encFixture(b)
+	u, err := f.svc.CreateUpload(ctx, f.alice, CreateUploadInput{Bucket: "alice-bucket", Key: "tus"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := md5.New()
+	s := sha256.New()
+	m, _ := h.(interface{ MarshalBinary() ([]byte, error) }).MarshalBinary()
+	x, _ := s.(interface{ MarshalBinary() ([]byte, error) }).MarshalBinary()
+	state := append(m, x...)
+	b.Run("seal", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := f.svc.SealUploadState(ctx, u, 100, state); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	sealed, _ := f.svc.SealUploadState(ctx, u, 100, state)
+	b.Run("open", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := f.svc.OpenUploadState(ctx, u, 100, sealed); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
