@@ -565,3 +565,140 @@ func TestAdminKMSRotate(t *testing.T) {
 	wantBody(t, u, u.Bucket, "old", old)
 	wantBody(t, u, u.Bucket, "new", newer)
 }
+
+// TestSSEKMSKeyAllowList (issue 18, N9), through the S3 API with signed
+// requests: with a keyring holding "default" and "finance", any user may
+// name the default key, but "finance" only once an administrator allowed
+// it (coffer kms allow, or the admin API); until then it answers exactly
+// as a key that does not exist (same status, code and message), for
+// PutObject, CreateMultipartUpload, CopyObject and PutBucketEncryption.
+// Withdrawn, it stops new writes, under a bucket default too.
+func TestSSEKMSKeyAllowList(t *testing.T) {
+	keyring := filepath.Join(t.TempDir(), "keyring")
+	if err := os.WriteFile(keyring, []byte("default 1 "+base64.StdEncoding.EncodeToString(randBytes(t, 32))+"\n"+
+		"finance 1 "+base64.StdEncoding.EncodeToString(randBytes(t, 32))+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := testenv.Start(t, "--kms", "local://"+keyring)
+	alice, bob := newS3User(t, srv), newS3User(t, srv)
+	kmsHdr := func(key string) []string {
+		return []string{"X-Amz-Server-Side-Encryption", "aws:kms", "X-Amz-Server-Side-Encryption-Aws-Kms-Key-Id", key}
+	}
+	sseConfig := func(key string) []byte {
+		return []byte("<ServerSideEncryptionConfiguration><Rule><ApplyServerSideEncryptionByDefault><SSEAlgorithm>aws:kms</SSEAlgorithm><KMSMasterKeyID>" +
+			key + "</KMSMasterKeyID></ApplyServerSideEncryptionByDefault></Rule></ServerSideEncryptionConfiguration>")
+	}
+	for _, u := range []*s3User{alice, bob} {
+		if r := u.s3(t, "PUT", "/"+u.Bucket+"/src", []byte("source"), ""); r.status != 200 {
+			t.Fatalf("put src: %d", r.status)
+		}
+	}
+	ops := map[string]func(u *s3User, key string) s3Resp{
+		"PutObject": func(u *s3User, key string) s3Resp {
+			return u.s3(t, "PUT", "/"+u.Bucket+"/obj", []byte("data"), "", kmsHdr(key)...)
+		},
+		"CreateMultipartUpload": func(u *s3User, key string) s3Resp {
+			return u.s3(t, "POST", "/"+u.Bucket+"/mp?uploads", nil, "", kmsHdr(key)...)
+		},
+		"CopyObject": func(u *s3User, key string) s3Resp {
+			return u.s3(t, "PUT", "/"+u.Bucket+"/copy", nil, "", append(kmsHdr(key), "X-Amz-Copy-Source", "/"+u.Bucket+"/src")...)
+		},
+		"PutBucketEncryption": func(u *s3User, key string) s3Resp {
+			return u.s3(t, "PUT", "/"+u.Bucket+"?encryption", sseConfig(key), "")
+		},
+	}
+	// refusal is what a client learns from r: status, code and message
+	// with the key's name taken out.
+	refusal := func(r s3Resp, key string) string {
+		var e struct {
+			Message string `xml:"Message"`
+		}
+		xml.Unmarshal(r.body, &e)
+		return fmt.Sprintf("%d %s %s", r.status, r.code, strings.ReplaceAll(e.Message, key, "KEY"))
+	}
+	wantRefused := func(who string, u *s3User) {
+		t.Helper()
+		for name, op := range ops {
+			unknown := refusal(op(u, "no-such-key"), "no-such-key")
+			if !strings.HasPrefix(unknown, "400 KMS.NotFoundException ") {
+				t.Errorf("%s's %s under an unknown key: %s, want 400 KMS.NotFoundException", who, name, unknown)
+			}
+			if got := refusal(op(u, "finance"), "finance"); got != unknown {
+				t.Errorf("%s's %s under finance: %q; want what an unknown key gets, %q", who, name, got, unknown)
+			}
+		}
+	}
+	wantAllowed := func(who string, u *s3User, key string) {
+		t.Helper()
+		for name, op := range ops {
+			if r := op(u, key); r.status != 200 {
+				t.Errorf("%s's %s under %q: %d %s", who, name, key, r.status, r.body)
+			}
+		}
+	}
+
+	// Nobody is allowed finance yet; the default key is everyone's.
+	wantRefused("bob", bob)
+	wantRefused("alice", alice)
+	wantAllowed("bob", bob, "default")
+	if r := bob.s3(t, "HEAD", "/"+bob.Bucket+"/obj", nil, ""); r.header.Get("X-Amz-Server-Side-Encryption-Aws-Kms-Key-Id") != "default" {
+		t.Errorf("bob's object: KMS key %q, want default", r.header.Get("X-Amz-Server-Side-Encryption-Aws-Kms-Key-Id"))
+	}
+
+	// The CLI allows alice; bob still gets the unknown key's answer.
+	if out, err := cli(t, srv, "kms", "allow", "--key", "finance", "--email", alice.Email); err != nil {
+		t.Fatalf("coffer kms allow: %v\n%s", err, out)
+	}
+	wantAllowed("alice", alice, "finance")
+	wantRefused("bob", bob)
+	if r := alice.s3(t, "PUT", "/"+alice.Bucket+"/by-default", []byte("data"), ""); r.status != 200 ||
+		r.header.Get("X-Amz-Server-Side-Encryption-Aws-Kms-Key-Id") != "finance" {
+		t.Errorf("alice's put under her bucket default finance: %d, key %q", r.status, r.header.Get("X-Amz-Server-Side-Encryption-Aws-Kms-Key-Id"))
+	}
+	if out, err := cli(t, srv, "kms", "grants"); err != nil || !strings.Contains(out, "finance\t"+alice.Email) {
+		t.Errorf("coffer kms grants: %v\n%s", err, out)
+	}
+
+	// The admin API allows bob, lists both grants, and withdraws bob's.
+	admin := newAdmin(t, srv)
+	var me struct {
+		ID string `json:"id"`
+	}
+	if st := bob.JSON(t, "GET", "/api/v1/me", nil, &me); st != 200 {
+		t.Fatalf("/me: %d", st)
+	}
+	grant := "/api/v1/admin/users/" + me.ID + "/kms-keys/finance"
+	if st := bob.JSON(t, "PUT", grant, nil, nil); st != 403 {
+		t.Errorf("bob allowing himself: %d, want 403", st)
+	}
+	if st := admin.JSON(t, "PUT", grant, nil, nil); st != 200 {
+		t.Fatalf("admin PUT %s: %d", grant, st)
+	}
+	wantAllowed("bob", bob, "finance")
+	var list struct {
+		Grants []struct {
+			Key    string `json:"key"`
+			UserID string `json:"user_id"`
+		} `json:"grants"`
+	}
+	if st := admin.JSON(t, "GET", "/api/v1/admin/kms/grants", nil, &list); st != 200 || len(list.Grants) != 2 {
+		t.Errorf("GET /api/v1/admin/kms/grants: %d %+v, want 2 grants", st, list)
+	}
+	if st := admin.JSON(t, "DELETE", grant, nil, nil); st != 204 {
+		t.Errorf("admin DELETE %s: %d", grant, st)
+	}
+	if st := admin.JSON(t, "DELETE", grant, nil, nil); st != 404 {
+		t.Errorf("admin DELETE %s again: %d, want 404", grant, st)
+	}
+	wantRefused("bob", bob)
+
+	// Alice's grant withdrawn: no new writes under finance, her bucket
+	// default's included; what she stored stays readable.
+	if out, err := cli(t, srv, "kms", "disallow", "--key", "finance", "--email", alice.Email); err != nil {
+		t.Fatalf("coffer kms disallow: %v\n%s", err, out)
+	}
+	if r := alice.s3(t, "PUT", "/"+alice.Bucket+"/after", []byte("data"), ""); r.status != 400 || r.code != "KMS.NotFoundException" {
+		t.Errorf("alice's put under her bucket default after the grant was withdrawn: %d %s", r.status, r.code)
+	}
+	wantBody(t, alice, alice.Bucket, "by-default", []byte("data"))
+}
