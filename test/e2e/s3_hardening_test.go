@@ -110,14 +110,8 @@ func TestS3SignedBodyIntegrity(t *testing.T) {
 	b := "/" + bucket
 
 	t.Run("CompleteMultipartUpload", func(t *testing.T) {
-		init := u.s3(t, "POST", b+"/mp.bin?uploads", nil, "")
-		var ir struct {
-			UploadID string `xml:"UploadId"`
-		}
-		if xml.Unmarshal(init.body, &ir); ir.UploadID == "" {
-			t.Fatalf("create upload: %d %s", init.status, init.body)
-		}
-		up := "uploadId=" + url.QueryEscape(ir.UploadID)
+		uploadID := u.createUpload(t, b+"/mp.bin")
+		up := "uploadId=" + url.QueryEscape(uploadID)
 		etag := map[int]string{}
 		for n, data := range map[int]string{1: "part one data", 2: "part two data"} {
 			r := u.s3(t, "PUT", fmt.Sprintf("%s/mp.bin?partNumber=%d&%s", b, n, up), []byte(data), "")
@@ -263,14 +257,8 @@ func TestS3SignedBodyIntegrity(t *testing.T) {
 	})
 
 	t.Run("UploadPart", func(t *testing.T) {
-		init := u.s3(t, "POST", b+"/parts.bin?uploads", nil, "")
-		var ir struct {
-			UploadID string `xml:"UploadId"`
-		}
-		if xml.Unmarshal(init.body, &ir); ir.UploadID == "" {
-			t.Fatalf("create upload: %d %s", init.status, init.body)
-		}
-		path := b + "/parts.bin?partNumber=1&uploadId=" + url.QueryEscape(ir.UploadID)
+		uploadID := u.createUpload(t, b+"/parts.bin")
+		path := b + "/parts.bin?partNumber=1&uploadId=" + url.QueryEscape(uploadID)
 		signed := []byte("the signed part")
 		other := sameLength(t, string(signed), "signed", "SIGNED")
 		runBodyCases(t, []bodyCase{
@@ -284,7 +272,7 @@ func TestS3SignedBodyIntegrity(t *testing.T) {
 				return chunkedReq(t, u, "PUT", path, [][]byte{other}, 0)
 			}, "SignatureDoesNotMatch"},
 		}, func(t *testing.T) {
-			lp := u.s3(t, "GET", b+"/parts.bin?uploadId="+url.QueryEscape(ir.UploadID), nil, "")
+			lp := u.s3(t, "GET", b+"/parts.bin?uploadId="+url.QueryEscape(uploadID), nil, "")
 			if lp.status != 200 || strings.Contains(string(lp.body), "<Part>") {
 				t.Errorf("a refused part was stored: %d %s", lp.status, lp.body)
 			}
@@ -305,15 +293,9 @@ func TestS3StrictXMLBodies(t *testing.T) {
 	if r := u.s3(t, "PUT", b+"/keep", []byte("keep"), ""); r.status != 200 {
 		t.Fatalf("put: %d", r.status)
 	}
-	init := u.s3(t, "POST", b+"/mp.bin?uploads", nil, "")
-	var ir struct {
-		UploadID string `xml:"UploadId"`
-	}
-	if xml.Unmarshal(init.body, &ir); ir.UploadID == "" {
-		t.Fatalf("create upload: %d %s", init.status, init.body)
-	}
-	up := b + "/mp.bin?uploadId=" + url.QueryEscape(ir.UploadID)
-	part := u.s3(t, "PUT", b+"/mp.bin?partNumber=1&uploadId="+url.QueryEscape(ir.UploadID), []byte("part"), "")
+	uploadID := u.createUpload(t, b+"/mp.bin")
+	up := b + "/mp.bin?uploadId=" + url.QueryEscape(uploadID)
+	part := u.s3(t, "PUT", b+"/mp.bin?partNumber=1&uploadId="+url.QueryEscape(uploadID), []byte("part"), "")
 	if part.status != 200 {
 		t.Fatalf("part: %d", part.status)
 	}
@@ -375,14 +357,8 @@ func TestS3RefusedHeaders(t *testing.T) {
 			t.Fatalf("put %s: %d", k, r.status)
 		}
 	}
-	init := u.s3(t, "POST", b+"/mp?uploads", nil, "")
-	var ir struct {
-		UploadID string `xml:"UploadId"`
-	}
-	if xml.Unmarshal(init.body, &ir); ir.UploadID == "" {
-		t.Fatalf("create upload: %d %s", init.status, init.body)
-	}
-	up := "uploadId=" + url.QueryEscape(ir.UploadID)
+	uploadID := u.createUpload(t, b+"/mp")
+	up := "uploadId=" + url.QueryEscape(uploadID)
 	pr := u.s3(t, "PUT", b+"/mp?partNumber=1&"+up, []byte("part"), "")
 	complete := []byte(`<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>` + pr.header.Get("ETag") + `</ETag></Part></CompleteMultipartUpload>`)
 	var lb struct {
