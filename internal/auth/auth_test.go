@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"runtime"
 	"strings"
@@ -318,4 +319,45 @@ func TestParallelGuessesThrottled(t *testing.T) {
 	if passed != 10 {
 		t.Errorf("%d parallel attempts passed, want 10", passed)
 	}
+}
+
+// FuzzAccessClaims: whatever claims a token signed with the right key
+// carries, Verify accepts it only with exp, iat and sub present and every
+// registered claim Coffer reads well typed, in any spelling.
+func FuzzAccessClaims(f *testing.F) {
+	key := DeriveKey([]byte("master"), "access-token")
+	now := time.Now().Unix()
+	f.Add(fmt.Sprintf(`{"iss":"coffer","sub":"u","typ":"access","iat":%d,"exp":%d}`, now, now+60))
+	f.Add(fmt.Sprintf(`{"iss":"coffer","sub":"u","typ":"access","iat":%d,"exp":"%d"}`, now, now+60))
+	f.Add(fmt.Sprintf(`{"iss":"coffer","sub":"u","typ":"access","iat":%d,"exp":%d,"EXP":"%d","aud":[]}`, now, now+60, now+6000))
+	f.Add(`{"iss":"coffer","sub":"u","typ":"access","iat":1e9,"exp":1e10,"iat_ns":-1}`)
+	f.Fuzz(func(t *testing.T, payload string) {
+		tok := NewTokens(key, time.Minute)
+		if _, _, err := tok.Verify(jwtOf(t, key, payload)); err != nil {
+			return
+		}
+		var raw map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(payload), &raw); err != nil {
+			t.Fatalf("accepted claims that are not a JSON object: %q", payload)
+		}
+		seen := map[string]bool{}
+		for name, v := range raw {
+			lower := strings.ToLower(name)
+			seen[lower] = true
+			kind, known := claimKinds[lower]
+			switch {
+			case lower == "aud":
+				t.Fatalf("accepted an audience: %q", payload)
+			case known && kind == '"' && (len(v) == 0 || v[0] != '"'):
+				t.Fatalf("accepted %s of the wrong type: %q", name, payload)
+			case known && kind == '0' && (len(v) == 0 || v[0] != '-' && (v[0] < '0' || v[0] > '9')):
+				t.Fatalf("accepted %s of the wrong type: %q", name, payload)
+			}
+		}
+		for _, need := range []string{"exp", "iat", "sub"} {
+			if !seen[need] {
+				t.Fatalf("accepted without %s: %q", need, payload)
+			}
+		}
+	})
 }

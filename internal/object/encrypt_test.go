@@ -877,3 +877,30 @@ func TestKMSKeyAllowList(t *testing.T) {
 		t.Errorf("alice's object after the grant was withdrawn: %q", got)
 	}
 }
+
+// FuzzOpenUploadState: for an encrypted upload, stored bytes open (never
+// panicking) only as the state SealUploadState sealed for the upload and
+// offset: anything else fails authentication or parsing.
+func FuzzOpenUploadState(f *testing.F) {
+	fx, _ := encFixture(f)
+	ctx := context.Background()
+	u, err := fx.svc.CreateUpload(ctx, fx.alice, CreateUploadInput{Bucket: "alice-bucket", Key: "tus"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	state := []byte("md5\x01 a hash state")
+	sealed, err := fx.svc.SealUploadState(ctx, u, 100, state)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(sealed)
+	f.Add(state)
+	f.Add([]byte(sealedStateMagic + "\xff\xff"))
+	f.Add([]byte(sealedStateMagic + "\x00\x02ab"))
+	f.Fuzz(func(t *testing.T, stored []byte) {
+		got, err := fx.svc.OpenUploadState(ctx, u, 100, stored)
+		if err == nil && !bytes.Equal(got, state) {
+			t.Fatalf("opened %q as %q", stored, got)
+		}
+	})
+}
