@@ -250,5 +250,7 @@ fuzz ./internal/gateway FuzzParseGateway 5
 fuzz ./internal/console FuzzAccepts 5
 fuzz ./internal/meta FuzzParseCursor 5
 fuzz ./test/readme FuzzParse 5
+fuzz ./internal/auth FuzzAccessClaims 5
+fuzz ./internal/object FuzzOpenUploadState 5
 
 step "all tests passed in $(( $(date +%s) - START ))s"

@@ -2,6 +2,9 @@ package auth
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
 	"runtime"
 	"strings"
 	"sync"
@@ -140,6 +143,74 @@ func TestTokens(t *testing.T) {
 	}
 }
 
+// TestMalformedClaims: tokens signed with the right key whose registered
+// claims have the wrong JSON types (a string exp, which jwt's NumericDate
+// would read as a number), are missing, or carry an audience are refused;
+// the same claims well typed are accepted.
+func TestMalformedClaims(t *testing.T) {
+	key := DeriveKey([]byte("master"), "access-token")
+	now := time.Now()
+	good := func() map[string]any {
+		return map[string]any{"iss": issuer, "sub": "user-1", "typ": "access", "iat": now.Unix(), "exp": now.Add(time.Minute).Unix()}
+	}
+	sign := func(c map[string]any) string {
+		s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims(c)).SignedString(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	if _, _, err := NewTokens(key, time.Minute).Verify(sign(good())); err != nil {
+		t.Fatalf("well-typed hand-signed token: %v", err)
+	}
+	far := fmt.Sprint(now.Add(time.Hour).Unix())
+	for name, change := range map[string]func(map[string]any){
+		"exp string":    func(c map[string]any) { c["exp"] = far },
+		"EXP string":    func(c map[string]any) { c["EXP"] = far },
+		"exp missing":   func(c map[string]any) { delete(c, "exp") },
+		"exp null":      func(c map[string]any) { c["exp"] = nil },
+		"exp object":    func(c map[string]any) { c["exp"] = map[string]any{} },
+		"nbf string":    func(c map[string]any) { c["nbf"] = fmt.Sprint(now.Unix()) },
+		"iat string":    func(c map[string]any) { c["iat"] = fmt.Sprint(now.Unix()) },
+		"iat missing":   func(c map[string]any) { delete(c, "iat") },
+		"iat_ns string": func(c map[string]any) { c["iat_ns"] = fmt.Sprint(now.UnixNano()) },
+		"sub number":    func(c map[string]any) { c["sub"] = 1 },
+		"sub missing":   func(c map[string]any) { delete(c, "sub") },
+		"iss array":     func(c map[string]any) { c["iss"] = []string{issuer} },
+		"iss other":     func(c map[string]any) { c["iss"] = "someone-else" },
+		"typ number":    func(c map[string]any) { c["typ"] = 1 },
+		"aud string":    func(c map[string]any) { c["aud"] = "coffer" },
+		"Aud array":     func(c map[string]any) { c["Aud"] = []string{"coffer"} },
+		"not an object": nil,
+	} {
+		t.Run(name, func(t *testing.T) {
+			var tok string
+			if change == nil {
+				tok = jwtOf(t, key, `["exp"]`)
+			} else {
+				c := good()
+				change(c)
+				tok = sign(c)
+			}
+			if sub, _, err := NewTokens(key, time.Minute).Verify(tok); !errcode.Is(err, errcode.Unauthenticated) {
+				t.Errorf("Verify = %q, %v; want Unauthenticated", sub, err)
+			}
+		})
+	}
+}
+
+// jwtOf signs payload, raw JSON, as an HS256 JWT under key.
+func jwtOf(t *testing.T, key []byte, payload string) string {
+	t.Helper()
+	enc := base64.RawURLEncoding
+	head := enc.EncodeToString([]byte(`{"alg":"HS256","typ":"JWT"}`)) + "." + enc.EncodeToString([]byte(payload))
+	sig, err := jwt.SigningMethodHS256.Sign(head, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return head + "." + enc.EncodeToString(sig)
+}
+
 // TestVerifiedTokenCache: a token verified once is answered from the
 // cache (no second signature check), yet still refused once it expires;
 // a token differing in one byte is verified afresh.
@@ -248,4 +319,45 @@ func TestParallelGuessesThrottled(t *testing.T) {
 	if passed != 10 {
 		t.Errorf("%d parallel attempts passed, want 10", passed)
 	}
+}
+
+// FuzzAccessClaims: whatever claims a token signed with the right key
+// carries, Verify accepts it only with exp, iat and sub present and every
+// registered claim Coffer reads well typed, in any spelling.
+func FuzzAccessClaims(f *testing.F) {
+	key := DeriveKey([]byte("master"), "access-token")
+	now := time.Now().Unix()
+	f.Add(fmt.Sprintf(`{"iss":"coffer","sub":"u","typ":"access","iat":%d,"exp":%d}`, now, now+60))
+	f.Add(fmt.Sprintf(`{"iss":"coffer","sub":"u","typ":"access","iat":%d,"exp":"%d"}`, now, now+60))
+	f.Add(fmt.Sprintf(`{"iss":"coffer","sub":"u","typ":"access","iat":%d,"exp":%d,"EXP":"%d","aud":[]}`, now, now+60, now+6000))
+	f.Add(`{"iss":"coffer","sub":"u","typ":"access","iat":1e9,"exp":1e10,"iat_ns":-1}`)
+	f.Fuzz(func(t *testing.T, payload string) {
+		tok := NewTokens(key, time.Minute)
+		if _, _, err := tok.Verify(jwtOf(t, key, payload)); err != nil {
+			return
+		}
+		var raw map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(payload), &raw); err != nil {
+			t.Fatalf("accepted claims that are not a JSON object: %q", payload)
+		}
+		seen := map[string]bool{}
+		for name, v := range raw {
+			lower := strings.ToLower(name)
+			seen[lower] = true
+			kind, known := claimKinds[lower]
+			switch {
+			case lower == "aud":
+				t.Fatalf("accepted an audience: %q", payload)
+			case known && kind == '"' && (len(v) == 0 || v[0] != '"'):
+				t.Fatalf("accepted %s of the wrong type: %q", name, payload)
+			case known && kind == '0' && (len(v) == 0 || v[0] != '-' && (v[0] < '0' || v[0] > '9')):
+				t.Fatalf("accepted %s of the wrong type: %q", name, payload)
+			}
+		}
+		for _, need := range []string{"exp", "iat", "sub"} {
+			if !seen[need] {
+				t.Fatalf("accepted without %s: %q", need, payload)
+			}
+		}
+	})
 }

@@ -7,6 +7,10 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -66,6 +70,42 @@ type accessClaims struct {
 	jwt.RegisteredClaims
 	Type     string `json:"typ"`
 	IssuedNs int64  `json:"iat_ns,omitempty"`
+}
+
+// claimKinds are the JSON types of the claims Coffer reads: '0' a number,
+// '"' a string. jwt's NumericDate also accepts a string holding a number
+// ("exp":"9999999999"), and encoding/json matches names without regard to
+// case, so UnmarshalJSON checks every spelling.
+var claimKinds = map[string]byte{"exp": '0', "nbf": '0', "iat": '0', "iat_ns": '0', "sub": '"', "iss": '"', "typ": '"'}
+
+// UnmarshalJSON decodes an access token's claims strictly: exp, nbf, iat
+// and iat_ns must be JSON numbers and sub, iss and typ strings (in any
+// spelling encoding/json would match), and there must be no audience
+// (Coffer issues none: a token with one was made for someone else).
+// Missing claims are Verify's to refuse.
+func (c *accessClaims) UnmarshalJSON(b []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	for name, v := range raw {
+		lower := strings.ToLower(name)
+		if lower == "aud" {
+			return errors.New("token: an audience claim")
+		}
+		kind, ok := claimKinds[lower]
+		if !ok {
+			continue
+		}
+		switch {
+		case len(v) == 0:
+			return fmt.Errorf("token: claim %q is empty", name)
+		case kind == '"' && v[0] != '"', kind == '0' && v[0] != '-' && (v[0] < '0' || v[0] > '9'):
+			return fmt.Errorf("token: claim %q has the wrong type", name)
+		}
+	}
+	type plain accessClaims
+	return json.Unmarshal(b, (*plain)(c))
 }
 
 // Issue returns a signed access token for userID, issued now.

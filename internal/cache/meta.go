@@ -336,6 +336,7 @@ var writeTopics = map[string]string{
 	"Ping": "", "Close": "",
 	"CreateTus": "", "GetTus": "", "SetTusLength": "", "SetTusHash": "", "TryLockTus": "", "RenewTusLock": "", "UnlockTus": "",
 	"SetUserLimits": "", "GetUserLimits": "", "ReserveRate": "",
+	"AllowKMSKey": "", "DisallowKMSKey": "", "KMSKeyAllowed": "", "ListKMSKeyGrants": "",
 	"PutGatewayBucket": meta.TopicBucket, "ListGatewayBuckets": "",
 	"SwapEnvelope": meta.TopicObject, // (object parts: everything)
 	// The encryption jobs' own rows; ListPlaintextObjects feeds the encrypt

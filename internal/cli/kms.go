@@ -20,16 +20,19 @@ type kmsCmd struct{ env Env }
 
 func (*kmsCmd) Synopsis() string {
 	return "encryption keys: 'kms rotate [--kms URL]' makes a new key-encryption key version current and starts re-wrapping " +
-		"the stored data keys; 'kms rewrap' starts that again; 'kms status' shows the jobs and which versions are still used"
+		"the stored data keys; 'kms rewrap' starts that again; 'kms status' shows the jobs and which versions are still used; " +
+		"'kms allow|disallow --key K --email E' keeps the SSE-KMS key allow list, 'kms grants' shows it"
 }
 
 func (c *kmsCmd) Run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return usageError{errorf("need a subcommand: rotate, rewrap or status")}
+		return usageError{errorf("need a subcommand: rotate, rewrap, status, allow, disallow or grants")}
 	}
 	switch args[0] {
 	case "rotate":
 		return c.rotate(ctx, args[1:])
+	case "allow", "disallow", "grants":
+		return c.grants(ctx, args[0], args[1:])
 	case "rewrap", "status":
 		fs := flag.NewFlagSet("coffer kms "+args[0], flag.ContinueOnError)
 		routeHelp(fs, c.env)
@@ -53,7 +56,7 @@ func (c *kmsCmd) Run(ctx context.Context, args []string) error {
 		fmt.Fprintln(c.env.Stdout, "The running nodes (coffer serve) do the work; follow it with 'coffer kms status'.")
 		return nil
 	}
-	return usageError{errorf("unknown subcommand %q: want rotate, rewrap or status", args[0])}
+	return usageError{errorf("unknown subcommand %q: want rotate, rewrap, status, allow, disallow or grants", args[0])}
 }
 
 func (c *kmsCmd) rotate(ctx context.Context, args []string) error {

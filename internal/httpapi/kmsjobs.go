@@ -54,7 +54,48 @@ func (api *API) kmsJobRoutes() []Route {
 		{Method: "POST", Pattern: "/api/v1/admin/kms/encrypt", Access: Admin, handle: api.adminStartEncrypt},
 		{Method: "GET", Pattern: "/api/v1/admin/kms/jobs", Access: Admin, handle: api.adminKMSJobs},
 		{Method: "GET", Pattern: "/api/v1/admin/kms/jobs/{name}", Access: Admin, handle: api.adminKMSJob},
+		{Method: "GET", Pattern: "/api/v1/admin/kms/grants", Access: Admin, handle: api.adminKMSGrants},
+		{Method: "PUT", Pattern: "/api/v1/admin/users/{id}/kms-keys/{key...}", Access: Admin, handle: api.adminAllowKMSKey},
+		{Method: "DELETE", Pattern: "/api/v1/admin/users/{id}/kms-keys/{key...}", Access: Admin, handle: api.adminDisallowKMSKey},
 	}
+}
+
+// kmsGrantJSON is a grant of the SSE-KMS key allow list.
+type kmsGrantJSON struct {
+	Key       string    `json:"key"`
+	UserID    string    `json:"user_id"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// adminKMSGrants lists the SSE-KMS key allow list: who may name which key
+// other than the provider's default.
+func (api *API) adminKMSGrants(r *http.Request, _ auth.Principal) (response, error) {
+	gs, err := api.objects.ListKMSKeyGrants(r.Context())
+	if err != nil {
+		return nil, err
+	}
+	out := make([]kmsGrantJSON, 0, len(gs))
+	for _, g := range gs {
+		out = append(out, kmsGrantJSON{Key: g.Key, UserID: g.UserID, CreatedAt: g.CreatedAt})
+	}
+	return ok(map[string]any{"grants": out}), nil
+}
+
+// adminAllowKMSKey lets user {id} name the SSE-KMS key {key...}.
+func (api *API) adminAllowKMSKey(r *http.Request, _ auth.Principal) (response, error) {
+	g, err := api.objects.AllowKMSKey(r.Context(), r.PathValue("key"), r.PathValue("id"))
+	if err != nil {
+		return nil, err
+	}
+	return ok(kmsGrantJSON{Key: g.Key, UserID: g.UserID, CreatedAt: g.CreatedAt}), nil
+}
+
+// adminDisallowKMSKey withdraws user {id}'s grant of {key...}.
+func (api *API) adminDisallowKMSKey(r *http.Request, _ auth.Principal) (response, error) {
+	if err := api.objects.DisallowKMSKey(r.Context(), r.PathValue("key"), r.PathValue("id")); err != nil {
+		return nil, err
+	}
+	return noContent{}, nil
 }
 
 // adminStartRewrap (re)starts the re-wrap of every data key to the

@@ -612,6 +612,7 @@ type ListUploadsOptions struct {
 type Store interface {
 	TusStore
 	LimitsStore
+	KMSGrantStore
 	KMSJobStore
 	RateStore
 	// PutGatewayBucket creates the gateway bucket b (b.Gateway != "") or,

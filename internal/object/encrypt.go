@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 
 	"github.com/coffer-storage/coffer/internal/crypt"
@@ -58,7 +59,8 @@ func bucketSSE(b meta.Bucket) SSE {
 // SetBucketEncryption sets the default encryption of new objects in a
 // bucket a owns (see meta.Bucket.Encryption): enc "" (the server's
 // default), meta.EncryptAES256 or meta.EncryptKMS with kmsKey ("" = the
-// provider's default key), which must exist.
+// provider's default key), which must exist and be one a may use
+// (checkKMSKey).
 func (s *Service) SetBucketEncryption(ctx context.Context, a Actor, name, enc, kmsKey string) (meta.Bucket, error) {
 	b, err := s.authorize(ctx, a, name, write)
 	if err != nil {
@@ -68,10 +70,7 @@ func (s *Service) SetBucketEncryption(ctx context.Context, a Actor, name, enc, k
 		return meta.Bucket{}, err
 	}
 	if enc != "" {
-		if s.cfg.Keys == nil {
-			return meta.Bucket{}, errcode.New(errcode.NotImplemented, "server-side encryption needs a key provider: start the server with --kms")
-		}
-		if err := s.cfg.Keys.KeyExists(ctx, kmsKey); err != nil {
+		if err := s.checkKMSKey(ctx, a.UserID, kmsKey); err != nil {
 			return meta.Bucket{}, err
 		}
 	}
@@ -80,6 +79,90 @@ func (s *Service) SetBucketEncryption(ctx context.Context, a Actor, name, enc, k
 	}
 	b.Encryption, b.EncryptionKMSKey = enc, kmsKey
 	return b, nil
+}
+
+// ErrKMSKey is the answer to an SSE-KMS key a user may not name: one that
+// does not exist, and one that exists but is not on the user's allow list,
+// alike (S3: 400 KMS.NotFoundException), so key names cannot be probed.
+func ErrKMSKey(keyID string) error {
+	return &errcode.Error{Code: errcode.NotFound, Message: fmt.Sprintf("KMS key %q does not exist or is not allowed", keyID),
+		Detail: map[string]any{"resource": "kms_key", "key_id": keyID}}
+}
+
+// checkKMSKey checks that user userID may have bytes encrypted under the
+// SSE-KMS key keyID, and that it exists. The provider's default key ("",
+// or its name) is everyone's; any other only its allow list's
+// (meta.KMSGrantStore, kept by administrators), checked before the key
+// service is asked anything: an unknown key and a key not allowed are
+// ErrKMSKey both.
+func (s *Service) checkKMSKey(ctx context.Context, userID, keyID string) error {
+	if s.cfg.Keys == nil {
+		return errcode.New(errcode.NotImplemented, "server-side encryption needs a key provider: start the server with --kms")
+	}
+	if keyID != "" && keyID != s.defaultKMSKey() {
+		ok, err := s.meta.KMSKeyAllowed(ctx, keyID, userID)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return ErrKMSKey(keyID)
+		}
+	}
+	err := s.cfg.Keys.KeyExists(ctx, keyID)
+	if errcode.Is(err, errcode.NotFound) {
+		return ErrKMSKey(keyID)
+	}
+	return err
+}
+
+// AllowKMSKey lets user userID name the SSE-KMS key key (for
+// administrators: the APIs check the role). The name is not checked
+// against the key provider: a grant of a key that does not exist answers
+// as no grant does.
+func (s *Service) AllowKMSKey(ctx context.Context, key, userID string) (meta.KMSKeyGrant, error) {
+	g := meta.KMSKeyGrant{Key: key, UserID: userID, CreatedAt: s.now().UTC()}
+	if err := s.meta.AllowKMSKey(ctx, g); err != nil {
+		return meta.KMSKeyGrant{}, err
+	}
+	return g, nil
+}
+
+// DisallowKMSKey withdraws userID's grant of key (NotFound if none): new
+// writes under it stop at once, those under bucket defaults userID set
+// included; objects already encrypted under it stay readable.
+func (s *Service) DisallowKMSKey(ctx context.Context, key, userID string) error {
+	return s.meta.DisallowKMSKey(ctx, key, userID)
+}
+
+// ListKMSKeyGrants lists every grant, by key then user.
+func (s *Service) ListKMSKeyGrants(ctx context.Context) ([]meta.KMSKeyGrant, error) {
+	return s.meta.ListKMSKeyGrants(ctx)
+}
+
+// defaultKMSKey is the name of the provider's default key ("" when the
+// provider does not say).
+func (s *Service) defaultKMSKey() string {
+	if d, ok := s.cfg.Keys.(interface{ Default() kms.KeyRef }); ok {
+		return d.Default().Name()
+	}
+	return ""
+}
+
+// writeSSE returns the encryption a write by a into b asks for: sse,
+// else b's default (bucketSSE); a KMS key it names must be one its chooser
+// may use (checkKMSKey): the request's, a; the bucket default's, b's owner
+// (so a withdrawn grant stops new writes under the bucket's default too).
+func (s *Service) writeSSE(ctx context.Context, a Actor, b meta.Bucket, sse SSE) (SSE, error) {
+	who := a.UserID
+	if sse.Mode == 0 {
+		sse, who = bucketSSE(b), b.OwnerID
+	}
+	if sse.Mode == crypt.ModeKMSKey {
+		if err := s.checkKMSKey(ctx, who, sse.KMSKeyID); err != nil {
+			return SSE{}, err
+		}
+	}
+	return sse, nil
 }
 
 // inlineIdentity is what inline ciphertext is bound to (it has no blob
@@ -424,13 +507,14 @@ func bytesFetcher(b []byte) crypt.Fetcher {
 }
 
 // uploadEncryption records in u the encryption every part of a new upload
-// into b is written under: sse, else the bucket's default, else the
-// server's (0: plaintext). A KMS key must exist; of a customer key only a
+// by a into b is written under: sse, else the bucket's default, else the
+// server's (0: plaintext). A KMS key must pass writeSSE; of a customer key only a
 // salted check is kept (a customer-mode envelope whose data key is thrown
 // away: each part gets its own).
-func (s *Service) uploadEncryption(ctx context.Context, b meta.Bucket, sse SSE, u *meta.Upload) error {
-	if sse.Mode == 0 {
-		sse = bucketSSE(b)
+func (s *Service) uploadEncryption(ctx context.Context, a Actor, b meta.Bucket, sse SSE, u *meta.Upload) error {
+	sse, err := s.writeSSE(ctx, a, b, sse)
+	if err != nil {
+		return err
 	}
 	if sse.Mode == 0 && s.cfg.Encrypt {
 		sse.Mode = crypt.ModeServer
@@ -443,10 +527,7 @@ func (s *Service) uploadEncryption(ctx context.Context, b meta.Bucket, sse SSE, 
 			return errcode.New(errcode.NotImplemented, "server-side encryption needs a key provider: start the server with --kms")
 		}
 		if sse.Mode == crypt.ModeKMSKey {
-			if err := s.cfg.Keys.KeyExists(ctx, sse.KMSKeyID); err != nil {
-				return err
-			}
-			u.EncryptionKMSKey = sse.KMSKeyID
+			u.EncryptionKMSKey = sse.KMSKeyID // checked by writeSSE
 		}
 	case crypt.ModeCustomer:
 		env, dk, err := crypt.NewCustomerEnvelope(sse.CustomerKey)

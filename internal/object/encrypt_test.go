@@ -5,9 +5,12 @@ import (
 	"context"
 	"crypto/md5"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -49,7 +52,7 @@ func (k *flakyKeys) Unwrap(ctx context.Context, w kms.Wrapped) ([]byte, error) {
 
 // encFixture is newFixture with encryption on (and inlining at the
 // default), keys from a local keyring in a temporary folder.
-func encFixture(t *testing.T) (*fixture, *flakyKeys) {
+func encFixture(t testing.TB) (*fixture, *flakyKeys) {
 	t.Helper()
 	f := newFixture(t, 0)
 	k, err := kms.Open(t.Context(), "", kms.Options{DataDir: t.TempDir()})
@@ -683,4 +686,221 @@ func TestEncryptedUploadNotBackendDirect(t *testing.T) {
 	if err != nil || u.BackendUploadID != "" || crypt.Mode(u.EncryptionMode) != crypt.ModeServer {
 		t.Fatalf("encrypted upload: backend id %q, mode %d, %v; want none and server mode", u.BackendUploadID, u.EncryptionMode, err)
 	}
+}
+
+// TestUploadStateSealed: a tus upload's hash state is sealed when the
+// upload's parts are encrypted (never containing its plaintext), opens only
+// for the same upload and offset, and is left as it is for a plaintext
+// upload; a plaintext state for an encrypted upload is refused.
+func TestUploadStateSealed(t *testing.T) {
+	ctx := t.Context()
+	f, _ := encFixture(t)
+	state := []byte("md5\x01" + marker + marker)
+	u, err := f.svc.CreateUpload(ctx, f.alice, CreateUploadInput{Bucket: "alice-bucket", Key: "tus"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := f.svc.CreateUpload(ctx, f.alice, CreateUploadInput{Bucket: "alice-bucket", Key: "tus2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealed, err := f.svc.SealUploadState(ctx, u, 100, state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(sealed, []byte(marker)) {
+		t.Fatal("the sealed state holds the plaintext")
+	}
+	if got, err := f.svc.OpenUploadState(ctx, u, 100, sealed); err != nil || !bytes.Equal(got, state) {
+		t.Fatalf("OpenUploadState = %q, %v", got, err)
+	}
+	for name, open := range map[string]func() ([]byte, error){
+		"other offset":    func() ([]byte, error) { return f.svc.OpenUploadState(ctx, u, 101, sealed) },
+		"other upload":    func() ([]byte, error) { return f.svc.OpenUploadState(ctx, other, 100, sealed) },
+		"truncated":       func() ([]byte, error) { return f.svc.OpenUploadState(ctx, u, 100, sealed[:len(sealed)-1]) },
+		"plaintext state": func() ([]byte, error) { return f.svc.OpenUploadState(ctx, u, 100, state) },
+		"header only":     func() ([]byte, error) { return f.svc.OpenUploadState(ctx, u, 100, sealed[:5]) },
+	} {
+		if got, err := open(); err == nil {
+			t.Errorf("%s: opened as %q", name, got)
+		}
+	}
+	// Plaintext uploads keep their state as it is.
+	plain := newFixture(t, 0)
+	pu, err := plain.svc.CreateUpload(ctx, plain.alice, CreateUploadInput{Bucket: "alice-bucket", Key: "tus"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := plain.svc.SealUploadState(ctx, pu, 100, state); err != nil || !bytes.Equal(got, state) {
+		t.Errorf("plaintext upload: SealUploadState = %q, %v; want the state", got, err)
+	}
+	if got, err := plain.svc.OpenUploadState(ctx, pu, 100, state); err != nil || !bytes.Equal(got, state) {
+		t.Errorf("plaintext upload: OpenUploadState = %q, %v; want the state", got, err)
+	}
+}
+
+// BenchmarkUploadState is what sealing costs a tus PATCH of an encrypted
+// upload (docs/encryption.md): sealing the new hash state, and opening
+// it at the next PATCH (local keyring, intermediate key cached).
+func BenchmarkUploadState(b *testing.B) {
+	ctx := b.Context()
+	f, _ := encFixture(b)
+	u, err := f.svc.CreateUpload(ctx, f.alice, CreateUploadInput{Bucket: "alice-bucket", Key: "tus"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := md5.New()
+	s := sha256.New()
+	m, _ := h.(interface{ MarshalBinary() ([]byte, error) }).MarshalBinary()
+	x, _ := s.(interface{ MarshalBinary() ([]byte, error) }).MarshalBinary()
+	state := append(m, x...)
+	b.Run("seal", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := f.svc.SealUploadState(ctx, u, 100, state); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	sealed, _ := f.svc.SealUploadState(ctx, u, 100, state)
+	b.Run("open", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := f.svc.OpenUploadState(ctx, u, 100, sealed); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// TestKMSKeyAllowList (issue 18, N9): with a keyring holding "default" and
+// "finance", the default key is everyone's; "finance" only its allow
+// list's — for PutObject, CopyObject, CreateUpload and bucket defaults —
+// and a key not allowed answers exactly as an unknown key does. A
+// withdrawn grant stops new writes, under the bucket default it set too.
+func TestKMSKeyAllowList(t *testing.T) {
+	ctx := t.Context()
+	f := newFixture(t, 0)
+	keyring := filepath.Join(t.TempDir(), "keyring")
+	if err := os.WriteFile(keyring, []byte("default 1 "+base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{1}, 32))+"\n"+
+		"finance 1 "+base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{2}, 32))+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := kms.Open(ctx, "local://"+keyring, kms.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { keys.Close() })
+	f.svc = New(f.meta, f.blobs, Config{GarbageGrace: time.Nanosecond, Keys: keys}, nil)
+	if _, err := f.svc.AllowKMSKey(ctx, "finance", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	kmsSSE := func(key string) SSE { return SSE{Mode: crypt.ModeKMSKey, KMSKeyID: key} }
+	put := func(a Actor, bucket, key string, sse SSE) error {
+		_, err := f.svc.Put(ctx, a, PutInput{Bucket: bucket, Key: key, Body: strings.NewReader("data"), Size: 4, SSE: sse})
+		return err
+	}
+	// refusal returns err's code, status-bearing detail and message with
+	// the key's name taken out, which must be the same for every refusal.
+	refusal := func(err error, key string) string {
+		e := errcode.As(err)
+		if e == nil {
+			return fmt.Sprintf("not refused (%v)", err)
+		}
+		return fmt.Sprintf("%v %v %s", e.Code, e.Detail["resource"], strings.ReplaceAll(e.Message, key, "KEY"))
+	}
+	want := refusal(f.svc.checkKMSKey(ctx, "bob", "no-such-key"), "no-such-key")
+	if !strings.HasPrefix(want, "not_found kms_key") {
+		t.Fatalf("an unknown key: %s, want NotFound kms_key", want)
+	}
+	for name, try := range map[string]func(key string) error{
+		"PutObject": func(key string) error { return put(f.bob, "bob-bucket", "x", kmsSSE(key)) },
+		"CreateUpload": func(key string) error {
+			_, err := f.svc.CreateUpload(ctx, f.bob, CreateUploadInput{Bucket: "bob-bucket", Key: "x", SSE: kmsSSE(key)})
+			return err
+		},
+		"CopyObject": func(key string) error {
+			_, err := f.svc.Copy(ctx, f.bob, CopyInput{SrcBucket: "bob-bucket", SrcKey: "src", DstBucket: "bob-bucket", DstKey: "x", SSE: kmsSSE(key)})
+			return err
+		},
+		"SetBucketEncryption": func(key string) error {
+			_, err := f.svc.SetBucketEncryption(ctx, f.bob, "bob-bucket", meta.EncryptKMS, key)
+			return err
+		},
+	} {
+		if err := put(f.bob, "bob-bucket", "src", SSE{}); err != nil {
+			t.Fatal(err)
+		}
+		for _, key := range []string{"finance", "no-such-key"} {
+			if got := refusal(try(key), key); got != want {
+				t.Errorf("bob's %s under %q: %s; want %s (as an unknown key)", name, key, got, want)
+			}
+		}
+		if err := try("default"); err != nil {
+			t.Errorf("bob's %s under the default key: %v", name, err)
+		}
+		if err := try(""); err != nil {
+			t.Errorf("bob's %s under the default key (unnamed): %v", name, err)
+		}
+	}
+	if err := put(f.bob, "bob-bucket", "x", SSE{}); err != nil {
+		t.Errorf("bob's put under the bucket default (the default key): %v", err)
+	}
+	if us, _, _ := f.svc.ListUploads(ctx, f.bob, "bob-bucket", meta.ListUploadsOptions{}); len(us) != 2 {
+		t.Errorf("bob has %d uploads; want 2 (default, unnamed), none refused", len(us))
+	}
+
+	// Alice may: by request and by bucket default.
+	if err := put(f.alice, "alice-bucket", "a", kmsSSE("finance")); err != nil {
+		t.Fatalf("alice's put under finance: %v", err)
+	}
+	if _, err := f.svc.SetBucketEncryption(ctx, f.alice, "alice-bucket", meta.EncryptKMS, "finance"); err != nil {
+		t.Fatalf("alice's bucket default finance: %v", err)
+	}
+	if err := put(f.alice, "alice-bucket", "b", SSE{}); err != nil {
+		t.Fatalf("alice's put under the bucket default: %v", err)
+	}
+	r, err := f.svc.Get(ctx, f.alice, "alice-bucket", "b")
+	if err != nil || EncryptionOf(r.Object).KMSKeyID != "finance" {
+		t.Fatalf("alice's object under the bucket default: %+v, %v", EncryptionOf(r.Object), err)
+	}
+	// Withdrawn: no new writes under finance, the bucket default's
+	// included; what was written stays readable.
+	if err := f.svc.DisallowKMSKey(ctx, "finance", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if got := refusal(put(f.alice, "alice-bucket", "c", kmsSSE("finance")), "finance"); got != want {
+		t.Errorf("alice's put under finance after the grant was withdrawn: %s", got)
+	}
+	if got := refusal(put(f.alice, "alice-bucket", "c", SSE{}), "finance"); got != want {
+		t.Errorf("alice's put under the bucket default after the grant was withdrawn: %s", got)
+	}
+	if got := f.read(t, f.alice, "alice-bucket", "b"); got != "data" {
+		t.Errorf("alice's object after the grant was withdrawn: %q", got)
+	}
+}
+
+// FuzzOpenUploadState: for an encrypted upload, stored bytes open (never
+// panicking) only as the state SealUploadState sealed for the upload and
+// offset: anything else fails authentication or parsing.
+func FuzzOpenUploadState(f *testing.F) {
+	fx, _ := encFixture(f)
+	ctx := context.Background()
+	u, err := fx.svc.CreateUpload(ctx, fx.alice, CreateUploadInput{Bucket: "alice-bucket", Key: "tus"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	state := []byte("md5\x01 a hash state")
+	sealed, err := fx.svc.SealUploadState(ctx, u, 100, state)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(sealed)
+	f.Add(state)
+	f.Add([]byte(sealedStateMagic + "\xff\xff"))
+	f.Add([]byte(sealedStateMagic + "\x00\x02ab"))
+	f.Fuzz(func(t *testing.T, stored []byte) {
+		got, err := fx.svc.OpenUploadState(ctx, u, 100, stored)
+		if err == nil && !bytes.Equal(got, state) {
+			t.Fatalf("opened %q as %q", stored, got)
+		}
+	})
 }

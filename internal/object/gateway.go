@@ -261,14 +261,11 @@ func (s *Service) gatewayPut(ctx context.Context, b meta.Bucket, in PutInput) (m
 		SHA256:   in.SHA256, MD5: in.MD5,
 		ChecksumAlgorithm: in.ChecksumAlgorithm, ChecksumWant: in.ChecksumWant,
 	})
-	sse := in.SSE
-	if sse.Mode == 0 {
-		sse = bucketSSE(b)
-	}
-	if sse.Mode == crypt.ModeCustomer {
+	// in.SSE is resolved (the bucket's default applied) by stage.
+	if in.SSE.Mode == crypt.ModeCustomer {
 		return meta.Object{}, errGatewayUnsupported("encryption with a customer key (SSE-C)")
 	}
-	sl, err := s.newSealer(ctx, gatewayIdentity(g, in.Key), sse)
+	sl, err := s.newSealer(ctx, gatewayIdentity(g, in.Key), in.SSE)
 	if err != nil {
 		return meta.Object{}, err
 	}

@@ -116,7 +116,7 @@ func (s *Service) CreateUpload(ctx context.Context, a Actor, in CreateUploadInpu
 		Size: in.Size, PartSize: in.PartSize,
 		CreatedAt: now, ExpiresAt: now.Add(ttl),
 	}
-	if err := s.uploadEncryption(ctx, b, in.SSE, &u); err != nil {
+	if err := s.uploadEncryption(ctx, a, b, in.SSE, &u); err != nil {
 		return meta.Upload{}, err
 	}
 	if mp, ok := s.blobs.(blob.MultipartPresigner); ok && in.Backend && s.BackendDirect() && u.EncryptionMode == 0 {

@@ -302,6 +302,9 @@ func (s *Service) stage(ctx context.Context, a Actor, in PutInput, gateway bool)
 	if in.Size > s.cfg.MaxObjectSize {
 		return staged{}, errcode.New(errcode.TooLarge, "object larger than the limit of %d bytes", s.cfg.MaxObjectSize)
 	}
+	if in.SSE, err = s.writeSSE(ctx, a, b, in.SSE); err != nil {
+		return staged{}, err
+	}
 	if b.IsGateway() {
 		if _, err := s.writableGateway(ctx, b); err != nil {
 			return staged{}, err
@@ -381,11 +384,7 @@ func (s *Service) stage(ctx context.Context, a Actor, in PutInput, gateway bool)
 	if inline {
 		identity = inlineIdentity
 	}
-	sse := in.SSE
-	if sse.Mode == 0 {
-		sse = bucketSSE(b)
-	}
-	sl, err := s.newSealer(ctx, identity, sse)
+	sl, err := s.newSealer(ctx, identity, in.SSE)
 	if err != nil {
 		return staged{}, err
 	}

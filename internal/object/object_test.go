@@ -28,7 +28,7 @@ type fixture struct {
 	bob   Actor
 }
 
-func newFixture(t *testing.T, quota int64) *fixture {
+func newFixture(t testing.TB, quota int64) *fixture {
 	t.Helper()
 	m, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "meta.db"), sqlite.Options{})
 	if err != nil {

@@ -1,10 +1,14 @@
 package object
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"io"
+	"strconv"
 	"time"
 
+	"github.com/coffer-storage/coffer/internal/crypt"
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
 )
@@ -109,3 +113,85 @@ func (s *Service) CompleteWhole(ctx context.Context, a Actor, id, etag, sha256 s
 
 // MaxObjectSize is the largest object an upload may make.
 func (s *Service) MaxObjectSize() int64 { return s.cfg.MaxObjectSize }
+
+// sealedStateMagic starts a state SealUploadState encrypted: it cannot
+// start a raw state (the tus package's format begins with a 2-byte length
+// of about a hundred).
+const sealedStateMagic = "CST1"
+
+// SealUploadState returns state, the running hash state of upload u (a tus
+// upload a may write, looked up with GetUpload) after offset bytes, as it
+// may rest in the metadata store. A hash state holds the last (offset mod
+// 64) bytes of the plaintext: when u's parts are encrypted (as PutPart
+// would write them now), so is the state — under a fresh data key of the
+// same kind, as DARE bound to u's ID and offset (docs/encryption.md);
+// otherwise it is returned as it is.
+func (s *Service) SealUploadState(ctx context.Context, u meta.Upload, offset int64, state []byte) ([]byte, error) {
+	sl, err := s.stateSealer(ctx, u, offset)
+	if err != nil || sl == nil {
+		return state, err
+	}
+	ct, err := io.ReadAll(sl.encrypt(bytes.NewReader(state)))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, len(sealedStateMagic)+2+len(sl.envelope)+len(ct))
+	out = append(out, sealedStateMagic...)
+	out = binary.BigEndian.AppendUint16(out, uint16(len(sl.envelope)))
+	return append(append(out, sl.envelope...), ct...), nil
+}
+
+// OpenUploadState returns the state SealUploadState made of stored for the
+// same upload and offset. A sealed state that does not open (another
+// upload's, another offset's, tampered) is an integrity error; a raw state
+// where u's parts are encrypted is refused (InvalidArgument): the caller
+// then hashes the parts again.
+func (s *Service) OpenUploadState(ctx context.Context, u meta.Upload, offset int64, stored []byte) ([]byte, error) {
+	rest, sealed := bytes.CutPrefix(stored, []byte(sealedStateMagic))
+	if !sealed {
+		sl, err := s.stateSealer(ctx, u, offset)
+		if err != nil {
+			return nil, err
+		}
+		if sl != nil {
+			return nil, errcode.New(errcode.InvalidArgument, "upload %q: a plaintext hash state for encrypted parts", u.ID)
+		}
+		return stored, nil
+	}
+	if len(rest) < 2 || len(rest) < 2+int(binary.BigEndian.Uint16(rest)) {
+		return nil, errcode.New(errcode.Internal, "upload %q: damaged sealed hash state", u.ID)
+	}
+	n := int(binary.BigEndian.Uint16(rest))
+	env, ct := rest[2:2+n], rest[2+n:]
+	size, err := crypt.PlaintextSize(int64(len(ct)))
+	if err != nil {
+		return nil, errcode.Wrap(errcode.Internal, err, "upload %q: damaged sealed hash state", u.ID)
+	}
+	op := opener{s: s, bucket: u.Bucket, key: u.Key, envelope: env, identity: stateIdentity(u.ID, offset), size: size,
+		fetch: bytesFetcher(ct), plainOpenerErr: func(err error) error { return err }}
+	rc, err := op.open(ctx, 0, size)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	return io.ReadAll(rc)
+}
+
+// stateSealer is the sealer of u's hash state after offset bytes: nil
+// when u's parts are not encrypted.
+func (s *Service) stateSealer(ctx context.Context, u meta.Upload, offset int64) (*sealer, error) {
+	b, err := s.meta.GetBucket(ctx, u.Bucket)
+	if err != nil {
+		return nil, err
+	}
+	sse, err := partSSE(u, b, nil)
+	if err != nil {
+		return nil, err
+	}
+	return s.newSealer(ctx, stateIdentity(u.ID, offset), sse)
+}
+
+// stateIdentity is what a sealed hash state is bound to.
+func stateIdentity(uploadID string, offset int64) string {
+	return "tus-hash-state/" + uploadID + "/" + strconv.FormatInt(offset, 10)
+}

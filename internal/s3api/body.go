@@ -2,7 +2,13 @@ package s3api
 
 import (
 	"bytes"
+	"encoding"
 	"encoding/xml"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
 
 	"github.com/coffer-storage/coffer/internal/integrity"
 	"github.com/coffer-storage/coffer/internal/s3api/s3err"
@@ -73,11 +79,39 @@ func (api *API) readBody(q *request) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// parseXML decodes data, a complete and verified body, into v: exactly one
-// root element (the one v expects), optionally preceded by an XML
-// declaration, and followed by nothing but whitespace. Anything else is
-// MalformedXML.
+// Bounds of the XML bodies parseXML takes: the deepest body S3 defines
+// (ServerSideEncryptionConfiguration>Rule>ApplyServerSideEncryptionByDefault>
+// SSEAlgorithm) is 4 elements deep, the largest a CompleteMultipartUpload of
+// 10,000 parts of at most 8 elements each.
+const (
+	maxXMLDepth    = 16
+	maxXMLElements = 100_000
+)
+
+// parseXML decodes data, a complete and verified body, into v, a pointer
+// to a struct whose xml tags are the schema S3 defines for the body. It
+// is strict where encoding/xml is lenient, and reads the body as a stream
+// of tokens first, stopping at the first fault, so no body costs more
+// than its bounds:
+//
+//   - exactly one root element (the one v's XMLName names), optionally
+//     after an XML declaration and comments, followed by nothing but
+//     whitespace;
+//   - every element must be one the schema has at its place: an unknown
+//     element (or an element inside a leaf) is MalformedXML, not ignored,
+//     so no setting a client sent is silently dropped. Names are matched
+//     without their namespace (mc and s3cmd send none; as encoding/xml).
+//     A field of type xmlAny takes any content (parts of a body Coffer
+//     refuses with NotImplemented as a whole);
+//   - no text inside elements that hold elements, no DOCTYPE or other
+//     directive;
+//   - at most maxXMLDepth levels and maxXMLElements elements.
+//
+// Anything else is MalformedXML.
 func parseXML(data []byte, v any) error {
+	if err := checkXML(data, schemaOf(reflect.TypeOf(v))); err != nil {
+		return s3err.New(s3err.MalformedXML, err.Error())
+	}
 	dec := xml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(v); err != nil {
 		return s3err.New(s3err.MalformedXML, "")
@@ -89,4 +123,158 @@ func parseXML(data []byte, v any) error {
 		return s3err.New(s3err.MalformedXML, "unexpected content after the root element")
 	}
 	return nil
+}
+
+// xmlAny is an element parseXML accepts with any content (bounded all
+// the same): for settings Coffer refuses whole, whose inner schema does
+// not matter.
+type xmlAny struct {
+	Inner []byte `xml:",innerxml"`
+}
+
+// xmlSchema is what parseXML allows in one element: text only (a leaf),
+// anything (xmlAny), or the child elements named.
+type xmlSchema struct {
+	name     string // the root's (XMLName), "" = any
+	leaf     bool
+	any      bool
+	text     bool // ",chardata" beside the children
+	children map[string]*xmlSchema
+}
+
+var schemas sync.Map // reflect.Type → *xmlSchema
+
+// schemaOf returns the schema of the struct t (or *t) describes.
+func schemaOf(t reflect.Type) *xmlSchema {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if s, ok := schemas.Load(t); ok {
+		return s.(*xmlSchema)
+	}
+	s := elementSchema(t, 0)
+	if f, ok := t.FieldByName("XMLName"); ok && f.Type == reflect.TypeFor[xml.Name]() {
+		s.name, _, _ = strings.Cut(f.Tag.Get("xml"), ",")
+	}
+	schemas.Store(t, s)
+	return s
+}
+
+var (
+	xmlAnyType        = reflect.TypeFor[xmlAny]()
+	unmarshalerTy     = reflect.TypeFor[xml.Unmarshaler]()
+	textUnmarshalerTy = reflect.TypeFor[encoding.TextUnmarshaler]()
+)
+
+// elementSchema is the schema of an element decoded into a value of type t.
+func elementSchema(t reflect.Type, depth int) *xmlSchema {
+	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice && t.Elem().Kind() != reflect.Uint8 {
+		t = t.Elem()
+	}
+	switch {
+	case t == xmlAnyType || reflect.PointerTo(t).Implements(unmarshalerTy) || depth > maxXMLDepth:
+		return &xmlSchema{any: true}
+	case t.Kind() != reflect.Struct || reflect.PointerTo(t).Implements(textUnmarshalerTy):
+		return &xmlSchema{leaf: true}
+	}
+	s := &xmlSchema{children: map[string]*xmlSchema{}}
+	addFields(s, t, depth)
+	return s
+}
+
+// addFields adds the elements of struct t's fields to s (embedded
+// structs' fields as their own, as encoding/xml does).
+func addFields(s *xmlSchema, t reflect.Type, depth int) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("xml")
+		if tag == "-" || f.Name == "XMLName" || !f.IsExported() && !f.Anonymous {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		switch {
+		case f.Anonymous && tag == "" && f.Type.Kind() == reflect.Struct:
+			addFields(s, f.Type, depth)
+			continue
+		case opts == "chardata":
+			s.text = true
+			continue
+		case opts == "innerxml", opts == "any":
+			s.any = true
+			continue
+		case opts == "attr", strings.HasPrefix(opts, "attr,"), opts == "comment":
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		// "a>b>c": a path of elements, the last one the field's.
+		path := strings.Split(name, ">")
+		at := s
+		for _, p := range path[:len(path)-1] {
+			next := at.children[p]
+			if next == nil {
+				next = &xmlSchema{children: map[string]*xmlSchema{}}
+				at.children[p] = next
+			}
+			at = next
+		}
+		at.children[path[len(path)-1]] = elementSchema(f.Type, depth+1)
+	}
+}
+
+// checkXML reads data as tokens against root's schema (see parseXML).
+func checkXML(data []byte, root *xmlSchema) error {
+	dec := xml.NewDecoder(bytes.NewReader(data))
+	var stack []*xmlSchema
+	elements := 0
+	for {
+		tok, err := dec.RawToken()
+		if err != nil {
+			return errors.New("not well-formed XML")
+		}
+		switch tok := tok.(type) {
+		case xml.StartElement:
+			elements++
+			if elements > maxXMLElements || len(stack) >= maxXMLDepth {
+				return errors.New("XML body too deep or with too many elements")
+			}
+			var next *xmlSchema
+			switch {
+			case len(stack) == 0:
+				if root.name != "" && tok.Name.Local != root.name {
+					return fmt.Errorf("the root element must be %s", root.name)
+				}
+				next = root
+			case stack[len(stack)-1].any:
+				next = stack[len(stack)-1]
+			default:
+				next = stack[len(stack)-1].children[tok.Name.Local]
+			}
+			if next == nil {
+				return fmt.Errorf("unknown element %s", tok.Name.Local)
+			}
+			stack = append(stack, next)
+		case xml.EndElement:
+			// RawToken does not match end tags to start tags: Decode does.
+			if len(stack) == 0 {
+				return errors.New("not well-formed XML")
+			}
+			if stack = stack[:len(stack)-1]; len(stack) == 0 {
+				return nil
+			}
+		case xml.CharData:
+			if len(bytes.TrimSpace(tok)) == 0 {
+				continue
+			}
+			if len(stack) == 0 {
+				return errors.New("text outside the root element")
+			}
+			if top := stack[len(stack)-1]; !top.leaf && !top.any && !top.text {
+				return errors.New("text where elements belong")
+			}
+		case xml.Directive:
+			return errors.New("XML directives are not allowed")
+		}
+	}
 }

@@ -387,6 +387,9 @@ func (api *API) deleteObjects(q *request) (response, error) {
 	if len(req.Objects) > maxDeleteObjects {
 		return nil, s3err.New(s3err.MalformedXML, "at most 1000 keys per request")
 	}
+	if len(req.Objects) == 0 {
+		return nil, s3err.New(s3err.MalformedXML, "name at least one Object")
+	}
 	if _, err := api.objects.GetBucket(ctxOf(q), q.actor, q.bucket); err != nil {
 		return nil, err
 	}

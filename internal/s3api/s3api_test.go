@@ -1,6 +1,7 @@
 package s3api
 
 import (
+	"bytes"
 	"encoding/xml"
 	"net/http/httptest"
 	"strings"
@@ -108,7 +109,23 @@ func parsedStrictly[T any](t *testing.T, body []byte) (T, bool) {
 		}
 		return v, false
 	}
+	// Accepted, it holds only elements of the schema: one more, unknown,
+	// right inside the root is refused.
+	dec := xml.NewDecoder(bytes.NewReader(body))
+	for {
+		tok, err := dec.RawToken()
+		if err != nil {
+			t.Fatalf("accepted body %q has no root: %v", body, err)
+		}
+		if _, ok := tok.(xml.StartElement); ok {
+			break
+		}
+	}
+	at := dec.InputOffset()
 	var again T
+	if err := parseXML(append(append(append([]byte{}, body[:at]...), "<CofferUnknown/>"...), body[at:]...), &again); err == nil {
+		t.Fatalf("accepted an unknown element inside the accepted body %q", body)
+	}
 	for _, tail := range []string{"x", "<a/>", "<!-- c -->", "&amp;"} {
 		if err := parseXML(append(append([]byte{}, body...), tail...), &again); err == nil {
 			t.Fatalf("accepted %q after an accepted body %q", tail, body)
@@ -167,6 +184,39 @@ func FuzzBucketEncryptionXML(f *testing.F) {
 	})
 }
 
+// TestXMLSchemas: the schema parseXML derives from each body's type names
+// the elements S3 defines, and parts refused whole take any content.
+func TestXMLSchemas(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		v    any
+		body string
+	}{
+		{"complete with checksums", &completeMultipartUpload{}, `<CompleteMultipartUpload xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Part><ChecksumCRC32>AAAAAA==</ChecksumCRC32><ChecksumCRC32C>AAAAAA==</ChecksumCRC32C><ChecksumCRC64NVME>AAAAAAAAAAA=</ChecksumCRC64NVME><ChecksumSHA1>x</ChecksumSHA1><ChecksumSHA256>y</ChecksumSHA256><ETag>"e"</ETag><PartNumber>1</PartNumber></Part></CompleteMultipartUpload>`},
+		{"directory bucket", &createBucketConfiguration{}, `<CreateBucketConfiguration><Location><Name>usw2-az1</Name><Type>AvailabilityZone</Type></Location><Bucket><DataRedundancy>SingleAvailabilityZone</DataRedundancy><Type>Directory</Type></Bucket></CreateBucketConfiguration>`},
+		{"bucket tags", &createBucketConfiguration{}, `<CreateBucketConfiguration><Tags><Tag><Key>k</Key><Value>v</Value></Tag></Tags></CreateBucketConfiguration>`},
+		{"blocked encryption types", &sseConfiguration{}, `<ServerSideEncryptionConfiguration><Rule><ApplyServerSideEncryptionByDefault><SSEAlgorithm>AES256</SSEAlgorithm></ApplyServerSideEncryptionByDefault><BucketKeyEnabled>true</BucketKeyEnabled><BlockedEncryptionTypes><EncryptionType>SSE-C</EncryptionType></BlockedEncryptionTypes></Rule></ServerSideEncryptionConfiguration>`},
+	} {
+		if err := parseXML([]byte(tc.body), tc.v); err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		v    any
+		body string
+	}{
+		{"unknown element in Part", &completeMultipartUpload{}, `<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>"e"</ETag><Size>1</Size></Part></CompleteMultipartUpload>`},
+		{"unknown element in a configuration", &createBucketConfiguration{}, `<CreateBucketConfiguration><LocationConstraint>us-east-1</LocationConstraint><ObjectLockEnabled>true</ObjectLockEnabled></CreateBucketConfiguration>`},
+		{"unknown element in a rule", &sseConfiguration{}, `<ServerSideEncryptionConfiguration><Rule><ApplyServerSideEncryptionByDefault><SSEAlgorithm>aws:kms</SSEAlgorithm><KMSMasterKeyId>k</KMSMasterKeyId></ApplyServerSideEncryptionByDefault></Rule></ServerSideEncryptionConfiguration>`},
+		{"too deep inside a part refused whole", &createBucketConfiguration{}, `<CreateBucketConfiguration><Tags>` + strings.Repeat("<a>", 100) + strings.Repeat("</a>", 100) + `</Tags></CreateBucketConfiguration>`},
+	} {
+		if err := parseXML([]byte(tc.body), tc.v); s3err.Translate(err).Code != s3err.MalformedXML {
+			t.Errorf("%s: %v, want MalformedXML", tc.name, err)
+		}
+	}
+}
+
 func TestParseXML(t *testing.T) {
 	const root = `<Delete><Object><Key>a</Key></Object></Delete>`
 	tests := []struct {
@@ -184,6 +234,19 @@ func TestParseXML(t *testing.T) {
 		{"wrong root", `<CompleteMultipartUpload/>`, false},
 		{"unclosed", `<Delete><Object><Key>a</Key></Object>`, false},
 		{"undeclared entity", `<Delete><Object><Key>&x;</Key></Object></Delete>`, false},
+		{"comment inside", `<Delete><!-- c --><Object><Key>a</Key></Object></Delete>`, true},
+		{"every field", `<Delete><Quiet>true</Quiet><Object><Key>a</Key><VersionId>null</VersionId><ETag>"e"</ETag><LastModifiedTime>t</LastModifiedTime><Size>1</Size></Object></Delete>`, true},
+		// Schema violations (issue 18): refused, not ignored.
+		{"unknown element", `<Delete><Object><Key>a</Key></Object><Objects/></Delete>`, false},
+		{"unknown element in Object", `<Delete><Object><Key>a</Key><Owner>x</Owner></Object></Delete>`, false},
+		{"element inside a leaf", `<Delete><Object><Key><b>a</b></Key></Object></Delete>`, false},
+		{"lowercase name", `<Delete><object><Key>a</Key></object></Delete>`, false},
+		{"text among elements", `<Delete>junk<Object><Key>a</Key></Object></Delete>`, false},
+		{"text before the root", `junk` + root, false},
+		{"doctype", `<!DOCTYPE Delete>` + root, false},
+		{"200,000 nested unknown elements", `<Delete>` + strings.Repeat("<a>", 200_000) + strings.Repeat("</a>", 200_000) + `</Delete>`, false},
+		{"too deep, known names", strings.Repeat("<Delete>", 20) + strings.Repeat("</Delete>", 20), false},
+		{"too many elements", `<Delete>` + strings.Repeat(`<Object><Key>a</Key></Object>`, maxXMLElements/2+1) + `</Delete>`, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

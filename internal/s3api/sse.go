@@ -125,7 +125,7 @@ type sseRule struct {
 	BucketKeyEnabled *bool `xml:"BucketKeyEnabled"`
 	// BlockedEncryptionTypes (SSE-C blocking): nothing to block, since
 	// SSE-C is refused anyway; refused too so no setting is ignored.
-	Blocked *struct{} `xml:"BlockedEncryptionTypes"`
+	Blocked *xmlAny `xml:"BlockedEncryptionTypes"`
 }
 
 // parseSSEConfiguration reads a PutBucketEncryption body: one rule with a

@@ -37,9 +37,9 @@ type createBucketConfiguration struct {
 	XMLName            xml.Name `xml:"CreateBucketConfiguration"`
 	LocationConstraint string   `xml:"LocationConstraint"`
 	// Directory buckets and bucket tags: refused.
-	Location *struct{} `xml:"Location"`
-	Bucket   *struct{} `xml:"Bucket"`
-	Tags     *struct{} `xml:"Tags"`
+	Location *xmlAny `xml:"Location"`
+	Bucket   *xmlAny `xml:"Bucket"`
+	Tags     *xmlAny `xml:"Tags"`
 }
 
 type versioningConfiguration struct {
@@ -155,6 +155,14 @@ type completeMultipartUpload struct {
 	Parts   []struct {
 		PartNumber int    `xml:"PartNumber"`
 		ETag       string `xml:"ETag"`
+		// The part checksums S3 defines here (boto3 sends them): taken,
+		// not compared with the parts' (each part's checksum was
+		// verified when it was uploaded).
+		ChecksumCRC32     string `xml:"ChecksumCRC32"`
+		ChecksumCRC32C    string `xml:"ChecksumCRC32C"`
+		ChecksumCRC64NVME string `xml:"ChecksumCRC64NVME"`
+		ChecksumSHA1      string `xml:"ChecksumSHA1"`
+		ChecksumSHA256    string `xml:"ChecksumSHA256"`
 	} `xml:"Part"`
 }
 

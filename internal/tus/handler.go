@@ -82,7 +82,7 @@ func New(objects *object.Service, ms meta.TusStore, cfg Config) (*Handler, error
 	composer.UseTerminater(s)
 	composer.UseConcater(s)
 	composer.UseLengthDeferrer(s)
-	composer.UseLocker(&Locker{mapErr: s.mapErr, meta: ms, lease: cfg.LockLease, log: cfg.Log})
+	composer.UseLocker(&Locker{mapErr: s.mapErr, owns: s.owns, meta: ms, lease: cfg.LockLease, log: cfg.Log})
 	h, err := handler.NewUnroutedHandler(handler.Config{
 		StoreComposer:   composer,
 		BasePath:        cfg.BasePath,
@@ -108,12 +108,32 @@ func (th *Handler) dispatch(w http.ResponseWriter, r *http.Request) {
 	case http.MethodHead:
 		th.h.HeadFile(w, r)
 	case http.MethodPatch:
+		// tus 1.0: "All PATCH requests MUST use Content-Type:
+		// application/offset+octet-stream, otherwise the server SHOULD
+		// return a 415 Unsupported Media Type status" (tusd answers 400).
+		if r.Header.Get("Content-Type") != "application/offset+octet-stream" {
+			sendError(w, ErrUnsupportedMediaType)
+			return
+		}
 		th.h.PatchFile(w, r)
 	case http.MethodDelete:
 		th.h.DelFile(w, r)
 	default:
 		w.WriteHeader(http.StatusMethodNotAllowed)
 	}
+}
+
+// ErrUnsupportedMediaType is the answer to a PATCH whose Content-Type is
+// not application/offset+octet-stream.
+var ErrUnsupportedMediaType = handler.NewError("ERR_INVALID_CONTENT_TYPE", "PATCH needs Content-Type: application/offset+octet-stream", http.StatusUnsupportedMediaType)
+
+// sendError writes e as tusd writes its errors (plain text).
+func sendError(w http.ResponseWriter, e handler.Error) {
+	for k, v := range e.HTTPResponse.Header {
+		w.Header().Set(k, v)
+	}
+	w.WriteHeader(e.HTTPResponse.StatusCode)
+	io.WriteString(w, e.HTTPResponse.Body)
 }
 
 // ServeHTTP serves one tus request of the caller a: the checksum and
@@ -213,12 +233,18 @@ func parseChecksum(v string) (checksum, error) {
 }
 
 // Locker is tusd's Locker over leases in the metadata store, so that
-// requests on one upload are serialised across every node.
+// requests on one upload are serialised across every node. tusd locks
+// before it looks the upload up, so Lock checks first that the upload is
+// the caller's: another user's request must neither wait for the lease
+// nor ask its holder to let go (which interrupts the owner's PATCH).
 type Locker struct {
 	mapErr func(context.Context, error) error
-	meta   meta.TusStore
-	lease  time.Duration
-	log    *slog.Logger
+	// owns is nil when upload id is the caller of ctx's, else the error
+	// to answer (handler.ErrNotFound for anyone else's).
+	owns  func(ctx context.Context, id string) error
+	meta  meta.TusStore
+	lease time.Duration
+	log   *slog.Logger
 }
 
 // NewLock implements handler.Locker.
@@ -239,6 +265,9 @@ type lock struct {
 // Lock implements handler.Lock: it polls until the lease is free (asking
 // its holder to let go), or ctx ends (ErrLockTimeout).
 func (k *lock) Lock(ctx context.Context, requestUnlock func()) error {
+	if err := k.l.owns(ctx, k.id); err != nil {
+		return err
+	}
 	wait := 20 * time.Millisecond
 	for asked := false; ; asked = true {
 		got, err := k.l.meta.TryLockTus(ctx, k.id, k.holder, time.Now().Add(k.l.lease), asked)

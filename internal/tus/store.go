@@ -8,7 +8,11 @@
 //     bytes are staged against the bucket owner's quota before they are
 //     written, it is visible to nobody as an object, and the janitor aborts
 //     it when it expires) plus a tus_uploads row (meta.TusStore) with the
-//     declared length, the tus metadata and the running MD5/SHA-256.
+//     declared length, the tus metadata and the running MD5/SHA-256. The
+//     running hash state holds the last (offset mod 64) bytes of the
+//     plaintext: when the parts are encrypted, it is stored encrypted too
+//     (object.Service.SealUploadState), so no node or restart needs more
+//     than the key provider to resume.
 //   - Every PATCH body becomes one part, streamed into the blob store; no
 //     temporary file. A body cut short is kept up to where it stopped (the
 //     client resumes from there) unless it carried Upload-Checksum, which
@@ -143,16 +147,9 @@ func (s *Store) NewUpload(ctx context.Context, fi handler.FileInfo) (handler.Upl
 // GetUpload implements handler.DataStore. An upload of another user, an
 // S3 multipart upload and an expired upload are all not found.
 func (s *Store) GetUpload(ctx context.Context, id string) (handler.Upload, error) {
-	a, err := s.actor(ctx)
+	a, u, err := s.lookup(ctx, id)
 	if err != nil {
 		return nil, err
-	}
-	u, err := s.objects.GetUpload(ctx, a, "", "", id)
-	if errcode.Is(err, errcode.NotFound) || err == nil && !u.ExpiresAt.After(time.Now()) {
-		return nil, handler.ErrNotFound
-	}
-	if err != nil {
-		return nil, s.mapErr(ctx, err)
 	}
 	t, err := s.meta.GetTus(ctx, id)
 	if errcode.Is(err, errcode.NotFound) {
@@ -167,6 +164,30 @@ func (s *Store) GetUpload(ctx context.Context, id string) (handler.Upload, error
 	}
 	stateOf(ctx).expires = u.ExpiresAt
 	return &upload{s: s, a: a, u: u, t: t, info: inf}, nil
+}
+
+// lookup returns the caller and upload id, if it is the caller's and has
+// not expired; else handler.ErrNotFound (whether it exists is nobody
+// else's business).
+func (s *Store) lookup(ctx context.Context, id string) (object.Actor, meta.Upload, error) {
+	a, err := s.actor(ctx)
+	if err != nil {
+		return object.Actor{}, meta.Upload{}, err
+	}
+	u, err := s.objects.GetUpload(ctx, a, "", "", id)
+	if errcode.Is(err, errcode.NotFound) || err == nil && !u.ExpiresAt.After(time.Now()) {
+		return object.Actor{}, meta.Upload{}, handler.ErrNotFound
+	}
+	if err != nil {
+		return object.Actor{}, meta.Upload{}, s.mapErr(ctx, err)
+	}
+	return a, u, nil
+}
+
+// owns is Locker's check (see Locker.owns).
+func (s *Store) owns(ctx context.Context, id string) error {
+	_, _, err := s.lookup(ctx, id)
+	return err
 }
 
 // AsTerminatableUpload implements handler.TerminaterDataStore.
@@ -255,15 +276,31 @@ func unmarshalHashes(b []byte) (hashes, bool) {
 	return h, true
 }
 
-// running returns the hash state after offset bytes, if the row has it.
-func (up *upload) running(offset int64) (hashes, bool) {
+// running returns the hash state after offset bytes, if the row has it
+// (and it opens: see object.Service.OpenUploadState).
+func (up *upload) running(ctx context.Context, offset int64) (hashes, bool) {
 	if offset == 0 {
 		return newHashes(), true
 	}
 	if up.t.HashOffset != offset {
 		return hashes{}, false
 	}
-	return unmarshalHashes(up.t.HashState)
+	state, err := up.s.objects.OpenUploadState(ctx, up.u, offset, up.t.HashState)
+	if err != nil {
+		return hashes{}, false
+	}
+	return unmarshalHashes(state)
+}
+
+// saveRunning records h as the hash state after offset bytes: sealed like
+// the upload's parts when they are encrypted (a hash state holds the last
+// offset mod 64 bytes of plaintext), never in the clear then.
+func (up *upload) saveRunning(ctx context.Context, offset int64, h hashes) error {
+	state, err := up.s.objects.SealUploadState(ctx, up.u, offset, h.marshal())
+	if err != nil {
+		return err
+	}
+	return up.s.meta.SetTusHash(ctx, up.u.ID, offset, state)
 }
 
 // chunkReader feeds a part: it hashes what passes and checks the
@@ -317,7 +354,7 @@ func (up *upload) WriteChunk(ctx context.Context, offset int64, src io.Reader) (
 	if st.checksum != nil {
 		cr.sum = st.checksum.alg.new()
 	}
-	h, ok := up.running(offset)
+	h, ok := up.running(ctx, offset)
 	if ok {
 		cr.h = &h
 	}
@@ -345,7 +382,7 @@ func (up *upload) WriteChunk(ctx context.Context, offset int64, src io.Reader) (
 	}
 	if cr.h != nil {
 		// Best effort: a stale state only costs a read-back at the end.
-		_ = up.s.meta.SetTusHash(context.WithoutCancel(ctx), up.u.ID, offset+p.Size, cr.h.marshal())
+		_ = up.saveRunning(context.WithoutCancel(ctx), offset+p.Size, *cr.h)
 	}
 	return p.Size, nil
 }
@@ -408,7 +445,7 @@ func (up *upload) complete(ctx context.Context) error {
 		return up.s.mapErr(ctx, err)
 	}
 	up.t = t
-	h, ok := up.running(size)
+	h, ok := up.running(ctx, size)
 	if !ok {
 		// The running state is stale (a node died between a part and its
 		// hash update): read the bytes back once.
@@ -479,7 +516,7 @@ func (up *upload) ConcatUploads(ctx context.Context, partials []handler.Upload) 
 		}
 		size += fi.Offset
 	}
-	if err := up.s.meta.SetTusHash(ctx, up.u.ID, size, h.marshal()); err != nil {
+	if err := up.saveRunning(ctx, size, h); err != nil {
 		return up.s.mapErr(ctx, err)
 	}
 	if err := up.complete(ctx); err != nil {

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/hex"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -10,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/coffer-storage/coffer/internal/auth"
 	"github.com/coffer-storage/coffer/internal/s3api/sigv2"
 	"github.com/coffer-storage/coffer/internal/s3api/sigv4"
 	"github.com/coffer-storage/coffer/test/testenv"
@@ -509,5 +514,53 @@ func TestUserCommands(t *testing.T) {
 	within("token refused after coffer user delete", func() bool { return me(c.u.Client) == 401 })
 	if out, err := cli(t, srv, "user", "disable", "--email", c.u.Email); err == nil {
 		t.Errorf("disabling a deleted user succeeded:\n%s", out)
+	}
+}
+
+// TestHandSignedClaimTypes: access tokens signed with the server's real
+// key (DATA/server.key) are accepted only with well-typed registered
+// claims: an exp written as a JSON string (which jwt's NumericDate would
+// read as a number) is 401, the same token with a number exp is 200.
+func TestHandSignedClaimTypes(t *testing.T) {
+	if testenv.ScaleOut() {
+		t.Skip("the embedded shape's data folder holds the key; token checks do not depend on the shape")
+	}
+	srv := testenv.Start(t)
+	c := srv.NewUser(t)
+	var me struct {
+		ID string `json:"id"`
+	}
+	if st := c.JSON(t, "GET", "/api/v1/me", nil, &me); st != 200 || me.ID == "" {
+		t.Fatalf("/me: %d %q", st, me.ID)
+	}
+	hexKey, err := os.ReadFile(filepath.Join(srv.Data, "server.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	master, err := hex.DecodeString(strings.TrimSpace(string(hexKey)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := auth.DeriveKey(master, "access-token")
+	now := time.Now()
+	for _, tc := range []struct {
+		name string
+		exp  any
+		want int
+	}{
+		{"exp number", now.Add(time.Hour).Unix(), 200},
+		{"exp string", fmt.Sprint(now.Add(time.Hour).Unix()), 401},
+	} {
+		tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{
+			"iss": "coffer", "sub": me.ID, "typ": "access", "iat": now.Unix(), "exp": tc.exp,
+		}).SignedString(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		forged := testenv.NewClient(srv.URL)
+		forged.Token = tok
+		if got := forged.JSON(t, "GET", "/api/v1/me", nil, nil); got != tc.want {
+			t.Errorf("%s: GET /me %d, want %d", tc.name, got, tc.want)
+		}
 	}
 }

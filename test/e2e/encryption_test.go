@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"mime/multipart"
 	"net/http"
 	"net/url"
 	"os"
@@ -154,6 +155,9 @@ func TestEncryptionAtRest(t *testing.T) {
 		resp.Body.Close()
 	}
 
+	// Every other upload path, tus uploads left in flight included.
+	others := uploadEveryOtherWay(t, u, bucket, marker)
+
 	if testenv.ScaleOut() {
 		time.Sleep(time.Second)
 	}
@@ -168,6 +172,9 @@ func TestEncryptionAtRest(t *testing.T) {
 		"copy-single": single, "copy-plain": plainBig, "file-small": fileSmall} {
 		wantBody(t, u, bucket, key, data)
 		wantRanges(t, u, bucket, key, data, 64<<10, 2*(64<<10), sizes[0], sizes[0]+sizes[1])
+	}
+	for key, data := range others {
+		wantBody(t, u, bucket, key, data)
 	}
 	resp := u.Do(t, "GET", testenv.FileURL(bucket, "multi"), nil, "Range", "bytes=5242870-5242889")
 	got, _ := io.ReadAll(resp.Body)
@@ -233,6 +240,117 @@ func TestEncryptionAtRest(t *testing.T) {
 	if !strings.Contains(srv.Stderr(), "failed authentication") {
 		t.Errorf("integrity failure not logged:\n%s", srv.Stderr())
 	}
+}
+
+// uploadEveryOtherWay stores marker-filled objects through every upload
+// path TestEncryptionAtRest's S3 requests do not take — the file API's
+// form upload and copy, a share link's drop box, a direct upload, and
+// tus (whole, in several PATCHes, concatenated) — and leaves tus uploads
+// in flight: paused with the marker in the last partial 64-byte block
+// (which a running MD5/SHA-256 state holds), and a file under 64 bytes
+// paused whole. It returns the finished objects' keys and bytes.
+func uploadEveryOtherWay(t *testing.T, u *s3User, bucket, marker string) map[string][]byte {
+	t.Helper()
+	done := map[string][]byte{}
+	c := u.Client
+
+	// Form upload (the console's fallback), and a copy of it.
+	form := fill(marker, 3000)
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	w, _ := mw.CreateFormFile("file", "form.bin")
+	w.Write(form)
+	mw.Close()
+	resp := c.Do(t, "POST", "/api/v1/buckets/"+bucket+"/files", &body, "Content-Type", mw.FormDataContentType())
+	resp.Body.Close()
+	if resp.StatusCode != 201 {
+		t.Fatalf("form upload: %d", resp.StatusCode)
+	}
+	done["form.bin"] = form
+	if st := c.JSON(t, "POST", "/api/v1/buckets/"+bucket+"/copy", map[string]any{"from": "form.bin", "to": "form-copy.bin"}, nil); st != 201 {
+		t.Fatalf("file API copy: %d", st)
+	}
+	done["form-copy.bin"] = form
+
+	// A share link's drop box.
+	var share struct {
+		Token string `json:"token"`
+	}
+	if st := c.JSON(t, "POST", "/api/v1/shares", map[string]any{"bucket": bucket, "prefix": "drop/", "allow_upload": true}, &share); st != 201 {
+		t.Fatalf("drop-box share: %d", st)
+	}
+	dropped := fill(marker, 700)
+	resp = testenv.NewClient(c.Base).Do(t, "PUT", "/s/"+share.Token+"/dropped.bin", bytes.NewReader(dropped))
+	resp.Body.Close()
+	if resp.StatusCode != 201 {
+		t.Fatalf("drop-box PUT: %d", resp.StatusCode)
+	}
+	done["drop/dropped.bin"] = dropped
+
+	// A direct upload: presigned part URLs.
+	direct := fill(marker, 5000)
+	var s struct {
+		UploadID string `json:"upload_id"`
+		Parts    []struct {
+			URL string `json:"url"`
+		} `json:"parts"`
+	}
+	if st := c.JSON(t, "POST", "/api/v1/uploads", map[string]any{"bucket": bucket, "key": "direct.bin", "size": len(direct)}, &s); st != 201 || len(s.Parts) != 1 {
+		t.Fatalf("direct upload: %d, %d parts", st, len(s.Parts))
+	}
+	req, _ := http.NewRequest("PUT", s.Parts[0].URL, bytes.NewReader(direct))
+	pr, err := http.DefaultClient.Do(req)
+	if err != nil || pr.StatusCode != 200 {
+		t.Fatalf("direct upload part: %v %v", err, pr)
+	}
+	pr.Body.Close()
+	if st := c.JSON(t, "POST", "/api/v1/uploads/"+s.UploadID+"/complete", map[string]any{"parts": []map[string]any{{"part_number": 1, "etag": pr.Header.Get("ETag")}}}, nil); st != 200 {
+		t.Fatalf("direct upload complete: %d", st)
+	}
+	done["direct.bin"] = direct
+
+	// tus: a file in three PATCHes, each ending inside a 64-byte block.
+	tusData := fill(marker, 100_003)
+	path := tusCreate(t, c, "Upload-Length", fmt.Sprint(len(tusData)), "Upload-Metadata", tusMeta("bucket", bucket, "key", "tus.bin"))
+	for _, r := range [][2]int{{0, 40_001}, {40_001, 80_002}, {80_002, len(tusData)}} {
+		if resp, body := tusPatch(t, c, path, r[0], tusData[r[0]:r[1]]); resp.StatusCode != 204 {
+			t.Fatalf("tus PATCH at %d: %d %s", r[0], resp.StatusCode, body)
+		}
+	}
+	done["tus.bin"] = tusData
+	// A file under 64 bytes, finished.
+	tiny := fill(marker, 50)
+	path = tusCreate(t, c, "Upload-Length", "50", "Upload-Metadata", tusMeta("bucket", bucket, "key", "tus-tiny.bin"))
+	if resp, body := tusPatch(t, c, path, 0, tiny); resp.StatusCode != 204 {
+		t.Fatalf("tus tiny PATCH: %d %s", resp.StatusCode, body)
+	}
+	done["tus-tiny.bin"] = tiny
+	// Concatenation of two partial uploads.
+	concat := fill(marker, 1500)
+	var partials []string
+	for _, r := range [][2]int{{0, 700}, {700, 1500}} {
+		p := tusCreate(t, c, "Upload-Length", fmt.Sprint(r[1]-r[0]), "Upload-Concat", "partial", "Upload-Metadata", tusMeta("bucket", bucket))
+		if resp, body := tusPatch(t, c, p, 0, concat[r[0]:r[1]]); resp.StatusCode != 204 {
+			t.Fatalf("tus partial PATCH: %d %s", resp.StatusCode, body)
+		}
+		partials = append(partials, p)
+	}
+	tusCreate(t, c, "Upload-Concat", "final;"+strings.Join(partials, " "), "Upload-Metadata", tusMeta("bucket", bucket, "key", "tus-concat.bin"))
+	done["tus-concat.bin"] = concat
+	// In flight: paused 100 bytes in (the marker at 64..99, the partial
+	// block a hash state keeps), and a file under 64 bytes paused whole
+	// but for its last byte.
+	paused := make([]byte, 1000)
+	copy(paused[64:], marker)
+	path = tusCreate(t, c, "Upload-Length", "1000", "Upload-Metadata", tusMeta("bucket", bucket, "key", "tus-paused.bin"))
+	if resp, body := tusPatch(t, c, path, 0, paused[:100]); resp.StatusCode != 204 {
+		t.Fatalf("tus paused PATCH: %d %s", resp.StatusCode, body)
+	}
+	path = tusCreate(t, c, "Upload-Length", "51", "Upload-Metadata", tusMeta("bucket", bucket, "key", "tus-tiny-paused.bin"))
+	if resp, body := tusPatch(t, c, path, 0, fill(marker, 50)); resp.StatusCode != 204 {
+		t.Fatalf("tus tiny paused PATCH: %d %s", resp.StatusCode, body)
+	}
+	return done
 }
 
 func statusOf(r *http.Response) any {
@@ -446,4 +564,141 @@ func TestAdminKMSRotate(t *testing.T) {
 	srv.Restart()
 	wantBody(t, u, u.Bucket, "old", old)
 	wantBody(t, u, u.Bucket, "new", newer)
+}
+
+// TestSSEKMSKeyAllowList (issue 18, N9), through the S3 API with signed
+// requests: with a keyring holding "default" and "finance", any user may
+// name the default key, but "finance" only once an administrator allowed
+// it (coffer kms allow, or the admin API); until then it answers exactly
+// as a key that does not exist (same status, code and message), for
+// PutObject, CreateMultipartUpload, CopyObject and PutBucketEncryption.
+// Withdrawn, it stops new writes, under a bucket default too.
+func TestSSEKMSKeyAllowList(t *testing.T) {
+	keyring := filepath.Join(t.TempDir(), "keyring")
+	if err := os.WriteFile(keyring, []byte("default 1 "+base64.StdEncoding.EncodeToString(randBytes(t, 32))+"\n"+
+		"finance 1 "+base64.StdEncoding.EncodeToString(randBytes(t, 32))+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := testenv.Start(t, "--kms", "local://"+keyring)
+	alice, bob := newS3User(t, srv), newS3User(t, srv)
+	kmsHdr := func(key string) []string {
+		return []string{"X-Amz-Server-Side-Encryption", "aws:kms", "X-Amz-Server-Side-Encryption-Aws-Kms-Key-Id", key}
+	}
+	sseConfig := func(key string) []byte {
+		return []byte("<ServerSideEncryptionConfiguration><Rule><ApplyServerSideEncryptionByDefault><SSEAlgorithm>aws:kms</SSEAlgorithm><KMSMasterKeyID>" +
+			key + "</KMSMasterKeyID></ApplyServerSideEncryptionByDefault></Rule></ServerSideEncryptionConfiguration>")
+	}
+	for _, u := range []*s3User{alice, bob} {
+		if r := u.s3(t, "PUT", "/"+u.Bucket+"/src", []byte("source"), ""); r.status != 200 {
+			t.Fatalf("put src: %d", r.status)
+		}
+	}
+	ops := map[string]func(u *s3User, key string) s3Resp{
+		"PutObject": func(u *s3User, key string) s3Resp {
+			return u.s3(t, "PUT", "/"+u.Bucket+"/obj", []byte("data"), "", kmsHdr(key)...)
+		},
+		"CreateMultipartUpload": func(u *s3User, key string) s3Resp {
+			return u.s3(t, "POST", "/"+u.Bucket+"/mp?uploads", nil, "", kmsHdr(key)...)
+		},
+		"CopyObject": func(u *s3User, key string) s3Resp {
+			return u.s3(t, "PUT", "/"+u.Bucket+"/copy", nil, "", append(kmsHdr(key), "X-Amz-Copy-Source", "/"+u.Bucket+"/src")...)
+		},
+		"PutBucketEncryption": func(u *s3User, key string) s3Resp {
+			return u.s3(t, "PUT", "/"+u.Bucket+"?encryption", sseConfig(key), "")
+		},
+	}
+	// refusal is what a client learns from r: status, code and message
+	// with the key's name taken out.
+	refusal := func(r s3Resp, key string) string {
+		var e struct {
+			Message string `xml:"Message"`
+		}
+		xml.Unmarshal(r.body, &e)
+		return fmt.Sprintf("%d %s %s", r.status, r.code, strings.ReplaceAll(e.Message, key, "KEY"))
+	}
+	wantRefused := func(who string, u *s3User) {
+		t.Helper()
+		for name, op := range ops {
+			unknown := refusal(op(u, "no-such-key"), "no-such-key")
+			if !strings.HasPrefix(unknown, "400 KMS.NotFoundException ") {
+				t.Errorf("%s's %s under an unknown key: %s, want 400 KMS.NotFoundException", who, name, unknown)
+			}
+			if got := refusal(op(u, "finance"), "finance"); got != unknown {
+				t.Errorf("%s's %s under finance: %q; want what an unknown key gets, %q", who, name, got, unknown)
+			}
+		}
+	}
+	wantAllowed := func(who string, u *s3User, key string) {
+		t.Helper()
+		for name, op := range ops {
+			if r := op(u, key); r.status != 200 {
+				t.Errorf("%s's %s under %q: %d %s", who, name, key, r.status, r.body)
+			}
+		}
+	}
+
+	// Nobody is allowed finance yet; the default key is everyone's.
+	wantRefused("bob", bob)
+	wantRefused("alice", alice)
+	wantAllowed("bob", bob, "default")
+	if r := bob.s3(t, "HEAD", "/"+bob.Bucket+"/obj", nil, ""); r.header.Get("X-Amz-Server-Side-Encryption-Aws-Kms-Key-Id") != "default" {
+		t.Errorf("bob's object: KMS key %q, want default", r.header.Get("X-Amz-Server-Side-Encryption-Aws-Kms-Key-Id"))
+	}
+
+	// The CLI allows alice; bob still gets the unknown key's answer.
+	if out, err := cli(t, srv, "kms", "allow", "--key", "finance", "--email", alice.Email); err != nil {
+		t.Fatalf("coffer kms allow: %v\n%s", err, out)
+	}
+	wantAllowed("alice", alice, "finance")
+	wantRefused("bob", bob)
+	if r := alice.s3(t, "PUT", "/"+alice.Bucket+"/by-default", []byte("data"), ""); r.status != 200 ||
+		r.header.Get("X-Amz-Server-Side-Encryption-Aws-Kms-Key-Id") != "finance" {
+		t.Errorf("alice's put under her bucket default finance: %d, key %q", r.status, r.header.Get("X-Amz-Server-Side-Encryption-Aws-Kms-Key-Id"))
+	}
+	if out, err := cli(t, srv, "kms", "grants"); err != nil || !strings.Contains(out, "finance\t"+alice.Email) {
+		t.Errorf("coffer kms grants: %v\n%s", err, out)
+	}
+
+	// The admin API allows bob, lists both grants, and withdraws bob's.
+	admin := newAdmin(t, srv)
+	var me struct {
+		ID string `json:"id"`
+	}
+	if st := bob.JSON(t, "GET", "/api/v1/me", nil, &me); st != 200 {
+		t.Fatalf("/me: %d", st)
+	}
+	grant := "/api/v1/admin/users/" + me.ID + "/kms-keys/finance"
+	if st := bob.JSON(t, "PUT", grant, nil, nil); st != 403 {
+		t.Errorf("bob allowing himself: %d, want 403", st)
+	}
+	if st := admin.JSON(t, "PUT", grant, nil, nil); st != 200 {
+		t.Fatalf("admin PUT %s: %d", grant, st)
+	}
+	wantAllowed("bob", bob, "finance")
+	var list struct {
+		Grants []struct {
+			Key    string `json:"key"`
+			UserID string `json:"user_id"`
+		} `json:"grants"`
+	}
+	if st := admin.JSON(t, "GET", "/api/v1/admin/kms/grants", nil, &list); st != 200 || len(list.Grants) != 2 {
+		t.Errorf("GET /api/v1/admin/kms/grants: %d %+v, want 2 grants", st, list)
+	}
+	if st := admin.JSON(t, "DELETE", grant, nil, nil); st != 204 {
+		t.Errorf("admin DELETE %s: %d", grant, st)
+	}
+	if st := admin.JSON(t, "DELETE", grant, nil, nil); st != 404 {
+		t.Errorf("admin DELETE %s again: %d, want 404", grant, st)
+	}
+	wantRefused("bob", bob)
+
+	// Alice's grant withdrawn: no new writes under finance, her bucket
+	// default's included; what she stored stays readable.
+	if out, err := cli(t, srv, "kms", "disallow", "--key", "finance", "--email", alice.Email); err != nil {
+		t.Fatalf("coffer kms disallow: %v\n%s", err, out)
+	}
+	if r := alice.s3(t, "PUT", "/"+alice.Bucket+"/after", []byte("data"), ""); r.status != 400 || r.code != "KMS.NotFoundException" {
+		t.Errorf("alice's put under her bucket default after the grant was withdrawn: %d %s", r.status, r.code)
+	}
+	wantBody(t, alice, alice.Bucket, "by-default", []byte("data"))
 }

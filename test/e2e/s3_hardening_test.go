@@ -110,14 +110,8 @@ func TestS3SignedBodyIntegrity(t *testing.T) {
 	b := "/" + bucket
 
 	t.Run("CompleteMultipartUpload", func(t *testing.T) {
-		init := u.s3(t, "POST", b+"/mp.bin?uploads", nil, "")
-		var ir struct {
-			UploadID string `xml:"UploadId"`
-		}
-		if xml.Unmarshal(init.body, &ir); ir.UploadID == "" {
-			t.Fatalf("create upload: %d %s", init.status, init.body)
-		}
-		up := "uploadId=" + url.QueryEscape(ir.UploadID)
+		uploadID := u.createUpload(t, b+"/mp.bin")
+		up := "uploadId=" + url.QueryEscape(uploadID)
 		etag := map[int]string{}
 		for n, data := range map[int]string{1: "part one data", 2: "part two data"} {
 			r := u.s3(t, "PUT", fmt.Sprintf("%s/mp.bin?partNumber=%d&%s", b, n, up), []byte(data), "")
@@ -263,14 +257,8 @@ func TestS3SignedBodyIntegrity(t *testing.T) {
 	})
 
 	t.Run("UploadPart", func(t *testing.T) {
-		init := u.s3(t, "POST", b+"/parts.bin?uploads", nil, "")
-		var ir struct {
-			UploadID string `xml:"UploadId"`
-		}
-		if xml.Unmarshal(init.body, &ir); ir.UploadID == "" {
-			t.Fatalf("create upload: %d %s", init.status, init.body)
-		}
-		path := b + "/parts.bin?partNumber=1&uploadId=" + url.QueryEscape(ir.UploadID)
+		uploadID := u.createUpload(t, b+"/parts.bin")
+		path := b + "/parts.bin?partNumber=1&uploadId=" + url.QueryEscape(uploadID)
 		signed := []byte("the signed part")
 		other := sameLength(t, string(signed), "signed", "SIGNED")
 		runBodyCases(t, []bodyCase{
@@ -284,12 +272,74 @@ func TestS3SignedBodyIntegrity(t *testing.T) {
 				return chunkedReq(t, u, "PUT", path, [][]byte{other}, 0)
 			}, "SignatureDoesNotMatch"},
 		}, func(t *testing.T) {
-			lp := u.s3(t, "GET", b+"/parts.bin?uploadId="+url.QueryEscape(ir.UploadID), nil, "")
+			lp := u.s3(t, "GET", b+"/parts.bin?uploadId="+url.QueryEscape(uploadID), nil, "")
 			if lp.status != 200 || strings.Contains(string(lp.body), "<Part>") {
 				t.Errorf("a refused part was stored: %d %s", lp.status, lp.body)
 			}
 		})
 	})
+}
+
+// TestS3StrictXMLBodies (issue 18): a well-formed body that does not
+// follow S3's schema — an unknown element, 200,000 nested unknown
+// elements, a DeleteObjects naming no object — is 400 MalformedXML for
+// every operation whose body Coffer parses, and changes nothing.
+func TestS3StrictXMLBodies(t *testing.T) {
+	srv := testenv.Start(t)
+	u := newS3User(t, srv)
+	bucket := "strict-" + strings.ToLower(hex.EncodeToString(randBytes(t, 3)))
+	u.mustBucket(t, bucket)
+	b := "/" + bucket
+	if r := u.s3(t, "PUT", b+"/keep", []byte("keep"), ""); r.status != 200 {
+		t.Fatalf("put: %d", r.status)
+	}
+	uploadID := u.createUpload(t, b+"/mp.bin")
+	up := b + "/mp.bin?uploadId=" + url.QueryEscape(uploadID)
+	part := u.s3(t, "PUT", b+"/mp.bin?partNumber=1&uploadId="+url.QueryEscape(uploadID), []byte("part"), "")
+	if part.status != 200 {
+		t.Fatalf("part: %d", part.status)
+	}
+	etag := part.header.Get("ETag")
+	nested := strings.Repeat("<a>", 200_000) + strings.Repeat("</a>", 200_000)
+	created := "strict-new-" + strings.ToLower(hex.EncodeToString(randBytes(t, 3)))
+	for _, tc := range []struct {
+		name, method, path, body string
+	}{
+		{"DeleteObjects, 200,000 nested unknown elements", "POST", b + "?delete", "<Delete>" + nested + "</Delete>"},
+		{"DeleteObjects, nested unknown elements beside an object", "POST", b + "?delete", "<Delete><Object><Key>keep</Key></Object>" + nested + "</Delete>"},
+		{"DeleteObjects, unknown element in Object", "POST", b + "?delete", "<Delete><Object><Key>keep</Key><Bypass>true</Bypass></Object></Delete>"},
+		{"DeleteObjects, no object", "POST", b + "?delete", "<Delete><Quiet>true</Quiet></Delete>"},
+		{"CompleteMultipartUpload, unknown element", "POST", up, "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>" + etag + "</ETag></Part><Extra/></CompleteMultipartUpload>"},
+		{"CreateBucket, unknown element", "PUT", "/" + created, "<CreateBucketConfiguration><LocationConstraint>us-east-1</LocationConstraint><ObjectLockEnabled>true</ObjectLockEnabled></CreateBucketConfiguration>"},
+		{"PutBucketEncryption, unknown element", "PUT", b + "?encryption", "<ServerSideEncryptionConfiguration><Rule><ApplyServerSideEncryptionByDefault><SSEAlgorithm>AES256</SSEAlgorithm></ApplyServerSideEncryptionByDefault></Rule><Rule2/></ServerSideEncryptionConfiguration>"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := u.s3(t, tc.method, tc.path, []byte(tc.body), "", "Content-MD5", md5b64([]byte(tc.body)))
+			if r.status != 400 || r.code != "MalformedXML" {
+				t.Errorf("got %d %s, want 400 MalformedXML (%.200s)", r.status, r.code, r.body)
+			}
+		})
+	}
+	// Nothing changed.
+	if r := u.s3(t, "HEAD", b+"/keep", nil, ""); r.status != 200 {
+		t.Errorf("keep deleted by a refused request: HEAD %d", r.status)
+	}
+	u.absent(t, b+"/mp.bin")
+	if lp := u.s3(t, "GET", up, nil, ""); lp.status != 200 {
+		t.Errorf("upload no longer open: %d", lp.status)
+	}
+	u.absent(t, "/"+created)
+	if r := u.s3(t, "GET", b+"?encryption", nil, ""); r.status != 404 {
+		t.Errorf("bucket encryption set by a refused request: GET %d %s", r.status, r.body)
+	}
+	// The same bodies without the violations work.
+	if r := u.s3(t, "POST", up, []byte("<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>"+etag+"</ETag></Part></CompleteMultipartUpload>"), ""); r.status != 200 {
+		t.Errorf("complete: %d %s", r.status, r.body)
+	}
+	del := "<Delete><Object><Key>keep</Key></Object></Delete>"
+	if r := u.s3(t, "POST", b+"?delete", []byte(del), "", "Content-MD5", md5b64([]byte(del))); r.status != 200 || !strings.Contains(string(r.body), "<Deleted>") {
+		t.Errorf("delete: %d %s", r.status, r.body)
+	}
 }
 
 // TestS3RefusedHeaders: every row of docs/s3.md's "Refused headers and
@@ -307,14 +357,8 @@ func TestS3RefusedHeaders(t *testing.T) {
 			t.Fatalf("put %s: %d", k, r.status)
 		}
 	}
-	init := u.s3(t, "POST", b+"/mp?uploads", nil, "")
-	var ir struct {
-		UploadID string `xml:"UploadId"`
-	}
-	if xml.Unmarshal(init.body, &ir); ir.UploadID == "" {
-		t.Fatalf("create upload: %d %s", init.status, init.body)
-	}
-	up := "uploadId=" + url.QueryEscape(ir.UploadID)
+	uploadID := u.createUpload(t, b+"/mp")
+	up := "uploadId=" + url.QueryEscape(uploadID)
 	pr := u.s3(t, "PUT", b+"/mp?partNumber=1&"+up, []byte("part"), "")
 	complete := []byte(`<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>` + pr.header.Get("ETag") + `</ETag></Part></CompleteMultipartUpload>`)
 	var lb struct {

@@ -97,6 +97,20 @@ func (u *s3User) mustBucket(t *testing.T, name string) {
 	}
 }
 
+// createUpload starts a multipart upload at path (/bucket/key) and returns
+// its ID.
+func (u *s3User) createUpload(t *testing.T, path string) string {
+	t.Helper()
+	init := u.s3(t, "POST", path+"?uploads", nil, "")
+	var ir struct {
+		UploadID string `xml:"UploadId"`
+	}
+	if xml.Unmarshal(init.body, &ir); ir.UploadID == "" {
+		t.Fatalf("create upload: %d %s", init.status, init.body)
+	}
+	return ir.UploadID
+}
+
 func (u *s3User) absent(t *testing.T, path string) {
 	t.Helper()
 	if r := u.s3(t, "HEAD", path, nil, ""); r.status != 404 {

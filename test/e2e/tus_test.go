@@ -189,6 +189,10 @@ func testTusProtocol(t *testing.T, srv *testenv.Server) {
 		if got, want := resp.StatusCode, 400; got != want {
 			t.Errorf("unknown algorithm: %d (%s), want %d", got, body, want)
 		}
+		resp, body = tusDo(t, c, "PATCH", path, data[:100], "Upload-Offset", "0", "Content-Type", "application/octet-stream")
+		if got, want := resp.StatusCode, 415; got != want {
+			t.Errorf("PATCH with Content-Type application/octet-stream: %d (%s), want %d", got, body, want)
+		}
 		resp, body = tusPatch(t, c, path, 0, data[:100], "Upload-Checksum", checksumHeader("sha1", data[:100]))
 		if resp.StatusCode != 204 {
 			t.Fatalf("retry: %d %s", resp.StatusCode, body)

@@ -145,6 +145,7 @@ func Run(t *testing.T, newStore func(t *testing.T) meta.Store) {
 		{"ServerKey", serverKeyTests},
 		{"Store", storeTests},
 		{"Tus", tusTests},
+		{"KMSGrants", kmsGrantTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -1,0 +1,34 @@
+package metasql
+
+import (
+	"fmt"
+
+	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/meta"
+)
+
+// CheckKMSKeyGrant is AllowKMSKey's argument check.
+func CheckKMSKeyGrant(g meta.KMSKeyGrant) error {
+	if !meta.ValidKMSKeyName(g.Key) {
+		return errcode.New(errcode.InvalidArgument, "a KMS key name is 1 to %d bytes of printable UTF-8 without spaces", meta.MaxKMSKeyName)
+	}
+	if g.UserID == "" {
+		return errcode.New(errcode.InvalidArgument, "a KMS key grant needs a user")
+	}
+	return nil
+}
+
+// InsertKMSKeyGrantSQL records a grant unless it exists: args key_name,
+// user_id, created_at (Unix ns).
+func InsertKMSKeyGrantSQL(ph func(int) string) string {
+	return fmt.Sprintf("INSERT INTO kms_key_grants (key_name, user_id, created_at) VALUES (%s, %s, %s) ON CONFLICT (key_name, user_id) DO NOTHING",
+		ph(1), ph(2), ph(3))
+}
+
+// KMSKeyGrantsSQL lists every grant: key_name, user_id, created_at.
+const KMSKeyGrantsSQL = "SELECT key_name, user_id, created_at FROM kms_key_grants ORDER BY key_name, user_id"
+
+// KMSKeyGrantNotFound is DisallowKMSKey's error when there is no grant.
+func KMSKeyGrantNotFound(key, userID string) error {
+	return errcode.New(errcode.NotFound, "user %q has no grant of KMS key %q", userID, key)
+}

@@ -1,0 +1,402 @@
+package tus
+
+import (
+	"bytes"
+	"context"
+	"crypto/md5"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/coffer-storage/coffer/internal/blob"
+	"github.com/coffer-storage/coffer/internal/blob/memblob"
+	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/kms"
+	"github.com/coffer-storage/coffer/internal/meta"
+	"github.com/coffer-storage/coffer/internal/meta/sqlite"
+	"github.com/coffer-storage/coffer/internal/object"
+)
+
+// lockSpy is the metadata store with a record of the tus lock calls
+// (fault-free: every call goes to the real store).
+type lockSpy struct {
+	meta.Store
+	locked       chan string  // upload IDs, each time a lock is taken
+	askedRelease atomic.Int64 // TryLockTus calls asking a holder to let go
+}
+
+func (s *lockSpy) TryLockTus(ctx context.Context, id, holder string, until time.Time, requestRelease bool) (meta.TusLock, error) {
+	if requestRelease {
+		s.askedRelease.Add(1)
+	}
+	got, err := s.Store.TryLockTus(ctx, id, holder, until, requestRelease)
+	if err == nil && got == meta.TusLocked {
+		select {
+		case s.locked <- id:
+		default:
+		}
+	}
+	return got, err
+}
+
+// countingBlobs is the blob store with a count of reads (fault-free).
+type countingBlobs struct {
+	blob.Store
+	gets atomic.Int64
+}
+
+func (b *countingBlobs) Get(ctx context.Context, key string, off, n int64) (io.ReadCloser, error) {
+	b.gets.Add(1)
+	return b.Store.Get(ctx, key, off, n)
+}
+
+// harness is the tus endpoint over a real object service (SQLite and an
+// in-memory blob store) on a loopback HTTP server; the caller is the user
+// named by the X-Test-User header (users "alice" and "bob", each with a
+// bucket "<name>-bucket").
+type harness struct {
+	url     string
+	dbPath  string
+	meta    *lockSpy
+	blobs   *countingBlobs
+	objects *object.Service
+	cfg     object.Config
+	lease   time.Duration
+}
+
+func newHarness(t *testing.T, cfg object.Config, lease time.Duration) *harness {
+	t.Helper()
+	dbPath := filepath.Join(t.TempDir(), "meta.db")
+	m, err := sqlite.Open(t.Context(), dbPath, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	now := time.Now().UTC()
+	for _, u := range []string{"alice", "bob"} {
+		if err := m.CreateUser(t.Context(), meta.User{ID: u, Email: u + "@x.io", CreatedAt: now},
+			meta.Bucket{Name: u + "-bucket", OwnerID: u, Visibility: meta.Private, CreatedAt: now}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := &harness{dbPath: dbPath, meta: &lockSpy{Store: m, locked: make(chan string, 16)},
+		blobs: &countingBlobs{Store: memblob.New()}, cfg: cfg, lease: lease}
+	h.objects, h.url = h.node(t)
+	return h
+}
+
+// node starts another node over h's stores (as scale-out nodes share
+// PostgreSQL and the blob store), with its own object service and tus
+// handler, and returns them.
+func (h *harness) node(t *testing.T) (*object.Service, string) {
+	t.Helper()
+	objects := object.New(h.meta, h.blobs, h.cfg, nil)
+	th, err := New(objects, h.meta, Config{BasePath: "/tus/", LockLease: h.lease,
+		Error: func(_ context.Context, err error) (int, http.Header, []byte) {
+			status := http.StatusInternalServerError
+			switch errcode.Of(err) {
+			case errcode.NotFound:
+				status = http.StatusNotFound
+			case errcode.PermissionDenied:
+				status = http.StatusForbidden
+			case errcode.InvalidArgument:
+				status = http.StatusBadRequest
+			}
+			return status, http.Header{"Content-Type": {"text/plain"}}, []byte(err.Error())
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		th.ServeHTTP(w, r, object.Actor{UserID: r.Header.Get("X-Test-User")})
+	}))
+	t.Cleanup(srv.Close)
+	return objects, srv.URL
+}
+
+// do sends a tus request as user and returns the status and body.
+func (h *harness) do(t *testing.T, user, method, path string, body io.Reader, hdr ...string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, h.url+path, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Tus-Resumable", "1.0.0")
+	req.Header.Set("X-Test-User", user)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+// create creates an upload of length bytes into user's bucket and returns
+// its path.
+func (h *harness) create(t *testing.T, user, key string, length int) string {
+	t.Helper()
+	md := "bucket " + base64.StdEncoding.EncodeToString([]byte(user+"-bucket")) + ",key " + base64.StdEncoding.EncodeToString([]byte(key))
+	resp, body := h.do(t, user, "POST", "/tus/", nil, "Upload-Length", strconv.Itoa(length), "Upload-Metadata", md)
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create: %d %s", resp.StatusCode, body)
+	}
+	loc := resp.Header.Get("Location")
+	return loc[strings.Index(loc, "/tus/"):]
+}
+
+func (h *harness) object(t *testing.T, user, key string) []byte {
+	t.Helper()
+	r, err := h.objects.Get(t.Context(), object.Actor{UserID: user}, user+"-bucket", key)
+	if err != nil {
+		t.Fatalf("object %s: %v", key, err)
+	}
+	rc, err := r.Open(t.Context(), 0, r.Object.Size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+const octets = "application/offset+octet-stream"
+
+// TestPatchContentType: a PATCH without Content-Type
+// application/offset+octet-stream is 415 (tus 1.0, docs/errors.md), not
+// tusd's 400, and stores nothing.
+func TestPatchContentType(t *testing.T) {
+	h := newHarness(t, object.Config{}, 0)
+	path := h.create(t, "alice", "ct.bin", 4)
+	for _, ct := range []string{"", "application/octet-stream", "text/plain"} {
+		resp, body := h.do(t, "alice", "PATCH", path, strings.NewReader("abcd"), "Upload-Offset", "0", "Content-Type", ct)
+		if got, want := resp.StatusCode, http.StatusUnsupportedMediaType; got != want {
+			t.Errorf("Content-Type %q: %d %s, want %d", ct, got, body, want)
+		}
+		if !strings.HasPrefix(body, "ERR_INVALID_CONTENT_TYPE") || resp.Header.Get("Tus-Resumable") != "1.0.0" {
+			t.Errorf("Content-Type %q: body %q, Tus-Resumable %q", ct, body, resp.Header.Get("Tus-Resumable"))
+		}
+	}
+	resp, _ := h.do(t, "alice", "HEAD", path, nil)
+	if got := resp.Header.Get("Upload-Offset"); got != "0" {
+		t.Errorf("Upload-Offset after refused PATCHes %q, want 0", got)
+	}
+	if resp, body := h.do(t, "alice", "PATCH", path, strings.NewReader("abcd"), "Upload-Offset", "0", "Content-Type", octets); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("PATCH: %d %s", resp.StatusCode, body)
+	}
+	if got := h.object(t, "alice", "ct.bin"); string(got) != "abcd" {
+		t.Errorf("object %q", got)
+	}
+}
+
+// TestOtherUserCannotInterrupt (issue 18, N5): while alice's PATCH holds
+// her upload's lock, bob's HEAD, PATCH and DELETE on its URL answer 404
+// without asking for the lock, and alice's PATCH completes.
+func TestOtherUserCannotInterrupt(t *testing.T) {
+	// A short lease: the holder learns of a release request within a
+	// third of it, so a regression shows at once.
+	h := newHarness(t, object.Config{InlineMax: -1}, 300*time.Millisecond)
+	const first, rest = 256 << 10, 1000
+	data := bytes.Repeat([]byte("0123456789abcdef"), (first+rest)/16+1)[:first+rest]
+	path := h.create(t, "alice", "slow.bin", len(data))
+	id := path[strings.LastIndex(path, "/")+1:]
+
+	pr, pw := io.Pipe()
+	defer pr.CloseWithError(io.ErrClosedPipe)
+	type result struct {
+		status int
+		body   string
+		offset string
+	}
+	done := make(chan result, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(t.Context(), "PATCH", h.url+path, pr)
+		req.Header.Set("Tus-Resumable", "1.0.0")
+		req.Header.Set("X-Test-User", "alice")
+		req.Header.Set("Upload-Offset", "0")
+		req.Header.Set("Content-Type", octets)
+		req.ContentLength = int64(len(data))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- result{body: err.Error()}
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		done <- result{resp.StatusCode, string(b), resp.Header.Get("Upload-Offset")}
+	}()
+	go pw.Write(data[:first])
+	// Alice's PATCH holds the lock (and reads her body).
+	if got := <-h.meta.locked; got != id {
+		t.Fatalf("locked %q, want %q", got, id)
+	}
+	for _, m := range []string{"HEAD", "PATCH", "DELETE"} {
+		var body io.Reader
+		if m == "PATCH" {
+			body = strings.NewReader("evil")
+		}
+		resp, text := h.do(t, "bob", m, path, body, "Upload-Offset", "0", "Content-Type", octets)
+		if got, want := resp.StatusCode, http.StatusNotFound; got != want {
+			t.Errorf("bob's %s: %d %s, want %d", m, got, text, want)
+		}
+	}
+	if n := h.meta.askedRelease.Load(); n != 0 {
+		t.Errorf("bob's requests asked alice's PATCH to release its lock %d times", n)
+	}
+	// (Had bob's HEAD asked for the lock, it would have got it only once
+	// alice's PATCH had let go: interrupted.)
+	go func() {
+		pw.Write(data[first:])
+		pw.Close()
+	}()
+	r := <-done
+	if r.status != http.StatusNoContent || r.offset != strconv.Itoa(len(data)) {
+		t.Fatalf("alice's PATCH: %d %q (Upload-Offset %q), want 204 at %d", r.status, r.body, r.offset, len(data))
+	}
+	if got := h.object(t, "alice", "slow.bin"); !bytes.Equal(got, data) {
+		t.Errorf("alice's object: %d bytes, want %d", len(got), len(data))
+	}
+}
+
+// stateMarker is plaintext that must never rest in the metadata store of
+// an encrypting server.
+const stateMarker = "TUS-STATE-MARKER-4b1d9e|"
+
+// markerBytes returns n bytes: zeros with stateMarker at at.
+func markerBytes(n, at int) []byte {
+	b := make([]byte, n)
+	copy(b[at:], stateMarker)
+	return b
+}
+
+// wantNoMarker fails if the metadata store's files (the database and its
+// WAL) or any blob hold stateMarker.
+func (h *harness) wantNoMarker(t *testing.T, when string) {
+	t.Helper()
+	for _, p := range []string{h.dbPath, h.dbPath + "-wal"} {
+		b, err := os.ReadFile(p)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			t.Fatal(err)
+		}
+		if bytes.Contains(b, []byte(stateMarker)) {
+			t.Errorf("%s: plaintext in %s", when, filepath.Base(p))
+		}
+	}
+	h.blobs.List(t.Context(), "", func(i blob.Info) error {
+		rc, err := h.blobs.Get(t.Context(), i.Key, 0, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(rc)
+		rc.Close()
+		if bytes.Contains(b, []byte(stateMarker)) {
+			t.Errorf("%s: plaintext in blob %s", when, i.Key)
+		}
+		return nil
+	})
+}
+
+func (h *harness) patch(t *testing.T, url, path string, off int, chunk []byte) {
+	t.Helper()
+	saved := h.url
+	h.url = url
+	defer func() { h.url = saved }()
+	if resp, body := h.do(t, "alice", "PATCH", path, bytes.NewReader(chunk), "Upload-Offset", strconv.Itoa(off), "Content-Type", octets); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("PATCH at %d: %d %s", off, resp.StatusCode, body)
+	}
+}
+
+// wantObject checks alice's object key: its bytes, ETag (MD5) and SHA-256.
+func (h *harness) wantObject(t *testing.T, key string, data []byte) {
+	t.Helper()
+	r, err := h.objects.Get(t.Context(), object.Actor{UserID: "alice"}, "alice-bucket", key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, sha := md5.Sum(data), sha256.Sum256(data)
+	if r.Object.ETag != hex.EncodeToString(md[:]) || r.Object.SHA256 != hex.EncodeToString(sha[:]) {
+		t.Errorf("%s: ETag %s SHA-256 %s, want %x %x", key, r.Object.ETag, r.Object.SHA256, md, sha)
+	}
+	if got := h.object(t, "alice", key); !bytes.Equal(got, data) {
+		t.Errorf("%s: %d bytes, not the uploaded ones", key, len(got))
+	}
+}
+
+// TestHashStateAtRest (issue 18, N3): with encryption at rest, a tus
+// upload's running hash state (which holds the last offset mod 64 bytes of
+// plaintext, a whole file under 64 bytes) never rests in the clear in the
+// metadata store; it is sealed under the upload's kind of key, bound to
+// the upload and offset, so another node (or a restart) resumes without
+// reading the parts back, and a state moved to another upload is not used.
+func TestHashStateAtRest(t *testing.T) {
+	keys, err := kms.Open(t.Context(), "", kms.Options{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { keys.Close() })
+	h := newHarness(t, object.Config{Encrypt: true, Keys: keys}, 0)
+	_, other := h.node(t)
+
+	t.Run("paused mid-way, the marker in the last partial block", func(t *testing.T) {
+		data := markerBytes(300, 64+10) // first PATCH: 100 bytes, 36 past a block boundary
+		path := h.create(t, "alice", "paused.bin", len(data))
+		h.patch(t, h.url, path, 0, data[:100])
+		h.wantNoMarker(t, "paused at 100")
+		// Resumed on another node: the sealed state is used (no part is
+		// read back), and the result is exact.
+		before := h.blobs.gets.Load()
+		h.patch(t, other, path, 100, data[100:])
+		if n := h.blobs.gets.Load() - before; n != 0 {
+			t.Errorf("the last PATCH read %d blobs back: the sealed state was not used", n)
+		}
+		h.wantObject(t, "paused.bin", data)
+		h.wantNoMarker(t, "finished")
+	})
+	t.Run("a file under 64 bytes", func(t *testing.T) {
+		data := markerBytes(50, 2)
+		path := h.create(t, "alice", "tiny.bin", len(data))
+		h.patch(t, h.url, path, 0, data[:40])
+		h.wantNoMarker(t, "paused at 40")
+		h.patch(t, other, path, 40, data[40:])
+		h.wantObject(t, "tiny.bin", data)
+		h.wantNoMarker(t, "finished")
+	})
+	t.Run("a state moved to another upload is not used", func(t *testing.T) {
+		a, b := markerBytes(200, 70), markerBytes(200, 80)
+		pa, pb := h.create(t, "alice", "a.bin", len(a)), h.create(t, "alice", "b.bin", len(b))
+		h.patch(t, h.url, pa, 0, a[:100])
+		h.patch(t, h.url, pb, 0, b[:100])
+		idOf := func(p string) string { return p[strings.LastIndex(p, "/")+1:] }
+		ta, err := h.meta.GetTus(t.Context(), idOf(pa))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.meta.SetTusHash(t.Context(), idOf(pb), 100, ta.HashState); err != nil {
+			t.Fatal(err)
+		}
+		before := h.blobs.gets.Load()
+		h.patch(t, h.url, pb, 100, b[100:])
+		if h.blobs.gets.Load() == before {
+			t.Error("b's upload finished with a's state: its parts were not read back")
+		}
+		h.wantObject(t, "b.bin", b)
+	})
+}
