@@ -22,6 +22,8 @@ type errorWriter func(w http.ResponseWriter, r *http.Request, err error)
 // guard returns next behind the stack every listener gets, built here
 // once so that no listener can miss a protection:
 //
+//   - X-Content-Type-Options: nosniff on every response, success or
+//     error, whatever the handler (securityHeaders);
 //   - a request ID, metrics and an access-log line (observe);
 //   - a write-idle deadline on every response write, sendfile included
 //     (a client that stops reading gives its slot back after
@@ -90,7 +92,18 @@ func (s *Server) guard(api string, classify func(*http.Request) httpx.Kind, errw
 		}
 		next.ServeHTTP(w, r)
 	})
-	return httpx.RequestIDMiddleware(s.observe(api, httpx.WriteIdle(s.cfg.WriteIdle, s.recoverer(errw, admitted))))
+	return s.securityHeaders(httpx.RequestIDMiddleware(s.observe(api, httpx.WriteIdle(s.cfg.WriteIdle, s.recoverer(errw, admitted)))))
+}
+
+// securityHeaders sets the headers every response of every listener
+// carries, before any handler runs: X-Content-Type-Options: nosniff
+// (browsers take each Content-Type as it is: a JSON answer or an error
+// page is never guessed into HTML).
+func (s *Server) securityHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		next.ServeHTTP(w, r)
+	})
 }
 
 // recoverer turns a handler panic into a logged 500 in the listener's

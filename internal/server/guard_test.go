@@ -9,10 +9,12 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coffer-storage/coffer/internal/config"
 	"github.com/coffer-storage/coffer/internal/httpapi"
 	"github.com/coffer-storage/coffer/internal/s3api"
+	"github.com/coffer-storage/coffer/internal/s3api/sigv4"
 )
 
 func testServer(t *testing.T) *Server {
@@ -88,5 +90,55 @@ func TestLogPathHidesShareTokens(t *testing.T) {
 		if got := logPath(tc.api, tc.in); got != tc.want {
 			t.Errorf("logPath(%s, %q) = %q, want %q", tc.api, tc.in, got, tc.want)
 		}
+	}
+}
+
+// TestNosniffOnEveryResponse: every answer of both listeners, success or
+// error, JSON, XML or plain text, carries X-Content-Type-Options: nosniff
+// (the guard sets it once, before any handler runs).
+func TestNosniffOnEveryResponse(t *testing.T) {
+	e := newShareEnv(t)
+	key, err := e.s.auth.CreateAccessKey(context.Background(), e.a.id, "nosniff")
+	if err != nil {
+		t.Fatal(err)
+	}
+	signed := func(method, target string) *http.Request {
+		req := httptest.NewRequest(method, target, nil)
+		if err := sigv4.SignRequest(req, key.ID, key.Secret, "us-east-1", sigv4.EmptySHA256, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		return req
+	}
+	bearer := func(method, target string) *http.Request {
+		req := httptest.NewRequest(method, target, nil)
+		req.Header.Set("Authorization", "Bearer "+e.a.token)
+		return req
+	}
+	for _, tc := range []struct {
+		name    string
+		h       http.Handler
+		req     *http.Request
+		success bool
+	}{
+		{"file JSON success", e.s.Handler(), bearer("GET", "/api/v1/me"), true},
+		{"file JSON list", e.s.Handler(), bearer("GET", "/api/v1/buckets"), true},
+		{"file probe", e.s.Handler(), httptest.NewRequest("GET", "/healthz", nil), true},
+		{"file problem", e.s.Handler(), httptest.NewRequest("GET", "/api/v1/me", nil), false},
+		{"file unknown route", e.s.Handler(), httptest.NewRequest("GET", "/api/v1/nope", nil), false},
+		{"S3 success", e.s.s3, signed("GET", "/"), true},
+		{"S3 bucket list", e.s.s3, signed("GET", "/"+e.a.bucket), true},
+		{"S3 error", e.s.s3, httptest.NewRequest("GET", "/", nil), false},
+		{"S3 no such bucket", e.s.s3, signed("GET", "/no-such-bucket-here"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			tc.h.ServeHTTP(rec, tc.req)
+			if ok := rec.Code < 300; ok != tc.success {
+				t.Fatalf("status %d, want success %v\n%s", rec.Code, tc.success, rec.Body)
+			}
+			if got, want := rec.Header().Get("X-Content-Type-Options"), "nosniff"; got != want {
+				t.Errorf("X-Content-Type-Options %q, want %q (status %d)", got, want, rec.Code)
+			}
+		})
 	}
 }
