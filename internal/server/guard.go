@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"path"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -175,10 +176,24 @@ func (s *Server) observe(api string, next http.Handler) http.Handler {
 
 // logPath is the path the access log shows: a share link's token is a
 // credential, so /s/{token}/... is logged as /s/-/... (the share field
-// names the link by its ID).
+// names the link by its ID). A path with an empty, "." or ".." segment
+// could hide a token where that prefix test does not look (//s/TOKEN,
+// /s/./TOKEN, /s//TOKEN, /api/v1/../s/TOKEN, /s/TOKEN/../../api/v1/me):
+// it is logged in its cleaned form (path.Clean, a trailing "/" kept),
+// with every segment that follows an "s" segment cut.
 func logPath(api, p string) string {
 	if api != "file" {
 		return p
+	}
+	if clean := cleanPath(p); clean != p {
+		segs := strings.Split(clean, "/")
+		out := make([]string, len(segs))
+		for i, seg := range segs {
+			if out[i] = seg; i > 0 && segs[i-1] == "s" && seg != "" {
+				out[i] = "-"
+			}
+		}
+		return strings.Join(out, "/")
 	}
 	rest, ok := strings.CutPrefix(p, "/s/")
 	if !ok {
@@ -188,6 +203,19 @@ func logPath(api, p string) string {
 		return "/s/-/" + after
 	}
 	return "/s/-"
+}
+
+// cleanPath is path.Clean of an absolute request path, keeping a
+// trailing "/".
+func cleanPath(p string) string {
+	if !strings.HasPrefix(p, "/") {
+		return p // "*" (OPTIONS *)
+	}
+	c := path.Clean(p)
+	if strings.HasSuffix(p, "/") && c != "/" {
+		c += "/"
+	}
+	return c
 }
 
 // newAdmission builds the node's admission controller from the config and

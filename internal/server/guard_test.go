@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"encoding/xml"
@@ -8,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -85,6 +87,14 @@ func TestLogPathHidesShareTokens(t *testing.T) {
 		{"file", "/s/SECRETTOKEN/unlock", "/s/-/unlock"},
 		{"file", "/api/v1/me", "/api/v1/me"},
 		{"file", "/sx/y", "/sx/y"},
+		{"file", "//s/SECRETTOKEN", "/s/-"},
+		{"file", "/s/./SECRETTOKEN", "/s/-"},
+		{"file", "/s//SECRETTOKEN", "/s/-"},
+		{"file", "/api/v1/../s/SECRETTOKEN", "/api/s/-"},
+		{"file", "/s/s/../s/s/SECRETTOKEN/x", "/s/-/-/-/x"},
+		{"file", "/s/SECRETTOKEN/../../api/v1/me", "/api/v1/me"},
+		{"file", "/api/v1/buckets/b/files/dir/", "/api/v1/buckets/b/files/dir/"},
+		{"file", "*", "*"},
 		{"s3", "/s/key", "/s/key"},
 	} {
 		if got := logPath(tc.api, tc.in); got != tc.want {
@@ -138,6 +148,59 @@ func TestNosniffOnEveryResponse(t *testing.T) {
 			}
 			if got, want := rec.Header().Get("X-Content-Type-Options"), "nosniff"; got != want {
 				t.Errorf("X-Content-Type-Options %q, want %q (status %d)", got, want, rec.Code)
+			}
+		})
+	}
+}
+
+// lockedBuffer is a log destination safe for the server's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestAccessLogNeverHoldsShareTokens: a link's token reaches no line of
+// the log, however the path around it is spelled (doubled or dot
+// segments, a detour through /api/v1/..), whether the request is served,
+// redirected or refused.
+func TestAccessLogNeverHoldsShareTokens(t *testing.T) {
+	var logs lockedBuffer
+	e := newShareEnvWith(t, nil, slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	e.put(e.a, "f.txt", []byte("shared"))
+	tok := e.share(e.a, map[string]any{"key": "f.txt"}).Token
+	for _, p := range []string{
+		"/s/TOKEN",
+		"/s/TOKEN/x",
+		"//s/TOKEN",
+		"/s/./TOKEN",
+		"/s//TOKEN",
+		"/api/v1/../s/TOKEN",
+		"/api/v1/x/../../s/TOKEN/y",
+		"/s/TOKEN/../../api/v1/me",
+		"/%73/TOKEN",
+		"/s/%2E/TOKEN",
+	} {
+		t.Run(p, func(t *testing.T) {
+			before := logs.String()
+			e.do(e.url, "GET", strings.Replace(p, "TOKEN", tok, 1), "", nil)
+			out := strings.TrimPrefix(logs.String(), before)
+			if !strings.Contains(out, `"msg":"request"`) {
+				t.Fatalf("no access-log line for %s", p)
+			}
+			if strings.Contains(out, tok) {
+				t.Errorf("the token is in the log:\n%s", out)
 			}
 		})
 	}

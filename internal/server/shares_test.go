@@ -38,10 +38,20 @@ type shareUser struct {
 
 func newShareEnv(t *testing.T) *shareEnv {
 	t.Helper()
+	return newShareEnvWith(t, nil, slog.New(slog.DiscardHandler))
+}
+
+// newShareEnvWith is newShareEnv with the config changed by mod (if not
+// nil) and the server's log going to log.
+func newShareEnvWith(t *testing.T, mod func(*config.Config), log *slog.Logger) *shareEnv {
+	t.Helper()
 	cfg := config.Defaults()
 	cfg.Data = t.TempDir()
 	cfg.Argon2Memory, cfg.Argon2Time = 8192, 1
-	s, err := New(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	if mod != nil {
+		mod(&cfg)
+	}
+	s, err := New(context.Background(), cfg, log)
 	if err != nil {
 		t.Fatal(err)
 	}
