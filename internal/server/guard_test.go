@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -201,6 +202,56 @@ func TestAccessLogNeverHoldsShareTokens(t *testing.T) {
 			}
 			if strings.Contains(out, tok) {
 				t.Errorf("the token is in the log:\n%s", out)
+			}
+		})
+	}
+}
+
+// TestMetricsOnlyForLocalClients: /metrics answers a loopback peer that
+// relays no one. A peer listed in --trusted-proxies is a relay even on
+// loopback: without an X-Forwarded-For naming a loopback client (no
+// header, only X-Client-IP, a remote or unparsable hop) its request is
+// remote. The metrics token opens it to anyone.
+func TestMetricsOnlyForLocalClients(t *testing.T) {
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(200) })
+	for _, tc := range []struct {
+		name    string
+		trusted string
+		peer    string
+		hdr     []string
+		want    int
+	}{
+		{"loopback", "", "127.0.0.1:5000", nil, 200},
+		{"loopback v6", "", "[::1]:5000", nil, 200},
+		{"remote", "", "192.0.2.7:5000", nil, 404},
+		{"loopback relaying", "", "127.0.0.1:5000", []string{"X-Forwarded-For", "192.0.2.7"}, 404},
+		{"loopback relaying, Forwarded", "", "127.0.0.1:5000", []string{"Forwarded", "for=192.0.2.7"}, 404},
+		{"trusted proxy, no forwarding header", "127.0.0.1/32", "127.0.0.1:5000", nil, 404},
+		{"trusted proxy, X-Client-IP only", "127.0.0.1/32", "127.0.0.1:5000", []string{"X-Client-IP", "127.0.0.1"}, 404},
+		{"trusted proxy, remote client", "127.0.0.1/32", "127.0.0.1:5000", []string{"X-Forwarded-For", "192.0.2.7"}, 404},
+		{"trusted proxy, spoofed loopback before the client", "127.0.0.1/32", "127.0.0.1:5000", []string{"X-Forwarded-For", "127.0.0.1, 192.0.2.7"}, 404},
+		{"trusted proxy, unparsable hop", "127.0.0.1/32", "127.0.0.1:5000", []string{"X-Forwarded-For", "nonsense"}, 404},
+		{"trusted proxy, local client", "127.0.0.1/32", "127.0.0.1:5000", []string{"X-Forwarded-For", "127.0.0.1"}, 200},
+		{"trusted remote proxy, local client", "10.0.0.0/8", "10.1.2.3:5000", []string{"X-Forwarded-For", "::1"}, 200},
+		{"trusted remote proxy, no header", "10.0.0.0/8", "10.1.2.3:5000", nil, 404},
+		{"token", "127.0.0.1/32", "192.0.2.7:5000", []string{"Authorization", "Bearer metrics-secret"}, 200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := config.Defaults()
+			cfg.MetricsToken = "metrics-secret"
+			if tc.trusted != "" {
+				cfg.TrustedProxies = []netip.Prefix{netip.MustParsePrefix(tc.trusted)}
+			}
+			s := &Server{cfg: cfg, log: slog.New(slog.DiscardHandler)}
+			req := httptest.NewRequest("GET", "/metrics", nil)
+			req.RemoteAddr = tc.peer
+			for i := 0; i+1 < len(tc.hdr); i += 2 {
+				req.Header.Set(tc.hdr[i], tc.hdr[i+1])
+			}
+			rec := httptest.NewRecorder()
+			s.metricsGuard(ok).ServeHTTP(rec, req)
+			if got := rec.Code; got != tc.want {
+				t.Errorf("status %d, want %d", got, tc.want)
 			}
 		})
 	}
