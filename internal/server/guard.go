@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"path"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,7 +25,8 @@ type errorWriter func(w http.ResponseWriter, r *http.Request, err error)
 // once so that no listener can miss a protection:
 //
 //   - X-Content-Type-Options: nosniff on every response, success or
-//     error, whatever the handler (securityHeaders);
+//     error, whatever the handler, and Strict-Transport-Security on the
+//     file API's answers over TLS (securityHeaders);
 //   - a request ID, metrics and an access-log line (observe);
 //   - a write-idle deadline on every response write, sendfile included
 //     (a client that stops reading gives its slot back after
@@ -93,16 +95,27 @@ func (s *Server) guard(api string, classify func(*http.Request) httpx.Kind, errw
 		}
 		next.ServeHTTP(w, r)
 	})
-	return s.securityHeaders(httpx.RequestIDMiddleware(s.observe(api, httpx.WriteIdle(s.cfg.WriteIdle, s.recoverer(errw, admitted)))))
+	return s.securityHeaders(api, httpx.RequestIDMiddleware(s.observe(api, httpx.WriteIdle(s.cfg.WriteIdle, s.recoverer(errw, admitted)))))
 }
 
 // securityHeaders sets the headers every response of every listener
 // carries, before any handler runs: X-Content-Type-Options: nosniff
 // (browsers take each Content-Type as it is: a JSON answer or an error
-// page is never guessed into HTML).
-func (s *Server) securityHeaders(next http.Handler) http.Handler {
+// page is never guessed into HTML). Over TLS, the file API listener (the
+// console's origin) also sends Strict-Transport-Security with
+// --hsts-max-age, so a browser that has seen it once never again sends
+// the console's cookies or tokens over plain HTTP.
+func (s *Server) securityHeaders(api string, next http.Handler) http.Handler {
+	var hsts string
+	if secs := int64(s.cfg.HSTSMaxAge / time.Second); api == "file" && s.certs != nil && secs > 0 {
+		hsts = "max-age=" + strconv.FormatInt(secs, 10)
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("X-Content-Type-Options", "nosniff")
+		h := w.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		if hsts != "" && r.TLS != nil {
+			h.Set("Strict-Transport-Security", hsts)
+		}
 		next.ServeHTTP(w, r)
 	})
 }
