@@ -375,7 +375,7 @@ func (c *Config) FlagSet(name string) *flag.FlagSet {
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "deadline of requests that move no object bytes")
 	fs.Var((*bytesValue)(&c.MinUploadRate), "min-upload-rate", "bytes per second a client must sustain (after 10s grace)")
 	fs.DurationVar(&c.WriteIdle, "write-idle-timeout", c.WriteIdle, "a response write that makes no progress this long fails (a client that stops reading gives back its slot)")
-	fs.IntVar(&c.MaxInFlightPerClient, "max-in-flight-per-client", c.MaxInFlightPerClient, "concurrent requests of one client address carrying credentials; anonymous ones get a quarter (0 = unbounded)")
+	fs.IntVar(&c.MaxInFlightPerClient, "max-in-flight-per-client", c.MaxInFlightPerClient, "concurrent requests of one client address carrying credentials; anonymous ones get a quarter; never more than half of --max-in-flight (0 = unbounded)")
 	fs.StringVar(&c.Admission, "admission", c.Admission, "adaptive (shed load when the CPU falls behind) or fixed (only --max-in-flight and the per-client bound)")
 	fs.DurationVar(&c.OverloadTarget, "overload-target", c.OverloadTarget, "CPU scheduling delay (90th percentile per 100ms) above which adaptive admission sheds load")
 	fs.IntVar(&c.AdmissionFloor, "admission-floor", c.AdmissionFloor, "concurrent requests per listener and class that adaptive admission never sheds (0 = 8 x cores)")
