@@ -1,8 +1,10 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"mime"
 	"net/http"
 	"net/url"
@@ -392,7 +394,8 @@ func (api *API) shareList(r *http.Request, sh meta.Share, q url.Values) (respons
 func (api *API) shareZip(r *http.Request, sh meta.Share, compress bool) (response, error) {
 	plan := newZipPlan(api.zipLimits())
 	a := object.ShareActor(sh)
-	if err := api.planPrefix(r, a, sh.Bucket, sh.Key, plan); err != nil {
+	ctx, done := api.zipPlanning(r)
+	if err := done(api.planPrefix(ctx, a, sh.Bucket, sh.Key, plan)); err != nil {
 		return nil, shareSafe(err, sh)
 	}
 	if err := api.objects.UseShare(r.Context(), sh, r.Method == http.MethodGet, time.Now()); err != nil {
@@ -502,11 +505,28 @@ func (api *API) zipLimits() zipLimits {
 	return zipLimits{Entries: api.cfg.MaxZipEntries, Bytes: api.cfg.MaxZipBytes}
 }
 
+// zipPlanning returns the context a zip is planned in: the request's,
+// with ZipPlanTimeout (the route streams, so the request timeout does not
+// bound it). done turns an error of planning into the answer: a planning
+// that ran out of time is a zip too large to plan.
+func (api *API) zipPlanning(r *http.Request) (ctx context.Context, done func(error) error) {
+	ctx, cancel := context.WithTimeout(r.Context(), api.cfg.ZipPlanTimeout)
+	return ctx, func(err error) error {
+		cancel()
+		if err != nil && ctx.Err() == context.DeadlineExceeded && r.Context().Err() == nil {
+			return &errcode.Error{Code: errcode.TooLarge,
+				Message: fmt.Sprintf("the zip could not be planned within %s: ask for fewer files or folders", api.cfg.ZipPlanTimeout),
+				Detail:  map[string]any{"reason": "zip_too_large", "plan_timeout_seconds": api.cfg.ZipPlanTimeout.Seconds()}}
+		}
+		return err
+	}
+}
+
 // planPrefix plans every object under prefix, named relative to it.
-func (api *API) planPrefix(r *http.Request, a object.Actor, bucket, prefix string, plan *zipPlan) error {
+func (api *API) planPrefix(ctx context.Context, a object.Actor, bucket, prefix string, plan *zipPlan) error {
 	opts := meta.ListOptions{Prefix: prefix, Limit: 1000}
 	for {
-		page, err := api.objects.List(r.Context(), a, bucket, opts)
+		page, err := api.objects.List(ctx, a, bucket, opts)
 		if err != nil {
 			return err
 		}
@@ -522,6 +542,11 @@ func (api *API) planPrefix(r *http.Request, a object.Actor, bucket, prefix strin
 	}
 }
 
+// zipFiles is POST /buckets/{bucket}/zip. Its planning is bounded: the
+// prefixes are de-duplicated and those another covers dropped (so no
+// object is listed twice), as are repeated keys and keys under a prefix;
+// at most maxZipPrefixes prefixes and MaxZipEntries keys remain, the
+// entry and byte limits stop the listing, and ZipPlanTimeout the whole.
 func (api *API) zipFiles(r *http.Request, p auth.Principal) (response, error) {
 	var b struct {
 		Keys     []string `json:"keys"`
@@ -535,28 +560,27 @@ func (api *API) zipFiles(r *http.Request, p auth.Principal) (response, error) {
 	if len(b.Keys) == 0 && len(b.Prefixes) == 0 {
 		return nil, errcode.New(errcode.InvalidArgument, "give keys or prefixes")
 	}
-	bucket := r.PathValue("bucket")
-	a := actor(p)
-	if _, err := api.objects.GetBucket(r.Context(), a, bucket); err != nil {
-		return nil, err
-	}
-	plan := newZipPlan(api.zipLimits())
-	for _, k := range b.Keys {
-		rd, err := api.objects.Get(r.Context(), a, bucket, k)
-		if err != nil {
-			return nil, err
-		}
-		if err := plan.add(rd.Object, k); err != nil {
-			return nil, err
-		}
-	}
 	for _, pfx := range b.Prefixes {
 		if len(pfx) > object.MaxKeyLen || !utf8.ValidString(pfx) {
 			return nil, errcode.New(errcode.InvalidArgument, "prefix must be valid UTF-8 of at most 1024 bytes")
 		}
-		if err := api.planPrefix(r, a, bucket, pfx, plan); err != nil {
-			return nil, err
-		}
+	}
+	prefixes := coverPrefixes(b.Prefixes)
+	keys := uncoveredKeys(b.Keys, prefixes)
+	switch {
+	case len(prefixes) > maxZipPrefixes:
+		return nil, &errcode.Error{Code: errcode.TooLarge, Message: fmt.Sprintf("a zip takes at most %d prefixes (none inside another)", maxZipPrefixes),
+			Detail: map[string]any{"reason": "zip_too_large", "max_prefixes": maxZipPrefixes}}
+	case len(keys) > api.cfg.MaxZipEntries:
+		return nil, &errcode.Error{Code: errcode.TooLarge, Message: fmt.Sprintf("the zip would hold more than %d files", api.cfg.MaxZipEntries),
+			Detail: map[string]any{"reason": "zip_too_large", "max_entries": api.cfg.MaxZipEntries}}
+	}
+	bucket := r.PathValue("bucket")
+	a := actor(p)
+	ctx, done := api.zipPlanning(r)
+	plan, err := api.planZip(ctx, a, bucket, keys, prefixes)
+	if err = done(err); err != nil {
+		return nil, err
 	}
 	name := b.Name
 	if name == "" {
@@ -564,6 +588,30 @@ func (api *API) zipFiles(r *http.Request, p auth.Principal) (response, error) {
 	}
 	return &zipResponse{log: api.log, filename: name, entries: plan.entries, compress: b.Compress,
 		open: objectZipOpener(api.objects, a, bucket), before: api.cfg.BeforeZipEntry}, nil
+}
+
+// planZip plans keys (each its own name), then every object under
+// prefixes (named relative to its prefix).
+func (api *API) planZip(ctx context.Context, a object.Actor, bucket string, keys, prefixes []string) (*zipPlan, error) {
+	if _, err := api.objects.GetBucket(ctx, a, bucket); err != nil {
+		return nil, err
+	}
+	plan := newZipPlan(api.zipLimits())
+	for _, k := range keys {
+		rd, err := api.objects.Get(ctx, a, bucket, k)
+		if err != nil {
+			return nil, err
+		}
+		if err := plan.add(rd.Object, k); err != nil {
+			return nil, err
+		}
+	}
+	for _, pfx := range prefixes {
+		if err := api.planPrefix(ctx, a, bucket, pfx, plan); err != nil {
+			return nil, err
+		}
+	}
+	return plan, nil
 }
 
 // ---- batch delete ----

@@ -290,6 +290,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		TrustedProxies: cfg.TrustedProxies,
 		PublicMaxAge:   cfg.PublicMaxAge,
 		ShareMaxExpiry: cfg.ShareMaxExpiry,
+		// A zip streams (no request timeout), but its planning does not.
+		ZipPlanTimeout: cfg.RequestTimeout,
 		Info: httpapi.ServerInfo{
 			Version: version, Revision: revision, GoVersion: goVersion,
 			Started: s.started, MetaStore: metaKind, BlobStore: blobKind,
