@@ -213,12 +213,23 @@ func (api *API) revokeShare(r *http.Request, p auth.Principal) (response, error)
 
 // ---- anonymous access ----
 
+// shareAccess is what a request does through a link (openShare).
+type shareAccess int
+
+const (
+	shareUse    shareAccess = iota // anything the two below are not
+	shareUnlock                    // POST unlock: no grant needed yet
+	shareRead                      // GET of the link's content
+)
+
 // openShare resolves the request's link: active, its owner enabled, and,
-// if it has a password, unlocked by a valid grant (unless unlocking).
-func (api *API) openShare(r *http.Request, unlocking bool) (meta.Share, error) {
+// if it has a password, unlocked by a valid grant (unless unlocking). A
+// ranged GET of content also gets through a used-up link: it may resume
+// a download the link counted (object.ReadShare decides).
+func (api *API) openShare(r *http.Request, access shareAccess) (meta.Share, error) {
 	now := time.Now()
 	sh, err := api.objects.ShareByToken(r.Context(), r.PathValue("token"), now)
-	if err != nil {
+	if err != nil && (access != shareRead || r.Header.Get("Range") == "" || sh.ID == "" || sh.State(now) != "used_up") {
 		return meta.Share{}, err
 	}
 	httpx.SetShare(r.Context(), sh.ID)
@@ -233,7 +244,7 @@ func (api *API) openShare(r *http.Request, unlocking bool) (meta.Share, error) {
 	if !active {
 		return meta.Share{}, meta.ErrShareUnavailable("unavailable")
 	}
-	if sh.Password != "" && !unlocking && !api.shareUnlocked(r, sh, now) {
+	if sh.Password != "" && access != shareUnlock && !api.shareUnlocked(r, sh, now) {
 		return meta.Share{}, &errcode.Error{Code: errcode.Unauthenticated,
 			Message: "this share link has a password: POST {\"password\": ...} to /s/{token}/unlock first",
 			Detail:  map[string]any{"reason": "share_locked"}}
@@ -258,7 +269,7 @@ func (api *API) shareUnlocked(r *http.Request, sh meta.Share, now time.Time) boo
 // shareGet is GET /s/{token}: a file share's file; a folder share's
 // listing (?cursor=, ?limit=), or its zip with ?zip=1.
 func (api *API) shareGet(r *http.Request, _ auth.Principal) (response, error) {
-	sh, err := api.openShare(r, false)
+	sh, err := api.openShare(r, shareRead)
 	if err != nil {
 		return nil, err
 	}
@@ -277,7 +288,7 @@ func (api *API) shareGet(r *http.Request, _ auth.Principal) (response, error) {
 
 // shareGetPath is GET /s/{token}/{path...}: a file of a folder share.
 func (api *API) shareGetPath(r *http.Request, _ auth.Principal) (response, error) {
-	sh, err := api.openShare(r, false)
+	sh, err := api.openShare(r, shareRead)
 	if err != nil {
 		return nil, err
 	}
@@ -304,7 +315,7 @@ func (api *API) shareFile(r *http.Request, sh meta.Share, rel string) (response,
 }
 
 // shareFileResponse serves a file through a link on the shared download
-// path, counting a download when bytes from the start are sent.
+// path, counting downloads as object.ReadShare says.
 type shareFileResponse struct {
 	api *API
 	rd  *object.Reader
@@ -316,7 +327,26 @@ func (f *shareFileResponse) respond(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Cache-Control", "private, no-store")
 	h.Set("Referrer-Policy", "no-referrer")
-	sp, ok, err := httpx.PlanDownload(w, r, httpx.Representation{ETag: o.ETag, ModTime: o.ModTime, Size: o.Size}, nil)
+	now := time.Now()
+	rep := httpx.Representation{ETag: o.ETag, ModTime: o.ModTime, Size: o.Size}
+	read := object.ShareRead{Client: object.ShareClient(httpx.ClientIP(r, f.api.cfg.TrustedProxies)), Key: o.Key, ETag: o.ETag}
+	counted := false
+	if f.sh.State(now) == "used_up" {
+		// Only the resume of a download the link counted goes on, decided
+		// before any header: a used-up link answers nothing else, not even
+		// a 304 or a 416.
+		err := meta.ErrShareUnavailable("used_up")
+		if start, ok := resumeStart(r, rep); ok {
+			read.Offset = start
+			err = f.api.objects.ReadShare(r.Context(), f.sh, read, now)
+		}
+		if err != nil {
+			WriteProblem(w, r, f.api.log, err)
+			return
+		}
+		counted = true
+	}
+	sp, ok, err := httpx.PlanDownload(w, r, rep, nil)
 	if err != nil {
 		WriteProblem(w, r, f.api.log, err)
 		return
@@ -324,9 +354,17 @@ func (f *shareFileResponse) respond(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	// A GET from the first byte is a download (ranges further on are
-	// the same download resumed); HEAD and 304 are not.
-	if err := f.api.objects.UseShare(r.Context(), f.sh, r.Method == http.MethodGet && sp.Start == 0, time.Now()); err != nil {
+	if !counted {
+		// A GET is a download unless it resumes one (ReadShare); HEAD and
+		// 304 are not.
+		if r.Method == http.MethodGet {
+			read.Offset = sp.Start
+			err = f.api.objects.ReadShare(r.Context(), f.sh, read, now)
+		} else {
+			err = f.api.objects.UseShare(r.Context(), f.sh, false, now)
+		}
+	}
+	if err != nil {
 		for _, k := range []string{"ETag", "Last-Modified", "Accept-Ranges", "Content-Range"} {
 			h.Del(k)
 		}
@@ -337,6 +375,17 @@ func (f *shareFileResponse) respond(w http.ResponseWriter, r *http.Request) {
 	if err := httpx.SendSpan(w, r, f.rd, sp, f.api.log, "share", f.sh.ID); err != nil {
 		WriteProblem(w, r, f.api.log, err)
 	}
+}
+
+// resumeStart is the first byte a GET asks for with a single Range that
+// applies (If-Range) and is satisfiable, when that byte is not the first:
+// the only kind of request that may resume a download.
+func resumeStart(r *http.Request, rep httpx.Representation) (int64, bool) {
+	if r.Method != http.MethodGet || !httpx.RangeApplies(r, httpx.Validators{ETag: rep.ETag, ModTime: rep.ModTime, Exists: true}) {
+		return 0, false
+	}
+	res, start, _ := httpx.ParseRange(r.Header.Get("Range"), rep.Size)
+	return start, res == httpx.RangeOK && start > 0
 }
 
 type shareEntryJSON struct {
@@ -415,7 +464,7 @@ func (api *API) sharePost(r *http.Request, _ auth.Principal) (response, error) {
 	if r.PathValue("path") != "unlock" {
 		return nil, errcode.New(errcode.NotFound, "no such endpoint")
 	}
-	sh, err := api.openShare(r, true)
+	sh, err := api.openShare(r, shareUnlock)
 	if err != nil {
 		return nil, err
 	}
@@ -446,7 +495,7 @@ func (api *API) sharePost(r *http.Request, _ auth.Principal) (response, error) {
 // folder share with allow_upload). It never replaces a file: a name that
 // is taken gets 412. The owner's quota applies.
 func (api *API) sharePut(r *http.Request, _ auth.Principal) (response, error) {
-	sh, err := api.openShare(r, false)
+	sh, err := api.openShare(r, shareUse)
 	if err != nil {
 		return nil, err
 	}

@@ -116,3 +116,46 @@ func (s *Store) UseShare(ctx context.Context, id string, download bool, now time
 	}
 	return meta.ErrShareUnavailable(sh.State(now))
 }
+
+// StartShareDownload implements meta.Store.
+func (s *Store) StartShareDownload(ctx context.Context, d meta.ShareDownload, now time.Time) error {
+	if err := metasql.CheckShareDownload(d); err != nil {
+		return err
+	}
+	now = metasql.OrNow(now, time.Now())
+	var used bool
+	err := s.write(ctx, "start share download", func(t *txn) error {
+		used = false
+		t.execN(func(n int64) error { used = n == 1; return nil }, metasql.UseShareSQL(dollar), metasql.UseShareArgs(d.ShareID, true, now)...)
+		if err := t.flush(); err != nil || !used {
+			return err
+		}
+		t.exec(metasql.ShareDownloadUpsertSQL(dollar), metasql.ShareDownloadUpsertArgs(d)...)
+		return nil
+	})
+	if err != nil || used {
+		return err
+	}
+	sh, err := s.GetShare(ctx, d.ShareID)
+	if err != nil {
+		return err
+	}
+	return meta.ErrShareUnavailable(sh.State(now))
+}
+
+// ResumeShareDownload implements meta.Store.
+func (s *Store) ResumeShareDownload(ctx context.Context, d meta.ShareDownload, maxResumes int, now time.Time) (bool, error) {
+	now = metasql.OrNow(now, time.Now())
+	var resumed bool
+	err := s.write(ctx, "resume share download", func(t *txn) error {
+		resumed = false
+		t.execN(func(n int64) error { resumed = n == 1; return nil },
+			metasql.ResumeShareDownloadSQL(dollar), metasql.ResumeShareDownloadArgs(d, maxResumes, now)...)
+		if err := t.flush(); err != nil || !resumed {
+			return err
+		}
+		t.exec(metasql.TouchShareSQL(dollar), metasql.ToNanos(now), d.ShareID)
+		return nil
+	})
+	return resumed && err == nil, err
+}

@@ -119,3 +119,52 @@ func (s *Store) UseShare(ctx context.Context, id string, download bool, now time
 	}
 	return meta.ErrShareUnavailable(sh.State(now))
 }
+
+// StartShareDownload implements meta.Store.
+func (s *Store) StartShareDownload(ctx context.Context, d meta.ShareDownload, now time.Time) error {
+	if err := metasql.CheckShareDownload(d); err != nil {
+		return err
+	}
+	now = metasql.OrNow(now, time.Now())
+	var used bool
+	err := s.write(ctx, func(ctx context.Context, c *conn) error {
+		res, err := c.ExecContext(ctx, metasql.UseShareSQL(q), metasql.UseShareArgs(d.ShareID, true, now)...)
+		if err != nil {
+			return classify(err, "use share")
+		}
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			return classify(err, "use share")
+		}
+		used = true
+		_, err = c.ExecContext(ctx, metasql.ShareDownloadUpsertSQL(q), metasql.ShareDownloadUpsertArgs(d)...)
+		return classify(err, "record share download")
+	})
+	if err != nil || used {
+		return err
+	}
+	sh, err := s.GetShare(ctx, d.ShareID)
+	if err != nil {
+		return err
+	}
+	return meta.ErrShareUnavailable(sh.State(now))
+}
+
+// ResumeShareDownload implements meta.Store.
+func (s *Store) ResumeShareDownload(ctx context.Context, d meta.ShareDownload, maxResumes int, now time.Time) (bool, error) {
+	now = metasql.OrNow(now, time.Now())
+	var resumed bool
+	err := s.write(ctx, func(ctx context.Context, c *conn) error {
+		resumed = false
+		res, err := c.ExecContext(ctx, metasql.ResumeShareDownloadSQL(q), metasql.ResumeShareDownloadArgs(d, maxResumes, now)...)
+		if err != nil {
+			return classify(err, "resume share download")
+		}
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			return classify(err, "resume share download")
+		}
+		resumed = true
+		_, err = c.ExecContext(ctx, metasql.TouchShareSQL(q), metasql.ToNanos(now), d.ShareID)
+		return classify(err, "use share")
+	})
+	return resumed && err == nil, err
+}
