@@ -147,11 +147,17 @@ func TestProbesAreNeverShed(t *testing.T) {
 // fill admits n requests of class on l and returns their tickets.
 func fill(t *testing.T, l *Listener, class Class, n int) []*Ticket {
 	t.Helper()
+	return admitN(t, l, req(class, "10.0.0.1"), n)
+}
+
+// admitN admits r n times; each must pass.
+func admitN(t *testing.T, l *Listener, r Request, n int) []*Ticket {
+	t.Helper()
 	var ts []*Ticket
 	for i := range n {
-		tk, err := l.Admit(req(class, "10.0.0.1"))
+		tk, err := l.Admit(r)
 		if err != nil {
-			t.Fatalf("admitting %d of %d %v: %v", i+1, n, class, err)
+			t.Fatalf("admitting %d of %d %v requests of %v: %v", i+1, n, r.Class, r.Client, err)
 		}
 		ts = append(ts, tk)
 	}
@@ -380,16 +386,7 @@ func TestPerClientShareOfMaxInFlight(t *testing.T) {
 	c := newTest(t, Config{MaxInFlight: 8, PerClient: 128, Fixed: true})
 	l := c.Listener("file")
 	var held []*Ticket
-	admit := func(r Request, n int) {
-		t.Helper()
-		for i := range n {
-			tk, err := l.Admit(r)
-			if err != nil {
-				t.Fatalf("%v request %d of %d: %v", r.Client, i+1, n, err)
-			}
-			held = append(held, tk)
-		}
-	}
+	admit := func(r Request, n int) { held = append(held, admitN(t, l, r, n)...) }
 	admit(anon(Read, "10.0.0.1"), 4)
 	for range 10 {
 		if _, err := l.Admit(anon(Read, "10.0.0.1")); errcode.Of(err) != errcode.RateLimited {
@@ -432,14 +429,7 @@ func TestPerClientShareOfClassLimit(t *testing.T) {
 	} else {
 		tk.Done()
 	}
-	var b []*Ticket
-	for i := range 4 {
-		tk, err := l.Admit(anon(Read, "10.0.0.2"))
-		if err != nil {
-			t.Fatalf("another client's read %d: %v", i+1, err)
-		}
-		b = append(b, tk)
-	}
+	b := admitN(t, l, anon(Read, "10.0.0.2"), 4)
 	if _, err := l.Admit(anon(Read, "10.0.0.3")); errcode.Of(err) != errcode.Unavailable {
 		t.Fatalf("past the read limit: got %v, want Unavailable", err)
 	}

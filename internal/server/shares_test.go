@@ -64,6 +64,15 @@ func newShareEnvWith(t *testing.T, mod func(*config.Config), log *slog.Logger) *
 	return e
 }
 
+// newProxiedShareEnv is newShareEnv behind a trusted proxy: requests name
+// their client in X-Forwarded-For.
+func newProxiedShareEnv(t *testing.T) *shareEnv {
+	t.Helper()
+	return newShareEnvWith(t, func(c *config.Config) {
+		c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
+	}, slog.New(slog.DiscardHandler))
+}
+
 func (e *shareEnv) user(email string) shareUser {
 	e.t.Helper()
 	ctx := context.Background()
@@ -639,9 +648,7 @@ func ndjson(t *testing.T, body []byte) []map[string]any {
 // "Range: bytes=1-" requests on a limit-1 link each returned 999,999 of
 // 1,000,000 bytes, and the link still showed 0 downloads).
 func TestShareDownloadLimitCountsRanges(t *testing.T) {
-	e := newShareEnvWith(t, func(c *config.Config) {
-		c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
-	}, slog.New(slog.DiscardHandler))
+	e := newProxiedShareEnv(t)
 	data := bytes.Repeat([]byte("0123456789"), 100_000)
 	e.put(e.a, "big.bin", data)
 	sh := e.share(e.a, map[string]any{"key": "big.bin", "max_downloads": 1})
@@ -698,9 +705,7 @@ func TestShareDownloadLimitCountsRanges(t *testing.T) {
 // browser's, with If-Range), more than once; nobody else does, and a
 // resume that does not move forward is a new download (refused).
 func TestShareDownloadResumes(t *testing.T) {
-	e := newShareEnvWith(t, func(c *config.Config) {
-		c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
-	}, slog.New(slog.DiscardHandler))
+	e := newProxiedShareEnv(t)
 	data := bytes.Repeat([]byte("abcdefghij"), 100_000)
 	e.put(e.a, "big.bin", data)
 	client := func(ip string) []string { return []string{"X-Forwarded-For", ip} }

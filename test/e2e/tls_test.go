@@ -61,6 +61,17 @@ func newTestCA(t *testing.T) *testCA {
 	return &testCA{cert: cert, key: key, pool: pool}
 }
 
+// files writes a fresh certificate (CN "coffer", serial) and its key into
+// a temporary folder and returns their paths.
+func (ca *testCA) files(t *testing.T, serial int64) tlsFiles {
+	t.Helper()
+	dir := t.TempDir()
+	f := tlsFiles{filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")}
+	p := ca.issue(t, serial, "coffer")
+	f.write(t, p.cert, p.key, time.Now())
+	return f
+}
+
 // tlsPair is a server certificate's PEM files' contents.
 type tlsPair struct{ cert, key []byte }
 
@@ -439,10 +450,7 @@ func TestTLS(t *testing.T) {
 func TestTLSPlainHTTP(t *testing.T) {
 	t.Parallel()
 	ca := newTestCA(t)
-	dir := t.TempDir()
-	files := tlsFiles{filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")}
-	p := ca.issue(t, 7, "coffer")
-	files.write(t, p.cert, p.key, time.Now())
+	files := ca.files(t, 7)
 	srv := testenv.StartTLS(t, ca.pool, "--tls-cert", files.cert, "--tls-key", files.key)
 	for _, base := range []string{srv.URL, srv.S3URL} {
 		host := strings.TrimPrefix(base, "https://")
@@ -490,10 +498,7 @@ func TestTLSPlainHTTP(t *testing.T) {
 func TestTLSGuards(t *testing.T) {
 	t.Parallel()
 	ca := newTestCA(t)
-	dir := t.TempDir()
-	files := tlsFiles{filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")}
-	p := ca.issue(t, 9, "coffer")
-	files.write(t, p.cert, p.key, time.Now())
+	files := ca.files(t, 9)
 	srv := testenv.StartTLS(t, ca.pool, "--tls-cert", files.cert, "--tls-key", files.key,
 		"--write-idle-timeout", "2s", "--request-timeout", "2s", "--admission", "fixed", "--max-in-flight-per-client", "0")
 	owner := srv.NewUser(t)
@@ -640,10 +645,7 @@ func TestTLSRefusedStart(t *testing.T) {
 func TestTLSAEADAndHSTS(t *testing.T) {
 	t.Parallel()
 	ca := newTestCA(t)
-	dir := t.TempDir()
-	files := tlsFiles{filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")}
-	p := ca.issue(t, 21, "coffer")
-	files.write(t, p.cert, p.key, time.Now().Add(-time.Hour))
+	files := ca.files(t, 21)
 	srv := testenv.StartTLS(t, ca.pool, "--tls-cert", files.cert, "--tls-key", files.key)
 
 	cbc := []uint16{

@@ -3,6 +3,7 @@ package metatest
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -137,19 +138,7 @@ func testShareConcurrentLastDownload(t *testing.T, s meta.Store) {
 	addUser(t, s, "alice", 0)
 	sh := newShare("alice", 3)
 	ok(t, s.CreateShare(ctx, sh), "CreateShare")
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	okN := 0
-	for range 10 {
-		wg.Go(func() {
-			if s.UseShare(ctx, sh.ID, true, baseTime) == nil {
-				mu.Lock()
-				okN++
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
+	okN := concurrently(10, func() bool { return s.UseShare(ctx, sh.ID, true, baseTime) == nil })
 	if got, want := okN, 3; got != want {
 		t.Errorf("%d downloads succeeded, want %d", got, want)
 	}
@@ -266,20 +255,26 @@ func testShareConcurrentResumes(t *testing.T, s meta.Store) {
 	sh := newShare("alice", 1)
 	ok(t, s.CreateShare(ctx, sh), "CreateShare")
 	ok(t, s.StartShareDownload(ctx, download(sh.ID, 0, baseTime), baseTime), "StartShareDownload")
+	okN := concurrently(10, func() bool {
+		resumed, err := s.ResumeShareDownload(ctx, download(sh.ID, 1, baseTime), 100, baseTime)
+		return err == nil && resumed
+	})
+	if got, want := okN, 1; got != want {
+		t.Errorf("%d of 10 concurrent resumes from one offset passed, want %d", got, want)
+	}
+}
+
+// concurrently runs fn n times at once and returns how many returned true.
+func concurrently(n int, fn func() bool) int {
 	var wg sync.WaitGroup
-	var mu sync.Mutex
-	okN := 0
-	for range 10 {
+	var passed atomic.Int64
+	for range n {
 		wg.Go(func() {
-			if resumed, err := s.ResumeShareDownload(ctx, download(sh.ID, 1, baseTime), 100, baseTime); err == nil && resumed {
-				mu.Lock()
-				okN++
-				mu.Unlock()
+			if fn() {
+				passed.Add(1)
 			}
 		})
 	}
 	wg.Wait()
-	if got, want := okN, 1; got != want {
-		t.Errorf("%d of 10 concurrent resumes from one offset passed, want %d", got, want)
-	}
+	return int(passed.Load())
 }

@@ -99,25 +99,7 @@ func (s *Store) RevokeShare(ctx context.Context, id string) error {
 
 // UseShare implements meta.Store.
 func (s *Store) UseShare(ctx context.Context, id string, download bool, now time.Time) error {
-	now = metasql.OrNow(now, time.Now())
-	var used bool
-	err := s.write(ctx, func(ctx context.Context, c *conn) error {
-		res, err := c.ExecContext(ctx, metasql.UseShareSQL(func(int) string { return "?" }), metasql.UseShareArgs(id, download, now)...)
-		if err != nil {
-			return classify(err, "use share")
-		}
-		n, err := res.RowsAffected()
-		used = n == 1
-		return classify(err, "use share")
-	})
-	if err != nil || used {
-		return err
-	}
-	sh, err := s.GetShare(ctx, id)
-	if err != nil {
-		return err
-	}
-	return meta.ErrShareUnavailable(sh.State(now))
+	return s.useShare(ctx, id, download, nil, now)
 }
 
 // StartShareDownload implements meta.Store.
@@ -125,10 +107,17 @@ func (s *Store) StartShareDownload(ctx context.Context, d meta.ShareDownload, no
 	if err := metasql.CheckShareDownload(d); err != nil {
 		return err
 	}
+	return s.useShare(ctx, d.ShareID, true, &d, now)
+}
+
+// useShare is UseShare, recording d too when it is not nil and the use
+// was taken.
+func (s *Store) useShare(ctx context.Context, id string, download bool, d *meta.ShareDownload, now time.Time) error {
 	now = metasql.OrNow(now, time.Now())
 	var used bool
 	err := s.write(ctx, func(ctx context.Context, c *conn) error {
-		res, err := c.ExecContext(ctx, metasql.UseShareSQL(q), metasql.UseShareArgs(d.ShareID, true, now)...)
+		used = false
+		res, err := c.ExecContext(ctx, metasql.UseShareSQL(q), metasql.UseShareArgs(id, download, now)...)
 		if err != nil {
 			return classify(err, "use share")
 		}
@@ -136,13 +125,16 @@ func (s *Store) StartShareDownload(ctx context.Context, d meta.ShareDownload, no
 			return classify(err, "use share")
 		}
 		used = true
-		_, err = c.ExecContext(ctx, metasql.ShareDownloadUpsertSQL(q), metasql.ShareDownloadUpsertArgs(d)...)
+		if d == nil {
+			return nil
+		}
+		_, err = c.ExecContext(ctx, metasql.ShareDownloadUpsertSQL(q), metasql.ShareDownloadUpsertArgs(*d)...)
 		return classify(err, "record share download")
 	})
 	if err != nil || used {
 		return err
 	}
-	sh, err := s.GetShare(ctx, d.ShareID)
+	sh, err := s.GetShare(ctx, id)
 	if err != nil {
 		return err
 	}
