@@ -280,6 +280,11 @@ func (api *API) shareGet(r *http.Request, _ auth.Principal) (response, error) {
 	if !sh.Folder {
 		return api.shareFile(r, sh, "")
 	}
+	if st := sh.State(time.Now()); st != "active" {
+		// A used-up folder link resumes a file's download (shareGetPath),
+		// never lists or zips.
+		return nil, meta.ErrShareUnavailable(st)
+	}
 	if q.Get("zip") == "1" {
 		return api.shareZip(r, sh, q.Get("compress") == "1")
 	}

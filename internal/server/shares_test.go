@@ -772,3 +772,25 @@ func TestShareDownloadResumes(t *testing.T) {
 		wantUnavailable(t, "resume with a stale If-Range", resp, body, "used_up")
 	})
 }
+
+// TestUsedUpFolderLinkOnlyResumes: a folder link with a download limit,
+// used up by one file's download, still lets that download resume, but
+// answers a listing or a zip, Range header or not, as used up (no
+// planning, no sizes).
+func TestUsedUpFolderLinkOnlyResumes(t *testing.T) {
+	e := newShareEnv(t)
+	data := bytes.Repeat([]byte("folder file "), 10_000)
+	e.put(e.a, "dir/a.bin", data)
+	e.put(e.a, "dir/b.bin", data)
+	sh := e.share(e.a, map[string]any{"prefix": "dir/", "max_downloads": 1})
+	if resp, body := e.do(e.url, "GET", sh.URL+"/a.bin", "", nil, "Range", "bytes=0-99"); resp.StatusCode != 206 || len(body) != 100 {
+		t.Fatalf("first download: %d, %d bytes", resp.StatusCode, len(body))
+	}
+	if resp, body := e.do(e.url, "GET", sh.URL+"/a.bin", "", nil, "Range", "bytes=100-"); resp.StatusCode != 206 || !bytes.Equal(body, data[100:]) {
+		t.Fatalf("resume: %d, %d bytes", resp.StatusCode, len(body))
+	}
+	for _, tc := range []struct{ path, rng string }{{"", "bytes=1-"}, {"?zip=1", "bytes=1-"}, {"?zip=1", ""}, {"/b.bin", "bytes=1-"}} {
+		resp, body := e.do(e.url, "GET", sh.URL+tc.path, "", nil, "Range", tc.rng)
+		wantUnavailable(t, "GET "+tc.path+" "+tc.rng, resp, body[:min(len(body), 300)], "used_up")
+	}
+}
