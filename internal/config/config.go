@@ -58,6 +58,10 @@ type Config struct {
 	// on); the files are re-read when they change and on SIGHUP.
 	TLSCert string // --tls-cert, COFFER_TLS_CERT: PEM certificate chain (leaf first); default none (plain HTTP)
 	TLSKey  string // --tls-key, COFFER_TLS_KEY: PEM private key of the certificate; default none
+	// HSTSMaxAge is --hsts-max-age: with TLS, the file API listener's
+	// answers carry Strict-Transport-Security: max-age=<seconds>; 0 = no
+	// header; default 365 days.
+	HSTSMaxAge time.Duration
 
 	LogLevel string // --log-level: debug|info|warn|error; default info
 	// LogFormat is --log-format: auto|text|json; default auto (text when
@@ -138,6 +142,7 @@ func Defaults() Config {
 		MinUploadRate:   4096,
 		WriteIdle:       60 * time.Second,
 
+		HSTSMaxAge:           365 * 24 * time.Hour,
 		MaxInFlightPerClient: 128,
 		Admission:            "adaptive",
 		OverloadTarget:       5 * time.Millisecond,
@@ -208,6 +213,9 @@ func (c Config) Validate() error {
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		errs = append(errs, errors.New("tls-cert and tls-key: give both (the certificate and its key) or neither"))
+	}
+	if c.HSTSMaxAge < 0 {
+		errs = append(errs, errors.New("hsts-max-age: must be >= 0 (0 = no Strict-Transport-Security)"))
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
@@ -356,6 +364,7 @@ func (c *Config) FlagSet(name string) *flag.FlagSet {
 	fs.StringVar(&c.Region, "region", c.Region, "S3 region")
 	fs.StringVar(&c.TLSCert, "tls-cert", c.TLSCert, "PEM certificate chain: both listeners serve HTTPS (HTTP/2 on); re-read when it changes and on SIGHUP (needs --tls-key)")
 	fs.StringVar(&c.TLSKey, "tls-key", c.TLSKey, "PEM private key of --tls-cert")
+	fs.DurationVar(&c.HSTSMaxAge, "hsts-max-age", c.HSTSMaxAge, "with TLS, the max-age of the file API's Strict-Transport-Security header (whole seconds; 0 = no header)")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "auto (text on a terminal, else JSON), text or json; text leaves the per-request access log to --log-level debug")
 	fs.Var((*bytesValue)(&c.DefaultQuota), "default-quota", "storage quota of new accounts, e.g. 10GiB (0 = unlimited)")
@@ -366,7 +375,7 @@ func (c *Config) FlagSet(name string) *flag.FlagSet {
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "deadline of requests that move no object bytes")
 	fs.Var((*bytesValue)(&c.MinUploadRate), "min-upload-rate", "bytes per second a client must sustain (after 10s grace)")
 	fs.DurationVar(&c.WriteIdle, "write-idle-timeout", c.WriteIdle, "a response write that makes no progress this long fails (a client that stops reading gives back its slot)")
-	fs.IntVar(&c.MaxInFlightPerClient, "max-in-flight-per-client", c.MaxInFlightPerClient, "concurrent requests of one client address carrying credentials; anonymous ones get a quarter (0 = unbounded)")
+	fs.IntVar(&c.MaxInFlightPerClient, "max-in-flight-per-client", c.MaxInFlightPerClient, "concurrent requests of one client address carrying credentials; anonymous ones get a quarter; never more than half of --max-in-flight (0 = unbounded)")
 	fs.StringVar(&c.Admission, "admission", c.Admission, "adaptive (shed load when the CPU falls behind) or fixed (only --max-in-flight and the per-client bound)")
 	fs.DurationVar(&c.OverloadTarget, "overload-target", c.OverloadTarget, "CPU scheduling delay (90th percentile per 100ms) above which adaptive admission sheds load")
 	fs.IntVar(&c.AdmissionFloor, "admission-floor", c.AdmissionFloor, "concurrent requests per listener and class that adaptive admission never sheds (0 = 8 x cores)")

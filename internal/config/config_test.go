@@ -59,8 +59,9 @@ func TestValidate(t *testing.T) {
 	c.Listen = "nonsense"
 	c.LogLevel = "loud"
 	c.MaxInFlight = 0
+	c.HSTSMaxAge = -time.Second
 	err := c.Validate()
-	for _, want := range []string{"listen", "log-level", "max-in-flight"} {
+	for _, want := range []string{"listen", "log-level", "max-in-flight", "hsts-max-age"} {
 		if err == nil || !contains(err.Error(), want) {
 			t.Errorf("Validate error %v lacks %q", err, want)
 		}

@@ -65,6 +65,9 @@ type Config struct {
 	// 10,000 files and 16 GiB.
 	MaxZipEntries int
 	MaxZipBytes   int64
+	// ZipPlanTimeout bounds the planning of one zip (listing what goes in,
+	// before the first byte). Default 30s.
+	ZipPlanTimeout time.Duration
 	// BeforeZipEntry, if set, runs before each entry of a zip is opened:
 	// fault injection for tests (an object deleted mid-zip). Nil in
 	// production.
@@ -116,6 +119,9 @@ func New(objects *object.Service, as *auth.Service, cfg Config, log *slog.Logger
 	}
 	if cfg.MaxZipBytes <= 0 {
 		cfg.MaxZipBytes = 16 << 30
+	}
+	if cfg.ZipPlanTimeout <= 0 {
+		cfg.ZipPlanTimeout = 30 * time.Second
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

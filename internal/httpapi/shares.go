@@ -1,8 +1,10 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"mime"
 	"net/http"
 	"net/url"
@@ -211,12 +213,23 @@ func (api *API) revokeShare(r *http.Request, p auth.Principal) (response, error)
 
 // ---- anonymous access ----
 
+// shareAccess is what a request does through a link (openShare).
+type shareAccess int
+
+const (
+	shareUse    shareAccess = iota // anything the two below are not
+	shareUnlock                    // POST unlock: no grant needed yet
+	shareRead                      // GET of the link's content
+)
+
 // openShare resolves the request's link: active, its owner enabled, and,
-// if it has a password, unlocked by a valid grant (unless unlocking).
-func (api *API) openShare(r *http.Request, unlocking bool) (meta.Share, error) {
+// if it has a password, unlocked by a valid grant (unless unlocking). A
+// ranged GET of content also gets through a used-up link: it may resume
+// a download the link counted (object.ReadShare decides).
+func (api *API) openShare(r *http.Request, access shareAccess) (meta.Share, error) {
 	now := time.Now()
 	sh, err := api.objects.ShareByToken(r.Context(), r.PathValue("token"), now)
-	if err != nil {
+	if err != nil && (access != shareRead || r.Header.Get("Range") == "" || sh.ID == "" || sh.State(now) != "used_up") {
 		return meta.Share{}, err
 	}
 	httpx.SetShare(r.Context(), sh.ID)
@@ -231,7 +244,7 @@ func (api *API) openShare(r *http.Request, unlocking bool) (meta.Share, error) {
 	if !active {
 		return meta.Share{}, meta.ErrShareUnavailable("unavailable")
 	}
-	if sh.Password != "" && !unlocking && !api.shareUnlocked(r, sh, now) {
+	if sh.Password != "" && access != shareUnlock && !api.shareUnlocked(r, sh, now) {
 		return meta.Share{}, &errcode.Error{Code: errcode.Unauthenticated,
 			Message: "this share link has a password: POST {\"password\": ...} to /s/{token}/unlock first",
 			Detail:  map[string]any{"reason": "share_locked"}}
@@ -256,7 +269,7 @@ func (api *API) shareUnlocked(r *http.Request, sh meta.Share, now time.Time) boo
 // shareGet is GET /s/{token}: a file share's file; a folder share's
 // listing (?cursor=, ?limit=), or its zip with ?zip=1.
 func (api *API) shareGet(r *http.Request, _ auth.Principal) (response, error) {
-	sh, err := api.openShare(r, false)
+	sh, err := api.openShare(r, shareRead)
 	if err != nil {
 		return nil, err
 	}
@@ -267,6 +280,11 @@ func (api *API) shareGet(r *http.Request, _ auth.Principal) (response, error) {
 	if !sh.Folder {
 		return api.shareFile(r, sh, "")
 	}
+	if st := sh.State(time.Now()); st != "active" {
+		// A used-up folder link resumes a file's download (shareGetPath),
+		// never lists or zips.
+		return nil, meta.ErrShareUnavailable(st)
+	}
 	if q.Get("zip") == "1" {
 		return api.shareZip(r, sh, q.Get("compress") == "1")
 	}
@@ -275,7 +293,7 @@ func (api *API) shareGet(r *http.Request, _ auth.Principal) (response, error) {
 
 // shareGetPath is GET /s/{token}/{path...}: a file of a folder share.
 func (api *API) shareGetPath(r *http.Request, _ auth.Principal) (response, error) {
-	sh, err := api.openShare(r, false)
+	sh, err := api.openShare(r, shareRead)
 	if err != nil {
 		return nil, err
 	}
@@ -302,7 +320,7 @@ func (api *API) shareFile(r *http.Request, sh meta.Share, rel string) (response,
 }
 
 // shareFileResponse serves a file through a link on the shared download
-// path, counting a download when bytes from the start are sent.
+// path, counting downloads as object.ReadShare says.
 type shareFileResponse struct {
 	api *API
 	rd  *object.Reader
@@ -314,7 +332,26 @@ func (f *shareFileResponse) respond(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Cache-Control", "private, no-store")
 	h.Set("Referrer-Policy", "no-referrer")
-	sp, ok, err := httpx.PlanDownload(w, r, httpx.Representation{ETag: o.ETag, ModTime: o.ModTime, Size: o.Size}, nil)
+	now := time.Now()
+	rep := httpx.Representation{ETag: o.ETag, ModTime: o.ModTime, Size: o.Size}
+	read := object.ShareRead{Client: object.ShareClient(httpx.ClientIP(r, f.api.cfg.TrustedProxies)), Key: o.Key, ETag: o.ETag}
+	counted := false
+	if f.sh.State(now) == "used_up" {
+		// Only the resume of a download the link counted goes on, decided
+		// before any header: a used-up link answers nothing else, not even
+		// a 304 or a 416.
+		err := meta.ErrShareUnavailable("used_up")
+		if start, ok := resumeStart(r, rep); ok {
+			read.Offset = start
+			err = f.api.objects.ReadShare(r.Context(), f.sh, read, now)
+		}
+		if err != nil {
+			WriteProblem(w, r, f.api.log, err)
+			return
+		}
+		counted = true
+	}
+	sp, ok, err := httpx.PlanDownload(w, r, rep, nil)
 	if err != nil {
 		WriteProblem(w, r, f.api.log, err)
 		return
@@ -322,9 +359,17 @@ func (f *shareFileResponse) respond(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	// A GET from the first byte is a download (ranges further on are
-	// the same download resumed); HEAD and 304 are not.
-	if err := f.api.objects.UseShare(r.Context(), f.sh, r.Method == http.MethodGet && sp.Start == 0, time.Now()); err != nil {
+	if !counted {
+		// A GET is a download unless it resumes one (ReadShare); HEAD and
+		// 304 are not.
+		if r.Method == http.MethodGet {
+			read.Offset = sp.Start
+			err = f.api.objects.ReadShare(r.Context(), f.sh, read, now)
+		} else {
+			err = f.api.objects.UseShare(r.Context(), f.sh, false, now)
+		}
+	}
+	if err != nil {
 		for _, k := range []string{"ETag", "Last-Modified", "Accept-Ranges", "Content-Range"} {
 			h.Del(k)
 		}
@@ -335,6 +380,17 @@ func (f *shareFileResponse) respond(w http.ResponseWriter, r *http.Request) {
 	if err := httpx.SendSpan(w, r, f.rd, sp, f.api.log, "share", f.sh.ID); err != nil {
 		WriteProblem(w, r, f.api.log, err)
 	}
+}
+
+// resumeStart is the first byte a GET asks for with a single Range that
+// applies (If-Range) and is satisfiable, when that byte is not the first:
+// the only kind of request that may resume a download.
+func resumeStart(r *http.Request, rep httpx.Representation) (int64, bool) {
+	if r.Method != http.MethodGet || !httpx.RangeApplies(r, httpx.Validators{ETag: rep.ETag, ModTime: rep.ModTime, Exists: true}) {
+		return 0, false
+	}
+	res, start, _ := httpx.ParseRange(r.Header.Get("Range"), rep.Size)
+	return start, res == httpx.RangeOK && start > 0
 }
 
 type shareEntryJSON struct {
@@ -392,7 +448,8 @@ func (api *API) shareList(r *http.Request, sh meta.Share, q url.Values) (respons
 func (api *API) shareZip(r *http.Request, sh meta.Share, compress bool) (response, error) {
 	plan := newZipPlan(api.zipLimits())
 	a := object.ShareActor(sh)
-	if err := api.planPrefix(r, a, sh.Bucket, sh.Key, plan); err != nil {
+	ctx, done := api.zipPlanning(r)
+	if err := done(api.planPrefix(ctx, a, sh.Bucket, sh.Key, plan)); err != nil {
 		return nil, shareSafe(err, sh)
 	}
 	if err := api.objects.UseShare(r.Context(), sh, r.Method == http.MethodGet, time.Now()); err != nil {
@@ -412,7 +469,7 @@ func (api *API) sharePost(r *http.Request, _ auth.Principal) (response, error) {
 	if r.PathValue("path") != "unlock" {
 		return nil, errcode.New(errcode.NotFound, "no such endpoint")
 	}
-	sh, err := api.openShare(r, true)
+	sh, err := api.openShare(r, shareUnlock)
 	if err != nil {
 		return nil, err
 	}
@@ -443,7 +500,7 @@ func (api *API) sharePost(r *http.Request, _ auth.Principal) (response, error) {
 // folder share with allow_upload). It never replaces a file: a name that
 // is taken gets 412. The owner's quota applies.
 func (api *API) sharePut(r *http.Request, _ auth.Principal) (response, error) {
-	sh, err := api.openShare(r, false)
+	sh, err := api.openShare(r, shareUse)
 	if err != nil {
 		return nil, err
 	}
@@ -502,11 +559,28 @@ func (api *API) zipLimits() zipLimits {
 	return zipLimits{Entries: api.cfg.MaxZipEntries, Bytes: api.cfg.MaxZipBytes}
 }
 
+// zipPlanning returns the context a zip is planned in: the request's,
+// with ZipPlanTimeout (the route streams, so the request timeout does not
+// bound it). done turns an error of planning into the answer: a planning
+// that ran out of time is a zip too large to plan.
+func (api *API) zipPlanning(r *http.Request) (ctx context.Context, done func(error) error) {
+	ctx, cancel := context.WithTimeout(r.Context(), api.cfg.ZipPlanTimeout)
+	return ctx, func(err error) error {
+		cancel()
+		if err != nil && ctx.Err() == context.DeadlineExceeded && r.Context().Err() == nil {
+			return &errcode.Error{Code: errcode.TooLarge,
+				Message: fmt.Sprintf("the zip could not be planned within %s: ask for fewer files or folders", api.cfg.ZipPlanTimeout),
+				Detail:  map[string]any{"reason": "zip_too_large", "plan_timeout_seconds": api.cfg.ZipPlanTimeout.Seconds()}}
+		}
+		return err
+	}
+}
+
 // planPrefix plans every object under prefix, named relative to it.
-func (api *API) planPrefix(r *http.Request, a object.Actor, bucket, prefix string, plan *zipPlan) error {
+func (api *API) planPrefix(ctx context.Context, a object.Actor, bucket, prefix string, plan *zipPlan) error {
 	opts := meta.ListOptions{Prefix: prefix, Limit: 1000}
 	for {
-		page, err := api.objects.List(r.Context(), a, bucket, opts)
+		page, err := api.objects.List(ctx, a, bucket, opts)
 		if err != nil {
 			return err
 		}
@@ -522,6 +596,11 @@ func (api *API) planPrefix(r *http.Request, a object.Actor, bucket, prefix strin
 	}
 }
 
+// zipFiles is POST /buckets/{bucket}/zip. Its planning is bounded: the
+// prefixes are de-duplicated and those another covers dropped (so no
+// object is listed twice), as are repeated keys and keys under a prefix;
+// at most maxZipPrefixes prefixes and MaxZipEntries keys remain, the
+// entry and byte limits stop the listing, and ZipPlanTimeout the whole.
 func (api *API) zipFiles(r *http.Request, p auth.Principal) (response, error) {
 	var b struct {
 		Keys     []string `json:"keys"`
@@ -535,28 +614,27 @@ func (api *API) zipFiles(r *http.Request, p auth.Principal) (response, error) {
 	if len(b.Keys) == 0 && len(b.Prefixes) == 0 {
 		return nil, errcode.New(errcode.InvalidArgument, "give keys or prefixes")
 	}
-	bucket := r.PathValue("bucket")
-	a := actor(p)
-	if _, err := api.objects.GetBucket(r.Context(), a, bucket); err != nil {
-		return nil, err
-	}
-	plan := newZipPlan(api.zipLimits())
-	for _, k := range b.Keys {
-		rd, err := api.objects.Get(r.Context(), a, bucket, k)
-		if err != nil {
-			return nil, err
-		}
-		if err := plan.add(rd.Object, k); err != nil {
-			return nil, err
-		}
-	}
 	for _, pfx := range b.Prefixes {
 		if len(pfx) > object.MaxKeyLen || !utf8.ValidString(pfx) {
 			return nil, errcode.New(errcode.InvalidArgument, "prefix must be valid UTF-8 of at most 1024 bytes")
 		}
-		if err := api.planPrefix(r, a, bucket, pfx, plan); err != nil {
-			return nil, err
-		}
+	}
+	prefixes := coverPrefixes(b.Prefixes)
+	keys := uncoveredKeys(b.Keys, prefixes)
+	switch {
+	case len(prefixes) > maxZipPrefixes:
+		return nil, &errcode.Error{Code: errcode.TooLarge, Message: fmt.Sprintf("a zip takes at most %d prefixes (none inside another)", maxZipPrefixes),
+			Detail: map[string]any{"reason": "zip_too_large", "max_prefixes": maxZipPrefixes}}
+	case len(keys) > api.cfg.MaxZipEntries:
+		return nil, &errcode.Error{Code: errcode.TooLarge, Message: fmt.Sprintf("the zip would hold more than %d files", api.cfg.MaxZipEntries),
+			Detail: map[string]any{"reason": "zip_too_large", "max_entries": api.cfg.MaxZipEntries}}
+	}
+	bucket := r.PathValue("bucket")
+	a := actor(p)
+	ctx, done := api.zipPlanning(r)
+	plan, err := api.planZip(ctx, a, bucket, keys, prefixes)
+	if err = done(err); err != nil {
+		return nil, err
 	}
 	name := b.Name
 	if name == "" {
@@ -564,6 +642,30 @@ func (api *API) zipFiles(r *http.Request, p auth.Principal) (response, error) {
 	}
 	return &zipResponse{log: api.log, filename: name, entries: plan.entries, compress: b.Compress,
 		open: objectZipOpener(api.objects, a, bucket), before: api.cfg.BeforeZipEntry}, nil
+}
+
+// planZip plans keys (each its own name), then every object under
+// prefixes (named relative to its prefix).
+func (api *API) planZip(ctx context.Context, a object.Actor, bucket string, keys, prefixes []string) (*zipPlan, error) {
+	if _, err := api.objects.GetBucket(ctx, a, bucket); err != nil {
+		return nil, err
+	}
+	plan := newZipPlan(api.zipLimits())
+	for _, k := range keys {
+		rd, err := api.objects.Get(ctx, a, bucket, k)
+		if err != nil {
+			return nil, err
+		}
+		if err := plan.add(rd.Object, k); err != nil {
+			return nil, err
+		}
+	}
+	for _, pfx := range prefixes {
+		if err := api.planPrefix(ctx, a, bucket, pfx, plan); err != nil {
+			return nil, err
+		}
+	}
+	return plan, nil
 }
 
 // ---- batch delete ----

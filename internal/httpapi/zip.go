@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -92,6 +93,54 @@ func (p *zipPlan) add(o meta.Object, name string) error {
 			Detail: map[string]any{"reason": "zip_too_large", "max_bytes": p.limits.Bytes}}
 	}
 	return nil
+}
+
+// maxZipPrefixes bounds the prefixes of one zip request once covered
+// ones are dropped: each costs at least one listing, even empty.
+const maxZipPrefixes = 1000
+
+// coverPrefixes returns prefixes sorted, without duplicates and without
+// any prefix another one covers ("a/b/" goes when "a/" is there; "" covers
+// everything): each object under them is then listed exactly once.
+func coverPrefixes(prefixes []string) []string {
+	sorted := slices.Clone(prefixes)
+	slices.Sort(sorted)
+	out := sorted[:0]
+	for _, p := range sorted {
+		// Sorted, the strings a prefix covers follow it in one run, so
+		// only the last one kept can cover p.
+		if len(out) > 0 && strings.HasPrefix(p, out[len(out)-1]) {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// covered reports whether a prefix of sorted (coverPrefixes' result)
+// covers key.
+func covered(sorted []string, key string) bool {
+	// The covering prefix, if any, is the greatest one <= key.
+	i, found := slices.BinarySearch(sorted, key)
+	if found {
+		return true
+	}
+	return i > 0 && strings.HasPrefix(key, sorted[i-1])
+}
+
+// uncoveredKeys returns keys in their order, without duplicates and
+// without those a prefix of sorted covers (listed with it already).
+func uncoveredKeys(keys, sorted []string) []string {
+	seen := make(map[string]bool, len(keys))
+	var out []string
+	for _, k := range keys {
+		if seen[k] || covered(sorted, k) {
+			continue
+		}
+		seen[k] = true
+		out = append(out, k)
+	}
+	return out
 }
 
 // zipErrorsName is the trailing entry that lists the objects skipped.

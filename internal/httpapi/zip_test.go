@@ -4,16 +4,27 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"hash/crc32"
 	"io"
+	"net/http/httptest"
+	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
+	"github.com/coffer-storage/coffer/internal/auth"
+	"github.com/coffer-storage/coffer/internal/blob/memblob"
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
+	"github.com/coffer-storage/coffer/internal/meta/sqlite"
+	"github.com/coffer-storage/coffer/internal/object"
 )
 
 func TestZipName(t *testing.T) {
@@ -320,5 +331,181 @@ func BenchmarkZipStore(b *testing.B) {
 		if err := writeZip(context.Background(), io.Discard, entries, open, false); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// countingStore counts the listing work done on a metadata store: List
+// calls, the object rows they return, and single-object lookups.
+type countingStore struct {
+	meta.Store
+	lists, rows, lookups atomic.Int64
+}
+
+func (c *countingStore) ListObjects(ctx context.Context, bucket string, opts meta.ListOptions) (meta.ListPage, error) {
+	page, err := c.Store.ListObjects(ctx, bucket, opts)
+	c.lists.Add(1)
+	c.rows.Add(int64(len(page.Objects)))
+	return page, err
+}
+
+func (c *countingStore) GetObject(ctx context.Context, bucket, key string) (meta.Object, error) {
+	c.lookups.Add(1)
+	return c.Store.GetObject(ctx, bucket, key)
+}
+
+// zipEnv is the file API over SQLite and memory blobs, with user alice
+// owning bucket "alice-bucket" holding n small objects d/NN/fNNNN.
+func zipEnv(t *testing.T, n int, cfg Config) (*API, *countingStore) {
+	t.Helper()
+	ctx := context.Background()
+	m, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "meta.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	now := time.Now().UTC()
+	if err := m.CreateUser(ctx, meta.User{ID: "alice", Email: "alice@x.io", CreatedAt: now},
+		meta.Bucket{Name: "alice-bucket", OwnerID: "alice", Visibility: meta.Private, CreatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	cs := &countingStore{Store: m}
+	svc := object.New(cs, memblob.New(), object.Config{}, nil)
+	var g errgroup.Group
+	g.SetLimit(8) // concurrent commits share SQLite's group commit
+	for i := range n {
+		g.Go(func() error {
+			_, err := svc.Put(ctx, object.Actor{UserID: "alice"}, object.PutInput{Bucket: "alice-bucket",
+				Key: fmt.Sprintf("d/%02d/f%04d", i%20, i), Body: strings.NewReader("x"), Size: 1})
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	return New(svc, nil, cfg, nil), cs
+}
+
+// zipRequest calls the zip route's handler for alice with body.
+func zipRequest(api *API, body string) (response, error) {
+	r := httptest.NewRequest("POST", "/api/v1/buckets/alice-bucket/zip", strings.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
+	r.SetPathValue("bucket", "alice-bucket")
+	return api.zipFiles(r, auth.Principal{UserID: "alice"})
+}
+
+// TestZipPlanningIsBounded: the issue's request shape — 200 duplicate
+// and overlapping prefixes (and keys inside them) over a bucket of small
+// objects — is planned with each object listed once: the listing work is
+// that of the bucket, not 200 times it, and keys a prefix covers are not
+// looked up.
+func TestZipPlanningIsBounded(t *testing.T) {
+	const n = 2000
+	api, cs := zipEnv(t, n, Config{})
+	var prefixes, keys []string
+	for i := range 200 {
+		switch i % 4 {
+		case 0:
+			prefixes = append(prefixes, "")
+		case 1:
+			prefixes = append(prefixes, "d/")
+		case 2:
+			prefixes = append(prefixes, fmt.Sprintf("d/%02d/", i%20))
+		case 3:
+			prefixes = append(prefixes, "d/0")
+		}
+		keys = append(keys, fmt.Sprintf("d/%02d/f%04d", i%20, i))
+	}
+	body, _ := json.Marshal(map[string]any{"prefixes": prefixes, "keys": keys})
+	cs.lists.Store(0)
+	cs.rows.Store(0)
+	cs.lookups.Store(0)
+	resp, err := zipRequest(api, string(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := len(resp.(*zipResponse).entries), n; got != want {
+		t.Errorf("entries %d, want %d", got, want)
+	}
+	if got, max := cs.rows.Load(), int64(n); got > max {
+		t.Errorf("planning read %d object rows for %d objects, want at most %d", got, n, max)
+	}
+	if got, max := cs.lists.Load(), int64(n/1000+1); got > max {
+		t.Errorf("planning made %d List calls, want at most %d", got, max)
+	}
+	if got := cs.lookups.Load(); got != 0 {
+		t.Errorf("planning looked up %d keys that a prefix covers, want 0", got)
+	}
+}
+
+// TestZipPlanningRefusals: more than maxZipPrefixes prefixes that cover
+// nothing of each other, more distinct keys than the entry limit, and a
+// planning past ZipPlanTimeout are each a too_large problem, before any
+// byte and, for the first two, before any lookup.
+func TestZipPlanningRefusals(t *testing.T) {
+	api, cs := zipEnv(t, 10, Config{MaxZipEntries: 50})
+	reason := func(err error) string {
+		if e := errcode.As(err); e != nil && e.Code == errcode.TooLarge {
+			r, _ := e.Detail["reason"].(string)
+			return r
+		}
+		return fmt.Sprint("not too_large: ", err)
+	}
+	var prefixes []string
+	for i := range maxZipPrefixes + 1 {
+		prefixes = append(prefixes, fmt.Sprintf("p%05d/", i))
+	}
+	body, _ := json.Marshal(map[string]any{"prefixes": append(prefixes, prefixes...)})
+	cs.lists.Store(0)
+	if _, err := zipRequest(api, string(body)); reason(err) != "zip_too_large" || errcode.As(err).Detail["max_prefixes"] != maxZipPrefixes {
+		t.Errorf("%d distinct prefixes: %v", len(prefixes), err)
+	}
+	// Covered ones do not count: "" covers them all.
+	body, _ = json.Marshal(map[string]any{"prefixes": append(prefixes, "")})
+	if resp, err := zipRequest(api, string(body)); err != nil || len(resp.(*zipResponse).entries) != 10 {
+		t.Errorf(`%d prefixes and "": %v`, len(prefixes), err)
+	}
+	var keys []string
+	for i := range 51 {
+		keys = append(keys, fmt.Sprintf("k%d", i))
+	}
+	cs.lookups.Store(0)
+	body, _ = json.Marshal(map[string]any{"keys": keys})
+	if _, err := zipRequest(api, string(body)); reason(err) != "zip_too_large" || cs.lookups.Load() != 0 {
+		t.Errorf("51 keys over a 50-entry limit: %v after %d lookups", err, cs.lookups.Load())
+	}
+	// The same key many times is one key.
+	body, _ = json.Marshal(map[string]any{"keys": slices.Repeat([]string{"d/00/f0000"}, 500)})
+	if resp, err := zipRequest(api, string(body)); err != nil || len(resp.(*zipResponse).entries) != 1 || cs.lookups.Load() != 1 {
+		t.Errorf("one key 500 times: %v, %d lookups", err, cs.lookups.Load())
+	}
+	// A planning deadline that has passed before the first listing.
+	late := New(api.objects, nil, Config{ZipPlanTimeout: time.Nanosecond}, nil)
+	if _, err := zipRequest(late, `{"prefixes": [""]}`); reason(err) != "zip_too_large" || errcode.As(err).Detail["plan_timeout_seconds"] == nil {
+		t.Errorf("planning past its deadline: %v", err)
+	}
+}
+
+func TestCoverPrefixes(t *testing.T) {
+	for _, tc := range []struct {
+		in, want []string
+	}{
+		{[]string{"a/", "a/", "a/b/", "ab", "a"}, []string{"a"}},
+		{[]string{"b/", "a/c/", "a/b/", "a/b/x"}, []string{"a/b/", "a/c/", "b/"}},
+		{[]string{"x", "", "y"}, []string{""}},
+		{[]string{"a/", "a.", "a0"}, []string{"a.", "a/", "a0"}},
+	} {
+		got := coverPrefixes(tc.in)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("coverPrefixes(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	sorted := []string{"a.", "a/", "b/x"}
+	for key, want := range map[string]bool{"a/1": true, "a.": true, "a": false, "a0": false, "b/": false, "b/xy": true, "c": false} {
+		if got := covered(sorted, key); got != want {
+			t.Errorf("covered(%q) = %v, want %v", key, got, want)
+		}
+	}
+	if got, want := uncoveredKeys([]string{"z", "a/1", "z", "b/x", "q"}, sorted), []string{"z", "q"}; !slices.Equal(got, want) {
+		t.Errorf("uncoveredKeys = %q, want %q", got, want)
 	}
 }

@@ -303,6 +303,22 @@ func (sh Share) State(now time.Time) string {
 	return "active"
 }
 
+// ShareDownload is one client's counted download of one file through a
+// share link with a download limit: a ranged request of the same client
+// that continues it is a resume (Store.ResumeShareDownload), not a
+// download of its own.
+type ShareDownload struct {
+	ShareID string
+	Client  string // the client's address (an IPv6 client's /64)
+	Key     string // the object downloaded
+	ETag    string // its ETag then: a resume must get the same bytes
+	// Offset is where the download's last request began: a resume must
+	// begin after it.
+	Offset  int64
+	Resumes int       // resumes so far
+	Until   time.Time // resumable strictly before
+}
+
 // ErrShareUnavailable is the error of using a share link that exists but
 // is revoked, expired, used up, or whose owner is disabled or whose object
 // is gone: NotFound with Detail["reason"] = "share_unavailable" and
@@ -721,6 +737,22 @@ type Store interface {
 	// ErrShareUnavailable (with the state) if it is not active; NotFound if
 	// there is no such share.
 	UseShare(ctx context.Context, id string, download bool, now time.Time) error
+	// StartShareDownload takes one download of share d.ShareID exactly as
+	// UseShare(download true) does (the same conditional update, the same
+	// refusals) and, in the same transaction, records d with Resumes 0,
+	// replacing any download recorded for the same share, client and key.
+	// InvalidArgument without a client or key, or with a zero Until.
+	StartShareDownload(ctx context.Context, d ShareDownload, now time.Time) error
+	// ResumeShareDownload continues the download recorded for d.ShareID,
+	// d.Client and d.Key from d.Offset. It succeeds (true) only if that
+	// record has ETag d.ETag, an Until after now, an Offset below d.Offset
+	// and fewer than maxResumes resumes, and the share is neither revoked
+	// nor expired at now (used up is no obstacle: the download was
+	// counted). Then, by one conditional update (two concurrent resumes
+	// from one offset cannot both pass), the record takes Offset d.Offset,
+	// Until d.Until and one more resume, and the share LastAccess now.
+	// Otherwise false, and nothing changes.
+	ResumeShareDownload(ctx context.Context, d ShareDownload, maxResumes int, now time.Time) (bool, error)
 
 	// CreateBucket: AlreadyExists if the name is taken (by a native or a
 	// gateway bucket); NotFound if the owner does not exist. It makes

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -140,8 +141,10 @@ func (s *Service) RevokeShare(ctx context.Context, a Actor, id string) error {
 
 // ShareByToken returns the share link of token if it is active at now:
 // NotFound if the token is unknown, meta.ErrShareUnavailable if the share
-// is revoked, expired or used up. Whether its owner is still enabled is
-// the caller's to check (the account state lives in auth).
+// is revoked, expired or used up (returned with the share then, so that a
+// used-up link can still resume a download it counted: see ReadShare).
+// Whether its owner is still enabled is the caller's to check (the
+// account state lives in auth).
 func (s *Service) ShareByToken(ctx context.Context, token string, now time.Time) (meta.Share, error) {
 	if token == "" || len(token) > 128 {
 		return meta.Share{}, errcode.New(errcode.NotFound, "no such share link")
@@ -154,7 +157,7 @@ func (s *Service) ShareByToken(ctx context.Context, token string, now time.Time)
 		return meta.Share{}, err
 	}
 	if st := sh.State(now); st != "active" {
-		return meta.Share{}, meta.ErrShareUnavailable(st)
+		return sh, meta.ErrShareUnavailable(st)
 	}
 	return sh, nil
 }
@@ -163,6 +166,63 @@ func (s *Service) ShareByToken(ctx context.Context, token string, now time.Time)
 // is true, refused past its limit); see meta.Store.UseShare.
 func (s *Service) UseShare(ctx context.Context, sh meta.Share, download bool, now time.Time) error {
 	return s.meta.UseShare(ctx, sh.ID, download, now)
+}
+
+// Resuming a download through a link with a download limit (see
+// ReadShare).
+const (
+	// ShareResumeWindow is how long after its last request a counted
+	// download may be resumed (within the link's own expiry).
+	ShareResumeWindow = time.Hour
+	// ShareMaxResumes bounds the resumes of one counted download.
+	ShareMaxResumes = 16
+)
+
+// ShareRead is a GET of a file through a share link.
+type ShareRead struct {
+	Client string // the client's address, as ShareClient gives it
+	Key    string
+	ETag   string
+	Offset int64 // the first byte the answer sends
+}
+
+// ShareClient is the form of a client's address that share downloads are
+// resumed by: an IPv4 address, or an IPv6 address's /64 (one
+// subscriber's allocation, whose privacy addresses change).
+func ShareClient(a netip.Addr) string {
+	a = a.Unmap()
+	if a.Is6() {
+		if p, err := a.Prefix(64); err == nil {
+			return p.String()
+		}
+	}
+	return a.String()
+}
+
+// ReadShare records a GET of a file through share sh and refuses it past
+// the link's download limit (meta.ErrShareUnavailable "used_up"):
+//
+//   - without a limit, a GET from the first byte is a download, and a
+//     ranged GET further on (a video seeking, a resume) is not counted;
+//   - with a limit, every GET is a download of its own, from the first
+//     byte or not, except the resume of the same client's counted
+//     download of the same file and ETag: a ranged GET that begins after
+//     the download's previous request began, within ShareResumeWindow of
+//     it, at most ShareMaxResumes times. A resume passes a used-up link
+//     (its download was counted); ten "Range: bytes=1-" requests are one
+//     download and nine refusals.
+func (s *Service) ReadShare(ctx context.Context, sh meta.Share, rd ShareRead, now time.Time) error {
+	if sh.MaxDownloads == 0 {
+		return s.meta.UseShare(ctx, sh.ID, rd.Offset == 0, now)
+	}
+	d := meta.ShareDownload{ShareID: sh.ID, Client: rd.Client, Key: rd.Key, ETag: rd.ETag, Offset: rd.Offset, Until: now.Add(ShareResumeWindow)}
+	if rd.Offset > 0 {
+		resumed, err := s.meta.ResumeShareDownload(ctx, d, ShareMaxResumes, now)
+		if err != nil || resumed {
+			return err
+		}
+	}
+	return s.meta.StartShareDownload(ctx, d, now)
 }
 
 // ShareActor is who acts through share sh: its owner.

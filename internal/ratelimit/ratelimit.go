@@ -6,8 +6,11 @@
 //
 //  1. Per client: at most PerClient requests in flight per client address
 //     (IPv6 addresses by /64), and a smaller share, PerClientAnonymous, for
-//     requests that carry no credentials. One host cannot take every slot.
-//     Refusal: RateLimited (429; S3 SlowDown).
+//     requests that carry no credentials; and never more than half of
+//     the bounds below (ClientShare): of MaxInFlight, and of its class's
+//     current limit on the listener. One host cannot take every slot,
+//     however small the node is configured or the adaptive limit has
+//     become. Refusal: RateLimited (429; S3 SlowDown).
 //  2. Per node: at most MaxInFlight requests in flight in all. Refusal:
 //     Unavailable (503).
 //  3. Per listener and request class (Control, Read, Write): an adaptive
@@ -193,6 +196,15 @@ const (
 	ReasonOverload    Reason = "overload"
 )
 
+// ClientShare is the most one client address may hold of a bound of n
+// concurrent requests: half of it, at least 1. With MaxInFlight 8, one
+// address holds at most 4 requests whatever PerClient says, so one host
+// never starves the others. (PerClientAnonymous, a quarter of PerClient,
+// still bounds requests without credentials when it is smaller; a
+// quarter of a small bound would leave an anonymous browser one request
+// at a time on a node under load.)
+func ClientShare(n int) int { return max(1, n/2) }
+
 // Controller admits requests for one node. Safe for concurrent use.
 type Controller struct {
 	cfg      Config
@@ -263,7 +275,7 @@ func (c *Controller) Listener(name string) *Listener {
 	}
 	l := &Listener{c: c, name: name}
 	for i := range l.classes {
-		l.classes[i] = &classLimit{limit: float64(c.cfg.MaxInFlight)}
+		l.classes[i] = &classLimit{limit: float64(c.cfg.MaxInFlight), clients: map[netip.Addr]int32{}}
 	}
 	c.listeners = append(c.listeners, l)
 	return l
@@ -285,6 +297,9 @@ type classLimit struct {
 	peak     int // highest inFlight this interval
 	refused  int // refusals this interval
 	admitted int
+	// clients counts each client's requests in flight in this class (with
+	// the per-client bound on), for its share of the limit.
+	clients map[netip.Addr]int32
 }
 
 // Request describes a request to admit.
@@ -301,6 +316,8 @@ type Ticket struct {
 	class  *classLimit
 	client netip.Addr
 	probe  bool
+	// classShare: counted in class.clients (its share of the class).
+	classShare bool
 }
 
 // Admit admits r or returns the refusal (errcode RateLimited or
@@ -311,11 +328,13 @@ func (l *Listener) Admit(r Request) (*Ticket, error) {
 	}
 	c := l.c
 	key := clientKey(r.Client)
-	if c.cfg.PerClient > 0 {
+	perClient := c.cfg.PerClient > 0
+	if perClient {
 		max := int32(c.cfg.PerClient)
 		if !r.Credentials {
 			max = int32(c.cfg.PerClientAnonymous)
 		}
+		max = min(max, int32(ClientShare(c.cfg.MaxInFlight)))
 		c.mu.Lock()
 		n := c.clients[key]
 		if n >= max {
@@ -344,6 +363,21 @@ func (l *Listener) Admit(r Request) (*Ticket, error) {
 		l.rejected(r.Class, ReasonOverload)
 		return nil, errcode.Retry(errcode.Unavailable, c.cfg.RetryAfter, "server is overloaded; retry shortly")
 	}
+	// The client's share of the class's limit (which adapts; with Fixed
+	// it stays MaxInFlight, whose share is checked above).
+	if perClient && !c.cfg.Fixed {
+		share := int32(ClientShare(int(cl.limit)))
+		if n := cl.clients[key]; n >= share {
+			cl.mu.Unlock()
+			c.inFlight.Add(-1)
+			t.releaseClient()
+			l.rejected(r.Class, ReasonPerClient)
+			return nil, errcode.Retry(errcode.RateLimited, c.cfg.RetryAfter,
+				"too many concurrent requests from your address (limit %d now); retry shortly", share)
+		}
+		cl.clients[key]++
+		t.classShare = true
+	}
 	cl.inFlight++
 	cl.admitted++
 	cl.peak = max(cl.peak, cl.inFlight)
@@ -365,6 +399,13 @@ func (t *Ticket) Done() {
 	}
 	t.class.mu.Lock()
 	t.class.inFlight--
+	if t.classShare {
+		if n := t.class.clients[t.client]; n <= 1 {
+			delete(t.class.clients, t.client)
+		} else {
+			t.class.clients[t.client] = n - 1
+		}
+	}
 	t.class.mu.Unlock()
 	t.l.c.inFlight.Add(-1)
 	t.releaseClient()

@@ -147,11 +147,17 @@ func TestProbesAreNeverShed(t *testing.T) {
 // fill admits n requests of class on l and returns their tickets.
 func fill(t *testing.T, l *Listener, class Class, n int) []*Ticket {
 	t.Helper()
+	return admitN(t, l, req(class, "10.0.0.1"), n)
+}
+
+// admitN admits r n times; each must pass.
+func admitN(t *testing.T, l *Listener, r Request, n int) []*Ticket {
+	t.Helper()
 	var ts []*Ticket
 	for i := range n {
-		tk, err := l.Admit(req(class, "10.0.0.1"))
+		tk, err := l.Admit(r)
 		if err != nil {
-			t.Fatalf("admitting %d of %d %v: %v", i+1, n, class, err)
+			t.Fatalf("admitting %d of %d %v requests of %v: %v", i+1, n, r.Class, r.Client, err)
 		}
 		ts = append(ts, tk)
 	}
@@ -370,4 +376,73 @@ func TestControlFloor(t *testing.T) {
 	}
 	done(ws)
 	done(cs)
+}
+
+// TestPerClientShareOfMaxInFlight: whatever --max-in-flight-per-client
+// says, one client holds at most half of MaxInFlight: with MaxInFlight 8
+// and the default per-client bounds (128, anonymous 32), a client hogging
+// the node leaves room for others.
+func TestPerClientShareOfMaxInFlight(t *testing.T) {
+	c := newTest(t, Config{MaxInFlight: 8, PerClient: 128, Fixed: true})
+	l := c.Listener("file")
+	var held []*Ticket
+	admit := func(r Request, n int) { held = append(held, admitN(t, l, r, n)...) }
+	admit(anon(Read, "10.0.0.1"), 4)
+	for range 10 {
+		if _, err := l.Admit(anon(Read, "10.0.0.1")); errcode.Of(err) != errcode.RateLimited {
+			t.Fatalf("anonymous request past half of MaxInFlight: got %v, want RateLimited", err)
+		}
+	}
+	admit(req(Control, "10.0.0.2"), 3)
+	if _, err := l.Admit(anon(Control, "10.0.0.1")); errcode.Of(err) != errcode.RateLimited {
+		t.Fatalf("the hog's request with credentials past half of MaxInFlight: got %v, want RateLimited", err)
+	}
+	// Others still get in: the hog holds 4 of 8.
+	admit(req(Control, "10.0.0.3"), 1)
+	if _, err := l.Admit(req(Control, "10.0.0.4")); errcode.Of(err) != errcode.Unavailable {
+		t.Fatalf("past MaxInFlight: got %v, want Unavailable", err)
+	}
+	done(held)
+	admit(req(Read, "10.0.0.1"), 4)
+	if _, err := l.Admit(req(Read, "10.0.0.1")); errcode.Of(err) != errcode.RateLimited {
+		t.Fatalf("request with credentials past half of MaxInFlight: got %v, want RateLimited", err)
+	}
+}
+
+// TestPerClientShareOfClassLimit: under adaptive admission a client also
+// holds at most half of its class's current limit, so a cut limit is
+// shared, not taken by one host.
+func TestPerClientShareOfClassLimit(t *testing.T) {
+	c := newTest(t, Config{MaxInFlight: 100, PerClient: 128, MinLimit: 4, Delay: (&fakeDelay{}).get})
+	l := c.Listener("file")
+	cl := l.classes[Read]
+	cl.mu.Lock()
+	cl.limit = 8 // as an overload cut would leave it
+	cl.mu.Unlock()
+	a := fill(t, l, Read, 4) // 10.0.0.1, with credentials
+	if _, err := l.Admit(req(Read, "10.0.0.1")); errcode.Of(err) != errcode.RateLimited {
+		t.Fatalf("past half of the read limit: got %v, want RateLimited", err)
+	}
+	// Its requests of another class are not that class's business.
+	if tk, err := l.Admit(req(Control, "10.0.0.1")); err != nil {
+		t.Fatalf("control request of the same client: %v", err)
+	} else {
+		tk.Done()
+	}
+	b := admitN(t, l, anon(Read, "10.0.0.2"), 4)
+	if _, err := l.Admit(anon(Read, "10.0.0.3")); errcode.Of(err) != errcode.Unavailable {
+		t.Fatalf("past the read limit: got %v, want Unavailable", err)
+	}
+	done(a[:1])
+	if _, err := l.Admit(anon(Read, "10.0.0.2")); errcode.Of(err) != errcode.RateLimited {
+		t.Fatalf("past half of the read limit with room in the class: got %v, want RateLimited", err)
+	}
+	if tk, err := l.Admit(req(Read, "10.0.0.1")); err != nil {
+		t.Fatalf("after one of its reads ended: %v", err)
+	} else {
+		tk.Done()
+	}
+	done(a[1:])
+	done(b)
+	done(fill(t, l, Read, 4)) // every share given back
 }

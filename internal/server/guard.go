@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"path"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -22,6 +24,9 @@ type errorWriter func(w http.ResponseWriter, r *http.Request, err error)
 // guard returns next behind the stack every listener gets, built here
 // once so that no listener can miss a protection:
 //
+//   - X-Content-Type-Options: nosniff on every response, success or
+//     error, whatever the handler, and Strict-Transport-Security on the
+//     file API's answers over TLS (securityHeaders);
 //   - a request ID, metrics and an access-log line (observe);
 //   - a write-idle deadline on every response write, sendfile included
 //     (a client that stops reading gives its slot back after
@@ -90,7 +95,29 @@ func (s *Server) guard(api string, classify func(*http.Request) httpx.Kind, errw
 		}
 		next.ServeHTTP(w, r)
 	})
-	return httpx.RequestIDMiddleware(s.observe(api, httpx.WriteIdle(s.cfg.WriteIdle, s.recoverer(errw, admitted))))
+	return s.securityHeaders(api, httpx.RequestIDMiddleware(s.observe(api, httpx.WriteIdle(s.cfg.WriteIdle, s.recoverer(errw, admitted)))))
+}
+
+// securityHeaders sets the headers every response of every listener
+// carries, before any handler runs: X-Content-Type-Options: nosniff
+// (browsers take each Content-Type as it is: a JSON answer or an error
+// page is never guessed into HTML). Over TLS, the file API listener (the
+// console's origin) also sends Strict-Transport-Security with
+// --hsts-max-age, so a browser that has seen it once never again sends
+// the console's cookies or tokens over plain HTTP.
+func (s *Server) securityHeaders(api string, next http.Handler) http.Handler {
+	var hsts string
+	if secs := int64(s.cfg.HSTSMaxAge / time.Second); api == "file" && s.certs != nil && secs > 0 {
+		hsts = "max-age=" + strconv.FormatInt(secs, 10)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		if hsts != "" && r.TLS != nil {
+			h.Set("Strict-Transport-Security", hsts)
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // recoverer turns a handler panic into a logged 500 in the listener's
@@ -162,10 +189,24 @@ func (s *Server) observe(api string, next http.Handler) http.Handler {
 
 // logPath is the path the access log shows: a share link's token is a
 // credential, so /s/{token}/... is logged as /s/-/... (the share field
-// names the link by its ID).
+// names the link by its ID). A path with an empty, "." or ".." segment
+// could hide a token where that prefix test does not look (//s/TOKEN,
+// /s/./TOKEN, /s//TOKEN, /api/v1/../s/TOKEN, /s/TOKEN/../../api/v1/me):
+// it is logged in its cleaned form (path.Clean, a trailing "/" kept),
+// with every segment that follows an "s" segment cut.
 func logPath(api, p string) string {
 	if api != "file" {
 		return p
+	}
+	if clean := cleanPath(p); clean != p {
+		segs := strings.Split(clean, "/")
+		out := make([]string, len(segs))
+		for i, seg := range segs {
+			if out[i] = seg; i > 0 && segs[i-1] == "s" && seg != "" {
+				out[i] = "-"
+			}
+		}
+		return strings.Join(out, "/")
 	}
 	rest, ok := strings.CutPrefix(p, "/s/")
 	if !ok {
@@ -175,6 +216,19 @@ func logPath(api, p string) string {
 		return "/s/-/" + after
 	}
 	return "/s/-"
+}
+
+// cleanPath is path.Clean of an absolute request path, keeping a
+// trailing "/".
+func cleanPath(p string) string {
+	if !strings.HasPrefix(p, "/") {
+		return p // "*" (OPTIONS *)
+	}
+	c := path.Clean(p)
+	if strings.HasSuffix(p, "/") && c != "/" {
+		c += "/"
+	}
+	return c
 }
 
 // newAdmission builds the node's admission controller from the config and

@@ -7,12 +7,17 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coffer-storage/coffer/internal/config"
 	"github.com/coffer-storage/coffer/internal/httpapi"
 	"github.com/coffer-storage/coffer/internal/s3api"
+	"github.com/coffer-storage/coffer/internal/s3api/sigv4"
 )
 
 func testServer(t *testing.T) *Server {
@@ -83,10 +88,159 @@ func TestLogPathHidesShareTokens(t *testing.T) {
 		{"file", "/s/SECRETTOKEN/unlock", "/s/-/unlock"},
 		{"file", "/api/v1/me", "/api/v1/me"},
 		{"file", "/sx/y", "/sx/y"},
+		{"file", "//s/SECRETTOKEN", "/s/-"},
+		{"file", "/s/./SECRETTOKEN", "/s/-"},
+		{"file", "/s//SECRETTOKEN", "/s/-"},
+		{"file", "/api/v1/../s/SECRETTOKEN", "/api/s/-"},
+		{"file", "/s/s/../s/s/SECRETTOKEN/x", "/s/-/-/-/x"},
+		{"file", "/s/SECRETTOKEN/../../api/v1/me", "/api/v1/me"},
+		{"file", "/api/v1/buckets/b/files/dir/", "/api/v1/buckets/b/files/dir/"},
+		{"file", "*", "*"},
 		{"s3", "/s/key", "/s/key"},
 	} {
 		if got := logPath(tc.api, tc.in); got != tc.want {
 			t.Errorf("logPath(%s, %q) = %q, want %q", tc.api, tc.in, got, tc.want)
 		}
+	}
+}
+
+// TestNosniffOnEveryResponse: every answer of both listeners, success or
+// error, JSON, XML or plain text, carries X-Content-Type-Options: nosniff
+// (the guard sets it once, before any handler runs).
+func TestNosniffOnEveryResponse(t *testing.T) {
+	e := newShareEnv(t)
+	key, err := e.s.auth.CreateAccessKey(context.Background(), e.a.id, "nosniff")
+	if err != nil {
+		t.Fatal(err)
+	}
+	signed := func(method, target string) *http.Request {
+		req := httptest.NewRequest(method, target, nil)
+		if err := sigv4.SignRequest(req, key.ID, key.Secret, "us-east-1", sigv4.EmptySHA256, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		return req
+	}
+	bearer := func(method, target string) *http.Request {
+		req := httptest.NewRequest(method, target, nil)
+		req.Header.Set("Authorization", "Bearer "+e.a.token)
+		return req
+	}
+	for _, tc := range []struct {
+		name    string
+		h       http.Handler
+		req     *http.Request
+		success bool
+	}{
+		{"file JSON success", e.s.Handler(), bearer("GET", "/api/v1/me"), true},
+		{"file JSON list", e.s.Handler(), bearer("GET", "/api/v1/buckets"), true},
+		{"file probe", e.s.Handler(), httptest.NewRequest("GET", "/healthz", nil), true},
+		{"file problem", e.s.Handler(), httptest.NewRequest("GET", "/api/v1/me", nil), false},
+		{"file unknown route", e.s.Handler(), httptest.NewRequest("GET", "/api/v1/nope", nil), false},
+		{"S3 success", e.s.s3, signed("GET", "/"), true},
+		{"S3 bucket list", e.s.s3, signed("GET", "/"+e.a.bucket), true},
+		{"S3 error", e.s.s3, httptest.NewRequest("GET", "/", nil), false},
+		{"S3 no such bucket", e.s.s3, signed("GET", "/no-such-bucket-here"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			tc.h.ServeHTTP(rec, tc.req)
+			if ok := rec.Code < 300; ok != tc.success {
+				t.Fatalf("status %d, want success %v\n%s", rec.Code, tc.success, rec.Body)
+			}
+			if got, want := rec.Header().Get("X-Content-Type-Options"), "nosniff"; got != want {
+				t.Errorf("X-Content-Type-Options %q, want %q (status %d)", got, want, rec.Code)
+			}
+		})
+	}
+}
+
+// TestAccessLogNeverHoldsShareTokens: a link's token reaches no line of
+// the log, however the path around it is spelled (doubled or dot
+// segments, a detour through /api/v1/..), whether the request is served,
+// redirected or refused.
+func TestAccessLogNeverHoldsShareTokens(t *testing.T) {
+	// A file takes the server's concurrent writes whole.
+	logFile, err := os.Create(filepath.Join(t.TempDir(), "log.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	logs := func() string { b, _ := os.ReadFile(logFile.Name()); return string(b) }
+	e := newShareEnvWith(t, nil, slog.New(slog.NewJSONHandler(logFile, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	e.put(e.a, "f.txt", []byte("shared"))
+	tok := e.share(e.a, map[string]any{"key": "f.txt"}).Token
+	for _, p := range []string{
+		"/s/TOKEN",
+		"/s/TOKEN/x",
+		"//s/TOKEN",
+		"/s/./TOKEN",
+		"/s//TOKEN",
+		"/api/v1/../s/TOKEN",
+		"/api/v1/x/../../s/TOKEN/y",
+		"/s/TOKEN/../../api/v1/me",
+		"/%73/TOKEN",
+		"/s/%2E/TOKEN",
+	} {
+		t.Run(p, func(t *testing.T) {
+			before := logs()
+			e.do(e.url, "GET", strings.Replace(p, "TOKEN", tok, 1), "", nil)
+			out := strings.TrimPrefix(logs(), before)
+			if !strings.Contains(out, `"msg":"request"`) {
+				t.Fatalf("no access-log line for %s", p)
+			}
+			if strings.Contains(out, tok) {
+				t.Errorf("the token is in the log:\n%s", out)
+			}
+		})
+	}
+}
+
+// TestMetricsOnlyForLocalClients: /metrics answers a loopback peer that
+// relays no one. A peer listed in --trusted-proxies is a relay even on
+// loopback: without an X-Forwarded-For naming a loopback client (no
+// header, only X-Client-IP, a remote or unparsable hop) its request is
+// remote. The metrics token opens it to anyone.
+func TestMetricsOnlyForLocalClients(t *testing.T) {
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(200) })
+	for _, tc := range []struct {
+		name    string
+		trusted string
+		peer    string
+		hdr     []string
+		want    int
+	}{
+		{"loopback", "", "127.0.0.1:5000", nil, 200},
+		{"loopback v6", "", "[::1]:5000", nil, 200},
+		{"remote", "", "192.0.2.7:5000", nil, 404},
+		{"loopback relaying", "", "127.0.0.1:5000", []string{"X-Forwarded-For", "192.0.2.7"}, 404},
+		{"loopback relaying, Forwarded", "", "127.0.0.1:5000", []string{"Forwarded", "for=192.0.2.7"}, 404},
+		{"trusted proxy, no forwarding header", "127.0.0.1/32", "127.0.0.1:5000", nil, 404},
+		{"trusted proxy, X-Client-IP only", "127.0.0.1/32", "127.0.0.1:5000", []string{"X-Client-IP", "127.0.0.1"}, 404},
+		{"trusted proxy, remote client", "127.0.0.1/32", "127.0.0.1:5000", []string{"X-Forwarded-For", "192.0.2.7"}, 404},
+		{"trusted proxy, spoofed loopback before the client", "127.0.0.1/32", "127.0.0.1:5000", []string{"X-Forwarded-For", "127.0.0.1, 192.0.2.7"}, 404},
+		{"trusted proxy, unparsable hop", "127.0.0.1/32", "127.0.0.1:5000", []string{"X-Forwarded-For", "nonsense"}, 404},
+		{"trusted proxy, local client", "127.0.0.1/32", "127.0.0.1:5000", []string{"X-Forwarded-For", "127.0.0.1"}, 200},
+		{"trusted remote proxy, local client", "10.0.0.0/8", "10.1.2.3:5000", []string{"X-Forwarded-For", "::1"}, 200},
+		{"trusted remote proxy, no header", "10.0.0.0/8", "10.1.2.3:5000", nil, 404},
+		{"token", "127.0.0.1/32", "192.0.2.7:5000", []string{"Authorization", "Bearer metrics-secret"}, 200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := config.Defaults()
+			cfg.MetricsToken = "metrics-secret"
+			if tc.trusted != "" {
+				cfg.TrustedProxies = []netip.Prefix{netip.MustParsePrefix(tc.trusted)}
+			}
+			s := &Server{cfg: cfg, log: slog.New(slog.DiscardHandler)}
+			req := httptest.NewRequest("GET", "/metrics", nil)
+			req.RemoteAddr = tc.peer
+			for i := 0; i+1 < len(tc.hdr); i += 2 {
+				req.Header.Set(tc.hdr[i], tc.hdr[i+1])
+			}
+			rec := httptest.NewRecorder()
+			s.metricsGuard(ok).ServeHTTP(rec, req)
+			if got := rec.Code; got != tc.want {
+				t.Errorf("status %d, want %d", got, tc.want)
+			}
+		})
 	}
 }

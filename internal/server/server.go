@@ -290,6 +290,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		TrustedProxies: cfg.TrustedProxies,
 		PublicMaxAge:   cfg.PublicMaxAge,
 		ShareMaxExpiry: cfg.ShareMaxExpiry,
+		// A zip streams (no request timeout), but its planning does not.
+		ZipPlanTimeout: cfg.RequestTimeout,
 		Info: httpapi.ServerInfo{
 			Version: version, Revision: revision, GoVersion: goVersion,
 			Started: s.started, MetaStore: metaKind, BlobStore: blobKind,
@@ -683,11 +685,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 func (s *Server) metricsGuard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		httpx.SetRoute(r.Context(), "GET /metrics")
-		// Loopback peers only, and never a request relayed by a proxy
-		// (a reverse proxy on the same host is a loopback peer too).
-		peer, _ := netip.ParseAddrPort(r.RemoteAddr)
-		proxied := r.Header.Get("X-Forwarded-For") != "" || r.Header.Get("Forwarded") != "" || r.Header.Get("X-Real-Ip") != ""
-		allowed := peer.Addr().Unmap().IsLoopback() && !proxied
+		allowed := s.localClient(r)
 		if tok := s.cfg.MetricsToken; tok != "" {
 			got := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
 			allowed = allowed || subtle.ConstantTimeCompare([]byte(got), []byte(tok)) == 1
@@ -698,6 +696,26 @@ func (s *Server) metricsGuard(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// localClient reports whether r comes from this machine and no one
+// else: a loopback peer that relays nobody. A peer listed in
+// --trusted-proxies is a relay whatever its address (a reverse proxy on
+// the same host is a loopback peer too, and may add no forwarding header
+// at all): its request is local only when X-Forwarded-For names a
+// loopback client (the address the rest of Coffer takes as the client's).
+// Any other loopback peer is local unless it sends a forwarding header.
+func (s *Server) localClient(r *http.Request) bool {
+	peer, _ := netip.ParseAddrPort(r.RemoteAddr)
+	addr := peer.Addr().Unmap()
+	for _, p := range s.cfg.TrustedProxies {
+		if p.Contains(addr) {
+			client, ok := httpx.ForwardedClient(r, s.cfg.TrustedProxies)
+			return ok && client.IsLoopback()
+		}
+	}
+	proxied := r.Header.Get("X-Forwarded-For") != "" || r.Header.Get("Forwarded") != "" || r.Header.Get("X-Real-Ip") != ""
+	return addr.IsLoopback() && !proxied
 }
 
 // LoadOrCreateKey reads the server's 32-byte master key from path, creating

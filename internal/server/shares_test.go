@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -38,10 +39,20 @@ type shareUser struct {
 
 func newShareEnv(t *testing.T) *shareEnv {
 	t.Helper()
+	return newShareEnvWith(t, nil, slog.New(slog.DiscardHandler))
+}
+
+// newShareEnvWith is newShareEnv with the config changed by mod (if not
+// nil) and the server's log going to log.
+func newShareEnvWith(t *testing.T, mod func(*config.Config), log *slog.Logger) *shareEnv {
+	t.Helper()
 	cfg := config.Defaults()
 	cfg.Data = t.TempDir()
 	cfg.Argon2Memory, cfg.Argon2Time = 8192, 1
-	s, err := New(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	if mod != nil {
+		mod(&cfg)
+	}
+	s, err := New(context.Background(), cfg, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,6 +62,15 @@ func newShareEnv(t *testing.T) *shareEnv {
 	e := &shareEnv{s: s, url: ts.URL, anon: &http.Client{}, t: t}
 	e.a, e.b = e.user("a@example.com"), e.user("b@example.com")
 	return e
+}
+
+// newProxiedShareEnv is newShareEnv behind a trusted proxy: requests name
+// their client in X-Forwarded-For.
+func newProxiedShareEnv(t *testing.T) *shareEnv {
+	t.Helper()
+	return newShareEnvWith(t, func(c *config.Config) {
+		c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
+	}, slog.New(slog.DiscardHandler))
 }
 
 func (e *shareEnv) user(email string) shareUser {
@@ -621,4 +641,156 @@ func ndjson(t *testing.T, body []byte) []map[string]any {
 		out = append(out, m)
 	}
 	return out
+}
+
+// TestShareDownloadLimitCountsRanges: a ranged GET through a link with a
+// download limit is a download of its own (issue 18, N2: ten
+// "Range: bytes=1-" requests on a limit-1 link each returned 999,999 of
+// 1,000,000 bytes, and the link still showed 0 downloads).
+func TestShareDownloadLimitCountsRanges(t *testing.T) {
+	e := newProxiedShareEnv(t)
+	data := bytes.Repeat([]byte("0123456789"), 100_000)
+	e.put(e.a, "big.bin", data)
+	sh := e.share(e.a, map[string]any{"key": "big.bin", "max_downloads": 1})
+	a, b := []string{"X-Forwarded-For", "198.51.100.1"}, []string{"X-Forwarded-For", "198.51.100.2"}
+	bodies := 0
+	for i := range 10 {
+		resp, body := e.do(e.url, "GET", sh.URL, "", nil, append(a, "Range", "bytes=1-")...)
+		switch {
+		case resp.StatusCode == 206 && bytes.Equal(body, data[1:]):
+			bodies++
+		case i > 0:
+			wantUnavailable(t, fmt.Sprintf("ranged GET %d", i+1), resp, body[:min(len(body), 300)], "used_up")
+		default:
+			t.Fatalf("first ranged GET: %d, %d bytes", resp.StatusCode, len(body))
+		}
+	}
+	if bodies != 1 {
+		t.Errorf("%d of 10 ranged GETs returned the body, want 1", bodies)
+	}
+	if got := e.inspect(e.a, sh.ID); got.Downloads != 1 || got.State != "used_up" {
+		t.Errorf("inspect: %d downloads, %s; want 1, used_up", got.Downloads, got.State)
+	}
+	// Anyone else's range, a suffix range, a plain GET, a conditional GET,
+	// a HEAD: a used-up link answers nothing but a resume.
+	for _, hdr := range [][]string{{"Range", "bytes=500000-"}, {"Range", "bytes=-10"}, {"Range", "bytes=0-0"}, nil, {"If-None-Match", `"x"`}} {
+		resp, body := e.do(e.url, "GET", sh.URL, "", nil, append(b, hdr...)...)
+		wantUnavailable(t, fmt.Sprintf("another client's GET %v", hdr), resp, body[:min(len(body), 300)], "used_up")
+	}
+	// The downloading client going back is a new download too.
+	for _, hdr := range [][]string{{"Range", "bytes=0-0"}, nil} {
+		resp, body := e.do(e.url, "GET", sh.URL, "", nil, append(a, hdr...)...)
+		wantUnavailable(t, fmt.Sprintf("GET %v", hdr), resp, body[:min(len(body), 300)], "used_up")
+	}
+	resp, body := e.do(e.url, "HEAD", sh.URL, "", nil, a...)
+	if resp.StatusCode != 404 || len(body) != 0 {
+		t.Errorf("HEAD of a used-up link: %d", resp.StatusCode)
+	}
+
+	// A link without a limit still counts only GETs from the first byte
+	// (a video seeking is not a download each time).
+	free := e.share(e.a, map[string]any{"key": "big.bin"})
+	for range 3 {
+		if resp, _ := e.do(e.url, "GET", free.URL, "", nil, "Range", "bytes=1-"); resp.StatusCode != 206 {
+			t.Fatalf("ranged GET of an unlimited link: %d", resp.StatusCode)
+		}
+	}
+	if got := e.inspect(e.a, free.ID); got.Downloads != 0 {
+		t.Errorf("unlimited link: %d downloads after ranged GETs, want 0", got.Downloads)
+	}
+}
+
+// TestShareDownloadResumes: a client whose download through a limit-1
+// link was cut off resumes it (curl -C - style: "Range: bytes=N-"; or a
+// browser's, with If-Range), more than once; nobody else does, and a
+// resume that does not move forward is a new download (refused).
+func TestShareDownloadResumes(t *testing.T) {
+	e := newProxiedShareEnv(t)
+	data := bytes.Repeat([]byte("abcdefghij"), 100_000)
+	e.put(e.a, "big.bin", data)
+	client := func(ip string) []string { return []string{"X-Forwarded-For", ip} }
+
+	// cutGET reads n bytes of the answer, then drops the connection.
+	cutGET := func(t *testing.T, url string, n int, hdr ...string) ([]byte, string) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", e.url+url, nil)
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		tr := &http.Transport{}
+		defer tr.CloseIdleConnections()
+		resp, err := (&http.Client{Transport: tr}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode/100 != 2 {
+			t.Fatalf("GET %v: %d", hdr, resp.StatusCode)
+		}
+		got := make([]byte, n)
+		if _, err := io.ReadFull(resp.Body, got); err != nil {
+			t.Fatal(err)
+		}
+		return got, resp.Header.Get("ETag")
+	}
+
+	t.Run("curl -C -", func(t *testing.T) {
+		sh := e.share(e.a, map[string]any{"key": "big.bin", "max_downloads": 1})
+		got, _ := cutGET(t, sh.URL, 300_000, client("198.51.100.1")...)
+		// Someone else cannot take over the download.
+		resp, body := e.do(e.url, "GET", sh.URL, "", nil, append(client("198.51.100.2"), "Range", "bytes=300000-")...)
+		wantUnavailable(t, "another client's resume", resp, body, "used_up")
+		part, _ := cutGET(t, sh.URL, 200_000, append(client("198.51.100.1"), "Range", "bytes=300000-")...)
+		got = append(got, part...)
+		resp, body = e.do(e.url, "GET", sh.URL, "", nil, append(client("198.51.100.1"), "Range", fmt.Sprintf("bytes=%d-", len(got)))...)
+		if resp.StatusCode != 206 {
+			t.Fatalf("second resume: %d %s", resp.StatusCode, body)
+		}
+		if got = append(got, body...); !bytes.Equal(got, data) {
+			t.Errorf("resumed download: %d bytes, not the file", len(got))
+		}
+		// Once more from an offset already resumed from: a new download.
+		resp, body = e.do(e.url, "GET", sh.URL, "", nil, append(client("198.51.100.1"), "Range", "bytes=500000-")...)
+		wantUnavailable(t, "resume from the same offset again", resp, body, "used_up")
+		if got := e.inspect(e.a, sh.ID); got.Downloads != 1 {
+			t.Errorf("inspect: %d downloads, want 1", got.Downloads)
+		}
+	})
+
+	t.Run("browser, If-Range", func(t *testing.T) {
+		sh := e.share(e.a, map[string]any{"key": "big.bin", "max_downloads": 1})
+		got, etag := cutGET(t, sh.URL, 123_456, client("2001:db8:5:6::10")...)
+		// Another address of the same /64 (a privacy address) resumes.
+		resp, body := e.do(e.url, "GET", sh.URL, "", nil, append(client("2001:db8:5:6::99"),
+			"Range", "bytes=123456-", "If-Range", etag)...)
+		if resp.StatusCode != 206 || !bytes.Equal(append(got, body...), data) {
+			t.Fatalf("resume with If-Range: %d, %d bytes", resp.StatusCode, len(body))
+		}
+		// A stale If-Range would send the whole file: a new download.
+		resp, body = e.do(e.url, "GET", sh.URL, "", nil, append(client("2001:db8:5:6::10"),
+			"Range", "bytes=200000-", "If-Range", `"stale"`)...)
+		wantUnavailable(t, "resume with a stale If-Range", resp, body, "used_up")
+	})
+}
+
+// TestUsedUpFolderLinkOnlyResumes: a folder link with a download limit,
+// used up by one file's download, still lets that download resume, but
+// answers a listing or a zip, Range header or not, as used up (no
+// planning, no sizes).
+func TestUsedUpFolderLinkOnlyResumes(t *testing.T) {
+	e := newShareEnv(t)
+	data := bytes.Repeat([]byte("folder file "), 10_000)
+	e.put(e.a, "dir/a.bin", data)
+	e.put(e.a, "dir/b.bin", data)
+	sh := e.share(e.a, map[string]any{"prefix": "dir/", "max_downloads": 1})
+	if resp, body := e.do(e.url, "GET", sh.URL+"/a.bin", "", nil, "Range", "bytes=0-99"); resp.StatusCode != 206 || len(body) != 100 {
+		t.Fatalf("first download: %d, %d bytes", resp.StatusCode, len(body))
+	}
+	if resp, body := e.do(e.url, "GET", sh.URL+"/a.bin", "", nil, "Range", "bytes=100-"); resp.StatusCode != 206 || !bytes.Equal(body, data[100:]) {
+		t.Fatalf("resume: %d, %d bytes", resp.StatusCode, len(body))
+	}
+	for _, tc := range []struct{ path, rng string }{{"", "bytes=1-"}, {"?zip=1", "bytes=1-"}, {"?zip=1", ""}, {"/b.bin", "bytes=1-"}} {
+		resp, body := e.do(e.url, "GET", sh.URL+tc.path, "", nil, "Range", tc.rng)
+		wantUnavailable(t, "GET "+tc.path+" "+tc.rng, resp, body[:min(len(body), 300)], "used_up")
+	}
 }

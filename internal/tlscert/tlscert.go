@@ -117,10 +117,25 @@ func (r *Reloader) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error
 	return r.cert.Load(), nil
 }
 
+// CipherSuites are the TLS 1.2 cipher suites a Config accepts: ECDHE
+// (forward secrecy) with an AEAD (AES-GCM or ChaCha20-Poly1305), nothing
+// with CBC and SHA-1 (ECDHE-RSA-AES128-SHA and its kin, which Go still
+// accepts by default). HTTP/2's required suite,
+// TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, is among them. TLS 1.3 suites
+// are all AEAD and not configurable.
+var CipherSuites = []uint16{
+	tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+	tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+	tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+	tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+	tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+	tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+}
+
 // Config returns a server tls.Config serving r's certificate: TLS 1.2 at
-// least.
+// least, and on TLS 1.2 only CipherSuites.
 func (r *Reloader) Config() *tls.Config {
-	return &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: r.GetCertificate}
+	return &tls.Config{MinVersion: tls.VersionTLS12, CipherSuites: CipherSuites, GetCertificate: r.GetCertificate}
 }
 
 // check reloads the pair if the files' stamps changed since the last load.

@@ -416,6 +416,22 @@ func TestServesTLS(t *testing.T) {
 	if _, err := dial(&tls.Config{RootCAs: roots, MaxVersion: tls.VersionTLS11}); err == nil {
 		t.Errorf("a TLS 1.1 handshake succeeded")
 	}
+	// TLS 1.2 takes AEAD suites only: a client offering nothing but CBC
+	// (SHA-1 or SHA-256 MACs) is refused; each AEAD suite is served.
+	cbc := []uint16{
+		tls.TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA, tls.TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA,
+		tls.TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA, tls.TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA,
+		tls.TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256, tls.TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256,
+		tls.TLS_RSA_WITH_AES_128_CBC_SHA, tls.TLS_RSA_WITH_AES_256_CBC_SHA,
+	}
+	if _, err := dial(&tls.Config{RootCAs: roots, MaxVersion: tls.VersionTLS12, CipherSuites: cbc}); err == nil {
+		t.Errorf("a TLS 1.2 handshake offering only CBC suites succeeded")
+	}
+	for _, cs := range []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384, tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256} {
+		if _, err := dial(&tls.Config{RootCAs: roots, MaxVersion: tls.VersionTLS12, CipherSuites: []uint16{cs}}); err != nil {
+			t.Errorf("TLS 1.2 with %s: %v", tls.CipherSuiteName(cs), err)
+		}
+	}
 }
 
 func FuzzParse(f *testing.F) {

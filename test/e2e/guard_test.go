@@ -441,3 +441,52 @@ func TestHeaderLimits(t *testing.T) {
 		}
 	}
 }
+
+// TestOneClientCannotStarveASmallNode: on a --max-in-flight 8 node with
+// the default per-client bounds (128, anonymous 32), twelve downloads
+// from one address that never read hold only that address's share of the
+// node (half: 4), the rest are refused with 429, and other clients are
+// served meanwhile (no 503).
+func TestOneClientCannotStarveASmallNode(t *testing.T) {
+	t.Parallel()
+	srv := testenv.Start(t, "--max-in-flight", "8", "--admission", "fixed")
+	owner := srv.NewUser(t)
+	publicObject(t, owner, "big.bin", 16<<20)
+	other := srv.NewUser(t)
+
+	status := map[int]int{}
+	for range 12 {
+		conn := stalledGET(t, "127.0.0.2", srv.URL, testenv.FileURL(owner.Bucket, "big.bin"))
+		conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+		// The status line and headers only: an admitted download's body
+		// stays unread, its handler blocked on the full socket.
+		resp, err := http.ReadResponse(bufio.NewReaderSize(conn, 4096), nil)
+		if err != nil {
+			t.Fatalf("stalled download %d: %v", len(status), err)
+		}
+		status[resp.StatusCode]++
+	}
+	if got, want := status[http.StatusOK], 4; got != want {
+		t.Errorf("downloads admitted for one anonymous address: %d, want %d (%v)", got, want, status)
+	}
+	if got, want := status[http.StatusTooManyRequests], 8; got != want {
+		t.Errorf("downloads refused with 429: %d, want %d (%v)", got, want, status)
+	}
+	// Everyone else is still served: another user, another anonymous
+	// downloader.
+	if resp := other.Do(t, "GET", "/api/v1/me", nil); resp.StatusCode != http.StatusOK {
+		t.Errorf("another user while one address hogs the node: %d, want 200", resp.StatusCode)
+		resp.Body.Close()
+	} else {
+		resp.Body.Close()
+	}
+	resp, err := clientFrom("127.0.0.3").Get(srv.URL + testenv.FileURL(owner.Bucket, "big.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || n != 16<<20 {
+		t.Errorf("another address's download: %d, %d bytes", resp.StatusCode, n)
+	}
+}

@@ -61,6 +61,17 @@ func newTestCA(t *testing.T) *testCA {
 	return &testCA{cert: cert, key: key, pool: pool}
 }
 
+// files writes a fresh certificate (CN "coffer", serial) and its key into
+// a temporary folder and returns their paths.
+func (ca *testCA) files(t *testing.T, serial int64) tlsFiles {
+	t.Helper()
+	dir := t.TempDir()
+	f := tlsFiles{filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")}
+	p := ca.issue(t, serial, "coffer")
+	f.write(t, p.cert, p.key, time.Now())
+	return f
+}
+
 // tlsPair is a server certificate's PEM files' contents.
 type tlsPair struct{ cert, key []byte }
 
@@ -439,10 +450,7 @@ func TestTLS(t *testing.T) {
 func TestTLSPlainHTTP(t *testing.T) {
 	t.Parallel()
 	ca := newTestCA(t)
-	dir := t.TempDir()
-	files := tlsFiles{filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")}
-	p := ca.issue(t, 7, "coffer")
-	files.write(t, p.cert, p.key, time.Now())
+	files := ca.files(t, 7)
 	srv := testenv.StartTLS(t, ca.pool, "--tls-cert", files.cert, "--tls-key", files.key)
 	for _, base := range []string{srv.URL, srv.S3URL} {
 		host := strings.TrimPrefix(base, "https://")
@@ -490,10 +498,7 @@ func TestTLSPlainHTTP(t *testing.T) {
 func TestTLSGuards(t *testing.T) {
 	t.Parallel()
 	ca := newTestCA(t)
-	dir := t.TempDir()
-	files := tlsFiles{filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")}
-	p := ca.issue(t, 9, "coffer")
-	files.write(t, p.cert, p.key, time.Now())
+	files := ca.files(t, 9)
 	srv := testenv.StartTLS(t, ca.pool, "--tls-cert", files.cert, "--tls-key", files.key,
 		"--write-idle-timeout", "2s", "--request-timeout", "2s", "--admission", "fixed", "--max-in-flight-per-client", "0")
 	owner := srv.NewUser(t)
@@ -628,5 +633,69 @@ func TestTLSRefusedStart(t *testing.T) {
 				t.Errorf("data folder created by a refused start: %v", err)
 			}
 		})
+	}
+}
+
+// TestTLSAEADAndHSTS: over TLS 1.2 both listeners take AEAD suites only
+// (a client offering nothing but CBC, SHA-1 or SHA-256, fails the
+// handshake); the file API listener's answers, success and error, carry
+// Strict-Transport-Security (--hsts-max-age, default a year) over TLS,
+// the S3 listener's do not, --hsts-max-age 0 turns it off, and plain
+// HTTP never sends it.
+func TestTLSAEADAndHSTS(t *testing.T) {
+	t.Parallel()
+	ca := newTestCA(t)
+	files := ca.files(t, 21)
+	srv := testenv.StartTLS(t, ca.pool, "--tls-cert", files.cert, "--tls-key", files.key)
+
+	cbc := []uint16{
+		tls.TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA, tls.TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA,
+		tls.TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA, tls.TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA,
+		tls.TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256, tls.TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256,
+	}
+	for _, base := range []string{srv.URL, srv.S3URL} {
+		host := strings.TrimPrefix(base, "https://")
+		c, err := tls.Dial("tcp", host, &tls.Config{RootCAs: ca.pool, MaxVersion: tls.VersionTLS12, CipherSuites: cbc})
+		if err == nil {
+			t.Errorf("%s: a TLS 1.2 client offering only CBC suites was served %s", host, tls.CipherSuiteName(c.ConnectionState().CipherSuite))
+			c.Close()
+		}
+		c, err = tls.Dial("tcp", host, &tls.Config{RootCAs: ca.pool, MaxVersion: tls.VersionTLS12})
+		if err != nil {
+			t.Fatalf("%s: TLS 1.2 with Go's default suites: %v", host, err)
+		}
+		if cs := c.ConnectionState().CipherSuite; !strings.Contains(tls.CipherSuiteName(cs), "GCM") && !strings.Contains(tls.CipherSuiteName(cs), "CHACHA20") {
+			t.Errorf("%s: TLS 1.2 suite %s is not an AEAD", host, tls.CipherSuiteName(cs))
+		}
+		c.Close()
+	}
+
+	hsts := func(t *testing.T, hc *http.Client, url string) string {
+		t.Helper()
+		resp, err := hc.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.Header.Get("Strict-Transport-Security")
+	}
+	hc := srv.HTTPClient()
+	for _, path := range []string{"/healthz", "/api/v1/me", "/", "/s/nope"} {
+		if got, want := hsts(t, hc, srv.URL+path), "max-age=31536000"; got != want {
+			t.Errorf("file API %s over TLS: Strict-Transport-Security %q, want %q", path, got, want)
+		}
+	}
+	if got := hsts(t, hc, srv.S3URL+"/"); got != "" {
+		t.Errorf("S3 listener: Strict-Transport-Security %q, want none", got)
+	}
+
+	off := testenv.StartTLS(t, ca.pool, "--tls-cert", files.cert, "--tls-key", files.key, "--hsts-max-age", "0")
+	if got := hsts(t, off.HTTPClient(), off.URL+"/healthz"); got != "" {
+		t.Errorf("--hsts-max-age 0: Strict-Transport-Security %q, want none", got)
+	}
+	plain := testenv.Start(t)
+	if got := hsts(t, plain.HTTPClient(), plain.URL+"/healthz"); got != "" {
+		t.Errorf("plain HTTP: Strict-Transport-Security %q, want none", got)
 	}
 }

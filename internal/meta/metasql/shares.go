@@ -69,5 +69,48 @@ func UseShareArgs(id string, download bool, now time.Time) []any {
 	return []any{ToNanos(now), n, id, ToNanos(now)}
 }
 
+// CheckShareDownload validates a download for StartShareDownload.
+func CheckShareDownload(d meta.ShareDownload) error {
+	if d.ShareID == "" || d.Client == "" || d.Key == "" || d.Until.IsZero() {
+		return errcode.New(errcode.InvalidArgument, "a share download needs a share, a client, a key and an end")
+	}
+	return nil
+}
+
+// ShareDownloadUpsertSQL records a download for StartShareDownload, with
+// arguments ShareDownloadUpsertArgs: a new row, or the one of the same
+// share, client and key replaced (its resumes back to 0).
+func ShareDownloadUpsertSQL(ph func(n int) string) string {
+	return "INSERT INTO share_downloads (share_id, client, object_key, etag, last_start, resumes, expires_at) VALUES (" +
+		ph(1) + ", " + ph(2) + ", " + ph(3) + ", " + ph(4) + ", " + ph(5) + ", 0, " + ph(6) + ")" +
+		" ON CONFLICT (share_id, client, object_key) DO UPDATE SET etag = excluded.etag, last_start = excluded.last_start," +
+		" resumes = 0, expires_at = excluded.expires_at"
+}
+
+// ShareDownloadUpsertArgs are the arguments of ShareDownloadUpsertSQL.
+func ShareDownloadUpsertArgs(d meta.ShareDownload) []any {
+	return []any{d.ShareID, d.Client, d.Key, d.ETag, d.Offset, ToNanos(d.Until)}
+}
+
+// ResumeShareDownloadSQL is the conditional UPDATE of
+// meta.Store.ResumeShareDownload, with arguments ResumeShareDownloadArgs:
+// it changes the download's row exactly when the resume is allowed.
+func ResumeShareDownloadSQL(ph func(n int) string) string {
+	return "UPDATE share_downloads SET last_start = " + ph(1) + ", resumes = resumes + 1, expires_at = " + ph(2) +
+		" WHERE share_id = " + ph(3) + " AND client = " + ph(4) + " AND object_key = " + ph(5) + " AND etag = " + ph(6) +
+		" AND expires_at > " + ph(7) + " AND last_start < " + ph(1) + " AND resumes < " + ph(8) +
+		" AND EXISTS (SELECT 1 FROM shares WHERE id = " + ph(3) + " AND NOT revoked AND expires_at > " + ph(7) + ")"
+}
+
+// ResumeShareDownloadArgs are the arguments of ResumeShareDownloadSQL.
+func ResumeShareDownloadArgs(d meta.ShareDownload, maxResumes int, now time.Time) []any {
+	return []any{d.Offset, ToNanos(d.Until), d.ShareID, d.Client, d.Key, d.ETag, ToNanos(now), maxResumes}
+}
+
+// TouchShareSQL sets a share's last access (arguments now, id).
+func TouchShareSQL(ph func(n int) string) string {
+	return "UPDATE shares SET last_access = " + ph(1) + " WHERE id = " + ph(2)
+}
+
 // ShareNotFound is the error of a share id or hash that is not stored.
 func ShareNotFound() error { return errcode.New(errcode.NotFound, "no such share") }

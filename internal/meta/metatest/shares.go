@@ -3,6 +3,7 @@ package metatest
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +18,9 @@ var shareTests = []test{
 	{name: "RevokeAndExpire", fn: testShareRevokeAndExpire},
 	{name: "ConcurrentLastDownload", fn: testShareConcurrentLastDownload},
 	{name: "GoWithOwner", fn: testShareGoWithOwner},
+	{name: "DownloadAndResume", fn: testShareDownloadAndResume},
+	{name: "ResumeRefusals", fn: testShareResumeRefusals},
+	{name: "ConcurrentResumes", fn: testShareConcurrentResumes},
 }
 
 func newShare(owner string, max int64) meta.Share {
@@ -134,19 +138,7 @@ func testShareConcurrentLastDownload(t *testing.T, s meta.Store) {
 	addUser(t, s, "alice", 0)
 	sh := newShare("alice", 3)
 	ok(t, s.CreateShare(ctx, sh), "CreateShare")
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	okN := 0
-	for range 10 {
-		wg.Go(func() {
-			if s.UseShare(ctx, sh.ID, true, baseTime) == nil {
-				mu.Lock()
-				okN++
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
+	okN := concurrently(10, func() bool { return s.UseShare(ctx, sh.ID, true, baseTime) == nil })
 	if got, want := okN, 3; got != want {
 		t.Errorf("%d downloads succeeded, want %d", got, want)
 	}
@@ -157,8 +149,132 @@ func testShareGoWithOwner(t *testing.T, s meta.Store) {
 	addUser(t, s, "alice", 0)
 	sh := newShare("alice", 0)
 	ok(t, s.CreateShare(ctx, sh), "CreateShare")
+	ok(t, s.StartShareDownload(ctx, download(sh.ID, 0, baseTime), baseTime), "StartShareDownload") // its record goes too
 	_, err := s.DeleteUser(ctx, "alice", true)
 	ok(t, err, "DeleteUser")
 	_, err = s.GetShare(ctx, sh.ID)
 	wantCode(t, err, errcode.NotFound, "GetShare after the owner is deleted")
+}
+
+// download is a download of share id by client 192.0.2.1 of docs/a.txt
+// (ETag "e1") from offset, resumable for an hour after now.
+func download(id string, offset int64, now time.Time) meta.ShareDownload {
+	return meta.ShareDownload{ShareID: id, Client: "192.0.2.1", Key: "docs/a.txt", ETag: "e1", Offset: offset, Until: now.Add(time.Hour)}
+}
+
+func testShareDownloadAndResume(t *testing.T, s meta.Store) {
+	ctx := t.Context()
+	addUser(t, s, "alice", 0)
+	sh := newShare("alice", 1)
+	ok(t, s.CreateShare(ctx, sh), "CreateShare")
+	now := baseTime.Add(time.Minute)
+	ok(t, s.StartShareDownload(ctx, download(sh.ID, 0, now), now), "StartShareDownload")
+	got, err := s.GetShare(ctx, sh.ID)
+	ok(t, err, "GetShare")
+	if got.Downloads != 1 || got.State(now) != "used_up" || !sameTime(got.LastAccess, now) {
+		t.Fatalf("after the download: %d downloads, state %s, last access %v", got.Downloads, got.State(now), got.LastAccess)
+	}
+	// The same client resumes further on, several times, though the link
+	// is used up; the share is not counted again but was accessed.
+	for i, off := range []int64{100, 5000, 5001} {
+		at := now.Add(time.Duration(i+1) * time.Second)
+		resumed, err := s.ResumeShareDownload(ctx, download(sh.ID, off, at), 3, at)
+		ok(t, err, "ResumeShareDownload")
+		if !resumed {
+			t.Fatalf("resume %d from %d refused", i+1, off)
+		}
+	}
+	got, err = s.GetShare(ctx, sh.ID)
+	ok(t, err, "GetShare")
+	if got.Downloads != 1 || !sameTime(got.LastAccess, now.Add(3*time.Second)) {
+		t.Errorf("after resumes: %d downloads, last access %v; want 1, %v", got.Downloads, got.LastAccess, now.Add(3*time.Second))
+	}
+	// A fourth resume passes maxResumes 3.
+	if resumed, err := s.ResumeShareDownload(ctx, download(sh.ID, 9000, now), 3, now); err != nil || resumed {
+		t.Errorf("resume past maxResumes: %v, %v", resumed, err)
+	}
+	// Another download is refused (used up), and records nothing.
+	other := download(sh.ID, 0, now)
+	other.Client = "192.0.2.99"
+	err = s.StartShareDownload(ctx, other, now)
+	if e := errcode.As(err); e == nil || e.Detail["state"] != "used_up" {
+		t.Errorf("second download: %v, want state used_up", err)
+	}
+	other.Offset = 10
+	if resumed, err := s.ResumeShareDownload(ctx, other, 3, now); err != nil || resumed {
+		t.Errorf("resume of a refused download: %v, %v", resumed, err)
+	}
+	wantCode(t, s.StartShareDownload(ctx, download("nope", 0, now), now), errcode.NotFound, "StartShareDownload unknown")
+	bad := download(sh.ID, 0, now)
+	bad.Client = ""
+	wantCode(t, s.StartShareDownload(ctx, bad, now), errcode.InvalidArgument, "StartShareDownload without a client")
+}
+
+func testShareResumeRefusals(t *testing.T, s meta.Store) {
+	ctx := t.Context()
+	addUser(t, s, "alice", 0)
+	sh := newShare("alice", 10)
+	ok(t, s.CreateShare(ctx, sh), "CreateShare")
+	now := baseTime.Add(time.Minute)
+	ok(t, s.StartShareDownload(ctx, download(sh.ID, 50, now), now), "StartShareDownload")
+	for name, mod := range map[string]func(d *meta.ShareDownload, at *time.Time){
+		"same offset":       func(d *meta.ShareDownload, _ *time.Time) { d.Offset = 50 },
+		"earlier offset":    func(d *meta.ShareDownload, _ *time.Time) { d.Offset = 10 },
+		"another ETag":      func(d *meta.ShareDownload, _ *time.Time) { d.ETag = "e2" },
+		"another client":    func(d *meta.ShareDownload, _ *time.Time) { d.Client = "192.0.2.2" },
+		"another key":       func(d *meta.ShareDownload, _ *time.Time) { d.Key = "docs/b.txt" },
+		"another share":     func(d *meta.ShareDownload, _ *time.Time) { d.ShareID = "nope" },
+		"window over":       func(_ *meta.ShareDownload, at *time.Time) { *at = now.Add(time.Hour) },
+		"share expired":     func(_ *meta.ShareDownload, at *time.Time) { *at = sh.ExpiresAt },
+		"no resumes at all": func(d *meta.ShareDownload, at *time.Time) {},
+	} {
+		d, at, max := download(sh.ID, 100, now), now, 5
+		mod(&d, &at)
+		if name == "no resumes at all" {
+			max = 0
+		}
+		if resumed, err := s.ResumeShareDownload(ctx, d, max, at); err != nil || resumed {
+			t.Errorf("%s: resumed %v, %v; want refused", name, resumed, err)
+		}
+	}
+	// A new download of the same file by the same client replaces the
+	// record (from its offset, resumes back to zero).
+	ok(t, s.StartShareDownload(ctx, download(sh.ID, 0, now), now), "StartShareDownload again")
+	if resumed, err := s.ResumeShareDownload(ctx, download(sh.ID, 10, now), 1, now); err != nil || !resumed {
+		t.Errorf("resume after a new download from 0: %v, %v", resumed, err)
+	}
+	ok(t, s.RevokeShare(ctx, sh.ID), "RevokeShare")
+	if resumed, err := s.ResumeShareDownload(ctx, download(sh.ID, 20, now), 5, now); err != nil || resumed {
+		t.Errorf("resume through a revoked link: %v, %v", resumed, err)
+	}
+}
+
+func testShareConcurrentResumes(t *testing.T, s meta.Store) {
+	ctx := t.Context()
+	addUser(t, s, "alice", 0)
+	sh := newShare("alice", 1)
+	ok(t, s.CreateShare(ctx, sh), "CreateShare")
+	ok(t, s.StartShareDownload(ctx, download(sh.ID, 0, baseTime), baseTime), "StartShareDownload")
+	okN := concurrently(10, func() bool {
+		resumed, err := s.ResumeShareDownload(ctx, download(sh.ID, 1, baseTime), 100, baseTime)
+		return err == nil && resumed
+	})
+	if got, want := okN, 1; got != want {
+		t.Errorf("%d of 10 concurrent resumes from one offset passed, want %d", got, want)
+	}
+}
+
+// concurrently runs fn n times at once and returns how many returned true.
+func concurrently(n int, fn func() bool) int {
+	var wg sync.WaitGroup
+	var passed atomic.Int64
+	for range n {
+		wg.Go(func() {
+			if fn() {
+				passed.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	return int(passed.Load())
 }

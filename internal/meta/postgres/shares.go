@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -100,11 +99,32 @@ func (s *Store) RevokeShare(ctx context.Context, id string) error {
 
 // UseShare implements meta.Store.
 func (s *Store) UseShare(ctx context.Context, id string, download bool, now time.Time) error {
+	return s.useShare(ctx, id, download, nil, now)
+}
+
+// StartShareDownload implements meta.Store.
+func (s *Store) StartShareDownload(ctx context.Context, d meta.ShareDownload, now time.Time) error {
+	if err := metasql.CheckShareDownload(d); err != nil {
+		return err
+	}
+	return s.useShare(ctx, d.ShareID, true, &d, now)
+}
+
+// useShare is UseShare, recording d too when it is not nil and the use
+// was taken.
+func (s *Store) useShare(ctx context.Context, id string, download bool, d *meta.ShareDownload, now time.Time) error {
 	now = metasql.OrNow(now, time.Now())
 	var used bool
 	err := s.write(ctx, "use share", func(t *txn) error {
-		t.execN(func(n int64) error { used = n == 1; return nil },
-			metasql.UseShareSQL(func(n int) string { return "$" + strconv.Itoa(n) }), metasql.UseShareArgs(id, download, now)...)
+		used = false
+		t.execN(func(n int64) error { used = n == 1; return nil }, metasql.UseShareSQL(dollar), metasql.UseShareArgs(id, download, now)...)
+		if d == nil {
+			return nil
+		}
+		if err := t.flush(); err != nil || !used {
+			return err
+		}
+		t.exec(metasql.ShareDownloadUpsertSQL(dollar), metasql.ShareDownloadUpsertArgs(*d)...)
 		return nil
 	})
 	if err != nil || used {
@@ -115,4 +135,21 @@ func (s *Store) UseShare(ctx context.Context, id string, download bool, now time
 		return err
 	}
 	return meta.ErrShareUnavailable(sh.State(now))
+}
+
+// ResumeShareDownload implements meta.Store.
+func (s *Store) ResumeShareDownload(ctx context.Context, d meta.ShareDownload, maxResumes int, now time.Time) (bool, error) {
+	now = metasql.OrNow(now, time.Now())
+	var resumed bool
+	err := s.write(ctx, "resume share download", func(t *txn) error {
+		resumed = false
+		t.execN(func(n int64) error { resumed = n == 1; return nil },
+			metasql.ResumeShareDownloadSQL(dollar), metasql.ResumeShareDownloadArgs(d, maxResumes, now)...)
+		if err := t.flush(); err != nil || !resumed {
+			return err
+		}
+		t.exec(metasql.TouchShareSQL(dollar), metasql.ToNanos(now), d.ShareID)
+		return nil
+	})
+	return resumed && err == nil, err
 }

@@ -99,16 +99,37 @@ func (s *Store) RevokeShare(ctx context.Context, id string) error {
 
 // UseShare implements meta.Store.
 func (s *Store) UseShare(ctx context.Context, id string, download bool, now time.Time) error {
+	return s.useShare(ctx, id, download, nil, now)
+}
+
+// StartShareDownload implements meta.Store.
+func (s *Store) StartShareDownload(ctx context.Context, d meta.ShareDownload, now time.Time) error {
+	if err := metasql.CheckShareDownload(d); err != nil {
+		return err
+	}
+	return s.useShare(ctx, d.ShareID, true, &d, now)
+}
+
+// useShare is UseShare, recording d too when it is not nil and the use
+// was taken.
+func (s *Store) useShare(ctx context.Context, id string, download bool, d *meta.ShareDownload, now time.Time) error {
 	now = metasql.OrNow(now, time.Now())
 	var used bool
 	err := s.write(ctx, func(ctx context.Context, c *conn) error {
-		res, err := c.ExecContext(ctx, metasql.UseShareSQL(func(int) string { return "?" }), metasql.UseShareArgs(id, download, now)...)
+		used = false
+		res, err := c.ExecContext(ctx, metasql.UseShareSQL(q), metasql.UseShareArgs(id, download, now)...)
 		if err != nil {
 			return classify(err, "use share")
 		}
-		n, err := res.RowsAffected()
-		used = n == 1
-		return classify(err, "use share")
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			return classify(err, "use share")
+		}
+		used = true
+		if d == nil {
+			return nil
+		}
+		_, err = c.ExecContext(ctx, metasql.ShareDownloadUpsertSQL(q), metasql.ShareDownloadUpsertArgs(*d)...)
+		return classify(err, "record share download")
 	})
 	if err != nil || used {
 		return err
@@ -118,4 +139,24 @@ func (s *Store) UseShare(ctx context.Context, id string, download bool, now time
 		return err
 	}
 	return meta.ErrShareUnavailable(sh.State(now))
+}
+
+// ResumeShareDownload implements meta.Store.
+func (s *Store) ResumeShareDownload(ctx context.Context, d meta.ShareDownload, maxResumes int, now time.Time) (bool, error) {
+	now = metasql.OrNow(now, time.Now())
+	var resumed bool
+	err := s.write(ctx, func(ctx context.Context, c *conn) error {
+		resumed = false
+		res, err := c.ExecContext(ctx, metasql.ResumeShareDownloadSQL(q), metasql.ResumeShareDownloadArgs(d, maxResumes, now)...)
+		if err != nil {
+			return classify(err, "resume share download")
+		}
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			return classify(err, "resume share download")
+		}
+		resumed = true
+		_, err = c.ExecContext(ctx, metasql.TouchShareSQL(q), metasql.ToNanos(now), d.ShareID)
+		return classify(err, "use share")
+	})
+	return resumed && err == nil, err
 }
