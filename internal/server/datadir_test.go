@@ -42,11 +42,11 @@ func TestOpenKey(t *testing.T) {
 
 	// First start: the default key file is created and its fingerprint
 	// recorded; the same key opens again.
-	key, err := OpenKey(ctx, m, dir, "")
+	key, err := OpenKey(ctx, m, KeyFile{Data: dir, Create: true})
 	if err != nil {
 		t.Fatalf("first OpenKey: %v", err)
 	}
-	again, err := OpenKey(ctx, m, dir, "")
+	again, err := OpenKey(ctx, m, KeyFile{Data: dir, Create: true})
 	if err != nil || !bytes.Equal(again, key) {
 		t.Fatalf("second OpenKey = %x, %v; want the same key", again, err)
 	}
@@ -56,16 +56,16 @@ func TestOpenKey(t *testing.T) {
 	if err := os.WriteFile(copied, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := OpenKey(ctx, m, dir, copied); err != nil {
+	if _, err := OpenKey(ctx, m, KeyFile{Data: dir, File: copied, Create: true}); err != nil {
 		t.Errorf("OpenKey with a copy of the key: %v", err)
 	}
 
 	t.Run("OtherKeyFile", func(t *testing.T) {
 		other := filepath.Join(t.TempDir(), "other.key")
-		if _, err := LoadOrCreateKey(other); err != nil {
+		if _, _, err := LoadOrCreateKey(other); err != nil {
 			t.Fatal(err)
 		}
-		_, err := OpenKey(ctx, m, dir, other)
+		_, err := OpenKey(ctx, m, KeyFile{Data: dir, File: other, Create: true})
 		if !errors.Is(err, ErrKeyMismatch) {
 			t.Fatalf("OpenKey with another key: %v, want ErrKeyMismatch", err)
 		}
@@ -82,7 +82,7 @@ func TestOpenKey(t *testing.T) {
 		if err := os.Remove(filepath.Join(dir, "server.key")); err != nil {
 			t.Fatal(err)
 		}
-		_, err := OpenKey(ctx, m, dir, "")
+		_, err := OpenKey(ctx, m, KeyFile{Data: dir, Create: true})
 		if !errors.Is(err, ErrKeyMismatch) {
 			t.Fatalf("OpenKey with a regenerated key: %v, want ErrKeyMismatch", err)
 		}
@@ -115,7 +115,7 @@ func TestNewRefusesAnotherKey(t *testing.T) {
 	if err := os.Remove(keyFile); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := LoadOrCreateKey(keyFile); err != nil {
+	if _, _, err := LoadOrCreateKey(keyFile); err != nil {
 		t.Fatal(err)
 	}
 	s, err = New(context.Background(), cfg, slog.New(slog.DiscardHandler))
