@@ -176,3 +176,47 @@ func TestPrepareDataDir(t *testing.T) {
 		})
 	}
 }
+
+// TestStoresLine: the start-up line says where a node keeps its data:
+// the data folder in the embedded shape; in the scale-out shape the
+// database and the bucket (it said "data in DIR" there too), never a
+// credential of their URLs.
+func TestStoresLine(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		cfg        func(*config.Config)
+		want, hide []string
+	}{
+		{"embedded", func(*config.Config) {}, []string{"data in /srv/coffer"}, []string{"metadata", "blobs"}},
+		{"scale-out", func(c *config.Config) {
+			c.Meta = "postgres://coffer:S3cret@db.internal:5432/coffer?sslmode=verify-full&password=Other"
+			c.Blob = "s3://coffer-blobs/prod?endpoint=https://user:Pw@minio.internal:9000/x?y&region=eu-1"
+		}, []string{"metadata in postgres://db.internal:5432/coffer", "blobs in s3://coffer-blobs/prod at https://minio.internal:9000", "blob cache in /srv/coffer/cache"},
+			[]string{"S3cret", "Other", "Pw", "user", "sslmode", "region", "/x"}},
+		{"scale-out, cache off", func(c *config.Config) {
+			c.Meta, c.Blob, c.Cache = "postgres://db/coffer", "s3://b", "off"
+		}, []string{"metadata in postgres://db/coffer, blobs in s3://b"}, []string{"cache", " at "}},
+		{"SQLite with S3 blobs", func(c *config.Config) { c.Blob = "s3://b"; c.CacheDir = "/var/cache/coffer" },
+			[]string{"metadata in /srv/coffer/meta.db", "blobs in s3://b", "blob cache in /var/cache/coffer"}, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := config.Defaults()
+			cfg.Data = "/srv/coffer"
+			c.cfg(&cfg)
+			got := storesLine(cfg)
+			if scaleOut := cfg.Meta != "" || cfg.Blob != ""; scaleOut == strings.HasPrefix(got, "data in ") {
+				t.Errorf("%q for --meta %q --blob %q", got, cfg.Meta, cfg.Blob)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("%q does not say %q", got, w)
+				}
+			}
+			for _, h := range c.hide {
+				if strings.Contains(got, h) {
+					t.Errorf("%q shows %q", got, h)
+				}
+			}
+		})
+	}
+}

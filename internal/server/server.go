@@ -569,7 +569,7 @@ func (s *Server) Run(ctx context.Context, announce io.Writer) error {
 		}
 		// Once, on announce (stdout), not in the log too: on a terminal
 		// both show, and every start-up line appeared twice.
-		fmt.Fprintf(announce, "coffer: %s listening on %s://%s (data in %s)\n", label, sch, l.ln.Addr(), s.cfg.Data)
+		fmt.Fprintf(announce, "coffer: %s listening on %s://%s (%s)\n", label, sch, l.ln.Addr(), storesLine(s.cfg))
 	}
 
 	janitorCtx, stopJanitor := context.WithCancel(context.Background())
@@ -597,9 +597,7 @@ func (s *Server) Run(ctx context.Context, announce io.Writer) error {
 		listenDone := make(chan struct{})
 		go func() {
 			defer close(listenDone)
-			s.listen.ListenChanges(listenCtx, s.changes.Handler(func(err error) {
-				s.log.Warn("listening for other nodes' changes failed; caches are flushed when it resumes", "err", err)
-			}))
+			s.listen.ListenChanges(listenCtx, (&listenLog{log: s.log, every: time.Minute}).handler(s.changes))
 		}()
 		defer func() { stopListen(); <-listenDone }()
 	}
@@ -654,6 +652,104 @@ func (s *Server) Run(ctx context.Context, announce io.Writer) error {
 	<-janitorDone
 	s.log.Info("stopped")
 	return nil
+}
+
+// storesLine says where a node keeps its data, for the start-up line:
+// "data in DIR" in the embedded shape; in the scale-out shape the
+// database, the bucket and the node's own files. Never a credential: a
+// URL is shown without its user, password and query.
+func storesLine(cfg config.Config) string {
+	if cfg.Meta == "" && cfg.Blob == "" {
+		return "data in " + cfg.Data
+	}
+	metaAt := "metadata in " + filepath.Join(cfg.Data, "meta.db")
+	if cfg.Meta != "" {
+		metaAt = "metadata in " + bareURL(cfg.Meta)
+	}
+	blobsAt := "blobs in " + filepath.Join(cfg.Data, "blobs")
+	if cfg.Blob != "" {
+		blobsAt = "blobs in " + bareURL(cfg.Blob)
+		if u, err := url.Parse(cfg.Blob); err == nil && u.Query().Get("endpoint") != "" {
+			if e, err := url.Parse(u.Query().Get("endpoint")); err == nil {
+				blobsAt += " at " + e.Scheme + "://" + e.Host
+			}
+		}
+	}
+	line := metaAt + ", " + blobsAt
+	if cfg.GatewayCacheOn() {
+		dir := cfg.CacheDir
+		if dir == "" {
+			dir = filepath.Join(cfg.Data, "cache")
+		}
+		line += ", blob cache in " + dir
+	}
+	return line
+}
+
+// bareURL is raw's scheme, host and path: no user, password, query or
+// fragment.
+func bareURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" {
+		return "(an unparsable URL)"
+	}
+	return u.Scheme + "://" + u.Host + u.Path
+}
+
+// listenLog logs the state of a node's listening connection (scale-out:
+// other nodes' changes): the first failure, then a reminder at most every
+// `every` while it stays down, and one line when it listens again; never a
+// line per retry. Both are warnings, so that a log filtered to warnings,
+// which shows the outage, shows its end too.
+type listenLog struct {
+	log   *slog.Logger
+	every time.Duration
+
+	mu       sync.Mutex
+	down     time.Time // of the first failure; zero while listening
+	logged   time.Time // of the last line
+	failures int       // attempts since down
+}
+
+// handler is bus's change handler with the logging of l.
+func (l *listenLog) handler(bus *cache.Bus) meta.ChangeHandler {
+	h := bus.Handler(l.failed)
+	set := h.Listening
+	h.Listening = func(on bool) {
+		set(on)
+		if on {
+			l.resumed()
+		}
+	}
+	return h
+}
+
+func (l *listenLog) failed(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := time.Now()
+	l.failures++
+	switch {
+	case l.down.IsZero():
+		l.down, l.logged = now, now
+		l.log.Warn("listening for other nodes' changes failed; until it listens again this node's caches keep nothing; retrying",
+			"err", err)
+	case now.Sub(l.logged) >= l.every:
+		l.logged = now
+		l.log.Warn("still not listening for other nodes' changes; retrying",
+			"down_for", now.Sub(l.down).Round(time.Second).String(), "attempts", l.failures, "err", err)
+	}
+}
+
+func (l *listenLog) resumed() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.down.IsZero() {
+		return // the first start, or a reconnection that never failed
+	}
+	l.log.Warn("listening for other nodes' changes again; caches flushed",
+		"down_for", time.Since(l.down).Round(time.Millisecond).String(), "failed_attempts", l.failures)
+	l.down, l.failures = time.Time{}, 0
 }
 
 // serverLogWriter carries the http.Server's own log lines to the
