@@ -1,8 +1,11 @@
 package scaleout
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +13,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/coffer-storage/coffer/internal/testbackend"
 	"github.com/coffer-storage/coffer/test/testenv"
 )
 
@@ -129,5 +135,55 @@ func TestFailedStartScaleOut(t *testing.T) {
 	n2 := launch(t, b.Env, "--server-key-file", other)
 	if serving, err := n2.outcome(t); !serving {
 		t.Errorf("after a failed start, a node with another key: %v\n%s", err, n2.Stderr())
+	}
+}
+
+// TestOperationsDatabaseRecipe: the role and database operations.md tells
+// the operator to create (CREATE USER …; CREATE DATABASE … OWNER …)
+// suffice: a node connecting as that role, no superuser, runs the
+// migrations and serves.
+func TestOperationsDatabaseRecipe(t *testing.T) {
+	b := testenv.NewBackends(t)
+	name := "coffer_" + strings.ToLower(testbackend.RandomHex(4))
+	ctx := t.Context()
+	conn, err := pgx.Connect(ctx, b.PG.URL("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	for _, sql := range []string{
+		"CREATE USER " + name + " WITH PASSWORD 'role password'",
+		"CREATE DATABASE " + name + " OWNER " + name,
+	} {
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	t.Cleanup(func() {
+		ctx := context.Background()
+		conn, err := pgx.Connect(ctx, b.PG.URL("postgres"))
+		if err != nil {
+			return
+		}
+		defer conn.Close(ctx)
+		conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+		conn.Exec(ctx, "DROP USER IF EXISTS "+name)
+	})
+	meta := url.URL{Scheme: "postgres", User: url.UserPassword(name, "role password"), Host: fmt.Sprintf("127.0.0.1:%d", b.PG.Port),
+		Path: "/" + name, RawQuery: "sslmode=disable"}
+	env := []string{"COFFER_META=" + meta.String()}
+	for _, e := range b.Env {
+		if !strings.HasPrefix(e, "COFFER_META=") {
+			env = append(env, e)
+		}
+	}
+	b.Env = env
+	n := testenv.StartNode(t, b)
+	c := n.NewUser(t)
+	if st := put(t, c, "k", []byte("owned by the role")); st != 201 {
+		t.Fatalf("PUT: %d", st)
+	}
+	if st, got := get(t, c, "k"); st != 200 || string(got) != "owned by the role" {
+		t.Errorf("GET: %d %q", st, got)
 	}
 }
