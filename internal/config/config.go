@@ -417,7 +417,7 @@ func (c *Config) BindStores(fs *flag.FlagSet) {
 	fs.StringVar(&c.Data, "data", c.Data, "data folder (SQLite metadata, blobs, server key)")
 	fs.StringVar(&c.Meta, "meta", c.Meta, "metadata database: postgres://USER:PASS@HOST/DB (default: SQLite in the data folder)")
 	fs.StringVar(&c.Blob, "blob", c.Blob, "blob store: s3://BUCKET[/PREFIX]?endpoint=URL&region=R (credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY; default: the data folder)")
-	fs.StringVar(&c.ServerKeyFile, "server-key-file", c.ServerKeyFile, "file holding the server key, shared by every node of a cluster (default DATA/server.key, created if missing in the embedded shape)")
+	fs.StringVar(&c.ServerKeyFile, "server-key-file", c.ServerKeyFile, "file holding the server key, shared by every node of a cluster (default DATA/server.key, which coffer serve creates if missing)")
 }
 
 // EnvName is the environment variable of a flag: COFFER_ and the flag name
