@@ -17,6 +17,7 @@ require (
 	github.com/minio/sio v0.4.1
 	github.com/prometheus/client_golang v1.25.0
 	github.com/tus/tusd/v2 v2.9.1
+	go.yaml.in/yaml/v3 v3.0.5
 	gocloud.dev v0.47.0
 	gocloud.dev/secrets/hashivault v0.45.0
 	golang.org/x/crypto v0.58.0

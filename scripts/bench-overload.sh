@@ -2,13 +2,26 @@
 # Open-model overload table of docs/PERFORMANCE.md: a fresh `coffer serve`
 # per cell, `coffer bench SCENARIO --rate` at 1x, 2x and 5x of a capacity
 # measured before, each for DURATION; prints one markdown row per cell
-# (goodput, shed, time to shed, admitted latency, errors, RSS, goroutines).
-#   scripts/bench-overload.sh SCENARIO CAPACITY [duration] [multipliers] [server binary] [server flags...]
+# (goodput, shed, time to shed, admitted latency, errors, RSS, goroutines)
+# and whether the cell met the overload goals:
+#   - the excess is shed at once: time to shed p50 <= 50 ms, p99 <= 500 ms;
+#   - admitted requests keep a busy node's latency: their p99 <= 3 x the
+#     p99 at capacity + 100 ms (needs CAPACITY auto, which measures it);
+#   - goodput >= 60% of capacity.
+# These are measurements of a machine, not pass/fail tests (what else runs
+# on it moves them): test/bench's TestOverloadShedsEarly checks only the
+# behaviour (it sheds, with Retry-After, nothing fails, nothing is lost).
+#   scripts/bench-overload.sh SCENARIO CAPACITY|auto [duration] [multipliers] [server binary] [server flags...]
 #   scripts/bench-overload.sh upload-proxy 190 30s "1 2 5"
+#   scripts/bench-overload.sh upload-proxy auto 12s "2" "" --max-in-flight-per-client 0
 #   scripts/bench-overload.sh s3-get 1200 30s "1 2 5" /tmp/coffer-before
-# Extra bench flags in BENCH_FLAGS (e.g. --expect-continue). The load generator is always this checkout's coffer bench (it reports the
-# admitted and shed latencies apart); the server is this checkout's build
-# or the binary given (e.g. an older commit, for before/after).
+# CAPACITY auto first runs the scenario closed-loop (CAP_VUS VUs, default 4,
+# for CAP_DURATION, default 6s, on its own fresh server) and takes its rate
+# and p99 as the capacity. Extra bench flags in BENCH_FLAGS (e.g.
+# --expect-continue). The load generator is always this checkout's coffer
+# bench (it reports the admitted and shed latencies apart); the server is
+# this checkout's build or the binary given (e.g. an older commit, for
+# before/after).
 set -euo pipefail
 # The bench signs up its users from 127.0.0.1, past the default --signup-rate
 # (an environment variable, so that older binaries started here ignore it).
@@ -16,7 +29,7 @@ export COFFER_SIGNUP_RATE=0
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 SCENARIO=${1:?scenario}
-CAPACITY=${2:?capacity in iterations per second}
+CAPACITY=${2:?capacity in iterations per second, or auto}
 DUR=${3:-30s}
 MULTS=${4:-"1 2 5"}
 go build -o "$ROOT/.tools/coffer" ./cmd/coffer
@@ -27,26 +40,55 @@ FLAGS=("$@")
 OUT=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/coffer-overload.XXXXXX")}
 mkdir -p "$OUT"
 echo "reports in $OUT; server $SERVER ${FLAGS[*]:-}" >&2
-printf '| scenario | load | offered/s | goodput/s | of capacity | shed | time to shed p50 / p99 | admitted p50 / p99 | failed (408) | RSS max | goroutines max |\n|---|---|---:|---:|---:|---:|---|---|---|---:|---:|\n'
-for m in $MULTS; do
-  rate=$(python3 -c "print(round($CAPACITY*$m))")
+MAIN=$(case $SCENARIO in upload-proxy) echo upload ;; upload-direct) echo complete ;; s3-get) echo get ;; s3-put) echo put ;; esac)
+extra=()
+case $SCENARIO in s3-*) extra=(--s3-target http://127.0.0.1:19000 --objects 200) ;; esac
+
+pid= data=
+start_server() { # log file
   data=$(mktemp -d "${TMPDIR:-/tmp}/coffer-data.XXXXXX")
   "$SERVER" serve --data "$data" --listen 127.0.0.1:18080 --s3-listen 127.0.0.1:19000 --log-level warn \
-    "${FLAGS[@]}" >"$OUT/$SCENARIO-$m.server.log" 2>&1 &
+    "${FLAGS[@]}" >"$1" 2>&1 &
   pid=$!
   for _ in $(seq 100); do curl -sf http://127.0.0.1:18080/readyz >/dev/null && break; sleep 0.1; done
-  extra=()
-  case $SCENARIO in s3-*) extra=(--s3-target http://127.0.0.1:19000 --objects 200) ;; esac
-  "$BENCH" bench "$SCENARIO" --target http://127.0.0.1:18080 --rate "$rate/s" --vus 1000 --users 20 \
-    --duration "$DUR" --timeout 60s --json "$OUT/$SCENARIO-$m.json" "${extra[@]}" ${BENCH_FLAGS:-} >"$OUT/$SCENARIO-$m.txt" 2>&1 || true
+}
+stop_server() {
   kill "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
   rm -rf "$data"
-  python3 - "$OUT/$SCENARIO-$m.json" "$SCENARIO" "$m" "$rate" "$CAPACITY" <<'EOF'
+}
+
+CAP_P99=0
+if [ "$CAPACITY" = auto ]; then
+  start_server "$OUT/$SCENARIO-capacity.server.log"
+  # shellcheck disable=SC2086 # BENCH_FLAGS is a list of flags
+  "$BENCH" bench "$SCENARIO" --target http://127.0.0.1:18080 --vus "${CAP_VUS:-4}" --users "${CAP_VUS:-4}" \
+    --duration "${CAP_DURATION:-6s}" --json "$OUT/$SCENARIO-capacity.json" "${extra[@]}" ${BENCH_FLAGS:-} \
+    >"$OUT/$SCENARIO-capacity.txt" 2>&1 || true
+  stop_server
+  read -r CAPACITY CAP_P99 < <(python3 - "$OUT/$SCENARIO-capacity.json" "$MAIN" <<'EOF'
 import json, sys
-path, sc, m, rate, cap = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), float(sys.argv[5])
+d = json.load(open(sys.argv[1]))
+ep = next(e for e in d["endpoints"] if e["name"] == sys.argv[2])
+print(f'{d["iterations"]["rate"]:.1f} {ep["ok_latency_ms"]["p99"]:.1f}')
+EOF
+)
+  echo "capacity (closed loop, ${CAP_VUS:-4} VUs): $CAPACITY it/s, $MAIN p99 $CAP_P99 ms" >&2
+fi
+
+printf '| scenario | load | offered/s | goodput/s | of capacity | shed | time to shed p50 / p99 | admitted p50 / p99 | admitted p99 ÷ capacity p99 | failed (408) | RSS max | goroutines max | goals |\n'
+printf '|---|---|---:|---:|---:|---:|---|---|---:|---|---:|---:|---|\n'
+for m in $MULTS; do
+  rate=$(python3 -c "print(round($CAPACITY*$m))")
+  start_server "$OUT/$SCENARIO-$m.server.log"
+  # shellcheck disable=SC2086 # BENCH_FLAGS is a list of flags
+  "$BENCH" bench "$SCENARIO" --target http://127.0.0.1:18080 --rate "$rate/s" --vus 1000 --users 20 \
+    --duration "$DUR" --timeout 60s --json "$OUT/$SCENARIO-$m.json" "${extra[@]}" ${BENCH_FLAGS:-} >"$OUT/$SCENARIO-$m.txt" 2>&1 || true
+  stop_server
+  python3 - "$OUT/$SCENARIO-$m.json" "$SCENARIO" "$m" "$rate" "$CAPACITY" "$MAIN" "$CAP_P99" <<'EOF'
+import json, sys
+path, sc, m, rate, cap, main, cap_p99 = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), float(sys.argv[5]), sys.argv[6], float(sys.argv[7])
 d = json.load(open(path))
-main = {"upload-proxy": "upload", "upload-direct": "complete", "s3-get": "get", "s3-put": "put"}.get(sc)
 ep = next((e for e in d["endpoints"] if e["name"] == main), None)
 dur = d["duration_s"] or 1
 ok = ep["ok_latency_ms"] if ep else {"count": 0, "p50": 0, "p99": 0}
@@ -57,7 +99,18 @@ ts = f'{shed["p50"]:.1f} / {shed["p99"]:.1f} ms' if shed else "—"
 rss = max([s.get("rss_bytes", 0) for s in d["server"].get("samples", [])] or [0]) / 2**20
 gor = max([s.get("goroutines", 0) for s in d["server"].get("samples", [])] or [0])
 e408 = d["errors"].get("http_408", 0)
+ratio = f'{ok["p99"] / cap_p99:.1f}×' if cap_p99 > 0 else "—"
+missed = []
+if shed and (shed["p50"] > 50 or shed["p99"] > 500):
+    missed.append("time to shed")
+if cap_p99 > 0 and ok["p99"] > 3 * cap_p99 + 100:
+    missed.append("admitted p99")
+if good < 0.6 * cap:
+    missed.append("goodput")
+if req["failed"]:
+    missed.append("failures")
+goals = "met" if not missed else "missed: " + ", ".join(missed)
 print(f'| {sc} | {m}x | {rate:.0f} | {good:.0f} | {100*good/cap:.0f}% | {100*req["shed"]/max(req["total"],1):.0f}% | {ts} '
-      f'| {ok["p50"]:.1f} / {ok["p99"]:.1f} ms | {req["failed"]} ({e408}) | {rss:.0f} MiB | {gor:.0f} |')
+      f'| {ok["p50"]:.1f} / {ok["p99"]:.1f} ms | {ratio} | {req["failed"]} ({e408}) | {rss:.0f} MiB | {gor:.0f} | {goals} |')
 EOF
 done

@@ -34,6 +34,7 @@ package auth
 
 import (
 	"context"
+	"crypto/rand"
 	"net/mail"
 	"strings"
 	"sync"
@@ -103,8 +104,16 @@ type Service struct {
 }
 
 // NewService returns a Service whose keys (access-token signing, access
-// key secret encryption) derive from the server's master key.
+// key secret encryption) derive from the server's master key. A nil
+// master is a service without the server key, for the admin commands that
+// need none (accounts, invites): it refuses to seal or open S3 secrets,
+// and what it could sign is under a throwaway key no node accepts.
 func NewService(m meta.Store, master []byte, cfg Config) *Service {
+	sealer := newKeySealer(master)
+	if master == nil {
+		master = make([]byte, 32)
+		rand.Read(master)
+	}
 	if cfg.AccessTTL <= 0 {
 		cfg.AccessTTL = 15 * time.Minute
 	}
@@ -132,7 +141,7 @@ func NewService(m meta.Store, master []byte, cfg Config) *Service {
 		cfg:      cfg,
 		hasher:   NewHasher(cfg.Params, cfg.Pool),
 		tokens:   NewTokens(DeriveKey(master, "access-token"), cfg.AccessTTL),
-		sealer:   newKeySealer(master),
+		sealer:   sealer,
 		shareKey: DeriveKey(master, "share-grant"),
 		touched:  map[string]time.Time{},
 		internal: map[string][2]string{},

@@ -40,14 +40,13 @@ func TestHashVerify(t *testing.T) {
 	}
 }
 
-// TestPoolBounds saturates a one-slot pool: excess callers wait at most
-// MaxWait, the queue is bounded, and refusals are Unavailable with a
-// Retry-After.
+// TestPoolBounds saturates a one-slot pool: the queue is bounded, excess
+// callers are refused, and refusals are Unavailable with a Retry-After.
+// (How long a caller waits is not asserted: it depends on the machine.)
 func TestPoolBounds(t *testing.T) {
 	h := NewHasher(Params{Memory: 64 * 1024, Time: 3}, PoolConfig{Slots: 1, MaxQueue: 2, MaxWait: 50 * time.Millisecond})
 	var wg sync.WaitGroup
 	errs := make(chan error, 20)
-	start := time.Now()
 	for range 20 {
 		wg.Go(func() {
 			_, err := h.Hash(context.Background(), "pw")
@@ -72,9 +71,6 @@ func TestPoolBounds(t *testing.T) {
 	}
 	if st := h.Stats(); st.Rejected != int64(refused) || st.InUse != 0 || st.Waiting != 0 {
 		t.Errorf("stats %+v", st)
-	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("took %v", d)
 	}
 }
 

@@ -31,7 +31,12 @@ type keySealer struct {
 	aead cipher.AEAD
 }
 
+// newKeySealer returns the sealer of master; nil master: a sealer that
+// refuses to seal or open (a service without the server key).
 func newKeySealer(master []byte) *keySealer {
+	if master == nil {
+		return &keySealer{}
+	}
 	block, err := aes.NewCipher(DeriveKey(master, "access-key-secret"))
 	if err != nil {
 		panic(err)
@@ -43,13 +48,22 @@ func newKeySealer(master []byte) *keySealer {
 	return &keySealer{aead: aead}
 }
 
-func (k *keySealer) seal(id, secret string) []byte {
+// errNoServerKey refuses sealing and opening without the server key.
+var errNoServerKey = errcode.New(errcode.Internal, "no server key: S3 secrets cannot be sealed or opened")
+
+func (k *keySealer) seal(id, secret string) ([]byte, error) {
+	if k.aead == nil {
+		return nil, errNoServerKey
+	}
 	nonce := make([]byte, k.aead.NonceSize())
 	rand.Read(nonce)
-	return k.aead.Seal(nonce, nonce, []byte(secret), []byte(id))
+	return k.aead.Seal(nonce, nonce, []byte(secret), []byte(id)), nil
 }
 
 func (k *keySealer) open(id string, sealed []byte) (string, error) {
+	if k.aead == nil {
+		return "", errNoServerKey
+	}
 	n := k.aead.NonceSize()
 	if len(sealed) < n {
 		return "", errcode.New(errcode.Internal, "sealed secret is malformed")
@@ -95,8 +109,12 @@ func (s *Service) CreateAccessKey(ctx context.Context, userID, name string) (Acc
 func (s *Service) createKey(ctx context.Context, userID, name string, internal bool) (AccessKey, error) {
 	id, secret := newKeyID(), newSecret()
 	now := s.now().UTC()
-	err := s.meta.CreateAccessKey(ctx, meta.AccessKey{
-		ID: id, UserID: userID, SecretEnc: s.sealer.seal(id, secret), Name: name, Internal: internal, CreatedAt: now,
+	sealed, err := s.sealer.seal(id, secret)
+	if err != nil {
+		return AccessKey{}, err
+	}
+	err = s.meta.CreateAccessKey(ctx, meta.AccessKey{
+		ID: id, UserID: userID, SecretEnc: sealed, Name: name, Internal: internal, CreatedAt: now,
 	})
 	if err != nil {
 		return AccessKey{}, err

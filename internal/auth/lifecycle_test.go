@@ -210,8 +210,11 @@ func TestDeleteUser(t *testing.T) {
 
 // TestOtherNode: two services ("nodes") on one PostgreSQL store. With the
 // store's announcements wired to node B, B refuses a user disabled
-// through node A within milliseconds; with them off (a lost notification),
-// B's cached state still expires within the TTL, the documented bound.
+// through node A although its cache would keep the user for an hour (only
+// the announcement can have told it); with them off (a lost notification),
+// B's cached state still expires within the TTL, the documented bound: no
+// check B starts after the TTL accepts the user. Nothing here depends on
+// how fast the machine is.
 func TestOtherNode(t *testing.T) {
 	db := testbackend.SharedPostgres(t).CreateDatabase(t)
 	openPG := func() *postgres.Store {
@@ -223,10 +226,13 @@ func TestOtherNode(t *testing.T) {
 		return s
 	}
 	ctx := t.Context()
-	const ttl = time.Second
 	for _, listen := range []bool{true, false} {
 		name := map[bool]string{true: "notifications", false: "no notifications"}[listen]
 		t.Run(name, func(t *testing.T) {
+			ttl := time.Second
+			if listen {
+				ttl = time.Hour
+			}
 			pgB := openPG()
 			busB := cache.NewBus()
 			nodeA := newService(openPG(), auth.Config{})
@@ -254,8 +260,13 @@ func TestOtherNode(t *testing.T) {
 				if _, err := nodeA.Disable(ctx, a.id); err != nil {
 					t.Fatal(err)
 				}
+				// The entries B holds were loaded before warmed, so they
+				// expire by warmed+ttl: a check started later must refuse.
+				// (With notifications, ttl is an hour: the test's own
+				// timeout is the bound.)
 				var took time.Duration
 				for {
+					checked := time.Now()
 					_, err := nodeB.Authenticate(ctx, a.session.AccessToken)
 					_, _, kerr := nodeB.LookupKey(ctx, a.keyID)
 					if err != nil && kerr != nil {
@@ -264,13 +275,10 @@ func TestOtherNode(t *testing.T) {
 						took = time.Since(warmed)
 						break
 					}
-					if time.Since(warmed) > ttl+500*time.Millisecond {
-						t.Fatalf("round %d: B still accepts the disabled user %v after its cache was warmed (TTL %v)", round, time.Since(warmed), ttl)
+					if checked.Sub(warmed) > ttl {
+						t.Fatalf("round %d: B accepts the disabled user in a check started %v after its cache was warmed (TTL %v)", round, checked.Sub(warmed), ttl)
 					}
 					time.Sleep(5 * time.Millisecond)
-				}
-				if listen && took > 300*time.Millisecond {
-					t.Errorf("round %d: with notifications B refused only after %v", round, took)
 				}
 				t.Logf("round %d: B refused the disabled user %v after warming", round, took)
 				if _, err := nodeA.Enable(ctx, a.id); err != nil {
@@ -282,12 +290,13 @@ func TestOtherNode(t *testing.T) {
 				}
 				a.session = sess
 				// B sees the enable within the TTL too.
-				deadline := time.Now().Add(ttl + 500*time.Millisecond)
+				enabled := time.Now()
 				for {
+					checked := time.Now()
 					if _, err := nodeB.Authenticate(ctx, a.session.AccessToken); err == nil {
 						break
-					} else if time.Now().After(deadline) {
-						t.Fatalf("round %d: B refuses the enabled user's new token: %v", round, err)
+					} else if checked.Sub(enabled) > ttl {
+						t.Fatalf("round %d: B refuses the enabled user's new token in a check started %v after the enable: %v", round, checked.Sub(enabled), err)
 					}
 					time.Sleep(5 * time.Millisecond)
 				}

@@ -2,9 +2,12 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"os"
 	"path/filepath"
 
 	"github.com/coffer-storage/coffer/internal/auth"
@@ -22,23 +25,85 @@ import (
 
 func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }
 
-// stores names the stores an admin command works on: the data folder of
-// the embedded shape, or the scale-out backends (same flags and COFFER_*
-// variables as coffer serve).
+// stores is what an admin command works on: the stores coffer serve opens
+// with the same flags and COFFER_* variables (config.BindStores),
+// resolved the same way (config.ResolvePaths): a relative --data or
+// COFFER_DATA names the same folder for both.
+//
+// # What a command makes
+//
+// An admin command makes nothing it does not need, so that one that fails
+// leaves nothing behind:
+//   - The scale-out shape (--meta postgres://…) needs no data folder, and
+//     no command makes one.
+//   - In the embedded shape, only the commands that create something in a
+//     new data folder (user create, invite create: newData) make it; the
+//     others refuse a data folder that does not exist (a mistyped --data)
+//     instead of making an empty one.
+//   - Only a command that seals an S3 secret (key create) reads the server
+//     key and checks it against the metadata store, as coffer serve does;
+//     on the scale-out shape it must be the cluster's key file, never a
+//     key made on the spot. The others neither read nor record it.
 type stores struct {
-	data, meta, blob, keyFile string
-	log                       *slog.Logger
+	cfg    config.Config
+	log    *slog.Logger
+	getenv func(string) string
 }
 
-// openMeta opens the metadata store, creating the data folder (or
-// tightening it, as coffer serve does).
-func (st *stores) openMeta(ctx context.Context) (meta.Store, error) {
-	restrictUmask()
-	if err := server.PrepareDataDir(st.data, st.log); err != nil {
-		return nil, err
+// dataUse says whether a command may make a data folder that does not
+// exist.
+type dataUse int
+
+const (
+	existingData dataUse = iota // refuse a missing data folder
+	newData                     // make it: the command creates its first contents
+)
+
+// dataFlag adds --data, --meta, --blob and --server-key-file (and their
+// COFFER_* variables, read by parse) to an admin command.
+func dataFlag(fs *flag.FlagSet, env Env) *stores {
+	st := &stores{cfg: config.Defaults(), log: newLogger(env.Stderr, "warn", "text"), getenv: env.Getenv}
+	st.cfg.BindStores(fs)
+	return st
+}
+
+// parse parses args into fs, then reads the variables of the stores'
+// flags (and --kms) that args did not set, and checks and resolves the
+// configuration as coffer serve does.
+func (st *stores) parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
 	}
-	if st.meta != "" {
-		pg, err := postgres.Open(ctx, st.meta, postgres.Options{MaxConns: 4})
+	if err := config.ApplyEnv(fs, st.getenv, append(config.StoreFlags, "kms")...); err != nil {
+		return usageError{err}
+	}
+	if err := st.cfg.Validate(); err != nil {
+		return usageError{err}
+	}
+	if err := st.cfg.ResolvePaths(); err != nil {
+		return usageError{err}
+	}
+	restrictUmask() // what it writes is 0600
+	return nil
+}
+
+// dataDir makes the data folder ready, as coffer serve does (tightening
+// its mode); it makes a missing one only for newData.
+func (st *stores) dataDir(use dataUse) error {
+	if use == existingData {
+		if _, err := os.Stat(st.cfg.Data); errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("there is no data folder at %s (give --data or COFFER_DATA; for the scale-out shape --meta and --blob); "+
+				"coffer serve and coffer user create make a new one", st.cfg.Data)
+		}
+	}
+	return server.PrepareDataDir(st.cfg.Data, st.log)
+}
+
+// openMeta opens the metadata store: PostgreSQL, or SQLite in the data
+// folder (see dataDir).
+func (st *stores) openMeta(ctx context.Context, use dataUse) (meta.Store, error) {
+	if st.cfg.Meta != "" {
+		pg, err := postgres.Open(ctx, st.cfg.Meta, postgres.Options{MaxConns: 4})
 		if err != nil {
 			return nil, err
 		}
@@ -46,62 +111,52 @@ func (st *stores) openMeta(ctx context.Context) (meta.Store, error) {
 		// object records made here are announced to the nodes' caches.
 		return cache.NewStore(pg, cache.NewBus(), cache.StoreOptions{}), nil
 	}
-	return sqlite.Open(ctx, filepath.Join(st.data, "meta.db"), sqlite.Options{})
+	if err := st.dataDir(use); err != nil {
+		return nil, err
+	}
+	return sqlite.Open(ctx, filepath.Join(st.cfg.Data, "meta.db"), sqlite.Options{})
 }
 
 // openBlobs opens the blob store.
 func (st *stores) openBlobs(ctx context.Context) (blob.Store, error) {
-	if st.blob != "" {
-		opts, err := s3blob.ParseURL(st.blob)
+	if st.cfg.Blob != "" {
+		opts, err := s3blob.ParseURL(st.cfg.Blob)
 		if err != nil {
 			return nil, err
 		}
 		return s3blob.Open(ctx, opts)
 	}
-	return diskblob.Open(filepath.Join(st.data, "blobs"))
+	if err := st.dataDir(existingData); err != nil {
+		return nil, err
+	}
+	return diskblob.Open(filepath.Join(st.cfg.Data, "blobs"))
 }
 
-// serverKey loads (or creates) the server key and checks it against the
-// metadata store m, as coffer serve does: a command holding another key
-// than the nodes' is refused before it writes anything made with it.
-func (st *stores) serverKey(ctx context.Context, m meta.Store) ([]byte, error) {
-	return server.OpenKey(ctx, m, st.data, st.keyFile)
+// keyFile is where the command finds the server key: made if missing
+// only in the embedded shape (as coffer serve would make it), never on a
+// shared metadata store.
+func (st *stores) keyFile() server.KeyFile {
+	return server.KeyFile{Data: st.cfg.Data, File: st.cfg.ServerKeyFile, Create: st.cfg.Meta == ""}
 }
 
 // openMetaKey opens the metadata store and the server key checked against
-// it (openMeta, then serverKey); the caller closes the store.
+// it, as coffer serve does: a command holding another key than the nodes'
+// is refused before it writes anything made with it. The key file is
+// checked before the store is opened; the caller closes the store.
 func (st *stores) openMetaKey(ctx context.Context) (meta.Store, []byte, error) {
-	m, err := st.openMeta(ctx)
+	if err := st.keyFile().Check(); err != nil {
+		return nil, nil, err
+	}
+	m, err := st.openMeta(ctx, existingData)
 	if err != nil {
 		return nil, nil, err
 	}
-	key, err := st.serverKey(ctx, m)
+	key, err := server.OpenKey(ctx, m, st.keyFile())
 	if err != nil {
 		m.Close()
 		return nil, nil, err
 	}
 	return m, key, nil
-}
-
-// dataFlag adds --data, --meta, --blob and --server-key-file (and their
-// COFFER_* variables) to an admin command.
-func dataFlag(fs *flag.FlagSet, env Env) *stores {
-	st := &stores{data: config.Defaults().Data, log: newLogger(env.Stderr, "warn", "text")}
-	for _, f := range []struct {
-		name, usage string
-		v           *string
-	}{
-		{"data", "data folder", &st.data},
-		{"meta", "metadata database URL (postgres://…); default SQLite in the data folder", &st.meta},
-		{"blob", "blob store URL (s3://BUCKET?endpoint=…); default the data folder", &st.blob},
-		{"server-key-file", "server key file; default DATA/server.key", &st.keyFile},
-	} {
-		if v := env.Getenv(config.EnvName(f.name)); v != "" {
-			*f.v = v
-		}
-		fs.StringVar(f.v, f.name, *f.v, f.usage)
-	}
-	return st
 }
 
 type userCmd struct{ env Env }
@@ -131,7 +186,7 @@ func (c *userCmd) Run(ctx context.Context, args []string) error {
 	on := fs.Bool("on", false, "grant the admin role (admin)")
 	off := fs.Bool("off", false, "revoke the admin role (admin)")
 	purge := fs.Bool("purge", false, "also delete the account's buckets and objects (delete)")
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := data.parse(fs, args[1:]); err != nil {
 		return err
 	}
 	switch args[0] {
@@ -148,15 +203,20 @@ func (c *userCmd) Run(ctx context.Context, args []string) error {
 	if args[0] == "password" && *password == "" {
 		return usageError{errorf("--password is required")}
 	}
-	m, key, err := data.openMetaKey(ctx)
+	use := existingData
+	if args[0] == "create" {
+		use = newData
+	}
+	m, err := data.openMeta(ctx, use)
 	if err != nil {
 		return err
 	}
 	defer m.Close()
 	// Changes go through the account service: on PostgreSQL the store
 	// announces them to the running nodes in the same transaction; against
-	// SQLite the server sees them within its cache TTL (1 s).
-	as := auth.NewService(m, key, auth.Config{})
+	// SQLite the server sees them within its cache TTL (1 s). None of them
+	// needs the server key.
+	as := auth.NewService(m, nil, auth.Config{})
 	if args[0] == "create" {
 		u, b, err := as.CreateUser(ctx, auth.NewUser{Email: *email, Password: *password, Admin: *admin})
 		if err != nil {
@@ -244,10 +304,10 @@ func (c *gcCmd) Run(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("coffer gc", flag.ContinueOnError)
 	routeHelp(fs, c.env)
 	data := dataFlag(fs, c.env)
-	if err := fs.Parse(args); err != nil {
+	if err := data.parse(fs, args); err != nil {
 		return err
 	}
-	m, err := data.openMeta(ctx)
+	m, err := data.openMeta(ctx, existingData)
 	if err != nil {
 		return err
 	}
@@ -288,13 +348,25 @@ func (c *keyCmd) Run(ctx context.Context, args []string) error {
 	email := fs.String("email", "", "account email")
 	name := fs.String("name", "", "key name (create)")
 	id := fs.String("id", "", "access key ID (delete)")
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := data.parse(fs, args[1:]); err != nil {
 		return err
+	}
+	switch args[0] {
+	case "create", "list", "delete":
+	default:
+		return usageError{errorf("unknown subcommand %q", args[0])}
 	}
 	if *email == "" {
 		return usageError{errorf("--email is required")}
 	}
-	m, key, err := data.openMetaKey(ctx)
+	var m meta.Store
+	var key []byte // only create seals a secret
+	var err error
+	if args[0] == "create" {
+		m, key, err = data.openMetaKey(ctx)
+	} else {
+		m, err = data.openMeta(ctx, existingData)
+	}
 	if err != nil {
 		return err
 	}
@@ -324,8 +396,6 @@ func (c *keyCmd) Run(ctx context.Context, args []string) error {
 			return err
 		}
 		fmt.Fprintf(c.env.Stdout, "deleted %s\n", *id)
-	default:
-		return usageError{errorf("unknown subcommand %q", args[0])}
 	}
 	return nil
 }

@@ -38,7 +38,7 @@ func (c *inviteCmd) Run(ctx context.Context, args []string) error {
 		return err
 	})
 	id := fs.String("id", "", "invite ID, from 'coffer invite list' (revoke)")
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := data.parse(fs, args[1:]); err != nil {
 		return err
 	}
 	switch args[0] {
@@ -53,12 +53,17 @@ func (c *inviteCmd) Run(ctx context.Context, args []string) error {
 	if *uses < 1 {
 		return usageError{errorf("--uses must be at least 1")}
 	}
-	m, key, err := data.openMetaKey(ctx)
+	use := existingData
+	if args[0] == "create" {
+		use = newData
+	}
+	m, err := data.openMeta(ctx, use)
 	if err != nil {
 		return err
 	}
 	defer m.Close()
-	as := auth.NewService(m, key, auth.Config{})
+	// Invite codes are random and stored hashed: no server key.
+	as := auth.NewService(m, nil, auth.Config{})
 	switch args[0] {
 	case "create":
 		inv, code, err := as.CreateInvite(ctx, auth.InviteRequest{Email: *email, TTL: expires, Uses: *uses})

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/coffer-storage/coffer/internal/config"
 	"github.com/coffer-storage/coffer/internal/kms"
 	"github.com/coffer-storage/coffer/internal/meta"
 )
@@ -37,10 +36,10 @@ func (c *kmsCmd) Run(ctx context.Context, args []string) error {
 		fs := flag.NewFlagSet("coffer kms "+args[0], flag.ContinueOnError)
 		routeHelp(fs, c.env)
 		data := dataFlag(fs, c.env)
-		if err := fs.Parse(args[1:]); err != nil {
+		if err := data.parse(fs, args[1:]); err != nil {
 			return err
 		}
-		m, err := data.openMeta(ctx)
+		m, err := data.openMeta(ctx, existingData)
 		if err != nil {
 			return err
 		}
@@ -63,13 +62,21 @@ func (c *kmsCmd) rotate(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("coffer kms rotate", flag.ContinueOnError)
 	routeHelp(fs, c.env)
 	data := dataFlag(fs, c.env)
-	url := c.env.Getenv(config.EnvName("kms"))
-	fs.StringVar(&url, "kms", url, "key provider URL, as for coffer serve (default: the keyring in the data folder)")
-	if err := fs.Parse(args); err != nil {
+	fs.StringVar(&data.cfg.KMS, "kms", "", "key provider URL, as for coffer serve (default: the keyring in the data folder)")
+	if err := data.parse(fs, args); err != nil {
 		return err
 	}
-	restrictUmask() // a keyring it writes is 0600
-	keys, err := kms.Open(ctx, url, kms.Options{DataDir: data.data})
+	if kms.InDataDir(data.cfg.KMS) {
+		// The default keyring is the embedded shape's: a scale-out
+		// node never uses one it did not find (coffer serve).
+		if data.cfg.Meta != "" {
+			return usageError{errorf("with --meta (the scale-out shape), name the nodes' key provider with --kms (COFFER_KMS)")}
+		}
+		if err := data.dataDir(existingData); err != nil {
+			return err
+		}
+	}
+	keys, err := kms.Open(ctx, data.cfg.KMS, kms.Options{DataDir: data.cfg.Data})
 	if err != nil {
 		return err
 	}
@@ -85,7 +92,7 @@ func (c *kmsCmd) rotate(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(c.env.Stdout, "key-encryption key: %s (was %s)\n"+
 		"New objects use it once each node's current intermediate key expires (within seconds).\n", ref, before)
-	m, err := data.openMeta(ctx)
+	m, err := data.openMeta(ctx, existingData)
 	if err != nil {
 		return fmt.Errorf("the key rotated, but the re-wrap job could not be started (run 'coffer kms rewrap'): %w", err)
 	}
@@ -154,13 +161,13 @@ func (c *encryptCmd) Run(ctx context.Context, args []string) error {
 	bucket := fs.String("bucket", "", "the bucket whose plaintext objects to encrypt")
 	all := fs.Bool("all", false, "every bucket")
 	wait := fs.Bool("wait", false, "wait until the job is done, printing its progress")
-	if err := fs.Parse(args); err != nil {
+	if err := data.parse(fs, args); err != nil {
 		return err
 	}
 	if (*bucket == "") == !*all || fs.NArg() > 0 {
 		return usageError{errorf("name a bucket (--bucket B) or every bucket (--all)")}
 	}
-	m, err := data.openMeta(ctx)
+	m, err := data.openMeta(ctx, existingData)
 	if err != nil {
 		return err
 	}

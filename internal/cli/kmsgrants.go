@@ -14,17 +14,17 @@ import (
 // provider's default key is everyone's and needs no grant.
 func (c *kmsCmd) grants(ctx context.Context, sub string, args []string) error {
 	fs := flag.NewFlagSet("coffer kms "+sub, flag.ContinueOnError)
-	fs.SetOutput(c.env.Stderr)
+	routeHelp(fs, c.env)
 	data := dataFlag(fs, c.env)
 	key := fs.String("key", "", "the SSE-KMS key name, as clients name it (allow, disallow)")
 	email := fs.String("email", "", "the account's email (allow, disallow)")
-	if err := fs.Parse(args); err != nil {
+	if err := data.parse(fs, args); err != nil {
 		return err
 	}
 	if sub != "grants" && (*key == "" || *email == "") {
 		return usageError{errorf("--key and --email are required")}
 	}
-	m, err := data.openMeta(ctx)
+	m, err := data.openMeta(ctx, existingData)
 	if err != nil {
 		return err
 	}

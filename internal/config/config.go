@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -340,17 +341,14 @@ func (c *Config) GatewayCacheOn() bool { return c.Cache != "off" }
 func (c *Config) FlagSet(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.Usage = usage(fs) // every flag with its COFFER_* variable
-	fs.StringVar(&c.Data, "data", c.Data, "data folder (SQLite metadata, blobs, server key)")
+	c.BindStores(fs)
 	fs.StringVar(&c.Listen, "listen", c.Listen, "address of the file API")
-	fs.StringVar(&c.Meta, "meta", c.Meta, "metadata database: postgres://USER:PASS@HOST/DB (default: SQLite in the data folder)")
 	fs.IntVar(&c.MetaMaxConns, "meta-max-conns", c.MetaMaxConns, "PostgreSQL connection pool size per node (0 = 4 x cores, min 8)")
 	fs.DurationVar(&c.MetaWait, "meta-wait", c.MetaWait, "longest wait for a PostgreSQL connection before answering 503 (0 = 5s)")
 	fs.StringVar(&c.MetaCache, "meta-cache", c.MetaCache, "on: cache bucket and object records on each node, invalidated on every node before a write returns; off: every read asks the metadata store")
 	fs.Var((*bytesValue)(&c.MetaCacheSize), "meta-cache-size", "bytes of bucket and object records cached per node, e.g. 64MiB")
 	fs.DurationVar(&c.MetaCacheTTL, "meta-cache-ttl", c.MetaCacheTTL, "longest life of a cached record: how stale a record can be if an invalidation is lost (e.g. a write by another process on SQLite)")
-	fs.StringVar(&c.Blob, "blob", c.Blob, "blob store: s3://BUCKET[/PREFIX]?endpoint=URL&region=R (credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY; default: the data folder)")
 	fs.Var((*gatewaysValue)(&c.Gateways), "gateway", "gateway bucket (repeatable): NAME=s3://BUCKET[/PREFIX]?endpoint=URL&region=R&mode=ro|rw&owner=EMAIL[&public=true][&credentials_file=FILE] exposes an existing bucket as Coffer bucket NAME (docs/gateway.md); COFFER_GATEWAY: several separated by whitespace")
-	fs.StringVar(&c.ServerKeyFile, "server-key-file", c.ServerKeyFile, "file holding the server key, shared by every node of a cluster (default DATA/server.key, created if missing)")
 	fs.StringVar(&c.Cache, "cache", c.Cache, "blob read cache: auto (on when --blob names a remote store; gateway buckets' reads always), on or off")
 	fs.StringVar(&c.CacheDir, "cache-dir", c.CacheDir, "folder of the blob cache's disk tier, owned by the cache (default DATA/cache)")
 	fs.Var((*bytesValue)(&c.CacheSize), "cache-size", "bytes the blob cache's disk tier may hold, e.g. 20GiB")
@@ -415,6 +413,22 @@ func (c *Config) FlagSet(name string) *flag.FlagSet {
 	return fs
 }
 
+// StoreFlags are the flags that name the stores and the server key,
+// bound by BindStores.
+var StoreFlags = []string{"data", "meta", "blob", "server-key-file"}
+
+// BindStores binds the flags that name the stores and the server key
+// (StoreFlags) to c's fields. coffer serve's FlagSet and every admin
+// command (coffer user, key, gc, invite, kms, encrypt) bind them here, so
+// that both read the same fields, with the same help, and ResolvePaths
+// resolves them the same way.
+func (c *Config) BindStores(fs *flag.FlagSet) {
+	fs.StringVar(&c.Data, "data", c.Data, "data folder (SQLite metadata, blobs, server key)")
+	fs.StringVar(&c.Meta, "meta", c.Meta, "metadata database: postgres://USER:PASS@HOST/DB (default: SQLite in the data folder)")
+	fs.StringVar(&c.Blob, "blob", c.Blob, "blob store: s3://BUCKET[/PREFIX]?endpoint=URL&region=R (credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY; default: the data folder)")
+	fs.StringVar(&c.ServerKeyFile, "server-key-file", c.ServerKeyFile, "file holding the server key, shared by every node of a cluster (default DATA/server.key, which coffer serve creates if missing)")
+}
+
 // EnvName is the environment variable of a flag: COFFER_ and the flag name
 // in upper case with '-' as '_'.
 func EnvName(flagName string) string {
@@ -422,8 +436,10 @@ func EnvName(flagName string) string {
 }
 
 // ApplyEnv sets every flag not given on the command line from its
-// environment variable, if set. Flags win over the environment.
-func ApplyEnv(fs *flag.FlagSet, getenv func(string) string) error {
+// environment variable, if set. Flags win over the environment. With
+// names, only those flags read the environment (an admin command's own
+// flags, --email or --password, have no variable).
+func ApplyEnv(fs *flag.FlagSet, getenv func(string) string, names ...string) error {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
@@ -431,7 +447,7 @@ func ApplyEnv(fs *flag.FlagSet, getenv func(string) string) error {
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	var errs []error
 	fs.VisitAll(func(f *flag.Flag) {
-		if set[f.Name] {
+		if set[f.Name] || len(names) > 0 && !slices.Contains(names, f.Name) {
 			return
 		}
 		if v := getenv(EnvName(f.Name)); v != "" {

@@ -27,7 +27,7 @@ type fileJSON struct {
 	Size         int64             `json:"size"`
 	SHA256       string            `json:"sha256,omitempty"`
 	ETag         string            `json:"etag"`
-	ContentType  string            `json:"content_type"`
+	ContentType  string            `json:"content_type,omitempty"` // none in gateway buckets' listings (docs/gateway.md)
 	LastModified time.Time         `json:"last_modified"`
 	Metadata     map[string]string `json:"metadata,omitempty"`
 }

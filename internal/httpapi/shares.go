@@ -397,7 +397,7 @@ type shareEntryJSON struct {
 	Name         string    `json:"name"` // relative to the share
 	Size         int64     `json:"size"`
 	ETag         string    `json:"etag"`
-	ContentType  string    `json:"content_type"`
+	ContentType  string    `json:"content_type,omitempty"` // none in gateway buckets' listings
 	LastModified time.Time `json:"last_modified"`
 }
 

@@ -184,6 +184,17 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Keys, error) {
 	return New(p, opts), nil
 }
 
+// InDataDir reports whether rawURL names the default keyring in the data
+// folder ("" or "local:", with or without ?key=), which Open makes on
+// first use; every other provider exists already and Open makes nothing.
+func InDataDir(rawURL string) bool {
+	if rawURL == "" {
+		return true
+	}
+	u, err := url.Parse(rawURL)
+	return err == nil && u.Scheme == "local" && u.Opaque == "" && u.Host == "" && u.Path == "" && u.Query().Get("env") == ""
+}
+
 // OpenProvider opens the bare provider rawURL names, without Keys' caching.
 func OpenProvider(ctx context.Context, rawURL string, opts Options) (Provider, error) {
 	opts = opts.withDefaults()

@@ -22,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/coffer-storage/coffer/internal/atomicfile"
 	"github.com/coffer-storage/coffer/internal/errcode"
 )
 
@@ -177,39 +178,15 @@ func openLocal(u *url.URL, opts Options) (*Local, error) {
 
 // createKeyring creates a keyring with one fresh key at path if there is
 // no file there (the default keyring only: an explicit path must exist, or
-// a node of a cluster would silently make a key of its own).
+// a node of a cluster would silently make a key of its own). It is
+// written whole or not at all (atomicfile): a start that crashes or fails
+// right after never leaves a half-written keyring for the next one.
 func createKeyring(path string) error {
 	line := fmt.Sprintf("# Coffer KMS keyring: ID VERSION BASE64KEY per line; the highest version of a key wraps new data keys.\n"+
 		"# Losing this file loses every encrypted object. Back it up apart from the data.\ndefault 1 %s\n", newKeyBase64())
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, fs.ErrExist) {
-		return nil
-	}
-	if err != nil {
+	err := atomicfile.Create(path, []byte(line), 0o600)
+	if err != nil && !errors.Is(err, fs.ErrExist) {
 		return errcode.Wrap(errcode.Internal, err, "creating the KMS keyring")
-	}
-	if _, err := f.WriteString(line); err != nil {
-		f.Close()
-		return errcode.Wrap(errcode.Internal, err, "writing the KMS keyring")
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return errcode.Wrap(errcode.Internal, err, "writing the KMS keyring")
-	}
-	if err := f.Close(); err != nil {
-		return errcode.Wrap(errcode.Internal, err, "writing the KMS keyring")
-	}
-	return syncDir(filepath.Dir(path))
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return errcode.Wrap(errcode.Internal, err, "syncing the keyring folder")
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return errcode.Wrap(errcode.Internal, err, "syncing the keyring folder")
 	}
 	return nil
 }
@@ -417,43 +394,13 @@ func (l *Local) Rotate(ctx context.Context) (KeyRef, error) {
 		out = append(bytes.TrimRight(old, "\n"), '\n')
 	}
 	out = fmt.Appendf(out, "%s %d %s\n", def, v+1, newKeyBase64())
-	if err := writeFileAtomic(l.path, out); err != nil {
-		return KeyRef{}, err
+	if err := atomicfile.Replace(l.path, out, 0o600); err != nil {
+		return KeyRef{}, errcode.Wrap(errcode.Internal, err, "rotating the KMS keyring")
 	}
 	if err := l.reload(); err != nil {
 		return KeyRef{}, err
 	}
 	return l.Default(), nil
-}
-
-// writeFileAtomic replaces path with b (0600), durably.
-func writeFileAtomic(path string, b []byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, ".keyring-*")
-	if err != nil {
-		return errcode.Wrap(errcode.Internal, err, "rotating the KMS keyring")
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return errcode.Wrap(errcode.Internal, err, "rotating the KMS keyring")
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return errcode.Wrap(errcode.Internal, err, "rotating the KMS keyring")
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return errcode.Wrap(errcode.Internal, err, "rotating the KMS keyring")
-	}
-	if err := f.Close(); err != nil {
-		return errcode.Wrap(errcode.Internal, err, "rotating the KMS keyring")
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return errcode.Wrap(errcode.Internal, err, "rotating the KMS keyring")
-	}
-	return syncDir(dir)
 }
 
 // Keys returns the keyring's key ids, sorted.

@@ -24,6 +24,7 @@ package server
 import (
 	"context"
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -32,7 +33,9 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 
+	"github.com/coffer-storage/coffer/internal/atomicfile"
 	"github.com/coffer-storage/coffer/internal/meta"
 )
 
@@ -77,40 +80,129 @@ func KeyFingerprint(key []byte) string {
 // key.
 var ErrKeyMismatch = errors.New("the metadata store was initialised with a different server key")
 
-// OpenKey loads the server key from keyFile (DATA/server.key when keyFile
-// is "", creating it on first start) and checks it against the metadata
-// store m: on the store's first start it records the key's fingerprint;
-// afterwards it refuses any other key with ErrKeyMismatch. A key file
-// this call created and that the store refuses is removed again.
-func OpenKey(ctx context.Context, m meta.Store, data, keyFile string) ([]byte, error) {
-	defaulted := keyFile == ""
-	if defaulted {
-		keyFile = filepath.Join(data, "server.key")
+// KeyFile says where a process finds the server key and whether it may
+// make one.
+type KeyFile struct {
+	// Data is the data folder; File the --server-key-file, or "" for
+	// Data/server.key.
+	Data, File string
+	// Create makes a missing key file (a fresh random key): coffer serve,
+	// and the admin commands of the embedded shape. Without it a missing
+	// file is an error: an admin command of the scale-out shape must use
+	// the cluster's key, never one of its own.
+	Create bool
+}
+
+// Path is the key file's path.
+func (k KeyFile) Path() string {
+	if k.File == "" {
+		return filepath.Join(k.Data, "server.key")
 	}
-	_, statErr := os.Lstat(keyFile)
-	created := errors.Is(statErr, fs.ErrNotExist)
-	key, err := LoadOrCreateKey(keyFile)
+	return k.File
+}
+
+// describe names the key file for messages.
+func (k KeyFile) describe() string {
+	which := "server key file " + k.Path()
+	if k.File == "" {
+		which += " (the default in the data folder: no --server-key-file was given)"
+	}
+	return which
+}
+
+// Check checks the key file before anything is created: an existing one
+// must be a key Coffer accepts (ReadKey); a missing one is an error
+// unless k.Create.
+func (k KeyFile) Check() error {
+	_, err := ReadKey(k.Path())
+	if errors.Is(err, fs.ErrNotExist) {
+		if k.Create {
+			return nil
+		}
+		return fmt.Errorf("%s does not exist: give the cluster's key with --server-key-file (COFFER_SERVER_KEY_FILE); "+
+			"this command never makes a key of its own on a shared metadata store", k.describe())
+	}
+	return err
+}
+
+// OpenKey loads the server key (creating it if k.Create and missing) and
+// checks it against the metadata store m: on the store's first start it
+// records the key's fingerprint; afterwards it refuses any other key with
+// ErrKeyMismatch. A key file this call created and that the store refuses
+// is removed again.
+func OpenKey(ctx context.Context, m meta.Store, k KeyFile) ([]byte, error) {
+	path := k.Path()
+	key, err := ReadKey(path)
+	created := false
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := k.Check(); err != nil {
+			return nil, err
+		}
+		key, created, err = LoadOrCreateKey(path)
+	}
 	if err != nil {
 		return nil, err
 	}
 	fp := KeyFingerprint(key)
 	recorded, err := m.ClaimKeyFingerprint(ctx, fp)
 	if err != nil {
+		// A key this call created stays: the claim may have committed,
+		// and the next start claims it again.
 		return nil, fmt.Errorf("checking the server key against the metadata store: %w", err)
 	}
 	if recorded == fp {
 		return key, nil
 	}
-	which := "server key file " + keyFile
-	if defaulted {
-		which += " (the default in the data folder: no --server-key-file was given)"
-	}
+	which := k.describe()
 	if created {
 		which += ", generated just now because it did not exist, and removed again"
-		os.Remove(keyFile)
+		os.Remove(path)
 	}
 	return nil, fmt.Errorf("refusing to start with %s: %w (key fingerprint %.16s…, the metadata store's %.16s…). "+
 		"Every node sharing a metadata store must use the same --server-key-file (COFFER_SERVER_KEY_FILE): "+
 		"copy the key file of the node that started first to this node; if this data folder's server.key was replaced, restore the original",
 		which, ErrKeyMismatch, fp, recorded)
+}
+
+// ReadKey reads the server's 32-byte key from path (hex). It refuses a
+// key file others can read and a malformed one; a missing file is an
+// error wrapping fs.ErrNotExist.
+func ReadKey(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("server key %s: %w", path, fs.ErrNotExist)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading server key: %w", err)
+	}
+	if st, err := os.Stat(path); err == nil && st.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("server key %s is readable by others (mode %v); chmod 600 it", path, st.Mode().Perm())
+	}
+	key, err := hex.DecodeString(strings.TrimSpace(string(b)))
+	if err != nil || len(key) != 32 {
+		return nil, fmt.Errorf("server key %s is malformed (want 64 hex digits: openssl rand -hex 32)", path)
+	}
+	return key, nil
+}
+
+// LoadOrCreateKey reads the server key at path, creating it (mode 0600,
+// a fresh random key) if there is none; created says it did. The file is
+// written whole or not at all (atomicfile), so no crash or failed start
+// leaves a half-written key that the next start would refuse.
+func LoadOrCreateKey(path string) (key []byte, created bool, err error) {
+	key, err = ReadKey(path)
+	if !errors.Is(err, fs.ErrNotExist) {
+		return key, false, err
+	}
+	key = make([]byte, 32)
+	rand.Read(key)
+	err = atomicfile.Create(path, []byte(hex.EncodeToString(key)+"\n"), 0o600)
+	if errors.Is(err, fs.ErrExist) { // another process made it first: use that one
+		key, err = ReadKey(path)
+		return key, false, err
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("creating server key: %w", err)
+	}
+	return key, true, nil
 }

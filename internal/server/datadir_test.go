@@ -42,11 +42,11 @@ func TestOpenKey(t *testing.T) {
 
 	// First start: the default key file is created and its fingerprint
 	// recorded; the same key opens again.
-	key, err := OpenKey(ctx, m, dir, "")
+	key, err := OpenKey(ctx, m, KeyFile{Data: dir, Create: true})
 	if err != nil {
 		t.Fatalf("first OpenKey: %v", err)
 	}
-	again, err := OpenKey(ctx, m, dir, "")
+	again, err := OpenKey(ctx, m, KeyFile{Data: dir, Create: true})
 	if err != nil || !bytes.Equal(again, key) {
 		t.Fatalf("second OpenKey = %x, %v; want the same key", again, err)
 	}
@@ -56,16 +56,16 @@ func TestOpenKey(t *testing.T) {
 	if err := os.WriteFile(copied, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := OpenKey(ctx, m, dir, copied); err != nil {
+	if _, err := OpenKey(ctx, m, KeyFile{Data: dir, File: copied, Create: true}); err != nil {
 		t.Errorf("OpenKey with a copy of the key: %v", err)
 	}
 
 	t.Run("OtherKeyFile", func(t *testing.T) {
 		other := filepath.Join(t.TempDir(), "other.key")
-		if _, err := LoadOrCreateKey(other); err != nil {
+		if _, _, err := LoadOrCreateKey(other); err != nil {
 			t.Fatal(err)
 		}
-		_, err := OpenKey(ctx, m, dir, other)
+		_, err := OpenKey(ctx, m, KeyFile{Data: dir, File: other, Create: true})
 		if !errors.Is(err, ErrKeyMismatch) {
 			t.Fatalf("OpenKey with another key: %v, want ErrKeyMismatch", err)
 		}
@@ -82,7 +82,7 @@ func TestOpenKey(t *testing.T) {
 		if err := os.Remove(filepath.Join(dir, "server.key")); err != nil {
 			t.Fatal(err)
 		}
-		_, err := OpenKey(ctx, m, dir, "")
+		_, err := OpenKey(ctx, m, KeyFile{Data: dir, Create: true})
 		if !errors.Is(err, ErrKeyMismatch) {
 			t.Fatalf("OpenKey with a regenerated key: %v, want ErrKeyMismatch", err)
 		}
@@ -115,7 +115,7 @@ func TestNewRefusesAnotherKey(t *testing.T) {
 	if err := os.Remove(keyFile); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := LoadOrCreateKey(keyFile); err != nil {
+	if _, _, err := LoadOrCreateKey(keyFile); err != nil {
 		t.Fatal(err)
 	}
 	s, err = New(context.Background(), cfg, slog.New(slog.DiscardHandler))
@@ -172,6 +172,50 @@ func TestPrepareDataDir(t *testing.T) {
 			}
 			if got := strings.Contains(logs.String(), "level=WARN"); got != tc.wantWarn {
 				t.Errorf("warning logged: %v, want %v (log: %q)", got, tc.wantWarn, logs.String())
+			}
+		})
+	}
+}
+
+// TestStoresLine: the start-up line says where a node keeps its data:
+// the data folder in the embedded shape; in the scale-out shape the
+// database and the bucket (it said "data in DIR" there too), never a
+// credential of their URLs.
+func TestStoresLine(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		cfg        func(*config.Config)
+		want, hide []string
+	}{
+		{"embedded", func(*config.Config) {}, []string{"data in /srv/coffer"}, []string{"metadata", "blobs"}},
+		{"scale-out", func(c *config.Config) {
+			c.Meta = "postgres://coffer:S3cret@db.internal:5432/coffer?sslmode=verify-full&password=Other"
+			c.Blob = "s3://coffer-blobs/prod?endpoint=https://user:Pw@minio.internal:9000/x?y&region=eu-1"
+		}, []string{"metadata in postgres://db.internal:5432/coffer", "blobs in s3://coffer-blobs/prod at https://minio.internal:9000", "blob cache in /srv/coffer/cache"},
+			[]string{"S3cret", "Other", "Pw", "user", "sslmode", "region", "/x"}},
+		{"scale-out, cache off", func(c *config.Config) {
+			c.Meta, c.Blob, c.Cache = "postgres://db/coffer", "s3://b", "off"
+		}, []string{"metadata in postgres://db/coffer, blobs in s3://b"}, []string{"cache", " at "}},
+		{"SQLite with S3 blobs", func(c *config.Config) { c.Blob = "s3://b"; c.CacheDir = "/var/cache/coffer" },
+			[]string{"metadata in /srv/coffer/meta.db", "blobs in s3://b", "blob cache in /var/cache/coffer"}, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := config.Defaults()
+			cfg.Data = "/srv/coffer"
+			c.cfg(&cfg)
+			got := storesLine(cfg)
+			if scaleOut := cfg.Meta != "" || cfg.Blob != ""; scaleOut == strings.HasPrefix(got, "data in ") {
+				t.Errorf("%q for --meta %q --blob %q", got, cfg.Meta, cfg.Blob)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("%q does not say %q", got, w)
+				}
+			}
+			for _, h := range c.hide {
+				if strings.Contains(got, h) {
+					t.Errorf("%q shows %q", got, h)
+				}
 			}
 		})
 	}

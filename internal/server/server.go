@@ -25,13 +25,10 @@ package server
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/subtle"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log"
 	"log/slog"
 	"net"
@@ -107,8 +104,25 @@ type Server struct {
 	started time.Time
 }
 
-// New opens the data folder and builds every component.
-func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, error) {
+// New opens the stores and builds every component.
+//
+// # Starting, and failing to
+//
+// A start that fails leaves nothing half-made, and the next start takes
+// what it left as its own:
+//
+//  1. Everything that can be checked without making a file is checked
+//     first (preflight): the configuration, the TLS pair, the blob store
+//     and gateway URLs, an explicit --kms, an existing server key file.
+//  2. The shared stores of the scale-out shape (PostgreSQL, the S3 store)
+//     are opened before anything local is made.
+//  3. What is made locally is made whole and found again: the data folder
+//     and its subfolders, meta.db (migrations in transactions), the
+//     server key and the default keyring (atomicfile: whole or absent).
+//  4. The metadata store records the server key's fingerprint last, when
+//     everything else has opened, so that a failed start never binds a
+//     cluster to a key.
+func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -122,14 +136,28 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		}
 		certs = c
 	}
-	if err := PrepareDataDir(cfg.Data, log); err != nil {
-		return nil, err
-	}
 	s := &Server{cfg: cfg, log: log, metrics: metrics.New(), accessLevel: slog.LevelInfo, changes: cache.NewBus(), started: time.Now()}
+	defer func() {
+		if err != nil {
+			s.Close() // what was opened; what was made stays, whole
+		}
+	}()
 	if cfg.LogFormat == "text" {
 		s.accessLevel = slog.LevelDebug
 	}
 	s.certs = certs
+	keyFile := KeyFile{Data: cfg.Data, File: cfg.ServerKeyFile, Create: true}
+	blobOpts, err := preflight(cfg, keyFile)
+	if err != nil {
+		return nil, err
+	}
+	if !kms.InDataDir(cfg.KMS) {
+		// Any provider but the default keyring makes no file: open it
+		// before anything is made (a bad URL, a missing keyring file).
+		if s.keys, err = openKeys(ctx, cfg, log); err != nil {
+			return nil, err
+		}
+	}
 	metaKind, blobKind := "sqlite", "disk"
 
 	// Metadata: the embedded default is SQLite in the data folder; the
@@ -151,12 +179,32 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		// keep nothing (see cache.Bus.SetListening).
 		s.changes.SetListening(false)
 		metaKind = "postgres"
-	} else {
+	}
+	// Blobs: the embedded default is the local disk in the data folder;
+	// the scale-out shape is an S3-compatible store.
+	if cfg.Blob != "" {
+		blobKind = "s3"
+		if s.blobs, err = s3blob.Open(ctx, blobOpts); err != nil {
+			return nil, fmt.Errorf("opening blob store: %w", err)
+		}
+	}
+
+	// Every shared store answered: now the data folder and what lives in
+	// it.
+	if err := PrepareDataDir(cfg.Data, log); err != nil {
+		return nil, err
+	}
+	if cfg.Meta == "" {
 		m, err := sqlite.Open(ctx, filepath.Join(cfg.Data, "meta.db"), sqlite.Options{})
 		if err != nil {
 			return nil, fmt.Errorf("opening metadata: %w", err)
 		}
 		s.meta = m
+	}
+	if cfg.Blob == "" {
+		if s.blobs, err = diskblob.Open(filepath.Join(cfg.Data, "blobs")); err != nil {
+			return nil, fmt.Errorf("opening blob store: %w", err)
+		}
 	}
 	if cfg.MetaCache == "on" {
 		// Bucket and object records are cached on this node; every write
@@ -169,36 +217,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		s.cacheMetrics("bucket", cs.Buckets().Stats)
 		s.cacheMetrics("object", cs.Objects().Stats)
 	}
-	key, err := OpenKey(ctx, s.meta, cfg.Data, cfg.ServerKeyFile)
-	if err != nil {
-		s.meta.Close()
-		return nil, err
-	}
-	// Blobs: the embedded default is the local disk in the data folder;
-	// the scale-out shape is an S3-compatible store.
-	if cfg.Blob != "" {
-		blobKind = "s3"
-		opts, err := s3blob.ParseURL(cfg.Blob)
-		if err == nil {
-			s.blobs, err = s3blob.Open(ctx, opts)
-		}
-		if err != nil {
-			s.meta.Close()
-			return nil, fmt.Errorf("opening blob store: %w", err)
-		}
-	} else {
-		b, err := diskblob.Open(filepath.Join(cfg.Data, "blobs"))
-		if err != nil {
-			s.meta.Close()
-			return nil, fmt.Errorf("opening blob store: %w", err)
-		}
-		s.blobs = b
-	}
 	// The blob cache is open unless --cache off: gateway buckets' reads
 	// always use it, the blob store only when cfg.CacheOn().
 	if cfg.GatewayCacheOn() {
 		if err := s.openBlobCache(cfg, log); err != nil {
-			s.Close()
 			return nil, err
 		}
 	}
@@ -207,26 +229,31 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	if inlineMax == 0 {
 		inlineMax = -1 // disabled
 	}
-	keys, err := openKeys(ctx, cfg, log)
-	if err != nil {
-		s.Close()
-		return nil, err
+	if kms.InDataDir(cfg.KMS) {
+		// The default keyring in the data folder (made on first use in
+		// the embedded shape).
+		if s.keys, err = openKeys(ctx, cfg, log); err != nil {
+			return nil, err
+		}
 	}
-	s.keys = keys
 	ocfg := object.Config{
 		MaxObjectSize: cfg.MaxObjectSize, InlineMax: inlineMax,
 		OrphanGrace: cfg.OrphanGrace, StagingLease: cfg.StagingLease,
 		Encrypt: cfg.Encryption == "on",
 	}
-	if keys != nil {
-		ocfg.Keys = keys
+	if s.keys != nil {
+		ocfg.Keys = s.keys
 	}
 	// Gateway reads go through the blob cache too (gateway imports
 	// cacheblob; object never sees it).
 	ocfg.OpenGateway = gateway.Opener{Cache: s.blobCache}.Open
 	gws := &gatewayAdmin{meta: s.meta, check: func(ctx context.Context, u string) error { _, err := gateway.Open(ctx, u); return err }}
 	if err := gws.registerGateways(ctx, cfg.Gateways); err != nil {
-		s.Close()
+		return nil, err
+	}
+	// Last: the store records the key's fingerprint on its first start.
+	key, err := OpenKey(ctx, s.meta, keyFile)
+	if err != nil {
 		return nil, err
 	}
 	s.objects = object.New(s.meta, s.blobs, ocfg, log)
@@ -544,7 +571,7 @@ func (s *Server) Run(ctx context.Context, announce io.Writer) error {
 		}
 		// Once, on announce (stdout), not in the log too: on a terminal
 		// both show, and every start-up line appeared twice.
-		fmt.Fprintf(announce, "coffer: %s listening on %s://%s (data in %s)\n", label, sch, l.ln.Addr(), s.cfg.Data)
+		fmt.Fprintf(announce, "coffer: %s listening on %s://%s (%s)\n", label, sch, l.ln.Addr(), storesLine(s.cfg))
 	}
 
 	janitorCtx, stopJanitor := context.WithCancel(context.Background())
@@ -572,9 +599,7 @@ func (s *Server) Run(ctx context.Context, announce io.Writer) error {
 		listenDone := make(chan struct{})
 		go func() {
 			defer close(listenDone)
-			s.listen.ListenChanges(listenCtx, s.changes.Handler(func(err error) {
-				s.log.Warn("listening for other nodes' changes failed; caches are flushed when it resumes", "err", err)
-			}))
+			s.listen.ListenChanges(listenCtx, (&listenLog{log: s.log, every: time.Minute}).handler(s.changes))
 		}()
 		defer func() { stopListen(); <-listenDone }()
 	}
@@ -629,6 +654,104 @@ func (s *Server) Run(ctx context.Context, announce io.Writer) error {
 	<-janitorDone
 	s.log.Info("stopped")
 	return nil
+}
+
+// storesLine says where a node keeps its data, for the start-up line:
+// "data in DIR" in the embedded shape; in the scale-out shape the
+// database, the bucket and the node's own files. Never a credential: a
+// URL is shown without its user, password and query.
+func storesLine(cfg config.Config) string {
+	if cfg.Meta == "" && cfg.Blob == "" {
+		return "data in " + cfg.Data
+	}
+	metaAt := "metadata in " + filepath.Join(cfg.Data, "meta.db")
+	if cfg.Meta != "" {
+		metaAt = "metadata in " + bareURL(cfg.Meta)
+	}
+	blobsAt := "blobs in " + filepath.Join(cfg.Data, "blobs")
+	if cfg.Blob != "" {
+		blobsAt = "blobs in " + bareURL(cfg.Blob)
+		if u, err := url.Parse(cfg.Blob); err == nil && u.Query().Get("endpoint") != "" {
+			if e, err := url.Parse(u.Query().Get("endpoint")); err == nil {
+				blobsAt += " at " + e.Scheme + "://" + e.Host
+			}
+		}
+	}
+	line := metaAt + ", " + blobsAt
+	if cfg.GatewayCacheOn() {
+		dir := cfg.CacheDir
+		if dir == "" {
+			dir = filepath.Join(cfg.Data, "cache")
+		}
+		line += ", blob cache in " + dir
+	}
+	return line
+}
+
+// bareURL is raw's scheme, host and path: no user, password, query or
+// fragment.
+func bareURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" {
+		return "(an unparsable URL)"
+	}
+	return u.Scheme + "://" + u.Host + u.Path
+}
+
+// listenLog logs the state of a node's listening connection (scale-out:
+// other nodes' changes): the first failure, then a reminder at most every
+// `every` while it stays down, and one line when it listens again; never a
+// line per retry. Both are warnings, so that a log filtered to warnings,
+// which shows the outage, shows its end too.
+type listenLog struct {
+	log   *slog.Logger
+	every time.Duration
+
+	mu       sync.Mutex
+	down     time.Time // of the first failure; zero while listening
+	logged   time.Time // of the last line
+	failures int       // attempts since down
+}
+
+// handler is bus's change handler with the logging of l.
+func (l *listenLog) handler(bus *cache.Bus) meta.ChangeHandler {
+	h := bus.Handler(l.failed)
+	set := h.Listening
+	h.Listening = func(on bool) {
+		set(on)
+		if on {
+			l.resumed()
+		}
+	}
+	return h
+}
+
+func (l *listenLog) failed(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := time.Now()
+	l.failures++
+	switch {
+	case l.down.IsZero():
+		l.down, l.logged = now, now
+		l.log.Warn("listening for other nodes' changes failed; until it listens again this node's caches keep nothing; retrying",
+			"err", err)
+	case now.Sub(l.logged) >= l.every:
+		l.logged = now
+		l.log.Warn("still not listening for other nodes' changes; retrying",
+			"down_for", now.Sub(l.down).Round(time.Second).String(), "attempts", l.failures, "err", err)
+	}
+}
+
+func (l *listenLog) resumed() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.down.IsZero() {
+		return // the first start, or a reconnection that never failed
+	}
+	l.log.Warn("listening for other nodes' changes again; caches flushed",
+		"down_for", time.Since(l.down).Round(time.Millisecond).String(), "failed_attempts", l.failures)
+	l.down, l.failures = time.Time{}, 0
 }
 
 // serverLogWriter carries the http.Server's own log lines to the
@@ -718,47 +841,6 @@ func (s *Server) localClient(r *http.Request) bool {
 	return addr.IsLoopback() && !proxied
 }
 
-// LoadOrCreateKey reads the server's 32-byte master key from path, creating
-// it (mode 0600) on first start. It refuses a key file others can read.
-func LoadOrCreateKey(path string) ([]byte, error) {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		key := make([]byte, 32)
-		rand.Read(key)
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if err != nil {
-			return nil, fmt.Errorf("creating server key: %w", err)
-		}
-		if _, err := f.WriteString(hex.EncodeToString(key) + "\n"); err != nil {
-			f.Close()
-			return nil, err
-		}
-		if err := f.Sync(); err != nil {
-			f.Close()
-			return nil, err
-		}
-		if err := f.Close(); err != nil {
-			return nil, err
-		}
-		if d, err := os.Open(filepath.Dir(path)); err == nil {
-			d.Sync()
-			d.Close()
-		}
-		return key, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading server key: %w", err)
-	}
-	if st, err := os.Stat(path); err == nil && st.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("server key %s is readable by others (mode %v); chmod 600 it", path, st.Mode().Perm())
-	}
-	key, err := hex.DecodeString(strings.TrimSpace(string(b)))
-	if err != nil || len(key) != 32 {
-		return nil, fmt.Errorf("server key %s is malformed", path)
-	}
-	return key, nil
-}
-
 // BuildInfo returns the module version, the VCS revision ("" if the build
 // recorded none) and the Go version of the running binary.
 func BuildInfo() (version, revision, goVersion string) {
@@ -772,6 +854,25 @@ func BuildInfo() (version, revision, goVersion string) {
 		}
 	}
 	return bi.Main.Version, revision, bi.GoVersion
+}
+
+// preflight checks what can be checked before anything is opened or
+// made (New, step 1) and returns the blob store's options.
+func preflight(cfg config.Config, key KeyFile) (s3blob.Options, error) {
+	var opts s3blob.Options
+	if cfg.Blob != "" {
+		o, err := s3blob.ParseURL(cfg.Blob)
+		if err != nil {
+			return opts, fmt.Errorf("--blob: %w", err)
+		}
+		opts = o
+	}
+	for _, raw := range cfg.Gateways {
+		if _, err := gateway.ParseSpec(raw); err != nil {
+			return opts, fmt.Errorf("--gateway: %w", err)
+		}
+	}
+	return opts, key.Check()
 }
 
 // keyTTL is how long one intermediate key wraps new data keys
@@ -788,7 +889,7 @@ const keyTTL = 5 * time.Second
 // (it must never make a key of its own), so objects encrypted earlier stay
 // readable. nil: none (SSE requests are refused).
 func openKeys(ctx context.Context, cfg config.Config, log *slog.Logger) (*kms.Keys, error) {
-	if cfg.Encryption != "on" && cfg.KMS == "" && cfg.Meta != "" {
+	if cfg.Encryption != "on" && kms.InDataDir(cfg.KMS) && cfg.Meta != "" {
 		if _, err := os.Stat(filepath.Join(cfg.Data, kms.DefaultKeyringName)); err != nil {
 			return nil, nil
 		}

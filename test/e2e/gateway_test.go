@@ -210,6 +210,51 @@ func TestGatewayBuckets(t *testing.T) {
 			t.Errorf("zip entries: %v", got)
 		}
 	})
+	t.Run("listings carry no content type", func(t *testing.T) {
+		// The backend's listing has no content type; a GET answers the
+		// backend's. Listings omit the field rather than show a wrong
+		// empty one (docs/gateway.md).
+		key := "typed/report.bin"
+		if _, err := direct.PutObject(t.Context(), &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: strings.NewReader("typed"),
+			ContentType: aws.String("text/x-coffer-test")}); err != nil {
+			t.Fatal(err)
+		}
+		resp := u.Do(t, "GET", testenv.FileURL(ro, key), nil)
+		resp.Body.Close()
+		if got := resp.Header.Get("Content-Type"); resp.StatusCode != 200 || got != "text/x-coffer-test" {
+			t.Errorf("GET: %d, Content-Type %q; want the backend's", resp.StatusCode, got)
+		}
+		var list struct {
+			Files []map[string]any `json:"files"`
+		}
+		if st := u.JSON(t, "GET", "/api/v1/buckets/"+ro+"/files?prefix=typed/", nil, &list); st != 200 || len(list.Files) != 1 {
+			t.Fatalf("listing: %d %v", st, list.Files)
+		}
+		if ct, ok := list.Files[0]["content_type"]; ok {
+			t.Errorf("the gateway listing shows content_type %q; the backend's listing has none", ct)
+		}
+		var sh struct {
+			URL string `json:"url"`
+		}
+		if st := u.JSON(t, "POST", "/api/v1/shares", map[string]any{"bucket": ro, "prefix": "typed/"}, &sh); st != 201 {
+			t.Fatalf("create share: %d", st)
+		}
+		list.Files = nil
+		if st := testenv.NewClient(srv.URL).JSON(t, "GET", sh.URL, nil, &list); st != 200 || len(list.Files) != 1 {
+			t.Fatalf("share listing: %d %v", st, list.Files)
+		}
+		if ct, ok := list.Files[0]["content_type"]; ok {
+			t.Errorf("the gateway share listing shows content_type %q", ct)
+		}
+		// Native buckets list theirs.
+		if resp := u.Do(t, "PUT", testenv.FileURL(u.Bucket, "typed.txt"), strings.NewReader("native")); resp.Body.Close() != nil || resp.StatusCode != 201 {
+			t.Fatalf("native PUT: %d", resp.StatusCode)
+		}
+		list.Files = nil
+		if st := u.JSON(t, "GET", "/api/v1/buckets/"+u.Bucket+"/files", nil, &list); st != 200 || len(list.Files) != 1 || list.Files[0]["content_type"] != "text/plain; charset=utf-8" {
+			t.Errorf("native listing: %d %v; want content_type text/plain", st, list.Files)
+		}
+	})
 	t.Run("S3 client", func(t *testing.T) {
 		var k struct {
 			ID     string `json:"access_key_id"`

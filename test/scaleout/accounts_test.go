@@ -125,22 +125,29 @@ func TestDisableReachesEveryNode(t *testing.T) {
 		}
 	}
 
-	// The CLI, a separate process: its NOTIFY reaches node 2 well within
-	// the cache bound (node 2 was just warmed, so its cache alone would
-	// keep the user for up to a second).
+	// The CLI, a separate process, announces its change (NOTIFY); node 2,
+	// just warmed, refuses the user within the cache bound at the latest
+	// (how much sooner the announcement makes it is logged, not asserted).
 	check(true, "before coffer user disable")
 	start := time.Now()
 	if out, err := n1.Command("user", "disable", "--email", u.Email).CombinedOutput(); err != nil || !strings.Contains(string(out), "disabled") {
 		t.Fatalf("coffer user disable: %v\n%s", err, out)
 	}
-	cliTook := time.Since(start)
-	for u.JSON(t, "GET", "/api/v1/me", nil, nil) != 401 {
-		if time.Since(start) > cliTook+time.Second {
-			t.Fatalf("node 2 still accepts the user %v after coffer user disable returned", time.Since(start)-cliTook)
+	returned := time.Now()
+	// Node 2's cached state was loaded before the command started, so it
+	// expires within the cache's 1 s: a request sent later is refused
+	// (however long the machine takes to answer it).
+	for {
+		sent := time.Now()
+		if u.JSON(t, "GET", "/api/v1/me", nil, nil) == 401 {
+			break
+		}
+		if sent.Sub(start) > time.Second {
+			t.Fatalf("node 2 accepts the user in a request sent %v after coffer user disable started (%v after it returned)", sent.Sub(start), sent.Sub(returned))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	t.Logf("node 2 refused the user %v after coffer user disable returned", time.Since(start)-cliTook)
+	t.Logf("node 2 refused the user %v after coffer user disable returned", time.Since(returned))
 	check(false, "after coffer user disable")
 }
 
