@@ -264,6 +264,14 @@ def png(w=64, h=48):
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)) + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")
 
 
+def upload_panel(page, open_it):
+    """Opens (open_it) or closes the upload panel, whatever its state."""
+    button = page.get_by_role("button", name="Upload", exact=True)
+    if (button.get_attribute("aria-expanded") == "true") != open_it:
+        button.click()
+    expect(button).to_have_attribute("aria-expanded", "true" if open_it else "false")
+
+
 def wait_uploads_complete(page, n):
     # n files of the dashboard done, and Uppy's status bar says "Complete"
     # with its progress bar at 100 %.
@@ -280,6 +288,115 @@ def sign_in(page, base, email, pw):
     page.get_by_label("Password").fill(pw)
     page.get_by_role("button", name="Sign in").click()
     expect(page.get_by_role("heading", name="Buckets")).to_be_visible(timeout=TIMEOUT)
+
+
+def evil_svg(origin, drop):
+    """An SVG whose script, if it ever runs in the console's origin, takes
+    over the session (issue 18, N1): it announces itself to /__pwned/ran
+    (a route the test watches), asks /api/v1/auth/refresh for a new access
+    token with the refresh cookie, and drops the token into the attacker's
+    drop box (drop: its /s/ token)."""
+    o = json.dumps(origin)
+    js = ("var o = %s; fetch(o + '/__pwned/ran');"
+          "fetch(o + '/api/v1/auth/refresh', {method: 'POST', credentials: 'include',"
+          " headers: {'Content-Type': 'application/json', 'X-Coffer-Session': 'cookie'}, body: '{}'})"
+          ".then(function (r) { return r.json(); }).then(function (j) {"
+          " fetch(o + '/__pwned/token?t=' + encodeURIComponent(j.access_token || ''));"
+          " return fetch(o + '/s/%s/stolen.txt', {method: 'PUT', body: j.access_token || 'none'}); });") % (o, drop)
+    return ('<?xml version="1.0" encoding="UTF-8"?>\n'
+            '<svg xmlns="http://www.w3.org/2000/svg" width="120" height="40" viewBox="0 0 120 40">'
+            '<rect width="120" height="40" fill="#2456d6"/><text x="10" y="25" fill="#fff">INVOICE</text>'
+            '<script type="application/ecmascript"><![CDATA[' + js + ']]></script></svg>').encode()
+
+
+# Records every URL the console turns into a blob: URL (window.__blobs), so
+# the exploit test can open each one as a user's "Open in new tab" would.
+BLOB_HOOK = """(() => { const make = URL.createObjectURL.bind(URL); window.__blobs = []; window.__blobTypes = [];
+  URL.createObjectURL = (o) => { const u = make(o); window.__blobs.push(u); window.__blobTypes.push(o.type); return u; }; })()"""
+
+
+def svg_exploit(browser_ctx, page, base, admin_token):
+    """Issue 18, N1: an attacker drops invoice.svg (with a script) into the
+    victim's drop box; the victim previews it and opens the preview "in a
+    new tab" (page.goto in a new tab and window.open from the console, of
+    every blob: URL the console made and every URL the preview shows). No
+    script of the file may run, and no token may leave."""
+    st, box = api("POST", "/api/v1/shares", {"bucket": BUCKET, "prefix": "n1-inbox/", "allow_upload": True}, token=admin_token)
+    assert st == 201, (st, box)
+    drop = box["token"]
+    svg = evil_svg(base, drop)
+    req = urllib.request.Request(BASE + "/s/%s/invoice.svg" % drop, data=svg, method="PUT")
+    req.add_header("Content-Type", "image/svg+xml")
+    with urllib.request.urlopen(req, timeout=60) as r:
+        assert r.status == 201, r.status
+    # The same bytes under a raster name and type: the console must not
+    # trust the uploader's type either way.
+    req = urllib.request.Request(BASE + "/s/%s/invoice.png" % drop, data=svg, method="PUT")
+    req.add_header("Content-Type", "image/png")
+    with urllib.request.urlopen(req, timeout=60) as r:
+        assert r.status == 201, r.status
+
+    seen = []  # what the file's script would do, as the browser sent it
+    browser_ctx.route("**/__pwned/**", lambda route: (seen.append(route.request.url), route.fulfill(status=204)))
+    def watch(req):
+        if "/auth/refresh" not in req.url and "stolen" not in req.url:
+            return
+        try:
+            other = req.frame.page != page
+        except Exception:  # noqa: BLE001 - a navigation before its frame exists: another tab
+            other = True
+        if other:
+            seen.append(req.method + " " + req.url)
+    browser_ctx.on("request", watch)
+
+    opened = []
+    for name in ["invoice.svg", "invoice.png"]:
+        page.goto(base + "/b/" + BUCKET + "/n1-inbox/")
+        page.evaluate("() => { window.__blobs = window.__blobs || []; window.__blobs.length = 0; }")
+        page.locator(".rows").get_by_role("button", name=name).click()
+        body = page.locator("dialog.preview .preview-body")
+        expect(body).to_be_visible()
+        expect(body).not_to_contain_text("Loading")
+        page.wait_for_timeout(500)
+        urls = page.evaluate("""() => [...(window.__blobs || []), ...[...document.querySelectorAll(
+            'dialog.preview [src], dialog.preview [href], dialog.preview [data]')].map(e => e.src || e.href || e.data)]""")
+        urls = [u for u in dict.fromkeys(urls) if u and not u.startswith("data:")]
+        log("N1: the preview of", name, "made", urls or "no URL")
+        for u in urls:
+            # "Open image in new tab": a new tab navigated to the URL...
+            before = len(seen)
+            tab = browser_ctx.new_page()
+            try:
+                tab.goto(u, timeout=10_000)
+            except Exception as e:  # noqa: BLE001 - a revoked blob: URL does not load
+                log("N1: new tab could not load", u[:60], "-", str(e).splitlines()[0][:80])
+            tab.wait_for_timeout(1000)
+            opened.append(tab)
+            if len(seen) > before:
+                log("N1: the SVG's script ran in a new tab opened with page.goto(%s)" % u[:60])
+            before = len(seen)
+            # ...and window.open from the console's page.
+            try:
+                with browser_ctx.expect_page(timeout=5_000) as pi:
+                    page.evaluate("u => { window.open(u, '_blank'); }", u)
+                pop = pi.value
+                pop.wait_for_timeout(1000)
+                opened.append(pop)
+                if len(seen) > before:
+                    log("N1: the SVG's script ran in a tab opened with window.open(%s)" % u[:60])
+            except Exception as e:  # noqa: BLE001 - a blocked open is fine
+                log("N1: window.open gave no page:", str(e).splitlines()[0][:80])
+        page.keyboard.press("Escape")
+    page.wait_for_timeout(1000)
+    for t in opened:
+        t.close()
+    browser_ctx.unroute("**/__pwned/**")
+    browser_ctx.remove_listener("request", watch)
+    st, listing = api("GET", "/api/v1/buckets/%s/files?prefix=n1-inbox/" % BUCKET, token=admin_token)
+    stolen = [f["key"] for f in listing.get("files", []) if "stolen" in f["key"]]
+    assert not seen, ("the SVG's script ran in the console's origin", seen)
+    assert not stolen, ("a token left through the drop box", stolen)
+    log("N1: no script of the SVG ran, no token left (%d tabs opened)" % len(opened))
 
 
 def main():
@@ -316,6 +433,7 @@ def main():
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         ctx = browser.new_context(viewport={"width": 1440, "height": 900}, accept_downloads=True)
         ctx.set_default_timeout(TIMEOUT)
+        ctx.add_init_script(BLOB_HOOK)
         page = ctx.new_page()
         PAGES.append(page)
         console_errors = []
@@ -366,14 +484,27 @@ def main():
         page.get_by_role("button", name="Upload").click()  # close the panel
         shot(page, "browser")
 
-        # Preview the image.
+        # Preview the image: from a blob: typed by the console from the
+        # bytes (PNG), revoked once the image has loaded (issue 18, N1).
+        page.evaluate("() => { window.__blobs.length = 0; window.__blobTypes.length = 0; }")
         rows.get_by_role("button", name="photo.png").click()
         img = page.locator("dialog.preview img")
         expect(img).to_be_visible()
         page.wait_for_function("() => { const i = document.querySelector('dialog.preview img'); return i && i.complete && i.naturalWidth === 64; }")
+        blobs = page.evaluate("() => window.__blobs.map((u, i) => [u, window.__blobTypes[i]])")
+        assert [t for _, t in blobs] == ["image/png"], blobs
+        assert img.get_attribute("src") == blobs[0][0], (img.get_attribute("src"), blobs)
+        state = page.evaluate("""u => new Promise((done) => { const i = new Image();
+            i.onload = () => done('open'); i.onerror = () => done('revoked'); i.src = u; })""", blobs[0][0])
+        assert state == "revoked", "the preview's blob: URL is still open after the image loaded"
         shot(page, "preview")
         page.get_by_role("button", name="Close preview").click()
         log("image preview")
+
+        # Issue 18, N1: an SVG with a script, previewed and opened in new tabs.
+        svg_exploit(ctx, page, base, admin_token)
+        page.goto(base + "/b/" + BUCKET + "/")
+        rows = page.locator(".rows")
 
         # Download one file and compare its SHA-256.
         page.get_by_label("Select notes.txt").check()
@@ -402,10 +533,10 @@ def main():
         log("zip of the folder:", names)
 
         # An uploaded HTML file, previewed, runs no script.
-        page.get_by_role("button", name="Upload").click()
+        upload_panel(page, True)
         page.locator(".uppy-Dashboard-input").first.set_input_files([evil])
         wait_uploads_complete(page, 1)
-        page.get_by_role("button", name="Upload").click()
+        upload_panel(page, False)
         rows.get_by_role("button", name="evil.html").click()
         expect(page.get_by_test_id("preview-text")).to_contain_text("<script>")
         page.wait_for_timeout(500)
@@ -448,14 +579,14 @@ def main():
         page.get_by_role("button", name="Close preview").click()
         log("markdown rendered, sanitized")
 
-        # PDF: shown in an iframe from a blob: URL the console typed
-        # application/pdf (Chromium's PDF viewer, which refuses to render
-        # in a sandboxed frame: docs/console.md).
+        # PDF: shown in an iframe from a short-lived /s/ link of the file
+        # (Chromium's PDF viewer, which refuses to render in a sandboxed
+        # frame: docs/console.md), never from a blob: of the file's bytes.
         rows.get_by_role("button", name="paper.pdf").click()
         frame = page.locator("dialog.preview iframe.preview-pdf")
         expect(frame).to_be_visible()
         src = frame.get_attribute("src")
-        assert src.startswith("blob:" + base), src
+        assert src.startswith("/s/"), src
         box = frame.bounding_box()
         assert box and box["width"] > 200 and box["height"] > 200, box
         page.wait_for_timeout(1000)

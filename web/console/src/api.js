@@ -176,9 +176,13 @@ export function fileURL(bucket, key) {
   return `/api/v1/buckets/${encodeURIComponent(bucket)}/files/${key.split('/').map(encodeURIComponent).join('/')}`;
 }
 
-/** saveBlob offers blob to the user as a download named name. */
+/**
+ * saveBlob offers blob to the user as a download named name. The blob: URL
+ * is typed application/octet-stream (never the response's type): opened
+ * on its own it is a download, not a document of the console's origin.
+ */
 export function saveBlob(blob, name) {
-  const url = URL.createObjectURL(blob);
+  const url = URL.createObjectURL(new Blob([blob], { type: 'application/octet-stream' }));
   const a = document.createElement('a');
   a.href = url;
   a.download = name;

@@ -228,7 +228,9 @@ export function Browser({ bucket, prefix }) {
   // into memory (POST /zip). docs/console.md, "Downloads".
   const download = async (e) => {
     const s = await call('POST', 'shares', { bucket, key: e.key, ...GRANT });
-    saveURL(s.url, e.key.split('/').pop());
+    // ?download=1: the server answers Content-Disposition: attachment, so
+    // the file is saved, never opened as a document, whatever its type.
+    saveURL(s.url + '?download=1', e.key.split('/').pop());
   };
   const zip = async (items, name) => {
     if (items.length === 1 && items[0].folder) {
@@ -456,9 +458,12 @@ function Upload({ bucket, prefix, onDone }) {
 }
 
 const TEXT_LIMIT = 1 << 20;
+// Images bigger than this are not fetched into the page for a preview.
+const IMAGE_LIMIT = 64 << 20;
 
 function kindOf(entry) {
   const ct = (entry.content_type || '').split(';')[0].trim().toLowerCase();
+  if (ct === 'image/svg+xml' || /\.svgz?$/i.test(entry.key)) return 'svg';
   if (ct.startsWith('image/')) return 'image';
   if (ct.startsWith('video/')) return 'video';
   if (ct.startsWith('audio/')) return 'audio';
@@ -467,6 +472,40 @@ function kindOf(entry) {
   if (ct.startsWith('text/') || /json|xml|javascript|yaml|toml|markdown/.test(ct) || /\.(md|txt|log|csv|ya?ml|toml|ini|conf|go|py|js|ts|rs|sh)$/i.test(entry.key))
     return 'text';
   return 'none';
+}
+
+/**
+ * sniffRaster names the image format of bytes (a Uint8Array) by its magic
+ * numbers, for the raster formats a browser shows and that cannot hold
+ * script: PNG, JPEG, GIF, WebP, AVIF. Anything else (SVG, HTML, XML, a
+ * file whose stored type lies) is null. The stored Content-Type is the
+ * uploader's word and is never used to type a blob.
+ */
+export function sniffRaster(b) {
+  const bytes = (i, ...xs) => b.length >= i + xs.length && xs.every((x, j) => b[i + j] === x);
+  const ascii = (i, s) => bytes(i, ...[...s].map((c) => c.charCodeAt(0)));
+  if (bytes(0, 0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a)) return 'image/png';
+  if (bytes(0, 0xff, 0xd8, 0xff)) return 'image/jpeg';
+  if (ascii(0, 'GIF87a') || ascii(0, 'GIF89a')) return 'image/gif';
+  if (ascii(0, 'RIFF') && ascii(8, 'WEBP')) return 'image/webp';
+  if (ascii(4, 'ftyp')) {
+    // ISO BMFF: the major brand, then the compatible brands of the box.
+    const size = Math.min(b.length, ((b[0] << 24) | (b[1] << 16) | (b[2] << 8) | b[3]) >>> 0);
+    for (let i = 8; i + 4 <= size; i += i === 8 ? 8 : 4) if (ascii(i, 'avif') || ascii(i, 'avis')) return 'image/avif';
+  }
+  return null;
+}
+
+/**
+ * grantURL is a same-origin /s/ URL of the file that elements without the
+ * bearer token (img, video, iframe) can load: a short-lived share link of
+ * the file, deleted when the preview closes. The server answers /s/ with
+ * the stored type, nosniff, and for active types (SVG, HTML, XML) a
+ * sandboxing CSP: opened on its own, such a document runs no script.
+ */
+async function grantURL(bucket, key, note) {
+  const s = await call('POST', 'shares', { bucket, key, expires_in: 3600, note });
+  return { url: s.url, id: s.id };
 }
 
 function Preview({ bucket, entry, onClose, onDownload }) {
@@ -480,20 +519,24 @@ function Preview({ bucket, entry, onClose, onDownload }) {
     let live = true;
     (async () => {
       try {
-        if (kind === 'image' || kind === 'pdf') {
+        if (kind === 'image') {
+          // Raster images only, typed by their bytes: a blob: URL is a
+          // document of the console's origin when opened on its own, so
+          // nothing that can hold script (SVG, HTML) may ever become one.
+          // The URL is revoked as soon as the image has loaded.
+          if (entry.size > IMAGE_LIMIT) return live && setState({ tooBig: true });
           const res = await request('GET', fileURL(bucket, entry.key));
-          // The blob's type is set here, never taken from the file: an
-          // image or PDF can run no script in the console's origin.
-          const blob = new Blob([await res.arrayBuffer()], { type: kind === 'pdf' ? 'application/pdf' : res.headers.get('Content-Type') });
-          url = URL.createObjectURL(blob);
+          const bytes = new Uint8Array(await res.arrayBuffer());
+          const type = sniffRaster(bytes);
+          if (!type) return live && setState({ notRaster: true });
+          url = URL.createObjectURL(new Blob([bytes], { type }));
           if (live) setState({ url });
-        } else if (kind === 'video' || kind === 'audio') {
-          // Streamed with Range: a media element cannot send the bearer
-          // token, so it plays through a short-lived share link of the
-          // file (revoked when the preview closes).
-          const s = await call('POST', 'shares', { bucket, key: entry.key, expires_in: 3600, note: 'console preview' });
-          shareId = s.id;
-          if (live) setState({ url: s.url });
+        } else if (kind === 'svg' || kind === 'pdf' || kind === 'video' || kind === 'audio') {
+          // Loaded by the element from /s/ (Range for media, the server's
+          // sandbox for SVG), never from a blob: of the console's origin.
+          const g = await grantURL(bucket, entry.key, 'console preview');
+          shareId = g.id;
+          if (live) setState({ url: g.url });
         } else if (kind === 'text' || kind === 'markdown') {
           const res = await request('GET', fileURL(bucket, entry.key), undefined, { headers: { Range: `bytes=0-${TEXT_LIMIT - 1}` } });
           const text = await res.text();
@@ -509,10 +552,19 @@ function Preview({ bucket, entry, onClose, onDownload }) {
       if (shareId) call('DELETE', `shares/${shareId}`).catch(() => {});
     };
   }, [entry.key]);
+  const revoke = (e) => {
+    // The image is decoded: its blob: URL is no longer needed, and a
+    // revoked one cannot be opened elsewhere.
+    if (e.target.src.startsWith('blob:')) URL.revokeObjectURL(e.target.src);
+  };
   let body;
   if (state.error) body = html`<${Banner} error=${state.error} />`;
   else if (state.loading) body = html`<p class="muted">Loading…</p>`;
-  else if (kind === 'image') body = html`<img class="preview-media" src=${state.url} alt=${'Preview of ' + entry.name} />`;
+  else if (state.tooBig) body = html`<p class="muted">This image is too big to preview (over ${formatBytes(IMAGE_LIMIT)}).</p>`;
+  else if (state.notRaster)
+    body = html`<p class="muted">Not shown: this file's bytes are not a PNG, JPEG, GIF, WebP or AVIF image (its stored type says ${entry.content_type}).</p>`;
+  else if (kind === 'image') body = html`<img class="preview-media" src=${state.url} alt=${'Preview of ' + entry.name} onLoad=${revoke} onError=${revoke} />`;
+  else if (kind === 'svg') body = html`<img class="preview-media" src=${state.url} alt=${'Preview of ' + entry.name} />`;
   else if (kind === 'video') body = html`<video class="preview-media" controls src=${state.url}></video>`;
   else if (kind === 'audio') body = html`<audio controls src=${state.url}></audio>`;
   else if (kind === 'pdf') body = html`<iframe class="preview-pdf" title=${'PDF ' + entry.name} src=${state.url}></iframe>`;

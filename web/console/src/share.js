@@ -69,13 +69,13 @@ export function SharePage() {
       <button class="primary" type="submit">Unlock</button></form>`;
   else if (state.file)
     body = html`<div class="card"><h2>${state.file.name}</h2><p class="muted">${formatBytes(state.file.size)} · ${state.file.type}</p>
-      <a class="button primary" href=${base} download=${state.file.name}>Download</a></div>`;
+      <a class="button primary" href=${`${base}?download=1`} download=${state.file.name}>Download</a></div>`;
   else if (state.folder)
     body = html`<div>${state.folder.note ? html`<p class="note">${state.folder.note}</p>` : null}
       ${state.folder.files.length ? html`<p><a class="button" href=${`${base}?zip=1`} download>Download all (zip)</a></p>` : null}
       <table class="list"><thead><tr><th>Name</th><th class="num">Size</th><th class="hide-s">Modified</th></tr></thead>
       <tbody>${state.folder.files.map((f) => html`<tr key=${f.name}>
-        <td><a href=${`${base}/${f.name.split('/').map(enc).join('/')}`} download=${f.name.split('/').pop()}>${f.name}</a></td>
+        <td><a href=${`${base}/${f.name.split('/').map(enc).join('/')}?download=1`} download=${f.name.split('/').pop()}>${f.name}</a></td>
         <td class="num">${formatBytes(f.size)}</td><td class="hide-s">${formatDate(f.last_modified)}</td></tr>`)}</tbody></table>
       ${!state.folder.files.length ? html`<p class="muted">Nothing here yet.</p>` : null}
       ${state.folder.allowUpload ? html`<${DropBox} base=${base} onDone=${() => setN((x) => x + 1)} />` : null}</div>`;
