@@ -328,6 +328,7 @@ var writeTopics = map[string]string{
 	"CreateRefreshToken": "", "RotateRefreshToken": "", "RevokeRefreshFamily": "", "DeleteExpiredRefreshTokens": "",
 	"CreateInvite": "", "GetInviteByHash": "", "ListInvites": "", "RevokeInvite": "",
 	"CreateShare": "", "GetShare": "", "GetShareByHash": "", "ListShares": "", "SetShareExpiry": "", "RevokeShare": "", "UseShare": "",
+	"DeleteShare": "", "DeleteSpentGrants": "",
 	"ListBuckets": "", "ListObjects": "",
 	"CreateAccessKey": "", "GetAccessKey": "", "ListAccessKeys": "", "DeleteAccessKey": "", "TouchAccessKey": "",
 	"CreateUpload": "", "GetUpload": "", "PutPart": "", "ListParts": "", "ListUploads": "", "ListExpiredUploads": "", "AbortUpload": "",
