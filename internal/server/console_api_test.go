@@ -191,22 +191,7 @@ func TestResumeSession(t *testing.T) {
 	ts := newConsoleServer(t, true)
 	post := func(path string, cookie *http.Cookie, header bool) (*http.Response, map[string]any) {
 		t.Helper()
-		req, _ := http.NewRequest("POST", ts.URL+path, strings.NewReader(`{}`))
-		req.Header.Set("Content-Type", "application/json")
-		if header {
-			req.Header.Set("X-Coffer-Session", "cookie")
-		}
-		if cookie != nil {
-			req.AddCookie(cookie)
-		}
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		var out map[string]any
-		_ = json.NewDecoder(res.Body).Decode(&out)
-		return res, out
+		return postSession(t, ts.URL+path, `{}`, cookie, header)
 	}
 	cookieOf := func(res *http.Response) *http.Cookie {
 		for _, c := range res.Cookies() {
@@ -229,14 +214,7 @@ func TestResumeSession(t *testing.T) {
 		t.Errorf("resume without X-Coffer-Session: %d, want 400", res.StatusCode)
 	}
 
-	req, _ := http.NewRequest("POST", ts.URL+"/api/v1/auth/login", strings.NewReader(`{"email":"c@example.com","password":"console password"}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Coffer-Session", "cookie")
-	lres, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lres.Body.Close()
+	lres, _ := postSession(t, ts.URL+"/api/v1/auth/login", `{"email":"c@example.com","password":"console password"}`, nil, true)
 	c := cookieOf(lres)
 	if c == nil {
 		t.Fatal("login set no cookie")

@@ -4,7 +4,7 @@
 import { memo } from 'preact/compat';
 import { useState, useEffect, useRef, useMemo, useCallback } from 'preact/hooks';
 import { call, request, fileURL, saveBlob, formatBytes, formatDate } from './api.js';
-import { html, Link, go, Banner, CopyField, Modal, useDialog } from './ui.js';
+import { html, Link, go, Banner, CopyField, Modal, useDialog, useActions } from './ui.js';
 import { browserPath } from './buckets.js';
 import { Upload, uploadsPending } from './upload.js';
 import { Preview, grant } from './preview.js';
@@ -106,8 +106,6 @@ export function Browser({ bucket, prefix }) {
   const [sort, setSort] = useState({ by: 'name', desc: false });
   const [selected, setSelected] = useState(new Set());
   const [active, setActive] = useState(null);
-  const [error, setError] = useState(null);
-  const [msg, setMsg] = useState('');
   const [more, setMore] = useState(false);
   // Open the upload panel by itself when uploads of an earlier page are
   // waiting to resume (Golden Retriever restores them when it mounts).
@@ -141,18 +139,10 @@ export function Browser({ bucket, prefix }) {
     const all = sortEntries(listing.entries, sort);
     return needle ? all.filter((e) => e.name.toLowerCase().includes(needle)) : all;
   }, [listing.entries, sort, needle]);
-  const act = async (fn, ok) => {
-    setError(null);
-    setMsg('');
-    try {
-      await fn();
-      if (ok) setMsg(ok);
-      listing.reload();
-      setSelected(new Set());
-    } catch (e) {
-      setError(e);
-    }
-  };
+  const { act, banners } = useActions(() => {
+    listing.reload();
+    setSelected(new Set());
+  });
   const chosen = entries.filter((e) => selected.has(e.key));
   const toggle = useCallback((key) => {
     setSelected((sel) => {
@@ -202,12 +192,8 @@ export function Browser({ bucket, prefix }) {
       const name = chosen.length === 1 ? chosen[0].name.replace(/\/$/, '') + '.zip' : `${bucket}.zip`;
       return zip(chosen, name);
     });
-  const done = (text) => {
-    setMsg(text);
-    setError(null);
-    setSelected(new Set());
-    listing.reload();
-  };
+  // After a dialog's action (its errors stay in the dialog).
+  const done = (text) => act(async () => {}, text);
   const rename = (e) =>
     dialog.open({
       title: `Rename or move ${e.name}`,
@@ -330,8 +316,7 @@ export function Browser({ bucket, prefix }) {
       <${Link} href="/buckets">Buckets</${Link}>${' / '}<${Link} href=${browserPath(bucket, '')}>${bucket}</${Link}>
       ${crumbs.map((c, i) => html` / <${Link} href=${browserPath(bucket, crumbs.slice(0, i + 1).join('/') + '/')}>${c}</${Link}>`)}
     </nav>
-    <${Banner} error=${error || listing.error} onClose=${() => setError(null)} />
-    ${msg && html`<${Banner} kind="ok" error=${msg} onClose=${() => setMsg('')} />`}
+    ${banners}<${Banner} error=${listing.error} />
     ${missing ? html`<${Banner} error=${`No file named ${previewName} here.`} onClose=${closePreview} />` : null}
     <div class="toolbar" role="toolbar" aria-label="File actions">
       <button class="primary" aria-expanded=${showUpload} onClick=${() => setShowUpload(!showUpload)}>Upload</button>

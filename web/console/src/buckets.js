@@ -2,7 +2,7 @@
 // and delete.
 import { useState } from 'preact/hooks';
 import { call, formatBytes, formatDate } from './api.js';
-import { html, Link, Banner, useAsync, useDialog } from './ui.js';
+import { html, Link, Banner, useAsync, useDialog, useActions } from './ui.js';
 
 const enc = encodeURIComponent;
 
@@ -38,22 +38,8 @@ export function Buckets() {
   const [name, setName] = useState('');
   const [touched, setTouched] = useState(false);
   const [visibility, setVisibility] = useState('private');
-  const [error, setError] = useState(null);
-  const [msg, setMsg] = useState('');
   const dialog = useDialog();
-  const act = async (fn, ok) => {
-    setError(null);
-    setMsg('');
-    try {
-      await fn();
-      if (ok) setMsg(ok);
-      list.reload();
-      return true;
-    } catch (e) {
-      setError(e);
-      return false;
-    }
-  };
+  const { act, banners, setMsg } = useActions(list.reload);
   const problem = bucketProblem(name);
   const create = async (e) => {
     e.preventDefault();
@@ -62,7 +48,7 @@ export function Buckets() {
       e.target.querySelector('input[name=bucket]').focus();
       return;
     }
-    if (await act(() => call('POST', 'buckets', { name, visibility }), `Bucket ${name} created.`)) {
+    if ((await act(() => call('POST', 'buckets', { name, visibility }), `Bucket ${name} created.`)) !== undefined) {
       setName('');
       setTouched(false);
     }
@@ -83,8 +69,7 @@ export function Buckets() {
   const showProblem = touched || name !== '';
   return html`<section>
     <h1>Buckets</h1>
-    <${Banner} error=${error || list.error} onClose=${() => setError(null)} />
-    ${msg && html`<${Banner} kind="ok" error=${msg} onClose=${() => setMsg('')} />`}
+    ${banners}<${Banner} error=${list.error} />
     <form class="inline card create-bucket" onSubmit=${create} aria-label="Create a bucket" noValidate>
       <label>Name <input name="bucket" required maxlength="63" value=${name} autocomplete="off" spellcheck="false"
         aria-invalid=${showProblem && problem ? 'true' : 'false'} aria-describedby="bucket-rule bucket-problem"

@@ -1,30 +1,10 @@
 // Shares, S3 access keys, the account, and the administrator's pages.
 import { useState } from 'preact/hooks';
 import { call, changePassword, formatBytes, formatDate, sessionSince } from './api.js';
-import { html, Banner, useAsync, CopyField, Link, useDialog } from './ui.js';
+import { html, Banner, useAsync, CopyField, Link, useDialog, useActions } from './ui.js';
 import { browserPath } from './browser.js';
 
 const enc = encodeURIComponent;
-
-function useActions(reload) {
-  const [error, setError] = useState(null);
-  const [msg, setMsg] = useState('');
-  const act = async (fn, ok) => {
-    setError(null);
-    setMsg('');
-    try {
-      const r = await fn();
-      if (ok) setMsg(ok);
-      if (reload) reload();
-      return r;
-    } catch (e) {
-      setError(e);
-      return undefined;
-    }
-  };
-  const banners = html`<${Banner} error=${error} onClose=${() => setError(null)} />${msg && html`<${Banner} kind="ok" error=${msg} onClose=${() => setMsg('')} />`}`;
-  return { act, banners, setMsg };
-}
 
 const STATE = { active: 'active', revoked: 'revoked', expired: 'expired', used_up: 'used up' };
 

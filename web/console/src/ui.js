@@ -77,6 +77,31 @@ export function useAsync(fn, deps) {
   return { ...state, reload: () => setN((x) => x + 1) };
 }
 
+/**
+ * useActions runs the page's actions: act(fn, ok) clears the banners, runs
+ * fn, shows ok (a success message) and calls reload, or shows fn's error;
+ * it returns fn's result (undefined after an error). banners renders both.
+ */
+export function useActions(reload) {
+  const [error, setError] = useState(null);
+  const [msg, setMsg] = useState('');
+  const act = async (fn, ok) => {
+    setError(null);
+    setMsg('');
+    try {
+      const r = await fn();
+      if (ok) setMsg(ok);
+      if (reload) reload();
+      return r;
+    } catch (e) {
+      setError(e);
+      return undefined;
+    }
+  };
+  const banners = html`<${Banner} error=${error} onClose=${() => setError(null)} />${msg && html`<${Banner} kind="ok" error=${msg} onClose=${() => setMsg('')} />`}`;
+  return { act, banners, setMsg, setError };
+}
+
 /** copyText copies to the clipboard, returning whether it worked. */
 export async function copyText(text) {
   try {
