@@ -241,5 +241,6 @@ fuzz ./internal/s3api FuzzCustomerKeyHeaders 5
 fuzz ./internal/gateway FuzzParseGateway 5
 fuzz ./internal/console FuzzAccepts 5
 fuzz ./internal/meta FuzzParseCursor 5
+fuzz ./internal/auth FuzzDefaultBucketNames 5
 
 step "all tests passed in $(( $(date +%s) - START ))s"

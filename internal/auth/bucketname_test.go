@@ -71,3 +71,22 @@ func TestSignupBucketNameTaken(t *testing.T) {
 	_, _, err = s.Signup(ctx, "jane@example.com", "another password")
 	wantRefusal(t, err, errcode.AlreadyExists, "", "signup with a taken email")
 }
+
+// FuzzDefaultBucketNames: whatever the email, every candidate is a valid
+// bucket name, and the last is the ID's.
+func FuzzDefaultBucketNames(f *testing.F) {
+	for _, s := range []string{"jane@example.com", "Jane.Doe+x@example.com", "..@x", "192.168.0.1@x", "xn--a@x", "a-s3alias@x", "日本@x", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, email string) {
+		names := DefaultBucketNames(email, "0123456789abcdef0123456789abcdef")
+		for _, n := range names {
+			if err := object.ValidBucketName(n); err != nil {
+				t.Fatalf("%q: candidate %q: %v", email, n, err)
+			}
+		}
+		if names[len(names)-1] != "u-0123456789abcdef" {
+			t.Fatalf("%q: last candidate %q", email, names[len(names)-1])
+		}
+	})
+}
