@@ -75,7 +75,7 @@ func (s *Service) CreateShare(ctx context.Context, a Actor, ns NewShare) (meta.S
 	case ns.Grant && (ns.AllowUpload || ns.PasswordHash != ""):
 		return meta.Share{}, "", errcode.New(errcode.InvalidArgument, "a download grant has no password and takes no uploads")
 	case ns.Grant && ns.ExpiresAt.After(time.Now().Add(MaxGrantLife)):
-		return meta.Share{}, "", errcode.New(errcode.InvalidArgument, "a download grant expires within %s at most", MaxGrantLife)
+		return meta.Share{}, "", errcode.New(errcode.InvalidArgument, "a download grant expires within %d seconds at most (expires_in)", int(MaxGrantLife/time.Second))
 	}
 	if ns.Folder {
 		if ns.Key != "" && !strings.HasSuffix(ns.Key, "/") {
