@@ -79,8 +79,9 @@ if [ -n "$README_TOOLS" ]; then
   $SUDO apt-get install -y -qq $README_TOOLS >/dev/null ||
     { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq $README_TOOLS >/dev/null; }
 fi
-# tus-js-client for the tus tests (test/e2e/tus_clients_test.go), from npm
-# into ~/.cache/coffer-tools/node (reinstalled only when the pinned version changes);
+# tus-js-client for the tus tests (test/e2e/tus_clients_test.go) and axe-core
+# for the console's accessibility check (test/console), from npm into
+# ~/.cache/coffer-tools/node (reinstalled only when the pinned versions change);
 # node itself comes from Debian's packages.
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   SUDO=; [ "$(id -u)" -ne 0 ] && SUDO=sudo
@@ -89,11 +90,13 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
     { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq nodejs npm >/dev/null; }
 fi
 NODE_TOOLS="$CACHE/node"
-TUS_JS='tus-js-client@4.3.1'
-if [ "$(cat "$NODE_TOOLS/.coffer-reqs" 2>/dev/null)" != "$TUS_JS" ] || [ ! -d "$NODE_TOOLS/node_modules/tus-js-client" ]; then
+NODE_REQS='tus-js-client@4.3.1 axe-core@4.14.1'
+if [ "$(cat "$NODE_TOOLS/.coffer-reqs" 2>/dev/null)" != "$NODE_REQS" ] || [ ! -d "$NODE_TOOLS/node_modules/tus-js-client" ] ||
+   [ ! -f "$NODE_TOOLS/node_modules/axe-core/axe.min.js" ]; then
   rm -rf "$NODE_TOOLS" && mkdir -p "$NODE_TOOLS"
-  (cd "$NODE_TOOLS" && npm install --silent --no-audit --no-fund "$TUS_JS" >/dev/null)
-  printf '%s' "$TUS_JS" >"$NODE_TOOLS/.coffer-reqs"
+  # shellcheck disable=SC2086 # NODE_REQS is a list of package specifiers
+  (cd "$NODE_TOOLS" && npm install --silent --no-audit --no-fund $NODE_REQS >/dev/null)
+  printf '%s' "$NODE_REQS" >"$NODE_TOOLS/.coffer-reqs"
 fi
 export COFFER_NODE_MODULES="$NODE_TOOLS/node_modules"
 export PATH="$VENV/bin:$PATH"
@@ -255,6 +258,7 @@ fuzz ./internal/meta FuzzParseCursor 5
 fuzz ./test/readme FuzzParse 5
 fuzz ./internal/auth FuzzAccessClaims 5
 fuzz ./internal/object FuzzOpenUploadState 5
+fuzz ./internal/auth FuzzDefaultBucketNames 5
 
 step "the checkout is as the run found it"
 if [ "$(git status --porcelain 2>/dev/null || true)" != "$GIT_STATUS_BEFORE" ]; then

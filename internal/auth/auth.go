@@ -87,7 +87,7 @@ type Service struct {
 	logins  *loginGuard
 	signups *Throttle // nil: unlimited
 	now     func() time.Time
-	newName func(userID string) string
+	newName func(email, userID string) []string
 	sealer  *keySealer
 	// shareKey signs the grants of unlocked password-protected share
 	// links (see shares.go).
@@ -148,7 +148,7 @@ func NewService(m meta.Store, master []byte, cfg Config) *Service {
 		logins:   newLoginGuard(cfg.Logins),
 		signups:  signups,
 		now:      time.Now,
-		newName:  DefaultBucketName,
+		newName:  DefaultBucketNames,
 		bus:      cfg.Bus,
 		states:   cache.NewMap[userState](cfg.Bus, meta.TopicUser, cfg.Cache),
 		keys:     cache.NewMap[keyEntry](cfg.Bus, meta.TopicAccessKey, cfg.Cache),
@@ -179,8 +179,64 @@ func (s *Service) TokenCacheStats() cache.Stats { return s.tokens.Stats() }
 // Hasher exposes the password pool (for metrics).
 func (s *Service) Hasher() *Hasher { return s.hasher }
 
-// DefaultBucketName is the name of a new user's first bucket.
-func DefaultBucketName(userID string) string { return "u-" + userID[:16] }
+// DefaultBucketNames are the names a new user's first bucket may take, in
+// order of preference: the email's local part made a valid S3 bucket name
+// ("Jane.Doe+x@example.com" → "jane.doe-x"), then that name with a piece
+// of the user's ID ("jane.doe-x-1f0e980c") in case someone has the first,
+// then "u-" and 16 hex digits of the ID, which is unique. Every name is
+// 3 to 63 lower-case letters, digits, '-' and '.', starts and ends with a
+// letter or digit, has no two punctuation marks in a row, and avoids S3's
+// reserved prefixes and suffixes and the shape of an IP address.
+func DefaultBucketNames(email, userID string) []string {
+	fallback := "u-" + userID[:16]
+	local, _, _ := strings.Cut(email, "@")
+	var b strings.Builder
+	for _, r := range strings.ToLower(local) {
+		switch {
+		case r >= 'a' && r <= 'z' || r >= '0' && r <= '9':
+			b.WriteRune(r)
+		case r == '.' && b.Len() > 0 && !strings.HasSuffix(b.String(), ".") && !strings.HasSuffix(b.String(), "-"):
+			b.WriteRune('.')
+		case b.Len() > 0 && !strings.HasSuffix(b.String(), ".") && !strings.HasSuffix(b.String(), "-"):
+			b.WriteRune('-') // '+', '_' and anything else
+		}
+	}
+	name := strings.TrimRight(b.String(), ".-")
+	if len(name) > 50 { // room for the suffix below
+		name = strings.TrimRight(name[:50], ".-")
+	}
+	for _, p := range []string{"xn--", "sthree-", "amzn-s3-demo-"} {
+		if strings.HasPrefix(name, p) {
+			name = "u-" + name
+		}
+	}
+	if len(name) < 3 || looksLikeIP(name) || reservedSuffix(name) {
+		return []string{fallback}
+	}
+	return []string{name, name + "-" + userID[:8], fallback}
+}
+
+func looksLikeIP(s string) bool {
+	parts := strings.Split(s, ".")
+	if len(parts) != 4 {
+		return false
+	}
+	for _, p := range parts {
+		if p == "" || strings.Trim(p, "0123456789") != "" {
+			return false
+		}
+	}
+	return true
+}
+
+func reservedSuffix(s string) bool {
+	for _, suf := range []string{"-s3alias", "--ol-s3", ".mrap", "--x-s3"} {
+		if strings.HasSuffix(s, suf) {
+			return true
+		}
+	}
+	return false
+}
 
 // Session is the result of a login or refresh.
 type Session struct {
@@ -250,19 +306,29 @@ func (s *Service) createAccount(ctx context.Context, email, password, inviteHash
 	}
 	now := s.now().UTC()
 	u := meta.User{ID: NewID(), Email: email, PasswordHash: hash, QuotaBytes: quota, Admin: admin, CreatedAt: now}
-	b := meta.Bucket{Name: s.newName(u.ID), OwnerID: u.ID, Visibility: meta.Private, CreatedAt: now}
-	if inviteHash != "" {
-		err = s.meta.CreateInvitedUser(ctx, u, b, inviteHash, now)
-	} else {
-		err = s.meta.CreateUser(ctx, u, b)
-	}
-	if err != nil {
-		if errcode.Is(err, errcode.AlreadyExists) {
-			return meta.User{}, meta.Bucket{}, errcode.New(errcode.AlreadyExists, "an account with this email exists")
+	// The first free name of the candidates: a taken one fails the
+	// creation with AlreadyExists, as a taken email does; the email is
+	// then told apart by looking it up.
+	for _, name := range s.newName(email, u.ID) {
+		b := meta.Bucket{Name: name, OwnerID: u.ID, Visibility: meta.Private, CreatedAt: now}
+		if inviteHash != "" {
+			err = s.meta.CreateInvitedUser(ctx, u, b, inviteHash, now)
+		} else {
+			err = s.meta.CreateUser(ctx, u, b)
 		}
-		return meta.User{}, meta.Bucket{}, err
+		if err == nil {
+			return u, b, nil
+		}
+		if !errcode.Is(err, errcode.AlreadyExists) {
+			return meta.User{}, meta.Bucket{}, err
+		}
+		if _, gerr := s.meta.GetUserByEmail(ctx, email); gerr == nil {
+			break
+		} else if !errcode.Is(gerr, errcode.NotFound) {
+			return meta.User{}, meta.Bucket{}, gerr
+		}
 	}
-	return u, b, nil
+	return meta.User{}, meta.Bucket{}, errcode.New(errcode.AlreadyExists, "an account with this email exists")
 }
 
 // Login checks a password and opens a session. clientIP keys the login

@@ -329,6 +329,7 @@ var writeTopics = map[string]string{
 	"CreateInvite": "", "GetInviteByHash": "", "ListInvites": "", "RevokeInvite": "",
 	"CreateShare": "", "GetShare": "", "GetShareByHash": "", "ListShares": "", "SetShareExpiry": "", "RevokeShare": "", "UseShare": "",
 	"StartShareDownload": "", "ResumeShareDownload": "",
+	"DeleteShare": "", "DeleteSpentGrants": "",
 	"ListBuckets": "", "ListObjects": "",
 	"CreateAccessKey": "", "GetAccessKey": "", "ListAccessKeys": "", "DeleteAccessKey": "", "TouchAccessKey": "",
 	"CreateUpload": "", "GetUpload": "", "PutPart": "", "ListParts": "", "ListUploads": "", "ListExpiredUploads": "", "AbortUpload": "",

@@ -39,12 +39,14 @@ var embedded embed.FS
 
 // CSP is the console's Content-Security-Policy. Script only from the
 // console's own files; styles from its files (element.style set from
-// script is CSSOM, which style-src does not restrict); images, media and
-// frames also from blob: URLs the console makes from API responses
-// (previews); connections only to its own origin (the API).
+// script is CSSOM, which style-src does not restrict); images also from
+// blob: URLs (raster previews typed by their bytes, the upload panel's
+// thumbnails) and data: (rendered markdown); media and frames only from
+// this origin (previews load /s/ links, never a blob: of user bytes);
+// connections only to its own origin (the API).
 const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' blob: data:; " +
-	"media-src 'self' blob:; frame-src 'self' blob:; connect-src 'self'; font-src 'self'; " +
-	"manifest-src 'self'; worker-src 'self' blob:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+	"media-src 'self'; frame-src 'self'; connect-src 'self'; font-src 'self'; " +
+	"manifest-src 'self'; worker-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 // Handler serves the embedded console.
 type Handler struct {

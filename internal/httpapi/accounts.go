@@ -16,11 +16,12 @@ type userJSON struct {
 	Email      string    `json:"email"`
 	QuotaBytes int64     `json:"quota_bytes"`
 	UsageBytes int64     `json:"usage_bytes"`
+	Admin      bool      `json:"admin"`
 	CreatedAt  time.Time `json:"created_at"`
 }
 
 func toUserJSON(u meta.User) userJSON {
-	return userJSON{ID: u.ID, Email: u.Email, QuotaBytes: u.QuotaBytes, UsageBytes: u.UsageBytes, CreatedAt: u.CreatedAt}
+	return userJSON{ID: u.ID, Email: u.Email, QuotaBytes: u.QuotaBytes, UsageBytes: u.UsageBytes, Admin: u.Admin, CreatedAt: u.CreatedAt}
 }
 
 type bucketJSON struct {
@@ -32,6 +33,10 @@ type bucketJSON struct {
 	Encryption *bucketEncryptionJSON `json:"encryption,omitempty"`
 	// Gateway is true for a gateway bucket (docs/gateway.md).
 	Gateway bool `json:"gateway,omitempty"`
+	// Objects and Bytes (GET /buckets only; not for gateway buckets): the
+	// objects the bucket holds and their total size.
+	Objects *int64 `json:"objects,omitempty"`
+	Bytes   *int64 `json:"bytes,omitempty"`
 }
 
 type bucketEncryptionJSON struct {
@@ -124,14 +129,20 @@ func wantsCookie(r *http.Request) bool {
 // sessionResponse answers a new session: in the body, or, for a cookie
 // session, with the refresh token in the cookie and "" in the body.
 func sessionResponse(r *http.Request, s auth.Session) response {
+	body, h := sessionBody(r, s)
+	return jsonResponse{status: http.StatusOK, body: body, header: h}
+}
+
+// sessionBody is the body and headers of sessionResponse.
+func sessionBody(r *http.Request, s auth.Session) (sessionJSON, http.Header) {
 	body := toSessionJSON(s)
 	if !wantsCookie(r) {
-		return ok(body)
+		return body, nil
 	}
 	c := &http.Cookie{Name: refreshCookie, Value: s.RefreshToken, Path: refreshPath,
 		MaxAge: int(s.RefreshTTL.Seconds()), HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil}
 	body.RefreshToken = ""
-	return jsonResponse{status: http.StatusOK, body: body, header: http.Header{"Set-Cookie": {c.String()}}}
+	return body, http.Header{"Set-Cookie": {c.String()}}
 }
 
 // clearCookie is the Set-Cookie header that removes the refresh cookie.
@@ -169,6 +180,42 @@ func (api *API) refresh(r *http.Request, _ auth.Principal) (response, error) {
 	return sessionResponse(r, s), nil
 }
 
+// resume is POST /auth/resume, for cookie sessions only: it continues the
+// browser's session if its refresh cookie still holds one (a refresh:
+// the cookie rotates, the answer is the new session with "signed_in":
+// true), and otherwise answers 200 {"signed_in": false} (no cookie, or a
+// cookie whose session ended: expired, revoked, reused; the cookie is
+// then cleared). A console starting up asks this instead of refresh, so
+// a visitor who is not signed in is an expected state, not an error.
+func (api *API) resume(r *http.Request, _ auth.Principal) (response, error) {
+	if !wantsCookie(r) {
+		return nil, errcode.New(errcode.InvalidArgument, "resume is for cookie sessions: send %s: cookie", sessionHeader)
+	}
+	var b struct{}
+	if err := api.decodeJSON(r, &b); err != nil {
+		return nil, err
+	}
+	c, err := r.Cookie(refreshCookie)
+	if err != nil || c.Value == "" {
+		return ok(map[string]any{"signed_in": false}), nil
+	}
+	s, err := api.auth.Refresh(r.Context(), c.Value)
+	if errcode.Is(err, errcode.Unauthenticated) {
+		return jsonResponse{status: http.StatusOK, body: map[string]any{"signed_in": false}, header: clearCookie(r)}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	body, h := sessionBody(r, s)
+	return jsonResponse{status: http.StatusOK, body: resumedJSON{sessionJSON: body, SignedIn: true}, header: h}, nil
+}
+
+// resumedJSON is a session resumed by POST /auth/resume.
+type resumedJSON struct {
+	sessionJSON
+	SignedIn bool `json:"signed_in"`
+}
+
 func (api *API) logout(r *http.Request, _ auth.Principal) (response, error) {
 	var b refreshBody
 	if err := api.decodeJSON(r, &b); err != nil {
@@ -200,7 +247,11 @@ func (api *API) listBuckets(r *http.Request, p auth.Principal) (response, error)
 	}
 	out := make([]bucketJSON, 0, len(bs))
 	for _, b := range bs {
-		out = append(out, toBucketJSON(b))
+		j := toBucketJSON(b)
+		if !b.IsGateway() {
+			j.Objects, j.Bytes = &b.Objects, &b.Bytes
+		}
+		out = append(out, j)
 	}
 	return ok(map[string]any{"buckets": out}), nil
 }

@@ -178,6 +178,7 @@ func (api *API) Routes() []Route {
 		{Method: "POST", Pattern: "/api/v1/auth/signup", Access: Public, handle: api.signup},
 		{Method: "POST", Pattern: "/api/v1/auth/login", Access: Public, handle: api.login},
 		{Method: "POST", Pattern: "/api/v1/auth/refresh", Access: Public, handle: api.refresh},
+		{Method: "POST", Pattern: "/api/v1/auth/resume", Access: Public, handle: api.resume},
 		{Method: "POST", Pattern: "/api/v1/auth/logout", Access: Public, handle: api.logout},
 		{Method: "GET", Pattern: "/api/v1/me", Access: User, handle: api.me},
 		{Method: "DELETE", Pattern: "/api/v1/me", Access: User, handle: api.deleteMe},

@@ -51,6 +51,7 @@ type shareJSON struct {
 	ExpiresAt    time.Time  `json:"expires_at"`
 	LastAccess   *time.Time `json:"last_access,omitempty"`
 	State        string     `json:"state"`
+	Grant        bool       `json:"grant,omitempty"`
 	Token        string     `json:"token,omitempty"`
 	URL          string     `json:"url,omitempty"`
 }
@@ -59,7 +60,7 @@ func toShareJSON(sh meta.Share, now time.Time) shareJSON {
 	j := shareJSON{
 		ID: sh.ID, Bucket: sh.Bucket, Folder: sh.Folder, Password: sh.Password != "", Note: sh.Note,
 		AllowUpload: sh.AllowUpload, MaxDownloads: sh.MaxDownloads, Downloads: sh.Downloads,
-		CreatedAt: sh.CreatedAt, ExpiresAt: sh.ExpiresAt, State: sh.State(now),
+		CreatedAt: sh.CreatedAt, ExpiresAt: sh.ExpiresAt, State: sh.State(now), Grant: sh.Grant,
 	}
 	if sh.Folder {
 		p := sh.Key
@@ -84,6 +85,7 @@ type createShareBody struct {
 	MaxDownloads int64      `json:"max_downloads"`
 	AllowUpload  bool       `json:"allow_upload"`
 	Note         string     `json:"note"`
+	Grant        bool       `json:"grant"`
 }
 
 // shareExpiry resolves expires_in/expires_at against the default and the
@@ -132,7 +134,7 @@ func (api *API) createShare(r *http.Request, p auth.Principal) (response, error)
 	if !utf8.ValidString(b.Note) {
 		return nil, errcode.New(errcode.InvalidArgument, "note must be valid UTF-8")
 	}
-	ns := object.NewShare{Bucket: b.Bucket, Note: b.Note, AllowUpload: b.AllowUpload, MaxDownloads: b.MaxDownloads, ExpiresAt: exp}
+	ns := object.NewShare{Bucket: b.Bucket, Note: b.Note, AllowUpload: b.AllowUpload, MaxDownloads: b.MaxDownloads, ExpiresAt: exp, Grant: b.Grant}
 	if b.Key != nil {
 		ns.Key = *b.Key
 	} else {
@@ -161,7 +163,11 @@ func (api *API) createShare(r *http.Request, p auth.Principal) (response, error)
 }
 
 func (api *API) listShares(r *http.Request, p auth.Principal) (response, error) {
-	shs, err := api.objects.ListShares(r.Context(), actor(p))
+	grants, err := boolParam(r, "grants")
+	if err != nil {
+		return nil, err
+	}
+	shs, err := api.objects.ListShares(r.Context(), actor(p), grants)
 	if err != nil {
 		return nil, err
 	}
@@ -204,8 +210,11 @@ func (api *API) patchShare(r *http.Request, p auth.Principal) (response, error) 
 	return ok(toShareJSON(sh, now)), nil
 }
 
+// revokeShare is DELETE /shares/{id}: an active link is revoked (and
+// stays listed, revoked); a link that no longer works, and any download
+// grant, is removed.
 func (api *API) revokeShare(r *http.Request, p auth.Principal) (response, error) {
-	if err := api.objects.RevokeShare(r.Context(), actor(p), r.PathValue("id")); err != nil {
+	if _, err := api.objects.DeleteShare(r.Context(), actor(p), r.PathValue("id"), time.Now()); err != nil {
 		return nil, err
 	}
 	return noContent{}, nil
@@ -267,7 +276,8 @@ func (api *API) shareUnlocked(r *http.Request, sh meta.Share, now time.Time) boo
 }
 
 // shareGet is GET /s/{token}: a file share's file; a folder share's
-// listing (?cursor=, ?limit=), or its zip with ?zip=1.
+// listing (?cursor=, ?limit=), or its zip with ?zip=1; what the link is
+// (shareInfo) with ?info=1.
 func (api *API) shareGet(r *http.Request, _ auth.Principal) (response, error) {
 	sh, err := api.openShare(r, shareRead)
 	if err != nil {
@@ -276,6 +286,9 @@ func (api *API) shareGet(r *http.Request, _ auth.Principal) (response, error) {
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
 		return nil, errcode.New(errcode.InvalidArgument, "query string is malformed")
+	}
+	if q.Get("info") == "1" {
+		return api.shareInfo(r, sh)
 	}
 	if !sh.Folder {
 		return api.shareFile(r, sh, "")
@@ -391,6 +404,49 @@ func resumeStart(r *http.Request, rep httpx.Representation) (int64, bool) {
 	}
 	res, start, _ := httpx.ParseRange(r.Header.Get("Range"), rep.Size)
 	return start, res == httpx.RangeOK && start > 0
+}
+
+// shareInfoJSON is what a recipient may know of a link (GET
+// /s/{token}?info=1): what it shares, named relative to nothing of the
+// owner's (a folder by its last segment, a file by its name), and on what
+// terms. Never the bucket, the owner or a key.
+type shareInfoJSON struct {
+	Kind          string    `json:"kind"` // "file" or "folder"
+	Name          string    `json:"name"` // a file's name, a folder's last segment ("" for a whole bucket)
+	Size          *int64    `json:"size,omitempty"`
+	ContentType   string    `json:"content_type,omitempty"`
+	Note          string    `json:"note,omitempty"`
+	ExpiresAt     time.Time `json:"expires_at"`
+	DownloadsLeft *int64    `json:"downloads_left,omitempty"` // absent: no limit
+	AllowUpload   bool      `json:"allow_upload,omitempty"`
+}
+
+// shareInfo answers what link sh is, for the share page. It records an
+// access but no download, and is refused like any use once the link is
+// revoked, expired or used up.
+func (api *API) shareInfo(r *http.Request, sh meta.Share) (response, error) {
+	if err := api.objects.UseShare(r.Context(), sh, false, time.Now()); err != nil {
+		return nil, err
+	}
+	info := shareInfoJSON{Kind: "folder", Note: sh.Note, ExpiresAt: sh.ExpiresAt.UTC(), AllowUpload: sh.AllowUpload}
+	if sh.MaxDownloads > 0 {
+		left := max(0, sh.MaxDownloads-sh.Downloads)
+		info.DownloadsLeft = &left
+	}
+	if !sh.Folder {
+		rd, err := api.objects.Get(r.Context(), object.ShareActor(sh), sh.Bucket, sh.Key)
+		if err != nil {
+			if errcode.Is(err, errcode.NotFound) {
+				return nil, meta.ErrShareUnavailable("gone")
+			}
+			return nil, shareSafe(err, sh)
+		}
+		size := rd.Object.Size
+		info.Kind, info.Name, info.Size, info.ContentType = "file", path.Base(sh.Key), &size, rd.Object.ContentType
+	} else if p := strings.TrimSuffix(sh.Key, "/"); p != "" {
+		info.Name = path.Base(p)
+	}
+	return ok(info), nil
 }
 
 type shareEntryJSON struct {

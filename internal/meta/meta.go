@@ -287,6 +287,11 @@ type Share struct {
 	ExpiresAt    time.Time // usable strictly before it
 	LastAccess   time.Time // zero if never used
 	Revoked      bool
+	// Grant marks a download grant: a link a client made for its own
+	// short-lived use (the web console's downloads and previews), not for
+	// sharing. The owner's list leaves grants out by default, and spent
+	// ones are deleted (DeleteSpentGrants).
+	Grant bool
 }
 
 // State summarises sh at now: "revoked", "expired", "used_up" or
@@ -346,6 +351,12 @@ type Bucket struct {
 	// secret), and the bucket has no object rows — its objects are the
 	// backend's, answered by the object service from the backend.
 	Gateway string
+	// Objects and Bytes are how many objects a native bucket holds and
+	// their total size, kept by the store in the transaction of every
+	// object write (so never out of step with the objects); always 0 for
+	// a gateway bucket. ListBuckets reads them as they are; a GetBucket
+	// answered by the metadata cache (internal/cache) may carry older ones.
+	Objects, Bytes int64
 }
 
 // IsGateway reports whether b fronts a bucket of another store.
@@ -730,6 +741,13 @@ type Store interface {
 	// RevokeShare revokes share id; NotFound if none. Revoking a revoked
 	// share succeeds.
 	RevokeShare(ctx context.Context, id string) error
+	// DeleteShare removes share id; NotFound if none. Its token is then
+	// unknown.
+	DeleteShare(ctx context.Context, id string) error
+	// DeleteSpentGrants removes the grants (Share.Grant) of ownerID that
+	// are not "active" at now (revoked, expired or used up) and returns
+	// how many went.
+	DeleteSpentGrants(ctx context.Context, ownerID string, now time.Time) (int, error)
 	// UseShare records one access to share id at now: LastAccess = now,
 	// and, with download true, one more download, taken only while the
 	// share is "active" (Share.State) by a conditional update, so

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
@@ -35,10 +36,18 @@ type NewShare struct {
 	AllowUpload  bool // folders only
 	MaxDownloads int64
 	ExpiresAt    time.Time
+	// Grant makes a download grant (meta.Share.Grant): a link for the
+	// creator's own short-lived use, at most MaxGrantLife, without a
+	// password or uploads; left out of ListShares unless asked for.
+	Grant bool
 }
 
 // MaxShareNote bounds a share's note, in bytes.
 const MaxShareNote = 1024
+
+// MaxGrantLife bounds the life of a download grant: a grant is for a
+// download or a preview about to start, not a link to keep.
+const MaxGrantLife = time.Hour
 
 // ShareTokenHash is the stored form of a share token: hex SHA-256.
 func ShareTokenHash(token string) string {
@@ -64,6 +73,10 @@ func (s *Service) CreateShare(ctx context.Context, a Actor, ns NewShare) (meta.S
 		return meta.Share{}, "", errcode.New(errcode.InvalidArgument, "max_downloads must not be negative")
 	case ns.AllowUpload && !ns.Folder:
 		return meta.Share{}, "", errcode.New(errcode.InvalidArgument, "allow_upload needs a folder share (prefix)")
+	case ns.Grant && (ns.AllowUpload || ns.PasswordHash != ""):
+		return meta.Share{}, "", errcode.New(errcode.InvalidArgument, "a download grant has no password and takes no uploads")
+	case ns.Grant && ns.ExpiresAt.After(time.Now().Add(MaxGrantLife)):
+		return meta.Share{}, "", errcode.New(errcode.InvalidArgument, "a download grant expires within %d seconds at most (expires_in)", int(MaxGrantLife/time.Second))
 	}
 	if ns.Folder {
 		if ns.Key != "" && !strings.HasSuffix(ns.Key, "/") {
@@ -85,6 +98,13 @@ func (s *Service) CreateShare(ctx context.Context, a Actor, ns NewShare) (meta.S
 			return meta.Share{}, "", err
 		}
 	}
+	if ns.Grant {
+		// Spent grants serve nothing more and are listed nowhere: each new
+		// one clears the owner's spent ones, so they never pile up.
+		if _, err := s.meta.DeleteSpentGrants(ctx, a.UserID, time.Now()); err != nil {
+			return meta.Share{}, "", err
+		}
+	}
 	var raw [32]byte
 	rand.Read(raw[:])
 	token := base64.RawURLEncoding.EncodeToString(raw[:])
@@ -94,6 +114,7 @@ func (s *Service) CreateShare(ctx context.Context, a Actor, ns NewShare) (meta.S
 		ID: "sh_" + hex.EncodeToString(id[:]), Hash: ShareTokenHash(token), OwnerID: a.UserID,
 		Bucket: ns.Bucket, Key: ns.Key, Folder: ns.Folder, Password: ns.PasswordHash, Note: ns.Note,
 		AllowUpload: ns.AllowUpload, MaxDownloads: ns.MaxDownloads, CreatedAt: time.Now(), ExpiresAt: ns.ExpiresAt,
+		Grant: ns.Grant,
 	}
 	if err := s.meta.CreateShare(ctx, sh); err != nil {
 		return meta.Share{}, "", err
@@ -102,12 +123,17 @@ func (s *Service) CreateShare(ctx context.Context, a Actor, ns NewShare) (meta.S
 	return sh, token, err
 }
 
-// ListShares returns a's share links, newest first.
-func (s *Service) ListShares(ctx context.Context, a Actor) ([]meta.Share, error) {
+// ListShares returns a's share links, newest first; its download grants
+// too when grants is true.
+func (s *Service) ListShares(ctx context.Context, a Actor, grants bool) ([]meta.Share, error) {
 	if a.UserID == "" {
 		return nil, errcode.New(errcode.Unauthenticated, "authentication required")
 	}
-	return s.meta.ListShares(ctx, a.UserID)
+	shs, err := s.meta.ListShares(ctx, a.UserID)
+	if err != nil || grants {
+		return shs, err
+	}
+	return slices.DeleteFunc(shs, func(sh meta.Share) bool { return sh.Grant }), nil
 }
 
 // GetShare returns a's share link id; NotFound if there is none or it is
@@ -131,12 +157,19 @@ func (s *Service) SetShareExpiry(ctx context.Context, a Actor, id string, expire
 	return s.meta.SetShareExpiry(ctx, id, expires)
 }
 
-// RevokeShare revokes a's share link id; its token stops working at once.
-func (s *Service) RevokeShare(ctx context.Context, a Actor, id string) error {
-	if _, err := s.GetShare(ctx, a, id); err != nil {
-		return err
+// DeleteShare ends a's share link id: an active link is revoked (it stays
+// listed, revoked, so its owner sees it ended); a link that no longer
+// works (revoked, expired, used up) and any download grant is removed.
+// It reports whether the link was removed.
+func (s *Service) DeleteShare(ctx context.Context, a Actor, id string, now time.Time) (removed bool, err error) {
+	sh, err := s.GetShare(ctx, a, id)
+	if err != nil {
+		return false, err
 	}
-	return s.meta.RevokeShare(ctx, id)
+	if !sh.Grant && sh.State(now) == "active" {
+		return false, s.meta.RevokeShare(ctx, id)
+	}
+	return true, s.meta.DeleteShare(ctx, id)
 }
 
 // ShareByToken returns the share link of token if it is active at now:

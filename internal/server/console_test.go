@@ -76,23 +76,7 @@ func TestCookieSession(t *testing.T) {
 	ts := newConsoleServer(t, true)
 	post := func(path, body string, cookie *http.Cookie, header bool) (*http.Response, map[string]any) {
 		t.Helper()
-		req, _ := http.NewRequest("POST", ts.URL+path, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		if header {
-			req.Header.Set("X-Coffer-Session", "cookie")
-		}
-		if cookie != nil {
-			req.AddCookie(cookie)
-		}
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		var out map[string]any
-		b, _ := io.ReadAll(res.Body)
-		json.Unmarshal(b, &out)
-		return res, out
+		return postSession(t, ts.URL+path, body, cookie, header)
 	}
 	refreshCookie := func(res *http.Response) *http.Cookie {
 		t.Helper()
@@ -180,4 +164,28 @@ func TestCookieSession(t *testing.T) {
 	if got, want := res.StatusCode, 401; got != want {
 		t.Errorf("refresh after logout: got %d, want %d", got, want)
 	}
+}
+
+// postSession POSTs body (JSON) to url with cookie, and with
+// X-Coffer-Session: cookie if header; it returns the response (its body
+// read) and the body decoded.
+func postSession(t *testing.T, url, body string, cookie *http.Cookie, header bool) (*http.Response, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if header {
+		req.Header.Set("X-Coffer-Session", "cookie")
+	}
+	if cookie != nil {
+		req.AddCookie(cookie)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var out map[string]any
+	b, _ := io.ReadAll(res.Body)
+	json.Unmarshal(b, &out)
+	return res, out
 }

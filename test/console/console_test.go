@@ -3,11 +3,11 @@
 // binary: console_flow.py holds the flows, this test starts the server and
 // an administrator for it.
 //
-// It needs COFFER_CHROMIUM (the browser) and COFFER_PLAYWRIGHT_PYTHON (a
-// Python with playwright installed); scripts/test.sh installs both. Without
-// them it skips, or fails with COFFER_REQUIRE_CLIENTS=1.
-// COFFER_CONSOLE_SHOTS names a folder for the screenshots (scripts/test.sh
-// passes docs/console).
+// It needs COFFER_CHROMIUM (the browser), COFFER_PLAYWRIGHT_PYTHON (a
+// Python with playwright installed) and axe-core under COFFER_NODE_MODULES
+// (the accessibility check); scripts/test.sh installs them. Without them it
+// skips, or fails with COFFER_REQUIRE_CLIENTS=1.
+// COFFER_CONSOLE_SHOTS names a folder for the screenshots.
 package console_test
 
 import (
@@ -22,11 +22,12 @@ import (
 
 func TestConsoleInChromium(t *testing.T) {
 	chromium, python := os.Getenv("COFFER_CHROMIUM"), os.Getenv("COFFER_PLAYWRIGHT_PYTHON")
-	if chromium == "" || python == "" {
+	axe := filepath.Join(os.Getenv("COFFER_NODE_MODULES"), "axe-core", "axe.min.js")
+	if _, err := os.Stat(axe); chromium == "" || python == "" || os.Getenv("COFFER_NODE_MODULES") == "" || err != nil {
 		if os.Getenv("COFFER_REQUIRE_CLIENTS") == "1" {
-			t.Fatal("COFFER_CHROMIUM and COFFER_PLAYWRIGHT_PYTHON are required (scripts/test.sh sets them)")
+			t.Fatal("COFFER_CHROMIUM, COFFER_PLAYWRIGHT_PYTHON and axe-core in COFFER_NODE_MODULES are required (scripts/test.sh sets them)")
 		}
-		t.Skip("set COFFER_CHROMIUM and COFFER_PLAYWRIGHT_PYTHON to run the browser test")
+		t.Skip("set COFFER_CHROMIUM, COFFER_PLAYWRIGHT_PYTHON and COFFER_NODE_MODULES (with axe-core) to run the browser test")
 	}
 	s := testenv.Start(t)
 	const email, password = "console-admin@example.com", "console admin password"
@@ -38,6 +39,7 @@ func TestConsoleInChromium(t *testing.T) {
 		"CONSOLE_URL="+s.URL,
 		"CONSOLE_ADMIN="+email+":"+password,
 		"CONSOLE_CHROMIUM="+chromium,
+		"CONSOLE_AXE="+axe,
 		"CONSOLE_WORK="+t.TempDir(),
 	)
 	if shots := os.Getenv("COFFER_CONSOLE_SHOTS"); shots != "" {

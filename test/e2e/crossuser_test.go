@@ -115,6 +115,14 @@ func TestCrossUser(t *testing.T) {
 				t.Errorf("forged refresh token: %d", st)
 			}
 		},
+		"POST /api/v1/auth/resume": func(t *testing.T) {
+			// A forged cookie resumes nothing: signed_in false, no token.
+			st, body := anonDo("POST", "/api/v1/auth/resume", []byte("{}"), "Content-Type", "application/json",
+				"X-Coffer-Session", "cookie", "Cookie", "coffer_refresh=forged-"+b.Refresh)
+			if st != 200 || !bytes.Contains(body, []byte(`"signed_in":false`)) || bytes.Contains(body, []byte("access_token")) {
+				t.Errorf("resume with a forged cookie: %d %s", st, body)
+			}
+		},
 		"POST /api/v1/auth/logout": func(t *testing.T) {
 			if st := jsonDo("POST", "/api/v1/auth/logout", map[string]string{"refresh_token": "forged"}); st != 401 {
 				t.Errorf("logout with forged token: %d", st)
@@ -303,10 +311,12 @@ func TestCrossUser(t *testing.T) {
 			var l struct {
 				Shares []struct{ ID string } `json:"shares"`
 			}
-			b.JSON(t, "GET", "/api/v1/shares", nil, &l)
-			for _, sh := range l.Shares {
-				if sh.ID == aFolder.ID || sh.ID == aFile.ID {
-					t.Errorf("B's share list shows A's share %s", sh.ID)
+			for _, q := range []string{"", "?grants=1"} {
+				b.JSON(t, "GET", "/api/v1/shares"+q, nil, &l)
+				for _, sh := range l.Shares {
+					if sh.ID == aFolder.ID || sh.ID == aFile.ID {
+						t.Errorf("B's share list%s shows A's share %s", q, sh.ID)
+					}
 				}
 			}
 		},
@@ -335,6 +345,13 @@ func TestCrossUser(t *testing.T) {
 				}
 			}
 			noLeak(t, "a token that is not one", func() int { s, _ := anonDo("GET", "/s/"+aFolder.ID, nil); return s }(), nil)
+			// What a link is (?info=1) names neither the bucket nor a key.
+			for _, u := range []string{aFolder.URL, aFile.URL} {
+				st, body := anonDo("GET", u+"?info=1", nil)
+				if st != 200 || bytes.Contains(body, []byte(a.Bucket)) || bytes.Contains(body, []byte("shared/")) || bytes.Contains(body, secret) {
+					t.Errorf("%s?info=1: %d %s", u, st, body)
+				}
+			}
 		},
 		"GET /s/{token}/{path...}": func(t *testing.T) {
 			for _, p := range escapes {

@@ -25,6 +25,9 @@ const result = await esbuild.build({
   legalComments: 'linked',
   metafile: true,
   loader: { '.svg': 'file', '.png': 'file' },
+  // Uppy's byte formatter writes "MB" for 1024² bytes: the console's own
+  // (src/bytes.js) writes MiB, as the file list does.
+  alias: { '@transloadit/prettier-bytes': './src/bytes.js' },
   define: { 'process.env.NODE_ENV': '"production"' },
   logLevel: 'warning',
 });

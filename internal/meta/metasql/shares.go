@@ -8,14 +8,14 @@ import (
 )
 
 // ShareCols are the columns of a share, in the order ScanShare reads them.
-const ShareCols = "id, hash, owner_id, bucket, object_key, folder, password, note, allow_upload, max_downloads, downloads, created_at, expires_at, last_access, revoked"
+const ShareCols = "id, hash, owner_id, bucket, object_key, folder, password, note, allow_upload, max_downloads, downloads, created_at, expires_at, last_access, revoked, is_grant"
 
 // ScanShare reads a share selected with ShareCols.
 func ScanShare(r interface{ Scan(dest ...any) error }) (meta.Share, error) {
 	var sh meta.Share
 	var created, expires, last int64
 	err := r.Scan(&sh.ID, &sh.Hash, &sh.OwnerID, &sh.Bucket, &sh.Key, &sh.Folder, &sh.Password, &sh.Note,
-		&sh.AllowUpload, &sh.MaxDownloads, &sh.Downloads, &created, &expires, &last, &sh.Revoked)
+		&sh.AllowUpload, &sh.MaxDownloads, &sh.Downloads, &created, &expires, &last, &sh.Revoked, &sh.Grant)
 	sh.CreatedAt, sh.ExpiresAt = FromNanos(created), FromNanos(expires)
 	if last != 0 {
 		sh.LastAccess = FromNanos(last)
@@ -45,7 +45,15 @@ func CheckShare(sh meta.Share, now time.Time) (meta.Share, error) {
 // share CheckShare returned.
 func ShareArgs(sh meta.Share) []any {
 	return []any{sh.ID, sh.Hash, sh.OwnerID, sh.Bucket, sh.Key, sh.Folder, sh.Password, sh.Note,
-		sh.AllowUpload, sh.MaxDownloads, sh.Downloads, ToNanos(sh.CreatedAt), ToNanos(sh.ExpiresAt), int64(0), sh.Revoked}
+		sh.AllowUpload, sh.MaxDownloads, sh.Downloads, ToNanos(sh.CreatedAt), ToNanos(sh.ExpiresAt), int64(0), sh.Revoked, sh.Grant}
+}
+
+// DeleteSpentGrantsSQL is the DELETE of meta.Store.DeleteSpentGrants, with
+// arguments (ownerID, ToNanos(now)) and placeholders made by ph: the
+// owner's grants that are not "active" (meta.Share.State) at now.
+func DeleteSpentGrantsSQL(ph func(n int) string) string {
+	return "DELETE FROM shares WHERE owner_id = " + ph(1) + " AND is_grant AND (revoked OR expires_at <= " + ph(2) +
+		" OR (max_downloads > 0 AND downloads >= max_downloads))"
 }
 
 // UseShareSQL is the conditional UPDATE of meta.Store.UseShare, with

@@ -14,6 +14,62 @@ var bucketTests = []test{
 	{name: "List", fn: testListBuckets},
 	{name: "Visibility", fn: testVisibility},
 	{name: "Delete", fn: testDeleteBucket},
+	{name: "Stats", fn: testBucketStats},
+}
+
+// testBucketStats: a bucket's Objects and Bytes follow every kind of
+// object write — put, replace by a bigger and a smaller object, a
+// multipart completion, a move within and across buckets (onto an
+// existing object too), a delete — as ListBuckets reads them (GetBucket
+// may be answered by a cache: see meta.Bucket).
+func testBucketStats(t *testing.T, s meta.Store) {
+	ctx := t.Context()
+	addUser(t, s, "alice", 0)
+	addUser(t, s, "bob", 0)
+	addBucket(t, s, "alice-2", "alice")
+	want := func(step string, counts map[string][2]int64) {
+		t.Helper()
+		seen := 0
+		for _, owner := range []string{"alice", "bob"} {
+			bs, err := s.ListBuckets(ctx, owner)
+			ok(t, err, "ListBuckets")
+			for _, b := range bs {
+				c, listed := counts[b.Name]
+				if !listed {
+					continue
+				}
+				seen++
+				if b.Objects != c[0] || b.Bytes != c[1] {
+					t.Errorf("%s: %s has %d objects, %d bytes; want %d, %d", step, b.Name, b.Objects, b.Bytes, c[0], c[1])
+				}
+			}
+		}
+		if seen != len(counts) {
+			t.Fatalf("%s: %d of the buckets %v listed", step, seen, counts)
+		}
+	}
+	want("new", map[string][2]int64{"alice": {0, 0}, "alice-2": {0, 0}, "bob": {0, 0}})
+	put(t, s, obj("alice", "a", 10), obj("alice", "b", 20), obj("alice", "dir/", 0))
+	want("put", map[string][2]int64{"alice": {3, 30}})
+	put(t, s, obj("alice", "a", 100))
+	want("replace bigger", map[string][2]int64{"alice": {3, 120}})
+	put(t, s, obj("alice", "a", 1))
+	want("replace smaller", map[string][2]int64{"alice": {3, 21}})
+	addMultipart(t, s, "alice", "mp", 5, 7)
+	want("multipart", map[string][2]int64{"alice": {4, 33}})
+	_, err := s.MoveObject(ctx, "alice", "a", "alice", "a2", meta.Cond{})
+	ok(t, err, "MoveObject within")
+	want("move within", map[string][2]int64{"alice": {4, 33}})
+	_, err = s.MoveObject(ctx, "alice", "mp", "alice-2", "mp", meta.Cond{})
+	ok(t, err, "MoveObject across")
+	want("move across", map[string][2]int64{"alice": {3, 21}, "alice-2": {1, 12}})
+	put(t, s, obj("bob", "x", 50))
+	_, err = s.MoveObject(ctx, "alice", "b", "bob", "x", meta.Cond{})
+	ok(t, err, "MoveObject onto an object of another owner")
+	want("move onto", map[string][2]int64{"alice": {2, 1}, "bob": {1, 20}})
+	_, err = s.DeleteObject(ctx, "alice", "a2", meta.Cond{})
+	ok(t, err, "DeleteObject")
+	want("delete", map[string][2]int64{"alice": {1, 0}, "alice-2": {1, 12}, "bob": {1, 20}})
 }
 
 func testCreateBucket(t *testing.T, s meta.Store) {

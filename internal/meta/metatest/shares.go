@@ -21,6 +21,67 @@ var shareTests = []test{
 	{name: "DownloadAndResume", fn: testShareDownloadAndResume},
 	{name: "ResumeRefusals", fn: testShareResumeRefusals},
 	{name: "ConcurrentResumes", fn: testShareConcurrentResumes},
+	{name: "DeleteAndGrants", fn: testShareDeleteAndGrants},
+}
+
+// testShareDeleteAndGrants: DeleteShare removes a share (its token is
+// unknown after); DeleteSpentGrants removes exactly the owner's grants
+// that are revoked, expired or used up, and keeps its active grants, its
+// links that are not grants whatever their state, and others' grants.
+func testShareDeleteAndGrants(t *testing.T, s meta.Store) {
+	ctx := t.Context()
+	addUser(t, s, "alice", 0)
+	addUser(t, s, "bob", 0)
+	now := baseTime.Add(time.Hour)
+	mk := func(owner string, grant bool, mod func(*meta.Share)) meta.Share {
+		sh := newShare(owner, 1)
+		sh.Grant = grant
+		if mod != nil {
+			mod(&sh)
+		}
+		ok(t, s.CreateShare(ctx, sh), "CreateShare")
+		return sh
+	}
+	expired := func(sh *meta.Share) { sh.ExpiresAt = baseTime.Add(time.Minute) }
+	activeGrant := mk("alice", true, nil)
+	usedGrant := mk("alice", true, nil)
+	ok(t, s.UseShare(ctx, usedGrant.ID, true, now), "UseShare")
+	expiredGrant := mk("alice", true, expired)
+	revokedGrant := mk("alice", true, nil)
+	ok(t, s.RevokeShare(ctx, revokedGrant.ID), "RevokeShare")
+	expiredLink := mk("alice", false, expired)
+	bobsGrant := mk("bob", true, expired)
+
+	got, err := s.GetShare(ctx, activeGrant.ID)
+	ok(t, err, "GetShare")
+	if !got.Grant {
+		t.Errorf("a grant reads back with Grant false")
+	}
+	if got, err := s.GetShare(ctx, expiredLink.ID); err != nil || got.Grant {
+		t.Errorf("a link reads back as %+v, %v; want Grant false", got, err)
+	}
+	n, err := s.DeleteSpentGrants(ctx, "alice", now)
+	ok(t, err, "DeleteSpentGrants")
+	if n != 3 {
+		t.Errorf("DeleteSpentGrants removed %d, want 3", n)
+	}
+	for _, sh := range []meta.Share{usedGrant, expiredGrant, revokedGrant} {
+		_, err := s.GetShareByHash(ctx, sh.Hash)
+		wantCode(t, err, errcode.NotFound, "a spent grant after DeleteSpentGrants")
+	}
+	for _, sh := range []meta.Share{activeGrant, expiredLink, bobsGrant} {
+		_, err := s.GetShare(ctx, sh.ID)
+		ok(t, err, "a share DeleteSpentGrants must keep")
+	}
+	ok(t, s.DeleteShare(ctx, expiredLink.ID), "DeleteShare")
+	_, err = s.GetShareByHash(ctx, expiredLink.Hash)
+	wantCode(t, err, errcode.NotFound, "GetShareByHash after DeleteShare")
+	wantCode(t, s.DeleteShare(ctx, expiredLink.ID), errcode.NotFound, "DeleteShare twice")
+	list, err := s.ListShares(ctx, "alice")
+	ok(t, err, "ListShares")
+	if len(list) != 1 || list[0].ID != activeGrant.ID {
+		t.Errorf("ListShares after the deletes = %v, want the active grant only", list)
+	}
 }
 
 func newShare(owner string, max int64) meta.Share {

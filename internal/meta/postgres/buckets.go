@@ -14,13 +14,13 @@ import (
 const bucketCols = "name, owner_id, visibility, created_at"
 
 // bucketReadCols are what scanBucket reads.
-const bucketReadCols = bucketCols + ", sse_default, sse_kms_key, gateway"
+const bucketReadCols = bucketCols + ", sse_default, sse_kms_key, gateway, object_count, byte_count"
 
 func scanBucket(r pgx.Row) (meta.Bucket, error) {
 	var b meta.Bucket
 	var vis string
 	var created int64
-	err := r.Scan(&b.Name, &b.OwnerID, &vis, &created, &b.Encryption, &b.EncryptionKMSKey, &b.Gateway)
+	err := r.Scan(&b.Name, &b.OwnerID, &vis, &created, &b.Encryption, &b.EncryptionKMSKey, &b.Gateway, &b.Objects, &b.Bytes)
 	b.Visibility = meta.Visibility(vis)
 	b.CreatedAt = metasql.FromNanos(created)
 	return b, err

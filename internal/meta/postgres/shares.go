@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -19,7 +20,7 @@ func (s *Store) CreateShare(ctx context.Context, sh meta.Share) error {
 		return err
 	}
 	return s.write(ctx, "create share", func(t *txn) error {
-		t.exec("INSERT INTO shares ("+metasql.ShareCols+") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)", metasql.ShareArgs(sh)...)
+		t.exec("INSERT INTO shares ("+metasql.ShareCols+") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)", metasql.ShareArgs(sh)...)
 		return nil
 	})
 }
@@ -95,6 +96,25 @@ func (s *Store) RevokeShare(ctx context.Context, id string) error {
 		t.execN(mustAffect(metasql.ShareNotFound()), "UPDATE shares SET revoked = true WHERE id = $1", id)
 		return nil
 	})
+}
+
+// DeleteShare implements meta.Store.
+func (s *Store) DeleteShare(ctx context.Context, id string) error {
+	return s.write(ctx, "delete share", func(t *txn) error {
+		t.execN(mustAffect(metasql.ShareNotFound()), "DELETE FROM shares WHERE id = $1", id)
+		return nil
+	})
+}
+
+// DeleteSpentGrants implements meta.Store.
+func (s *Store) DeleteSpentGrants(ctx context.Context, ownerID string, now time.Time) (int, error) {
+	var n int64
+	err := s.write(ctx, "delete spent grants", func(t *txn) error {
+		t.execN(func(c int64) error { n = c; return nil },
+			metasql.DeleteSpentGrantsSQL(func(i int) string { return "$" + strconv.Itoa(i) }), ownerID, metasql.ToNanos(now))
+		return nil
+	})
+	return int(n), err
 }
 
 // UseShare implements meta.Store.

@@ -18,7 +18,7 @@ func (s *Store) CreateShare(ctx context.Context, sh meta.Share) error {
 		return err
 	}
 	return s.write(ctx, func(ctx context.Context, c *conn) error {
-		_, err := c.ExecContext(ctx, "INSERT INTO shares ("+metasql.ShareCols+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", metasql.ShareArgs(sh)...)
+		_, err := c.ExecContext(ctx, "INSERT INTO shares ("+metasql.ShareCols+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", metasql.ShareArgs(sh)...)
 		return classify(err, "share %q", sh.ID)
 	})
 }
@@ -95,6 +95,31 @@ func (s *Store) RevokeShare(ctx context.Context, id string) error {
 		}
 		return mustAffect(res, metasql.ShareNotFound())
 	})
+}
+
+// DeleteShare implements meta.Store.
+func (s *Store) DeleteShare(ctx context.Context, id string) error {
+	return s.write(ctx, func(ctx context.Context, c *conn) error {
+		res, err := c.ExecContext(ctx, "DELETE FROM shares WHERE id = ?", id)
+		if err != nil {
+			return classify(err, "delete share %q", id)
+		}
+		return mustAffect(res, metasql.ShareNotFound())
+	})
+}
+
+// DeleteSpentGrants implements meta.Store.
+func (s *Store) DeleteSpentGrants(ctx context.Context, ownerID string, now time.Time) (int, error) {
+	var n int64
+	err := s.write(ctx, func(ctx context.Context, c *conn) error {
+		res, err := c.ExecContext(ctx, metasql.DeleteSpentGrantsSQL(func(int) string { return "?" }), ownerID, metasql.ToNanos(now))
+		if err != nil {
+			return classify(err, "delete spent grants")
+		}
+		n, err = res.RowsAffected()
+		return classify(err, "delete spent grants")
+	})
+	return int(n), err
 }
 
 // UseShare implements meta.Store.

@@ -652,6 +652,10 @@ func TestUpgradeFrom0001(t *testing.T) {
 	if fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", want) || got.Parts != nil {
 		t.Errorf("an object of schema 1 after the upgrade:\n\t%+v\nwant\n\t%+v", got, want)
 	}
+	// 0014 counted the objects that were there.
+	if b, err := s.GetBucket(ctx, "alice"); err != nil || b.Objects != 1 || b.Bytes != 5 {
+		t.Errorf("bucket stats after the upgrade = %d objects, %d bytes (%v); want 1, 5", b.Objects, b.Bytes, err)
+	}
 	if refs, err := s.ReferencedBlobs(ctx, []string{"blob-old"}); err != nil || !refs["blob-old"] {
 		t.Errorf("ReferencedBlobs after the upgrade = %v, %v", refs, err)
 	}

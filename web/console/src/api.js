@@ -90,6 +90,52 @@ export function refresh() {
   return refreshing;
 }
 
+/**
+ * resume continues this browser's session, if its refresh cookie holds one
+ * (POST /auth/resume: a 200 either way, so a visitor who is not signed in
+ * costs no failed request). Returns whether a session is on.
+ */
+export async function resume() {
+  const res = await fetch('/api/v1/auth/resume', {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', ...SESSION },
+    body: '{}',
+    credentials: 'same-origin',
+  });
+  if (!res.ok) throw await problemOf(res);
+  const s = await res.json();
+  if (!s.signed_in) {
+    forgetSince();
+    setSession(null);
+    return false;
+  }
+  setSession(s);
+  return true;
+}
+
+// SINCE is when this browser's session started (its sign-in), kept in
+// localStorage: the session outlives a reload (the refresh cookie), and so
+// must the time it began. Not a secret.
+const SINCE = 'coffer.session-since';
+
+function forgetSince() {
+  try {
+    localStorage.removeItem(SINCE);
+  } catch {
+    /* storage unavailable */
+  }
+}
+
+/** sessionSince is when this browser's session started, or null if unknown. */
+export function sessionSince() {
+  try {
+    const v = localStorage.getItem(SINCE);
+    return v ? new Date(v) : null;
+  } catch {
+    return null;
+  }
+}
+
 /** token returns a valid access token, refreshing it when it is about to expire. */
 export async function token() {
   if (access && Date.now() < expiresAt - 60000) return access;
@@ -144,13 +190,19 @@ export async function login(email, password) {
     credentials: 'same-origin',
   });
   if (!res.ok) throw await problemOf(res);
-  setSession(await res.json());
+  const s = await res.json();
+  try {
+    localStorage.setItem(SINCE, new Date().toISOString());
+  } catch {
+    /* storage unavailable: the start stays unknown */
+  }
+  setSession(s);
 }
 
 export async function signup(email, password, inviteCode) {
   const body = { email, password };
   if (inviteCode) body.invite_code = inviteCode;
-  await call('POST', 'auth/signup', body, { anonymous: true });
+  return call('POST', 'auth/signup', body, { anonymous: true });
 }
 
 export async function logout() {
@@ -162,6 +214,7 @@ export async function logout() {
       credentials: 'same-origin',
     });
   } finally {
+    forgetSince();
     setSession(null);
   }
 }
@@ -176,9 +229,13 @@ export function fileURL(bucket, key) {
   return `/api/v1/buckets/${encodeURIComponent(bucket)}/files/${key.split('/').map(encodeURIComponent).join('/')}`;
 }
 
-/** saveBlob offers blob to the user as a download named name. */
+/**
+ * saveBlob offers blob to the user as a download named name. The blob: URL
+ * is typed application/octet-stream (never the response's type): opened
+ * on its own it is a download, not a document of the console's origin.
+ */
 export function saveBlob(blob, name) {
-  const url = URL.createObjectURL(blob);
+  const url = URL.createObjectURL(new Blob([blob], { type: 'application/octet-stream' }));
   const a = document.createElement('a');
   a.href = url;
   a.download = name;
@@ -188,17 +245,7 @@ export function saveBlob(blob, name) {
   setTimeout(() => URL.revokeObjectURL(url), 60000);
 }
 
-export function formatBytes(n) {
-  if (n === undefined || n === null) return '';
-  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let i = 0;
-  let v = n;
-  while (v >= 1024 && i < units.length - 1) {
-    v /= 1024;
-    i++;
-  }
-  return `${i === 0 ? v : v.toFixed(1)} ${units[i]}`;
-}
+export { formatBytes } from './bytes.js';
 
 const dateFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
 

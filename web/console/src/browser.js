@@ -1,76 +1,18 @@
-// Buckets and the file browser: listing (delimiter=/), upload (Uppy over
-// tus), download, zip, move, copy, delete, preview and share.
+// The file browser: listing (delimiter=/), folders (marker objects),
+// upload, download, zip, move, copy, delete, preview and share; a grid
+// with one Tab stop and arrow keys.
 import { memo } from 'preact/compat';
 import { useState, useEffect, useRef, useMemo, useCallback } from 'preact/hooks';
-import Uppy from '@uppy/core';
-import Dashboard from '@uppy/dashboard';
-import Tus from '@uppy/tus';
-import GoldenRetriever from '@uppy/golden-retriever';
-import { call, request, token, fileURL, saveBlob, formatBytes, formatDate, ApiError } from './api.js';
-import { html, Link, go, Banner, useAsync, CopyField } from './ui.js';
+import { call, request, fileURL, saveBlob, formatBytes, formatDate } from './api.js';
+import { html, Link, go, Banner, CopyField, Modal, useDialog, useActions } from './ui.js';
+import { browserPath } from './buckets.js';
+import { Upload, uploadsPending } from './upload.js';
+import { Preview, grant } from './preview.js';
+
+export { Buckets, browserPath } from './buckets.js';
+export { forgetUploads } from './upload.js';
 
 const enc = encodeURIComponent;
-
-export function browserPath(bucket, prefix) {
-  return `/b/${enc(bucket)}/${prefix.split('/').map(enc).join('/')}`;
-}
-
-export function Buckets() {
-  const list = useAsync(() => call('GET', 'buckets'), []);
-  const [name, setName] = useState('');
-  const [visibility, setVisibility] = useState('private');
-  const [error, setError] = useState(null);
-  const [msg, setMsg] = useState('');
-  const act = async (fn, ok) => {
-    setError(null);
-    setMsg('');
-    try {
-      await fn();
-      if (ok) setMsg(ok);
-      list.reload();
-    } catch (e) {
-      setError(e);
-    }
-  };
-  const create = (e) => {
-    e.preventDefault();
-    act(() => call('POST', 'buckets', { name, visibility }), `Bucket ${name} created.`).then(() => setName(''));
-  };
-  const buckets = (list.data && list.data.buckets) || [];
-  return html`<section>
-    <h1>Buckets</h1>
-    <${Banner} error=${error || list.error} onClose=${() => setError(null)} />
-    ${msg && html`<${Banner} kind="ok" error=${msg} />`}
-    <form class="inline card" onSubmit=${create} aria-label="Create a bucket">
-      <label>Name <input name="bucket" required minlength="3" maxlength="63" pattern="[a-z0-9.\\-]+" value=${name}
-        onInput=${(e) => setName(e.target.value)} placeholder="my-files" /></label>
-      <label>Visibility <select value=${visibility} onChange=${(e) => setVisibility(e.target.value)}>
-        <option value="private">private</option><option value="public-read">public-read</option></select></label>
-      <button type="submit" class="primary">Create bucket</button>
-    </form>
-    ${list.loading && !list.data ? html`<p class="muted">Loading…</p>` : null}
-    <table class="list">
-      <thead><tr><th>Name</th><th>Visibility</th><th class="hide-s">Created</th><th><span class="sr">Actions</span></th></tr></thead>
-      <tbody>
-        ${buckets.map((b) => html`<tr key=${b.name}>
-          <td><${Link} href=${browserPath(b.name, '')}>${b.name}</${Link}></td>
-          <td><select aria-label=${'Visibility of ' + b.name} value=${b.visibility}
-            onChange=${(e) => act(() => call('PATCH', `buckets/${enc(b.name)}`, { visibility: e.target.value }), `${b.name} is now ${e.target.value}.`)}>
-            <option value="private">private</option><option value="public-read">public-read</option></select></td>
-          <td class="hide-s">${formatDate(b.created_at)}</td>
-          <td class="actions"><button class="danger" aria-label=${'Delete bucket ' + b.name}
-            onClick=${() => confirm(`Delete the bucket ${b.name}? It must be empty.`) && act(() => call('DELETE', `buckets/${enc(b.name)}`), `Bucket ${b.name} deleted.`)}>Delete</button></td>
-        </tr>`)}
-      </tbody>
-    </table>
-    ${list.data && buckets.length === 0 ? html`<p class="muted">No buckets yet.</p>` : null}
-  </section>`;
-}
-
-// A download grant: a share link that lives 5 minutes and serves one
-// download (a resumed download, a Range further in, still works until it
-// expires). It shows in the share list with this note.
-const GRANT = { expires_in: 300, max_downloads: 1, note: 'console download' };
 
 /** saveURL starts the browser's native download of a same-origin URL. */
 function saveURL(url, name) {
@@ -82,80 +24,42 @@ function saveURL(url, name) {
   a.remove();
 }
 
-// PENDING marks (in localStorage, a flag and nothing else) that uploads
-// started and have not all completed, so that the browser page opens the
-// upload panel after a reload and Golden Retriever resumes them.
-const PENDING = 'coffer.uploads-pending';
-
-function uploadsPending() {
-  try {
-    return localStorage.getItem(PENDING) === '1';
-  } catch {
-    return false;
-  }
-}
-
-function setUploadsPending(on) {
-  try {
-    if (on) localStorage.setItem(PENDING, '1');
-    else localStorage.removeItem(PENDING);
-  } catch {
-    /* storage unavailable: no automatic reopening */
-  }
-}
-
-/**
- * forgetUploads drops what the browser keeps for resuming uploads (the
- * flag, tus-js-client's upload URLs, Golden Retriever's IndexedDB): at
- * sign-out, so the next account on this browser inherits nothing.
- */
-export function forgetUploads() {
-  try {
-    setUploadsPending(false);
-    for (let i = localStorage.length - 1; i >= 0; i--) {
-      const k = localStorage.key(i);
-      if (k && (k.startsWith('tus::') || k.startsWith('uppyState:'))) localStorage.removeItem(k);
-    }
-    indexedDB.deleteDatabase('uppy-blobs');
-  } catch {
-    /* storage unavailable: nothing kept */
-  }
-}
-
 const ROW = 44; // px, the fixed row height of the virtualized list
 
-function useListing(bucket, prefix, filter) {
+function useListing(bucket, prefix) {
   const [state, setState] = useState({ entries: [], done: false, error: null });
   const [n, setN] = useState(0);
   useEffect(() => {
     let live = true;
-    setState({ entries: [], done: false, error: null });
+    setState((s) => ({ entries: n && s.prefix === bucket + '/' + prefix ? s.entries : [], done: false, error: null, prefix: bucket + '/' + prefix }));
     (async () => {
       let cursor = '';
       let all = [];
       for (;;) {
-        const q = new URLSearchParams({ prefix: prefix + filter, delimiter: '/', limit: '1000' });
+        const q = new URLSearchParams({ prefix, delimiter: '/', limit: '1000' });
         if (cursor) q.set('cursor', cursor);
         let page;
         try {
           page = await call('GET', `buckets/${enc(bucket)}/files?${q}`);
         } catch (error) {
-          if (live) setState({ entries: all, done: true, error });
+          if (live) setState({ entries: all, done: true, error, prefix: bucket + '/' + prefix });
           return;
         }
         if (!live) return;
         const folders = (page.folders || []).map((f) => ({ folder: true, key: f, name: f.slice(prefix.length), size: -1, date: '' }));
-        const files = (page.files || []).map((f) => ({ ...f, name: f.key.slice(prefix.length), date: f.last_modified }));
+        // The folder's own marker (the empty "prefix/" object that New
+        // folder makes, as S3 consoles do) is the folder, not a file in it.
+        const files = (page.files || []).filter((f) => f.key !== prefix).map((f) => ({ ...f, name: f.key.slice(prefix.length), date: f.last_modified }));
         all = all.concat(folders, files);
         cursor = page.next_cursor || '';
-        setState({ entries: all, done: !cursor, error: null });
+        setState({ entries: all, done: !cursor, error: null, prefix: bucket + '/' + prefix });
         if (!cursor) return;
       }
     })();
     return () => {
       live = false;
     };
-  }, [bucket, prefix, filter, n]);
+  }, [bucket, prefix, n]);
   return { ...state, reload: () => setN((x) => x + 1) };
 }
 
@@ -172,44 +76,73 @@ function sortEntries(entries, sort) {
   });
 }
 
+/** namePart checks one folder or file name typed in a dialog. */
+function nameProblem(name) {
+  if (!name.trim()) return 'Give a name.';
+  if (name.includes('/')) return 'A name has no “/” (create folders one at a time).';
+  if (name === '.' || name === '..') return '“.” and “..” are not names.';
+  if (new TextEncoder().encode(name).length > 255) return 'At most 255 bytes.';
+  return '';
+}
+
+/** keyProblem checks a full key typed in a dialog (move, copy). */
+function keyProblem(key, from) {
+  if (!key) return 'Give a name.';
+  if (key === from) return 'That is where it is already.';
+  if (key.endsWith('/')) return 'A file’s key does not end with “/”.';
+  if (key.startsWith('/') || key.includes('//')) return 'No empty folder names: no leading “/” or “//”.';
+  if (key.split('/').some((s) => s === '.' || s === '..')) return '“.” and “..” are not folder names.';
+  if (new TextEncoder().encode(key).length > 1024) return 'A key has at most 1024 bytes.';
+  return '';
+}
+
+// The grants behind downloads: a share link for the console's own use
+// (grant: listed nowhere, deleted once spent), 5 minutes, one download.
+const DOWNLOAD = { expiresIn: 300, max: 1, note: 'console download' };
+
 export function Browser({ bucket, prefix }) {
+  const listing = useListing(bucket, prefix);
   const [filter, setFilter] = useState('');
-  const listing = useListing(bucket, prefix, filter);
   const [sort, setSort] = useState({ by: 'name', desc: false });
   const [selected, setSelected] = useState(new Set());
-  const [error, setError] = useState(null);
-  const [msg, setMsg] = useState('');
+  const [active, setActive] = useState(null);
+  const [more, setMore] = useState(false);
   // Open the upload panel by itself when uploads of an earlier page are
   // waiting to resume (Golden Retriever restores them when it mounts).
   const [showUpload, setShowUpload] = useState(uploadsPending);
-  const [preview, setPreview] = useState(null);
   const [share, setShare] = useState(null);
   const [height, setHeight] = useState(480);
   const box = useRef(null);
+  const panel = useRef(null);
+  const dialog = useDialog();
   useEffect(() => {
     setSelected(new Set());
     setFilter('');
+    setActive(null);
     if (box.current) box.current.scrollTop = 0;
   }, [bucket, prefix]);
+  // The list fills the window below what is above it (the upload panel
+  // included, whatever its height).
   useEffect(() => {
-    const fit = () => setHeight(Math.max(240, window.innerHeight - (box.current ? box.current.getBoundingClientRect().top : 200) - 16));
+    const fit = () => setHeight(Math.max(240, window.innerHeight - (box.current ? box.current.getBoundingClientRect().top + window.scrollY : 200) - 16));
     fit();
     window.addEventListener('resize', fit);
-    return () => window.removeEventListener('resize', fit);
+    const ro = new ResizeObserver(fit);
+    if (panel.current) ro.observe(panel.current);
+    return () => {
+      window.removeEventListener('resize', fit);
+      ro.disconnect();
+    };
   }, [showUpload]);
-  const entries = useMemo(() => sortEntries(listing.entries, sort), [listing.entries, sort]);
-  const act = async (fn, ok) => {
-    setError(null);
-    setMsg('');
-    try {
-      await fn();
-      if (ok) setMsg(ok);
-      listing.reload();
-      setSelected(new Set());
-    } catch (e) {
-      setError(e);
-    }
-  };
+  const needle = filter.trim().toLowerCase();
+  const entries = useMemo(() => {
+    const all = sortEntries(listing.entries, sort);
+    return needle ? all.filter((e) => e.name.toLowerCase().includes(needle)) : all;
+  }, [listing.entries, sort, needle]);
+  const { act, banners } = useActions(() => {
+    listing.reload();
+    setSelected(new Set());
+  });
   const chosen = entries.filter((e) => selected.has(e.key));
   const toggle = useCallback((key) => {
     setSelected((sel) => {
@@ -221,18 +154,31 @@ export function Browser({ bucket, prefix }) {
   }, []);
   const base = `buckets/${enc(bucket)}`;
 
+  // The preview is part of the URL (?file=NAME): bookmarkable, and Back
+  // closes it.
+  const here = browserPath(bucket, prefix);
+  const previewName = new URLSearchParams(location.search).get('file');
+  const files = entries.filter((e) => !e.folder);
+  const previewIndex = previewName === null ? -1 : files.findIndex((e) => e.name === previewName);
+  const preview = previewIndex >= 0 ? files[previewIndex] : null;
+  const openPreview = (e, replace) => go(`${here}?file=${enc(e.name)}`, replace, true);
+  const closePreview = () => go(here, true, true);
+  const missing = previewName !== null && !preview && listing.done;
+
   // Downloads go through the browser's own download manager, streamed to
-  // disk: a short-lived, single-use share link of the file (or of the
-  // folder, as a zip) is opened as a same-origin download link. Only a
-  // selection of several items (no share covers it) is fetched as a zip
-  // into memory (POST /zip). docs/console.md, "Downloads".
+  // disk: a download grant of the file (or of the folder, as a zip) is
+  // opened as a same-origin download link. Only a selection of several
+  // items (no share covers it) is fetched as a zip into memory (POST
+  // /zip). docs/console.md, "Downloads".
   const download = async (e) => {
-    const s = await call('POST', 'shares', { bucket, key: e.key, ...GRANT });
-    saveURL(s.url, e.key.split('/').pop());
+    const s = await grant(bucket, e.key, DOWNLOAD);
+    // ?download=1: the server answers Content-Disposition: attachment, so
+    // the file is saved, never opened as a document, whatever its type.
+    saveURL(s.url + '?download=1', e.key.split('/').pop());
   };
   const zip = async (items, name) => {
     if (items.length === 1 && items[0].folder) {
-      const s = await call('POST', 'shares', { bucket, prefix: items[0].key, ...GRANT });
+      const s = await grant(bucket, items[0].key, { ...DOWNLOAD, folder: true });
       return saveURL(s.url + '?zip=1', name);
     }
     const keys = items.filter((e) => !e.folder).map((e) => e.key);
@@ -246,316 +192,243 @@ export function Browser({ bucket, prefix }) {
       const name = chosen.length === 1 ? chosen[0].name.replace(/\/$/, '') + '.zip' : `${bucket}.zip`;
       return zip(chosen, name);
     });
-  const rename = (e) => {
-    const to = prompt(`Move or rename ${e.key} to (full key in ${bucket}):`, e.key);
-    if (to && to !== e.key) act(() => call('POST', `${base}/move`, { from: e.key, to }), `Moved to ${to}.`);
+  // After a dialog's action (its errors stay in the dialog).
+  const done = (text) => act(async () => {}, text);
+  const rename = (e) =>
+    dialog.open({
+      title: `Rename or move ${e.name}`,
+      label: `New key in ${bucket}`,
+      hint: 'Use “/” to move it into a folder, e.g. archive/' + e.key.split('/').pop(),
+      initial: e.key,
+      select: true,
+      validate: (to) => keyProblem(to, e.key),
+      submit: 'Move',
+      onSubmit: async (to) => {
+        await call('POST', `${base}/move`, { from: e.key, to });
+        done(`Moved to ${to}.`);
+      },
+    });
+  const copy = (e) =>
+    dialog.open({
+      title: `Copy ${e.name}`,
+      label: `Key of the copy in ${bucket}`,
+      initial: e.key.replace(/(\.[^./]*)?$/, '-copy$1'),
+      select: true,
+      validate: (to) => keyProblem(to, e.key),
+      submit: 'Copy',
+      onSubmit: async (to) => {
+        await call('POST', `${base}/copy`, { from: e.key, to });
+        done(`Copied to ${to}.`);
+      },
+    });
+  const remove = (items) => {
+    if (!items.length) return;
+    const names = items.map((e) => e.name);
+    const folders = items.some((e) => e.folder);
+    dialog.open({
+      title: items.length === 1 ? `Delete ${names[0]}?` : `Delete ${items.length} items?`,
+      text: (items.length > 1 ? names.slice(0, 5).join(', ') + (names.length > 5 ? ', …' : '') + '. ' : '') +
+        (folders ? 'A folder is deleted with everything in it. ' : '') + 'This cannot be undone.',
+      submit: 'Delete',
+      danger: true,
+      onSubmit: async () => {
+        const keys = items.filter((e) => !e.folder).map((e) => e.key);
+        const bodies = items.filter((e) => e.folder).map((e) => ({ prefix: e.key }));
+        if (keys.length) bodies.unshift({ keys });
+        for (const body of bodies) {
+          const res = await request('POST', `/api/v1/${base}/delete`, body);
+          const lines = (await res.text()).split('\n').filter(Boolean).map((l) => JSON.parse(l));
+          // One line per key, then the totals ({done: true}); a missing
+          // totals line means the request was cut short.
+          const bad = lines.filter((l) => !l.done && l.status === 'error');
+          if (bad.length) throw new Error(`${bad.length} item(s) could not be deleted: ${bad[0].key} (${bad[0].error})`);
+          if (!lines.some((l) => l.done)) throw new Error('The delete was cut short; reload to see what is left.');
+        }
+        done('Deleted.');
+      },
+    });
   };
-  const copy = (e) => {
-    const to = prompt(`Copy ${e.key} to (full key in ${bucket}):`, e.key.replace(/(\.[^./]*)?$/, ' copy$1'));
-    if (to) act(() => call('POST', `${base}/copy`, { from: e.key, to }), `Copied to ${to}.`);
-  };
-  const remove = () => {
-    const names = chosen.map((e) => e.name).join(', ');
-    if (!confirm(`Delete ${chosen.length} item(s): ${names}? Folders are deleted with everything in them.`)) return;
-    act(async () => {
-      const keys = chosen.filter((e) => !e.folder).map((e) => e.key);
-      const bodies = chosen.filter((e) => e.folder).map((e) => ({ prefix: e.key }));
-      if (keys.length) bodies.unshift({ keys });
-      for (const body of bodies) {
-        const res = await request('POST', `/api/v1/${base}/delete`, body);
-        const lines = (await res.text()).split('\n').filter(Boolean).map((l) => JSON.parse(l));
-        // One line per key, then the totals ({done: true}); a missing
-        // totals line means the request was cut short.
-        const bad = lines.filter((l) => !l.done && l.status === 'error');
-        if (bad.length) throw new Error(`${bad.length} item(s) could not be deleted: ${bad[0].key} (${bad[0].error})`);
-        if (!lines.some((l) => l.done)) throw new Error('The delete was cut short; reload to see what is left.');
-      }
-    }, 'Deleted.');
-  };
-  const newFolder = () => {
-    const name = prompt('New folder name:');
-    if (name) go(browserPath(bucket, prefix + name.replace(/\/+$/, '') + '/'));
-  };
+  // A folder is a marker object, an empty "prefix/name/" (what S3
+  // consoles make): it stays when it is empty, and goes with a delete of
+  // the folder.
+  const newFolder = () =>
+    dialog.open({
+      title: 'New folder',
+      label: 'Folder name',
+      hint: prefix ? `Inside ${prefix}` : `At the top of ${bucket}`,
+      validate: (name) => nameProblem(name) || (listing.entries.some((x) => x.key === prefix + name + '/') ? 'There is a folder of this name here already.' : ''),
+      submit: 'Create folder',
+      onSubmit: async (name) => {
+        await request('PUT', fileURL(bucket, prefix + name + '/'), new Blob([], { type: 'application/x-directory' }), {
+          headers: { 'If-None-Match': '*' },
+        });
+        done(`Folder ${name} created.`);
+      },
+    });
+  const open = (e) => (e.folder ? go(browserPath(bucket, e.key)) : openPreview(e));
   const crumbs = prefix.split('/').filter(Boolean);
   const allSelected = entries.length > 0 && selected.size === entries.length;
   const sortButton = (by, label) => html`<button class="plain sort" aria-label=${'Sort by ' + label}
     aria-pressed=${sort.by === by} onClick=${() => setSort({ by, desc: sort.by === by ? !sort.desc : false })}>${label}${sort.by === by ? (sort.desc ? ' ▾' : ' ▴') : ''}</button>`;
+  const focused = entries.find((e) => e.key === active);
+  const onGridKey = (e) => {
+    if (!entries.length || e.altKey) return;
+    const i = Math.max(0, entries.findIndex((x) => x.key === active));
+    const move = (j) => {
+      e.preventDefault();
+      setActive(entries[Math.max(0, Math.min(entries.length - 1, j))].key);
+    };
+    const onRow = e.target.getAttribute('role') === 'row';
+    switch (e.key) {
+      case 'ArrowDown':
+        return move(i + 1);
+      case 'ArrowUp':
+        return move(i - 1);
+      case 'Home':
+        return move(0);
+      case 'End':
+        return move(entries.length - 1);
+      case 'PageDown':
+        return move(i + Math.floor(height / ROW));
+      case 'PageUp':
+        return move(i - Math.floor(height / ROW));
+      case 'Enter':
+        if (!onRow) return;
+        e.preventDefault();
+        return open(entries[i]);
+      case ' ':
+        if (!onRow) return;
+        e.preventDefault();
+        return toggle(entries[i].key);
+      case 'Delete':
+        e.preventDefault();
+        return remove(chosen.length ? chosen : [entries[i]]);
+      case 'a':
+        if (!(e.ctrlKey || e.metaKey) || !onRow) return;
+        e.preventDefault();
+        return setSelected(allSelected ? new Set() : new Set(entries.map((x) => x.key)));
+    }
+  };
 
   return html`<section class="browser">
+    <h1 class="sr">${prefix ? `Folder ${prefix} in ${bucket}` : `Bucket ${bucket}`}</h1>
     <nav class="crumbs" aria-label="Breadcrumbs">
-      <${Link} href="/buckets">Buckets</${Link}> /
-      <${Link} href=${browserPath(bucket, '')}>${bucket}</${Link}>
+      <${Link} href="/buckets">Buckets</${Link}>${' / '}<${Link} href=${browserPath(bucket, '')}>${bucket}</${Link}>
       ${crumbs.map((c, i) => html` / <${Link} href=${browserPath(bucket, crumbs.slice(0, i + 1).join('/') + '/')}>${c}</${Link}>`)}
     </nav>
-    <${Banner} error=${error || listing.error} onClose=${() => setError(null)} />
-    ${msg && html`<${Banner} kind="ok" error=${msg} onClose=${() => setMsg('')} />`}
+    ${banners}<${Banner} error=${listing.error} />
+    ${missing ? html`<${Banner} error=${`No file named ${previewName} here.`} onClose=${closePreview} />` : null}
     <div class="toolbar" role="toolbar" aria-label="File actions">
       <button class="primary" aria-expanded=${showUpload} onClick=${() => setShowUpload(!showUpload)}>Upload</button>
       <button onClick=${newFolder}>New folder</button>
-      <button disabled=${!chosen.length} onClick=${downloadSelection}>Download</button>
-      <button disabled=${chosen.length !== 1} onClick=${() => setShare(chosen[0])}>Share</button>
-      <button onClick=${() => setShare({ folder: true, key: prefix, name: prefix || bucket })}>Share this folder</button>
-      <button disabled=${chosen.length !== 1 || chosen[0].folder} onClick=${() => rename(chosen[0])}>Rename/move</button>
-      <button disabled=${chosen.length !== 1 || chosen[0].folder} onClick=${() => copy(chosen[0])}>Copy</button>
-      <button class="danger" disabled=${!chosen.length} onClick=${remove}>Delete</button>
-      <label class="filter">Filter <input type="search" placeholder="name starts with…" value=${filter}
+      <button class="more-toggle" aria-expanded=${more} aria-controls="more-actions" onClick=${() => setMore(!more)}>
+        ${chosen.length ? `Actions (${chosen.length})` : 'More'}</button>
+      <div id="more-actions" class=${'more' + (more ? ' open' : '')}>
+        <button disabled=${!chosen.length} onClick=${downloadSelection}>Download</button>
+        <button disabled=${chosen.length !== 1} onClick=${() => setShare(chosen[0])}>Share</button>
+        <button onClick=${() => setShare({ folder: true, key: prefix, name: prefix || bucket })}>Share this folder</button>
+        <button disabled=${chosen.length !== 1 || chosen[0].folder} onClick=${() => rename(chosen[0])}>Rename/move</button>
+        <button disabled=${chosen.length !== 1 || chosen[0].folder} onClick=${() => copy(chosen[0])}>Copy</button>
+        <button class="danger" disabled=${!chosen.length} onClick=${() => remove(chosen)}>Delete</button>
+      </div>
+      <label class="filter">Filter <input type="search" placeholder="part of a name" value=${filter}
         onInput=${(e) => setFilter(e.target.value)} /></label>
     </div>
-    ${showUpload && html`<${Upload} bucket=${bucket} prefix=${prefix} onDone=${() => listing.reload()} />`}
-    <div class="status muted" aria-live="polite">
-      ${entries.length} item(s)${listing.done ? '' : ', loading…'}${selected.size ? `, ${selected.size} selected` : ''}
+    ${showUpload && html`<div ref=${panel}><${Upload} bucket=${bucket} prefix=${prefix} onDone=${() => listing.reload()}
+      onClose=${() => setShowUpload(false)} /></div>`}
+    <div class="status muted" role="status">
+      ${entries.length} item(s)${needle ? ` matching “${filter.trim()}”` : ''}${listing.done ? '' : ', loading…'}${selected.size ? `, ${selected.size} selected` : ''}
     </div>
-    <div class="grid-head" role="row">
-      <span><input type="checkbox" aria-label="Select all" checked=${allSelected}
-        onChange=${() => setSelected(allSelected ? new Set() : new Set(entries.map((e) => e.key)))} /></span>
-      <span>${sortButton('name', 'Name')}</span><span class="num">${sortButton('size', 'Size')}</span><span class="hide-s">${sortButton('date', 'Modified')}</span>
+    <div class="grid" role="grid" aria-label=${'Files in ' + (prefix || bucket)} aria-rowcount=${entries.length + 1}
+      aria-multiselectable="true" onKeyDown=${onGridKey}>
+      <div class="grid-head" role="row" aria-rowindex="1">
+        <span role="columnheader"><input type="checkbox" aria-label="Select all" checked=${allSelected}
+          onChange=${() => setSelected(allSelected ? new Set() : new Set(entries.map((e) => e.key)))} /></span>
+        <span role="columnheader">${sortButton('name', 'Name')}</span>
+        <span role="columnheader" class="num">${sortButton('size', 'Size')}</span>
+        <span role="columnheader" class="hide-s">${sortButton('date', 'Modified')}</span>
+      </div>
+      <${Rows} entries=${entries} selected=${selected} toggle=${toggle} height=${height} box=${box}
+        bucket=${bucket} prefix=${prefix} active=${focused ? active : entries.length ? entries[0].key : null}
+        setActive=${setActive} onOpen=${open} />
     </div>
-    <${Rows} entries=${entries} selected=${selected} toggle=${toggle} height=${height} box=${box}
-      bucket=${bucket} prefix=${prefix} done=${listing.done} onOpen=${setPreview} />
-    ${preview && html`<${Preview} bucket=${bucket} entry=${preview} onClose=${() => setPreview(null)}
-      onDownload=${() => act(() => download(preview))} />`}
+    ${listing.done && entries.length === 0
+      ? html`<p class="muted empty" role="status">${needle
+          ? `No files match “${filter.trim()}”.`
+          : 'This folder is empty. Upload files, or create a folder.'}</p>`
+      : null}
+    ${preview && html`<${Preview} key=${'preview'} bucket=${bucket} entry=${preview}
+      prev=${files[previewIndex - 1]} next=${files[previewIndex + 1]} onMove=${(e) => openPreview(e, true)}
+      onClose=${closePreview} onDownload=${() => act(() => download(preview))} />`}
     ${share && html`<${ShareDialog} bucket=${bucket} entry=${share} onClose=${() => setShare(null)} />`}
+    ${dialog.node}
   </section>`;
 }
 
 /**
- * Rows is the virtualized list: only the rows in view (and a margin) are
- * in the DOM, so a folder of 10,000 entries scrolls like one of 30. Its
- * scroll position is its own state: scrolling re-renders only the rows.
+ * Rows is the virtualized grid body: only the rows in view (and a margin)
+ * are in the DOM, so a folder of 10,000 entries scrolls like one of 30.
+ * Its scroll position is its own state: scrolling re-renders only the
+ * rows. One row is the grid's Tab stop (active); the arrow keys move it
+ * (Browser's onGridKey), and it is scrolled into view and focused.
  */
-const Rows = memo(function Rows({ entries, selected, toggle, height, box, bucket, prefix, done, onOpen }) {
+const Rows = memo(function Rows({ entries, selected, toggle, height, box, bucket, prefix, active, setActive, onOpen }) {
   const [scroll, setScroll] = useState(0);
   const frame = useRef(0);
+  const moved = useRef(false);
   useEffect(() => setScroll(0), [bucket, prefix]);
   const onScroll = (e) => {
     const top = e.target.scrollTop;
     cancelAnimationFrame(frame.current);
     frame.current = requestAnimationFrame(() => setScroll(top));
   };
+  const index = entries.findIndex((e) => e.key === active);
+  useEffect(() => {
+    // After a key moved the Tab stop: scroll it into view and focus it
+    // (it is always rendered, see below).
+    if (!moved.current || index < 0 || !box.current) return;
+    moved.current = false;
+    const el = box.current;
+    if (index * ROW < el.scrollTop) el.scrollTop = index * ROW;
+    else if ((index + 1) * ROW > el.scrollTop + el.clientHeight) el.scrollTop = (index + 1) * ROW - el.clientHeight;
+    const row = el.querySelector(`[data-key="${CSS.escape(active)}"]`);
+    if (row) row.focus({ preventScroll: true });
+  }, [active]);
   const first = Math.max(0, Math.floor(scroll / ROW) - 10);
   const last = Math.min(entries.length, first + Math.ceil(height / ROW) + 20);
-  return html`<div class="rows" ref=${box} style=${{ height: height + 'px' }} onScroll=${onScroll}
-      role="list" aria-label=${'Files in ' + (prefix || bucket)}>
+  const shown = entries.slice(first, last).map((e, i) => [e, first + i]);
+  if (index >= 0 && (index < first || index >= last)) shown.push([entries[index], index]);
+  const focusIn = (e) => {
+    const row = e.target.closest('[role=row]');
+    if (row && row.dataset.key !== active) setActive(row.dataset.key);
+  };
+  return html`<div class="rows" role="rowgroup" ref=${box} style=${{ height: height + 'px' }} onScroll=${onScroll}
+      onfocusin=${focusIn} onKeyDownCapture=${(e) => { if (/^(Arrow|Home|End|Page)/.test(e.key)) moved.current = true; }}>
       <div style=${{ height: entries.length * ROW + 'px', position: 'relative' }}>
-        ${entries.slice(first, last).map((e, i) => html`<${Row} key=${e.key} e=${e} top=${(first + i) * ROW} checked=${selected.has(e.key)}
+        ${shown.map(([e, i]) => html`<${Row} key=${e.key} e=${e} index=${i} checked=${selected.has(e.key)} stop=${e.key === active}
           toggle=${toggle} bucket=${bucket} onOpen=${onOpen} />`)}
       </div>
-      ${done && entries.length === 0 ? html`<p class="muted empty">This folder is empty. Upload files to create it.</p>` : null}
     </div>`;
 });
 
-const Row = memo(function Row({ e, top, checked, toggle, bucket, onOpen }) {
-  return html`<div class="row" role="listitem" style=${{ top: top + 'px' }} data-key=${e.key}>
-    <span><input type="checkbox" aria-label=${'Select ' + e.name} checked=${checked} onChange=${() => toggle(e.key)} /></span>
-    <span class="name">${e.folder
-      ? html`<${Link} class="folder" href=${browserPath(bucket, e.key)}>${e.name}</${Link}>`
-      : html`<button class="plain file" onClick=${() => onOpen(e)}>${e.name}</button>`}</span>
-    <span class="num">${e.folder ? '' : formatBytes(e.size)}</span>
-    <span class="hide-s muted">${formatDate(e.date)}</span>
+const Row = memo(function Row({ e, index, checked, stop, toggle, bucket, onOpen }) {
+  return html`<div class="row" role="row" aria-rowindex=${index + 2} aria-selected=${checked ? 'true' : 'false'}
+      tabindex=${stop ? 0 : -1} style=${{ top: index * ROW + 'px' }} data-key=${e.key}
+      aria-label=${(e.folder ? 'Folder ' : '') + e.name}>
+    <span role="gridcell"><input type="checkbox" tabindex="-1" aria-label=${'Select ' + e.name} checked=${checked} onChange=${() => toggle(e.key)} /></span>
+    <span role="gridcell" class="name">${e.folder
+      ? html`<${Link} class="folder" tabindex="-1" href=${browserPath(bucket, e.key)}>${e.name}</${Link}>`
+      : html`<button class="plain file" tabindex="-1" onClick=${() => onOpen(e)}>${e.name}</button>`}</span>
+    <span role="gridcell" class="num">${e.folder ? '' : formatBytes(e.size)}</span>
+    <span role="gridcell" class="hide-s muted">${formatDate(e.date)}</span>
   </div>`;
 });
-
-/** problemText turns a tus error's response into title/detail text. */
-function tusErrorText(err) {
-  const res = err && err.originalResponse;
-  if (!res) return (err && err.message) || 'Upload failed';
-  const status = res.getStatus();
-  let text = `HTTP ${status}`;
-  const body = res.getBody() || '';
-  try {
-    const p = JSON.parse(body);
-    text = p.detail ? `${p.title}: ${p.detail}` : p.title || text;
-  } catch {
-    if (status === 460) text = 'Checksum mismatch: the bytes received do not match, nothing of this chunk was stored';
-    else if (body) text = `${text}: ${body.slice(0, 200)}`;
-  }
-  if (status === 429) {
-    const ra = res.getHeader('Retry-After');
-    if (ra) text += ` Try again in ${ra} s.`;
-  }
-  return text;
-}
-
-function Upload({ bucket, prefix, onDone }) {
-  const target = useRef(null);
-  const where = useRef({ bucket, prefix });
-  where.current = { bucket, prefix };
-  const [errors, setErrors] = useState([]);
-  useEffect(() => {
-    const uppy = new Uppy({ autoProceed: true, id: 'console-upload' });
-    uppy.use(Dashboard, {
-      inline: true,
-      target: target.current,
-      height: 300,
-      width: '100%',
-      showProgressDetails: true,
-      proudlyDisplayPoweredByUppy: false,
-      fileManagerSelectionType: 'both',
-      theme: 'auto',
-      note: 'Files and folders; uploads resume after a network drop or a page reload.',
-    });
-    // Golden Retriever keeps the file list (names, sizes, meta, the tus
-    // upload URL; never a token) and the files' bytes in IndexedDB, so
-    // after a reload the uploads come back and resume from the server's
-    // offset. Bigger files than the limits come back as "ghosts" to pick
-    // again (tus then resumes them by fingerprint).
-    uppy.use(GoldenRetriever, {
-      serviceWorker: false,
-      indexedDB: { maxFileSize: 256 << 20, maxTotalSize: 1024 << 20 },
-    });
-    // Uploads cut short by a reload resume at once; what ended with
-    // errors (or lost its bytes: a "ghost") waits for the user's click.
-    uppy.on('restored', () => {
-      const files = uppy.getFiles();
-      if (uploadsPending() && files.length && !files.some((f) => f.isGhost)) uppy.emit('restore-confirmed');
-    });
-    uppy.on('upload', () => setUploadsPending(true));
-    uppy.use(Tus, {
-      endpoint: '/api/v1/tus/',
-      retryDelays: [0, 1000, 3000, 5000, 10000],
-      removeFingerprintOnSuccess: true,
-      allowedMetaFields: ['bucket', 'key', 'filetype'],
-      // Retry what a retry can fix: a dropped connection, 5xx, an offset
-      // conflict (409, e.g. after the browser re-sent a cut PATCH) or a
-      // lock (423); each retry asks HEAD for the offset first. Refusals
-      // (4xx, a full quota 507, 429 with its wait time) are shown at once.
-      // Deciding here also keeps Uppy's re-queueing out of the retry path
-      // (it could leave a retry waiting forever after a 409).
-      onShouldRetry(err) {
-        const status = (err && err.originalResponse && err.originalResponse.getStatus()) || 0;
-        if (status === 409 || status === 423) return true;
-        if (status >= 400 && status < 500) return false;
-        if (status === 501 || status === 507) return false;
-        return true;
-      },
-      async onBeforeRequest(req) {
-        req.setHeader('Authorization', `Bearer ${await token()}`);
-      },
-    });
-    uppy.on('file-added', (file) => {
-      const rel = (file.meta && file.meta.relativePath) || file.name;
-      const { bucket: b, prefix: p } = where.current;
-      uppy.setFileMeta(file.id, { bucket: b, key: p + rel.replace(/^\/+/, ''), filetype: file.type || 'application/octet-stream' });
-    });
-    uppy.on('upload-error', (file, err) => {
-      const text = tusErrorText(err);
-      if (file) uppy.setFileState(file.id, { error: text });
-      setErrors((es) => es.concat(`${file ? file.name : ''}: ${text}`));
-    });
-    uppy.on('upload-success', () => onDone());
-    uppy.on('complete', () => {
-      setUploadsPending(false);
-      onDone();
-    });
-    return () => uppy.destroy();
-  }, []);
-  return html`<div class="upload card">
-    ${errors.map((e, i) => html`<${Banner} key=${i} error=${e} />`)}
-    <div ref=${target} class="uppy-target" aria-label="Upload files"></div>
-  </div>`;
-}
-
-const TEXT_LIMIT = 1 << 20;
-
-function kindOf(entry) {
-  const ct = (entry.content_type || '').split(';')[0].trim().toLowerCase();
-  if (ct.startsWith('image/')) return 'image';
-  if (ct.startsWith('video/')) return 'video';
-  if (ct.startsWith('audio/')) return 'audio';
-  if (ct === 'application/pdf') return 'pdf';
-  if (ct === 'text/markdown' || ct === 'text/x-markdown' || /\.(md|markdown)$/i.test(entry.key)) return 'markdown';
-  if (ct.startsWith('text/') || /json|xml|javascript|yaml|toml|markdown/.test(ct) || /\.(md|txt|log|csv|ya?ml|toml|ini|conf|go|py|js|ts|rs|sh)$/i.test(entry.key))
-    return 'text';
-  return 'none';
-}
-
-function Preview({ bucket, entry, onClose, onDownload }) {
-  const dlg = useRef(null);
-  const [state, setState] = useState({ loading: true });
-  const kind = kindOf(entry);
-  useEffect(() => {
-    dlg.current.showModal();
-    let url = null;
-    let shareId = null;
-    let live = true;
-    (async () => {
-      try {
-        if (kind === 'image' || kind === 'pdf') {
-          const res = await request('GET', fileURL(bucket, entry.key));
-          // The blob's type is set here, never taken from the file: an
-          // image or PDF can run no script in the console's origin.
-          const blob = new Blob([await res.arrayBuffer()], { type: kind === 'pdf' ? 'application/pdf' : res.headers.get('Content-Type') });
-          url = URL.createObjectURL(blob);
-          if (live) setState({ url });
-        } else if (kind === 'video' || kind === 'audio') {
-          // Streamed with Range: a media element cannot send the bearer
-          // token, so it plays through a short-lived share link of the
-          // file (revoked when the preview closes).
-          const s = await call('POST', 'shares', { bucket, key: entry.key, expires_in: 3600, note: 'console preview' });
-          shareId = s.id;
-          if (live) setState({ url: s.url });
-        } else if (kind === 'text' || kind === 'markdown') {
-          const res = await request('GET', fileURL(bucket, entry.key), undefined, { headers: { Range: `bytes=0-${TEXT_LIMIT - 1}` } });
-          const text = await res.text();
-          if (live) setState({ text, cut: entry.size > TEXT_LIMIT });
-        } else if (live) setState({});
-      } catch (error) {
-        if (live) setState({ error });
-      }
-    })();
-    return () => {
-      live = false;
-      if (url) URL.revokeObjectURL(url);
-      if (shareId) call('DELETE', `shares/${shareId}`).catch(() => {});
-    };
-  }, [entry.key]);
-  let body;
-  if (state.error) body = html`<${Banner} error=${state.error} />`;
-  else if (state.loading) body = html`<p class="muted">Loading…</p>`;
-  else if (kind === 'image') body = html`<img class="preview-media" src=${state.url} alt=${'Preview of ' + entry.name} />`;
-  else if (kind === 'video') body = html`<video class="preview-media" controls src=${state.url}></video>`;
-  else if (kind === 'audio') body = html`<audio controls src=${state.url}></audio>`;
-  else if (kind === 'pdf') body = html`<iframe class="preview-pdf" title=${'PDF ' + entry.name} src=${state.url}></iframe>`;
-  else if (kind === 'markdown')
-    body = html`<${Markdown} text=${state.text} />${state.cut ? html`<p class="muted">First 1 MiB shown.</p>` : null}`;
-  else if (kind === 'text')
-    body = html`<pre class="preview-text" data-testid="preview-text">${state.text}</pre>${state.cut ? html`<p class="muted">First 1 MiB shown.</p>` : null}`;
-  else body = html`<p class="muted">No preview for this type (${entry.content_type || 'unknown'}).</p>`;
-  return html`<dialog ref=${dlg} class="preview" aria-label=${'Preview of ' + entry.name} onClose=${onClose}>
-    <header><h2>${entry.name}</h2><span class="muted">${formatBytes(entry.size)} · ${entry.content_type}</span>
-      <button onClick=${onDownload}>Download</button>
-      <button class="plain" aria-label="Close preview" onClick=${() => dlg.current.close()}>×</button></header>
-    <div class="preview-body">${body}</div>
-  </dialog>`;
-}
-
-/**
- * Markdown renders text through markdown.js (loaded on first use): marked,
- * sanitized by DOMPurify into a DOM fragment inserted as nodes. The HTML
- * of user data is never assigned to innerHTML; the console's CSP blocks
- * what is left anyway (no inline script, images only from this origin).
- */
-function Markdown({ text }) {
-  const box = useRef(null);
-  const [error, setError] = useState(null);
-  useEffect(() => {
-    let live = true;
-    import('./markdown.js')
-      .then(({ renderMarkdown }) => live && box.current.replaceChildren(renderMarkdown(text)))
-      .catch((e) => live && setError(e));
-    return () => {
-      live = false;
-    };
-  }, [text]);
-  return html`<${Banner} error=${error} /><div class="preview-markdown" data-testid="preview-markdown" ref=${box}></div>`;
-}
 
 export function shareLink(token) {
   return `${location.origin}/share#${token}`;
 }
 
 function ShareDialog({ bucket, entry, onClose }) {
-  const dlg = useRef(null);
   const [expires, setExpires] = useState(7 * 86400);
   const [password, setPassword] = useState('');
   const [maxDownloads, setMax] = useState('');
@@ -563,7 +436,6 @@ function ShareDialog({ bucket, entry, onClose }) {
   const [note, setNote] = useState('');
   const [made, setMade] = useState(null);
   const [error, setError] = useState(null);
-  useEffect(() => dlg.current.showModal(), []);
   const submit = async (e) => {
     e.preventDefault();
     setError(null);
@@ -580,9 +452,7 @@ function ShareDialog({ bucket, entry, onClose }) {
       setError(err);
     }
   };
-  return html`<dialog ref=${dlg} class="share" aria-label="Share link" onClose=${onClose}>
-    <header><h2>Share ${entry.folder ? 'folder' : 'file'} ${entry.name}</h2>
-      <button class="plain" aria-label="Close" onClick=${() => dlg.current.close()}>×</button></header>
+  return html`<${Modal} label="Share link" title=${`Share ${entry.folder ? 'folder' : 'file'} ${entry.name}`} className="share" onClose=${onClose}>
     <${Banner} error=${error} />
     ${made
       ? html`<div>
@@ -599,7 +469,5 @@ function ShareDialog({ bucket, entry, onClose }) {
           <label>Note (optional) <input value=${note} onInput=${(e) => setNote(e.target.value)} /></label>
           <button class="primary" type="submit">Create link</button>
         </form>`}
-  </dialog>`;
+  </${Modal}>`;
 }
-
-export { ApiError };

@@ -4,7 +4,7 @@ import { useState, useEffect } from 'preact/hooks';
 import '@uppy/core/css/style.min.css';
 import '@uppy/dashboard/css/style.min.css';
 import './style.css';
-import { login, signup, logout, refresh, onAuthChange, signedIn, call } from './api.js';
+import { login, signup, logout, resume, onAuthChange, signedIn, call } from './api.js';
 import { html, Link, go, useRoute, Banner } from './ui.js';
 import { Buckets, Browser, forgetUploads } from './browser.js';
 import { Shares, Keys, Account, Admin } from './pages.js';
@@ -103,23 +103,34 @@ function App() {
   const [me, setMe] = useState({});
   const [n, setN] = useState(0);
   useEffect(() => onAuthChange((on) => setAuth(on ? 'in' : 'out')), []);
+  // A session of this browser continues (the refresh cookie) without a
+  // failed request when there is none: POST /auth/resume answers 200
+  // either way.
   useEffect(() => {
     if (path === '/share') return;
-    refresh().catch(() => setAuth('out'));
+    resume().then((on) => setAuth(on ? 'in' : 'out'), () => setAuth('out'));
   }, []);
   useEffect(() => {
     if (auth !== 'in') {
       setAdmin(false);
       return;
     }
-    call('GET', 'me').then((data) => setMe({ data }), (error) => setMe({ error }));
-    // The console shows the admin pages to administrators only; the API
-    // refuses everyone else (403) whatever the console shows.
-    call('GET', 'admin/server').then(() => setAdmin(true), () => setAdmin(false));
+    // The console shows the admin pages to administrators only (/me says
+    // who is one); the API refuses everyone else (403) whatever the
+    // console shows.
+    call('GET', 'me').then(
+      (data) => {
+        setMe({ data });
+        setAdmin(!!data.admin);
+      },
+      (error) => setMe({ error }),
+    );
   }, [auth, n]);
   const meState = { ...me, reload: () => setN((x) => x + 1) };
 
-  if (path === '/share') return html`<${SharePage} />`;
+  // Keyed by the fragment (the token): another link in the same tab is
+  // another page.
+  if (path === '/share') return html`<${SharePage} key=${location.hash} />`;
   if (auth === 'unknown') return html`<main id="main" class="auth"><p class="muted">Loading…</p></main>`;
   if (auth === 'out') {
     if (path === '/signup') return html`<${SignUp} />`;

@@ -1,60 +1,59 @@
 // Shares, S3 access keys, the account, and the administrator's pages.
 import { useState } from 'preact/hooks';
-import { call, changePassword, formatBytes, formatDate } from './api.js';
-import { html, Banner, useAsync, CopyField, Link } from './ui.js';
+import { call, changePassword, formatBytes, formatDate, sessionSince } from './api.js';
+import { html, Banner, useAsync, CopyField, Link, useDialog, useActions } from './ui.js';
 import { browserPath } from './browser.js';
 
 const enc = encodeURIComponent;
 
-function useActions(reload) {
-  const [error, setError] = useState(null);
-  const [msg, setMsg] = useState('');
-  const act = async (fn, ok) => {
-    setError(null);
-    setMsg('');
-    try {
-      const r = await fn();
-      if (ok) setMsg(ok);
-      if (reload) reload();
-      return r;
-    } catch (e) {
-      setError(e);
-      return undefined;
-    }
-  };
-  const banners = html`<${Banner} error=${error} onClose=${() => setError(null)} />${msg && html`<${Banner} kind="ok" error=${msg} onClose=${() => setMsg('')} />`}`;
-  return { act, banners };
-}
+const STATE = { active: 'active', revoked: 'revoked', expired: 'expired', used_up: 'used up' };
 
 export function Shares() {
   const list = useAsync(() => call('GET', 'shares'), []);
-  const { act, banners } = useActions(list.reload);
+  const { act, banners, setMsg } = useActions(list.reload);
+  const dialog = useDialog();
   const shares = (list.data && list.data.shares) || [];
+  const what = (s) => `${s.bucket}/${s.folder ? s.prefix : s.key}`;
+  const end = (s) =>
+    s.state === 'active'
+      ? dialog.open({
+          title: 'Revoke this link?',
+          text: `The link to ${what(s)} stops working at once. It stays in this list as revoked until you delete it.`,
+          submit: 'Revoke',
+          danger: true,
+          onSubmit: async () => {
+            await call('DELETE', `shares/${s.id}`);
+            setMsg('Link revoked.');
+            list.reload();
+          },
+        })
+      : act(() => call('DELETE', `shares/${s.id}`), 'Link deleted.');
   return html`<section>
     <h1>Share links</h1>
-    <p class="muted">Create links from the file browser (select a file and press Share, or “Share this folder”).</p>
+    <p class="muted">Create links from the file browser (select a file and press Share, or “Share this folder”).
+      The console’s own short-lived download links are not listed.</p>
     ${banners}<${Banner} error=${list.error} />
-    <table class="list">
+    <table class="list shares">
       <thead><tr><th>What</th><th>State</th><th class="hide-s">Downloads</th><th class="hide-s">Expires</th><th><span class="sr">Actions</span></th></tr></thead>
       <tbody>${shares.map((s) => html`<tr key=${s.id} data-share=${s.id}>
-        <td><${Link} href=${browserPath(s.bucket, s.folder ? s.prefix : s.key.replace(/[^/]*$/, ''))}>${s.bucket}/${s.folder ? s.prefix : s.key}</${Link}>
-          ${s.password ? ' 🔒' : ''}${s.allow_upload ? ' (drop box)' : ''}${s.note ? html` <span class="muted">${s.note}</span>` : ''}</td>
-        <td><span class=${'state ' + s.state}>${s.state}</span></td>
+        <td class="wrap"><${Link} href=${browserPath(s.bucket, s.folder ? s.prefix : s.key.replace(/[^/]*$/, ''))}>${what(s)}</${Link}>
+          ${s.password ? html` <span role="img" aria-label="password">🔒</span>` : ''}${s.allow_upload ? ' (drop box)' : ''}${s.note ? html` <span class="muted">${s.note}</span>` : ''}</td>
+        <td><span class=${'state ' + s.state}>${STATE[s.state] || s.state}</span></td>
         <td class="hide-s">${s.downloads}${s.max_downloads ? ` / ${s.max_downloads}` : ''}</td>
         <td class="hide-s">${formatDate(s.expires_at)}</td>
-        <td class="actions">${s.state === 'active' || s.state === 'expired'
-          ? html`<button class="danger" aria-label=${'Revoke link to ' + (s.key || s.prefix || s.bucket)}
-              onClick=${() => confirm('Revoke this link? It stops working at once.') && act(() => call('DELETE', `shares/${s.id}`), 'Link revoked.')}>Revoke</button>`
-          : null}</td>
+        <td class="actions"><button class="danger" aria-label=${(s.state === 'active' ? 'Revoke link to ' : 'Delete link to ') + (s.key || s.prefix || s.bucket)}
+          onClick=${() => end(s)}>${s.state === 'active' ? 'Revoke' : 'Delete'}</button></td>
       </tr>`)}</tbody>
     </table>
     ${list.data && !shares.length ? html`<p class="muted">No share links.</p>` : null}
+    ${dialog.node}
   </section>`;
 }
 
 export function Keys() {
   const list = useAsync(() => call('GET', 'keys'), []);
-  const { act, banners } = useActions(list.reload);
+  const { act, banners, setMsg } = useActions(list.reload);
+  const dialog = useDialog();
   const [name, setName] = useState('');
   const [made, setMade] = useState(null);
   const keys = (list.data && list.data.keys) || [];
@@ -90,9 +89,20 @@ export function Keys() {
         <td><code>${k.access_key_id}</code></td><td>${k.name}</td>
         <td class="hide-s">${formatDate(k.created_at)}</td><td class="hide-s">${formatDate(k.last_used) || 'never'}</td>
         <td class="actions"><button class="danger" aria-label=${'Revoke key ' + k.access_key_id}
-          onClick=${() => confirm(`Revoke ${k.access_key_id}? It stops working at once.`) && act(() => call('DELETE', `keys/${enc(k.access_key_id)}`), 'Key revoked.')}>Revoke</button></td>
+          onClick=${() => dialog.open({
+            title: `Revoke ${k.access_key_id}?`,
+            text: 'Every client using this key stops working at once.',
+            submit: 'Revoke key',
+            danger: true,
+            onSubmit: async () => {
+              await call('DELETE', `keys/${enc(k.access_key_id)}`);
+              setMsg('Key revoked.');
+              list.reload();
+            },
+          })}>Revoke</button></td>
       </tr>`)}</tbody>
     </table>
+    ${dialog.node}
   </section>`;
 }
 
@@ -117,10 +127,13 @@ export function Account({ me }) {
       setNew('');
     });
   };
+  const since = sessionSince();
   return html`<section>
     <h1>Account</h1>
     ${banners}
-    <p>Signed in as <strong>${u.email}</strong> since ${formatDate(u.created_at)}.</p>
+    <p>Signed in as <strong>${u.email}</strong>${since
+      ? html` since <time datetime=${since.toISOString()} data-testid="session-since">${formatDate(since)}</time>`
+      : ''}. Account created ${formatDate(u.created_at)}.</p>
     <${UsageBar} usage=${u.usage_bytes} quota=${u.quota_bytes} />
     <form class="stack card" onSubmit=${submit} aria-label="Change password">
       <h2>Change password</h2>
@@ -148,17 +161,36 @@ function AdminPage() {
     invites.reload();
     server.reload();
   };
-  const { act, banners } = useActions(reload);
+  const { act, banners, setMsg } = useActions(reload);
+  const dialog = useDialog();
   const [invite, setInvite] = useState(null);
   const [inviteEmail, setInviteEmail] = useState('');
   const s = server.data || {};
-  const setQuota = (u) => {
-    const v = prompt(`Quota of ${u.email} in GiB (0 = unlimited):`, u.quota_bytes ? String(u.quota_bytes / GiB) : '0');
-    if (v === null) return;
-    const n = Math.round(Number(v) * GiB);
-    if (!(n >= 0)) return;
-    act(() => call('PUT', `admin/users/${enc(u.id)}/quota`, { quota_bytes: n }), `Quota of ${u.email} set.`);
-  };
+  const setQuota = (u) =>
+    dialog.open({
+      title: `Quota of ${u.email}`,
+      label: 'Quota in GiB (0 = unlimited)',
+      initial: u.quota_bytes ? String(u.quota_bytes / GiB) : '0',
+      validate: (v) => (v.trim() === '' || !(Number(v) >= 0) ? 'A number of GiB, 0 or more (decimals allowed).' : ''),
+      submit: 'Set quota',
+      onSubmit: async (v) => {
+        await call('PUT', `admin/users/${enc(u.id)}/quota`, { quota_bytes: Math.round(Number(v) * GiB) });
+        setMsg(`Quota of ${u.email} set.`);
+        reload();
+      },
+    });
+  const ask = (title, text, submit, fn, done) =>
+    dialog.open({
+      title,
+      text,
+      submit,
+      danger: true,
+      onSubmit: async () => {
+        await fn();
+        setMsg(done);
+        reload();
+      },
+    });
   const makeInvite = async (e) => {
     e.preventDefault();
     const inv = await act(() => call('POST', 'admin/invites', inviteEmail ? { email: inviteEmail } : {}));
@@ -180,15 +212,17 @@ function AdminPage() {
     <table class="list">
       <thead><tr><th>Email</th><th>Usage / quota</th><th class="hide-s">Role</th><th><span class="sr">Actions</span></th></tr></thead>
       <tbody>${((users.data && users.data.users) || []).map((u) => html`<tr key=${u.id}>
-        <td>${u.email}${u.disabled ? html` <span class="state revoked">disabled</span>` : ''}</td>
+        <td class="wrap">${u.email}${u.disabled ? html` <span class="state revoked">disabled</span>` : ''}</td>
         <td>${formatBytes(u.usage_bytes)} / ${u.quota_bytes ? formatBytes(u.quota_bytes) : '∞'}</td>
         <td class="hide-s">${u.admin ? 'admin' : 'user'}</td>
         <td class="actions">
           <button onClick=${() => setQuota(u)} aria-label=${'Set quota of ' + u.email}>Quota</button>
           ${u.disabled
             ? html`<button onClick=${() => act(() => call('POST', `admin/users/${enc(u.id)}/enable`), `${u.email} enabled.`)}>Enable</button>`
-            : html`<button onClick=${() => confirm(`Disable ${u.email}? Their sessions and keys stop working.`) && act(() => call('POST', `admin/users/${enc(u.id)}/disable`), `${u.email} disabled.`)}>Disable</button>`}
-          <button class="danger" onClick=${() => confirm(`Delete ${u.email} and ALL their files?`) && act(() => call('DELETE', `admin/users/${enc(u.id)}?purge=true`), `${u.email} deleted.`)}>Delete</button>
+            : html`<button onClick=${() => ask(`Disable ${u.email}?`, 'Their sessions, keys and share links stop working until you enable them again.',
+                'Disable', () => call('POST', `admin/users/${enc(u.id)}/disable`), `${u.email} disabled.`)}>Disable</button>`}
+          <button class="danger" onClick=${() => ask(`Delete ${u.email}?`, 'The account and ALL its files, buckets, keys and links are deleted. This cannot be undone.',
+            'Delete account', () => call('DELETE', `admin/users/${enc(u.id)}?purge=true`), `${u.email} deleted.`)}>Delete</button>
         </td></tr>`)}</tbody>
     </table>
     <h2>Invites</h2>
@@ -201,9 +235,10 @@ function AdminPage() {
     <table class="list">
       <thead><tr><th>For</th><th>State</th><th class="hide-s">Uses left</th><th class="hide-s">Expires</th><th><span class="sr">Actions</span></th></tr></thead>
       <tbody>${((invites.data && invites.data.invites) || []).map((i) => html`<tr key=${i.id}>
-        <td>${i.email || 'anyone'}</td><td>${i.state}</td><td class="hide-s">${i.uses_left} / ${i.uses}</td><td class="hide-s">${formatDate(i.expires_at)}</td>
+        <td class="wrap">${i.email || 'anyone'}</td><td>${i.state}</td><td class="hide-s">${i.uses_left} / ${i.uses}</td><td class="hide-s">${formatDate(i.expires_at)}</td>
         <td class="actions">${i.state === 'active' ? html`<button class="danger" onClick=${() => act(() => call('DELETE', `admin/invites/${enc(i.id)}`), 'Invite revoked.')}>Revoke</button>` : null}</td>
       </tr>`)}</tbody>
     </table>
+    ${dialog.node}
   </section>`;
 }
