@@ -902,8 +902,14 @@ func flowAdmin(e *oasEnv) {
 		} `json:"grants"`
 	}
 	e.want(200, call{method: "GET", path: "/api/v1/admin/kms/grants", token: tok}, &grants)
-	e.want(200, call{method: "PUT", path: grant + "alias/finance", token: tok}, nil) // a name with a /
-	e.want(200, call{method: "PUT", path: grant + "alias/finance", token: tok}, nil) // again: no change
+	var first, again struct {
+		CreatedAt string `json:"created_at"`
+	}
+	e.want(200, call{method: "PUT", path: grant + "alias/finance", token: tok}, &first) // a name with a /
+	e.want(200, call{method: "PUT", path: grant + "alias/finance", token: tok}, &again) // again: no change
+	if first.CreatedAt != again.CreatedAt {
+		e.t.Errorf("a grant allowed again answers created_at %s, first %s", again.CreatedAt, first.CreatedAt)
+	}
 	e.want(403, call{method: "PUT", path: grant + "alias/finance", token: user.AccessToken}, nil, "permission_denied")
 	e.want(404, call{method: "PUT", path: "/api/v1/admin/users/nobody/kms-keys/finance", token: tok}, nil, "not_found")
 	e.want(400, call{method: "PUT", path: grant + "two%20words", token: tok, invalid: true}, nil, "invalid_argument")
