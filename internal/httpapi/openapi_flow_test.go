@@ -932,8 +932,15 @@ func flowAdmin(e *oasEnv) {
 	if err := os.WriteFile(creds, []byte("access_key="+gk.ID+"\nsecret_key="+gk.Secret+"\n"), 0o600); err != nil {
 		e.t.Fatal(err)
 	}
-	gwURL := "s3://" + e.bucketOf(user.AccessToken) + "?endpoint=" + e.s3 + "&region=us-east-1&mode=ro&credentials_file=" + creds
+	graceBucket := e.bucketOf(user.AccessToken)
+	e.want(201, call{method: "PUT", path: "/api/v1/buckets/" + graceBucket + "/files/in/mirror.txt", token: user.AccessToken, body: []byte("mirrored"), ctype: "text/plain"}, nil)
+	gwURL := "s3://" + graceBucket + "?endpoint=" + e.s3 + "&region=us-east-1&mode=ro&credentials_file=" + creds
 	e.want(201, call{method: "POST", path: "/api/v1/admin/gateways", token: tok, json: map[string]any{"name": "gw-mirror", "url": gwURL, "owner": "grace@example.com"}}, nil)
+	// A gateway bucket's listings (the backend's carry no content type).
+	e.want(200, call{method: "GET", path: "/api/v1/buckets/gw-mirror/files", token: user.AccessToken}, nil)
+	var gwShare struct{ Token string }
+	e.want(201, call{method: "POST", path: "/api/v1/shares", token: user.AccessToken, json: map[string]any{"bucket": "gw-mirror", "prefix": "in/"}}, &gwShare)
+	e.want(200, call{method: "GET", path: "/s/" + gwShare.Token}, nil)
 	e.want(200, call{method: "GET", path: "/api/v1/admin/gateways", token: tok}, nil)
 	e.want(204, call{method: "DELETE", path: "/api/v1/admin/gateways/gw-mirror", token: tok}, nil)
 	e.want(404, call{method: "DELETE", path: "/api/v1/admin/gateways/gw-mirror", token: tok}, nil, "not_found")
