@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -277,6 +278,10 @@ func (e *oasEnv) checkResponse(name string, input *openapi3filter.RequestValidat
 	if !slices.Contains(catchAll, resp.StatusCode) && op.Responses.Status(resp.StatusCode) == nil {
 		e.fail("%s: status %d is not listed by the operation (only its default covers it)", name, resp.StatusCode)
 	}
+	// What the document's description says of every response.
+	if resp.Header.Get("X-Request-Id") == "" || resp.Header.Get("X-Content-Type-Options") != "nosniff" {
+		e.fail("%s: %d without X-Request-Id or X-Content-Type-Options: nosniff: %v", name, resp.StatusCode, resp.Header)
+	}
 	ndjson := strings.HasPrefix(resp.Header.Get("Content-Type"), "application/x-ndjson")
 	out := &openapi3filter.ResponseValidationInput{
 		RequestValidationInput: input,
@@ -410,6 +415,21 @@ func (e *oasEnv) want(status int, c call, out any, code ...string) *http.Respons
 	return resp
 }
 
+// wantProblem sends c and fails unless it answers the problem status
+// with the type docs/errors.md#typ and, unless nil, exactly extra.
+func (e *oasEnv) wantProblem(status int, c call, typ string, extra map[string]any) {
+	e.t.Helper()
+	resp, b := e.do(c, nil)
+	var p struct {
+		Type  string
+		Extra map[string]any
+	}
+	if err := json.Unmarshal(b, &p); resp.StatusCode != status || err != nil || p.Type != httpapi.ErrorTypeBase+typ ||
+		(extra != nil && !reflect.DeepEqual(p.Extra, extra)) {
+		e.t.Fatalf("%s %s: %d %s, want %d #%s %v", c.method, c.path, resp.StatusCode, clip(b), status, typ, extra)
+	}
+}
+
 type session struct {
 	AccessToken  string `json:"access_token"`
 	RefreshToken string `json:"refresh_token"`
@@ -488,6 +508,9 @@ func checkWrongDocuments(t *testing.T, e *oasEnv) {
 		{"a line of a stream", func(d *openapi3.T) {
 			schema(d, "BatchDeleteLine").OneOf[0].Value.Properties["status"].Value.Enum = []any{"deleted", "error"}
 		}, call{method: "POST", path: b + "/delete", token: tok, json: map[string]any{"keys": []string{"never.txt"}}}, "does not match the document"},
+		{"a problem's extra of another form", func(d *openapi3.T) {
+			schema(d, "ZipLimit").Properties["max_prefixes"].Value.Type = &openapi3.Types{"string"}
+		}, call{method: "POST", path: b + "/zip", token: tok, json: map[string]any{"prefixes": manyPrefixes(1001)}}, "response body doesn't match"},
 		{"a request the document refuses", func(d *openapi3.T) {
 			schema(d, "CreateBucketRequest").Properties["name"].Value.MaxLength = openapi3.Ptr(uint64(3))
 		}, call{method: "POST", path: "/api/v1/buckets", token: tok, json: map[string]any{"name": "oscar-more"}}, "the request does not match"},
@@ -644,11 +667,26 @@ func flowFiles(e *oasEnv) {
 	e.want(200, call{method: "POST", path: b + "/zip", token: tok, json: map[string]any{"keys": []string{"docs/moved.txt"}, "prefixes": []string{"form/"}, "compress": true}}, nil)
 	e.want(404, call{method: "POST", path: b + "/zip", token: tok, json: map[string]any{"keys": []string{"nothing"}}}, nil, "not_found")
 	e.want(400, call{method: "POST", path: b + "/zip", token: tok, json: map[string]any{}, invalid: true}, nil, "invalid_argument")
+	prefixes := manyPrefixes(1001)
+	e.wantProblem(413, call{method: "POST", path: b + "/zip", token: tok, json: map[string]any{"prefixes": append(prefixes, prefixes[:10]...)}},
+		"zip_too_large", map[string]any{"reason": "zip_too_large", "max_prefixes": 1000.0})
+	e.want(200, call{method: "POST", path: b + "/zip", token: tok, json: map[string]any{"prefixes": append(prefixes, "")}}, nil) // "" covers them
+	e.wantProblem(413, call{method: "POST", path: b + "/zip", token: tok, json: map[string]any{"keys": []string{strings.Repeat("k", 70<<10)}}},
+		"too_large", nil) // the body, not the zip
 	e.want(200, call{method: "POST", path: b + "/delete", token: tok, json: map[string]any{"keys": []string{"docs/moved.txt", "gone.txt", "a/../b"}}}, nil)
 	e.want(200, call{method: "POST", path: b + "/delete", token: tok, json: map[string]any{"prefix": "form/"}}, nil)
 	e.want(400, call{method: "POST", path: b + "/delete", token: tok, json: map[string]any{"keys": []string{"a"}, "prefix": ""}, invalid: true}, nil, "invalid_argument")
 	e.want(200, call{method: "POST", path: "/api/v1/buckets/bob-extra/delete", token: tok, json: map[string]any{"prefix": ""}}, nil)
 	e.want(204, call{method: "DELETE", path: "/api/v1/buckets/bob-extra", token: tok}, nil)
+}
+
+// manyPrefixes returns n prefixes none of which covers another.
+func manyPrefixes(n int) []string {
+	var out []string
+	for i := range n {
+		out = append(out, fmt.Sprintf("p%04d/", i))
+	}
+	return out
 }
 
 func flowKeys(e *oasEnv) {
@@ -691,6 +729,7 @@ func flowShares(e *oasEnv) {
 	e.want(206, call{method: "GET", path: "/s/" + file.Token, hdr: []string{"Range", "bytes=2-"}}, nil)
 	e.want(200, call{method: "HEAD", path: "/s/" + file.Token}, nil)
 	e.want(401, call{method: "GET", path: "/s/" + folder.Token}, nil, "unauthenticated")
+	e.want(401, call{method: "HEAD", path: "/s/" + folder.Token + "/sub/b.txt"}, nil)
 	e.want(401, call{method: "POST", path: "/s/" + folder.Token + "/unlock", json: map[string]any{"password": "wrong"}}, nil, "unauthenticated")
 	var g struct{ Grant string }
 	e.want(200, call{method: "POST", path: "/s/" + folder.Token + "/unlock", json: map[string]any{"password": "open sesame"}}, &g)
@@ -713,6 +752,25 @@ func flowShares(e *oasEnv) {
 
 	e.want(204, call{method: "DELETE", path: "/api/v1/shares/" + file.ID, token: tok}, nil)
 	e.want(404, call{method: "GET", path: "/s/" + file.Token}, nil, "not_found") // #share_unavailable
+
+	// A limit of one download: ranged reads count, a used-up link serves
+	// only the resume of the download it counted.
+	usedUp := map[string]any{"reason": "share_unavailable", "state": "used_up"}
+	var once, onceFolder shareOut
+	e.want(201, call{method: "POST", path: "/api/v1/shares", token: tok, json: map[string]any{"bucket": bucket, "key": "report.txt", "max_downloads": 1}}, &once)
+	etag := e.want(200, call{method: "GET", path: "/s/" + once.Token}, nil).Header.Get("ETag")
+	e.want(206, call{method: "GET", path: "/s/" + once.Token, hdr: []string{"Range", "bytes=3-", "If-Range", etag}}, nil) // its resume
+	e.want(206, call{method: "GET", path: "/s/" + once.Token, hdr: []string{"Range", "bytes=5-"}}, nil)
+	e.wantProblem(404, call{method: "GET", path: "/s/" + once.Token}, "share_unavailable", usedUp)
+	e.wantProblem(404, call{method: "GET", path: "/s/" + once.Token, hdr: []string{"Range", "bytes=1-"}}, "share_unavailable", usedUp) // going back
+	e.wantProblem(404, call{method: "GET", path: "/s/" + once.Token, hdr: []string{"If-None-Match", etag}}, "share_unavailable", usedUp)
+	e.want(404, call{method: "HEAD", path: "/s/" + once.Token}, nil)
+	e.want(201, call{method: "POST", path: "/api/v1/shares", token: tok, json: map[string]any{"bucket": bucket, "prefix": "photos/", "max_downloads": 1}}, &onceFolder)
+	e.want(200, call{method: "GET", path: "/s/" + onceFolder.Token + "?zip=1"}, nil)
+	e.wantProblem(404, call{method: "GET", path: "/s/" + onceFolder.Token}, "share_unavailable", usedUp)
+	e.wantProblem(404, call{method: "GET", path: "/s/" + onceFolder.Token + "?zip=1"}, "share_unavailable", usedUp)
+	e.wantProblem(404, call{method: "GET", path: "/s/" + onceFolder.Token + "/a.txt"}, "share_unavailable", usedUp)
+	e.want(404, call{method: "HEAD", path: "/s/" + onceFolder.Token + "/a.txt"}, nil)
 }
 
 func flowDirectUploads(e *oasEnv) {
@@ -763,6 +821,7 @@ func flowTus(e *oasEnv) {
 	e.want(200, call{method: "HEAD", path: up, token: tok, hdr: tus}, nil)
 	e.want(405, call{method: "GET", path: up, token: tok}, nil, "method_not_allowed")
 	e.want(409, call{method: "PATCH", path: up, token: tok, body: []byte("12345"), ctype: "application/offset+octet-stream", hdr: append([]string{"Upload-Offset", "3"}, tus...)}, nil)
+	e.want(415, call{method: "PATCH", path: up, token: tok, body: []byte("12345"), ctype: "application/octet-stream", hdr: append([]string{"Upload-Offset", "0"}, tus...), invalid: true}, nil)
 	e.want(204, call{method: "PATCH", path: up, token: tok, body: []byte("12345"), ctype: "application/offset+octet-stream", hdr: append([]string{"Upload-Offset", "0"}, tus...)}, nil)
 	e.want(460, call{method: "PATCH", path: up, token: tok, body: []byte("67890"), ctype: "application/offset+octet-stream",
 		hdr: append([]string{"Upload-Offset", "5", "Upload-Checksum", "sha1 " + b64("not the sha1 of it!!")}, tus...)}, nil)
@@ -821,6 +880,7 @@ func flowAdmin(e *oasEnv) {
 	e.want(400, call{method: "POST", path: "/api/v1/admin/invites", token: tok, json: map[string]any{"expires_in": -1}, invalid: true}, nil, "invalid_argument")
 	e.want(200, call{method: "GET", path: "/api/v1/admin/invites", token: tok}, nil)
 	e.want(204, call{method: "DELETE", path: "/api/v1/admin/invites/" + inv.ID, token: tok}, nil)
+	e.want(204, call{method: "DELETE", path: "/api/v1/admin/invites/" + inv.ID, token: tok}, nil) // revoked already
 	e.want(404, call{method: "DELETE", path: "/api/v1/admin/invites/no-such-invite", token: tok}, nil, "not_found")
 
 	// Encryption at rest: rotate, re-wrap, encrypt, the jobs.
@@ -832,6 +892,33 @@ func flowAdmin(e *oasEnv) {
 	e.want(200, call{method: "GET", path: "/api/v1/admin/kms/jobs", token: tok}, nil)
 	e.want(200, call{method: "GET", path: "/api/v1/admin/kms/jobs/rewrap", token: tok}, nil)
 	e.want(404, call{method: "GET", path: "/api/v1/admin/kms/jobs/nothing", token: tok}, nil, "not_found")
+
+	// The SSE-KMS key allow list (grace keeps her grants: she is not deleted).
+	grant := "/api/v1/admin/users/" + user.UserID + "/kms-keys/"
+	var grants struct {
+		Grants []struct {
+			Key    string `json:"key"`
+			UserID string `json:"user_id"`
+		} `json:"grants"`
+	}
+	e.want(200, call{method: "GET", path: "/api/v1/admin/kms/grants", token: tok}, &grants)
+	var first, again struct {
+		CreatedAt string `json:"created_at"`
+	}
+	e.want(200, call{method: "PUT", path: grant + "alias/finance", token: tok}, &first) // a name with a /
+	e.want(200, call{method: "PUT", path: grant + "alias/finance", token: tok}, &again) // again: no change
+	if first.CreatedAt != again.CreatedAt {
+		e.t.Errorf("a grant allowed again answers created_at %s, first %s", again.CreatedAt, first.CreatedAt)
+	}
+	e.want(403, call{method: "PUT", path: grant + "alias/finance", token: user.AccessToken}, nil, "permission_denied")
+	e.want(404, call{method: "PUT", path: "/api/v1/admin/users/nobody/kms-keys/finance", token: tok}, nil, "not_found")
+	e.want(400, call{method: "PUT", path: grant + "two%20words", token: tok, invalid: true}, nil, "invalid_argument")
+	e.want(200, call{method: "GET", path: "/api/v1/admin/kms/grants", token: tok}, &grants)
+	if len(grants.Grants) != 1 || grants.Grants[0].Key != "alias/finance" || grants.Grants[0].UserID != user.UserID {
+		e.t.Fatalf("grants: %+v", grants.Grants)
+	}
+	e.want(204, call{method: "DELETE", path: grant + "alias/finance", token: tok}, nil)
+	e.want(404, call{method: "DELETE", path: grant + "alias/finance", token: tok}, nil, "not_found")
 
 	// Gateway buckets: one over this server's own S3 API.
 	e.want(200, call{method: "GET", path: "/api/v1/admin/gateways", token: tok}, nil)
@@ -845,8 +932,15 @@ func flowAdmin(e *oasEnv) {
 	if err := os.WriteFile(creds, []byte("access_key="+gk.ID+"\nsecret_key="+gk.Secret+"\n"), 0o600); err != nil {
 		e.t.Fatal(err)
 	}
-	gwURL := "s3://" + e.bucketOf(user.AccessToken) + "?endpoint=" + e.s3 + "&region=us-east-1&mode=ro&credentials_file=" + creds
+	graceBucket := e.bucketOf(user.AccessToken)
+	e.want(201, call{method: "PUT", path: "/api/v1/buckets/" + graceBucket + "/files/in/mirror.txt", token: user.AccessToken, body: []byte("mirrored"), ctype: "text/plain"}, nil)
+	gwURL := "s3://" + graceBucket + "?endpoint=" + e.s3 + "&region=us-east-1&mode=ro&credentials_file=" + creds
 	e.want(201, call{method: "POST", path: "/api/v1/admin/gateways", token: tok, json: map[string]any{"name": "gw-mirror", "url": gwURL, "owner": "grace@example.com"}}, nil)
+	// A gateway bucket's listings (the backend's carry no content type).
+	e.want(200, call{method: "GET", path: "/api/v1/buckets/gw-mirror/files", token: user.AccessToken}, nil)
+	var gwShare struct{ Token string }
+	e.want(201, call{method: "POST", path: "/api/v1/shares", token: user.AccessToken, json: map[string]any{"bucket": "gw-mirror", "prefix": "in/"}}, &gwShare)
+	e.want(200, call{method: "GET", path: "/s/" + gwShare.Token}, nil)
 	e.want(200, call{method: "GET", path: "/api/v1/admin/gateways", token: tok}, nil)
 	e.want(204, call{method: "DELETE", path: "/api/v1/admin/gateways/gw-mirror", token: tok}, nil)
 	e.want(404, call{method: "DELETE", path: "/api/v1/admin/gateways/gw-mirror", token: tok}, nil, "not_found")

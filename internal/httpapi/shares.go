@@ -726,14 +726,18 @@ func (api *API) planZip(ctx context.Context, a object.Actor, bucket string, keys
 
 // ---- batch delete ----
 
-// batchDeleteLine is one line of a batch delete's NDJSON answer.
+// batchDeleteLine is a line of a batch delete's NDJSON answer about one
+// key (or, without a key, a prefix listing that failed).
 type batchDeleteLine struct {
 	Key    string `json:"key,omitempty"`
-	Status string `json:"status,omitempty"` // deleted, not_found, error
+	Status string `json:"status"` // deleted, not_found, error
 	Error  string `json:"error,omitempty"`
 	Code   string `json:"code,omitempty"`
-	// The last line: the totals.
-	Done     bool  `json:"done,omitempty"`
+}
+
+// batchDeleteTotals is the last line of a batch delete's answer.
+type batchDeleteTotals struct {
+	Done     bool  `json:"done"`
 	Deleted  int64 `json:"deleted"`
 	NotFound int64 `json:"not_found"`
 	Errors   int64 `json:"errors"`
@@ -784,7 +788,7 @@ func (d *batchDeleteResponse) respond(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	enc := json.NewEncoder(w)
 	flusher, _ := w.(http.Flusher)
-	var total batchDeleteLine
+	var total batchDeleteTotals
 	del := func(key string) {
 		line := batchDeleteLine{Key: key, Status: "deleted"}
 		_, err := d.api.objects.Delete(r.Context(), d.a, d.bucket, key, meta.Cond{})

@@ -116,15 +116,25 @@ func (s *Service) checkKMSKey(ctx context.Context, userID, keyID string) error {
 }
 
 // AllowKMSKey lets user userID name the SSE-KMS key key (for
-// administrators: the APIs check the role). The name is not checked
-// against the key provider: a grant of a key that does not exist answers
-// as no grant does.
+// administrators: the APIs check the role) and returns the grant as
+// stored: allowing again changes nothing, its CreatedAt included. The
+// name is not checked against the key provider: a grant of a key that
+// does not exist answers as no grant does.
 func (s *Service) AllowKMSKey(ctx context.Context, key, userID string) (meta.KMSKeyGrant, error) {
 	g := meta.KMSKeyGrant{Key: key, UserID: userID, CreatedAt: s.now().UTC()}
 	if err := s.meta.AllowKMSKey(ctx, g); err != nil {
 		return meta.KMSKeyGrant{}, err
 	}
-	return g, nil
+	gs, err := s.meta.ListKMSKeyGrants(ctx) // an administrator's short list
+	if err != nil {
+		return meta.KMSKeyGrant{}, err
+	}
+	for _, have := range gs {
+		if have.Key == key && have.UserID == userID {
+			return have, nil
+		}
+	}
+	return g, nil // withdrawn meanwhile
 }
 
 // DisallowKMSKey withdraws userID's grant of key (NotFound if none): new
