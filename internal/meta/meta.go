@@ -461,6 +461,39 @@ type Cond struct {
 	IfVersion string
 }
 
+// Check reports whether c holds for cur, the current object at the key
+// (exists false: there is none). It is the one rule for write conditions:
+// the metadata backends apply it inside the write's transaction, the
+// object service before reading a body (to fail fast) and for gateway
+// buckets, whose backend writes are not conditional.
+//   - IfNoneMatch: the key must not exist;
+//   - IfMatch: an object must exist, and unless IfMatch is "*" its ETag
+//     must be IfMatch (RFC 9110: If-Match is false without a current
+//     object);
+//   - IfVersion: an object must exist and be that version (Version).
+//
+// Each failure is PreconditionFailed; IfVersion's carries Detail["reason"]
+// = "object_changed".
+func (c Cond) Check(cur Object, exists bool) error {
+	if c.IfNoneMatch && exists {
+		return errcode.New(errcode.PreconditionFailed, "%q already exists", cur.Key)
+	}
+	if c.IfMatch != "" && !exists {
+		return errcode.New(errcode.PreconditionFailed, "there is no object to match the ETag %q", c.IfMatch)
+	}
+	if c.IfMatch != "" && c.IfMatch != "*" && cur.ETag != c.IfMatch {
+		return errcode.New(errcode.PreconditionFailed, "the current object does not match the ETag %q", c.IfMatch)
+	}
+	if c.IfVersion != "" && (!exists || Version(cur) != c.IfVersion) {
+		return &errcode.Error{Code: errcode.PreconditionFailed, Message: "the object changed",
+			Detail: map[string]any{"reason": "object_changed"}}
+	}
+	return nil
+}
+
+// Any reports whether c asks for anything.
+func (c Cond) Any() bool { return c.IfNoneMatch || c.IfMatch != "" || c.IfVersion != "" }
+
 // Put is one object write for PutObjects.
 type Put struct {
 	Object Object

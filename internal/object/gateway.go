@@ -243,7 +243,7 @@ func (s *Service) gatewayPut(ctx context.Context, b meta.Bucket, in PutInput) (m
 		if err != nil && !errcode.Is(err, errcode.NotFound) {
 			return meta.Object{}, err
 		}
-		if err := checkCond(in.Cond, old, exists); err != nil {
+		if err := in.Cond.Check(old, exists); err != nil {
 			return meta.Object{}, err
 		}
 	}
@@ -316,17 +316,6 @@ func (s *Service) gatewayPut(ctx context.Context, b meta.Bucket, in PutInput) (m
 	return o, nil
 }
 
-// checkCond is meta's rule for write conditions, for gateway objects.
-func checkCond(cond meta.Cond, cur meta.Object, exists bool) error {
-	if cond.IfNoneMatch && exists {
-		return errcode.New(errcode.PreconditionFailed, "object exists")
-	}
-	if cond.IfMatch != "" && (!exists || cond.IfMatch != "*" && cur.ETag != cond.IfMatch) {
-		return errcode.New(errcode.PreconditionFailed, "object ETag does not match")
-	}
-	return nil
-}
-
 // gatewayDelete deletes key from the gateway bucket b.
 func (s *Service) gatewayDelete(ctx context.Context, b meta.Bucket, key string, cond meta.Cond) (meta.Object, error) {
 	g, err := s.writableGateway(ctx, b)
@@ -340,7 +329,7 @@ func (s *Service) gatewayDelete(ctx context.Context, b meta.Bucket, key string, 
 	if err != nil {
 		return meta.Object{}, err
 	}
-	if err := checkCond(cond, cur, true); err != nil {
+	if err := cond.Check(cur, true); err != nil {
 		return meta.Object{}, err
 	}
 	if err := g.Delete(ctx, key); err != nil {

@@ -320,14 +320,10 @@ func (s *Service) stage(ctx context.Context, a Actor, in PutInput, gateway bool)
 	var old meta.Object
 	if in.Cond.IfNoneMatch || in.Cond.IfMatch != "" {
 		old, err = s.meta.GetObject(ctx, b.Name, in.Key)
-		switch {
-		case err == nil && in.Cond.IfNoneMatch:
-			return staged{}, errcode.New(errcode.PreconditionFailed, "object exists")
-		case err == nil && in.Cond.IfMatch != "" && in.Cond.IfMatch != "*" && in.Cond.IfMatch != old.ETag:
-			return staged{}, errcode.New(errcode.PreconditionFailed, "object ETag does not match")
-		case errcode.Is(err, errcode.NotFound) && in.Cond.IfMatch != "":
-			return staged{}, errcode.New(errcode.PreconditionFailed, "object does not exist")
-		case err != nil && !errcode.Is(err, errcode.NotFound):
+		if err != nil && !errcode.Is(err, errcode.NotFound) {
+			return staged{}, err
+		}
+		if err := in.Cond.Check(old, err == nil); err != nil {
 			return staged{}, err
 		}
 	}

@@ -58,21 +58,6 @@ func OrNow(t, now time.Time) time.Time {
 	return t
 }
 
-// CheckCond reports whether cond holds for the current object.
-func CheckCond(cond meta.Cond, cur meta.Object, exists bool) error {
-	if cond.IfNoneMatch && exists {
-		return errcode.New(errcode.PreconditionFailed, "%q already exists", cur.Key)
-	}
-	if cond.IfMatch != "" && (!exists || cond.IfMatch != "*" && cur.ETag != cond.IfMatch) {
-		return errcode.New(errcode.PreconditionFailed, "the current object does not match the ETag %q", cond.IfMatch)
-	}
-	if cond.IfVersion != "" && (!exists || meta.Version(cur) != cond.IfVersion) {
-		return &errcode.Error{Code: errcode.PreconditionFailed, Message: "the object changed",
-			Detail: map[string]any{"reason": "object_changed"}}
-	}
-	return nil
-}
-
 // CheckObject validates an object to be written. An object with Parts
 // has no BlobKey and its Size is the sum of theirs.
 func CheckObject(o meta.Object) error {

@@ -358,7 +358,7 @@ func (s *Store) PutObjects(ctx context.Context, puts []meta.Put) ([]meta.Object,
 			if p.BucketOwner != "" && cur.owner != p.BucketOwner {
 				return errNoBucket(o.Bucket)
 			}
-			if err := metasql.CheckCond(p.Cond, cur.row.Object, cur.exists); err != nil {
+			if err := p.Cond.Check(cur.row.Object, cur.exists); err != nil {
 				return err
 			}
 			if err := t.addUsage(cur.owner, o.Size-cur.row.Size); err != nil {
@@ -402,7 +402,7 @@ func (s *Store) DeleteObject(ctx context.Context, bucket, k string, cond meta.Co
 		if err := t.checkLocked(cur.owner); err != nil {
 			return err
 		}
-		if err := metasql.CheckCond(cond, cur.row.Object, true); err != nil {
+		if err := cond.Check(cur.row.Object, true); err != nil {
 			return err
 		}
 		t.exec("DELETE FROM objects WHERE bucket = $1 AND key = $2", bucket, key(k))
@@ -432,7 +432,7 @@ func (s *Store) MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, ds
 		if err != nil {
 			return meta.Object{}, err
 		}
-		if err := metasql.CheckCond(dstCond, o, true); err != nil {
+		if err := dstCond.Check(o, true); err != nil {
 			return meta.Object{}, err
 		}
 		return o, nil
@@ -458,7 +458,7 @@ func (s *Store) MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, ds
 		if err := errors.Join(t.checkLocked(src.owner), t.checkLocked(dst.owner)); err != nil {
 			return errRetry
 		}
-		if err := metasql.CheckCond(dstCond, dst.row.Object, dst.exists); err != nil {
+		if err := dstCond.Check(dst.row.Object, dst.exists); err != nil {
 			return err
 		}
 		if dst.exists {

@@ -481,7 +481,7 @@ func (s *Store) CompleteUpload(ctx context.Context, id string, obj meta.Object, 
 		if err := t.flush(); err != nil {
 			return err
 		}
-		if err := metasql.CheckCond(cond, cur.row.Object, cur.exists); err != nil {
+		if err := cond.Check(cur.row.Object, cur.exists); err != nil {
 			return err
 		}
 
@@ -555,7 +555,7 @@ func (s *Store) CompleteBackendUpload(ctx context.Context, id string, obj meta.O
 		if err := t.flush(); err != nil {
 			return err
 		}
-		if err := metasql.CheckCond(cond, cur.row.Object, cur.exists); err != nil {
+		if err := cond.Check(cur.row.Object, cur.exists); err != nil {
 			return err
 		}
 		o := obj

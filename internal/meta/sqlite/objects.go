@@ -350,7 +350,7 @@ func (s *Store) PutObjects(ctx context.Context, puts []meta.Put) ([]meta.Object,
 			if p.BucketOwner != "" && owner != p.BucketOwner {
 				return errNoBucket(o.Bucket)
 			}
-			if err := metasql.CheckCond(p.Cond, cur.Object, exists); err != nil {
+			if err := p.Cond.Check(cur.Object, exists); err != nil {
 				return err
 			}
 			if err := addUsage(ctx, c, owner, o.Size-cur.Size, now); err != nil {
@@ -386,7 +386,7 @@ func (s *Store) DeleteObject(ctx context.Context, bucket, key string, cond meta.
 		if !exists {
 			return errNoObject(bucket, key)
 		}
-		if err := metasql.CheckCond(cond, cur.Object, exists); err != nil {
+		if err := cond.Check(cur.Object, exists); err != nil {
 			return err
 		}
 		if _, err := c.ExecContext(ctx, "DELETE FROM objects WHERE bucket = ? AND key = ?", bucket, key); err != nil {
@@ -420,7 +420,7 @@ func (s *Store) MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, ds
 		if err != nil {
 			return meta.Object{}, err
 		}
-		if err := metasql.CheckCond(dstCond, o, true); err != nil {
+		if err := dstCond.Check(o, true); err != nil {
 			return meta.Object{}, err
 		}
 		return o, nil
@@ -439,7 +439,7 @@ func (s *Store) MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, ds
 		if err != nil {
 			return err
 		}
-		if err := metasql.CheckCond(dstCond, dst.Object, exists); err != nil {
+		if err := dstCond.Check(dst.Object, exists); err != nil {
 			return err
 		}
 		if _, err := c.ExecContext(ctx, "DELETE FROM objects WHERE bucket = ? AND key = ?", srcBucket, srcKey); err != nil {

@@ -480,7 +480,7 @@ func (s *Store) CompleteUpload(ctx context.Context, id string, obj meta.Object, 
 		if err != nil {
 			return err
 		}
-		if err := metasql.CheckCond(cond, cur.Object, exists); err != nil {
+		if err := cond.Check(cur.Object, exists); err != nil {
 			return err
 		}
 
@@ -581,7 +581,7 @@ func (s *Store) CompleteBackendUpload(ctx context.Context, id string, obj meta.O
 		if err != nil {
 			return err
 		}
-		if err := metasql.CheckCond(cond, cur.Object, exists); err != nil {
+		if err := cond.Check(cur.Object, exists); err != nil {
 			return err
 		}
 		o := obj
