@@ -477,6 +477,8 @@ func checkWrongDocuments(t *testing.T, e *oasEnv) {
 	s, bucket := e.signup("oscar@example.com")
 	tok, b := s.AccessToken, "/api/v1/buckets/"+bucket
 	e.want(201, call{method: "PUT", path: b + "/files/r.txt", token: tok, body: []byte("0123456789")}, nil)
+	var link struct{ Token string }
+	e.want(201, call{method: "POST", path: "/api/v1/shares", token: tok, json: map[string]any{"bucket": bucket, "key": "r.txt"}}, &link)
 	defer func() { e.doc, e.report = good, nil }()
 	schema := func(d *openapi3.T, name string) *openapi3.Schema { return d.Components.Schemas[name].Value }
 	for _, tc := range []struct {
@@ -511,6 +513,15 @@ func checkWrongDocuments(t *testing.T, e *oasEnv) {
 		{"a problem's extra of another form", func(d *openapi3.T) {
 			schema(d, "ZipLimit").Properties["max_prefixes"].Value.Type = &openapi3.Types{"string"}
 		}, call{method: "POST", path: b + "/zip", token: tok, json: map[string]any{"prefixes": manyPrefixes(1001)}}, "response body doesn't match"},
+		{"one of two bodies, neither as answered", func(d *openapi3.T) {
+			schema(d, "ShareInfo").Properties["kind"].Value.Enum = []any{"folder"}
+		}, call{method: "GET", path: "/s/" + link.Token + "?info=1"}, "response body doesn't match"},
+		{"the other answer of two", func(d *openapi3.T) {
+			schema(d, "ResumeResult").OneOf[1].Value.Properties["signed_in"].Value.Const = true
+		}, call{method: "POST", path: "/api/v1/auth/resume", json: map[string]any{}, hdr: []string{"X-Coffer-Session", "cookie"}}, "response body doesn't match"},
+		{"a bucket's counts the document does not name", func(d *openapi3.T) {
+			delete(schema(d, "Bucket").Properties, "bytes")
+		}, call{method: "GET", path: "/api/v1/buckets", token: tok}, "response body doesn't match"},
 		{"a request the document refuses", func(d *openapi3.T) {
 			schema(d, "CreateBucketRequest").Properties["name"].Value.MaxLength = openapi3.Ptr(uint64(3))
 		}, call{method: "POST", path: "/api/v1/buckets", token: tok, json: map[string]any{"name": "oscar-more"}}, "the request does not match"},
@@ -552,7 +563,10 @@ func flowAccounts(e *oasEnv) {
 	e.want(409, call{method: "POST", path: "/api/v1/auth/signup", json: map[string]any{"email": "alice@example.com", "password": "another password"}}, nil, "already_exists")
 	e.want(400, call{method: "POST", path: "/api/v1/auth/signup", json: map[string]any{"email": "x@example.com", "password": "short"}}, nil, "invalid_argument")
 	e.want(401, call{method: "POST", path: "/api/v1/auth/login", json: map[string]any{"email": "alice@example.com", "password": "wrong password"}}, nil, "unauthenticated")
-	e.want(200, call{method: "GET", path: "/api/v1/me", token: s.AccessToken}, nil)
+	var me struct{ Admin *bool }
+	if e.want(200, call{method: "GET", path: "/api/v1/me", token: s.AccessToken}, &me); me.Admin == nil || *me.Admin {
+		e.t.Errorf("GET /me of a user: admin %v, want false", me.Admin)
+	}
 
 	var s2 session
 	e.want(200, call{method: "POST", path: "/api/v1/auth/refresh", json: map[string]any{"refresh_token": s.RefreshToken}}, &s2)
@@ -562,16 +576,34 @@ func flowAccounts(e *oasEnv) {
 	// A cookie session: the refresh token in a cookie, "" in the body.
 	resp := e.want(200, call{method: "POST", path: "/api/v1/auth/login", hdr: []string{"X-Coffer-Session", "cookie"},
 		json: map[string]any{"email": "alice@example.com", "password": "a good password"}}, nil)
-	var cookie string
-	for _, c := range resp.Cookies() {
-		if c.Name == "coffer_refresh" {
-			cookie = c.Name + "=" + c.Value
-		}
-	}
+	cookieSession := []string{"X-Coffer-Session", "cookie"}
+	cookie := refreshCookie(resp)
 	if cookie == "" {
 		e.t.Fatal("no coffer_refresh cookie")
 	}
-	e.want(200, call{method: "POST", path: "/api/v1/auth/refresh", json: map[string]any{}, hdr: []string{"X-Coffer-Session", "cookie", "Cookie", cookie}}, nil)
+	cookie = refreshCookie(e.want(200, call{method: "POST", path: "/api/v1/auth/refresh", json: map[string]any{}, hdr: append(cookieSession, "Cookie", cookie)}, nil))
+
+	// Resume: the cookie's session, or signed_in false (never a 401).
+	var resumed struct {
+		SignedIn    bool   `json:"signed_in"`
+		AccessToken string `json:"access_token"`
+	}
+	resp = e.want(200, call{method: "POST", path: "/api/v1/auth/resume", json: map[string]any{}, hdr: append(cookieSession, "Cookie", cookie)}, &resumed)
+	next := refreshCookie(resp)
+	if !resumed.SignedIn || resumed.AccessToken == "" || next == "" || next == cookie {
+		e.t.Errorf("resume with a live cookie: %+v, cookie %q", resumed, next)
+	}
+	resumed.SignedIn = true
+	e.want(200, call{method: "POST", path: "/api/v1/auth/resume", json: map[string]any{}, hdr: cookieSession}, &resumed) // no cookie
+	if resumed.SignedIn {
+		e.t.Error("resume without a cookie: signed in")
+	}
+	resp = e.want(200, call{method: "POST", path: "/api/v1/auth/resume", json: map[string]any{}, hdr: append(cookieSession, "Cookie", cookie)}, &resumed) // rotated already: reused
+	if resumed.SignedIn || !slices.ContainsFunc(resp.Cookies(), func(c *http.Cookie) bool { return c.Name == "coffer_refresh" && c.MaxAge < 0 }) {
+		e.t.Errorf("resume with a reused cookie: signed in %v, Set-Cookie %q", resumed.SignedIn, resp.Header.Values("Set-Cookie"))
+	}
+	e.want(400, call{method: "POST", path: "/api/v1/auth/resume", json: map[string]any{}, hdr: []string{"Cookie", next}, invalid: true}, nil, "invalid_argument")
+	e.want(400, call{method: "POST", path: "/api/v1/auth/resume", json: map[string]any{"refresh_token": "x"}, hdr: cookieSession, invalid: true}, nil, "invalid_argument")
 	e.want(204, call{method: "POST", path: "/api/v1/auth/logout", json: map[string]any{"refresh_token": s2.RefreshToken}}, nil)
 
 	var s3 session
@@ -585,6 +617,17 @@ func flowAccounts(e *oasEnv) {
 	e.want(201, call{method: "PUT", path: "/api/v1/buckets/" + e.bucketOf(s3.AccessToken) + "/files/a.txt", token: s3.AccessToken, body: []byte("a"), ctype: "text/plain"}, nil)
 	e.want(409, call{method: "DELETE", path: "/api/v1/me", token: s3.AccessToken, json: map[string]any{"password": "a better password"}}, nil, "conflict")
 	e.want(204, call{method: "DELETE", path: "/api/v1/me", token: s3.AccessToken, json: map[string]any{"password": "a better password", "purge": true}}, nil)
+}
+
+// refreshCookie is the coffer_refresh cookie resp sets, as a Cookie
+// header's pair ("" if none).
+func refreshCookie(resp *http.Response) string {
+	for _, c := range resp.Cookies() {
+		if c.Name == "coffer_refresh" && c.Value != "" {
+			return c.Name + "=" + c.Value
+		}
+	}
+	return ""
 }
 
 func (e *oasEnv) bucketOf(token string) string {
@@ -636,6 +679,28 @@ func flowFiles(e *oasEnv) {
 		e.t.Fatal("no next_cursor")
 	}
 	e.want(200, call{method: "GET", path: b + "/files?limit=1&cursor=" + page.NextCursor, token: tok}, nil)
+	// A folder marker: an empty "name/" object, listed among the folders.
+	e.want(201, call{method: "PUT", path: b + "/files/docs/empty/", token: tok, body: []byte{}, hdr: []string{"If-None-Match", "*"}}, nil)
+	var folders struct{ Folders []string }
+	if e.want(200, call{method: "GET", path: b + "/files?prefix=docs/&delimiter=/", token: tok}, &folders); !slices.Contains(folders.Folders, "docs/empty/") {
+		e.t.Errorf("folders %v: no docs/empty/", folders.Folders)
+	}
+	var inside struct{ Files []struct{ Key string } }
+	if e.want(200, call{method: "GET", path: b + "/files?prefix=docs/empty/", token: tok}, &inside); len(inside.Files) != 1 || inside.Files[0].Key != "docs/empty/" {
+		e.t.Errorf("the listing of a folder marker's prefix: %+v, want the marker", inside.Files)
+	}
+	var counts struct {
+		Buckets []struct {
+			Name           string
+			Objects, Bytes int64
+		}
+	}
+	e.want(200, call{method: "GET", path: "/api/v1/buckets", token: tok}, &counts)
+	for _, c := range counts.Buckets {
+		if want := int64(len(data) + 2*len("form file one.txt")); c.Name == bucket && (c.Objects != 4 || c.Bytes != want) {
+			e.t.Errorf("bucket %s counts %d objects, %d bytes; want 4 (the marker too), %d", bucket, c.Objects, c.Bytes, want)
+		}
+	}
 	e.want(200, call{method: "GET", path: b + "/files?delimiter=/", token: tok}, nil)
 	e.want(400, call{method: "GET", path: b + "/files?limit=0", token: tok, invalid: true}, nil, "invalid_argument")
 
@@ -728,12 +793,23 @@ func flowShares(e *oasEnv) {
 	e.want(200, call{method: "GET", path: "/s/" + file.Token}, nil)
 	e.want(206, call{method: "GET", path: "/s/" + file.Token, hdr: []string{"Range", "bytes=2-"}}, nil)
 	e.want(200, call{method: "HEAD", path: "/s/" + file.Token}, nil)
+	var info map[string]any
+	e.want(200, call{method: "GET", path: "/s/" + file.Token + "?info=1"}, &info)
+	if info["kind"] != "file" || info["name"] != "report.txt" || info["downloads_left"] == nil || info["content_type"] != "text/plain" {
+		e.t.Errorf("info of a file link: %v", info)
+	}
 	e.want(401, call{method: "GET", path: "/s/" + folder.Token}, nil, "unauthenticated")
+	e.want(401, call{method: "GET", path: "/s/" + folder.Token + "?info=1"}, nil, "unauthenticated")
 	e.want(401, call{method: "HEAD", path: "/s/" + folder.Token + "/sub/b.txt"}, nil)
 	e.want(401, call{method: "POST", path: "/s/" + folder.Token + "/unlock", json: map[string]any{"password": "wrong"}}, nil, "unauthenticated")
 	var g struct{ Grant string }
 	e.want(200, call{method: "POST", path: "/s/" + folder.Token + "/unlock", json: map[string]any{"password": "open sesame"}}, &g)
 	grant := []string{"X-Share-Grant", g.Grant}
+	info = nil
+	e.want(200, call{method: "GET", path: "/s/" + folder.Token + "?info=1", hdr: grant}, &info)
+	if info["kind"] != "folder" || info["name"] != "photos" || info["size"] != nil || info["downloads_left"] != nil {
+		e.t.Errorf("info of a folder link: %v", info)
+	}
 	var listing struct {
 		NextCursor string `json:"next_cursor"`
 	}
@@ -744,14 +820,59 @@ func flowShares(e *oasEnv) {
 	e.want(200, call{method: "HEAD", path: "/s/" + folder.Token + "/sub/b.txt", hdr: grant}, nil)
 	e.want(404, call{method: "GET", path: "/s/" + folder.Token + "/nothing.txt", hdr: grant}, nil, "not_found")
 	e.want(403, call{method: "PUT", path: "/s/" + folder.Token + "/up.txt", hdr: grant, body: []byte("x")}, nil, "permission_denied")
+	info = nil
+	e.want(200, call{method: "GET", path: "/s/" + box.Token + "?info=1"}, &info)
+	if info["kind"] != "folder" || info["name"] != "inbox" || info["allow_upload"] != true {
+		e.t.Errorf("info of a drop box: %v", info)
+	}
 	e.want(201, call{method: "PUT", path: "/s/" + box.Token + "/drop.txt", body: []byte("dropped"), ctype: "text/plain"}, nil)
 	e.want(412, call{method: "PUT", path: "/s/" + box.Token + "/drop.txt", body: []byte("again")}, nil, "precondition_failed")
 	e.want(404, call{method: "POST", path: "/s/" + box.Token + "/other", json: map[string]any{"password": "x"}, invalid: true}, nil, "not_found")
 	e.want(400, call{method: "POST", path: "/s/" + box.Token + "/unlock", json: map[string]any{"password": "x"}}, nil, "invalid_argument") // no password
 	e.want(404, call{method: "GET", path: "/s/no-such-token"}, nil, "not_found")
 
+	// DELETE revokes an active link (it stays listed), deletes a dead one.
+	revoked := map[string]any{"reason": "share_unavailable", "state": "revoked"}
 	e.want(204, call{method: "DELETE", path: "/api/v1/shares/" + file.ID, token: tok}, nil)
-	e.want(404, call{method: "GET", path: "/s/" + file.Token}, nil, "not_found") // #share_unavailable
+	var sh struct{ State string }
+	if e.want(200, call{method: "GET", path: "/api/v1/shares/" + file.ID, token: tok}, &sh); sh.State != "revoked" {
+		e.t.Errorf("a deleted active link is %q, want revoked", sh.State)
+	}
+	e.wantProblem(404, call{method: "GET", path: "/s/" + file.Token}, "share_unavailable", revoked)
+	e.wantProblem(404, call{method: "GET", path: "/s/" + file.Token + "?info=1"}, "share_unavailable", revoked)
+	e.want(204, call{method: "DELETE", path: "/api/v1/shares/" + file.ID, token: tok}, nil)
+	e.want(404, call{method: "GET", path: "/api/v1/shares/" + file.ID, token: tok}, nil, "not_found")
+	e.wantProblem(404, call{method: "GET", path: "/s/" + file.Token}, "not_found", nil) // an unknown token now
+	e.want(404, call{method: "DELETE", path: "/api/v1/shares/" + file.ID, token: tok}, nil, "not_found")
+
+	// Download grants: within an hour, no password, listed only on request.
+	e.want(400, call{method: "POST", path: "/api/v1/shares", token: tok, json: map[string]any{"bucket": bucket, "key": "report.txt", "grant": true}}, nil, "invalid_argument") // no expiry
+	e.want(400, call{method: "POST", path: "/api/v1/shares", token: tok, json: map[string]any{"bucket": bucket, "key": "report.txt", "grant": true, "expires_in": 7200}}, nil, "invalid_argument")
+	e.want(400, call{method: "POST", path: "/api/v1/shares", token: tok, json: map[string]any{"bucket": bucket, "key": "report.txt", "grant": true, "expires_in": 300, "password": "secret"}}, nil, "invalid_argument")
+	var dl, preview shareOut
+	e.want(201, call{method: "POST", path: "/api/v1/shares", token: tok, json: map[string]any{"bucket": bucket, "key": "report.txt", "grant": true, "expires_in": 300, "max_downloads": 1}}, &dl)
+	e.want(200, call{method: "GET", path: "/s/" + dl.Token + "?download=1"}, nil)
+	e.want(201, call{method: "POST", path: "/api/v1/shares", token: tok, json: map[string]any{"bucket": bucket, "prefix": "photos/", "grant": true, "expires_at": time.Now().Add(5 * time.Minute).UTC().Format(time.RFC3339)}}, &preview)
+	e.want(404, call{method: "GET", path: "/api/v1/shares/" + dl.ID, token: tok}, nil, "not_found") // spent: the new grant deleted it
+	listed := func(grants string) (ids []string) {
+		var l struct{ Shares []struct{ ID string } }
+		e.want(200, call{method: "GET", path: "/api/v1/shares" + grants, token: tok}, &l)
+		for _, s := range l.Shares {
+			ids = append(ids, s.ID)
+		}
+		return ids
+	}
+	if ids := listed(""); slices.Contains(ids, preview.ID) || !slices.Contains(ids, folder.ID) {
+		e.t.Errorf("GET /shares lists %v: want the links without the grant %s", ids, preview.ID)
+	}
+	if ids := listed("?grants=true"); !slices.Contains(ids, preview.ID) || !slices.Contains(ids, folder.ID) {
+		e.t.Errorf("GET /shares?grants=true lists %v: want the grant %s too", ids, preview.ID)
+	}
+	listed("?grants=false")
+	e.want(400, call{method: "GET", path: "/api/v1/shares?grants=maybe", token: tok, invalid: true}, nil, "invalid_argument")
+	e.want(200, call{method: "GET", path: "/s/" + preview.Token + "?info=1"}, nil)
+	e.want(204, call{method: "DELETE", path: "/api/v1/shares/" + preview.ID, token: tok}, nil) // an active grant is deleted, not revoked
+	e.wantProblem(404, call{method: "GET", path: "/s/" + preview.Token}, "not_found", nil)
 
 	// A limit of one download: ranged reads count, a used-up link serves
 	// only the resume of the download it counted.
@@ -765,6 +886,12 @@ func flowShares(e *oasEnv) {
 	e.wantProblem(404, call{method: "GET", path: "/s/" + once.Token, hdr: []string{"Range", "bytes=1-"}}, "share_unavailable", usedUp) // going back
 	e.wantProblem(404, call{method: "GET", path: "/s/" + once.Token, hdr: []string{"If-None-Match", etag}}, "share_unavailable", usedUp)
 	e.want(404, call{method: "HEAD", path: "/s/" + once.Token}, nil)
+	e.wantProblem(404, call{method: "GET", path: "/s/" + once.Token + "?info=1"}, "share_unavailable", usedUp)
+	// info is no resume of a download, however it is asked.
+	e.wantProblem(404, call{method: "GET", path: "/s/" + once.Token + "?info=1", hdr: []string{"Range", "bytes=3-"}}, "share_unavailable", usedUp)
+	// Used up: deleted.
+	e.want(204, call{method: "DELETE", path: "/api/v1/shares/" + once.ID, token: tok}, nil)
+	e.want(404, call{method: "GET", path: "/api/v1/shares/" + once.ID, token: tok}, nil, "not_found")
 	e.want(201, call{method: "POST", path: "/api/v1/shares", token: tok, json: map[string]any{"bucket": bucket, "prefix": "photos/", "max_downloads": 1}}, &onceFolder)
 	e.want(200, call{method: "GET", path: "/s/" + onceFolder.Token + "?zip=1"}, nil)
 	e.wantProblem(404, call{method: "GET", path: "/s/" + onceFolder.Token}, "share_unavailable", usedUp)
@@ -840,6 +967,10 @@ func flowAdmin(e *oasEnv) {
 	e.want(403, call{method: "GET", path: "/api/v1/admin/server", token: user.AccessToken}, nil, "permission_denied")
 	e.want(401, call{method: "GET", path: "/api/v1/admin/server", invalid: true}, nil, "unauthenticated")
 	e.want(200, call{method: "GET", path: "/api/v1/admin/server", token: tok}, nil)
+	var me struct{ Admin bool }
+	if e.want(200, call{method: "GET", path: "/api/v1/me", token: tok}, &me); !me.Admin {
+		e.t.Error("GET /me of an administrator: admin false")
+	}
 
 	var page struct {
 		NextCursor string `json:"next_cursor"`
@@ -938,6 +1069,7 @@ func flowAdmin(e *oasEnv) {
 	e.want(201, call{method: "POST", path: "/api/v1/admin/gateways", token: tok, json: map[string]any{"name": "gw-mirror", "url": gwURL, "owner": "grace@example.com"}}, nil)
 	// A gateway bucket's listings (the backend's carry no content type).
 	e.want(200, call{method: "GET", path: "/api/v1/buckets/gw-mirror/files", token: user.AccessToken}, nil)
+	e.want(200, call{method: "GET", path: "/api/v1/buckets", token: user.AccessToken}, nil) // a gateway bucket has no counts
 	var gwShare struct{ Token string }
 	e.want(201, call{method: "POST", path: "/api/v1/shares", token: user.AccessToken, json: map[string]any{"bucket": "gw-mirror", "prefix": "in/"}}, &gwShare)
 	e.want(200, call{method: "GET", path: "/s/" + gwShare.Token}, nil)

@@ -423,7 +423,7 @@ type shareInfoJSON struct {
 
 // shareInfo answers what link sh is, for the share page. It records an
 // access but no download, and is refused like any use once the link is
-// revoked, expired or used up.
+// revoked, expired or used up, or its file or bucket is gone.
 func (api *API) shareInfo(r *http.Request, sh meta.Share) (response, error) {
 	if err := api.objects.UseShare(r.Context(), sh, false, time.Now()); err != nil {
 		return nil, err
@@ -443,7 +443,14 @@ func (api *API) shareInfo(r *http.Request, sh meta.Share) (response, error) {
 		}
 		size := rd.Object.Size
 		info.Kind, info.Name, info.Size, info.ContentType = "file", path.Base(sh.Key), &size, rd.Object.ContentType
-	} else if p := strings.TrimSuffix(sh.Key, "/"); p != "" {
+		return ok(info), nil
+	}
+	// A folder link answers only while its owner still has the bucket, as
+	// its listing, zip and drop box do.
+	if _, err := api.objects.GetBucket(r.Context(), object.ShareActor(sh), sh.Bucket); err != nil {
+		return nil, shareSafe(err, sh)
+	}
+	if p := strings.TrimSuffix(sh.Key, "/"); p != "" {
 		info.Name = path.Base(p)
 	}
 	return ok(info), nil

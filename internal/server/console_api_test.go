@@ -187,6 +187,37 @@ func TestShareInfo(t *testing.T) {
 	}
 }
 
+// TestShareInfoOfAGoneFolder: a folder link whose bucket is gone is
+// refused by ?info=1 as by its listing (404 #share_unavailable, gone),
+// also once another account has taken the bucket's name; the share page
+// must not describe a folder nothing can be read from or dropped into.
+func TestShareInfoOfAGoneFolder(t *testing.T) {
+	e := newShareEnv(t)
+	const bucket = "a-gone-folder"
+	if resp, b := e.do(e.url, "POST", "/api/v1/buckets", e.a.token, []byte(`{"name":"`+bucket+`"}`)); resp.StatusCode != 201 {
+		t.Fatalf("create bucket: %d %s", resp.StatusCode, b)
+	}
+	box := e.share(e.a, map[string]any{"bucket": bucket, "prefix": "inbox/", "allow_upload": true})
+	if resp, b := e.do(e.url, "GET", box.URL+"?info=1", "", nil); resp.StatusCode != 200 {
+		t.Fatalf("info: %d %s", resp.StatusCode, b)
+	}
+	if resp, b := e.do(e.url, "DELETE", "/api/v1/buckets/"+bucket, e.a.token, nil); resp.StatusCode != 204 {
+		t.Fatalf("delete bucket: %d %s", resp.StatusCode, b)
+	}
+	resp, body := e.do(e.url, "GET", box.URL, "", nil)
+	wantUnavailable(t, "the listing of a gone bucket", resp, body, "gone")
+	resp, body = e.do(e.url, "GET", box.URL+"?info=1", "", nil)
+	wantUnavailable(t, "the info of a gone bucket", resp, body, "gone")
+	if resp, b := e.do(e.url, "POST", "/api/v1/buckets", e.b.token, []byte(`{"name":"`+bucket+`"}`)); resp.StatusCode != 201 {
+		t.Fatalf("another account takes the name: %d %s", resp.StatusCode, b)
+	}
+	resp, body = e.do(e.url, "GET", box.URL+"?info=1", "", nil)
+	wantUnavailable(t, "the info of a bucket another account took", resp, body, "gone")
+	if strings.Contains(string(body), bucket) {
+		t.Errorf("the refusal names the bucket: %s", body)
+	}
+}
+
 func TestResumeSession(t *testing.T) {
 	ts := newConsoleServer(t, true)
 	post := func(path string, cookie *http.Cookie, header bool) (*http.Response, map[string]any) {
