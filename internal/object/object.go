@@ -47,6 +47,10 @@ import (
 // Actor is who an operation acts for: a user ID, or "" for anonymous.
 type Actor struct {
 	UserID string
+	// Share: the actor acts through a share link of UserID's, which reads
+	// only buckets UserID owns (never a public-read bucket of another
+	// account that took the name of a bucket the link's owner deleted).
+	Share bool
 }
 
 // Config of the service. Zero values take the defaults noted.
@@ -151,6 +155,8 @@ func (s *Service) authorize(ctx context.Context, a Actor, bucket string, act act
 	switch {
 	case a.UserID != "" && b.OwnerID == a.UserID:
 		return b, nil
+	case a.Share:
+		return meta.Bucket{}, ErrNoBucket(bucket)
 	case act == read && b.Visibility == meta.PublicRead:
 		return b, nil
 	case a.UserID == "":

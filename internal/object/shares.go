@@ -259,7 +259,7 @@ func (s *Service) ReadShare(ctx context.Context, sh meta.Share, rd ShareRead, no
 }
 
 // ShareActor is who acts through share sh: its owner.
-func ShareActor(sh meta.Share) Actor { return Actor{UserID: sh.OwnerID} }
+func ShareActor(sh meta.Share) Actor { return Actor{UserID: sh.OwnerID, Share: true} }
 
 // ShareKey is the key that the path rel names through share sh: the
 // shared object itself for rel "" of a file share, prefix+rel in a folder

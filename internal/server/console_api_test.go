@@ -310,3 +310,47 @@ func TestMeAndBucketStats(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestShareOfAReusedBucketName: a link reads only its owner's bucket. Its
+// bucket deleted and the name taken by another account that makes it
+// public-read, a folder link (or a file link to a key the new bucket
+// holds) must not serve the other account's files: the link's owner could
+// read them as anyone can, but the link would then publish files its
+// owner never shared.
+func TestShareOfAReusedBucketName(t *testing.T) {
+	e := newShareEnv(t)
+	const bucket = "a-reused-name"
+	if resp, b := e.do(e.url, "POST", "/api/v1/buckets", e.a.token, []byte(`{"name":"`+bucket+`"}`)); resp.StatusCode != 201 {
+		t.Fatalf("create bucket: %d %s", resp.StatusCode, b)
+	}
+	if resp, b := e.do(e.url, "PUT", "/api/v1/buckets/"+bucket+"/files/docs/x.txt", e.a.token, []byte("alice's")); resp.StatusCode != 201 {
+		t.Fatalf("alice's upload: %d %s", resp.StatusCode, b)
+	}
+	folder := e.share(e.a, map[string]any{"bucket": bucket, "prefix": "docs/"})
+	file := e.share(e.a, map[string]any{"bucket": bucket, "key": "docs/x.txt"})
+	if resp, b := e.do(e.url, "DELETE", "/api/v1/buckets/"+bucket+"/files/docs/x.txt", e.a.token, nil); resp.StatusCode != 204 {
+		t.Fatalf("alice's delete: %d %s", resp.StatusCode, b)
+	}
+	if resp, b := e.do(e.url, "DELETE", "/api/v1/buckets/"+bucket, e.a.token, nil); resp.StatusCode != 204 {
+		t.Fatalf("delete bucket: %d %s", resp.StatusCode, b)
+	}
+	if resp, b := e.do(e.url, "POST", "/api/v1/buckets", e.b.token, []byte(`{"name":"`+bucket+`","visibility":"public-read"}`)); resp.StatusCode != 201 {
+		t.Fatalf("another account takes the name: %d %s", resp.StatusCode, b)
+	}
+	secret := []byte("bob's public file, never shared by alice")
+	if resp, b := e.do(e.url, "PUT", "/api/v1/buckets/"+bucket+"/files/docs/x.txt", e.b.token, secret); resp.StatusCode != 201 {
+		t.Fatalf("bob's upload: %d %s", resp.StatusCode, b)
+	}
+	for _, c := range []struct{ what, url string }{
+		{"the folder link's file", folder.URL + "/x.txt"},
+		{"the folder link's listing", folder.URL},
+		{"the folder link's zip", folder.URL + "?zip=1"},
+		{"the file link", file.URL},
+		{"the file link's info", file.URL + "?info=1"},
+	} {
+		resp, body := e.do(e.url, "GET", c.url, "", nil)
+		if resp.StatusCode < 400 || strings.Contains(string(body), string(secret)) || strings.Contains(string(body), "x.txt") {
+			t.Errorf("%s through alice's old link: %d %.200s, want a refusal", c.what, resp.StatusCode, body)
+		}
+	}
+}
