@@ -11,7 +11,7 @@ import (
 	"github.com/coffer-storage/coffer/internal/meta"
 )
 
-// The background jobs of encryption at rest (meta.KMSJobStore): one
+// The background jobs of encryption at rest (meta.EncryptionJobs): one
 // holder at a time under a lease, a persisted cursor, saves refused to
 // anyone who lost the job, and compare-and-swap updates of the rows they
 // change.
