@@ -77,8 +77,8 @@ const syncWait = 250 * time.Millisecond
 // reaches.
 func (s *Service) publish(ctx context.Context, c meta.Change, write func() error) error {
 	wait, cancel := func(context.Context, time.Duration) {}, func() {}
-	if l, ok := s.meta.(meta.ChangeListener); ok {
-		wait, cancel = l.ExpectChange(c)
+	if s.meta.Changes != nil {
+		wait, cancel = s.meta.Changes.ExpectChange(c)
 	}
 	if err := write(); err != nil {
 		cancel()
@@ -193,7 +193,7 @@ func (s *Service) checkPassword(ctx context.Context, u meta.User, password, clie
 // DeleteUser deletes user id with its keys, sessions and empty buckets;
 // with purge, its buckets, objects and uploads too (blobs are queued for
 // the janitor). Without purge, a user owning data is refused with
-// Conflict (see meta.Store.DeleteUser). The caller aborts the returned
+// Conflict (see meta.Accounts.DeleteUser). The caller aborts the returned
 // backend uploads at the blob store.
 func (s *Service) DeleteUser(ctx context.Context, id string, purge bool) (meta.DeleteUserResult, error) {
 	var res meta.DeleteUserResult

@@ -80,7 +80,7 @@ type Config struct {
 
 // Service implements signup, login, refresh, logout and token checks.
 type Service struct {
-	meta    meta.Store
+	meta    Stores
 	cfg     Config
 	hasher  *Hasher
 	tokens  *Tokens
@@ -108,7 +108,7 @@ type Service struct {
 // master is a service without the server key, for the admin commands that
 // need none (accounts, invites): it refuses to seal or open S3 secrets,
 // and what it could sign is under a throwaway key no node accepts.
-func NewService(m meta.Store, master []byte, cfg Config) *Service {
+func NewService(m Stores, master []byte, cfg Config) *Service {
 	sealer := newKeySealer(master)
 	if master == nil {
 		master = make([]byte, 32)

@@ -10,7 +10,6 @@ import (
 	"github.com/coffer-storage/coffer/internal/auth"
 	"github.com/coffer-storage/coffer/internal/cache"
 	"github.com/coffer-storage/coffer/internal/errcode"
-	"github.com/coffer-storage/coffer/internal/meta"
 	"github.com/coffer-storage/coffer/internal/meta/postgres"
 	"github.com/coffer-storage/coffer/internal/meta/sqlite"
 	"github.com/coffer-storage/coffer/internal/testbackend"
@@ -20,17 +19,17 @@ func TestMain(m *testing.M) { testbackend.Main(m) }
 
 var cheap = auth.Params{Memory: 8 * 1024, Time: 1}
 
-func openSQLite(t testing.TB) meta.Store {
+func openSQLite(t testing.TB) auth.Stores {
 	t.Helper()
 	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "meta.db"), sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	return s
+	return auth.StoresOf(s.Stores())
 }
 
-func newService(m meta.Store, cfg auth.Config) *auth.Service {
+func newService(m auth.Stores, cfg auth.Config) *auth.Service {
 	cfg.Params = cheap
 	return auth.NewService(m, []byte("0123456789abcdef0123456789abcdef"), cfg)
 }
@@ -235,8 +234,8 @@ func TestOtherNode(t *testing.T) {
 			}
 			pgB := openPG()
 			busB := cache.NewBus()
-			nodeA := newService(openPG(), auth.Config{})
-			nodeB := newService(pgB, auth.Config{Bus: busB, Cache: cache.Options{TTL: ttl}})
+			nodeA := newService(auth.StoresOf(openPG().Stores()), auth.Config{})
+			nodeB := newService(auth.StoresOf(pgB.Stores()), auth.Config{Bus: busB, Cache: cache.Options{TTL: ttl}})
 			if listen {
 				lctx, stop := context.WithCancel(ctx)
 				listening := make(chan struct{}, 1)

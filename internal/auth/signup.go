@@ -75,7 +75,7 @@ func ErrInviteRequired() error {
 //  5. A taken email: AlreadyExists.
 //
 // The invite's use is taken in the transaction that creates the account
-// (meta.Store.CreateInvitedUser), so concurrent signups can never redeem
+// (meta.Accounts.CreateInvitedUser), so concurrent signups can never redeem
 // more uses than it has.
 func (s *Service) SelfSignup(ctx context.Context, req SignupRequest) (meta.User, meta.Bucket, error) {
 	if s.cfg.Signup == SignupClosed {

@@ -23,7 +23,7 @@ func newTestService(t *testing.T, cfg Config) (*Service, *clock) {
 	}
 	t.Cleanup(func() { m.Close() })
 	cfg.Params = testParams
-	s := NewService(m, []byte("master key for tests"), cfg)
+	s := NewService(StoresOf(m.Stores()), []byte("master key for tests"), cfg)
 	c := newClock()
 	s.now = c.now
 	s.logins.setClock(c.now)

@@ -16,7 +16,7 @@ func BenchmarkStateCheck(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer m.Close()
-	s := NewService(m, []byte("0123456789abcdef0123456789abcdef"), Config{Params: Params{Memory: 8 * 1024, Time: 1}})
+	s := NewService(StoresOf(m.Stores()), []byte("0123456789abcdef0123456789abcdef"), Config{Params: Params{Memory: 8 * 1024, Time: 1}})
 	ctx := context.Background()
 	u, _, err := s.Signup(ctx, "alice@example.com", "correct horse battery")
 	if err != nil {

@@ -2,9 +2,9 @@
 // and how they are kept coherent with the store and with the other nodes
 // that share it. It caches the authentication state of users, the S3
 // access keys and verified access tokens (package auth, with Map), and
-// the bucket and object records every read needs (Store, a meta.Store
-// wrapping another, see its doc); any cache of metadata should be built
-// the same way.
+// the bucket and object records every read needs (Store, which wraps the
+// roles of a meta.Stores that read or change them, see its doc); any
+// cache of metadata should be built the same way.
 //
 // # Contract
 //

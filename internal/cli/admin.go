@@ -8,17 +8,10 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"path/filepath"
 
 	"github.com/coffer-storage/coffer/internal/auth"
-	"github.com/coffer-storage/coffer/internal/blob"
-	"github.com/coffer-storage/coffer/internal/blob/diskblob"
-	"github.com/coffer-storage/coffer/internal/blob/s3blob"
-	"github.com/coffer-storage/coffer/internal/cache"
 	"github.com/coffer-storage/coffer/internal/config"
 	"github.com/coffer-storage/coffer/internal/meta"
-	"github.com/coffer-storage/coffer/internal/meta/postgres"
-	"github.com/coffer-storage/coffer/internal/meta/sqlite"
 	"github.com/coffer-storage/coffer/internal/object"
 	"github.com/coffer-storage/coffer/internal/server"
 )
@@ -63,6 +56,9 @@ const (
 // COFFER_* variables, read by parse) to an admin command.
 func dataFlag(fs *flag.FlagSet, env Env) *stores {
 	st := &stores{cfg: config.Defaults(), log: newLogger(env.Stderr, "warn", "text"), getenv: env.Getenv}
+	// One command at a time needs few connections (--meta-max-conns is
+	// coffer serve's).
+	st.cfg.MetaMaxConns = 4
 	st.cfg.BindStores(fs)
 	return st
 }
@@ -99,37 +95,19 @@ func (st *stores) dataDir(use dataUse) error {
 	return server.PrepareDataDir(st.cfg.Data, st.log)
 }
 
-// openMeta opens the metadata store: PostgreSQL, or SQLite in the data
-// folder (see dataDir).
-func (st *stores) openMeta(ctx context.Context, use dataUse) (meta.Store, error) {
-	if st.cfg.Meta != "" {
-		pg, err := postgres.Open(ctx, st.cfg.Meta, postgres.Options{MaxConns: 4})
-		if err != nil {
-			return nil, err
-		}
-		// Through the cache's store, so that the changes of bucket and
-		// object records made here are announced to the nodes' caches.
-		return cache.NewStore(pg, cache.NewBus(), cache.StoreOptions{}), nil
-	}
-	if err := st.dataDir(use); err != nil {
-		return nil, err
-	}
-	return sqlite.Open(ctx, filepath.Join(st.cfg.Data, "meta.db"), sqlite.Options{})
+// openMeta opens the metadata store as coffer serve does
+// (server.OpenStores): PostgreSQL, or SQLite in the data folder (see
+// dataDir), through the cache of bucket and object records, so that the
+// changes of such records made here are announced to the nodes' caches.
+// The caller closes it.
+func (st *stores) openMeta(ctx context.Context, use dataUse) (*server.Stores, error) {
+	return server.OpenStores(ctx, st.cfg, server.StoreOptions{Meta: true, PrepareData: func() error { return st.dataDir(use) }})
 }
 
-// openBlobs opens the blob store.
-func (st *stores) openBlobs(ctx context.Context) (blob.Store, error) {
-	if st.cfg.Blob != "" {
-		opts, err := s3blob.ParseURL(st.cfg.Blob)
-		if err != nil {
-			return nil, err
-		}
-		return s3blob.Open(ctx, opts)
-	}
-	if err := st.dataDir(existingData); err != nil {
-		return nil, err
-	}
-	return diskblob.Open(filepath.Join(st.cfg.Data, "blobs"))
+// openBlobs opens the blob store as coffer serve does, without its read
+// cache; the caller closes it.
+func (st *stores) openBlobs(ctx context.Context) (*server.Stores, error) {
+	return server.OpenStores(ctx, st.cfg, server.StoreOptions{Blobs: true, PrepareData: func() error { return st.dataDir(existingData) }})
 }
 
 // keyFile is where the command finds the server key: made if missing
@@ -143,7 +121,7 @@ func (st *stores) keyFile() server.KeyFile {
 // it, as coffer serve does: a command holding another key than the nodes'
 // is refused before it writes anything made with it. The key file is
 // checked before the store is opened; the caller closes the store.
-func (st *stores) openMetaKey(ctx context.Context) (meta.Store, []byte, error) {
+func (st *stores) openMetaKey(ctx context.Context) (*server.Stores, []byte, error) {
 	if err := st.keyFile().Check(); err != nil {
 		return nil, nil, err
 	}
@@ -151,7 +129,7 @@ func (st *stores) openMetaKey(ctx context.Context) (meta.Store, []byte, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	key, err := server.OpenKey(ctx, m, st.keyFile())
+	key, err := server.OpenKey(ctx, m.Meta.Cluster, st.keyFile())
 	if err != nil {
 		m.Close()
 		return nil, nil, err
@@ -216,7 +194,7 @@ func (c *userCmd) Run(ctx context.Context, args []string) error {
 	// announces them to the running nodes in the same transaction; against
 	// SQLite the server sees them within its cache TTL (1 s). None of them
 	// needs the server key.
-	as := auth.NewService(m, nil, auth.Config{})
+	as := auth.NewService(auth.StoresOf(m.Meta), nil, auth.Config{})
 	if args[0] == "create" {
 		u, b, err := as.CreateUser(ctx, auth.NewUser{Email: *email, Password: *password, Admin: *admin})
 		if err != nil {
@@ -270,7 +248,7 @@ func (c *userCmd) Run(ctx context.Context, args []string) error {
 			return err
 		}
 		if len(res.BackendUploads) > 0 {
-			if err := data.abortBackendUploads(ctx, m, res.BackendUploads); err != nil {
+			if err := data.abortBackendUploads(ctx, m.Meta, res.BackendUploads); err != nil {
 				return err
 			}
 		}
@@ -282,15 +260,13 @@ func (c *userCmd) Run(ctx context.Context, args []string) error {
 
 // abortBackendUploads aborts a deleted account's multipart uploads at the
 // blob backend (scale-out shape).
-func (st *stores) abortBackendUploads(ctx context.Context, m meta.Store, ups []meta.Upload) error {
+func (st *stores) abortBackendUploads(ctx context.Context, m meta.Stores, ups []meta.Upload) error {
 	b, err := st.openBlobs(ctx)
 	if err != nil {
 		return err
 	}
-	if c, ok := b.(blob.Closer); ok {
-		defer c.Close()
-	}
-	object.New(m, b, object.Config{}, st.log).AbortBackendUploads(ctx, ups)
+	defer b.Close()
+	object.New(object.StoresOf(m), b.Blobs, object.Config{}, st.log).AbortBackendUploads(ctx, ups)
 	return nil
 }
 
@@ -307,19 +283,13 @@ func (c *gcCmd) Run(ctx context.Context, args []string) error {
 	if err := data.parse(fs, args); err != nil {
 		return err
 	}
-	m, err := data.openMeta(ctx, existingData)
+	st, err := server.OpenStores(ctx, data.cfg, server.StoreOptions{Meta: true, Blobs: true,
+		PrepareData: func() error { return data.dataDir(existingData) }})
 	if err != nil {
 		return err
 	}
-	defer m.Close()
-	b, err := data.openBlobs(ctx)
-	if err != nil {
-		return err
-	}
-	if c, ok := b.(blob.Closer); ok {
-		defer c.Close()
-	}
-	svc := object.New(m, b, object.Config{GarbageGrace: 1, OrphanGrace: 1}, newLogger(c.env.Stderr, "warn", "text"))
+	defer st.Close()
+	svc := object.New(object.StoresOf(st.Meta), st.Blobs, object.Config{GarbageGrace: 1, OrphanGrace: 1}, newLogger(c.env.Stderr, "warn", "text"))
 	g, err := svc.CollectGarbage(ctx)
 	if err != nil {
 		return err
@@ -359,7 +329,7 @@ func (c *keyCmd) Run(ctx context.Context, args []string) error {
 	if *email == "" {
 		return usageError{errorf("--email is required")}
 	}
-	var m meta.Store
+	var m *server.Stores
 	var key []byte // only create seals a secret
 	var err error
 	if args[0] == "create" {
@@ -371,8 +341,8 @@ func (c *keyCmd) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer m.Close()
-	as := auth.NewService(m, key, auth.Config{})
-	u, err := m.GetUserByEmail(ctx, auth.NormalizeEmail(*email))
+	as := auth.NewService(auth.StoresOf(m.Meta), key, auth.Config{})
+	u, err := m.Meta.Accounts.GetUserByEmail(ctx, auth.NormalizeEmail(*email))
 	if err != nil {
 		return err
 	}

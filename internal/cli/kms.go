@@ -45,9 +45,9 @@ func (c *kmsCmd) Run(ctx context.Context, args []string) error {
 		}
 		defer m.Close()
 		if args[0] == "status" {
-			return kmsStatus(ctx, c.env.Stdout, m)
+			return kmsStatus(ctx, c.env.Stdout, m.Meta.EncryptionJobs)
 		}
-		j, err := m.StartKMSJob(ctx, meta.KMSJob{Name: meta.RewrapJobName, Kind: meta.JobRewrap})
+		j, err := m.Meta.EncryptionJobs.StartKMSJob(ctx, meta.KMSJob{Name: meta.RewrapJobName, Kind: meta.JobRewrap})
 		if err != nil {
 			return err
 		}
@@ -97,7 +97,7 @@ func (c *kmsCmd) rotate(ctx context.Context, args []string) error {
 		return fmt.Errorf("the key rotated, but the re-wrap job could not be started (run 'coffer kms rewrap'): %w", err)
 	}
 	defer m.Close()
-	j, err := m.StartKMSJob(ctx, meta.KMSJob{Name: meta.RewrapJobName, Kind: meta.JobRewrap})
+	j, err := m.Meta.EncryptionJobs.StartKMSJob(ctx, meta.KMSJob{Name: meta.RewrapJobName, Kind: meta.JobRewrap})
 	if err != nil {
 		return fmt.Errorf("the key rotated, but the re-wrap job could not be started (run 'coffer kms rewrap'): %w", err)
 	}
@@ -108,7 +108,7 @@ func (c *kmsCmd) rotate(ctx context.Context, args []string) error {
 }
 
 // kmsStatus prints the jobs and the KEK versions stored data keys use.
-func kmsStatus(ctx context.Context, w io.Writer, m meta.Store) error {
+func kmsStatus(ctx context.Context, w io.Writer, m meta.EncryptionJobs) error {
 	js, err := m.ListKMSJobs(ctx)
 	if err != nil {
 		return err
@@ -173,11 +173,11 @@ func (c *encryptCmd) Run(ctx context.Context, args []string) error {
 	}
 	defer m.Close()
 	if *bucket != "" {
-		if _, err := m.GetBucket(ctx, *bucket); err != nil {
+		if _, err := m.Meta.Buckets.GetBucket(ctx, *bucket); err != nil {
 			return err
 		}
 	}
-	j, err := m.StartKMSJob(ctx, meta.KMSJob{Name: meta.EncryptJobName(*bucket), Kind: meta.JobEncrypt, Bucket: *bucket})
+	j, err := m.Meta.EncryptionJobs.StartKMSJob(ctx, meta.KMSJob{Name: meta.EncryptJobName(*bucket), Kind: meta.JobEncrypt, Bucket: *bucket})
 	if err != nil {
 		return err
 	}
@@ -192,7 +192,7 @@ func (c *encryptCmd) Run(ctx context.Context, args []string) error {
 			return ctx.Err()
 		case <-time.After(time.Second):
 		}
-		if j, err = m.GetKMSJob(ctx, j.Name); err != nil {
+		if j, err = m.Meta.EncryptionJobs.GetKMSJob(ctx, j.Name); err != nil {
 			return err
 		}
 		printJob(c.env.Stdout, j)

@@ -30,7 +30,7 @@ func (c *kmsCmd) grants(ctx context.Context, sub string, args []string) error {
 	}
 	defer m.Close()
 	if sub == "grants" {
-		gs, err := m.ListKMSKeyGrants(ctx)
+		gs, err := m.Meta.KeyGrants.ListKMSKeyGrants(ctx)
 		if err != nil {
 			return err
 		}
@@ -39,25 +39,25 @@ func (c *kmsCmd) grants(ctx context.Context, sub string, args []string) error {
 		}
 		for _, g := range gs {
 			who := g.UserID
-			if u, err := m.GetUser(ctx, g.UserID); err == nil {
+			if u, err := m.Meta.Accounts.GetUser(ctx, g.UserID); err == nil {
 				who = u.Email
 			}
 			fmt.Fprintf(c.env.Stdout, "%s\t%s\tgranted %s\n", g.Key, who, g.CreatedAt.Format("2006-01-02 15:04:05"))
 		}
 		return nil
 	}
-	u, err := m.GetUserByEmail(ctx, auth.NormalizeEmail(*email))
+	u, err := m.Meta.Accounts.GetUserByEmail(ctx, auth.NormalizeEmail(*email))
 	if err != nil {
 		return err
 	}
 	if sub == "allow" {
-		if err := m.AllowKMSKey(ctx, meta.KMSKeyGrant{Key: *key, UserID: u.ID}); err != nil {
+		if err := m.Meta.KeyGrants.AllowKMSKey(ctx, meta.KMSKeyGrant{Key: *key, UserID: u.ID}); err != nil {
 			return err
 		}
 		fmt.Fprintf(c.env.Stdout, "%s may now name KMS key %q\n", u.Email, *key)
 		return nil
 	}
-	if err := m.DisallowKMSKey(ctx, *key, u.ID); err != nil {
+	if err := m.Meta.KeyGrants.DisallowKMSKey(ctx, *key, u.ID); err != nil {
 		return err
 	}
 	fmt.Fprintf(c.env.Stdout, "%s may no longer name KMS key %q\n", u.Email, *key)

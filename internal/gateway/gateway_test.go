@@ -33,7 +33,7 @@ func TestMain(m *testing.M) { testbackend.Main(m) }
 // bucket directly (behind Coffer's back).
 type env struct {
 	svc    *object.Service
-	meta   meta.Store
+	meta   meta.Buckets
 	direct *s3.Client
 	bucket string // the MinIO bucket
 	alice  object.Actor
@@ -76,7 +76,7 @@ func newEnvAt(t *testing.T, m *testbackend.MinIO, endpoint, mode, prefix string,
 		t.Fatal(err)
 	}
 	cfg.OpenGateway = open
-	svc := object.New(ms, memblob.New(), cfg, nil)
+	svc := object.New(object.StoresOf(ms.Stores()), memblob.New(), cfg, nil)
 	direct := s3.NewFromConfig(aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider(m.AccessKey, m.SecretKey, "")},
 		func(o *s3.Options) { o.BaseEndpoint = aws.String(m.Endpoint()); o.UsePathStyle = true })
 	return &env{svc: svc, meta: ms, direct: direct, bucket: bucket, alice: object.Actor{UserID: "alice"}, bob: object.Actor{UserID: "bob"}}

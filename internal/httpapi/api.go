@@ -79,7 +79,7 @@ type Config struct {
 
 // TusConfig configures the tus endpoint (internal/tus).
 type TusConfig struct {
-	Store     meta.TusStore
+	Store     meta.Tus
 	TTL       time.Duration // unfinished uploads expire after; default 24h
 	LockLease time.Duration // default 30s
 }

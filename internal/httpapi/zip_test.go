@@ -334,15 +334,16 @@ func BenchmarkZipStore(b *testing.B) {
 	}
 }
 
-// countingStore counts the listing work done on a metadata store: List
-// calls, the object rows they return, and single-object lookups.
+// countingStore counts the listing work done on a metadata store's
+// objects: List calls, the object rows they return, and single-object
+// lookups.
 type countingStore struct {
-	meta.Store
+	meta.Objects
 	lists, rows, lookups atomic.Int64
 }
 
 func (c *countingStore) ListObjects(ctx context.Context, bucket string, opts meta.ListOptions) (meta.ListPage, error) {
-	page, err := c.Store.ListObjects(ctx, bucket, opts)
+	page, err := c.Objects.ListObjects(ctx, bucket, opts)
 	c.lists.Add(1)
 	c.rows.Add(int64(len(page.Objects)))
 	return page, err
@@ -350,7 +351,7 @@ func (c *countingStore) ListObjects(ctx context.Context, bucket string, opts met
 
 func (c *countingStore) GetObject(ctx context.Context, bucket, key string) (meta.Object, error) {
 	c.lookups.Add(1)
-	return c.Store.GetObject(ctx, bucket, key)
+	return c.Objects.GetObject(ctx, bucket, key)
 }
 
 // zipEnv is the file API over SQLite and memory blobs, with user alice
@@ -368,8 +369,10 @@ func zipEnv(t *testing.T, n int, cfg Config) (*API, *countingStore) {
 		meta.Bucket{Name: "alice-bucket", OwnerID: "alice", Visibility: meta.Private, CreatedAt: now}); err != nil {
 		t.Fatal(err)
 	}
-	cs := &countingStore{Store: m}
-	svc := object.New(cs, memblob.New(), object.Config{}, nil)
+	cs := &countingStore{Objects: m}
+	st := object.StoresOf(m.Stores())
+	st.Objects = cs
+	svc := object.New(st, memblob.New(), object.Config{}, nil)
 	var g errgroup.Group
 	g.SetLimit(8) // concurrent commits share SQLite's group commit
 	for i := range n {

@@ -16,8 +16,8 @@ type KMSKeyGrant struct {
 	CreatedAt time.Time
 }
 
-// KMSGrantStore keeps the SSE-KMS key allow list.
-type KMSGrantStore interface {
+// KeyGrants keeps the SSE-KMS key allow list.
+type KeyGrants interface {
 	// AllowKMSKey records g (a zero CreatedAt is set to now); allowing
 	// again what is allowed changes nothing. NotFound if there is no such
 	// user; InvalidArgument unless ValidKMSKeyName(g.Key). The grant goes

@@ -124,9 +124,9 @@ type EnvelopeRow struct {
 	KEK      string
 }
 
-// KMSJobStore keeps the jobs and gives them the rows to work on. Part of
-// Store.
-type KMSJobStore interface {
+// EncryptionJobs keeps the background jobs of encryption at rest (re-wrap,
+// encrypt) and gives them the rows to work on.
+type EncryptionJobs interface {
 	// StartKMSJob creates job j.Name (Kind and Bucket from j) in state
 	// running, or restarts it: cursor, pass and counters reset,
 	// Generation+1, lease kept (its holder's next save fails). Returns

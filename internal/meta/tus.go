@@ -31,8 +31,9 @@ const (
 	TusMissing                // no such tus upload
 )
 
-// TusStore is the part of Store that keeps tus uploads.
-type TusStore interface {
+// Tus keeps the tus state of the multipart uploads that tus clients drive
+// (package tus), and their locks.
+type Tus interface {
 	// CreateTus stores t for its (existing) upload; NotFound if the upload
 	// is gone, AlreadyExists if it has tus state already.
 	CreateTus(ctx context.Context, t TusUpload) error
@@ -53,30 +54,4 @@ type TusStore interface {
 	RenewTusLock(ctx context.Context, id, holder string, until time.Time) (held, releaseRequested bool, err error)
 	// UnlockTus releases holder's lock (nothing if not held).
 	UnlockTus(ctx context.Context, id, holder string) error
-}
-
-// UserLimits is an administrator's rate limit override for one user:
-// Requests and Bytes per Window (0: the server's default for that part).
-type UserLimits struct {
-	UserID          string
-	Requests, Bytes int64
-	Window          time.Duration
-}
-
-// LimitsStore keeps per-user rate limit overrides.
-type LimitsStore interface {
-	// SetUserLimits stores l (replacing any); with Requests and Bytes both
-	// 0 it removes the override. NotFound if there is no such user;
-	// InvalidArgument for negative numbers or a window under a second.
-	SetUserLimits(ctx context.Context, l UserLimits) error
-	// GetUserLimits returns the override of user id; NotFound if none.
-	GetUserLimits(ctx context.Context, id string) (UserLimits, error)
-}
-
-// RateStore hands out blocks of a cluster-wide rate limit.
-type RateStore interface {
-	// ReserveRate takes up to block tokens of (dim, key)'s limit in the
-	// fixed window starting at windowStart (Unix ms), and returns how many
-	// it got (0 when the window's limit is spent).
-	ReserveRate(ctx context.Context, dim, key string, windowStart, block, limit int64) (int64, error)
 }

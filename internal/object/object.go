@@ -87,7 +87,7 @@ type Config struct {
 
 // Service is the object service.
 type Service struct {
-	meta  meta.Store
+	meta  Stores
 	blobs blob.Store
 	cfg   Config
 	log   *slog.Logger
@@ -106,7 +106,7 @@ type Service struct {
 }
 
 // New returns a Service over m and b.
-func New(m meta.Store, b blob.Store, cfg Config, log *slog.Logger) *Service {
+func New(m Stores, b blob.Store, cfg Config, log *slog.Logger) *Service {
 	if cfg.MaxObjectSize <= 0 {
 		cfg.MaxObjectSize = 64 << 30
 	}

@@ -22,7 +22,7 @@ import (
 
 type fixture struct {
 	svc   *Service
-	meta  meta.Store
+	meta  Stores
 	blobs *memblob.Store
 	alice Actor
 	bob   Actor
@@ -36,7 +36,7 @@ func newFixture(t testing.TB, quota int64) *fixture {
 	}
 	t.Cleanup(func() { m.Close() })
 	b := memblob.New()
-	f := &fixture{meta: m, blobs: b, alice: Actor{UserID: "alice"}, bob: Actor{UserID: "bob"}}
+	f := &fixture{meta: StoresOf(m.Stores()), blobs: b, alice: Actor{UserID: "alice"}, bob: Actor{UserID: "bob"}}
 	now := time.Now().UTC()
 	for _, u := range []string{"alice", "bob"} {
 		if err := m.CreateUser(context.Background(), meta.User{ID: u, Email: u + "@x.io", QuotaBytes: quota, CreatedAt: now},
@@ -45,7 +45,7 @@ func newFixture(t testing.TB, quota int64) *fixture {
 		}
 	}
 	// Blobs for everything: these tests are about blob life cycles.
-	f.svc = New(m, b, Config{GarbageGrace: time.Nanosecond, InlineMax: -1}, nil)
+	f.svc = New(f.meta, b, Config{GarbageGrace: time.Nanosecond, InlineMax: -1}, nil)
 	return f
 }
 
@@ -138,7 +138,7 @@ func TestOrphanCollection(t *testing.T) {
 
 // failingMeta fails PutObjects, to prove staged blobs are discarded.
 type failingMeta struct {
-	meta.Store
+	meta.Objects
 }
 
 func (failingMeta) PutObjects(context.Context, []meta.Put) ([]meta.Object, error) {
@@ -147,7 +147,9 @@ func (failingMeta) PutObjects(context.Context, []meta.Put) ([]meta.Object, error
 
 func TestFailedCommitLeavesNoBlob(t *testing.T) {
 	f := newFixture(t, 0)
-	svc := New(failingMeta{f.meta}, f.blobs, Config{}, nil)
+	st := f.meta
+	st.Objects = failingMeta{f.meta.Objects}
+	svc := New(st, f.blobs, Config{}, nil)
 	_, err := svc.Put(context.Background(), f.alice, PutInput{Bucket: "alice-bucket", Key: "k", Body: strings.NewReader("data"), Size: 4})
 	if !errcode.Is(err, errcode.Unavailable) {
 		t.Fatalf("err = %v", err)

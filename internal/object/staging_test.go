@@ -312,7 +312,7 @@ func TestStagingLeaseRenewed(t *testing.T) {
 }
 
 // noRenew fails every lease renewal (a node cut off from the store).
-type noRenew struct{ meta.Store }
+type noRenew struct{ meta.Stagings }
 
 func (noRenew) RenewStaging(context.Context, []string, time.Time) ([]string, error) {
 	return nil, errcode.New(errcode.Unavailable, "injected")
@@ -322,7 +322,9 @@ func (noRenew) RenewStaging(context.Context, []string, time.Time) ([]string, err
 // orphan collection, so its blob must never become an object.
 func TestLostLeaseNeverCommits(t *testing.T) {
 	f := newFixture(t, 0)
-	a := New(noRenew{f.meta}, f.blobs, Config{InlineMax: -1, StagingLease: 200 * time.Millisecond}, nil)
+	cut := f.meta
+	cut.Stagings = noRenew{f.meta.Stagings}
+	a := New(cut, f.blobs, Config{InlineMax: -1, StagingLease: 200 * time.Millisecond}, nil)
 	b := New(f.meta, f.blobs, Config{OrphanGrace: time.Nanosecond}, nil)
 	ctx := context.Background()
 	batch := a.NewBatch(f.alice)
@@ -348,27 +350,28 @@ func TestLostLeaseNeverCommits(t *testing.T) {
 // survive the collection, re-checked at delete time, and the copy must
 // read. On SQLite, and on PostgreSQL when its binaries are there.
 func TestQueuedBlobReferencedAgainSurvives(t *testing.T) {
-	stores := map[string]func(t *testing.T) meta.Store{
-		"sqlite": func(t *testing.T) meta.Store {
+	stores := map[string]func(t *testing.T) Stores{
+		"sqlite": func(t *testing.T) Stores {
 			m, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "meta.db"), sqlite.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			return m
+			t.Cleanup(func() { m.Close() })
+			return StoresOf(m.Stores())
 		},
-		"postgres": func(t *testing.T) meta.Store {
+		"postgres": func(t *testing.T) Stores {
 			db := testbackend.SharedPostgres(t).CreateDatabase(t)
 			m, err := postgres.Open(context.Background(), db, postgres.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			return m
+			t.Cleanup(func() { m.Close() })
+			return StoresOf(m.Stores())
 		},
 	}
 	for _, name := range []string{"sqlite", "postgres"} {
 		t.Run(name, func(t *testing.T) {
 			m := stores[name](t)
-			t.Cleanup(func() { m.Close() })
 			ctx := context.Background()
 			now := time.Now().UTC()
 			if err := m.CreateUser(ctx, meta.User{ID: "alice", Email: "alice@x.io", CreatedAt: now},

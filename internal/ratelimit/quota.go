@@ -78,7 +78,7 @@ type Quotas struct {
 	leases  map[bucketKey]*lease
 }
 
-// Cluster hands out blocks of a cluster-wide limit (meta.RateStore).
+// Cluster hands out blocks of a cluster-wide limit (meta.Limits).
 type Cluster interface {
 	ReserveRate(ctx context.Context, dim, key string, windowStart, block, limit int64) (int64, error)
 }

@@ -130,7 +130,7 @@ func TestDeleteShareStates(t *testing.T) {
 		t.Fatalf("download: %d", resp.StatusCode)
 	}
 	expired := e.share(e.a, map[string]any{"key": "f.txt"})
-	if _, err := e.s.meta.SetShareExpiry(context.Background(), expired.ID, time.Now().Add(-time.Minute)); err != nil {
+	if _, err := e.s.meta.Shares.SetShareExpiry(context.Background(), expired.ID, time.Now().Add(-time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.shareIDs(e.a, ""); got[used.ID] != "used_up" || got[expired.ID] != "expired" {
@@ -277,11 +277,11 @@ func TestMeAndBucketStats(t *testing.T) {
 	if err := json.Unmarshal(b, &me); err != nil || resp.StatusCode != 200 || me.Admin == nil || *me.Admin {
 		t.Errorf("/me of a user: %d %s, want admin false", resp.StatusCode, b)
 	}
-	u, err := e.s.meta.GetUser(context.Background(), e.a.id)
+	u, err := e.s.meta.Accounts.GetUser(context.Background(), e.a.id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.s.meta.UpdateUser(context.Background(), u.ID, meta.UserUpdate{Admin: ptr(true)}); err != nil {
+	if _, err := e.s.meta.Accounts.UpdateUser(context.Background(), u.ID, meta.UserUpdate{Admin: ptr(true)}); err != nil {
 		t.Fatal(err)
 	}
 	if _, b := e.do(e.url, "GET", "/api/v1/me", e.a.token, nil); json.Unmarshal(b, &me) != nil || me.Admin == nil || !*me.Admin {

@@ -130,7 +130,7 @@ func (k KeyFile) Check() error {
 // records the key's fingerprint; afterwards it refuses any other key with
 // ErrKeyMismatch. A key file this call created and that the store refuses
 // is removed again.
-func OpenKey(ctx context.Context, m meta.Store, k KeyFile) ([]byte, error) {
+func OpenKey(ctx context.Context, m meta.Cluster, k KeyFile) ([]byte, error) {
 	path := k.Path()
 	key, err := ReadKey(path)
 	created := false

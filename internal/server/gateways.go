@@ -24,7 +24,8 @@ import (
 
 // gatewayAdmin implements httpapi.GatewayAdmin.
 type gatewayAdmin struct {
-	meta meta.Store
+	accounts meta.Accounts // the owners named by email
+	buckets  meta.Buckets
 	// check opens a new gateway's backend (reachable, bucket exists).
 	check func(ctx context.Context, url string) error
 }
@@ -33,7 +34,7 @@ var _ httpapi.GatewayAdmin = (*gatewayAdmin)(nil)
 
 // put records the gateway bucket sp describes.
 func (g *gatewayAdmin) put(ctx context.Context, sp gateway.Spec) (meta.Bucket, error) {
-	owner, err := g.meta.GetUserByEmail(ctx, auth.NormalizeEmail(sp.Owner))
+	owner, err := g.accounts.GetUserByEmail(ctx, auth.NormalizeEmail(sp.Owner))
 	if errcode.Is(err, errcode.NotFound) {
 		return meta.Bucket{}, &errcode.Error{Code: errcode.InvalidArgument, Message: fmt.Sprintf("gateway %q: owner %q has no account", sp.Name, sp.Owner),
 			Detail: map[string]any{"reason": "unknown_owner"}}
@@ -42,15 +43,15 @@ func (g *gatewayAdmin) put(ctx context.Context, sp gateway.Spec) (meta.Bucket, e
 		return meta.Bucket{}, err
 	}
 	b := meta.Bucket{Name: sp.Name, OwnerID: owner.ID, Visibility: sp.Visibility(), Gateway: sp.URL()}
-	if err := g.meta.PutGatewayBucket(ctx, b); err != nil {
+	if err := g.buckets.PutGatewayBucket(ctx, b); err != nil {
 		return meta.Bucket{}, err
 	}
-	return g.meta.GetBucket(ctx, sp.Name)
+	return g.buckets.GetBucket(ctx, sp.Name)
 }
 
 // ListGateways implements httpapi.GatewayAdmin.
 func (g *gatewayAdmin) ListGateways(ctx context.Context) ([]meta.Bucket, error) {
-	bs, err := g.meta.ListGatewayBuckets(ctx)
+	bs, err := g.buckets.ListGatewayBuckets(ctx)
 	if bs == nil {
 		bs = []meta.Bucket{}
 	}
@@ -81,14 +82,14 @@ func (g *gatewayAdmin) CreateGateway(ctx context.Context, in httpapi.NewGateway)
 
 // DeleteGateway implements httpapi.GatewayAdmin.
 func (g *gatewayAdmin) DeleteGateway(ctx context.Context, name string) error {
-	b, err := g.meta.GetBucket(ctx, name)
+	b, err := g.buckets.GetBucket(ctx, name)
 	if err == nil && !b.IsGateway() {
 		err = errcode.New(errcode.NotFound, "bucket %q is not a gateway bucket", name)
 	}
 	if err != nil {
 		return err
 	}
-	return g.meta.DeleteBucket(ctx, name)
+	return g.buckets.DeleteBucket(ctx, name)
 }
 
 // registerGateways records the --gateway specifications.

@@ -27,7 +27,7 @@ func TestGatewayAdmin(t *testing.T) {
 		t.Fatal(err)
 	}
 	reachable := true
-	g := &gatewayAdmin{meta: m, check: func(context.Context, string) error {
+	g := &gatewayAdmin{accounts: m, buckets: m, check: func(context.Context, string) error {
 		if !reachable {
 			return errors.New("connection refused")
 		}

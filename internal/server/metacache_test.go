@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"testing"
 
-	"github.com/coffer-storage/coffer/internal/cache"
 	"github.com/coffer-storage/coffer/internal/config"
 )
 
@@ -17,9 +16,9 @@ import (
 // before).
 func TestMetaCacheEmbedded(t *testing.T) {
 	e := newShareEnv(t)
-	cs, ok := e.s.meta.(*cache.Store)
-	if !ok {
-		t.Fatalf("the server's metadata store is a %T, not the cache's (--meta-cache on is the default)", e.s.meta)
+	cs := e.s.stores.MetaCache
+	if cs == nil || e.s.meta.Objects != cs.Stores().Objects {
+		t.Fatalf("the server's object records are not the cache's (--meta-cache on is the default)")
 	}
 	path := "/api/v1/buckets/" + e.a.bucket + "/files/"
 	get := func(key, token string) (int, string) {
@@ -87,7 +86,7 @@ func TestMetaCacheOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, ok := s.meta.(*cache.Store); ok {
+	if s.stores.MetaCache != nil {
 		t.Error("--meta-cache off: the metadata store is still the cache's")
 	}
 }

@@ -16,7 +16,7 @@ const overrideTTL = 10 * time.Second
 
 // newQuotas builds the token-bucket quotas of the config, with per-user
 // overrides read from ms (cached for overrideTTL); nil if no quota is set.
-func newQuotas(cfg config.Config, ms meta.LimitsStore) *ratelimit.Quotas {
+func newQuotas(cfg config.Config, ms meta.Limits) *ratelimit.Quotas {
 	q := func(r config.Rate, mib bool) ratelimit.Quota {
 		n := int64(r.N)
 		if mib {
@@ -49,7 +49,7 @@ type override struct {
 }
 
 type overrides struct {
-	ms  meta.LimitsStore
+	ms  meta.Limits
 	def ratelimit.DimQuotas
 	mu  sync.Mutex
 	m   map[string]override

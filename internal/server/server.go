@@ -48,7 +48,6 @@ import (
 	"github.com/coffer-storage/coffer/internal/auth"
 	"github.com/coffer-storage/coffer/internal/blob"
 	"github.com/coffer-storage/coffer/internal/blob/cacheblob"
-	"github.com/coffer-storage/coffer/internal/blob/diskblob"
 	"github.com/coffer-storage/coffer/internal/blob/s3blob"
 	"github.com/coffer-storage/coffer/internal/cache"
 	"github.com/coffer-storage/coffer/internal/config"
@@ -59,8 +58,6 @@ import (
 	"github.com/coffer-storage/coffer/internal/httpx"
 	"github.com/coffer-storage/coffer/internal/kms"
 	"github.com/coffer-storage/coffer/internal/meta"
-	"github.com/coffer-storage/coffer/internal/meta/postgres"
-	"github.com/coffer-storage/coffer/internal/meta/sqlite"
 	"github.com/coffer-storage/coffer/internal/metrics"
 	"github.com/coffer-storage/coffer/internal/object"
 	"github.com/coffer-storage/coffer/internal/ratelimit"
@@ -71,10 +68,14 @@ import (
 
 // Server is a running Coffer node.
 type Server struct {
-	cfg   config.Config
-	log   *slog.Logger
-	meta  meta.Store
-	blobs blob.Store
+	cfg config.Config
+	log *slog.Logger
+	// stores are the metadata and blob stores as OpenStores opened them;
+	// meta and blobs are what the services use (blobs through the blob
+	// read cache when cfg.CacheOn()).
+	stores *Stores
+	meta   meta.Stores
+	blobs  blob.Store
 	// blobCache is the blob read cache (nil: --cache off), in front of
 	// blobs when cfg.CacheOn(), and of gateway buckets' reads.
 	blobCache *cacheblob.Cache
@@ -97,10 +98,10 @@ type Server struct {
 	// info for JSON logs (a log pipeline's record of every request),
 	// debug for text logs (a terminal, where it would drown the events).
 	accessLevel slog.Level
-	// changes carries invalidations of the account caches; on PostgreSQL
-	// Run feeds it the store's announcements (listen).
+	// changes carries invalidations of the account and metadata caches;
+	// on PostgreSQL Run feeds it the store's announcements
+	// (meta.Changes).
 	changes *cache.Bus
-	listen  meta.ChangeListener
 	started time.Time
 }
 
@@ -147,8 +148,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 	}
 	s.certs = certs
 	keyFile := KeyFile{Data: cfg.Data, File: cfg.ServerKeyFile, Create: true}
-	blobOpts, err := preflight(cfg, keyFile)
-	if err != nil {
+	if err := preflight(cfg, keyFile); err != nil {
 		return nil, err
 	}
 	if !kms.InDataDir(cfg.KMS) {
@@ -159,61 +159,43 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 		}
 	}
 	metaKind, blobKind := "sqlite", "disk"
-
-	// Metadata: the embedded default is SQLite in the data folder; the
-	// scale-out shape is PostgreSQL shared by every node.
 	if cfg.Meta != "" {
-		pg, err := postgres.Open(ctx, cfg.Meta, postgres.Options{MaxConns: cfg.MetaMaxConns, AcquireTimeout: cfg.MetaWait})
-		if err != nil {
-			return nil, fmt.Errorf("opening metadata (PostgreSQL): %w", err)
+		metaKind = "postgres"
+	}
+	if cfg.Blob != "" {
+		blobKind = "s3"
+	}
+	// The stores: the shared ones of the scale-out shape (PostgreSQL, the
+	// S3 store) first, then the data folder and what lives in it (SQLite,
+	// the local disk), then the cache of bucket and object records, whose
+	// every write drops a record here and, before it returns, on every
+	// node.
+	prepared := false
+	prepare := func() error { prepared = true; return PrepareDataDir(cfg.Data, log) }
+	if s.stores, err = OpenStores(ctx, cfg, StoreOptions{Meta: true, Blobs: true, PrepareData: prepare, Bus: s.changes}); err != nil {
+		return nil, err
+	}
+	if !prepared {
+		// Every shared store answered: now the data folder.
+		if err := prepare(); err != nil {
+			return nil, err
 		}
-		st := pg.Stats
+	}
+	s.meta, s.blobs = s.stores.Meta, s.stores.Blobs
+	if st := s.stores.Pool; st != nil {
 		s.metrics.GaugeFunc("coffer_meta_pool_acquired", "PostgreSQL connections in use.", func() float64 { return float64(st().AcquiredConns) })
 		s.metrics.GaugeFunc("coffer_meta_pool_total", "PostgreSQL connections open.", func() float64 { return float64(st().TotalConns) })
 		s.metrics.CounterFunc("coffer_meta_pool_waits_total", "Metadata operations that waited for a PostgreSQL connection.", func() float64 { return float64(st().EmptyAcquireCount) })
 		s.metrics.CounterFunc("coffer_meta_pool_timeouts_total", "Metadata operations that gave up waiting for a PostgreSQL connection (503).", func() float64 { return float64(st().CanceledAcquireCount) })
 		s.metrics.CounterFunc("coffer_meta_queries_total", "Statements sent to PostgreSQL (each statement of a transaction, BEGIN and COMMIT included).", func() float64 { return float64(st().Queries) })
-		s.meta = pg
-		s.listen = pg // every node listens for the others' changes
-		// Until it does, other nodes' changes may be missed: the caches
-		// keep nothing (see cache.Bus.SetListening).
+	}
+	if s.meta.Changes != nil {
+		// Every node listens for the others' changes (Run). Until it
+		// does, other nodes' changes may be missed: the caches keep
+		// nothing (see cache.Bus.SetListening).
 		s.changes.SetListening(false)
-		metaKind = "postgres"
 	}
-	// Blobs: the embedded default is the local disk in the data folder;
-	// the scale-out shape is an S3-compatible store.
-	if cfg.Blob != "" {
-		blobKind = "s3"
-		if s.blobs, err = s3blob.Open(ctx, blobOpts); err != nil {
-			return nil, fmt.Errorf("opening blob store: %w", err)
-		}
-	}
-
-	// Every shared store answered: now the data folder and what lives in
-	// it.
-	if err := PrepareDataDir(cfg.Data, log); err != nil {
-		return nil, err
-	}
-	if cfg.Meta == "" {
-		m, err := sqlite.Open(ctx, filepath.Join(cfg.Data, "meta.db"), sqlite.Options{})
-		if err != nil {
-			return nil, fmt.Errorf("opening metadata: %w", err)
-		}
-		s.meta = m
-	}
-	if cfg.Blob == "" {
-		if s.blobs, err = diskblob.Open(filepath.Join(cfg.Data, "blobs")); err != nil {
-			return nil, fmt.Errorf("opening blob store: %w", err)
-		}
-	}
-	if cfg.MetaCache == "on" {
-		// Bucket and object records are cached on this node; every write
-		// of one drops it here and, before it returns, on every node.
-		cs := cache.NewStore(s.meta, s.changes, cache.StoreOptions{
-			Buckets: cache.Options{MaxEntries: 100_000, MaxBytes: cfg.MetaCacheSize / 8, TTL: cfg.MetaCacheTTL},
-			Objects: cache.Options{MaxEntries: 1_000_000, MaxBytes: cfg.MetaCacheSize - cfg.MetaCacheSize/8, TTL: cfg.MetaCacheTTL},
-		})
-		s.meta = cs
+	if cs := s.stores.MetaCache; cs != nil {
 		s.cacheMetrics("bucket", cs.Buckets().Stats)
 		s.cacheMetrics("object", cs.Objects().Stats)
 	}
@@ -247,16 +229,16 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 	// Gateway reads go through the blob cache too (gateway imports
 	// cacheblob; object never sees it).
 	ocfg.OpenGateway = gateway.Opener{Cache: s.blobCache}.Open
-	gws := &gatewayAdmin{meta: s.meta, check: func(ctx context.Context, u string) error { _, err := gateway.Open(ctx, u); return err }}
+	gws := &gatewayAdmin{accounts: s.meta.Accounts, buckets: s.meta.Buckets, check: func(ctx context.Context, u string) error { _, err := gateway.Open(ctx, u); return err }}
 	if err := gws.registerGateways(ctx, cfg.Gateways); err != nil {
 		return nil, err
 	}
 	// Last: the store records the key's fingerprint on its first start.
-	key, err := OpenKey(ctx, s.meta, keyFile)
+	key, err := OpenKey(ctx, s.meta.Cluster, keyFile)
 	if err != nil {
 		return nil, err
 	}
-	s.objects = object.New(s.meta, s.blobs, ocfg, log)
+	s.objects = object.New(object.StoresOf(s.meta), s.blobs, ocfg, log)
 	js := s.objects.JobStats()
 	s.metrics.CounterFunc("coffer_kms_rewrapped_keys_total", "Data keys this node re-wrapped under the current KEK version (rewrap job).",
 		func() float64 { return float64(js.Rewrapped.Load()) })
@@ -283,7 +265,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 	}
 	s.metrics.GaugeFunc("coffer_upload_staged_bytes", "Bytes this node has received into blobs not committed yet (uploads in flight).",
 		func() float64 { return float64(s.objects.StagedBytes()) })
-	s.auth = auth.NewService(s.meta, key, auth.Config{
+	s.auth = auth.NewService(auth.StoresOf(s.meta), key, auth.Config{
 		DefaultQuota: cfg.DefaultQuota,
 		Params:       auth.Params{Memory: cfg.Argon2Memory, Time: cfg.Argon2Time},
 		Pool:         auth.PoolConfig{Slots: cfg.LoginConcurrency},
@@ -306,11 +288,11 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 		func() float64 { return float64(h.Stats().Waiting) })
 
 	s.admission = s.newAdmission()
-	s.quotas = newQuotas(cfg, s.meta)
+	s.quotas = newQuotas(cfg, s.meta.Limits)
 	if s.quotas != nil && metaKind == "postgres" {
 		// Several nodes may share the store: requests quotas are
 		// cluster-wide, in blocks reserved from it.
-		s.quotas.Cluster = s.meta
+		s.quotas.Cluster = s.meta.Limits
 	}
 	version, revision, goVersion := BuildInfo()
 	apiCfg := httpapi.Config{
@@ -322,9 +304,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 		Info: httpapi.ServerInfo{
 			Version: version, Revision: revision, GoVersion: goVersion,
 			Started: s.started, MetaStore: metaKind, BlobStore: blobKind,
-			Counts: s.meta.Counts,
+			Counts: s.meta.Accounts.Counts,
 		},
-		Tus:      httpapi.TusConfig{Store: s.meta, TTL: cfg.TusExpiry},
+		Tus:      httpapi.TusConfig{Store: s.meta.Tus, TTL: cfg.TusExpiry},
 		Gateways: gws,
 	}
 	if s.keys != nil {
@@ -477,14 +459,11 @@ func (s *Server) openBlobCache(cfg config.Config, log *slog.Logger) error {
 // never called.
 func (s *Server) Close() error {
 	var errs []error
-	if s.meta != nil {
-		errs = append(errs, s.meta.Close())
-	}
-	if c, ok := s.blobs.(blob.Closer); ok {
-		errs = append(errs, c.Close())
-	}
 	if s.blobCache != nil {
-		errs = append(errs, s.blobCache.Close()) // again if blobs closed it: it only waits
+		errs = append(errs, s.blobCache.Close()) // first: it waits for its fills from the blob store
+	}
+	if s.stores != nil {
+		errs = append(errs, s.stores.Close())
 	}
 	if s.keys != nil {
 		errs = append(errs, s.keys.Close())
@@ -578,7 +557,11 @@ func (s *Server) Run(ctx context.Context, announce io.Writer) error {
 	janitorDone := make(chan struct{})
 	go func() {
 		defer close(janitorDone)
+		var wg sync.WaitGroup
+		hk := housekeeping{sessions: s.meta.Sessions, shares: s.meta.Shares, log: s.log, now: time.Now}
+		wg.Go(func() { hk.run(janitorCtx, min(s.cfg.OrphanGrace, time.Hour)) })
 		s.objects.RunJanitor(janitorCtx, s.cfg.JanitorInterval, min(s.cfg.OrphanGrace, time.Hour))
+		wg.Wait()
 	}()
 	if s.keys != nil {
 		// Background jobs of encryption at rest (key re-wrap after a
@@ -592,14 +575,14 @@ func (s *Server) Run(ctx context.Context, announce io.Writer) error {
 		}()
 		defer func() { stopJobs(); <-jobsDone }()
 	}
-	if s.listen != nil {
+	if s.meta.Changes != nil {
 		// Other nodes' changes (disabled users, revoked keys) reach this
 		// node's caches through the store's announcements.
 		listenCtx, stopListen := context.WithCancel(context.Background())
 		listenDone := make(chan struct{})
 		go func() {
 			defer close(listenDone)
-			s.listen.ListenChanges(listenCtx, (&listenLog{log: s.log, every: time.Minute}).handler(s.changes))
+			s.meta.Changes.ListenChanges(listenCtx, (&listenLog{log: s.log, every: time.Minute}).handler(s.changes))
 		}()
 		defer func() { stopListen(); <-listenDone }()
 	}
@@ -793,7 +776,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	httpx.SetRoute(r.Context(), "GET /readyz")
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
-	if err := s.meta.Ping(ctx); err != nil {
+	if err := s.meta.Cluster.Ping(ctx); err != nil {
 		httpapi.WriteProblem(w, r, s.log, errcode.Retry(errcode.Unavailable, time.Second, "metadata store unavailable"))
 		return
 	}
@@ -857,22 +840,19 @@ func BuildInfo() (version, revision, goVersion string) {
 }
 
 // preflight checks what can be checked before anything is opened or
-// made (New, step 1) and returns the blob store's options.
-func preflight(cfg config.Config, key KeyFile) (s3blob.Options, error) {
-	var opts s3blob.Options
+// made (New, step 1).
+func preflight(cfg config.Config, key KeyFile) error {
 	if cfg.Blob != "" {
-		o, err := s3blob.ParseURL(cfg.Blob)
-		if err != nil {
-			return opts, fmt.Errorf("--blob: %w", err)
+		if _, err := s3blob.ParseURL(cfg.Blob); err != nil {
+			return fmt.Errorf("--blob: %w", err)
 		}
-		opts = o
 	}
 	for _, raw := range cfg.Gateways {
 		if _, err := gateway.ParseSpec(raw); err != nil {
-			return opts, fmt.Errorf("--gateway: %w", err)
+			return fmt.Errorf("--gateway: %w", err)
 		}
 	}
-	return opts, key.Check()
+	return key.Check()
 }
 
 // keyTTL is how long one intermediate key wraps new data keys

@@ -54,7 +54,7 @@ type Handler struct {
 
 // New returns the tus endpoint over objects, with its state and locks in
 // ms.
-func New(objects *object.Service, ms meta.TusStore, cfg Config) (*Handler, error) {
+func New(objects *object.Service, ms meta.Tus, cfg Config) (*Handler, error) {
 	if cfg.TTL <= 0 {
 		cfg.TTL = 24 * time.Hour
 	}
@@ -242,7 +242,7 @@ type Locker struct {
 	// owns is nil when upload id is the caller of ctx's, else the error
 	// to answer (handler.ErrNotFound for anyone else's).
 	owns  func(ctx context.Context, id string) error
-	meta  meta.TusStore
+	meta  meta.Tus
 	lease time.Duration
 	log   *slog.Logger
 }

@@ -29,10 +29,10 @@ import (
 	"github.com/coffer-storage/coffer/internal/object"
 )
 
-// lockSpy is the metadata store with a record of the tus lock calls
-// (fault-free: every call goes to the real store).
+// lockSpy is the metadata store's tus role with a record of the lock
+// calls (fault-free: every call goes to the real store).
 type lockSpy struct {
-	meta.Store
+	meta.Tus
 	locked       chan string  // upload IDs, each time a lock is taken
 	askedRelease atomic.Int64 // TryLockTus calls asking a holder to let go
 }
@@ -41,7 +41,7 @@ func (s *lockSpy) TryLockTus(ctx context.Context, id, holder string, until time.
 	if requestRelease {
 		s.askedRelease.Add(1)
 	}
-	got, err := s.Store.TryLockTus(ctx, id, holder, until, requestRelease)
+	got, err := s.Tus.TryLockTus(ctx, id, holder, until, requestRelease)
 	if err == nil && got == meta.TusLocked {
 		select {
 		case s.locked <- id:
@@ -69,6 +69,7 @@ func (b *countingBlobs) Get(ctx context.Context, key string, off, n int64) (io.R
 type harness struct {
 	url     string
 	dbPath  string
+	stores  meta.Stores // the store's roles, Tus being meta
 	meta    *lockSpy
 	blobs   *countingBlobs
 	objects *object.Service
@@ -91,7 +92,7 @@ func newHarness(t *testing.T, cfg object.Config, lease time.Duration) *harness {
 			t.Fatal(err)
 		}
 	}
-	h := &harness{dbPath: dbPath, meta: &lockSpy{Store: m, locked: make(chan string, 16)},
+	h := &harness{dbPath: dbPath, stores: m.Stores(), meta: &lockSpy{Tus: m, locked: make(chan string, 16)},
 		blobs: &countingBlobs{Store: memblob.New()}, cfg: cfg, lease: lease}
 	h.objects, h.url = h.node(t)
 	return h
@@ -102,7 +103,7 @@ func newHarness(t *testing.T, cfg object.Config, lease time.Duration) *harness {
 // handler, and returns them.
 func (h *harness) node(t *testing.T) (*object.Service, string) {
 	t.Helper()
-	objects := object.New(h.meta, h.blobs, h.cfg, nil)
+	objects := object.New(object.StoresOf(h.stores), h.blobs, h.cfg, nil)
 	th, err := New(objects, h.meta, Config{BasePath: "/tus/", LockLease: h.lease,
 		Error: func(_ context.Context, err error) (int, http.Header, []byte) {
 			status := http.StatusInternalServerError

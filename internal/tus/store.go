@@ -7,7 +7,7 @@
 //   - A tus upload is a multipart upload of the object service (so its
 //     bytes are staged against the bucket owner's quota before they are
 //     written, it is visible to nobody as an object, and the janitor aborts
-//     it when it expires) plus a tus_uploads row (meta.TusStore) with the
+//     it when it expires) plus a tus_uploads row (meta.Tus) with the
 //     declared length, the tus metadata and the running MD5/SHA-256. The
 //     running hash state holds the last (offset mod 64) bytes of the
 //     plaintext: when the parts are encrypted, it is stored encrypted too
@@ -53,7 +53,7 @@ import (
 // Store is tusd's data store over the object service.
 type Store struct {
 	objects *object.Service
-	meta    meta.TusStore
+	meta    meta.Tus
 	ttl     time.Duration
 	mapErr  func(ctx context.Context, err error) error
 }

@@ -57,7 +57,7 @@ func diffAccessKey(got, want meta.AccessKey) string {
 }
 
 // wantAccessKey fails unless GetAccessKey(want.ID) returns want.
-func wantAccessKey(t *testing.T, s meta.Store, want meta.AccessKey) {
+func wantAccessKey(t *testing.T, s store, want meta.AccessKey) {
 	t.Helper()
 	got, err := s.GetAccessKey(t.Context(), want.ID)
 	ok(t, err, "GetAccessKey "+want.ID)
@@ -67,7 +67,7 @@ func wantAccessKey(t *testing.T, s meta.Store, want meta.AccessKey) {
 }
 
 // wantAccessKeys fails unless ListAccessKeys(user) returns want, in order.
-func wantAccessKeys(t *testing.T, s meta.Store, user string, want ...meta.AccessKey) {
+func wantAccessKeys(t *testing.T, s store, user string, want ...meta.AccessKey) {
 	t.Helper()
 	got, err := s.ListAccessKeys(t.Context(), user)
 	ok(t, err, "ListAccessKeys "+user)
@@ -88,7 +88,7 @@ func wantAccessKeys(t *testing.T, s meta.Store, user string, want ...meta.Access
 	}
 }
 
-func testAccessKeys(t *testing.T, s meta.Store) {
+func testAccessKeys(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	addUser(t, s, "bob", 0)
@@ -111,7 +111,7 @@ func testAccessKeys(t *testing.T, s meta.Store) {
 	wantAccessKeys(t, s, "nobody")
 }
 
-func testAccessKeyRejected(t *testing.T, s meta.Store) {
+func testAccessKeyRejected(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	addUser(t, s, "bob", 0)
@@ -135,7 +135,7 @@ func testAccessKeyRejected(t *testing.T, s meta.Store) {
 	wantCode(t, err, errcode.NotFound, "GetAccessKey with another case")
 }
 
-func testDeleteAccessKey(t *testing.T, s meta.Store) {
+func testDeleteAccessKey(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	addUser(t, s, "bob", 0)
@@ -166,7 +166,7 @@ func testDeleteAccessKey(t *testing.T, s meta.Store) {
 	wantAccessKeys(t, s, "bob", b1, again)
 }
 
-func testTouchAccessKey(t *testing.T, s meta.Store) {
+func testTouchAccessKey(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	k := accessKey("alice", "k", baseTime)

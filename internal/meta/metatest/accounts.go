@@ -30,7 +30,7 @@ func emails(us []meta.User) []string {
 	return out
 }
 
-func testListUsers(t *testing.T, s meta.Store) {
+func testListUsers(t *testing.T, s store) {
 	ctx := t.Context()
 	for _, id := range []string{"carol", "alice", "bob", "a_b", "a%b", "dave"} {
 		addUser(t, s, id, 0)
@@ -72,7 +72,7 @@ func testListUsers(t *testing.T, s meta.Store) {
 	wantCode(t, err, errcode.InvalidArgument, "ListUsers with a negative limit")
 }
 
-func testRevokeRefreshTokens(t *testing.T, s meta.Store) {
+func testRevokeRefreshTokens(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	addUser(t, s, "bob", 0)
@@ -101,7 +101,7 @@ func testRevokeRefreshTokens(t *testing.T, s meta.Store) {
 	wantCode(t, err, errcode.InvalidArgument, "UpdateUser with only RevokeRefreshTokens")
 }
 
-func testRotateDisabledOrCutOff(t *testing.T, s meta.Store) {
+func testRotateDisabledOrCutOff(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	yes, no := true, false
@@ -131,7 +131,7 @@ func testRotateDisabledOrCutOff(t *testing.T, s meta.Store) {
 }
 
 // wantUserGone fails unless the user, its buckets and its keys are gone.
-func wantUserGone(t *testing.T, s meta.Store, id string, buckets []string, keys []string) {
+func wantUserGone(t *testing.T, s store, id string, buckets []string, keys []string) {
 	t.Helper()
 	ctx := t.Context()
 	_, err := s.GetUser(ctx, id)
@@ -153,7 +153,7 @@ func wantUserGone(t *testing.T, s meta.Store, id string, buckets []string, keys 
 	}
 }
 
-func testDeleteUserEmpty(t *testing.T, s meta.Store) {
+func testDeleteUserEmpty(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	addUser(t, s, "bob", 0)
@@ -181,14 +181,14 @@ func testDeleteUserEmpty(t *testing.T, s meta.Store) {
 }
 
 // obj0 returns the object at bucket/key.
-func obj0(t *testing.T, s meta.Store, bucket, key string) meta.Object {
+func obj0(t *testing.T, s store, bucket, key string) meta.Object {
 	t.Helper()
 	o, err := s.GetObject(t.Context(), bucket, key)
 	ok(t, err, "GetObject")
 	return o
 }
 
-func testDeleteUserRefused(t *testing.T, s meta.Store) {
+func testDeleteUserRefused(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	addBucket(t, s, "alice-b", "alice")
@@ -230,7 +230,7 @@ func testDeleteUserRefused(t *testing.T, s meta.Store) {
 	wantUserGone(t, s, "alice", []string{"alice", "alice-b", "alice-c", "alice-empty"}, nil)
 }
 
-func testDeleteUserPurge(t *testing.T, s meta.Store) {
+func testDeleteUserPurge(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	addUser(t, s, "bob", 0)
@@ -283,7 +283,7 @@ func testDeleteUserPurge(t *testing.T, s meta.Store) {
 	wantUsage(t, s, "bob", 4)
 }
 
-func testCounts(t *testing.T, s meta.Store) {
+func testCounts(t *testing.T, s store) {
 	ctx := t.Context()
 	c, err := s.Counts(ctx)
 	ok(t, err, "Counts of an empty store")

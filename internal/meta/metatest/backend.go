@@ -19,7 +19,7 @@ var backendUploadTests = []test{
 	{name: "DeleteBucket", fn: testBackendDeleteBucket},
 }
 
-func testBackendDeleteBucket(t *testing.T, s meta.Store) {
+func testBackendDeleteBucket(t *testing.T, s store) {
 	addUser(t, s, "alice", 0)
 	addBucket(t, s, "scratch", "alice")
 	u := addBackendUpload(t, s, "scratch", "k")
@@ -30,7 +30,7 @@ func testBackendDeleteBucket(t *testing.T, s meta.Store) {
 
 // addBackendUpload creates an upload assembled by the backend into a
 // fresh blob key.
-func addBackendUpload(t *testing.T, s meta.Store, bucket, key string) meta.Upload {
+func addBackendUpload(t *testing.T, s store, bucket, key string) meta.Upload {
 	t.Helper()
 	u := newUpload(bucket, key)
 	u.BlobKey = fmt.Sprintf("blob/assembled-%d", seq.Add(1))
@@ -47,7 +47,7 @@ func assembled(u meta.Upload, size int64) meta.Object {
 	return o
 }
 
-func testBackendUploadRoundTrip(t *testing.T, s meta.Store) {
+func testBackendUploadRoundTrip(t *testing.T, s store) {
 	addUser(t, s, "alice", 0)
 	u := addBackendUpload(t, s, "alice", "big.iso")
 	wantUpload(t, s, u)
@@ -62,7 +62,7 @@ func testBackendUploadRoundTrip(t *testing.T, s meta.Store) {
 	wantUsage(t, s, "alice", 0)
 }
 
-func testBackendComplete(t *testing.T, s meta.Store) {
+func testBackendComplete(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	old := obj("alice", "big.iso", 40)
@@ -88,7 +88,7 @@ func testBackendComplete(t *testing.T, s meta.Store) {
 	wantObject(t, s, want)
 }
 
-func testBackendCompleteRejected(t *testing.T, s meta.Store) {
+func testBackendCompleteRejected(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 150)
 	put(t, s, obj("alice", "big.iso", 40))
@@ -118,7 +118,7 @@ func testBackendCompleteRejected(t *testing.T, s meta.Store) {
 	wantUsage(t, s, "alice", 150)
 }
 
-func testBackendConcurrentCompletes(t *testing.T, s meta.Store) {
+func testBackendConcurrentCompletes(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	u := addBackendUpload(t, s, "alice", "k")
@@ -152,7 +152,7 @@ func testBackendConcurrentCompletes(t *testing.T, s meta.Store) {
 	wantReferenced(t, s, "object", []string{u.BlobKey}, map[string]bool{u.BlobKey: true})
 }
 
-func testBackendAbort(t *testing.T, s meta.Store) {
+func testBackendAbort(t *testing.T, s store) {
 	addUser(t, s, "alice", 0)
 	u := addBackendUpload(t, s, "alice", "k")
 	ok(t, s.AbortUpload(t.Context(), u.ID), "AbortUpload")

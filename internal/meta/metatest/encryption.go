@@ -26,7 +26,7 @@ var encryptionTests = []test{
 // testUploadEncryption: an upload's encryption choice (mode, KMS key,
 // customer key check) comes back as given from GetUpload, ListUploads
 // and ListExpiredUploads.
-func testUploadEncryption(t *testing.T, s meta.Store) {
+func testUploadEncryption(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	now := time.Now().UTC()
@@ -69,7 +69,7 @@ func testUploadEncryption(t *testing.T, s meta.Store) {
 	check(exp[0], u, "ListExpiredUploads")
 }
 
-func testBucketEncryption(t *testing.T, s meta.Store) {
+func testBucketEncryption(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	if b, err := s.GetBucket(ctx, "alice"); err != nil || b.Encryption != "" || b.EncryptionKMSKey != "" {
@@ -107,7 +107,7 @@ func encrypted(o meta.Object) meta.Object {
 	return o
 }
 
-func testEnvelopeSingleBlob(t *testing.T, s meta.Store) {
+func testEnvelopeSingleBlob(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	o := put1(t, s, encrypted(obj("alice", "secret", 100)))
@@ -136,7 +136,7 @@ func testEnvelopeSingleBlob(t *testing.T, s meta.Store) {
 	}
 }
 
-func testEnvelopeInline(t *testing.T, s meta.Store) {
+func testEnvelopeInline(t *testing.T, s store) {
 	addUser(t, s, "alice", 0)
 	o := encrypted(inlineObj("alice", "small", []byte("ciphertext\x00\xff")))
 	put1(t, s, o)
@@ -144,7 +144,7 @@ func testEnvelopeInline(t *testing.T, s meta.Store) {
 	wantInline(t, s, "alice", "small", o.Inline)
 }
 
-func testEnvelopeMultipart(t *testing.T, s meta.Store) {
+func testEnvelopeMultipart(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	u := addUpload(t, s, "alice", "big")
@@ -181,7 +181,7 @@ func testEnvelopeMultipart(t *testing.T, s meta.Store) {
 	wantObject(t, s, want)
 }
 
-func testEnvelopeParts(t *testing.T, s meta.Store) {
+func testEnvelopeParts(t *testing.T, s store) {
 	addUser(t, s, "alice", 0)
 	o := obj("alice", "assembled", 30)
 	o.BlobKey = ""

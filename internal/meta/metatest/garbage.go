@@ -18,7 +18,7 @@ var garbageTests = []test{
 // metadata-only put of a queued blob, as a copy sharing blobs would make)
 // is not claimed, and its stale queue entry goes; it is queued again when
 // its last row goes.
-func testClaimGarbage(t *testing.T, s meta.Store) {
+func testClaimGarbage(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	a := put1(t, s, obj("alice", "a", 1))
@@ -69,7 +69,7 @@ func testClaimGarbage(t *testing.T, s meta.Store) {
 	}
 }
 
-func testGarbageQueue(t *testing.T, s meta.Store) {
+func testGarbageQueue(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	start := time.Now()
@@ -144,7 +144,7 @@ func blobKeys(gs []meta.Garbage) []string {
 	return keys
 }
 
-func testReferencedBlobs(t *testing.T, s meta.Store) {
+func testReferencedBlobs(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	addUser(t, s, "bob", 0)
@@ -200,11 +200,11 @@ func testReferencedBlobs(t *testing.T, s meta.Store) {
 }
 
 var storeTests = []test{
-	{name: "Ping", fn: func(t *testing.T, s meta.Store) { ok(t, s.Ping(t.Context()), "Ping") }},
+	{name: "Ping", fn: func(t *testing.T, s store) { ok(t, s.Ping(t.Context()), "Ping") }},
 	{name: "Close", raw: testClose},
 }
 
-func testClose(t *testing.T, newStore func(t *testing.T) meta.Store) {
+func testClose(t *testing.T, newStore func(t *testing.T) store) {
 	s := newStore(t)
 	addUser(t, s, "alice", 0)
 	if err := s.Close(); err != nil {

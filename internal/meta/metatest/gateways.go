@@ -20,7 +20,7 @@ var gatewayTests = []test{
 
 const gwURL = "s3://photos/pre?endpoint=http://127.0.0.1:9000&mode=ro"
 
-func testGatewayPutAndList(t *testing.T, s meta.Store) {
+func testGatewayPutAndList(t *testing.T, s store) {
 	ctx := t.Context()
 	alice := addUser(t, s, "alice", 0)
 	bob := addUser(t, s, "bob", 0)
@@ -63,7 +63,7 @@ func testGatewayPutAndList(t *testing.T, s meta.Store) {
 	}
 }
 
-func testGatewayNotOverNative(t *testing.T, s meta.Store) {
+func testGatewayNotOverNative(t *testing.T, s store) {
 	ctx := t.Context()
 	alice := addUser(t, s, "alice", 0)
 	err := s.PutGatewayBucket(ctx, meta.Bucket{Name: "alice", OwnerID: alice.ID, Gateway: gwURL})
@@ -81,7 +81,7 @@ func testGatewayNotOverNative(t *testing.T, s meta.Store) {
 	wantCode(t, s.CreateBucket(ctx, meta.Bucket{Name: "gw", OwnerID: alice.ID}), errcode.AlreadyExists, "CreateBucket over a gateway bucket")
 }
 
-func testGatewayRejected(t *testing.T, s meta.Store) {
+func testGatewayRejected(t *testing.T, s store) {
 	ctx := t.Context()
 	alice := addUser(t, s, "alice", 0)
 	wantCode(t, s.PutGatewayBucket(ctx, meta.Bucket{Name: "gw", OwnerID: alice.ID}), errcode.InvalidArgument, "without a URL")
@@ -93,7 +93,7 @@ func testGatewayRejected(t *testing.T, s meta.Store) {
 	}
 }
 
-func testGatewayDelete(t *testing.T, s meta.Store) {
+func testGatewayDelete(t *testing.T, s store) {
 	ctx := t.Context()
 	alice := addUser(t, s, "alice", 0)
 	ok(t, s.PutGatewayBucket(ctx, meta.Bucket{Name: "gw", OwnerID: alice.ID, Gateway: gwURL}), "PutGatewayBucket")

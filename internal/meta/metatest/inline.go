@@ -23,7 +23,7 @@ func inlineObj(bucket, key string, data []byte) meta.Object {
 	return o
 }
 
-func wantInline(t *testing.T, s meta.Store, bucket, key string, want []byte) {
+func wantInline(t *testing.T, s store, bucket, key string, want []byte) {
 	t.Helper()
 	got, err := s.GetObject(t.Context(), bucket, key)
 	ok(t, err, "GetObject of an inline object")
@@ -32,7 +32,7 @@ func wantInline(t *testing.T, s meta.Store, bucket, key string, want []byte) {
 	}
 }
 
-func testInlineRoundTrip(t *testing.T, s meta.Store) {
+func testInlineRoundTrip(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	data := []byte("small object bytes\x00\xff")
@@ -54,7 +54,7 @@ func testInlineRoundTrip(t *testing.T, s meta.Store) {
 	}
 }
 
-func testInlineReplaceAndDelete(t *testing.T, s meta.Store) {
+func testInlineReplaceAndDelete(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	put1(t, s, inlineObj("alice", "k", []byte("inline v1")))
@@ -80,7 +80,7 @@ func testInlineReplaceAndDelete(t *testing.T, s meta.Store) {
 	wantGarbage(t, s, v2.BlobKey)
 }
 
-func testInlineMove(t *testing.T, s meta.Store) {
+func testInlineMove(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	put1(t, s, inlineObj("alice", "src", []byte("moving")))
@@ -93,7 +93,7 @@ func testInlineMove(t *testing.T, s meta.Store) {
 	wantUsage(t, s, "alice", 6)
 }
 
-func testInlineInvalid(t *testing.T, s meta.Store) {
+func testInlineInvalid(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	bad := inlineObj("alice", "bad", []byte("abc"))

@@ -34,7 +34,7 @@ func newInvite(uses int) meta.Invite {
 	}
 }
 
-func addInvite(t *testing.T, s meta.Store, inv meta.Invite) meta.Invite {
+func addInvite(t *testing.T, s store, inv meta.Invite) meta.Invite {
 	t.Helper()
 	ok(t, s.CreateInvite(t.Context(), inv), "CreateInvite "+inv.ID)
 	inv.UsesLeft = inv.Uses
@@ -48,7 +48,7 @@ func invitedUser(id string) (meta.User, meta.Bucket) {
 		meta.Bucket{Name: id, OwnerID: id, Visibility: meta.Private, CreatedAt: baseTime}
 }
 
-func wantInvite(t *testing.T, s meta.Store, want meta.Invite) {
+func wantInvite(t *testing.T, s store, want meta.Invite) {
 	t.Helper()
 	got, err := s.GetInviteByHash(t.Context(), want.Hash)
 	ok(t, err, "GetInviteByHash "+want.ID)
@@ -74,7 +74,7 @@ func wantInviteInvalid(t *testing.T, err error, what string) {
 	}
 }
 
-func testInviteRoundTrip(t *testing.T, s meta.Store) {
+func testInviteRoundTrip(t *testing.T, s store) {
 	ctx := t.Context()
 	a := newInvite(1)
 	a.Email = "bob@example.com"
@@ -109,7 +109,7 @@ func testInviteRoundTrip(t *testing.T, s meta.Store) {
 	}
 }
 
-func testInviteCreateRejected(t *testing.T, s meta.Store) {
+func testInviteCreateRejected(t *testing.T, s store) {
 	ctx := t.Context()
 	taken := addInvite(t, s, newInvite(1))
 	for _, tc := range []struct {
@@ -138,7 +138,7 @@ func testInviteCreateRejected(t *testing.T, s meta.Store) {
 	}
 }
 
-func testInviteRedeem(t *testing.T, s meta.Store) {
+func testInviteRedeem(t *testing.T, s store) {
 	ctx := t.Context()
 	inv := addInvite(t, s, newInvite(2))
 	for i, id := range []string{"carol", "dave"} {
@@ -167,7 +167,7 @@ func testInviteRedeem(t *testing.T, s meta.Store) {
 	wantInvite(t, s, bound)
 }
 
-func testInviteNotRedeemable(t *testing.T, s meta.Store) {
+func testInviteNotRedeemable(t *testing.T, s store) {
 	ctx := t.Context()
 	revoked := addInvite(t, s, newInvite(1))
 	ok(t, s.RevokeInvite(ctx, revoked.ID), "RevokeInvite")
@@ -207,7 +207,7 @@ func testInviteNotRedeemable(t *testing.T, s meta.Store) {
 	ok(t, s.CreateInvitedUser(ctx, u, b, expired.Hash, expired.ExpiresAt.Add(-time.Millisecond)), "CreateInvitedUser just before expiry")
 }
 
-func testInviteFailedSignupKeepsUse(t *testing.T, s meta.Store) {
+func testInviteFailedSignupKeepsUse(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "ivan", 0)
 	inv := addInvite(t, s, newInvite(1))
@@ -227,7 +227,7 @@ func testInviteFailedSignupKeepsUse(t *testing.T, s meta.Store) {
 	ok(t, s.CreateInvitedUser(ctx, u, b, inv.Hash, baseTime), "CreateInvitedUser after the failed one")
 }
 
-func testInviteRevoke(t *testing.T, s meta.Store) {
+func testInviteRevoke(t *testing.T, s store) {
 	ctx := t.Context()
 	wantCode(t, s.RevokeInvite(ctx, "nope"), errcode.NotFound, "RevokeInvite of an unknown id")
 	inv := addInvite(t, s, newInvite(3))
@@ -243,7 +243,7 @@ func testInviteRevoke(t *testing.T, s meta.Store) {
 
 // testInviteConcurrentRedeem races signups on an invite: exactly as many
 // succeed as it has uses, whatever the interleaving.
-func testInviteConcurrentRedeem(t *testing.T, s meta.Store) {
+func testInviteConcurrentRedeem(t *testing.T, s store) {
 	for _, uses := range []int{1, 3} {
 		t.Run(fmt.Sprintf("Uses%d", uses), func(t *testing.T) {
 			inv := addInvite(t, s, newInvite(uses))

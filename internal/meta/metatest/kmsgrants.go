@@ -14,7 +14,7 @@ var kmsGrantTests = []test{
 	{name: "GoWithTheirUser", fn: testKMSGrantsGoWithUser},
 }
 
-func testKMSGrants(t *testing.T, s meta.Store) {
+func testKMSGrants(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	addUser(t, s, "bob", 0)
@@ -59,7 +59,7 @@ func testKMSGrants(t *testing.T, s meta.Store) {
 	}
 }
 
-func testKMSGrantsGoWithUser(t *testing.T, s meta.Store) {
+func testKMSGrantsGoWithUser(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	ok(t, s.AllowKMSKey(ctx, meta.KMSKeyGrant{Key: "finance", UserID: "alice"}), "AllowKMSKey")

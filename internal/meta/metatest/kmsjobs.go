@@ -11,7 +11,7 @@ import (
 	"github.com/coffer-storage/coffer/internal/meta"
 )
 
-// The background jobs of encryption at rest (meta.KMSJobStore): one
+// The background jobs of encryption at rest (meta.EncryptionJobs): one
 // holder at a time under a lease, a persisted cursor, saves refused to
 // anyone who lost the job, and compare-and-swap updates of the rows they
 // change.
@@ -27,7 +27,7 @@ var kmsJobTests = []test{
 	{name: "PlaintextObjects", fn: testPlaintextObjects},
 }
 
-func testJobLease(t *testing.T, s meta.Store) {
+func testJobLease(t *testing.T, s store) {
 	ctx := t.Context()
 	now := time.Now()
 	if _, ok2, err := s.AcquireKMSJob(ctx, "node-a", now.Add(time.Minute), now); err != nil || ok2 {
@@ -86,7 +86,7 @@ func testJobLease(t *testing.T, s meta.Store) {
 
 // testJobConcurrentAcquire: of many nodes asking at once, exactly one
 // gets the job.
-func testJobConcurrentAcquire(t *testing.T, s meta.Store) {
+func testJobConcurrentAcquire(t *testing.T, s store) {
 	ctx := t.Context()
 	_, err := s.StartKMSJob(ctx, meta.KMSJob{Name: meta.RewrapJobName, Kind: meta.JobRewrap})
 	ok(t, err, "StartKMSJob")
@@ -121,7 +121,7 @@ func testJobConcurrentAcquire(t *testing.T, s meta.Store) {
 	}
 }
 
-func testJobRestart(t *testing.T, s meta.Store) {
+func testJobRestart(t *testing.T, s store) {
 	ctx := t.Context()
 	now := time.Now()
 	_, err := s.StartKMSJob(ctx, meta.KMSJob{Name: meta.EncryptJobName("alice"), Kind: meta.JobEncrypt, Bucket: "alice"})
@@ -149,7 +149,7 @@ func testJobRestart(t *testing.T, s meta.Store) {
 	}
 }
 
-func testJobBad(t *testing.T, s meta.Store) {
+func testJobBad(t *testing.T, s store) {
 	ctx := t.Context()
 	for _, j := range []meta.KMSJob{
 		{Name: "rewrap", Kind: "encrypt"}, {Name: "x", Kind: meta.JobRewrap}, {Name: "encrypt:a", Kind: meta.JobEncrypt, Bucket: "b"},
@@ -184,7 +184,7 @@ func testJobBad(t *testing.T, s meta.Store) {
 
 // kekObjects stores, in bucket alice: objects and parts under KEK
 // versions 1 and 2, an SSE-C one (KEK ""), and a plaintext one.
-func kekObjects(t *testing.T, s meta.Store) (v1 []meta.Object) {
+func kekObjects(t *testing.T, s store) (v1 []meta.Object) {
 	addUser(t, s, "alice", 0)
 	for i, kek := range []string{"local:default#1", "local:default#2", "local:default#1", "", "local:default#1"} {
 		o := obj("alice", fmt.Sprintf("k%d\x00\xff", i), 10)
@@ -202,7 +202,7 @@ func kekObjects(t *testing.T, s meta.Store) (v1 []meta.Object) {
 	return v1
 }
 
-func testEnvelopePages(t *testing.T, s meta.Store) {
+func testEnvelopePages(t *testing.T, s store) {
 	ctx := t.Context()
 	v1 := kekObjects(t, s)
 	// Pages of one row: the rows not under version 2, in key order.
@@ -267,7 +267,7 @@ func testEnvelopePages(t *testing.T, s meta.Store) {
 	wantCode(t, err, errcode.InvalidArgument, "ListEnvelopes of an unknown table")
 }
 
-func testSwapEnvelope(t *testing.T, s meta.Store) {
+func testSwapEnvelope(t *testing.T, s store) {
 	ctx := t.Context()
 	v1 := kekObjects(t, s)
 	o := v1[0]
@@ -317,7 +317,7 @@ func testSwapEnvelope(t *testing.T, s meta.Store) {
 	}
 }
 
-func testIfVersion(t *testing.T, s meta.Store) {
+func testIfVersion(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	for _, o := range []meta.Object{obj("alice", "blob", 10), inlineObj("alice", "inline", []byte("0123"))} {
@@ -361,7 +361,7 @@ func testIfVersion(t *testing.T, s meta.Store) {
 	wantMissing(t, s, "alice", "missing")
 }
 
-func testPlaintextObjects(t *testing.T, s meta.Store) {
+func testPlaintextObjects(t *testing.T, s store) {
 	ctx := t.Context()
 	kekObjects(t, s) // alice: "plain" is the only plaintext object
 	addUser(t, s, "bob", 0)

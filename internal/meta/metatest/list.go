@@ -24,7 +24,7 @@ var listTests = []test{
 
 // putKeys stores an object at each key of alice's bucket, returning them
 // by key.
-func putKeys(t *testing.T, s meta.Store, keys ...string) map[string]meta.Object {
+func putKeys(t *testing.T, s store, keys ...string) map[string]meta.Object {
 	t.Helper()
 	objs := make([]meta.Object, len(keys))
 	byKey := make(map[string]meta.Object, len(keys))
@@ -104,7 +104,7 @@ func reference(keys []string, opts meta.ListOptions) []string {
 }
 
 // listOnce lists one page of alice's bucket.
-func listOnce(t *testing.T, s meta.Store, opts meta.ListOptions) meta.ListPage {
+func listOnce(t *testing.T, s store, opts meta.ListOptions) meta.ListPage {
 	t.Helper()
 	p, err := s.ListObjects(t.Context(), "alice", opts)
 	ok(t, err, fmt.Sprintf("ListObjects %+v", opts))
@@ -112,7 +112,7 @@ func listOnce(t *testing.T, s meta.Store, opts meta.ListOptions) meta.ListPage {
 }
 
 // wantList checks one page holding everything: want, and the reference.
-func wantList(t *testing.T, s meta.Store, keys []string, opts meta.ListOptions, want ...string) {
+func wantList(t *testing.T, s store, keys []string, opts meta.ListOptions, want ...string) {
 	t.Helper()
 	p := listOnce(t, s, opts)
 	got := entries(t, p)
@@ -127,7 +127,7 @@ func wantList(t *testing.T, s meta.Store, keys []string, opts meta.ListOptions, 
 	}
 }
 
-func testListByteOrder(t *testing.T, s meta.Store) {
+func testListByteOrder(t *testing.T, s store) {
 	addUser(t, s, "alice", 0)
 	keys := []string{"z", "a/b", "é", "a", "Z", "日本", "a-b", "a.b", "a/"}
 	stored := putKeys(t, s, keys...)
@@ -139,7 +139,7 @@ func testListByteOrder(t *testing.T, s meta.Store) {
 	}
 }
 
-func testListPrefix(t *testing.T, s meta.Store) {
+func testListPrefix(t *testing.T, s store) {
 	addUser(t, s, "alice", 0)
 	keys := []string{"z", "a/b", "é", "a", "Z", "日本", "日本語", "a-b", "a.b", "a/", "ab"}
 	putKeys(t, s, keys...)
@@ -158,7 +158,7 @@ func testListPrefix(t *testing.T, s meta.Store) {
 	}
 }
 
-func testListDelimiter(t *testing.T, s meta.Store) {
+func testListDelimiter(t *testing.T, s store) {
 	addUser(t, s, "alice", 0)
 	keys := []string{"photos/", "photos/a.jpg", "photos/2024/", "photos/2024/b.jpg", "docs/x.txt",
 		"readme", "photos.txt", "/rooted", "a//b"}
@@ -178,7 +178,7 @@ func testListDelimiter(t *testing.T, s meta.Store) {
 	}
 }
 
-func testListMultiByteDelimiter(t *testing.T, s meta.Store) {
+func testListMultiByteDelimiter(t *testing.T, s store) {
 	addUser(t, s, "alice", 0)
 	keys := []string{"2024→01→a", "2024→01→b", "2024→02", "2024-x", "z", "a--b--c", "a--d", "a-e", "b"}
 	putKeys(t, s, keys...)
@@ -192,7 +192,7 @@ func testListMultiByteDelimiter(t *testing.T, s meta.Store) {
 // prefix or of a common prefix) are not valid UTF-8: "¿" is C2 BF, so its
 // PrefixEnd is C2 C0. A backend that does not compare raw bytes skips or
 // repeats entries here.
-func testListBoundsNotUTF8(t *testing.T, s meta.Store) {
+func testListBoundsNotUTF8(t *testing.T, s store) {
 	addUser(t, s, "alice", 0)
 	keys := []string{"¿", "¿a", "¿¿", "À", "Àb", "¾", "a¿1", "a¿2", "aÀ", "b", "\U0010ffff", "\U0010ffffx"}
 	putKeys(t, s, keys...)
@@ -229,7 +229,7 @@ func pagingKeys() []string {
 
 // wantPaged lists page by page with opts.Limit, continuing from
 // NextStartAfter, and checks the pages add up to the reference listing.
-func wantPaged(t *testing.T, s meta.Store, keys []string, opts meta.ListOptions) {
+func wantPaged(t *testing.T, s store, keys []string, opts meta.ListOptions) {
 	t.Helper()
 	want := reference(keys, opts)
 	var got []string
@@ -259,7 +259,7 @@ func wantPaged(t *testing.T, s meta.Store, keys []string, opts meta.ListOptions)
 	}
 }
 
-func testListPaging(t *testing.T, s meta.Store) {
+func testListPaging(t *testing.T, s store) {
 	addUser(t, s, "alice", 0)
 	keys := pagingKeys()
 	putKeys(t, s, keys...)
@@ -289,7 +289,7 @@ func testListPaging(t *testing.T, s meta.Store) {
 	wantList(t, s, keys, meta.ListOptions{Delimiter: "/"}, reference(keys, meta.ListOptions{Delimiter: "/"})...)
 }
 
-func testListStartAfter(t *testing.T, s meta.Store) {
+func testListStartAfter(t *testing.T, s store) {
 	addUser(t, s, "alice", 0)
 	keys := pagingKeys()
 	putKeys(t, s, keys...)
@@ -319,13 +319,13 @@ func testListStartAfter(t *testing.T, s meta.Store) {
 	}
 }
 
-func testListBucketMissing(t *testing.T, s meta.Store) {
+func testListBucketMissing(t *testing.T, s store) {
 	addUser(t, s, "alice", 0)
 	_, err := s.ListObjects(t.Context(), "nope", meta.ListOptions{})
 	wantCode(t, err, errcode.NotFound, "ListObjects of a missing bucket")
 }
 
-func testListEmpty(t *testing.T, s meta.Store) {
+func testListEmpty(t *testing.T, s store) {
 	addUser(t, s, "alice", 0)
 	for _, opts := range []meta.ListOptions{{}, {Delimiter: "/"}, {Prefix: "a", Limit: 1}} {
 		p := listOnce(t, s, opts)

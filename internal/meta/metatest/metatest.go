@@ -1,13 +1,14 @@
-// Package metatest is the conformance suite of meta.Store. Every backend
-// runs it from its own tests and is done when it passes:
+// Package metatest is the conformance suite of the metadata store (every
+// role of meta.Stores). Every backend runs it from its own tests and is
+// done when it passes:
 //
 //	func TestConformance(t *testing.T) {
-//		metatest.Run(t, func(t *testing.T) meta.Store {
+//		metatest.Run(t, func(t *testing.T) (meta.Stores, func() error) {
 //			s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "meta.db"), sqlite.Options{})
 //			if err != nil {
 //				t.Fatal(err)
 //			}
-//			return s
+//			return s.Stores(), s.Close
 //		})
 //	}
 //
@@ -105,6 +106,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -115,9 +117,9 @@ import (
 )
 
 // Run runs the suite. newStore must return a fresh, empty store for each
-// call; Run closes every store it gets (newStore must not), and calls
-// newStore once per subtest.
-func Run(t *testing.T, newStore func(t *testing.T) meta.Store) {
+// call, by role, and the function that closes it; Run closes every store
+// it gets (newStore must not), and calls newStore once per subtest.
+func Run(t *testing.T, newStore func(t *testing.T) (meta.Stores, func() error)) {
 	groups := []struct {
 		name  string
 		tests []test
@@ -147,36 +149,73 @@ func Run(t *testing.T, newStore func(t *testing.T) meta.Store) {
 		{"Tus", tusTests},
 		{"KMSGrants", kmsGrantTests},
 	}
+	mk := func(t *testing.T) store {
+		t.Helper()
+		st, closeStore := newStore(t)
+		if closeStore == nil {
+			t.Fatal("newStore returned no close function")
+		}
+		s := store{st.Accounts, st.Sessions, st.Invites, st.AccessKeys, st.Limits, st.Buckets, st.Objects, st.Uploads,
+			st.Stagings, st.Reclamation, st.Shares, st.Tus, st.EncryptionJobs, st.KeyGrants, st.Cluster, closeStore}
+		for f, v := range reflect.ValueOf(st).Fields() {
+			if v.IsNil() && f.Name != "Changes" {
+				t.Fatalf("newStore returned no %s", f.Name)
+			}
+		}
+		return s
+	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
 			for _, tc := range g.tests {
 				t.Run(tc.name, func(t *testing.T) {
 					if tc.raw != nil {
-						tc.raw(t, newStore)
+						tc.raw(t, mk)
 						return
 					}
-					tc.fn(t, open(t, newStore))
+					tc.fn(t, open(t, mk))
 				})
 			}
 		})
 	}
 }
 
+// store is the store under test, every role in one value (the suite
+// tests them all, and together: a write of one role is seen by the reads
+// of another).
+type store struct {
+	meta.Accounts
+	meta.Sessions
+	meta.Invites
+	meta.AccessKeys
+	meta.Limits
+	meta.Buckets
+	meta.Objects
+	meta.Uploads
+	meta.Stagings
+	meta.Reclamation
+	meta.Shares
+	meta.Tus
+	meta.EncryptionJobs
+	meta.KeyGrants
+	meta.Cluster
+	close func() error
+}
+
+// Close closes the store.
+func (s store) Close() error { return s.close() }
+
 // test is one subtest: fn gets a fresh store that Run closes; raw manages
 // its store itself.
 type test struct {
 	name string
-	fn   func(t *testing.T, s meta.Store)
-	raw  func(t *testing.T, newStore func(t *testing.T) meta.Store)
+	fn   func(t *testing.T, s store)
+	raw  func(t *testing.T, newStore func(t *testing.T) store)
 }
 
 // open returns a fresh store, closed when the test ends.
-func open(t *testing.T, newStore func(t *testing.T) meta.Store) meta.Store {
+func open(t *testing.T, newStore func(t *testing.T) store) store {
 	t.Helper()
 	s := newStore(t)
-	if s == nil {
-		t.Fatal("newStore returned nil")
-	}
 	t.Cleanup(func() {
 		if err := s.Close(); err != nil {
 			t.Errorf("Close: %v", err)
@@ -215,7 +254,7 @@ func wantCode(t *testing.T, err error, want errcode.Code, what string) {
 
 // addUser creates a user with id, email id@example.com, quota and a
 // default private bucket named id.
-func addUser(t *testing.T, s meta.Store, id string, quota int64) meta.User {
+func addUser(t *testing.T, s store, id string, quota int64) meta.User {
 	t.Helper()
 	u := meta.User{
 		ID:           id,
@@ -230,7 +269,7 @@ func addUser(t *testing.T, s meta.Store, id string, quota int64) meta.User {
 }
 
 // addBucket creates a private bucket owned by owner.
-func addBucket(t *testing.T, s meta.Store, name, owner string) {
+func addBucket(t *testing.T, s store, name, owner string) {
 	t.Helper()
 	ok(t, s.CreateBucket(t.Context(), meta.Bucket{Name: name, OwnerID: owner, Visibility: meta.Private, CreatedAt: baseTime}), "CreateBucket "+name)
 }
@@ -263,7 +302,7 @@ func checksumValue(n int64, size int) string {
 }
 
 // put stores objs in one PutObjects without conditions.
-func put(t *testing.T, s meta.Store, objs ...meta.Object) []meta.Object {
+func put(t *testing.T, s store, objs ...meta.Object) []meta.Object {
 	t.Helper()
 	puts := make([]meta.Put, len(objs))
 	for i, o := range objs {
@@ -347,7 +386,7 @@ func sameObject(t *testing.T, got, want meta.Object, what string) {
 }
 
 // wantObject fails unless bucket/key holds want.
-func wantObject(t *testing.T, s meta.Store, want meta.Object) {
+func wantObject(t *testing.T, s store, want meta.Object) {
 	t.Helper()
 	got, err := s.GetObject(t.Context(), want.Bucket, want.Key)
 	ok(t, err, fmt.Sprintf("GetObject %s/%s", want.Bucket, want.Key))
@@ -355,14 +394,14 @@ func wantObject(t *testing.T, s meta.Store, want meta.Object) {
 }
 
 // wantMissing fails unless bucket/key is NotFound.
-func wantMissing(t *testing.T, s meta.Store, bucket, key string) {
+func wantMissing(t *testing.T, s store, bucket, key string) {
 	t.Helper()
 	_, err := s.GetObject(t.Context(), bucket, key)
 	wantCode(t, err, errcode.NotFound, fmt.Sprintf("GetObject %s/%s", bucket, key))
 }
 
 // wantUsage fails unless the user's usage is want.
-func wantUsage(t *testing.T, s meta.Store, userID string, want int64) {
+func wantUsage(t *testing.T, s store, userID string, want int64) {
 	t.Helper()
 	u, err := s.GetUser(t.Context(), userID)
 	ok(t, err, "GetUser "+userID)
@@ -372,7 +411,7 @@ func wantUsage(t *testing.T, s meta.Store, userID string, want int64) {
 }
 
 // garbage returns the blob keys of the whole garbage queue, oldest first.
-func garbage(t *testing.T, s meta.Store) []string {
+func garbage(t *testing.T, s store) []string {
 	t.Helper()
 	gs, err := s.ListGarbage(t.Context(), time.Now().Add(time.Hour), 100000)
 	ok(t, err, "ListGarbage")
@@ -385,7 +424,7 @@ func garbage(t *testing.T, s meta.Store) []string {
 
 // wantGarbageSet fails unless the garbage queue holds exactly want, in
 // any order (for blobs enqueued together).
-func wantGarbageSet(t *testing.T, s meta.Store, want ...string) {
+func wantGarbageSet(t *testing.T, s store, want ...string) {
 	t.Helper()
 	got := garbage(t, s)
 	slices.Sort(got)
@@ -397,7 +436,7 @@ func wantGarbageSet(t *testing.T, s meta.Store, want ...string) {
 
 // wantReferenced fails unless ReferencedBlobs reports exactly the keys of
 // want that are true, among keys.
-func wantReferenced(t *testing.T, s meta.Store, what string, keys []string, want map[string]bool) {
+func wantReferenced(t *testing.T, s store, what string, keys []string, want map[string]bool) {
 	t.Helper()
 	got, err := s.ReferencedBlobs(t.Context(), keys)
 	ok(t, err, "ReferencedBlobs")
@@ -409,7 +448,7 @@ func wantReferenced(t *testing.T, s meta.Store, what string, keys []string, want
 }
 
 // wantGarbage fails unless the garbage queue holds exactly want, in order.
-func wantGarbage(t *testing.T, s meta.Store, want ...string) {
+func wantGarbage(t *testing.T, s store, want ...string) {
 	t.Helper()
 	got := garbage(t, s)
 	if fmt.Sprint(got) != fmt.Sprint(want) || len(got) != len(want) {

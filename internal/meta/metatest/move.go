@@ -27,7 +27,7 @@ func moved(o meta.Object, bucket, key string) meta.Object {
 	return o
 }
 
-func testMoveWithinBucket(t *testing.T, s meta.Store) {
+func testMoveWithinBucket(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	a := obj("alice", "dir/a", 10)
@@ -48,7 +48,7 @@ func testMoveWithinBucket(t *testing.T, s meta.Store) {
 	}
 }
 
-func testMoveSameOwner(t *testing.T, s meta.Store) {
+func testMoveSameOwner(t *testing.T, s store) {
 	addUser(t, s, "alice", 15)
 	addBucket(t, s, "alice-2", "alice")
 	a := put1(t, s, obj("alice", "a", 10))
@@ -62,7 +62,7 @@ func testMoveSameOwner(t *testing.T, s meta.Store) {
 	wantGarbage(t, s)
 }
 
-func testMoveAcrossOwners(t *testing.T, s meta.Store) {
+func testMoveAcrossOwners(t *testing.T, s store) {
 	addUser(t, s, "alice", 0)
 	addUser(t, s, "bob", 0)
 	a := obj("alice", "a", 10)
@@ -78,7 +78,7 @@ func testMoveAcrossOwners(t *testing.T, s meta.Store) {
 	wantGarbage(t, s)
 }
 
-func testMoveQuota(t *testing.T, s meta.Store) {
+func testMoveQuota(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	addUser(t, s, "bob", 15)
@@ -111,7 +111,7 @@ func testMoveQuota(t *testing.T, s meta.Store) {
 	wantUsage(t, s, "bob", 2)
 }
 
-func testMoveOntoExisting(t *testing.T, s meta.Store) {
+func testMoveOntoExisting(t *testing.T, s store) {
 	addUser(t, s, "alice", 0)
 	a, b := obj("alice", "a", 10), obj("alice", "b", 25)
 	put(t, s, a, b)
@@ -124,7 +124,7 @@ func testMoveOntoExisting(t *testing.T, s meta.Store) {
 	wantGarbage(t, s, b.BlobKey)
 }
 
-func testMoveCond(t *testing.T, s meta.Store) {
+func testMoveCond(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	a, b, c := obj("alice", "a", 10), obj("alice", "b", 20), obj("alice", "c", 30)
@@ -157,7 +157,7 @@ func testMoveCond(t *testing.T, s meta.Store) {
 	wantGarbage(t, s, b.BlobKey)
 }
 
-func testMoveNotFound(t *testing.T, s meta.Store) {
+func testMoveNotFound(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	a := put1(t, s, obj("alice", "a", 10))
@@ -175,7 +175,7 @@ func testMoveNotFound(t *testing.T, s meta.Store) {
 	wantGarbage(t, s)
 }
 
-func testMoveOntoItself(t *testing.T, s meta.Store) {
+func testMoveOntoItself(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	a := put1(t, s, obj("alice", "a", 10))
@@ -195,7 +195,7 @@ var quotaTests = []test{
 	{name: "ConcurrentPuts", fn: testConcurrentQuota},
 }
 
-func testQuotaAccounting(t *testing.T, s meta.Store) {
+func testQuotaAccounting(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 100)
 	put1(t, s, obj("alice", "a", 60))
@@ -237,7 +237,7 @@ func testQuotaAccounting(t *testing.T, s meta.Store) {
 	wantUsage(t, s, "alice", 30+1<<40)
 }
 
-func testShrinkOverQuota(t *testing.T, s meta.Store) {
+func testShrinkOverQuota(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 100)
 	put(t, s, obj("alice", "a", 60), obj("alice", "b", 40))
@@ -257,7 +257,7 @@ func testShrinkOverQuota(t *testing.T, s meta.Store) {
 	wantUsage(t, s, "alice", 46)
 }
 
-func testConcurrentQuota(t *testing.T, s meta.Store) {
+func testConcurrentQuota(t *testing.T, s store) {
 	ctx := t.Context()
 	const quota = 1000
 	addUser(t, s, "alice", quota)

@@ -75,7 +75,7 @@ func completed(u meta.Upload, in meta.Object, ps ...meta.Part) meta.Object {
 
 // addMultipart makes a multipart object at bucket/key from new parts of
 // the given sizes, all listed.
-func addMultipart(t *testing.T, s meta.Store, bucket, key string, sizes ...int64) meta.Object {
+func addMultipart(t *testing.T, s store, bucket, key string, sizes ...int64) meta.Object {
 	t.Helper()
 	u := addUpload(t, s, bucket, key)
 	ps := putParts(t, s, u.ID, sizes...)
@@ -103,7 +103,7 @@ func wantInvalid(t *testing.T, err error, reason string, number int, what string
 	}
 }
 
-func testCompleteUpload(t *testing.T, s meta.Store) {
+func testCompleteUpload(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	u := newUpload("alice", "videos/film.mp4")
@@ -151,7 +151,7 @@ func testCompleteUpload(t *testing.T, s meta.Store) {
 	wantCode(t, err, errcode.NotFound, "CompleteUpload of an unknown upload")
 }
 
-func testCompleteRejected(t *testing.T, s meta.Store) {
+func testCompleteRejected(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	existing := put1(t, s, obj("alice", "k", 100))
@@ -209,7 +209,7 @@ func testCompleteRejected(t *testing.T, s meta.Store) {
 	wantParts(t, s, other.ID, op...)
 }
 
-func testCompleteCond(t *testing.T, s meta.Store) {
+func testCompleteCond(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	existing := put1(t, s, obj("alice", "k", 100))
@@ -256,7 +256,7 @@ func testCompleteCond(t *testing.T, s meta.Store) {
 	wantGarbage(t, s, existing.BlobKey)
 }
 
-func testCompleteOverMultipart(t *testing.T, s meta.Store) {
+func testCompleteOverMultipart(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	first := addMultipart(t, s, "alice", "k", 10, 10, 5)
@@ -294,7 +294,7 @@ func garbageIDs(gs []meta.Garbage) []int64 {
 
 // testCompleteVersusAbort races a completion with an abort of the same
 // upload: exactly one wins and the other finds the upload gone.
-func testCompleteVersusAbort(t *testing.T, s meta.Store) {
+func testCompleteVersusAbort(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	var usage int64
@@ -337,7 +337,7 @@ func testCompleteVersusAbort(t *testing.T, s meta.Store) {
 	t.Logf("%d completes and %d aborts won", completes, aborts)
 }
 
-func testConcurrentCompletes(t *testing.T, s meta.Store) {
+func testConcurrentCompletes(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	u := addUpload(t, s, "alice", "k")
@@ -379,7 +379,7 @@ func testConcurrentCompletes(t *testing.T, s meta.Store) {
 	wantNoUpload(t, s, u.ID)
 }
 
-func testDeleteMultipart(t *testing.T, s meta.Store) {
+func testDeleteMultipart(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	mp := addMultipart(t, s, "alice", "mp", 10, 20, 30)
@@ -406,7 +406,7 @@ func testDeleteMultipart(t *testing.T, s meta.Store) {
 		map[string]bool{keep.BlobKey: true})
 }
 
-func testReplaceMultipart(t *testing.T, s meta.Store) {
+func testReplaceMultipart(t *testing.T, s store) {
 	addUser(t, s, "alice", 0)
 	mp := addMultipart(t, s, "alice", "k", 10, 20)
 	single := obj("alice", "k", 5)
@@ -419,7 +419,7 @@ func testReplaceMultipart(t *testing.T, s meta.Store) {
 
 // testPutWithParts writes multipart objects with PutObjects, as a
 // metadata-only replace does.
-func testPutWithParts(t *testing.T, s meta.Store) {
+func testPutWithParts(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	o := obj("alice", "assembled", 30)
@@ -465,7 +465,7 @@ func testPutWithParts(t *testing.T, s meta.Store) {
 	wantGarbage(t, s)
 }
 
-func testMoveMultipart(t *testing.T, s meta.Store) {
+func testMoveMultipart(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	addUser(t, s, "bob", 0)
@@ -504,7 +504,7 @@ func testMoveMultipart(t *testing.T, s meta.Store) {
 	wantGarbageSet(t, s, mp.BlobKeys()...)
 }
 
-func testMoveOntoMultipart(t *testing.T, s meta.Store) {
+func testMoveOntoMultipart(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	src := addMultipart(t, s, "alice", "src", 10, 20)
@@ -531,7 +531,7 @@ func testMoveOntoMultipart(t *testing.T, s meta.Store) {
 	wantGarbageSet(t, s, src.BlobKeys()...)
 }
 
-func testListMultipart(t *testing.T, s meta.Store) {
+func testListMultipart(t *testing.T, s store) {
 	addUser(t, s, "alice", 0)
 	a := put1(t, s, obj("alice", "a", 1))
 	b := addMultipart(t, s, "alice", "b", 2, 3)
@@ -549,7 +549,7 @@ func testListMultipart(t *testing.T, s meta.Store) {
 	}
 }
 
-func testReferencedParts(t *testing.T, s meta.Store) {
+func testReferencedParts(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	u := addUpload(t, s, "alice", "k")
@@ -596,7 +596,7 @@ func testReferencedParts(t *testing.T, s meta.Store) {
 // testConsistentMultipartReads reads a multipart object while it is
 // replaced over and over: every read must return one whole version, its
 // parts those of the same version.
-func testConsistentMultipartReads(t *testing.T, s meta.Store) {
+func testConsistentMultipartReads(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	version := func(v int) meta.Object {

@@ -22,7 +22,7 @@ var bucketTests = []test{
 // multipart completion, a move within and across buckets (onto an
 // existing object too), a delete — as ListBuckets reads them (GetBucket
 // may be answered by a cache: see meta.Bucket).
-func testBucketStats(t *testing.T, s meta.Store) {
+func testBucketStats(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	addUser(t, s, "bob", 0)
@@ -72,7 +72,7 @@ func testBucketStats(t *testing.T, s meta.Store) {
 	want("delete", map[string][2]int64{"alice": {1, 0}, "alice-2": {1, 12}, "bob": {1, 20}})
 }
 
-func testCreateBucket(t *testing.T, s meta.Store) {
+func testCreateBucket(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	b := meta.Bucket{Name: "photos", OwnerID: "alice", Visibility: meta.PublicRead, CreatedAt: baseTime.Add(time.Minute)}
@@ -94,7 +94,7 @@ func testCreateBucket(t *testing.T, s meta.Store) {
 	wantCode(t, err, errcode.NotFound, "GetBucket of a missing bucket")
 }
 
-func testListBuckets(t *testing.T, s meta.Store) {
+func testListBuckets(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	addUser(t, s, "bob", 0)
@@ -122,7 +122,7 @@ func testListBuckets(t *testing.T, s meta.Store) {
 	}
 }
 
-func testVisibility(t *testing.T, s meta.Store) {
+func testVisibility(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	addBucket(t, s, "other", "alice")
@@ -150,7 +150,7 @@ func testVisibility(t *testing.T, s meta.Store) {
 	wantCode(t, s.SetBucketVisibility(ctx, "nope", meta.PublicRead), errcode.NotFound, "SetBucketVisibility of a missing bucket")
 }
 
-func testDeleteBucket(t *testing.T, s meta.Store) {
+func testDeleteBucket(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	addBucket(t, s, "full", "alice")
@@ -173,7 +173,7 @@ func testDeleteBucket(t *testing.T, s meta.Store) {
 }
 
 // put1 stores one new object and returns it.
-func put1(t *testing.T, s meta.Store, o meta.Object) meta.Object {
+func put1(t *testing.T, s store, o meta.Object) meta.Object {
 	t.Helper()
 	put(t, s, o)
 	return o
@@ -196,7 +196,7 @@ var objectTests = []test{
 	{name: "DeleteSharedBlob", fn: testDeleteSharedBlob},
 }
 
-func testRoundTrip(t *testing.T, s meta.Store) {
+func testRoundTrip(t *testing.T, s store) {
 	addUser(t, s, "alice", 0)
 	full := meta.Object{
 		Bucket:      "alice",
@@ -233,7 +233,7 @@ func testRoundTrip(t *testing.T, s meta.Store) {
 	wantGarbage(t, s)
 }
 
-func testGetNotFound(t *testing.T, s meta.Store) {
+func testGetNotFound(t *testing.T, s store) {
 	addUser(t, s, "alice", 0)
 	put(t, s, obj("alice", "a", 1))
 	wantMissing(t, s, "alice", "b")
@@ -241,7 +241,7 @@ func testGetNotFound(t *testing.T, s meta.Store) {
 	wantMissing(t, s, "nope", "a")
 }
 
-func testReplace(t *testing.T, s meta.Store) {
+func testReplace(t *testing.T, s store) {
 	addUser(t, s, "alice", 0)
 	v1 := obj("alice", "k", 100)
 	v1.Metadata = map[string]string{"v": "1"}
@@ -263,7 +263,7 @@ func testReplace(t *testing.T, s meta.Store) {
 	wantGarbage(t, s, v1.BlobKey, v2.BlobKey)
 }
 
-func testReplaceKeepingBlob(t *testing.T, s meta.Store) {
+func testReplaceKeepingBlob(t *testing.T, s store) {
 	addUser(t, s, "alice", 0)
 	v1 := put1(t, s, obj("alice", "k", 10))
 	v2 := v1
@@ -277,7 +277,7 @@ func testReplaceKeepingBlob(t *testing.T, s meta.Store) {
 	wantUsage(t, s, "alice", 10)
 }
 
-func testIfNoneMatch(t *testing.T, s meta.Store) {
+func testIfNoneMatch(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	v1 := put1(t, s, obj("alice", "k", 10))
@@ -297,7 +297,7 @@ func testIfNoneMatch(t *testing.T, s meta.Store) {
 	wantUsage(t, s, "alice", 15)
 }
 
-func testIfMatch(t *testing.T, s meta.Store) {
+func testIfMatch(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	v1 := put1(t, s, obj("alice", "k", 10))
@@ -335,7 +335,7 @@ func testIfMatch(t *testing.T, s meta.Store) {
 
 // testBucketOwnerGuard: a put whose bucket changed hands since the upload
 // was authorised (deleted and re-created by someone else) is refused.
-func testBucketOwnerGuard(t *testing.T, s meta.Store) {
+func testBucketOwnerGuard(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	addUser(t, s, "bob", 0)
@@ -347,7 +347,7 @@ func testBucketOwnerGuard(t *testing.T, s meta.Store) {
 	ok(t, err, "put guarded by the right owner")
 }
 
-func testAllOrNothing(t *testing.T, s meta.Store) {
+func testAllOrNothing(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 100)
 	addUser(t, s, "bob", 0)
@@ -384,7 +384,7 @@ func testAllOrNothing(t *testing.T, s meta.Store) {
 	}
 }
 
-func testPutSeveralBuckets(t *testing.T, s meta.Store) {
+func testPutSeveralBuckets(t *testing.T, s store) {
 	addUser(t, s, "alice", 0)
 	addUser(t, s, "bob", 0)
 	addBucket(t, s, "alice-2", "alice")
@@ -408,7 +408,7 @@ func testPutSeveralBuckets(t *testing.T, s meta.Store) {
 	wantGarbage(t, s, x1.BlobKey)
 }
 
-func testPutBucketMissing(t *testing.T, s meta.Store) {
+func testPutBucketMissing(t *testing.T, s store) {
 	addUser(t, s, "alice", 0)
 	_, err := s.PutObjects(t.Context(), []meta.Put{{Object: obj("nope", "k", 1)}})
 	wantCode(t, err, errcode.NotFound, "PutObjects into a missing bucket")
@@ -416,7 +416,7 @@ func testPutBucketMissing(t *testing.T, s meta.Store) {
 	wantUsage(t, s, "alice", 0)
 }
 
-func testCanceledWrite(t *testing.T, s meta.Store) {
+func testCanceledWrite(t *testing.T, s store) {
 	addUser(t, s, "alice", 0)
 	ctx := ctxCanceled(t)
 	_, err := s.PutObjects(ctx, []meta.Put{{Object: obj("alice", "k", 1)}})
@@ -432,7 +432,7 @@ func testCanceledWrite(t *testing.T, s meta.Store) {
 	wantUsage(t, s, "alice", 0)
 }
 
-func testDeleteObject(t *testing.T, s meta.Store) {
+func testDeleteObject(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	a, b := obj("alice", "a", 10), obj("alice", "b", 20)
@@ -457,7 +457,7 @@ func testDeleteObject(t *testing.T, s meta.Store) {
 	wantGarbage(t, s, a.BlobKey)
 }
 
-func testDeleteCond(t *testing.T, s meta.Store) {
+func testDeleteCond(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	a := put1(t, s, obj("alice", "a", 10))
@@ -477,7 +477,7 @@ func testDeleteCond(t *testing.T, s meta.Store) {
 	wantGarbage(t, s, a.BlobKey)
 }
 
-func testDeleteSharedBlob(t *testing.T, s meta.Store) {
+func testDeleteSharedBlob(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	a, b := obj("alice", "a", 10), obj("alice", "b", 10)

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/coffer-storage/coffer/internal/errcode"
-	"github.com/coffer-storage/coffer/internal/meta"
 )
 
 var serverKeyTests = []test{
@@ -17,7 +16,7 @@ var serverKeyTests = []test{
 	{name: "ConcurrentClaimsAgreeOnOne", fn: testClaimConcurrent},
 }
 
-func testClaimFirst(t *testing.T, s meta.Store) {
+func testClaimFirst(t *testing.T, s store) {
 	for i := range 2 {
 		got, err := s.ClaimKeyFingerprint(t.Context(), "fp-a")
 		ok(t, err, fmt.Sprintf("ClaimKeyFingerprint #%d", i+1))
@@ -27,7 +26,7 @@ func testClaimFirst(t *testing.T, s meta.Store) {
 	}
 }
 
-func testClaimOther(t *testing.T, s meta.Store) {
+func testClaimOther(t *testing.T, s store) {
 	_, err := s.ClaimKeyFingerprint(t.Context(), "fp-a")
 	ok(t, err, "ClaimKeyFingerprint fp-a")
 	got, err := s.ClaimKeyFingerprint(t.Context(), "fp-b")
@@ -43,7 +42,7 @@ func testClaimOther(t *testing.T, s meta.Store) {
 	}
 }
 
-func testClaimInvalid(t *testing.T, s meta.Store) {
+func testClaimInvalid(t *testing.T, s store) {
 	for _, fp := range []string{"", strings.Repeat("f", 129)} {
 		_, err := s.ClaimKeyFingerprint(t.Context(), fp)
 		wantCode(t, err, errcode.InvalidArgument, fmt.Sprintf("ClaimKeyFingerprint of %d bytes", len(fp)))
@@ -56,7 +55,7 @@ func testClaimInvalid(t *testing.T, s meta.Store) {
 	}
 }
 
-func testClaimConcurrent(t *testing.T, s meta.Store) {
+func testClaimConcurrent(t *testing.T, s store) {
 	const n = 16
 	got := make([]string, n)
 	errs := make([]error, n)

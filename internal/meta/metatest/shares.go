@@ -22,13 +22,84 @@ var shareTests = []test{
 	{name: "ResumeRefusals", fn: testShareResumeRefusals},
 	{name: "ConcurrentResumes", fn: testShareConcurrentResumes},
 	{name: "DeleteAndGrants", fn: testShareDeleteAndGrants},
+	{name: "DeleteExpired", fn: testShareDeleteExpired},
+}
+
+// testShareDeleteExpired: DeleteExpiredShares removes every share that
+// expired before t — active until then, revoked, used up or a grant —
+// with the downloads recorded for it, and keeps every share that expires
+// at t or later, revoked and used-up ones included, whoever owns it.
+func testShareDeleteExpired(t *testing.T, s store) {
+	ctx := t.Context()
+	addUser(t, s, "alice", 0)
+	addUser(t, s, "bob", 0)
+	cut := baseTime.Add(10 * time.Hour)
+	now := baseTime.Add(time.Minute)
+	revoke := func(sh meta.Share) { ok(t, s.RevokeShare(ctx, sh.ID), "RevokeShare") }
+	useUp := func(sh meta.Share) {
+		ok(t, s.StartShareDownload(ctx, download(sh.ID, 0, now), now), "StartShareDownload")
+	}
+	mk := func(owner string, grant bool, expires time.Duration, then func(meta.Share)) meta.Share {
+		sh := newShare(owner, 1)
+		sh.Grant, sh.ExpiresAt = grant, baseTime.Add(expires)
+		ok(t, s.CreateShare(ctx, sh), "CreateShare")
+		if then != nil {
+			then(sh)
+		}
+		return sh
+	}
+	dead := []meta.Share{
+		mk("alice", false, 9*time.Hour, nil),
+		mk("alice", false, time.Hour, revoke),
+		mk("alice", false, 2*time.Hour, useUp), // with a download recorded
+		mk("bob", false, -time.Hour, nil),
+		mk("alice", true, time.Hour, nil),
+	}
+	live := []meta.Share{
+		mk("alice", false, 10*time.Hour, nil), // expires exactly at the cut
+		mk("alice", false, 11*time.Hour, revoke),
+		mk("alice", false, 48*time.Hour, useUp),
+		mk("bob", true, 48*time.Hour, nil),
+	}
+	n, err := s.DeleteExpiredShares(ctx, cut)
+	ok(t, err, "DeleteExpiredShares")
+	if got, want := n, len(dead); got != want {
+		t.Errorf("DeleteExpiredShares = %d, want %d", got, want)
+	}
+	for _, sh := range dead {
+		_, err := s.GetShare(ctx, sh.ID)
+		wantCode(t, err, errcode.NotFound, "a share that expired before the cut")
+		_, err = s.GetShareByHash(ctx, sh.Hash)
+		wantCode(t, err, errcode.NotFound, "the token of a share that expired before the cut")
+	}
+	for _, sh := range live {
+		_, err := s.GetShare(ctx, sh.ID)
+		ok(t, err, "a share that expires at the cut or later")
+	}
+	// The used-up share's download went with it: a share made again under
+	// its ID (a new row) has no download to resume.
+	again := dead[2]
+	again.ExpiresAt = baseTime.Add(48 * time.Hour)
+	ok(t, s.CreateShare(ctx, again), "CreateShare under a purged share's ID")
+	if resumed, err := s.ResumeShareDownload(ctx, download(again.ID, 100, now), 3, now); err != nil || resumed {
+		t.Errorf("resuming a purged share's download: %v, %v; want false", resumed, err)
+	}
+	// The live used-up share's download is still resumable.
+	if resumed, err := s.ResumeShareDownload(ctx, download(live[2].ID, 100, now), 3, now); err != nil || !resumed {
+		t.Errorf("resuming a kept share's download: %v, %v; want true", resumed, err)
+	}
+	n, err = s.DeleteExpiredShares(ctx, cut)
+	ok(t, err, "DeleteExpiredShares again")
+	if n != 0 {
+		t.Errorf("second DeleteExpiredShares = %d, want 0", n)
+	}
 }
 
 // testShareDeleteAndGrants: DeleteShare removes a share (its token is
 // unknown after); DeleteSpentGrants removes exactly the owner's grants
 // that are revoked, expired or used up, and keeps its active grants, its
 // links that are not grants whatever their state, and others' grants.
-func testShareDeleteAndGrants(t *testing.T, s meta.Store) {
+func testShareDeleteAndGrants(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	addUser(t, s, "bob", 0)
@@ -93,7 +164,7 @@ func newShare(owner string, max int64) meta.Share {
 	}
 }
 
-func testShareRoundTrip(t *testing.T, s meta.Store) {
+func testShareRoundTrip(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	addUser(t, s, "bob", 0)
@@ -138,7 +209,7 @@ func testShareRoundTrip(t *testing.T, s meta.Store) {
 	wantCode(t, s.CreateShare(ctx, sh), errcode.AlreadyExists, "CreateShare twice")
 }
 
-func testShareCreateRejected(t *testing.T, s meta.Store) {
+func testShareCreateRejected(t *testing.T, s store) {
 	addUser(t, s, "alice", 0)
 	for name, mod := range map[string]func(*meta.Share){
 		"no id":     func(sh *meta.Share) { sh.ID = "" },
@@ -154,7 +225,7 @@ func testShareCreateRejected(t *testing.T, s meta.Store) {
 	}
 }
 
-func testShareUseAndLimit(t *testing.T, s meta.Store) {
+func testShareUseAndLimit(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	sh := newShare("alice", 2)
@@ -176,7 +247,7 @@ func testShareUseAndLimit(t *testing.T, s meta.Store) {
 	wantCode(t, s.UseShare(ctx, "nope", true, now), errcode.NotFound, "UseShare unknown")
 }
 
-func testShareRevokeAndExpire(t *testing.T, s meta.Store) {
+func testShareRevokeAndExpire(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	sh := newShare("alice", 0)
@@ -194,7 +265,7 @@ func testShareRevokeAndExpire(t *testing.T, s meta.Store) {
 	wantCode(t, s.RevokeShare(ctx, "nope"), errcode.NotFound, "RevokeShare unknown")
 }
 
-func testShareConcurrentLastDownload(t *testing.T, s meta.Store) {
+func testShareConcurrentLastDownload(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	sh := newShare("alice", 3)
@@ -205,7 +276,7 @@ func testShareConcurrentLastDownload(t *testing.T, s meta.Store) {
 	}
 }
 
-func testShareGoWithOwner(t *testing.T, s meta.Store) {
+func testShareGoWithOwner(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	sh := newShare("alice", 0)
@@ -223,7 +294,7 @@ func download(id string, offset int64, now time.Time) meta.ShareDownload {
 	return meta.ShareDownload{ShareID: id, Client: "192.0.2.1", Key: "docs/a.txt", ETag: "e1", Offset: offset, Until: now.Add(time.Hour)}
 }
 
-func testShareDownloadAndResume(t *testing.T, s meta.Store) {
+func testShareDownloadAndResume(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	sh := newShare("alice", 1)
@@ -271,7 +342,7 @@ func testShareDownloadAndResume(t *testing.T, s meta.Store) {
 	wantCode(t, s.StartShareDownload(ctx, bad, now), errcode.InvalidArgument, "StartShareDownload without a client")
 }
 
-func testShareResumeRefusals(t *testing.T, s meta.Store) {
+func testShareResumeRefusals(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	sh := newShare("alice", 10)
@@ -310,7 +381,7 @@ func testShareResumeRefusals(t *testing.T, s meta.Store) {
 	}
 }
 
-func testShareConcurrentResumes(t *testing.T, s meta.Store) {
+func testShareConcurrentResumes(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	sh := newShare("alice", 1)

@@ -26,7 +26,7 @@ func live() time.Time { return time.Now().Add(time.Hour) }
 
 // stage stages key for owner, reserving between min and bytes, and
 // returns the stored staging.
-func stage(t *testing.T, s meta.Store, st meta.Staging, minBytes int64) meta.Staging {
+func stage(t *testing.T, s store, st meta.Staging, minBytes int64) meta.Staging {
 	t.Helper()
 	if st.ExpiresAt.IsZero() {
 		st.ExpiresAt = live()
@@ -38,7 +38,7 @@ func stage(t *testing.T, s meta.Store, st meta.Staging, minBytes int64) meta.Sta
 
 // wantStageRefused fails unless staging bytes (all required) is refused
 // with QuotaExceeded.
-func wantStageRefused(t *testing.T, s meta.Store, owner string, bytes int64, what string) {
+func wantStageRefused(t *testing.T, s store, owner string, bytes int64, what string) {
 	t.Helper()
 	_, _, err := s.Stage(t.Context(), meta.Staging{BlobKey: fmt.Sprintf("refused/%d", seq.Add(1)), OwnerID: owner, Bytes: bytes, ExpiresAt: live()}, bytes)
 	wantCode(t, err, errcode.QuotaExceeded, what)
@@ -46,7 +46,7 @@ func wantStageRefused(t *testing.T, s meta.Store, owner string, bytes int64, wha
 
 // wantRoom fails unless exactly room more bytes can be staged for owner
 // (probing with a staging it then removes).
-func wantRoom(t *testing.T, s meta.Store, owner string, room int64, what string) {
+func wantRoom(t *testing.T, s store, owner string, room int64, what string) {
 	t.Helper()
 	k := fmt.Sprintf("probe/%d", seq.Add(1))
 	got, _, err := s.Stage(t.Context(), meta.Staging{BlobKey: k, OwnerID: owner, Bytes: 1 << 40, ExpiresAt: live()}, 0)
@@ -59,7 +59,7 @@ func wantRoom(t *testing.T, s meta.Store, owner string, room int64, what string)
 
 func staged(o meta.Object) meta.Put { return meta.Put{Object: o, Staged: true} }
 
-func testStageReserveAndCommit(t *testing.T, s meta.Store) {
+func testStageReserveAndCommit(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 1000)
 
@@ -126,7 +126,7 @@ func testStageReserveAndCommit(t *testing.T, s meta.Store) {
 	wantCode(t, err, errcode.NotFound, "Stage for an unknown owner")
 }
 
-func testStageUnlimited(t *testing.T, s meta.Store) {
+func testStageUnlimited(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "bob", 0)
 	k := obj("bob", "k", 1<<40)
@@ -142,7 +142,7 @@ func testStageUnlimited(t *testing.T, s meta.Store) {
 	wantReferenced(t, s, "a committed staging", []string{k.BlobKey}, map[string]bool{k.BlobKey: true})
 }
 
-func testStageGrow(t *testing.T, s meta.Store) {
+func testStageGrow(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 100)
 	put1(t, s, obj("alice", "used", 10))
@@ -179,7 +179,7 @@ func testStageGrow(t *testing.T, s meta.Store) {
 	wantRoom(t, s, "alice", 90, "after Unstage")
 }
 
-func testStageLeaseExpiry(t *testing.T, s meta.Store) {
+func testStageLeaseExpiry(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 100)
 	short := time.Now().Add(300 * time.Millisecond)
@@ -232,7 +232,7 @@ func testStageLeaseExpiry(t *testing.T, s meta.Store) {
 	wantUsage(t, s, "alice", 40)
 }
 
-func testStageOverwriteCredit(t *testing.T, s meta.Store) {
+func testStageOverwriteCredit(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 100)
 	put1(t, s, obj("alice", "a", 60))
@@ -266,7 +266,7 @@ func testStageOverwriteCredit(t *testing.T, s meta.Store) {
 	wantRoom(t, s, "alice", 5, "after the replacement")
 }
 
-func testStageUploads(t *testing.T, s meta.Store) {
+func testStageUploads(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 100)
 
@@ -353,7 +353,7 @@ func testStageUploads(t *testing.T, s meta.Store) {
 // testStageConcurrent: concurrent reservations (some committed at once,
 // some left in flight) never oversubscribe the quota, and one that is
 // refused did not fit.
-func testStageConcurrent(t *testing.T, s meta.Store) {
+func testStageConcurrent(t *testing.T, s store) {
 	ctx := t.Context()
 	const quota, n = 1000, 50
 	addUser(t, s, "alice", quota)
@@ -412,7 +412,7 @@ func testStageConcurrent(t *testing.T, s meta.Store) {
 	wantRoom(t, s, "alice", quota-granted, "after the concurrent stagings")
 }
 
-func testStageInvalid(t *testing.T, s meta.Store) {
+func testStageInvalid(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 100)
 	for _, c := range []struct {

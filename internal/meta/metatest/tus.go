@@ -16,7 +16,7 @@ var tusTests = []test{
 	{name: "ReserveRate", fn: testReserveRate},
 }
 
-func testTusState(t *testing.T, s meta.Store) {
+func testTusState(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	u := newUpload("alice", "t.bin")
@@ -43,7 +43,7 @@ func testTusState(t *testing.T, s meta.Store) {
 	}
 }
 
-func testTusLock(t *testing.T, s meta.Store) {
+func testTusLock(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	u := newUpload("alice", "t.bin")
@@ -97,7 +97,7 @@ func testTusLock(t *testing.T, s meta.Store) {
 	}
 }
 
-func testTusGoesWithUpload(t *testing.T, s meta.Store) {
+func testTusGoesWithUpload(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	u := newUpload("alice", "t.bin")
@@ -109,7 +109,7 @@ func testTusGoesWithUpload(t *testing.T, s meta.Store) {
 	}
 }
 
-func testUserLimits(t *testing.T, s meta.Store) {
+func testUserLimits(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	if err := s.SetUserLimits(ctx, meta.UserLimits{UserID: "nobody", Requests: 1, Window: time.Minute}); !errcode.Is(err, errcode.NotFound) {
@@ -138,7 +138,7 @@ func testUserLimits(t *testing.T, s meta.Store) {
 	}
 }
 
-func testReserveRate(t *testing.T, s meta.Store) {
+func testReserveRate(t *testing.T, s store) {
 	ctx := t.Context()
 	steps := []struct {
 		window, block, want int64

@@ -41,7 +41,7 @@ func newUpload(bucket, key string) meta.Upload {
 }
 
 // addUpload creates a new upload of bucket/key.
-func addUpload(t *testing.T, s meta.Store, bucket, key string) meta.Upload {
+func addUpload(t *testing.T, s store, bucket, key string) meta.Upload {
 	t.Helper()
 	u := newUpload(bucket, key)
 	ok(t, s.CreateUpload(t.Context(), u), "CreateUpload "+bucket+"/"+key)
@@ -64,7 +64,7 @@ func part(uploadID string, number int, size int64) meta.Part {
 }
 
 // putPart records p, which must be a new part number, and returns it.
-func putPart(t *testing.T, s meta.Store, p meta.Part) meta.Part {
+func putPart(t *testing.T, s store, p meta.Part) meta.Part {
 	t.Helper()
 	old, err := s.PutPart(t.Context(), p)
 	ok(t, err, fmt.Sprintf("PutPart %d", p.Number))
@@ -75,7 +75,7 @@ func putPart(t *testing.T, s meta.Store, p meta.Part) meta.Part {
 }
 
 // putParts records a new part of each size, numbered from 1.
-func putParts(t *testing.T, s meta.Store, uploadID string, sizes ...int64) []meta.Part {
+func putParts(t *testing.T, s store, uploadID string, sizes ...int64) []meta.Part {
 	t.Helper()
 	ps := make([]meta.Part, len(sizes))
 	for i, size := range sizes {
@@ -134,7 +134,7 @@ func samePartList(t *testing.T, got, want []meta.Part, what string) {
 }
 
 // wantParts fails unless the upload's parts are want, ascending.
-func wantParts(t *testing.T, s meta.Store, uploadID string, want ...meta.Part) {
+func wantParts(t *testing.T, s store, uploadID string, want ...meta.Part) {
 	t.Helper()
 	got, more, err := s.ListParts(t.Context(), uploadID, 0, 0)
 	ok(t, err, "ListParts "+uploadID)
@@ -146,7 +146,7 @@ func wantParts(t *testing.T, s meta.Store, uploadID string, want ...meta.Part) {
 
 // wantNoUpload fails unless the upload is gone for every method that reads
 // it.
-func wantNoUpload(t *testing.T, s meta.Store, id string) {
+func wantNoUpload(t *testing.T, s store, id string) {
 	t.Helper()
 	_, err := s.GetUpload(t.Context(), id)
 	wantCode(t, err, errcode.NotFound, "GetUpload of a gone upload")
@@ -203,7 +203,7 @@ func diffUpload(got, want meta.Upload) string {
 }
 
 // wantUpload fails unless GetUpload(want.ID) returns want.
-func wantUpload(t *testing.T, s meta.Store, want meta.Upload) {
+func wantUpload(t *testing.T, s store, want meta.Upload) {
 	t.Helper()
 	got, err := s.GetUpload(t.Context(), want.ID)
 	ok(t, err, "GetUpload "+want.ID)
@@ -220,7 +220,7 @@ func uploadIDs(us []meta.Upload) []string {
 	return out
 }
 
-func testCreateUpload(t *testing.T, s meta.Store) {
+func testCreateUpload(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	full := meta.Upload{
@@ -264,7 +264,7 @@ func testCreateUpload(t *testing.T, s meta.Store) {
 	wantMissing(t, s, "alice", full.Key)
 }
 
-func testPutPart(t *testing.T, s meta.Store) {
+func testPutPart(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	u := addUpload(t, s, "alice", "big")
@@ -310,7 +310,7 @@ func testPutPart(t *testing.T, s meta.Store) {
 	wantUsage(t, s, "alice", 90)
 }
 
-func testPutPartRejected(t *testing.T, s meta.Store) {
+func testPutPartRejected(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	u := addUpload(t, s, "alice", "k")
@@ -338,7 +338,7 @@ func testPutPartRejected(t *testing.T, s meta.Store) {
 	wantReferenced(t, s, "a rejected part", []string{late.BlobKey}, nil)
 }
 
-func testPartQuota(t *testing.T, s meta.Store) {
+func testPartQuota(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 100)
 	addUser(t, s, "bob", 0)
@@ -383,7 +383,7 @@ func testPartQuota(t *testing.T, s meta.Store) {
 	put1(t, s, obj("alice", "b", 40)) // the space is free again
 }
 
-func testAbortUpload(t *testing.T, s meta.Store) {
+func testAbortUpload(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	kept := put1(t, s, obj("alice", "k", 5))
@@ -416,7 +416,7 @@ func testAbortUpload(t *testing.T, s meta.Store) {
 	wantGarbageSet(t, s, ps[0].BlobKey, ps[1].BlobKey, ps[2].BlobKey)
 }
 
-func testListParts(t *testing.T, s meta.Store) {
+func testListParts(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	u := addUpload(t, s, "alice", "k")
@@ -482,7 +482,7 @@ func testListParts(t *testing.T, s meta.Store) {
 }
 
 // listUploads lists one page of bucket's uploads.
-func listUploads(t *testing.T, s meta.Store, bucket string, opts meta.ListUploadsOptions) ([]meta.Upload, bool) {
+func listUploads(t *testing.T, s store, bucket string, opts meta.ListUploadsOptions) ([]meta.Upload, bool) {
 	t.Helper()
 	us, more, err := s.ListUploads(t.Context(), bucket, opts)
 	ok(t, err, fmt.Sprintf("ListUploads %s %+v", bucket, opts))
@@ -491,7 +491,7 @@ func listUploads(t *testing.T, s meta.Store, bucket string, opts meta.ListUpload
 
 // wantUploads fails unless the page of opts holds the uploads want, in
 // order, and more.
-func wantUploads(t *testing.T, s meta.Store, bucket string, opts meta.ListUploadsOptions, more bool, want ...meta.Upload) {
+func wantUploads(t *testing.T, s store, bucket string, opts meta.ListUploadsOptions, more bool, want ...meta.Upload) {
 	t.Helper()
 	got, gotMore := listUploads(t, s, bucket, opts)
 	if g, w := uploadIDs(got), uploadIDs(want); !slices.Equal(g, w) {
@@ -511,7 +511,7 @@ func wantUploads(t *testing.T, s meta.Store, bucket string, opts meta.ListUpload
 // uploadSet creates uploads whose order (key, created, ID) differs from
 // both their ID order and their creation order. It returns them in
 // listing order.
-func uploadSet(t *testing.T, s meta.Store) []meta.Upload {
+func uploadSet(t *testing.T, s store) []meta.Upload {
 	t.Helper()
 	mk := func(key, id string, created time.Duration) meta.Upload {
 		u := newUpload("alice", key)
@@ -530,7 +530,7 @@ func uploadSet(t *testing.T, s meta.Store) []meta.Upload {
 	return []meta.Upload{a1x, a1y, a2, a3, ax, aa, b, c}
 }
 
-func testListUploads(t *testing.T, s meta.Store) {
+func testListUploads(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	addUser(t, s, "bob", 0)
@@ -577,7 +577,7 @@ func testListUploads(t *testing.T, s meta.Store) {
 	wantCode(t, err, errcode.NotFound, "ListUploads of a missing bucket")
 }
 
-func testListUploadsMarkers(t *testing.T, s meta.Store) {
+func testListUploadsMarkers(t *testing.T, s store) {
 	addUser(t, s, "alice", 0)
 	all := uploadSet(t, s)
 	a1x, a1y, a2, a3, ax, aa, b, c := all[0], all[1], all[2], all[3], all[4], all[5], all[6], all[7]
@@ -606,7 +606,7 @@ func testListUploadsMarkers(t *testing.T, s meta.Store) {
 	}
 }
 
-func testListExpiredUploads(t *testing.T, s meta.Store) {
+func testListExpiredUploads(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	addUser(t, s, "bob", 0)
@@ -656,7 +656,7 @@ func testListExpiredUploads(t *testing.T, s meta.Store) {
 	}
 }
 
-func testDeleteBucketWithUploads(t *testing.T, s meta.Store) {
+func testDeleteBucketWithUploads(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	addBucket(t, s, "uploads-only", "alice")

@@ -19,7 +19,7 @@ var userTests = []test{
 	{name: "UpdateUser", fn: testUpdateUser},
 }
 
-func testCreateUser(t *testing.T, s meta.Store) {
+func testCreateUser(t *testing.T, s store) {
 	ctx := t.Context()
 	u := meta.User{
 		ID:           "u1",
@@ -67,7 +67,7 @@ func testCreateUser(t *testing.T, s meta.Store) {
 	}
 }
 
-func testDuplicateEmail(t *testing.T, s meta.Store) {
+func testDuplicateEmail(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	u := meta.User{ID: "alice2", Email: "alice@example.com", PasswordHash: "x", CreatedAt: baseTime}
@@ -85,7 +85,7 @@ func testDuplicateEmail(t *testing.T, s meta.Store) {
 	}
 }
 
-func testDuplicateDefaultBucket(t *testing.T, s meta.Store) {
+func testDuplicateDefaultBucket(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	u := meta.User{ID: "bob", Email: "bob@example.com", PasswordHash: "x", CreatedAt: baseTime}
@@ -106,7 +106,7 @@ func testDuplicateDefaultBucket(t *testing.T, s meta.Store) {
 	ok(t, s.CreateUser(ctx, u, b), "CreateUser after the failed attempt")
 }
 
-func testUserNotFound(t *testing.T, s meta.Store) {
+func testUserNotFound(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	_, err := s.GetUser(ctx, "nobody")
@@ -115,7 +115,7 @@ func testUserNotFound(t *testing.T, s meta.Store) {
 	wantCode(t, err, errcode.NotFound, "GetUserByEmail")
 }
 
-func testSetQuota(t *testing.T, s meta.Store) {
+func testSetQuota(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	addUser(t, s, "bob", 7)
@@ -135,7 +135,7 @@ func testSetQuota(t *testing.T, s meta.Store) {
 	wantCode(t, s.SetQuota(ctx, "nobody", 10), errcode.NotFound, "SetQuota of a missing user")
 }
 
-func testUpdateUser(t *testing.T, s meta.Store) {
+func testUpdateUser(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 5)
 	addUser(t, s, "bob", 7)
@@ -198,7 +198,7 @@ func next(hash string) meta.RefreshToken {
 	return meta.RefreshToken{Hash: hash, CreatedAt: now, ExpiresAt: now.Add(24 * time.Hour)}
 }
 
-func testRotate(t *testing.T, s meta.Store) {
+func testRotate(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	addUser(t, s, "bob", 0)
@@ -221,7 +221,7 @@ func testRotate(t *testing.T, s meta.Store) {
 	}
 }
 
-func testReuse(t *testing.T, s meta.Store) {
+func testReuse(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	ok(t, s.CreateRefreshToken(ctx, token("h1", "f1")), "CreateRefreshToken")
@@ -244,7 +244,7 @@ func testReuse(t *testing.T, s meta.Store) {
 	ok(t, err, "rotating a token of another family")
 }
 
-func testRotateRejected(t *testing.T, s meta.Store) {
+func testRotateRejected(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	expired := token("expired", "f1")
@@ -276,7 +276,7 @@ func testRotateRejected(t *testing.T, s meta.Store) {
 	ok(t, err, "rotating the token before its expiry")
 }
 
-func testConcurrentRotations(t *testing.T, s meta.Store) {
+func testConcurrentRotations(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	ok(t, s.CreateRefreshToken(ctx, token("h1", "f1")), "CreateRefreshToken")
@@ -316,7 +316,7 @@ func testConcurrentRotations(t *testing.T, s meta.Store) {
 	}
 }
 
-func testRevokeFamily(t *testing.T, s meta.Store) {
+func testRevokeFamily(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	ok(t, s.CreateRefreshToken(ctx, token("h1", "f1")), "CreateRefreshToken")
@@ -334,7 +334,7 @@ func testRevokeFamily(t *testing.T, s meta.Store) {
 	wantCode(t, s.RevokeRefreshFamily(ctx, "nope"), errcode.NotFound, "RevokeRefreshFamily of an unknown hash")
 }
 
-func testDeleteExpired(t *testing.T, s meta.Store) {
+func testDeleteExpired(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	cut := baseTime.Add(10 * time.Hour)
@@ -360,7 +360,7 @@ func testDeleteExpired(t *testing.T, s meta.Store) {
 	ok(t, err, "rotating a kept token")
 }
 
-func testDuplicateToken(t *testing.T, s meta.Store) {
+func testDuplicateToken(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	ok(t, s.CreateRefreshToken(ctx, token("h1", "f1")), "CreateRefreshToken")

@@ -88,8 +88,6 @@ import (
 	"github.com/coffer-storage/coffer/internal/meta"
 )
 
-var _ meta.Store = (*Store)(nil)
-
 // Options tunes a Store. The zero value is ready to use.
 type Options struct {
 	// MaxConns is the size of the connection pool. Default 4 × GOMAXPROCS,

@@ -66,11 +66,11 @@ func open(t testing.TB, u string, opts postgres.Options) *postgres.Store {
 
 func TestConformance(t *testing.T) {
 	db := testbackend.SharedPostgres(t).CreateDatabase(t)
-	metatest.Run(t, func(t *testing.T) meta.Store {
+	metatest.Run(t, func(t *testing.T) (meta.Stores, func() error) {
 		s, err := postgres.Open(t.Context(), freshSchema(t, db), postgres.Options{})
 		if err != nil {
 			t.Fatalf("Open: %v", err)
 		}
-		return s
+		return s.Stores(), s.Close
 	})
 }

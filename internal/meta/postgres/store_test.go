@@ -20,7 +20,7 @@ import (
 )
 
 // addAlice creates user alice (default bucket "alice") with quota.
-func addAlice(t testing.TB, s meta.Store, quota int64) {
+func addAlice(t testing.TB, s meta.Accounts, quota int64) {
 	t.Helper()
 	u := meta.User{ID: "alice", Email: "alice@example.com", PasswordHash: "x", QuotaBytes: quota}
 	if err := s.CreateUser(context.Background(), u, meta.Bucket{Name: "alice"}); err != nil {

@@ -70,12 +70,9 @@ import (
 	"time"
 
 	"github.com/coffer-storage/coffer/internal/errcode"
-	"github.com/coffer-storage/coffer/internal/meta"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
-
-var _ meta.Store = (*Store)(nil)
 
 // Options tunes a Store. The zero value is ready to use.
 type Options struct {

@@ -19,12 +19,12 @@ import (
 )
 
 func TestConformance(t *testing.T) {
-	metatest.Run(t, func(t *testing.T) meta.Store {
+	metatest.Run(t, func(t *testing.T) (meta.Stores, func() error) {
 		s, err := Open(t.Context(), filepath.Join(t.TempDir(), "meta.db"), Options{})
 		if err != nil {
 			t.Fatalf("Open: %v", err)
 		}
-		return s
+		return s.Stores(), s.Close
 	})
 }
 
@@ -59,7 +59,7 @@ func object(key string, size int64) meta.Object {
 	return meta.Object{Bucket: "alice", Key: key, Size: size, ETag: "etag-" + key, BlobKey: "blob-" + key, ModTime: time.Now()}
 }
 
-func putOne(ctx context.Context, s meta.Store, o meta.Object, cond meta.Cond) error {
+func putOne(ctx context.Context, s meta.Objects, o meta.Object, cond meta.Cond) error {
 	_, err := s.PutObjects(ctx, []meta.Put{{Object: o, Cond: cond}})
 	return err
 }

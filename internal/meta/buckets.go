@@ -1,0 +1,33 @@
+package meta
+
+import (
+	"context"
+)
+
+// Buckets keeps the bucket records, native and gateway buckets alike.
+type Buckets interface {
+	// CreateBucket: AlreadyExists if the name is taken (by a native or a
+	// gateway bucket); NotFound if the owner does not exist. It makes
+	// native buckets only (b.Gateway is ignored; see PutGatewayBucket).
+	CreateBucket(ctx context.Context, b Bucket) error
+	GetBucket(ctx context.Context, name string) (Bucket, error)
+	// ListBuckets returns the owner's buckets sorted by name.
+	ListBuckets(ctx context.Context, ownerID string) ([]Bucket, error)
+	SetBucketVisibility(ctx context.Context, name string, v Visibility) error
+	// SetBucketEncryption sets a bucket's default encryption (see
+	// Bucket.Encryption): NotFound if missing; InvalidArgument unless
+	// ValidBucketEncryption.
+	SetBucketEncryption(ctx context.Context, name, enc, kmsKey string) error
+	// DeleteBucket: NotFound if missing; Conflict if it holds objects.
+	// Multipart uploads in progress in it are aborted in the same
+	// transaction (their blobs enqueued, their usage released).
+	DeleteBucket(ctx context.Context, name string) error
+	// PutGatewayBucket creates the gateway bucket b (b.Gateway != "") or,
+	// when a gateway bucket of that name exists, sets its owner,
+	// visibility and gateway URL. Conflict (Detail "reason" =
+	// "not_a_gateway") if a native bucket has the name, NotFound if the
+	// owner does not exist, InvalidArgument without a Gateway.
+	PutGatewayBucket(ctx context.Context, b Bucket) error
+	// ListGatewayBuckets lists every gateway bucket, by name.
+	ListGatewayBuckets(ctx context.Context) ([]Bucket, error)
+}

@@ -1,0 +1,141 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/coffer-storage/coffer/internal/blob"
+	"github.com/coffer-storage/coffer/internal/blob/diskblob"
+	"github.com/coffer-storage/coffer/internal/blob/s3blob"
+	"github.com/coffer-storage/coffer/internal/cache"
+	"github.com/coffer-storage/coffer/internal/config"
+	"github.com/coffer-storage/coffer/internal/meta"
+	"github.com/coffer-storage/coffer/internal/meta/postgres"
+	"github.com/coffer-storage/coffer/internal/meta/sqlite"
+)
+
+// StoreOptions say what OpenStores opens, and how it may make the data
+// folder.
+type StoreOptions struct {
+	// Meta and Blobs say which stores to open: the metadata store (by
+	// role, through the cache of --meta-cache), the blob store (bare: the
+	// blob read cache is coffer serve's).
+	Meta, Blobs bool
+	// PrepareData is called once, after the shared stores of the
+	// scale-out shape opened and before anything is opened or made in
+	// the data folder (SQLite's meta.db, the local disk's blobs/): it
+	// makes the folder ready, or refuses (nil: nothing to do).
+	PrepareData func() error
+	// Bus carries the metadata cache's invalidations (nil: a new one).
+	Bus *cache.Bus
+}
+
+// Stores are the stores a Config names, as OpenStores opened them.
+type Stores struct {
+	// Meta is the metadata store by role (zero unless StoreOptions.Meta).
+	// Meta.Changes is set when other processes share the store
+	// (PostgreSQL): coffer serve listens to it; an admin command only
+	// announces its changes.
+	Meta meta.Stores
+	// Blobs is the blob store (nil unless StoreOptions.Blobs).
+	Blobs blob.Store
+	// MetaCache is the cache of bucket and object records in front of
+	// Meta (nil: --meta-cache off, or no Meta).
+	MetaCache *cache.Store
+	// Pool reports the PostgreSQL connection pool (nil: SQLite, or no
+	// Meta).
+	Pool func() postgres.Stats
+
+	closers []func() error
+}
+
+// OpenStores opens the stores cfg names, the one way coffer serve and
+// every admin command open them: PostgreSQL (--meta, a pool of
+// --meta-max-conns waiting at most --meta-wait) or SQLite in the data
+// folder; an S3-compatible store (--blob) or the local disk in the data
+// folder; the cache of bucket and object records in front of the
+// metadata store when --meta-cache is on. The shared stores open first,
+// so that a start that cannot reach them makes nothing locally (see New,
+// "Starting, and failing to"). If one fails, what opened is closed.
+func OpenStores(ctx context.Context, cfg config.Config, o StoreOptions) (_ *Stores, err error) {
+	st := &Stores{}
+	defer func() {
+		if err != nil {
+			st.Close()
+		}
+	}()
+	var inner meta.Stores
+	if o.Meta && cfg.Meta != "" {
+		pg, err := postgres.Open(ctx, cfg.Meta, postgres.Options{MaxConns: cfg.MetaMaxConns, AcquireTimeout: cfg.MetaWait})
+		if err != nil {
+			return nil, fmt.Errorf("opening metadata (PostgreSQL): %w", err)
+		}
+		st.closers = append(st.closers, pg.Close)
+		inner, st.Pool = pg.Stores(), pg.Stats
+	}
+	if o.Blobs && cfg.Blob != "" {
+		opts, err := s3blob.ParseURL(cfg.Blob)
+		if err == nil {
+			st.Blobs, err = s3blob.Open(ctx, opts)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("opening blob store: %w", err)
+		}
+		st.close(st.Blobs)
+	}
+	local := o.Meta && cfg.Meta == "" || o.Blobs && cfg.Blob == ""
+	if local && o.PrepareData != nil {
+		if err := o.PrepareData(); err != nil {
+			return nil, err
+		}
+	}
+	if o.Meta && cfg.Meta == "" {
+		m, err := sqlite.Open(ctx, filepath.Join(cfg.Data, "meta.db"), sqlite.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("opening metadata: %w", err)
+		}
+		st.closers = append(st.closers, m.Close)
+		inner = m.Stores()
+	}
+	if o.Blobs && cfg.Blob == "" {
+		if st.Blobs, err = diskblob.Open(filepath.Join(cfg.Data, "blobs")); err != nil {
+			return nil, fmt.Errorf("opening blob store: %w", err)
+		}
+		st.close(st.Blobs)
+	}
+	st.Meta = inner
+	if o.Meta && cfg.MetaCache == "on" {
+		// Bucket and object records are cached in this process; every
+		// write of one drops it here and, before it returns, in every
+		// process listening to the store.
+		bus := o.Bus
+		if bus == nil {
+			bus = cache.NewBus()
+		}
+		st.MetaCache = cache.NewStore(inner, bus, cache.StoreOptions{
+			Buckets: cache.Options{MaxEntries: 100_000, MaxBytes: cfg.MetaCacheSize / 8, TTL: cfg.MetaCacheTTL},
+			Objects: cache.Options{MaxEntries: 1_000_000, MaxBytes: cfg.MetaCacheSize - cfg.MetaCacheSize/8, TTL: cfg.MetaCacheTTL},
+		})
+		st.Meta = st.MetaCache.Stores()
+	}
+	return st, nil
+}
+
+// close adds b's Close, if it has one, to what Close closes.
+func (s *Stores) close(b blob.Store) {
+	if c, ok := b.(blob.Closer); ok {
+		s.closers = append(s.closers, c.Close)
+	}
+}
+
+// Close closes what OpenStores opened, the last opened first.
+func (s *Stores) Close() error {
+	var errs []error
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		errs = append(errs, s.closers[i]())
+	}
+	s.closers = nil
+	return errors.Join(errs...)
+}
