@@ -202,17 +202,13 @@ par "unit tests (race detector)" go test -race -short -count=1 ./internal/...
 par "unit tests (full, incl. large-object conformance)" go test -count=1 ./internal/...
 par_wait || { echo "unit tests failed"; exit 1; }
 
-par "end-to-end tests against the binary (embedded shape; scale-out cluster, faults, real clients, the console in Chromium, overload)" \
-  go test -count=1 -timeout 20m ./test/...
-par "end-to-end suites again on the scale-out shape (PostgreSQL + MinIO)" \
-  env COFFER_E2E_BACKEND=scaleout go test -count=1 -timeout 20m ./test/e2e/
-par_wait || { echo "end-to-end tests failed"; exit 1; }
-
-step "fuzz (short runs)"
+# The fuzz targets, short runs with one worker each: beside the end-to-end
+# suites, which mostly wait (loopback, fsync, servers starting), they take
+# the core those leave idle instead of minutes of their own at the end.
 fuzz() { # package target seconds
   local log; log=$(mktemp)
   for attempt in 1 2; do
-    if go test -run '^$' -fuzz "^$2\$" -fuzztime "${3}s" "$1" >"$log" 2>&1; then
+    if go test -run '^$' -fuzz "^$2\$" -fuzztime "${3}s" -parallel 1 "$1" >"$log" 2>&1; then
       echo "fuzz $2 ok"; rm -f "$log"; return
     fi
     echo "fuzz $2 failed (attempt $attempt):"; tail -25 "$log"
@@ -224,41 +220,50 @@ fuzz() { # package target seconds
   done
   exit 1
 }
-fuzz ./internal/httpx FuzzParseRange 10
-fuzz ./internal/httpx FuzzMatchETag 5
-fuzz ./internal/httpapi FuzzRouter 10
-fuzz ./internal/httpapi FuzzClientDigests 5
-fuzz ./internal/object FuzzValidKey 5
-fuzz ./internal/s3api/sigv4 FuzzParseAuthorization 10
-fuzz ./internal/s3api/sigv4 FuzzChunkedReader 10
-fuzz ./internal/s3api/sigv4 FuzzUnsignedTrailerReader 10
-fuzz ./internal/s3api FuzzCompleteMultipartUploadXML 5
-fuzz ./internal/s3api FuzzDeleteObjectsXML 5
-fuzz ./internal/s3api/sigv2 FuzzParseV2 10
-fuzz ./internal/s3api FuzzCreateBucketXML 5
-fuzz ./internal/tlscert FuzzParse 5
-fuzz ./internal/config FuzzParseRate 5
-fuzz ./internal/config FuzzParseDuration 5
-fuzz ./internal/crypt FuzzParseEnvelope 10
-fuzz ./internal/crypt FuzzDecrypt 10
-fuzz ./internal/kms FuzzParseKeyring 5
-fuzz ./internal/kms FuzzUnwrap 5
-fuzz ./internal/tus FuzzParseChecksum 5
-fuzz ./internal/meta/postgres FuzzParseChange 5
-fuzz ./internal/meta/metasql FuzzEscapeLike 5
-fuzz ./internal/blob/cacheblob FuzzParseName 5
-fuzz ./internal/httpapi FuzzZipName 5
-fuzz ./internal/object FuzzShareKey 5
-fuzz ./internal/auth FuzzCheckShareGrant 5
-fuzz ./internal/s3api FuzzBucketEncryptionXML 5
-fuzz ./internal/s3api FuzzCustomerKeyHeaders 5
-fuzz ./internal/gateway FuzzParseGateway 5
-fuzz ./internal/console FuzzAccepts 5
-fuzz ./internal/meta FuzzParseCursor 5
-fuzz ./test/readme FuzzParse 5
-fuzz ./internal/auth FuzzAccessClaims 5
-fuzz ./internal/object FuzzOpenUploadState 5
-fuzz ./internal/auth FuzzDefaultBucketNames 5
+fuzz_all() {
+  fuzz ./internal/httpx FuzzParseRange 10
+  fuzz ./internal/httpx FuzzMatchETag 5
+  fuzz ./internal/httpapi FuzzRouter 10
+  fuzz ./internal/httpapi FuzzClientDigests 5
+  fuzz ./internal/object FuzzValidKey 5
+  fuzz ./internal/s3api/sigv4 FuzzParseAuthorization 10
+  fuzz ./internal/s3api/sigv4 FuzzChunkedReader 10
+  fuzz ./internal/s3api/sigv4 FuzzUnsignedTrailerReader 10
+  fuzz ./internal/s3api FuzzCompleteMultipartUploadXML 5
+  fuzz ./internal/s3api FuzzDeleteObjectsXML 5
+  fuzz ./internal/s3api/sigv2 FuzzParseV2 10
+  fuzz ./internal/s3api FuzzCreateBucketXML 5
+  fuzz ./internal/tlscert FuzzParse 5
+  fuzz ./internal/config FuzzParseRate 5
+  fuzz ./internal/config FuzzParseDuration 5
+  fuzz ./internal/crypt FuzzParseEnvelope 10
+  fuzz ./internal/crypt FuzzDecrypt 10
+  fuzz ./internal/kms FuzzParseKeyring 5
+  fuzz ./internal/kms FuzzUnwrap 5
+  fuzz ./internal/tus FuzzParseChecksum 5
+  fuzz ./internal/meta/postgres FuzzParseChange 5
+  fuzz ./internal/meta/metasql FuzzEscapeLike 5
+  fuzz ./internal/blob/cacheblob FuzzParseName 5
+  fuzz ./internal/httpapi FuzzZipName 5
+  fuzz ./internal/object FuzzShareKey 5
+  fuzz ./internal/auth FuzzCheckShareGrant 5
+  fuzz ./internal/s3api FuzzBucketEncryptionXML 5
+  fuzz ./internal/s3api FuzzCustomerKeyHeaders 5
+  fuzz ./internal/gateway FuzzParseGateway 5
+  fuzz ./internal/console FuzzAccepts 5
+  fuzz ./internal/meta FuzzParseCursor 5
+  fuzz ./test/readme FuzzParse 5
+  fuzz ./internal/auth FuzzAccessClaims 5
+  fuzz ./internal/object FuzzOpenUploadState 5
+  fuzz ./internal/auth FuzzDefaultBucketNames 5
+}
+
+par "end-to-end tests against the binary (embedded shape; scale-out cluster, faults, real clients, the console in Chromium, overload)" \
+  go test -count=1 -timeout 20m ./test/...
+par "end-to-end suites again on the scale-out shape (PostgreSQL + MinIO)" \
+  env COFFER_E2E_BACKEND=scaleout go test -count=1 -timeout 20m ./test/e2e/
+par "fuzz (short runs, one worker each)" fuzz_all
+par_wait || { echo "end-to-end tests or fuzzing failed"; exit 1; }
 
 step "the checkout is as the run found it"
 if [ "$(git status --porcelain 2>/dev/null || true)" != "$GIT_STATUS_BEFORE" ]; then
