@@ -570,6 +570,15 @@ type Reader struct {
 	CustomerKey []byte
 	s           *Service
 	gw          GatewayStore // a gateway bucket's backend; nil for native buckets
+	// open, set by NewReader, opens the bytes instead of the service.
+	open func(ctx context.Context, offset, length int64) (io.ReadCloser, error)
+}
+
+// NewReader returns a Reader of o, in bucket b, whose bytes come from open
+// (called by Open with a range within o: offset ≤ o.Size, length ≥ 0):
+// what a fake of the service hands the APIs in their handler tests.
+func NewReader(o meta.Object, b meta.Bucket, open func(ctx context.Context, offset, length int64) (io.ReadCloser, error)) *Reader {
+	return &Reader{Object: o, Bucket: b, open: open}
 }
 
 // Get authorises a read of bucket/key and returns a handle; no bytes are
@@ -605,6 +614,9 @@ func (r *Reader) Open(ctx context.Context, offset, length int64) (io.ReadCloser,
 	}
 	if length < 0 || offset+length > o.Size {
 		length = o.Size - offset
+	}
+	if r.open != nil {
+		return r.open(ctx, offset, length)
 	}
 	if r.gw != nil {
 		return r.gatewayOpen(ctx, offset, length)

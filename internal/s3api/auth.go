@@ -39,10 +39,10 @@ func (api *API) authenticate(q *request) error {
 	}
 	var principal auth.Principal
 	res, err := sigv4.Verify(r, func(id string) (string, error) {
-		secret, p, err := api.auth.LookupKey(r.Context(), id)
+		secret, p, err := api.keys.LookupKey(r.Context(), id)
 		principal, q.keyID = p, id
 		return secret, err
-	}, sigv4.Options{Region: api.cfg.Region, Now: api.cfg.Now, Keys: api.keys})
+	}, sigv4.Options{Region: api.cfg.Region, Now: api.cfg.Now, Keys: api.keyCache})
 	if err != nil {
 		return err
 	}
@@ -76,7 +76,7 @@ func (api *API) authenticateV2(q *request) error {
 	r := q.Request
 	var principal auth.Principal
 	res, err := sigv2.Verify(r, api.virtualHostBucket(r), func(id string) (string, error) {
-		secret, p, err := api.auth.LookupKey(r.Context(), id)
+		secret, p, err := api.keys.LookupKey(r.Context(), id)
 		principal, q.keyID = p, id
 		return secret, err
 	}, sigv2.Options{Now: api.cfg.Now})

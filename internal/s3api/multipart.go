@@ -17,7 +17,7 @@ func (api *API) createMultipartUpload(q *request) (response, error) {
 	if err != nil {
 		return nil, err
 	}
-	u, err := api.objects.CreateUpload(ctxOf(q), q.actor, object.CreateUploadInput{
+	u, err := api.uploads.CreateUpload(ctxOf(q), q.actor, object.CreateUploadInput{
 		Bucket: q.bucket, Key: q.key, ContentType: q.Header.Get("Content-Type"),
 		Metadata: userMetadata(q.Header), ChecksumAlgorithm: alg,
 		ChecksumType: q.Header.Get("X-Amz-Checksum-Type"), SSE: sse,
@@ -32,7 +32,7 @@ func (api *API) createMultipartUpload(q *request) (response, error) {
 			h.Set("X-Amz-Checksum-Type", u.ChecksumType)
 		}
 	}
-	sseHeaders(h, api.objects.UploadEncryption(u))
+	sseHeaders(h, api.uploads.UploadEncryption(u))
 	if keyMD5 != "" {
 		sseCHeaders(h, keyMD5)
 	}
@@ -74,7 +74,7 @@ func (api *API) uploadPart(q *request) (response, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := api.objects.PutPart(ctxOf(q), q.actor, object.PartInput{
+	p, err := api.uploads.PutPart(ctxOf(q), q.actor, object.PartInput{
 		Bucket: q.bucket, Key: q.key, UploadID: q.URL.Query().Get("uploadId"), Number: n,
 		Body: body, Size: size, MD5: md5sum, SHA256: q.pay.sha256, ChecksumWant: want, CustomerKey: key,
 	})
@@ -87,7 +87,7 @@ func (api *API) uploadPart(q *request) (response, error) {
 		sseCHeaders(h, keyMD5)
 	}
 	if p.Checksum != "" {
-		if u, err := api.objects.GetUpload(ctxOf(q), q.actor, q.bucket, q.key, p.UploadID); err == nil && u.ChecksumAlgorithm != "" {
+		if u, err := api.uploads.GetUpload(ctxOf(q), q.actor, q.bucket, q.key, p.UploadID); err == nil && u.ChecksumAlgorithm != "" {
 			h.Set("X-Amz-Checksum-"+strings.ToLower(u.ChecksumAlgorithm), p.Checksum)
 		}
 	}
@@ -134,7 +134,7 @@ func (api *API) uploadPartCopy(q *request) (response, error) {
 	if length > object.MaxPartSize {
 		return nil, s3err.New(s3err.EntityTooLarge, "")
 	}
-	p, err := api.objects.CopyPart(ctxOf(q), q.actor, object.PartInput{
+	p, err := api.uploads.CopyPart(ctxOf(q), q.actor, object.PartInput{
 		Bucket: q.bucket, Key: q.key, UploadID: q.URL.Query().Get("uploadId"), Number: n, CustomerKey: key,
 	}, src, offset, length)
 	if err != nil {
@@ -168,7 +168,7 @@ func (api *API) completeMultipartUpload(q *request) (response, error) {
 		return nil, err
 	}
 	if key != nil {
-		u, err := api.objects.GetUpload(ctxOf(q), q.actor, q.bucket, q.key, q.URL.Query().Get("uploadId"))
+		u, err := api.uploads.GetUpload(ctxOf(q), q.actor, q.bucket, q.key, q.URL.Query().Get("uploadId"))
 		if err != nil {
 			return nil, err
 		}
@@ -176,7 +176,7 @@ func (api *API) completeMultipartUpload(q *request) (response, error) {
 			return nil, err
 		}
 	}
-	o, err := api.objects.CompleteUpload(ctxOf(q), q.actor, q.bucket, q.key, q.URL.Query().Get("uploadId"), parts, cond)
+	o, err := api.uploads.CompleteUpload(ctxOf(q), q.actor, q.bucket, q.key, q.URL.Query().Get("uploadId"), parts, cond)
 	if err != nil {
 		return nil, err
 	}
@@ -200,7 +200,7 @@ func (api *API) completeMultipartUpload(q *request) (response, error) {
 }
 
 func (api *API) abortMultipartUpload(q *request) (response, error) {
-	if err := api.objects.AbortUpload(ctxOf(q), q.actor, q.bucket, q.key, q.URL.Query().Get("uploadId")); err != nil {
+	if err := api.uploads.AbortUpload(ctxOf(q), q.actor, q.bucket, q.key, q.URL.Query().Get("uploadId")); err != nil {
 		return nil, err
 	}
 	return empty{status: http.StatusNoContent}, nil
@@ -223,7 +223,7 @@ func (api *API) listParts(q *request) (response, error) {
 		}
 		limit = min(n, 1000)
 	}
-	u, parts, more, err := api.objects.ListParts(ctxOf(q), q.actor, q.bucket, q.key, v.Get("uploadId"), after, max(limit, 1))
+	u, parts, more, err := api.uploads.ListParts(ctxOf(q), q.actor, q.bucket, q.key, v.Get("uploadId"), after, max(limit, 1))
 	if err != nil {
 		return nil, err
 	}
@@ -273,7 +273,7 @@ func (api *API) listMultipartUploads(q *request) (response, error) {
 	if p.encode {
 		res.EncodingType = "url"
 	}
-	ups, more, err := api.objects.ListUploads(ctxOf(q), q.actor, q.bucket, opts)
+	ups, more, err := api.uploads.ListUploads(ctxOf(q), q.actor, q.bucket, opts)
 	if err != nil {
 		return nil, err
 	}

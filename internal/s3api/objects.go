@@ -390,7 +390,7 @@ func (api *API) deleteObjects(q *request) (response, error) {
 	if len(req.Objects) == 0 {
 		return nil, s3err.New(s3err.MalformedXML, "name at least one Object")
 	}
-	if _, err := api.objects.GetBucket(ctxOf(q), q.actor, q.bucket); err != nil {
+	if _, err := api.buckets.GetBucket(ctxOf(q), q.actor, q.bucket); err != nil {
 		return nil, err
 	}
 	res := deleteResult{Xmlns: s3NS}

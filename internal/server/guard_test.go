@@ -38,7 +38,7 @@ var panicking = http.HandlerFunc(func(http.ResponseWriter, *http.Request) { pani
 // with an S3 XML InternalError carrying the request ID, not problem+json.
 func TestPanicIsAnS3Error(t *testing.T) {
 	s := testServer(t)
-	api := s3api.New(s.objects, s.auth, s3api.Config{}, nil)
+	api := s3api.New(s.s3Services(), s3api.Config{}, nil)
 	h := s.guard("s3-test", api.Classify, api.WriteError, panicking)
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest("GET", "/bucket/key", nil))

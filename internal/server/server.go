@@ -336,7 +336,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 	}
 	if cfg.S3Listen != "off" {
 		apiCfg.Presign = s.presignPart
-		s3 := s3api.New(s.objects, s.auth, s3api.Config{
+		s3 := s3api.New(s.s3Services(), s3api.Config{
 			Region: cfg.Region,
 			Domain: cfg.S3Domain,
 		}, log)
@@ -768,6 +768,11 @@ func (w serverLogWriter) Write(p []byte) (int, error) {
 	}
 	w.log.Log(context.Background(), lvl, msg)
 	return len(p), nil
+}
+
+// s3Services are the services the S3 API calls.
+func (s *Server) s3Services() s3api.Services {
+	return s3api.Services{Buckets: s.objects, Objects: s.objects, Uploads: s.objects, Keys: s.auth}
 }
 
 // presignPart makes a presigned UploadPart URL on Coffer's own S3 API,
