@@ -57,7 +57,7 @@ func (api *API) createBucket(q *request) (response, error) {
 		return nil, s3err.New(s3err.NotImplemented, "bucket tagging is not implemented by Coffer")
 	}
 	if lc := conf.LocationConstraint; lc != "" && lc != api.cfg.Region {
-		return nil, s3err.New("IllegalLocationConstraintException", "")
+		return nil, s3err.New(s3err.IllegalLocationConstraint, "")
 	}
 	// x-amz-acl is restricted to these two by the table (unsupported.go).
 	vis := meta.Private
