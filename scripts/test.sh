@@ -259,6 +259,7 @@ fuzz ./test/readme FuzzParse 5
 fuzz ./internal/auth FuzzAccessClaims 5
 fuzz ./internal/object FuzzOpenUploadState 5
 fuzz ./internal/auth FuzzDefaultBucketNames 5
+fuzz ./internal/integrity FuzzParseAlgorithm 5
 
 step "the checkout is as the run found it"
 if [ "$(git status --porcelain 2>/dev/null || true)" != "$GIT_STATUS_BEFORE" ]; then

@@ -425,11 +425,12 @@ func (s *Service) stage(ctx context.Context, a Actor, in PutInput, gateway bool)
 	return out, nil
 }
 
-func checksumOf(alg string, sum []byte) meta.Checksum {
-	if alg == "" || sum == nil {
+func checksumOf(name string, sum []byte) meta.Checksum {
+	alg, _ := integrity.ParseAlgorithm(name) // the Reader that computed sum parsed it
+	if alg == integrity.NoChecksum || sum == nil {
 		return meta.Checksum{}
 	}
-	return meta.Checksum{Algorithm: strings.ToUpper(alg), Type: "FULL_OBJECT", Value: integrity.EncodeChecksum(sum)}
+	return meta.Checksum{Algorithm: alg.String(), Type: "FULL_OBJECT", Value: alg.Encode(sum)}
 }
 
 // guessType returns the media type of key's extension, or

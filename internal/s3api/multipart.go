@@ -12,22 +12,21 @@ import (
 )
 
 func (api *API) createMultipartUpload(q *request) (response, error) {
-	alg := strings.ToUpper(q.Header.Get("X-Amz-Checksum-Algorithm"))
 	sse, keyMD5, err := writeSSE(q)
 	if err != nil {
 		return nil, err
 	}
 	u, err := api.uploads.CreateUpload(ctxOf(q), q.actor, object.CreateUploadInput{
 		Bucket: q.bucket, Key: q.key, ContentType: q.Header.Get("Content-Type"),
-		Metadata: userMetadata(q.Header), ChecksumAlgorithm: alg,
+		Metadata: userMetadata(q.Header), ChecksumAlgorithm: q.Header.Get("X-Amz-Checksum-Algorithm"),
 		ChecksumType: q.Header.Get("X-Amz-Checksum-Type"), SSE: sse,
 	})
 	if err != nil {
 		return nil, err
 	}
 	h := http.Header{}
-	if alg != "" {
-		h.Set("X-Amz-Checksum-Algorithm", alg)
+	if u.ChecksumAlgorithm != "" { // the canonical name of the one asked for
+		h.Set("X-Amz-Checksum-Algorithm", u.ChecksumAlgorithm)
 		if u.ChecksumType != "" {
 			h.Set("X-Amz-Checksum-Type", u.ChecksumType)
 		}
@@ -88,7 +87,7 @@ func (api *API) uploadPart(q *request) (response, error) {
 	}
 	if p.Checksum != "" {
 		if u, err := api.uploads.GetUpload(ctxOf(q), q.actor, q.bucket, q.key, p.UploadID); err == nil && u.ChecksumAlgorithm != "" {
-			h.Set("X-Amz-Checksum-"+strings.ToLower(u.ChecksumAlgorithm), p.Checksum)
+			h.Set(storedAlgorithm(u.ChecksumAlgorithm).Header(), p.Checksum)
 		}
 	}
 	return empty{header: h}, nil
@@ -180,20 +179,8 @@ func (api *API) completeMultipartUpload(q *request) (response, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := completeMultipartUploadResult{Xmlns: s3NS, Location: "/" + q.bucket + "/" + q.key, Bucket: q.bucket, Key: q.key, ETag: `"` + o.ETag + `"`}
-	switch o.Checksum.Algorithm {
-	case "CRC32":
-		res.ChecksumCRC32 = o.Checksum.Value
-	case "CRC32C":
-		res.ChecksumCRC32C = o.Checksum.Value
-	case "CRC64NVME":
-		res.ChecksumCRC64 = o.Checksum.Value
-	case "SHA1":
-		res.ChecksumSHA1 = o.Checksum.Value
-	case "SHA256":
-		res.ChecksumSHA256 = o.Checksum.Value
-	}
-	res.ChecksumType = o.Checksum.Type
+	res := completeMultipartUploadResult{Xmlns: s3NS, Location: "/" + q.bucket + "/" + q.key, Bucket: q.bucket, Key: q.key, ETag: `"` + o.ETag + `"`,
+		Checksum: checksumElement{storedAlgorithm(o.Checksum.Algorithm), o.Checksum.Value}, ChecksumType: o.Checksum.Type}
 	h := http.Header{}
 	sseHeaders(h, object.EncryptionOf(o))
 	return xmlResponse{header: h, body: res}, nil
@@ -234,21 +221,10 @@ func (api *API) listParts(q *request) (response, error) {
 		Xmlns: s3NS, Bucket: q.bucket, Key: q.key, UploadID: u.ID, Initiator: ownerOf(u.InitiatorID), Owner: ownerOf(u.InitiatorID),
 		StorageClass: "STANDARD", PartNumberMarker: after, MaxParts: limit, IsTruncated: more, ChecksumAlgorithm: u.ChecksumAlgorithm,
 	}
+	alg := storedAlgorithm(u.ChecksumAlgorithm)
 	for _, p := range parts {
-		pi := partInfo{PartNumber: p.Number, LastModified: iso8601(p.ModTime), ETag: `"` + p.ETag + `"`, Size: p.Size}
-		switch u.ChecksumAlgorithm {
-		case "CRC32":
-			pi.ChecksumCRC32 = p.Checksum
-		case "CRC32C":
-			pi.ChecksumCRC32C = p.Checksum
-		case "CRC64NVME":
-			pi.ChecksumCRC64 = p.Checksum
-		case "SHA1":
-			pi.ChecksumSHA1 = p.Checksum
-		case "SHA256":
-			pi.ChecksumSHA256 = p.Checksum
-		}
-		res.Parts = append(res.Parts, pi)
+		res.Parts = append(res.Parts, partInfo{PartNumber: p.Number, LastModified: iso8601(p.ModTime), ETag: `"` + p.ETag + `"`, Size: p.Size,
+			Checksum: checksumElement{alg, p.Checksum}})
 		res.NextPartNumberMarker = p.Number
 	}
 	return xmlResponse{body: res}, nil
