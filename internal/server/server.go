@@ -343,7 +343,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 		s.s3 = s.guard("s3", s3.Classify, s3.WriteError, s3.Handler())
 		s.admissionMetrics("s3")
 	}
-	api := httpapi.New(s.objects, s.auth, apiCfg, log)
+	api := httpapi.New(s.apiServices(), apiCfg, log)
 
 	apiHandler := api.Handler()
 	mux := http.NewServeMux()
@@ -768,6 +768,14 @@ func (w serverLogWriter) Write(p []byte) (int, error) {
 	}
 	w.log.Log(context.Background(), lvl, msg)
 	return len(p), nil
+}
+
+// apiServices are the services the file API calls.
+func (s *Server) apiServices() httpapi.Services {
+	return httpapi.Services{
+		Accounts: s.auth, AccessKeys: s.auth, UserAdmin: s.auth, ShareAuth: s.auth,
+		Buckets: s.objects, Files: s.objects, Uploads: s.objects, Shares: s.objects, Encryption: s.objects, Tus: s.objects,
+	}
 }
 
 // s3Services are the services the S3 API calls.
