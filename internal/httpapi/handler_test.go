@@ -20,8 +20,6 @@ import (
 // conditions, authentication and problem+json errors, each refusal shown to
 // change nothing.
 
-func hexSHA256(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToString(s[:]) }
-
 // TestFileDownload: GET and HEAD of /files/{key}.
 func TestFileDownload(t *testing.T) {
 	sum := md5.Sum(testData)
@@ -158,12 +156,12 @@ func TestFileUpload(t *testing.T) {
 			r.want(t, tc.status, tc.code)
 			if tc.status >= 300 {
 				e.noWrites(t)
-				if got := e.f.objects["b/k"].data; !bytes.Equal(got, testData) {
+				if got := e.f.Objects["b/k"].Data; !bytes.Equal(got, testData) {
 					t.Errorf("b/k changed to %q", got)
 				}
 				return
 			}
-			if got := e.f.objects["b/"+tc.key].data; !bytes.Equal(got, data) {
+			if got := e.f.Objects["b/"+tc.key].Data; !bytes.Equal(got, data) {
 				t.Errorf("stored %q", got)
 			}
 			if r.Header().Get("ETag") != `"`+hex.EncodeToString(md[:])+`"` || !strings.Contains(r.Body.String(), hex.EncodeToString(sha[:])) {
@@ -174,8 +172,8 @@ func TestFileUpload(t *testing.T) {
 	t.Run("form-urlencoded is no file type", func(t *testing.T) {
 		e := newAPIEnv(t)
 		e.do("PUT", "/api/v1/buckets/b/files/x.txt", "tok-alice", data, "Content-Type", "application/x-www-form-urlencoded").want(t, 201, "")
-		if e.f.put.ContentType != "" {
-			t.Errorf("content type %q passed on", e.f.put.ContentType)
+		if e.f.LastPut.ContentType != "" {
+			t.Errorf("content type %q passed on", e.f.LastPut.ContentType)
 		}
 	})
 	t.Run("delete conditions", func(t *testing.T) {

@@ -21,6 +21,7 @@ import (
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
 	"github.com/coffer-storage/coffer/internal/object"
+	"github.com/coffer-storage/coffer/internal/object/objectfake"
 	"github.com/coffer-storage/coffer/internal/s3api/s3err"
 	"github.com/coffer-storage/coffer/internal/s3api/sigv4"
 )
@@ -52,8 +53,8 @@ func (r s3Result) want(t *testing.T, status int, code string) {
 // noWrites fails unless the store saw no write.
 func (e *s3Env) noWrites(t *testing.T) {
 	t.Helper()
-	if len(e.store.writes) > 0 {
-		t.Errorf("a refused request wrote: %v", e.store.writes)
+	if len(e.store.Writes) > 0 {
+		t.Errorf("a refused request wrote: %v", e.store.Writes)
 	}
 }
 
@@ -244,24 +245,24 @@ func TestWriteConditionals(t *testing.T) {
 			e := newS3Env(t)
 			e.store.add("b", "k", testData)
 			e.store.add("b", "src", []byte("source"))
-			e.store.uploads["up1"] = meta.Upload{ID: "up1", Bucket: "b", Key: "k", InitiatorID: alice}
+			e.store.Uploads["up1"] = meta.Upload{ID: "up1", Bucket: "b", Key: "k", InitiatorID: alice}
 			r := e.alice(tc.method, tc.path, tc.body, tc.hdr...)
 			r.want(t, tc.status, tc.code)
 			var got meta.Cond
 			switch {
 			case strings.Contains(tc.name, "PutObject"):
-				got = e.store.put.Cond
+				got = e.store.LastPut.Cond
 			case strings.Contains(tc.name, "CopyObject"):
-				got = e.store.copyIn.Cond
+				got = e.store.LastCopy.Cond
 			default:
-				got = e.store.cond
+				got = e.store.LastCond
 			}
 			if got != tc.cond {
 				t.Errorf("condition %+v, want %+v", got, tc.cond)
 			}
 			if tc.status >= 300 {
 				e.noWrites(t)
-				if o, _ := e.store.current("b", "k"); !bytes.Equal(e.store.objects["b/k"].data, testData) || o.ETag != strings.Trim(etag, `"`) {
+				if o, _ := e.store.Current("b", "k"); !bytes.Equal(e.store.Objects["b/k"].Data, testData) || o.ETag != strings.Trim(etag, `"`) {
 					t.Errorf("b/k changed")
 				}
 			}
@@ -322,7 +323,7 @@ func TestCopySource(t *testing.T) {
 			e := newS3Env(t)
 			e.store.add("b", "src", []byte("source"), func(o *meta.Object) { o.Metadata = map[string]string{"color": "blue"} })
 			e.store.add("bb", "src", []byte("bob's"))
-			e.store.uploads["up1"] = meta.Upload{ID: "up1", Bucket: "b", Key: "k", InitiatorID: alice}
+			e.store.Uploads["up1"] = meta.Upload{ID: "up1", Bucket: "b", Key: "k", InitiatorID: alice}
 			r := e.alice("PUT", tc.path, nil, tc.hdr...)
 			r.want(t, tc.status, tc.code)
 			if tc.status >= 300 {
@@ -337,8 +338,8 @@ func TestCopySource(t *testing.T) {
 				t.Fatalf("result %s: %v", r.Body, err)
 			}
 			if strings.Contains(tc.path, "partNumber") {
-				if res.XMLName.Local != "CopyPartResult" || e.store.part.Number != 1 || e.store.parts["up1"][0].ETag != strings.Trim(etagOf([]byte(tc.part)), `"`) {
-					t.Errorf("copied part %+v, result %s", e.store.parts["up1"], r.Body)
+				if res.XMLName.Local != "CopyPartResult" || e.store.LastPart.Number != 1 || e.store.Parts["up1"][0].ETag != strings.Trim(etagOf([]byte(tc.part)), `"`) {
+					t.Errorf("copied part %+v, result %s", e.store.Parts["up1"], r.Body)
 				}
 				return
 			}
@@ -346,8 +347,8 @@ func TestCopySource(t *testing.T) {
 				t.Errorf("result %s", r.Body)
 			}
 			dst := strings.TrimPrefix(tc.path, "/")
-			if got := e.store.objects[dst]; string(got.data) != "source" || res.ETag != etag {
-				t.Errorf("copy %q, ETag %s", got.data, res.ETag)
+			if got := e.store.Objects[dst]; string(got.Data) != "source" || res.ETag != etag {
+				t.Errorf("copy %q, ETag %s", got.Data, res.ETag)
 			}
 		})
 	}
@@ -355,12 +356,12 @@ func TestCopySource(t *testing.T) {
 		e := newS3Env(t)
 		e.store.add("b", "src", []byte("source"), func(o *meta.Object) { o.Metadata = map[string]string{"color": "blue"} })
 		e.alice("PUT", "/b/copy", nil, "X-Amz-Copy-Source", "/b/src", "Content-Type", "image/png", "X-Amz-Meta-Color", "red").want(t, 200, "")
-		if c := e.store.copyIn; c.ReplaceMetadata || c.ContentType != "" || c.Metadata != nil {
+		if c := e.store.LastCopy; c.ReplaceMetadata || c.ContentType != "" || c.Metadata != nil {
 			t.Errorf("COPY took the request's metadata: %+v", c)
 		}
 		e.alice("PUT", "/b/repl", nil, "X-Amz-Copy-Source", "/b/src", "X-Amz-Metadata-Directive", "REPLACE",
 			"Content-Type", "image/png", "X-Amz-Meta-Color", "red").want(t, 200, "")
-		if c := e.store.copyIn; !c.ReplaceMetadata || c.ContentType != "image/png" || c.Metadata["color"] != "red" {
+		if c := e.store.LastCopy; !c.ReplaceMetadata || c.ContentType != "image/png" || c.Metadata["color"] != "red" {
 			t.Errorf("REPLACE: %+v", c)
 		}
 	})
@@ -411,7 +412,7 @@ func TestErrorMapping(t *testing.T) {
 				e.store.add("b", "k", testData)
 				e.store.add("bb", "k", testData)
 				if tc.fail != "" {
-					e.store.fail[tc.fail] = tc.err
+					e.store.Fail[tc.fail] = tc.err
 				}
 				var body []byte
 				if method == "PUT" && strings.Count(tc.path, "/") > 1 {
@@ -471,7 +472,7 @@ func TestErrorMapping(t *testing.T) {
 		if want := "[{k} {gone}] [{k2 PreconditionFailed} {k2 NotImplemented} {k2 NotImplemented}]"; got != want {
 			t.Errorf("got %s, want %s", got, want)
 		}
-		if _, ok := e.store.current("b", "k2"); !ok {
+		if _, ok := e.store.Current("b", "k2"); !ok {
 			t.Error("k2 deleted")
 		}
 	})
@@ -593,7 +594,7 @@ func TestSSE(t *testing.T) {
 			e.store.add("b", "plain", []byte("plain"))
 			for name, sse := range map[string]object.SSE{"s3": {Mode: crypt.ModeServer}, "kms": {Mode: crypt.ModeKMSKey, KMSKeyID: "alias/k1"},
 				"ssec": {Mode: crypt.ModeCustomer, CustomerKey: key}} {
-				env, err := envelope(sse)
+				env, err := objectfake.Envelope(sse)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -615,11 +616,11 @@ func TestSSE(t *testing.T) {
 			var got object.SSE
 			switch {
 			case strings.HasPrefix(tc.name, "PutObject"):
-				got = e.store.put.SSE
+				got = e.store.LastPut.SSE
 			case strings.HasPrefix(tc.name, "CopyObject"):
-				got = e.store.copyIn.SSE
+				got = e.store.LastCopy.SSE
 			case strings.HasPrefix(tc.name, "CreateMultipartUpload"):
-				got = e.store.create.SSE
+				got = e.store.LastCreate.SSE
 			}
 			if got.Mode != tc.sse.Mode || got.KMSKeyID != tc.sse.KMSKeyID || !bytes.Equal(got.CustomerKey, tc.sse.CustomerKey) {
 				t.Errorf("asked the service for %+v, want %+v", got, tc.sse)
@@ -635,10 +636,10 @@ func TestSSE(t *testing.T) {
 		e := newS3Env(t)
 		e.alice("POST", "/b/mp?uploads", nil, ssec...).want(t, 200, "")
 		e.alice("PUT", "/b/mp?partNumber=1&uploadId=up1", []byte("part"), ssec...).want(t, 200, "")
-		if !bytes.Equal(e.store.part.CustomerKey, key) {
-			t.Errorf("part key %x", e.store.part.CustomerKey)
+		if !bytes.Equal(e.store.LastPart.CustomerKey, key) {
+			t.Errorf("part key %x", e.store.LastPart.CustomerKey)
 		}
-		e.store.writes = nil
+		e.store.Writes = nil
 		e.alice("PUT", "/b/mp?partNumber=2&uploadId=up1", []byte("part")).want(t, 400, s3err.InvalidRequest)
 		e.alice("PUT", "/b/mp?partNumber=2&uploadId=up1", []byte("part"), ssecHeaders(sseCPrefix, other)...).want(t, 400, s3err.InvalidRequest)
 		complete := []byte(`<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>"e"</ETag></Part></CompleteMultipartUpload>`)
@@ -649,7 +650,7 @@ func TestSSE(t *testing.T) {
 	t.Run("bucket default", func(t *testing.T) {
 		e := newS3Env(t)
 		e.alice("GET", "/b?encryption", nil).want(t, 404, s3err.SSEConfigNotFound)
-		e.store.encrypts = true
+		e.store.Encrypts = true
 		r := e.alice("GET", "/b?encryption", nil)
 		r.want(t, 200, "")
 		if !strings.Contains(r.Body.String(), "<SSEAlgorithm>AES256</SSEAlgorithm>") {
@@ -657,14 +658,14 @@ func TestSSE(t *testing.T) {
 		}
 		body := []byte(`<ServerSideEncryptionConfiguration><Rule><ApplyServerSideEncryptionByDefault><SSEAlgorithm>aws:kms</SSEAlgorithm><KMSMasterKeyID>alias/k1</KMSMasterKeyID></ApplyServerSideEncryptionByDefault></Rule></ServerSideEncryptionConfiguration>`)
 		e.alice("PUT", "/b?encryption", body).want(t, 200, "")
-		if b := e.store.buckets["b"]; b.Encryption != meta.EncryptKMS || b.EncryptionKMSKey != "alias/k1" {
+		if b := e.store.Buckets["b"]; b.Encryption != meta.EncryptKMS || b.EncryptionKMSKey != "alias/k1" {
 			t.Errorf("bucket %+v", b)
 		}
 		r = e.alice("GET", "/b?encryption", nil)
 		if !strings.Contains(r.Body.String(), "<KMSMasterKeyID>alias/k1</KMSMasterKeyID>") || !strings.Contains(r.Body.String(), "<BucketKeyEnabled>true</BucketKeyEnabled>") {
 			t.Errorf("configuration: %s", r.Body)
 		}
-		e.store.writes = nil
+		e.store.Writes = nil
 		dsse := bytes.Replace(body, []byte(">aws:kms<"), []byte(">aws:kms:dsse<"), 1)
 		e.alice("PUT", "/b?encryption", dsse).want(t, 501, s3err.NotImplemented)
 		e.alice("PUT", "/b?encryption", []byte(`<ServerSideEncryptionConfiguration/>`)).want(t, 400, s3err.MalformedXML)
@@ -784,7 +785,7 @@ func TestRefusedHeaders(t *testing.T) {
 			e := newS3Env(t)
 			e.store.add("b", "k", []byte("original"))
 			e.store.add("b", "src", []byte("source"))
-			e.store.uploads["up1"] = meta.Upload{ID: "up1", Bucket: "b", Key: "mp", InitiatorID: alice}
+			e.store.Uploads["up1"] = meta.Upload{ID: "up1", Bucket: "b", Key: "mp", InitiatorID: alice}
 			r := e.alice(tc.method, tc.path, tc.body, tc.hdr...)
 			want := status[tc.code]
 			if tc.method == "DELETE" && want == 200 {
@@ -853,7 +854,7 @@ func TestBadInput(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newS3Env(t)
 			e.store.add("b", "k", []byte("original"))
-			e.store.uploads["up1"] = meta.Upload{ID: "up1", Bucket: "b", Key: "k", InitiatorID: alice}
+			e.store.Uploads["up1"] = meta.Upload{ID: "up1", Bucket: "b", Key: "k", InitiatorID: alice}
 			tc.r.as = aliceKey
 			e.do(tc.r).want(t, tc.status, tc.code)
 			e.noWrites(t)
@@ -901,7 +902,7 @@ func TestChecksumHeaders(t *testing.T) {
 			// service; the response names them.
 			r := e.alice("PUT", "/b/k", data, "x-amz-checksum-"+lower, sum)
 			r.want(t, 200, "")
-			if p := e.store.put; p.ChecksumAlgorithm != alg || base64.StdEncoding.EncodeToString(p.ChecksumWant) != sum {
+			if p := e.store.LastPut; p.ChecksumAlgorithm != alg || base64.StdEncoding.EncodeToString(p.ChecksumWant) != sum {
 				t.Errorf("asked the service for %q %x", p.ChecksumAlgorithm, p.ChecksumWant)
 			}
 			if got := r.Header().Get("X-Amz-Checksum-" + lower); got != sum || r.Header().Get("X-Amz-Checksum-Type") != "FULL_OBJECT" {
@@ -911,8 +912,8 @@ func TestChecksumHeaders(t *testing.T) {
 			// The SDK's algorithm without a digest: computed, not checked.
 			r = e.alice("PUT", "/b/sdk", data, "X-Amz-Sdk-Checksum-Algorithm", lower)
 			r.want(t, 200, "")
-			if got := r.Header().Get("X-Amz-Checksum-" + alg); got != sum || e.store.put.ChecksumAlgorithm != alg || e.store.put.ChecksumWant != nil {
-				t.Errorf("SDK algorithm: response %q, asked %q %x", got, e.store.put.ChecksumAlgorithm, e.store.put.ChecksumWant)
+			if got := r.Header().Get("X-Amz-Checksum-" + alg); got != sum || e.store.LastPut.ChecksumAlgorithm != alg || e.store.LastPut.ChecksumWant != nil {
+				t.Errorf("SDK algorithm: response %q, asked %q %x", got, e.store.LastPut.ChecksumAlgorithm, e.store.LastPut.ChecksumWant)
 			}
 			// GetObject sends it on a whole-object read with checksum mode.
 			r = e.alice("GET", "/b/k", nil, "X-Amz-Checksum-Mode", "ENABLED")
@@ -972,8 +973,8 @@ func TestChecksumHeaders(t *testing.T) {
 		e.noWrites(t)
 		// An SDK algorithm Coffer does not know is not computed.
 		e.alice("PUT", "/b/k", data, "X-Amz-Sdk-Checksum-Algorithm", "MD5").want(t, 200, "")
-		if e.store.put.ChecksumAlgorithm != "" {
-			t.Errorf("asked for %q", e.store.put.ChecksumAlgorithm)
+		if e.store.LastPut.ChecksumAlgorithm != "" {
+			t.Errorf("asked for %q", e.store.LastPut.ChecksumAlgorithm)
 		}
 	})
 	// An aws-chunked body's trailing checksum is verified while it is
@@ -999,8 +1000,8 @@ func TestChecksumHeaders(t *testing.T) {
 				return
 			}
 			alg := strings.ToUpper(strings.TrimPrefix(strings.ToLower(tc.trailer), "x-amz-checksum-"))
-			if p := e.store.put; p.ChecksumAlgorithm != alg || p.ChecksumWant != nil || string(e.store.objects["b/k"].data) != string(data) {
-				t.Errorf("asked the service for %q %x; stored %q", p.ChecksumAlgorithm, p.ChecksumWant, e.store.objects["b/k"].data)
+			if p := e.store.LastPut; p.ChecksumAlgorithm != alg || p.ChecksumWant != nil || string(e.store.Objects["b/k"].Data) != string(data) {
+				t.Errorf("asked the service for %q %x; stored %q", p.ChecksumAlgorithm, p.ChecksumWant, e.store.Objects["b/k"].Data)
 			}
 			if got := r.Header().Get("X-Amz-Checksum-" + alg); got != checksumOf(alg, data) {
 				t.Errorf("response checksum %q", got)
