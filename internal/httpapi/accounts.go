@@ -68,7 +68,7 @@ func (api *API) signup(r *http.Request, _ auth.Principal) (response, error) {
 	if err := api.decodeJSON(r, &c); err != nil {
 		return nil, err
 	}
-	u, b, err := api.auth.SelfSignup(r.Context(), auth.SignupRequest{
+	u, b, err := api.accounts.SelfSignup(r.Context(), auth.SignupRequest{
 		Email: c.Email, Password: c.Password, InviteCode: c.InviteCode,
 		ClientIP: httpx.ClientIP(r, api.cfg.TrustedProxies).String(),
 	})
@@ -100,7 +100,7 @@ func (api *API) login(r *http.Request, _ auth.Principal) (response, error) {
 		return nil, err
 	}
 	ip := httpx.ClientIP(r, api.cfg.TrustedProxies)
-	s, err := api.auth.Login(r.Context(), c.Email, c.Password, ip.String())
+	s, err := api.accounts.Login(r.Context(), c.Email, c.Password, ip.String())
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +173,7 @@ func (api *API) refresh(r *http.Request, _ auth.Principal) (response, error) {
 	if err := api.decodeJSON(r, &b); err != nil {
 		return nil, err
 	}
-	s, err := api.auth.Refresh(r.Context(), refreshToken(r, b))
+	s, err := api.accounts.Refresh(r.Context(), refreshToken(r, b))
 	if err != nil {
 		return nil, err
 	}
@@ -199,7 +199,7 @@ func (api *API) resume(r *http.Request, _ auth.Principal) (response, error) {
 	if err != nil || c.Value == "" {
 		return ok(map[string]any{"signed_in": false}), nil
 	}
-	s, err := api.auth.Refresh(r.Context(), c.Value)
+	s, err := api.accounts.Refresh(r.Context(), c.Value)
 	if errcode.Is(err, errcode.Unauthenticated) {
 		return jsonResponse{status: http.StatusOK, body: map[string]any{"signed_in": false}, header: clearCookie(r)}, nil
 	}
@@ -221,7 +221,7 @@ func (api *API) logout(r *http.Request, _ auth.Principal) (response, error) {
 	if err := api.decodeJSON(r, &b); err != nil {
 		return nil, err
 	}
-	if err := api.auth.Logout(r.Context(), refreshToken(r, b)); err != nil {
+	if err := api.accounts.Logout(r.Context(), refreshToken(r, b)); err != nil {
 		return nil, err
 	}
 	if wantsCookie(r) {
@@ -231,7 +231,7 @@ func (api *API) logout(r *http.Request, _ auth.Principal) (response, error) {
 }
 
 func (api *API) me(r *http.Request, p auth.Principal) (response, error) {
-	u, err := api.auth.User(r.Context(), p.UserID)
+	u, err := api.accounts.User(r.Context(), p.UserID)
 	if err != nil {
 		return nil, err
 	}
@@ -241,7 +241,7 @@ func (api *API) me(r *http.Request, p auth.Principal) (response, error) {
 // ---- buckets ----
 
 func (api *API) listBuckets(r *http.Request, p auth.Principal) (response, error) {
-	bs, err := api.objects.ListBuckets(r.Context(), actor(p))
+	bs, err := api.buckets.ListBuckets(r.Context(), actor(p))
 	if err != nil {
 		return nil, err
 	}
@@ -266,7 +266,7 @@ func (api *API) createBucket(r *http.Request, p auth.Principal) (response, error
 	if err := api.decodeJSON(r, &body); err != nil {
 		return nil, err
 	}
-	b, err := api.objects.CreateBucket(r.Context(), actor(p), body.Name, body.Visibility)
+	b, err := api.buckets.CreateBucket(r.Context(), actor(p), body.Name, body.Visibility)
 	if err != nil {
 		return nil, err
 	}
@@ -274,7 +274,7 @@ func (api *API) createBucket(r *http.Request, p auth.Principal) (response, error
 }
 
 func (api *API) getBucket(r *http.Request, p auth.Principal) (response, error) {
-	b, err := api.objects.GetBucket(r.Context(), actor(p), r.PathValue("bucket"))
+	b, err := api.buckets.GetBucket(r.Context(), actor(p), r.PathValue("bucket"))
 	if err != nil {
 		return nil, err
 	}
@@ -297,17 +297,17 @@ func (api *API) patchBucket(r *http.Request, p auth.Principal) (response, error)
 		return nil, errcode.New(errcode.InvalidArgument, "visibility must be %q or %q", meta.Private, meta.PublicRead)
 	}
 	name := r.PathValue("bucket")
-	b, err := api.objects.GetBucket(r.Context(), actor(p), name)
+	b, err := api.buckets.GetBucket(r.Context(), actor(p), name)
 	if err != nil {
 		return nil, err
 	}
 	if e := body.Encryption; e != nil {
-		if b, err = api.objects.SetBucketEncryption(r.Context(), actor(p), name, e.Default, e.KMSKeyID); err != nil {
+		if b, err = api.buckets.SetBucketEncryption(r.Context(), actor(p), name, e.Default, e.KMSKeyID); err != nil {
 			return nil, err
 		}
 	}
 	if body.Visibility != nil {
-		if b, err = api.objects.SetBucketVisibility(r.Context(), actor(p), name, *body.Visibility); err != nil {
+		if b, err = api.buckets.SetBucketVisibility(r.Context(), actor(p), name, *body.Visibility); err != nil {
 			return nil, err
 		}
 	}
@@ -315,7 +315,7 @@ func (api *API) patchBucket(r *http.Request, p auth.Principal) (response, error)
 }
 
 func (api *API) deleteBucket(r *http.Request, p auth.Principal) (response, error) {
-	if err := api.objects.DeleteBucket(r.Context(), actor(p), r.PathValue("bucket")); err != nil {
+	if err := api.buckets.DeleteBucket(r.Context(), actor(p), r.PathValue("bucket")); err != nil {
 		return nil, err
 	}
 	return noContent{}, nil

@@ -76,7 +76,7 @@ func (api *API) adminRotateKeys(r *http.Request, _ auth.Principal) (response, er
 	}
 	body := map[string]any{"kek": cur, "previous_kek": prev, "rotated": prev != cur}
 	if prev != cur {
-		j, err := api.objects.StartRewrap(r.Context())
+		j, err := api.encryption.StartRewrap(r.Context())
 		if err != nil {
 			return nil, err
 		}
@@ -126,7 +126,7 @@ func (api *API) adminListUsers(r *http.Request, _ auth.Principal) (response, err
 	if len(opts.Query) > 254 {
 		return nil, errcode.New(errcode.InvalidArgument, "q is longer than 254 bytes")
 	}
-	us, more, err := api.auth.ListUsers(r.Context(), opts)
+	us, more, err := api.userAdmin.ListUsers(r.Context(), opts)
 	if err != nil {
 		return nil, err
 	}
@@ -151,7 +151,7 @@ func (api *API) adminCreateUser(r *http.Request, _ auth.Principal) (response, er
 	if err := api.decodeJSON(r, &body); err != nil {
 		return nil, err
 	}
-	u, b, err := api.auth.CreateUser(r.Context(), auth.NewUser{Email: body.Email, Password: body.Password, Admin: body.Admin, QuotaBytes: body.QuotaBytes})
+	u, b, err := api.userAdmin.CreateUser(r.Context(), auth.NewUser{Email: body.Email, Password: body.Password, Admin: body.Admin, QuotaBytes: body.QuotaBytes})
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +159,7 @@ func (api *API) adminCreateUser(r *http.Request, _ auth.Principal) (response, er
 }
 
 func (api *API) adminGetUser(r *http.Request, _ auth.Principal) (response, error) {
-	u, err := api.auth.User(r.Context(), r.PathValue("id"))
+	u, err := api.accounts.User(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return nil, err
 	}
@@ -184,11 +184,11 @@ func (api *API) adminDeleteUser(r *http.Request, p auth.Principal) (response, er
 	if err != nil {
 		return nil, err
 	}
-	res, err := api.auth.DeleteUser(r.Context(), r.PathValue("id"), purge)
+	res, err := api.userAdmin.DeleteUser(r.Context(), r.PathValue("id"), purge)
 	if err != nil {
 		return nil, err
 	}
-	api.objects.AbortBackendUploads(context.WithoutCancel(r.Context()), res.BackendUploads)
+	api.uploads.AbortBackendUploads(context.WithoutCancel(r.Context()), res.BackendUploads)
 	return noContent{}, nil
 }
 
@@ -215,7 +215,7 @@ func (api *API) adminSetQuota(r *http.Request, _ auth.Principal) (response, erro
 	if body.QuotaBytes == nil {
 		return nil, errcode.New(errcode.InvalidArgument, "quota_bytes is required (0 = unlimited)")
 	}
-	u, err := api.auth.SetQuota(r.Context(), r.PathValue("id"), *body.QuotaBytes)
+	u, err := api.userAdmin.SetQuota(r.Context(), r.PathValue("id"), *body.QuotaBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -226,7 +226,7 @@ func (api *API) adminDisable(r *http.Request, p auth.Principal) (response, error
 	if err := notSelf(r, p, "disable"); err != nil {
 		return nil, err
 	}
-	u, err := api.auth.Disable(r.Context(), r.PathValue("id"))
+	u, err := api.userAdmin.Disable(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return nil, err
 	}
@@ -234,7 +234,7 @@ func (api *API) adminDisable(r *http.Request, p auth.Principal) (response, error
 }
 
 func (api *API) adminEnable(r *http.Request, _ auth.Principal) (response, error) {
-	u, err := api.auth.Enable(r.Context(), r.PathValue("id"))
+	u, err := api.userAdmin.Enable(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return nil, err
 	}
@@ -248,14 +248,14 @@ func (api *API) adminSetPassword(r *http.Request, _ auth.Principal) (response, e
 	if err := api.decodeJSON(r, &body); err != nil {
 		return nil, err
 	}
-	if _, err := api.auth.SetPassword(r.Context(), r.PathValue("id"), body.Password); err != nil {
+	if _, err := api.userAdmin.SetPassword(r.Context(), r.PathValue("id"), body.Password); err != nil {
 		return nil, err
 	}
 	return noContent{}, nil
 }
 
 func (api *API) adminListBuckets(r *http.Request, _ auth.Principal) (response, error) {
-	bs, err := api.auth.UserBuckets(r.Context(), r.PathValue("id"))
+	bs, err := api.accounts.UserBuckets(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return nil, err
 	}
@@ -268,14 +268,14 @@ func (api *API) adminListBuckets(r *http.Request, _ auth.Principal) (response, e
 
 func (api *API) adminListKeys(r *http.Request, _ auth.Principal) (response, error) {
 	id := r.PathValue("id")
-	if _, err := api.auth.User(r.Context(), id); err != nil {
+	if _, err := api.accounts.User(r.Context(), id); err != nil {
 		return nil, err
 	}
 	return api.listKeys(r, auth.Principal{UserID: id})
 }
 
 func (api *API) adminDeleteKey(r *http.Request, _ auth.Principal) (response, error) {
-	if err := api.auth.DeleteAccessKey(r.Context(), r.PathValue("id"), r.PathValue("key")); err != nil {
+	if err := api.accessKeys.DeleteAccessKey(r.Context(), r.PathValue("id"), r.PathValue("key")); err != nil {
 		return nil, err
 	}
 	return noContent{}, nil
@@ -291,7 +291,7 @@ func (api *API) changePassword(r *http.Request, p auth.Principal) (response, err
 	if err := api.decodeJSON(r, &body); err != nil {
 		return nil, err
 	}
-	s, err := api.auth.ChangePassword(r.Context(), p.UserID, body.OldPassword, body.NewPassword, httpx.ClientIP(r, api.cfg.TrustedProxies).String())
+	s, err := api.accounts.ChangePassword(r.Context(), p.UserID, body.OldPassword, body.NewPassword, httpx.ClientIP(r, api.cfg.TrustedProxies).String())
 	if err != nil {
 		return nil, err
 	}
@@ -306,11 +306,11 @@ func (api *API) deleteMe(r *http.Request, p auth.Principal) (response, error) {
 	if err := api.decodeJSON(r, &body); err != nil {
 		return nil, err
 	}
-	res, err := api.auth.DeleteAccount(r.Context(), p.UserID, body.Password, body.Purge, httpx.ClientIP(r, api.cfg.TrustedProxies).String())
+	res, err := api.accounts.DeleteAccount(r.Context(), p.UserID, body.Password, body.Purge, httpx.ClientIP(r, api.cfg.TrustedProxies).String())
 	if err != nil {
 		return nil, err
 	}
-	api.objects.AbortBackendUploads(context.WithoutCancel(r.Context()), res.BackendUploads)
+	api.uploads.AbortBackendUploads(context.WithoutCancel(r.Context()), res.BackendUploads)
 	return noContent{}, nil
 }
 
@@ -325,7 +325,7 @@ type limitsJSON struct {
 }
 
 func (api *API) adminGetLimits(r *http.Request, _ auth.Principal) (response, error) {
-	l, ok2, err := api.auth.Limits(r.Context(), r.PathValue("id"))
+	l, ok2, err := api.userAdmin.Limits(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return nil, err
 	}
@@ -351,7 +351,7 @@ func (api *API) adminSetLimits(r *http.Request, _ auth.Principal) (response, err
 		}
 		l.Window = time.Duration(*body.WindowSeconds) * time.Second
 	}
-	if err := api.auth.SetLimits(r.Context(), l); err != nil {
+	if err := api.userAdmin.SetLimits(r.Context(), l); err != nil {
 		return nil, err
 	}
 	return api.adminGetLimits(r, auth.Principal{})

@@ -86,16 +86,24 @@ type TusConfig struct {
 
 // API is the file API.
 type API struct {
-	objects *object.Service
-	auth    *auth.Service
-	cfg     Config
-	log     *slog.Logger
-	router  *router
-	tus     *tus.Handler
+	accounts   Accounts
+	accessKeys AccessKeys
+	userAdmin  UserAdmin
+	shareAuth  ShareAuth
+	buckets    Buckets
+	files      Files
+	uploads    Uploads
+	shares     Shares
+	encryption Encryption
+	tusObjects tus.Objects
+	cfg        Config
+	log        *slog.Logger
+	router     *router
+	tus        *tus.Handler
 }
 
-// New returns the API.
-func New(objects *object.Service, as *auth.Service, cfg Config, log *slog.Logger) *API {
+// New returns the API over svc.
+func New(svc Services, cfg Config, log *slog.Logger) *API {
 	if cfg.PublicMaxAge <= 0 {
 		cfg.PublicMaxAge = time.Minute
 	}
@@ -126,8 +134,10 @@ func New(objects *object.Service, as *auth.Service, cfg Config, log *slog.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	api := &API{objects: objects, auth: as, cfg: cfg, log: log}
-	if cfg.Tus.Store != nil {
+	api := &API{accounts: svc.Accounts, accessKeys: svc.AccessKeys, userAdmin: svc.UserAdmin, shareAuth: svc.ShareAuth,
+		buckets: svc.Buckets, files: svc.Files, uploads: svc.Uploads, shares: svc.Shares, encryption: svc.Encryption,
+		tusObjects: svc.Tus, cfg: cfg, log: log}
+	if cfg.Tus.Store != nil && svc.Tus != nil {
 		if err := api.newTus(cfg.Tus); err != nil {
 			// tusd refuses only a bad base path (TusBase is a constant):
 			// the tus routes then answer not_implemented.
@@ -264,7 +274,7 @@ func (api *API) serve(w http.ResponseWriter, r *http.Request, rt Route) {
 	}
 	if err == nil && rt.Access == Admin {
 		// The one place the admin role is checked for the API.
-		err = api.auth.RequireAdmin(r.Context(), p)
+		err = api.accounts.RequireAdmin(r.Context(), p)
 	}
 	if err != nil {
 		WriteProblem(w, r, api.log, err)
@@ -290,7 +300,7 @@ func (api *API) principal(r *http.Request) (auth.Principal, error) {
 	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
 		return auth.Principal{}, errcode.New(errcode.Unauthenticated, "Authorization must be \"Bearer <access token>\"")
 	}
-	return api.auth.Authenticate(r.Context(), strings.TrimSpace(token))
+	return api.accounts.Authenticate(r.Context(), strings.TrimSpace(token))
 }
 
 func actor(p auth.Principal) object.Actor { return object.Actor{UserID: p.UserID} }

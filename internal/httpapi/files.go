@@ -130,7 +130,7 @@ func (api *API) putFile(r *http.Request, p auth.Principal) (response, error) {
 			ct = ""
 		}
 	}
-	o, err := api.objects.Put(r.Context(), actor(p), object.PutInput{
+	o, err := api.files.Put(r.Context(), actor(p), object.PutInput{
 		Bucket: r.PathValue("bucket"), Key: r.PathValue("key"),
 		Body: r.Body, Size: r.ContentLength, ContentType: ct,
 		SHA256: sha, MD5: md5sum, Cond: cond,
@@ -148,7 +148,7 @@ func (api *API) uploadForm(r *http.Request, p auth.Principal) (response, error) 
 		return nil, errcode.New(errcode.InvalidArgument, "body must be multipart/form-data")
 	}
 	bucket := r.PathValue("bucket")
-	batch := api.objects.NewBatch(actor(p))
+	batch := api.files.NewBatch(actor(p))
 	defer batch.Abort()
 	prefix := ""
 	n := 0
@@ -212,7 +212,7 @@ func (api *API) uploadForm(r *http.Request, p auth.Principal) (response, error) 
 }
 
 func (api *API) getFile(r *http.Request, p auth.Principal) (response, error) {
-	rd, err := api.objects.Get(r.Context(), actor(p), r.PathValue("bucket"), r.PathValue("key"))
+	rd, err := api.files.Get(r.Context(), actor(p), r.PathValue("bucket"), r.PathValue("key"))
 	if err != nil {
 		return nil, err
 	}
@@ -252,7 +252,7 @@ func (api *API) deleteFile(r *http.Request, p auth.Principal) (response, error) 
 	if err != nil {
 		return nil, err
 	}
-	if _, err := api.objects.Delete(r.Context(), actor(p), r.PathValue("bucket"), r.PathValue("key"), cond); err != nil {
+	if _, err := api.files.Delete(r.Context(), actor(p), r.PathValue("bucket"), r.PathValue("key"), cond); err != nil {
 		return nil, err
 	}
 	return noContent{}, nil
@@ -284,7 +284,7 @@ func (api *API) listFiles(r *http.Request, p auth.Principal) (response, error) {
 		}
 		opts.StartAfter = string(b)
 	}
-	page, err := api.objects.List(r.Context(), actor(p), r.PathValue("bucket"), opts)
+	page, err := api.files.List(r.Context(), actor(p), r.PathValue("bucket"), opts)
 	if err != nil {
 		return nil, err
 	}
@@ -329,7 +329,7 @@ func (api *API) moveFile(r *http.Request, p auth.Principal) (response, error) {
 	if err != nil {
 		return nil, err
 	}
-	o, err := api.objects.Move(r.Context(), actor(p), r.PathValue("bucket"), b.From, b.ToBucket, b.To, cond)
+	o, err := api.files.Move(r.Context(), actor(p), r.PathValue("bucket"), b.From, b.ToBucket, b.To, cond)
 	if err != nil {
 		return nil, err
 	}
@@ -341,7 +341,7 @@ func (api *API) copyFile(r *http.Request, p auth.Principal) (response, error) {
 	if err != nil {
 		return nil, err
 	}
-	o, err := api.objects.Copy(r.Context(), actor(p), object.CopyInput{
+	o, err := api.files.Copy(r.Context(), actor(p), object.CopyInput{
 		SrcBucket: r.PathValue("bucket"), SrcKey: b.From, DstBucket: b.ToBucket, DstKey: b.To, Cond: cond,
 	})
 	if err != nil {

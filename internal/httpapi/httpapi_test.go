@@ -19,7 +19,7 @@ func TestStatusTableComplete(t *testing.T) {
 }
 
 func TestRouter(t *testing.T) {
-	api := New(nil, nil, Config{}, nil)
+	api := New(Services{}, Config{}, nil)
 	rt := newRouter(api.Routes())
 	tests := []struct {
 		method, path string
@@ -55,7 +55,7 @@ func TestRouter(t *testing.T) {
 }
 
 func FuzzRouter(f *testing.F) {
-	api := New(nil, nil, Config{}, nil)
+	api := New(Services{}, Config{}, nil)
 	rt := newRouter(api.Routes())
 	for _, p := range []string{"/api/v1/me", "/api/v1/buckets/b/files/a%2F%2F/b", "/api/v1/buckets/b/files/%zz", "/api/v1/buckets/b/move"} {
 		f.Add("GET", p)
@@ -127,7 +127,7 @@ func (b *failingBody) Read(p []byte) (int, error) {
 // TestDecodeJSONErrors: a body that cannot be read keeps the reader's code
 // (a stalled body is a 408, not a 400 "invalid JSON").
 func TestDecodeJSONErrors(t *testing.T) {
-	api := New(nil, nil, Config{MaxJSONBody: 64}, nil)
+	api := New(Services{}, Config{MaxJSONBody: 64}, nil)
 	for _, tc := range []struct {
 		name string
 		body io.Reader
@@ -155,7 +155,7 @@ func TestDecodeJSONErrors(t *testing.T) {
 // with a stable key of the link (for per-link limits), never as carrying
 // credentials, and other routes carry no share key.
 func TestClassifyShareRoutes(t *testing.T) {
-	api := New(nil, nil, Config{}, nil)
+	api := New(Services{}, Config{}, nil)
 	for _, tc := range []struct {
 		method, path, auth string
 		share              bool

@@ -49,7 +49,7 @@ func (api *API) createInvite(r *http.Request, p auth.Principal) (response, error
 	if body.ExpiresIn < 0 || body.ExpiresIn > int64(auth.MaxInviteTTL/time.Second) {
 		return nil, errcode.New(errcode.InvalidArgument, "expires_in must be 0 (the default: 7 days) to %d seconds", int64(auth.MaxInviteTTL/time.Second))
 	}
-	inv, code, err := api.auth.CreateInvite(r.Context(), auth.InviteRequest{
+	inv, code, err := api.userAdmin.CreateInvite(r.Context(), auth.InviteRequest{
 		Email: body.Email, TTL: time.Duration(body.ExpiresIn) * time.Second, Uses: body.Uses, CreatedBy: p.UserID,
 	})
 	if err != nil {
@@ -59,7 +59,7 @@ func (api *API) createInvite(r *http.Request, p auth.Principal) (response, error
 }
 
 func (api *API) listInvites(r *http.Request, _ auth.Principal) (response, error) {
-	invs, err := api.auth.ListInvites(r.Context())
+	invs, err := api.userAdmin.ListInvites(r.Context())
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +72,7 @@ func (api *API) listInvites(r *http.Request, _ auth.Principal) (response, error)
 }
 
 func (api *API) revokeInvite(r *http.Request, _ auth.Principal) (response, error) {
-	if err := api.auth.RevokeInvite(r.Context(), r.PathValue("id")); err != nil {
+	if err := api.userAdmin.RevokeInvite(r.Context(), r.PathValue("id")); err != nil {
 		return nil, err
 	}
 	return noContent{}, nil

@@ -33,7 +33,7 @@ func (api *API) createKey(r *http.Request, p auth.Principal) (response, error) {
 			return nil, err
 		}
 	}
-	k, err := api.auth.CreateAccessKey(r.Context(), p.UserID, body.Name)
+	k, err := api.accessKeys.CreateAccessKey(r.Context(), p.UserID, body.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -41,7 +41,7 @@ func (api *API) createKey(r *http.Request, p auth.Principal) (response, error) {
 }
 
 func (api *API) listKeys(r *http.Request, p auth.Principal) (response, error) {
-	keys, err := api.auth.ListAccessKeys(r.Context(), p.UserID)
+	keys, err := api.accessKeys.ListAccessKeys(r.Context(), p.UserID)
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +53,7 @@ func (api *API) listKeys(r *http.Request, p auth.Principal) (response, error) {
 }
 
 func (api *API) deleteKey(r *http.Request, p auth.Principal) (response, error) {
-	if err := api.auth.DeleteAccessKey(r.Context(), p.UserID, r.PathValue("id")); err != nil {
+	if err := api.accessKeys.DeleteAccessKey(r.Context(), p.UserID, r.PathValue("id")); err != nil {
 		return nil, err
 	}
 	return noContent{}, nil

@@ -70,7 +70,7 @@ type kmsGrantJSON struct {
 // adminKMSGrants lists the SSE-KMS key allow list: who may name which key
 // other than the provider's default.
 func (api *API) adminKMSGrants(r *http.Request, _ auth.Principal) (response, error) {
-	gs, err := api.objects.ListKMSKeyGrants(r.Context())
+	gs, err := api.encryption.ListKMSKeyGrants(r.Context())
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +83,7 @@ func (api *API) adminKMSGrants(r *http.Request, _ auth.Principal) (response, err
 
 // adminAllowKMSKey lets user {id} name the SSE-KMS key {key...}.
 func (api *API) adminAllowKMSKey(r *http.Request, _ auth.Principal) (response, error) {
-	g, err := api.objects.AllowKMSKey(r.Context(), r.PathValue("key"), r.PathValue("id"))
+	g, err := api.encryption.AllowKMSKey(r.Context(), r.PathValue("key"), r.PathValue("id"))
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +92,7 @@ func (api *API) adminAllowKMSKey(r *http.Request, _ auth.Principal) (response, e
 
 // adminDisallowKMSKey withdraws user {id}'s grant of {key...}.
 func (api *API) adminDisallowKMSKey(r *http.Request, _ auth.Principal) (response, error) {
-	if err := api.objects.DisallowKMSKey(r.Context(), r.PathValue("key"), r.PathValue("id")); err != nil {
+	if err := api.encryption.DisallowKMSKey(r.Context(), r.PathValue("key"), r.PathValue("id")); err != nil {
 		return nil, err
 	}
 	return noContent{}, nil
@@ -101,7 +101,7 @@ func (api *API) adminDisallowKMSKey(r *http.Request, _ auth.Principal) (response
 // adminStartRewrap (re)starts the re-wrap of every data key to the
 // current KEK versions.
 func (api *API) adminStartRewrap(r *http.Request, _ auth.Principal) (response, error) {
-	j, err := api.objects.StartRewrap(r.Context())
+	j, err := api.encryption.StartRewrap(r.Context())
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +121,7 @@ func (api *API) adminStartEncrypt(r *http.Request, _ auth.Principal) (response, 
 	if (body.Bucket == "") == !body.All {
 		return nil, errcode.New(errcode.InvalidArgument, `name a bucket ("bucket") or every bucket ("all": true), not both`)
 	}
-	j, err := api.objects.StartEncrypt(r.Context(), body.Bucket)
+	j, err := api.encryption.StartEncrypt(r.Context(), body.Bucket)
 	if err != nil {
 		return nil, err
 	}
@@ -131,11 +131,11 @@ func (api *API) adminStartEncrypt(r *http.Request, _ auth.Principal) (response, 
 // adminKMSJobs lists the jobs, the current KEK, and how many stored data
 // keys each KEK version wraps (a version with none may be retired).
 func (api *API) adminKMSJobs(r *http.Request, _ auth.Principal) (response, error) {
-	js, err := api.objects.KMSJobs(r.Context())
+	js, err := api.encryption.KMSJobs(r.Context())
 	if err != nil {
 		return nil, err
 	}
-	usage, err := api.objects.KEKUsage(r.Context())
+	usage, err := api.encryption.KEKUsage(r.Context())
 	if err != nil {
 		return nil, err
 	}
@@ -144,14 +144,14 @@ func (api *API) adminKMSJobs(r *http.Request, _ auth.Principal) (response, error
 		out[i] = toKMSJobJSON(j)
 	}
 	body := map[string]any{"jobs": out, "kek_usage": usage}
-	if cur, err := api.objects.CurrentKEK(r.Context()); err == nil {
+	if cur, err := api.encryption.CurrentKEK(r.Context()); err == nil {
 		body["current_kek"] = cur
 	}
 	return ok(body), nil
 }
 
 func (api *API) adminKMSJob(r *http.Request, _ auth.Principal) (response, error) {
-	j, err := api.objects.KMSJob(r.Context(), r.PathValue("name"))
+	j, err := api.encryption.KMSJob(r.Context(), r.PathValue("name"))
 	if err != nil {
 		return nil, err
 	}

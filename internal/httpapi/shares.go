@@ -145,15 +145,15 @@ func (api *API) createShare(r *http.Request, p auth.Principal) (response, error)
 			return nil, errcode.New(errcode.InvalidArgument, "password is longer than 256 bytes")
 		}
 		// Checked before hashing, so a bad request costs no argon2id.
-		if _, err := api.objects.GetBucket(r.Context(), actor(p), b.Bucket); err != nil {
+		if _, err := api.buckets.GetBucket(r.Context(), actor(p), b.Bucket); err != nil {
 			return nil, err
 		}
-		ns.PasswordHash, err = api.auth.HashPassword(r.Context(), b.Password)
+		ns.PasswordHash, err = api.shareAuth.HashPassword(r.Context(), b.Password)
 		if err != nil {
 			return nil, err
 		}
 	}
-	sh, token, err := api.objects.CreateShare(r.Context(), actor(p), ns)
+	sh, token, err := api.shares.CreateShare(r.Context(), actor(p), ns)
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +167,7 @@ func (api *API) listShares(r *http.Request, p auth.Principal) (response, error) 
 	if err != nil {
 		return nil, err
 	}
-	shs, err := api.objects.ListShares(r.Context(), actor(p), grants)
+	shs, err := api.shares.ListShares(r.Context(), actor(p), grants)
 	if err != nil {
 		return nil, err
 	}
@@ -180,7 +180,7 @@ func (api *API) listShares(r *http.Request, p auth.Principal) (response, error) 
 }
 
 func (api *API) getShare(r *http.Request, p auth.Principal) (response, error) {
-	sh, err := api.objects.GetShare(r.Context(), actor(p), r.PathValue("id"))
+	sh, err := api.shares.GetShare(r.Context(), actor(p), r.PathValue("id"))
 	if err != nil {
 		return nil, err
 	}
@@ -203,7 +203,7 @@ func (api *API) patchShare(r *http.Request, p auth.Principal) (response, error) 
 	if err != nil {
 		return nil, err
 	}
-	sh, err := api.objects.SetShareExpiry(r.Context(), actor(p), r.PathValue("id"), exp)
+	sh, err := api.shares.SetShareExpiry(r.Context(), actor(p), r.PathValue("id"), exp)
 	if err != nil {
 		return nil, err
 	}
@@ -214,7 +214,7 @@ func (api *API) patchShare(r *http.Request, p auth.Principal) (response, error) 
 // stays listed, revoked); a link that no longer works, and any download
 // grant, is removed.
 func (api *API) revokeShare(r *http.Request, p auth.Principal) (response, error) {
-	if _, err := api.objects.DeleteShare(r.Context(), actor(p), r.PathValue("id"), time.Now()); err != nil {
+	if _, err := api.shares.DeleteShare(r.Context(), actor(p), r.PathValue("id"), time.Now()); err != nil {
 		return nil, err
 	}
 	return noContent{}, nil
@@ -237,7 +237,7 @@ const (
 // a download the link counted (object.ReadShare decides).
 func (api *API) openShare(r *http.Request, access shareAccess) (meta.Share, error) {
 	now := time.Now()
-	sh, err := api.objects.ShareByToken(r.Context(), r.PathValue("token"), now)
+	sh, err := api.shares.ShareByToken(r.Context(), r.PathValue("token"), now)
 	if err != nil && (access != shareRead || r.Header.Get("Range") == "" || sh.ID == "" || sh.State(now) != "used_up") {
 		return meta.Share{}, err
 	}
@@ -246,7 +246,7 @@ func (api *API) openShare(r *http.Request, access shareAccess) (meta.Share, erro
 	if err := httpx.Limit(r.Context(), ratelimit.DimShare, sh.ID); err != nil {
 		return meta.Share{}, err
 	}
-	active, err := api.auth.UserActive(r.Context(), sh.OwnerID)
+	active, err := api.accounts.UserActive(r.Context(), sh.OwnerID)
 	if err != nil {
 		return meta.Share{}, err
 	}
@@ -264,11 +264,11 @@ func (api *API) openShare(r *http.Request, access shareAccess) (meta.Share, erro
 }
 
 func (api *API) shareUnlocked(r *http.Request, sh meta.Share, now time.Time) bool {
-	if g := r.Header.Get(shareGrantHeader); g != "" && api.auth.CheckShareGrant(sh.ID, g, now) {
+	if g := r.Header.Get(shareGrantHeader); g != "" && api.shareAuth.CheckShareGrant(sh.ID, g, now) {
 		return true
 	}
 	for _, c := range r.CookiesNamed(shareCookie) {
-		if api.auth.CheckShareGrant(sh.ID, c.Value, now) {
+		if api.shareAuth.CheckShareGrant(sh.ID, c.Value, now) {
 			return true
 		}
 	}
@@ -318,7 +318,7 @@ func (api *API) shareFile(r *http.Request, sh meta.Share, rel string) (response,
 	if err != nil {
 		return nil, err
 	}
-	rd, err := api.objects.Get(r.Context(), object.ShareActor(sh), sh.Bucket, key)
+	rd, err := api.files.Get(r.Context(), object.ShareActor(sh), sh.Bucket, key)
 	if err != nil {
 		if errcode.Is(err, errcode.NotFound) && !sh.Folder {
 			return nil, meta.ErrShareUnavailable("gone")
@@ -356,7 +356,7 @@ func (f *shareFileResponse) respond(w http.ResponseWriter, r *http.Request) {
 		err := meta.ErrShareUnavailable("used_up")
 		if start, ok := resumeStart(r, rep); ok {
 			read.Offset = start
-			err = f.api.objects.ReadShare(r.Context(), f.sh, read, now)
+			err = f.api.shares.ReadShare(r.Context(), f.sh, read, now)
 		}
 		if err != nil {
 			WriteProblem(w, r, f.api.log, err)
@@ -377,9 +377,9 @@ func (f *shareFileResponse) respond(w http.ResponseWriter, r *http.Request) {
 		// 304 are not.
 		if r.Method == http.MethodGet {
 			read.Offset = sp.Start
-			err = f.api.objects.ReadShare(r.Context(), f.sh, read, now)
+			err = f.api.shares.ReadShare(r.Context(), f.sh, read, now)
 		} else {
-			err = f.api.objects.UseShare(r.Context(), f.sh, false, now)
+			err = f.api.shares.UseShare(r.Context(), f.sh, false, now)
 		}
 	}
 	if err != nil {
@@ -425,7 +425,7 @@ type shareInfoJSON struct {
 // access but no download, and is refused like any use once the link is
 // revoked, expired or used up, or its file or bucket is gone.
 func (api *API) shareInfo(r *http.Request, sh meta.Share) (response, error) {
-	if err := api.objects.UseShare(r.Context(), sh, false, time.Now()); err != nil {
+	if err := api.shares.UseShare(r.Context(), sh, false, time.Now()); err != nil {
 		return nil, err
 	}
 	info := shareInfoJSON{Kind: "folder", Note: sh.Note, ExpiresAt: sh.ExpiresAt.UTC(), AllowUpload: sh.AllowUpload}
@@ -434,7 +434,7 @@ func (api *API) shareInfo(r *http.Request, sh meta.Share) (response, error) {
 		info.DownloadsLeft = &left
 	}
 	if !sh.Folder {
-		rd, err := api.objects.Get(r.Context(), object.ShareActor(sh), sh.Bucket, sh.Key)
+		rd, err := api.files.Get(r.Context(), object.ShareActor(sh), sh.Bucket, sh.Key)
 		if err != nil {
 			if errcode.Is(err, errcode.NotFound) {
 				return nil, meta.ErrShareUnavailable("gone")
@@ -447,7 +447,7 @@ func (api *API) shareInfo(r *http.Request, sh meta.Share) (response, error) {
 	}
 	// A folder link answers only while its owner still has the bucket, as
 	// its listing, zip and drop box do.
-	if _, err := api.objects.GetBucket(r.Context(), object.ShareActor(sh), sh.Bucket); err != nil {
+	if _, err := api.buckets.GetBucket(r.Context(), object.ShareActor(sh), sh.Bucket); err != nil {
 		return nil, shareSafe(err, sh)
 	}
 	if p := strings.TrimSuffix(sh.Key, "/"); p != "" {
@@ -482,10 +482,10 @@ func (api *API) shareList(r *http.Request, sh meta.Share, q url.Values) (respons
 		// only resume inside it.
 		opts.StartAfter = sh.Key + string(b)
 	}
-	if err := api.objects.UseShare(r.Context(), sh, false, time.Now()); err != nil {
+	if err := api.shares.UseShare(r.Context(), sh, false, time.Now()); err != nil {
 		return nil, err
 	}
-	page, err := api.objects.List(r.Context(), object.ShareActor(sh), sh.Bucket, opts)
+	page, err := api.files.List(r.Context(), object.ShareActor(sh), sh.Bucket, opts)
 	if err != nil {
 		return nil, shareSafe(err, sh)
 	}
@@ -515,7 +515,7 @@ func (api *API) shareZip(r *http.Request, sh meta.Share, compress bool) (respons
 	if err := done(api.planPrefix(ctx, a, sh.Bucket, sh.Key, plan)); err != nil {
 		return nil, shareSafe(err, sh)
 	}
-	if err := api.objects.UseShare(r.Context(), sh, r.Method == http.MethodGet, time.Now()); err != nil {
+	if err := api.shares.UseShare(r.Context(), sh, r.Method == http.MethodGet, time.Now()); err != nil {
 		return nil, err
 	}
 	name := "share.zip"
@@ -523,7 +523,7 @@ func (api *API) shareZip(r *http.Request, sh meta.Share, compress bool) (respons
 		name = base + ".zip"
 	}
 	return &zipResponse{log: api.log, filename: name, entries: plan.entries, compress: compress,
-		open: objectZipOpener(api.objects, a, sh.Bucket), before: api.cfg.BeforeZipEntry}, nil
+		open: objectZipOpener(api.files, a, sh.Bucket), before: api.cfg.BeforeZipEntry}, nil
 }
 
 // sharePost is POST /s/{token}/{path...}: "unlock" takes the password of
@@ -545,14 +545,14 @@ func (api *API) sharePost(r *http.Request, _ auth.Principal) (response, error) {
 	if sh.Password == "" {
 		return nil, errcode.New(errcode.InvalidArgument, "this share link has no password")
 	}
-	if err := api.auth.CheckSharePassword(r.Context(), sh.ID, b.Password, sh.Password, httpx.ClientIP(r, api.cfg.TrustedProxies).String()); err != nil {
+	if err := api.shareAuth.CheckSharePassword(r.Context(), sh.ID, b.Password, sh.Password, httpx.ClientIP(r, api.cfg.TrustedProxies).String()); err != nil {
 		return nil, err
 	}
 	exp := time.Now().Add(api.cfg.ShareGrantTTL)
 	if exp.After(sh.ExpiresAt) {
 		exp = sh.ExpiresAt
 	}
-	grant := api.auth.ShareGrant(sh.ID, exp)
+	grant := api.shareAuth.ShareGrant(sh.ID, exp)
 	c := &http.Cookie{Name: shareCookie, Value: grant, Path: "/s/" + r.PathValue("token"), Expires: exp,
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil}
 	return jsonResponse{status: http.StatusOK, body: map[string]any{"grant": grant, "expires_at": exp.UTC()},
@@ -582,7 +582,7 @@ func (api *API) sharePut(r *http.Request, _ auth.Principal) (response, error) {
 	if mt, _, err := mime.ParseMediaType(ct); ct != "" && (err != nil || mt == "application/x-www-form-urlencoded") {
 		ct = ""
 	}
-	o, err := api.objects.Put(r.Context(), object.ShareActor(sh), object.PutInput{
+	o, err := api.files.Put(r.Context(), object.ShareActor(sh), object.PutInput{
 		Bucket: sh.Bucket, Key: key, Body: r.Body, Size: r.ContentLength, ContentType: ct,
 		SHA256: sha, MD5: md5sum, Cond: meta.Cond{IfNoneMatch: true},
 	})
@@ -643,7 +643,7 @@ func (api *API) zipPlanning(r *http.Request) (ctx context.Context, done func(err
 func (api *API) planPrefix(ctx context.Context, a object.Actor, bucket, prefix string, plan *zipPlan) error {
 	opts := meta.ListOptions{Prefix: prefix, Limit: 1000}
 	for {
-		page, err := api.objects.List(ctx, a, bucket, opts)
+		page, err := api.files.List(ctx, a, bucket, opts)
 		if err != nil {
 			return err
 		}
@@ -704,18 +704,18 @@ func (api *API) zipFiles(r *http.Request, p auth.Principal) (response, error) {
 		name = bucket + ".zip"
 	}
 	return &zipResponse{log: api.log, filename: name, entries: plan.entries, compress: b.Compress,
-		open: objectZipOpener(api.objects, a, bucket), before: api.cfg.BeforeZipEntry}, nil
+		open: objectZipOpener(api.files, a, bucket), before: api.cfg.BeforeZipEntry}, nil
 }
 
 // planZip plans keys (each its own name), then every object under
 // prefixes (named relative to its prefix).
 func (api *API) planZip(ctx context.Context, a object.Actor, bucket string, keys, prefixes []string) (*zipPlan, error) {
-	if _, err := api.objects.GetBucket(ctx, a, bucket); err != nil {
+	if _, err := api.buckets.GetBucket(ctx, a, bucket); err != nil {
 		return nil, err
 	}
 	plan := newZipPlan(api.zipLimits())
 	for _, k := range keys {
-		rd, err := api.objects.Get(ctx, a, bucket, k)
+		rd, err := api.files.Get(ctx, a, bucket, k)
 		if err != nil {
 			return nil, err
 		}
@@ -772,7 +772,7 @@ func (api *API) batchDelete(r *http.Request, p auth.Principal) (response, error)
 	bucket := r.PathValue("bucket")
 	// Authorised before the first line: a refusal is a problem, not a
 	// stream of errors.
-	if _, err := api.objects.List(r.Context(), actor(p), bucket, meta.ListOptions{Limit: 1}); err != nil {
+	if _, err := api.files.List(r.Context(), actor(p), bucket, meta.ListOptions{Limit: 1}); err != nil {
 		return nil, err
 	}
 	return &batchDeleteResponse{api: api, a: actor(p), bucket: bucket, keys: b.Keys, prefix: b.Prefix}, nil
@@ -798,7 +798,7 @@ func (d *batchDeleteResponse) respond(w http.ResponseWriter, r *http.Request) {
 	var total batchDeleteTotals
 	del := func(key string) {
 		line := batchDeleteLine{Key: key, Status: "deleted"}
-		_, err := d.api.objects.Delete(r.Context(), d.a, d.bucket, key, meta.Cond{})
+		_, err := d.api.files.Delete(r.Context(), d.a, d.bucket, key, meta.Cond{})
 		switch {
 		case err == nil:
 			total.Deleted++
@@ -818,7 +818,7 @@ func (d *batchDeleteResponse) respond(w http.ResponseWriter, r *http.Request) {
 	} else {
 		after := ""
 		for r.Context().Err() == nil {
-			page, err := d.api.objects.List(r.Context(), d.a, d.bucket, meta.ListOptions{Prefix: *d.prefix, StartAfter: after, Limit: 1000})
+			page, err := d.api.files.List(r.Context(), d.a, d.bucket, meta.ListOptions{Prefix: *d.prefix, StartAfter: after, Limit: 1000})
 			if err != nil {
 				total.Errors++
 				_ = enc.Encode(batchDeleteLine{Status: "error", Error: errcode.Message(err), Code: errcode.Of(err).String()})

@@ -30,7 +30,7 @@ func (api *API) tusRoutes() []Route {
 }
 
 func (api *API) newTus(cfg TusConfig) error {
-	h, err := tus.New(api.objects, cfg.Store, tus.Config{
+	h, err := tus.New(api.tusObjects, cfg.Store, tus.Config{
 		BasePath: TusBase, TTL: cfg.TTL, LockLease: cfg.LockLease, Log: api.log,
 		Error: func(ctx context.Context, err error) (int, http.Header, []byte) {
 			rw := &bufferWriter{header: http.Header{}}

@@ -84,7 +84,7 @@ func (api *API) createUpload(r *http.Request, p auth.Principal) (response, error
 	}
 	// With an S3 blob backend, parts go straight to the backend store
 	// (presigned URLs of the store itself); otherwise to Coffer's S3 API.
-	backend := api.objects.BackendDirect()
+	backend := api.uploads.BackendDirect()
 	if !backend && api.cfg.Presign == nil {
 		return nil, errcode.New(errcode.NotImplemented, "direct uploads need the S3 listener")
 	}
@@ -92,7 +92,7 @@ func (api *API) createUpload(r *http.Request, p auth.Principal) (response, error
 	if err != nil {
 		return nil, err
 	}
-	u, err := api.objects.CreateUpload(r.Context(), actor(p), object.CreateUploadInput{
+	u, err := api.uploads.CreateUpload(r.Context(), actor(p), object.CreateUploadInput{
 		Bucket: body.Bucket, Key: body.Key, ContentType: body.ContentType,
 		Size: max(body.Size, 0), PartSize: ps, TTL: uploadTTL, Backend: backend,
 	})
@@ -102,7 +102,7 @@ func (api *API) createUpload(r *http.Request, p auth.Principal) (response, error
 	// An encrypted upload (the bucket's default) is not assembled by the
 	// backend even where it could be: its bytes must pass through Coffer.
 	if backend = u.BackendUploadID != ""; !backend && api.cfg.Presign == nil {
-		_ = api.objects.AbortUpload(r.Context(), actor(p), u.Bucket, u.Key, u.ID)
+		_ = api.uploads.AbortUpload(r.Context(), actor(p), u.Bucket, u.Key, u.ID)
 		return nil, errcode.New(errcode.NotImplemented, "encrypted direct uploads need the S3 listener")
 	}
 	out := uploadJSON{UploadID: u.ID, Bucket: u.Bucket, Key: u.Key, Size: body.Size, PartSize: ps, ExpiresAt: u.ExpiresAt}
@@ -110,7 +110,7 @@ func (api *API) createUpload(r *http.Request, p auth.Principal) (response, error
 	for i := 1; i <= n; i++ {
 		var url string
 		if backend {
-			url, err = api.objects.PresignBackendPart(r.Context(), actor(p), u, i, ttl)
+			url, err = api.uploads.PresignBackendPart(r.Context(), actor(p), u, i, ttl)
 		} else {
 			url, err = api.cfg.Presign(r.Context(), p.UserID, u.Bucket, u.Key, u.ID, i, ttl)
 		}
@@ -128,7 +128,7 @@ func (api *API) getUpload(r *http.Request, p auth.Principal) (response, error) {
 	var u meta.Upload
 	after := 0
 	for {
-		up, ps, more, err := api.objects.ListParts(r.Context(), actor(p), "", "", id, after, 1000)
+		up, ps, more, err := api.uploads.ListParts(r.Context(), actor(p), "", "", id, after, 1000)
 		if err != nil {
 			return nil, err
 		}
@@ -160,7 +160,7 @@ func (api *API) completeUpload(r *http.Request, p auth.Principal) (response, err
 	for i, pt := range body.Parts {
 		parts[i] = meta.CompletePart{Number: pt.PartNumber, ETag: pt.ETag}
 	}
-	o, err := api.objects.CompleteUpload(r.Context(), actor(p), "", "", r.PathValue("id"), parts, meta.Cond{})
+	o, err := api.uploads.CompleteUpload(r.Context(), actor(p), "", "", r.PathValue("id"), parts, meta.Cond{})
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +168,7 @@ func (api *API) completeUpload(r *http.Request, p auth.Principal) (response, err
 }
 
 func (api *API) abortUpload(r *http.Request, p auth.Principal) (response, error) {
-	if err := api.objects.AbortUpload(r.Context(), actor(p), "", "", r.PathValue("id")); err != nil {
+	if err := api.uploads.AbortUpload(r.Context(), actor(p), "", "", r.PathValue("id")); err != nil {
 		return nil, err
 	}
 	return noContent{}, nil

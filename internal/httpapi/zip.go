@@ -236,7 +236,7 @@ func writeZip(ctx context.Context, w io.Writer, entries []zipEntry, open zipOpen
 }
 
 // objectZipOpener opens keys of bucket as actor a, looking each up anew.
-func objectZipOpener(objects *object.Service, a object.Actor, bucket string) zipOpener {
+func objectZipOpener(objects Files, a object.Actor, bucket string) zipOpener {
 	return func(ctx context.Context, key string) (io.ReadCloser, error) {
 		rd, err := objects.Get(ctx, a, bucket, key)
 		if err != nil {

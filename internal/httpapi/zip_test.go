@@ -385,7 +385,7 @@ func zipEnv(t *testing.T, n int, cfg Config) (*API, *countingStore) {
 	if err := g.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	return New(svc, nil, cfg, nil), cs
+	return New(Services{Buckets: svc, Files: svc, Shares: svc}, cfg, nil), cs
 }
 
 // zipRequest calls the zip route's handler for alice with body.
@@ -482,7 +482,7 @@ func TestZipPlanningRefusals(t *testing.T) {
 		t.Errorf("one key 500 times: %v, %d lookups", err, cs.lookups.Load())
 	}
 	// A planning deadline that has passed before the first listing.
-	late := New(api.objects, nil, Config{ZipPlanTimeout: time.Nanosecond}, nil)
+	late := New(Services{Buckets: api.buckets, Files: api.files}, Config{ZipPlanTimeout: time.Nanosecond}, nil)
 	if _, err := zipRequest(late, `{"prefixes": [""]}`); reason(err) != "zip_too_large" || errcode.As(err).Detail["plan_timeout_seconds"] == nil {
 		t.Errorf("planning past its deadline: %v", err)
 	}

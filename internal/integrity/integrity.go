@@ -35,8 +35,8 @@ type Options struct {
 	MD5    []byte
 	// NoMD5 skips MD5 (when the caller needs no ETag from it).
 	NoMD5 bool
-	// ChecksumAlgorithm, if set, also computes that S3 checksum
-	// (see NewChecksum); ChecksumWant, if set, must match it at EOF.
+	// ChecksumAlgorithm, if set, also computes that S3 checksum (a name
+	// ParseAlgorithm accepts); ChecksumWant, if set, must match it at EOF.
 	ChecksumAlgorithm string
 	ChecksumWant      []byte
 }
@@ -48,7 +48,8 @@ type Reader struct {
 	n    int64
 	sha  hash.Hash
 	md5  hash.Hash
-	sum  hash.Hash // optional S3 checksum
+	alg  Algorithm // optional S3 checksum
+	sum  hash.Hash // computing alg
 	err  error     // sticky
 }
 
@@ -59,10 +60,8 @@ func NewReader(r io.Reader, opts Options) *Reader {
 	if !opts.NoMD5 {
 		ir.md5 = md5.New()
 	}
-	if opts.ChecksumAlgorithm != "" {
-		h, err := NewChecksum(opts.ChecksumAlgorithm)
-		ir.sum, ir.err = h, err
-	}
+	ir.alg, ir.err = ParseAlgorithm(opts.ChecksumAlgorithm)
+	ir.sum = ir.alg.New()
 	return ir
 }
 
@@ -135,7 +134,7 @@ func (ir *Reader) verify() error {
 		if got := ir.sum.Sum(nil); !bytes.Equal(got, ir.opts.ChecksumWant) {
 			// "checksum-sha256", not "sha256": an x-amz-checksum-sha256
 			// mismatch is not a payload-hash mismatch.
-			return Mismatch("checksum-"+strings.ToLower(ir.opts.ChecksumAlgorithm), ir.opts.ChecksumWant, got)
+			return Mismatch(strings.TrimPrefix(ir.alg.Header(), "x-amz-"), ir.opts.ChecksumWant, got)
 		}
 	}
 	return nil

@@ -89,16 +89,18 @@ func TestChecksums(t *testing.T) {
 		"SHA1":      "Kq5sNclPz7QV2+lfQIuc6R7oRu0=",
 		"SHA256":    "uU0nuZNNPgilLlLX2n2r+sSE7+N6U4DukIj3rOLvzek=",
 	}
-	for _, alg := range ChecksumAlgorithms {
+	for _, a := range Algorithms {
+		alg := a.String()
 		r := NewReader(strings.NewReader("hello world"), Options{Size: -1, ChecksumAlgorithm: alg})
 		if _, err := io.Copy(io.Discard, r); err != nil {
 			t.Fatal(err)
 		}
-		if got := EncodeChecksum(r.Checksum()); got != want[alg] {
+		if got := a.Encode(r.Checksum()); got != want[alg] {
 			t.Errorf("%s = %s, want %s", alg, got, want[alg])
 		}
-		bad := NewReader(strings.NewReader("hello world"), Options{Size: -1, ChecksumAlgorithm: alg, ChecksumWant: make([]byte, ChecksumSize(alg))})
-		if _, err := io.Copy(io.Discard, bad); !errcode.Is(err, errcode.ChecksumMismatch) {
+		bad := NewReader(strings.NewReader("hello world"), Options{Size: -1, ChecksumAlgorithm: strings.ToLower(alg), ChecksumWant: make([]byte, a.Size())})
+		_, err := io.Copy(io.Discard, bad)
+		if e := errcode.As(err); e == nil || e.Code != errcode.ChecksumMismatch || e.Detail["algorithm"] != "checksum-"+strings.ToLower(alg) {
 			t.Errorf("%s mismatch: %v", alg, err)
 		}
 	}

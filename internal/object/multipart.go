@@ -81,12 +81,11 @@ func (s *Service) CreateUpload(ctx context.Context, a Actor, in CreateUploadInpu
 	if err := validMetadata(in.Metadata); err != nil {
 		return meta.Upload{}, err
 	}
-	if in.ChecksumAlgorithm != "" {
-		if integrity.ChecksumSize(in.ChecksumAlgorithm) == 0 {
-			return meta.Upload{}, errcode.New(errcode.InvalidArgument, "unknown checksum algorithm %q", in.ChecksumAlgorithm)
-		}
-		in.ChecksumAlgorithm = strings.ToUpper(in.ChecksumAlgorithm)
+	alg, err := integrity.ParseAlgorithm(in.ChecksumAlgorithm)
+	if err != nil {
+		return meta.Upload{}, err
 	}
+	in.ChecksumAlgorithm = alg.String()
 	b, err := s.authorize(ctx, a, in.Bucket, write)
 	if err != nil {
 		return meta.Upload{}, err
@@ -233,7 +232,7 @@ func (s *Service) PutPart(ctx context.Context, a Actor, in PartInput) (meta.Part
 		p.Encryption, p.EncryptionKEK = sl.envelope, sl.kek
 	}
 	if sum := r.Checksum(); sum != nil {
-		p.Checksum = integrity.EncodeChecksum(sum)
+		p.Checksum = base64.StdEncoding.EncodeToString(sum)
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
@@ -423,10 +422,11 @@ func (s *Service) compositeChecksum(ctx context.Context, u meta.Upload, parts []
 			break
 		}
 	}
-	h, err := integrity.NewChecksum(u.ChecksumAlgorithm)
+	alg, err := integrity.ParseAlgorithm(u.ChecksumAlgorithm)
 	if err != nil {
 		return meta.Checksum{}, err
 	}
+	h := alg.New()
 	for _, p := range parts {
 		raw, err := base64.StdEncoding.DecodeString(sums[p.Number])
 		if err != nil || len(raw) == 0 {
@@ -436,7 +436,7 @@ func (s *Service) compositeChecksum(ctx context.Context, u meta.Upload, parts []
 	}
 	return meta.Checksum{
 		Algorithm: u.ChecksumAlgorithm, Type: "COMPOSITE",
-		Value: fmt.Sprintf("%s-%d", integrity.EncodeChecksum(h.Sum(nil)), len(parts)),
+		Value: fmt.Sprintf("%s-%d", alg.Encode(h.Sum(nil)), len(parts)),
 	}, nil
 }
 

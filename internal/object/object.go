@@ -431,11 +431,12 @@ func (s *Service) stage(ctx context.Context, a Actor, in PutInput, gateway bool)
 	return out, nil
 }
 
-func checksumOf(alg string, sum []byte) meta.Checksum {
-	if alg == "" || sum == nil {
+func checksumOf(name string, sum []byte) meta.Checksum {
+	alg, _ := integrity.ParseAlgorithm(name) // the Reader that computed sum parsed it
+	if alg == integrity.NoChecksum || sum == nil {
 		return meta.Checksum{}
 	}
-	return meta.Checksum{Algorithm: strings.ToUpper(alg), Type: "FULL_OBJECT", Value: integrity.EncodeChecksum(sum)}
+	return meta.Checksum{Algorithm: alg.String(), Type: "FULL_OBJECT", Value: alg.Encode(sum)}
 }
 
 // guessType returns the media type of key's extension, or
@@ -576,6 +577,15 @@ type Reader struct {
 	CustomerKey []byte
 	s           *Service
 	gw          GatewayStore // a gateway bucket's backend; nil for native buckets
+	// open, set by NewReader, opens the bytes instead of the service.
+	open func(ctx context.Context, offset, length int64) (io.ReadCloser, error)
+}
+
+// NewReader returns a Reader of o, in bucket b, whose bytes come from open
+// (called by Open with a range within o: offset ≤ o.Size, length ≥ 0):
+// what a fake of the service hands the APIs in their handler tests.
+func NewReader(o meta.Object, b meta.Bucket, open func(ctx context.Context, offset, length int64) (io.ReadCloser, error)) *Reader {
+	return &Reader{Object: o, Bucket: b, open: open}
 }
 
 // Get authorises a read of bucket/key and returns a handle; no bytes are
@@ -611,6 +621,9 @@ func (r *Reader) Open(ctx context.Context, offset, length int64) (io.ReadCloser,
 	}
 	if length < 0 || offset+length > o.Size {
 		length = o.Size - offset
+	}
+	if r.open != nil {
+		return r.open(ctx, offset, length)
 	}
 	if r.gw != nil {
 		return r.gatewayOpen(ctx, offset, length)

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/coffer-storage/coffer/internal/auth"
+	"github.com/coffer-storage/coffer/internal/integrity"
 	"github.com/coffer-storage/coffer/internal/object"
 	"github.com/coffer-storage/coffer/internal/s3api/s3err"
 	"github.com/coffer-storage/coffer/internal/s3api/sigv2"
@@ -15,9 +16,9 @@ import (
 // payload says how to read a request's body.
 type payload struct {
 	res        sigv4.Result
-	signed     bool   // res is valid
-	sha256     []byte // declared SHA-256 of a PayloadSHA256 body
-	trailerAlg string // checksum algorithm of an aws-chunked trailer
+	signed     bool                // res is valid
+	sha256     []byte              // declared SHA-256 of a PayloadSHA256 body
+	trailerAlg integrity.Algorithm // checksum of an aws-chunked trailer
 	// decodedLength is x-amz-decoded-content-length of aws-chunked bodies,
 	// or -1.
 	decodedLength int64
@@ -39,10 +40,10 @@ func (api *API) authenticate(q *request) error {
 	}
 	var principal auth.Principal
 	res, err := sigv4.Verify(r, func(id string) (string, error) {
-		secret, p, err := api.auth.LookupKey(r.Context(), id)
+		secret, p, err := api.keys.LookupKey(r.Context(), id)
 		principal, q.keyID = p, id
 		return secret, err
-	}, sigv4.Options{Region: api.cfg.Region, Now: api.cfg.Now, Keys: api.keys})
+	}, sigv4.Options{Region: api.cfg.Region, Now: api.cfg.Now, Keys: api.keyCache})
 	if err != nil {
 		return err
 	}
@@ -56,9 +57,8 @@ func (api *API) authenticate(q *request) error {
 		q.pay.sha256 = sum
 	}
 	if res.Payload.Chunked() {
-		if t := strings.TrimSpace(r.Header.Get("X-Amz-Trailer")); t != "" {
-			q.pay.trailerAlg = strings.ToUpper(strings.TrimPrefix(strings.ToLower(t), "x-amz-checksum-"))
-		}
+		// An x-amz-trailer that names no algorithm fails in body().
+		q.pay.trailerAlg, _ = integrity.AlgorithmOfHeader(strings.TrimSpace(r.Header.Get("X-Amz-Trailer")))
 	}
 	return nil
 }
@@ -76,7 +76,7 @@ func (api *API) authenticateV2(q *request) error {
 	r := q.Request
 	var principal auth.Principal
 	res, err := sigv2.Verify(r, api.virtualHostBucket(r), func(id string) (string, error) {
-		secret, p, err := api.auth.LookupKey(r.Context(), id)
+		secret, p, err := api.keys.LookupKey(r.Context(), id)
 		principal, q.keyID = p, id
 		return secret, err
 	}, sigv2.Options{Now: api.cfg.Now})

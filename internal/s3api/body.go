@@ -61,13 +61,13 @@ func (api *API) readBody(q *request) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if q.pay.trailerAlg != "" {
-		alg, want = "", nil // verified by the aws-chunked trailer decoder
+	if q.pay.trailerAlg != integrity.NoChecksum {
+		alg, want = integrity.NoChecksum, nil // verified by the aws-chunked trailer decoder
 	}
 	vr := integrity.NewReader(body, integrity.Options{
 		Size: size, Limit: limit, LimitErr: s3err.New(s3err.EntityTooLarge, "XML body too large"),
 		SHA256: q.pay.sha256, MD5: md5sum, NoMD5: md5sum == nil,
-		ChecksumAlgorithm: alg, ChecksumWant: want,
+		ChecksumAlgorithm: alg.String(), ChecksumWant: want,
 	})
 	var buf bytes.Buffer
 	if size > 0 {

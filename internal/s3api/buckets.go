@@ -24,7 +24,7 @@ func (api *API) listBuckets(q *request) (response, error) {
 	if err := api.requireAuth(q); err != nil {
 		return nil, err
 	}
-	bs, err := api.objects.ListBuckets(ctxOf(q), q.actor)
+	bs, err := api.buckets.ListBuckets(ctxOf(q), q.actor)
 	if err != nil {
 		return nil, err
 	}
@@ -57,35 +57,35 @@ func (api *API) createBucket(q *request) (response, error) {
 		return nil, s3err.New(s3err.NotImplemented, "bucket tagging is not implemented by Coffer")
 	}
 	if lc := conf.LocationConstraint; lc != "" && lc != api.cfg.Region {
-		return nil, s3err.New("IllegalLocationConstraintException", "")
+		return nil, s3err.New(s3err.IllegalLocationConstraint, "")
 	}
 	// x-amz-acl is restricted to these two by the table (unsupported.go).
 	vis := meta.Private
 	if strings.EqualFold(strings.TrimSpace(q.Header.Get("X-Amz-Acl")), "public-read") {
 		vis = meta.PublicRead
 	}
-	if _, err := api.objects.CreateBucket(ctxOf(q), q.actor, q.bucket, vis); err != nil {
+	if _, err := api.buckets.CreateBucket(ctxOf(q), q.actor, q.bucket, vis); err != nil {
 		return nil, err
 	}
 	return empty{header: http.Header{"Location": {"/" + q.bucket}}}, nil
 }
 
 func (api *API) headBucket(q *request) (response, error) {
-	if _, err := api.objects.GetBucket(ctxOf(q), q.actor, q.bucket); err != nil {
+	if _, err := api.buckets.GetBucket(ctxOf(q), q.actor, q.bucket); err != nil {
 		return nil, err
 	}
 	return empty{header: http.Header{"X-Amz-Bucket-Region": {api.cfg.Region}}}, nil
 }
 
 func (api *API) deleteBucket(q *request) (response, error) {
-	if err := api.objects.DeleteBucket(ctxOf(q), q.actor, q.bucket); err != nil {
+	if err := api.buckets.DeleteBucket(ctxOf(q), q.actor, q.bucket); err != nil {
 		return nil, err
 	}
 	return empty{status: http.StatusNoContent}, nil
 }
 
 func (api *API) getBucketLocation(q *request) (response, error) {
-	if _, err := api.objects.GetBucket(ctxOf(q), q.actor, q.bucket); err != nil {
+	if _, err := api.buckets.GetBucket(ctxOf(q), q.actor, q.bucket); err != nil {
 		return nil, err
 	}
 	region := api.cfg.Region
@@ -96,7 +96,7 @@ func (api *API) getBucketLocation(q *request) (response, error) {
 }
 
 func (api *API) getBucketVersioning(q *request) (response, error) {
-	if _, err := api.objects.GetBucket(ctxOf(q), q.actor, q.bucket); err != nil {
+	if _, err := api.buckets.GetBucket(ctxOf(q), q.actor, q.bucket); err != nil {
 		return nil, err
 	}
 	return xmlResponse{body: versioningConfiguration{Xmlns: s3NS}}, nil
@@ -160,10 +160,10 @@ func (p listParams) enc(s string) string {
 func (api *API) list(q *request, p listParams, startAfter string) (meta.ListPage, error) {
 	if p.maxKeys == 0 {
 		// Authorise anyway, then answer an empty page.
-		_, err := api.objects.List(ctxOf(q), q.actor, q.bucket, meta.ListOptions{Prefix: p.prefix, Limit: 1, StartAfter: "\U0010FFFF"})
+		_, err := api.buckets.List(ctxOf(q), q.actor, q.bucket, meta.ListOptions{Prefix: p.prefix, Limit: 1, StartAfter: "\U0010FFFF"})
 		return meta.ListPage{}, err
 	}
-	return api.objects.List(ctxOf(q), q.actor, q.bucket, meta.ListOptions{
+	return api.buckets.List(ctxOf(q), q.actor, q.bucket, meta.ListOptions{
 		Prefix: p.prefix, Delimiter: p.delimiter, StartAfter: startAfter, Limit: p.maxKeys,
 	})
 }

@@ -12,27 +12,26 @@ import (
 )
 
 func (api *API) createMultipartUpload(q *request) (response, error) {
-	alg := strings.ToUpper(q.Header.Get("X-Amz-Checksum-Algorithm"))
 	sse, keyMD5, err := writeSSE(q)
 	if err != nil {
 		return nil, err
 	}
-	u, err := api.objects.CreateUpload(ctxOf(q), q.actor, object.CreateUploadInput{
+	u, err := api.uploads.CreateUpload(ctxOf(q), q.actor, object.CreateUploadInput{
 		Bucket: q.bucket, Key: q.key, ContentType: q.Header.Get("Content-Type"),
-		Metadata: userMetadata(q.Header), ChecksumAlgorithm: alg,
+		Metadata: userMetadata(q.Header), ChecksumAlgorithm: q.Header.Get("X-Amz-Checksum-Algorithm"),
 		ChecksumType: q.Header.Get("X-Amz-Checksum-Type"), SSE: sse,
 	})
 	if err != nil {
 		return nil, err
 	}
 	h := http.Header{}
-	if alg != "" {
-		h.Set("X-Amz-Checksum-Algorithm", alg)
+	if u.ChecksumAlgorithm != "" { // the canonical name of the one asked for
+		h.Set("X-Amz-Checksum-Algorithm", u.ChecksumAlgorithm)
 		if u.ChecksumType != "" {
 			h.Set("X-Amz-Checksum-Type", u.ChecksumType)
 		}
 	}
-	sseHeaders(h, api.objects.UploadEncryption(u))
+	sseHeaders(h, api.uploads.UploadEncryption(u))
 	if keyMD5 != "" {
 		sseCHeaders(h, keyMD5)
 	}
@@ -74,7 +73,7 @@ func (api *API) uploadPart(q *request) (response, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := api.objects.PutPart(ctxOf(q), q.actor, object.PartInput{
+	p, err := api.uploads.PutPart(ctxOf(q), q.actor, object.PartInput{
 		Bucket: q.bucket, Key: q.key, UploadID: q.URL.Query().Get("uploadId"), Number: n,
 		Body: body, Size: size, MD5: md5sum, SHA256: q.pay.sha256, ChecksumWant: want, CustomerKey: key,
 	})
@@ -87,8 +86,8 @@ func (api *API) uploadPart(q *request) (response, error) {
 		sseCHeaders(h, keyMD5)
 	}
 	if p.Checksum != "" {
-		if u, err := api.objects.GetUpload(ctxOf(q), q.actor, q.bucket, q.key, p.UploadID); err == nil && u.ChecksumAlgorithm != "" {
-			h.Set("X-Amz-Checksum-"+strings.ToLower(u.ChecksumAlgorithm), p.Checksum)
+		if u, err := api.uploads.GetUpload(ctxOf(q), q.actor, q.bucket, q.key, p.UploadID); err == nil && u.ChecksumAlgorithm != "" {
+			h.Set(storedAlgorithm(u.ChecksumAlgorithm).Header(), p.Checksum)
 		}
 	}
 	return empty{header: h}, nil
@@ -134,7 +133,7 @@ func (api *API) uploadPartCopy(q *request) (response, error) {
 	if length > object.MaxPartSize {
 		return nil, s3err.New(s3err.EntityTooLarge, "")
 	}
-	p, err := api.objects.CopyPart(ctxOf(q), q.actor, object.PartInput{
+	p, err := api.uploads.CopyPart(ctxOf(q), q.actor, object.PartInput{
 		Bucket: q.bucket, Key: q.key, UploadID: q.URL.Query().Get("uploadId"), Number: n, CustomerKey: key,
 	}, src, offset, length)
 	if err != nil {
@@ -168,7 +167,7 @@ func (api *API) completeMultipartUpload(q *request) (response, error) {
 		return nil, err
 	}
 	if key != nil {
-		u, err := api.objects.GetUpload(ctxOf(q), q.actor, q.bucket, q.key, q.URL.Query().Get("uploadId"))
+		u, err := api.uploads.GetUpload(ctxOf(q), q.actor, q.bucket, q.key, q.URL.Query().Get("uploadId"))
 		if err != nil {
 			return nil, err
 		}
@@ -176,31 +175,19 @@ func (api *API) completeMultipartUpload(q *request) (response, error) {
 			return nil, err
 		}
 	}
-	o, err := api.objects.CompleteUpload(ctxOf(q), q.actor, q.bucket, q.key, q.URL.Query().Get("uploadId"), parts, cond)
+	o, err := api.uploads.CompleteUpload(ctxOf(q), q.actor, q.bucket, q.key, q.URL.Query().Get("uploadId"), parts, cond)
 	if err != nil {
 		return nil, err
 	}
-	res := completeMultipartUploadResult{Xmlns: s3NS, Location: "/" + q.bucket + "/" + q.key, Bucket: q.bucket, Key: q.key, ETag: `"` + o.ETag + `"`}
-	switch o.Checksum.Algorithm {
-	case "CRC32":
-		res.ChecksumCRC32 = o.Checksum.Value
-	case "CRC32C":
-		res.ChecksumCRC32C = o.Checksum.Value
-	case "CRC64NVME":
-		res.ChecksumCRC64 = o.Checksum.Value
-	case "SHA1":
-		res.ChecksumSHA1 = o.Checksum.Value
-	case "SHA256":
-		res.ChecksumSHA256 = o.Checksum.Value
-	}
-	res.ChecksumType = o.Checksum.Type
+	res := completeMultipartUploadResult{Xmlns: s3NS, Location: "/" + q.bucket + "/" + q.key, Bucket: q.bucket, Key: q.key, ETag: `"` + o.ETag + `"`,
+		Checksum: checksumElement{storedAlgorithm(o.Checksum.Algorithm), o.Checksum.Value}, ChecksumType: o.Checksum.Type}
 	h := http.Header{}
 	sseHeaders(h, object.EncryptionOf(o))
 	return xmlResponse{header: h, body: res}, nil
 }
 
 func (api *API) abortMultipartUpload(q *request) (response, error) {
-	if err := api.objects.AbortUpload(ctxOf(q), q.actor, q.bucket, q.key, q.URL.Query().Get("uploadId")); err != nil {
+	if err := api.uploads.AbortUpload(ctxOf(q), q.actor, q.bucket, q.key, q.URL.Query().Get("uploadId")); err != nil {
 		return nil, err
 	}
 	return empty{status: http.StatusNoContent}, nil
@@ -223,7 +210,7 @@ func (api *API) listParts(q *request) (response, error) {
 		}
 		limit = min(n, 1000)
 	}
-	u, parts, more, err := api.objects.ListParts(ctxOf(q), q.actor, q.bucket, q.key, v.Get("uploadId"), after, max(limit, 1))
+	u, parts, more, err := api.uploads.ListParts(ctxOf(q), q.actor, q.bucket, q.key, v.Get("uploadId"), after, max(limit, 1))
 	if err != nil {
 		return nil, err
 	}
@@ -234,21 +221,10 @@ func (api *API) listParts(q *request) (response, error) {
 		Xmlns: s3NS, Bucket: q.bucket, Key: q.key, UploadID: u.ID, Initiator: ownerOf(u.InitiatorID), Owner: ownerOf(u.InitiatorID),
 		StorageClass: "STANDARD", PartNumberMarker: after, MaxParts: limit, IsTruncated: more, ChecksumAlgorithm: u.ChecksumAlgorithm,
 	}
+	alg := storedAlgorithm(u.ChecksumAlgorithm)
 	for _, p := range parts {
-		pi := partInfo{PartNumber: p.Number, LastModified: iso8601(p.ModTime), ETag: `"` + p.ETag + `"`, Size: p.Size}
-		switch u.ChecksumAlgorithm {
-		case "CRC32":
-			pi.ChecksumCRC32 = p.Checksum
-		case "CRC32C":
-			pi.ChecksumCRC32C = p.Checksum
-		case "CRC64NVME":
-			pi.ChecksumCRC64 = p.Checksum
-		case "SHA1":
-			pi.ChecksumSHA1 = p.Checksum
-		case "SHA256":
-			pi.ChecksumSHA256 = p.Checksum
-		}
-		res.Parts = append(res.Parts, pi)
+		res.Parts = append(res.Parts, partInfo{PartNumber: p.Number, LastModified: iso8601(p.ModTime), ETag: `"` + p.ETag + `"`, Size: p.Size,
+			Checksum: checksumElement{alg, p.Checksum}})
 		res.NextPartNumberMarker = p.Number
 	}
 	return xmlResponse{body: res}, nil
@@ -273,7 +249,7 @@ func (api *API) listMultipartUploads(q *request) (response, error) {
 	if p.encode {
 		res.EncodingType = "url"
 	}
-	ups, more, err := api.objects.ListUploads(ctxOf(q), q.actor, q.bucket, opts)
+	ups, more, err := api.uploads.ListUploads(ctxOf(q), q.actor, q.bucket, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -50,28 +50,35 @@ func contentMD5(h http.Header) ([]byte, error) {
 	return b, nil
 }
 
-// headerChecksum finds an x-amz-checksum-<alg> header (not a trailer).
-func headerChecksum(h http.Header) (alg string, want []byte, err error) {
-	for _, a := range integrity.ChecksumAlgorithms {
-		v := h.Get("X-Amz-Checksum-" + a)
+// headerChecksum finds an x-amz-checksum-<alg> header (not a trailer):
+// its algorithm and digest; without one, the algorithm of
+// x-amz-sdk-checksum-algorithm if it names one (computed, not checked).
+func headerChecksum(h http.Header) (alg integrity.Algorithm, want []byte, err error) {
+	for _, a := range integrity.Algorithms {
+		v := h.Get(a.Header())
 		if v == "" {
 			continue
 		}
-		b, derr := base64.StdEncoding.DecodeString(strings.TrimSpace(v))
-		if derr != nil || len(b) != integrity.ChecksumSize(a) {
-			return "", nil, s3err.New(s3err.InvalidDigest, "x-amz-checksum-"+strings.ToLower(a)+" is malformed")
+		b, ok := a.Decode(v)
+		if !ok {
+			return 0, nil, s3err.New(s3err.InvalidDigest, a.Header()+" is malformed")
 		}
-		if alg != "" {
-			return "", nil, s3err.New(s3err.InvalidRequest, "Expecting a single x-amz-checksum- header")
+		if alg != integrity.NoChecksum {
+			return 0, nil, s3err.New(s3err.InvalidRequest, "Expecting a single x-amz-checksum- header")
 		}
 		alg, want = a, b
 	}
-	if alg == "" {
-		if a := h.Get("X-Amz-Sdk-Checksum-Algorithm"); a != "" && integrity.ChecksumSize(a) > 0 {
-			alg = strings.ToUpper(a)
-		}
+	if alg == integrity.NoChecksum {
+		alg, _ = integrity.ParseAlgorithm(h.Get("X-Amz-Sdk-Checksum-Algorithm"))
 	}
 	return alg, want, nil
+}
+
+// storedAlgorithm is the algorithm of a checksum the object service
+// stored (under its canonical name).
+func storedAlgorithm(name string) integrity.Algorithm {
+	a, _ := integrity.ParseAlgorithm(name)
+	return a
 }
 
 func writeCond(h http.Header) (meta.Cond, error) {
@@ -107,7 +114,7 @@ func (api *API) putObject(q *request) (response, error) {
 	if err != nil {
 		return nil, err
 	}
-	if q.pay.trailerAlg != "" {
+	if q.pay.trailerAlg != integrity.NoChecksum {
 		alg, want = q.pay.trailerAlg, nil // verified by the trailer decoder
 	}
 	cond, err := writeCond(q.Header)
@@ -127,7 +134,7 @@ func (api *API) putObject(q *request) (response, error) {
 	o, err := api.objects.Put(ctxOf(q), q.actor, object.PutInput{
 		Bucket: q.bucket, Key: q.key, Body: body, Size: size, ContentType: ct,
 		Metadata: userMetadata(q.Header), MD5: md5sum, SHA256: q.pay.sha256,
-		ChecksumAlgorithm: alg, ChecksumWant: want, Cond: cond, SSE: sse,
+		ChecksumAlgorithm: alg.String(), ChecksumWant: want, Cond: cond, SSE: sse,
 	})
 	if err != nil {
 		return nil, err
@@ -142,10 +149,11 @@ func (api *API) putObject(q *request) (response, error) {
 }
 
 func checksumHeaders(h http.Header, c meta.Checksum) {
-	if c.Algorithm == "" {
+	a := storedAlgorithm(c.Algorithm)
+	if a == integrity.NoChecksum {
 		return
 	}
-	h.Set("X-Amz-Checksum-"+strings.ToLower(c.Algorithm), c.Value)
+	h.Set(a.Header(), c.Value)
 	if c.Type != "" {
 		h.Set("X-Amz-Checksum-Type", c.Type)
 	}
@@ -390,7 +398,7 @@ func (api *API) deleteObjects(q *request) (response, error) {
 	if len(req.Objects) == 0 {
 		return nil, s3err.New(s3err.MalformedXML, "name at least one Object")
 	}
-	if _, err := api.objects.GetBucket(ctxOf(q), q.actor, q.bucket); err != nil {
+	if _, err := api.buckets.GetBucket(ctxOf(q), q.actor, q.bucket); err != nil {
 		return nil, err
 	}
 	res := deleteResult{Xmlns: s3NS}

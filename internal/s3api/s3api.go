@@ -34,7 +34,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/coffer-storage/coffer/internal/auth"
 	"github.com/coffer-storage/coffer/internal/httpx"
 	"github.com/coffer-storage/coffer/internal/object"
 	"github.com/coffer-storage/coffer/internal/ratelimit"
@@ -57,16 +56,18 @@ type Config struct {
 
 // API is the S3 API.
 type API struct {
-	objects *object.Service
-	auth    *auth.Service
-	cfg     Config
-	log     *slog.Logger
-	keys    *sigv4.KeyCache
-	rules   ruleIndex // refused headers and parameters (unsupported.go)
+	buckets  Buckets
+	objects  Objects
+	uploads  Uploads
+	keys     Keys
+	cfg      Config
+	log      *slog.Logger
+	keyCache *sigv4.KeyCache
+	rules    ruleIndex // refused headers and parameters (unsupported.go)
 }
 
-// New returns the API.
-func New(objects *object.Service, as *auth.Service, cfg Config, log *slog.Logger) *API {
+// New returns the API over svc.
+func New(svc Services, cfg Config, log *slog.Logger) *API {
 	if cfg.Region == "" {
 		cfg.Region = "us-east-1"
 	}
@@ -79,7 +80,8 @@ func New(objects *object.Service, as *auth.Service, cfg Config, log *slog.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &API{objects: objects, auth: as, cfg: cfg, log: log, keys: sigv4.NewKeyCache(0), rules: indexRules(rules())}
+	return &API{buckets: svc.Buckets, objects: svc.Objects, uploads: svc.Uploads, keys: svc.Keys,
+		cfg: cfg, log: log, keyCache: sigv4.NewKeyCache(0), rules: indexRules(rules())}
 }
 
 // request is one parsed S3 request.

@@ -163,7 +163,7 @@ func (api *API) putBucketEncryption(q *request) (response, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := api.objects.SetBucketEncryption(ctxOf(q), q.actor, q.bucket, enc, key); err != nil {
+	if _, err := api.buckets.SetBucketEncryption(ctxOf(q), q.actor, q.bucket, enc, key); err != nil {
 		return nil, err
 	}
 	return empty{}, nil
@@ -173,13 +173,13 @@ func (api *API) putBucketEncryption(q *request) (response, error) {
 // the server encrypts every object (--encryption on, as AWS S3 answers
 // for its buckets since 2023), else ServerSideEncryptionConfigurationNotFoundError.
 func (api *API) getBucketEncryption(q *request) (response, error) {
-	b, err := api.objects.GetBucket(ctxOf(q), q.actor, q.bucket)
+	b, err := api.buckets.GetBucket(ctxOf(q), q.actor, q.bucket)
 	if err != nil {
 		return nil, err
 	}
 	enc, key := b.Encryption, b.EncryptionKMSKey
 	if enc == "" {
-		if !api.objects.EncryptsByDefault() {
+		if !api.buckets.EncryptsByDefault() {
 			return nil, s3err.New(s3err.SSEConfigNotFound, "")
 		}
 		enc = meta.EncryptAES256
@@ -195,7 +195,7 @@ func (api *API) getBucketEncryption(q *request) (response, error) {
 }
 
 func (api *API) deleteBucketEncryption(q *request) (response, error) {
-	if _, err := api.objects.SetBucketEncryption(ctxOf(q), q.actor, q.bucket, "", ""); err != nil {
+	if _, err := api.buckets.SetBucketEncryption(ctxOf(q), q.actor, q.bucket, "", ""); err != nil {
 		return nil, err
 	}
 	return empty{status: http.StatusNoContent}, nil

@@ -176,7 +176,7 @@ func expectedSourceOwner(api *API, q *request, want string) error {
 // owner can see who owns a bucket, so anyone else is denied too (also on a
 // public-read bucket).
 func (api *API) checkOwner(q *request, bucket, want string) error {
-	b, err := api.objects.GetBucket(ctxOf(q), q.actor, bucket)
+	b, err := api.buckets.GetBucket(ctxOf(q), q.actor, bucket)
 	if err != nil {
 		return err
 	}

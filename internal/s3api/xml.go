@@ -3,6 +3,8 @@ package s3api
 import (
 	"encoding/xml"
 	"time"
+
+	"github.com/coffer-storage/coffer/internal/integrity"
 )
 
 const s3NS = "http://s3.amazonaws.com/doc/2006-03-01/"
@@ -167,30 +169,37 @@ type completeMultipartUpload struct {
 }
 
 type completeMultipartUploadResult struct {
-	XMLName        xml.Name `xml:"CompleteMultipartUploadResult"`
-	Xmlns          string   `xml:"xmlns,attr"`
-	Location       string   `xml:"Location"`
-	Bucket         string   `xml:"Bucket"`
-	Key            string   `xml:"Key"`
-	ETag           string   `xml:"ETag"`
-	ChecksumCRC32  string   `xml:"ChecksumCRC32,omitempty"`
-	ChecksumCRC32C string   `xml:"ChecksumCRC32C,omitempty"`
-	ChecksumCRC64  string   `xml:"ChecksumCRC64NVME,omitempty"`
-	ChecksumSHA1   string   `xml:"ChecksumSHA1,omitempty"`
-	ChecksumSHA256 string   `xml:"ChecksumSHA256,omitempty"`
-	ChecksumType   string   `xml:"ChecksumType,omitempty"`
+	XMLName      xml.Name `xml:"CompleteMultipartUploadResult"`
+	Xmlns        string   `xml:"xmlns,attr"`
+	Location     string   `xml:"Location"`
+	Bucket       string   `xml:"Bucket"`
+	Key          string   `xml:"Key"`
+	ETag         string   `xml:"ETag"`
+	Checksum     checksumElement
+	ChecksumType string `xml:"ChecksumType,omitempty"`
 }
 
 type partInfo struct {
-	PartNumber     int    `xml:"PartNumber"`
-	LastModified   string `xml:"LastModified"`
-	ETag           string `xml:"ETag"`
-	Size           int64  `xml:"Size"`
-	ChecksumCRC32  string `xml:"ChecksumCRC32,omitempty"`
-	ChecksumCRC32C string `xml:"ChecksumCRC32C,omitempty"`
-	ChecksumCRC64  string `xml:"ChecksumCRC64NVME,omitempty"`
-	ChecksumSHA1   string `xml:"ChecksumSHA1,omitempty"`
-	ChecksumSHA256 string `xml:"ChecksumSHA256,omitempty"`
+	PartNumber   int    `xml:"PartNumber"`
+	LastModified string `xml:"LastModified"`
+	ETag         string `xml:"ETag"`
+	Size         int64  `xml:"Size"`
+	Checksum     checksumElement
+}
+
+// checksumElement is an object's or a part's checksum in a result: one
+// element named after its algorithm (ChecksumCRC32, ChecksumCRC64NVME,
+// ...), or none.
+type checksumElement struct {
+	alg   integrity.Algorithm
+	value string
+}
+
+func (c checksumElement) MarshalXML(e *xml.Encoder, _ xml.StartElement) error {
+	if c.alg == integrity.NoChecksum || c.value == "" {
+		return nil
+	}
+	return e.EncodeElement(c.value, xml.StartElement{Name: xml.Name{Local: "Checksum" + c.alg.String()}})
 }
 
 type listPartsResult struct {

@@ -38,7 +38,7 @@ var panicking = http.HandlerFunc(func(http.ResponseWriter, *http.Request) { pani
 // with an S3 XML InternalError carrying the request ID, not problem+json.
 func TestPanicIsAnS3Error(t *testing.T) {
 	s := testServer(t)
-	api := s3api.New(s.objects, s.auth, s3api.Config{}, nil)
+	api := s3api.New(s.s3Services(), s3api.Config{}, nil)
 	h := s.guard("s3-test", api.Classify, api.WriteError, panicking)
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest("GET", "/bucket/key", nil))
@@ -63,7 +63,7 @@ func TestPanicIsAnS3Error(t *testing.T) {
 // TestPanicIsAProblem: the same on the file API's guard is a problem.
 func TestPanicIsAProblem(t *testing.T) {
 	s := testServer(t)
-	api := httpapi.New(s.objects, s.auth, httpapi.Config{}, nil)
+	api := httpapi.New(s.apiServices(), httpapi.Config{}, nil)
 	h := s.guard("file-test", api.Classify, func(w http.ResponseWriter, r *http.Request, err error) {
 		httpapi.WriteProblem(w, r, s.log, err)
 	}, panicking)

@@ -318,14 +318,14 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 	}
 	if cfg.S3Listen != "off" {
 		apiCfg.Presign = s.presignPart
-		s3 := s3api.New(s.objects, s.auth, s3api.Config{
+		s3 := s3api.New(s.s3Services(), s3api.Config{
 			Region: cfg.Region,
 			Domain: cfg.S3Domain,
 		}, log)
 		s.s3 = s.guard("s3", s3.Classify, s3.WriteError, s3.Handler())
 		s.admissionMetrics("s3")
 	}
-	api := httpapi.New(s.objects, s.auth, apiCfg, log)
+	api := httpapi.New(s.apiServices(), apiCfg, log)
 
 	apiHandler := api.Handler()
 	mux := http.NewServeMux()
@@ -751,6 +751,19 @@ func (w serverLogWriter) Write(p []byte) (int, error) {
 	}
 	w.log.Log(context.Background(), lvl, msg)
 	return len(p), nil
+}
+
+// apiServices are the services the file API calls.
+func (s *Server) apiServices() httpapi.Services {
+	return httpapi.Services{
+		Accounts: s.auth, AccessKeys: s.auth, UserAdmin: s.auth, ShareAuth: s.auth,
+		Buckets: s.objects, Files: s.objects, Uploads: s.objects, Shares: s.objects, Encryption: s.objects, Tus: s.objects,
+	}
+}
+
+// s3Services are the services the S3 API calls.
+func (s *Server) s3Services() s3api.Services {
+	return s3api.Services{Buckets: s.objects, Objects: s.objects, Uploads: s.objects, Keys: s.auth}
 }
 
 // presignPart makes a presigned UploadPart URL on Coffer's own S3 API,

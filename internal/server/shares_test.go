@@ -575,7 +575,7 @@ func TestZipAndBatchDelete(t *testing.T) {
 
 	// Limits refuse before streaming; an object deleted mid-zip is
 	// skipped and listed in _errors.txt.
-	api := httpapi.New(e.s.objects, e.s.auth, httpapi.Config{MaxZipEntries: 3, BeforeZipEntry: func(key string) {
+	api := httpapi.New(e.s.apiServices(), httpapi.Config{MaxZipEntries: 3, BeforeZipEntry: func(key string) {
 		if key == "gone-soon.txt" {
 			e.s.objects.Delete(context.Background(), object.Actor{UserID: e.a.id}, e.a.bucket, key, meta.Cond{})
 		}

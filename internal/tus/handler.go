@@ -54,7 +54,7 @@ type Handler struct {
 
 // New returns the tus endpoint over objects, with its state and locks in
 // ms.
-func New(objects *object.Service, ms meta.Tus, cfg Config) (*Handler, error) {
+func New(objects Objects, ms meta.Tus, cfg Config) (*Handler, error) {
 	if cfg.TTL <= 0 {
 		cfg.TTL = 24 * time.Hour
 	}

@@ -50,9 +50,24 @@ import (
 	"github.com/coffer-storage/coffer/internal/object"
 )
 
+// Objects is what the tus store calls of the object service
+// (*object.Service; the contracts are its methods').
+type Objects interface {
+	CreateUpload(ctx context.Context, a object.Actor, in object.CreateUploadInput) (meta.Upload, error)
+	GetUpload(ctx context.Context, a object.Actor, bucket, key, id string) (meta.Upload, error)
+	AllParts(ctx context.Context, a object.Actor, id string) (meta.Upload, []meta.Part, error)
+	PutPart(ctx context.Context, a object.Actor, in object.PartInput) (meta.Part, error)
+	OpenParts(ctx context.Context, parts []meta.Part) io.ReadCloser
+	OpenUploadState(ctx context.Context, u meta.Upload, offset int64, stored []byte) ([]byte, error)
+	SealUploadState(ctx context.Context, u meta.Upload, offset int64, state []byte) ([]byte, error)
+	CompleteWhole(ctx context.Context, a object.Actor, id, etag, sha256 string) (meta.Object, error)
+	AbortUpload(ctx context.Context, a object.Actor, bucket, key, id string) error
+	MaxObjectSize() int64
+}
+
 // Store is tusd's data store over the object service.
 type Store struct {
-	objects *object.Service
+	objects Objects
 	meta    meta.Tus
 	ttl     time.Duration
 	mapErr  func(ctx context.Context, err error) error

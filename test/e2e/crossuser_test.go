@@ -424,7 +424,7 @@ func TestCrossUser(t *testing.T) {
 		}
 	}
 
-	routes := httpapi.New(nil, nil, httpapi.Config{}, nil).Routes()
+	routes := httpapi.New(httpapi.Services{}, httpapi.Config{}, nil).Routes()
 	for _, rt := range routes {
 		name := rt.Method + " " + rt.Pattern
 		if rt.Access == httpapi.Admin {

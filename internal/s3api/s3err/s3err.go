@@ -42,6 +42,7 @@ var (
 	ExpiredToken                      = def("ExpiredToken", 400, "The provided token has expired.")
 	IncompleteBody                    = def("IncompleteBody", 400, "You did not provide the number of bytes specified by the Content-Length HTTP header.")
 	InternalError                     = def("InternalError", 500, "We encountered an internal error. Please try again.")
+	IllegalLocationConstraint         = def("IllegalLocationConstraintException", 400, "The location constraint is incompatible with the region of this endpoint.")
 	InvalidAccessKeyID                = def("InvalidAccessKeyId", 403, "The AWS access key Id you provided does not exist in our records.")
 	InvalidArgument                   = def("InvalidArgument", 400, "Invalid Argument.")
 	SSEConfigNotFound                 = def("ServerSideEncryptionConfigurationNotFoundError", 404, "The server side encryption configuration was not found.")

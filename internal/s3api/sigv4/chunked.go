@@ -6,10 +6,11 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/base64"
 	"encoding/hex"
 	"hash"
 	"io"
+
+	"github.com/coffer-storage/coffer/internal/integrity"
 )
 
 // Limits of the aws-chunked readers.
@@ -66,10 +67,10 @@ type ChunkedReader struct {
 	decoded int64
 
 	// Trailing checksum.
-	alg      *checksumAlg
-	sum      hash.Hash // over the data; nil without a trailer
-	declared []byte    // the checksum the trailer declared
-	checksum string    // base64 of sum, set at EOF
+	alg      integrity.Algorithm // NoChecksum without a trailer
+	sum      hash.Hash           // over the data; nil without a trailer
+	declared []byte              // the checksum the trailer declared
+	checksum string              // base64 of sum, set at EOF
 
 	// Signing (nil mac: unsigned).
 	mac         hash.Hash // HMAC-SHA256 under the signing key
@@ -146,9 +147,7 @@ func newChunkedReader(body io.Reader, opts ChunkOptions) (*ChunkedReader, error)
 		decoded: opts.DecodedLength,
 		alg:     alg,
 	}
-	if alg != nil {
-		r.sum = alg.new()
-	}
+	r.sum = alg.New()
 	return r, nil
 }
 
@@ -157,10 +156,10 @@ func newChunkedReader(body io.Reader, opts ChunkOptions) (*ChunkedReader, error)
 // value — once Read has returned io.EOF (so it equals the one the client
 // declared). It returns "", "" before that or without a trailer.
 func (r *ChunkedReader) Checksum() (algorithm, value string) {
-	if r.state != stateDone || r.alg == nil {
+	if r.state != stateDone || r.alg == integrity.NoChecksum {
 		return "", ""
 	}
-	return r.alg.name, r.checksum
+	return r.alg.String(), r.checksum
 }
 
 // Read implements io.Reader; see ChunkedReader.
@@ -285,7 +284,7 @@ func (r *ChunkedReader) readChunkHeader() error {
 		return err
 	}
 	if r.sum != nil {
-		r.checksum = base64.StdEncoding.EncodeToString(r.sum.Sum(nil))
+		r.checksum = r.alg.Encode(r.sum.Sum(nil))
 	}
 	r.state = stateDone
 	return nil
@@ -346,7 +345,7 @@ func (r *ChunkedReader) chainSignature(prefix, mid []byte, sum *[32]byte) [64]by
 // including the empty line, and verifies the trailer signature (signed
 // trailer mode) and the checksum.
 func (r *ChunkedReader) readTrailers() error {
-	signedTrailer := r.mac != nil && r.alg != nil
+	signedTrailer := r.mac != nil && r.alg != integrity.NoChecksum
 	var canon []byte // "name:value\n" of each signed trailer
 	var trailerSig [64]byte
 	haveSum, haveSig := false, false
@@ -373,17 +372,17 @@ func (r *ChunkedReader) readTrailers() error {
 			}
 			copy(trailerSig[:], value)
 			haveSig = true
-		case r.alg != nil && asciiEqualFold(name, r.alg.header):
+		case r.alg != integrity.NoChecksum && asciiEqualFold(name, r.alg.Header()):
 			if haveSum || haveSig {
-				return newError(ErrMalformedBody, "The %s trailer is repeated or follows the trailer signature.", r.alg.header)
+				return newError(ErrMalformedBody, "The %s trailer is repeated or follows the trailer signature.", r.alg.Header())
 			}
-			sum, err := base64.StdEncoding.DecodeString(string(value))
-			if err != nil || len(sum) != r.alg.size {
-				return with(newError(ErrInvalidDigest, "Value for %s trailing header is invalid.", r.alg.header), "algorithm", r.alg.name)
+			sum, ok := r.alg.Decode(string(value))
+			if !ok {
+				return with(newError(ErrInvalidDigest, "Value for %s trailing header is invalid.", r.alg.Header()), "algorithm", r.alg.String())
 			}
 			r.declared = sum
 			haveSum = true
-			canon = append(canon, r.alg.header...)
+			canon = append(canon, r.alg.Header()...)
 			canon = append(canon, ':')
 			canon = append(canon, value...)
 			canon = append(canon, '\n')
@@ -391,8 +390,8 @@ func (r *ChunkedReader) readTrailers() error {
 			return newError(ErrMalformedBody, "The trailer %q was not declared in x-amz-trailer.", clip(string(name)))
 		}
 	}
-	if r.alg != nil && !haveSum {
-		return newError(ErrMalformedBody, "The body does not end with the %s trailer declared in x-amz-trailer.", r.alg.header)
+	if r.alg != integrity.NoChecksum && !haveSum {
+		return newError(ErrMalformedBody, "The body does not end with the %s trailer declared in x-amz-trailer.", r.alg.Header())
 	}
 	if signedTrailer {
 		if !haveSig {
@@ -406,12 +405,12 @@ func (r *ChunkedReader) readTrailers() error {
 		}
 		r.prevSig = got
 	}
-	if r.alg != nil {
+	if r.alg != integrity.NoChecksum {
 		if got := r.sum.Sum(nil); !bytes.Equal(got, r.declared) {
-			e := newError(ErrBadDigest, "The %s you specified did not match the calculated checksum.", r.alg.header)
-			with(e, "algorithm", r.alg.name)
-			with(e, "want", base64.StdEncoding.EncodeToString(r.declared))
-			return with(e, "got", base64.StdEncoding.EncodeToString(got))
+			e := newError(ErrBadDigest, "The %s you specified did not match the calculated checksum.", r.alg.Header())
+			with(e, "algorithm", r.alg.String())
+			with(e, "want", r.alg.Encode(r.declared))
+			return with(e, "got", r.alg.Encode(got))
 		}
 	}
 	return nil

@@ -1,0 +1,649 @@
+// Package objectfake is an in-memory stand-in for the object service, for
+// the handler tests of the APIs that call it (internal/s3api,
+// internal/httpapi), as tusd's handler tests run over a fake store.
+//
+// It keeps enough of the service's contracts for the handlers' behaviour
+// to show: owners do anything in their buckets, anyone reads a
+// public-read bucket, anonymous callers are Unauthenticated; keys are
+// checked with object.ValidKey; write conditions go through
+// meta.Cond.Check; a body is read through an integrity.Reader with the
+// size and digests the handler announced, so a mismatch fails as the
+// service's does; objects written with SSE get an envelope that
+// object.EncryptionOf and object.CheckCustomerKey read. It does not
+// enforce quotas, store bytes durably or encrypt them.
+//
+// Every call that would change something is recorded in Writes, so a test
+// proves that a refused request changed nothing; Fail makes a method
+// return an error instead (the error mapping); the Last* fields hold the
+// last input of each write, as the handler built it.
+package objectfake
+
+import (
+	"bytes"
+	"context"
+	"crypto/md5"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coffer-storage/coffer/internal/crypt"
+	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/integrity"
+	"github.com/coffer-storage/coffer/internal/meta"
+	"github.com/coffer-storage/coffer/internal/object"
+)
+
+// Service is the fake. Set its fields before the first call; New
+// returns one that is empty and ready.
+type Service struct {
+	mu sync.Mutex
+
+	Now      time.Time              // ModTime of what it writes
+	Buckets  map[string]meta.Bucket // by name
+	Objects  map[string]Object      // by bucket + "/" + key
+	Uploads  map[string]meta.Upload // by ID
+	Parts    map[string][]meta.Part // by upload ID
+	Encrypts bool                   // EncryptsByDefault
+	Fail     map[string]error       // method name ("Put", "Get", "Open" for a Reader's bytes...) → its error
+	Writes   []string               // "Put b/k", "CreateBucket b", ... in order
+
+	LastPut    object.PutInput
+	LastCopy   object.CopyInput
+	LastCreate object.CreateUploadInput
+	LastPart   object.PartInput
+	LastCond   meta.Cond // of the last Delete or CompleteUpload
+}
+
+// Object is a stored object and its bytes.
+type Object struct {
+	meta.Object
+	Data []byte
+}
+
+// New returns an empty fake whose clock reads now.
+func New(now time.Time) *Service {
+	return &Service{Now: now, Buckets: map[string]meta.Bucket{}, Objects: map[string]Object{},
+		Uploads: map[string]meta.Upload{}, Parts: map[string][]meta.Part{}, Fail: map[string]error{}}
+}
+
+// Add stores o with data, filling in its Size, ETag (MD5), SHA256 and, if
+// zero, ModTime (Now), and returns it. It records no write.
+func (f *Service) Add(o meta.Object, data []byte) meta.Object {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	sum := md5.Sum(data)
+	o.Size = int64(len(data))
+	if o.ETag == "" {
+		o.ETag = hex.EncodeToString(sum[:])
+	}
+	if o.SHA256 == "" {
+		s := sha256.Sum256(data)
+		o.SHA256 = hex.EncodeToString(s[:])
+	}
+	if o.ModTime.IsZero() {
+		o.ModTime = f.Now
+	}
+	f.Objects[o.Bucket+"/"+o.Key] = Object{o, data}
+	return o
+}
+
+// Current returns the object at bucket/key.
+func (f *Service) Current(bucket, key string) (Object, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	o, ok := f.Objects[bucket+"/"+key]
+	return o, ok
+}
+
+func (f *Service) wrote(what string) { f.Writes = append(f.Writes, what) }
+
+// authorize is the object service's rule: owners do anything; anyone may
+// read a public-read bucket; anonymous callers are Unauthenticated.
+func (f *Service) authorize(a object.Actor, bucket string, write bool) (meta.Bucket, error) {
+	b, ok := f.Buckets[bucket]
+	switch {
+	case !ok && a.UserID == "":
+		return meta.Bucket{}, errcode.New(errcode.Unauthenticated, "authentication required")
+	case !ok:
+		return meta.Bucket{}, object.ErrNoBucket(bucket)
+	case a.UserID != "" && b.OwnerID == a.UserID:
+		return b, nil
+	case !write && b.Visibility == meta.PublicRead:
+		return b, nil
+	case a.UserID == "":
+		return meta.Bucket{}, errcode.New(errcode.Unauthenticated, "authentication required")
+	}
+	return meta.Bucket{}, errcode.New(errcode.PermissionDenied, "access to bucket %q denied", bucket)
+}
+
+// Envelope is the stored envelope of bytes written under sse (nil:
+// plaintext), as object.EncryptionOf and object.CheckCustomerKey read it.
+// SSE-KMS names the key sse names, else "default".
+func Envelope(sse object.SSE) ([]byte, error) {
+	var e crypt.Envelope
+	switch sse.Mode {
+	case 0:
+		return nil, nil
+	case crypt.ModeCustomer:
+		var dk []byte
+		var err error
+		if e, dk, err = crypt.NewCustomerEnvelope(sse.CustomerKey); err != nil {
+			return nil, err
+		}
+		clear(dk)
+	default:
+		e = crypt.NewEnvelope(sse.Mode)
+		e.KEKID, e.WrappedKey = "default", []byte("wrapped")
+		if sse.KMSKeyID != "" {
+			e.KEKID = sse.KMSKeyID
+		}
+	}
+	return e.Marshal()
+}
+
+// write reads body through the checks the service makes and stores it at
+// bucket/key, under the write condition cond.
+func (f *Service) write(a object.Actor, bucket, key string, cond meta.Cond, body io.Reader, opts integrity.Options,
+	ct string, md map[string]string, sse object.SSE) (meta.Object, error) {
+	if _, err := f.authorize(a, bucket, true); err != nil {
+		return meta.Object{}, err
+	}
+	if err := object.ValidKey(key); err != nil {
+		return meta.Object{}, err
+	}
+	cur, exists := f.Objects[bucket+"/"+key]
+	if err := cond.Check(cur.Object, exists); err != nil {
+		return meta.Object{}, err
+	}
+	alg, err := integrity.ParseAlgorithm(opts.ChecksumAlgorithm)
+	if err != nil {
+		return meta.Object{}, err
+	}
+	r := integrity.NewReader(body, opts)
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return meta.Object{}, err
+	}
+	env, err := Envelope(sse)
+	if err != nil {
+		return meta.Object{}, err
+	}
+	if ct == "" {
+		ct = "application/octet-stream"
+	}
+	o := meta.Object{Bucket: bucket, Key: key, Size: int64(len(data)), ETag: hex.EncodeToString(r.MD5()),
+		SHA256: hex.EncodeToString(r.SHA256()), ContentType: ct, Metadata: md, ModTime: f.Now, Encryption: env}
+	if sum := r.Checksum(); sum != nil {
+		o.Checksum = meta.Checksum{Algorithm: alg.String(), Type: "FULL_OBJECT", Value: alg.Encode(sum)}
+	}
+	f.Objects[bucket+"/"+key] = Object{o, data}
+	return o, nil
+}
+
+// ---- buckets ----
+
+// ListBuckets lists the buckets a owns, by name.
+func (f *Service) ListBuckets(_ context.Context, a object.Actor) ([]meta.Bucket, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.Fail["ListBuckets"]; err != nil {
+		return nil, err
+	}
+	var out []meta.Bucket
+	for _, b := range f.Buckets {
+		if b.OwnerID == a.UserID {
+			out = append(out, b)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// CreateBucket creates a bucket a owns: AlreadyExists if it exists
+// (BucketAlreadyOwnedByYou in S3's words if a owns it).
+func (f *Service) CreateBucket(_ context.Context, a object.Actor, name string, v meta.Visibility) (meta.Bucket, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.Fail["CreateBucket"]; err != nil {
+		return meta.Bucket{}, err
+	}
+	if a.UserID == "" {
+		return meta.Bucket{}, errcode.New(errcode.Unauthenticated, "authentication required")
+	}
+	if b, ok := f.Buckets[name]; ok {
+		if b.OwnerID == a.UserID {
+			return meta.Bucket{}, &errcode.Error{Code: errcode.AlreadyExists, Message: "you own it", Detail: map[string]any{"s3_code": "BucketAlreadyOwnedByYou"}}
+		}
+		return meta.Bucket{}, errcode.New(errcode.AlreadyExists, "bucket %q exists", name)
+	}
+	if v == "" {
+		v = meta.Private
+	}
+	b := meta.Bucket{Name: name, OwnerID: a.UserID, Visibility: v, CreatedAt: f.Now}
+	f.Buckets[name] = b
+	f.wrote("CreateBucket " + name)
+	return b, nil
+}
+
+// GetBucket returns a bucket a owns.
+func (f *Service) GetBucket(_ context.Context, a object.Actor, name string) (meta.Bucket, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.Fail["GetBucket"]; err != nil {
+		return meta.Bucket{}, err
+	}
+	return f.authorize(a, name, true)
+}
+
+// DeleteBucket deletes an empty bucket a owns.
+func (f *Service) DeleteBucket(_ context.Context, a object.Actor, name string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.Fail["DeleteBucket"]; err != nil {
+		return err
+	}
+	if _, err := f.authorize(a, name, true); err != nil {
+		return err
+	}
+	for k := range f.Objects {
+		if strings.HasPrefix(k, name+"/") {
+			return &errcode.Error{Code: errcode.Conflict, Message: "bucket not empty", Detail: map[string]any{"reason": "bucket_not_empty"}}
+		}
+	}
+	delete(f.Buckets, name)
+	f.wrote("DeleteBucket " + name)
+	return nil
+}
+
+// SetBucketVisibility changes a bucket a owns.
+func (f *Service) SetBucketVisibility(_ context.Context, a object.Actor, name string, v meta.Visibility) (meta.Bucket, error) {
+	return f.setBucket(a, name, "SetBucketVisibility", func(b *meta.Bucket) { b.Visibility = v })
+}
+
+// SetBucketEncryption changes a bucket a owns.
+func (f *Service) SetBucketEncryption(_ context.Context, a object.Actor, name, enc, kmsKey string) (meta.Bucket, error) {
+	return f.setBucket(a, name, "SetBucketEncryption", func(b *meta.Bucket) { b.Encryption, b.EncryptionKMSKey = enc, kmsKey })
+}
+
+func (f *Service) setBucket(a object.Actor, name, method string, set func(*meta.Bucket)) (meta.Bucket, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.Fail[method]; err != nil {
+		return meta.Bucket{}, err
+	}
+	b, err := f.authorize(a, name, true)
+	if err != nil {
+		return meta.Bucket{}, err
+	}
+	set(&b)
+	f.Buckets[name] = b
+	f.wrote(method + " " + name)
+	return b, nil
+}
+
+// EncryptsByDefault is Encrypts.
+func (f *Service) EncryptsByDefault() bool { return f.Encrypts }
+
+// List lists a bucket a owns, in key order, all in one page.
+func (f *Service) List(_ context.Context, a object.Actor, bucket string, opts meta.ListOptions) (meta.ListPage, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.Fail["List"]; err != nil {
+		return meta.ListPage{}, err
+	}
+	if _, err := f.authorize(a, bucket, true); err != nil {
+		return meta.ListPage{}, err
+	}
+	var keys []string
+	for _, o := range f.Objects {
+		if o.Bucket == bucket && strings.HasPrefix(o.Key, opts.Prefix) && o.Key > opts.StartAfter {
+			keys = append(keys, o.Key)
+		}
+	}
+	slices.Sort(keys)
+	var page meta.ListPage
+	for _, k := range keys {
+		if opts.Delimiter != "" {
+			if i := strings.Index(k[len(opts.Prefix):], opts.Delimiter); i >= 0 {
+				cp := k[:len(opts.Prefix)+i+len(opts.Delimiter)]
+				if n := len(page.CommonPrefixes); n == 0 || page.CommonPrefixes[n-1] != cp {
+					page.CommonPrefixes = append(page.CommonPrefixes, cp)
+				}
+				continue
+			}
+		}
+		page.Objects = append(page.Objects, f.Objects[bucket+"/"+k].Object)
+	}
+	return page, nil
+}
+
+// ---- objects ----
+
+// Get returns a Reader of bucket/key (object.NewReader over its bytes;
+// Fail["Open"] fails the opening of the bytes).
+func (f *Service) Get(_ context.Context, a object.Actor, bucket, key string) (*object.Reader, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.Fail["Get"]; err != nil {
+		return nil, err
+	}
+	b, err := f.authorize(a, bucket, false)
+	if err != nil {
+		return nil, err
+	}
+	if err := object.ValidKey(key); err != nil {
+		return nil, err
+	}
+	o, ok := f.Objects[bucket+"/"+key]
+	if !ok {
+		return nil, object.ErrNoObject(key)
+	}
+	return object.NewReader(o.Object, b, func(_ context.Context, offset, length int64) (io.ReadCloser, error) {
+		f.mu.Lock()
+		err := f.Fail["Open"]
+		f.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		return io.NopCloser(bytes.NewReader(o.Data[offset : offset+length])), nil
+	}), nil
+}
+
+// Put stores in.Body, checked against what in announces.
+func (f *Service) Put(_ context.Context, a object.Actor, in object.PutInput) (meta.Object, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.LastPut = in
+	if err := f.Fail["Put"]; err != nil {
+		return meta.Object{}, err
+	}
+	o, err := f.write(a, in.Bucket, in.Key, in.Cond, in.Body, integrity.Options{Size: in.Size, SHA256: in.SHA256, MD5: in.MD5,
+		ChecksumAlgorithm: in.ChecksumAlgorithm, ChecksumWant: in.ChecksumWant}, in.ContentType, in.Metadata, in.SSE)
+	if err != nil {
+		return meta.Object{}, err
+	}
+	f.wrote("Put " + in.Bucket + "/" + in.Key)
+	return o, nil
+}
+
+// NewBatch is not faked: it returns nil.
+func (f *Service) NewBatch(object.Actor) *object.Batch { return nil }
+
+// CopyFrom copies src's bytes to in.DstBucket/in.DstKey.
+func (f *Service) CopyFrom(ctx context.Context, a object.Actor, src *object.Reader, in object.CopyInput) (meta.Object, error) {
+	rc, err := src.Open(ctx, 0, -1)
+	if err != nil {
+		return meta.Object{}, err
+	}
+	defer rc.Close()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.LastCopy = in
+	if err := f.Fail["CopyFrom"]; err != nil {
+		return meta.Object{}, err
+	}
+	ct, md := src.Object.ContentType, src.Object.Metadata
+	if in.ReplaceMetadata {
+		ct, md = in.ContentType, in.Metadata
+	}
+	o, err := f.write(a, in.DstBucket, in.DstKey, in.Cond, rc, integrity.Options{Size: src.Object.Size}, ct, md, in.SSE)
+	if err != nil {
+		return meta.Object{}, err
+	}
+	f.wrote("Copy " + in.DstBucket + "/" + in.DstKey)
+	return o, nil
+}
+
+// Copy copies in.SrcBucket/in.SrcKey, which a may read.
+func (f *Service) Copy(ctx context.Context, a object.Actor, in object.CopyInput) (meta.Object, error) {
+	src, err := f.Get(ctx, a, in.SrcBucket, in.SrcKey)
+	if err != nil {
+		return meta.Object{}, err
+	}
+	return f.CopyFrom(ctx, a, src, in)
+}
+
+// Move renames an object within or across buckets a owns.
+func (f *Service) Move(_ context.Context, a object.Actor, srcBucket, srcKey, dstBucket, dstKey string, cond meta.Cond) (meta.Object, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.LastCond = cond
+	if err := f.Fail["Move"]; err != nil {
+		return meta.Object{}, err
+	}
+	for _, b := range []string{srcBucket, dstBucket} {
+		if _, err := f.authorize(a, b, true); err != nil {
+			return meta.Object{}, err
+		}
+	}
+	src, ok := f.Objects[srcBucket+"/"+srcKey]
+	if !ok {
+		return meta.Object{}, object.ErrNoObject(srcKey)
+	}
+	cur, exists := f.Objects[dstBucket+"/"+dstKey]
+	if err := cond.Check(cur.Object, exists); err != nil {
+		return meta.Object{}, err
+	}
+	delete(f.Objects, srcBucket+"/"+srcKey)
+	src.Bucket, src.Key = dstBucket, dstKey
+	f.Objects[dstBucket+"/"+dstKey] = src
+	f.wrote("Move " + srcBucket + "/" + srcKey + " " + dstBucket + "/" + dstKey)
+	return src.Object, nil
+}
+
+// Delete deletes bucket/key under cond: NotFound (resource "key") if it
+// is missing.
+func (f *Service) Delete(_ context.Context, a object.Actor, bucket, key string, cond meta.Cond) (meta.Object, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.LastCond = cond
+	if err := f.Fail["Delete"]; err != nil {
+		return meta.Object{}, err
+	}
+	if _, err := f.authorize(a, bucket, true); err != nil {
+		return meta.Object{}, err
+	}
+	cur, exists := f.Objects[bucket+"/"+key]
+	if err := cond.Check(cur.Object, exists); err != nil {
+		return meta.Object{}, err
+	}
+	if !exists {
+		return meta.Object{}, object.ErrNoObject(key)
+	}
+	delete(f.Objects, bucket+"/"+key)
+	f.wrote("Delete " + bucket + "/" + key)
+	return cur.Object, nil
+}
+
+// ---- multipart uploads ----
+
+// CreateUpload starts an upload (IDs up1, up2, ...) with the checksum
+// algorithm in.ChecksumAlgorithm names.
+func (f *Service) CreateUpload(_ context.Context, a object.Actor, in object.CreateUploadInput) (meta.Upload, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.LastCreate = in
+	if err := f.Fail["CreateUpload"]; err != nil {
+		return meta.Upload{}, err
+	}
+	alg, err := integrity.ParseAlgorithm(in.ChecksumAlgorithm)
+	if err != nil {
+		return meta.Upload{}, err
+	}
+	if _, err := f.authorize(a, in.Bucket, true); err != nil {
+		return meta.Upload{}, err
+	}
+	u := meta.Upload{ID: fmt.Sprintf("up%d", len(f.Uploads)+1), Bucket: in.Bucket, Key: in.Key, InitiatorID: a.UserID,
+		ContentType: in.ContentType, Metadata: in.Metadata, ChecksumAlgorithm: alg.String(), ChecksumType: strings.ToUpper(in.ChecksumType),
+		CreatedAt: f.Now, EncryptionMode: int(in.SSE.Mode), EncryptionKMSKey: in.SSE.KMSKeyID}
+	if in.SSE.Mode == crypt.ModeCustomer {
+		if u.CustomerKeyCheck, err = Envelope(in.SSE); err != nil {
+			return meta.Upload{}, err
+		}
+	}
+	f.Uploads[u.ID] = u
+	f.wrote("CreateUpload " + u.ID)
+	return u, nil
+}
+
+// UploadEncryption is u's encryption as created.
+func (f *Service) UploadEncryption(u meta.Upload) object.Encryption {
+	return object.Encryption{Mode: crypt.Mode(u.EncryptionMode), KMSKeyID: u.EncryptionKMSKey}
+}
+
+func (f *Service) upload(a object.Actor, bucket, key, id string) (meta.Upload, error) {
+	u, ok := f.Uploads[id]
+	if !ok || bucket != "" && (u.Bucket != bucket || u.Key != key) {
+		return meta.Upload{}, object.ErrNoUpload(id)
+	}
+	if _, err := f.authorize(a, u.Bucket, true); err != nil {
+		return meta.Upload{}, err
+	}
+	return u, nil
+}
+
+// PutPart stores a part, checked against what in announces and the
+// upload's customer key (object.CheckUploadCustomerKey).
+func (f *Service) PutPart(_ context.Context, a object.Actor, in object.PartInput) (meta.Part, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.LastPart = in
+	if err := f.Fail["PutPart"]; err != nil {
+		return meta.Part{}, err
+	}
+	u, err := f.upload(a, in.Bucket, in.Key, in.UploadID)
+	if err != nil {
+		return meta.Part{}, err
+	}
+	if err := object.CheckUploadCustomerKey(u, in.CustomerKey); err != nil {
+		return meta.Part{}, err
+	}
+	r := integrity.NewReader(in.Body, integrity.Options{Size: in.Size, SHA256: in.SHA256, MD5: in.MD5,
+		ChecksumAlgorithm: u.ChecksumAlgorithm, ChecksumWant: in.ChecksumWant})
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return meta.Part{}, err
+	}
+	p := meta.Part{UploadID: u.ID, Number: in.Number, Size: int64(len(data)), ETag: hex.EncodeToString(r.MD5()), ModTime: f.Now}
+	if sum := r.Checksum(); sum != nil {
+		p.Checksum = base64.StdEncoding.EncodeToString(sum)
+	}
+	f.Parts[u.ID] = append(f.Parts[u.ID], p)
+	f.wrote(fmt.Sprintf("PutPart %s %d", u.ID, in.Number))
+	return p, nil
+}
+
+// CopyPart stores [offset, offset+length) of src as a part.
+func (f *Service) CopyPart(ctx context.Context, a object.Actor, in object.PartInput, src *object.Reader, offset, length int64) (meta.Part, error) {
+	rc, err := src.Open(ctx, offset, length)
+	if err != nil {
+		return meta.Part{}, err
+	}
+	defer rc.Close()
+	in.Body, in.Size = rc, length
+	return f.PutPart(ctx, a, in)
+}
+
+// GetUpload returns an upload of a bucket a owns.
+func (f *Service) GetUpload(_ context.Context, a object.Actor, bucket, key, id string) (meta.Upload, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.Fail["GetUpload"]; err != nil {
+		return meta.Upload{}, err
+	}
+	return f.upload(a, bucket, key, id)
+}
+
+// CompleteUpload makes the object of an upload under cond, without its
+// bytes; with a checksum algorithm, its composite checksum is
+// "composite-N" (N parts).
+func (f *Service) CompleteUpload(_ context.Context, a object.Actor, bucket, key, id string, parts []meta.CompletePart, cond meta.Cond) (meta.Object, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.LastCond = cond
+	if err := f.Fail["CompleteUpload"]; err != nil {
+		return meta.Object{}, err
+	}
+	u, err := f.upload(a, bucket, key, id)
+	if err != nil {
+		return meta.Object{}, err
+	}
+	cur, exists := f.Objects[bucket+"/"+key]
+	if err := cond.Check(cur.Object, exists); err != nil {
+		return meta.Object{}, err
+	}
+	o := meta.Object{Bucket: bucket, Key: key, ETag: fmt.Sprintf("%x-%d", md5.Sum([]byte(id)), len(parts)), ContentType: u.ContentType, ModTime: f.Now}
+	if u.ChecksumAlgorithm != "" {
+		o.Checksum = meta.Checksum{Algorithm: u.ChecksumAlgorithm, Type: "COMPOSITE", Value: fmt.Sprintf("composite-%d", len(parts))}
+	}
+	f.Objects[bucket+"/"+key] = Object{o, nil}
+	delete(f.Uploads, id)
+	f.wrote("CompleteUpload " + id)
+	return o, nil
+}
+
+// AbortUpload drops an upload.
+func (f *Service) AbortUpload(_ context.Context, a object.Actor, bucket, key, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.Fail["AbortUpload"]; err != nil {
+		return err
+	}
+	if _, err := f.upload(a, bucket, key, id); err != nil {
+		return err
+	}
+	delete(f.Uploads, id)
+	f.wrote("AbortUpload " + id)
+	return nil
+}
+
+// ListParts lists an upload's parts after part number after.
+func (f *Service) ListParts(_ context.Context, a object.Actor, bucket, key, id string, after, limit int) (meta.Upload, []meta.Part, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.Fail["ListParts"]; err != nil {
+		return meta.Upload{}, nil, false, err
+	}
+	u, err := f.upload(a, bucket, key, id)
+	if err != nil {
+		return meta.Upload{}, nil, false, err
+	}
+	var out []meta.Part
+	for _, p := range f.Parts[id] {
+		if p.Number > after {
+			out = append(out, p)
+		}
+	}
+	more := len(out) > limit
+	if more {
+		out = out[:limit]
+	}
+	return u, out, more, nil
+}
+
+// ListUploads lists a bucket's uploads by key, all in one page.
+func (f *Service) ListUploads(_ context.Context, a object.Actor, bucket string, opts meta.ListUploadsOptions) ([]meta.Upload, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.Fail["ListUploads"]; err != nil {
+		return nil, false, err
+	}
+	if _, err := f.authorize(a, bucket, true); err != nil {
+		return nil, false, err
+	}
+	var out []meta.Upload
+	for _, u := range f.Uploads {
+		if u.Bucket == bucket && strings.HasPrefix(u.Key, opts.Prefix) {
+			out = append(out, u)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out, false, nil
+}

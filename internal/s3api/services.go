@@ -1,0 +1,63 @@
+package s3api
+
+import (
+	"context"
+
+	"github.com/coffer-storage/coffer/internal/auth"
+	"github.com/coffer-storage/coffer/internal/meta"
+	"github.com/coffer-storage/coffer/internal/object"
+)
+
+// The services the S3 API calls, declared here by what each group of
+// operations needs, so that the handlers run in tests with fakes
+// (handler_test.go); server hands in *object.Service and *auth.Service.
+// The contracts are those of the methods of the same names there.
+
+// Buckets is what the bucket operations and listings call.
+type Buckets interface {
+	ListBuckets(ctx context.Context, a object.Actor) ([]meta.Bucket, error)
+	CreateBucket(ctx context.Context, a object.Actor, name string, v meta.Visibility) (meta.Bucket, error)
+	GetBucket(ctx context.Context, a object.Actor, name string) (meta.Bucket, error)
+	DeleteBucket(ctx context.Context, a object.Actor, name string) error
+	SetBucketEncryption(ctx context.Context, a object.Actor, name, enc, kmsKey string) (meta.Bucket, error)
+	// EncryptsByDefault reports whether the server encrypts every new
+	// object (GetBucketEncryption's answer for a bucket without a default).
+	EncryptsByDefault() bool
+	List(ctx context.Context, a object.Actor, bucket string, opts meta.ListOptions) (meta.ListPage, error)
+}
+
+// Objects is what the object operations call (and the copies, which read
+// their source through Get).
+type Objects interface {
+	Get(ctx context.Context, a object.Actor, bucket, key string) (*object.Reader, error)
+	Put(ctx context.Context, a object.Actor, in object.PutInput) (meta.Object, error)
+	CopyFrom(ctx context.Context, a object.Actor, src *object.Reader, in object.CopyInput) (meta.Object, error)
+	Delete(ctx context.Context, a object.Actor, bucket, key string, cond meta.Cond) (meta.Object, error)
+}
+
+// Uploads is what the multipart upload operations call.
+type Uploads interface {
+	CreateUpload(ctx context.Context, a object.Actor, in object.CreateUploadInput) (meta.Upload, error)
+	UploadEncryption(u meta.Upload) object.Encryption
+	PutPart(ctx context.Context, a object.Actor, in object.PartInput) (meta.Part, error)
+	CopyPart(ctx context.Context, a object.Actor, in object.PartInput, src *object.Reader, offset, length int64) (meta.Part, error)
+	GetUpload(ctx context.Context, a object.Actor, bucket, key, id string) (meta.Upload, error)
+	CompleteUpload(ctx context.Context, a object.Actor, bucket, key, id string, parts []meta.CompletePart, cond meta.Cond) (meta.Object, error)
+	AbortUpload(ctx context.Context, a object.Actor, bucket, key, id string) error
+	ListParts(ctx context.Context, a object.Actor, bucket, key, id string, after, limit int) (meta.Upload, []meta.Part, bool, error)
+	ListUploads(ctx context.Context, a object.Actor, bucket string, opts meta.ListUploadsOptions) ([]meta.Upload, bool, error)
+}
+
+// Keys finds the secret of an access key, for SigV4 and SigV2: unknown
+// keys and keys of disabled users are InvalidAccessKeyId.
+type Keys interface {
+	LookupKey(ctx context.Context, id string) (secret string, p auth.Principal, err error)
+}
+
+// Services are the services the API calls, one field per group.
+type Services struct {
+	Buckets Buckets
+	Objects Objects
+	Uploads Uploads
+	Keys    Keys
+}
