@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/coffer-storage/coffer/internal/crypt"
+	"github.com/coffer-storage/coffer/internal/detach"
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/integrity"
 	"github.com/coffer-storage/coffer/internal/kms"
@@ -205,7 +206,7 @@ func (s *Service) runJob(ctx context.Context, j meta.KMSJob, opts JobOptions) er
 	)
 	save := func(state meta.KMSJob) error {
 		now := s.now()
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		sctx, cancel := detach.Context(ctx)
 		defer cancel()
 		return s.meta.SaveKMSJob(sctx, state, opts.Owner, now.Add(opts.Lease), now)
 	}
@@ -538,7 +539,7 @@ func (s *Service) swapEncrypted(ctx context.Context, b meta.Bucket, o meta.Objec
 		return key, sl, nil
 	}
 	fail := func(err error) error {
-		s.discardStaged(staged)
+		s.discardStaged(ctx, staged)
 		return err
 	}
 	switch {
@@ -594,7 +595,7 @@ func (s *Service) swapEncrypted(ctx context.Context, b meta.Bucket, o meta.Objec
 	if enc.BlobKey != "" {
 		put.Staged = true
 	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	cctx, cancel := detach.Context(ctx)
 	defer cancel()
 	if _, err := s.meta.PutObjects(cctx, []meta.Put{put}); err != nil {
 		return fail(err)
@@ -602,7 +603,7 @@ func (s *Service) swapEncrypted(ctx context.Context, b meta.Bucket, o meta.Objec
 	if enc.BlobKey != "" {
 		s.endStaging(staged...)
 	} else {
-		s.unstage(staged...)
+		s.unstage(ctx, staged...)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/coffer-storage/coffer/internal/blob"
+	"github.com/coffer-storage/coffer/internal/detach"
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/integrity"
 	"github.com/coffer-storage/coffer/internal/meta"
@@ -129,7 +130,9 @@ func (s *Service) CreateUpload(ctx context.Context, a Actor, in CreateUploadInpu
 	}
 	if err := s.meta.CreateUpload(ctx, u); err != nil {
 		if u.BackendUploadID != "" {
-			_ = s.blobs.(blob.MultipartPresigner).AbortMultipart(context.WithoutCancel(ctx), u.BlobKey, u.BackendUploadID)
+			actx, cancel := detach.Context(ctx)
+			_ = s.blobs.(blob.MultipartPresigner).AbortMultipart(actx, u.BlobKey, u.BackendUploadID)
+			cancel()
 		}
 		return meta.Upload{}, err
 	}
@@ -235,12 +238,12 @@ func (s *Service) PutPart(ctx context.Context, a Actor, in PartInput) (meta.Part
 	if sum := r.Checksum(); sum != nil {
 		p.Checksum = integrity.EncodeChecksum(sum)
 	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	cctx, cancel := detach.Context(ctx)
 	defer cancel()
 	_, err = s.meta.PutPart(cctx, p)
 	rv.done()
 	if err != nil {
-		s.discardStaged([]string{key})
+		s.discardStaged(ctx, []string{key})
 		if errcode.Is(err, errcode.NotFound) {
 			return meta.Part{}, ErrNoUpload(u.ID)
 		}
@@ -392,7 +395,7 @@ func (s *Service) CompleteUpload(ctx context.Context, a Actor, bucket, key, id s
 		}
 		obj.Checksum = c
 	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	cctx, cancel := detach.Context(ctx)
 	defer cancel()
 	o, err := s.meta.CompleteUpload(cctx, id, obj, parts, MinPartSize, cond)
 	if errcode.Is(err, errcode.NotFound) {
@@ -542,7 +545,7 @@ func (s *Service) completeBackend(ctx context.Context, u meta.Upload, parts []me
 	if have != nil && u.Size > 0 && total != u.Size {
 		return meta.Object{}, invalid("size_mismatch", 0, "the parts add up to %d bytes, the upload declared %d", total, u.Size)
 	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 60*time.Second)
+	cctx, cancel := detach.WithTimeout(ctx, 2*detach.Timeout)
 	defer cancel()
 	if have != nil {
 		info, err := mp.CompleteMultipart(cctx, u.BlobKey, u.BackendUploadID, list)
@@ -582,7 +585,8 @@ func (s *Service) completeBackend(ctx context.Context, u meta.Upload, parts []me
 // of uploads whose metadata is already gone (a deleted account's: see
 // meta.Store.DeleteUser); their blobs are in the garbage queue. Best
 // effort: a failure is logged, and the backend's own expiry of incomplete
-// uploads reclaims what is left.
+// uploads reclaims what is left. Each abort outlives ctx's cancellation
+// (the metadata is gone already: this is the only chance).
 func (s *Service) AbortBackendUploads(ctx context.Context, uploads []meta.Upload) {
 	mp, ok := s.blobs.(blob.MultipartPresigner)
 	if !ok {
@@ -592,7 +596,10 @@ func (s *Service) AbortBackendUploads(ctx context.Context, uploads []meta.Upload
 		if u.BackendUploadID == "" {
 			continue
 		}
-		if err := mp.AbortMultipart(ctx, u.BlobKey, u.BackendUploadID); err != nil {
+		actx, cancel := detach.Context(ctx)
+		err := mp.AbortMultipart(actx, u.BlobKey, u.BackendUploadID)
+		cancel()
+		if err != nil {
 			s.log.Warn("aborting a deleted account's backend upload failed", "upload", u.ID, "blob", u.BlobKey, "err", err)
 		}
 	}

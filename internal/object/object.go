@@ -39,6 +39,7 @@ import (
 	"time"
 
 	"github.com/coffer-storage/coffer/internal/blob"
+	"github.com/coffer-storage/coffer/internal/detach"
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/integrity"
 	"github.com/coffer-storage/coffer/internal/meta"
@@ -471,11 +472,11 @@ func (s *Service) commit(ctx context.Context, sts []staged) ([]meta.Object, erro
 	// The blobs are durable; commit even if the client went away meanwhile,
 	// so what we may already have acknowledged by side effect stays
 	// consistent. A bounded context keeps a stuck store from hanging us.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	cctx, cancel := detach.Context(ctx)
 	defer cancel()
 	_, err := s.meta.PutObjects(cctx, puts)
 	if err != nil {
-		s.discard(sts)
+		s.discard(ctx, sts)
 		switch {
 		case errcode.Is(err, errcode.QuotaExceeded):
 			return nil, errcode.New(errcode.QuotaExceeded, "storage quota exceeded")
@@ -502,7 +503,7 @@ func (s *Service) commit(ctx context.Context, sts []staged) ([]meta.Object, erro
 }
 
 // discard drops staged uploads that will never be committed.
-func (s *Service) discard(sts []staged) {
+func (s *Service) discard(ctx context.Context, sts []staged) {
 	var keys []string
 	for _, st := range sts {
 		if st.rv != nil {
@@ -510,7 +511,7 @@ func (s *Service) discard(sts []staged) {
 			keys = append(keys, st.put.Object.BlobKey)
 		}
 	}
-	s.discardStaged(keys)
+	s.discardStaged(ctx, keys)
 }
 
 // Batch stages several uploads and commits them in one transaction: all
@@ -557,7 +558,7 @@ func (bt *Batch) Abort() {
 		return
 	}
 	bt.done = true
-	bt.s.discard(bt.staged)
+	bt.s.discard(context.Background(), bt.staged)
 }
 
 // Reader is an authorised handle on one object version: its metadata, and

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/coffer-storage/coffer/internal/detach"
 	"github.com/coffer-storage/coffer/internal/meta"
 )
 
@@ -67,12 +68,12 @@ func (s *Service) endStaging(keys ...string) {
 // unstage releases the stagings of blobs that will not be committed (their
 // writes failed before anything could point at them), and reports whether
 // it could (else the reservations lapse with their leases).
-func (s *Service) unstage(keys ...string) bool {
+func (s *Service) unstage(ctx context.Context, keys ...string) bool {
 	if len(keys) == 0 {
 		return true
 	}
 	s.endStaging(keys...)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := detach.Context(ctx)
 	defer cancel()
 	if err := s.meta.Unstage(ctx, keys); err != nil {
 		s.log.Warn("releasing upload reservations failed; they lapse with their lease", "blobs", keys, "err", err)
@@ -187,7 +188,7 @@ func (s *Service) writeStaged(ctx context.Context, st meta.Staging, r io.Reader,
 	}
 	if err != nil {
 		rv.done()
-		s.unstage(st.BlobKey) // (a blob written after all is an orphan)
+		s.unstage(ctx, st.BlobKey) // (a blob written after all is an orphan)
 		return nil, 0, err
 	}
 	return rv, info.Size, nil
@@ -198,11 +199,11 @@ func (s *Service) writeStaged(ctx context.Context, st meta.Staging, r io.Reader,
 // was unknown may have happened after all: then a row points at its blob,
 // which stays.) If the stagings cannot be released the blobs are left to
 // orphan collection.
-func (s *Service) discardStaged(keys []string) {
-	if len(keys) == 0 || !s.unstage(keys...) {
+func (s *Service) discardStaged(ctx context.Context, keys []string) {
+	if len(keys) == 0 || !s.unstage(ctx, keys...) {
 		return // orphan collection takes the blobs once the leases lapse
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := detach.Context(ctx)
 	defer cancel()
 	ref, err := s.meta.ReferencedBlobs(ctx, keys)
 	if err != nil {

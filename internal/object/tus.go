@@ -6,9 +6,9 @@ import (
 	"encoding/binary"
 	"io"
 	"strconv"
-	"time"
 
 	"github.com/coffer-storage/coffer/internal/crypt"
+	"github.com/coffer-storage/coffer/internal/detach"
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
 )
@@ -102,7 +102,7 @@ func (s *Service) CompleteWhole(ctx context.Context, a Actor, id, etag, sha256 s
 		list[i] = meta.CompletePart{Number: p.Number, ETag: p.ETag}
 	}
 	obj := meta.Object{ETag: etag, SHA256: sha256, ContentType: u.ContentType, Metadata: u.Metadata, ModTime: s.now().UTC()}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	cctx, cancel := detach.Context(ctx)
 	defer cancel()
 	o, err := s.meta.CompleteUpload(cctx, id, obj, list, 0, meta.Cond{})
 	if errcode.Is(err, errcode.NotFound) {
