@@ -290,7 +290,7 @@ func (st *stores) abortBackendUploads(ctx context.Context, m meta.Store, ups []m
 	if c, ok := b.(blob.Closer); ok {
 		defer c.Close()
 	}
-	object.New(m, b, object.Config{}, st.log).AbortBackendUploads(ctx, ups)
+	object.New(m, b, object.ConfigFrom(st.cfg), st.log).AbortBackendUploads(ctx, ups)
 	return nil
 }
 
@@ -319,7 +319,9 @@ func (c *gcCmd) Run(ctx context.Context, args []string) error {
 	if c, ok := b.(blob.Closer); ok {
 		defer c.Close()
 	}
-	svc := object.New(m, b, object.Config{GarbageGrace: 1, OrphanGrace: 1}, newLogger(c.env.Stderr, "warn", "text"))
+	cfg := object.ConfigFrom(data.cfg)
+	cfg.GarbageGrace, cfg.OrphanGrace = 1, 1 // now
+	svc := object.New(m, b, cfg, newLogger(c.env.Stderr, "warn", "text"))
 	g, err := svc.CollectGarbage(ctx)
 	if err != nil {
 		return err

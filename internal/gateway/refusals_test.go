@@ -67,10 +67,10 @@ func TestGatewayRefusals(t *testing.T) {
 		check(t, "DeleteBucket", e.svc.DeleteBucket(ctx, e.alice, "gate"), gatewayBucket)
 	}
 	t.Run("ro", func(t *testing.T) {
-		ops(t, newEnv(t, testbackend.SharedMinIO(t), "ro", "", object.Config{}), readOnly, readOnly)
+		ops(t, newEnv(t, testbackend.SharedMinIO(t), "ro", "", testConfig(nil)), readOnly, readOnly)
 	})
 	t.Run("rw", func(t *testing.T) {
-		e := newEnv(t, testbackend.SharedMinIO(t), "rw", "", object.Config{Keys: keys})
+		e := newEnv(t, testbackend.SharedMinIO(t), "rw", "", testConfig(func(c *object.Config) { c.Keys = keys }))
 		ops(t, e, want{}, unsupported)
 		ctx := t.Context()
 		_, err := e.svc.Put(ctx, e.alice, object.PutInput{Bucket: "gate", Key: "md", Body: strings.NewReader("x"), Size: 1,
@@ -98,7 +98,7 @@ func TestGatewayRefusals(t *testing.T) {
 		}
 	})
 	t.Run("no opener", func(t *testing.T) {
-		e := newEnvAt(t, testbackend.SharedMinIO(t), testbackend.SharedMinIO(t).Endpoint(), "rw", "", object.Config{}, nil)
+		e := newEnvAt(t, testbackend.SharedMinIO(t), testbackend.SharedMinIO(t).Endpoint(), "rw", "", testConfig(nil), nil)
 		_, err := e.svc.Get(t.Context(), e.alice, "gate", "k")
 		check(t, "Get without a gateway opener", err, want{errcode.NotImplemented, ""})
 		_, err = e.svc.List(t.Context(), e.alice, "gate", meta.ListOptions{})

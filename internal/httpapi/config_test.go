@@ -5,9 +5,10 @@ import (
 	"time"
 )
 
-// TestDefaultConfig: the file API runs with the limits it always had.
+// TestDefaultConfig: the file API runs with the limits it always had, now
+// written only in config.Defaults.
 func TestDefaultConfig(t *testing.T) {
-	got := New(nil, nil, Config{}, nil).cfg
+	got := New(nil, nil, testConfig(nil), nil).cfg
 	for _, c := range []struct {
 		name      string
 		got, want any

@@ -21,6 +21,7 @@ import (
 
 	"github.com/coffer-storage/coffer/internal/auth"
 	"github.com/coffer-storage/coffer/internal/blob/memblob"
+	"github.com/coffer-storage/coffer/internal/config"
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
 	"github.com/coffer-storage/coffer/internal/meta/sqlite"
@@ -369,7 +370,7 @@ func zipEnv(t *testing.T, n int, cfg Config) (*API, *countingStore) {
 		t.Fatal(err)
 	}
 	cs := &countingStore{Store: m}
-	svc := object.New(cs, memblob.New(), object.Config{}, nil)
+	svc := object.New(cs, memblob.New(), object.ConfigFrom(config.Defaults()), nil)
 	var g errgroup.Group
 	g.SetLimit(8) // concurrent commits share SQLite's group commit
 	for i := range n {
@@ -400,7 +401,7 @@ func zipRequest(api *API, body string) (response, error) {
 // looked up.
 func TestZipPlanningIsBounded(t *testing.T) {
 	const n = 2000
-	api, cs := zipEnv(t, n, Config{})
+	api, cs := zipEnv(t, n, testConfig(nil))
 	var prefixes, keys []string
 	for i := range 200 {
 		switch i % 4 {
@@ -442,7 +443,7 @@ func TestZipPlanningIsBounded(t *testing.T) {
 // planning past ZipPlanTimeout are each a too_large problem, before any
 // byte and, for the first two, before any lookup.
 func TestZipPlanningRefusals(t *testing.T) {
-	api, cs := zipEnv(t, 10, Config{MaxZipEntries: 50})
+	api, cs := zipEnv(t, 10, testConfig(func(c *Config) { c.MaxZipEntries = 50 }))
 	reason := func(err error) string {
 		if e := errcode.As(err); e != nil && e.Code == errcode.TooLarge {
 			r, _ := e.Detail["reason"].(string)
@@ -479,7 +480,7 @@ func TestZipPlanningRefusals(t *testing.T) {
 		t.Errorf("one key 500 times: %v, %d lookups", err, cs.lookups.Load())
 	}
 	// A planning deadline that has passed before the first listing.
-	late := New(api.objects, nil, Config{ZipPlanTimeout: time.Nanosecond}, nil)
+	late := New(api.objects, nil, testConfig(func(c *Config) { c.ZipPlanTimeout = time.Nanosecond }), nil)
 	if _, err := zipRequest(late, `{"prefixes": [""]}`); reason(err) != "zip_too_large" || errcode.As(err).Detail["plan_timeout_seconds"] == nil {
 		t.Errorf("planning past its deadline: %v", err)
 	}

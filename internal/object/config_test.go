@@ -3,14 +3,16 @@ package object
 import (
 	"testing"
 	"time"
+
+	"github.com/coffer-storage/coffer/internal/config"
 )
 
 // TestDefaultConfig: the service runs with the defaults it always had
 // (64 GiB objects, 1 min garbage grace, 1 h orphan grace, 64 KiB inline,
-// 1 min staging lease).
+// 1 min staging lease), now written only in config.Defaults.
 func TestDefaultConfig(t *testing.T) {
 	f := newFixture(t, 0)
-	svc := New(f.meta, f.blobs, Config{}, nil)
+	svc := New(f.meta, f.blobs, ConfigFrom(config.Defaults()), nil)
 	want := Config{MaxObjectSize: 64 << 30, GarbageGrace: time.Minute, OrphanGrace: time.Hour, InlineMax: 64 << 10, StagingLease: time.Minute}
 	got := svc.cfg
 	if got.MaxObjectSize != want.MaxObjectSize || got.GarbageGrace != want.GarbageGrace || got.OrphanGrace != want.OrphanGrace ||

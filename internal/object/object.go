@@ -39,6 +39,7 @@ import (
 	"time"
 
 	"github.com/coffer-storage/coffer/internal/blob"
+	"github.com/coffer-storage/coffer/internal/config"
 	"github.com/coffer-storage/coffer/internal/detach"
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/integrity"
@@ -50,26 +51,26 @@ type Actor struct {
 	UserID string
 }
 
-// Config of the service. Zero values take the defaults noted.
+// Config of the service. New takes it as given: build it with ConfigFrom
+// (from config.Defaults() for the defaults), which reads config.Config's
+// fields of the same names.
 type Config struct {
-	// MaxObjectSize bounds a single streamed upload. Default 64 GiB.
+	// MaxObjectSize bounds a single streamed upload.
 	MaxObjectSize int64
 	// GarbageGrace is how long a replaced or deleted blob is kept before it
 	// is reclaimed, so readers that looked it up just before can open it.
-	// Default 1 minute.
 	GarbageGrace time.Duration
 	// OrphanGrace is the minimum age of an unreferenced blob before it is
-	// collected as an orphan. Default 1 hour.
+	// collected as an orphan.
 	OrphanGrace time.Duration
 	// InlineMax is the largest object (of known size) stored inline in the
 	// metadata store instead of as a blob: it commits with its metadata in
-	// one transaction, saving a file create and two fsyncs. Default 64 KiB;
-	// negative disables inlining.
+	// one transaction, saving a file create and two fsyncs. 0 disables
+	// inlining (--inline-max 0).
 	InlineMax int64
 	// StagingLease is the lease of an upload in flight (meta.Staging): the
 	// writing node renews it every StagingLease/3; if the node dies, its
 	// reservations lapse and its blobs become orphans this long after.
-	// Default 1 minute.
 	StagingLease time.Duration
 	// Encrypt makes every new object, part and inline object encrypted at
 	// rest with a data key from Keys (see encrypt.go).
@@ -102,23 +103,19 @@ type Service struct {
 	jobStats JobStats // background jobs of encryption at rest (kmsjobs.go)
 }
 
-// New returns a Service over m and b.
+// ConfigFrom returns the service's configuration in c: its size limits,
+// graces, staging lease and --encryption. Keys and OpenGateway are the
+// caller's to add.
+func ConfigFrom(c config.Config) Config {
+	return Config{
+		MaxObjectSize: c.MaxObjectSize, GarbageGrace: c.GarbageGrace, OrphanGrace: c.OrphanGrace,
+		InlineMax: c.InlineMax, StagingLease: c.StagingLease, Encrypt: c.Encryption == "on",
+	}
+}
+
+// New returns a Service over m and b, configured by cfg as it is (see
+// ConfigFrom).
 func New(m meta.Store, b blob.Store, cfg Config, log *slog.Logger) *Service {
-	if cfg.MaxObjectSize <= 0 {
-		cfg.MaxObjectSize = 64 << 30
-	}
-	if cfg.GarbageGrace <= 0 {
-		cfg.GarbageGrace = time.Minute
-	}
-	if cfg.OrphanGrace <= 0 {
-		cfg.OrphanGrace = time.Hour
-	}
-	if cfg.InlineMax == 0 {
-		cfg.InlineMax = 64 << 10
-	}
-	if cfg.StagingLease <= 0 {
-		cfg.StagingLease = time.Minute
-	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -336,7 +333,7 @@ func (s *Service) stage(ctx context.Context, a Actor, in PutInput, gateway bool)
 	if body == nil {
 		body = strings.NewReader("")
 	}
-	inline := in.Size >= 0 && in.Size <= s.cfg.InlineMax
+	inline := s.cfg.InlineMax > 0 && in.Size >= 0 && in.Size <= s.cfg.InlineMax
 	limit := s.cfg.MaxObjectSize
 	limitErr := errcode.New(errcode.TooLarge, "object larger than the limit of %d bytes", s.cfg.MaxObjectSize)
 	if inline {
