@@ -18,6 +18,14 @@ import (
 	"github.com/coffer-storage/coffer/internal/meta"
 )
 
+// Uploads are the multipart uploads of native buckets: S3's, the file
+// API's direct uploads (parts to Coffer, or straight to the blob backend
+// with presigned URLs), and tus uploads (tus.go), whose parts are its
+// PATCH requests. Only CreateUpload asks the bucket's backend; every
+// other operation finds the upload by its ID, and only native buckets
+// have uploads.
+type Uploads struct{ *core }
+
 // Multipart limits (S3's).
 const (
 	MinPartSize      = 5 << 20 // every part but the last
@@ -56,14 +64,14 @@ type CreateUploadInput struct {
 // straight to the blob backend (presigned URLs of the store itself), so
 // the bytes never cross Coffer. Never with encryption on: the bytes must
 // pass through Coffer to be encrypted.
-func (s *Service) BackendDirect() bool {
+func (s *core) BackendDirect() bool {
 	_, ok := s.blobs.(blob.MultipartPresigner)
 	return ok && !s.cfg.Encrypt
 }
 
 // PresignBackendPart returns a presigned URL for part number n of a
 // backend-assembled upload in a bucket a owns.
-func (s *Service) PresignBackendPart(ctx context.Context, a Actor, u meta.Upload, n int, ttl time.Duration) (string, error) {
+func (s *Uploads) PresignBackendPart(ctx context.Context, a Actor, u meta.Upload, n int, ttl time.Duration) (string, error) {
 	mp, ok := s.blobs.(blob.MultipartPresigner)
 	if !ok || u.BackendUploadID == "" {
 		return "", errcode.New(errcode.Internal, "upload %q is not assembled by the blob backend", u.ID)
@@ -75,7 +83,7 @@ func (s *Service) PresignBackendPart(ctx context.Context, a Actor, u meta.Upload
 }
 
 // CreateUpload starts a multipart upload into a bucket a owns.
-func (s *Service) CreateUpload(ctx context.Context, a Actor, in CreateUploadInput) (meta.Upload, error) {
+func (s *Uploads) CreateUpload(ctx context.Context, a Actor, in CreateUploadInput) (meta.Upload, error) {
 	if err := ValidKey(in.Key); err != nil {
 		return meta.Upload{}, err
 	}
@@ -92,12 +100,13 @@ func (s *Service) CreateUpload(ctx context.Context, a Actor, in CreateUploadInpu
 	if err != nil {
 		return meta.Upload{}, err
 	}
-	if b.IsGateway() {
-		if _, err := s.writableGateway(ctx, b); err != nil {
-			return meta.Upload{}, err
-		}
-		return meta.Upload{}, errGatewayUnsupported("a multipart upload")
-	}
+	return b.createUpload(ctx, a, in)
+}
+
+// createUpload records the upload (and, for one whose parts go straight
+// to the blob backend, starts the backend's multipart upload).
+func (n *native) createUpload(ctx context.Context, a Actor, in CreateUploadInput) (meta.Upload, error) {
+	s, b := n.s, n.bucket
 	if in.Size < 0 || in.Size > MaxParts*MaxPartSize || in.Size > s.cfg.MaxObjectSize {
 		return meta.Upload{}, errcode.New(errcode.TooLarge, "declared size %d is over the limit", in.Size)
 	}
@@ -147,7 +156,7 @@ func newUploadID() string {
 
 // GetUpload returns an upload in progress in a bucket a owns. bucket and
 // key, if not empty, must match the upload's (S3 names both in the URL).
-func (s *Service) GetUpload(ctx context.Context, a Actor, bucket, key, id string) (meta.Upload, error) {
+func (s *Uploads) GetUpload(ctx context.Context, a Actor, bucket, key, id string) (meta.Upload, error) {
 	if id == "" {
 		return meta.Upload{}, ErrNoUpload(id)
 	}
@@ -191,7 +200,7 @@ type PartInput struct {
 }
 
 // PutPart streams one part into storage and records it.
-func (s *Service) PutPart(ctx context.Context, a Actor, in PartInput) (meta.Part, error) {
+func (s *Uploads) PutPart(ctx context.Context, a Actor, in PartInput) (meta.Part, error) {
 	u, err := s.GetUpload(ctx, a, in.Bucket, in.Key, in.UploadID)
 	if err != nil {
 		return meta.Part{}, err
@@ -207,7 +216,7 @@ func (s *Service) PutPart(ctx context.Context, a Actor, in PartInput) (meta.Part
 	if err != nil {
 		return meta.Part{}, err
 	}
-	sse, err := partSSE(u, b, in.CustomerKey)
+	sse, err := s.partSSE(u, b, in.CustomerKey)
 	if err != nil {
 		return meta.Part{}, err
 	}
@@ -255,7 +264,7 @@ func (s *Service) PutPart(ctx context.Context, a Actor, in PartInput) (meta.Part
 }
 
 // CopyPart uploads a byte range of an existing object as a part.
-func (s *Service) CopyPart(ctx context.Context, a Actor, in PartInput, src *Reader, offset, length int64) (meta.Part, error) {
+func (s *Uploads) CopyPart(ctx context.Context, a Actor, in PartInput, src *Reader, offset, length int64) (meta.Part, error) {
 	if length < 0 {
 		length = src.Object.Size - offset
 	}
@@ -272,7 +281,7 @@ func (s *Service) CopyPart(ctx context.Context, a Actor, in PartInput, src *Read
 }
 
 // ListParts lists the parts of an upload.
-func (s *Service) ListParts(ctx context.Context, a Actor, bucket, key, id string, after, limit int) (meta.Upload, []meta.Part, bool, error) {
+func (s *Uploads) ListParts(ctx context.Context, a Actor, bucket, key, id string, after, limit int) (meta.Upload, []meta.Part, bool, error) {
 	u, err := s.GetUpload(ctx, a, bucket, key, id)
 	if err != nil {
 		return meta.Upload{}, nil, false, err
@@ -309,7 +318,7 @@ func (s *Service) ListParts(ctx context.Context, a Actor, bucket, key, id string
 }
 
 // ListUploads lists a bucket's uploads in progress.
-func (s *Service) ListUploads(ctx context.Context, a Actor, bucket string, opts meta.ListUploadsOptions) ([]meta.Upload, bool, error) {
+func (s *Uploads) ListUploads(ctx context.Context, a Actor, bucket string, opts meta.ListUploadsOptions) ([]meta.Upload, bool, error) {
 	if _, err := s.authorize(ctx, a, bucket, write); err != nil {
 		return nil, false, err
 	}
@@ -317,7 +326,7 @@ func (s *Service) ListUploads(ctx context.Context, a Actor, bucket string, opts 
 }
 
 // AbortUpload discards an upload and its parts.
-func (s *Service) AbortUpload(ctx context.Context, a Actor, bucket, key, id string) error {
+func (s *Uploads) AbortUpload(ctx context.Context, a Actor, bucket, key, id string) error {
 	u, err := s.GetUpload(ctx, a, bucket, key, id)
 	if err != nil {
 		return err
@@ -327,7 +336,7 @@ func (s *Service) AbortUpload(ctx context.Context, a Actor, bucket, key, id stri
 
 // abortUpload drops an upload: first its backend multipart upload, if any,
 // then its metadata (which queues its blobs).
-func (s *Service) abortUpload(ctx context.Context, u meta.Upload) error {
+func (s *Uploads) abortUpload(ctx context.Context, u meta.Upload) error {
 	if mp, ok := s.blobs.(blob.MultipartPresigner); ok && u.BackendUploadID != "" {
 		if err := mp.AbortMultipart(ctx, u.BlobKey, u.BackendUploadID); err != nil {
 			return err
@@ -343,7 +352,7 @@ func (s *Service) abortUpload(ctx context.Context, u meta.Upload) error {
 // CompleteUpload assembles the listed parts into the upload's object. The
 // object's ETag is S3's: the MD5 of the concatenated binary part MD5s,
 // then "-" and the part count.
-func (s *Service) CompleteUpload(ctx context.Context, a Actor, bucket, key, id string, parts []meta.CompletePart, cond meta.Cond) (meta.Object, error) {
+func (s *Uploads) CompleteUpload(ctx context.Context, a Actor, bucket, key, id string, parts []meta.CompletePart, cond meta.Cond) (meta.Object, error) {
 	u, err := s.GetUpload(ctx, a, bucket, key, id)
 	if err != nil {
 		return meta.Object{}, err
@@ -407,7 +416,7 @@ func (s *Service) CompleteUpload(ctx context.Context, a Actor, bucket, key, id s
 // compositeChecksum is S3's COMPOSITE checksum of a multipart object: the
 // checksum of the concatenated binary part checksums, then "-N". Empty if
 // any listed part has no checksum.
-func (s *Service) compositeChecksum(ctx context.Context, u meta.Upload, parts []meta.CompletePart) (meta.Checksum, error) {
+func (s *Uploads) compositeChecksum(ctx context.Context, u meta.Upload, parts []meta.CompletePart) (meta.Checksum, error) {
 	sums := map[int]string{}
 	after := 0
 	for {
@@ -444,7 +453,7 @@ func (s *Service) compositeChecksum(ctx context.Context, u meta.Upload, parts []
 }
 
 // partSizes returns the size of every uploaded part by number.
-func (s *Service) partSizes(ctx context.Context, id string) (map[int]int64, error) {
+func (s *Uploads) partSizes(ctx context.Context, id string) (map[int]int64, error) {
 	sizes := map[int]int64{}
 	after := 0
 	for {
@@ -466,7 +475,7 @@ func (s *Service) partSizes(ctx context.Context, id string) (map[int]int64, erro
 }
 
 // CollectExpiredUploads aborts uploads past their expiry.
-func (s *Service) CollectExpiredUploads(ctx context.Context) (int, error) {
+func (s *Uploads) CollectExpiredUploads(ctx context.Context) (int, error) {
 	n := 0
 	for {
 		us, err := s.meta.ListExpiredUploads(ctx, s.now(), 500)
@@ -492,7 +501,7 @@ func (s *Service) CollectExpiredUploads(ctx context.Context) (int, error) {
 // object. The blob stays referenced by the upload row until that commit,
 // so orphan collection never takes it; of concurrent completions on any
 // nodes, exactly one commits.
-func (s *Service) completeBackend(ctx context.Context, u meta.Upload, parts []meta.CompletePart, cond meta.Cond) (meta.Object, error) {
+func (s *Uploads) completeBackend(ctx context.Context, u meta.Upload, parts []meta.CompletePart, cond meta.Cond) (meta.Object, error) {
 	mp := s.blobs.(blob.MultipartPresigner)
 	invalid := func(reason string, n int, format string, args ...any) error {
 		d := map[string]any{"reason": reason}
@@ -587,7 +596,7 @@ func (s *Service) completeBackend(ctx context.Context, u meta.Upload, parts []me
 // effort: a failure is logged, and the backend's own expiry of incomplete
 // uploads reclaims what is left. Each abort outlives ctx's cancellation
 // (the metadata is gone already: this is the only chance).
-func (s *Service) AbortBackendUploads(ctx context.Context, uploads []meta.Upload) {
+func (s *Uploads) AbortBackendUploads(ctx context.Context, uploads []meta.Upload) {
 	mp, ok := s.blobs.(blob.MultipartPresigner)
 	if !ok {
 		return
