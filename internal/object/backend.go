@@ -26,6 +26,9 @@ type backend interface {
 	open(ctx context.Context, r *Reader, offset, length int64) (io.ReadCloser, error)
 	// md5 returns the MD5 of o's plaintext if o's ETag is one, else nil.
 	md5(o meta.Object) []byte
+	// blob returns o's bytes as one plaintext blob of the blob store, for
+	// the store to copy without streaming them (ok false: o is not one).
+	blob(o meta.Object) (src blobCopy, ok bool)
 	// put streams w into the bucket and makes it visible.
 	put(ctx context.Context, w *incoming) (meta.Object, error)
 	// stage streams w durably without making it visible: commit, with the
@@ -144,6 +147,20 @@ func (n *native) md5(o meta.Object) []byte {
 		return nil
 	}
 	return m
+}
+
+// blob: a plaintext object of one blob whose ETag (MD5) and SHA-256 are
+// known, so that a copy made by the store has them too.
+func (n *native) blob(o meta.Object) (blobCopy, bool) {
+	md5, sha := n.md5(o), unhex(o.SHA256)
+	if o.BlobKey == "" || o.Parts != nil || o.IsInline() || o.Encryption != nil || len(md5) != 16 || sha == nil {
+		return blobCopy{}, false
+	}
+	bc := blobCopy{key: o.BlobKey, object: o.Key, size: o.Size, md5: md5, sha256: sha}
+	if o.Checksum.Type == "FULL_OBJECT" {
+		bc.checksum = o.Checksum
+	}
+	return bc, true
 }
 
 func (n *native) delete(ctx context.Context, key string, cond meta.Cond) (meta.Object, error) {

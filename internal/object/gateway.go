@@ -252,6 +252,9 @@ func (g *gatewayBackend) open(ctx context.Context, r *Reader, offset, length int
 // from parts).
 func (g *gatewayBackend) md5(meta.Object) []byte { return nil }
 
+// blob: a gateway object is not in the blob store.
+func (g *gatewayBackend) blob(meta.Object) (blobCopy, bool) { return blobCopy{}, false }
+
 // put streams w to the backend: it is visible when stored.
 func (g *gatewayBackend) put(ctx context.Context, w *incoming) (meta.Object, error) {
 	st, err := g.writableStore(ctx)
@@ -303,7 +306,10 @@ func (g *gatewayBackend) put(ctx context.Context, w *incoming) (meta.Object, err
 		md[gwMetaSSE] = base64.StdEncoding.EncodeToString(sl.envelope)
 		md[gwMetaSize] = strconv.FormatInt(w.Size, 10)
 	}
-	r := w.hashed()
+	r, err := w.hashed()
+	if err != nil {
+		return meta.Object{}, err
+	}
 	fr := &firstErrReader{r: r}
 	stored, err := st.Put(ctx, w.Key, sl.encrypt(fr), size, w.ContentType, md)
 	if err != nil {

@@ -201,6 +201,12 @@ type PartInput struct {
 
 // PutPart streams one part into storage and records it.
 func (s *Uploads) PutPart(ctx context.Context, a Actor, in PartInput) (meta.Part, error) {
+	return s.putPart(ctx, a, in, nil)
+}
+
+// putPart is PutPart of a copy of from (nil: not a copy the blob store
+// may make; see copy.go), whose in.Body is nil.
+func (s *Uploads) putPart(ctx context.Context, a Actor, in PartInput, from *copySource) (meta.Part, error) {
 	u, err := s.GetUpload(ctx, a, in.Bucket, in.Key, in.UploadID)
 	if err != nil {
 		return meta.Part{}, err
@@ -220,11 +226,6 @@ func (s *Uploads) PutPart(ctx context.Context, a Actor, in PartInput) (meta.Part
 	if err != nil {
 		return meta.Part{}, err
 	}
-	r := integrity.NewReader(in.Body, integrity.Options{
-		Size: in.Size, Limit: MaxPartSize, LimitErr: errcode.New(errcode.TooLarge, "part larger than %d bytes", int64(MaxPartSize)),
-		SHA256: in.SHA256, MD5: in.MD5,
-		ChecksumAlgorithm: u.ChecksumAlgorithm, ChecksumWant: in.ChecksumWant,
-	})
 	// Staged before the first byte, as object uploads are; within the
 	// upload's declared size, if it has one.
 	// Each part has its own data key, bound to its blob key.
@@ -233,19 +234,44 @@ func (s *Uploads) PutPart(ctx context.Context, a Actor, in PartInput) (meta.Part
 	if err != nil {
 		return meta.Part{}, err
 	}
-	rv, size, err := s.writeStaged(ctx, meta.Staging{BlobKey: key, OwnerID: b.OwnerID, UploadID: u.ID}, r, in.Size, sl)
-	if err != nil {
-		return meta.Part{}, err
+	st := meta.Staging{BlobKey: key, OwnerID: b.OwnerID, UploadID: u.ID}
+	p := meta.Part{UploadID: u.ID, Number: in.Number, BlobKey: key, Staged: true}
+	var rv *reserver
+	if from != nil && sl == nil && from.size <= MaxPartSize && in.MD5 == nil && in.SHA256 == nil && in.ChecksumWant == nil &&
+		(u.ChecksumAlgorithm == "" || strings.EqualFold(u.ChecksumAlgorithm, from.checksum.Algorithm)) {
+		// The store copies the whole source (copy.go).
+		if rv, err = s.copyStaged(ctx, st, from.blobCopy); err != nil {
+			return meta.Part{}, err
+		}
+		p.Size, p.ETag = from.size, hex.EncodeToString(from.md5)
+		if u.ChecksumAlgorithm != "" {
+			p.Checksum = from.checksum.Value
+		}
+	} else {
+		if from != nil {
+			rc, err := from.open()
+			if err != nil {
+				return meta.Part{}, err
+			}
+			defer rc.Close()
+			in.Body = rc
+		}
+		r := integrity.NewReader(in.Body, integrity.Options{
+			Size: in.Size, Limit: MaxPartSize, LimitErr: errcode.New(errcode.TooLarge, "part larger than %d bytes", int64(MaxPartSize)),
+			SHA256: in.SHA256, MD5: in.MD5,
+			ChecksumAlgorithm: u.ChecksumAlgorithm, ChecksumWant: in.ChecksumWant,
+		})
+		if rv, p.Size, err = s.writeStaged(ctx, st, r, in.Size, sl); err != nil {
+			return meta.Part{}, err
+		}
+		p.ETag = hex.EncodeToString(r.MD5())
+		if sum := r.Checksum(); sum != nil {
+			p.Checksum = integrity.EncodeChecksum(sum)
+		}
 	}
-	p := meta.Part{
-		UploadID: u.ID, Number: in.Number, Size: size,
-		ETag: hex.EncodeToString(r.MD5()), BlobKey: key, ModTime: s.now().UTC(), Staged: true,
-	}
+	p.ModTime = s.now().UTC()
 	if sl != nil {
 		p.Encryption, p.EncryptionKEK = sl.envelope, sl.kek
-	}
-	if sum := r.Checksum(); sum != nil {
-		p.Checksum = integrity.EncodeChecksum(sum)
 	}
 	cctx, cancel := detach.Context(ctx)
 	defer cancel()
@@ -263,13 +289,19 @@ func (s *Uploads) PutPart(ctx context.Context, a Actor, in PartInput) (meta.Part
 	return p, nil
 }
 
-// CopyPart uploads a byte range of an existing object as a part.
+// CopyPart uploads a byte range of an existing object as a part (the
+// whole of one plaintext blob may be copied by the blob store: see
+// copy.go).
 func (s *Uploads) CopyPart(ctx context.Context, a Actor, in PartInput, src *Reader, offset, length int64) (meta.Part, error) {
 	if length < 0 {
 		length = src.Object.Size - offset
 	}
 	if offset < 0 || offset+length > src.Object.Size {
 		return meta.Part{}, errcode.New(errcode.RangeNotSatisfiable, "copy range outside the source object")
+	}
+	if from := s.copySourceOf(ctx, src, offset, length); from != nil {
+		in.Body, in.Size = nil, length
+		return s.putPart(ctx, a, in, from)
 	}
 	rc, err := src.Open(ctx, offset, length)
 	if err != nil {

@@ -3,7 +3,6 @@ package object
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/hex"
 	"io"
 	"strings"
@@ -52,10 +51,16 @@ type PutInput struct {
 
 // Put streams one object into storage and commits it.
 func (s *Service) Put(ctx context.Context, a Actor, in PutInput) (meta.Object, error) {
-	w, err := s.newIncoming(ctx, a, in)
+	return s.put(ctx, a, in, nil)
+}
+
+// put is Put of a copy of from (nil: not a copy the blob store may make).
+func (s *core) put(ctx context.Context, a Actor, in PutInput, from *copySource) (meta.Object, error) {
+	w, err := s.newIncoming(ctx, a, in, from)
 	if err != nil {
 		return meta.Object{}, err
 	}
+	defer w.close()
 	return w.bucket.put(ctx, w)
 }
 
@@ -66,10 +71,15 @@ type incoming struct {
 	PutInput
 	bucket bucket
 	limit  int64 // Config.MaxObjectSize
+	// from is the source of a copy the blob store may make itself (see
+	// copy.go); its Body is opened by hashed if the bytes stream after
+	// all.
+	from   *copySource
+	opened io.Closer
 }
 
 // newIncoming is the first step of every upload (see above).
-func (s *core) newIncoming(ctx context.Context, a Actor, in PutInput) (*incoming, error) {
+func (s *core) newIncoming(ctx context.Context, a Actor, in PutInput, from *copySource) (*incoming, error) {
 	if err := ValidKey(in.Key); err != nil {
 		return nil, err
 	}
@@ -89,10 +99,10 @@ func (s *core) newIncoming(ctx context.Context, a Actor, in PutInput) (*incoming
 	if in.ContentType == "" {
 		in.ContentType = guessType(in.Key)
 	}
-	if in.Body == nil {
+	if in.Body == nil && from == nil {
 		in.Body = strings.NewReader("")
 	}
-	return &incoming{PutInput: in, bucket: b, limit: s.cfg.MaxObjectSize}, nil
+	return &incoming{PutInput: in, bucket: b, limit: s.cfg.MaxObjectSize, from: from}, nil
 }
 
 func errTooLarge(limit int64) error {
@@ -101,13 +111,28 @@ func errTooLarge(limit int64) error {
 
 // hashed returns the body under the size limit, hashed as it streams
 // (SHA-256, MD5, the S3 checksum asked for) and checked at EOF against
-// the client's digests: the bottom of every upload's reader stack.
-func (w *incoming) hashed() *integrity.Reader {
+// the client's digests: the bottom of every upload's reader stack. The
+// body of a copy the store did not make is opened here.
+func (w *incoming) hashed() (*integrity.Reader, error) {
+	if w.Body == nil {
+		rc, err := w.from.open()
+		if err != nil {
+			return nil, err
+		}
+		w.Body, w.opened = rc, rc
+	}
 	return integrity.NewReader(w.Body, integrity.Options{
 		Size: w.Size, Limit: w.limit, LimitErr: errTooLarge(w.limit),
 		SHA256: w.SHA256, MD5: w.MD5,
 		ChecksumAlgorithm: w.ChecksumAlgorithm, ChecksumWant: w.ChecksumWant,
-	})
+	}), nil
+}
+
+// close closes what hashed opened.
+func (w *incoming) close() {
+	if w.opened != nil {
+		w.opened.Close()
+	}
 }
 
 // measured records in o what r measured of the plaintext: its SHA-256
@@ -202,7 +227,24 @@ func (n *native) stage(ctx context.Context, w *incoming) (staged, error) {
 	if sl != nil {
 		o.Encryption, o.EncryptionKEK = sl.envelope, sl.kek
 	}
-	r := w.hashed()
+	st := meta.Staging{BlobKey: blobKey, OwnerID: n.bucket.OwnerID, Bucket: n.bucket.Name, Key: w.Key}
+	if !inline && sl == nil && w.from != nil {
+		// A plaintext copy of a plaintext blob: the store copies it, and
+		// it has the source's digests (copy.go).
+		rv, err := s.copyStaged(ctx, st, w.from.blobCopy)
+		if err != nil {
+			return staged{}, err
+		}
+		o.BlobKey, o.Size = blobKey, w.from.size
+		o.ETag, o.SHA256, o.Checksum = hex.EncodeToString(w.from.md5), hex.EncodeToString(w.from.sha256), w.from.checksum
+		o.ModTime = s.now().UTC()
+		out.put.Staged, out.rv = true, rv
+		return out, nil
+	}
+	r, err := w.hashed()
+	if err != nil {
+		return staged{}, err
+	}
 	if inline {
 		// Small and of known size: keep the bytes for the metadata store.
 		buf := bytes.NewBuffer(make([]byte, 0, w.Size+1))
@@ -226,7 +268,6 @@ func (n *native) stage(ctx context.Context, w *incoming) (staged, error) {
 		// Staged before the first byte: reserved against the owner's
 		// quota (refused here, before reading, if it cannot fit), and
 		// safe from every node's orphan collection.
-		st := meta.Staging{BlobKey: blobKey, OwnerID: n.bucket.OwnerID, Bucket: n.bucket.Name, Key: w.Key}
 		rv, size, err := s.writeStaged(ctx, st, r, w.Size, sl)
 		if err != nil {
 			return staged{}, err
@@ -312,7 +353,7 @@ func (bt *Batch) Add(ctx context.Context, in PutInput) (meta.Object, error) {
 			return meta.Object{}, errcode.New(errcode.InvalidArgument, "key %q appears twice in one upload", in.Key)
 		}
 	}
-	w, err := bt.s.newIncoming(ctx, bt.a, in)
+	w, err := bt.s.newIncoming(ctx, bt.a, in, nil)
 	if err != nil {
 		return meta.Object{}, err
 	}
@@ -340,61 +381,4 @@ func (bt *Batch) Abort() {
 	}
 	bt.done = true
 	bt.s.discard(context.Background(), bt.staged)
-}
-
-// CopyInput describes a copy. A nil Metadata keeps the source's metadata and
-// content type; a non-nil one replaces both.
-type CopyInput struct {
-	SrcBucket, SrcKey string
-	DstBucket, DstKey string
-	Cond              meta.Cond // on the destination
-	ReplaceMetadata   bool
-	ContentType       string
-	Metadata          map[string]string
-	// SSE asks for the copy's encryption (the zero value: the server's
-	// default), whatever the source's.
-	SSE SSE
-}
-
-// Copy copies an object a may read into a bucket a owns. The bytes are
-// copied into a fresh blob and verified against the source's SHA-256.
-func (s *Service) Copy(ctx context.Context, a Actor, in CopyInput) (meta.Object, error) {
-	src, err := s.Get(ctx, a, in.SrcBucket, in.SrcKey)
-	if err != nil {
-		return meta.Object{}, err
-	}
-	return s.CopyFrom(ctx, a, src, in)
-}
-
-// CopyFrom copies from an already authorised source handle (so callers can
-// evaluate copy-source conditions on src.Object first).
-func (s *Service) CopyFrom(ctx context.Context, a Actor, src *Reader, in CopyInput) (meta.Object, error) {
-	ct, md := src.Object.ContentType, src.Object.Metadata
-	if in.ReplaceMetadata {
-		ct, md = in.ContentType, in.Metadata
-	}
-	// Verify the copy against what we know of the source.
-	var sum []byte
-	if src.Object.SHA256 != "" {
-		var err error
-		if sum, err = hex.DecodeString(src.Object.SHA256); err != nil {
-			return meta.Object{}, errcode.Wrap(errcode.Internal, err, "stored SHA-256 is malformed")
-		}
-	}
-	in2 := PutInput{
-		Bucket: in.DstBucket, Key: in.DstKey, Size: src.Object.Size,
-		ContentType: ct, Metadata: md, SHA256: sum, MD5: src.backend.md5(src.Object), Cond: in.Cond, SSE: in.SSE,
-	}
-	if c := src.Object.Checksum; c.Algorithm != "" && c.Type == "FULL_OBJECT" {
-		if want, err := base64.StdEncoding.DecodeString(c.Value); err == nil {
-			in2.ChecksumAlgorithm, in2.ChecksumWant = c.Algorithm, want
-		}
-	}
-	rc, err := src.Open(ctx, 0, -1)
-	if err != nil {
-		return meta.Object{}, err
-	}
-	defer rc.Close()
-	in2.Body = rc
-	return s.Put(ctx, a, in2)
 }
