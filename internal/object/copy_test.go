@@ -102,23 +102,8 @@ func TestServerSideCopy(t *testing.T) {
 		t.Run(stack.name, func(t *testing.T) {
 			f := newFixture(t, 0)
 			svc := New(f.meta, stack.blobs, testConfig(func(c *Config) { c.Keys = keys }), nil)
-			read := func(key string) []byte {
-				t.Helper()
-				r, err := svc.Get(ctx, f.alice, "alice-bucket", key)
-				if err != nil {
-					t.Fatal(err)
-				}
-				rc, err := r.Open(ctx, 0, -1)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer rc.Close()
-				b, err := io.ReadAll(rc)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return b
-			}
+			f.svc = svc
+			read := func(key string) []byte { return []byte(f.read(t, f.alice, "alice-bucket", key)) }
 			through := func(what string, fn func(), min, max int64) {
 				t.Helper()
 				before := proxy.total()
