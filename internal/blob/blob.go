@@ -83,8 +83,12 @@ type Store interface {
 
 // Copier is implemented by stores that copy a blob without streaming it
 // through Coffer (server-side copy, reflink, hard link of an immutable file).
+// The object service uses it for copies of plaintext blobs into plaintext
+// blobs (CopyObject, UploadPartCopy of a whole object), always to a fresh
+// key.
 type Copier interface {
-	// Copy makes dst a durable copy of src, with Put's atomicity.
+	// Copy makes dst a durable copy of src, with Put's atomicity; a
+	// missing src is errcode.NotFound.
 	Copy(ctx context.Context, src, dst string) (Info, error)
 }
 

@@ -266,7 +266,7 @@ func (st *stores) abortBackendUploads(ctx context.Context, m meta.Stores, ups []
 		return err
 	}
 	defer b.Close()
-	object.New(object.StoresOf(m), b.Blobs, object.Config{}, st.log).AbortBackendUploads(ctx, ups)
+	object.New(object.StoresOf(m), b.Blobs, object.ConfigFrom(st.cfg), st.log).AbortBackendUploads(ctx, ups)
 	return nil
 }
 
@@ -289,7 +289,9 @@ func (c *gcCmd) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer st.Close()
-	svc := object.New(object.StoresOf(st.Meta), st.Blobs, object.Config{GarbageGrace: 1, OrphanGrace: 1}, newLogger(c.env.Stderr, "warn", "text"))
+	cfg := object.ConfigFrom(data.cfg)
+	cfg.GarbageGrace, cfg.OrphanGrace = 1, 1 // now
+	svc := object.New(object.StoresOf(st.Meta), st.Blobs, cfg, newLogger(c.env.Stderr, "warn", "text"))
 	g, err := svc.CollectGarbage(ctx)
 	if err != nil {
 		return err

@@ -116,6 +116,16 @@ type Config struct {
 	LoginConcurrency int    // --login-concurrency: parallel password hashes; default max(1, cores/2)
 	Argon2Memory     uint32 // --argon2-memory: KiB; default 19456
 	Argon2Time       uint32 // --argon2-time: passes; default 2
+
+	// Fixed values, with no flag: written here so that Defaults is the one
+	// place a default is written (the services take them as given).
+	GarbageGrace       time.Duration // how long a replaced or deleted blob is kept for readers that looked it up just before; default 1m
+	MaxJSONBody        int64         // largest JSON request body of the file API; default 64KiB
+	MaxFormFiles       int           // files in one multipart/form-data upload of the file API; default 1000
+	ShareDefaultExpiry time.Duration // lifetime of a share link created without one (at most ShareMaxExpiry); default 7 days
+	ShareGrantTTL      time.Duration // how long an unlocked password-protected share link stays unlocked; default 1h
+	MaxZipEntries      int           // files in one zip download; default 10000
+	MaxZipBytes        int64         // bytes in one zip download; default 16GiB
 }
 
 // Defaults returns the configuration with every default applied.
@@ -159,6 +169,14 @@ func Defaults() Config {
 		Signup:               "open",
 		Console:              true,
 		SignupRate:           Rate{N: 5, Per: time.Hour},
+
+		GarbageGrace:       time.Minute,
+		MaxJSONBody:        64 << 10,
+		MaxFormFiles:       1000,
+		ShareDefaultExpiry: 7 * 24 * time.Hour,
+		ShareGrantTTL:      time.Hour,
+		MaxZipEntries:      10_000,
+		MaxZipBytes:        16 << 30,
 	}
 }
 
@@ -303,6 +321,12 @@ func (c Config) Validate() error {
 	}
 	if c.Argon2Memory < 8*1024 || c.Argon2Time < 1 {
 		errs = append(errs, errors.New("argon2: memory must be >= 8192 KiB and time >= 1"))
+	}
+	if c.GarbageGrace <= 0 || c.MaxJSONBody <= 0 || c.MaxFormFiles <= 0 || c.ShareDefaultExpiry <= 0 || c.ShareGrantTTL <= 0 ||
+		c.MaxZipEntries <= 0 || c.MaxZipBytes <= 0 {
+		// No flag sets them: only a configuration built by hand, not
+		// from Defaults, gets here.
+		errs = append(errs, errors.New("fixed values (garbage grace, file API limits): must be > 0; start from config.Defaults()"))
 	}
 	return errors.Join(errs...)
 }

@@ -82,7 +82,7 @@ func randomString(n int, seed uint64) string {
 // backend GET (and still one HEAD each: the freshness check), for a
 // small object (memory tier) and one of several chunks (disk tier).
 func TestCachedRepeatedReads(t *testing.T) {
-	e, proxy, _, _ := cachedEnv(t, "ro", "", object.Config{})
+	e, proxy, _, _ := cachedEnv(t, "ro", "", testConfig(nil))
 	for _, tc := range []struct {
 		name     string
 		size     int
@@ -116,7 +116,7 @@ func TestCachedRepeatedReads(t *testing.T) {
 // old bytes; a replacement between a read's HEAD and its fetch is a
 // retry, and caches nothing.
 func TestCachedReplacedBehindCoffersBack(t *testing.T) {
-	e, proxy, _, _ := cachedEnv(t, "ro", "", object.Config{})
+	e, proxy, _, _ := cachedEnv(t, "ro", "", testConfig(nil))
 	ctx := t.Context()
 	for i, v := range []string{"version one", "version two!", "version 3"} {
 		etag := e.putDirect(t, "k", v)
@@ -148,7 +148,7 @@ func TestCachedReplacedBehindCoffersBack(t *testing.T) {
 // chunk, across chunks, the tail), and once the object's chunks are
 // cached, make no backend GET.
 func TestCachedRanges(t *testing.T) {
-	e, proxy, _, _ := cachedEnv(t, "ro", "/pre", object.Config{})
+	e, proxy, _, _ := cachedEnv(t, "ro", "/pre", testConfig(nil))
 	const size = 200<<10 + 123
 	data := randomString(size, 9)
 	e.putDirect(t, "pre/big", data)
@@ -180,7 +180,7 @@ func TestCachedRanges(t *testing.T) {
 // TestCachedConcurrentColdReads: 20 concurrent reads of one cold object
 // make one backend GET (singleflight), and 20 HEADs.
 func TestCachedConcurrentColdReads(t *testing.T) {
-	e, proxy, _, _ := cachedEnv(t, "ro", "", object.Config{})
+	e, proxy, _, _ := cachedEnv(t, "ro", "", testConfig(nil))
 	data := randomString(40<<10, 20)
 	e.putDirect(t, "cold", data)
 	const n = 20
@@ -229,7 +229,7 @@ func TestCachedEncrypted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, proxy, _, dir := cachedEnv(t, "rw", "", object.Config{Encrypt: true, Keys: keys})
+	e, proxy, _, dir := cachedEnv(t, "rw", "", testConfig(func(c *object.Config) { c.Encrypt, c.Keys = true, keys }))
 	data := strings.Repeat("secret bytes ", 10000)
 	if _, err := e.svc.Put(t.Context(), e.alice, object.PutInput{Bucket: "gate", Key: "s", Body: strings.NewReader(data), Size: int64(len(data))}); err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/coffer-storage/coffer/internal/blob/memblob"
+	"github.com/coffer-storage/coffer/internal/config"
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/gateway"
 	"github.com/coffer-storage/coffer/internal/kms"
@@ -125,7 +126,7 @@ func read(t *testing.T, svc *object.Service, a object.Actor, key string, off, n 
 func md5hex(s string) string { h := md5.Sum([]byte(s)); return hex.EncodeToString(h[:]) }
 
 func TestReadOnlyGateway(t *testing.T) {
-	e := newEnv(t, testbackend.SharedMinIO(t), "ro", "", object.Config{})
+	e := newEnv(t, testbackend.SharedMinIO(t), "ro", "", testConfig(nil))
 	ctx := t.Context()
 	etag := e.putDirect(t, "docs/a.txt", "hello, gateway")
 	got, o := read(t, e.svc, e.alice, "docs/a.txt", 0, -1)
@@ -173,7 +174,7 @@ func TestReadOnlyGateway(t *testing.T) {
 }
 
 func TestGatewayList(t *testing.T) {
-	e := newEnv(t, testbackend.SharedMinIO(t), "ro", "/pre", object.Config{})
+	e := newEnv(t, testbackend.SharedMinIO(t), "ro", "/pre", testConfig(nil))
 	// Written under the prefix, and one outside it that must not show.
 	for _, k := range []string{"pre/a", "pre/b/1", "pre/b/2", "pre/c", "pre/d/x", "other"} {
 		e.putDirect(t, k, "v")
@@ -214,7 +215,7 @@ func TestGatewayList(t *testing.T) {
 }
 
 func TestReadWriteGateway(t *testing.T) {
-	e := newEnv(t, testbackend.SharedMinIO(t), "rw", "/p", object.Config{MaxObjectSize: 1 << 20})
+	e := newEnv(t, testbackend.SharedMinIO(t), "rw", "/p", testConfig(func(c *object.Config) { c.MaxObjectSize = 1 << 20 }))
 	ctx := t.Context()
 	data := "written through coffer"
 	sum := sha256.Sum256([]byte(data))
@@ -293,7 +294,7 @@ func TestLargeWriteGoesMultipart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short")
 	}
-	e := newEnv(t, testbackend.SharedMinIO(t), "rw", "", object.Config{})
+	e := newEnv(t, testbackend.SharedMinIO(t), "rw", "", testConfig(nil))
 	data := bytes.Repeat([]byte("0123456789abcdef"), (70<<20)/16) // over s3blob's 64 MiB part size
 	o, err := e.svc.Put(t.Context(), e.alice, object.PutInput{Bucket: "gate", Key: "big", Body: bytes.NewReader(data), Size: int64(len(data))})
 	if err != nil {
@@ -309,7 +310,7 @@ func TestLargeWriteGoesMultipart(t *testing.T) {
 }
 
 func TestReplacedBehindCoffersBack(t *testing.T) {
-	e := newEnv(t, testbackend.SharedMinIO(t), "ro", "", object.Config{})
+	e := newEnv(t, testbackend.SharedMinIO(t), "ro", "", testConfig(nil))
 	ctx := t.Context()
 	e1 := e.putDirect(t, "k", "version one")
 	if got, o := read(t, e.svc, e.alice, "k", 0, -1); got != "version one" || o.ETag != e1 {
@@ -335,7 +336,7 @@ func TestReplacedBehindCoffersBack(t *testing.T) {
 
 func TestBackendDownAndBack(t *testing.T) {
 	m := testbackend.StartMinIO(t)
-	e := newEnv(t, m, "rw", "", object.Config{})
+	e := newEnv(t, m, "rw", "", testConfig(nil))
 	ctx := t.Context()
 	e.putDirect(t, "k", "data")
 	read(t, e.svc, e.alice, "k", 0, -1)
@@ -363,7 +364,7 @@ func TestEncryptedWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newEnv(t, testbackend.SharedMinIO(t), "rw", "/enc", object.Config{Encrypt: true, Keys: keys})
+	e := newEnv(t, testbackend.SharedMinIO(t), "rw", "/enc", testConfig(func(c *object.Config) { c.Encrypt, c.Keys = true, keys }))
 	ctx := t.Context()
 	data := strings.Repeat("secret bytes ", 10000)
 	o, err := e.svc.Put(ctx, e.alice, object.PutInput{Bucket: "gate", Key: "s", Body: strings.NewReader(data), Size: int64(len(data))})
@@ -477,4 +478,14 @@ func FuzzParseGateway(f *testing.F) {
 			t.Fatalf("round trip of %q: %+v != %+v", raw, back, sp)
 		}
 	})
+}
+
+// testConfig is the object service's default configuration
+// (config.Defaults()) changed by change, if not nil.
+func testConfig(change func(*object.Config)) object.Config {
+	c := object.ConfigFrom(config.Defaults())
+	if change != nil {
+		change(&c)
+	}
+	return c
 }

@@ -188,7 +188,7 @@ func (api *API) adminDeleteUser(r *http.Request, p auth.Principal) (response, er
 	if err != nil {
 		return nil, err
 	}
-	api.uploads.AbortBackendUploads(context.WithoutCancel(r.Context()), res.BackendUploads)
+	api.uploads.AbortBackendUploads(r.Context(), res.BackendUploads)
 	return noContent{}, nil
 }
 
@@ -310,7 +310,7 @@ func (api *API) deleteMe(r *http.Request, p auth.Principal) (response, error) {
 	if err != nil {
 		return nil, err
 	}
-	api.uploads.AbortBackendUploads(context.WithoutCancel(r.Context()), res.BackendUploads)
+	api.uploads.AbortBackendUploads(r.Context(), res.BackendUploads)
 	return noContent{}, nil
 }
 

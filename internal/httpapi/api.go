@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/coffer-storage/coffer/internal/auth"
+	"github.com/coffer-storage/coffer/internal/config"
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/httpx"
 	"github.com/coffer-storage/coffer/internal/meta"
@@ -29,17 +30,17 @@ import (
 	"github.com/coffer-storage/coffer/internal/tus"
 )
 
-// Config of the file API. Zero values take the defaults noted.
+// Config of the file API. New takes it as given: ConfigFrom fills the
+// limits from config.Config (config.Defaults() for the defaults); the
+// server adds the rest.
 type Config struct {
 	// TrustedProxies may set X-Forwarded-For; empty trusts nobody.
 	TrustedProxies []netip.Prefix
 	// PublicMaxAge is the Cache-Control max-age of public-read objects.
-	// Default 60s.
 	PublicMaxAge time.Duration
-	// MaxJSONBody bounds JSON request bodies. Default 64 KiB.
+	// MaxJSONBody bounds JSON request bodies.
 	MaxJSONBody int64
 	// MaxFormFiles bounds the files of one multipart/form-data upload.
-	// Default 1000.
 	MaxFormFiles int
 	// Presign makes the part URLs of direct uploads; nil disables them.
 	Presign Presigner
@@ -53,20 +54,19 @@ type Config struct {
 	// 501.
 	Gateways GatewayAdmin
 	// ShareDefaultExpiry is the lifetime of a share link created without
-	// one. Default 7 days.
+	// one.
 	ShareDefaultExpiry time.Duration
 	// ShareMaxExpiry is the longest lifetime a share link may have
-	// (--share-max-expiry). Default 90 days.
+	// (--share-max-expiry).
 	ShareMaxExpiry time.Duration
 	// ShareGrantTTL is how long an unlocked password-protected link stays
-	// unlocked (its cookie or X-Share-Grant). Default 1 hour.
+	// unlocked (its cookie or X-Share-Grant).
 	ShareGrantTTL time.Duration
-	// MaxZipEntries and MaxZipBytes bound one zip download. Defaults
-	// 10,000 files and 16 GiB.
+	// MaxZipEntries and MaxZipBytes bound one zip download.
 	MaxZipEntries int
 	MaxZipBytes   int64
 	// ZipPlanTimeout bounds the planning of one zip (listing what goes in,
-	// before the first byte). Default 30s.
+	// before the first byte): --request-timeout.
 	ZipPlanTimeout time.Duration
 	// BeforeZipEntry, if set, runs before each entry of a zip is opened:
 	// fault injection for tests (an object deleted mid-zip). Nil in
@@ -102,35 +102,24 @@ type API struct {
 	tus        *tus.Handler
 }
 
-// New returns the API over svc.
+// ConfigFrom returns the file API's limits in c (its public max-age, JSON,
+// form and zip bounds, share link lifetimes, zip planning timeout);
+// TrustedProxies included. The wiring (Presign, Info, RotateKeys,
+// Gateways, Tus) is the caller's to add.
+func ConfigFrom(c config.Config) Config {
+	return Config{
+		TrustedProxies: c.TrustedProxies,
+		PublicMaxAge:   c.PublicMaxAge, MaxJSONBody: c.MaxJSONBody, MaxFormFiles: c.MaxFormFiles,
+		ShareDefaultExpiry: c.ShareDefaultExpiry, ShareMaxExpiry: c.ShareMaxExpiry, ShareGrantTTL: c.ShareGrantTTL,
+		MaxZipEntries: c.MaxZipEntries, MaxZipBytes: c.MaxZipBytes,
+		// A zip streams (no request timeout), but its planning does not.
+		ZipPlanTimeout: c.RequestTimeout,
+	}
+}
+
+// New returns the API over svc, configured by cfg as it is (see
+// ConfigFrom).
 func New(svc Services, cfg Config, log *slog.Logger) *API {
-	if cfg.PublicMaxAge <= 0 {
-		cfg.PublicMaxAge = time.Minute
-	}
-	if cfg.MaxJSONBody <= 0 {
-		cfg.MaxJSONBody = 64 << 10
-	}
-	if cfg.MaxFormFiles <= 0 {
-		cfg.MaxFormFiles = 1000
-	}
-	if cfg.ShareDefaultExpiry <= 0 {
-		cfg.ShareDefaultExpiry = 7 * 24 * time.Hour
-	}
-	if cfg.ShareMaxExpiry <= 0 {
-		cfg.ShareMaxExpiry = 90 * 24 * time.Hour
-	}
-	if cfg.ShareGrantTTL <= 0 {
-		cfg.ShareGrantTTL = time.Hour
-	}
-	if cfg.MaxZipEntries <= 0 {
-		cfg.MaxZipEntries = 10_000
-	}
-	if cfg.MaxZipBytes <= 0 {
-		cfg.MaxZipBytes = 16 << 30
-	}
-	if cfg.ZipPlanTimeout <= 0 {
-		cfg.ZipPlanTimeout = 30 * time.Second
-	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}

@@ -81,7 +81,7 @@ type apiEnv struct {
 
 func newAPIEnv(t *testing.T) *apiEnv {
 	f := newFakeServices()
-	api := New(Services{Accounts: f, Buckets: f, Files: f}, Config{PublicMaxAge: 90 * time.Second}, nil)
+	api := New(Services{Accounts: f, Buckets: f, Files: f}, testConfig(func(c *Config) { c.PublicMaxAge = 90 * time.Second }), nil)
 	return &apiEnv{t: t, f: f, api: api, h: httpx.RequestIDMiddleware(api.Handler())}
 }
 

@@ -7,8 +7,19 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/coffer-storage/coffer/internal/config"
 	"github.com/coffer-storage/coffer/internal/errcode"
 )
+
+// testConfig is the file API's default configuration (config.Defaults())
+// changed by change, if not nil.
+func testConfig(change func(*Config)) Config {
+	c := ConfigFrom(config.Defaults())
+	if change != nil {
+		change(&c)
+	}
+	return c
+}
 
 func TestStatusTableComplete(t *testing.T) {
 	for _, c := range errcode.All() {
@@ -19,7 +30,7 @@ func TestStatusTableComplete(t *testing.T) {
 }
 
 func TestRouter(t *testing.T) {
-	api := New(Services{}, Config{}, nil)
+	api := New(Services{}, testConfig(nil), nil)
 	rt := newRouter(api.Routes())
 	tests := []struct {
 		method, path string
@@ -55,7 +66,7 @@ func TestRouter(t *testing.T) {
 }
 
 func FuzzRouter(f *testing.F) {
-	api := New(Services{}, Config{}, nil)
+	api := New(Services{}, testConfig(nil), nil)
 	rt := newRouter(api.Routes())
 	for _, p := range []string{"/api/v1/me", "/api/v1/buckets/b/files/a%2F%2F/b", "/api/v1/buckets/b/files/%zz", "/api/v1/buckets/b/move"} {
 		f.Add("GET", p)
@@ -127,7 +138,7 @@ func (b *failingBody) Read(p []byte) (int, error) {
 // TestDecodeJSONErrors: a body that cannot be read keeps the reader's code
 // (a stalled body is a 408, not a 400 "invalid JSON").
 func TestDecodeJSONErrors(t *testing.T) {
-	api := New(Services{}, Config{MaxJSONBody: 64}, nil)
+	api := New(Services{}, testConfig(func(c *Config) { c.MaxJSONBody = 64 }), nil)
 	for _, tc := range []struct {
 		name string
 		body io.Reader
@@ -155,7 +166,7 @@ func TestDecodeJSONErrors(t *testing.T) {
 // with a stable key of the link (for per-link limits), never as carrying
 // credentials, and other routes carry no share key.
 func TestClassifyShareRoutes(t *testing.T) {
-	api := New(Services{}, Config{}, nil)
+	api := New(Services{}, testConfig(nil), nil)
 	for _, tc := range []struct {
 		method, path, auth string
 		share              bool

@@ -102,7 +102,7 @@ func startOpenAPIServer(t *testing.T) *oasEnv {
 			t.Errorf("server: %v", err)
 		}
 	})
-	e := &oasEnv{t: t, api: httpapi.New(httpapi.Services{}, httpapi.Config{}, nil), ops: map[string]bool{}, plain: &http.Client{}}
+	e := &oasEnv{t: t, api: httpapi.New(httpapi.Services{}, httpapi.ConfigFrom(config.Defaults()), nil), ops: map[string]bool{}, plain: &http.Client{}}
 	addr := regexp.MustCompile(`(file|S3) API listening on (http://\S+)`)
 	for e.url == "" || e.s3 == "" {
 		select {

@@ -67,7 +67,7 @@ func docPath(pattern string) string { return strings.ReplaceAll(pattern, "...}",
 // path parameters and security, and every operation is a route (HEAD
 // where the route is a GET, which also answers HEAD).
 func TestOpenAPIRoutes(t *testing.T) {
-	checkOpenAPIRoutes(t, loadOpenAPI(t, openAPIDoc), New(Services{}, Config{}, nil).Routes())
+	checkOpenAPIRoutes(t, loadOpenAPI(t, openAPIDoc), New(Services{}, testConfig(nil), nil).Routes())
 }
 
 func checkOpenAPIRoutes(t testing.TB, doc *openapi3.T, routes []Route) {
@@ -188,7 +188,7 @@ func checkSecurity(t testing.TB, name string, access Access, op *openapi3.Operat
 // the document part: a route missing from the document, a method or a
 // parameter that differs, an operation without a route.
 func TestOpenAPIRoutesCatchDrift(t *testing.T) {
-	routes := New(Services{}, Config{}, nil).Routes()
+	routes := New(Services{}, testConfig(nil), nil).Routes()
 	for _, tc := range []struct {
 		name   string
 		routes func([]Route) []Route
@@ -321,7 +321,7 @@ func TestOpenAPIProblems(t *testing.T) {
 // TestOpenAPIServed: GET /api/v1/openapi.json answers the embedded
 // document, public and cacheable, and 304 to its ETag.
 func TestOpenAPIServed(t *testing.T) {
-	h := New(Services{}, Config{}, nil).Handler()
+	h := New(Services{}, testConfig(nil), nil).Handler()
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, httptest.NewRequest("GET", "/api/v1/openapi.json", nil))
 	if w.Code != 200 || w.Header().Get("Content-Type") != "application/json" || !strings.HasPrefix(w.Header().Get("Cache-Control"), "public") {

@@ -10,7 +10,7 @@ import (
 // TestClassifyTus: tus bodies stream and are writes (admission class,
 // no request timeout); the rest are control requests.
 func TestClassifyTus(t *testing.T) {
-	api := New(Services{}, Config{}, nil)
+	api := New(Services{}, testConfig(nil), nil)
 	tests := []struct {
 		method, path string
 		class        ratelimit.Class

@@ -21,6 +21,7 @@ import (
 
 	"github.com/coffer-storage/coffer/internal/auth"
 	"github.com/coffer-storage/coffer/internal/blob/memblob"
+	"github.com/coffer-storage/coffer/internal/config"
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
 	"github.com/coffer-storage/coffer/internal/meta/sqlite"
@@ -372,7 +373,7 @@ func zipEnv(t *testing.T, n int, cfg Config) (*API, *countingStore) {
 	cs := &countingStore{Objects: m}
 	st := object.StoresOf(m.Stores())
 	st.Objects = cs
-	svc := object.New(st, memblob.New(), object.Config{}, nil)
+	svc := object.New(st, memblob.New(), object.ConfigFrom(config.Defaults()), nil)
 	var g errgroup.Group
 	g.SetLimit(8) // concurrent commits share SQLite's group commit
 	for i := range n {
@@ -403,7 +404,7 @@ func zipRequest(api *API, body string) (response, error) {
 // looked up.
 func TestZipPlanningIsBounded(t *testing.T) {
 	const n = 2000
-	api, cs := zipEnv(t, n, Config{})
+	api, cs := zipEnv(t, n, testConfig(nil))
 	var prefixes, keys []string
 	for i := range 200 {
 		switch i % 4 {
@@ -445,7 +446,7 @@ func TestZipPlanningIsBounded(t *testing.T) {
 // planning past ZipPlanTimeout are each a too_large problem, before any
 // byte and, for the first two, before any lookup.
 func TestZipPlanningRefusals(t *testing.T) {
-	api, cs := zipEnv(t, 10, Config{MaxZipEntries: 50})
+	api, cs := zipEnv(t, 10, testConfig(func(c *Config) { c.MaxZipEntries = 50 }))
 	reason := func(err error) string {
 		if e := errcode.As(err); e != nil && e.Code == errcode.TooLarge {
 			r, _ := e.Detail["reason"].(string)
@@ -482,7 +483,7 @@ func TestZipPlanningRefusals(t *testing.T) {
 		t.Errorf("one key 500 times: %v, %d lookups", err, cs.lookups.Load())
 	}
 	// A planning deadline that has passed before the first listing.
-	late := New(Services{Buckets: api.buckets, Files: api.files}, Config{ZipPlanTimeout: time.Nanosecond}, nil)
+	late := New(Services{Buckets: api.buckets, Files: api.files}, testConfig(func(c *Config) { c.ZipPlanTimeout = time.Nanosecond }), nil)
 	if _, err := zipRequest(late, `{"prefixes": [""]}`); reason(err) != "zip_too_large" || errcode.As(err).Detail["plan_timeout_seconds"] == nil {
 		t.Errorf("planning past its deadline: %v", err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/maypok86/otter/v2"
 
+	"github.com/coffer-storage/coffer/internal/detach"
 	"github.com/coffer-storage/coffer/internal/errcode"
 )
 
@@ -177,8 +178,10 @@ func (k *Keys) current(ctx context.Context, keyID string) (*intermediate, error)
 		return k.newIK(ctx, keyID)
 	}
 	// The load may serve several requests: it must not fail because the
-	// first of them went away (the provider's timeout bounds it).
-	ik, err := k.issuing.Get(context.WithoutCancel(ctx), keyID, otter.LoaderFunc[string, *intermediate](
+	// first of them went away.
+	lctx, cancel := detach.Context(ctx)
+	defer cancel()
+	ik, err := k.issuing.Get(lctx, keyID, otter.LoaderFunc[string, *intermediate](
 		func(ctx context.Context, keyID string) (*intermediate, error) { return k.newIK(ctx, keyID) }))
 	if err != nil {
 		return nil, err
@@ -217,7 +220,9 @@ func (k *Keys) openIK(ctx context.Context, kek KeyRef, wrapped []byte) ([]byte, 
 	if k.opened == nil {
 		return load(ctx)
 	}
-	return k.opened.Get(context.WithoutCancel(ctx), cacheKey(kek, wrapped), otter.LoaderFunc[[32]byte, []byte](
+	lctx, cancel := detach.Context(ctx) // shared by concurrent callers, as in current
+	defer cancel()
+	return k.opened.Get(lctx, cacheKey(kek, wrapped), otter.LoaderFunc[[32]byte, []byte](
 		func(ctx context.Context, _ [32]byte) ([]byte, error) { return load(ctx) }))
 }
 

@@ -56,31 +56,6 @@ func bucketSSE(b meta.Bucket) SSE {
 	return SSE{}
 }
 
-// SetBucketEncryption sets the default encryption of new objects in a
-// bucket a owns (see meta.Bucket.Encryption): enc "" (the server's
-// default), meta.EncryptAES256 or meta.EncryptKMS with kmsKey ("" = the
-// provider's default key), which must exist and be one a may use
-// (checkKMSKey).
-func (s *Service) SetBucketEncryption(ctx context.Context, a Actor, name, enc, kmsKey string) (meta.Bucket, error) {
-	b, err := s.authorize(ctx, a, name, write)
-	if err != nil {
-		return meta.Bucket{}, err
-	}
-	if err := meta.ValidBucketEncryption(enc, kmsKey); err != nil {
-		return meta.Bucket{}, err
-	}
-	if enc != "" {
-		if err := s.checkKMSKey(ctx, a.UserID, kmsKey); err != nil {
-			return meta.Bucket{}, err
-		}
-	}
-	if err := s.meta.SetBucketEncryption(ctx, name, enc, kmsKey); err != nil {
-		return meta.Bucket{}, err
-	}
-	b.Encryption, b.EncryptionKMSKey = enc, kmsKey
-	return b, nil
-}
-
 // ErrKMSKey is the answer to an SSE-KMS key a user may not name: one that
 // does not exist, and one that exists but is not on the user's allow list,
 // alike (S3: 400 KMS.NotFoundException), so key names cannot be probed.
@@ -95,7 +70,7 @@ func ErrKMSKey(keyID string) error {
 // (meta.KMSGrantStore, kept by administrators), checked before the key
 // service is asked anything: an unknown key and a key not allowed are
 // ErrKMSKey both.
-func (s *Service) checkKMSKey(ctx context.Context, userID, keyID string) error {
+func (s *core) checkKMSKey(ctx context.Context, userID, keyID string) error {
 	if s.cfg.Keys == nil {
 		return errcode.New(errcode.NotImplemented, "server-side encryption needs a key provider: start the server with --kms")
 	}
@@ -151,18 +126,19 @@ func (s *Service) ListKMSKeyGrants(ctx context.Context) ([]meta.KMSKeyGrant, err
 
 // defaultKMSKey is the name of the provider's default key ("" when the
 // provider does not say).
-func (s *Service) defaultKMSKey() string {
+func (s *core) defaultKMSKey() string {
 	if d, ok := s.cfg.Keys.(interface{ Default() kms.KeyRef }); ok {
 		return d.Default().Name()
 	}
 	return ""
 }
 
-// writeSSE returns the encryption a write by a into b asks for: sse,
-// else b's default (bucketSSE); a KMS key it names must be one its chooser
-// may use (checkKMSKey): the request's, a; the bucket default's, b's owner
-// (so a withdrawn grant stops new writes under the bucket's default too).
-func (s *Service) writeSSE(ctx context.Context, a Actor, b meta.Bucket, sse SSE) (SSE, error) {
+// writeSSE decides the encryption of a write by a into b, once: sse,
+// else b's default (bucketSSE), else the server's (orDefault); Mode 0 is
+// plaintext. A KMS key it names must be one its chooser may use
+// (checkKMSKey): the request's, a; the bucket default's, b's owner (so a
+// withdrawn grant stops new writes under the bucket's default too).
+func (s *core) writeSSE(ctx context.Context, a Actor, b meta.Bucket, sse SSE) (SSE, error) {
 	who := a.UserID
 	if sse.Mode == 0 {
 		sse, who = bucketSSE(b), b.OwnerID
@@ -172,7 +148,16 @@ func (s *Service) writeSSE(ctx context.Context, a Actor, b meta.Bucket, sse SSE)
 			return SSE{}, err
 		}
 	}
-	return sse, nil
+	return s.orDefault(sse), nil
+}
+
+// orDefault is sse, or the server's default when sse asks for nothing:
+// SSE-S3 with --encryption on, else plaintext.
+func (s *core) orDefault(sse SSE) SSE {
+	if sse.Mode == 0 && s.cfg.Encrypt {
+		sse.Mode = crypt.ModeServer
+	}
+	return sse
 }
 
 // inlineIdentity is what inline ciphertext is bound to (it has no blob
@@ -251,7 +236,7 @@ func CheckCustomerKey(o meta.Object, key []byte) error {
 
 // EncryptsByDefault reports whether new objects are encrypted without
 // being asked (--encryption on).
-func (s *Service) EncryptsByDefault() bool { return s.cfg.Encrypt }
+func (s *core) EncryptsByDefault() bool { return s.cfg.Encrypt }
 
 // Encryption says how an object's bytes are stored, for the APIs'
 // response headers: Mode 0 for plaintext.
@@ -289,14 +274,10 @@ func encryptionOf(env []byte) Encryption {
 func PartEncryption(p meta.Part) Encryption { return encryptionOf(p.Encryption) }
 
 // newSealer returns a sealer for bytes bound to identity (a blob key, or
-// inlineIdentity) when they are to be encrypted (as sse asks, else as the
-// bucket's default (see bucketSSE), else as the server's), or nil when
-// they are not.
-func (s *Service) newSealer(ctx context.Context, identity string, sse SSE) (*sealer, error) {
+// inlineIdentity) encrypted as sse says (decided by writeSSE or partSSE),
+// or nil for plaintext (Mode 0).
+func (s *core) newSealer(ctx context.Context, identity string, sse SSE) (*sealer, error) {
 	mode := sse.Mode
-	if mode == 0 && s.cfg.Encrypt {
-		mode = crypt.ModeServer
-	}
 	keyID := ""
 	switch mode {
 	case 0:
@@ -376,7 +357,7 @@ func (sl *sealer) encrypt(r io.Reader) io.Reader {
 // opener opens stored bytes [offset, offset+length) of plaintext, given
 // their envelope (nil: plaintext).
 type opener struct {
-	s              *Service
+	s              *core
 	bucket, key    string // for the log
 	envelope       []byte
 	customerKey    []byte // SSE-C: the key the reader was given, or nil
@@ -517,17 +498,13 @@ func bytesFetcher(b []byte) crypt.Fetcher {
 }
 
 // uploadEncryption records in u the encryption every part of a new upload
-// by a into b is written under: sse, else the bucket's default, else the
-// server's (0: plaintext). A KMS key must pass writeSSE; of a customer key only a
-// salted check is kept (a customer-mode envelope whose data key is thrown
-// away: each part gets its own).
-func (s *Service) uploadEncryption(ctx context.Context, a Actor, b meta.Bucket, sse SSE, u *meta.Upload) error {
+// by a into b is written under, as writeSSE decides it. Of a customer key
+// only a salted check is kept (a customer-mode envelope whose data key is
+// thrown away: each part gets its own).
+func (s *core) uploadEncryption(ctx context.Context, a Actor, b meta.Bucket, sse SSE, u *meta.Upload) error {
 	sse, err := s.writeSSE(ctx, a, b, sse)
 	if err != nil {
 		return err
-	}
-	if sse.Mode == 0 && s.cfg.Encrypt {
-		sse.Mode = crypt.ModeServer
 	}
 	switch sse.Mode {
 	case 0:
@@ -555,12 +532,21 @@ func (s *Service) uploadEncryption(ctx context.Context, a Actor, b meta.Bucket, 
 	return nil
 }
 
-// partSSE is the encryption of a part of upload u into bucket b, given the
-// customer key the request brought (nil: none): the upload's, with the
-// same customer key for SSE-C uploads (S3's errors otherwise). Uploads
-// recorded without a mode (plaintext at creation, or created before
-// uploads recorded theirs) take the bucket's default, else the server's.
-func partSSE(u meta.Upload, b meta.Bucket, customerKey []byte) (SSE, error) {
+// partSSE decides the encryption of a part of upload u into bucket b, as
+// writeSSE does for objects: the upload's (uploadSSE), else the server's
+// default.
+func (s *core) partSSE(u meta.Upload, b meta.Bucket, customerKey []byte) (SSE, error) {
+	sse, err := uploadSSE(u, b, customerKey)
+	return s.orDefault(sse), err
+}
+
+// uploadSSE is the encryption a part of upload u into bucket b asks for,
+// given the customer key the request brought (nil: none): the upload's,
+// with the same customer key for SSE-C uploads (S3's errors otherwise).
+// Uploads recorded without a mode (plaintext at creation, or created
+// before uploads recorded theirs) take the bucket's default (Mode 0 if it
+// has none).
+func uploadSSE(u meta.Upload, b meta.Bucket, customerKey []byte) (SSE, error) {
 	mode := crypt.Mode(u.EncryptionMode)
 	if mode != crypt.ModeCustomer {
 		if customerKey != nil {
@@ -593,7 +579,7 @@ func partSSE(u meta.Upload, b meta.Bucket, customerKey []byte) (SSE, error) {
 // UploadEncryption returns how the parts of u are stored, for the APIs'
 // response headers (SSE-KMS without a named key: the provider's default
 // key, when it says which).
-func (s *Service) UploadEncryption(u meta.Upload) Encryption {
+func (s *Uploads) UploadEncryption(u meta.Upload) Encryption {
 	e := Encryption{Mode: crypt.Mode(u.EncryptionMode), KMSKeyID: u.EncryptionKMSKey}
 	if e.Mode == crypt.ModeKMSKey && e.KMSKeyID == "" {
 		if d, ok := s.cfg.Keys.(interface{ Default() kms.KeyRef }); ok {
@@ -606,6 +592,6 @@ func (s *Service) UploadEncryption(u meta.Upload) Encryption {
 // CheckUploadCustomerKey checks a customer key given for upload u (S3
 // SSE-C headers on CompleteMultipartUpload): it must be the upload's.
 func CheckUploadCustomerKey(u meta.Upload, key []byte) error {
-	_, err := partSSE(u, meta.Bucket{}, key)
+	_, err := uploadSSE(u, meta.Bucket{}, key)
 	return err
 }

@@ -61,7 +61,7 @@ func encFixture(t testing.TB) (*fixture, *flakyKeys) {
 	}
 	t.Cleanup(func() { k.Close() })
 	keys := &flakyKeys{Keys: k}
-	f.svc = New(f.meta, f.blobs, Config{GarbageGrace: time.Nanosecond, Encrypt: true, Keys: keys}, nil)
+	f.svc = New(f.meta, f.blobs, testConfig(func(c *Config) { c.GarbageGrace, c.Encrypt, c.Keys = time.Nanosecond, true, keys }), nil)
 	return f, keys
 }
 
@@ -235,14 +235,14 @@ func TestEncryptedMultipart(t *testing.T) {
 func TestMixedStore(t *testing.T) {
 	f, keys := encFixture(t)
 	ctx := t.Context()
-	plainSvc := New(f.meta, f.blobs, Config{GarbageGrace: time.Nanosecond}, nil)
+	plainSvc := New(f.meta, f.blobs, testConfig(func(c *Config) { c.GarbageGrace = time.Nanosecond }), nil)
 	big, small := markerData(100_000), markerData(100)
 	for key, data := range map[string][]byte{"old-big": big, "old-small": small} {
 		if _, err := plainSvc.Put(ctx, f.alice, PutInput{Bucket: "alice-bucket", Key: key, Body: bytes.NewReader(data), Size: int64(len(data))}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	f.svc = New(f.meta, f.blobs, Config{GarbageGrace: time.Nanosecond, Encrypt: true, Keys: keys}, nil)
+	f.svc = New(f.meta, f.blobs, testConfig(func(c *Config) { c.GarbageGrace, c.Encrypt, c.Keys = time.Nanosecond, true, keys }), nil)
 	wantRanges(t, f, "alice-bucket", "old-big", big)
 	wantRanges(t, f, "alice-bucket", "old-small", small)
 	// Plaintext objects need no key service.
@@ -372,7 +372,7 @@ func TestKeyServiceOutage(t *testing.T) {
 func TestBucketDefaultEncryption(t *testing.T) {
 	f, keys := encFixture(t)
 	ctx := t.Context()
-	f.svc = New(f.meta, f.blobs, Config{GarbageGrace: time.Nanosecond, Keys: keys}, nil)
+	f.svc = New(f.meta, f.blobs, testConfig(func(c *Config) { c.GarbageGrace, c.Keys = time.Nanosecond, keys }), nil)
 	putEnc := func(key string) Encryption {
 		t.Helper()
 		o, err := f.svc.Put(ctx, f.alice, PutInput{Bucket: "alice-bucket", Key: key, Body: strings.NewReader(marker), Size: int64(len(marker))})
@@ -499,7 +499,7 @@ func TestReadAfterRotation(t *testing.T) {
 func TestMultipartSSE(t *testing.T) {
 	f, keys := encFixture(t)
 	ctx := t.Context()
-	f.svc = New(f.meta, f.blobs, Config{GarbageGrace: time.Nanosecond, Keys: keys}, nil) // --encryption off
+	f.svc = New(f.meta, f.blobs, testConfig(func(c *Config) { c.GarbageGrace, c.Keys = time.Nanosecond, keys }), nil) // --encryption off
 	key, other := bytes.Repeat([]byte{7}, 32), bytes.Repeat([]byte{8}, 32)
 	reason := func(err error) string {
 		if e := errcode.As(err); e != nil {
@@ -671,7 +671,7 @@ func TestEncryptedUploadNotBackendDirect(t *testing.T) {
 	}
 	f, keys := encFixture(t)
 	ctx := t.Context()
-	f.svc = New(f.meta, blobs, Config{GarbageGrace: time.Nanosecond, Keys: keys}, nil)
+	f.svc = New(f.meta, blobs, testConfig(func(c *Config) { c.GarbageGrace, c.Keys = time.Nanosecond, keys }), nil)
 	if !f.svc.BackendDirect() {
 		t.Fatal("test setup: s3blob without --encryption should allow backend-direct uploads")
 	}
@@ -789,7 +789,7 @@ func TestKMSKeyAllowList(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { keys.Close() })
-	f.svc = New(f.meta, f.blobs, Config{GarbageGrace: time.Nanosecond, Keys: keys}, nil)
+	f.svc = New(f.meta, f.blobs, testConfig(func(c *Config) { c.GarbageGrace, c.Keys = time.Nanosecond, keys }), nil)
 	if _, err := f.svc.AllowKMSKey(ctx, "finance", "alice"); err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/coffer-storage/coffer/internal/crypt"
 	"github.com/coffer-storage/coffer/internal/errcode"
-	"github.com/coffer-storage/coffer/internal/integrity"
 	"github.com/coffer-storage/coffer/internal/meta"
 )
 
@@ -20,10 +19,10 @@ import (
 //
 // A bucket whose record has a Gateway URL fronts an existing bucket of an
 // S3-compatible store: it has no object rows, and every object operation
-// on it is answered from the backend by the functions of this file. The
-// dispatch happens here, in the object service, and nowhere else: the
-// APIs see the same Reader, meta.Object and errcode errors as for a native
-// bucket.
+// on it is answered from the backend by gatewayBackend, the bucket's
+// backend (backend.go), which takes what it cannot do from unsupported.
+// The APIs see the same Reader, meta.Object and errcode errors as for a
+// native bucket.
 //
 //   - Keys map one to one to the backend's keys (under its prefix).
 //   - An object's ETag is the backend's ETag: an object replaced behind
@@ -85,11 +84,11 @@ type gateways struct {
 	stores map[string]GatewayStore
 }
 
-// gateway returns the backend of gateway bucket b, opening it on first
-// use (not under the lock: an unreachable backend must not queue every
+// gateway returns the store of gateway bucket b, opening it on first use
+// (not under the lock: an unreachable backend must not queue every
 // request behind one attempt). An open that fails is retried by the next
 // request, so a backend that comes back is used without a restart.
-func (s *Service) gateway(ctx context.Context, b meta.Bucket) (GatewayStore, error) {
+func (s *core) gateway(ctx context.Context, b meta.Bucket) (GatewayStore, error) {
 	s.gw.mu.Lock()
 	g, ok := s.gw.stores[b.Gateway]
 	s.gw.mu.Unlock()
@@ -124,38 +123,53 @@ func ErrReadOnlyGateway(bucket string) error {
 		Detail: map[string]any{"reason": "read_only_gateway"}}
 }
 
-func errGatewayUnsupported(what string) error {
-	return &errcode.Error{Code: errcode.NotImplemented, Message: what + " is not supported in gateway buckets (docs/gateway.md)",
-		Detail: map[string]any{"reason": "gateway_unsupported"}}
+// gatewayBackend is the backend of a gateway bucket. Its store is opened
+// when an operation first needs it (not when the bucket is resolved), so
+// that what is refused without it is refused as before it.
+type gatewayBackend struct {
+	unsupported // multipart uploads, atomic batches, moves, deleting the bucket
+	s           *core
+	bucket      meta.Bucket
 }
 
-// writableGateway returns b's backend for a write, or the refusal.
-func (s *Service) writableGateway(ctx context.Context, b meta.Bucket) (GatewayStore, error) {
-	g, err := s.gateway(ctx, b)
+func newGatewayBackend(s *core, b meta.Bucket) *gatewayBackend {
+	g := &gatewayBackend{s: s, bucket: b}
+	g.unsupported = unsupported{bucket: b.Name, writable: func(ctx context.Context) error {
+		_, err := g.writableStore(ctx)
+		return err
+	}}
+	return g
+}
+
+// store returns the bucket's store.
+func (g *gatewayBackend) store(ctx context.Context) (GatewayStore, error) {
+	return g.s.gateway(ctx, g.bucket)
+}
+
+// writableStore returns the bucket's store for a write, or the refusal.
+func (g *gatewayBackend) writableStore(ctx context.Context) (GatewayStore, error) {
+	st, err := g.store(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if !g.Writable() {
-		return nil, ErrReadOnlyGateway(b.Name)
+	if !st.Writable() {
+		return nil, ErrReadOnlyGateway(g.bucket.Name)
 	}
-	return g, nil
+	return st, nil
 }
 
-// lookup returns the current object bucket/key of b, from the metadata
-// store or, for a gateway bucket, from its backend.
-func (s *Service) lookup(ctx context.Context, b meta.Bucket, key string) (meta.Object, error) {
-	if !b.IsGateway() {
-		return s.meta.GetObject(ctx, b.Name, key)
-	}
-	g, err := s.gateway(ctx, b)
+// lookup asks the backend (a HEAD): never cached, so an object replaced
+// behind Coffer's back has its new ETag at once.
+func (g *gatewayBackend) lookup(ctx context.Context, key string) (meta.Object, error) {
+	st, err := g.store(ctx)
 	if err != nil {
 		return meta.Object{}, err
 	}
-	o, err := g.Head(ctx, key)
+	o, err := st.Head(ctx, key)
 	if err != nil {
 		return meta.Object{}, err
 	}
-	return gatewayObject(b.Name, o), nil
+	return gatewayObject(g.bucket.Name, o), nil
 }
 
 // gatewayObject turns what the backend says into the object the APIs see:
@@ -203,11 +217,15 @@ func gatewayObject(bucket string, o meta.Object) meta.Object {
 // fails authentication).
 func gatewayIdentity(g GatewayStore, key string) string { return "gateway:" + g.BackendKey(key) }
 
-// gatewayOpen opens the bytes of a gateway object version r.Object.
-func (r *Reader) gatewayOpen(ctx context.Context, offset, length int64) (io.ReadCloser, error) {
+// open reads the version lookup saw (If-Match on its ETag).
+func (g *gatewayBackend) open(ctx context.Context, r *Reader, offset, length int64) (io.ReadCloser, error) {
 	o := r.Object
 	if length == 0 {
 		return io.NopCloser(strings.NewReader("")), nil
+	}
+	st, err := g.store(ctx) // opened by lookup
+	if err != nil {
+		return nil, err
 	}
 	gone := func(err error) error {
 		switch {
@@ -222,55 +240,48 @@ func (r *Reader) gatewayOpen(ctx context.Context, offset, length int64) (io.Read
 		if n == 0 {
 			return io.NopCloser(strings.NewReader("")), nil
 		}
-		return r.gw.Get(ctx, o.Key, o.ETag, off, n)
+		return st.Get(ctx, o.Key, o.ETag, off, n)
 	}
-	op := r.opener(o.Encryption, gatewayIdentity(r.gw, o.Key), o.Size, fetch)
+	op := r.opener(o.Encryption, gatewayIdentity(st, o.Key), o.Size, fetch)
 	op.plainOpenerErr = gone
 	return op.open(ctx, offset, length)
 }
 
-// gatewayPut streams in to the gateway bucket b.
-func (s *Service) gatewayPut(ctx context.Context, b meta.Bucket, in PutInput) (meta.Object, error) {
-	g, err := s.writableGateway(ctx, b)
+// md5: a gateway object's ETag is the backend's, which is not its
+// plaintext's MD5 when Coffer encrypted it (or the backend assembled it
+// from parts).
+func (g *gatewayBackend) md5(meta.Object) []byte { return nil }
+
+// blob: a gateway object is not in the blob store.
+func (g *gatewayBackend) blob(meta.Object) (blobCopy, bool) { return blobCopy{}, false }
+
+// put streams w to the backend: it is visible when stored.
+func (g *gatewayBackend) put(ctx context.Context, w *incoming) (meta.Object, error) {
+	st, err := g.writableStore(ctx)
 	if err != nil {
 		return meta.Object{}, err
 	}
-	if in.Cond.IfNoneMatch || in.Cond.IfMatch != "" {
+	if w.Cond.IfNoneMatch || w.Cond.IfMatch != "" {
 		// Checked before the write; the backend write itself is not
 		// conditional (docs/gateway.md).
-		old, err := g.Head(ctx, in.Key)
+		old, err := st.Head(ctx, w.Key)
 		exists := err == nil
 		if err != nil && !errcode.Is(err, errcode.NotFound) {
 			return meta.Object{}, err
 		}
-		if err := in.Cond.Check(old, exists); err != nil {
+		if err := w.Cond.Check(old, exists); err != nil {
 			return meta.Object{}, err
 		}
 	}
-	ct := in.ContentType
-	if ct == "" {
-		ct = guessType(in.Key)
-	}
-	body := in.Body
-	if body == nil {
-		body = strings.NewReader("")
-	}
-	r := integrity.NewReader(body, integrity.Options{
-		Size: in.Size, Limit: s.cfg.MaxObjectSize,
-		LimitErr: errcode.New(errcode.TooLarge, "object larger than the limit of %d bytes", s.cfg.MaxObjectSize),
-		SHA256:   in.SHA256, MD5: in.MD5,
-		ChecksumAlgorithm: in.ChecksumAlgorithm, ChecksumWant: in.ChecksumWant,
-	})
-	// in.SSE is resolved (the bucket's default applied) by stage.
-	if in.SSE.Mode == crypt.ModeCustomer {
+	if w.SSE.Mode == crypt.ModeCustomer {
 		return meta.Object{}, errGatewayUnsupported("encryption with a customer key (SSE-C)")
 	}
-	sl, err := s.newSealer(ctx, gatewayIdentity(g, in.Key), in.SSE)
+	sl, err := g.s.newSealer(ctx, gatewayIdentity(st, w.Key), w.SSE)
 	if err != nil {
 		return meta.Object{}, err
 	}
 	md := map[string]string{}
-	for k, v := range in.Metadata {
+	for k, v := range w.Metadata {
 		md[k] = v
 	}
 	for _, k := range []string{gwMetaSHA256, gwMetaSSE, gwMetaSize} {
@@ -280,49 +291,52 @@ func (s *Service) gatewayPut(ctx context.Context, b meta.Bucket, in PutInput) (m
 	}
 	// The plaintext SHA-256 is known only at EOF, after the bytes went up:
 	// the backend object keeps it only when the client announced it.
-	if in.SHA256 != nil {
-		md[gwMetaSHA256] = hex.EncodeToString(in.SHA256)
+	if w.SHA256 != nil {
+		md[gwMetaSHA256] = hex.EncodeToString(w.SHA256)
 	}
-	size := in.Size
+	size := w.Size
 	if sl != nil {
-		if size, err = sl.blobSize(in.Size); err != nil {
+		if size, err = sl.blobSize(w.Size); err != nil {
 			return meta.Object{}, err
 		}
-		if in.Size < 0 {
+		if w.Size < 0 {
 			// The envelope's plaintext size must be known up front.
 			return meta.Object{}, errcode.New(errcode.InvalidArgument, "an encrypted upload to a gateway bucket needs a Content-Length")
 		}
 		md[gwMetaSSE] = base64.StdEncoding.EncodeToString(sl.envelope)
-		md[gwMetaSize] = strconv.FormatInt(in.Size, 10)
+		md[gwMetaSize] = strconv.FormatInt(w.Size, 10)
+	}
+	r, err := w.hashed()
+	if err != nil {
+		return meta.Object{}, err
 	}
 	fr := &firstErrReader{r: r}
-	stored, err := g.Put(ctx, in.Key, sl.encrypt(fr), size, ct, md)
+	stored, err := st.Put(ctx, w.Key, sl.encrypt(fr), size, w.ContentType, md)
 	if err != nil {
 		if fr.err != nil {
 			return meta.Object{}, fr.err // the body's own failure (digest, size, client), not the transport's
 		}
 		return meta.Object{}, err
 	}
-	o := gatewayObject(b.Name, stored)
-	o.Key, o.ContentType, o.Size = in.Key, ct, r.N()
-	o.SHA256 = hex.EncodeToString(r.SHA256())
-	o.Checksum = checksumOf(in.ChecksumAlgorithm, r.Checksum())
+	o := gatewayObject(g.bucket.Name, stored)
+	o.Key, o.ContentType, o.Size = w.Key, w.ContentType, r.N()
+	w.measured(&o, r)
 	if sl != nil {
 		o.Encryption = sl.envelope
 	}
 	if o.ModTime.IsZero() {
-		o.ModTime = s.now().UTC()
+		o.ModTime = g.s.now().UTC()
 	}
 	return o, nil
 }
 
-// gatewayDelete deletes key from the gateway bucket b.
-func (s *Service) gatewayDelete(ctx context.Context, b meta.Bucket, key string, cond meta.Cond) (meta.Object, error) {
-	g, err := s.writableGateway(ctx, b)
+// delete deletes key if cond holds for what the backend holds now.
+func (g *gatewayBackend) delete(ctx context.Context, key string, cond meta.Cond) (meta.Object, error) {
+	st, err := g.writableStore(ctx)
 	if err != nil {
 		return meta.Object{}, err
 	}
-	cur, err := g.Head(ctx, key)
+	cur, err := st.Head(ctx, key)
 	if errcode.Is(err, errcode.NotFound) {
 		return meta.Object{}, ErrNoObject(key)
 	}
@@ -332,24 +346,24 @@ func (s *Service) gatewayDelete(ctx context.Context, b meta.Bucket, key string, 
 	if err := cond.Check(cur, true); err != nil {
 		return meta.Object{}, err
 	}
-	if err := g.Delete(ctx, key); err != nil {
+	if err := st.Delete(ctx, key); err != nil {
 		return meta.Object{}, err
 	}
-	return gatewayObject(b.Name, cur), nil
+	return gatewayObject(g.bucket.Name, cur), nil
 }
 
-// gatewayList lists a page of the gateway bucket b.
-func (s *Service) gatewayList(ctx context.Context, b meta.Bucket, opts meta.ListOptions) (meta.ListPage, error) {
-	g, err := s.gateway(ctx, b)
+// list lists one page: one ListObjectsV2, never cached.
+func (g *gatewayBackend) list(ctx context.Context, opts meta.ListOptions) (meta.ListPage, error) {
+	st, err := g.store(ctx)
 	if err != nil {
 		return meta.ListPage{}, err
 	}
-	p, err := g.List(ctx, opts)
+	p, err := st.List(ctx, opts)
 	if err != nil {
 		return meta.ListPage{}, err
 	}
 	for i := range p.Objects {
-		p.Objects[i].Bucket = b.Name
+		p.Objects[i].Bucket = g.bucket.Name
 	}
 	return p, nil
 }

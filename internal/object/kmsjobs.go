@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/coffer-storage/coffer/internal/crypt"
+	"github.com/coffer-storage/coffer/internal/detach"
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/integrity"
 	"github.com/coffer-storage/coffer/internal/kms"
@@ -44,6 +45,13 @@ import (
 // intermediate key's lifetime) are caught by the next pass. An encrypt
 // job makes one pass: objects written in plaintext after it started (with
 // encryption off) are not its business.
+
+// EncryptionJobs are the background jobs of encryption at rest, and this
+// node's counters of their work.
+type EncryptionJobs struct {
+	*core
+	stats JobStats
+}
 
 // rewrapper is what a re-wrap needs of the keys; *kms.Keys has it.
 type rewrapper interface {
@@ -107,11 +115,11 @@ func (st *JobStats) Last(kind string) (meta.KMSJob, bool) {
 }
 
 // JobStats returns this node's job counters.
-func (s *Service) JobStats() *JobStats { return &s.jobStats }
+func (s *EncryptionJobs) JobStats() *JobStats { return &s.stats }
 
 // StartRewrap starts (or restarts from the beginning) the re-wrap of every
 // data key to the current KEK versions.
-func (s *Service) StartRewrap(ctx context.Context) (meta.KMSJob, error) {
+func (s *EncryptionJobs) StartRewrap(ctx context.Context) (meta.KMSJob, error) {
 	if _, ok := s.cfg.Keys.(rewrapper); !ok {
 		return meta.KMSJob{}, errcode.New(errcode.NotImplemented, "no key provider: start the server with --encryption on or --kms")
 	}
@@ -121,7 +129,7 @@ func (s *Service) StartRewrap(ctx context.Context) (meta.KMSJob, error) {
 // StartEncrypt starts (or restarts) the encryption of the plaintext
 // objects of bucket ("" = every bucket), under the bucket's default
 // encryption if it has one, else the server's default KEK.
-func (s *Service) StartEncrypt(ctx context.Context, bucket string) (meta.KMSJob, error) {
+func (s *EncryptionJobs) StartEncrypt(ctx context.Context, bucket string) (meta.KMSJob, error) {
 	if s.cfg.Keys == nil {
 		return meta.KMSJob{}, errcode.New(errcode.NotImplemented, "no key provider: start the server with --encryption on or --kms")
 	}
@@ -134,16 +142,18 @@ func (s *Service) StartEncrypt(ctx context.Context, bucket string) (meta.KMSJob,
 }
 
 // KMSJobs lists the jobs; KMSJob returns one (NotFound if none).
-func (s *Service) KMSJobs(ctx context.Context) ([]meta.KMSJob, error) { return s.meta.ListKMSJobs(ctx) }
+func (s *EncryptionJobs) KMSJobs(ctx context.Context) ([]meta.KMSJob, error) {
+	return s.meta.ListKMSJobs(ctx)
+}
 
 // KMSJob returns the job name.
-func (s *Service) KMSJob(ctx context.Context, name string) (meta.KMSJob, error) {
+func (s *EncryptionJobs) KMSJob(ctx context.Context, name string) (meta.KMSJob, error) {
 	return s.meta.GetKMSJob(ctx, name)
 }
 
 // CurrentKEK returns the KEK version new data keys are wrapped under
 // (Unavailable without a key provider).
-func (s *Service) CurrentKEK(ctx context.Context) (string, error) {
+func (s *EncryptionJobs) CurrentKEK(ctx context.Context) (string, error) {
 	rw, ok := s.cfg.Keys.(rewrapper)
 	if !ok {
 		return "", errcode.New(errcode.Unavailable, "no key provider")
@@ -154,13 +164,13 @@ func (s *Service) CurrentKEK(ctx context.Context) (string, error) {
 
 // KEKUsage counts the stored data keys under each KEK version: a version
 // with none can be retired.
-func (s *Service) KEKUsage(ctx context.Context) (map[string]int64, error) {
+func (s *EncryptionJobs) KEKUsage(ctx context.Context) (map[string]int64, error) {
 	return s.meta.KEKUsage(ctx)
 }
 
 // RunKMSJobs works on jobs until ctx is done: one at a time, leased, each
 // to its end or until the lease is lost.
-func (s *Service) RunKMSJobs(ctx context.Context, opts JobOptions) {
+func (s *EncryptionJobs) RunKMSJobs(ctx context.Context, opts JobOptions) {
 	opts = opts.withDefaults()
 	for {
 		worked := false
@@ -171,9 +181,9 @@ func (s *Service) RunKMSJobs(ctx context.Context, opts JobOptions) {
 			s.log.Warn("looking for encryption jobs failed", "err", err)
 		case ok:
 			worked = true
-			s.jobStats.Running.Store(1)
+			s.stats.Running.Store(1)
 			err := s.runJob(ctx, j, opts)
-			s.jobStats.Running.Store(0)
+			s.stats.Running.Store(0)
 			if err != nil && ctx.Err() == nil {
 				s.log.Warn("encryption job paused; it resumes from its cursor", "job", j.Name, "err", err)
 				worked = false
@@ -197,7 +207,7 @@ func (s *Service) RunKMSJobs(ctx context.Context, opts JobOptions) {
 // renews the lease every Lease/3 with the last saved state, so a page
 // that takes long (large objects to encrypt) or a long pause keeps the
 // job; if the heartbeat finds the lease lost, the page is abandoned.
-func (s *Service) runJob(ctx context.Context, j meta.KMSJob, opts JobOptions) error {
+func (s *EncryptionJobs) runJob(ctx context.Context, j meta.KMSJob, opts JobOptions) error {
 	s.log.Info("encryption job: working", "job", j.Name, "pass", j.Pass, "done", j.Done)
 	var (
 		mu    sync.Mutex // serialises saves: the heartbeat never saves over a newer state
@@ -205,7 +215,7 @@ func (s *Service) runJob(ctx context.Context, j meta.KMSJob, opts JobOptions) er
 	)
 	save := func(state meta.KMSJob) error {
 		now := s.now()
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		sctx, cancel := detach.Context(ctx)
 		defer cancel()
 		return s.meta.SaveKMSJob(sctx, state, opts.Owner, now.Add(opts.Lease), now)
 	}
@@ -262,13 +272,13 @@ func (s *Service) runJob(ctx context.Context, j meta.KMSJob, opts JobOptions) er
 			}
 			return err
 		}
-		s.jobStats.Pages.Add(1)
-		s.jobStats.mu.Lock()
-		if s.jobStats.last == nil {
-			s.jobStats.last = map[string]meta.KMSJob{}
+		s.stats.Pages.Add(1)
+		s.stats.mu.Lock()
+		if s.stats.last == nil {
+			s.stats.last = map[string]meta.KMSJob{}
 		}
-		s.jobStats.last[j.Kind] = j
-		s.jobStats.mu.Unlock()
+		s.stats.last[j.Kind] = j
+		s.stats.mu.Unlock()
 		if j.State == meta.JobDone {
 			s.log.Info("encryption job: finished", "job", j.Name, "done", j.Done, "skipped", j.Skipped, "failed", j.Failed, "passes", j.Pass)
 			return nil
@@ -290,13 +300,13 @@ func (s *Service) runJob(ctx context.Context, j meta.KMSJob, opts JobOptions) er
 }
 
 // jobFailed records a row that could not be changed.
-func (s *Service) jobFailed(j *meta.KMSJob, what string, err error) {
+func (s *EncryptionJobs) jobFailed(j *meta.KMSJob, what string, err error) {
 	j.Failed++
 	j.LastError = fmt.Sprintf("%s: %v", what, err)
 	if len(j.LastError) > 1000 {
 		j.LastError = j.LastError[:1000]
 	}
-	s.jobStats.Failed.Add(1)
+	s.stats.Failed.Add(1)
 	s.log.Warn("encryption job: row left as it is", "job", j.Name, "row", what, "err", err)
 }
 
@@ -309,7 +319,7 @@ func pauses(ctx context.Context, err error) bool {
 
 // rewrapPage re-wraps one page of the job's current table and moves its
 // cursor (to the next table, or the next pass, at the end of one).
-func (s *Service) rewrapPage(ctx context.Context, j *meta.KMSJob, opts JobOptions) error {
+func (s *EncryptionJobs) rewrapPage(ctx context.Context, j *meta.KMSJob, opts JobOptions) error {
 	rw, ok := s.cfg.Keys.(rewrapper)
 	if !ok {
 		return errcode.New(errcode.Unavailable, "no key provider to re-wrap with")
@@ -362,7 +372,7 @@ func (s *Service) rewrapPage(ctx context.Context, j *meta.KMSJob, opts JobOption
 
 // rewrapRow moves one row's data key to its KEK's current version.
 // It returns only errors that pause the job.
-func (s *Service) rewrapRow(ctx context.Context, rw rewrapper, j *meta.KMSJob, row meta.EnvelopeRow) error {
+func (s *EncryptionJobs) rewrapRow(ctx context.Context, rw rewrapper, j *meta.KMSJob, row meta.EnvelopeRow) error {
 	what := describeRef(row.Ref)
 	env, err := crypt.ParseEnvelope(row.Envelope)
 	if err != nil {
@@ -376,7 +386,7 @@ func (s *Service) rewrapRow(ctx context.Context, rw rewrapper, j *meta.KMSJob, r
 		keyID = kms.KeyRef{ID: env.KEKID}.Name()
 	default:
 		j.Skipped++
-		s.jobStats.Skipped.Add(1)
+		s.stats.Skipped.Add(1)
 		return nil
 	}
 	w := kms.Wrapped{KEK: kms.KeyRef{ID: env.KEKID, Version: env.KEKVersion}, Ciphertext: env.WrappedKey}
@@ -390,7 +400,7 @@ func (s *Service) rewrapRow(ctx context.Context, rw rewrapper, j *meta.KMSJob, r
 	}
 	if !changed {
 		j.Skipped++
-		s.jobStats.Skipped.Add(1)
+		s.stats.Skipped.Add(1)
 		return nil
 	}
 	env.KEKID, env.KEKVersion, env.WrappedKey = out.KEK.ID, out.KEK.Version, out.Ciphertext
@@ -405,12 +415,12 @@ func (s *Service) rewrapRow(ctx context.Context, rw rewrapper, j *meta.KMSJob, r
 	}
 	if !swapped { // overwritten or gone meanwhile: its new row has a new key
 		j.Skipped++
-		s.jobStats.Skipped.Add(1)
+		s.stats.Skipped.Add(1)
 		return nil
 	}
 	j.Done++
 	j.PassChanged++
-	s.jobStats.Rewrapped.Add(1)
+	s.stats.Rewrapped.Add(1)
 	return nil
 }
 
@@ -425,7 +435,7 @@ func describeRef(r meta.EnvelopeRef) string {
 }
 
 // encryptPage encrypts one page of plaintext objects.
-func (s *Service) encryptPage(ctx context.Context, j *meta.KMSJob, opts JobOptions) error {
+func (s *EncryptionJobs) encryptPage(ctx context.Context, j *meta.KMSJob, opts JobOptions) error {
 	after, err := meta.ParseCursor(meta.EnvelopeObjects, j.Cursor)
 	if err != nil {
 		return err
@@ -449,12 +459,12 @@ func (s *Service) encryptPage(ctx context.Context, j *meta.KMSJob, opts JobOptio
 // encryptObject encrypts one plaintext object in place: new blobs (or
 // inline bytes) encrypted, then the row swapped if it is still the
 // version read. It returns only errors that pause the job.
-func (s *Service) encryptObject(ctx context.Context, j *meta.KMSJob, ref meta.EnvelopeRef) error {
+func (s *EncryptionJobs) encryptObject(ctx context.Context, j *meta.KMSJob, ref meta.EnvelopeRef) error {
 	what := describeRef(ref)
 	o, err := s.meta.GetObject(ctx, ref.Bucket, ref.Key)
 	if errcode.Is(err, errcode.NotFound) {
 		j.Skipped++
-		s.jobStats.Skipped.Add(1)
+		s.stats.Skipped.Add(1)
 		return nil
 	}
 	if err != nil {
@@ -462,7 +472,7 @@ func (s *Service) encryptObject(ctx context.Context, j *meta.KMSJob, ref meta.En
 	}
 	if !isPlaintext(o) {
 		j.Skipped++
-		s.jobStats.Skipped.Add(1)
+		s.stats.Skipped.Add(1)
 		return nil
 	}
 	b, err := s.meta.GetBucket(ctx, ref.Bucket)
@@ -477,10 +487,10 @@ func (s *Service) encryptObject(ctx context.Context, j *meta.KMSJob, ref meta.En
 	switch {
 	case err == nil:
 		j.Done++
-		s.jobStats.Encrypted.Add(1)
+		s.stats.Encrypted.Add(1)
 	case errcode.As(err).Detail["reason"] == "object_changed":
 		j.Skipped++ // overwritten meanwhile: the new version is the writer's
-		s.jobStats.Skipped.Add(1)
+		s.stats.Skipped.Add(1)
 	case pauses(ctx, err):
 		return err
 	default:
@@ -507,7 +517,7 @@ func isPlaintext(o meta.Object) bool {
 // part layout of a multipart object). The plaintext read back is checked
 // against the object's SHA-256 (a part's against its MD5) before anything
 // is swapped: a damaged blob is never sealed as if it were good.
-func (s *Service) swapEncrypted(ctx context.Context, b meta.Bucket, o meta.Object, sse SSE) error {
+func (s *EncryptionJobs) swapEncrypted(ctx context.Context, b meta.Bucket, o meta.Object, sse SSE) error {
 	enc := o
 	var staged []string
 	var rvs []*reserver
@@ -538,7 +548,7 @@ func (s *Service) swapEncrypted(ctx context.Context, b meta.Bucket, o meta.Objec
 		return key, sl, nil
 	}
 	fail := func(err error) error {
-		s.discardStaged(staged)
+		s.discardStaged(ctx, staged)
 		return err
 	}
 	switch {
@@ -594,7 +604,7 @@ func (s *Service) swapEncrypted(ctx context.Context, b meta.Bucket, o meta.Objec
 	if enc.BlobKey != "" {
 		put.Staged = true
 	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	cctx, cancel := detach.Context(ctx)
 	defer cancel()
 	if _, err := s.meta.PutObjects(cctx, []meta.Put{put}); err != nil {
 		return fail(err)
@@ -602,7 +612,7 @@ func (s *Service) swapEncrypted(ctx context.Context, b meta.Bucket, o meta.Objec
 	if enc.BlobKey != "" {
 		s.endStaging(staged...)
 	} else {
-		s.unstage(staged...)
+		s.unstage(ctx, staged...)
 	}
 	return nil
 }

@@ -104,7 +104,7 @@ func mixedObjects(t *testing.T, f *fixture, svc *Service, tag string) map[string
 func TestEncryptJob(t *testing.T) {
 	f, keys := encFixture(t)
 	ctx := t.Context()
-	plain := New(f.meta, f.blobs, Config{GarbageGrace: time.Nanosecond, Keys: keys}, nil)
+	plain := New(f.meta, f.blobs, testConfig(func(c *Config) { c.GarbageGrace, c.Keys = time.Nanosecond, keys }), nil)
 	objs := mixedObjects(t, f, plain, "p-")
 	before := map[string]meta.Object{}
 	for key := range objs {
@@ -157,7 +157,7 @@ func TestEncryptJob(t *testing.T) {
 func TestEncryptSwapLosesToOverwrite(t *testing.T) {
 	f, keys := encFixture(t)
 	ctx := t.Context()
-	plain := New(f.meta, f.blobs, Config{GarbageGrace: time.Nanosecond, Keys: keys, InlineMax: -1}, nil)
+	plain := New(f.meta, f.blobs, testConfig(func(c *Config) { c.GarbageGrace, c.Keys, c.InlineMax = time.Nanosecond, keys, 0 }), nil)
 	if _, err := plain.Put(ctx, f.alice, PutInput{Bucket: "alice-bucket", Key: "k", Body: bytes.NewReader(markerData(1000)), Size: 1000}); err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +248,7 @@ func TestRewrapJob(t *testing.T) {
 func TestJobResumes(t *testing.T) {
 	f, keys := encFixture(t)
 	ctx := t.Context()
-	plain := New(f.meta, f.blobs, Config{GarbageGrace: time.Nanosecond, Keys: keys}, nil)
+	plain := New(f.meta, f.blobs, testConfig(func(c *Config) { c.GarbageGrace, c.Keys = time.Nanosecond, keys }), nil)
 	want := map[string][]byte{}
 	for i := range 12 {
 		data := markerData(100 + i)
@@ -263,7 +263,7 @@ func TestJobResumes(t *testing.T) {
 	}
 	// Node a: pages of 2, and it dies after its first save.
 	aCtx, kill := context.WithCancel(ctx)
-	a := New(f.meta, f.blobs, Config{GarbageGrace: time.Nanosecond, Keys: keys}, nil)
+	a := New(f.meta, f.blobs, testConfig(func(c *Config) { c.GarbageGrace, c.Keys = time.Nanosecond, keys }), nil)
 	opts := fastJobs("node-a")
 	opts.PageSize, opts.Pause, opts.Lease = 2, time.Hour, 300*time.Millisecond
 	done := make(chan struct{})
@@ -288,7 +288,7 @@ func TestJobResumes(t *testing.T) {
 		t.Fatalf("after node a's first page: %+v", j)
 	}
 	// Node b: waits out a's lease, then resumes from the cursor.
-	b := New(f.meta, f.blobs, Config{GarbageGrace: time.Nanosecond, Keys: keys}, nil)
+	b := New(f.meta, f.blobs, testConfig(func(c *Config) { c.GarbageGrace, c.Keys = time.Nanosecond, keys }), nil)
 	bo := fastJobs("node-b")
 	bo.PageSize = 2
 	j = runJobs(t, b, meta.EncryptJobName(""), bo)

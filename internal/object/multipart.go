@@ -12,10 +12,19 @@ import (
 	"time"
 
 	"github.com/coffer-storage/coffer/internal/blob"
+	"github.com/coffer-storage/coffer/internal/detach"
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/integrity"
 	"github.com/coffer-storage/coffer/internal/meta"
 )
+
+// Uploads are the multipart uploads of native buckets: S3's, the file
+// API's direct uploads (parts to Coffer, or straight to the blob backend
+// with presigned URLs), and tus uploads (tus.go), whose parts are its
+// PATCH requests. Only CreateUpload asks the bucket's backend; every
+// other operation finds the upload by its ID, and only native buckets
+// have uploads.
+type Uploads struct{ *core }
 
 // Multipart limits (S3's).
 const (
@@ -55,14 +64,14 @@ type CreateUploadInput struct {
 // straight to the blob backend (presigned URLs of the store itself), so
 // the bytes never cross Coffer. Never with encryption on: the bytes must
 // pass through Coffer to be encrypted.
-func (s *Service) BackendDirect() bool {
+func (s *core) BackendDirect() bool {
 	_, ok := s.blobs.(blob.MultipartPresigner)
 	return ok && !s.cfg.Encrypt
 }
 
 // PresignBackendPart returns a presigned URL for part number n of a
 // backend-assembled upload in a bucket a owns.
-func (s *Service) PresignBackendPart(ctx context.Context, a Actor, u meta.Upload, n int, ttl time.Duration) (string, error) {
+func (s *Uploads) PresignBackendPart(ctx context.Context, a Actor, u meta.Upload, n int, ttl time.Duration) (string, error) {
 	mp, ok := s.blobs.(blob.MultipartPresigner)
 	if !ok || u.BackendUploadID == "" {
 		return "", errcode.New(errcode.Internal, "upload %q is not assembled by the blob backend", u.ID)
@@ -74,7 +83,7 @@ func (s *Service) PresignBackendPart(ctx context.Context, a Actor, u meta.Upload
 }
 
 // CreateUpload starts a multipart upload into a bucket a owns.
-func (s *Service) CreateUpload(ctx context.Context, a Actor, in CreateUploadInput) (meta.Upload, error) {
+func (s *Uploads) CreateUpload(ctx context.Context, a Actor, in CreateUploadInput) (meta.Upload, error) {
 	if err := ValidKey(in.Key); err != nil {
 		return meta.Upload{}, err
 	}
@@ -90,12 +99,13 @@ func (s *Service) CreateUpload(ctx context.Context, a Actor, in CreateUploadInpu
 	if err != nil {
 		return meta.Upload{}, err
 	}
-	if b.IsGateway() {
-		if _, err := s.writableGateway(ctx, b); err != nil {
-			return meta.Upload{}, err
-		}
-		return meta.Upload{}, errGatewayUnsupported("a multipart upload")
-	}
+	return b.createUpload(ctx, a, in)
+}
+
+// createUpload records the upload (and, for one whose parts go straight
+// to the blob backend, starts the backend's multipart upload).
+func (n *native) createUpload(ctx context.Context, a Actor, in CreateUploadInput) (meta.Upload, error) {
+	s, b := n.s, n.bucket
 	if in.Size < 0 || in.Size > MaxParts*MaxPartSize || in.Size > s.cfg.MaxObjectSize {
 		return meta.Upload{}, errcode.New(errcode.TooLarge, "declared size %d is over the limit", in.Size)
 	}
@@ -128,7 +138,9 @@ func (s *Service) CreateUpload(ctx context.Context, a Actor, in CreateUploadInpu
 	}
 	if err := s.meta.CreateUpload(ctx, u); err != nil {
 		if u.BackendUploadID != "" {
-			_ = s.blobs.(blob.MultipartPresigner).AbortMultipart(context.WithoutCancel(ctx), u.BlobKey, u.BackendUploadID)
+			actx, cancel := detach.Context(ctx)
+			_ = s.blobs.(blob.MultipartPresigner).AbortMultipart(actx, u.BlobKey, u.BackendUploadID)
+			cancel()
 		}
 		return meta.Upload{}, err
 	}
@@ -143,7 +155,7 @@ func newUploadID() string {
 
 // GetUpload returns an upload in progress in a bucket a owns. bucket and
 // key, if not empty, must match the upload's (S3 names both in the URL).
-func (s *Service) GetUpload(ctx context.Context, a Actor, bucket, key, id string) (meta.Upload, error) {
+func (s *Uploads) GetUpload(ctx context.Context, a Actor, bucket, key, id string) (meta.Upload, error) {
 	if id == "" {
 		return meta.Upload{}, ErrNoUpload(id)
 	}
@@ -187,7 +199,13 @@ type PartInput struct {
 }
 
 // PutPart streams one part into storage and records it.
-func (s *Service) PutPart(ctx context.Context, a Actor, in PartInput) (meta.Part, error) {
+func (s *Uploads) PutPart(ctx context.Context, a Actor, in PartInput) (meta.Part, error) {
+	return s.putPart(ctx, a, in, nil)
+}
+
+// putPart is PutPart of a copy of from (nil: not a copy the blob store
+// may make; see copy.go), whose in.Body is nil.
+func (s *Uploads) putPart(ctx context.Context, a Actor, in PartInput, from *copySource) (meta.Part, error) {
 	u, err := s.GetUpload(ctx, a, in.Bucket, in.Key, in.UploadID)
 	if err != nil {
 		return meta.Part{}, err
@@ -203,15 +221,10 @@ func (s *Service) PutPart(ctx context.Context, a Actor, in PartInput) (meta.Part
 	if err != nil {
 		return meta.Part{}, err
 	}
-	sse, err := partSSE(u, b, in.CustomerKey)
+	sse, err := s.partSSE(u, b, in.CustomerKey)
 	if err != nil {
 		return meta.Part{}, err
 	}
-	r := integrity.NewReader(in.Body, integrity.Options{
-		Size: in.Size, Limit: MaxPartSize, LimitErr: errcode.New(errcode.TooLarge, "part larger than %d bytes", int64(MaxPartSize)),
-		SHA256: in.SHA256, MD5: in.MD5,
-		ChecksumAlgorithm: u.ChecksumAlgorithm, ChecksumWant: in.ChecksumWant,
-	})
 	// Staged before the first byte, as object uploads are; within the
 	// upload's declared size, if it has one.
 	// Each part has its own data key, bound to its blob key.
@@ -220,26 +233,51 @@ func (s *Service) PutPart(ctx context.Context, a Actor, in PartInput) (meta.Part
 	if err != nil {
 		return meta.Part{}, err
 	}
-	rv, size, err := s.writeStaged(ctx, meta.Staging{BlobKey: key, OwnerID: b.OwnerID, UploadID: u.ID}, r, in.Size, sl)
-	if err != nil {
-		return meta.Part{}, err
+	st := meta.Staging{BlobKey: key, OwnerID: b.OwnerID, UploadID: u.ID}
+	p := meta.Part{UploadID: u.ID, Number: in.Number, BlobKey: key, Staged: true}
+	var rv *reserver
+	if from != nil && sl == nil && from.size <= MaxPartSize && in.MD5 == nil && in.SHA256 == nil && in.ChecksumWant == nil &&
+		(u.ChecksumAlgorithm == "" || strings.EqualFold(u.ChecksumAlgorithm, from.checksum.Algorithm)) {
+		// The store copies the whole source (copy.go).
+		if rv, err = s.copyStaged(ctx, st, from.blobCopy); err != nil {
+			return meta.Part{}, err
+		}
+		p.Size, p.ETag = from.size, hex.EncodeToString(from.md5)
+		if u.ChecksumAlgorithm != "" {
+			p.Checksum = from.checksum.Value
+		}
+	} else {
+		if from != nil {
+			rc, err := from.open()
+			if err != nil {
+				return meta.Part{}, err
+			}
+			defer rc.Close()
+			in.Body = rc
+		}
+		r := integrity.NewReader(in.Body, integrity.Options{
+			Size: in.Size, Limit: MaxPartSize, LimitErr: errcode.New(errcode.TooLarge, "part larger than %d bytes", int64(MaxPartSize)),
+			SHA256: in.SHA256, MD5: in.MD5,
+			ChecksumAlgorithm: u.ChecksumAlgorithm, ChecksumWant: in.ChecksumWant,
+		})
+		if rv, p.Size, err = s.writeStaged(ctx, st, r, in.Size, sl); err != nil {
+			return meta.Part{}, err
+		}
+		p.ETag = hex.EncodeToString(r.MD5())
+		if sum := r.Checksum(); sum != nil {
+			p.Checksum = base64.StdEncoding.EncodeToString(sum)
+		}
 	}
-	p := meta.Part{
-		UploadID: u.ID, Number: in.Number, Size: size,
-		ETag: hex.EncodeToString(r.MD5()), BlobKey: key, ModTime: s.now().UTC(), Staged: true,
-	}
+	p.ModTime = s.now().UTC()
 	if sl != nil {
 		p.Encryption, p.EncryptionKEK = sl.envelope, sl.kek
 	}
-	if sum := r.Checksum(); sum != nil {
-		p.Checksum = base64.StdEncoding.EncodeToString(sum)
-	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	cctx, cancel := detach.Context(ctx)
 	defer cancel()
 	_, err = s.meta.PutPart(cctx, p)
 	rv.done()
 	if err != nil {
-		s.discardStaged([]string{key})
+		s.discardStaged(ctx, []string{key})
 		if errcode.Is(err, errcode.NotFound) {
 			return meta.Part{}, ErrNoUpload(u.ID)
 		}
@@ -250,13 +288,19 @@ func (s *Service) PutPart(ctx context.Context, a Actor, in PartInput) (meta.Part
 	return p, nil
 }
 
-// CopyPart uploads a byte range of an existing object as a part.
-func (s *Service) CopyPart(ctx context.Context, a Actor, in PartInput, src *Reader, offset, length int64) (meta.Part, error) {
+// CopyPart uploads a byte range of an existing object as a part (the
+// whole of one plaintext blob may be copied by the blob store: see
+// copy.go).
+func (s *Uploads) CopyPart(ctx context.Context, a Actor, in PartInput, src *Reader, offset, length int64) (meta.Part, error) {
 	if length < 0 {
 		length = src.Object.Size - offset
 	}
 	if offset < 0 || offset+length > src.Object.Size {
 		return meta.Part{}, errcode.New(errcode.RangeNotSatisfiable, "copy range outside the source object")
+	}
+	if from := s.copySourceOf(ctx, src, offset, length); from != nil {
+		in.Body, in.Size = nil, length
+		return s.putPart(ctx, a, in, from)
 	}
 	rc, err := src.Open(ctx, offset, length)
 	if err != nil {
@@ -268,7 +312,7 @@ func (s *Service) CopyPart(ctx context.Context, a Actor, in PartInput, src *Read
 }
 
 // ListParts lists the parts of an upload.
-func (s *Service) ListParts(ctx context.Context, a Actor, bucket, key, id string, after, limit int) (meta.Upload, []meta.Part, bool, error) {
+func (s *Uploads) ListParts(ctx context.Context, a Actor, bucket, key, id string, after, limit int) (meta.Upload, []meta.Part, bool, error) {
 	u, err := s.GetUpload(ctx, a, bucket, key, id)
 	if err != nil {
 		return meta.Upload{}, nil, false, err
@@ -305,7 +349,7 @@ func (s *Service) ListParts(ctx context.Context, a Actor, bucket, key, id string
 }
 
 // ListUploads lists a bucket's uploads in progress.
-func (s *Service) ListUploads(ctx context.Context, a Actor, bucket string, opts meta.ListUploadsOptions) ([]meta.Upload, bool, error) {
+func (s *Uploads) ListUploads(ctx context.Context, a Actor, bucket string, opts meta.ListUploadsOptions) ([]meta.Upload, bool, error) {
 	if _, err := s.authorize(ctx, a, bucket, write); err != nil {
 		return nil, false, err
 	}
@@ -313,7 +357,7 @@ func (s *Service) ListUploads(ctx context.Context, a Actor, bucket string, opts 
 }
 
 // AbortUpload discards an upload and its parts.
-func (s *Service) AbortUpload(ctx context.Context, a Actor, bucket, key, id string) error {
+func (s *Uploads) AbortUpload(ctx context.Context, a Actor, bucket, key, id string) error {
 	u, err := s.GetUpload(ctx, a, bucket, key, id)
 	if err != nil {
 		return err
@@ -323,7 +367,7 @@ func (s *Service) AbortUpload(ctx context.Context, a Actor, bucket, key, id stri
 
 // abortUpload drops an upload: first its backend multipart upload, if any,
 // then its metadata (which queues its blobs).
-func (s *Service) abortUpload(ctx context.Context, u meta.Upload) error {
+func (s *Uploads) abortUpload(ctx context.Context, u meta.Upload) error {
 	if mp, ok := s.blobs.(blob.MultipartPresigner); ok && u.BackendUploadID != "" {
 		if err := mp.AbortMultipart(ctx, u.BlobKey, u.BackendUploadID); err != nil {
 			return err
@@ -339,7 +383,7 @@ func (s *Service) abortUpload(ctx context.Context, u meta.Upload) error {
 // CompleteUpload assembles the listed parts into the upload's object. The
 // object's ETag is S3's: the MD5 of the concatenated binary part MD5s,
 // then "-" and the part count.
-func (s *Service) CompleteUpload(ctx context.Context, a Actor, bucket, key, id string, parts []meta.CompletePart, cond meta.Cond) (meta.Object, error) {
+func (s *Uploads) CompleteUpload(ctx context.Context, a Actor, bucket, key, id string, parts []meta.CompletePart, cond meta.Cond) (meta.Object, error) {
 	u, err := s.GetUpload(ctx, a, bucket, key, id)
 	if err != nil {
 		return meta.Object{}, err
@@ -391,7 +435,7 @@ func (s *Service) CompleteUpload(ctx context.Context, a Actor, bucket, key, id s
 		}
 		obj.Checksum = c
 	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	cctx, cancel := detach.Context(ctx)
 	defer cancel()
 	o, err := s.meta.CompleteUpload(cctx, id, obj, parts, MinPartSize, cond)
 	if errcode.Is(err, errcode.NotFound) {
@@ -403,7 +447,7 @@ func (s *Service) CompleteUpload(ctx context.Context, a Actor, bucket, key, id s
 // compositeChecksum is S3's COMPOSITE checksum of a multipart object: the
 // checksum of the concatenated binary part checksums, then "-N". Empty if
 // any listed part has no checksum.
-func (s *Service) compositeChecksum(ctx context.Context, u meta.Upload, parts []meta.CompletePart) (meta.Checksum, error) {
+func (s *Uploads) compositeChecksum(ctx context.Context, u meta.Upload, parts []meta.CompletePart) (meta.Checksum, error) {
 	sums := map[int]string{}
 	after := 0
 	for {
@@ -441,7 +485,7 @@ func (s *Service) compositeChecksum(ctx context.Context, u meta.Upload, parts []
 }
 
 // partSizes returns the size of every uploaded part by number.
-func (s *Service) partSizes(ctx context.Context, id string) (map[int]int64, error) {
+func (s *Uploads) partSizes(ctx context.Context, id string) (map[int]int64, error) {
 	sizes := map[int]int64{}
 	after := 0
 	for {
@@ -463,7 +507,7 @@ func (s *Service) partSizes(ctx context.Context, id string) (map[int]int64, erro
 }
 
 // CollectExpiredUploads aborts uploads past their expiry.
-func (s *Service) CollectExpiredUploads(ctx context.Context) (int, error) {
+func (s *Uploads) CollectExpiredUploads(ctx context.Context) (int, error) {
 	n := 0
 	for {
 		us, err := s.meta.ListExpiredUploads(ctx, s.now(), 500)
@@ -489,7 +533,7 @@ func (s *Service) CollectExpiredUploads(ctx context.Context) (int, error) {
 // object. The blob stays referenced by the upload row until that commit,
 // so orphan collection never takes it; of concurrent completions on any
 // nodes, exactly one commits.
-func (s *Service) completeBackend(ctx context.Context, u meta.Upload, parts []meta.CompletePart, cond meta.Cond) (meta.Object, error) {
+func (s *Uploads) completeBackend(ctx context.Context, u meta.Upload, parts []meta.CompletePart, cond meta.Cond) (meta.Object, error) {
 	mp := s.blobs.(blob.MultipartPresigner)
 	invalid := func(reason string, n int, format string, args ...any) error {
 		d := map[string]any{"reason": reason}
@@ -542,7 +586,7 @@ func (s *Service) completeBackend(ctx context.Context, u meta.Upload, parts []me
 	if have != nil && u.Size > 0 && total != u.Size {
 		return meta.Object{}, invalid("size_mismatch", 0, "the parts add up to %d bytes, the upload declared %d", total, u.Size)
 	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 60*time.Second)
+	cctx, cancel := detach.WithTimeout(ctx, 2*detach.Timeout)
 	defer cancel()
 	if have != nil {
 		info, err := mp.CompleteMultipart(cctx, u.BlobKey, u.BackendUploadID, list)
@@ -582,8 +626,9 @@ func (s *Service) completeBackend(ctx context.Context, u meta.Upload, parts []me
 // of uploads whose metadata is already gone (a deleted account's: see
 // meta.Store.DeleteUser); their blobs are in the garbage queue. Best
 // effort: a failure is logged, and the backend's own expiry of incomplete
-// uploads reclaims what is left.
-func (s *Service) AbortBackendUploads(ctx context.Context, uploads []meta.Upload) {
+// uploads reclaims what is left. Each abort outlives ctx's cancellation
+// (the metadata is gone already: this is the only chance).
+func (s *Uploads) AbortBackendUploads(ctx context.Context, uploads []meta.Upload) {
 	mp, ok := s.blobs.(blob.MultipartPresigner)
 	if !ok {
 		return
@@ -592,7 +637,10 @@ func (s *Service) AbortBackendUploads(ctx context.Context, uploads []meta.Upload
 		if u.BackendUploadID == "" {
 			continue
 		}
-		if err := mp.AbortMultipart(ctx, u.BlobKey, u.BackendUploadID); err != nil {
+		actx, cancel := detach.Context(ctx)
+		err := mp.AbortMultipart(actx, u.BlobKey, u.BackendUploadID)
+		cancel()
+		if err != nil {
 			s.log.Warn("aborting a deleted account's backend upload failed", "upload", u.ID, "blob", u.BlobKey, "err", err)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/coffer-storage/coffer/internal/blob"
 	"github.com/coffer-storage/coffer/internal/blob/memblob"
+	"github.com/coffer-storage/coffer/internal/config"
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
 	"github.com/coffer-storage/coffer/internal/meta/sqlite"
@@ -26,6 +27,16 @@ type fixture struct {
 	blobs *memblob.Store
 	alice Actor
 	bob   Actor
+}
+
+// testConfig is the default configuration (config.Defaults()) changed by
+// change, if not nil.
+func testConfig(change func(*Config)) Config {
+	c := ConfigFrom(config.Defaults())
+	if change != nil {
+		change(&c)
+	}
+	return c
 }
 
 func newFixture(t testing.TB, quota int64) *fixture {
@@ -45,7 +56,7 @@ func newFixture(t testing.TB, quota int64) *fixture {
 		}
 	}
 	// Blobs for everything: these tests are about blob life cycles.
-	f.svc = New(f.meta, b, Config{GarbageGrace: time.Nanosecond, InlineMax: -1}, nil)
+	f.svc = New(f.meta, b, testConfig(func(c *Config) { c.GarbageGrace, c.InlineMax = time.Nanosecond, 0 }), nil)
 	return f
 }
 
@@ -149,7 +160,7 @@ func TestFailedCommitLeavesNoBlob(t *testing.T) {
 	f := newFixture(t, 0)
 	st := f.meta
 	st.Objects = failingMeta{f.meta.Objects}
-	svc := New(st, f.blobs, Config{}, nil)
+	svc := New(st, f.blobs, testConfig(nil), nil)
 	_, err := svc.Put(context.Background(), f.alice, PutInput{Bucket: "alice-bucket", Key: "k", Body: strings.NewReader("data"), Size: 4})
 	if !errcode.Is(err, errcode.Unavailable) {
 		t.Fatalf("err = %v", err)
@@ -327,7 +338,7 @@ func TestCopyVerifiesAndMoveKeepsBlob(t *testing.T) {
 
 func TestSmallObjectsInline(t *testing.T) {
 	f := newFixture(t, 0)
-	f.svc = New(f.meta, f.blobs, Config{GarbageGrace: time.Nanosecond, InlineMax: 1024}, nil)
+	f.svc = New(f.meta, f.blobs, testConfig(func(c *Config) { c.GarbageGrace, c.InlineMax = time.Nanosecond, 1024 }), nil)
 	ctx := context.Background()
 	small, err := f.put(t, f.alice, "alice-bucket", "small", "tiny payload")
 	if err != nil || !small.IsInline() {

@@ -24,6 +24,9 @@ import (
 // encoded, can leave it). Only the owner creates, lists, inspects, changes
 // and revokes a share; anyone else is told it does not exist.
 
+// Shares are the share links of the service.
+type Shares struct{ *core }
+
 // NewShare describes a share link to create.
 type NewShare struct {
 	Bucket string
@@ -58,7 +61,7 @@ func ShareTokenHash(token string) string {
 // CreateShare creates a share link of a's and returns it with its token,
 // which is not stored and cannot be shown again. The shared object must
 // exist (a folder need not hold anything yet).
-func (s *Service) CreateShare(ctx context.Context, a Actor, ns NewShare) (meta.Share, string, error) {
+func (s *Shares) CreateShare(ctx context.Context, a Actor, ns NewShare) (meta.Share, string, error) {
 	if a.UserID == "" {
 		return meta.Share{}, "", errcode.New(errcode.Unauthenticated, "authentication required")
 	}
@@ -91,7 +94,7 @@ func (s *Service) CreateShare(ctx context.Context, a Actor, ns NewShare) (meta.S
 		if err := ValidKey(ns.Key); err != nil {
 			return meta.Share{}, "", err
 		}
-		if _, err := s.lookup(ctx, b, ns.Key); err != nil {
+		if _, err := b.lookup(ctx, ns.Key); err != nil {
 			if errcode.Is(err, errcode.NotFound) {
 				return meta.Share{}, "", ErrNoObject(ns.Key)
 			}
@@ -125,7 +128,7 @@ func (s *Service) CreateShare(ctx context.Context, a Actor, ns NewShare) (meta.S
 
 // ListShares returns a's share links, newest first; its download grants
 // too when grants is true.
-func (s *Service) ListShares(ctx context.Context, a Actor, grants bool) ([]meta.Share, error) {
+func (s *Shares) ListShares(ctx context.Context, a Actor, grants bool) ([]meta.Share, error) {
 	if a.UserID == "" {
 		return nil, errcode.New(errcode.Unauthenticated, "authentication required")
 	}
@@ -138,7 +141,7 @@ func (s *Service) ListShares(ctx context.Context, a Actor, grants bool) ([]meta.
 
 // GetShare returns a's share link id; NotFound if there is none or it is
 // someone else's.
-func (s *Service) GetShare(ctx context.Context, a Actor, id string) (meta.Share, error) {
+func (s *Shares) GetShare(ctx context.Context, a Actor, id string) (meta.Share, error) {
 	sh, err := s.meta.GetShare(ctx, id)
 	if err != nil || a.UserID == "" || sh.OwnerID != a.UserID {
 		if err == nil || errcode.Is(err, errcode.NotFound) {
@@ -150,7 +153,7 @@ func (s *Service) GetShare(ctx context.Context, a Actor, id string) (meta.Share,
 }
 
 // SetShareExpiry changes the expiry of a's share link id.
-func (s *Service) SetShareExpiry(ctx context.Context, a Actor, id string, expires time.Time) (meta.Share, error) {
+func (s *Shares) SetShareExpiry(ctx context.Context, a Actor, id string, expires time.Time) (meta.Share, error) {
 	if _, err := s.GetShare(ctx, a, id); err != nil {
 		return meta.Share{}, err
 	}
@@ -161,7 +164,7 @@ func (s *Service) SetShareExpiry(ctx context.Context, a Actor, id string, expire
 // listed, revoked, so its owner sees it ended); a link that no longer
 // works (revoked, expired, used up) and any download grant is removed.
 // It reports whether the link was removed.
-func (s *Service) DeleteShare(ctx context.Context, a Actor, id string, now time.Time) (removed bool, err error) {
+func (s *Shares) DeleteShare(ctx context.Context, a Actor, id string, now time.Time) (removed bool, err error) {
 	sh, err := s.GetShare(ctx, a, id)
 	if err != nil {
 		return false, err
@@ -178,7 +181,7 @@ func (s *Service) DeleteShare(ctx context.Context, a Actor, id string, now time.
 // used-up link can still resume a download it counted: see ReadShare).
 // Whether its owner is still enabled is the caller's to check (the
 // account state lives in auth).
-func (s *Service) ShareByToken(ctx context.Context, token string, now time.Time) (meta.Share, error) {
+func (s *Shares) ShareByToken(ctx context.Context, token string, now time.Time) (meta.Share, error) {
 	if token == "" || len(token) > 128 {
 		return meta.Share{}, errcode.New(errcode.NotFound, "no such share link")
 	}
@@ -197,7 +200,7 @@ func (s *Service) ShareByToken(ctx context.Context, token string, now time.Time)
 
 // UseShare records an access through share sh (a download when download
 // is true, refused past its limit); see meta.Store.UseShare.
-func (s *Service) UseShare(ctx context.Context, sh meta.Share, download bool, now time.Time) error {
+func (s *Shares) UseShare(ctx context.Context, sh meta.Share, download bool, now time.Time) error {
 	return s.meta.UseShare(ctx, sh.ID, download, now)
 }
 
@@ -244,7 +247,7 @@ func ShareClient(a netip.Addr) string {
 //     it, at most ShareMaxResumes times. A resume passes a used-up link
 //     (its download was counted); ten "Range: bytes=1-" requests are one
 //     download and nine refusals.
-func (s *Service) ReadShare(ctx context.Context, sh meta.Share, rd ShareRead, now time.Time) error {
+func (s *Shares) ReadShare(ctx context.Context, sh meta.Share, rd ShareRead, now time.Time) error {
 	if sh.MaxDownloads == 0 {
 		return s.meta.UseShare(ctx, sh.ID, rd.Offset == 0, now)
 	}

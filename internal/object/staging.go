@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/coffer-storage/coffer/internal/detach"
 	"github.com/coffer-storage/coffer/internal/meta"
 )
 
@@ -38,7 +39,7 @@ type staging struct {
 
 // beginStaging stages st (reserving between minBytes and st.Bytes) and
 // keeps its lease renewed until endStaging.
-func (s *Service) beginStaging(ctx context.Context, st meta.Staging, minBytes int64) (meta.Staging, bool, *staging, error) {
+func (s *core) beginStaging(ctx context.Context, st meta.Staging, minBytes int64) (meta.Staging, bool, *staging, error) {
 	st.ExpiresAt = s.now().Add(s.cfg.StagingLease)
 	got, limited, err := s.meta.Stage(ctx, st, minBytes)
 	if err != nil {
@@ -56,7 +57,7 @@ func (s *Service) beginStaging(ctx context.Context, st meta.Staging, minBytes in
 }
 
 // endStaging stops renewing the leases of keys (committed or unstaged).
-func (s *Service) endStaging(keys ...string) {
+func (s *core) endStaging(keys ...string) {
 	s.stagingMu.Lock()
 	for _, k := range keys {
 		delete(s.staging, k)
@@ -67,12 +68,12 @@ func (s *Service) endStaging(keys ...string) {
 // unstage releases the stagings of blobs that will not be committed (their
 // writes failed before anything could point at them), and reports whether
 // it could (else the reservations lapse with their leases).
-func (s *Service) unstage(keys ...string) bool {
+func (s *core) unstage(ctx context.Context, keys ...string) bool {
 	if len(keys) == 0 {
 		return true
 	}
 	s.endStaging(keys...)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := detach.Context(ctx)
 	defer cancel()
 	if err := s.meta.Unstage(ctx, keys); err != nil {
 		s.log.Warn("releasing upload reservations failed; they lapse with their lease", "blobs", keys, "err", err)
@@ -83,7 +84,7 @@ func (s *Service) unstage(keys ...string) bool {
 
 // renewStagings renews the leases of this node's stagings every lease/3,
 // until there are none.
-func (s *Service) renewStagings() {
+func (s *core) renewStagings() {
 	tick := time.NewTicker(s.cfg.StagingLease / 3)
 	defer tick.Stop()
 	for range tick.C {
@@ -118,7 +119,7 @@ func (s *Service) renewStagings() {
 // StagedBytes returns the bytes this node has received into blobs that are
 // not committed yet (a gauge: what uploads in flight hold in the blob
 // store).
-func (s *Service) StagedBytes() int64 { return s.stagedBytes.Load() }
+func (s *core) StagedBytes() int64 { return s.stagedBytes.Load() }
 
 // reserver is the body of a staged blob as the blob store reads it: it
 // counts the bytes it passes on (StagedBytes), fails once the staging's
@@ -127,7 +128,7 @@ func (s *Service) StagedBytes() int64 { return s.stagedBytes.Load() }
 // with QuotaExceeded when the quota cannot hold it.
 type reserver struct {
 	ctx     context.Context
-	s       *Service
+	s       *core
 	key     string
 	e       *staging
 	r       io.Reader
@@ -166,7 +167,7 @@ func (rv *reserver) done() {
 // size (what the reservation and quota count; the blob of an encrypted one
 // is crypt.CiphertextSize of it). On failure nothing is left: no blob, no
 // staging.
-func (s *Service) writeStaged(ctx context.Context, st meta.Staging, r io.Reader, size int64, sl *sealer) (*reserver, int64, error) {
+func (s *core) writeStaged(ctx context.Context, st meta.Staging, r io.Reader, size int64, sl *sealer) (*reserver, int64, error) {
 	blobSize, err := sl.blobSize(size)
 	if err != nil {
 		return nil, 0, err
@@ -187,7 +188,7 @@ func (s *Service) writeStaged(ctx context.Context, st meta.Staging, r io.Reader,
 	}
 	if err != nil {
 		rv.done()
-		s.unstage(st.BlobKey) // (a blob written after all is an orphan)
+		s.unstage(ctx, st.BlobKey) // (a blob written after all is an orphan)
 		return nil, 0, err
 	}
 	return rv, info.Size, nil
@@ -198,11 +199,11 @@ func (s *Service) writeStaged(ctx context.Context, st meta.Staging, r io.Reader,
 // was unknown may have happened after all: then a row points at its blob,
 // which stays.) If the stagings cannot be released the blobs are left to
 // orphan collection.
-func (s *Service) discardStaged(keys []string) {
-	if len(keys) == 0 || !s.unstage(keys...) {
+func (s *core) discardStaged(ctx context.Context, keys []string) {
+	if len(keys) == 0 || !s.unstage(ctx, keys...) {
 		return // orphan collection takes the blobs once the leases lapse
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := detach.Context(ctx)
 	defer cancel()
 	ref, err := s.meta.ReferencedBlobs(ctx, keys)
 	if err != nil {

@@ -254,7 +254,7 @@ func TestChunkedUploadCutAtQuota(t *testing.T) {
 // enough for its orphan collection.
 func twoNodes(t *testing.T, cfg Config) (a, b *Service, f *fixture) {
 	f = newFixture(t, 0)
-	cfg.InlineMax = -1
+	cfg.InlineMax = 0
 	a = New(f.meta, f.blobs, cfg, nil)
 	cfg.OrphanGrace = time.Nanosecond
 	b = New(f.meta, f.blobs, cfg, nil)
@@ -265,7 +265,7 @@ func twoNodes(t *testing.T, cfg Config) (a, b *Service, f *fixture) {
 // written and not yet committed (the first file of a form upload while the
 // second still streams) is not an orphan to node B.
 func TestStagedBlobSurvivesAnotherNodesOrphanCollection(t *testing.T) {
-	a, b, f := twoNodes(t, Config{})
+	a, b, f := twoNodes(t, testConfig(nil))
 	ctx := context.Background()
 	batch := a.NewBatch(f.alice)
 	o, err := batch.Add(ctx, PutInput{Bucket: "alice-bucket", Key: "first", Body: strings.NewReader("first file"), Size: -1})
@@ -293,7 +293,7 @@ func TestStagedBlobSurvivesAnotherNodesOrphanCollection(t *testing.T) {
 // TestStagingLeaseRenewed: a staging outlives many lease periods while its
 // node is alive.
 func TestStagingLeaseRenewed(t *testing.T) {
-	a, b, f := twoNodes(t, Config{StagingLease: 600 * time.Millisecond})
+	a, b, f := twoNodes(t, testConfig(func(c *Config) { c.StagingLease = 600 * time.Millisecond }))
 	ctx := context.Background()
 	batch := a.NewBatch(f.alice)
 	if _, err := batch.Add(ctx, PutInput{Bucket: "alice-bucket", Key: "slow", Body: strings.NewReader("slow"), Size: 4}); err != nil {
@@ -324,8 +324,8 @@ func TestLostLeaseNeverCommits(t *testing.T) {
 	f := newFixture(t, 0)
 	cut := f.meta
 	cut.Stagings = noRenew{f.meta.Stagings}
-	a := New(cut, f.blobs, Config{InlineMax: -1, StagingLease: 200 * time.Millisecond}, nil)
-	b := New(f.meta, f.blobs, Config{OrphanGrace: time.Nanosecond}, nil)
+	a := New(cut, f.blobs, testConfig(func(c *Config) { c.InlineMax, c.StagingLease = 0, 200*time.Millisecond }), nil)
+	b := New(f.meta, f.blobs, testConfig(func(c *Config) { c.OrphanGrace = time.Nanosecond }), nil)
 	ctx := context.Background()
 	batch := a.NewBatch(f.alice)
 	if _, err := batch.Add(ctx, PutInput{Bucket: "alice-bucket", Key: "lost", Body: strings.NewReader("lost"), Size: 4}); err != nil {
@@ -378,7 +378,7 @@ func TestQueuedBlobReferencedAgainSurvives(t *testing.T) {
 				meta.Bucket{Name: "alice-bucket", OwnerID: "alice", Visibility: meta.Private, CreatedAt: now}); err != nil {
 				t.Fatal(err)
 			}
-			svc := New(m, memblob.New(), Config{GarbageGrace: time.Nanosecond, InlineMax: -1}, nil)
+			svc := New(m, memblob.New(), testConfig(func(c *Config) { c.GarbageGrace, c.InlineMax = time.Nanosecond, 0 }), nil)
 			alice := Actor{UserID: "alice"}
 			src, err := svc.Put(ctx, alice, PutInput{Bucket: "alice-bucket", Key: "src", Body: strings.NewReader("payload"), Size: 7})
 			if err != nil {

@@ -6,16 +6,16 @@ import (
 	"encoding/binary"
 	"io"
 	"strconv"
-	"time"
 
 	"github.com/coffer-storage/coffer/internal/crypt"
+	"github.com/coffer-storage/coffer/internal/detach"
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
 )
 
 // AllParts returns every part of an upload in a bucket a owns, in part
 // number order.
-func (s *Service) AllParts(ctx context.Context, a Actor, id string) (meta.Upload, []meta.Part, error) {
+func (s *Uploads) AllParts(ctx context.Context, a Actor, id string) (meta.Upload, []meta.Part, error) {
 	var all []meta.Part
 	after := 0
 	for {
@@ -33,13 +33,13 @@ func (s *Service) AllParts(ctx context.Context, a Actor, id string) (meta.Upload
 
 // OpenParts returns a reader over the concatenated bytes of parts (of an
 // upload a may write: see AllParts).
-func (s *Service) OpenParts(ctx context.Context, parts []meta.Part) io.ReadCloser {
-	return &uploadPartsReader{ctx: ctx, s: s, parts: parts}
+func (s *Uploads) OpenParts(ctx context.Context, parts []meta.Part) io.ReadCloser {
+	return &uploadPartsReader{ctx: ctx, s: s.core, parts: parts}
 }
 
 type uploadPartsReader struct {
 	ctx   context.Context
-	s     *Service
+	s     *core
 	parts []meta.Part
 	cur   io.ReadCloser
 }
@@ -89,7 +89,7 @@ func (r *uploadPartsReader) Close() error {
 // parts are its PATCH requests), with the whole-object etag (MD5 hex) and
 // sha256 (hex) the caller computed over the same bytes. One metadata
 // transaction: the object appears whole or not at all.
-func (s *Service) CompleteWhole(ctx context.Context, a Actor, id, etag, sha256 string) (meta.Object, error) {
+func (s *Uploads) CompleteWhole(ctx context.Context, a Actor, id, etag, sha256 string) (meta.Object, error) {
 	u, parts, err := s.AllParts(ctx, a, id)
 	if err != nil {
 		return meta.Object{}, err
@@ -102,7 +102,7 @@ func (s *Service) CompleteWhole(ctx context.Context, a Actor, id, etag, sha256 s
 		list[i] = meta.CompletePart{Number: p.Number, ETag: p.ETag}
 	}
 	obj := meta.Object{ETag: etag, SHA256: sha256, ContentType: u.ContentType, Metadata: u.Metadata, ModTime: s.now().UTC()}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	cctx, cancel := detach.Context(ctx)
 	defer cancel()
 	o, err := s.meta.CompleteUpload(cctx, id, obj, list, 0, meta.Cond{})
 	if errcode.Is(err, errcode.NotFound) {
@@ -110,9 +110,6 @@ func (s *Service) CompleteWhole(ctx context.Context, a Actor, id, etag, sha256 s
 	}
 	return o, err
 }
-
-// MaxObjectSize is the largest object an upload may make.
-func (s *Service) MaxObjectSize() int64 { return s.cfg.MaxObjectSize }
 
 // sealedStateMagic starts a state SealUploadState encrypted: it cannot
 // start a raw state (the tus package's format begins with a 2-byte length
@@ -126,7 +123,7 @@ const sealedStateMagic = "CST1"
 // would write them now), so is the state — under a fresh data key of the
 // same kind, as DARE bound to u's ID and offset (docs/encryption.md);
 // otherwise it is returned as it is.
-func (s *Service) SealUploadState(ctx context.Context, u meta.Upload, offset int64, state []byte) ([]byte, error) {
+func (s *Uploads) SealUploadState(ctx context.Context, u meta.Upload, offset int64, state []byte) ([]byte, error) {
 	sl, err := s.stateSealer(ctx, u, offset)
 	if err != nil || sl == nil {
 		return state, err
@@ -146,7 +143,7 @@ func (s *Service) SealUploadState(ctx context.Context, u meta.Upload, offset int
 // upload's, another offset's, tampered) is an integrity error; a raw state
 // where u's parts are encrypted is refused (InvalidArgument): the caller
 // then hashes the parts again.
-func (s *Service) OpenUploadState(ctx context.Context, u meta.Upload, offset int64, stored []byte) ([]byte, error) {
+func (s *Uploads) OpenUploadState(ctx context.Context, u meta.Upload, offset int64, stored []byte) ([]byte, error) {
 	rest, sealed := bytes.CutPrefix(stored, []byte(sealedStateMagic))
 	if !sealed {
 		sl, err := s.stateSealer(ctx, u, offset)
@@ -167,7 +164,7 @@ func (s *Service) OpenUploadState(ctx context.Context, u meta.Upload, offset int
 	if err != nil {
 		return nil, errcode.Wrap(errcode.Internal, err, "upload %q: damaged sealed hash state", u.ID)
 	}
-	op := opener{s: s, bucket: u.Bucket, key: u.Key, envelope: env, identity: stateIdentity(u.ID, offset), size: size,
+	op := opener{s: s.core, bucket: u.Bucket, key: u.Key, envelope: env, identity: stateIdentity(u.ID, offset), size: size,
 		fetch: bytesFetcher(ct), plainOpenerErr: func(err error) error { return err }}
 	rc, err := op.open(ctx, 0, size)
 	if err != nil {
@@ -179,12 +176,12 @@ func (s *Service) OpenUploadState(ctx context.Context, u meta.Upload, offset int
 
 // stateSealer is the sealer of u's hash state after offset bytes: nil
 // when u's parts are not encrypted.
-func (s *Service) stateSealer(ctx context.Context, u meta.Upload, offset int64) (*sealer, error) {
+func (s *Uploads) stateSealer(ctx context.Context, u meta.Upload, offset int64) (*sealer, error) {
 	b, err := s.meta.GetBucket(ctx, u.Bucket)
 	if err != nil {
 		return nil, err
 	}
-	sse, err := partSSE(u, b, nil)
+	sse, err := s.partSSE(u, b, nil)
 	if err != nil {
 		return nil, err
 	}

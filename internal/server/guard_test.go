@@ -63,7 +63,7 @@ func TestPanicIsAnS3Error(t *testing.T) {
 // TestPanicIsAProblem: the same on the file API's guard is a problem.
 func TestPanicIsAProblem(t *testing.T) {
 	s := testServer(t)
-	api := httpapi.New(s.apiServices(), httpapi.Config{}, nil)
+	api := httpapi.New(s.apiServices(), httpapi.ConfigFrom(config.Defaults()), nil)
 	h := s.guard("file-test", api.Classify, func(w http.ResponseWriter, r *http.Request, err error) {
 		httpapi.WriteProblem(w, r, s.log, err)
 	}, panicking)

@@ -207,10 +207,6 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 		}
 	}
 
-	inlineMax := cfg.InlineMax
-	if inlineMax == 0 {
-		inlineMax = -1 // disabled
-	}
 	if kms.InDataDir(cfg.KMS) {
 		// The default keyring in the data folder (made on first use in
 		// the embedded shape).
@@ -218,11 +214,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 			return nil, err
 		}
 	}
-	ocfg := object.Config{
-		MaxObjectSize: cfg.MaxObjectSize, InlineMax: inlineMax,
-		OrphanGrace: cfg.OrphanGrace, StagingLease: cfg.StagingLease,
-		Encrypt: cfg.Encryption == "on",
-	}
+	ocfg := object.ConfigFrom(cfg)
 	if s.keys != nil {
 		ocfg.Keys = s.keys
 	}
@@ -295,20 +287,14 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 		s.quotas.Cluster = s.meta.Limits
 	}
 	version, revision, goVersion := BuildInfo()
-	apiCfg := httpapi.Config{
-		TrustedProxies: cfg.TrustedProxies,
-		PublicMaxAge:   cfg.PublicMaxAge,
-		ShareMaxExpiry: cfg.ShareMaxExpiry,
-		// A zip streams (no request timeout), but its planning does not.
-		ZipPlanTimeout: cfg.RequestTimeout,
-		Info: httpapi.ServerInfo{
-			Version: version, Revision: revision, GoVersion: goVersion,
-			Started: s.started, MetaStore: metaKind, BlobStore: blobKind,
-			Counts: s.meta.Accounts.Counts,
-		},
-		Tus:      httpapi.TusConfig{Store: s.meta.Tus, TTL: cfg.TusExpiry},
-		Gateways: gws,
+	apiCfg := httpapi.ConfigFrom(cfg)
+	apiCfg.Info = httpapi.ServerInfo{
+		Version: version, Revision: revision, GoVersion: goVersion,
+		Started: s.started, MetaStore: metaKind, BlobStore: blobKind,
+		Counts: s.meta.Accounts.Counts,
 	}
+	apiCfg.Tus = httpapi.TusConfig{Store: s.meta.Tus, TTL: cfg.TusExpiry}
+	apiCfg.Gateways = gws
 	if s.keys != nil {
 		apiCfg.RotateKeys = func(ctx context.Context) (string, string, error) {
 			prev := s.keys.Default().String()

@@ -575,11 +575,14 @@ func TestZipAndBatchDelete(t *testing.T) {
 
 	// Limits refuse before streaming; an object deleted mid-zip is
 	// skipped and listed in _errors.txt.
-	api := httpapi.New(e.s.apiServices(), httpapi.Config{MaxZipEntries: 3, BeforeZipEntry: func(key string) {
+	cfg := httpapi.ConfigFrom(config.Defaults())
+	cfg.MaxZipEntries = 3
+	cfg.BeforeZipEntry = func(key string) {
 		if key == "gone-soon.txt" {
 			e.s.objects.Delete(context.Background(), object.Actor{UserID: e.a.id}, e.a.bucket, key, meta.Cond{})
 		}
-	}}, nil)
+	}
+	api := httpapi.New(e.s.apiServices(), cfg, nil)
 	ts := httptest.NewServer(api.Handler())
 	defer ts.Close()
 	resp, body = e.do(ts.URL, "POST", zipPath, e.a.token, []byte(`{"prefixes":["p/"],"keys":["solo.txt"]}`))

@@ -22,6 +22,7 @@ import (
 
 	"github.com/coffer-storage/coffer/internal/blob"
 	"github.com/coffer-storage/coffer/internal/blob/memblob"
+	"github.com/coffer-storage/coffer/internal/config"
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/kms"
 	"github.com/coffer-storage/coffer/internal/meta"
@@ -185,7 +186,7 @@ const octets = "application/offset+octet-stream"
 // application/offset+octet-stream is 415 (tus 1.0, docs/errors.md), not
 // tusd's 400, and stores nothing.
 func TestPatchContentType(t *testing.T) {
-	h := newHarness(t, object.Config{}, 0)
+	h := newHarness(t, testConfig(nil), 0)
 	path := h.create(t, "alice", "ct.bin", 4)
 	for _, ct := range []string{"", "application/octet-stream", "text/plain"} {
 		resp, body := h.do(t, "alice", "PATCH", path, strings.NewReader("abcd"), "Upload-Offset", "0", "Content-Type", ct)
@@ -214,7 +215,7 @@ func TestPatchContentType(t *testing.T) {
 func TestOtherUserCannotInterrupt(t *testing.T) {
 	// A short lease: the holder learns of a release request within a
 	// third of it, so a regression shows at once.
-	h := newHarness(t, object.Config{InlineMax: -1}, 300*time.Millisecond)
+	h := newHarness(t, testConfig(func(c *object.Config) { c.InlineMax = 0 }), 300*time.Millisecond)
 	const first, rest = 256 << 10, 1000
 	data := bytes.Repeat([]byte("0123456789abcdef"), (first+rest)/16+1)[:first+rest]
 	path := h.create(t, "alice", "slow.bin", len(data))
@@ -353,7 +354,7 @@ func TestHashStateAtRest(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { keys.Close() })
-	h := newHarness(t, object.Config{Encrypt: true, Keys: keys}, 0)
+	h := newHarness(t, testConfig(func(c *object.Config) { c.Encrypt, c.Keys = true, keys }), 0)
 	_, other := h.node(t)
 
 	t.Run("paused mid-way, the marker in the last partial block", func(t *testing.T) {
@@ -400,4 +401,14 @@ func TestHashStateAtRest(t *testing.T) {
 		}
 		h.wantObject(t, "b.bin", b)
 	})
+}
+
+// testConfig is the object service's default configuration
+// (config.Defaults()) changed by change, if not nil.
+func testConfig(change func(*object.Config)) object.Config {
+	c := object.ConfigFrom(config.Defaults())
+	if change != nil {
+		change(&c)
+	}
+	return c
 }

@@ -45,6 +45,7 @@ import (
 
 	"github.com/tus/tusd/v2/pkg/handler"
 
+	"github.com/coffer-storage/coffer/internal/detach"
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
 	"github.com/coffer-storage/coffer/internal/object"
@@ -152,7 +153,9 @@ func (s *Store) NewUpload(ctx context.Context, fi handler.FileInfo) (handler.Upl
 	raw, _ := json.Marshal(inf)
 	t := meta.TusUpload{UploadID: u.ID, Length: length, Info: raw}
 	if err := s.meta.CreateTus(ctx, t); err != nil {
-		_ = s.objects.AbortUpload(context.WithoutCancel(ctx), a, "", "", u.ID)
+		actx, cancel := detach.Context(ctx)
+		_ = s.objects.AbortUpload(actx, a, "", "", u.ID)
+		cancel()
 		return nil, s.mapErr(ctx, err)
 	}
 	stateOf(ctx).expires = u.ExpiresAt
@@ -397,7 +400,9 @@ func (up *upload) WriteChunk(ctx context.Context, offset int64, src io.Reader) (
 	}
 	if cr.h != nil {
 		// Best effort: a stale state only costs a read-back at the end.
-		_ = up.saveRunning(context.WithoutCancel(ctx), offset+p.Size, *cr.h)
+		sctx, cancel := detach.Context(ctx)
+		_ = up.saveRunning(sctx, offset+p.Size, *cr.h)
+		cancel()
 	}
 	return p.Size, nil
 }
@@ -537,8 +542,10 @@ func (up *upload) ConcatUploads(ctx context.Context, partials []handler.Upload) 
 	if err := up.complete(ctx); err != nil {
 		return err
 	}
+	tctx, cancel := detach.Context(ctx)
+	defer cancel()
 	for _, pu := range partials {
-		_ = pu.(*upload).Terminate(context.WithoutCancel(ctx))
+		_ = pu.(*upload).Terminate(tctx)
 	}
 	return nil
 }

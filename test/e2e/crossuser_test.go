@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/coffer-storage/coffer/internal/config"
 	"github.com/coffer-storage/coffer/internal/httpapi"
 	"github.com/coffer-storage/coffer/test/testenv"
 )
@@ -424,7 +425,7 @@ func TestCrossUser(t *testing.T) {
 		}
 	}
 
-	routes := httpapi.New(httpapi.Services{}, httpapi.Config{}, nil).Routes()
+	routes := httpapi.New(httpapi.Services{}, httpapi.ConfigFrom(config.Defaults()), nil).Routes()
 	for _, rt := range routes {
 		name := rt.Method + " " + rt.Pattern
 		if rt.Access == httpapi.Admin {

@@ -78,6 +78,7 @@ import (
 	"github.com/maypok86/otter/v2"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/coffer-storage/coffer/internal/detach"
 	"github.com/coffer-storage/coffer/internal/errcode"
 )
 
@@ -601,7 +602,7 @@ func (c *Cache) startFill(ctx context.Context, k chunkKey, fetch Fetcher, leader
 	c.wg.Add(1)
 	ch := c.flights.DoChan(flight, func() (any, error) {
 		*leader = true
-		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), fillTimeout)
+		fctx, cancel := detach.WithTimeout(ctx, fillTimeout)
 		defer cancel()
 		return c.fill(fctx, k, fetch)
 	})

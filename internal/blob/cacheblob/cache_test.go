@@ -515,3 +515,48 @@ func TestMemoryTierHoldsWhatItCounts(t *testing.T) {
 		t.Errorf("caching %d blobs of 1 KiB grew the heap by %d bytes, want at most %d", n, grew, limit)
 	}
 }
+
+// copyingStore is a backend that copies blobs itself (as s3blob does),
+// over memblob.
+type copyingStore struct {
+	blob.Store
+	copies atomic.Int64
+}
+
+func (c *copyingStore) Copy(ctx context.Context, src, dst string) (blob.Info, error) {
+	c.copies.Add(1)
+	rc, err := c.Store.Get(ctx, src, 0, -1)
+	if err != nil {
+		return blob.Info{}, err
+	}
+	defer rc.Close()
+	return c.Store.Put(ctx, dst, rc, -1)
+}
+
+// TestCopierPassesThrough: the Store over a backend that copies blobs
+// copies in the backend (and forgets what it cached of the destination);
+// over one that does not, it is no blob.Copier either.
+func TestCopierPassesThrough(t *testing.T) {
+	if _, ok := New(memblob.New(), newCache(t, t.TempDir(), Options{}, nil), nil).(blob.Copier); ok {
+		t.Error("a Store over a backend without Copy is a blob.Copier")
+	}
+	back := &copyingStore{Store: memblob.New()}
+	s := New(back, newCache(t, t.TempDir(), Options{MemoryBytes: 1 << 20}, nil), nil)
+	cp, ok := s.(blob.Copier)
+	if !ok {
+		t.Fatal("a Store over a backend with Copy is no blob.Copier")
+	}
+	put(t, s, "src", pattern(100, 1))
+	put(t, s, "dst", pattern(100, 2))
+	get(t, s, "dst", 0, -1) // cached
+	// Coffer never copies onto a key it wrote, but the contract allows it.
+	if err := back.Store.Delete(t.Context(), "dst"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cp.Copy(t.Context(), "src", "dst"); err != nil || back.copies.Load() != 1 {
+		t.Fatalf("Copy: %v, %d backend copies", err, back.copies.Load())
+	}
+	if got := get(t, s, "dst", 0, -1); !bytes.Equal(got, pattern(100, 1)) {
+		t.Error("after Copy the cache serves the destination's old bytes")
+	}
+}

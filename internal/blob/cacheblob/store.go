@@ -15,8 +15,9 @@ import (
 //
 // If the backend is a blob.MultipartPresigner, so is the Store New
 // returns (the calls pass through: the blob a backend multipart upload
-// assembles is under a key that was never read before). blob.Copier is not
-// passed on (nothing calls it).
+// assembles is under a key that was never read before); if it is a
+// blob.Copier, so is the Store (a copy is the backend's, and forgets what
+// the cache holds of its destination, as Put does).
 type Store struct {
 	inner blob.Store
 	cache *Cache
@@ -27,6 +28,9 @@ var (
 	_ blob.Store              = (*Store)(nil)
 	_ blob.Closer             = (*Store)(nil)
 	_ blob.MultipartPresigner = (*multipartStore)(nil)
+	_ blob.Copier             = (*copyStore)(nil)
+	_ blob.MultipartPresigner = (*multipartCopyStore)(nil)
+	_ blob.Copier             = (*multipartCopyStore)(nil)
 )
 
 // New returns inner read through c. key derives the cache identity of a
@@ -37,8 +41,15 @@ func New(inner blob.Store, c *Cache, key func(blobKey string) string) blob.Store
 		key = func(k string) string { return k }
 	}
 	s := &Store{inner: inner, cache: c, key: key}
-	if mp, ok := inner.(blob.MultipartPresigner); ok {
+	mp, isMP := inner.(blob.MultipartPresigner)
+	cp, isCP := inner.(blob.Copier)
+	switch {
+	case isMP && isCP:
+		return &multipartCopyStore{&multipartStore{Store: s, mp: mp}, copier{s, cp}}
+	case isMP:
 		return &multipartStore{Store: s, mp: mp}
+	case isCP:
+		return &copyStore{s, copier{s, cp}}
 	}
 	return s
 }
@@ -126,4 +137,33 @@ func (m *multipartStore) CompleteMultipart(ctx context.Context, key, uploadID st
 
 func (m *multipartStore) AbortMultipart(ctx context.Context, key, uploadID string) error {
 	return m.mp.AbortMultipart(ctx, key, uploadID)
+}
+
+// copier passes blob.Copier on to the backend.
+type copier struct {
+	s  *Store
+	cp blob.Copier
+}
+
+// Copy implements blob.Copier in the backend, dropping what the cache
+// holds of dst.
+func (c copier) Copy(ctx context.Context, src, dst string) (blob.Info, error) {
+	info, err := c.cp.Copy(ctx, src, dst)
+	if err == nil {
+		c.s.cache.Forget(c.s.key(dst))
+	}
+	return info, err
+}
+
+// copyStore is a Store over a backend that copies blobs itself.
+type copyStore struct {
+	*Store
+	copier
+}
+
+// multipartCopyStore is a Store over a backend with direct multipart
+// uploads that copies blobs itself (s3blob).
+type multipartCopyStore struct {
+	*multipartStore
+	copier
 }

@@ -61,6 +61,7 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/coffer-storage/coffer/internal/blob"
+	"github.com/coffer-storage/coffer/internal/detach"
 	"github.com/coffer-storage/coffer/internal/errcode"
 )
 
@@ -349,7 +350,7 @@ func (s *Store) multipart(ctx context.Context, key string, po PutOptions, next f
 		return 0, "", classify(err, "create multipart upload of %q", key)
 	}
 	abort := func() {
-		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		actx, cancel := detach.Context(ctx)
 		defer cancel()
 		_, _ = s.client.AbortMultipartUpload(actx, &s3.AbortMultipartUploadInput{Bucket: &s.opts.Bucket, Key: s.name(key), UploadId: created.UploadId})
 	}
@@ -533,7 +534,9 @@ func (s *Store) Copy(ctx context.Context, src, dst string) (blob.Info, error) {
 			CopySource: &source, CopySourceRange: aws.String(fmt.Sprintf("bytes=%d-%d", off, end)),
 		})
 		if err != nil {
-			_, _ = s.client.AbortMultipartUpload(context.WithoutCancel(ctx), &s3.AbortMultipartUploadInput{Bucket: &s.opts.Bucket, Key: s.name(dst), UploadId: created.UploadId})
+			actx, cancel := detach.Context(ctx)
+			_, _ = s.client.AbortMultipartUpload(actx, &s3.AbortMultipartUploadInput{Bucket: &s.opts.Bucket, Key: s.name(dst), UploadId: created.UploadId})
+			cancel()
 			return blob.Info{}, classify(err, "copy %q to %q", src, dst)
 		}
 		parts = append(parts, types.CompletedPart{ETag: out.CopyPartResult.ETag, PartNumber: aws.Int32(n)})

@@ -180,3 +180,30 @@ func TestUnavailable(t *testing.T) {
 		t.Fatalf("Stat after restart: %v", err)
 	}
 }
+
+// TestCopy: Copy makes the destination a copy of the source in the store;
+// a missing source is NotFound.
+func TestCopy(t *testing.T) {
+	s := newStore(t, testbackend.SharedMinIO(t), Options{Prefix: "p/"})
+	ctx := t.Context()
+	data := bytes.Repeat([]byte("copy me "), 1000)
+	if _, err := s.Put(ctx, "o/src", bytes.NewReader(data), int64(len(data))); err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Copy(ctx, "o/src", "o/dst")
+	if err != nil || info.Size != int64(len(data)) || info.Key != "o/dst" {
+		t.Fatalf("Copy: %+v, %v", info, err)
+	}
+	rc, err := s.Get(ctx, "o/dst", 0, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(rc)
+	rc.Close()
+	if !bytes.Equal(got, data) {
+		t.Errorf("copy holds %d bytes, not the source's %d", len(got), len(data))
+	}
+	if _, err := s.Copy(ctx, "o/missing", "o/dst2"); !errcode.Is(err, errcode.NotFound) {
+		t.Errorf("Copy of a missing source: %v, want NotFound", err)
+	}
+}

@@ -1,0 +1,103 @@
+package object
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/meta"
+)
+
+// CreateBucket creates a bucket owned by a.
+func (s *Service) CreateBucket(ctx context.Context, a Actor, name string, v meta.Visibility) (meta.Bucket, error) {
+	if a.UserID == "" {
+		return meta.Bucket{}, errcode.New(errcode.Unauthenticated, "authentication required")
+	}
+	if err := ValidBucketName(name); err != nil {
+		e := errcode.As(err)
+		return meta.Bucket{}, &errcode.Error{Code: errcode.InvalidArgument, Message: e.Message, Detail: map[string]any{"reason": "invalid_bucket_name"}}
+	}
+	if v == "" {
+		v = meta.Private
+	}
+	if !v.Valid() {
+		return meta.Bucket{}, errcode.New(errcode.InvalidArgument, "visibility must be %q or %q", meta.Private, meta.PublicRead)
+	}
+	b := meta.Bucket{Name: name, OwnerID: a.UserID, Visibility: v, CreatedAt: s.now().UTC()}
+	if err := s.meta.CreateBucket(ctx, b); err != nil {
+		if errcode.Is(err, errcode.AlreadyExists) {
+			e := &errcode.Error{Code: errcode.AlreadyExists, Message: fmt.Sprintf("bucket name %q is taken", name)}
+			if cur, gerr := s.meta.GetBucket(ctx, name); gerr == nil && cur.OwnerID == a.UserID {
+				e.Message = fmt.Sprintf("you already own bucket %q", name)
+				e.Detail = map[string]any{"s3_code": "BucketAlreadyOwnedByYou"}
+			}
+			return meta.Bucket{}, e
+		}
+		return meta.Bucket{}, err
+	}
+	return b, nil
+}
+
+// ListBuckets lists a's buckets.
+func (s *Service) ListBuckets(ctx context.Context, a Actor) ([]meta.Bucket, error) {
+	if a.UserID == "" {
+		return nil, errcode.New(errcode.Unauthenticated, "authentication required")
+	}
+	return s.meta.ListBuckets(ctx, a.UserID)
+}
+
+// GetBucket returns a bucket a owns.
+func (s *Service) GetBucket(ctx context.Context, a Actor, name string) (meta.Bucket, error) {
+	b, err := s.authorize(ctx, a, name, write)
+	return b.Bucket, err
+}
+
+// SetBucketVisibility changes who may read a bucket's objects.
+func (s *Service) SetBucketVisibility(ctx context.Context, a Actor, name string, v meta.Visibility) (meta.Bucket, error) {
+	b, err := s.authorize(ctx, a, name, write)
+	if err != nil {
+		return meta.Bucket{}, err
+	}
+	if !v.Valid() {
+		return meta.Bucket{}, errcode.New(errcode.InvalidArgument, "visibility must be %q or %q", meta.Private, meta.PublicRead)
+	}
+	if err := s.meta.SetBucketVisibility(ctx, name, v); err != nil {
+		return meta.Bucket{}, err
+	}
+	b.Visibility = v
+	return b.Bucket, nil
+}
+
+// SetBucketEncryption sets the default encryption of new objects in a
+// bucket a owns (see meta.Bucket.Encryption): enc "" (the server's
+// default), meta.EncryptAES256 or meta.EncryptKMS with kmsKey ("" = the
+// provider's default key), which must exist and be one a may use
+// (checkKMSKey).
+func (s *Service) SetBucketEncryption(ctx context.Context, a Actor, name, enc, kmsKey string) (meta.Bucket, error) {
+	b, err := s.authorize(ctx, a, name, write)
+	if err != nil {
+		return meta.Bucket{}, err
+	}
+	if err := meta.ValidBucketEncryption(enc, kmsKey); err != nil {
+		return meta.Bucket{}, err
+	}
+	if enc != "" {
+		if err := s.checkKMSKey(ctx, a.UserID, kmsKey); err != nil {
+			return meta.Bucket{}, err
+		}
+	}
+	if err := s.meta.SetBucketEncryption(ctx, name, enc, kmsKey); err != nil {
+		return meta.Bucket{}, err
+	}
+	b.Encryption, b.EncryptionKMSKey = enc, kmsKey
+	return b.Bucket, nil
+}
+
+// DeleteBucket deletes an empty bucket a owns.
+func (s *Service) DeleteBucket(ctx context.Context, a Actor, name string) error {
+	b, err := s.authorize(ctx, a, name, write)
+	if err != nil {
+		return err
+	}
+	return b.deleteBucket(ctx)
+}

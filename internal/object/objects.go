@@ -1,0 +1,130 @@
+package object
+
+import (
+	"context"
+	"io"
+
+	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/meta"
+)
+
+// Reads
+//
+// A read is planned, then opened: Get authorises it and looks the object
+// up in its bucket's backend (one version: its size, ETag, envelope, where
+// its bytes are); the API evaluates ranges and conditions on that, then
+// Reader.Open asks the backend for the bytes, decrypting them when the
+// version has an envelope (encrypt.go, opener). The APIs send them
+// (httpx.SendSpan).
+
+// Reader is an authorised handle on one object version: its metadata, and
+// a way to open its bytes.
+type Reader struct {
+	Object meta.Object
+	Bucket meta.Bucket
+	// CustomerKey is the key an object stored with a customer key (S3
+	// SSE-C) is read with; see CheckCustomerKey.
+	CustomerKey []byte
+	s           *core
+	backend     backend // where Object's bytes are
+	// open, set by NewReader, opens the bytes instead of a backend.
+	open func(ctx context.Context, offset, length int64) (io.ReadCloser, error)
+}
+
+// NewReader returns a Reader of o, in bucket b, whose bytes come from open
+// (called by Open with a range within o: offset ≤ o.Size, length ≥ 0):
+// what a fake of the service hands the APIs in their handler tests.
+func NewReader(o meta.Object, b meta.Bucket, open func(ctx context.Context, offset, length int64) (io.ReadCloser, error)) *Reader {
+	return &Reader{Object: o, Bucket: b, open: open}
+}
+
+// Get authorises a read of bucket/key and returns a handle; no bytes are
+// read until Open.
+func (s *Service) Get(ctx context.Context, a Actor, bucket, key string) (*Reader, error) {
+	b, err := s.authorize(ctx, a, bucket, read)
+	if err != nil {
+		return nil, err
+	}
+	if err := ValidKey(key); err != nil {
+		return nil, err
+	}
+	o, err := b.lookup(ctx, key)
+	if err != nil {
+		if errcode.Is(err, errcode.NotFound) {
+			return nil, ErrNoObject(key)
+		}
+		return nil, err
+	}
+	return &Reader{Object: o, Bucket: b.Bucket, s: s.core, backend: b.backend}, nil
+}
+
+// Open returns the bytes [offset, offset+length) of the object version;
+// length -1 means to the end. Multipart objects are read part after part.
+func (r *Reader) Open(ctx context.Context, offset, length int64) (io.ReadCloser, error) {
+	o := r.Object
+	if offset < 0 || offset > o.Size {
+		return nil, errcode.New(errcode.RangeNotSatisfiable, "offset %d outside the object's %d bytes", offset, o.Size)
+	}
+	if length < 0 || offset+length > o.Size {
+		length = o.Size - offset
+	}
+	if r.open != nil {
+		return r.open(ctx, offset, length)
+	}
+	return r.backend.open(ctx, r, offset, length)
+}
+
+// opener opens bytes of the object version with envelope env (nil:
+// plaintext) bound to identity.
+func (r *Reader) opener(env []byte, identity string, size int64, fetch func(off, n int64) (io.ReadCloser, error)) opener {
+	return opener{s: r.s, bucket: r.Object.Bucket, key: r.Object.Key, envelope: env, identity: identity, size: size,
+		customerKey: r.CustomerKey, fetch: fetch, plainOpenerErr: r.gone}
+}
+
+// blobOpener opens the blob blobKey of plaintext size bytes.
+func (r *Reader) blobOpener(ctx context.Context, blobKey string, size int64, env []byte) opener {
+	return r.opener(env, blobKey, size, func(off, n int64) (io.ReadCloser, error) { return r.s.blobs.Get(ctx, blobKey, off, n) })
+}
+
+// gone maps a missing blob to a missing object: the version was replaced
+// and reclaimed between lookup and open (after the grace period).
+func (r *Reader) gone(err error) error {
+	if errcode.Is(err, errcode.NotFound) {
+		return ErrNoObject(r.Object.Key)
+	}
+	return err
+}
+
+// Delete removes bucket/key.
+func (s *Service) Delete(ctx context.Context, a Actor, bucket, key string, cond meta.Cond) (meta.Object, error) {
+	b, err := s.authorize(ctx, a, bucket, write)
+	if err != nil {
+		return meta.Object{}, err
+	}
+	if err := ValidKey(key); err != nil {
+		return meta.Object{}, err
+	}
+	return b.delete(ctx, key, cond)
+}
+
+// Move renames srcBucket/srcKey to dstBucket/dstKey (both owned by a).
+func (s *Service) Move(ctx context.Context, a Actor, srcBucket, srcKey, dstBucket, dstKey string, cond meta.Cond) (meta.Object, error) {
+	sb, err := s.authorize(ctx, a, srcBucket, write)
+	if err != nil {
+		return meta.Object{}, err
+	}
+	db, err := s.authorize(ctx, a, dstBucket, write)
+	if err != nil {
+		return meta.Object{}, err
+	}
+	return sb.moveOut(ctx, srcKey, db.backend, dstKey, cond)
+}
+
+// List lists a bucket a owns.
+func (s *Service) List(ctx context.Context, a Actor, bucket string, opts meta.ListOptions) (meta.ListPage, error) {
+	b, err := s.authorize(ctx, a, bucket, write)
+	if err != nil {
+		return meta.ListPage{}, err
+	}
+	return b.list(ctx, opts)
+}
