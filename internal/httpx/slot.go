@@ -1,0 +1,64 @@
+package httpx
+
+import (
+	"context"
+
+	"github.com/coffer-storage/coffer/internal/ratelimit"
+)
+
+// Slot is a mutable holder that inner handlers fill so that outer
+// middleware (metrics, access log) can report the matched route and the
+// authenticated user.
+type Slot struct {
+	Route string
+	User  string
+	Share string // the share link's ID, for requests through /s/
+	// limit charges the request to an identity (see Limit).
+	limit func(d ratelimit.Dimension, key string) error
+}
+
+// SetLimiter installs the function Limit calls for this request (the
+// listener's guard does, with its quotas and response headers).
+func SetLimiter(ctx context.Context, f func(d ratelimit.Dimension, key string) error) {
+	if s, ok := ctx.Value(userKey).(*Slot); ok {
+		s.limit = f
+	}
+}
+
+// Limit charges the request to the identity (d, key) once the API has
+// authenticated it, and returns RateLimited (with RetryAfter) if that
+// identity is over its quota; the API returns that error as its response.
+// nil when no limiter is installed.
+func Limit(ctx context.Context, d ratelimit.Dimension, key string) error {
+	if s, ok := ctx.Value(userKey).(*Slot); ok && s.limit != nil {
+		return s.limit(d, key)
+	}
+	return nil
+}
+
+// WithSlot returns ctx carrying a fresh Slot.
+func WithSlot(ctx context.Context) (context.Context, *Slot) {
+	s := &Slot{}
+	return context.WithValue(ctx, userKey, s), s
+}
+
+// SetUser records the authenticated user.
+func SetUser(ctx context.Context, id string) {
+	if s, ok := ctx.Value(userKey).(*Slot); ok {
+		s.User = id
+	}
+}
+
+// SetShare records the share link a request goes through.
+func SetShare(ctx context.Context, id string) {
+	if s, ok := ctx.Value(userKey).(*Slot); ok {
+		s.Share = id
+	}
+}
+
+// SetRoute records the matched route (a low-cardinality label).
+func SetRoute(ctx context.Context, route string) {
+	if s, ok := ctx.Value(userKey).(*Slot); ok {
+		s.Route = route
+	}
+}
