@@ -11,7 +11,7 @@
 // direct-upload part URLs) refuse a user who is disabled or deleted, and
 // an access token issued before the user's SessionsAfter, on every
 // request. The state they check (disabled, admin, SessionsAfter) and the
-// access keys' secrets come from per-node caches (package cache) bounded
+// access keys' secrets come from per-node caches (package metacache) bounded
 // in entries and in age (Config.Cache.TTL, 1 s): a change made through
 // this Service is seen by the next request on this node, one made on
 // another node sharing a PostgreSQL store as soon as its announcement
@@ -40,9 +40,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/coffer-storage/coffer/internal/cache"
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
+	"github.com/coffer-storage/coffer/internal/metacache"
 )
 
 // Principal is who a request acts as. The zero value is anonymous.
@@ -72,10 +72,10 @@ type Config struct {
 	// Bus carries invalidations of the account caches: the server feeds
 	// it the store's change announcements. Nil: a bus of the Service's
 	// own (changes made through it are still seen at once).
-	Bus *cache.Bus
+	Bus *metacache.Bus
 	// Cache bounds the caches of account state and access keys (default
 	// 100 000 entries each, TTL 1s).
-	Cache cache.Options
+	Cache metacache.Options
 }
 
 // Service implements signup, login, refresh, logout and token checks.
@@ -93,9 +93,9 @@ type Service struct {
 	// links (see shares.go).
 	shareKey []byte
 
-	bus    *cache.Bus
-	states *cache.Map[userState]
-	keys   *cache.Map[keyEntry]
+	bus    *metacache.Bus
+	states *metacache.Map[userState]
+	keys   *metacache.Map[keyEntry]
 
 	touchMu    sync.Mutex
 	touched    map[string]time.Time
@@ -134,7 +134,7 @@ func NewService(m Stores, master []byte, cfg Config) *Service {
 		signups = NewThrottle(cfg.SignupLimit, cfg.SignupWindow)
 	}
 	if cfg.Bus == nil {
-		cfg.Bus = cache.NewBus()
+		cfg.Bus = metacache.NewBus()
 	}
 	s := &Service{
 		meta:     m,
@@ -150,8 +150,8 @@ func NewService(m Stores, master []byte, cfg Config) *Service {
 		now:      time.Now,
 		newName:  DefaultBucketNames,
 		bus:      cfg.Bus,
-		states:   cache.NewMap[userState](cfg.Bus, meta.TopicUser, cfg.Cache),
-		keys:     cache.NewMap[keyEntry](cfg.Bus, meta.TopicAccessKey, cfg.Cache),
+		states:   metacache.NewMap[userState](cfg.Bus, meta.TopicUser, cfg.Cache),
+		keys:     metacache.NewMap[keyEntry](cfg.Bus, meta.TopicAccessKey, cfg.Cache),
 	}
 	// A deleted user's internal key goes with it.
 	cfg.Bus.Subscribe(meta.TopicUser, func(id string) {
@@ -168,13 +168,13 @@ func NewService(m Stores, master []byte, cfg Config) *Service {
 
 // CacheStats returns the counters of the caches of users' state and of
 // access keys (for metrics).
-func (s *Service) CacheStats() (users, keys cache.Stats) {
+func (s *Service) CacheStats() (users, keys metacache.Stats) {
 	return s.states.Stats(), s.keys.Stats()
 }
 
 // TokenCacheStats returns the counters of the cache of verified access
 // tokens (for metrics).
-func (s *Service) TokenCacheStats() cache.Stats { return s.tokens.Stats() }
+func (s *Service) TokenCacheStats() metacache.Stats { return s.tokens.Stats() }
 
 // Hasher exposes the password pool (for metrics).
 func (s *Service) Hasher() *Hasher { return s.hasher }

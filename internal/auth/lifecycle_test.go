@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/coffer-storage/coffer/internal/auth"
-	"github.com/coffer-storage/coffer/internal/cache"
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta/postgres"
 	"github.com/coffer-storage/coffer/internal/meta/sqlite"
+	"github.com/coffer-storage/coffer/internal/metacache"
 	"github.com/coffer-storage/coffer/internal/testbackend"
 )
 
@@ -233,9 +233,9 @@ func TestOtherNode(t *testing.T) {
 				ttl = time.Hour
 			}
 			pgB := openPG()
-			busB := cache.NewBus()
+			busB := metacache.NewBus()
 			nodeA := newService(auth.StoresOf(openPG().Stores()), auth.Config{})
-			nodeB := newService(auth.StoresOf(pgB.Stores()), auth.Config{Bus: busB, Cache: cache.Options{TTL: ttl}})
+			nodeB := newService(auth.StoresOf(pgB.Stores()), auth.Config{Bus: busB, Cache: metacache.Options{TTL: ttl}})
 			if listen {
 				lctx, stop := context.WithCancel(ctx)
 				listening := make(chan struct{}, 1)

@@ -15,8 +15,8 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/coffer-storage/coffer/internal/cache"
 	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/metacache"
 )
 
 const issuer = "coffer"
@@ -31,7 +31,7 @@ type Tokens struct {
 	// Tokens never change, so nothing invalidates it; the expiry is
 	// checked on every hit, and revocation is the account check's job
 	// (Service.Authenticate), not the token's.
-	verified *cache.Map[verifiedToken]
+	verified *metacache.Map[verifiedToken]
 }
 
 // verifiedToken is what Verify learnt of a token.
@@ -58,7 +58,7 @@ func NewTokens(key []byte, ttl time.Duration) *Tokens {
 		ttl = 15 * time.Minute
 	}
 	return &Tokens{key: key, ttl: ttl, now: time.Now,
-		verified: cache.NewMap(nil, "", cache.Options{MaxEntries: 100_000, MaxBytes: 32 << 20, TTL: time.Minute},
+		verified: metacache.NewMap(nil, "", metacache.Options{MaxEntries: 100_000, MaxBytes: 32 << 20, TTL: time.Minute},
 			func(token string, v verifiedToken) int { return 2*len(token) + len(v.subject) + 128 })}
 }
 
@@ -149,7 +149,7 @@ func (t *Tokens) Verify(token string) (subject string, issued time.Time, err err
 }
 
 // Stats returns the counters of the verified-token cache.
-func (t *Tokens) Stats() cache.Stats { return t.verified.Stats() }
+func (t *Tokens) Stats() metacache.Stats { return t.verified.Stats() }
 
 // verify checks an access token's signature and claims.
 func (t *Tokens) verify(token string) (verifiedToken, error) {

@@ -197,7 +197,7 @@ type ChangeHandler struct {
 // exactly when it commits (and never when it does not). Every write also
 // announces the changes its context carries (WithAnnounce) in its
 // transaction: that is how the object and bucket caches' invalidations
-// travel (package cache decides what each write changes).
+// travel (package metacache decides what each write changes).
 // Announcements are best effort: one may be lost, and a listener that
 // loses its connection reports Reset once it listens again.
 type ChangeListener interface {
@@ -361,7 +361,7 @@ type Bucket struct {
 	// their total size, kept by the store in the transaction of every
 	// object write (so never out of step with the objects); always 0 for
 	// a gateway bucket. ListBuckets reads them as they are; a GetBucket
-	// answered by the metadata cache (internal/cache) may carry older ones.
+	// answered by the metadata cache (internal/metacache) may carry older ones.
 	Objects, Bytes int64
 }
 

@@ -4,7 +4,7 @@ package meta
 // its own (one file each in this package). A backend returns its Stores
 // with every role set to itself ((*sqlite.Store).Stores,
 // (*postgres.Store).Stores); a decorator replaces the roles it wraps and
-// passes the others on (cache.Store.Stores); each consumer takes only the
+// passes the others on (metacache.Store.Stores); each consumer takes only the
 // roles it uses. Every method of every role follows the package's
 // contract.
 //

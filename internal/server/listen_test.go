@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coffer-storage/coffer/internal/cache"
+	"github.com/coffer-storage/coffer/internal/metacache"
 )
 
 // TestListenLog: while the listening connection is down, one warning for
@@ -18,7 +18,7 @@ import (
 func TestListenLog(t *testing.T) {
 	var buf bytes.Buffer
 	l := &listenLog{log: slog.New(slog.NewTextHandler(&buf, nil)), every: time.Hour}
-	h := l.handler(cache.NewBus())
+	h := l.handler(metacache.NewBus())
 	count := func(s string) int { return strings.Count(buf.String(), s) }
 	h.Listening(true) // the first start
 	if buf.Len() != 0 {

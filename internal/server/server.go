@@ -49,7 +49,6 @@ import (
 	"github.com/coffer-storage/coffer/internal/blob"
 	"github.com/coffer-storage/coffer/internal/blob/cacheblob"
 	"github.com/coffer-storage/coffer/internal/blob/s3blob"
-	"github.com/coffer-storage/coffer/internal/cache"
 	"github.com/coffer-storage/coffer/internal/config"
 	"github.com/coffer-storage/coffer/internal/console"
 	"github.com/coffer-storage/coffer/internal/errcode"
@@ -58,6 +57,7 @@ import (
 	"github.com/coffer-storage/coffer/internal/httpx"
 	"github.com/coffer-storage/coffer/internal/kms"
 	"github.com/coffer-storage/coffer/internal/meta"
+	"github.com/coffer-storage/coffer/internal/metacache"
 	"github.com/coffer-storage/coffer/internal/metrics"
 	"github.com/coffer-storage/coffer/internal/object"
 	"github.com/coffer-storage/coffer/internal/ratelimit"
@@ -101,7 +101,7 @@ type Server struct {
 	// changes carries invalidations of the account and metadata caches;
 	// on PostgreSQL Run feeds it the store's announcements
 	// (meta.Changes).
-	changes *cache.Bus
+	changes *metacache.Bus
 	started time.Time
 }
 
@@ -137,7 +137,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 		}
 		certs = c
 	}
-	s := &Server{cfg: cfg, log: log, metrics: metrics.New(), accessLevel: slog.LevelInfo, changes: cache.NewBus(), started: time.Now()}
+	s := &Server{cfg: cfg, log: log, metrics: metrics.New(), accessLevel: slog.LevelInfo, changes: metacache.NewBus(), started: time.Now()}
 	defer func() {
 		if err != nil {
 			s.Close() // what was opened; what was made stays, whole
@@ -192,7 +192,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 	if s.meta.Changes != nil {
 		// Every node listens for the others' changes (Run). Until it
 		// does, other nodes' changes may be missed: the caches keep
-		// nothing (see cache.Bus.SetListening).
+		// nothing (see metacache.Bus.SetListening).
 		s.changes.SetListening(false)
 	}
 	if cs := s.stores.MetaCache; cs != nil {
@@ -266,8 +266,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 		SignupWindow: cfg.SignupRate.Per,
 		Bus:          s.changes,
 	})
-	s.cacheMetrics("user", func() cache.Stats { u, _ := s.auth.CacheStats(); return u })
-	s.cacheMetrics("key", func() cache.Stats { _, k := s.auth.CacheStats(); return k })
+	s.cacheMetrics("user", func() metacache.Stats { u, _ := s.auth.CacheStats(); return u })
+	s.cacheMetrics("key", func() metacache.Stats { _, k := s.auth.CacheStats(); return k })
 	s.cacheMetrics("token", s.auth.TokenCacheStats)
 	s.metrics.CounterFunc("coffer_cache_changes_total", "Changes that invalidated this node's account caches (its own and other nodes').",
 		func() float64 { return float64(s.changes.Changes()) })
@@ -683,7 +683,7 @@ type listenLog struct {
 }
 
 // handler is bus's change handler with the logging of l.
-func (l *listenLog) handler(bus *cache.Bus) meta.ChangeHandler {
+func (l *listenLog) handler(bus *metacache.Bus) meta.ChangeHandler {
 	h := bus.Handler(l.failed)
 	set := h.Listening
 	h.Listening = func(on bool) {
@@ -883,17 +883,17 @@ func openKeys(ctx context.Context, cfg config.Config, log *slog.Logger) (*kms.Ke
 
 // cacheMetrics registers the counters of one metadata cache, labelled
 // cache=name.
-func (s *Server) cacheMetrics(name string, st func() cache.Stats) {
+func (s *Server) cacheMetrics(name string, st func() metacache.Stats) {
 	for _, c := range []struct {
 		metric, help string
-		f            func(cache.Stats) int64
+		f            func(metacache.Stats) int64
 	}{
-		{"coffer_meta_cache_hits_total", "Metadata cache lookups answered from the cache.", func(x cache.Stats) int64 { return x.Hits }},
-		{"coffer_meta_cache_misses_total", "Metadata cache lookups that asked the metadata store.", func(x cache.Stats) int64 { return x.Misses }},
-		{"coffer_meta_cache_evictions_total", "Metadata cache entries evicted by the size bounds.", func(x cache.Stats) int64 { return x.Evictions }},
-		{"coffer_meta_cache_invalidations_total", "Metadata cache keys dropped by a change (this node's or another's).", func(x cache.Stats) int64 { return x.Invalidations }},
-		{"coffer_meta_cache_flushes_total", "Metadata cache full flushes (the change listener connected, reconnected or dropped; a user deleted).", func(x cache.Stats) int64 { return x.Flushes }},
-		{"coffer_meta_cache_bypassed_total", "Metadata cache lookups not cached because this node was not listening for changes.", func(x cache.Stats) int64 { return x.Bypassed }},
+		{"coffer_meta_cache_hits_total", "Metadata cache lookups answered from the cache.", func(x metacache.Stats) int64 { return x.Hits }},
+		{"coffer_meta_cache_misses_total", "Metadata cache lookups that asked the metadata store.", func(x metacache.Stats) int64 { return x.Misses }},
+		{"coffer_meta_cache_evictions_total", "Metadata cache entries evicted by the size bounds.", func(x metacache.Stats) int64 { return x.Evictions }},
+		{"coffer_meta_cache_invalidations_total", "Metadata cache keys dropped by a change (this node's or another's).", func(x metacache.Stats) int64 { return x.Invalidations }},
+		{"coffer_meta_cache_flushes_total", "Metadata cache full flushes (the change listener connected, reconnected or dropped; a user deleted).", func(x metacache.Stats) int64 { return x.Flushes }},
+		{"coffer_meta_cache_bypassed_total", "Metadata cache lookups not cached because this node was not listening for changes.", func(x metacache.Stats) int64 { return x.Bypassed }},
 	} {
 		s.metrics.CounterFunc(c.metric, c.help, func() float64 { return float64(c.f(st())) }, "cache", name)
 	}

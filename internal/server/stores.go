@@ -9,11 +9,11 @@ import (
 	"github.com/coffer-storage/coffer/internal/blob"
 	"github.com/coffer-storage/coffer/internal/blob/diskblob"
 	"github.com/coffer-storage/coffer/internal/blob/s3blob"
-	"github.com/coffer-storage/coffer/internal/cache"
 	"github.com/coffer-storage/coffer/internal/config"
 	"github.com/coffer-storage/coffer/internal/meta"
 	"github.com/coffer-storage/coffer/internal/meta/postgres"
 	"github.com/coffer-storage/coffer/internal/meta/sqlite"
+	"github.com/coffer-storage/coffer/internal/metacache"
 )
 
 // StoreOptions say what OpenStores opens, and how it may make the data
@@ -29,7 +29,7 @@ type StoreOptions struct {
 	// makes the folder ready, or refuses (nil: nothing to do).
 	PrepareData func() error
 	// Bus carries the metadata cache's invalidations (nil: a new one).
-	Bus *cache.Bus
+	Bus *metacache.Bus
 }
 
 // Stores are the stores a Config names, as OpenStores opened them.
@@ -43,7 +43,7 @@ type Stores struct {
 	Blobs blob.Store
 	// MetaCache is the cache of bucket and object records in front of
 	// Meta (nil: --meta-cache off, or no Meta).
-	MetaCache *cache.Store
+	MetaCache *metacache.Store
 	// Pool reports the PostgreSQL connection pool (nil: SQLite, or no
 	// Meta).
 	Pool func() postgres.Stats
@@ -112,11 +112,11 @@ func OpenStores(ctx context.Context, cfg config.Config, o StoreOptions) (_ *Stor
 		// process listening to the store.
 		bus := o.Bus
 		if bus == nil {
-			bus = cache.NewBus()
+			bus = metacache.NewBus()
 		}
-		st.MetaCache = cache.NewStore(inner, bus, cache.StoreOptions{
-			Buckets: cache.Options{MaxEntries: 100_000, MaxBytes: cfg.MetaCacheSize / 8, TTL: cfg.MetaCacheTTL},
-			Objects: cache.Options{MaxEntries: 1_000_000, MaxBytes: cfg.MetaCacheSize - cfg.MetaCacheSize/8, TTL: cfg.MetaCacheTTL},
+		st.MetaCache = metacache.NewStore(inner, bus, metacache.StoreOptions{
+			Buckets: metacache.Options{MaxEntries: 100_000, MaxBytes: cfg.MetaCacheSize / 8, TTL: cfg.MetaCacheTTL},
+			Objects: metacache.Options{MaxEntries: 1_000_000, MaxBytes: cfg.MetaCacheSize - cfg.MetaCacheSize/8, TTL: cfg.MetaCacheTTL},
 		})
 		st.Meta = st.MetaCache.Stores()
 	}

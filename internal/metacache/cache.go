@@ -50,7 +50,7 @@
 // cache with NewMap(bus, topic, …) on the process's Bus, and make the
 // code that writes call ExpectChange, write, Publish and wait, as
 // auth.Service.publish does.
-package cache
+package metacache
 
 import (
 	"context"
