@@ -101,24 +101,6 @@ func CheckKeyFingerprint(fp string) error {
 	return nil
 }
 
-// PartError is the InvalidArgument error of a CompleteUpload check.
-func PartError(reason string, number int, format string, args ...any) error {
-	e := errcode.As(errcode.New(errcode.InvalidArgument, format, args...))
-	e.Detail = map[string]any{"reason": reason}
-	if number != 0 {
-		e.Detail["part_number"] = number
-	}
-	return e
-}
-
-// Unquote strips the quotes around an ETag.
-func Unquote(etag string) string {
-	if len(etag) >= 2 && etag[0] == '"' && etag[len(etag)-1] == '"' {
-		return etag[1 : len(etag)-1]
-	}
-	return etag
-}
-
 // EncodeMetadata is user metadata as stored: a JSON object, ok false (NULL)
 // when empty. JSON escapes NUL and replaces invalid UTF-8, so any text
 // column can hold it.

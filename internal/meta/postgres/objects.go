@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sort"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -424,18 +423,11 @@ func (s *Store) DeleteObject(ctx context.Context, bucket, k string, cond meta.Co
 // Moving a key onto itself checks that it exists and that dstCond holds,
 // and changes nothing.
 func (s *Store) MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, dstKey string, dstCond meta.Cond) (meta.Object, error) {
-	if dstBucket == "" || dstKey == "" {
-		return meta.Object{}, errcode.New(errcode.InvalidArgument, "destination bucket and key are required")
-	}
-	if srcBucket == dstBucket && srcKey == dstKey {
-		o, err := s.GetObject(ctx, srcBucket, srcKey)
+	if same, err := meta.CheckMove(srcBucket, srcKey, dstBucket, dstKey); err != nil || same {
 		if err != nil {
 			return meta.Object{}, err
 		}
-		if err := dstCond.Check(o, true); err != nil {
-			return meta.Object{}, err
-		}
-		return o, nil
+		return meta.MoveOntoItself(ctx, s.GetObject, srcBucket, srcKey, dstCond)
 	}
 	var moved meta.Object
 	err := s.write(ctx, "move object", func(t *txn) error {
@@ -467,16 +459,8 @@ func (s *Store) MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, ds
 		t.exec("UPDATE objects SET bucket = $3, key = $4 WHERE bucket = $1 AND key = $2",
 			srcBucket, key(srcKey), dstBucket, key(dstKey))
 		// Usage: src leaves its owner, it replaces dst at dst's owner.
-		deltas := map[string]int64{}
-		deltas[src.owner] -= src.row.Size
-		deltas[dst.owner] += src.row.Size - dst.row.Size
-		owners := make([]string, 0, len(deltas))
-		for id := range deltas {
-			owners = append(owners, id)
-		}
-		sort.Strings(owners)
-		for _, id := range owners {
-			if err := t.addUsage(id, deltas[id]); err != nil {
+		for _, d := range meta.MoveUsage(src.owner, src.row.Size, dst.owner, dst.row.Size) {
+			if err := t.addUsage(d.Owner, d.Bytes); err != nil {
 				return err
 			}
 		}

@@ -3,8 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"maps"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -42,7 +40,7 @@ func scanUpload(r pgx.Row) (meta.Upload, error) {
 
 const partCols = "upload_id, number, size, etag, checksum, blob_key, mod_time, sse, sse_kek"
 
-func scanPart(r pgx.Row) (meta.Part, error) {
+func scanPart(r scanner) (meta.Part, error) {
 	var p meta.Part
 	var mod int64
 	err := r.Scan(&p.UploadID, &p.Number, &p.Size, &p.ETag, &p.Checksum, &p.BlobKey, &mod, &p.Encryption, &p.EncryptionKEK)
@@ -150,17 +148,9 @@ func (u *upload) check(t *txn, id string) error {
 	return t.checkLocked(u.owner)
 }
 
-// readParts queues reading every part of an upload into have, by number.
-func (t *txn) readParts(have map[int]meta.Part, id string) {
-	clear(have)
-	t.query(func(r pgx.Rows) error {
-		p, err := scanPart(r)
-		if err != nil {
-			return err
-		}
-		have[p.Number] = p
-		return nil
-	}, "SELECT "+partCols+" FROM upload_parts WHERE upload_id = $1", id)
+// readParts queues reading every part of an upload into have.
+func (t *txn) readParts(have *[]meta.Part, id string) {
+	queueRows(t, have, scanPart, "SELECT "+partCols+" FROM upload_parts WHERE upload_id = $1", id)
 }
 
 // PutPart implements meta.Store. A zero ModTime is set to now.
@@ -401,32 +391,21 @@ func deleteUpload(t *txn, id string) {
 	t.exec("DELETE FROM uploads WHERE id = $1", id)
 }
 
-// partsBytes returns the total size of parts and their blobs, by number.
-func partsBytes(have map[int]meta.Part) (int64, []string) {
-	var freed int64
-	var blobs []string
-	for _, n := range slices.Sorted(maps.Keys(have)) {
-		freed += have[n].Size
-		blobs = append(blobs, have[n].BlobKey)
-	}
-	return freed, blobs
-}
-
 // AbortUpload implements meta.Store.
 func (s *Store) AbortUpload(ctx context.Context, id string) error {
 	return s.write(ctx, "abort upload", func(t *txn) error {
 		var u upload
-		have := map[int]meta.Part{}
+		var have []meta.Part
 		t.lockUploadOwner(id)
 		t.getUpload(&u, id)
-		t.readParts(have, id)
+		t.readParts(&have, id)
 		if err := t.flush(); err != nil {
 			return err
 		}
 		if err := u.check(t, id); err != nil {
 			return err
 		}
-		freed, blobs := partsBytes(have)
+		freed, blobs := meta.PartsFreed(have)
 		deleteUpload(t, id)
 		t.deleteDeclared(id)
 		if err := t.addUsage(u.owner, -freed); err != nil {
@@ -445,11 +424,11 @@ func (s *Store) CompleteUpload(ctx context.Context, id string, obj meta.Object, 
 	var out meta.Object
 	err := s.write(ctx, "complete upload", func(t *txn) error {
 		var u upload
-		have := map[int]meta.Part{}
+		var have []meta.Part
 		var partsID int64
 		t.lockUploadOwner(id)
 		t.getUpload(&u, id)
-		t.readParts(have, id)
+		t.readParts(&have, id)
 		t.newPartsID(&partsID)
 		if err := t.flush(); err != nil {
 			return err
@@ -457,24 +436,9 @@ func (s *Store) CompleteUpload(ctx context.Context, id string, obj meta.Object, 
 		if err := u.check(t, id); err != nil {
 			return err
 		}
-		if len(parts) == 0 {
-			return metasql.PartError("invalid_part_order", 0, "list at least one part")
-		}
-		for i := 1; i < len(parts); i++ {
-			if parts[i].Number <= parts[i-1].Number {
-				return metasql.PartError("invalid_part_order", 0, "parts must be listed in strictly ascending order")
-			}
-		}
-		for _, cp := range parts {
-			p, ok := have[cp.Number]
-			if !ok || metasql.Unquote(p.ETag) != metasql.Unquote(cp.ETag) {
-				return metasql.PartError("invalid_part", cp.Number, "part %d was not uploaded or its ETag does not match", cp.Number)
-			}
-		}
-		for _, cp := range parts[:len(parts)-1] {
-			if have[cp.Number].Size < minPartSize {
-				return metasql.PartError("entity_too_small", cp.Number, "part %d is smaller than the minimum part size %d", cp.Number, minPartSize)
-			}
+		a, err := meta.AssembleUpload(obj, u.bucket, u.key, have, parts, minPartSize, t.now)
+		if err != nil {
+			return err
 		}
 		var cur found
 		t.lookup(&cur, u.bucket, u.key)
@@ -484,28 +448,18 @@ func (s *Store) CompleteUpload(ctx context.Context, id string, obj meta.Object, 
 		if err := cond.Check(cur.row.Object, cur.exists); err != nil {
 			return err
 		}
-
-		o := obj
-		o.Bucket, o.Key, o.BlobKey, o.Size, o.Inline = u.bucket, u.key, "", 0, nil
-		o.ModTime = metasql.OrNow(o.ModTime, t.now)
-		o.Parts = make([]meta.ObjectPart, len(parts))
-		numbers := make([]int32, len(parts))
-		for i, cp := range parts {
-			p := have[cp.Number]
-			o.Parts[i] = meta.ObjectPart{BlobKey: p.BlobKey, Size: p.Size, ETag: p.ETag, Checksum: p.Checksum, Encryption: p.Encryption, EncryptionKEK: p.EncryptionKEK}
-			o.Size += p.Size
-			numbers[i] = int32(cp.Number)
-			delete(have, cp.Number)
-		}
-		// What is left of have are the parts not listed: discarded.
-		freed, discarded := partsBytes(have)
+		freed, discarded := a.Freed()
 		// The listed parts, in ascending order, become the object's; their
 		// numbers serve as positions.
 		// (They were read under the owner's lock: all are there.)
+		numbers := make([]int32, len(a.Numbers))
+		for i, n := range a.Numbers {
+			numbers[i] = int32(n)
+		}
 		t.exec(`INSERT INTO object_parts (parts_id, idx, blob_key, size, etag, checksum, sse, sse_kek)
 			SELECT $1, number, blob_key, size, etag, checksum, sse, sse_kek FROM upload_parts
 			WHERE upload_id = $2 AND number = ANY($3)`, partsID, id, numbers)
-		if err := writeObject(t, o, partsID); err != nil {
+		if err := writeObject(t, a.Object, partsID); err != nil {
 			return err
 		}
 		deleteUpload(t, id)
@@ -517,7 +471,7 @@ func (s *Store) CompleteUpload(ctx context.Context, id string, obj meta.Object, 
 			release(t, cur.row)
 		}
 		t.enqueue(discarded...)
-		out = o
+		out = a.Object
 		return nil
 	})
 	if err != nil {
@@ -535,20 +489,21 @@ func (s *Store) CompleteBackendUpload(ctx context.Context, id string, obj meta.O
 	var out meta.Object
 	err := s.write(ctx, "complete upload", func(t *txn) error {
 		var u upload
-		have := map[int]meta.Part{}
+		var have []meta.Part
 		t.lockUploadOwner(id)
 		t.deleteDeclared(id)
 		t.readReserved(reservedOfUploadQuery, id)
 		t.getUpload(&u, id)
-		t.readParts(have, id)
+		t.readParts(&have, id)
 		if err := t.flush(); err != nil {
 			return err
 		}
 		if err := u.check(t, id); err != nil {
 			return err
 		}
-		if u.blobKey == "" || obj.BlobKey != u.blobKey {
-			return errcode.New(errcode.InvalidArgument, "upload %q is not assembled by the blob backend into %q", id, obj.BlobKey)
+		o, err := meta.AssembleBackendUpload(obj, meta.Upload{ID: id, Bucket: u.bucket, Key: u.key, BlobKey: u.blobKey}, t.now)
+		if err != nil {
+			return err
 		}
 		var cur found
 		t.lookup(&cur, u.bucket, u.key)
@@ -558,10 +513,7 @@ func (s *Store) CompleteBackendUpload(ctx context.Context, id string, obj meta.O
 		if err := cond.Check(cur.row.Object, cur.exists); err != nil {
 			return err
 		}
-		o := obj
-		o.Bucket, o.Key, o.Parts, o.Inline = u.bucket, u.key, nil, nil
-		o.ModTime = metasql.OrNow(o.ModTime, t.now)
-		freed, discarded := partsBytes(have)
+		freed, discarded := meta.PartsFreed(have)
 		deleteUpload(t, id)
 		if err := t.addUsage(u.owner, o.Size-freed-cur.row.Size); err != nil {
 			return err

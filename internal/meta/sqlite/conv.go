@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 
 	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
@@ -17,6 +18,24 @@ type querier interface {
 
 // scanner is *sql.Row or *sql.Rows.
 type scanner interface{ Scan(dest ...any) error }
+
+// queryRows runs query on q and returns every row, as scan reads it.
+func queryRows[T any](ctx context.Context, q querier, scan func(scanner) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, errors.Join(rows.Err(), rows.Close())
+}
 
 // encodeMetadata stores user metadata as a JSON object, NULL when empty.
 func encodeMetadata(m map[string]string) (any, error) {

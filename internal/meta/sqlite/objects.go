@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
-	"sort"
 	"time"
 	"unicode/utf8"
 
@@ -412,18 +411,11 @@ func (s *Store) DeleteObject(ctx context.Context, bucket, key string, cond meta.
 // not rewritten); only its bucket and key change. Moving a key onto itself
 // checks that it exists and that dstCond holds, and changes nothing.
 func (s *Store) MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, dstKey string, dstCond meta.Cond) (meta.Object, error) {
-	if dstBucket == "" || dstKey == "" {
-		return meta.Object{}, errcode.New(errcode.InvalidArgument, "destination bucket and key are required")
-	}
-	if srcBucket == dstBucket && srcKey == dstKey {
-		o, err := s.GetObject(ctx, srcBucket, srcKey)
+	if same, err := meta.CheckMove(srcBucket, srcKey, dstBucket, dstKey); err != nil || same {
 		if err != nil {
 			return meta.Object{}, err
 		}
-		if err := dstCond.Check(o, true); err != nil {
-			return meta.Object{}, err
-		}
-		return o, nil
+		return meta.MoveOntoItself(ctx, s.GetObject, srcBucket, srcKey, dstCond)
 	}
 	var moved meta.Object
 	err := s.write(ctx, func(ctx context.Context, c *conn) error {
@@ -451,16 +443,8 @@ func (s *Store) MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, ds
 			return err
 		}
 		// Usage: src leaves its owner, it replaces dst at dst's owner.
-		deltas := map[string]int64{}
-		deltas[srcOwner] -= src.Size
-		deltas[dstOwner] += src.Size - dst.Size
-		owners := make([]string, 0, len(deltas))
-		for id := range deltas {
-			owners = append(owners, id)
-		}
-		sort.Strings(owners)
-		for _, id := range owners {
-			if err := addUsage(ctx, c, id, deltas[id], now); err != nil {
+		for _, d := range meta.MoveUsage(srcOwner, src.Size, dstOwner, dst.Size) {
+			if err := addUsage(ctx, c, d.Owner, d.Bytes, now); err != nil {
 				return err
 			}
 		}

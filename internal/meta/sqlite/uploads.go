@@ -5,8 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"maps"
-	"slices"
 	"strings"
 	"time"
 
@@ -441,40 +439,13 @@ func (s *Store) CompleteUpload(ctx context.Context, id string, obj meta.Object, 
 		if err != nil {
 			return err
 		}
-		if len(parts) == 0 {
-			return metasql.PartError("invalid_part_order", 0, "list at least one part")
-		}
-		for i := 1; i < len(parts); i++ {
-			if parts[i].Number <= parts[i-1].Number {
-				return metasql.PartError("invalid_part_order", 0, "parts must be listed in strictly ascending order")
-			}
-		}
-		rows, err := c.QueryContext(ctx, "SELECT "+partCols+" FROM upload_parts WHERE upload_id = ?", id)
+		have, err := queryRows(ctx, c, scanPart, "SELECT "+partCols+" FROM upload_parts WHERE upload_id = ?", id)
 		if err != nil {
 			return classify(err, "parts of upload %q", id)
 		}
-		have := map[int]meta.Part{}
-		for rows.Next() {
-			p, err := scanPart(rows)
-			if err != nil {
-				rows.Close()
-				return classify(err, "parts of upload %q", id)
-			}
-			have[p.Number] = p
-		}
-		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-			return classify(err, "parts of upload %q", id)
-		}
-		for _, cp := range parts {
-			p, ok := have[cp.Number]
-			if !ok || metasql.Unquote(p.ETag) != metasql.Unquote(cp.ETag) {
-				return metasql.PartError("invalid_part", cp.Number, "part %d was not uploaded or its ETag does not match", cp.Number)
-			}
-		}
-		for _, cp := range parts[:len(parts)-1] {
-			if have[cp.Number].Size < minPartSize {
-				return metasql.PartError("entity_too_small", cp.Number, "part %d is smaller than the minimum part size %d", cp.Number, minPartSize)
-			}
+		a, err := meta.AssembleUpload(obj, u.bucket, u.key, have, parts, minPartSize, now)
+		if err != nil {
+			return err
 		}
 		owner, cur, exists, err := lookupFull(ctx, c, u.bucket, u.key)
 		if err != nil {
@@ -483,29 +454,12 @@ func (s *Store) CompleteUpload(ctx context.Context, id string, obj meta.Object, 
 		if err := cond.Check(cur.Object, exists); err != nil {
 			return err
 		}
-
-		o := obj
-		o.Bucket, o.Key, o.BlobKey, o.Size = u.bucket, u.key, "", 0
-		o.ModTime = metasql.OrNow(o.ModTime, now)
-		o.Parts = make([]meta.ObjectPart, len(parts))
-		for i, cp := range parts {
-			p := have[cp.Number]
-			o.Parts[i] = meta.ObjectPart{BlobKey: p.BlobKey, Size: p.Size, ETag: p.ETag, Checksum: p.Checksum, Encryption: p.Encryption, EncryptionKEK: p.EncryptionKEK}
-			o.Size += p.Size
-			delete(have, cp.Number)
-		}
-		// What is left of have are the parts not listed: discarded.
-		var freed int64
-		var discarded []string
-		for _, n := range slices.Sorted(maps.Keys(have)) {
-			freed += have[n].Size
-			discarded = append(discarded, have[n].BlobKey)
-		}
-		partsID, err := moveParts(ctx, c, id, parts)
+		freed, discarded := a.Freed()
+		partsID, err := moveParts(ctx, c, id, a.Numbers)
 		if err != nil {
 			return err
 		}
-		if err := writeObject(ctx, c, o, partsID, 0); err != nil {
+		if err := writeObject(ctx, c, a.Object, partsID, 0); err != nil {
 			return err
 		}
 		if err := deleteUpload(ctx, c, id); err != nil {
@@ -525,7 +479,7 @@ func (s *Store) CompleteUpload(ctx context.Context, id string, obj meta.Object, 
 		if err := enqueue(ctx, c, now, discarded...); err != nil {
 			return err
 		}
-		out = o
+		out = a.Object
 		return nil
 	})
 	if err != nil {
@@ -537,11 +491,7 @@ func (s *Store) CompleteUpload(ctx context.Context, id string, obj meta.Object, 
 // moveParts copies the listed parts of an upload, which are in ascending
 // order, to a new parts set of a multipart object (their numbers serve as
 // positions) in one statement, and returns its id.
-func moveParts(ctx context.Context, c *conn, uploadID string, parts []meta.CompletePart) (int64, error) {
-	numbers := make([]int, len(parts))
-	for i, p := range parts {
-		numbers[i] = p.Number
-	}
+func moveParts(ctx context.Context, c *conn, uploadID string, numbers []int) (int64, error) {
 	list, err := json.Marshal(numbers)
 	if err != nil {
 		return 0, errcode.Wrap(errcode.Internal, err, "encode part numbers")
@@ -556,8 +506,8 @@ func moveParts(ctx context.Context, c *conn, uploadID string, parts []meta.Compl
 	if err != nil {
 		return 0, classify(err, "copy parts of upload %q", uploadID)
 	}
-	if n, err := res.RowsAffected(); err != nil || n != int64(len(parts)) {
-		return 0, errcode.Wrap(errcode.Internal, err, "copied %d of the %d listed parts of upload %q", n, len(parts), uploadID)
+	if n, err := res.RowsAffected(); err != nil || n != int64(len(numbers)) {
+		return 0, errcode.Wrap(errcode.Internal, err, "copied %d of the %d listed parts of upload %q", n, len(numbers), uploadID)
 	}
 	return id, nil
 }
@@ -574,8 +524,9 @@ func (s *Store) CompleteBackendUpload(ctx context.Context, id string, obj meta.O
 		if err != nil {
 			return err
 		}
-		if u.blobKey == "" || obj.BlobKey != u.blobKey {
-			return errcode.New(errcode.InvalidArgument, "upload %q is not assembled by the blob backend into %q", id, obj.BlobKey)
+		o, err := meta.AssembleBackendUpload(obj, meta.Upload{ID: id, Bucket: u.bucket, Key: u.key, BlobKey: u.blobKey}, now)
+		if err != nil {
+			return err
 		}
 		owner, cur, exists, err := lookupFull(ctx, c, u.bucket, u.key)
 		if err != nil {
@@ -584,9 +535,6 @@ func (s *Store) CompleteBackendUpload(ctx context.Context, id string, obj meta.O
 		if err := cond.Check(cur.Object, exists); err != nil {
 			return err
 		}
-		o := obj
-		o.Bucket, o.Key, o.Parts, o.Inline = u.bucket, u.key, nil, nil
-		o.ModTime = metasql.OrNow(o.ModTime, now)
 		freed, discarded, err := dropUpload(ctx, c, id)
 		if err != nil {
 			return err
