@@ -4,19 +4,7 @@ import (
 	"fmt"
 
 	"github.com/coffer-storage/coffer/internal/errcode"
-	"github.com/coffer-storage/coffer/internal/meta"
 )
-
-// CheckKMSKeyGrant is AllowKMSKey's argument check.
-func CheckKMSKeyGrant(g meta.KMSKeyGrant) error {
-	if !meta.ValidKMSKeyName(g.Key) {
-		return errcode.New(errcode.InvalidArgument, "a KMS key name is 1 to %d bytes of printable UTF-8 without spaces", meta.MaxKMSKeyName)
-	}
-	if g.UserID == "" {
-		return errcode.New(errcode.InvalidArgument, "a KMS key grant needs a user")
-	}
-	return nil
-}
 
 // InsertKMSKeyGrantSQL records a grant unless it exists: args key_name,
 // user_id, created_at (Unix ns).

@@ -80,20 +80,6 @@ func SaveKMSJobArgs(j meta.KMSJob, owner string, until, now time.Time) []any {
 		Millis(until), Millis(now), j.Name, j.Generation, owner}
 }
 
-// CheckKMSJobSave validates what SaveKMSJob is given.
-func CheckKMSJobSave(j meta.KMSJob) error {
-	if j.State != meta.JobRunning && j.State != meta.JobDone {
-		return errcode.New(errcode.InvalidArgument, "job state %q", j.State)
-	}
-	if j.Phase < meta.EnvelopeObjects || j.Phase > meta.EnvelopeUploadParts {
-		return errcode.New(errcode.InvalidArgument, "job phase %d", j.Phase)
-	}
-	if _, err := meta.ParseCursor(j.Phase, j.Cursor); err != nil {
-		return err
-	}
-	return nil
-}
-
 // KMSJobNotFound is GetKMSJob's error.
 func KMSJobNotFound(name string) error {
 	return &errcode.Error{Code: errcode.NotFound, Message: fmt.Sprintf("no job %q", name), Detail: map[string]any{"resource": "job"}}
@@ -104,14 +90,6 @@ var envelopeTables = map[meta.EnvelopeTable][3]string{
 	meta.EnvelopeObjects:     {"objects", "bucket", "key"},
 	meta.EnvelopeObjectParts: {"object_parts", "parts_id", "idx"},
 	meta.EnvelopeUploadParts: {"upload_parts", "upload_id", "number"},
-}
-
-// CheckEnvelopeTable fails for an unknown table.
-func CheckEnvelopeTable(t meta.EnvelopeTable) error {
-	if _, ok := envelopeTables[t]; !ok {
-		return errcode.New(errcode.InvalidArgument, "unknown envelope table %d", t)
-	}
-	return nil
 }
 
 // ListEnvelopesSQL pages through table's rows under a KEK other than ”
@@ -198,12 +176,4 @@ func ListPlaintextObjectsArgs(bucket string, after *meta.EnvelopeRef, limit int,
 		args = append(args, after.Bucket, key(after.Key))
 	}
 	return args
-}
-
-// JobLimit bounds a page.
-func JobLimit(limit int) int {
-	if limit <= 0 || limit > 1000 {
-		return 1000
-	}
-	return limit
 }

@@ -50,57 +50,6 @@ func FromNanos(n int64) time.Time {
 	return time.Unix(0, n).UTC()
 }
 
-// OrNow returns t, or now if t is zero.
-func OrNow(t, now time.Time) time.Time {
-	if t.IsZero() {
-		return now
-	}
-	return t
-}
-
-// CheckObject validates an object to be written. An object with Parts
-// has no BlobKey and its Size is the sum of theirs.
-func CheckObject(o meta.Object) error {
-	switch {
-	case o.Bucket == "":
-		return errcode.New(errcode.InvalidArgument, "bucket name is required")
-	case o.Key == "":
-		return errcode.New(errcode.InvalidArgument, "object key is required")
-	case o.Size < 0:
-		return errcode.New(errcode.InvalidArgument, "object size must not be negative")
-	case len(o.Parts) > 0 && o.BlobKey != "":
-		return errcode.New(errcode.InvalidArgument, "a multipart object has no blob key of its own")
-	case o.IsInline() && o.Encryption == nil && int64(len(o.Inline)) != o.Size:
-		// (Encrypted inline bytes are ciphertext, a little longer than
-		// Size: the object service checks them when it decrypts.)
-		return errcode.New(errcode.InvalidArgument, "an inline object's size %d is not its %d inline bytes", o.Size, len(o.Inline))
-	case !o.IsInline() && o.Inline != nil:
-		return errcode.New(errcode.InvalidArgument, "an object with a blob key or parts has no inline bytes")
-	}
-	if len(o.Parts) == 0 {
-		return nil
-	}
-	var sum int64
-	for i, p := range o.Parts {
-		if p.BlobKey == "" || p.Size < 0 {
-			return errcode.New(errcode.InvalidArgument, "part %d of the object needs a blob key and a size", i+1)
-		}
-		sum += p.Size
-	}
-	if sum != o.Size {
-		return errcode.New(errcode.InvalidArgument, "the object's size %d is not the sum %d of its parts", o.Size, sum)
-	}
-	return nil
-}
-
-// CheckKeyFingerprint validates a fingerprint for ClaimKeyFingerprint.
-func CheckKeyFingerprint(fp string) error {
-	if fp == "" || len(fp) > 128 {
-		return errcode.New(errcode.InvalidArgument, "a server key fingerprint must be 1 to 128 bytes, not %d", len(fp))
-	}
-	return nil
-}
-
 // EncodeMetadata is user metadata as stored: a JSON object, ok false (NULL)
 // when empty. JSON escapes NUL and replaces invalid UTF-8, so any text
 // column can hold it.
@@ -165,10 +114,9 @@ func Migrations(files fs.FS) ([]Migration, error) {
 }
 
 // UserUpdateSet returns the SET list and arguments of an UPDATE users for
-// upd, with placeholders made by ph (1-based: "?" for SQLite, "$n" for
-// PostgreSQL), and the number of arguments used. InvalidArgument for an
-// empty update or a negative quota.
-func UserUpdateSet(upd meta.UserUpdate, ph func(n int) string) (set string, args []any, err error) {
+// upd (checked with meta.CheckUserUpdate), with placeholders made by ph
+// (1-based).
+func UserUpdateSet(upd meta.UserUpdate, ph func(n int) string) (set string, args []any) {
 	var cols []string
 	add := func(col string, v any) {
 		args = append(args, v)
@@ -181,24 +129,15 @@ func UserUpdateSet(upd meta.UserUpdate, ph func(n int) string) (set string, args
 		add("disabled", *upd.Disabled)
 	}
 	if upd.PasswordHash != nil {
-		if *upd.PasswordHash == "" {
-			return "", nil, errcode.New(errcode.InvalidArgument, "password hash must not be empty")
-		}
 		add("password_hash", *upd.PasswordHash)
 	}
 	if upd.QuotaBytes != nil {
-		if *upd.QuotaBytes < 0 {
-			return "", nil, errcode.New(errcode.InvalidArgument, "quota must not be negative")
-		}
 		add("quota_bytes", *upd.QuotaBytes)
 	}
 	if upd.SessionsAfter != nil {
 		add("sessions_after", ToNanos(*upd.SessionsAfter))
 	}
-	if len(cols) == 0 {
-		return "", nil, errcode.New(errcode.InvalidArgument, "nothing to update")
-	}
-	return strings.Join(cols, ", "), args, nil
+	return strings.Join(cols, ", "), args
 }
 
 // InviteCols are the columns of an invite, in the order ScanInvite reads
@@ -212,24 +151,6 @@ func ScanInvite(r interface{ Scan(dest ...any) error }) (meta.Invite, error) {
 	err := r.Scan(&inv.ID, &inv.Hash, &inv.Email, &inv.Uses, &inv.UsesLeft, &inv.CreatedBy, &created, &expires, &inv.Revoked)
 	inv.CreatedAt, inv.ExpiresAt = FromNanos(created), FromNanos(expires)
 	return inv, err
-}
-
-// CheckInvite validates an invite for CreateInvite and returns it as it is
-// stored: every use left, not revoked, CreatedAt now if zero, times at the
-// precision they are stored with.
-func CheckInvite(inv meta.Invite, now time.Time) (meta.Invite, error) {
-	switch {
-	case inv.ID == "" || inv.Hash == "":
-		return meta.Invite{}, errcode.New(errcode.InvalidArgument, "invite id and hash are required")
-	case inv.Uses < 1:
-		return meta.Invite{}, errcode.New(errcode.InvalidArgument, "an invite allows at least one signup, not %d", inv.Uses)
-	case inv.ExpiresAt.IsZero():
-		return meta.Invite{}, errcode.New(errcode.InvalidArgument, "an invite needs an expiry")
-	}
-	inv.UsesLeft, inv.Revoked = inv.Uses, false
-	inv.CreatedAt = FromNanos(ToNanos(OrNow(inv.CreatedAt, now)))
-	inv.ExpiresAt = FromNanos(ToNanos(inv.ExpiresAt))
-	return inv, nil
 }
 
 // InviteArgs are the arguments of an INSERT INTO invites (InviteCols) of
@@ -267,25 +188,6 @@ func UpsertGatewayBucketQuery(p1, p2, p3, p4, p5 string) string {
 		p1 + ", " + p2 + ", " + p3 + ", " + p4 + ", " + p5 + ") " +
 		"ON CONFLICT (name) DO UPDATE SET owner_id = excluded.owner_id, visibility = excluded.visibility, gateway = excluded.gateway " +
 		"WHERE buckets.gateway <> ''"
-}
-
-// CheckGatewayBucket validates a gateway bucket to be written, defaulting
-// an empty visibility to private.
-func CheckGatewayBucket(b meta.Bucket) (meta.Bucket, error) {
-	if b.Visibility == "" {
-		b.Visibility = meta.Private
-	}
-	switch {
-	case b.Name == "":
-		return b, errcode.New(errcode.InvalidArgument, "bucket name is required")
-	case b.OwnerID == "":
-		return b, errcode.New(errcode.InvalidArgument, "bucket owner is required")
-	case b.Gateway == "":
-		return b, errcode.New(errcode.InvalidArgument, "a gateway bucket needs its gateway URL")
-	case !b.Visibility.Valid():
-		return b, errcode.New(errcode.InvalidArgument, "invalid bucket visibility %q", b.Visibility)
-	}
-	return b, nil
 }
 
 // ErrNotAGateway is PutGatewayBucket's error when a native bucket has the

@@ -23,24 +23,6 @@ func ScanShare(r interface{ Scan(dest ...any) error }) (meta.Share, error) {
 	return sh, err
 }
 
-// CheckShare validates a share for CreateShare and returns it as it is
-// stored: no downloads, never accessed, not revoked, CreatedAt now if
-// zero, times at the precision they are stored with.
-func CheckShare(sh meta.Share, now time.Time) (meta.Share, error) {
-	switch {
-	case sh.ID == "" || sh.Hash == "" || sh.OwnerID == "" || sh.Bucket == "":
-		return meta.Share{}, errcode.New(errcode.InvalidArgument, "share id, hash, owner and bucket are required")
-	case sh.MaxDownloads < 0:
-		return meta.Share{}, errcode.New(errcode.InvalidArgument, "max_downloads must not be negative")
-	case sh.ExpiresAt.IsZero():
-		return meta.Share{}, errcode.New(errcode.InvalidArgument, "a share needs an expiry")
-	}
-	sh.Downloads, sh.Revoked, sh.LastAccess = 0, false, time.Time{}
-	sh.CreatedAt = FromNanos(ToNanos(OrNow(sh.CreatedAt, now)))
-	sh.ExpiresAt = FromNanos(ToNanos(sh.ExpiresAt))
-	return sh, nil
-}
-
 // ShareArgs are the arguments of an INSERT INTO shares (ShareCols) of a
 // share CheckShare returned.
 func ShareArgs(sh meta.Share) []any {
@@ -75,14 +57,6 @@ func UseShareArgs(id string, download bool, now time.Time) []any {
 		n = 1
 	}
 	return []any{ToNanos(now), n, id, ToNanos(now)}
-}
-
-// CheckShareDownload validates a download for StartShareDownload.
-func CheckShareDownload(d meta.ShareDownload) error {
-	if d.ShareID == "" || d.Client == "" || d.Key == "" || d.Until.IsZero() {
-		return errcode.New(errcode.InvalidArgument, "a share download needs a share, a client, a key and an end")
-	}
-	return nil
 }
 
 // ShareDownloadUpsertSQL records a download for StartShareDownload, with

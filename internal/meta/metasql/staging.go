@@ -162,37 +162,6 @@ func (r Room) Grant(sh Share, minBytes, maxBytes int64) (int64, error) {
 // replaces (size bytes, of which other live stagings take taken).
 func Credit(size, taken int64) int64 { return max(size-taken, 0) }
 
-// CheckStaging validates a staging given to Stage.
-func CheckStaging(s meta.Staging, minBytes int64) error {
-	switch {
-	case s.BlobKey == "" || s.OwnerID == "":
-		return errcode.New(errcode.InvalidArgument, "a staging needs a blob key and an owner")
-	case s.Declared:
-		return errcode.New(errcode.InvalidArgument, "declared sizes are staged by CreateUpload")
-	case s.Bytes < 0 || minBytes < 0 || minBytes > s.Bytes:
-		return errcode.New(errcode.InvalidArgument, "staging sizes must satisfy 0 <= min %d <= bytes %d", minBytes, s.Bytes)
-	case s.UploadID != "" && (s.Bucket != "" || s.Key != ""):
-		return errcode.New(errcode.InvalidArgument, "a part's staging replaces no object")
-	}
-	return nil
-}
-
-// StagedKeys returns the blob keys of the staged puts, and an error if a
-// staged put has no blob key.
-func StagedKeys(puts []meta.Put) ([]string, error) {
-	var keys []string
-	for _, p := range puts {
-		if !p.Staged {
-			continue
-		}
-		if p.Object.BlobKey == "" {
-			return nil, errcode.New(errcode.InvalidArgument, "a staged put needs a blob key")
-		}
-		keys = append(keys, p.Object.BlobKey)
-	}
-	return keys, nil
-}
-
 // CheckReleased fails unless every key was released from a staging live
 // at nowNanos: expires maps each released key to its expiry (nanos).
 func CheckReleased(keys []string, expires map[string]int64, nowNanos int64) error {

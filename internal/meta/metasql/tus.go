@@ -75,17 +75,6 @@ func TusLengthDeclared(id string) error {
 	return errcode.New(errcode.InvalidArgument, "the length of tus upload %q is declared already", id)
 }
 
-// CheckUserLimits validates an override.
-func CheckUserLimits(l meta.UserLimits) error {
-	if l.Requests < 0 || l.Bytes < 0 {
-		return errcode.New(errcode.InvalidArgument, "limits must be >= 0 (0 = the server's default)")
-	}
-	if l.Window < time.Second {
-		return errcode.New(errcode.InvalidArgument, "the limits' window must be at least a second")
-	}
-	return nil
-}
-
 // UpsertUserLimitsSQL stores an override: args user_id, requests, bytes,
 // window_ms.
 func UpsertUserLimitsSQL(ph func(int) string) string {

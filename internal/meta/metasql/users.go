@@ -8,22 +8,13 @@ import (
 	"github.com/coffer-storage/coffer/internal/meta"
 )
 
-// ListUsersQuery returns the query of a ListUsers page (columns cols, in
-// email order, one row more than the page to tell whether more exist),
-// its arguments with placeholders made by ph (1-based), and the page size.
-// The Query filter is a substring match on the lower-case email: LIKE
+// ListUsersQuery returns the query of a ListUsers page of limit users
+// (meta.UsersLimit; columns cols, in email order, one row more than the
+// page to tell whether more exist) and its arguments, with placeholders
+// made by ph (1-based). The Query filter is a substring match on the lower-case email: LIKE
 // with its wildcards escaped (SQLite's LIKE ignores ASCII case, and
 // emails are stored in lower case, so both backends agree).
-func ListUsersQuery(cols string, opts meta.ListUsersOptions, ph func(n int) string) (query string, args []any, limit int, err error) {
-	limit = opts.Limit
-	switch {
-	case limit < 0:
-		return "", nil, 0, errcode.New(errcode.InvalidArgument, "limit must not be negative")
-	case limit == 0:
-		limit = 100
-	case limit > 1000:
-		limit = 1000
-	}
+func ListUsersQuery(cols string, opts meta.ListUsersOptions, limit int, ph func(n int) string) (query string, args []any) {
 	var where []string
 	if opts.After != "" {
 		args = append(args, opts.After)
@@ -39,7 +30,7 @@ func ListUsersQuery(cols string, opts meta.ListUsersOptions, ph func(n int) stri
 	}
 	args = append(args, limit+1)
 	query += " ORDER BY email LIMIT " + ph(len(args))
-	return query, args, limit, nil
+	return query, args
 }
 
 // EscapeLike escapes the LIKE wildcards of s (and the escape character

@@ -28,17 +28,14 @@ func errNoAccessKey(id string) error {
 
 // CreateAccessKey implements meta.Store. A zero CreatedAt is set to now.
 func (s *Store) CreateAccessKey(ctx context.Context, k meta.AccessKey) error {
-	if k.ID == "" || k.UserID == "" {
-		return errcode.New(errcode.InvalidArgument, "access key id and user are required")
-	}
-	secret := k.SecretEnc
-	if secret == nil {
-		secret = []byte{} // NOT NULL
+	k, err := meta.CheckAccessKey(k, time.Now())
+	if err != nil {
+		return err
 	}
 	return s.write(ctx, "create access key", func(t *txn) error {
 		// A missing user is a foreign key violation: NotFound.
 		t.exec("INSERT INTO access_keys ("+accessKeyCols+") VALUES ($1, $2, $3, $4, $5, $6, $7)",
-			k.ID, k.UserID, secret, k.Name, k.Internal, metasql.ToNanos(metasql.OrNow(k.CreatedAt, t.now)), metasql.ToNanos(k.LastUsed))
+			k.ID, k.UserID, k.SecretEnc, k.Name, k.Internal, metasql.ToNanos(k.CreatedAt), metasql.ToNanos(k.LastUsed))
 		return nil
 	})
 }

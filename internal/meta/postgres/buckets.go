@@ -26,34 +26,18 @@ func scanBucket(r pgx.Row) (meta.Bucket, error) {
 	return b, err
 }
 
-// checkBucket validates b, defaulting an empty visibility to private.
-func checkBucket(b meta.Bucket) (meta.Bucket, error) {
-	if b.Visibility == "" {
-		b.Visibility = meta.Private
-	}
-	switch {
-	case b.Name == "":
-		return b, errcode.New(errcode.InvalidArgument, "bucket name is required")
-	case b.OwnerID == "":
-		return b, errcode.New(errcode.InvalidArgument, "bucket owner is required")
-	case !b.Visibility.Valid():
-		return b, errcode.New(errcode.InvalidArgument, "invalid bucket visibility %q", b.Visibility)
-	}
-	return b, nil
-}
-
 // insertBucket queues the insertion of b. A missing owner fails the
 // statement with a foreign key violation, which is NotFound; a taken name
 // with a unique violation, which is AlreadyExists.
 func insertBucket(t *txn, b meta.Bucket) {
 	t.exec("INSERT INTO buckets ("+bucketCols+") VALUES ($1, $2, $3, $4)",
-		b.Name, b.OwnerID, string(b.Visibility), metasql.ToNanos(metasql.OrNow(b.CreatedAt, t.now)))
+		b.Name, b.OwnerID, string(b.Visibility), metasql.ToNanos(meta.OrNow(b.CreatedAt, t.now)))
 }
 
 // CreateBucket implements meta.Store. A zero CreatedAt is set to now and an
 // empty Visibility to private.
 func (s *Store) CreateBucket(ctx context.Context, b meta.Bucket) error {
-	b, err := checkBucket(b)
+	b, err := meta.CheckBucket(b)
 	if err != nil {
 		return err
 	}
@@ -107,8 +91,8 @@ func (s *Store) ListBuckets(ctx context.Context, ownerID string) ([]meta.Bucket,
 // SetBucketVisibility implements meta.Store. NotFound if the bucket is
 // missing; InvalidArgument for an unknown visibility.
 func (s *Store) SetBucketVisibility(ctx context.Context, name string, v meta.Visibility) error {
-	if !v.Valid() {
-		return errcode.New(errcode.InvalidArgument, "invalid bucket visibility %q", v)
+	if err := meta.CheckVisibility(v); err != nil {
+		return err
 	}
 	return s.write(ctx, "set bucket visibility", func(t *txn) error {
 		t.execN(mustAffect(errNoBucket(name)), "UPDATE buckets SET visibility = $1 WHERE name = $2", string(v), name)

@@ -12,13 +12,13 @@ import (
 // PutGatewayBucket implements meta.Store. A missing owner fails the
 // statement with a foreign key violation, which is NotFound.
 func (s *Store) PutGatewayBucket(ctx context.Context, b meta.Bucket) error {
-	b, err := metasql.CheckGatewayBucket(b)
+	b, err := meta.CheckGatewayBucket(b)
 	if err != nil {
 		return err
 	}
 	return s.write(ctx, "put gateway bucket "+b.Name, func(t *txn) error {
 		t.execN(mustAffect(metasql.ErrNotAGateway(b.Name)), metasql.UpsertGatewayBucketQuery("$1", "$2", "$3", "$4", "$5"),
-			b.Name, b.OwnerID, string(b.Visibility), metasql.ToNanos(metasql.OrNow(b.CreatedAt, t.now)), b.Gateway)
+			b.Name, b.OwnerID, string(b.Visibility), metasql.ToNanos(meta.OrNow(b.CreatedAt, t.now)), b.Gateway)
 		return nil
 	})
 }

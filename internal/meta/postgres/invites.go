@@ -14,7 +14,7 @@ import (
 
 // CreateInvite implements meta.Store.
 func (s *Store) CreateInvite(ctx context.Context, inv meta.Invite) error {
-	inv, err := metasql.CheckInvite(inv, time.Now())
+	inv, err := meta.CheckInvite(inv, time.Now())
 	if err != nil {
 		return err
 	}
@@ -79,7 +79,7 @@ func (s *Store) RevokeInvite(ctx context.Context, id string) error {
 // back. A concurrent redemption of the same invite waits on its row lock
 // and re-evaluates the condition after this one commits.
 func (s *Store) CreateInvitedUser(ctx context.Context, u meta.User, b meta.Bucket, inviteHash string, now time.Time) error {
-	now = metasql.OrNow(now, time.Now())
+	now = meta.OrNow(now, time.Now())
 	return s.createUser(ctx, u, b, func(t *txn) error {
 		t.execN(mustAffect(meta.ErrInviteInvalid()), metasql.RedeemInviteSQL(func(n int) string { return "$" + strconv.Itoa(n) }),
 			metasql.RedeemInviteArgs(inviteHash, u.Email, now)...)

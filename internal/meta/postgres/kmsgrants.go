@@ -14,11 +14,12 @@ import (
 
 // AllowKMSKey implements meta.Store.
 func (s *Store) AllowKMSKey(ctx context.Context, g meta.KMSKeyGrant) error {
-	if err := metasql.CheckKMSKeyGrant(g); err != nil {
+	g, err := meta.CheckKMSKeyGrant(g, time.Now())
+	if err != nil {
 		return err
 	}
-	created := metasql.ToNanos(metasql.OrNow(g.CreatedAt, time.Now()))
-	err := s.write(ctx, "allow KMS key", func(t *txn) error {
+	created := metasql.ToNanos(g.CreatedAt)
+	err = s.write(ctx, "allow KMS key", func(t *txn) error {
 		t.exec(metasql.InsertKMSKeyGrantSQL(dollar), g.Key, g.UserID, created)
 		return nil
 	})

@@ -92,7 +92,7 @@ func (s *Store) AcquireKMSJob(ctx context.Context, owner string, until, now time
 
 // SaveKMSJob implements meta.Store.
 func (s *Store) SaveKMSJob(ctx context.Context, j meta.KMSJob, owner string, until, now time.Time) error {
-	if err := metasql.CheckKMSJobSave(j); err != nil {
+	if err := meta.CheckKMSJobSave(j); err != nil {
 		return err
 	}
 	return s.write(ctx, "save job", func(t *txn) error {
@@ -103,10 +103,10 @@ func (s *Store) SaveKMSJob(ctx context.Context, j meta.KMSJob, owner string, unt
 
 // ListEnvelopes implements meta.Store.
 func (s *Store) ListEnvelopes(ctx context.Context, table meta.EnvelopeTable, after *meta.EnvelopeRef, kekNot string, limit int) ([]meta.EnvelopeRow, error) {
-	if err := metasql.CheckEnvelopeTable(table); err != nil {
+	if err := meta.CheckEnvelopeTable(table); err != nil {
 		return nil, err
 	}
-	args := []any{kekNot, metasql.JobLimit(limit)}
+	args := []any{kekNot, meta.PageLimit(limit, 1000, 1000)}
 	if after != nil {
 		args = append(args, metasql.KeysetArgs(*after, byteaKey)...)
 	}
@@ -132,7 +132,7 @@ func (s *Store) ListEnvelopes(ctx context.Context, table meta.EnvelopeTable, aft
 
 // SwapEnvelope implements meta.Store.
 func (s *Store) SwapEnvelope(ctx context.Context, ref meta.EnvelopeRef, old, env []byte, kek string) (bool, error) {
-	if err := metasql.CheckEnvelopeTable(ref.Table); err != nil {
+	if err := meta.CheckEnvelopeTable(ref.Table); err != nil {
 		return false, err
 	}
 	var swapped bool
@@ -173,7 +173,7 @@ func (s *Store) ListPlaintextObjects(ctx context.Context, bucket string, after *
 	err := s.read(ctx, "list plaintext objects", func(c *pgx.Conn) error {
 		out = nil
 		rows, err := c.Query(ctx, metasql.ListPlaintextObjectsSQL(bucket != "", after != nil, dollar),
-			metasql.ListPlaintextObjectsArgs(bucket, after, metasql.JobLimit(limit), byteaKey)...)
+			metasql.ListPlaintextObjectsArgs(bucket, after, meta.PageLimit(limit, 1000, 1000), byteaKey)...)
 		if err != nil {
 			return err
 		}

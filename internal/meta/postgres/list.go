@@ -183,9 +183,7 @@ func readPartsOf(t *txn, os []row) error {
 
 // ListGarbage implements meta.Store. A limit <= 0 means 1000.
 func (s *Store) ListGarbage(ctx context.Context, before time.Time, limit int) ([]meta.Garbage, error) {
-	if limit <= 0 {
-		limit = 1000
-	}
+	limit = meta.PageLimit(limit, 1000, 0)
 	var out []meta.Garbage
 	err := s.read(ctx, "list garbage", func(c *pgx.Conn) error {
 		out = nil
@@ -217,9 +215,7 @@ func (s *Store) ListGarbage(ctx context.Context, before time.Time, limit int) ([
 // then the deletion of those whose blob is referenced again. A limit <= 0
 // means 1000.
 func (s *Store) ClaimGarbage(ctx context.Context, before time.Time, limit int) ([]meta.Garbage, error) {
-	if limit <= 0 {
-		limit = 1000
-	}
+	limit = meta.PageLimit(limit, 1000, 0)
 	var out []meta.Garbage
 	err := s.write(ctx, "claim garbage", func(t *txn) error {
 		out = nil

@@ -311,16 +311,13 @@ func (s *Store) PutObjects(ctx context.Context, puts []meta.Put) ([]meta.Object,
 	if len(puts) == 0 {
 		return nil, nil
 	}
-	buckets := make([]string, len(puts))
-	for i, p := range puts {
-		if err := metasql.CheckObject(p.Object); err != nil {
-			return nil, err
-		}
-		buckets[i] = p.Object.Bucket
-	}
-	staged, err := metasql.StagedKeys(puts)
+	staged, err := meta.CheckPuts(puts)
 	if err != nil {
 		return nil, err
+	}
+	buckets := make([]string, len(puts))
+	for i, p := range puts {
+		buckets[i] = p.Object.Bucket
 	}
 	olds := make([]meta.Object, len(puts))
 	err = s.write(ctx, "put objects", func(t *txn) error {
@@ -330,7 +327,7 @@ func (s *Store) PutObjects(ctx context.Context, puts []meta.Put) ([]meta.Object,
 		t.readReserved(reservedOfBucketsQuery, buckets)
 		for i, p := range puts {
 			o := p.Object
-			o.ModTime = metasql.OrNow(o.ModTime, t.now)
+			o.ModTime = meta.OrNow(o.ModTime, t.now)
 			if len(o.Parts) == 0 {
 				o.Parts = nil
 			}

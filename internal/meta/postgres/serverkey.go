@@ -3,9 +3,8 @@ package postgres
 import (
 	"context"
 
+	"github.com/coffer-storage/coffer/internal/meta"
 	"github.com/jackc/pgx/v5"
-
-	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
 
 // ClaimKeyFingerprint records fp unless a fingerprint is recorded, and
@@ -13,7 +12,7 @@ import (
 // concurrent transaction inserting the row and then does nothing, and the
 // SELECT, a statement of its own, sees whichever row was committed first.
 func (s *Store) ClaimKeyFingerprint(ctx context.Context, fp string) (string, error) {
-	if err := metasql.CheckKeyFingerprint(fp); err != nil {
+	if err := meta.CheckKeyFingerprint(fp); err != nil {
 		return "", err
 	}
 	var recorded string

@@ -116,13 +116,13 @@ func (t *txn) share(sh *metasql.Share, key, upload string) {
 // statement (nothing to check); otherwise the owner is locked and the
 // reservation checked in a transaction of two round trips.
 func (s *Store) Stage(ctx context.Context, st meta.Staging, minBytes int64) (meta.Staging, bool, error) {
-	if err := metasql.CheckStaging(st, minBytes); err != nil {
+	st, err := meta.CheckStaging(st, minBytes)
+	if err != nil {
 		return meta.Staging{}, false, err
 	}
-	st.Credit = 0
 	st.ExpiresAt = metasql.FromNanos(metasql.ToNanos(st.ExpiresAt))
 	inserted := false
-	err := s.write(ctx, "stage", func(t *txn) error {
+	err = s.write(ctx, "stage", func(t *txn) error {
 		t.execN(func(n int64) error { inserted = n == 1; return nil },
 			"INSERT INTO staging ("+stagingCols+`) SELECT $1, id, $3, false, $4, $5, $6, 0, $7 FROM users
 			WHERE id = $2 AND quota_bytes = 0`,

@@ -127,7 +127,7 @@ func (s *Store) SetUserLimits(ctx context.Context, l meta.UserLimits) error {
 			return nil
 		})
 	}
-	if err := metasql.CheckUserLimits(l); err != nil {
+	if err := meta.CheckUserLimits(l); err != nil {
 		return err
 	}
 	err := s.write(ctx, "set user limits", func(t *txn) error {

@@ -15,9 +15,6 @@ import (
 	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
 
-// maxPartNumber is the highest part number (S3's).
-const maxPartNumber = 10000
-
 const uploadCols = "id, bucket, key, initiator_id, content_type, metadata, checksum_algorithm, checksum_type, size, part_size, created_at, expires_at, blob_key, backend_upload_id, sse_mode, sse_kms_key, sse_c_check"
 
 func scanUpload(r pgx.Row) (meta.Upload, error) {
@@ -54,11 +51,9 @@ func errNoUpload(id string) error {
 
 // CreateUpload implements meta.Store. A zero CreatedAt is set to now.
 func (s *Store) CreateUpload(ctx context.Context, u meta.Upload) error {
-	switch {
-	case u.ID == "" || u.Bucket == "" || u.Key == "":
-		return errcode.New(errcode.InvalidArgument, "upload id, bucket and key are required")
-	case u.Size < 0 || u.PartSize < 0:
-		return errcode.New(errcode.InvalidArgument, "upload sizes must not be negative")
+	u, err := meta.CheckUpload(u, time.Now())
+	if err != nil {
+		return err
 	}
 	md, err := encodeMetadata(u.Metadata)
 	if err != nil {
@@ -92,7 +87,7 @@ func (s *Store) CreateUpload(ctx context.Context, u meta.Upload) error {
 		// A missing bucket is a foreign key violation: NotFound.
 		t.exec("INSERT INTO uploads ("+uploadCols+") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
 			u.ID, u.Bucket, key(u.Key), u.InitiatorID, u.ContentType, md, u.ChecksumAlgorithm, u.ChecksumType,
-			u.Size, u.PartSize, metasql.ToNanos(metasql.OrNow(u.CreatedAt, t.now)), metasql.ToNanos(u.ExpiresAt), u.BlobKey, u.BackendUploadID,
+			u.Size, u.PartSize, metasql.ToNanos(u.CreatedAt), metasql.ToNanos(u.ExpiresAt), u.BlobKey, u.BackendUploadID,
 			u.EncryptionMode, u.EncryptionKMSKey, u.CustomerKeyCheck)
 		if u.Size > 0 {
 			insertStaging(t, metasql.DeclaredStaging(u, owner))
@@ -157,22 +152,16 @@ func (t *txn) readParts(have *[]meta.Part, id string) {
 // InvalidArgument unless 1 <= Number <= 10000, Size >= 0 and BlobKey is
 // set.
 func (s *Store) PutPart(ctx context.Context, p meta.Part) (meta.Part, error) {
-	switch {
-	case p.UploadID == "":
-		return meta.Part{}, errcode.New(errcode.InvalidArgument, "upload id is required")
-	case p.Number < 1 || p.Number > maxPartNumber:
-		return meta.Part{}, errcode.New(errcode.InvalidArgument, "part number must be 1 to %d", maxPartNumber)
-	case p.Size < 0:
-		return meta.Part{}, errcode.New(errcode.InvalidArgument, "part size must not be negative")
-	case p.BlobKey == "":
-		return meta.Part{}, errcode.New(errcode.InvalidArgument, "part blob key is required")
+	p, err := meta.CheckPart(p, time.Now())
+	if err != nil {
+		return meta.Part{}, err
 	}
 	var old meta.Part
 	var staged []string
 	if p.Staged {
 		staged = []string{p.BlobKey}
 	}
-	err := s.write(ctx, "put part", func(t *txn) error {
+	err = s.write(ctx, "put part", func(t *txn) error {
 		old = meta.Part{}
 		var u upload
 		t.lockUploadOwner(p.UploadID)
@@ -206,7 +195,7 @@ func (s *Store) PutPart(ctx context.Context, p meta.Part) (meta.Part, error) {
 			ON CONFLICT (upload_id, number) DO UPDATE SET
 				size = excluded.size, etag = excluded.etag, checksum = excluded.checksum,
 				blob_key = excluded.blob_key, mod_time = excluded.mod_time, sse = excluded.sse, sse_kek = excluded.sse_kek`,
-			p.UploadID, p.Number, p.Size, p.ETag, p.Checksum, p.BlobKey, metasql.ToNanos(metasql.OrNow(p.ModTime, t.now)), p.Encryption, p.EncryptionKEK)
+			p.UploadID, p.Number, p.Size, p.ETag, p.Checksum, p.BlobKey, metasql.ToNanos(p.ModTime), p.Encryption, p.EncryptionKEK)
 		if exists {
 			t.enqueue(cur.BlobKey)
 			old = cur
@@ -222,10 +211,7 @@ func (s *Store) PutPart(ctx context.Context, p meta.Part) (meta.Part, error) {
 // ListParts implements meta.Store, in one query (so one snapshot). A limit
 // <= 0 means 1000; a limit above 10000 is 10000.
 func (s *Store) ListParts(ctx context.Context, uploadID string, after, limit int) ([]meta.Part, bool, error) {
-	if limit <= 0 {
-		limit = 1000
-	}
-	limit = min(limit, maxPartNumber)
+	limit = meta.PageLimit(limit, 1000, meta.MaxPartNumber)
 	var out []meta.Part
 	found := false
 	err := s.read(ctx, "list parts", func(c *pgx.Conn) error {
@@ -281,10 +267,7 @@ func (s *Store) ListParts(ctx context.Context, uploadID string, after, limit int
 // rather than skips). An UploadIDMarker without KeyMarker is ignored.
 func (s *Store) ListUploads(ctx context.Context, bucket string, opts meta.ListUploadsOptions) ([]meta.Upload, bool, error) {
 	limit := opts.Limit
-	if limit <= 0 {
-		limit = 1000
-	}
-	limit = min(limit, maxPartNumber)
+	limit = meta.PageLimit(limit, 1000, meta.MaxPartNumber)
 	var out []meta.Upload
 	err := s.tx(ctx, "list uploads of "+bucket, beginSnapshot, func(t *txn) error {
 		out = nil
@@ -358,9 +341,7 @@ func (s *Store) ListUploads(ctx context.Context, bucket string, opts meta.ListUp
 // ListExpiredUploads implements meta.Store, oldest expiry first. A limit
 // <= 0 means 1000.
 func (s *Store) ListExpiredUploads(ctx context.Context, before time.Time, limit int) ([]meta.Upload, error) {
-	if limit <= 0 {
-		limit = 1000
-	}
+	limit = meta.PageLimit(limit, 1000, 0)
 	var out []meta.Upload
 	err := s.read(ctx, "list expired uploads", func(c *pgx.Conn) error {
 		out = nil
@@ -483,8 +464,8 @@ func (s *Store) CompleteUpload(ctx context.Context, id string, obj meta.Object, 
 // CompleteBackendUpload implements meta.Store in three round trips, as
 // CompleteUpload.
 func (s *Store) CompleteBackendUpload(ctx context.Context, id string, obj meta.Object, cond meta.Cond) (meta.Object, error) {
-	if obj.Size < 0 {
-		return meta.Object{}, errcode.New(errcode.InvalidArgument, "object size must not be negative")
+	if err := meta.CheckBackendCompletion(obj); err != nil {
+		return meta.Object{}, err
 	}
 	var out meta.Object
 	err := s.write(ctx, "complete upload", func(t *txn) error {

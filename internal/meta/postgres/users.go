@@ -35,16 +35,7 @@ func (s *Store) CreateUser(ctx context.Context, u meta.User, b meta.Bucket) erro
 // createUser creates u and b; before, if not nil, runs first in the same
 // transaction and its error aborts it.
 func (s *Store) createUser(ctx context.Context, u meta.User, b meta.Bucket, before func(t *txn) error) error {
-	switch {
-	case u.ID == "" || u.Email == "":
-		return errcode.New(errcode.InvalidArgument, "user id and email are required")
-	case u.QuotaBytes < 0:
-		return errcode.New(errcode.InvalidArgument, "quota must not be negative")
-	case b.OwnerID != "" && b.OwnerID != u.ID:
-		return errcode.New(errcode.InvalidArgument, "the default bucket must be owned by the new user")
-	}
-	b.OwnerID = u.ID
-	b, err := checkBucket(b)
+	b, err := meta.CheckUser(u, b)
 	if err != nil {
 		return err
 	}
@@ -55,7 +46,7 @@ func (s *Store) createUser(ctx context.Context, u meta.User, b meta.Bucket, befo
 			}
 		}
 		t.exec("INSERT INTO users ("+userCols+") VALUES ($1, $2, $3, $4, 0, $5, $6, $7, $8)",
-			u.ID, u.Email, u.PasswordHash, u.QuotaBytes, u.Disabled, u.Admin, metasql.ToNanos(u.SessionsAfter), metasql.ToNanos(metasql.OrNow(u.CreatedAt, t.now)))
+			u.ID, u.Email, u.PasswordHash, u.QuotaBytes, u.Disabled, u.Admin, metasql.ToNanos(u.SessionsAfter), metasql.ToNanos(meta.OrNow(u.CreatedAt, t.now)))
 		insertBucket(t, b)
 		return nil
 	})
@@ -95,8 +86,8 @@ func (s *Store) GetUserByEmail(ctx context.Context, email string) (meta.User, er
 
 // SetQuota sets the user's quota; NotFound if the user does not exist.
 func (s *Store) SetQuota(ctx context.Context, userID string, quotaBytes int64) error {
-	if quotaBytes < 0 {
-		return errcode.New(errcode.InvalidArgument, "quota must not be negative")
+	if err := meta.CheckQuota(quotaBytes); err != nil {
+		return err
 	}
 	return s.write(ctx, "set quota", func(t *txn) error {
 		t.execN(mustAffect(errcode.New(errcode.NotFound, "user %q not found", userID)),
@@ -121,10 +112,10 @@ const tokenCols = "hash, user_id, family, created_at, expires_at, used, revoked"
 // CreateRefreshToken stores t. A zero CreatedAt is set to now.
 // AlreadyExists if the hash is taken; NotFound if the user does not exist.
 func (s *Store) CreateRefreshToken(ctx context.Context, t meta.RefreshToken) error {
-	if t.Hash == "" || t.UserID == "" || t.Family == "" {
-		return errcode.New(errcode.InvalidArgument, "refresh token hash, user and family are required")
+	t, err := meta.CheckRefreshToken(t, time.Now())
+	if err != nil {
+		return err
 	}
-	t.CreatedAt = metasql.OrNow(t.CreatedAt, time.Now())
 	return s.write(ctx, "refresh token", func(tx *txn) error {
 		insertToken(tx, t)
 		return nil
@@ -192,7 +183,7 @@ func (s *Store) RotateRefreshToken(ctx context.Context, oldHash string, next met
 		rt := next
 		rt.UserID, rt.Family = userID, family
 		rt.Used, rt.Revoked = false, false
-		rt.CreatedAt = metasql.FromNanos(metasql.ToNanos(metasql.OrNow(rt.CreatedAt, now)))
+		rt.CreatedAt = metasql.FromNanos(metasql.ToNanos(meta.OrNow(rt.CreatedAt, now)))
 		rt.ExpiresAt = metasql.FromNanos(metasql.ToNanos(rt.ExpiresAt))
 		insertToken(t, rt)
 		out = rt
@@ -234,12 +225,12 @@ func (s *Store) deleteExpired(ctx context.Context, table string, before time.Tim
 
 // UpdateUser applies upd to the user; see meta.Store.
 func (s *Store) UpdateUser(ctx context.Context, userID string, upd meta.UserUpdate) (meta.User, error) {
-	set, args, err := metasql.UserUpdateSet(upd, func(n int) string { return "$" + strconv.Itoa(n) })
-	if err != nil {
+	if err := meta.CheckUserUpdate(upd); err != nil {
 		return meta.User{}, err
 	}
+	set, args := metasql.UserUpdateSet(upd, func(n int) string { return "$" + strconv.Itoa(n) })
 	var u meta.User
-	err = s.write(ctx, "update user", func(t *txn) error {
+	err := s.write(ctx, "update user", func(t *txn) error {
 		t.queryRow(func(r pgx.Row) error {
 			var err error
 			u, err = scanUser(r)
@@ -259,10 +250,11 @@ func (s *Store) UpdateUser(ctx context.Context, userID string, upd meta.UserUpda
 
 // ListUsers implements meta.Store.
 func (s *Store) ListUsers(ctx context.Context, opts meta.ListUsersOptions) ([]meta.User, bool, error) {
-	q, args, limit, err := metasql.ListUsersQuery(userCols, opts, func(n int) string { return "$" + strconv.Itoa(n) })
+	limit, err := meta.UsersLimit(opts.Limit)
 	if err != nil {
 		return nil, false, err
 	}
+	q, args := metasql.ListUsersQuery(userCols, opts, limit, func(n int) string { return "$" + strconv.Itoa(n) })
 	var out []meta.User
 	err = s.read(ctx, "list users", func(c *pgx.Conn) error {
 		out = nil

@@ -27,12 +27,9 @@ func errNoAccessKey(id string) error {
 
 // CreateAccessKey implements meta.Store. A zero CreatedAt is set to now.
 func (s *Store) CreateAccessKey(ctx context.Context, k meta.AccessKey) error {
-	if k.ID == "" || k.UserID == "" {
-		return errcode.New(errcode.InvalidArgument, "access key id and user are required")
-	}
-	secret := k.SecretEnc
-	if secret == nil {
-		secret = []byte{} // NOT NULL
+	k, err := meta.CheckAccessKey(k, time.Now())
+	if err != nil {
+		return err
 	}
 	return s.write(ctx, func(ctx context.Context, c *conn) error {
 		var one int
@@ -44,7 +41,7 @@ func (s *Store) CreateAccessKey(ctx context.Context, k meta.AccessKey) error {
 			return classify(err, "access key owner")
 		}
 		_, err = c.ExecContext(ctx, "INSERT INTO access_keys ("+accessKeyCols+") VALUES (?, ?, ?, ?, ?, ?, ?)",
-			k.ID, k.UserID, secret, k.Name, k.Internal, metasql.ToNanos(metasql.OrNow(k.CreatedAt, time.Now())), metasql.ToNanos(k.LastUsed))
+			k.ID, k.UserID, k.SecretEnc, k.Name, k.Internal, metasql.ToNanos(k.CreatedAt), metasql.ToNanos(k.LastUsed))
 		return classify(err, "access key %q", k.ID)
 	})
 }

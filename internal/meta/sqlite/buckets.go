@@ -26,22 +26,6 @@ func scanBucket(r scanner) (meta.Bucket, error) {
 	return b, err
 }
 
-// checkBucket validates b, defaulting an empty visibility to private.
-func checkBucket(b meta.Bucket) (meta.Bucket, error) {
-	if b.Visibility == "" {
-		b.Visibility = meta.Private
-	}
-	switch {
-	case b.Name == "":
-		return b, errcode.New(errcode.InvalidArgument, "bucket name is required")
-	case b.OwnerID == "":
-		return b, errcode.New(errcode.InvalidArgument, "bucket owner is required")
-	case !b.Visibility.Valid():
-		return b, errcode.New(errcode.InvalidArgument, "invalid bucket visibility %q", b.Visibility)
-	}
-	return b, nil
-}
-
 // insertBucket inserts b; its owner must exist.
 func insertBucket(ctx context.Context, c *conn, b meta.Bucket, now time.Time) error {
 	var one int
@@ -53,14 +37,14 @@ func insertBucket(ctx context.Context, c *conn, b meta.Bucket, now time.Time) er
 		return classify(err, "bucket owner")
 	}
 	_, err = c.ExecContext(ctx, "INSERT INTO buckets ("+bucketCols+") VALUES (?, ?, ?, ?)",
-		b.Name, b.OwnerID, string(b.Visibility), metasql.ToNanos(metasql.OrNow(b.CreatedAt, now)))
+		b.Name, b.OwnerID, string(b.Visibility), metasql.ToNanos(meta.OrNow(b.CreatedAt, now)))
 	return classify(err, "bucket %q", b.Name)
 }
 
 // CreateBucket implements meta.Store. A zero CreatedAt is set to now and an
 // empty Visibility to private.
 func (s *Store) CreateBucket(ctx context.Context, b meta.Bucket) error {
-	b, err := checkBucket(b)
+	b, err := meta.CheckBucket(b)
 	if err != nil {
 		return err
 	}
@@ -96,8 +80,8 @@ func (s *Store) ListBuckets(ctx context.Context, ownerID string) ([]meta.Bucket,
 // SetBucketVisibility implements meta.Store. NotFound if the bucket is
 // missing; InvalidArgument for an unknown visibility.
 func (s *Store) SetBucketVisibility(ctx context.Context, name string, v meta.Visibility) error {
-	if !v.Valid() {
-		return errcode.New(errcode.InvalidArgument, "invalid bucket visibility %q", v)
+	if err := meta.CheckVisibility(v); err != nil {
+		return err
 	}
 	return s.write(ctx, func(ctx context.Context, c *conn) error {
 		res, err := c.ExecContext(ctx, "UPDATE buckets SET visibility = ? WHERE name = ?", string(v), name)

@@ -13,7 +13,7 @@ import (
 
 // PutGatewayBucket implements meta.Store.
 func (s *Store) PutGatewayBucket(ctx context.Context, b meta.Bucket) error {
-	b, err := metasql.CheckGatewayBucket(b)
+	b, err := meta.CheckGatewayBucket(b)
 	if err != nil {
 		return err
 	}
@@ -27,7 +27,7 @@ func (s *Store) PutGatewayBucket(ctx context.Context, b meta.Bucket) error {
 			return classify(err, "bucket owner")
 		}
 		res, err := c.ExecContext(ctx, metasql.UpsertGatewayBucketQuery("?1", "?2", "?3", "?4", "?5"),
-			b.Name, b.OwnerID, string(b.Visibility), metasql.ToNanos(metasql.OrNow(b.CreatedAt, time.Now())), b.Gateway)
+			b.Name, b.OwnerID, string(b.Visibility), metasql.ToNanos(meta.OrNow(b.CreatedAt, time.Now())), b.Gateway)
 		if err != nil {
 			return classify(err, "gateway bucket %q", b.Name)
 		}

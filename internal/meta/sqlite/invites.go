@@ -12,7 +12,7 @@ import (
 
 // CreateInvite implements meta.Store.
 func (s *Store) CreateInvite(ctx context.Context, inv meta.Invite) error {
-	inv, err := metasql.CheckInvite(inv, time.Now())
+	inv, err := meta.CheckInvite(inv, time.Now())
 	if err != nil {
 		return err
 	}
@@ -73,7 +73,7 @@ func (s *Store) RevokeInvite(ctx context.Context, id string) error {
 // the conditional UPDATE in the savepoint that then creates the user, so
 // a failed creation rolls the use back with it.
 func (s *Store) CreateInvitedUser(ctx context.Context, u meta.User, b meta.Bucket, inviteHash string, now time.Time) error {
-	now = metasql.OrNow(now, time.Now())
+	now = meta.OrNow(now, time.Now())
 	return s.createUser(ctx, u, b, func(ctx context.Context, c *conn) error {
 		res, err := c.ExecContext(ctx, metasql.RedeemInviteSQL(func(int) string { return "?" }), metasql.RedeemInviteArgs(inviteHash, u.Email, now)...)
 		if err != nil {

@@ -12,10 +12,11 @@ import (
 
 // AllowKMSKey implements meta.Store.
 func (s *Store) AllowKMSKey(ctx context.Context, g meta.KMSKeyGrant) error {
-	if err := metasql.CheckKMSKeyGrant(g); err != nil {
+	g, err := meta.CheckKMSKeyGrant(g, time.Now())
+	if err != nil {
 		return err
 	}
-	created := metasql.ToNanos(metasql.OrNow(g.CreatedAt, time.Now()))
+	created := metasql.ToNanos(g.CreatedAt)
 	return s.write(ctx, func(ctx context.Context, c *conn) error {
 		_, err := c.ExecContext(ctx, metasql.InsertKMSKeyGrantSQL(func(int) string { return "?" }), g.Key, g.UserID, created)
 		return classify(err, "allow KMS key %q to user %q", g.Key, g.UserID)

@@ -82,7 +82,7 @@ func (s *Store) AcquireKMSJob(ctx context.Context, owner string, until, now time
 
 // SaveKMSJob implements meta.Store.
 func (s *Store) SaveKMSJob(ctx context.Context, j meta.KMSJob, owner string, until, now time.Time) error {
-	if err := metasql.CheckKMSJobSave(j); err != nil {
+	if err := meta.CheckKMSJobSave(j); err != nil {
 		return err
 	}
 	return s.write(ctx, func(ctx context.Context, c *conn) error {
@@ -96,13 +96,13 @@ func (s *Store) SaveKMSJob(ctx context.Context, j meta.KMSJob, owner string, unt
 
 // ListEnvelopes implements meta.Store.
 func (s *Store) ListEnvelopes(ctx context.Context, table meta.EnvelopeTable, after *meta.EnvelopeRef, kekNot string, limit int) ([]meta.EnvelopeRow, error) {
-	if err := metasql.CheckEnvelopeTable(table); err != nil {
+	if err := meta.CheckEnvelopeTable(table); err != nil {
 		return nil, err
 	}
 	if err := s.ready(); err != nil {
 		return nil, err
 	}
-	args := []any{kekNot, metasql.JobLimit(limit)}
+	args := []any{kekNot, meta.PageLimit(limit, 1000, 1000)}
 	if after != nil {
 		args = append(args, metasql.KeysetArgs(*after, textKey)...)
 	}
@@ -124,7 +124,7 @@ func (s *Store) ListEnvelopes(ctx context.Context, table meta.EnvelopeTable, aft
 
 // SwapEnvelope implements meta.Store.
 func (s *Store) SwapEnvelope(ctx context.Context, ref meta.EnvelopeRef, old, env []byte, kek string) (bool, error) {
-	if err := metasql.CheckEnvelopeTable(ref.Table); err != nil {
+	if err := meta.CheckEnvelopeTable(ref.Table); err != nil {
 		return false, err
 	}
 	var swapped bool
@@ -169,7 +169,7 @@ func (s *Store) ListPlaintextObjects(ctx context.Context, bucket string, after *
 		return nil, err
 	}
 	rows, err := s.read().QueryContext(ctx, metasql.ListPlaintextObjectsSQL(bucket != "", after != nil, q),
-		metasql.ListPlaintextObjectsArgs(bucket, after, metasql.JobLimit(limit), textKey)...)
+		metasql.ListPlaintextObjectsArgs(bucket, after, meta.PageLimit(limit, 1000, 1000), textKey)...)
 	if err != nil {
 		return nil, classify(err, "list plaintext objects")
 	}

@@ -182,9 +182,7 @@ func (s *Store) ListGarbage(ctx context.Context, before time.Time, limit int) ([
 	if err := s.ready(); err != nil {
 		return nil, err
 	}
-	if limit <= 0 {
-		limit = 1000
-	}
+	limit = meta.PageLimit(limit, 1000, 0)
 	rows, err := s.read().QueryContext(ctx, `SELECT id, blob_key, created_at FROM garbage
 		WHERE created_at < ? ORDER BY created_at, id LIMIT ?`, metasql.ToNanos(before), limit)
 	if err != nil {
@@ -232,9 +230,7 @@ func deleteGarbage(ctx context.Context, c *conn, ids []int64) error {
 // read with their re-check (metasql.ClaimGarbageQuery), and those whose
 // blob is referenced again are deleted. A limit <= 0 means 1000.
 func (s *Store) ClaimGarbage(ctx context.Context, before time.Time, limit int) ([]meta.Garbage, error) {
-	if limit <= 0 {
-		limit = 1000
-	}
+	limit = meta.PageLimit(limit, 1000, 0)
 	var out []meta.Garbage
 	err := s.write(ctx, func(ctx context.Context, c *conn) error {
 		out = nil

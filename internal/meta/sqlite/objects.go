@@ -320,12 +320,7 @@ func (s *Store) PutObjects(ctx context.Context, puts []meta.Put) ([]meta.Object,
 	if len(puts) == 0 {
 		return nil, nil
 	}
-	for _, p := range puts {
-		if err := metasql.CheckObject(p.Object); err != nil {
-			return nil, err
-		}
-	}
-	staged, err := metasql.StagedKeys(puts)
+	staged, err := meta.CheckPuts(puts)
 	if err != nil {
 		return nil, err
 	}
@@ -338,7 +333,7 @@ func (s *Store) PutObjects(ctx context.Context, puts []meta.Put) ([]meta.Object,
 		}
 		for i, p := range puts {
 			o := p.Object
-			o.ModTime = metasql.OrNow(o.ModTime, now)
+			o.ModTime = meta.OrNow(o.ModTime, now)
 			if len(o.Parts) == 0 {
 				o.Parts = nil
 			}

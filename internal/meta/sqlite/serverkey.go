@@ -4,14 +4,14 @@ import (
 	"context"
 	"time"
 
-	"github.com/coffer-storage/coffer/internal/meta/metasql"
+	"github.com/coffer-storage/coffer/internal/meta"
 )
 
 // ClaimKeyFingerprint records fp unless a fingerprint is recorded, and
 // returns the recorded one. The writer runs it inside BEGIN IMMEDIATE, so
 // processes sharing the file are serialised too.
 func (s *Store) ClaimKeyFingerprint(ctx context.Context, fp string) (string, error) {
-	if err := metasql.CheckKeyFingerprint(fp); err != nil {
+	if err := meta.CheckKeyFingerprint(fp); err != nil {
 		return "", err
 	}
 	var recorded string

@@ -6,14 +6,13 @@ import (
 	"errors"
 	"time"
 
-	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
 	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
 
 // CreateShare implements meta.Store.
 func (s *Store) CreateShare(ctx context.Context, sh meta.Share) error {
-	sh, err := metasql.CheckShare(sh, time.Now())
+	sh, err := meta.CheckShare(sh, time.Now())
 	if err != nil {
 		return err
 	}
@@ -70,8 +69,8 @@ func (s *Store) ListShares(ctx context.Context, ownerID string) ([]meta.Share, e
 
 // SetShareExpiry implements meta.Store.
 func (s *Store) SetShareExpiry(ctx context.Context, id string, expires time.Time) (meta.Share, error) {
-	if expires.IsZero() {
-		return meta.Share{}, errcode.New(errcode.InvalidArgument, "a share needs an expiry")
+	if err := meta.CheckShareExpiry(expires); err != nil {
+		return meta.Share{}, err
 	}
 	err := s.write(ctx, func(ctx context.Context, c *conn) error {
 		res, err := c.ExecContext(ctx, "UPDATE shares SET expires_at = ? WHERE id = ?", metasql.ToNanos(expires), id)
@@ -129,7 +128,7 @@ func (s *Store) UseShare(ctx context.Context, id string, download bool, now time
 
 // StartShareDownload implements meta.Store.
 func (s *Store) StartShareDownload(ctx context.Context, d meta.ShareDownload, now time.Time) error {
-	if err := metasql.CheckShareDownload(d); err != nil {
+	if err := meta.CheckShareDownload(d); err != nil {
 		return err
 	}
 	return s.useShare(ctx, d.ShareID, true, &d, now)
@@ -138,7 +137,7 @@ func (s *Store) StartShareDownload(ctx context.Context, d meta.ShareDownload, no
 // useShare is UseShare, recording d too when it is not nil and the use
 // was taken.
 func (s *Store) useShare(ctx context.Context, id string, download bool, d *meta.ShareDownload, now time.Time) error {
-	now = metasql.OrNow(now, time.Now())
+	now = meta.OrNow(now, time.Now())
 	var used bool
 	err := s.write(ctx, func(ctx context.Context, c *conn) error {
 		used = false
@@ -168,7 +167,7 @@ func (s *Store) useShare(ctx context.Context, id string, download bool, d *meta.
 
 // ResumeShareDownload implements meta.Store.
 func (s *Store) ResumeShareDownload(ctx context.Context, d meta.ShareDownload, maxResumes int, now time.Time) (bool, error) {
-	now = metasql.OrNow(now, time.Now())
+	now = meta.OrNow(now, time.Now())
 	var resumed bool
 	err := s.write(ctx, func(ctx context.Context, c *conn) error {
 		resumed = false

@@ -85,14 +85,14 @@ func insertStaging(ctx context.Context, c *conn, s meta.Staging) error {
 
 // Stage implements meta.Store.
 func (s *Store) Stage(ctx context.Context, st meta.Staging, minBytes int64) (meta.Staging, bool, error) {
-	if err := metasql.CheckStaging(st, minBytes); err != nil {
+	st, err := meta.CheckStaging(st, minBytes)
+	if err != nil {
 		return meta.Staging{}, false, err
 	}
-	st.Credit = 0
 	st.ExpiresAt = metasql.FromNanos(metasql.ToNanos(st.ExpiresAt))
 	var out meta.Staging
 	var limited bool
-	err := s.write(ctx, func(ctx context.Context, c *conn) error {
+	err = s.write(ctx, func(ctx context.Context, c *conn) error {
 		now := time.Now()
 		out = st
 		r, err := room(ctx, c, st.OwnerID, now)

@@ -117,7 +117,7 @@ func (s *Store) SetUserLimits(ctx context.Context, l meta.UserLimits) error {
 			return classify(err, "limits of user %q", l.UserID)
 		})
 	}
-	if err := metasql.CheckUserLimits(l); err != nil {
+	if err := meta.CheckUserLimits(l); err != nil {
 		return err
 	}
 	return s.write(ctx, func(ctx context.Context, c *conn) error {

@@ -13,9 +13,6 @@ import (
 	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
 
-// maxPartNumber is the highest part number (S3's).
-const maxPartNumber = 10000
-
 const uploadCols = "id, bucket, key, initiator_id, content_type, metadata, checksum_algorithm, checksum_type, size, part_size, created_at, expires_at, blob_key, backend_upload_id, sse_mode, sse_kms_key, sse_c_check"
 
 func scanUpload(r scanner) (meta.Upload, error) {
@@ -69,11 +66,9 @@ func errNoUpload(id string) error {
 
 // CreateUpload implements meta.Store. A zero CreatedAt is set to now.
 func (s *Store) CreateUpload(ctx context.Context, u meta.Upload) error {
-	switch {
-	case u.ID == "" || u.Bucket == "" || u.Key == "":
-		return errcode.New(errcode.InvalidArgument, "upload id, bucket and key are required")
-	case u.Size < 0 || u.PartSize < 0:
-		return errcode.New(errcode.InvalidArgument, "upload sizes must not be negative")
+	u, err := meta.CheckUpload(u, time.Now())
+	if err != nil {
+		return err
 	}
 	md, err := encodeMetadata(u.Metadata)
 	if err != nil {
@@ -91,7 +86,7 @@ func (s *Store) CreateUpload(ctx context.Context, u meta.Upload) error {
 		}
 		_, err = c.ExecContext(ctx, "INSERT INTO uploads ("+uploadCols+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 			u.ID, u.Bucket, u.Key, u.InitiatorID, u.ContentType, md, u.ChecksumAlgorithm, u.ChecksumType,
-			u.Size, u.PartSize, metasql.ToNanos(metasql.OrNow(u.CreatedAt, now)), metasql.ToNanos(u.ExpiresAt), u.BlobKey, u.BackendUploadID,
+			u.Size, u.PartSize, metasql.ToNanos(u.CreatedAt), metasql.ToNanos(u.ExpiresAt), u.BlobKey, u.BackendUploadID,
 			u.EncryptionMode, u.EncryptionKMSKey, u.CustomerKeyCheck)
 		if err != nil || u.Size == 0 {
 			return classify(err, "upload %q", u.ID)
@@ -143,22 +138,16 @@ func getUpload(ctx context.Context, c *conn, id string) (upload, error) {
 // InvalidArgument unless 1 <= Number <= 10000, Size >= 0 and BlobKey is
 // set.
 func (s *Store) PutPart(ctx context.Context, p meta.Part) (meta.Part, error) {
-	switch {
-	case p.UploadID == "":
-		return meta.Part{}, errcode.New(errcode.InvalidArgument, "upload id is required")
-	case p.Number < 1 || p.Number > maxPartNumber:
-		return meta.Part{}, errcode.New(errcode.InvalidArgument, "part number must be 1 to %d", maxPartNumber)
-	case p.Size < 0:
-		return meta.Part{}, errcode.New(errcode.InvalidArgument, "part size must not be negative")
-	case p.BlobKey == "":
-		return meta.Part{}, errcode.New(errcode.InvalidArgument, "part blob key is required")
+	p, err := meta.CheckPart(p, time.Now())
+	if err != nil {
+		return meta.Part{}, err
 	}
 	var old meta.Part
 	var staged []string
 	if p.Staged {
 		staged = []string{p.BlobKey}
 	}
-	err := s.write(ctx, func(ctx context.Context, c *conn) error {
+	err = s.write(ctx, func(ctx context.Context, c *conn) error {
 		now := time.Now()
 		old = meta.Part{}
 		u, err := getUpload(ctx, c, p.UploadID)
@@ -183,7 +172,7 @@ func (s *Store) PutPart(ctx context.Context, p meta.Part) (meta.Part, error) {
 			ON CONFLICT (upload_id, number) DO UPDATE SET
 				size = excluded.size, etag = excluded.etag, checksum = excluded.checksum,
 				blob_key = excluded.blob_key, mod_time = excluded.mod_time, sse = excluded.sse, sse_kek = excluded.sse_kek`,
-			p.UploadID, p.Number, p.Size, p.ETag, p.Checksum, p.BlobKey, metasql.ToNanos(metasql.OrNow(p.ModTime, now)), p.Encryption, p.EncryptionKEK); err != nil {
+			p.UploadID, p.Number, p.Size, p.ETag, p.Checksum, p.BlobKey, metasql.ToNanos(p.ModTime), p.Encryption, p.EncryptionKEK); err != nil {
 			return classify(err, "put part %d", p.Number)
 		}
 		if exists {
@@ -206,10 +195,7 @@ func (s *Store) ListParts(ctx context.Context, uploadID string, after, limit int
 	if err := s.ready(); err != nil {
 		return nil, false, err
 	}
-	if limit <= 0 {
-		limit = 1000
-	}
-	limit = min(limit, maxPartNumber)
+	limit = meta.PageLimit(limit, 1000, meta.MaxPartNumber)
 	rows, err := s.read().QueryContext(ctx, `SELECT p.number, p.size, p.etag, p.checksum, p.blob_key, p.mod_time, p.sse, p.sse_kek
 		FROM uploads u LEFT JOIN upload_parts p ON p.upload_id = u.id AND p.number > ?2
 		WHERE u.id = ?1 ORDER BY p.number LIMIT ?3`, uploadID, after, limit+1)
@@ -263,10 +249,7 @@ func (s *Store) ListUploads(ctx context.Context, bucket string, opts meta.ListUp
 		return nil, false, err
 	}
 	limit := opts.Limit
-	if limit <= 0 {
-		limit = 1000
-	}
-	limit = min(limit, maxPartNumber)
+	limit = meta.PageLimit(limit, 1000, meta.MaxPartNumber)
 	tx, err := s.readers.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return nil, false, classify(err, "list uploads of %q", bucket)
@@ -333,9 +316,7 @@ func (s *Store) ListExpiredUploads(ctx context.Context, before time.Time, limit 
 	if err := s.ready(); err != nil {
 		return nil, err
 	}
-	if limit <= 0 {
-		limit = 1000
-	}
+	limit = meta.PageLimit(limit, 1000, 0)
 	rows, err := s.read().QueryContext(ctx, "SELECT "+uploadCols+" FROM uploads WHERE expires_at < ? ORDER BY expires_at, id LIMIT ?",
 		metasql.ToNanos(before), limit)
 	if err != nil {
@@ -514,8 +495,8 @@ func moveParts(ctx context.Context, c *conn, uploadID string, numbers []int) (in
 
 // CompleteBackendUpload implements meta.Store.
 func (s *Store) CompleteBackendUpload(ctx context.Context, id string, obj meta.Object, cond meta.Cond) (meta.Object, error) {
-	if obj.Size < 0 {
-		return meta.Object{}, errcode.New(errcode.InvalidArgument, "object size must not be negative")
+	if err := meta.CheckBackendCompletion(obj); err != nil {
+		return meta.Object{}, err
 	}
 	var out meta.Object
 	err := s.write(ctx, func(ctx context.Context, c *conn) error {

@@ -33,16 +33,7 @@ func (s *Store) CreateUser(ctx context.Context, u meta.User, b meta.Bucket) erro
 // createUser creates u and b; before, if not nil, runs first in the same
 // transaction and its error aborts it.
 func (s *Store) createUser(ctx context.Context, u meta.User, b meta.Bucket, before func(ctx context.Context, c *conn) error) error {
-	switch {
-	case u.ID == "" || u.Email == "":
-		return errcode.New(errcode.InvalidArgument, "user id and email are required")
-	case u.QuotaBytes < 0:
-		return errcode.New(errcode.InvalidArgument, "quota must not be negative")
-	case b.OwnerID != "" && b.OwnerID != u.ID:
-		return errcode.New(errcode.InvalidArgument, "the default bucket must be owned by the new user")
-	}
-	b.OwnerID = u.ID
-	b, err := checkBucket(b)
+	b, err := meta.CheckUser(u, b)
 	if err != nil {
 		return err
 	}
@@ -54,7 +45,7 @@ func (s *Store) createUser(ctx context.Context, u meta.User, b meta.Bucket, befo
 		}
 		now := time.Now()
 		if _, err := c.ExecContext(ctx, "INSERT INTO users ("+userCols+") VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?)",
-			u.ID, u.Email, u.PasswordHash, u.QuotaBytes, u.Disabled, u.Admin, metasql.ToNanos(u.SessionsAfter), metasql.ToNanos(metasql.OrNow(u.CreatedAt, now))); err != nil {
+			u.ID, u.Email, u.PasswordHash, u.QuotaBytes, u.Disabled, u.Admin, metasql.ToNanos(u.SessionsAfter), metasql.ToNanos(meta.OrNow(u.CreatedAt, now))); err != nil {
 			return classify(err, "user %q", u.Email)
 		}
 		return insertBucket(ctx, c, b, now)
@@ -93,8 +84,8 @@ func (s *Store) GetUserByEmail(ctx context.Context, email string) (meta.User, er
 
 // SetQuota sets the user's quota; NotFound if the user does not exist.
 func (s *Store) SetQuota(ctx context.Context, userID string, quotaBytes int64) error {
-	if quotaBytes < 0 {
-		return errcode.New(errcode.InvalidArgument, "quota must not be negative")
+	if err := meta.CheckQuota(quotaBytes); err != nil {
+		return err
 	}
 	return s.write(ctx, func(ctx context.Context, c *conn) error {
 		res, err := c.ExecContext(ctx, "UPDATE users SET quota_bytes = ? WHERE id = ?", quotaBytes, userID)
@@ -122,10 +113,10 @@ const tokenCols = "hash, user_id, family, created_at, expires_at, used, revoked"
 // CreateRefreshToken stores t. A zero CreatedAt is set to now.
 // AlreadyExists if the hash is taken; NotFound if the user does not exist.
 func (s *Store) CreateRefreshToken(ctx context.Context, t meta.RefreshToken) error {
-	if t.Hash == "" || t.UserID == "" || t.Family == "" {
-		return errcode.New(errcode.InvalidArgument, "refresh token hash, user and family are required")
+	t, err := meta.CheckRefreshToken(t, time.Now())
+	if err != nil {
+		return err
 	}
-	t.CreatedAt = metasql.OrNow(t.CreatedAt, time.Now())
 	return s.write(ctx, func(ctx context.Context, c *conn) error {
 		return insertToken(ctx, c, t)
 	})
@@ -179,7 +170,7 @@ func (s *Store) RotateRefreshToken(ctx context.Context, oldHash string, next met
 		t := next
 		t.UserID, t.Family = userID, family
 		t.Used, t.Revoked = false, false
-		t.CreatedAt = metasql.FromNanos(metasql.ToNanos(metasql.OrNow(t.CreatedAt, now)))
+		t.CreatedAt = metasql.FromNanos(metasql.ToNanos(meta.OrNow(t.CreatedAt, now)))
 		t.ExpiresAt = metasql.FromNanos(metasql.ToNanos(t.ExpiresAt))
 		if err := insertToken(ctx, c, t); err != nil {
 			return err
@@ -230,12 +221,13 @@ func (s *Store) deleteExpired(ctx context.Context, table string, before time.Tim
 
 // UpdateUser applies upd to the user; see meta.Store.
 func (s *Store) UpdateUser(ctx context.Context, userID string, upd meta.UserUpdate) (meta.User, error) {
-	set, args, err := metasql.UserUpdateSet(upd, func(int) string { return "?" })
-	if err != nil {
+	if err := meta.CheckUserUpdate(upd); err != nil {
 		return meta.User{}, err
 	}
+	set, args := metasql.UserUpdateSet(upd, func(int) string { return "?" })
 	var u meta.User
-	err = s.write(ctx, func(ctx context.Context, c *conn) error {
+	err := s.write(ctx, func(ctx context.Context, c *conn) error {
+		var err error
 		u, err = scanUser(c.QueryRowContext(ctx, "UPDATE users SET "+set+" WHERE id = ? RETURNING "+userCols, append(args, userID)...))
 		if errors.Is(err, sql.ErrNoRows) {
 			return errcode.New(errcode.NotFound, "user %q not found", userID)
@@ -258,10 +250,11 @@ func (s *Store) ListUsers(ctx context.Context, opts meta.ListUsersOptions) ([]me
 	if err := s.ready(); err != nil {
 		return nil, false, err
 	}
-	q, args, limit, err := metasql.ListUsersQuery(userCols, opts, func(n int) string { return "?" + strconv.Itoa(n) })
+	limit, err := meta.UsersLimit(opts.Limit)
 	if err != nil {
 		return nil, false, err
 	}
+	q, args := metasql.ListUsersQuery(userCols, opts, limit, func(n int) string { return "?" + strconv.Itoa(n) })
 	rows, err := s.read().QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, false, classify(err, "list users")
