@@ -95,8 +95,3 @@ func ReserveRateSQL(ph func(int) string) string {
 ON CONFLICT (dim, key, window_start) DO UPDATE SET used = rate_leases.used + %[4]s WHERE rate_leases.used < %[5]s
 RETURNING used`, ph(1), ph(2), ph(3), ph(4), ph(5))
 }
-
-// Granted is what a reservation of block got, given used after it.
-func Granted(used, block, limit int64) int64 {
-	return max(0, min(block, limit-(used-block)))
-}

@@ -330,7 +330,7 @@ type txn struct {
 	owners map[string]*owner
 	// released holds the stagings releaseStaged deleted, with their
 	// expiry.
-	released map[string]int64
+	released map[string]time.Time
 }
 
 // exec queues a statement.

@@ -58,19 +58,19 @@ func (t *txn) readReserved(query string, arg any) {
 }
 
 // room is the locked owner id's quota, usage and reservations.
-func (t *txn) room(id string) (metasql.Room, error) {
+func (t *txn) room(id string) (meta.Room, error) {
 	o := t.owners[id]
 	if o == nil {
-		return metasql.Room{}, errRetry
+		return meta.Room{}, errRetry
 	}
-	return metasql.Room{Quota: o.quota, Usage: o.usage, Reserved: o.reserved}, nil
+	return meta.Room{Quota: o.quota, Usage: o.usage, Reserved: o.reserved}, nil
 }
 
 // releaseStaged queues deleting the stagings of the blobs the transaction
 // commits; checkReleased then tells whether each was live.
 func (t *txn) releaseStaged(keys []string) {
 	if t.released == nil {
-		t.released = map[string]int64{}
+		t.released = map[string]time.Time{}
 	}
 	clear(t.released)
 	if len(keys) == 0 {
@@ -82,13 +82,13 @@ func (t *txn) releaseStaged(keys []string) {
 		if err := r.Scan(&k, &e); err != nil {
 			return err
 		}
-		t.released[k] = e
+		t.released[k] = metasql.FromNanos(e)
 		return nil
 	}, "DELETE FROM staging WHERE blob_key = ANY($1) AND NOT declared RETURNING blob_key, expires_at", keys)
 }
 
 func (t *txn) checkReleased(keys []string) error {
-	return metasql.CheckReleased(keys, t.released, metasql.ToNanos(t.now))
+	return meta.CheckReleased(keys, t.released, t.now)
 }
 
 // deleteDeclared queues deleting the declared-size staging of upload id.
@@ -105,7 +105,7 @@ func insertStaging(t *txn, s meta.Staging) {
 
 // share queues reading what a staging of upload (if any) shares its
 // reservation with into sh.
-func (t *txn) share(sh *metasql.Share, key, upload string) {
+func (t *txn) share(sh *meta.Reservation, key, upload string) {
 	sh.Upload = upload != ""
 	if sh.Upload {
 		t.queryRow(func(r pgx.Row) error { return r.Scan(&sh.Declared, &sh.Parts) }, groupQuery, upload, key, metasql.ToNanos(t.now))
@@ -141,7 +141,7 @@ func (s *Store) Stage(ctx context.Context, st meta.Staging, minBytes int64) (met
 		if st.Bucket != "" {
 			t.queryRow(func(r pgx.Row) error { return r.Scan(&size, &taken) }, creditQuery, st.Bucket, key(st.Key), st.OwnerID, metasql.ToNanos(t.now))
 		}
-		var sh metasql.Share
+		var sh meta.Reservation
 		t.share(&sh, st.BlobKey, st.UploadID)
 		if err := t.flush(); err != nil {
 			return err
@@ -150,7 +150,7 @@ func (s *Store) Stage(ctx context.Context, st meta.Staging, minBytes int64) (met
 		if err == errRetry {
 			return errcode.New(errcode.NotFound, "user %q not found", st.OwnerID)
 		}
-		out.Credit = metasql.Credit(size, taken)
+		out.Credit = meta.Credit(size, taken)
 		sh.Credit = out.Credit
 		if out.Bytes, err = r.Grant(sh, minBytes, st.Bytes); err != nil {
 			return err
@@ -182,7 +182,7 @@ func (s *Store) GrowStaging(ctx context.Context, k string, minBytes, maxBytes in
 			return err
 		}, "SELECT owner_id, upload_id, bytes, credit, expires_at FROM staging WHERE blob_key = $1 AND NOT declared", k)
 		t.readReserved(metasql.ReservedQuery(`owner_id = (SELECT owner_id FROM staging WHERE blob_key = $1)`, "$2"), k)
-		var sh metasql.Share
+		var sh meta.Reservation
 		t.queryRow(func(r pgx.Row) error {
 			// The group of the staging's upload, if any ('' selects
 			// object stagings, which have none: ignored below).
@@ -234,7 +234,7 @@ func (s *Store) RenewStaging(ctx context.Context, keys []string, expires time.Ti
 		if err := t.flush(); err != nil {
 			return err
 		}
-		lost = metasql.Missing(keys, renewed)
+		lost = meta.Missing(keys, renewed)
 		return nil
 	})
 	if err != nil {

@@ -169,7 +169,7 @@ func (s *Store) ReserveRate(ctx context.Context, dim, key string, windowStart, b
 			if errors.Is(err, pgx.ErrNoRows) {
 				return nil
 			}
-			got = metasql.Granted(used, block, limit)
+			got = meta.Granted(used, block, limit)
 			return err
 		}, metasql.ReserveRateSQL(dollar), dim, key, windowStart, block, limit)
 		if err := t.flush(); err != nil {

@@ -90,7 +90,7 @@ func (s *Store) CreateUpload(ctx context.Context, u meta.Upload) error {
 			u.Size, u.PartSize, metasql.ToNanos(u.CreatedAt), metasql.ToNanos(u.ExpiresAt), u.BlobKey, u.BackendUploadID,
 			u.EncryptionMode, u.EncryptionKMSKey, u.CustomerKeyCheck)
 		if u.Size > 0 {
-			insertStaging(t, metasql.DeclaredStaging(u, owner))
+			insertStaging(t, meta.DeclaredStaging(u, owner))
 		}
 		return nil
 	})

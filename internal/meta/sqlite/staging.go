@@ -17,8 +17,8 @@ import (
 
 // room reads owner's quota, usage and live reservations (without those the
 // transaction released already). NotFound if the owner does not exist.
-func room(ctx context.Context, c *conn, owner string, now time.Time) (metasql.Room, error) {
-	var r metasql.Room
+func room(ctx context.Context, c *conn, owner string, now time.Time) (meta.Room, error) {
+	var r meta.Room
 	err := c.QueryRowContext(ctx, "SELECT quota_bytes, usage_bytes FROM users WHERE id = ?", owner).Scan(&r.Quota, &r.Usage)
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, errcode.New(errcode.NotFound, "user %q not found", owner)
@@ -65,8 +65,8 @@ func addUsage(ctx context.Context, c *conn, owner string, delta int64, now time.
 
 // share reads what a staging (key, of upload if any) shares its
 // reservation with.
-func share(ctx context.Context, c *conn, key, upload string, own, credit int64, now time.Time) (metasql.Share, error) {
-	sh := metasql.Share{Own: own, Credit: credit, Upload: upload != ""}
+func share(ctx context.Context, c *conn, key, upload string, own, credit int64, now time.Time) (meta.Reservation, error) {
+	sh := meta.Reservation{Own: own, Credit: credit, Upload: upload != ""}
 	if sh.Upload {
 		if err := c.QueryRowContext(ctx, groupQuery, upload, key, metasql.ToNanos(now)).Scan(&sh.Declared, &sh.Parts); err != nil {
 			return sh, classify(err, "read the reservations of upload %q", upload)
@@ -106,7 +106,7 @@ func (s *Store) Stage(ctx context.Context, st meta.Staging, minBytes int64) (met
 				if err := c.QueryRowContext(ctx, creditQuery, st.Bucket, st.Key, st.OwnerID, metasql.ToNanos(now)).Scan(&size, &taken); err != nil {
 					return classify(err, "read the object %q replaces", st.BlobKey)
 				}
-				out.Credit = metasql.Credit(size, taken)
+				out.Credit = meta.Credit(size, taken)
 			}
 			sh, err := share(ctx, c, st.BlobKey, st.UploadID, 0, out.Credit, now)
 			if err != nil {
@@ -192,7 +192,7 @@ func (s *Store) RenewStaging(ctx context.Context, keys []string, expires time.Ti
 		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 			return classify(err, "renew staging")
 		}
-		lost = metasql.Missing(keys, renewed)
+		lost = meta.Missing(keys, renewed)
 		return nil
 	})
 	if err != nil {
@@ -225,7 +225,7 @@ func (s *Store) DeleteExpiredStaging(ctx context.Context, before time.Time) (int
 // unless each was live: their reservations become usage in the same
 // transaction.
 func releaseStaged(ctx context.Context, c *conn, keys []string, now time.Time) error {
-	expires := map[string]int64{}
+	expires := map[string]time.Time{}
 	for _, k := range keys {
 		var e int64
 		err := c.QueryRowContext(ctx, "DELETE FROM staging WHERE blob_key = ? AND NOT declared RETURNING expires_at", k).Scan(&e)
@@ -235,9 +235,9 @@ func releaseStaged(ctx context.Context, c *conn, keys []string, now time.Time) e
 		if err != nil {
 			return classify(err, "release staging %q", k)
 		}
-		expires[k] = e
+		expires[k] = metasql.FromNanos(e)
 	}
-	return metasql.CheckReleased(keys, expires, metasql.ToNanos(now))
+	return meta.CheckReleased(keys, expires, now)
 }
 
 // deleteDeclared deletes the declared-size staging of upload id.

@@ -154,7 +154,7 @@ func (s *Store) ReserveRate(ctx context.Context, dim, key string, windowStart, b
 		if err != nil {
 			return classify(err, "reserve rate")
 		}
-		got = metasql.Granted(used, block, limit)
+		got = meta.Granted(used, block, limit)
 		if used == block {
 			// A new window: forget the old ones of this key.
 			_, err = c.ExecContext(ctx, "DELETE FROM rate_leases WHERE dim = ? AND key = ? AND window_start < ?", dim, key, windowStart)

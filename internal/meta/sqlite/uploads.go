@@ -99,7 +99,7 @@ func (s *Store) CreateUpload(ctx context.Context, u meta.Upload) error {
 		if err := r.CheckGrowth(u.Size); err != nil {
 			return err
 		}
-		return insertStaging(ctx, c, metasql.DeclaredStaging(u, owner))
+		return insertStaging(ctx, c, meta.DeclaredStaging(u, owner))
 	})
 }
 
