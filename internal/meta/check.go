@@ -275,7 +275,7 @@ func CheckShareDownload(d ShareDownload) error {
 }
 
 // CheckStaging checks Stage's staging and returns it as stored: no credit
-// yet (Stage computes it).
+// yet (Stage computes it), its expiry as stored (StoredTime).
 func CheckStaging(s Staging, minBytes int64) (Staging, error) {
 	switch {
 	case s.BlobKey == "" || s.OwnerID == "":
@@ -288,6 +288,7 @@ func CheckStaging(s Staging, minBytes int64) (Staging, error) {
 		return s, errcode.New(errcode.InvalidArgument, "a part's staging replaces no object")
 	}
 	s.Credit = 0
+	s.ExpiresAt = StoredTime(s.ExpiresAt)
 	return s, nil
 }
 

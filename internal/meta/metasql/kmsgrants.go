@@ -2,8 +2,6 @@ package metasql
 
 import (
 	"fmt"
-
-	"github.com/coffer-storage/coffer/internal/errcode"
 )
 
 // InsertKMSKeyGrantSQL records a grant unless it exists: args key_name,
@@ -15,8 +13,3 @@ func InsertKMSKeyGrantSQL(ph func(int) string) string {
 
 // KMSKeyGrantsSQL lists every grant: key_name, user_id, created_at.
 const KMSKeyGrantsSQL = "SELECT key_name, user_id, created_at FROM kms_key_grants ORDER BY key_name, user_id"
-
-// KMSKeyGrantNotFound is DisallowKMSKey's error when there is no grant.
-func KMSKeyGrantNotFound(key, userID string) error {
-	return errcode.New(errcode.NotFound, "user %q has no grant of KMS key %q", userID, key)
-}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
 )
 
@@ -78,11 +77,6 @@ func SaveKMSJobArgs(j meta.KMSJob, owner string, until, now time.Time) []any {
 	}
 	return []any{int64(j.Phase), j.Cursor, j.Pass, j.PassChanged, j.Done, j.Skipped, j.Failed, j.LastError, fin,
 		Millis(until), Millis(now), j.Name, j.Generation, owner}
-}
-
-// KMSJobNotFound is GetKMSJob's error.
-func KMSJobNotFound(name string) error {
-	return &errcode.Error{Code: errcode.NotFound, Message: fmt.Sprintf("no job %q", name), Detail: map[string]any{"resource": "job"}}
 }
 
 // envelopeTables: the table, its keyset columns and its envelope columns.

@@ -12,7 +12,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
-	"math"
 	"path"
 	"sort"
 	"strconv"
@@ -23,26 +22,17 @@ import (
 	"github.com/coffer-storage/coffer/internal/meta"
 )
 
-var (
-	minTime = time.Unix(0, math.MinInt64)
-	maxTime = time.Unix(0, math.MaxInt64)
-)
-
-// ToNanos is how times are stored: unix nanoseconds, 0 for the zero time,
-// clamped to the representable range.
+// ToNanos is how times are stored: unix nanoseconds of meta.StoredTime(t),
+// 0 for the zero time.
 func ToNanos(t time.Time) int64 {
-	switch {
-	case t.IsZero():
+	if t = meta.StoredTime(t); t.IsZero() {
 		return 0
-	case t.Before(minTime):
-		return math.MinInt64
-	case t.After(maxTime):
-		return math.MaxInt64
 	}
 	return t.UnixNano()
 }
 
-// FromNanos is the inverse of ToNanos, in UTC.
+// FromNanos is the inverse of ToNanos, in UTC: FromNanos(ToNanos(t)) is
+// meta.StoredTime(t).
 func FromNanos(n int64) time.Time {
 	if n == 0 {
 		return time.Time{}
@@ -176,13 +166,10 @@ func RedeemInviteArgs(hash, email string, now time.Time) []any {
 	return []any{hash, ToNanos(now), email}
 }
 
-// InviteNotFound is the error of an invite id or hash that is not stored.
-func InviteNotFound() error { return errcode.New(errcode.NotFound, "no such invite") }
-
 // UpsertGatewayBucketQuery creates a gateway bucket (name, owner_id,
 // visibility, created_at, gateway: the placeholders p1…p5) or updates the
 // gateway bucket of that name; it affects no row when a native bucket has
-// the name (see ErrNotAGateway).
+// the name (see meta.ErrNotAGateway).
 func UpsertGatewayBucketQuery(p1, p2, p3, p4, p5 string) string {
 	return "INSERT INTO buckets (name, owner_id, visibility, created_at, gateway) VALUES (" +
 		p1 + ", " + p2 + ", " + p3 + ", " + p4 + ", " + p5 + ") " +
@@ -190,9 +177,6 @@ func UpsertGatewayBucketQuery(p1, p2, p3, p4, p5 string) string {
 		"WHERE buckets.gateway <> ''"
 }
 
-// ErrNotAGateway is PutGatewayBucket's error when a native bucket has the
-// name.
-func ErrNotAGateway(name string) error {
-	return &errcode.Error{Code: errcode.Conflict, Message: fmt.Sprintf("bucket %q exists and is not a gateway bucket", name),
-		Detail: map[string]any{"reason": "not_a_gateway"}}
-}
+// Row is a row as both drivers return it (*sql.Row, *sql.Rows, pgx.Row,
+// pgx.CollectableRow): what the Scan functions read.
+type Row interface{ Scan(dest ...any) error }

@@ -3,7 +3,6 @@ package metasql
 import (
 	"time"
 
-	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
 )
 
@@ -93,6 +92,3 @@ func ResumeShareDownloadArgs(d meta.ShareDownload, maxResumes int, now time.Time
 func TouchShareSQL(ph func(n int) string) string {
 	return "UPDATE shares SET last_access = " + ph(1) + " WHERE id = " + ph(2)
 }
-
-// ShareNotFound is the error of a share id or hash that is not stored.
-func ShareNotFound() error { return errcode.New(errcode.NotFound, "no such share") }

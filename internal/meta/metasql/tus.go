@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
 )
 
@@ -65,26 +64,11 @@ func UnlockTusSQL(ph func(int) string) string {
 // Millis encodes t for the lock columns.
 func Millis(t time.Time) int64 { return t.UnixMilli() }
 
-// TusNotFound is the error for an upload without tus state.
-func TusNotFound(id string) error {
-	return errcode.New(errcode.NotFound, "no tus upload %q", id)
-}
-
-// TusLengthDeclared is SetTusLength's error for a length set already.
-func TusLengthDeclared(id string) error {
-	return errcode.New(errcode.InvalidArgument, "the length of tus upload %q is declared already", id)
-}
-
 // UpsertUserLimitsSQL stores an override: args user_id, requests, bytes,
 // window_ms.
 func UpsertUserLimitsSQL(ph func(int) string) string {
 	return fmt.Sprintf("INSERT INTO user_limits (user_id, requests, bytes, window_ms) VALUES (%s, %s, %s, %s) ON CONFLICT (user_id) DO UPDATE SET requests = excluded.requests, bytes = excluded.bytes, window_ms = excluded.window_ms",
 		ph(1), ph(2), ph(3), ph(4))
-}
-
-// UserLimitsNotFound is GetUserLimits' error when there is no override.
-func UserLimitsNotFound(id string) error {
-	return errcode.New(errcode.NotFound, "no rate limit override for user %q", id)
 }
 
 // ReserveRateSQL takes a block: args dim, key, window_start, block,

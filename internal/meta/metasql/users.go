@@ -1,10 +1,8 @@
 package metasql
 
 import (
-	"strconv"
 	"strings"
 
-	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
 )
 
@@ -66,31 +64,6 @@ func BackendUploadsQuery(owner string) string {
 	return "SELECT id, bucket, blob_key, backend_upload_id FROM uploads WHERE bucket IN " + owned(owner) + " AND backend_upload_id <> ''"
 }
 
-// UserOwnsData is DeleteUser's Conflict when the user still owns data
-// and purge was not asked for.
-func UserOwnsData(objects, uploads int64, buckets []string) error {
-	if buckets == nil {
-		buckets = []string{}
-	}
-	what := plural(objects, "object")
-	if uploads > 0 {
-		what += " and " + plural(uploads, "upload") + " in progress"
-	}
-	return &errcode.Error{
-		Code: errcode.Conflict,
-		Message: "the account still owns " + what + " (in buckets " + strings.Join(buckets, ", ") +
-			"); delete them first, or delete the account with purge",
-		Detail: map[string]any{"reason": "user_owns_data", "objects": objects, "uploads": uploads, "buckets": buckets},
-	}
-}
-
-func plural(n int64, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return strconv.FormatInt(n, 10) + " " + what + "s"
-}
-
 // DeleteUserStatements are the statements of DeleteUser, in order, once
 // its checks passed: they queue every blob the user's objects, object
 // parts, uploads, upload parts and (object or part) stagings point at,
@@ -130,3 +103,14 @@ func DeleteUserStatements(owner, now string, inlineTable bool) []string {
 // CountsQuery reads meta.Counts. Columns: users, buckets, objects, bytes.
 const CountsQuery = "SELECT CAST((SELECT count(*) FROM users) AS bigint), CAST((SELECT count(*) FROM buckets) AS bigint)," +
 	" CAST((SELECT count(*) FROM objects) AS bigint), CAST((SELECT COALESCE(SUM(usage_bytes), 0) FROM users) AS bigint)"
+
+// ScanRefreshToken reads a refresh token selected with the columns hash,
+// user_id, family, created_at, expires_at, used, revoked, then into
+// extra the columns that follow.
+func ScanRefreshToken(r Row, extra ...any) (meta.RefreshToken, error) {
+	var t meta.RefreshToken
+	var created, expires int64
+	err := r.Scan(append([]any{&t.Hash, &t.UserID, &t.Family, &created, &expires, &t.Used, &t.Revoked}, extra...)...)
+	t.CreatedAt, t.ExpiresAt = FromNanos(created), FromNanos(expires)
+	return t, err
+}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
 	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
@@ -20,10 +19,6 @@ func scanAccessKey(r pgx.Row) (meta.AccessKey, error) {
 	err := r.Scan(&k.ID, &k.UserID, &k.SecretEnc, &k.Name, &k.Internal, &created, &used)
 	k.CreatedAt, k.LastUsed = metasql.FromNanos(created), metasql.FromNanos(used)
 	return k, err
-}
-
-func errNoAccessKey(id string) error {
-	return errcode.New(errcode.NotFound, "access key %q not found", id)
 }
 
 // CreateAccessKey implements meta.Store. A zero CreatedAt is set to now.
@@ -46,7 +41,7 @@ func (s *Store) GetAccessKey(ctx context.Context, id string) (meta.AccessKey, er
 	err := s.queryRow(ctx, "get access key", func(r pgx.Row) (err error) {
 		k, err = scanAccessKey(r)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return errNoAccessKey(id)
+			return meta.ErrNoAccessKey(id)
 		}
 		return err
 	}, "SELECT "+accessKeyCols+" FROM access_keys WHERE id = $1", id)
@@ -85,7 +80,7 @@ func (s *Store) ListAccessKeys(ctx context.Context, userID string) ([]meta.Acces
 // DeleteAccessKey implements meta.Store.
 func (s *Store) DeleteAccessKey(ctx context.Context, userID, id string) error {
 	return s.write(ctx, "delete access key", func(t *txn) error {
-		t.execN(mustAffect(errNoAccessKey(id)), "WITH d AS (DELETE FROM access_keys WHERE id = $1 AND user_id = $2 RETURNING id) SELECT "+
+		t.execN(mustAffect(meta.ErrNoAccessKey(id)), "WITH d AS (DELETE FROM access_keys WHERE id = $1 AND user_id = $2 RETURNING id) SELECT "+
 			notifySQL(meta.TopicAccessKey, "d.id")+" FROM d", id, userID)
 		return nil
 	})
@@ -94,7 +89,7 @@ func (s *Store) DeleteAccessKey(ctx context.Context, userID, id string) error {
 // TouchAccessKey implements meta.Store.
 func (s *Store) TouchAccessKey(ctx context.Context, id string, t time.Time) error {
 	return s.write(ctx, "touch access key", func(tx *txn) error {
-		tx.execN(mustAffect(errNoAccessKey(id)), "UPDATE access_keys SET last_used = $1 WHERE id = $2", metasql.ToNanos(t), id)
+		tx.execN(mustAffect(meta.ErrNoAccessKey(id)), "UPDATE access_keys SET last_used = $1 WHERE id = $2", metasql.ToNanos(t), id)
 		return nil
 	})
 }

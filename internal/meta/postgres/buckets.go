@@ -6,7 +6,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
 	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
@@ -53,7 +52,7 @@ func (s *Store) GetBucket(ctx context.Context, name string) (meta.Bucket, error)
 	err := s.queryRow(ctx, "get bucket", func(r pgx.Row) (err error) {
 		b, err = scanBucket(r)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return errNoBucket(name)
+			return meta.ErrNoBucket(name)
 		}
 		return err
 	}, "SELECT "+bucketReadCols+" FROM buckets WHERE name = $1", name)
@@ -95,7 +94,7 @@ func (s *Store) SetBucketVisibility(ctx context.Context, name string, v meta.Vis
 		return err
 	}
 	return s.write(ctx, "set bucket visibility", func(t *txn) error {
-		t.execN(mustAffect(errNoBucket(name)), "UPDATE buckets SET visibility = $1 WHERE name = $2", string(v), name)
+		t.execN(mustAffect(meta.ErrNoBucket(name)), "UPDATE buckets SET visibility = $1 WHERE name = $2", string(v), name)
 		return nil
 	})
 }
@@ -106,7 +105,7 @@ func (s *Store) SetBucketEncryption(ctx context.Context, name, enc, kmsKey strin
 		return err
 	}
 	return s.write(ctx, "set bucket encryption", func(t *txn) error {
-		t.execN(mustAffect(errNoBucket(name)), "UPDATE buckets SET sse_default = $1, sse_kms_key = $2 WHERE name = $3", enc, kmsKey, name)
+		t.execN(mustAffect(meta.ErrNoBucket(name)), "UPDATE buckets SET sse_default = $1, sse_kms_key = $2 WHERE name = $3", enc, kmsKey, name)
 		return nil
 	})
 }
@@ -152,9 +151,9 @@ func (s *Store) DeleteBucket(ctx context.Context, name string) error {
 		}
 		switch {
 		case !found:
-			return errNoBucket(name)
+			return meta.ErrNoBucket(name)
 		case nonEmpty:
-			return errcode.New(errcode.Conflict, "bucket %q is not empty", name)
+			return meta.ErrBucketNotEmpty(name)
 		}
 		if err := t.checkLocked(owner); err != nil {
 			return err
@@ -177,8 +176,4 @@ func (s *Store) DeleteBucket(ctx context.Context, name string) error {
 		}
 		return nil
 	})
-}
-
-func errNoBucket(name string) error {
-	return errcode.New(errcode.NotFound, "bucket %q not found", name)
 }

@@ -17,7 +17,7 @@ func (s *Store) PutGatewayBucket(ctx context.Context, b meta.Bucket) error {
 		return err
 	}
 	return s.write(ctx, "put gateway bucket "+b.Name, func(t *txn) error {
-		t.execN(mustAffect(metasql.ErrNotAGateway(b.Name)), metasql.UpsertGatewayBucketQuery("$1", "$2", "$3", "$4", "$5"),
+		t.execN(mustAffect(meta.ErrNotAGateway(b.Name)), metasql.UpsertGatewayBucketQuery("$1", "$2", "$3", "$4", "$5"),
 			b.Name, b.OwnerID, string(b.Visibility), metasql.ToNanos(meta.OrNow(b.CreatedAt, t.now)), b.Gateway)
 		return nil
 	})

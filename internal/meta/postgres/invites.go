@@ -30,7 +30,7 @@ func (s *Store) GetInviteByHash(ctx context.Context, hash string) (meta.Invite, 
 	err := s.queryRow(ctx, "get invite", func(r pgx.Row) (err error) {
 		inv, err = metasql.ScanInvite(r)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return metasql.InviteNotFound()
+			return meta.ErrNoInvite()
 		}
 		return err
 	}, "SELECT "+metasql.InviteCols+" FROM invites WHERE hash = $1", hash)
@@ -68,7 +68,7 @@ func (s *Store) ListInvites(ctx context.Context) ([]meta.Invite, error) {
 // RevokeInvite implements meta.Store.
 func (s *Store) RevokeInvite(ctx context.Context, id string) error {
 	return s.write(ctx, "revoke invite", func(t *txn) error {
-		t.execN(mustAffect(metasql.InviteNotFound()), "UPDATE invites SET revoked = true WHERE id = $1", id)
+		t.execN(mustAffect(meta.ErrNoInvite()), "UPDATE invites SET revoked = true WHERE id = $1", id)
 		return nil
 	})
 }

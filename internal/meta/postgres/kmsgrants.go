@@ -32,7 +32,7 @@ func (s *Store) AllowKMSKey(ctx context.Context, g meta.KMSKeyGrant) error {
 // DisallowKMSKey implements meta.Store.
 func (s *Store) DisallowKMSKey(ctx context.Context, key, userID string) error {
 	return s.write(ctx, "disallow KMS key", func(t *txn) error {
-		t.execN(mustAffect(metasql.KMSKeyGrantNotFound(key, userID)), "DELETE FROM kms_key_grants WHERE key_name = $1 AND user_id = $2", key, userID)
+		t.execN(mustAffect(meta.ErrNoKMSKeyGrant(key, userID)), "DELETE FROM kms_key_grants WHERE key_name = $1 AND user_id = $2", key, userID)
 		return nil
 	})
 }

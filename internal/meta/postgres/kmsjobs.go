@@ -40,7 +40,7 @@ func (s *Store) GetKMSJob(ctx context.Context, name string) (meta.KMSJob, error)
 	err := s.queryRow(ctx, "get job", func(r pgx.Row) (err error) {
 		j, err = metasql.ScanKMSJob(r)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return metasql.KMSJobNotFound(name)
+			return meta.ErrNoKMSJob(name)
 		}
 		return err
 	}, "SELECT "+metasql.KMSJobCols+" FROM kms_jobs WHERE name = $1", name)

@@ -85,7 +85,7 @@ func (s *Store) ListObjects(ctx context.Context, bucket string, opts meta.ListOp
 			}
 			checked = true
 			if !exists {
-				return errNoBucket(bucket)
+				return meta.ErrNoBucket(bucket)
 			}
 			return nil
 		}

@@ -230,9 +230,9 @@ func (s *Store) GetObject(ctx context.Context, bucket, k string) (meta.Object, e
 	case err != nil:
 		return meta.Object{}, err
 	case !f.bucket:
-		return meta.Object{}, errNoBucket(bucket)
+		return meta.Object{}, meta.ErrNoBucket(bucket)
 	case !f.exists:
-		return meta.Object{}, errNoObject(bucket, k)
+		return meta.Object{}, meta.ErrNoObject(bucket, k)
 	}
 	return f.row.Object, nil
 }
@@ -346,13 +346,13 @@ func (s *Store) PutObjects(ctx context.Context, puts []meta.Put) ([]meta.Object,
 				}
 			}
 			if !cur.bucket {
-				return errNoBucket(o.Bucket)
+				return meta.ErrNoBucket(o.Bucket)
 			}
 			if err := t.checkLocked(cur.owner); err != nil {
 				return err
 			}
 			if p.BucketOwner != "" && cur.owner != p.BucketOwner {
-				return errNoBucket(o.Bucket)
+				return meta.ErrNoBucket(o.Bucket)
 			}
 			if err := p.Cond.Check(cur.row.Object, cur.exists); err != nil {
 				return err
@@ -391,9 +391,9 @@ func (s *Store) DeleteObject(ctx context.Context, bucket, k string, cond meta.Co
 		}
 		switch {
 		case !cur.bucket:
-			return errNoBucket(bucket)
+			return meta.ErrNoBucket(bucket)
 		case !cur.exists:
-			return errNoObject(bucket, k)
+			return meta.ErrNoObject(bucket, k)
 		}
 		if err := t.checkLocked(cur.owner); err != nil {
 			return err
@@ -438,11 +438,11 @@ func (s *Store) MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, ds
 		}
 		switch {
 		case !src.bucket:
-			return errNoBucket(srcBucket)
+			return meta.ErrNoBucket(srcBucket)
 		case !src.exists:
-			return errNoObject(srcBucket, srcKey)
+			return meta.ErrNoObject(srcBucket, srcKey)
 		case !dst.bucket:
-			return errNoBucket(dstBucket)
+			return meta.ErrNoBucket(dstBucket)
 		}
 		if err := errors.Join(t.checkLocked(src.owner), t.checkLocked(dst.owner)); err != nil {
 			return errRetry
@@ -473,8 +473,4 @@ func (s *Store) MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, ds
 		return meta.Object{}, err
 	}
 	return moved, nil
-}
-
-func errNoObject(bucket, key string) error {
-	return errcode.New(errcode.NotFound, "object %q not found in bucket %q", key, bucket)
 }

@@ -29,7 +29,7 @@ func (s *Store) getShare(ctx context.Context, col, v string) (meta.Share, error)
 	err := s.queryRow(ctx, "get share", func(r pgx.Row) (err error) {
 		sh, err = metasql.ScanShare(r)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return metasql.ShareNotFound()
+			return meta.ErrNoShare()
 		}
 		return err
 	}, "SELECT "+metasql.ShareCols+" FROM shares WHERE "+col+" = $1", v)
@@ -80,7 +80,7 @@ func (s *Store) SetShareExpiry(ctx context.Context, id string, expires time.Time
 		return meta.Share{}, err
 	}
 	err := s.write(ctx, "share expiry", func(t *txn) error {
-		t.execN(mustAffect(metasql.ShareNotFound()), "UPDATE shares SET expires_at = $1 WHERE id = $2", metasql.ToNanos(expires), id)
+		t.execN(mustAffect(meta.ErrNoShare()), "UPDATE shares SET expires_at = $1 WHERE id = $2", metasql.ToNanos(expires), id)
 		return nil
 	})
 	if err != nil {
@@ -92,7 +92,7 @@ func (s *Store) SetShareExpiry(ctx context.Context, id string, expires time.Time
 // RevokeShare implements meta.Store.
 func (s *Store) RevokeShare(ctx context.Context, id string) error {
 	return s.write(ctx, "revoke share", func(t *txn) error {
-		t.execN(mustAffect(metasql.ShareNotFound()), "UPDATE shares SET revoked = true WHERE id = $1", id)
+		t.execN(mustAffect(meta.ErrNoShare()), "UPDATE shares SET revoked = true WHERE id = $1", id)
 		return nil
 	})
 }
@@ -100,7 +100,7 @@ func (s *Store) RevokeShare(ctx context.Context, id string) error {
 // DeleteShare implements meta.Store.
 func (s *Store) DeleteShare(ctx context.Context, id string) error {
 	return s.write(ctx, "delete share", func(t *txn) error {
-		t.execN(mustAffect(metasql.ShareNotFound()), "DELETE FROM shares WHERE id = $1", id)
+		t.execN(mustAffect(meta.ErrNoShare()), "DELETE FROM shares WHERE id = $1", id)
 		return nil
 	})
 }
@@ -149,11 +149,7 @@ func (s *Store) useShare(ctx context.Context, id string, download bool, d *meta.
 	if err != nil || used {
 		return err
 	}
-	sh, err := s.GetShare(ctx, id)
-	if err != nil {
-		return err
-	}
-	return meta.ErrShareUnavailable(sh.State(now))
+	return meta.ShareRefusal(ctx, s.GetShare, id, now)
 }
 
 // ResumeShareDownload implements meta.Store.

@@ -7,7 +7,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
 	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
@@ -120,7 +119,6 @@ func (s *Store) Stage(ctx context.Context, st meta.Staging, minBytes int64) (met
 	if err != nil {
 		return meta.Staging{}, false, err
 	}
-	st.ExpiresAt = metasql.FromNanos(metasql.ToNanos(st.ExpiresAt))
 	inserted := false
 	err = s.write(ctx, "stage", func(t *txn) error {
 		t.execN(func(n int64) error { inserted = n == 1; return nil },
@@ -148,7 +146,7 @@ func (s *Store) Stage(ctx context.Context, st meta.Staging, minBytes int64) (met
 		}
 		r, err := t.room(st.OwnerID)
 		if err == errRetry {
-			return errcode.New(errcode.NotFound, "user %q not found", st.OwnerID)
+			return meta.ErrNoUser(st.OwnerID)
 		}
 		out.Credit = meta.Credit(size, taken)
 		sh.Credit = out.Credit

@@ -30,7 +30,7 @@ func (s *Store) GetTus(ctx context.Context, id string) (meta.TusUpload, error) {
 	err := s.queryRow(ctx, "get tus upload", func(r pgx.Row) (err error) {
 		t, err = metasql.ScanTus(r)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return metasql.TusNotFound(id)
+			return meta.ErrNoTus(id)
 		}
 		return err
 	}, "SELECT "+metasql.TusCols+" FROM tus_uploads WHERE upload_id = $1", id)
@@ -42,7 +42,7 @@ func (s *Store) SetTusLength(ctx context.Context, id string, length int64) error
 	return s.write(ctx, "declare tus length", func(t *txn) error {
 		t.execN(func(n int64) error {
 			if n == 0 {
-				return metasql.TusLengthDeclared(id)
+				return meta.ErrTusLengthDeclared(id)
 			}
 			return nil
 		}, metasql.SetTusLengthSQL(dollar), length, id)
@@ -55,7 +55,7 @@ func (s *Store) SetTusHash(ctx context.Context, id string, offset int64, state [
 	return s.write(ctx, "record tus hash", func(t *txn) error {
 		t.execN(func(n int64) error {
 			if n == 0 {
-				return metasql.TusNotFound(id)
+				return meta.ErrNoTus(id)
 			}
 			return nil
 		}, metasql.SetTusHashSQL(dollar), offset, state, id)
@@ -147,7 +147,7 @@ func (s *Store) GetUserLimits(ctx context.Context, id string) (meta.UserLimits, 
 		var ms int64
 		err := r.Scan(&l.Requests, &l.Bytes, &ms)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return metasql.UserLimitsNotFound(id)
+			return meta.ErrNoUserLimits(id)
 		}
 		l.Window = time.Duration(ms) * time.Millisecond
 		return err

@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
-	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
 	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
@@ -45,10 +44,6 @@ func scanPart(r scanner) (meta.Part, error) {
 	return p, err
 }
 
-func errNoUpload(id string) error {
-	return errcode.New(errcode.NotFound, "upload %q not found", id)
-}
-
 // CreateUpload implements meta.Store. A zero CreatedAt is set to now.
 func (s *Store) CreateUpload(ctx context.Context, u meta.Upload) error {
 	u, err := meta.CheckUpload(u, time.Now())
@@ -69,7 +64,7 @@ func (s *Store) CreateUpload(ctx context.Context, u meta.Upload) error {
 			t.queryRow(func(r pgx.Row) error {
 				err := r.Scan(&owner)
 				if errors.Is(err, pgx.ErrNoRows) {
-					return errNoBucket(u.Bucket)
+					return meta.ErrNoBucket(u.Bucket)
 				}
 				return err
 			}, "SELECT owner_id FROM buckets WHERE name = $1", u.Bucket)
@@ -102,7 +97,7 @@ func (s *Store) GetUpload(ctx context.Context, id string) (meta.Upload, error) {
 	err := s.queryRow(ctx, "get upload", func(r pgx.Row) (err error) {
 		u, err = scanUpload(r)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return errNoUpload(id)
+			return meta.ErrNoUpload(id)
 		}
 		return err
 	}, "SELECT "+uploadCols+" FROM uploads WHERE id = $1", id)
@@ -138,7 +133,7 @@ func (t *txn) getUpload(u *upload, id string) {
 // check fails if the upload is gone or its owner is not locked.
 func (u *upload) check(t *txn, id string) error {
 	if !u.found {
-		return errNoUpload(id)
+		return meta.ErrNoUpload(id)
 	}
 	return t.checkLocked(u.owner)
 }
@@ -249,7 +244,7 @@ func (s *Store) ListParts(ctx context.Context, uploadID string, after, limit int
 		return nil, false, err
 	}
 	if !found {
-		return nil, false, errNoUpload(uploadID)
+		return nil, false, meta.ErrNoUpload(uploadID)
 	}
 	if len(out) > limit {
 		return out[:limit], true, nil
@@ -296,7 +291,7 @@ func (s *Store) ListUploads(ctx context.Context, bucket string, opts meta.ListUp
 			return err
 		}
 		if !exists {
-			return errNoBucket(bucket)
+			return meta.ErrNoBucket(bucket)
 		}
 
 		var b strings.Builder

@@ -9,7 +9,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
 	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
@@ -58,7 +57,7 @@ func (s *Store) GetUser(ctx context.Context, id string) (meta.User, error) {
 	err := s.queryRow(ctx, "get user", func(r pgx.Row) (err error) {
 		u, err = scanUser(r)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return errcode.New(errcode.NotFound, "user %q not found", id)
+			return meta.ErrNoUser(id)
 		}
 		return err
 	}, "SELECT "+userCols+" FROM users WHERE id = $1", id)
@@ -74,7 +73,7 @@ func (s *Store) GetUserByEmail(ctx context.Context, email string) (meta.User, er
 	err := s.queryRow(ctx, "get user by email", func(r pgx.Row) (err error) {
 		u, err = scanUser(r)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return errcode.New(errcode.NotFound, "no user with email %q", email)
+			return meta.ErrNoUserEmail(email)
 		}
 		return err
 	}, "SELECT "+userCols+" FROM users WHERE email = $1", email)
@@ -90,7 +89,7 @@ func (s *Store) SetQuota(ctx context.Context, userID string, quotaBytes int64) e
 		return err
 	}
 	return s.write(ctx, "set quota", func(t *txn) error {
-		t.execN(mustAffect(errcode.New(errcode.NotFound, "user %q not found", userID)),
+		t.execN(mustAffect(meta.ErrNoUser(userID)),
 			"UPDATE users SET quota_bytes = $1 WHERE id = $2", quotaBytes, userID)
 		return nil
 	})
@@ -131,14 +130,14 @@ func insertToken(t *txn, rt meta.RefreshToken) {
 // (FOR UPDATE), so of concurrent rotations of one token the first wins and
 // the others find it used.
 func (s *Store) RotateRefreshToken(ctx context.Context, oldHash string, next meta.RefreshToken, now time.Time) (meta.RefreshToken, error) {
-	if next.Hash == "" {
-		return meta.RefreshToken{}, errcode.New(errcode.InvalidArgument, "the next refresh token needs a hash")
+	if err := meta.CheckNextRefreshToken(next); err != nil {
+		return meta.RefreshToken{}, err
 	}
 	var out meta.RefreshToken
 	err := s.write(ctx, "rotate refresh token", func(t *txn) error {
-		var family, userID string
-		var expires, created, after int64
-		var used, revoked, disabled, found bool
+		var old meta.RefreshToken
+		var after int64
+		var disabled, found bool
 		// The user's row first (FOR SHARE: rotations of one user do not
 		// wait for each other), then the token's: an UpdateUser that
 		// disables the user or revokes its tokens locks them in the same
@@ -151,40 +150,28 @@ func (s *Store) RotateRefreshToken(ctx context.Context, oldHash string, next met
 			}
 			return err
 		}, "SELECT disabled, sessions_after FROM users WHERE id = (SELECT user_id FROM refresh_tokens WHERE hash = $1) FOR SHARE", oldHash)
-		t.queryRow(func(r pgx.Row) error {
-			err := r.Scan(&userID, &family, &expires, &used, &revoked, &created)
+		t.queryRow(func(r pgx.Row) (err error) {
+			old, err = metasql.ScanRefreshToken(r)
 			found = err == nil
 			if errors.Is(err, pgx.ErrNoRows) {
 				return nil
 			}
 			return err
-		}, "SELECT user_id, family, expires_at, used, revoked, created_at FROM refresh_tokens WHERE hash = $1 FOR UPDATE", oldHash)
+		}, "SELECT "+tokenCols+" FROM refresh_tokens WHERE hash = $1 FOR UPDATE", oldHash)
 		if err := t.flush(); err != nil {
 			return err
 		}
-		switch {
-		case !found:
-			return errcode.New(errcode.Unauthenticated, "unknown refresh token")
-		case used:
-			// Reuse: someone holds a stale copy. Revoke the whole family and
-			// commit that even though the rotation fails.
-			t.exec("UPDATE refresh_tokens SET revoked = true WHERE family = $1", family)
-			return keep(errcode.New(errcode.Unauthenticated, "refresh token reused; the session is revoked"))
-		case revoked:
-			return errcode.New(errcode.Unauthenticated, "refresh token revoked")
-		case !now.Before(metasql.FromNanos(expires)):
-			return errcode.New(errcode.Unauthenticated, "refresh token expired")
-		case disabled:
-			return errcode.New(errcode.Unauthenticated, "account disabled")
-		case created < after:
-			return errcode.New(errcode.Unauthenticated, "refresh token revoked")
+		revoke, err := meta.CheckRotation(old, found, disabled, metasql.FromNanos(after), now)
+		if revoke {
+			// Commit the revocation even though the rotation fails.
+			t.exec("UPDATE refresh_tokens SET revoked = true WHERE family = $1", old.Family)
+			return keep(err)
+		}
+		if err != nil {
+			return err
 		}
 		t.exec("UPDATE refresh_tokens SET used = true WHERE hash = $1", oldHash)
-		rt := next
-		rt.UserID, rt.Family = userID, family
-		rt.Used, rt.Revoked = false, false
-		rt.CreatedAt = metasql.FromNanos(metasql.ToNanos(meta.OrNow(rt.CreatedAt, now)))
-		rt.ExpiresAt = metasql.FromNanos(metasql.ToNanos(rt.ExpiresAt))
+		rt := meta.NextRefreshToken(old, next, now)
 		insertToken(t, rt)
 		out = rt
 		return nil
@@ -198,7 +185,7 @@ func (s *Store) RotateRefreshToken(ctx context.Context, oldHash string, next met
 // RevokeRefreshFamily implements meta.Store.
 func (s *Store) RevokeRefreshFamily(ctx context.Context, hash string) error {
 	return s.write(ctx, "revoke refresh family", func(t *txn) error {
-		t.execN(mustAffect(errcode.New(errcode.NotFound, "unknown refresh token")), `UPDATE refresh_tokens SET revoked = true
+		t.execN(mustAffect(meta.ErrNoRefreshToken()), `UPDATE refresh_tokens SET revoked = true
 			WHERE family = (SELECT family FROM refresh_tokens WHERE hash = $1)`, hash)
 		return nil
 	})
@@ -235,7 +222,7 @@ func (s *Store) UpdateUser(ctx context.Context, userID string, upd meta.UserUpda
 			var err error
 			u, err = scanUser(r)
 			if errors.Is(err, pgx.ErrNoRows) {
-				return errcode.New(errcode.NotFound, "user %q not found", userID)
+				return meta.ErrNoUser(userID)
 			}
 			return err
 		}, "UPDATE users SET "+set+" WHERE id = $"+strconv.Itoa(len(args)+1)+" RETURNING "+userCols, append(args, userID)...)
@@ -312,7 +299,7 @@ func (s *Store) DeleteUser(ctx context.Context, userID string, purge bool) (meta
 			return err
 		}
 		if !found {
-			return errcode.New(errcode.NotFound, "user %q not found", userID)
+			return meta.ErrNoUser(userID)
 		}
 		t.queryRow(func(r pgx.Row) error { return r.Scan(&buckets, &objects, &uploads) }, userDataQuery, userID)
 		t.query(func(r pgx.Rows) error {
@@ -336,8 +323,8 @@ func (s *Store) DeleteUser(ctx context.Context, userID string, purge bool) (meta
 		if err := t.flush(); err != nil {
 			return err
 		}
-		if !purge && objects+uploads > 0 {
-			return metasql.UserOwnsData(objects, uploads, names)
+		if err := meta.CheckDeleteUser(purge, objects, uploads, names); err != nil {
+			return err
 		}
 		now := metasql.ToNanos(t.now)
 		for _, q := range deleteUserSQL {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
 	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
@@ -21,10 +20,6 @@ func scanAccessKey(r scanner) (meta.AccessKey, error) {
 	return k, err
 }
 
-func errNoAccessKey(id string) error {
-	return errcode.New(errcode.NotFound, "access key %q not found", id)
-}
-
 // CreateAccessKey implements meta.Store. A zero CreatedAt is set to now.
 func (s *Store) CreateAccessKey(ctx context.Context, k meta.AccessKey) error {
 	k, err := meta.CheckAccessKey(k, time.Now())
@@ -35,7 +30,7 @@ func (s *Store) CreateAccessKey(ctx context.Context, k meta.AccessKey) error {
 		var one int
 		err := c.QueryRowContext(ctx, "SELECT 1 FROM users WHERE id = ?", k.UserID).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {
-			return errcode.New(errcode.NotFound, "user %q not found", k.UserID)
+			return meta.ErrNoUser(k.UserID)
 		}
 		if err != nil {
 			return classify(err, "access key owner")
@@ -53,7 +48,7 @@ func (s *Store) GetAccessKey(ctx context.Context, id string) (meta.AccessKey, er
 	}
 	k, err := scanAccessKey(s.read().QueryRowContext(ctx, "SELECT "+accessKeyCols+" FROM access_keys WHERE id = ?", id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return meta.AccessKey{}, errNoAccessKey(id)
+		return meta.AccessKey{}, meta.ErrNoAccessKey(id)
 	}
 	if err != nil {
 		return meta.AccessKey{}, classify(err, "get access key")
@@ -93,7 +88,7 @@ func (s *Store) DeleteAccessKey(ctx context.Context, userID, id string) error {
 		if err != nil {
 			return classify(err, "delete access key")
 		}
-		return mustAffect(res, errNoAccessKey(id))
+		return mustAffect(res, meta.ErrNoAccessKey(id))
 	})
 }
 
@@ -104,6 +99,6 @@ func (s *Store) TouchAccessKey(ctx context.Context, id string, t time.Time) erro
 		if err != nil {
 			return classify(err, "touch access key")
 		}
-		return mustAffect(res, errNoAccessKey(id))
+		return mustAffect(res, meta.ErrNoAccessKey(id))
 	})
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
 	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
@@ -31,7 +30,7 @@ func insertBucket(ctx context.Context, c *conn, b meta.Bucket, now time.Time) er
 	var one int
 	err := c.QueryRowContext(ctx, "SELECT 1 FROM users WHERE id = ?", b.OwnerID).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
-		return errcode.New(errcode.NotFound, "user %q not found", b.OwnerID)
+		return meta.ErrNoUser(b.OwnerID)
 	}
 	if err != nil {
 		return classify(err, "bucket owner")
@@ -60,7 +59,7 @@ func (s *Store) GetBucket(ctx context.Context, name string) (meta.Bucket, error)
 	}
 	b, err := scanBucket(s.read().QueryRowContext(ctx, "SELECT "+bucketReadCols+" FROM buckets WHERE name = ?", name))
 	if errors.Is(err, sql.ErrNoRows) {
-		return meta.Bucket{}, errNoBucket(name)
+		return meta.Bucket{}, meta.ErrNoBucket(name)
 	}
 	if err != nil {
 		return meta.Bucket{}, classify(err, "get bucket %q", name)
@@ -88,7 +87,7 @@ func (s *Store) SetBucketVisibility(ctx context.Context, name string, v meta.Vis
 		if err != nil {
 			return classify(err, "set visibility of %q", name)
 		}
-		return mustAffect(res, errNoBucket(name))
+		return mustAffect(res, meta.ErrNoBucket(name))
 	})
 }
 
@@ -102,7 +101,7 @@ func (s *Store) SetBucketEncryption(ctx context.Context, name, enc, kmsKey strin
 		if err != nil {
 			return classify(err, "set encryption of %q", name)
 		}
-		return mustAffect(res, errNoBucket(name))
+		return mustAffect(res, meta.ErrNoBucket(name))
 	})
 }
 
@@ -114,7 +113,7 @@ func (s *Store) DeleteBucket(ctx context.Context, name string) error {
 		err := c.QueryRowContext(ctx, "SELECT owner_id FROM buckets WHERE name = ?", name).Scan(&owner)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
-			return errNoBucket(name)
+			return meta.ErrNoBucket(name)
 		case err != nil:
 			return classify(err, "delete bucket %q", name)
 		}
@@ -122,7 +121,7 @@ func (s *Store) DeleteBucket(ctx context.Context, name string) error {
 		err = c.QueryRowContext(ctx, "SELECT 1 FROM objects WHERE bucket = ? LIMIT 1", name).Scan(&one)
 		switch {
 		case err == nil:
-			return errcode.New(errcode.Conflict, "bucket %q is not empty", name)
+			return meta.ErrBucketNotEmpty(name)
 		case !errors.Is(err, sql.ErrNoRows):
 			return classify(err, "delete bucket %q", name)
 		}
@@ -158,10 +157,6 @@ func (s *Store) DeleteBucket(ctx context.Context, name string) error {
 		}
 		return enqueue(ctx, c, now, blobs...)
 	})
-}
-
-func errNoBucket(name string) error {
-	return errcode.New(errcode.NotFound, "bucket %q not found", name)
 }
 
 // scanBuckets reads the rows of a bucketReadCols query (and its error).

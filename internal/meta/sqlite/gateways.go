@@ -6,7 +6,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
 	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
@@ -21,7 +20,7 @@ func (s *Store) PutGatewayBucket(ctx context.Context, b meta.Bucket) error {
 		var one int
 		err := c.QueryRowContext(ctx, "SELECT 1 FROM users WHERE id = ?", b.OwnerID).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {
-			return errcode.New(errcode.NotFound, "user %q not found", b.OwnerID)
+			return meta.ErrNoUser(b.OwnerID)
 		}
 		if err != nil {
 			return classify(err, "bucket owner")
@@ -31,7 +30,7 @@ func (s *Store) PutGatewayBucket(ctx context.Context, b meta.Bucket) error {
 		if err != nil {
 			return classify(err, "gateway bucket %q", b.Name)
 		}
-		return mustAffect(res, metasql.ErrNotAGateway(b.Name))
+		return mustAffect(res, meta.ErrNotAGateway(b.Name))
 	})
 }
 

@@ -29,7 +29,7 @@ func (s *Store) GetInviteByHash(ctx context.Context, hash string) (meta.Invite, 
 	}
 	inv, err := metasql.ScanInvite(s.read().QueryRowContext(ctx, "SELECT "+metasql.InviteCols+" FROM invites WHERE hash = ?", hash))
 	if errors.Is(err, sql.ErrNoRows) {
-		return meta.Invite{}, metasql.InviteNotFound()
+		return meta.Invite{}, meta.ErrNoInvite()
 	}
 	if err != nil {
 		return meta.Invite{}, classify(err, "get invite")
@@ -65,7 +65,7 @@ func (s *Store) RevokeInvite(ctx context.Context, id string) error {
 		if err != nil {
 			return classify(err, "revoke invite %q", id)
 		}
-		return mustAffect(res, metasql.InviteNotFound())
+		return mustAffect(res, meta.ErrNoInvite())
 	})
 }
 

@@ -30,7 +30,7 @@ func (s *Store) DisallowKMSKey(ctx context.Context, key, userID string) error {
 		if err != nil {
 			return classify(err, "disallow KMS key %q to user %q", key, userID)
 		}
-		return mustAffect(res, metasql.KMSKeyGrantNotFound(key, userID))
+		return mustAffect(res, meta.ErrNoKMSKeyGrant(key, userID))
 	})
 }
 

@@ -36,7 +36,7 @@ func (s *Store) GetKMSJob(ctx context.Context, name string) (meta.KMSJob, error)
 	}
 	j, err := metasql.ScanKMSJob(s.read().QueryRowContext(ctx, "SELECT "+metasql.KMSJobCols+" FROM kms_jobs WHERE name = ?", name))
 	if errors.Is(err, sql.ErrNoRows) {
-		return meta.KMSJob{}, metasql.KMSJobNotFound(name)
+		return meta.KMSJob{}, meta.ErrNoKMSJob(name)
 	}
 	return j, classify(err, "get job %q", name)
 }

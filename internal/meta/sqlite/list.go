@@ -32,7 +32,7 @@ func (s *Store) ListObjects(ctx context.Context, bucket string, opts meta.ListOp
 	var one int
 	err = q.QueryRowContext(ctx, "SELECT 1 FROM buckets WHERE name = ?", bucket).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
-		return meta.ListPage{}, errNoBucket(bucket)
+		return meta.ListPage{}, meta.ErrNoBucket(bucket)
 	}
 	if err != nil {
 		return meta.ListPage{}, classify(err, "list %q", bucket)

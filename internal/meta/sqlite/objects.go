@@ -57,7 +57,7 @@ func (s *Store) GetObject(ctx context.Context, bucket, key string) (meta.Object,
 		return meta.Object{}, err
 	}
 	if !ok {
-		return meta.Object{}, errNoObject(bucket, key)
+		return meta.Object{}, meta.ErrNoObject(bucket, key)
 	}
 	if o.partsID == 0 {
 		return o.Object, nil
@@ -88,7 +88,7 @@ func (s *Store) getObjectSnapshot(ctx context.Context, bucket, key string) (meta
 		return meta.Object{}, err
 	}
 	if !ok {
-		return meta.Object{}, errNoObject(bucket, key)
+		return meta.Object{}, meta.ErrNoObject(bucket, key)
 	}
 	return o.Object, nil
 }
@@ -108,7 +108,7 @@ func lookup(ctx context.Context, q querier, bucket, key string) (owner string, o
 	err = q.QueryRowContext(ctx, lookupQuery, bucket, key).
 		Scan(&owner, &k, &size, &etag, &sha, &ctype, &md, &blob, &mod, &calg, &ctyp, &cval, &pid, &pcount, &iid, &data, &sse, &kek)
 	if errors.Is(err, sql.ErrNoRows) {
-		return "", row{}, false, errNoBucket(bucket)
+		return "", row{}, false, meta.ErrNoBucket(bucket)
 	}
 	if err != nil {
 		return "", row{}, false, classify(err, "get object %q", key)
@@ -342,7 +342,7 @@ func (s *Store) PutObjects(ctx context.Context, puts []meta.Put) ([]meta.Object,
 				return err
 			}
 			if p.BucketOwner != "" && owner != p.BucketOwner {
-				return errNoBucket(o.Bucket)
+				return meta.ErrNoBucket(o.Bucket)
 			}
 			if err := p.Cond.Check(cur.Object, exists); err != nil {
 				return err
@@ -378,7 +378,7 @@ func (s *Store) DeleteObject(ctx context.Context, bucket, key string, cond meta.
 			return err
 		}
 		if !exists {
-			return errNoObject(bucket, key)
+			return meta.ErrNoObject(bucket, key)
 		}
 		if err := cond.Check(cur.Object, exists); err != nil {
 			return err
@@ -420,7 +420,7 @@ func (s *Store) MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, ds
 			return err
 		}
 		if !ok {
-			return errNoObject(srcBucket, srcKey)
+			return meta.ErrNoObject(srcBucket, srcKey)
 		}
 		dstOwner, dst, exists, err := lookupFull(ctx, c, dstBucket, dstKey)
 		if err != nil {
@@ -455,8 +455,4 @@ func (s *Store) MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, ds
 		return meta.Object{}, err
 	}
 	return moved, nil
-}
-
-func errNoObject(bucket, key string) error {
-	return errcode.New(errcode.NotFound, "object %q not found in bucket %q", key, bucket)
 }

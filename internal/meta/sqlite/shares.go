@@ -28,7 +28,7 @@ func (s *Store) getShare(ctx context.Context, col, v string) (meta.Share, error)
 	}
 	sh, err := metasql.ScanShare(s.read().QueryRowContext(ctx, "SELECT "+metasql.ShareCols+" FROM shares WHERE "+col+" = ?", v))
 	if errors.Is(err, sql.ErrNoRows) {
-		return meta.Share{}, metasql.ShareNotFound()
+		return meta.Share{}, meta.ErrNoShare()
 	}
 	if err != nil {
 		return meta.Share{}, classify(err, "get share")
@@ -77,7 +77,7 @@ func (s *Store) SetShareExpiry(ctx context.Context, id string, expires time.Time
 		if err != nil {
 			return classify(err, "share expiry %q", id)
 		}
-		return mustAffect(res, metasql.ShareNotFound())
+		return mustAffect(res, meta.ErrNoShare())
 	})
 	if err != nil {
 		return meta.Share{}, err
@@ -92,7 +92,7 @@ func (s *Store) RevokeShare(ctx context.Context, id string) error {
 		if err != nil {
 			return classify(err, "revoke share %q", id)
 		}
-		return mustAffect(res, metasql.ShareNotFound())
+		return mustAffect(res, meta.ErrNoShare())
 	})
 }
 
@@ -103,7 +103,7 @@ func (s *Store) DeleteShare(ctx context.Context, id string) error {
 		if err != nil {
 			return classify(err, "delete share %q", id)
 		}
-		return mustAffect(res, metasql.ShareNotFound())
+		return mustAffect(res, meta.ErrNoShare())
 	})
 }
 
@@ -158,11 +158,7 @@ func (s *Store) useShare(ctx context.Context, id string, download bool, d *meta.
 	if err != nil || used {
 		return err
 	}
-	sh, err := s.GetShare(ctx, id)
-	if err != nil {
-		return err
-	}
-	return meta.ErrShareUnavailable(sh.State(now))
+	return meta.ShareRefusal(ctx, s.GetShare, id, now)
 }
 
 // ResumeShareDownload implements meta.Store.

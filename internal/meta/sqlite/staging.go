@@ -21,7 +21,7 @@ func room(ctx context.Context, c *conn, owner string, now time.Time) (meta.Room,
 	var r meta.Room
 	err := c.QueryRowContext(ctx, "SELECT quota_bytes, usage_bytes FROM users WHERE id = ?", owner).Scan(&r.Quota, &r.Usage)
 	if errors.Is(err, sql.ErrNoRows) {
-		return r, errcode.New(errcode.NotFound, "user %q not found", owner)
+		return r, meta.ErrNoUser(owner)
 	}
 	if err != nil {
 		return r, classify(err, "read quota of %q", owner)
@@ -89,7 +89,6 @@ func (s *Store) Stage(ctx context.Context, st meta.Staging, minBytes int64) (met
 	if err != nil {
 		return meta.Staging{}, false, err
 	}
-	st.ExpiresAt = metasql.FromNanos(metasql.ToNanos(st.ExpiresAt))
 	var out meta.Staging
 	var limited bool
 	err = s.write(ctx, func(ctx context.Context, c *conn) error {

@@ -29,7 +29,7 @@ func (s *Store) GetTus(ctx context.Context, id string) (meta.TusUpload, error) {
 	}
 	t, err := metasql.ScanTus(s.read().QueryRowContext(ctx, "SELECT "+metasql.TusCols+" FROM tus_uploads WHERE upload_id = ?", id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return meta.TusUpload{}, metasql.TusNotFound(id)
+		return meta.TusUpload{}, meta.ErrNoTus(id)
 	}
 	return t, classify(err, "get tus upload %q", id)
 }
@@ -41,7 +41,7 @@ func (s *Store) SetTusLength(ctx context.Context, id string, length int64) error
 		if err != nil {
 			return classify(err, "tus upload %q", id)
 		}
-		return mustAffect(res, metasql.TusLengthDeclared(id))
+		return mustAffect(res, meta.ErrTusLengthDeclared(id))
 	})
 }
 
@@ -52,7 +52,7 @@ func (s *Store) SetTusHash(ctx context.Context, id string, offset int64, state [
 		if err != nil {
 			return classify(err, "tus upload %q", id)
 		}
-		return mustAffect(res, metasql.TusNotFound(id))
+		return mustAffect(res, meta.ErrNoTus(id))
 	})
 }
 
@@ -135,7 +135,7 @@ func (s *Store) GetUserLimits(ctx context.Context, id string) (meta.UserLimits, 
 	var ms int64
 	err := s.read().QueryRowContext(ctx, "SELECT requests, bytes, window_ms FROM user_limits WHERE user_id = ?", id).Scan(&l.Requests, &l.Bytes, &ms)
 	if errors.Is(err, sql.ErrNoRows) {
-		return meta.UserLimits{}, metasql.UserLimitsNotFound(id)
+		return meta.UserLimits{}, meta.ErrNoUserLimits(id)
 	}
 	l.Window = time.Duration(ms) * time.Millisecond
 	return l, classify(err, "limits of user %q", id)

@@ -60,10 +60,6 @@ func scanPart(r scanner) (meta.Part, error) {
 
 var declaredLeftUpdate = metasql.DeclaredLeftUpdate("?1", "?2", "?3")
 
-func errNoUpload(id string) error {
-	return errcode.New(errcode.NotFound, "upload %q not found", id)
-}
-
 // CreateUpload implements meta.Store. A zero CreatedAt is set to now.
 func (s *Store) CreateUpload(ctx context.Context, u meta.Upload) error {
 	u, err := meta.CheckUpload(u, time.Now())
@@ -79,7 +75,7 @@ func (s *Store) CreateUpload(ctx context.Context, u meta.Upload) error {
 		var owner string
 		err := c.QueryRowContext(ctx, "SELECT owner_id FROM buckets WHERE name = ?", u.Bucket).Scan(&owner)
 		if errors.Is(err, sql.ErrNoRows) {
-			return errNoBucket(u.Bucket)
+			return meta.ErrNoBucket(u.Bucket)
 		}
 		if err != nil {
 			return classify(err, "create upload")
@@ -110,7 +106,7 @@ func (s *Store) GetUpload(ctx context.Context, id string) (meta.Upload, error) {
 	}
 	u, err := scanUpload(s.read().QueryRowContext(ctx, "SELECT "+uploadCols+" FROM uploads WHERE id = ?", id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return meta.Upload{}, errNoUpload(id)
+		return meta.Upload{}, meta.ErrNoUpload(id)
 	}
 	if err != nil {
 		return meta.Upload{}, classify(err, "get upload %q", id)
@@ -129,7 +125,7 @@ func getUpload(ctx context.Context, c *conn, id string) (upload, error) {
 	err := c.QueryRowContext(ctx, `SELECT u.bucket, u.key, b.owner_id, u.blob_key FROM uploads u JOIN buckets b ON b.name = u.bucket
 		WHERE u.id = ?`, id).Scan(&u.bucket, &u.key, &u.owner, &u.blobKey)
 	if errors.Is(err, sql.ErrNoRows) {
-		return upload{}, errNoUpload(id)
+		return upload{}, meta.ErrNoUpload(id)
 	}
 	return u, classify(err, "get upload %q", id)
 }
@@ -228,7 +224,7 @@ func (s *Store) ListParts(ctx context.Context, uploadID string, after, limit int
 		return nil, false, classify(err, "list parts")
 	}
 	if !found {
-		return nil, false, errNoUpload(uploadID)
+		return nil, false, meta.ErrNoUpload(uploadID)
 	}
 	if len(out) > limit {
 		return out[:limit], true, nil
@@ -260,7 +256,7 @@ func (s *Store) ListUploads(ctx context.Context, bucket string, opts meta.ListUp
 	var one int
 	err = q.QueryRowContext(ctx, "SELECT 1 FROM buckets WHERE name = ?", bucket).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, false, errNoBucket(bucket)
+		return nil, false, meta.ErrNoBucket(bucket)
 	}
 	if err != nil {
 		return nil, false, classify(err, "list uploads of %q", bucket)
@@ -381,7 +377,7 @@ func deleteUpload(ctx context.Context, c *conn, id string) error {
 	if err != nil {
 		return classify(err, "delete upload %q", id)
 	}
-	return mustAffect(res, errNoUpload(id))
+	return mustAffect(res, meta.ErrNoUpload(id))
 }
 
 // AbortUpload implements meta.Store.

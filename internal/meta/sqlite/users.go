@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
 	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
@@ -59,7 +58,7 @@ func (s *Store) GetUser(ctx context.Context, id string) (meta.User, error) {
 	}
 	u, err := scanUser(s.read().QueryRowContext(ctx, "SELECT "+userCols+" FROM users WHERE id = ?", id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return meta.User{}, errcode.New(errcode.NotFound, "user %q not found", id)
+		return meta.User{}, meta.ErrNoUser(id)
 	}
 	if err != nil {
 		return meta.User{}, classify(err, "get user %q", id)
@@ -74,7 +73,7 @@ func (s *Store) GetUserByEmail(ctx context.Context, email string) (meta.User, er
 	}
 	u, err := scanUser(s.read().QueryRowContext(ctx, "SELECT "+userCols+" FROM users WHERE email = ?", email))
 	if errors.Is(err, sql.ErrNoRows) {
-		return meta.User{}, errcode.New(errcode.NotFound, "no user with email %q", email)
+		return meta.User{}, meta.ErrNoUserEmail(email)
 	}
 	if err != nil {
 		return meta.User{}, classify(err, "get user by email")
@@ -92,7 +91,7 @@ func (s *Store) SetQuota(ctx context.Context, userID string, quotaBytes int64) e
 		if err != nil {
 			return classify(err, "set quota of %q", userID)
 		}
-		return mustAffect(res, errcode.New(errcode.NotFound, "user %q not found", userID))
+		return mustAffect(res, meta.ErrNoUser(userID))
 	})
 }
 
@@ -132,46 +131,34 @@ func insertToken(ctx context.Context, c *conn, t meta.RefreshToken) error {
 // a time, so of concurrent rotations of one token the first wins and the
 // others find it used.
 func (s *Store) RotateRefreshToken(ctx context.Context, oldHash string, next meta.RefreshToken, now time.Time) (meta.RefreshToken, error) {
-	if next.Hash == "" {
-		return meta.RefreshToken{}, errcode.New(errcode.InvalidArgument, "the next refresh token needs a hash")
+	if err := meta.CheckNextRefreshToken(next); err != nil {
+		return meta.RefreshToken{}, err
 	}
 	var out meta.RefreshToken
 	err := s.write(ctx, func(ctx context.Context, c *conn) error {
-		var family, userID string
-		var expires, created, after int64
-		var used, revoked, disabled bool
-		err := c.QueryRowContext(ctx, `SELECT t.user_id, t.family, t.expires_at, t.used, t.revoked, t.created_at, u.disabled, u.sessions_after
-			FROM refresh_tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = ?`, oldHash).
-			Scan(&userID, &family, &expires, &used, &revoked, &created, &disabled, &after)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			return errcode.New(errcode.Unauthenticated, "unknown refresh token")
-		case err != nil:
+		var disabled bool
+		var after int64
+		old, err := metasql.ScanRefreshToken(c.QueryRowContext(ctx, `SELECT t.hash, t.user_id, t.family, t.created_at, t.expires_at, t.used, t.revoked, u.disabled, u.sessions_after
+			FROM refresh_tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = ?`, oldHash), &disabled, &after)
+		found := err == nil
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return classify(err, "read refresh token")
-		case used:
-			// Reuse: someone holds a stale copy. Revoke the whole family and
-			// commit that even though the rotation fails.
-			if _, err := c.ExecContext(ctx, "UPDATE refresh_tokens SET revoked = 1 WHERE family = ?", family); err != nil {
+		}
+		revoke, err := meta.CheckRotation(old, found, disabled, metasql.FromNanos(after), now)
+		if revoke {
+			// Commit the revocation even though the rotation fails.
+			if _, err := c.ExecContext(ctx, "UPDATE refresh_tokens SET revoked = 1 WHERE family = ?", old.Family); err != nil {
 				return classify(err, "revoke refresh family")
 			}
-			return keep(errcode.New(errcode.Unauthenticated, "refresh token reused; the session is revoked"))
-		case revoked:
-			return errcode.New(errcode.Unauthenticated, "refresh token revoked")
-		case !now.Before(metasql.FromNanos(expires)):
-			return errcode.New(errcode.Unauthenticated, "refresh token expired")
-		case disabled:
-			return errcode.New(errcode.Unauthenticated, "account disabled")
-		case created < after:
-			return errcode.New(errcode.Unauthenticated, "refresh token revoked")
+			return keep(err)
+		}
+		if err != nil {
+			return err
 		}
 		if _, err := c.ExecContext(ctx, "UPDATE refresh_tokens SET used = 1 WHERE hash = ?", oldHash); err != nil {
 			return classify(err, "use refresh token")
 		}
-		t := next
-		t.UserID, t.Family = userID, family
-		t.Used, t.Revoked = false, false
-		t.CreatedAt = metasql.FromNanos(metasql.ToNanos(meta.OrNow(t.CreatedAt, now)))
-		t.ExpiresAt = metasql.FromNanos(metasql.ToNanos(t.ExpiresAt))
+		t := meta.NextRefreshToken(old, next, now)
 		if err := insertToken(ctx, c, t); err != nil {
 			return err
 		}
@@ -192,7 +179,7 @@ func (s *Store) RevokeRefreshFamily(ctx context.Context, hash string) error {
 		if err != nil {
 			return classify(err, "revoke refresh family")
 		}
-		return mustAffect(res, errcode.New(errcode.NotFound, "unknown refresh token"))
+		return mustAffect(res, meta.ErrNoRefreshToken())
 	})
 }
 
@@ -230,7 +217,7 @@ func (s *Store) UpdateUser(ctx context.Context, userID string, upd meta.UserUpda
 		var err error
 		u, err = scanUser(c.QueryRowContext(ctx, "UPDATE users SET "+set+" WHERE id = ? RETURNING "+userCols, append(args, userID)...))
 		if errors.Is(err, sql.ErrNoRows) {
-			return errcode.New(errcode.NotFound, "user %q not found", userID)
+			return meta.ErrNoUser(userID)
 		}
 		if err != nil {
 			return classify(err, "update user %q", userID)
@@ -293,7 +280,7 @@ func (s *Store) DeleteUser(ctx context.Context, userID string, purge bool) (meta
 		var one int
 		err := c.QueryRowContext(ctx, "SELECT 1 FROM users WHERE id = ?", userID).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {
-			return errcode.New(errcode.NotFound, "user %q not found", userID)
+			return meta.ErrNoUser(userID)
 		}
 		if err != nil {
 			return classify(err, "delete user %q", userID)
@@ -302,12 +289,12 @@ func (s *Store) DeleteUser(ctx context.Context, userID string, purge bool) (meta
 		if err := c.QueryRowContext(ctx, userDataQuery, userID).Scan(&buckets, &objects, &uploads); err != nil {
 			return classify(err, "delete user %q", userID)
 		}
-		if !purge && objects+uploads > 0 {
-			names, err := queryStrings(ctx, c, dataBucketsQuery, userID)
-			if err != nil {
-				return err
-			}
-			return metasql.UserOwnsData(objects, uploads, names)
+		names, err := queryStrings(ctx, c, dataBucketsQuery, userID)
+		if err != nil {
+			return err
+		}
+		if err := meta.CheckDeleteUser(purge, objects, uploads, names); err != nil {
+			return err
 		}
 		rows, err := c.QueryContext(ctx, backendUploadsQuery, userID)
 		if err != nil {
