@@ -346,3 +346,12 @@ func CheckKeyFingerprint(fp string) error {
 	}
 	return nil
 }
+
+// Page cuts items, read with one more than limit to tell whether more
+// exist, to a page of limit, and reports whether more exist.
+func Page[T any](items []T, limit int) ([]T, bool) {
+	if len(items) > limit {
+		return items[:limit], true
+	}
+	return items, false
+}

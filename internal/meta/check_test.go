@@ -333,3 +333,15 @@ func TestCheckOthers(t *testing.T) {
 		wantChecked(t, "CheckKMSJobSave", CheckKMSJobSave(c.j), c.ok)
 	}
 }
+
+func TestPage(t *testing.T) {
+	for _, c := range []struct {
+		n, limit, want int
+		more           bool
+	}{{0, 2, 0, false}, {2, 2, 2, false}, {3, 2, 2, true}} {
+		got, more := Page(make([]int, c.n), c.limit)
+		if len(got) != c.want || more != c.more {
+			t.Errorf("Page(%d items, %d) = %d, %v", c.n, c.limit, len(got), more)
+		}
+	}
+}

@@ -15,7 +15,7 @@ import (
 const KMSJobCols = "name, kind, bucket, state, generation, phase, cursor, pass, pass_changed, done, skipped, failed, last_error, lease_owner, lease_until, created_at, updated_at, finished_at"
 
 // ScanKMSJob scans a row of KMSJobCols.
-func ScanKMSJob(r interface{ Scan(...any) error }) (meta.KMSJob, error) {
+func ScanKMSJob(r Row) (meta.KMSJob, error) {
 	var (
 		j                        meta.KMSJob
 		phase                    int64
@@ -29,16 +29,9 @@ func ScanKMSJob(r interface{ Scan(...any) error }) (meta.KMSJob, error) {
 	return j, err
 }
 
-func fromMillis(ms int64) time.Time {
-	if ms == 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(ms).UTC()
-}
-
 // StartKMSJobSQL creates or restarts a job: args name, kind, bucket, now;
 // returns KMSJobCols.
-func StartKMSJobSQL(ph func(int) string) string {
+func StartKMSJobSQL(ph PH) string {
 	return fmt.Sprintf(`INSERT INTO kms_jobs (name, kind, bucket, state, created_at, updated_at) VALUES (%[1]s, %[2]s, %[3]s, 'running', %[4]s, %[4]s)
 ON CONFLICT (name) DO UPDATE SET state = 'running', generation = kms_jobs.generation + 1, phase = 0, cursor = '', pass = 1,
 	pass_changed = 0, done = 0, skipped = 0, failed = 0, last_error = '', created_at = excluded.created_at,
@@ -48,7 +41,7 @@ RETURNING `+KMSJobCols, ph(1), ph(2), ph(3), ph(4))
 
 // AcquireKMSJobSQL leases the oldest running job free for owner: args
 // owner, until, now; returns KMSJobCols (no row: none).
-func AcquireKMSJobSQL(ph func(int) string) string {
+func AcquireKMSJobSQL(ph PH) string {
 	const free = "state = 'running' AND (lease_owner = %[1]s OR lease_owner = '' OR lease_until < %[3]s)"
 	return fmt.Sprintf(`UPDATE kms_jobs SET lease_owner = %[1]s, lease_until = %[2]s
 WHERE `+free+` AND name = (SELECT name FROM kms_jobs WHERE `+free+` ORDER BY created_at, name LIMIT 1)
@@ -58,7 +51,7 @@ RETURNING `+KMSJobCols, ph(1), ph(2), ph(3))
 // SaveKMSJobSQL records progress under the lease: args phase, cursor,
 // pass, pass_changed, done, skipped, failed, last_error, done (1 = the
 // job finished), until, now, name, generation, owner.
-func SaveKMSJobSQL(ph func(int) string) string {
+func SaveKMSJobSQL(ph PH) string {
 	return fmt.Sprintf(`UPDATE kms_jobs SET phase = %s, cursor = %s, pass = %s, pass_changed = %s, done = %s, skipped = %s, failed = %s, last_error = %s,
 	state = CASE WHEN %[9]s = 1 THEN 'done' ELSE 'running' END,
 	lease_owner = CASE WHEN %[9]s = 1 THEN '' ELSE lease_owner END,
@@ -89,7 +82,7 @@ var envelopeTables = map[meta.EnvelopeTable][3]string{
 // ListEnvelopesSQL pages through table's rows under a KEK other than ”
 // and args[0]: args kekNot, limit, then (with after) the cursor's two
 // keyset values. Returns the two keyset columns, sse, sse_kek.
-func ListEnvelopesSQL(t meta.EnvelopeTable, after bool, ph func(int) string) string {
+func ListEnvelopesSQL(t meta.EnvelopeTable, after bool, ph PH) string {
 	c := envelopeTables[t]
 	cond := ""
 	if after {
@@ -111,34 +104,36 @@ func KeysetArgs(ref meta.EnvelopeRef, key func(string) any) []any {
 	return []any{ref.UploadID, ref.Number}
 }
 
-// ScanEnvelopeRow scans a row of ListEnvelopesSQL of table t.
-func ScanEnvelopeRow(t meta.EnvelopeTable, r interface{ Scan(...any) error }) (meta.EnvelopeRow, error) {
-	out := meta.EnvelopeRow{Ref: meta.EnvelopeRef{Table: t}}
-	var err error
-	switch t {
-	case meta.EnvelopeObjects:
-		var bucket string
-		var key []byte
-		err = r.Scan(&bucket, &key, &out.Envelope, &out.KEK)
-		out.Ref.Bucket, out.Ref.Key = bucket, string(key)
-	case meta.EnvelopeObjectParts:
-		err = r.Scan(&out.Ref.PartsID, &out.Ref.Index, &out.Envelope, &out.KEK)
-	default:
-		err = r.Scan(&out.Ref.UploadID, &out.Ref.Number, &out.Envelope, &out.KEK)
+// ScanEnvelopeRow returns the scanner of the rows of ListEnvelopesSQL of
+// table t.
+func ScanEnvelopeRow(t meta.EnvelopeTable) func(Row) (meta.EnvelopeRow, error) {
+	return func(r Row) (meta.EnvelopeRow, error) {
+		out := meta.EnvelopeRow{Ref: meta.EnvelopeRef{Table: t}}
+		var err error
+		switch t {
+		case meta.EnvelopeObjects:
+			var key []byte
+			err = r.Scan(&out.Ref.Bucket, &key, &out.Envelope, &out.KEK)
+			out.Ref.Key = string(key)
+		case meta.EnvelopeObjectParts:
+			err = r.Scan(&out.Ref.PartsID, &out.Ref.Index, &out.Envelope, &out.KEK)
+		default:
+			err = r.Scan(&out.Ref.UploadID, &out.Ref.Number, &out.Envelope, &out.KEK)
+		}
+		return out, err
 	}
-	return out, err
 }
 
 // SwapEnvelopeSQL sets a row's envelope if it is still the old one: args
 // sse, sse_kek, the two keyset values, old sse.
-func SwapEnvelopeSQL(t meta.EnvelopeTable, ph func(int) string) string {
+func SwapEnvelopeSQL(t meta.EnvelopeTable, ph PH) string {
 	c := envelopeTables[t]
 	return fmt.Sprintf("UPDATE %s SET sse = %s, sse_kek = %s WHERE %s = %s AND %s = %s AND sse = %s",
 		c[0], ph(1), ph(2), c[1], ph(3), c[2], ph(4), ph(5))
 }
 
-// KEKUsageSQL counts rows by KEK: returns sse_kek, count (one row per
-// table and KEK: sum them).
+// KEKUsageSQL counts rows by KEK (ScanKEKCount; one row per table and
+// KEK: sum them).
 const KEKUsageSQL = `SELECT sse_kek, count(*) FROM objects WHERE sse_kek <> '' GROUP BY sse_kek
 UNION ALL SELECT sse_kek, count(*) FROM object_parts WHERE sse_kek <> '' GROUP BY sse_kek
 UNION ALL SELECT sse_kek, count(*) FROM upload_parts WHERE sse_kek <> '' GROUP BY sse_kek`
@@ -146,7 +141,7 @@ UNION ALL SELECT sse_kek, count(*) FROM upload_parts WHERE sse_kek <> '' GROUP B
 // ListPlaintextObjectsSQL pages through plaintext objects: args limit,
 // then bucket (with one), then the cursor's bucket and key (with after).
 // Returns bucket, key.
-func ListPlaintextObjectsSQL(oneBucket, after bool, ph func(int) string) string {
+func ListPlaintextObjectsSQL(oneBucket, after bool, ph PH) string {
 	cond, n := "", 2
 	if oneBucket {
 		cond += fmt.Sprintf(" AND o.bucket = %s", ph(n))
@@ -168,6 +163,61 @@ func ListPlaintextObjectsArgs(bucket string, after *meta.EnvelopeRef, limit int,
 	}
 	if after != nil {
 		args = append(args, after.Bucket, key(after.Key))
+	}
+	return args
+}
+
+// KEKCount is a row of KEKUsageSQL: how many rows of a table are under a
+// KEK.
+type KEKCount struct {
+	KEK  string
+	Rows int64
+}
+
+// ScanKEKCount reads a row of KEKUsageSQL.
+func ScanKEKCount(r Row) (KEKCount, error) {
+	var c KEKCount
+	err := r.Scan(&c.KEK, &c.Rows)
+	return c, err
+}
+
+// KEKTotals sums the counts of each KEK.
+func KEKTotals(cs []KEKCount) map[string]int64 {
+	out := map[string]int64{}
+	for _, c := range cs {
+		out[c.KEK] += c.Rows
+	}
+	return out
+}
+
+// ScanPlaintextRef reads a row of ListPlaintextObjectsSQL.
+func ScanPlaintextRef(r Row) (meta.EnvelopeRef, error) {
+	var key []byte
+	ref := meta.EnvelopeRef{Table: meta.EnvelopeObjects}
+	err := r.Scan(&ref.Bucket, &key)
+	ref.Key = string(key)
+	return ref, err
+}
+
+// GetKMSJobSQL reads job ph(1) (ScanKMSJob).
+func GetKMSJobSQL(ph PH) string {
+	return "SELECT " + KMSJobCols + " FROM kms_jobs WHERE name = " + ph(1)
+}
+
+// ListKMSJobsSQL lists every job by name (ScanKMSJob).
+const ListKMSJobsSQL = "SELECT " + KMSJobCols + " FROM kms_jobs ORDER BY name"
+
+// SwapEnvelopeArgs are SwapEnvelopeSQL's arguments; key binds an object
+// key in the dialect.
+func SwapEnvelopeArgs(ref meta.EnvelopeRef, old, env []byte, kek string, key func(string) any) []any {
+	return append(append([]any{env, kek}, KeysetArgs(ref, key)...), old)
+}
+
+// ListEnvelopesArgs are ListEnvelopesSQL's arguments.
+func ListEnvelopesArgs(after *meta.EnvelopeRef, kekNot string, limit int, key func(string) any) []any {
+	args := []any{kekNot, limit}
+	if after != nil {
+		args = append(args, KeysetArgs(*after, key)...)
 	}
 	return args
 }

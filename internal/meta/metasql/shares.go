@@ -10,7 +10,7 @@ import (
 const ShareCols = "id, hash, owner_id, bucket, object_key, folder, password, note, allow_upload, max_downloads, downloads, created_at, expires_at, last_access, revoked, is_grant"
 
 // ScanShare reads a share selected with ShareCols.
-func ScanShare(r interface{ Scan(dest ...any) error }) (meta.Share, error) {
+func ScanShare(r Row) (meta.Share, error) {
 	var sh meta.Share
 	var created, expires, last int64
 	err := r.Scan(&sh.ID, &sh.Hash, &sh.OwnerID, &sh.Bucket, &sh.Key, &sh.Folder, &sh.Password, &sh.Note,
@@ -22,8 +22,24 @@ func ScanShare(r interface{ Scan(dest ...any) error }) (meta.Share, error) {
 	return sh, err
 }
 
-// ShareArgs are the arguments of an INSERT INTO shares (ShareCols) of a
-// share CheckShare returned.
+// InsertShareSQL inserts a share: arguments ShareArgs.
+func InsertShareSQL(ph PH) string {
+	return "INSERT INTO shares (" + ShareCols + ") VALUES (" + Values(ph, 1, 16) + ")"
+}
+
+// GetShareSQL reads the share whose column col (id or hash) is ph(1)
+// (ScanShare).
+func GetShareSQL(col string, ph PH) string {
+	return "SELECT " + ShareCols + " FROM shares WHERE " + col + " = " + ph(1)
+}
+
+// ListSharesSQL lists the shares of owner ph(1), newest first (ScanShare).
+func ListSharesSQL(ph PH) string {
+	return "SELECT " + ShareCols + " FROM shares WHERE owner_id = " + ph(1) + " ORDER BY created_at DESC, id"
+}
+
+// ShareArgs are InsertShareSQL's arguments for a share meta.CheckShare
+// returned.
 func ShareArgs(sh meta.Share) []any {
 	return []any{sh.ID, sh.Hash, sh.OwnerID, sh.Bucket, sh.Key, sh.Folder, sh.Password, sh.Note,
 		sh.AllowUpload, sh.MaxDownloads, sh.Downloads, ToNanos(sh.CreatedAt), ToNanos(sh.ExpiresAt), int64(0), sh.Revoked, sh.Grant}
@@ -32,7 +48,7 @@ func ShareArgs(sh meta.Share) []any {
 // DeleteSpentGrantsSQL is the DELETE of meta.Store.DeleteSpentGrants, with
 // arguments (ownerID, ToNanos(now)) and placeholders made by ph: the
 // owner's grants that are not "active" (meta.Share.State) at now.
-func DeleteSpentGrantsSQL(ph func(n int) string) string {
+func DeleteSpentGrantsSQL(ph PH) string {
 	return "DELETE FROM shares WHERE owner_id = " + ph(1) + " AND is_grant AND (revoked OR expires_at <= " + ph(2) +
 		" OR (max_downloads > 0 AND downloads >= max_downloads))"
 }
@@ -43,7 +59,7 @@ func DeleteSpentGrantsSQL(ph func(n int) string) string {
 // download when asked. One statement on one row: two concurrent downloads
 // of the last one cannot both change it (SQLite runs one writer;
 // PostgreSQL re-evaluates the WHERE on the updated row at READ COMMITTED).
-func UseShareSQL(ph func(n int) string) string {
+func UseShareSQL(ph PH) string {
 	return "UPDATE shares SET last_access = " + ph(1) + ", downloads = downloads + " + ph(2) +
 		" WHERE id = " + ph(3) + " AND NOT revoked AND expires_at > " + ph(4) +
 		" AND (max_downloads = 0 OR downloads < max_downloads)"
@@ -61,7 +77,7 @@ func UseShareArgs(id string, download bool, now time.Time) []any {
 // ShareDownloadUpsertSQL records a download for StartShareDownload, with
 // arguments ShareDownloadUpsertArgs: a new row, or the one of the same
 // share, client and key replaced (its resumes back to 0).
-func ShareDownloadUpsertSQL(ph func(n int) string) string {
+func ShareDownloadUpsertSQL(ph PH) string {
 	return "INSERT INTO share_downloads (share_id, client, object_key, etag, last_start, resumes, expires_at) VALUES (" +
 		ph(1) + ", " + ph(2) + ", " + ph(3) + ", " + ph(4) + ", " + ph(5) + ", 0, " + ph(6) + ")" +
 		" ON CONFLICT (share_id, client, object_key) DO UPDATE SET etag = excluded.etag, last_start = excluded.last_start," +
@@ -76,7 +92,7 @@ func ShareDownloadUpsertArgs(d meta.ShareDownload) []any {
 // ResumeShareDownloadSQL is the conditional UPDATE of
 // meta.Store.ResumeShareDownload, with arguments ResumeShareDownloadArgs:
 // it changes the download's row exactly when the resume is allowed.
-func ResumeShareDownloadSQL(ph func(n int) string) string {
+func ResumeShareDownloadSQL(ph PH) string {
 	return "UPDATE share_downloads SET last_start = " + ph(1) + ", resumes = resumes + 1, expires_at = " + ph(2) +
 		" WHERE share_id = " + ph(3) + " AND client = " + ph(4) + " AND object_key = " + ph(5) + " AND etag = " + ph(6) +
 		" AND expires_at > " + ph(7) + " AND last_start < " + ph(1) + " AND resumes < " + ph(8) +
@@ -89,6 +105,6 @@ func ResumeShareDownloadArgs(d meta.ShareDownload, maxResumes int, now time.Time
 }
 
 // TouchShareSQL sets a share's last access (arguments now, id).
-func TouchShareSQL(ph func(n int) string) string {
+func TouchShareSQL(ph PH) string {
 	return "UPDATE shares SET last_access = " + ph(1) + " WHERE id = " + ph(2)
 }

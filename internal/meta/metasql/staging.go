@@ -1,42 +1,17 @@
 package metasql
 
-// The SQL below is common to both backends. Fragments take their operands
-// as SQL expressions (a column, or a placeholder: "$2" in PostgreSQL, "?2"
-// in SQLite), so that each backend binds them its own way. Booleans are
-// used only as CASE conditions, which SQLite's 0/1 integers satisfy too.
+import (
+	"time"
 
-// Referenced is the condition "a row points at blob k" (k must not be a
-// bare column name, which the subqueries would resolve to their own
-// tables' blob_key): an object, a part of a multipart object, a part of an
-// upload in progress, an upload whose blob the backend assembles, or a
-// staging. A staging counts whether live or expired, until a janitor
-// deletes it: liveness is judged by clocks, and a node whose clock runs
-// ahead must not take a blob whose writer still believes its lease live
-// (the writer's commit and the staging's deletion then exclude each other
-// on the staging row). The garbage queue does not count: this is the check
-// made before a queued blob is deleted (and before one is queued). Every
-// blob_key column is indexed.
-func Referenced(k string) string {
-	return "(EXISTS (SELECT 1 FROM objects WHERE blob_key = " + k + ")" +
-		" OR EXISTS (SELECT 1 FROM object_parts WHERE blob_key = " + k + ")" +
-		" OR EXISTS (SELECT 1 FROM upload_parts WHERE blob_key = " + k + ")" +
-		" OR EXISTS (SELECT 1 FROM uploads WHERE blob_key = " + k + ")" +
-		" OR EXISTS (SELECT 1 FROM staging WHERE blob_key = " + k + "))"
-}
+	"github.com/coffer-storage/coffer/internal/meta"
+)
 
-// ReferencedOrQueued is Referenced, or k waits in the garbage queue: what
-// orphan collection must leave alone.
-func ReferencedOrQueued(k string) string {
-	return "(" + Referenced(k) + " OR EXISTS (SELECT 1 FROM garbage WHERE blob_key = " + k + "))"
-}
-
-// ClaimGarbageQuery lists up to limit queue entries enqueued before
-// before, oldest first, each with whether a row points at its blob again
-// (see Referenced). Columns: id, blob_key, created_at, referenced.
-func ClaimGarbageQuery(before, limit string) string {
-	return "SELECT g.id, g.blob_key, g.created_at, CASE WHEN " + Referenced("g.blob_key") + " THEN 1 ELSE 0 END FROM garbage g" +
-		" WHERE g.created_at < " + before + " ORDER BY g.created_at, g.id LIMIT " + limit
-}
+// Reservations: the SQL of stagings (meta.Staging) and of what they
+// reserve, whose decisions are meta's (meta.Room). Fragments take their
+// operands as SQL expressions (a column, or a placeholder: "$2" in
+// PostgreSQL, "?2" in SQLite), so that each backend binds them its own
+// way. Booleans are used only as CASE conditions, which SQLite's 0/1
+// integers satisfy too.
 
 // larger is the SQL of the larger of two expressions.
 func larger(a, b string) string {
@@ -83,4 +58,83 @@ func DeclaredLeftUpdate(upload, number, size string) string {
 	left := "(SELECT u.size - COALESCE((SELECT SUM(p.size) FROM upload_parts p WHERE p.upload_id = u.id AND p.number <> " + number + "), 0) - " + size +
 		" FROM uploads u WHERE u.id = " + upload + ")"
 	return "UPDATE staging SET bytes = " + larger(left, "0") + " WHERE upload_id = " + upload + " AND declared"
+}
+
+// StagingCols are the columns of a staging, in InsertStagingSQL's order.
+const StagingCols = "blob_key, owner_id, upload_id, declared, bucket, key, bytes, credit, expires_at"
+
+// InsertStagingSQL inserts a staging: arguments StagingArgs.
+func InsertStagingSQL(ph PH) string {
+	return "INSERT INTO staging (" + StagingCols + ") VALUES (" + Values(ph, 1, 9) + ")"
+}
+
+// StagingArgs are InsertStagingSQL's arguments; key binds its key in the
+// dialect.
+func StagingArgs(s meta.Staging, key func(string) any) []any {
+	return []any{s.BlobKey, s.OwnerID, s.UploadID, s.Declared, s.Bucket, key(s.Key), s.Bytes, s.Credit, ToNanos(s.ExpiresAt)}
+}
+
+// StagingLeaseSQL reads the lease of the object or part staging ph(1):
+// owner_id, upload_id, bytes, credit, expires_at (ScanStagingLease).
+func StagingLeaseSQL(ph PH) string {
+	return "SELECT owner_id, upload_id, bytes, credit, expires_at FROM staging WHERE blob_key = " + ph(1) + " AND NOT declared"
+}
+
+// StagingLease is what GrowStaging reads of a staging.
+type StagingLease struct {
+	Owner, Upload  string
+	Bytes, Credit  int64
+	ExpiresAtNanos int64
+}
+
+// ScanStagingLease reads a row of StagingLeaseSQL.
+func ScanStagingLease(r Row) (StagingLease, error) {
+	var l StagingLease
+	err := r.Scan(&l.Owner, &l.Upload, &l.Bytes, &l.Credit, &l.ExpiresAtNanos)
+	return l, err
+}
+
+// GrowStagingSQL sets the reservation of staging ph(2) to ph(1) bytes.
+func GrowStagingSQL(ph PH) string {
+	return "UPDATE staging SET bytes = " + ph(1) + " WHERE blob_key = " + ph(2)
+}
+
+// DeleteDeclaredSQL deletes the declared-size staging keyed ph(1)
+// (meta.DeclaredStagingKey).
+func DeleteDeclaredSQL(ph PH) string { return "DELETE FROM staging WHERE blob_key = " + ph(1) }
+
+// Reserved is a row of ReservedQuery: what an owner's live stagings
+// reserve.
+type Reserved struct {
+	Owner string
+	Bytes int64
+}
+
+// ScanReserved reads a row of ReservedQuery.
+func ScanReserved(r Row) (Reserved, error) {
+	var res Reserved
+	err := r.Scan(&res.Owner, &res.Bytes)
+	return res, err
+}
+
+// Released is a staging a write deleted (RETURNING blob_key, expires_at).
+type Released struct {
+	Key     string
+	Expires time.Time
+}
+
+// ScanReleased reads a row of blob_key, expires_at.
+func ScanReleased(r Row) (Released, error) {
+	var rel Released
+	var e int64
+	err := r.Scan(&rel.Key, &e)
+	rel.Expires = FromNanos(e)
+	return rel, err
+}
+
+// ScanPair reads a row of two integers (GroupQuery, CreditQuery).
+func ScanPair(r Row) ([2]int64, error) {
+	var p [2]int64
+	err := r.Scan(&p[0], &p[1])
+	return p, err
 }

@@ -2,17 +2,93 @@ package metasql
 
 import (
 	"strings"
+	"time"
 
 	"github.com/coffer-storage/coffer/internal/meta"
 )
 
+// UserCols are the columns of a user, in ScanUser's order.
+const UserCols = "id, email, password_hash, quota_bytes, usage_bytes, disabled, admin, sessions_after, created_at"
+
+// ScanUser reads a user selected with UserCols.
+func ScanUser(r Row) (meta.User, error) {
+	var u meta.User
+	var created, after int64
+	err := r.Scan(&u.ID, &u.Email, &u.PasswordHash, &u.QuotaBytes, &u.UsageBytes, &u.Disabled, &u.Admin, &after, &created)
+	u.CreatedAt = FromNanos(created)
+	u.SessionsAfter = FromNanos(after)
+	return u, err
+}
+
+// InsertUserSQL inserts a user with usage 0: arguments UserArgs.
+func InsertUserSQL(ph PH) string {
+	return "INSERT INTO users (" + UserCols + ") VALUES (" + Values(ph, 1, 4) + ", 0, " + Values(ph, 5, 8) + ")"
+}
+
+// UserArgs are InsertUserSQL's arguments for u (checked with
+// meta.CheckUser), created at now unless it says when.
+func UserArgs(u meta.User, now time.Time) []any {
+	return []any{u.ID, u.Email, u.PasswordHash, u.QuotaBytes, u.Disabled, u.Admin, ToNanos(u.SessionsAfter), ToNanos(meta.OrNow(u.CreatedAt, now))}
+}
+
+// TokenCols are the columns of a refresh token, in ScanRefreshToken's
+// order.
+const TokenCols = "hash, user_id, family, created_at, expires_at, used, revoked"
+
+// ScanRefreshToken reads a refresh token selected with TokenCols, then
+// into extra the columns that follow.
+func ScanRefreshToken(r Row, extra ...any) (meta.RefreshToken, error) {
+	var t meta.RefreshToken
+	var created, expires int64
+	err := r.Scan(append([]any{&t.Hash, &t.UserID, &t.Family, &created, &expires, &t.Used, &t.Revoked}, extra...)...)
+	t.CreatedAt, t.ExpiresAt = FromNanos(created), FromNanos(expires)
+	return t, err
+}
+
+// InsertTokenSQL inserts a refresh token: arguments TokenArgs.
+func InsertTokenSQL(ph PH) string {
+	return "INSERT INTO refresh_tokens (" + TokenCols + ") VALUES (" + Values(ph, 1, 7) + ")"
+}
+
+// TokenArgs are InsertTokenSQL's arguments.
+func TokenArgs(t meta.RefreshToken) []any {
+	return []any{t.Hash, t.UserID, t.Family, ToNanos(t.CreatedAt), ToNanos(t.ExpiresAt), t.Used, t.Revoked}
+}
+
+// UserUpdateSet returns the SET list and arguments of an UPDATE users for
+// upd (checked with meta.CheckUserUpdate), with placeholders made by ph
+// (1-based).
+func UserUpdateSet(upd meta.UserUpdate, ph PH) (set string, args []any) {
+	var cols []string
+	add := func(col string, v any) {
+		args = append(args, v)
+		cols = append(cols, col+" = "+ph(len(args)))
+	}
+	if upd.Admin != nil {
+		add("admin", *upd.Admin)
+	}
+	if upd.Disabled != nil {
+		add("disabled", *upd.Disabled)
+	}
+	if upd.PasswordHash != nil {
+		add("password_hash", *upd.PasswordHash)
+	}
+	if upd.QuotaBytes != nil {
+		add("quota_bytes", *upd.QuotaBytes)
+	}
+	if upd.SessionsAfter != nil {
+		add("sessions_after", ToNanos(*upd.SessionsAfter))
+	}
+	return strings.Join(cols, ", "), args
+}
+
 // ListUsersQuery returns the query of a ListUsers page of limit users
-// (meta.UsersLimit; columns cols, in email order, one row more than the
+// (meta.UsersLimit; columns UserCols, in email order, one row more than the
 // page to tell whether more exist) and its arguments, with placeholders
 // made by ph (1-based). The Query filter is a substring match on the lower-case email: LIKE
 // with its wildcards escaped (SQLite's LIKE ignores ASCII case, and
 // emails are stored in lower case, so both backends agree).
-func ListUsersQuery(cols string, opts meta.ListUsersOptions, limit int, ph func(n int) string) (query string, args []any) {
+func ListUsersQuery(opts meta.ListUsersOptions, limit int, ph PH) (query string, args []any) {
 	var where []string
 	if opts.After != "" {
 		args = append(args, opts.After)
@@ -22,7 +98,7 @@ func ListUsersQuery(cols string, opts meta.ListUsersOptions, limit int, ph func(
 		args = append(args, "%"+EscapeLike(strings.ToLower(opts.Query))+"%")
 		where = append(where, "email LIKE "+ph(len(args))+` ESCAPE '\'`)
 	}
-	query = "SELECT " + cols + " FROM users"
+	query = "SELECT " + UserCols + " FROM users"
 	if len(where) > 0 {
 		query += " WHERE " + strings.Join(where, " AND ")
 	}
@@ -100,17 +176,32 @@ func DeleteUserStatements(owner, now string, inlineTable bool) []string {
 	)
 }
 
-// CountsQuery reads meta.Counts. Columns: users, buckets, objects, bytes.
+// CountsQuery reads meta.Counts (ScanCounts).
 const CountsQuery = "SELECT CAST((SELECT count(*) FROM users) AS bigint), CAST((SELECT count(*) FROM buckets) AS bigint)," +
 	" CAST((SELECT count(*) FROM objects) AS bigint), CAST((SELECT COALESCE(SUM(usage_bytes), 0) FROM users) AS bigint)"
 
-// ScanRefreshToken reads a refresh token selected with the columns hash,
-// user_id, family, created_at, expires_at, used, revoked, then into
-// extra the columns that follow.
-func ScanRefreshToken(r Row, extra ...any) (meta.RefreshToken, error) {
-	var t meta.RefreshToken
-	var created, expires int64
-	err := r.Scan(append([]any{&t.Hash, &t.UserID, &t.Family, &created, &expires, &t.Used, &t.Revoked}, extra...)...)
-	t.CreatedAt, t.ExpiresAt = FromNanos(created), FromNanos(expires)
-	return t, err
+// ScanCounts reads a row of CountsQuery.
+func ScanCounts(r Row) (meta.Counts, error) {
+	var c meta.Counts
+	err := r.Scan(&c.Users, &c.Buckets, &c.Objects, &c.Bytes)
+	return c, err
+}
+
+// ScanUserData reads a row of UserDataQuery: buckets, objects, uploads.
+func ScanUserData(r Row) (data [3]int64, err error) {
+	err = r.Scan(&data[0], &data[1], &data[2])
+	return data, err
+}
+
+// ScanBackendUpload reads a row of BackendUploadsQuery.
+func ScanBackendUpload(r Row) (meta.Upload, error) {
+	var u meta.Upload
+	err := r.Scan(&u.ID, &u.Bucket, &u.BlobKey, &u.BackendUploadID)
+	return u, err
+}
+
+// GetUserSQL reads the user whose column col (id or email) is ph(1)
+// (ScanUser).
+func GetUserSQL(col string, ph PH) string {
+	return "SELECT " + UserCols + " FROM users WHERE " + col + " = " + ph(1)
 }

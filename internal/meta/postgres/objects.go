@@ -6,9 +6,7 @@ import (
 	"slices"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 
-	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
 	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
@@ -16,7 +14,17 @@ import (
 // owner is a users row locked by the transaction, with the bytes its live
 // stagings reserve (read by readReserved; 0 if not read, or if the owner
 // has no quota).
-type owner struct{ quota, usage, reserved int64 }
+type owner struct {
+	id                     string
+	quota, usage, reserved int64
+}
+
+// scanOwner reads a row of a lock query: id, quota_bytes, usage_bytes.
+func scanOwner(r metasql.Row) (owner, error) {
+	var o owner
+	err := r.Scan(&o.id, &o.quota, &o.usage)
+	return o, err
+}
 
 const lockOwnersQuery = `SELECT id, quota_bytes, usage_bytes FROM users
 	WHERE id IN (SELECT owner_id FROM buckets WHERE name = ANY($1)) ORDER BY id FOR UPDATE`
@@ -39,15 +47,7 @@ func (t *txn) lockOwnersWith(query string, arg any) {
 	if t.owners == nil {
 		t.owners = map[string]*owner{}
 	}
-	t.query(func(r pgx.Rows) error {
-		var id string
-		var o owner
-		if err := r.Scan(&id, &o.quota, &o.usage); err != nil {
-			return err
-		}
-		t.owners[id] = &o
-		return nil
-	}, query, arg)
+	queueEach(t, scanOwner, func(o owner) { t.owners[o.id] = &o }, query, arg)
 }
 
 // checkLocked fails with errRetry unless the transaction locked id (a
@@ -98,19 +98,12 @@ var enqueueQuery = `INSERT INTO garbage (blob_key, created_at)
 	SELECT b.k, $2 FROM unnest($1::text[]) WITH ORDINALITY AS b(k, n)
 	WHERE NOT ` + metasql.Referenced("b.k") + ` ORDER BY b.n`
 
-// row is an object as its objects row holds it, with its parts.
-type row struct {
-	meta.Object
-	partsID   int64 // 0 for an object that is not multipart
-	partCount int
-}
-
 // found is the result of lookupQuery.
 type found struct {
 	bucket bool   // the bucket exists
 	owner  string // its owner
 	exists bool   // an object is at the key
-	row    row
+	row    metasql.ObjectRow
 }
 
 // lookupQuery reads a bucket's owner and the object at a key, with its
@@ -125,68 +118,83 @@ const lookupQuery = `SELECT b.owner_id, o.size, o.etag, o.sha256, o.content_type
 	WHERE b.name = $1
 	ORDER BY p.idx`
 
-// scan reads one row of lookupQuery for the object at bucket/key.
-func (f *found) scan(r pgx.Rows, bucket, key string) error {
-	var (
-		size, mod, pid                             pgtype.Int8
-		pcount                                     pgtype.Int4
-		etag, sha, ctype, md, blob, calg, ctyp, cv pgtype.Text
-		inline                                     []byte
-		pblob, petag, pcheck                       pgtype.Text
-		psize                                      pgtype.Int8
-		sse, psse                                  []byte
-		kek, pkek                                  pgtype.Text
-	)
-	if err := r.Scan(&f.owner, &size, &etag, &sha, &ctype, &md, &blob, &mod, &calg, &ctyp, &cv, &pid, &pcount, &inline,
-		&pblob, &psize, &petag, &pcheck, &sse, &kek, &psse, &pkek); err != nil {
-		return err
-	}
-	if !f.bucket {
-		f.bucket = true
-		if !size.Valid {
-			return nil
-		}
-		f.exists = true
-		o := meta.Object{
-			Bucket:        bucket,
-			Key:           key,
-			Size:          size.Int64,
-			ETag:          etag.String,
-			SHA256:        sha.String,
-			ContentType:   ctype.String,
-			BlobKey:       blob.String,
-			Checksum:      meta.Checksum{Algorithm: calg.String, Type: ctyp.String, Value: cv.String},
-			ModTime:       metasql.FromNanos(mod.Int64),
-			Encryption:    sse,
-			EncryptionKEK: kek.String,
-		}
-		var err error
-		if o.Metadata, err = decodeMetadata(md); err != nil {
-			return err
-		}
-		f.row = row{Object: o, partsID: pid.Int64, partCount: int(pcount.Int32)}
-		if f.row.partsID != 0 {
-			f.row.Parts = make([]meta.ObjectPart, 0, f.row.partCount)
-		} else if o.BlobKey == "" {
-			f.row.Inline = inline
-			if f.row.Inline == nil {
-				f.row.Inline = []byte{}
-			}
-		}
-	}
-	if pblob.Valid {
-		f.row.Parts = append(f.row.Parts, meta.ObjectPart{BlobKey: pblob.String, Size: psize.Int64, ETag: petag.String, Checksum: pcheck.String,
-			Encryption: psse, EncryptionKEK: pkek.String})
-	}
-	return nil
+// lookupRow is a row of lookupQuery: the bucket's owner, the object at
+// the key (nil if none) and one of its parts (nil if none).
+type lookupRow struct {
+	owner string
+	obj   *metasql.ObjectRow
+	part  *meta.ObjectPart
 }
 
-// check fails if a multipart object's parts are not all there.
-func (f *found) check() error {
-	if f.exists && len(f.row.Parts) != f.row.partCount {
-		return errcode.New(errcode.Internal, "object %q has %d of its %d parts", f.row.Key, len(f.row.Parts), f.row.partCount)
+// scanLookup returns the scanner of lookupQuery's rows for bucket/key.
+func scanLookup(bucket, k string) func(metasql.Row) (lookupRow, error) {
+	return func(r metasql.Row) (lookupRow, error) {
+		var (
+			l                                          lookupRow
+			size, mod, pid, psize                      *int64
+			pcount                                     *int32
+			etag, sha, ctype, md, blob, calg, ctyp, cv *string
+			pblob, petag, pcheck, kek, pkek            *string
+			inline, sse, psse                          []byte
+		)
+		if err := r.Scan(&l.owner, &size, &etag, &sha, &ctype, &md, &blob, &mod, &calg, &ctyp, &cv, &pid, &pcount, &inline,
+			&pblob, &psize, &petag, &pcheck, &sse, &kek, &psse, &pkek); err != nil {
+			return lookupRow{}, err
+		}
+		if pblob != nil {
+			l.part = &meta.ObjectPart{BlobKey: *pblob, Size: metasql.Deref(psize), ETag: metasql.Deref(petag), Checksum: metasql.Deref(pcheck),
+				Encryption: psse, EncryptionKEK: metasql.Deref(pkek)}
+		}
+		if size == nil {
+			return l, nil
+		}
+		o := &metasql.ObjectRow{Object: meta.Object{
+			Bucket:        bucket,
+			Key:           k,
+			Size:          *size,
+			ETag:          metasql.Deref(etag),
+			SHA256:        metasql.Deref(sha),
+			ContentType:   metasql.Deref(ctype),
+			BlobKey:       metasql.Deref(blob),
+			Checksum:      meta.Checksum{Algorithm: metasql.Deref(calg), Type: metasql.Deref(ctyp), Value: metasql.Deref(cv)},
+			ModTime:       metasql.FromNanos(metasql.Deref(mod)),
+			Encryption:    sse,
+			EncryptionKEK: metasql.Deref(kek),
+		}, PartsID: metasql.Deref(pid), PartCount: int(metasql.Deref(pcount))}
+		var err error
+		if o.Metadata, err = metasql.DecodeMetadata(md); err != nil {
+			return lookupRow{}, err
+		}
+		if o.PartsID == 0 && o.BlobKey == "" {
+			o.Inline = inline
+			if o.Inline == nil {
+				o.Inline = []byte{}
+			}
+		}
+		l.obj = o
+		return l, nil
 	}
-	return nil
+}
+
+// foundOf folds the rows of lookupQuery: Internal if a multipart object
+// lacks some of its parts.
+func foundOf(rows []lookupRow) (found, error) {
+	var f found
+	for i, l := range rows {
+		if i == 0 {
+			f.bucket, f.owner, f.exists = true, l.owner, l.obj != nil
+			if f.exists {
+				f.row = *l.obj
+				if f.row.PartsID != 0 {
+					f.row.Parts = make([]meta.ObjectPart, 0, f.row.PartCount)
+				}
+			}
+		}
+		if l.part != nil {
+			f.row.Parts = append(f.row.Parts, *l.part)
+		}
+	}
+	return f, f.row.CheckParts()
 }
 
 // lookup queues lookupQuery for bucket/key into f; f is complete once the
@@ -194,38 +202,22 @@ func (f *found) check() error {
 func (t *txn) lookup(f *found, bucket, k string) {
 	*f = found{}
 	t.batch.Queue(lookupQuery, bucket, key(k)).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			if err := f.scan(rows, bucket, k); err != nil {
-				return err
-			}
-		}
-		if err := rows.Err(); err != nil {
+		ls, err := pgx.CollectRows(rows, rowTo(scanLookup(bucket, k)))
+		if err != nil {
 			return err
 		}
-		return f.check()
+		*f, err = foundOf(ls)
+		return err
 	})
 }
 
 // GetObject implements meta.Store in one statement.
 func (s *Store) GetObject(ctx context.Context, bucket, k string) (meta.Object, error) {
-	var f found
-	err := s.read(ctx, "get object", func(c *pgx.Conn) error {
-		f = found{}
-		rows, err := c.Query(ctx, lookupQuery, bucket, key(k))
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			if err := f.scan(rows, bucket, k); err != nil {
-				return err
-			}
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		return f.check()
-	})
+	rows, err := list(ctx, s, "get object", scanLookup(bucket, k), lookupQuery, bucket, key(k))
+	if err != nil {
+		return meta.Object{}, err
+	}
+	f, err := foundOf(rows)
 	switch {
 	case err != nil:
 		return meta.Object{}, err
@@ -237,17 +229,14 @@ func (s *Store) GetObject(ctx context.Context, bucket, k string) (meta.Object, e
 	return f.row.Object, nil
 }
 
+var (
+	upsertObjectSQL = metasql.UpsertObjectSQL("inline_data", ph)
+	deleteObjectSQL = metasql.DeleteObjectSQL(ph)
+)
+
 // writeObject queues writing o at its bucket and key, replacing any row
 // there. Its parts, if any, must be stored under partsID.
 func writeObject(t *txn, o meta.Object, partsID int64) error {
-	md, err := encodeMetadata(o.Metadata)
-	if err != nil {
-		return err
-	}
-	var pid pgtype.Int8 // NULL unless multipart
-	if partsID != 0 {
-		pid = pgtype.Int8{Int64: partsID, Valid: true}
-	}
 	var inline []byte // NULL unless inline
 	if o.IsInline() {
 		inline = o.Inline
@@ -255,18 +244,11 @@ func writeObject(t *txn, o meta.Object, partsID int64) error {
 			inline = []byte{}
 		}
 	}
-	t.exec(`INSERT INTO objects (bucket, key, size, etag, sha256, content_type, metadata, blob_key, mod_time,
-			checksum_algorithm, checksum_type, checksum_value, parts_id, part_count, inline_data, sse, sse_kek)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
-		ON CONFLICT (bucket, key) DO UPDATE SET
-			size = excluded.size, etag = excluded.etag, sha256 = excluded.sha256,
-			content_type = excluded.content_type, metadata = excluded.metadata,
-			blob_key = excluded.blob_key, mod_time = excluded.mod_time,
-			checksum_algorithm = excluded.checksum_algorithm, checksum_type = excluded.checksum_type,
-			checksum_value = excluded.checksum_value, parts_id = excluded.parts_id, part_count = excluded.part_count,
-			inline_data = excluded.inline_data, sse = excluded.sse, sse_kek = excluded.sse_kek`,
-		o.Bucket, key(o.Key), o.Size, o.ETag, o.SHA256, o.ContentType, md, o.BlobKey, metasql.ToNanos(o.ModTime),
-		o.Checksum.Algorithm, o.Checksum.Type, o.Checksum.Value, pid, len(o.Parts), inline, o.Encryption, o.EncryptionKEK)
+	args, err := metasql.ObjectArgs(o, partsID, inline, key)
+	if err != nil {
+		return err
+	}
+	t.exec(upsertObjectSQL, args...)
 	return nil
 }
 
@@ -290,15 +272,15 @@ func insertParts(t *txn, partsID int64, parts []meta.ObjectPart) {
 
 // newPartsID queues allocating a parts_id into id (never reused).
 func (t *txn) newPartsID(id *int64) {
-	t.queryRow(func(r pgx.Row) error { return r.Scan(id) }, "SELECT nextval('parts_id_seq')")
+	queueGet(t, id, metasql.ScanInt64, nil, "SELECT nextval('parts_id_seq')")
 }
 
 // release queues forgetting an object whose row was deleted or replaced:
 // deleting its parts and enqueueing its blobs. Queue it after the row
 // change. (Inline bytes go with the row.)
-func release(t *txn, o row) {
-	if o.partsID != 0 {
-		t.exec("DELETE FROM object_parts WHERE parts_id = $1", o.partsID)
+func release(t *txn, o metasql.ObjectRow) {
+	if o.PartsID != 0 {
+		t.exec("DELETE FROM object_parts WHERE parts_id = $1", o.PartsID)
 	}
 	t.enqueue(o.BlobKeys()...)
 }
@@ -401,7 +383,7 @@ func (s *Store) DeleteObject(ctx context.Context, bucket, k string, cond meta.Co
 		if err := cond.Check(cur.row.Object, true); err != nil {
 			return err
 		}
-		t.exec("DELETE FROM objects WHERE bucket = $1 AND key = $2", bucket, key(k))
+		t.exec(deleteObjectSQL, bucket, key(k))
 		if err := t.addUsage(cur.owner, -cur.row.Size); err != nil {
 			return err
 		}
@@ -451,7 +433,7 @@ func (s *Store) MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, ds
 			return err
 		}
 		if dst.exists {
-			t.exec("DELETE FROM objects WHERE bucket = $1 AND key = $2", dstBucket, key(dstKey))
+			t.exec(deleteObjectSQL, dstBucket, key(dstKey))
 		}
 		t.exec("UPDATE objects SET bucket = $3, key = $4 WHERE bucket = $1 AND key = $2",
 			srcBucket, key(srcKey), dstBucket, key(dstKey))

@@ -86,6 +86,7 @@ import (
 
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
+	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
 
 var _ meta.Store = (*Store)(nil)
@@ -236,10 +237,8 @@ func (s *Store) Stats() Stats {
 
 // Ping checks the database answers (SELECT 1 on a pool connection).
 func (s *Store) Ping(ctx context.Context) error {
-	return s.queryRow(ctx, "ping", func(r pgx.Row) error {
-		var one int
-		return r.Scan(&one)
-	}, "SELECT 1")
+	_, err := get(ctx, s, "ping", metasql.ScanInt64, nil, "SELECT 1")
+	return err
 }
 
 // Close closes the pool, waiting for connections in use to be released.
@@ -306,13 +305,6 @@ func (s *Store) read(ctx context.Context, what string, fn func(c *pgx.Conn) erro
 	return classify(ctx, err, "%s", what)
 }
 
-// queryRow runs a one-row query outside any transaction; scan gets its row.
-func (s *Store) queryRow(ctx context.Context, what string, scan func(pgx.Row) error, sql string, args ...any) error {
-	return s.read(ctx, what, func(c *pgx.Conn) error {
-		return scan(c.QueryRow(ctx, sql, args...))
-	})
-}
-
 // txn is a transaction in progress. Statements are queued and sent in one
 // pipelined batch by flush (the first batch begins the transaction), and
 // their callbacks run then, in order. Reads that a decision depends on must
@@ -339,23 +331,6 @@ func (t *txn) exec(sql string, args ...any) { t.batch.Queue(sql, args...) }
 // execN queues a statement; fn gets the number of rows it affected.
 func (t *txn) execN(fn func(n int64) error, sql string, args ...any) {
 	t.batch.Queue(sql, args...).Exec(func(ct pgconn.CommandTag) error { return fn(ct.RowsAffected()) })
-}
-
-// queryRow queues a query; scan gets its row (pgx.ErrNoRows if none).
-func (t *txn) queryRow(scan func(pgx.Row) error, sql string, args ...any) {
-	t.batch.Queue(sql, args...).QueryRow(scan)
-}
-
-// query queues a query; each gets its rows, one at a time.
-func (t *txn) query(each func(pgx.Rows) error, sql string, args ...any) {
-	t.batch.Queue(sql, args...).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			if err := each(rows); err != nil {
-				return err
-			}
-		}
-		return rows.Err()
-	})
 }
 
 // flush sends the queued statements and runs their callbacks.

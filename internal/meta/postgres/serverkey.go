@@ -4,8 +4,10 @@ import (
 	"context"
 
 	"github.com/coffer-storage/coffer/internal/meta"
-	"github.com/jackc/pgx/v5"
+	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
+
+var claimKeySQL = metasql.ClaimKeySQL(ph)
 
 // ClaimKeyFingerprint records fp unless a fingerprint is recorded, and
 // returns the recorded one. In READ COMMITTED the INSERT waits for a
@@ -17,11 +19,8 @@ func (s *Store) ClaimKeyFingerprint(ctx context.Context, fp string) (string, err
 	}
 	var recorded string
 	err := s.write(ctx, "record the server key fingerprint", func(t *txn) error {
-		recorded = ""
-		t.exec("INSERT INTO server_key (id, fingerprint, recorded_at) VALUES (1, $1, $2) ON CONFLICT (id) DO NOTHING",
-			fp, t.now.UnixNano())
-		t.queryRow(func(r pgx.Row) error { return r.Scan(&recorded) },
-			"SELECT fingerprint FROM server_key WHERE id = 1")
+		t.exec(claimKeySQL, fp, t.now.UnixNano())
+		queueGet(t, &recorded, metasql.ScanString, nil, metasql.KeyFingerprintSQL)
 		return t.flush()
 	})
 	if err != nil {

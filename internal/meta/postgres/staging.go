@@ -2,10 +2,7 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/coffer-storage/coffer/internal/meta"
 	"github.com/coffer-storage/coffer/internal/meta/metasql"
@@ -37,22 +34,20 @@ var (
 	groupQuery             = metasql.GroupQuery("$1", "$2", "$3")
 	creditQuery            = metasql.CreditQuery("$1", "$2", "$3", "$4")
 	declaredLeftUpdate     = metasql.DeclaredLeftUpdate("$1", "$2", "$3")
+	insertStagingSQL       = metasql.InsertStagingSQL(ph)
+	stagingLeaseSQL        = metasql.StagingLeaseSQL(ph)
+	growStagingSQL         = metasql.GrowStagingSQL(ph)
+	deleteDeclaredSQL      = metasql.DeleteDeclaredSQL(ph)
 )
 
 // readReserved queues reading the reservations of the locked owners that
 // query (a ReservedQuery whose $1 is arg) selects. Queue it after the
 // lock and after the transaction's own staging changes.
 func (t *txn) readReserved(query string, arg any) {
-	t.query(func(r pgx.Rows) error {
-		var id string
-		var n int64
-		if err := r.Scan(&id, &n); err != nil {
-			return err
+	queueEach(t, metasql.ScanReserved, func(r metasql.Reserved) {
+		if o := t.owners[r.Owner]; o != nil {
+			o.reserved = r.Bytes
 		}
-		if o := t.owners[id]; o != nil {
-			o.reserved = n
-		}
-		return nil
 	}, query, arg, metasql.ToNanos(t.now))
 }
 
@@ -75,15 +70,8 @@ func (t *txn) releaseStaged(keys []string) {
 	if len(keys) == 0 {
 		return
 	}
-	t.query(func(r pgx.Rows) error {
-		var k string
-		var e int64
-		if err := r.Scan(&k, &e); err != nil {
-			return err
-		}
-		t.released[k] = metasql.FromNanos(e)
-		return nil
-	}, "DELETE FROM staging WHERE blob_key = ANY($1) AND NOT declared RETURNING blob_key, expires_at", keys)
+	queueEach(t, metasql.ScanReleased, func(r metasql.Released) { t.released[r.Key] = r.Expires },
+		"DELETE FROM staging WHERE blob_key = ANY($1) AND NOT declared RETURNING blob_key, expires_at", keys)
 }
 
 func (t *txn) checkReleased(keys []string) error {
@@ -92,23 +80,11 @@ func (t *txn) checkReleased(keys []string) error {
 
 // deleteDeclared queues deleting the declared-size staging of upload id.
 func (t *txn) deleteDeclared(id string) {
-	t.exec("DELETE FROM staging WHERE blob_key = $1", meta.DeclaredStagingKey(id))
+	t.exec(deleteDeclaredSQL, meta.DeclaredStagingKey(id))
 }
-
-const stagingCols = "blob_key, owner_id, upload_id, declared, bucket, key, bytes, credit, expires_at"
 
 func insertStaging(t *txn, s meta.Staging) {
-	t.exec("INSERT INTO staging ("+stagingCols+") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-		s.BlobKey, s.OwnerID, s.UploadID, s.Declared, s.Bucket, key(s.Key), s.Bytes, s.Credit, metasql.ToNanos(s.ExpiresAt))
-}
-
-// share queues reading what a staging of upload (if any) shares its
-// reservation with into sh.
-func (t *txn) share(sh *meta.Reservation, key, upload string) {
-	sh.Upload = upload != ""
-	if sh.Upload {
-		t.queryRow(func(r pgx.Row) error { return r.Scan(&sh.Declared, &sh.Parts) }, groupQuery, upload, key, metasql.ToNanos(t.now))
-	}
+	t.exec(insertStagingSQL, metasql.StagingArgs(s, key)...)
 }
 
 // Stage implements meta.Store. An owner without a quota takes one
@@ -122,7 +98,7 @@ func (s *Store) Stage(ctx context.Context, st meta.Staging, minBytes int64) (met
 	inserted := false
 	err = s.write(ctx, "stage", func(t *txn) error {
 		t.execN(func(n int64) error { inserted = n == 1; return nil },
-			"INSERT INTO staging ("+stagingCols+`) SELECT $1, id, $3, false, $4, $5, $6, 0, $7 FROM users
+			"INSERT INTO staging ("+metasql.StagingCols+`) SELECT $1, id, $3, false, $4, $5, $6, 0, $7 FROM users
 			WHERE id = $2 AND quota_bytes = 0`,
 			st.BlobKey, st.OwnerID, st.UploadID, st.Bucket, key(st.Key), st.Bytes, metasql.ToNanos(st.ExpiresAt))
 		return nil
@@ -135,12 +111,13 @@ func (s *Store) Stage(ctx context.Context, st meta.Staging, minBytes int64) (met
 		out = st
 		t.lockOwnersWith(lockOwnerQuery, st.OwnerID)
 		t.readReserved(reservedOfOwnerQuery, st.OwnerID)
-		var size, taken int64
+		var credit, group [2]int64 // size, taken; declared, parts
 		if st.Bucket != "" {
-			t.queryRow(func(r pgx.Row) error { return r.Scan(&size, &taken) }, creditQuery, st.Bucket, key(st.Key), st.OwnerID, metasql.ToNanos(t.now))
+			queueGet(t, &credit, metasql.ScanPair, nil, creditQuery, st.Bucket, key(st.Key), st.OwnerID, metasql.ToNanos(t.now))
 		}
-		var sh meta.Reservation
-		t.share(&sh, st.BlobKey, st.UploadID)
+		if st.UploadID != "" {
+			queueGet(t, &group, metasql.ScanPair, nil, groupQuery, st.UploadID, st.BlobKey, metasql.ToNanos(t.now))
+		}
 		if err := t.flush(); err != nil {
 			return err
 		}
@@ -148,9 +125,9 @@ func (s *Store) Stage(ctx context.Context, st meta.Staging, minBytes int64) (met
 		if err == errRetry {
 			return meta.ErrNoUser(st.OwnerID)
 		}
-		out.Credit = meta.Credit(size, taken)
-		sh.Credit = out.Credit
-		if out.Bytes, err = r.Grant(sh, minBytes, st.Bytes); err != nil {
+		out.Credit = meta.Credit(credit[0], credit[1])
+		res := meta.Reservation{Credit: out.Credit, Upload: st.UploadID != "", Declared: group[0], Parts: group[1]}
+		if out.Bytes, err = r.Grant(res, minBytes, st.Bytes); err != nil {
 			return err
 		}
 		insertStaging(t, out)
@@ -168,40 +145,31 @@ func (s *Store) GrowStaging(ctx context.Context, k string, minBytes, maxBytes in
 	err := s.write(ctx, "grow staging", func(t *txn) error {
 		t.lockOwnersWith(`SELECT id, quota_bytes, usage_bytes FROM users
 			WHERE id = (SELECT owner_id FROM staging WHERE blob_key = $1) FOR UPDATE`, k)
-		var owner, upload string
-		var bytes, credit, expires int64
-		found := false
-		t.queryRow(func(r pgx.Row) error {
-			err := r.Scan(&owner, &upload, &bytes, &credit, &expires)
-			found = err == nil
-			if errors.Is(err, pgx.ErrNoRows) {
-				return nil
-			}
-			return err
-		}, "SELECT owner_id, upload_id, bytes, credit, expires_at FROM staging WHERE blob_key = $1 AND NOT declared", k)
+		var l metasql.StagingLease
+		var found bool
+		var group [2]int64 // declared, parts
+		queueRow(t, &l, &found, metasql.ScanStagingLease, stagingLeaseSQL, k)
 		t.readReserved(metasql.ReservedQuery(`owner_id = (SELECT owner_id FROM staging WHERE blob_key = $1)`, "$2"), k)
-		var sh meta.Reservation
-		t.queryRow(func(r pgx.Row) error {
-			// The group of the staging's upload, if any ('' selects
-			// object stagings, which have none: ignored below).
-			return r.Scan(&sh.Declared, &sh.Parts)
-		}, metasql.GroupQuery("(SELECT upload_id FROM staging WHERE blob_key = $1)", "$2", "$3"), k, k, metasql.ToNanos(t.now))
+		// The group of the staging's upload, if any ('' selects object
+		// stagings, which have none: ignored below).
+		queueGet(t, &group, metasql.ScanPair, nil, metasql.GroupQuery("(SELECT upload_id FROM staging WHERE blob_key = $1)", "$2", "$3"),
+			k, k, metasql.ToNanos(t.now))
 		if err := t.flush(); err != nil {
 			return err
 		}
-		if !found || expires <= metasql.ToNanos(t.now) {
+		if !found || l.ExpiresAtNanos <= metasql.ToNanos(t.now) {
 			return meta.ErrLeaseLost()
 		}
-		r, err := t.room(owner)
+		r, err := t.room(l.Owner)
 		if err != nil {
 			return err
 		}
-		sh.Own, sh.Credit, sh.Upload = bytes, credit, upload != ""
-		if granted, err = r.Grant(sh, minBytes, maxBytes); err != nil {
+		res := meta.Reservation{Own: l.Bytes, Credit: l.Credit, Upload: l.Upload != "", Declared: group[0], Parts: group[1]}
+		if granted, err = r.Grant(res, minBytes, maxBytes); err != nil {
 			return err
 		}
-		if granted != bytes {
-			t.exec("UPDATE staging SET bytes = $1 WHERE blob_key = $2", granted, k)
+		if granted != l.Bytes {
+			t.exec(growStagingSQL, granted, k)
 		}
 		return nil
 	})
@@ -218,16 +186,8 @@ func (s *Store) RenewStaging(ctx context.Context, keys []string, expires time.Ti
 	}
 	var lost []string
 	err := s.write(ctx, "renew staging", func(t *txn) error {
-		lost = nil
 		renewed := map[string]bool{}
-		t.query(func(r pgx.Rows) error {
-			var k string
-			if err := r.Scan(&k); err != nil {
-				return err
-			}
-			renewed[k] = true
-			return nil
-		}, `UPDATE staging SET expires_at = $2 WHERE blob_key = ANY($1) AND NOT declared AND expires_at > $3 RETURNING blob_key`,
+		queueEach(t, metasql.ScanString, func(k string) { renewed[k] = true }, `UPDATE staging SET expires_at = $2 WHERE blob_key = ANY($1) AND NOT declared AND expires_at > $3 RETURNING blob_key`,
 			keys, metasql.ToNanos(expires), metasql.ToNanos(t.now))
 		if err := t.flush(); err != nil {
 			return err

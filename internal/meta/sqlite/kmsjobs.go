@@ -13,7 +13,12 @@ import (
 // The background jobs of encryption at rest (meta.KMSJobStore); the SQL is
 // metasql's. Object keys are TEXT here.
 
-func textKey(k string) any { return k }
+var (
+	startKMSJobSQL   = metasql.StartKMSJobSQL(ph)
+	getKMSJobSQL     = metasql.GetKMSJobSQL(ph)
+	acquireKMSJobSQL = metasql.AcquireKMSJobSQL(ph)
+	saveKMSJobSQL    = metasql.SaveKMSJobSQL(ph)
+)
 
 // StartKMSJob implements meta.Store.
 func (s *Store) StartKMSJob(ctx context.Context, j meta.KMSJob) (meta.KMSJob, error) {
@@ -23,7 +28,7 @@ func (s *Store) StartKMSJob(ctx context.Context, j meta.KMSJob) (meta.KMSJob, er
 	var out meta.KMSJob
 	err := s.write(ctx, func(ctx context.Context, c *conn) error {
 		var err error
-		out, err = metasql.ScanKMSJob(c.QueryRowContext(ctx, metasql.StartKMSJobSQL(q), j.Name, j.Kind, j.Bucket, metasql.Millis(time.Now())))
+		out, err = queryRow(ctx, c, metasql.ScanKMSJob, nil, startKMSJobSQL, j.Name, j.Kind, j.Bucket, metasql.Millis(time.Now()))
 		return classify(err, "start job %q", j.Name)
 	})
 	return out, err
@@ -31,35 +36,12 @@ func (s *Store) StartKMSJob(ctx context.Context, j meta.KMSJob) (meta.KMSJob, er
 
 // GetKMSJob implements meta.Store.
 func (s *Store) GetKMSJob(ctx context.Context, name string) (meta.KMSJob, error) {
-	if err := s.ready(); err != nil {
-		return meta.KMSJob{}, err
-	}
-	j, err := metasql.ScanKMSJob(s.read().QueryRowContext(ctx, "SELECT "+metasql.KMSJobCols+" FROM kms_jobs WHERE name = ?", name))
-	if errors.Is(err, sql.ErrNoRows) {
-		return meta.KMSJob{}, meta.ErrNoKMSJob(name)
-	}
-	return j, classify(err, "get job %q", name)
+	return get(ctx, s, "get job", metasql.ScanKMSJob, meta.ErrNoKMSJob(name), getKMSJobSQL, name)
 }
 
 // ListKMSJobs implements meta.Store.
 func (s *Store) ListKMSJobs(ctx context.Context) ([]meta.KMSJob, error) {
-	if err := s.ready(); err != nil {
-		return nil, err
-	}
-	rows, err := s.read().QueryContext(ctx, "SELECT "+metasql.KMSJobCols+" FROM kms_jobs ORDER BY name")
-	if err != nil {
-		return nil, classify(err, "list jobs")
-	}
-	defer rows.Close()
-	var out []meta.KMSJob
-	for rows.Next() {
-		j, err := metasql.ScanKMSJob(rows)
-		if err != nil {
-			return nil, classify(err, "list jobs")
-		}
-		out = append(out, j)
-	}
-	return out, classify(rows.Err(), "list jobs")
+	return list(ctx, s, "list jobs", metasql.ScanKMSJob, metasql.ListKMSJobsSQL)
 }
 
 // AcquireKMSJob implements meta.Store.
@@ -70,7 +52,7 @@ func (s *Store) AcquireKMSJob(ctx context.Context, owner string, until, now time
 	)
 	err := s.write(ctx, func(ctx context.Context, c *conn) error {
 		var err error
-		out, err = metasql.ScanKMSJob(c.QueryRowContext(ctx, metasql.AcquireKMSJobSQL(q), owner, metasql.Millis(until), metasql.Millis(now)))
+		out, err = queryRow(ctx, c, metasql.ScanKMSJob, nil, acquireKMSJobSQL, owner, metasql.Millis(until), metasql.Millis(now))
 		ok = err == nil
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
@@ -86,11 +68,7 @@ func (s *Store) SaveKMSJob(ctx context.Context, j meta.KMSJob, owner string, unt
 		return err
 	}
 	return s.write(ctx, func(ctx context.Context, c *conn) error {
-		res, err := c.ExecContext(ctx, metasql.SaveKMSJobSQL(q), metasql.SaveKMSJobArgs(j, owner, until, now)...)
-		if err != nil {
-			return classify(err, "save job %q", j.Name)
-		}
-		return mustAffect(res, meta.ErrJobLeaseLost(j.Name))
+		return mustAffect(ctx, c, meta.ErrJobLeaseLost(j.Name), "save job "+j.Name, saveKMSJobSQL, metasql.SaveKMSJobArgs(j, owner, until, now)...)
 	})
 }
 
@@ -99,27 +77,8 @@ func (s *Store) ListEnvelopes(ctx context.Context, table meta.EnvelopeTable, aft
 	if err := meta.CheckEnvelopeTable(table); err != nil {
 		return nil, err
 	}
-	if err := s.ready(); err != nil {
-		return nil, err
-	}
-	args := []any{kekNot, meta.PageLimit(limit, 1000, 1000)}
-	if after != nil {
-		args = append(args, metasql.KeysetArgs(*after, textKey)...)
-	}
-	rows, err := s.read().QueryContext(ctx, metasql.ListEnvelopesSQL(table, after != nil, q), args...)
-	if err != nil {
-		return nil, classify(err, "list envelopes")
-	}
-	defer rows.Close()
-	var out []meta.EnvelopeRow
-	for rows.Next() {
-		r, err := metasql.ScanEnvelopeRow(table, rows)
-		if err != nil {
-			return nil, classify(err, "list envelopes")
-		}
-		out = append(out, r)
-	}
-	return out, classify(rows.Err(), "list envelopes")
+	return list(ctx, s, "list envelopes", metasql.ScanEnvelopeRow(table), metasql.ListEnvelopesSQL(table, after != nil, ph),
+		metasql.ListEnvelopesArgs(after, kekNot, meta.PageLimit(limit, 1000, 1000), key)...)
 }
 
 // SwapEnvelope implements meta.Store.
@@ -129,12 +88,7 @@ func (s *Store) SwapEnvelope(ctx context.Context, ref meta.EnvelopeRef, old, env
 	}
 	var swapped bool
 	err := s.write(ctx, func(ctx context.Context, c *conn) error {
-		args := append([]any{env, kek}, metasql.KeysetArgs(ref, textKey)...)
-		res, err := c.ExecContext(ctx, metasql.SwapEnvelopeSQL(ref.Table, q), append(args, old)...)
-		if err != nil {
-			return classify(err, "swap envelope")
-		}
-		n, err := res.RowsAffected()
+		n, err := execN(ctx, c, metasql.SwapEnvelopeSQL(ref.Table, ph), metasql.SwapEnvelopeArgs(ref, old, env, kek, key)...)
 		swapped = n == 1
 		return classify(err, "swap envelope")
 	})
@@ -143,45 +97,15 @@ func (s *Store) SwapEnvelope(ctx context.Context, ref meta.EnvelopeRef, old, env
 
 // KEKUsage implements meta.Store.
 func (s *Store) KEKUsage(ctx context.Context) (map[string]int64, error) {
-	if err := s.ready(); err != nil {
+	counts, err := list(ctx, s, "count keys", metasql.ScanKEKCount, metasql.KEKUsageSQL)
+	if err != nil {
 		return nil, err
 	}
-	rows, err := s.read().QueryContext(ctx, metasql.KEKUsageSQL)
-	if err != nil {
-		return nil, classify(err, "count keys")
-	}
-	defer rows.Close()
-	out := map[string]int64{}
-	for rows.Next() {
-		var kek string
-		var n int64
-		if err := rows.Scan(&kek, &n); err != nil {
-			return nil, classify(err, "count keys")
-		}
-		out[kek] += n
-	}
-	return out, classify(rows.Err(), "count keys")
+	return metasql.KEKTotals(counts), nil
 }
 
 // ListPlaintextObjects implements meta.Store.
 func (s *Store) ListPlaintextObjects(ctx context.Context, bucket string, after *meta.EnvelopeRef, limit int) ([]meta.EnvelopeRef, error) {
-	if err := s.ready(); err != nil {
-		return nil, err
-	}
-	rows, err := s.read().QueryContext(ctx, metasql.ListPlaintextObjectsSQL(bucket != "", after != nil, q),
-		metasql.ListPlaintextObjectsArgs(bucket, after, meta.PageLimit(limit, 1000, 1000), textKey)...)
-	if err != nil {
-		return nil, classify(err, "list plaintext objects")
-	}
-	defer rows.Close()
-	var out []meta.EnvelopeRef
-	for rows.Next() {
-		var b string
-		var k []byte
-		if err := rows.Scan(&b, &k); err != nil {
-			return nil, classify(err, "list plaintext objects")
-		}
-		out = append(out, meta.EnvelopeRef{Table: meta.EnvelopeObjects, Bucket: b, Key: string(k)})
-	}
-	return out, classify(rows.Err(), "list plaintext objects")
+	return list(ctx, s, "list plaintext objects", metasql.ScanPlaintextRef, metasql.ListPlaintextObjectsSQL(bucket != "", after != nil, ph),
+		metasql.ListPlaintextObjectsArgs(bucket, after, meta.PageLimit(limit, 1000, 1000), key)...)
 }

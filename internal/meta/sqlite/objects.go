@@ -14,37 +14,17 @@ import (
 	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
 
-const objectCols = "bucket, key, size, etag, sha256, content_type, metadata, blob_key, mod_time, " +
-	"checksum_algorithm, checksum_type, checksum_value, parts_id, part_count"
-
-// row is an object as its objects row holds it. A multipart object's parts
-// live in object_parts under partsID; Parts is filled only once they are
-// read.
+// row is an object as its objects row holds it, and the inline_data row
+// of an inline object.
 type row struct {
-	meta.Object
-	partsID   int64 // 0 for a single-blob object
-	partCount int
-	inlineID  int64 // the inline_data row of an inline object, else 0
+	metasql.ObjectRow
+	inlineID int64 // the inline_data row of an inline object, else 0
 }
 
-// scanObject scans the objectCols of a row that exists.
-func scanObject(r scanner) (row, error) {
-	var (
-		o       row
-		md      sql.NullString
-		mod     int64
-		partsID sql.NullInt64
-	)
-	if err := r.Scan(&o.Bucket, &o.Key, &o.Size, &o.ETag, &o.SHA256, &o.ContentType, &md, &o.BlobKey, &mod,
-		&o.Checksum.Algorithm, &o.Checksum.Type, &o.Checksum.Value, &partsID, &o.partCount); err != nil {
-		return row{}, err
-	}
-	o.ModTime = metasql.FromNanos(mod)
-	o.partsID = partsID.Int64
-	var err error
-	o.Metadata, err = decodeMetadata(md)
-	return o, err
-}
+var (
+	upsertObjectSQL = metasql.UpsertObjectSQL("inline_id", ph)
+	deleteObjectSQL = metasql.DeleteObjectSQL(ph)
+)
 
 // GetObject implements meta.Store. A single-blob object takes one query; a
 // multipart object a second one for its parts.
@@ -59,14 +39,14 @@ func (s *Store) GetObject(ctx context.Context, bucket, key string) (meta.Object,
 	if !ok {
 		return meta.Object{}, meta.ErrNoObject(bucket, key)
 	}
-	if o.partsID == 0 {
+	if o.PartsID == 0 {
 		return o.Object, nil
 	}
-	parts, err := readParts(ctx, s.read(), o.partsID, o.partCount)
+	parts, err := readParts(ctx, s.read(), o.PartsID)
 	if err != nil {
 		return meta.Object{}, err
 	}
-	if len(parts) == o.partCount {
+	if len(parts) == o.PartCount {
 		// parts_id values are never reused: these are the row's parts.
 		o.Parts = parts
 		return o.Object, nil
@@ -99,7 +79,7 @@ func (s *Store) getObjectSnapshot(ctx context.Context, bucket, key string) (meta
 func lookup(ctx context.Context, q querier, bucket, key string) (owner string, o row, ok bool, err error) {
 	var (
 		k, etag, sha, ctype, blob   sql.NullString
-		md                          sql.NullString
+		md                          *string
 		calg, ctyp, cval            sql.NullString
 		size, mod, pid, pcount, iid sql.NullInt64
 		data, sse                   []byte
@@ -116,7 +96,7 @@ func lookup(ctx context.Context, q querier, bucket, key string) (owner string, o
 	if !k.Valid {
 		return owner, row{}, false, nil
 	}
-	o = row{
+	o = row{ObjectRow: metasql.ObjectRow{
 		Object: meta.Object{
 			Bucket:        bucket,
 			Key:           k.String,
@@ -130,17 +110,16 @@ func lookup(ctx context.Context, q querier, bucket, key string) (owner string, o
 			Encryption:    sse,
 			EncryptionKEK: kek.String,
 		},
-		partsID:   pid.Int64,
-		partCount: int(pcount.Int64),
-		inlineID:  iid.Int64,
-	}
+		PartsID:   pid.Int64,
+		PartCount: int(pcount.Int64),
+	}, inlineID: iid.Int64}
 	if iid.Valid {
 		o.Inline = data
 		if o.Inline == nil {
 			o.Inline = []byte{}
 		}
 	}
-	if o.Metadata, err = decodeMetadata(md); err != nil {
+	if o.Metadata, err = metasql.DecodeMetadata(md); err != nil {
 		return "", row{}, false, err
 	}
 	return owner, o, true, nil
@@ -154,38 +133,33 @@ const lookupQuery = `SELECT b.owner_id, o.key, o.size, o.etag, o.sha256, o.conte
 
 const readPartsQuery = "SELECT blob_key, size, etag, checksum, sse, sse_kek FROM object_parts WHERE parts_id = ? ORDER BY idx"
 
+// scanObjectPart reads a row of readPartsQuery.
+func scanObjectPart(r metasql.Row) (meta.ObjectPart, error) {
+	var p meta.ObjectPart
+	err := r.Scan(&p.BlobKey, &p.Size, &p.ETag, &p.Checksum, &p.Encryption, &p.EncryptionKEK)
+	return p, err
+}
+
 // lookupFull is lookup with the parts of a multipart object. q must read
 // one snapshot (the writer, or a read transaction).
 func lookupFull(ctx context.Context, q querier, bucket, key string) (owner string, o row, ok bool, err error) {
 	owner, o, ok, err = lookup(ctx, q, bucket, key)
-	if err != nil || !ok || o.partsID == 0 {
+	if err != nil || !ok || o.PartsID == 0 {
 		return owner, o, ok, err
 	}
-	if o.Parts, err = readParts(ctx, q, o.partsID, o.partCount); err != nil {
+	if o.Parts, err = readParts(ctx, q, o.PartsID); err != nil {
 		return "", row{}, false, err
 	}
-	if len(o.Parts) != o.partCount {
-		return "", row{}, false, errcode.New(errcode.Internal, "object %q has %d of its %d parts", key, len(o.Parts), o.partCount)
+	if err := o.CheckParts(); err != nil {
+		return "", row{}, false, err
 	}
 	return owner, o, true, nil
 }
 
 // readParts returns the parts stored under id, in order.
-func readParts(ctx context.Context, q querier, id int64, n int) ([]meta.ObjectPart, error) {
-	rows, err := q.QueryContext(ctx, readPartsQuery, id)
-	if err != nil {
-		return nil, classify(err, "read object parts")
-	}
-	defer rows.Close()
-	parts := make([]meta.ObjectPart, 0, n)
-	for rows.Next() {
-		var p meta.ObjectPart
-		if err := rows.Scan(&p.BlobKey, &p.Size, &p.ETag, &p.Checksum, &p.Encryption, &p.EncryptionKEK); err != nil {
-			return nil, classify(err, "read object parts")
-		}
-		parts = append(parts, p)
-	}
-	return parts, classify(rows.Err(), "read object parts")
+func readParts(ctx context.Context, q querier, id int64) ([]meta.ObjectPart, error) {
+	parts, err := queryRows(ctx, q, scanObjectPart, readPartsQuery, id)
+	return parts, classify(err, "read object parts")
 }
 
 // newPartsID allocates a parts_id; it is never reused.
@@ -213,27 +187,15 @@ func insertParts(ctx context.Context, c *conn, parts []meta.ObjectPart) (int64, 
 // writeObject writes o at its bucket and key, replacing any row there. Its
 // parts, if any, must already be stored under partsID.
 func writeObject(ctx context.Context, c *conn, o meta.Object, partsID, inlineID int64) error {
-	md, err := encodeMetadata(o.Metadata)
-	if err != nil {
-		return err
-	}
-	var pid, iid any // NULL unless multipart / inline
-	if partsID != 0 {
-		pid = partsID
-	}
+	var iid any // NULL unless inline
 	if inlineID != 0 {
 		iid = inlineID
 	}
-	_, err = c.ExecContext(ctx, `INSERT INTO objects (`+objectCols+`, inline_id, sse, sse_kek) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (bucket, key) DO UPDATE SET
-			size = excluded.size, etag = excluded.etag, sha256 = excluded.sha256,
-			content_type = excluded.content_type, metadata = excluded.metadata,
-			blob_key = excluded.blob_key, mod_time = excluded.mod_time,
-			checksum_algorithm = excluded.checksum_algorithm, checksum_type = excluded.checksum_type,
-			checksum_value = excluded.checksum_value, parts_id = excluded.parts_id, part_count = excluded.part_count,
-			inline_id = excluded.inline_id, sse = excluded.sse, sse_kek = excluded.sse_kek`,
-		o.Bucket, o.Key, o.Size, o.ETag, o.SHA256, o.ContentType, md, o.BlobKey, metasql.ToNanos(o.ModTime),
-		o.Checksum.Algorithm, o.Checksum.Type, o.Checksum.Value, pid, len(o.Parts), iid, o.Encryption, o.EncryptionKEK)
+	args, err := metasql.ObjectArgs(o, partsID, iid, key)
+	if err != nil {
+		return err
+	}
+	_, err = c.ExecContext(ctx, upsertObjectSQL, args...)
 	return classify(err, "put object %q", o.Key)
 }
 
@@ -267,8 +229,8 @@ func release(ctx context.Context, c *conn, o row, now time.Time) error {
 			return classify(err, "delete inline object")
 		}
 	}
-	if o.partsID != 0 {
-		if _, err := c.ExecContext(ctx, "DELETE FROM object_parts WHERE parts_id = ?", o.partsID); err != nil {
+	if o.PartsID != 0 {
+		if _, err := c.ExecContext(ctx, "DELETE FROM object_parts WHERE parts_id = ?", o.PartsID); err != nil {
 			return classify(err, "delete object parts")
 		}
 	}
@@ -383,7 +345,7 @@ func (s *Store) DeleteObject(ctx context.Context, bucket, key string, cond meta.
 		if err := cond.Check(cur.Object, exists); err != nil {
 			return err
 		}
-		if _, err := c.ExecContext(ctx, "DELETE FROM objects WHERE bucket = ? AND key = ?", bucket, key); err != nil {
+		if _, err := c.ExecContext(ctx, deleteObjectSQL, bucket, key); err != nil {
 			return classify(err, "delete object %q", key)
 		}
 		if err := addUsage(ctx, c, owner, -cur.Size, now); err != nil {
@@ -429,12 +391,12 @@ func (s *Store) MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, ds
 		if err := dstCond.Check(dst.Object, exists); err != nil {
 			return err
 		}
-		if _, err := c.ExecContext(ctx, "DELETE FROM objects WHERE bucket = ? AND key = ?", srcBucket, srcKey); err != nil {
+		if _, err := c.ExecContext(ctx, deleteObjectSQL, srcBucket, srcKey); err != nil {
 			return classify(err, "move object %q", srcKey)
 		}
 		o := src.Object
 		o.Bucket, o.Key = dstBucket, dstKey
-		if err := writeObject(ctx, c, o, src.partsID, src.inlineID); err != nil {
+		if err := writeObject(ctx, c, o, src.PartsID, src.inlineID); err != nil {
 			return err
 		}
 		// Usage: src leaves its owner, it replaces dst at dst's owner.

@@ -5,7 +5,10 @@ import (
 	"time"
 
 	"github.com/coffer-storage/coffer/internal/meta"
+	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
+
+var claimKeySQL = metasql.ClaimKeySQL(ph)
 
 // ClaimKeyFingerprint records fp unless a fingerprint is recorded, and
 // returns the recorded one. The writer runs it inside BEGIN IMMEDIATE, so
@@ -16,14 +19,12 @@ func (s *Store) ClaimKeyFingerprint(ctx context.Context, fp string) (string, err
 	}
 	var recorded string
 	err := s.write(ctx, func(ctx context.Context, c *conn) error {
-		if _, err := c.ExecContext(ctx, "INSERT INTO server_key (id, fingerprint, recorded_at) VALUES (1, ?, ?) ON CONFLICT (id) DO NOTHING",
-			fp, time.Now().UnixNano()); err != nil {
+		if _, err := c.ExecContext(ctx, claimKeySQL, fp, time.Now().UnixNano()); err != nil {
 			return classify(err, "record the server key fingerprint")
 		}
-		if err := c.QueryRowContext(ctx, "SELECT fingerprint FROM server_key WHERE id = 1").Scan(&recorded); err != nil {
-			return classify(err, "read the server key fingerprint")
-		}
-		return nil
+		var err error
+		recorded, err = queryRow(ctx, c, metasql.ScanString, nil, metasql.KeyFingerprintSQL)
+		return classify(err, "read the server key fingerprint")
 	})
 	if err != nil {
 		return "", err

@@ -15,6 +15,17 @@ import (
 // The single writer serialises every staging change with every quota
 // check, so the reads and decisions below are exact.
 
+var (
+	reservedQuery      = metasql.ReservedQuery("owner_id = ?1", "?2")
+	groupQuery         = metasql.GroupQuery("?1", "?2", "?3")
+	creditQuery        = metasql.CreditQuery("?1", "?2", "?3", "?4")
+	insertStagingSQL   = metasql.InsertStagingSQL(ph)
+	stagingLeaseSQL    = metasql.StagingLeaseSQL(ph)
+	growStagingSQL     = metasql.GrowStagingSQL(ph)
+	deleteDeclaredSQL  = metasql.DeleteDeclaredSQL(ph)
+	declaredLeftUpdate = metasql.DeclaredLeftUpdate("?1", "?2", "?3")
+)
+
 // room reads owner's quota, usage and live reservations (without those the
 // transaction released already). NotFound if the owner does not exist.
 func room(ctx context.Context, c *conn, owner string, now time.Time) (meta.Room, error) {
@@ -37,12 +48,6 @@ func room(ctx context.Context, c *conn, owner string, now time.Time) (meta.Room,
 	return r, nil
 }
 
-var (
-	reservedQuery = metasql.ReservedQuery("owner_id = ?1", "?2")
-	groupQuery    = metasql.GroupQuery("?1", "?2", "?3")
-	creditQuery   = metasql.CreditQuery("?1", "?2", "?3", "?4")
-)
-
 // addUsage moves owner's usage by delta. Growth must leave usage and the
 // owner's live reservations within the quota (QuotaExceeded otherwise);
 // shrinking always passes.
@@ -63,23 +68,20 @@ func addUsage(ctx context.Context, c *conn, owner string, delta int64, now time.
 	return classify(err, "update usage of %q", owner)
 }
 
-// share reads what a staging (key, of upload if any) shares its
+// reservation reads what a staging (key, of upload if any) shares its
 // reservation with.
-func share(ctx context.Context, c *conn, key, upload string, own, credit int64, now time.Time) (meta.Reservation, error) {
-	sh := meta.Reservation{Own: own, Credit: credit, Upload: upload != ""}
-	if sh.Upload {
-		if err := c.QueryRowContext(ctx, groupQuery, upload, key, metasql.ToNanos(now)).Scan(&sh.Declared, &sh.Parts); err != nil {
-			return sh, classify(err, "read the reservations of upload %q", upload)
+func reservation(ctx context.Context, c *conn, key, upload string, own, credit int64, now time.Time) (meta.Reservation, error) {
+	res := meta.Reservation{Own: own, Credit: credit, Upload: upload != ""}
+	if res.Upload {
+		if err := c.QueryRowContext(ctx, groupQuery, upload, key, metasql.ToNanos(now)).Scan(&res.Declared, &res.Parts); err != nil {
+			return res, classify(err, "read the reservations of upload %q", upload)
 		}
 	}
-	return sh, nil
+	return res, nil
 }
 
-const stagingCols = "blob_key, owner_id, upload_id, declared, bucket, key, bytes, credit, expires_at"
-
 func insertStaging(ctx context.Context, c *conn, s meta.Staging) error {
-	_, err := c.ExecContext(ctx, "INSERT INTO staging ("+stagingCols+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-		s.BlobKey, s.OwnerID, s.UploadID, s.Declared, s.Bucket, s.Key, s.Bytes, s.Credit, metasql.ToNanos(s.ExpiresAt))
+	_, err := c.ExecContext(ctx, insertStagingSQL, metasql.StagingArgs(s, key)...)
 	return classify(err, "stage %q", s.BlobKey)
 }
 
@@ -107,11 +109,11 @@ func (s *Store) Stage(ctx context.Context, st meta.Staging, minBytes int64) (met
 				}
 				out.Credit = meta.Credit(size, taken)
 			}
-			sh, err := share(ctx, c, st.BlobKey, st.UploadID, 0, out.Credit, now)
+			res, err := reservation(ctx, c, st.BlobKey, st.UploadID, 0, out.Credit, now)
 			if err != nil {
 				return err
 			}
-			if out.Bytes, err = r.Grant(sh, minBytes, st.Bytes); err != nil {
+			if out.Bytes, err = r.Grant(res, minBytes, st.Bytes); err != nil {
 				return err
 			}
 		}
@@ -128,31 +130,25 @@ func (s *Store) GrowStaging(ctx context.Context, key string, minBytes, maxBytes 
 	var granted int64
 	err := s.write(ctx, func(ctx context.Context, c *conn) error {
 		now := time.Now()
-		var owner, upload string
-		var bytes, credit, expires int64
-		err := c.QueryRowContext(ctx, "SELECT owner_id, upload_id, bytes, credit, expires_at FROM staging WHERE blob_key = ? AND NOT declared", key).
-			Scan(&owner, &upload, &bytes, &credit, &expires)
-		if errors.Is(err, sql.ErrNoRows) || err == nil && expires <= metasql.ToNanos(now) {
-			return meta.ErrLeaseLost()
+		l, err := queryRow(ctx, c, metasql.ScanStagingLease, meta.ErrLeaseLost(), stagingLeaseSQL, key)
+		if err == nil && l.ExpiresAtNanos <= metasql.ToNanos(now) {
+			err = meta.ErrLeaseLost()
 		}
 		if err != nil {
 			return classify(err, "read staging %q", key)
 		}
-		r, err := room(ctx, c, owner, now)
+		r, err := room(ctx, c, l.Owner, now)
 		if err != nil {
 			return err
 		}
-		sh, err := share(ctx, c, key, upload, bytes, credit, now)
+		res, err := reservation(ctx, c, key, l.Upload, l.Bytes, l.Credit, now)
 		if err != nil {
 			return err
 		}
-		if granted, err = r.Grant(sh, minBytes, maxBytes); err != nil {
+		if granted, err = r.Grant(res, minBytes, maxBytes); err != nil || granted == l.Bytes {
 			return err
 		}
-		if granted == bytes {
-			return nil
-		}
-		_, err = c.ExecContext(ctx, "UPDATE staging SET bytes = ? WHERE blob_key = ?", granted, key)
+		_, err = c.ExecContext(ctx, growStagingSQL, granted, key)
 		return classify(err, "grow staging %q", key)
 	})
 	if err != nil {
@@ -172,32 +168,28 @@ func (s *Store) RenewStaging(ctx context.Context, keys []string, expires time.Ti
 	}
 	var lost []string
 	err = s.write(ctx, func(ctx context.Context, c *conn) error {
-		lost = nil
-		rows, err := c.QueryContext(ctx, `UPDATE staging SET expires_at = ?2
+		renewed, err := queryRows(ctx, c, metasql.ScanString, `UPDATE staging SET expires_at = ?2
 			WHERE blob_key IN (SELECT value FROM json_each(?1)) AND NOT declared AND expires_at > ?3 RETURNING blob_key`,
 			string(list), metasql.ToNanos(expires), metasql.ToNanos(time.Now()))
 		if err != nil {
 			return classify(err, "renew staging")
 		}
-		renewed := map[string]bool{}
-		for rows.Next() {
-			var k string
-			if err := rows.Scan(&k); err != nil {
-				rows.Close()
-				return classify(err, "renew staging")
-			}
-			renewed[k] = true
-		}
-		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-			return classify(err, "renew staging")
-		}
-		lost = meta.Missing(keys, renewed)
+		lost = meta.Missing(keys, setOf(renewed))
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return lost, nil
+}
+
+// setOf returns the set of keys.
+func setOf(keys []string) map[string]bool {
+	set := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		set[k] = true
+	}
+	return set
 }
 
 // Unstage implements meta.Store.
@@ -220,8 +212,8 @@ func (s *Store) DeleteExpiredStaging(ctx context.Context, before time.Time) (int
 	return s.deleteExpired(ctx, "staging", before)
 }
 
-// release deletes the stagings of the blobs a write commits and fails
-// unless each was live: their reservations become usage in the same
+// releaseStaged deletes the stagings of the blobs a write commits and
+// fails unless each was live: their reservations become usage in the same
 // transaction.
 func releaseStaged(ctx context.Context, c *conn, keys []string, now time.Time) error {
 	expires := map[string]time.Time{}
@@ -237,10 +229,4 @@ func releaseStaged(ctx context.Context, c *conn, keys []string, now time.Time) e
 		expires[k] = metasql.FromNanos(e)
 	}
 	return meta.CheckReleased(keys, expires, now)
-}
-
-// deleteDeclared deletes the declared-size staging of upload id.
-func deleteDeclared(ctx context.Context, c *conn, id string) error {
-	_, err := c.ExecContext(ctx, "DELETE FROM staging WHERE blob_key = ?", meta.DeclaredStagingKey(id))
-	return classify(err, "release the declared size of upload %q", id)
 }

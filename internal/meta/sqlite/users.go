@@ -4,23 +4,22 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"strconv"
 	"time"
 
 	"github.com/coffer-storage/coffer/internal/meta"
 	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
 
-const userCols = "id, email, password_hash, quota_bytes, usage_bytes, disabled, admin, sessions_after, created_at"
-
-func scanUser(r scanner) (meta.User, error) {
-	var u meta.User
-	var created, after int64
-	err := r.Scan(&u.ID, &u.Email, &u.PasswordHash, &u.QuotaBytes, &u.UsageBytes, &u.Disabled, &u.Admin, &after, &created)
-	u.CreatedAt = metasql.FromNanos(created)
-	u.SessionsAfter = metasql.FromNanos(after)
-	return u, err
-}
+var (
+	insertUserSQL       = metasql.InsertUserSQL(ph)
+	getUserSQL          = metasql.GetUserSQL("id", ph)
+	getUserByEmailSQL   = metasql.GetUserSQL("email", ph)
+	insertTokenSQL      = metasql.InsertTokenSQL(ph)
+	userDataQuery       = metasql.UserDataQuery("?1")
+	dataBucketsQuery    = metasql.DataBucketsQuery("?1")
+	backendUploadsQuery = metasql.BackendUploadsQuery("?1")
+	deleteUserSQL       = metasql.DeleteUserStatements("?1", "?2", true)
+)
 
 // CreateUser creates u with usage 0 and its default bucket b. A zero
 // CreatedAt is set to now; an empty b.OwnerID or b.Visibility defaults to
@@ -43,8 +42,7 @@ func (s *Store) createUser(ctx context.Context, u meta.User, b meta.Bucket, befo
 			}
 		}
 		now := time.Now()
-		if _, err := c.ExecContext(ctx, "INSERT INTO users ("+userCols+") VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?)",
-			u.ID, u.Email, u.PasswordHash, u.QuotaBytes, u.Disabled, u.Admin, metasql.ToNanos(u.SessionsAfter), metasql.ToNanos(meta.OrNow(u.CreatedAt, now))); err != nil {
+		if _, err := c.ExecContext(ctx, insertUserSQL, metasql.UserArgs(u, now)...); err != nil {
 			return classify(err, "user %q", u.Email)
 		}
 		return insertBucket(ctx, c, b, now)
@@ -53,32 +51,12 @@ func (s *Store) createUser(ctx context.Context, u meta.User, b meta.Bucket, befo
 
 // GetUser returns the user with id; NotFound if none.
 func (s *Store) GetUser(ctx context.Context, id string) (meta.User, error) {
-	if err := s.ready(); err != nil {
-		return meta.User{}, err
-	}
-	u, err := scanUser(s.read().QueryRowContext(ctx, "SELECT "+userCols+" FROM users WHERE id = ?", id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return meta.User{}, meta.ErrNoUser(id)
-	}
-	if err != nil {
-		return meta.User{}, classify(err, "get user %q", id)
-	}
-	return u, nil
+	return get(ctx, s, "get user", metasql.ScanUser, meta.ErrNoUser(id), getUserSQL, id)
 }
 
 // GetUserByEmail returns the user with email; NotFound if none.
 func (s *Store) GetUserByEmail(ctx context.Context, email string) (meta.User, error) {
-	if err := s.ready(); err != nil {
-		return meta.User{}, err
-	}
-	u, err := scanUser(s.read().QueryRowContext(ctx, "SELECT "+userCols+" FROM users WHERE email = ?", email))
-	if errors.Is(err, sql.ErrNoRows) {
-		return meta.User{}, meta.ErrNoUserEmail(email)
-	}
-	if err != nil {
-		return meta.User{}, classify(err, "get user by email")
-	}
-	return u, nil
+	return get(ctx, s, "get user by email", metasql.ScanUser, meta.ErrNoUserEmail(email), getUserByEmailSQL, email)
 }
 
 // SetQuota sets the user's quota; NotFound if the user does not exist.
@@ -87,27 +65,9 @@ func (s *Store) SetQuota(ctx context.Context, userID string, quotaBytes int64) e
 		return err
 	}
 	return s.write(ctx, func(ctx context.Context, c *conn) error {
-		res, err := c.ExecContext(ctx, "UPDATE users SET quota_bytes = ? WHERE id = ?", quotaBytes, userID)
-		if err != nil {
-			return classify(err, "set quota of %q", userID)
-		}
-		return mustAffect(res, meta.ErrNoUser(userID))
+		return mustAffect(ctx, c, meta.ErrNoUser(userID), "set quota", "UPDATE users SET quota_bytes = ?1 WHERE id = ?2", quotaBytes, userID)
 	})
 }
-
-// mustAffect returns notFound if res changed no row.
-func mustAffect(res sql.Result, notFound error) error {
-	n, err := res.RowsAffected()
-	if err != nil {
-		return classify(err, "rows affected")
-	}
-	if n == 0 {
-		return notFound
-	}
-	return nil
-}
-
-const tokenCols = "hash, user_id, family, created_at, expires_at, used, revoked"
 
 // CreateRefreshToken stores t. A zero CreatedAt is set to now.
 // AlreadyExists if the hash is taken; NotFound if the user does not exist.
@@ -117,14 +77,9 @@ func (s *Store) CreateRefreshToken(ctx context.Context, t meta.RefreshToken) err
 		return err
 	}
 	return s.write(ctx, func(ctx context.Context, c *conn) error {
-		return insertToken(ctx, c, t)
+		_, err := c.ExecContext(ctx, insertTokenSQL, metasql.TokenArgs(t)...)
+		return classify(err, "refresh token")
 	})
-}
-
-func insertToken(ctx context.Context, c *conn, t meta.RefreshToken) error {
-	_, err := c.ExecContext(ctx, "INSERT INTO refresh_tokens ("+tokenCols+") VALUES (?, ?, ?, ?, ?, ?, ?)",
-		t.Hash, t.UserID, t.Family, metasql.ToNanos(t.CreatedAt), metasql.ToNanos(t.ExpiresAt), t.Used, t.Revoked)
-	return classify(err, "refresh token")
 }
 
 // RotateRefreshToken implements meta.Store. The writer runs rotations one at
@@ -138,8 +93,8 @@ func (s *Store) RotateRefreshToken(ctx context.Context, oldHash string, next met
 	err := s.write(ctx, func(ctx context.Context, c *conn) error {
 		var disabled bool
 		var after int64
-		old, err := metasql.ScanRefreshToken(c.QueryRowContext(ctx, `SELECT t.hash, t.user_id, t.family, t.created_at, t.expires_at, t.used, t.revoked, u.disabled, u.sessions_after
-			FROM refresh_tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = ?`, oldHash), &disabled, &after)
+		old, err := metasql.ScanRefreshToken(c.QueryRowContext(ctx, `SELECT t.hash, t.user_id, t.family, t.created_at, t.expires_at, t.used, t.revoked,
+			u.disabled, u.sessions_after FROM refresh_tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = ?`, oldHash), &disabled, &after)
 		found := err == nil
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return classify(err, "read refresh token")
@@ -159,8 +114,8 @@ func (s *Store) RotateRefreshToken(ctx context.Context, oldHash string, next met
 			return classify(err, "use refresh token")
 		}
 		t := meta.NextRefreshToken(old, next, now)
-		if err := insertToken(ctx, c, t); err != nil {
-			return err
+		if _, err := c.ExecContext(ctx, insertTokenSQL, metasql.TokenArgs(t)...); err != nil {
+			return classify(err, "refresh token")
 		}
 		out = t
 		return nil
@@ -174,12 +129,8 @@ func (s *Store) RotateRefreshToken(ctx context.Context, oldHash string, next met
 // RevokeRefreshFamily implements meta.Store.
 func (s *Store) RevokeRefreshFamily(ctx context.Context, hash string) error {
 	return s.write(ctx, func(ctx context.Context, c *conn) error {
-		res, err := c.ExecContext(ctx, `UPDATE refresh_tokens SET revoked = 1
+		return mustAffect(ctx, c, meta.ErrNoRefreshToken(), "revoke refresh family", `UPDATE refresh_tokens SET revoked = 1
 			WHERE family = (SELECT family FROM refresh_tokens WHERE hash = ?)`, hash)
-		if err != nil {
-			return classify(err, "revoke refresh family")
-		}
-		return mustAffect(res, meta.ErrNoRefreshToken())
 	})
 }
 
@@ -193,17 +144,11 @@ func (s *Store) DeleteExpiredRefreshTokens(ctx context.Context, before time.Time
 func (s *Store) deleteExpired(ctx context.Context, table string, before time.Time) (int, error) {
 	var n int64
 	err := s.write(ctx, func(ctx context.Context, c *conn) error {
-		res, err := c.ExecContext(ctx, "DELETE FROM "+table+" WHERE expires_at < ?", metasql.ToNanos(before))
-		if err != nil {
-			return classify(err, "delete expired %s", table)
-		}
-		n, err = res.RowsAffected()
+		var err error
+		n, err = execN(ctx, c, "DELETE FROM "+table+" WHERE expires_at < ?", metasql.ToNanos(before))
 		return classify(err, "delete expired %s", table)
 	})
-	if err != nil {
-		return 0, err
-	}
-	return int(n), nil
+	return int(n), err
 }
 
 // UpdateUser applies upd to the user; see meta.Store.
@@ -211,14 +156,12 @@ func (s *Store) UpdateUser(ctx context.Context, userID string, upd meta.UserUpda
 	if err := meta.CheckUserUpdate(upd); err != nil {
 		return meta.User{}, err
 	}
-	set, args := metasql.UserUpdateSet(upd, func(int) string { return "?" })
+	set, args := metasql.UserUpdateSet(upd, ph)
 	var u meta.User
 	err := s.write(ctx, func(ctx context.Context, c *conn) error {
 		var err error
-		u, err = scanUser(c.QueryRowContext(ctx, "UPDATE users SET "+set+" WHERE id = ? RETURNING "+userCols, append(args, userID)...))
-		if errors.Is(err, sql.ErrNoRows) {
-			return meta.ErrNoUser(userID)
-		}
+		u, err = queryRow(ctx, c, metasql.ScanUser, meta.ErrNoUser(userID),
+			"UPDATE users SET "+set+" WHERE id = "+ph(len(args)+1)+" RETURNING "+metasql.UserCols, append(args, userID)...)
 		if err != nil {
 			return classify(err, "update user %q", userID)
 		}
@@ -234,91 +177,26 @@ func (s *Store) UpdateUser(ctx context.Context, userID string, upd meta.UserUpda
 
 // ListUsers implements meta.Store.
 func (s *Store) ListUsers(ctx context.Context, opts meta.ListUsersOptions) ([]meta.User, bool, error) {
-	if err := s.ready(); err != nil {
-		return nil, false, err
-	}
 	limit, err := meta.UsersLimit(opts.Limit)
 	if err != nil {
 		return nil, false, err
 	}
-	q, args := metasql.ListUsersQuery(userCols, opts, limit, func(n int) string { return "?" + strconv.Itoa(n) })
-	rows, err := s.read().QueryContext(ctx, q, args...)
+	q, args := metasql.ListUsersQuery(opts, limit, ph)
+	out, err := list(ctx, s, "list users", metasql.ScanUser, q, args...)
 	if err != nil {
-		return nil, false, classify(err, "list users")
+		return nil, false, err
 	}
-	defer rows.Close()
-	var out []meta.User
-	for rows.Next() {
-		u, err := scanUser(rows)
-		if err != nil {
-			return nil, false, classify(err, "list users")
-		}
-		out = append(out, u)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, false, classify(err, "list users")
-	}
-	if len(out) > limit {
-		return out[:limit], true, nil
-	}
-	return out, false, nil
+	out, more := meta.Page(out, limit)
+	return out, more, nil
 }
-
-var (
-	userDataQuery       = metasql.UserDataQuery("?1")
-	dataBucketsQuery    = metasql.DataBucketsQuery("?1")
-	backendUploadsQuery = metasql.BackendUploadsQuery("?1")
-	deleteUserSQL       = metasql.DeleteUserStatements("?1", "?2", true)
-)
 
 // DeleteUser implements meta.Store. The single writer makes the checks
 // and the deletion one atomic step.
 func (s *Store) DeleteUser(ctx context.Context, userID string, purge bool) (meta.DeleteUserResult, error) {
 	var res meta.DeleteUserResult
 	err := s.write(ctx, func(ctx context.Context, c *conn) error {
-		res = meta.DeleteUserResult{}
-		var one int
-		err := c.QueryRowContext(ctx, "SELECT 1 FROM users WHERE id = ?", userID).Scan(&one)
-		if errors.Is(err, sql.ErrNoRows) {
-			return meta.ErrNoUser(userID)
-		}
-		if err != nil {
-			return classify(err, "delete user %q", userID)
-		}
-		var buckets, objects, uploads int64
-		if err := c.QueryRowContext(ctx, userDataQuery, userID).Scan(&buckets, &objects, &uploads); err != nil {
-			return classify(err, "delete user %q", userID)
-		}
-		names, err := queryStrings(ctx, c, dataBucketsQuery, userID)
-		if err != nil {
-			return err
-		}
-		if err := meta.CheckDeleteUser(purge, objects, uploads, names); err != nil {
-			return err
-		}
-		rows, err := c.QueryContext(ctx, backendUploadsQuery, userID)
-		if err != nil {
-			return classify(err, "delete user %q", userID)
-		}
-		for rows.Next() {
-			var u meta.Upload
-			if err := rows.Scan(&u.ID, &u.Bucket, &u.BlobKey, &u.BackendUploadID); err != nil {
-				rows.Close()
-				return classify(err, "delete user %q", userID)
-			}
-			res.BackendUploads = append(res.BackendUploads, u)
-		}
-		if err := rows.Close(); err != nil {
-			return classify(err, "delete user %q", userID)
-		}
-		now := metasql.ToNanos(time.Now())
-		for _, q := range deleteUserSQL {
-			if _, err := c.ExecContext(ctx, q, userID, now); err != nil {
-				return classify(err, "delete user %q", userID)
-			}
-		}
-		res.Buckets, res.Objects, res.Uploads = int(buckets), int(objects), int(uploads)
-		return nil
+		err := s.deleteUser(ctx, c, userID, purge, &res)
+		return classify(err, "delete user %q", userID)
 	})
 	if err != nil {
 		return meta.DeleteUserResult{}, err
@@ -326,32 +204,39 @@ func (s *Store) DeleteUser(ctx context.Context, userID string, purge bool) (meta
 	return res, nil
 }
 
-// queryStrings returns the first column of every row of query.
-func queryStrings(ctx context.Context, c *conn, query string, args ...any) ([]string, error) {
-	rows, err := c.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, classify(err, "query")
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var v string
-		if err := rows.Scan(&v); err != nil {
-			return nil, classify(err, "query")
+func (s *Store) deleteUser(ctx context.Context, c *conn, userID string, purge bool, res *meta.DeleteUserResult) error {
+	*res = meta.DeleteUserResult{}
+	if found, err := exists(ctx, c, "SELECT 1 FROM users WHERE id = ?", userID); err != nil || !found {
+		if err == nil {
+			err = meta.ErrNoUser(userID)
 		}
-		out = append(out, v)
+		return err
 	}
-	return out, classify(rows.Err(), "query")
+	data, err := queryRow(ctx, c, metasql.ScanUserData, nil, userDataQuery, userID)
+	if err != nil {
+		return err
+	}
+	names, err := queryRows(ctx, c, metasql.ScanString, dataBucketsQuery, userID)
+	if err != nil {
+		return err
+	}
+	if err := meta.CheckDeleteUser(purge, data[1], data[2], names); err != nil {
+		return err
+	}
+	if res.BackendUploads, err = queryRows(ctx, c, metasql.ScanBackendUpload, backendUploadsQuery, userID); err != nil {
+		return err
+	}
+	now := metasql.ToNanos(time.Now())
+	for _, q := range deleteUserSQL {
+		if _, err := c.ExecContext(ctx, q, userID, now); err != nil {
+			return err
+		}
+	}
+	res.Buckets, res.Objects, res.Uploads = int(data[0]), int(data[1]), int(data[2])
+	return nil
 }
 
 // Counts implements meta.Store.
 func (s *Store) Counts(ctx context.Context) (meta.Counts, error) {
-	if err := s.ready(); err != nil {
-		return meta.Counts{}, err
-	}
-	var c meta.Counts
-	if err := s.read().QueryRowContext(ctx, metasql.CountsQuery).Scan(&c.Users, &c.Buckets, &c.Objects, &c.Bytes); err != nil {
-		return meta.Counts{}, classify(err, "counts")
-	}
-	return c, nil
+	return get(ctx, s, "counts", metasql.ScanCounts, nil, metasql.CountsQuery)
 }
