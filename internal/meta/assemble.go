@@ -160,26 +160,24 @@ func MoveUsage(srcOwner string, srcSize int64, dstOwner string, dstSize int64) [
 	return ds
 }
 
-// CheckMove checks MoveObject's destination before its transaction, and
-// reports whether the move is of a key onto itself: then the caller
-// returns MoveOntoItself instead.
-func CheckMove(srcBucket, srcKey, dstBucket, dstKey string) (same bool, err error) {
+// PrecheckMove makes MoveObject's decisions before its transaction: the
+// destination must be named (else InvalidArgument), and a move of a key
+// onto itself changes nothing but must find the object (NotFound) and
+// cond holding for it. done reports that the move is decided (o, err);
+// otherwise the caller moves. get is the store's GetObject.
+func PrecheckMove(ctx context.Context, get func(ctx context.Context, bucket, key string) (Object, error),
+	srcBucket, srcKey, dstBucket, dstKey string, cond Cond) (o Object, done bool, err error) {
 	if dstBucket == "" || dstKey == "" {
-		return false, errcode.New(errcode.InvalidArgument, "destination bucket and key are required")
+		return Object{}, true, errcode.New(errcode.InvalidArgument, "destination bucket and key are required")
 	}
-	return srcBucket == dstBucket && srcKey == dstKey, nil
-}
-
-// MoveOntoItself is MoveObject of bucket/key onto itself: the object must
-// exist and cond hold for it; nothing changes. get is the store's
-// GetObject.
-func MoveOntoItself(ctx context.Context, get func(ctx context.Context, bucket, key string) (Object, error), bucket, key string, cond Cond) (Object, error) {
-	o, err := get(ctx, bucket, key)
-	if err != nil {
-		return Object{}, err
+	if srcBucket != dstBucket || srcKey != dstKey {
+		return Object{}, false, nil
+	}
+	if o, err = get(ctx, srcBucket, srcKey); err != nil {
+		return Object{}, true, err
 	}
 	if err := cond.Check(o, true); err != nil {
-		return Object{}, err
+		return Object{}, true, err
 	}
-	return o, nil
+	return o, true, nil
 }

@@ -143,22 +143,7 @@ func TestMoveUsage(t *testing.T) {
 	}
 }
 
-func TestMoveChecks(t *testing.T) {
-	for _, c := range []struct {
-		sb, sk, db, dk string
-		same, ok       bool
-	}{
-		{"b", "k", "b", "k", true, true},
-		{"b", "k", "b", "k2", false, true},
-		{"b", "k", "c", "k", false, true},
-		{"b", "k", "", "k", false, false},
-		{"b", "k", "b", "", false, false},
-	} {
-		same, err := CheckMove(c.sb, c.sk, c.db, c.dk)
-		if same != c.same || (err == nil) != c.ok || err != nil && !errcode.Is(err, errcode.InvalidArgument) {
-			t.Errorf("CheckMove(%s/%s → %s/%s) = %v, %v", c.sb, c.sk, c.db, c.dk, same, err)
-		}
-	}
+func TestPrecheckMove(t *testing.T) {
 	cur := Object{Bucket: "b", Key: "k", ETag: "e"}
 	get := func(_ context.Context, bucket, key string) (Object, error) {
 		if bucket == "b" && key == "k" {
@@ -166,15 +151,26 @@ func TestMoveChecks(t *testing.T) {
 		}
 		return Object{}, errcode.New(errcode.NotFound, "no object")
 	}
-	ctx := context.Background()
-	if o, err := MoveOntoItself(ctx, get, "b", "k", Cond{IfMatch: "e"}); err != nil || o.ETag != "e" {
-		t.Errorf("MoveOntoItself = %+v, %v", o, err)
-	}
-	if _, err := MoveOntoItself(ctx, get, "b", "k", Cond{IfNoneMatch: true}); !errcode.Is(err, errcode.PreconditionFailed) {
-		t.Errorf("MoveOntoItself with IfNoneMatch = %v", err)
-	}
-	if _, err := MoveOntoItself(ctx, get, "b", "gone", Cond{}); !errcode.Is(err, errcode.NotFound) {
-		t.Errorf("MoveOntoItself of a missing key = %v", err)
+	for _, c := range []struct {
+		name           string
+		sb, sk, db, dk string
+		cond           Cond
+		done           bool
+		code           errcode.Code // of err, if not nil
+		ok             bool         // err is nil
+	}{
+		{"another key", "b", "k", "b", "k2", Cond{}, false, 0, true},
+		{"another bucket", "b", "k", "c", "k", Cond{IfNoneMatch: true}, false, 0, true},
+		{"no destination bucket", "b", "k", "", "k", Cond{}, true, errcode.InvalidArgument, false},
+		{"no destination key", "b", "k", "b", "", Cond{}, true, errcode.InvalidArgument, false},
+		{"onto itself", "b", "k", "b", "k", Cond{IfMatch: "e"}, true, 0, true},
+		{"onto itself, cond fails", "b", "k", "b", "k", Cond{IfNoneMatch: true}, true, errcode.PreconditionFailed, false},
+		{"onto itself, missing", "b", "gone", "b", "gone", Cond{}, true, errcode.NotFound, false},
+	} {
+		o, done, err := PrecheckMove(context.Background(), get, c.sb, c.sk, c.db, c.dk, c.cond)
+		if done != c.done || (err == nil) != c.ok || err != nil && errcode.Of(err) != c.code || c.ok && done && o.ETag != "e" {
+			t.Errorf("%s: PrecheckMove = %+v, %v, %v; want done %v, ok %v, code %v", c.name, o, done, err, c.done, c.ok, c.code)
+		}
 	}
 }
 

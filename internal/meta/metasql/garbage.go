@@ -1,6 +1,12 @@
 package metasql
 
-import "github.com/coffer-storage/coffer/internal/meta"
+import (
+	"context"
+	"time"
+
+	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/meta"
+)
 
 // Blob references: the SQL of what may be queued, reclaimed or collected
 // as an orphan. Fragments take their operands as SQL expressions (a
@@ -31,20 +37,20 @@ func ReferencedOrQueued(k string) string {
 	return "(" + Referenced(k) + " OR EXISTS (SELECT 1 FROM garbage WHERE blob_key = " + k + "))"
 }
 
-// ClaimGarbageQuery lists up to limit queue entries enqueued before
+// claimGarbageQuery lists up to limit queue entries enqueued before
 // before, oldest first, each with whether a row points at its blob again
 // (see Referenced). Columns: id, blob_key, created_at, referenced.
-func ClaimGarbageQuery(before, limit string) string {
+func claimGarbageQuery(before, limit string) string {
 	return "SELECT g.id, g.blob_key, g.created_at, CASE WHEN " + Referenced("g.blob_key") + " THEN 1 ELSE 0 END FROM garbage g" +
 		" WHERE g.created_at < " + before + " ORDER BY g.created_at, g.id LIMIT " + limit
 }
 
-// GarbageCols are the columns of a garbage queue entry, in ScanGarbage's
+// garbageCols are the columns of a garbage queue entry, in scanGarbage's
 // order.
-const GarbageCols = "id, blob_key, created_at"
+const garbageCols = "id, blob_key, created_at"
 
-// ScanGarbage reads a queue entry selected with GarbageCols.
-func ScanGarbage(r Row) (meta.Garbage, error) {
+// scanGarbage reads a queue entry selected with garbageCols.
+func scanGarbage(r Row) (meta.Garbage, error) {
 	var g meta.Garbage
 	var created int64
 	err := r.Scan(&g.ID, &g.BlobKey, &created)
@@ -52,32 +58,26 @@ func ScanGarbage(r Row) (meta.Garbage, error) {
 	return g, err
 }
 
-// ListGarbageSQL lists up to ph(2) queue entries enqueued before ph(1),
-// oldest first (ScanGarbage).
-func ListGarbageSQL(ph PH) string {
-	return "SELECT " + GarbageCols + " FROM garbage WHERE created_at < " + ph(1) + " ORDER BY created_at, id LIMIT " + ph(2)
-}
-
-// Claim is a row of ClaimGarbageQuery: a queue entry, and whether a row
+// claim is a row of claimGarbageQuery: a queue entry, and whether a row
 // points at its blob again.
-type Claim struct {
+type claim struct {
 	meta.Garbage
 	Referenced bool
 }
 
-// ScanClaim reads a row of ClaimGarbageQuery.
-func ScanClaim(r Row) (Claim, error) {
-	var c Claim
+// scanClaim reads a row of claimGarbageQuery.
+func scanClaim(r Row) (claim, error) {
+	var c claim
 	var created, ref int64
 	err := r.Scan(&c.ID, &c.BlobKey, &created, &ref)
 	c.CreatedAt, c.Referenced = FromNanos(created), ref != 0
 	return c, err
 }
 
-// SplitClaims returns the entries of cs whose blobs may be reclaimed, and
+// splitClaims returns the entries of cs whose blobs may be reclaimed, and
 // the IDs of the others (stale: a row points at their blob again), which
 // the claim drops from the queue.
-func SplitClaims(cs []Claim) (free []meta.Garbage, stale []int64) {
+func splitClaims(cs []claim) (free []meta.Garbage, stale []int64) {
 	for _, c := range cs {
 		if c.Referenced {
 			stale = append(stale, c.ID)
@@ -86,4 +86,52 @@ func SplitClaims(cs []Claim) (free []meta.Garbage, stale []int64) {
 		}
 	}
 	return free, stale
+}
+
+// ListGarbage implements meta.Store. A limit <= 0 means 1000.
+func (o Ops) ListGarbage(ctx context.Context, before time.Time, limit int) ([]meta.Garbage, error) {
+	return List(ctx, o.run, "list garbage", scanGarbage, o.sql.listGarbage, ToNanos(before), meta.PageLimit(limit, 1000, 0))
+}
+
+// DeleteGarbage implements meta.Store. Unknown ids are ignored.
+func (o Ops) DeleteGarbage(ctx context.Context, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	list, err := o.d.List(ids)
+	if err != nil {
+		return errcode.Wrap(errcode.Internal, err, "encode garbage ids")
+	}
+	return o.exec(ctx, "delete garbage", o.sql.deleteGarbage, list)
+}
+
+// ClaimGarbage implements meta.Store in one transaction: the queue
+// entries with their re-check (claimGarbageQuery), then the deletion of
+// those whose blob a row points at again. A limit <= 0 means 1000.
+func (o Ops) ClaimGarbage(ctx context.Context, before time.Time, limit int) ([]meta.Garbage, error) {
+	var out []meta.Garbage
+	err := o.run.Write(ctx, "claim garbage", func(w Writer) error {
+		var claims []claim
+		err := w.Query(o.sql.claimGarbage, []any{ToNanos(before), meta.PageLimit(limit, 1000, 0)}, func(r Row) error {
+			c, err := scanClaim(r)
+			claims = append(claims, c)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		var stale []int64
+		if out, stale = splitClaims(claims); len(stale) == 0 {
+			return nil
+		}
+		list, err := o.d.List(stale)
+		if err != nil {
+			return errcode.Wrap(errcode.Internal, err, "encode garbage ids")
+		}
+		return w.Queue(nil, o.sql.deleteGarbage, list)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }

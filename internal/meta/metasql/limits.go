@@ -1,6 +1,7 @@
 package metasql
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -10,20 +11,15 @@ import (
 // The user_limits and rate_leases statements both backends run (meta's
 // LimitsStore and RateStore).
 
-// UpsertUserLimitsSQL stores an override: args user_id, requests, bytes,
+// upsertUserLimitsSQL stores an override: args user_id, requests, bytes,
 // window_ms.
-func UpsertUserLimitsSQL(ph PH) string {
+func upsertUserLimitsSQL(ph PH) string {
 	return fmt.Sprintf("INSERT INTO user_limits (user_id, requests, bytes, window_ms) VALUES (%s, %s, %s, %s) ON CONFLICT (user_id) DO UPDATE SET requests = excluded.requests, bytes = excluded.bytes, window_ms = excluded.window_ms",
 		ph(1), ph(2), ph(3), ph(4))
 }
 
-// UserLimitsSQL reads the override of user ph(1) (ScanUserLimits).
-func UserLimitsSQL(ph PH) string {
-	return "SELECT user_id, requests, bytes, window_ms FROM user_limits WHERE user_id = " + ph(1)
-}
-
-// ScanUserLimits reads a row of UserLimitsSQL.
-func ScanUserLimits(r Row) (meta.UserLimits, error) {
+// scanUserLimits reads a row of user_id, requests, bytes, window_ms.
+func scanUserLimits(r Row) (meta.UserLimits, error) {
 	var l meta.UserLimits
 	var ms int64
 	err := r.Scan(&l.UserID, &l.Requests, &l.Bytes, &ms)
@@ -31,25 +27,84 @@ func ScanUserLimits(r Row) (meta.UserLimits, error) {
 	return l, err
 }
 
-// DeleteUserLimitsSQL removes the override of user ph(1).
-func DeleteUserLimitsSQL(ph PH) string { return "DELETE FROM user_limits WHERE user_id = " + ph(1) }
+// deleteUserLimitsSQL removes the override of user ph(1).
+func deleteUserLimitsSQL(ph PH) string { return "DELETE FROM user_limits WHERE user_id = " + ph(1) }
 
-// UserLimitsArgs are UpsertUserLimitsSQL's arguments.
-func UserLimitsArgs(l meta.UserLimits) []any {
+// userLimitsArgs are upsertUserLimitsSQL's arguments.
+func userLimitsArgs(l meta.UserLimits) []any {
 	return []any{l.UserID, l.Requests, l.Bytes, l.Window.Milliseconds()}
 }
 
-// ReserveRateSQL takes a block: args dim, key, window_start, block,
+// reserveRateSQL takes a block: args dim, key, window_start, block,
 // limit; returns used after the reservation (no row when the limit was
 // spent already).
-func ReserveRateSQL(ph PH) string {
+func reserveRateSQL(ph PH) string {
 	return fmt.Sprintf(`INSERT INTO rate_leases (dim, key, window_start, used) VALUES (%[1]s, %[2]s, %[3]s, %[4]s)
 ON CONFLICT (dim, key, window_start) DO UPDATE SET used = rate_leases.used + %[4]s WHERE rate_leases.used < %[5]s
 RETURNING used`, ph(1), ph(2), ph(3), ph(4), ph(5))
 }
 
-// ForgetRateWindowsSQL deletes the windows of (ph(1), ph(2)) before ph(3),
+// forgetRateWindowsSQL deletes the windows of (ph(1), ph(2)) before ph(3),
 // once a new one started.
-func ForgetRateWindowsSQL(ph PH) string {
+func forgetRateWindowsSQL(ph PH) string {
 	return "DELETE FROM rate_leases WHERE dim = " + ph(1) + " AND key = " + ph(2) + " AND window_start < " + ph(3)
+}
+
+// GetUserLimits implements meta.Store.
+func (o Ops) GetUserLimits(ctx context.Context, id string) (meta.UserLimits, error) {
+	return Get(ctx, o.run, "get user limits", scanUserLimits, meta.ErrNoUserLimits(id), o.sql.limits.get, id)
+}
+
+// SetUserLimits implements meta.Store. A missing user fails the statement
+// with a foreign key violation: NotFound.
+func (o Ops) SetUserLimits(ctx context.Context, l meta.UserLimits) error {
+	if l.Requests == 0 && l.Bytes == 0 {
+		return o.exec(ctx, "clear user limits", o.sql.limits.remove, l.UserID)
+	}
+	if err := meta.CheckUserLimits(l); err != nil {
+		return err
+	}
+	return noUser(o.exec(ctx, "set user limits", o.sql.limits.upsert, userLimitsArgs(l)...), l.UserID)
+}
+
+// limitSQL are the user_limits and rate_leases statements of Ops.
+type limitSQL struct {
+	get, upsert, remove, reserve, forget string
+}
+
+func newLimitSQL(ph PH) limitSQL {
+	return limitSQL{
+		get:     "SELECT user_id, requests, bytes, window_ms FROM user_limits WHERE user_id = " + ph(1),
+		upsert:  upsertUserLimitsSQL(ph),
+		remove:  deleteUserLimitsSQL(ph),
+		reserve: reserveRateSQL(ph),
+		forget:  forgetRateWindowsSQL(ph),
+	}
+}
+
+// ReserveRate implements meta.Store in one transaction: a reservation
+// that opens a window forgets the key's older ones.
+func (o Ops) ReserveRate(ctx context.Context, dim, key string, windowStart, block, limit int64) (int64, error) {
+	var got int64
+	err := o.run.Write(ctx, "reserve rate", func(w Writer) error {
+		got = 0
+		var used []int64 // no row: the window's limit is spent
+		err := w.Query(o.sql.limits.reserve, []any{dim, key, windowStart, block, limit}, func(r Row) error {
+			u, err := ScanInt64(r)
+			used = append(used, u)
+			return err
+		})
+		if err != nil || len(used) == 0 {
+			return err
+		}
+		got = meta.Granted(used[0], block, limit)
+		if used[0] != block {
+			return nil
+		}
+		return w.Queue(nil, o.sql.limits.forget, dim, key, windowStart)
+	})
+	if err != nil {
+		return 0, err
+	}
+	return got, nil
 }

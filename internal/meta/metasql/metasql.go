@@ -1,17 +1,29 @@
-// Package metasql is the SQL the two metadata backends (sqlite, postgres)
-// share: statement text built with a placeholder function (Question for
-// SQLite, Dollar for PostgreSQL) or over SQL expressions, how each row
-// maps to a meta record (Scan*, over Row, which both drivers' rows
-// satisfy), how times and user metadata are encoded, and how the numbered
-// migration files are read. It holds no decision: the checks and
-// decisions of every write are package meta's, and each backend only
-// runs these statements in its own transactions.
+// Package metasql is what the two SQL metadata backends (sqlite, postgres)
+// share: the SQL, and the meta.Store operations whose SQL is the same in
+// both. It holds no decision: the checks and decisions of every operation
+// are package meta's, which these call.
+//
+//   - Ops implements every operation that is one statement (or a check and
+//     one statement, or a short transaction of statements whose outcome
+//     decides the next), once: a backend embeds the Ops NewOps makes of its
+//     Runner (how it runs a statement, with its own row collector) and its
+//     Dialect (placeholders, key and list binding). For the operations whose
+//     transaction is a backend's own (locks, quota checks, pipelined round
+//     trips), Ops makes the checks and calls the backend's Driver.
+//   - Statements are the statement texts the backends run in those
+//     transactions of their own, made once per dialect.
+//   - The Scan functions map rows (Row, which both drivers' rows satisfy)
+//     to meta records; the Args functions encode records as arguments;
+//     times are stored as ToNanos says, user metadata as EncodeMetadata.
+//   - Migrations reads the numbered migration files, Pending says which
+//     to apply.
 //
 // Files go by role, like meta's: users.go (accounts, refresh tokens),
 // accesskeys.go, invites.go, buckets.go, objects.go, uploads.go (uploads
 // and their parts), staging.go (reservations), garbage.go (blob
 // references), shares.go, tus.go, limits.go (user limits, rates),
-// kmsjobs.go, kmsgrants.go, migrations.go.
+// kmsjobs.go, kmsgrants.go, serverkey.go; ops.go and statements.go hold
+// what ties them together, migrations.go the migrations.
 package metasql
 
 import (
@@ -38,9 +50,9 @@ func Question(n int) string { return "?" + strconv.Itoa(n) }
 // Dollar is PostgreSQL's placeholder, $n.
 func Dollar(n int) string { return "$" + strconv.Itoa(n) }
 
-// Values is the list of the placeholders from to to (inclusive), for
+// values is the list of the placeholders from to to (inclusive), for
 // INSERT … VALUES (…).
-func Values(ph PH, from, to int) string {
+func values(ph PH, from, to int) string {
 	var b strings.Builder
 	for n := from; n <= to; n++ {
 		if n > from {
@@ -69,10 +81,10 @@ func FromNanos(n int64) time.Time {
 	return time.Unix(0, n).UTC()
 }
 
-// Millis is how the lease and job times are stored: unix milliseconds.
-func Millis(t time.Time) int64 { return t.UnixMilli() }
+// millis is how the lease and job times are stored: unix milliseconds.
+func millis(t time.Time) int64 { return t.UnixMilli() }
 
-// fromMillis is the inverse of Millis, 0 being the zero time.
+// fromMillis is the inverse of millis, 0 being the zero time.
 func fromMillis(ms int64) time.Time {
 	if ms == 0 {
 		return time.Time{}
@@ -80,10 +92,10 @@ func fromMillis(ms int64) time.Time {
 	return time.UnixMilli(ms).UTC()
 }
 
-// EncodeMetadata is user metadata as stored: a JSON object, ok false (NULL)
+// encodeMetadata is user metadata as stored: a JSON object, ok false (NULL)
 // when empty. JSON escapes NUL and replaces invalid UTF-8, so any text
 // column can hold it.
-func EncodeMetadata(m map[string]string) (s string, ok bool, err error) {
+func encodeMetadata(m map[string]string) (s string, ok bool, err error) {
 	if len(m) == 0 {
 		return "", false, nil
 	}
@@ -94,17 +106,17 @@ func EncodeMetadata(m map[string]string) (s string, ok bool, err error) {
 	return string(b), true, nil
 }
 
-// MetadataArg is user metadata as an argument: EncodeMetadata's JSON, or
+// metadataArg is user metadata as an argument: encodeMetadata's JSON, or
 // nil (NULL) when empty.
-func MetadataArg(m map[string]string) (any, error) {
-	s, ok, err := EncodeMetadata(m)
+func metadataArg(m map[string]string) (any, error) {
+	s, ok, err := encodeMetadata(m)
 	if !ok || err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
-// DecodeMetadata is the inverse of EncodeMetadata (nil or "": none).
+// DecodeMetadata is the inverse of encodeMetadata (nil or "": none).
 func DecodeMetadata(s *string) (map[string]string, error) {
 	if s == nil || *s == "" {
 		return nil, nil

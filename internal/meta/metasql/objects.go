@@ -1,6 +1,7 @@
 package metasql
 
 import (
+	"context"
 	"strings"
 
 	"github.com/coffer-storage/coffer/internal/errcode"
@@ -16,13 +17,13 @@ type ObjectRow struct {
 	PartCount int
 }
 
-// ObjectCols are the columns of an objects row a listing reads, in
+// objectCols are the columns of an objects row a listing reads, in
 // ScanObject's order (no inline bytes, no envelope: listings leave them
 // out).
-const ObjectCols = "key, size, etag, sha256, content_type, metadata, blob_key, mod_time, " +
+const objectCols = "key, size, etag, sha256, content_type, metadata, blob_key, mod_time, " +
 	"checksum_algorithm, checksum_type, checksum_value, parts_id, part_count"
 
-// ScanObject returns the scanner of the ObjectCols of bucket's rows.
+// ScanObject returns the scanner of the objectCols of bucket's rows.
 func ScanObject(bucket string) func(Row) (ObjectRow, error) {
 	return func(r Row) (ObjectRow, error) {
 		var (
@@ -45,12 +46,12 @@ func ScanObject(bucket string) func(Row) (ObjectRow, error) {
 	}
 }
 
-// RangeScanSQL is a page of a bucket's objects in key order (ScanObject):
+// rangeScanSQL is a page of a bucket's objects in key order (ScanObject):
 // bucket ph(1), keys after ph(2) (from ph(2) if inclusive), up to ph(3)
 // objects, and, if bounded, keys before ph(4).
-func RangeScanSQL(inclusive, bounded bool, ph PH) string {
+func rangeScanSQL(inclusive, bounded bool, ph PH) string {
 	var b strings.Builder
-	b.WriteString("SELECT " + ObjectCols + " FROM objects WHERE bucket = " + ph(1) + " AND key ")
+	b.WriteString("SELECT " + objectCols + " FROM objects WHERE bucket = " + ph(1) + " AND key ")
 	if inclusive {
 		b.WriteString(">= " + ph(2))
 	} else {
@@ -63,7 +64,7 @@ func RangeScanSQL(inclusive, bounded bool, ph PH) string {
 	return b.String()
 }
 
-// RangeScanArgs are RangeScanSQL's arguments (bounded when end != "");
+// RangeScanArgs are rangeScanSQL's arguments (bounded when end != "");
 // key binds a key in the dialect.
 func RangeScanArgs(bucket, from, end string, limit int, key func(string) any) []any {
 	args := []any{bucket, key(from), limit}
@@ -73,19 +74,19 @@ func RangeScanArgs(bucket, from, end string, limit int, key func(string) any) []
 	return args
 }
 
-// PartsOfSQL reads the parts of the parts sets that in (a condition on
+// partsOfSQL reads the parts of the parts sets that in (a condition on
 // parts_id) selects, in order (ScanPartOf).
-func PartsOfSQL(in string) string {
+func partsOfSQL(in string) string {
 	return "SELECT parts_id, blob_key, size, etag, checksum FROM object_parts WHERE " + in + " ORDER BY parts_id, idx"
 }
 
-// PartOf is a part of a parts set, as PartsOfSQL reads it.
+// PartOf is a part of a parts set, as partsOfSQL reads it.
 type PartOf struct {
 	PartsID int64
 	meta.ObjectPart
 }
 
-// ScanPartOf reads a row of PartsOfSQL.
+// ScanPartOf reads a row of partsOfSQL.
 func ScanPartOf(r Row) (PartOf, error) {
 	var p PartOf
 	err := r.Scan(&p.PartsID, &p.BlobKey, &p.Size, &p.ETag, &p.Checksum)
@@ -148,7 +149,7 @@ func Objects(os []ObjectRow) []meta.Object {
 // row there: arguments ObjectArgs. inlineCol is the column that holds (or
 // names) its inline bytes.
 func UpsertObjectSQL(inlineCol string, ph PH) string {
-	return "INSERT INTO objects (bucket, " + ObjectCols + ", " + inlineCol + ", sse, sse_kek) VALUES (" + Values(ph, 1, 17) + ")" +
+	return "INSERT INTO objects (bucket, " + objectCols + ", " + inlineCol + ", sse, sse_kek) VALUES (" + values(ph, 1, 17) + ")" +
 		" ON CONFLICT (bucket, key) DO UPDATE SET size = excluded.size, etag = excluded.etag, sha256 = excluded.sha256," +
 		" content_type = excluded.content_type, metadata = excluded.metadata, blob_key = excluded.blob_key, mod_time = excluded.mod_time," +
 		" checksum_algorithm = excluded.checksum_algorithm, checksum_type = excluded.checksum_type, checksum_value = excluded.checksum_value," +
@@ -160,7 +161,7 @@ func UpsertObjectSQL(inlineCol string, ph PH) string {
 // are stored under partsID, and whose inline column holds inline (nil:
 // NULL); key binds its key in the dialect.
 func ObjectArgs(o meta.Object, partsID int64, inline any, key func(string) any) ([]any, error) {
-	md, err := MetadataArg(o.Metadata)
+	md, err := metadataArg(o.Metadata)
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +173,24 @@ func ObjectArgs(o meta.Object, partsID int64, inline any, key func(string) any) 
 		o.Checksum.Algorithm, o.Checksum.Type, o.Checksum.Value, pid, len(o.Parts), inline, o.Encryption, o.EncryptionKEK}, nil
 }
 
-// DeleteObjectSQL deletes the object at bucket ph(1), key ph(2).
-func DeleteObjectSQL(ph PH) string {
-	return "DELETE FROM objects WHERE bucket = " + ph(1) + " AND key = " + ph(2)
+// PutObjects implements meta.Store: the puts are checked
+// (meta.CheckPuts), then written by the driver.
+func (o Ops) PutObjects(ctx context.Context, puts []meta.Put) ([]meta.Object, error) {
+	if len(puts) == 0 {
+		return nil, nil
+	}
+	staged, err := meta.CheckPuts(puts)
+	if err != nil {
+		return nil, err
+	}
+	return o.drv.PutObjects(ctx, puts, staged)
+}
+
+// MoveObject implements meta.Store: the decisions before the move
+// (meta.PrecheckMove), then the driver's move.
+func (o Ops) MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, dstKey string, dstCond meta.Cond) (meta.Object, error) {
+	if obj, done, err := meta.PrecheckMove(ctx, o.drv.GetObject, srcBucket, srcKey, dstBucket, dstKey, dstCond); done {
+		return obj, err
+	}
+	return o.drv.MoveObject(ctx, srcBucket, srcKey, dstBucket, dstKey, dstCond)
 }

@@ -1,8 +1,10 @@
 package metasql
 
 import (
+	"context"
 	"time"
 
+	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
 )
 
@@ -43,40 +45,40 @@ func GroupQuery(upload, key, now string) string {
 		" FROM staging WHERE upload_id = " + upload + " AND upload_id <> '' AND expires_at > " + now
 }
 
-// CreditQuery reads the size of the object at bucket/key (0 if none) and
+// creditQuery reads the size of the object at bucket/key (0 if none) and
 // the credit that other live stagings already take of it, for Stage.
-func CreditQuery(bucket, key, owner, now string) string {
+func creditQuery(bucket, key, owner, now string) string {
 	return "SELECT CAST(COALESCE((SELECT size FROM objects WHERE bucket = " + bucket + " AND key = " + key + "), 0) AS bigint)," +
 		" CAST(COALESCE((SELECT SUM(credit) FROM staging WHERE owner_id = " + owner + " AND bucket = " + bucket +
 		" AND key = " + key + " AND upload_id = '' AND expires_at > " + now + "), 0) AS bigint)"
 }
 
-// DeclaredLeftUpdate sets the declared-size staging of upload to the
+// declaredLeftUpdate sets the declared-size staging of upload to the
 // declared bytes still due once its part number holds size bytes: the
 // declared size minus the sizes of its other parts and size, at least 0.
-func DeclaredLeftUpdate(upload, number, size string) string {
+func declaredLeftUpdate(upload, number, size string) string {
 	left := "(SELECT u.size - COALESCE((SELECT SUM(p.size) FROM upload_parts p WHERE p.upload_id = u.id AND p.number <> " + number + "), 0) - " + size +
 		" FROM uploads u WHERE u.id = " + upload + ")"
 	return "UPDATE staging SET bytes = " + larger(left, "0") + " WHERE upload_id = " + upload + " AND declared"
 }
 
-// StagingCols are the columns of a staging, in InsertStagingSQL's order.
+// StagingCols are the columns of a staging, in insertStagingSQL's order.
 const StagingCols = "blob_key, owner_id, upload_id, declared, bucket, key, bytes, credit, expires_at"
 
-// InsertStagingSQL inserts a staging: arguments StagingArgs.
-func InsertStagingSQL(ph PH) string {
-	return "INSERT INTO staging (" + StagingCols + ") VALUES (" + Values(ph, 1, 9) + ")"
+// insertStagingSQL inserts a staging: arguments StagingArgs.
+func insertStagingSQL(ph PH) string {
+	return "INSERT INTO staging (" + StagingCols + ") VALUES (" + values(ph, 1, 9) + ")"
 }
 
-// StagingArgs are InsertStagingSQL's arguments; key binds its key in the
+// StagingArgs are insertStagingSQL's arguments; key binds its key in the
 // dialect.
 func StagingArgs(s meta.Staging, key func(string) any) []any {
 	return []any{s.BlobKey, s.OwnerID, s.UploadID, s.Declared, s.Bucket, key(s.Key), s.Bytes, s.Credit, ToNanos(s.ExpiresAt)}
 }
 
-// StagingLeaseSQL reads the lease of the object or part staging ph(1):
+// stagingLeaseSQL reads the lease of the object or part staging ph(1):
 // owner_id, upload_id, bytes, credit, expires_at (ScanStagingLease).
-func StagingLeaseSQL(ph PH) string {
+func stagingLeaseSQL(ph PH) string {
 	return "SELECT owner_id, upload_id, bytes, credit, expires_at FROM staging WHERE blob_key = " + ph(1) + " AND NOT declared"
 }
 
@@ -87,21 +89,12 @@ type StagingLease struct {
 	ExpiresAtNanos int64
 }
 
-// ScanStagingLease reads a row of StagingLeaseSQL.
+// ScanStagingLease reads a row of stagingLeaseSQL.
 func ScanStagingLease(r Row) (StagingLease, error) {
 	var l StagingLease
 	err := r.Scan(&l.Owner, &l.Upload, &l.Bytes, &l.Credit, &l.ExpiresAtNanos)
 	return l, err
 }
-
-// GrowStagingSQL sets the reservation of staging ph(2) to ph(1) bytes.
-func GrowStagingSQL(ph PH) string {
-	return "UPDATE staging SET bytes = " + ph(1) + " WHERE blob_key = " + ph(2)
-}
-
-// DeleteDeclaredSQL deletes the declared-size staging keyed ph(1)
-// (meta.DeclaredStagingKey).
-func DeleteDeclaredSQL(ph PH) string { return "DELETE FROM staging WHERE blob_key = " + ph(1) }
 
 // Reserved is a row of ReservedQuery: what an owner's live stagings
 // reserve.
@@ -132,9 +125,58 @@ func ScanReleased(r Row) (Released, error) {
 	return rel, err
 }
 
-// ScanPair reads a row of two integers (GroupQuery, CreditQuery).
+// ScanPair reads a row of two integers (GroupQuery, creditQuery).
 func ScanPair(r Row) ([2]int64, error) {
 	var p [2]int64
 	err := r.Scan(&p[0], &p[1])
 	return p, err
+}
+
+// DeleteExpiredStaging implements meta.Store.
+func (o Ops) DeleteExpiredStaging(ctx context.Context, before time.Time) (int, error) {
+	n, err := o.run.Exec(ctx, "delete expired staging", o.sql.deleteExpiredStaging, []any{ToNanos(before)}, nil)
+	return int(n), err
+}
+
+// RenewStaging implements meta.Store in one statement.
+func (o Ops) RenewStaging(ctx context.Context, keys []string, expires time.Time) ([]string, error) {
+	if len(keys) == 0 {
+		return nil, o.run.Ready()
+	}
+	list, err := o.d.List(keys)
+	if err != nil {
+		return nil, errcode.Wrap(errcode.Internal, err, "encode blob keys")
+	}
+	renewed := map[string]bool{}
+	_, err = o.run.Exec(ctx, "renew staging", o.sql.renewStaging, []any{list, ToNanos(expires), ToNanos(time.Now())}, func(r Row) error {
+		k, err := ScanString(r)
+		renewed[k] = true
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return meta.Missing(keys, renewed), nil
+}
+
+// Unstage implements meta.Store in one statement.
+func (o Ops) Unstage(ctx context.Context, keys []string) error {
+	if len(keys) == 0 {
+		return o.run.Ready()
+	}
+	list, err := o.d.List(keys)
+	if err != nil {
+		return errcode.Wrap(errcode.Internal, err, "encode blob keys")
+	}
+	return o.exec(ctx, "unstage", o.sql.unstage, list)
+}
+
+// Stage implements meta.Store: the staging is checked (meta.CheckStaging),
+// then recorded by the driver.
+func (o Ops) Stage(ctx context.Context, s meta.Staging, minBytes int64) (meta.Staging, bool, error) {
+	s, err := meta.CheckStaging(s, minBytes)
+	if err != nil {
+		return meta.Staging{}, false, err
+	}
+	return o.drv.Stage(ctx, s, minBytes)
 }

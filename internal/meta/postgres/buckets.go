@@ -7,65 +7,6 @@ import (
 	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
 
-var (
-	insertBucketSQL = metasql.InsertBucketSQL(ph)
-	getBucketSQL    = metasql.GetBucketSQL(ph)
-	listBucketsSQL  = metasql.ListBucketsSQL(ph)
-)
-
-// insertBucket queues the insertion of b. A missing owner fails the
-// statement with a foreign key violation, which is NotFound; a taken name
-// with a unique violation, which is AlreadyExists.
-func insertBucket(t *txn, b meta.Bucket) {
-	t.exec(insertBucketSQL, metasql.BucketArgs(b, t.now)...)
-}
-
-// CreateBucket implements meta.Store. A zero CreatedAt is set to now and an
-// empty Visibility to private.
-func (s *Store) CreateBucket(ctx context.Context, b meta.Bucket) error {
-	b, err := meta.CheckBucket(b)
-	if err != nil {
-		return err
-	}
-	return s.write(ctx, "create bucket "+b.Name, func(t *txn) error {
-		insertBucket(t, b)
-		return nil
-	})
-}
-
-// GetBucket implements meta.Store.
-func (s *Store) GetBucket(ctx context.Context, name string) (meta.Bucket, error) {
-	return get(ctx, s, "get bucket", metasql.ScanBucket, meta.ErrNoBucket(name), getBucketSQL, name)
-}
-
-// ListBuckets implements meta.Store.
-func (s *Store) ListBuckets(ctx context.Context, ownerID string) ([]meta.Bucket, error) {
-	return list(ctx, s, "list buckets", metasql.ScanBucket, listBucketsSQL, ownerID)
-}
-
-// SetBucketVisibility implements meta.Store. NotFound if the bucket is
-// missing; InvalidArgument for an unknown visibility.
-func (s *Store) SetBucketVisibility(ctx context.Context, name string, v meta.Visibility) error {
-	if err := meta.CheckVisibility(v); err != nil {
-		return err
-	}
-	return s.write(ctx, "set bucket visibility", func(t *txn) error {
-		t.execN(mustAffect(meta.ErrNoBucket(name)), "UPDATE buckets SET visibility = $1 WHERE name = $2", string(v), name)
-		return nil
-	})
-}
-
-// SetBucketEncryption implements meta.Store.
-func (s *Store) SetBucketEncryption(ctx context.Context, name, enc, kmsKey string) error {
-	if err := meta.ValidBucketEncryption(enc, kmsKey); err != nil {
-		return err
-	}
-	return s.write(ctx, "set bucket encryption", func(t *txn) error {
-		t.execN(mustAffect(meta.ErrNoBucket(name)), "UPDATE buckets SET sse_default = $1, sse_kms_key = $2 WHERE name = $3", enc, kmsKey, name)
-		return nil
-	})
-}
-
 // DeleteBucket implements meta.Store. Its uploads in progress are aborted
 // as AbortUpload does, their BlobKey enqueued too.
 func (s *Store) DeleteBucket(ctx context.Context, name string) error {

@@ -243,7 +243,7 @@ func (s *Store) ExpectChange(cs ...meta.Change) (wait func(ctx context.Context, 
 		defer cancel()
 		ctx, stop := context.WithTimeout(ctx, max)
 		defer stop()
-		n, err := get(ctx, s, "count listeners", metasql.ScanInt64, nil,
+		n, err := metasql.Get(ctx, driver{s}, "count listeners", metasql.ScanInt64, nil,
 			"SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database()", ListenerApplicationName)
 		if err != nil || n == 0 {
 			return

@@ -12,49 +12,85 @@ import (
 // ph is PostgreSQL's placeholder, $n.
 var ph = metasql.Dollar
 
+// sq are the statements shared with the other backend, in this dialect.
+var sq = metasql.NewStatements(dialect)
+
 // key is how object and upload keys are bound: as bytea. A Go string
 // converted to []byte is never nil, so "" is an empty key, not NULL.
 func key(k string) any { return []byte(k) }
+
+// dialect is PostgreSQL's SQL: lists are arrays.
+var dialect = metasql.Dialect{
+	PH:   ph,
+	Key:  key,
+	In:   func(col string, n int) string { return col + " = ANY(" + ph(n) + ")" },
+	List: func(v any) (any, error) { return v, nil },
+}
 
 // rowTo adapts a metasql scanner to pgx.CollectRows.
 func rowTo[T any](scan func(metasql.Row) (T, error)) pgx.RowToFunc[T] {
 	return func(r pgx.CollectableRow) (T, error) { return scan(r) }
 }
 
-// list runs a query outside any transaction and returns every row, as
-// scan reads it.
-func list[T any](ctx context.Context, s *Store, what string, scan func(metasql.Row) (T, error), sql string, args ...any) ([]T, error) {
-	var out []T
-	err := s.read(ctx, what, func(c *pgx.Conn) error {
-		rows, err := c.Query(ctx, sql, args...)
+// driver is the backend as metasql.Ops sees it (a metasql.Backend): its
+// Runner, and its Driver, whose methods are in the files of their roles.
+type driver struct{ *Store }
+
+var _ metasql.Backend = driver{}
+
+func (r driver) Query(ctx context.Context, what, query string, args []any, begin func(), row func(metasql.Row) error) error {
+	return r.read(ctx, what, func(c *pgx.Conn) error {
+		begin()
+		rows, err := c.Query(ctx, query, args...)
 		if err != nil {
 			return err
 		}
-		out, err = pgx.CollectRows(rows, rowTo(scan))
+		_, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (struct{}, error) { return struct{}{}, row(r) })
 		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
-// get runs a one-row query outside any transaction and returns its row,
-// as scan reads it, or notFound if there is none (nil: pgx.ErrNoRows).
-func get[T any](ctx context.Context, s *Store, what string, scan func(metasql.Row) (T, error), notFound error, sql string, args ...any) (T, error) {
-	var v T
-	err := s.read(ctx, what, func(c *pgx.Conn) (err error) {
-		v, err = scan(c.QueryRow(ctx, sql, args...))
-		if notFound != nil && errors.Is(err, pgx.ErrNoRows) {
-			return notFound
-		}
-		return err
-	})
-	if err != nil {
-		var zero T
-		return zero, err
+func (r driver) Ready() error { return r.ready() }
+
+func (r driver) Write(ctx context.Context, what string, fn func(w metasql.Writer) error) error {
+	return r.write(ctx, what, func(t *txn) error { return fn(writer{t}) })
+}
+
+// writer is a metasql.Writer on a pipelined transaction: Exec and Query
+// flush, Queue waits for the next flush.
+type writer struct{ t *txn }
+
+func (w writer) Exec(query string, args ...any) (int64, error) {
+	var n int64
+	w.t.execN(affected(&n), query, args...)
+	return n, w.t.flush()
+}
+
+func (w writer) Query(query string, args []any, row func(metasql.Row) error) error {
+	queueEach(w.t, func(r metasql.Row) (struct{}, error) { return struct{}{}, row(r) }, func(struct{}) {}, query, args...)
+	return w.t.flush()
+}
+
+func (w writer) Queue(done func(n int64), query string, args ...any) error {
+	if done == nil {
+		w.t.exec(query, args...)
+		return nil
 	}
-	return v, nil
+	w.t.execN(func(n int64) error { done(n); return nil }, query, args...)
+	return nil
+}
+
+func (r driver) Exec(ctx context.Context, what, query string, args []any, row func(metasql.Row) error) (int64, error) {
+	var n int64
+	err := r.write(ctx, what, func(t *txn) error {
+		if row == nil {
+			t.execN(affected(&n), query, args...)
+			return nil
+		}
+		queueEach(t, func(r metasql.Row) (struct{}, error) { return struct{}{}, row(r) }, func(struct{}) { n++ }, query, args...)
+		return nil
+	})
+	return n, err
 }
 
 // queueRows queues query in t; once flushed, dst holds every row, as scan

@@ -4,22 +4,14 @@ import (
 	"context"
 	"slices"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/coffer-storage/coffer/internal/meta"
 	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
 
-// scanQueries are the range scans of RangeScanSQL, by inclusive and
-// bounded. Keys are bytea, so the bounds compare as raw bytes and the
-// primary key serves the range.
-var scanQueries = [2][2]string{
-	{metasql.RangeScanSQL(false, false, ph), metasql.RangeScanSQL(false, true, ph)},
-	{metasql.RangeScanSQL(true, false, ph), metasql.RangeScanSQL(true, true, ph)},
-}
-
-var partsOfQuery = metasql.PartsOfSQL("parts_id = ANY($1)")
+// Keys are bytea, so the range scans (metasql.Statements.RangeScans)
+// compare bounds as raw bytes, and the primary key serves the range.
 
 // ListObjects implements meta.Store with meta.List over an indexed range
 // scan, in one REPEATABLE READ transaction: the page is one snapshot. The
@@ -45,7 +37,7 @@ func (s *Store) ListObjects(ctx context.Context, bucket string, opts meta.ListOp
 		}
 		scan := func(ctx context.Context, from string, inclusive bool, end string, limit int) ([]meta.Object, error) {
 			var os []metasql.ObjectRow
-			queueRows(t, &os, metasql.ScanObject(bucket), scanQueries[b2i(inclusive)][b2i(end != "")],
+			queueRows(t, &os, metasql.ScanObject(bucket), sq.RangeScans[b2i(inclusive)][b2i(end != "")],
 				metasql.RangeScanArgs(bucket, from, end, limit, key)...)
 			if err := t.flush(); err != nil {
 				return nil, err
@@ -56,7 +48,7 @@ func (s *Store) ListObjects(ctx context.Context, bucket string, opts meta.ListOp
 			if ids := metasql.MultipartIDs(os); len(ids) > 0 {
 				// In the transaction's snapshot.
 				var parts []metasql.PartOf
-				queueRows(t, &parts, metasql.ScanPartOf, partsOfQuery, ids)
+				queueRows(t, &parts, metasql.ScanPartOf, sq.PartsOf, ids)
 				if err := t.flush(); err != nil {
 					return nil, err
 				}
@@ -76,10 +68,7 @@ func (s *Store) ListObjects(ctx context.Context, bucket string, opts meta.ListOp
 		page = p
 		return nil
 	})
-	if err != nil {
-		return meta.ListPage{}, err
-	}
-	return page, nil
+	return metasql.Result(page, err)
 }
 
 func b2i(b bool) int {
@@ -89,54 +78,9 @@ func b2i(b bool) int {
 	return 0
 }
 
-var listGarbageSQL = metasql.ListGarbageSQL(ph)
-
-// ListGarbage implements meta.Store. A limit <= 0 means 1000.
-func (s *Store) ListGarbage(ctx context.Context, before time.Time, limit int) ([]meta.Garbage, error) {
-	return list(ctx, s, "list garbage", metasql.ScanGarbage, listGarbageSQL, metasql.ToNanos(before), meta.PageLimit(limit, 1000, 0))
-}
-
-// ClaimGarbage implements meta.Store in one transaction of two round
-// trips: the queue entries with their re-check (metasql.ClaimGarbageQuery),
-// then the deletion of those whose blob is referenced again. A limit <= 0
-// means 1000.
-func (s *Store) ClaimGarbage(ctx context.Context, before time.Time, limit int) ([]meta.Garbage, error) {
-	limit = meta.PageLimit(limit, 1000, 0)
-	var out []meta.Garbage
-	err := s.write(ctx, "claim garbage", func(t *txn) error {
-		var claims []metasql.Claim
-		queueRows(t, &claims, metasql.ScanClaim, claimGarbageQuery, metasql.ToNanos(before), limit)
-		if err := t.flush(); err != nil {
-			return err
-		}
-		var stale []int64
-		out, stale = metasql.SplitClaims(claims)
-		if len(stale) > 0 {
-			t.exec("DELETE FROM garbage WHERE id = ANY($1)", stale)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
 var (
-	claimGarbageQuery = metasql.ClaimGarbageQuery("$1", "$2")
-	referencedQuery   = `SELECT b.k FROM unnest($1::text[]) AS b(k) WHERE ` + metasql.ReferencedOrQueued("b.k")
+	referencedQuery = `SELECT b.k FROM unnest($1::text[]) AS b(k) WHERE ` + metasql.ReferencedOrQueued("b.k")
 )
-
-// DeleteGarbage implements meta.Store. Unknown ids are ignored.
-func (s *Store) DeleteGarbage(ctx context.Context, ids []int64) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	return s.write(ctx, "delete garbage", func(t *txn) error {
-		t.exec("DELETE FROM garbage WHERE id = ANY($1)", ids)
-		return nil
-	})
-}
 
 // ReferencedBlobs implements meta.Store, in one statement. The map holds
 // only referenced keys; "" is never referenced, nor is a key that no text
@@ -151,7 +95,7 @@ func (s *Store) ReferencedBlobs(ctx context.Context, keys []string) (map[string]
 		}
 		return map[string]bool{}, nil
 	}
-	referenced, err := list(ctx, s, "referenced blobs", metasql.ScanString, referencedQuery, keys)
+	referenced, err := metasql.List(ctx, driver{s}, "referenced blobs", metasql.ScanString, referencedQuery, keys)
 	if err != nil {
 		return nil, err
 	}

@@ -213,7 +213,7 @@ func (t *txn) lookup(f *found, bucket, k string) {
 
 // GetObject implements meta.Store in one statement.
 func (s *Store) GetObject(ctx context.Context, bucket, k string) (meta.Object, error) {
-	rows, err := list(ctx, s, "get object", scanLookup(bucket, k), lookupQuery, bucket, key(k))
+	rows, err := metasql.List(ctx, driver{s}, "get object", scanLookup(bucket, k), lookupQuery, bucket, key(k))
 	if err != nil {
 		return meta.Object{}, err
 	}
@@ -231,7 +231,6 @@ func (s *Store) GetObject(ctx context.Context, bucket, k string) (meta.Object, e
 
 var (
 	upsertObjectSQL = metasql.UpsertObjectSQL("inline_data", ph)
-	deleteObjectSQL = metasql.DeleteObjectSQL(ph)
 )
 
 // writeObject queues writing o at its bucket and key, replacing any row
@@ -289,20 +288,13 @@ func release(t *txn, o metasql.ObjectRow) {
 // with Parts is stored as given (see checkObject); an empty Parts is a
 // single-blob object. n puts take n+1 round trips: the lookup of each put
 // goes with the writes of the one before.
-func (s *Store) PutObjects(ctx context.Context, puts []meta.Put) ([]meta.Object, error) {
-	if len(puts) == 0 {
-		return nil, nil
-	}
-	staged, err := meta.CheckPuts(puts)
-	if err != nil {
-		return nil, err
-	}
+func (s driver) PutObjects(ctx context.Context, puts []meta.Put, staged []string) ([]meta.Object, error) {
 	buckets := make([]string, len(puts))
 	for i, p := range puts {
 		buckets[i] = p.Object.Bucket
 	}
 	olds := make([]meta.Object, len(puts))
-	err = s.write(ctx, "put objects", func(t *txn) error {
+	err := s.write(ctx, "put objects", func(t *txn) error {
 		clear(olds)
 		t.lockOwners(buckets)
 		t.releaseStaged(staged)
@@ -383,7 +375,7 @@ func (s *Store) DeleteObject(ctx context.Context, bucket, k string, cond meta.Co
 		if err := cond.Check(cur.row.Object, true); err != nil {
 			return err
 		}
-		t.exec(deleteObjectSQL, bucket, key(k))
+		t.exec(sq.DeleteObject, bucket, key(k))
 		if err := t.addUsage(cur.owner, -cur.row.Size); err != nil {
 			return err
 		}
@@ -391,23 +383,14 @@ func (s *Store) DeleteObject(ctx context.Context, bucket, k string, cond meta.Co
 		old = cur.row.Object
 		return nil
 	})
-	if err != nil {
-		return meta.Object{}, err
-	}
-	return old, nil
+	return metasql.Result(old, err)
 }
 
 // MoveObject implements meta.Store. The object keeps every field, ModTime
 // included, and its blobs, parts and inline bytes: its row is only renamed.
 // Moving a key onto itself checks that it exists and that dstCond holds,
 // and changes nothing.
-func (s *Store) MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, dstKey string, dstCond meta.Cond) (meta.Object, error) {
-	if same, err := meta.CheckMove(srcBucket, srcKey, dstBucket, dstKey); err != nil || same {
-		if err != nil {
-			return meta.Object{}, err
-		}
-		return meta.MoveOntoItself(ctx, s.GetObject, srcBucket, srcKey, dstCond)
-	}
+func (s driver) MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, dstKey string, dstCond meta.Cond) (meta.Object, error) {
 	var moved meta.Object
 	err := s.write(ctx, "move object", func(t *txn) error {
 		t.lockOwners([]string{srcBucket, dstBucket})
@@ -433,7 +416,7 @@ func (s *Store) MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, ds
 			return err
 		}
 		if dst.exists {
-			t.exec(deleteObjectSQL, dstBucket, key(dstKey))
+			t.exec(sq.DeleteObject, dstBucket, key(dstKey))
 		}
 		t.exec("UPDATE objects SET bucket = $3, key = $4 WHERE bucket = $1 AND key = $2",
 			srcBucket, key(srcKey), dstBucket, key(dstKey))
@@ -451,8 +434,5 @@ func (s *Store) MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, ds
 		moved = o
 		return nil
 	})
-	if err != nil {
-		return meta.Object{}, err
-	}
-	return moved, nil
+	return metasql.Result(moved, err)
 }

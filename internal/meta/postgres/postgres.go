@@ -69,6 +69,17 @@
 // for enqueue's "still referenced?" check, ClaimGarbage and
 // ReferencedBlobs; the SQL of those checks is metasql's, shared with the
 // SQLite backend.
+//
+// # Shared with the SQLite backend
+//
+// The checks and decisions of every operation are package meta's, and the
+// operations whose SQL is the same in both backends are metasql.Ops, which
+// Store embeds: this package holds how PostgreSQL runs a statement (a pool
+// connection, or a pipelined transaction, with pgx.CollectRows as the row
+// collector) and the transactions of its own (the metasql.Driver methods,
+// and GetObject, ListObjects, ListUploads, DeleteObject, CompleteUpload,
+// AbortUpload, DeleteBucket, DeleteUser, DeleteAccessKey, GrowStaging,
+// ReferencedBlobs).
 package postgres
 
 import (
@@ -129,6 +140,10 @@ func (o Options) withDefaults() Options {
 // Store is a meta.Store on a PostgreSQL database. It is safe for concurrent
 // use.
 type Store struct {
+	// Ops are the operations of one statement, each on a pool
+	// connection (writes in a transaction of their own).
+	metasql.Ops
+
 	opts Options
 	pool *pgxpool.Pool
 	// connConfig opens the connection that listens for changes.
@@ -187,6 +202,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		return nil, errcode.Wrap(errcode.InvalidArgument, err, "postgres: invalid pool configuration")
 	}
 	s := &Store{opts: opts, pool: pool, connConfig: cfg.ConnConfig, acks: acks{id: newListenerID()}, queries: qc}
+	s.Ops = metasql.NewOps(driver{s}, dialect)
 	if err := s.migrate(ctx, time.Now); err != nil {
 		pool.Close()
 		return nil, err
@@ -237,7 +253,7 @@ func (s *Store) Stats() Stats {
 
 // Ping checks the database answers (SELECT 1 on a pool connection).
 func (s *Store) Ping(ctx context.Context) error {
-	_, err := get(ctx, s, "ping", metasql.ScanInt64, nil, "SELECT 1")
+	_, err := metasql.Get(ctx, driver{s}, "ping", metasql.ScanInt64, nil, "SELECT 1")
 	return err
 }
 

@@ -31,13 +31,6 @@ var (
 	reservedOfBucketsQuery = metasql.ReservedQuery(reservedOfBuckets, "$2")
 	reservedOfUploadQuery  = metasql.ReservedQuery(reservedOfUpload, "$2")
 	reservedOfOwnerQuery   = metasql.ReservedQuery(reservedOfOwner, "$2")
-	groupQuery             = metasql.GroupQuery("$1", "$2", "$3")
-	creditQuery            = metasql.CreditQuery("$1", "$2", "$3", "$4")
-	declaredLeftUpdate     = metasql.DeclaredLeftUpdate("$1", "$2", "$3")
-	insertStagingSQL       = metasql.InsertStagingSQL(ph)
-	stagingLeaseSQL        = metasql.StagingLeaseSQL(ph)
-	growStagingSQL         = metasql.GrowStagingSQL(ph)
-	deleteDeclaredSQL      = metasql.DeleteDeclaredSQL(ph)
 )
 
 // readReserved queues reading the reservations of the locked owners that
@@ -80,23 +73,19 @@ func (t *txn) checkReleased(keys []string) error {
 
 // deleteDeclared queues deleting the declared-size staging of upload id.
 func (t *txn) deleteDeclared(id string) {
-	t.exec(deleteDeclaredSQL, meta.DeclaredStagingKey(id))
+	t.exec(sq.DeleteDeclared, meta.DeclaredStagingKey(id))
 }
 
 func insertStaging(t *txn, s meta.Staging) {
-	t.exec(insertStagingSQL, metasql.StagingArgs(s, key)...)
+	t.exec(sq.InsertStaging, metasql.StagingArgs(s, key)...)
 }
 
 // Stage implements meta.Store. An owner without a quota takes one
 // statement (nothing to check); otherwise the owner is locked and the
 // reservation checked in a transaction of two round trips.
-func (s *Store) Stage(ctx context.Context, st meta.Staging, minBytes int64) (meta.Staging, bool, error) {
-	st, err := meta.CheckStaging(st, minBytes)
-	if err != nil {
-		return meta.Staging{}, false, err
-	}
+func (s driver) Stage(ctx context.Context, st meta.Staging, minBytes int64) (meta.Staging, bool, error) {
 	inserted := false
-	err = s.write(ctx, "stage", func(t *txn) error {
+	err := s.write(ctx, "stage", func(t *txn) error {
 		t.execN(func(n int64) error { inserted = n == 1; return nil },
 			"INSERT INTO staging ("+metasql.StagingCols+`) SELECT $1, id, $3, false, $4, $5, $6, 0, $7 FROM users
 			WHERE id = $2 AND quota_bytes = 0`,
@@ -113,10 +102,10 @@ func (s *Store) Stage(ctx context.Context, st meta.Staging, minBytes int64) (met
 		t.readReserved(reservedOfOwnerQuery, st.OwnerID)
 		var credit, group [2]int64 // size, taken; declared, parts
 		if st.Bucket != "" {
-			queueGet(t, &credit, metasql.ScanPair, nil, creditQuery, st.Bucket, key(st.Key), st.OwnerID, metasql.ToNanos(t.now))
+			queueGet(t, &credit, metasql.ScanPair, nil, sq.Credit, st.Bucket, key(st.Key), st.OwnerID, metasql.ToNanos(t.now))
 		}
 		if st.UploadID != "" {
-			queueGet(t, &group, metasql.ScanPair, nil, groupQuery, st.UploadID, st.BlobKey, metasql.ToNanos(t.now))
+			queueGet(t, &group, metasql.ScanPair, nil, sq.Group, st.UploadID, st.BlobKey, metasql.ToNanos(t.now))
 		}
 		if err := t.flush(); err != nil {
 			return err
@@ -148,7 +137,7 @@ func (s *Store) GrowStaging(ctx context.Context, k string, minBytes, maxBytes in
 		var l metasql.StagingLease
 		var found bool
 		var group [2]int64 // declared, parts
-		queueRow(t, &l, &found, metasql.ScanStagingLease, stagingLeaseSQL, k)
+		queueRow(t, &l, &found, metasql.ScanStagingLease, sq.StagingLease, k)
 		t.readReserved(metasql.ReservedQuery(`owner_id = (SELECT owner_id FROM staging WHERE blob_key = $1)`, "$2"), k)
 		// The group of the staging's upload, if any ('' selects object
 		// stagings, which have none: ignored below).
@@ -169,7 +158,7 @@ func (s *Store) GrowStaging(ctx context.Context, k string, minBytes, maxBytes in
 			return err
 		}
 		if granted != l.Bytes {
-			t.exec(growStagingSQL, granted, k)
+			t.exec(sq.GrowStaging, granted, k)
 		}
 		return nil
 	})
@@ -177,42 +166,4 @@ func (s *Store) GrowStaging(ctx context.Context, k string, minBytes, maxBytes in
 		return 0, err
 	}
 	return granted, nil
-}
-
-// RenewStaging implements meta.Store in one statement.
-func (s *Store) RenewStaging(ctx context.Context, keys []string, expires time.Time) ([]string, error) {
-	if len(keys) == 0 {
-		return nil, s.ready()
-	}
-	var lost []string
-	err := s.write(ctx, "renew staging", func(t *txn) error {
-		renewed := map[string]bool{}
-		queueEach(t, metasql.ScanString, func(k string) { renewed[k] = true }, `UPDATE staging SET expires_at = $2 WHERE blob_key = ANY($1) AND NOT declared AND expires_at > $3 RETURNING blob_key`,
-			keys, metasql.ToNanos(expires), metasql.ToNanos(t.now))
-		if err := t.flush(); err != nil {
-			return err
-		}
-		lost = meta.Missing(keys, renewed)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return lost, nil
-}
-
-// Unstage implements meta.Store in one statement.
-func (s *Store) Unstage(ctx context.Context, keys []string) error {
-	if len(keys) == 0 {
-		return s.ready()
-	}
-	return s.write(ctx, "unstage", func(t *txn) error {
-		t.exec("DELETE FROM staging WHERE blob_key = ANY($1) AND NOT declared", keys)
-		return nil
-	})
-}
-
-// DeleteExpiredStaging implements meta.Store in one statement.
-func (s *Store) DeleteExpiredStaging(ctx context.Context, before time.Time) (int, error) {
-	return s.deleteExpired(ctx, "staging", before)
 }

@@ -2,36 +2,13 @@ package postgres
 
 import (
 	"context"
-	"time"
 
 	"github.com/coffer-storage/coffer/internal/meta"
 	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
 
-var (
-	insertUploadSQL       = metasql.InsertUploadSQL(ph)
-	getUploadSQL          = metasql.GetUploadSQL(ph)
-	uploadPlaceSQL        = metasql.UploadPlaceSQL(ph)
-	uploadMarkerSQL       = metasql.UploadMarkerSQL(ph)
-	listExpiredUploadsSQL = metasql.ListExpiredUploadsSQL(ph)
-	partsSQL              = metasql.PartsSQL(ph)
-	partSQL               = metasql.PartSQL(ph)
-	upsertPartSQL         = metasql.UpsertPartSQL(ph)
-	listPartsSQL          = metasql.ListPartsSQL(ph)
-	deleteUploadSQL       = metasql.DeleteUploadSQL(ph)
-	copyPartsSQL          = metasql.CopyPartsSQL("number = ANY($3)", ph)
-)
-
 // CreateUpload implements meta.Store. A zero CreatedAt is set to now.
-func (s *Store) CreateUpload(ctx context.Context, u meta.Upload) error {
-	u, err := meta.CheckUpload(u, time.Now())
-	if err != nil {
-		return err
-	}
-	args, err := metasql.UploadArgs(u, key)
-	if err != nil {
-		return err
-	}
+func (s driver) CreateUpload(ctx context.Context, u meta.Upload, args []any) error {
 	return s.write(ctx, "create upload", func(t *txn) error {
 		var owner string
 		if u.Size > 0 {
@@ -52,17 +29,12 @@ func (s *Store) CreateUpload(ctx context.Context, u meta.Upload) error {
 			}
 		}
 		// A missing bucket is a foreign key violation: NotFound.
-		t.exec(insertUploadSQL, args...)
+		t.exec(sq.InsertUpload, args...)
 		if u.Size > 0 {
 			insertStaging(t, meta.DeclaredStaging(u, owner))
 		}
 		return nil
 	})
-}
-
-// GetUpload implements meta.Store.
-func (s *Store) GetUpload(ctx context.Context, id string) (meta.Upload, error) {
-	return get(ctx, s, "get upload", metasql.ScanUpload, meta.ErrNoUpload(id), getUploadSQL, id)
 }
 
 // upload is where an upload goes, as a write reads it.
@@ -74,7 +46,7 @@ type upload struct {
 // getUpload queues reading where upload id goes into u. Queue it after
 // lockUploadOwner.
 func (t *txn) getUpload(u *upload, id string) {
-	queueRow(t, &u.UploadPlace, &u.found, metasql.ScanUploadPlace, uploadPlaceSQL, id)
+	queueRow(t, &u.UploadPlace, &u.found, metasql.ScanUploadPlace, sq.UploadPlace, id)
 }
 
 // check fails if the upload is gone or its owner is not locked.
@@ -87,33 +59,25 @@ func (u *upload) check(t *txn, id string) error {
 
 // readParts queues reading every part of an upload into have.
 func (t *txn) readParts(have *[]meta.Part, id string) {
-	queueRows(t, have, metasql.ScanPart, partsSQL, id)
+	queueRows(t, have, metasql.ScanPart, sq.Parts, id)
 }
 
 // PutPart implements meta.Store. A zero ModTime is set to now.
 // InvalidArgument unless 1 <= Number <= 10000, Size >= 0 and BlobKey is
 // set.
-func (s *Store) PutPart(ctx context.Context, p meta.Part) (meta.Part, error) {
-	p, err := meta.CheckPart(p, time.Now())
-	if err != nil {
-		return meta.Part{}, err
-	}
+func (s driver) PutPart(ctx context.Context, p meta.Part, staged []string) (meta.Part, error) {
 	var old meta.Part
-	var staged []string
-	if p.Staged {
-		staged = []string{p.BlobKey}
-	}
-	err = s.write(ctx, "put part", func(t *txn) error {
+	err := s.write(ctx, "put part", func(t *txn) error {
 		old = meta.Part{}
 		var u upload
 		t.lockUploadOwner(p.UploadID)
 		t.releaseStaged(staged)
-		t.exec(declaredLeftUpdate, p.UploadID, p.Number, p.Size)
+		t.exec(sq.DeclaredLeft, p.UploadID, p.Number, p.Size)
 		t.readReserved(reservedOfUploadQuery, p.UploadID)
 		t.getUpload(&u, p.UploadID)
 		var cur meta.Part
 		var exists bool
-		queueRow(t, &cur, &exists, metasql.ScanPart, partSQL, p.UploadID, p.Number)
+		queueRow(t, &cur, &exists, metasql.ScanPart, sq.Part, p.UploadID, p.Number)
 		if err := t.flush(); err != nil {
 			return err
 		}
@@ -126,33 +90,14 @@ func (s *Store) PutPart(ctx context.Context, p meta.Part) (meta.Part, error) {
 		if err := t.addUsage(u.Owner, p.Size-cur.Size); err != nil {
 			return err
 		}
-		t.exec(upsertPartSQL, metasql.PartArgs(p)...)
+		t.exec(sq.UpsertPart, metasql.PartArgs(p)...)
 		if exists {
 			t.enqueue(cur.BlobKey)
 			old = cur
 		}
 		return nil
 	})
-	if err != nil {
-		return meta.Part{}, err
-	}
-	return old, nil
-}
-
-// ListParts implements meta.Store, in one query (so one snapshot). A limit
-// <= 0 means 1000; a limit above 10000 is 10000.
-func (s *Store) ListParts(ctx context.Context, uploadID string, after, limit int) ([]meta.Part, bool, error) {
-	limit = meta.PageLimit(limit, 1000, meta.MaxPartNumber)
-	rows, err := list(ctx, s, "list parts", metasql.ScanListedPart, listPartsSQL, uploadID, after, limit+1)
-	if err != nil {
-		return nil, false, err
-	}
-	out, found := metasql.ListedParts(rows)
-	if !found {
-		return nil, false, meta.ErrNoUpload(uploadID)
-	}
-	out, more := meta.Page(out, limit)
-	return out, more, nil
+	return metasql.Result(old, err)
 }
 
 // ListUploads implements meta.Store in one REPEATABLE READ transaction of
@@ -172,7 +117,7 @@ func (s *Store) ListUploads(ctx context.Context, bucket string, opts meta.ListUp
 		var exists, markerFound bool
 		queueRow(t, &name, &exists, metasql.ScanString, "SELECT name FROM buckets WHERE name = $1", bucket)
 		if opts.KeyMarker != "" && opts.UploadIDMarker != "" {
-			queueRow(t, &created, &markerFound, metasql.ScanInt64, uploadMarkerSQL, opts.UploadIDMarker, bucket, key(opts.KeyMarker))
+			queueRow(t, &created, &markerFound, metasql.ScanInt64, sq.UploadMarker, opts.UploadIDMarker, bucket, key(opts.KeyMarker))
 		}
 		if err := t.flush(); err != nil {
 			return err
@@ -195,16 +140,10 @@ func (s *Store) ListUploads(ctx context.Context, bucket string, opts meta.ListUp
 	return out, more, nil
 }
 
-// ListExpiredUploads implements meta.Store, oldest expiry first. A limit
-// <= 0 means 1000.
-func (s *Store) ListExpiredUploads(ctx context.Context, before time.Time, limit int) ([]meta.Upload, error) {
-	return list(ctx, s, "list expired uploads", metasql.ScanUpload, listExpiredUploadsSQL, metasql.ToNanos(before), meta.PageLimit(limit, 1000, 0))
-}
-
 // deleteUpload queues deleting the rows of an upload and its parts.
 func deleteUpload(t *txn, id string) {
-	t.exec(deleteUploadSQL[0], id)
-	t.exec(deleteUploadSQL[1], id)
+	t.exec(sq.DeleteUpload[0], id)
+	t.exec(sq.DeleteUpload[1], id)
 }
 
 // AbortUpload implements meta.Store.
@@ -268,7 +207,7 @@ func (s *Store) CompleteUpload(ctx context.Context, id string, obj meta.Object, 
 		// The listed parts, in ascending order, become the object's; their
 		// numbers serve as positions.
 		// (They were read under the owner's lock: all are there.)
-		t.exec(copyPartsSQL, partsID, id, a.Numbers)
+		t.exec(sq.CopyParts, partsID, id, a.Numbers)
 		if err := writeObject(t, a.Object, partsID); err != nil {
 			return err
 		}
@@ -284,18 +223,12 @@ func (s *Store) CompleteUpload(ctx context.Context, id string, obj meta.Object, 
 		out = a.Object
 		return nil
 	})
-	if err != nil {
-		return meta.Object{}, err
-	}
-	return out, nil
+	return metasql.Result(out, err)
 }
 
 // CompleteBackendUpload implements meta.Store in three round trips, as
 // CompleteUpload.
-func (s *Store) CompleteBackendUpload(ctx context.Context, id string, obj meta.Object, cond meta.Cond) (meta.Object, error) {
-	if err := meta.CheckBackendCompletion(obj); err != nil {
-		return meta.Object{}, err
-	}
+func (s driver) CompleteBackendUpload(ctx context.Context, id string, obj meta.Object, cond meta.Cond) (meta.Object, error) {
 	var out meta.Object
 	err := s.write(ctx, "complete upload", func(t *txn) error {
 		var u upload
@@ -338,8 +271,5 @@ func (s *Store) CompleteBackendUpload(ctx context.Context, id string, obj meta.O
 		out = o
 		return nil
 	})
-	if err != nil {
-		return meta.Object{}, err
-	}
-	return out, nil
+	return metasql.Result(out, err)
 }

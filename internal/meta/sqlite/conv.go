@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 
 	"github.com/coffer-storage/coffer/internal/meta/metasql"
@@ -19,25 +20,113 @@ type querier interface {
 // ph is SQLite's placeholder, ?n.
 var ph = metasql.Question
 
+// sq are the statements shared with the other backend, in this dialect.
+var sq = metasql.NewStatements(dialect)
+
 // key binds an object or upload key: as TEXT, in the BINARY collation.
 func key(k string) any { return k }
 
+// dialect is SQLite's SQL: lists are JSON arrays read with json_each.
+var dialect = metasql.Dialect{
+	PH:  ph,
+	Key: key,
+	In:  func(col string, n int) string { return col + " IN (SELECT value FROM json_each(" + ph(n) + "))" },
+	// Inline bytes live in inline_data.
+	InlineTable: true,
+	List: func(v any) (any, error) {
+		b, err := json.Marshal(v)
+		return string(b), err
+	},
+}
+
+// eachRow runs query on q and calls row with every row, in order: the
+// driver's one row loop.
+func eachRow(ctx context.Context, q querier, query string, args []any, row func(metasql.Row) error) error {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := row(rows); err != nil {
+			return err
+		}
+	}
+	return errors.Join(rows.Err(), rows.Close())
+}
+
 // queryRows runs query on q and returns every row, as scan reads it.
 func queryRows[T any](ctx context.Context, q querier, scan func(metasql.Row) (T, error), query string, args ...any) ([]T, error) {
-	rows, err := q.QueryContext(ctx, query, args...)
+	var out []T
+	err := eachRow(ctx, q, query, args, func(r metasql.Row) error {
+		v, err := scan(r)
+		out = append(out, v)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []T
-	for rows.Next() {
-		v, err := scan(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
+	return out, nil
+}
+
+// driver is the backend as metasql.Ops sees it (a metasql.Backend): its
+// Runner, and its Driver, whose methods are in the files of their roles.
+type driver struct{ *Store }
+
+var _ metasql.Backend = driver{}
+
+func (r driver) Query(ctx context.Context, what, query string, args []any, begin func(), row func(metasql.Row) error) error {
+	if err := r.ready(); err != nil {
+		return err
 	}
-	return out, errors.Join(rows.Err(), rows.Close())
+	begin()
+	return classify(eachRow(ctx, r.read(), query, args, row), "%s", what)
+}
+
+func (r driver) Ready() error { return r.ready() }
+
+func (r driver) Write(ctx context.Context, what string, fn func(w metasql.Writer) error) error {
+	return r.write(ctx, func(ctx context.Context, c *conn) error {
+		return classify(fn(writer{ctx, c}), "%s", what)
+	})
+}
+
+// writer is a metasql.Writer on the writer connection: every statement
+// runs at once.
+type writer struct {
+	ctx context.Context
+	c   *conn
+}
+
+func (w writer) Exec(query string, args ...any) (int64, error) {
+	return execN(w.ctx, w.c, query, args...)
+}
+
+func (w writer) Query(query string, args []any, row func(metasql.Row) error) error {
+	return eachRow(w.ctx, w.c, query, args, row)
+}
+
+func (w writer) Queue(done func(n int64), query string, args ...any) error {
+	n, err := execN(w.ctx, w.c, query, args...)
+	if err == nil && done != nil {
+		done(n)
+	}
+	return err
+}
+
+func (r driver) Exec(ctx context.Context, what, query string, args []any, row func(metasql.Row) error) (int64, error) {
+	var n int64
+	err := r.write(ctx, func(ctx context.Context, c *conn) error {
+		var err error
+		if row == nil {
+			n, err = execN(ctx, c, query, args...)
+		} else {
+			n = 0
+			err = eachRow(ctx, c, query, args, func(r metasql.Row) error { n++; return row(r) })
+		}
+		return classify(err, "%s", what)
+	})
+	return n, err
 }
 
 // queryRow runs a one-row query on q and returns its row as scan reads
@@ -52,28 +141,6 @@ func queryRow[T any](ctx context.Context, q querier, scan func(metasql.Row) (T, 
 		return zero, err
 	}
 	return v, nil
-}
-
-// list is queryRows on the reader pool, its error classified as what.
-func list[T any](ctx context.Context, s *Store, what string, scan func(metasql.Row) (T, error), query string, args ...any) ([]T, error) {
-	if err := s.ready(); err != nil {
-		return nil, err
-	}
-	out, err := queryRows(ctx, s.read(), scan, query, args...)
-	if err != nil {
-		return nil, classify(err, "%s", what)
-	}
-	return out, nil
-}
-
-// get is queryRow on the reader pool, its error classified as what.
-func get[T any](ctx context.Context, s *Store, what string, scan func(metasql.Row) (T, error), notFound error, query string, args ...any) (T, error) {
-	if err := s.ready(); err != nil {
-		var zero T
-		return zero, err
-	}
-	v, err := queryRow(ctx, s.read(), scan, notFound, query, args...)
-	return v, classify(err, "%s", what)
 }
 
 // exists reports whether query returns a row.

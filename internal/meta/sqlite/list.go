@@ -3,12 +3,10 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
@@ -40,19 +38,12 @@ func (s *Store) ListObjects(ctx context.Context, bucket string, opts meta.ListOp
 	return meta.List(ctx, rangeScan(q, bucket), opts)
 }
 
-// scanQueries are the range scans of RangeScanSQL, by inclusive and
-// bounded.
-var scanQueries = [2][2]string{
-	{metasql.RangeScanSQL(false, false, ph), metasql.RangeScanSQL(false, true, ph)},
-	{metasql.RangeScanSQL(true, false, ph), metasql.RangeScanSQL(true, true, ph)},
-}
-
 // txReadQueries are the statements readers run inside read transactions.
 // They are prepared at Open, since a transaction never prepares on the
 // pool (see readStmts).
 func txReadQueries() []string {
 	qs := []string{"SELECT 1 FROM buckets WHERE name = ?", readPartsQuery, lookupQuery}
-	for _, byBound := range scanQueries {
+	for _, byBound := range sq.RangeScans {
 		qs = append(qs, byBound[:]...)
 	}
 	return qs
@@ -64,17 +55,17 @@ func txReadQueries() []string {
 // (a PrefixEnd) is not valid UTF-8.
 func rangeScan(q querier, bucket string) meta.ScanFunc {
 	return func(ctx context.Context, from string, inclusive bool, end string, limit int) ([]meta.Object, error) {
-		os, err := queryRows(ctx, q, metasql.ScanObject(bucket), scanQueries[b2i(inclusive)][b2i(end != "")],
+		os, err := queryRows(ctx, q, metasql.ScanObject(bucket), sq.RangeScans[b2i(inclusive)][b2i(end != "")],
 			metasql.RangeScanArgs(bucket, from, end, limit, key)...)
 		if err != nil {
 			return nil, classify(err, "list %q", bucket)
 		}
 		if ids := metasql.MultipartIDs(os); len(ids) > 0 {
-			list, err := json.Marshal(ids)
+			list, err := dialect.List(ids)
 			if err != nil {
 				return nil, errcode.Wrap(errcode.Internal, err, "encode parts ids")
 			}
-			parts, err := queryRows(ctx, q, metasql.ScanPartOf, partsOfQuery, string(list))
+			parts, err := queryRows(ctx, q, metasql.ScanPartOf, sq.PartsOf, list)
 			if err != nil {
 				return nil, classify(err, "read object parts")
 			}
@@ -85,8 +76,6 @@ func rangeScan(q querier, bucket string) meta.ScanFunc {
 		return metasql.Objects(os), nil
 	}
 }
-
-var partsOfQuery = metasql.PartsOfSQL("parts_id IN (SELECT value FROM json_each(?))")
 
 func b2i(b bool) int {
 	if b {
@@ -113,57 +102,6 @@ var referencedQuery = func() string {
 	return "SELECT column1 FROM (VALUES " + values.String() + ") WHERE " +
 		metasql.ReferencedOrQueued("column1")
 }()
-
-// ListGarbage implements meta.Store. A limit <= 0 means 1000.
-func (s *Store) ListGarbage(ctx context.Context, before time.Time, limit int) ([]meta.Garbage, error) {
-	return list(ctx, s, "list garbage", metasql.ScanGarbage, listGarbageSQL, metasql.ToNanos(before), meta.PageLimit(limit, 1000, 0))
-}
-
-var listGarbageSQL = metasql.ListGarbageSQL(ph)
-
-// DeleteGarbage implements meta.Store. Unknown ids are ignored.
-func (s *Store) DeleteGarbage(ctx context.Context, ids []int64) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	return s.write(ctx, func(ctx context.Context, c *conn) error { return deleteGarbage(ctx, c, ids) })
-}
-
-// deleteGarbage deletes the queue entries ids.
-func deleteGarbage(ctx context.Context, c *conn, ids []int64) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	list, err := json.Marshal(ids)
-	if err != nil {
-		return errcode.Wrap(errcode.Internal, err, "encode garbage ids")
-	}
-	_, err = c.ExecContext(ctx, "DELETE FROM garbage WHERE id IN (SELECT value FROM json_each(?))", string(list))
-	return classify(err, "delete garbage")
-}
-
-// ClaimGarbage implements meta.Store in one write: the queue entries are
-// read with their re-check (metasql.ClaimGarbageQuery), and those whose
-// blob is referenced again are deleted. A limit <= 0 means 1000.
-func (s *Store) ClaimGarbage(ctx context.Context, before time.Time, limit int) ([]meta.Garbage, error) {
-	limit = meta.PageLimit(limit, 1000, 0)
-	var out []meta.Garbage
-	err := s.write(ctx, func(ctx context.Context, c *conn) error {
-		claims, err := queryRows(ctx, c, metasql.ScanClaim, claimGarbageQuery, metasql.ToNanos(before), limit)
-		if err != nil {
-			return classify(err, "claim garbage")
-		}
-		var stale []int64
-		out, stale = metasql.SplitClaims(claims)
-		return deleteGarbage(ctx, c, stale)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-var claimGarbageQuery = metasql.ClaimGarbageQuery("?1", "?2")
 
 // ReferencedBlobs implements meta.Store. The map holds only referenced
 // keys; "" is never referenced.

@@ -23,7 +23,6 @@ type row struct {
 
 var (
 	upsertObjectSQL = metasql.UpsertObjectSQL("inline_id", ph)
-	deleteObjectSQL = metasql.DeleteObjectSQL(ph)
 )
 
 // GetObject implements meta.Store. A single-blob object takes one query; a
@@ -278,16 +277,9 @@ func allValidUTF8(ss []string) bool {
 // PutObjects implements meta.Store. A zero ModTime is set to now. An object
 // with Parts is stored as given (see checkObject); an empty Parts is a
 // single-blob object.
-func (s *Store) PutObjects(ctx context.Context, puts []meta.Put) ([]meta.Object, error) {
-	if len(puts) == 0 {
-		return nil, nil
-	}
-	staged, err := meta.CheckPuts(puts)
-	if err != nil {
-		return nil, err
-	}
+func (s driver) PutObjects(ctx context.Context, puts []meta.Put, staged []string) ([]meta.Object, error) {
 	olds := make([]meta.Object, len(puts))
-	err = s.write(ctx, func(ctx context.Context, c *conn) error {
+	err := s.write(ctx, func(ctx context.Context, c *conn) error {
 		now := time.Now()
 		clear(olds)
 		if err := releaseStaged(ctx, c, staged, now); err != nil {
@@ -345,7 +337,7 @@ func (s *Store) DeleteObject(ctx context.Context, bucket, key string, cond meta.
 		if err := cond.Check(cur.Object, exists); err != nil {
 			return err
 		}
-		if _, err := c.ExecContext(ctx, deleteObjectSQL, bucket, key); err != nil {
+		if _, err := c.ExecContext(ctx, sq.DeleteObject, bucket, key); err != nil {
 			return classify(err, "delete object %q", key)
 		}
 		if err := addUsage(ctx, c, owner, -cur.Size, now); err != nil {
@@ -357,23 +349,14 @@ func (s *Store) DeleteObject(ctx context.Context, bucket, key string, cond meta.
 		old = cur.Object
 		return nil
 	})
-	if err != nil {
-		return meta.Object{}, err
-	}
-	return old, nil
+	return metasql.Result(old, err)
 }
 
 // MoveObject implements meta.Store. The object keeps every field, ModTime
 // included, and its blobs (a multipart object keeps its parts, which are
 // not rewritten); only its bucket and key change. Moving a key onto itself
 // checks that it exists and that dstCond holds, and changes nothing.
-func (s *Store) MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, dstKey string, dstCond meta.Cond) (meta.Object, error) {
-	if same, err := meta.CheckMove(srcBucket, srcKey, dstBucket, dstKey); err != nil || same {
-		if err != nil {
-			return meta.Object{}, err
-		}
-		return meta.MoveOntoItself(ctx, s.GetObject, srcBucket, srcKey, dstCond)
-	}
+func (s driver) MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, dstKey string, dstCond meta.Cond) (meta.Object, error) {
 	var moved meta.Object
 	err := s.write(ctx, func(ctx context.Context, c *conn) error {
 		now := time.Now()
@@ -391,7 +374,7 @@ func (s *Store) MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, ds
 		if err := dstCond.Check(dst.Object, exists); err != nil {
 			return err
 		}
-		if _, err := c.ExecContext(ctx, deleteObjectSQL, srcBucket, srcKey); err != nil {
+		if _, err := c.ExecContext(ctx, sq.DeleteObject, srcBucket, srcKey); err != nil {
 			return classify(err, "move object %q", srcKey)
 		}
 		o := src.Object
@@ -413,8 +396,5 @@ func (s *Store) MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, ds
 		moved = o
 		return nil
 	})
-	if err != nil {
-		return meta.Object{}, err
-	}
-	return moved, nil
+	return metasql.Result(moved, err)
 }

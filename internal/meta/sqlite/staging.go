@@ -3,11 +3,9 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"time"
 
-	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
 	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
@@ -16,14 +14,7 @@ import (
 // check, so the reads and decisions below are exact.
 
 var (
-	reservedQuery      = metasql.ReservedQuery("owner_id = ?1", "?2")
-	groupQuery         = metasql.GroupQuery("?1", "?2", "?3")
-	creditQuery        = metasql.CreditQuery("?1", "?2", "?3", "?4")
-	insertStagingSQL   = metasql.InsertStagingSQL(ph)
-	stagingLeaseSQL    = metasql.StagingLeaseSQL(ph)
-	growStagingSQL     = metasql.GrowStagingSQL(ph)
-	deleteDeclaredSQL  = metasql.DeleteDeclaredSQL(ph)
-	declaredLeftUpdate = metasql.DeclaredLeftUpdate("?1", "?2", "?3")
+	reservedQuery = metasql.ReservedQuery("owner_id = ?1", "?2")
 )
 
 // room reads owner's quota, usage and live reservations (without those the
@@ -73,7 +64,7 @@ func addUsage(ctx context.Context, c *conn, owner string, delta int64, now time.
 func reservation(ctx context.Context, c *conn, key, upload string, own, credit int64, now time.Time) (meta.Reservation, error) {
 	res := meta.Reservation{Own: own, Credit: credit, Upload: upload != ""}
 	if res.Upload {
-		if err := c.QueryRowContext(ctx, groupQuery, upload, key, metasql.ToNanos(now)).Scan(&res.Declared, &res.Parts); err != nil {
+		if err := c.QueryRowContext(ctx, sq.Group, upload, key, metasql.ToNanos(now)).Scan(&res.Declared, &res.Parts); err != nil {
 			return res, classify(err, "read the reservations of upload %q", upload)
 		}
 	}
@@ -81,19 +72,15 @@ func reservation(ctx context.Context, c *conn, key, upload string, own, credit i
 }
 
 func insertStaging(ctx context.Context, c *conn, s meta.Staging) error {
-	_, err := c.ExecContext(ctx, insertStagingSQL, metasql.StagingArgs(s, key)...)
+	_, err := c.ExecContext(ctx, sq.InsertStaging, metasql.StagingArgs(s, key)...)
 	return classify(err, "stage %q", s.BlobKey)
 }
 
 // Stage implements meta.Store.
-func (s *Store) Stage(ctx context.Context, st meta.Staging, minBytes int64) (meta.Staging, bool, error) {
-	st, err := meta.CheckStaging(st, minBytes)
-	if err != nil {
-		return meta.Staging{}, false, err
-	}
+func (s driver) Stage(ctx context.Context, st meta.Staging, minBytes int64) (meta.Staging, bool, error) {
 	var out meta.Staging
 	var limited bool
-	err = s.write(ctx, func(ctx context.Context, c *conn) error {
+	err := s.write(ctx, func(ctx context.Context, c *conn) error {
 		now := time.Now()
 		out = st
 		r, err := room(ctx, c, st.OwnerID, now)
@@ -104,7 +91,7 @@ func (s *Store) Stage(ctx context.Context, st meta.Staging, minBytes int64) (met
 		if limited {
 			if st.Bucket != "" {
 				var size, taken int64
-				if err := c.QueryRowContext(ctx, creditQuery, st.Bucket, st.Key, st.OwnerID, metasql.ToNanos(now)).Scan(&size, &taken); err != nil {
+				if err := c.QueryRowContext(ctx, sq.Credit, st.Bucket, st.Key, st.OwnerID, metasql.ToNanos(now)).Scan(&size, &taken); err != nil {
 					return classify(err, "read the object %q replaces", st.BlobKey)
 				}
 				out.Credit = meta.Credit(size, taken)
@@ -130,7 +117,7 @@ func (s *Store) GrowStaging(ctx context.Context, key string, minBytes, maxBytes 
 	var granted int64
 	err := s.write(ctx, func(ctx context.Context, c *conn) error {
 		now := time.Now()
-		l, err := queryRow(ctx, c, metasql.ScanStagingLease, meta.ErrLeaseLost(), stagingLeaseSQL, key)
+		l, err := queryRow(ctx, c, metasql.ScanStagingLease, meta.ErrLeaseLost(), sq.StagingLease, key)
 		if err == nil && l.ExpiresAtNanos <= metasql.ToNanos(now) {
 			err = meta.ErrLeaseLost()
 		}
@@ -148,68 +135,13 @@ func (s *Store) GrowStaging(ctx context.Context, key string, minBytes, maxBytes 
 		if granted, err = r.Grant(res, minBytes, maxBytes); err != nil || granted == l.Bytes {
 			return err
 		}
-		_, err = c.ExecContext(ctx, growStagingSQL, granted, key)
+		_, err = c.ExecContext(ctx, sq.GrowStaging, granted, key)
 		return classify(err, "grow staging %q", key)
 	})
 	if err != nil {
 		return 0, err
 	}
 	return granted, nil
-}
-
-// RenewStaging implements meta.Store.
-func (s *Store) RenewStaging(ctx context.Context, keys []string, expires time.Time) ([]string, error) {
-	if len(keys) == 0 {
-		return nil, s.ready()
-	}
-	list, err := json.Marshal(keys)
-	if err != nil {
-		return nil, errcode.Wrap(errcode.Internal, err, "encode blob keys")
-	}
-	var lost []string
-	err = s.write(ctx, func(ctx context.Context, c *conn) error {
-		renewed, err := queryRows(ctx, c, metasql.ScanString, `UPDATE staging SET expires_at = ?2
-			WHERE blob_key IN (SELECT value FROM json_each(?1)) AND NOT declared AND expires_at > ?3 RETURNING blob_key`,
-			string(list), metasql.ToNanos(expires), metasql.ToNanos(time.Now()))
-		if err != nil {
-			return classify(err, "renew staging")
-		}
-		lost = meta.Missing(keys, setOf(renewed))
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return lost, nil
-}
-
-// setOf returns the set of keys.
-func setOf(keys []string) map[string]bool {
-	set := make(map[string]bool, len(keys))
-	for _, k := range keys {
-		set[k] = true
-	}
-	return set
-}
-
-// Unstage implements meta.Store.
-func (s *Store) Unstage(ctx context.Context, keys []string) error {
-	if len(keys) == 0 {
-		return s.ready()
-	}
-	list, err := json.Marshal(keys)
-	if err != nil {
-		return errcode.Wrap(errcode.Internal, err, "encode blob keys")
-	}
-	return s.write(ctx, func(ctx context.Context, c *conn) error {
-		_, err := c.ExecContext(ctx, "DELETE FROM staging WHERE blob_key IN (SELECT value FROM json_each(?)) AND NOT declared", string(list))
-		return classify(err, "unstage")
-	})
-}
-
-// DeleteExpiredStaging implements meta.Store.
-func (s *Store) DeleteExpiredStaging(ctx context.Context, before time.Time) (int, error) {
-	return s.deleteExpired(ctx, "staging", before)
 }
 
 // releaseStaged deletes the stagings of the blobs a write commits and

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"time"
 
@@ -12,37 +11,15 @@ import (
 	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
 
-var (
-	insertUploadSQL       = metasql.InsertUploadSQL(ph)
-	getUploadSQL          = metasql.GetUploadSQL(ph)
-	uploadPlaceSQL        = metasql.UploadPlaceSQL(ph)
-	uploadMarkerSQL       = metasql.UploadMarkerSQL(ph)
-	listExpiredUploadsSQL = metasql.ListExpiredUploadsSQL(ph)
-	partsSQL              = metasql.PartsSQL(ph)
-	partSQL               = metasql.PartSQL(ph)
-	upsertPartSQL         = metasql.UpsertPartSQL(ph)
-	listPartsSQL          = metasql.ListPartsSQL(ph)
-	deleteUploadSQL       = metasql.DeleteUploadSQL(ph)
-	copyPartsSQL          = metasql.CopyPartsSQL("number IN (SELECT value FROM json_each(?3))", ph)
-)
-
 // CreateUpload implements meta.Store. A zero CreatedAt is set to now.
-func (s *Store) CreateUpload(ctx context.Context, u meta.Upload) error {
-	u, err := meta.CheckUpload(u, time.Now())
-	if err != nil {
-		return err
-	}
-	args, err := metasql.UploadArgs(u, key)
-	if err != nil {
-		return err
-	}
+func (s driver) CreateUpload(ctx context.Context, u meta.Upload, args []any) error {
 	return s.write(ctx, func(ctx context.Context, c *conn) error {
 		now := time.Now()
 		owner, err := queryRow(ctx, c, metasql.ScanString, meta.ErrNoBucket(u.Bucket), "SELECT owner_id FROM buckets WHERE name = ?", u.Bucket)
 		if err != nil {
 			return classify(err, "create upload")
 		}
-		_, err = c.ExecContext(ctx, insertUploadSQL, args...)
+		_, err = c.ExecContext(ctx, sq.InsertUpload, args...)
 		if err != nil || u.Size == 0 {
 			return classify(err, "upload %q", u.ID)
 		}
@@ -58,31 +35,18 @@ func (s *Store) CreateUpload(ctx context.Context, u meta.Upload) error {
 	})
 }
 
-// GetUpload implements meta.Store.
-func (s *Store) GetUpload(ctx context.Context, id string) (meta.Upload, error) {
-	return get(ctx, s, "get upload", metasql.ScanUpload, meta.ErrNoUpload(id), getUploadSQL, id)
-}
-
 // getUpload returns where upload id goes.
 func getUpload(ctx context.Context, c *conn, id string) (metasql.UploadPlace, error) {
-	u, err := queryRow(ctx, c, metasql.ScanUploadPlace, meta.ErrNoUpload(id), uploadPlaceSQL, id)
+	u, err := queryRow(ctx, c, metasql.ScanUploadPlace, meta.ErrNoUpload(id), sq.UploadPlace, id)
 	return u, classify(err, "get upload %q", id)
 }
 
 // PutPart implements meta.Store. A zero ModTime is set to now.
 // InvalidArgument unless 1 <= Number <= 10000, Size >= 0 and BlobKey is
 // set.
-func (s *Store) PutPart(ctx context.Context, p meta.Part) (meta.Part, error) {
-	p, err := meta.CheckPart(p, time.Now())
-	if err != nil {
-		return meta.Part{}, err
-	}
+func (s driver) PutPart(ctx context.Context, p meta.Part, staged []string) (meta.Part, error) {
 	var old meta.Part
-	var staged []string
-	if p.Staged {
-		staged = []string{p.BlobKey}
-	}
-	err = s.write(ctx, func(ctx context.Context, c *conn) error {
+	err := s.write(ctx, func(ctx context.Context, c *conn) error {
 		now := time.Now()
 		old = meta.Part{}
 		u, err := getUpload(ctx, c, p.UploadID)
@@ -92,10 +56,10 @@ func (s *Store) PutPart(ctx context.Context, p meta.Part) (meta.Part, error) {
 		if err := releaseStaged(ctx, c, staged, now); err != nil {
 			return err
 		}
-		if _, err := c.ExecContext(ctx, declaredLeftUpdate, p.UploadID, p.Number, p.Size); err != nil {
+		if _, err := c.ExecContext(ctx, sq.DeclaredLeft, p.UploadID, p.Number, p.Size); err != nil {
 			return classify(err, "update the declared size of upload %q", p.UploadID)
 		}
-		cur, err := metasql.ScanPart(c.QueryRowContext(ctx, partSQL, p.UploadID, p.Number))
+		cur, err := metasql.ScanPart(c.QueryRowContext(ctx, sq.Part, p.UploadID, p.Number))
 		exists := err == nil
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return classify(err, "get part %d", p.Number)
@@ -103,7 +67,7 @@ func (s *Store) PutPart(ctx context.Context, p meta.Part) (meta.Part, error) {
 		if err := addUsage(ctx, c, u.Owner, p.Size-cur.Size, now); err != nil {
 			return err
 		}
-		if _, err := c.ExecContext(ctx, upsertPartSQL, metasql.PartArgs(p)...); err != nil {
+		if _, err := c.ExecContext(ctx, sq.UpsertPart, metasql.PartArgs(p)...); err != nil {
 			return classify(err, "put part %d", p.Number)
 		}
 		if exists {
@@ -114,26 +78,7 @@ func (s *Store) PutPart(ctx context.Context, p meta.Part) (meta.Part, error) {
 		}
 		return nil
 	})
-	if err != nil {
-		return meta.Part{}, err
-	}
-	return old, nil
-}
-
-// ListParts implements meta.Store, in one query (so one snapshot). A limit
-// <= 0 means 1000; a limit above 10000 is 10000.
-func (s *Store) ListParts(ctx context.Context, uploadID string, after, limit int) ([]meta.Part, bool, error) {
-	limit = meta.PageLimit(limit, 1000, meta.MaxPartNumber)
-	rows, err := list(ctx, s, "list parts", metasql.ScanListedPart, listPartsSQL, uploadID, after, limit+1)
-	if err != nil {
-		return nil, false, err
-	}
-	out, found := metasql.ListedParts(rows)
-	if !found {
-		return nil, false, meta.ErrNoUpload(uploadID)
-	}
-	out, more := meta.Page(out, limit)
-	return out, more, nil
+	return metasql.Result(old, err)
 }
 
 // ListUploads implements meta.Store in one read transaction. A limit <= 0
@@ -172,7 +117,7 @@ func listUploads(ctx context.Context, q querier, bucket string, opts meta.ListUp
 	var marker *int64
 	if opts.KeyMarker != "" && opts.UploadIDMarker != "" {
 		var created int64
-		err := q.QueryRowContext(ctx, uploadMarkerSQL, opts.UploadIDMarker, bucket, opts.KeyMarker).Scan(&created)
+		err := q.QueryRowContext(ctx, sq.UploadMarker, opts.UploadIDMarker, bucket, opts.KeyMarker).Scan(&created)
 		switch {
 		case err == nil:
 			marker = &created
@@ -184,17 +129,11 @@ func listUploads(ctx context.Context, q querier, bucket string, opts meta.ListUp
 	return queryRows(ctx, q, metasql.ScanUpload, query, args...)
 }
 
-// ListExpiredUploads implements meta.Store, oldest expiry first. A limit
-// <= 0 means 1000.
-func (s *Store) ListExpiredUploads(ctx context.Context, before time.Time, limit int) ([]meta.Upload, error) {
-	return list(ctx, s, "list expired uploads", metasql.ScanUpload, listExpiredUploadsSQL, metasql.ToNanos(before), meta.PageLimit(limit, 1000, 0))
-}
-
 // dropUpload deletes upload id, its parts and its declared size, and
 // returns the bytes of its parts and their blobs, which the caller must
 // release (addUsage) and enqueue.
 func dropUpload(ctx context.Context, c *conn, id string) (int64, []string, error) {
-	parts, err := queryRows(ctx, c, metasql.ScanPart, partsSQL, id)
+	parts, err := queryRows(ctx, c, metasql.ScanPart, sq.Parts, id)
 	if err != nil {
 		return 0, nil, classify(err, "parts of upload %q", id)
 	}
@@ -205,13 +144,13 @@ func dropUpload(ctx context.Context, c *conn, id string) (int64, []string, error
 // deleteUpload deletes the rows of upload id, its parts and its declared
 // size.
 func deleteUpload(ctx context.Context, c *conn, id string) error {
-	if _, err := c.ExecContext(ctx, deleteUploadSQL[0], id); err != nil {
+	if _, err := c.ExecContext(ctx, sq.DeleteUpload[0], id); err != nil {
 		return classify(err, "delete parts of upload %q", id)
 	}
-	if err := mustAffect(ctx, c, meta.ErrNoUpload(id), "delete upload", deleteUploadSQL[1], id); err != nil {
+	if err := mustAffect(ctx, c, meta.ErrNoUpload(id), "delete upload", sq.DeleteUpload[1], id); err != nil {
 		return err
 	}
-	_, err := c.ExecContext(ctx, deleteDeclaredSQL, meta.DeclaredStagingKey(id))
+	_, err := c.ExecContext(ctx, sq.DeleteDeclared, meta.DeclaredStagingKey(id))
 	return classify(err, "release the declared size of upload %q", id)
 }
 
@@ -245,7 +184,7 @@ func (s *Store) CompleteUpload(ctx context.Context, id string, obj meta.Object, 
 		if err != nil {
 			return err
 		}
-		have, err := queryRows(ctx, c, metasql.ScanPart, partsSQL, id)
+		have, err := queryRows(ctx, c, metasql.ScanPart, sq.Parts, id)
 		if err != nil {
 			return classify(err, "parts of upload %q", id)
 		}
@@ -280,10 +219,7 @@ func (s *Store) CompleteUpload(ctx context.Context, id string, obj meta.Object, 
 		out = a.Object
 		return nil
 	})
-	if err != nil {
-		return meta.Object{}, err
-	}
-	return out, nil
+	return metasql.Result(out, err)
 }
 
 // replaced moves owner's usage by delta less the size of cur, the object
@@ -299,7 +235,7 @@ func replaced(ctx context.Context, c *conn, owner string, delta int64, cur row, 
 // order, to a new parts set of a multipart object (their numbers serve as
 // positions) in one statement, and returns its id.
 func moveParts(ctx context.Context, c *conn, uploadID string, numbers []int) (int64, error) {
-	list, err := json.Marshal(numbers)
+	list, err := dialect.List(numbers)
 	if err != nil {
 		return 0, errcode.Wrap(errcode.Internal, err, "encode part numbers")
 	}
@@ -307,7 +243,7 @@ func moveParts(ctx context.Context, c *conn, uploadID string, numbers []int) (in
 	if err != nil {
 		return 0, err
 	}
-	n, err := execN(ctx, c, copyPartsSQL, id, uploadID, string(list))
+	n, err := execN(ctx, c, sq.CopyParts, id, uploadID, list)
 	if err != nil {
 		return 0, classify(err, "copy parts of upload %q", uploadID)
 	}
@@ -318,10 +254,7 @@ func moveParts(ctx context.Context, c *conn, uploadID string, numbers []int) (in
 }
 
 // CompleteBackendUpload implements meta.Store.
-func (s *Store) CompleteBackendUpload(ctx context.Context, id string, obj meta.Object, cond meta.Cond) (meta.Object, error) {
-	if err := meta.CheckBackendCompletion(obj); err != nil {
-		return meta.Object{}, err
-	}
+func (s driver) CompleteBackendUpload(ctx context.Context, id string, obj meta.Object, cond meta.Cond) (meta.Object, error) {
 	var out meta.Object
 	err := s.write(ctx, func(ctx context.Context, c *conn) error {
 		now := time.Now()
@@ -356,8 +289,5 @@ func (s *Store) CompleteBackendUpload(ctx context.Context, id string, obj meta.O
 		out = o
 		return nil
 	})
-	if err != nil {
-		return meta.Object{}, err
-	}
-	return out, nil
+	return metasql.Result(out, err)
 }
