@@ -161,6 +161,7 @@ type shareSQL struct {
 	get, getByHash, list                          string // scanShare
 	insert, setExpiry, revoke, remove, spentGrant string
 	use, recordDownload, resume, touch            string
+	deleteExpired                                 string // the shares expired before ph(1)
 }
 
 func newShareSQL(ph PH) shareSQL {
@@ -177,6 +178,7 @@ func newShareSQL(ph PH) shareSQL {
 		recordDownload: shareDownloadUpsertSQL(ph),
 		resume:         resumeShareDownloadSQL(ph),
 		touch:          touchShareSQL(ph),
+		deleteExpired:  "DELETE FROM shares WHERE expires_at < " + ph(1),
 	}
 }
 
@@ -224,4 +226,13 @@ func (o Ops) ResumeShareDownload(ctx context.Context, d meta.ShareDownload, maxR
 		return w.Queue(nil, o.sql.shares.touch, ToNanos(now), d.ShareID)
 	})
 	return resumed && err == nil, err
+}
+
+// DeleteExpiredShares removes the shares whose ExpiresAt is before
+// before, revoked and used-up ones included, and returns how many went:
+// one statement; their download records go with them (ON DELETE CASCADE).
+// (The janitor's purge of meta.Shares.)
+func (o Ops) DeleteExpiredShares(ctx context.Context, before time.Time) (int, error) {
+	n, err := o.run.Exec(ctx, "delete expired shares", o.sql.shares.deleteExpired, []any{ToNanos(before)}, nil)
+	return int(n), err
 }
