@@ -120,17 +120,22 @@ func List[T any](ctx context.Context, r Runner, what string, scan func(Row) (T, 
 // Get runs a query of at most one row on r and returns it, as scan reads
 // it, or notFound if there is none.
 func Get[T any](ctx context.Context, r Runner, what string, scan func(Row) (T, error), notFound error, query string, args ...any) (T, error) {
-	out, err := List(ctx, r, what, scan, query, args...)
-	var zero T
+	var v, zero T
+	found := false
+	err := r.Query(ctx, what, query, args, func() { v, found = zero, false }, func(row Row) (err error) {
+		v, err = scan(row)
+		found = err == nil
+		return err
+	})
 	switch {
 	case err != nil:
 		return zero, err
-	case len(out) == 0 && notFound != nil:
+	case !found && notFound != nil:
 		return zero, notFound
-	case len(out) == 0:
+	case !found:
 		return zero, errcode.New(errcode.Internal, "%s: no row", what)
 	}
-	return out[0], nil
+	return v, nil
 }
 
 // Ops are the operations of meta.Store that are one statement (or a check

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/coffer-storage/coffer/internal/meta"
 	"github.com/coffer-storage/coffer/internal/meta/metasql"
@@ -119,51 +120,58 @@ const lookupQuery = `SELECT b.owner_id, o.size, o.etag, o.sha256, o.content_type
 	ORDER BY p.idx`
 
 // lookupRow is a row of lookupQuery: the bucket's owner, the object at
-// the key (nil if none) and one of its parts (nil if none).
+// the key, if has, and one of its parts, if pHas.
 type lookupRow struct {
 	owner string
-	obj   *metasql.ObjectRow
-	part  *meta.ObjectPart
+	obj   metasql.ObjectRow
+	has   bool // an object is at the key
+	part  meta.ObjectPart
+	pHas  bool // the row holds a part
 }
 
 // scanLookup returns the scanner of lookupQuery's rows for bucket/key.
+// Nullable columns scan into pgtype values (no allocation per column).
 func scanLookup(bucket, k string) func(metasql.Row) (lookupRow, error) {
 	return func(r metasql.Row) (lookupRow, error) {
 		var (
 			l                                          lookupRow
-			size, mod, pid, psize                      *int64
-			pcount                                     *int32
-			etag, sha, ctype, md, blob, calg, ctyp, cv *string
-			pblob, petag, pcheck, kek, pkek            *string
+			size, mod, pid, psize                      pgtype.Int8
+			pcount                                     pgtype.Int4
+			etag, sha, ctype, md, blob, calg, ctyp, cv pgtype.Text
+			pblob, petag, pcheck, kek, pkek            pgtype.Text
 			inline, sse, psse                          []byte
 		)
 		if err := r.Scan(&l.owner, &size, &etag, &sha, &ctype, &md, &blob, &mod, &calg, &ctyp, &cv, &pid, &pcount, &inline,
 			&pblob, &psize, &petag, &pcheck, &sse, &kek, &psse, &pkek); err != nil {
 			return lookupRow{}, err
 		}
-		if pblob != nil {
-			l.part = &meta.ObjectPart{BlobKey: *pblob, Size: metasql.Deref(psize), ETag: metasql.Deref(petag), Checksum: metasql.Deref(pcheck),
-				Encryption: psse, EncryptionKEK: metasql.Deref(pkek)}
+		if l.pHas = pblob.Valid; l.pHas {
+			l.part = meta.ObjectPart{BlobKey: pblob.String, Size: psize.Int64, ETag: petag.String, Checksum: pcheck.String,
+				Encryption: psse, EncryptionKEK: pkek.String}
 		}
-		if size == nil {
+		if l.has = size.Valid; !l.has {
 			return l, nil
 		}
-		o := &metasql.ObjectRow{Object: meta.Object{
+		o := &l.obj
+		o.Object = meta.Object{
 			Bucket:        bucket,
 			Key:           k,
-			Size:          *size,
-			ETag:          metasql.Deref(etag),
-			SHA256:        metasql.Deref(sha),
-			ContentType:   metasql.Deref(ctype),
-			BlobKey:       metasql.Deref(blob),
-			Checksum:      meta.Checksum{Algorithm: metasql.Deref(calg), Type: metasql.Deref(ctyp), Value: metasql.Deref(cv)},
-			ModTime:       metasql.FromNanos(metasql.Deref(mod)),
+			Size:          size.Int64,
+			ETag:          etag.String,
+			SHA256:        sha.String,
+			ContentType:   ctype.String,
+			BlobKey:       blob.String,
+			Checksum:      meta.Checksum{Algorithm: calg.String, Type: ctyp.String, Value: cv.String},
+			ModTime:       metasql.FromNanos(mod.Int64),
 			Encryption:    sse,
-			EncryptionKEK: metasql.Deref(kek),
-		}, PartsID: metasql.Deref(pid), PartCount: int(metasql.Deref(pcount))}
-		var err error
-		if o.Metadata, err = metasql.DecodeMetadata(md); err != nil {
-			return lookupRow{}, err
+			EncryptionKEK: kek.String,
+		}
+		o.PartsID, o.PartCount = pid.Int64, int(pcount.Int32)
+		if md.Valid {
+			var err error
+			if o.Metadata, err = metasql.DecodeMetadata(&md.String); err != nil {
+				return lookupRow{}, err
+			}
 		}
 		if o.PartsID == 0 && o.BlobKey == "" {
 			o.Inline = inline
@@ -171,7 +179,6 @@ func scanLookup(bucket, k string) func(metasql.Row) (lookupRow, error) {
 				o.Inline = []byte{}
 			}
 		}
-		l.obj = o
 		return l, nil
 	}
 }
@@ -182,16 +189,16 @@ func foundOf(rows []lookupRow) (found, error) {
 	var f found
 	for i, l := range rows {
 		if i == 0 {
-			f.bucket, f.owner, f.exists = true, l.owner, l.obj != nil
+			f.bucket, f.owner, f.exists = true, l.owner, l.has
 			if f.exists {
-				f.row = *l.obj
+				f.row = l.obj
 				if f.row.PartsID != 0 {
 					f.row.Parts = make([]meta.ObjectPart, 0, f.row.PartCount)
 				}
 			}
 		}
-		if l.part != nil {
-			f.row.Parts = append(f.row.Parts, *l.part)
+		if l.pHas {
+			f.row.Parts = append(f.row.Parts, l.part)
 		}
 	}
 	return f, f.row.CheckParts()
@@ -213,11 +220,19 @@ func (t *txn) lookup(f *found, bucket, k string) {
 
 // GetObject implements meta.Store in one statement.
 func (s *Store) GetObject(ctx context.Context, bucket, k string) (meta.Object, error) {
-	rows, err := metasql.List(ctx, driver{s}, "get object", scanLookup(bucket, k), lookupQuery, bucket, key(k))
-	if err != nil {
-		return meta.Object{}, err
-	}
-	f, err := foundOf(rows)
+	var f found
+	err := s.read(ctx, "get object", func(c *pgx.Conn) error {
+		rows, err := c.Query(ctx, lookupQuery, bucket, key(k))
+		if err != nil {
+			return err
+		}
+		ls, err := pgx.CollectRows(rows, rowTo(scanLookup(bucket, k)))
+		if err != nil {
+			return err
+		}
+		f, err = foundOf(ls)
+		return err
+	})
 	switch {
 	case err != nil:
 		return meta.Object{}, err
