@@ -32,18 +32,18 @@ func accessKeyArgs(k meta.AccessKey) []any {
 }
 
 // GetAccessKey implements meta.Store.
-func (o Ops) GetAccessKey(ctx context.Context, id string) (meta.AccessKey, error) {
+func (o accessKeyOps) GetAccessKey(ctx context.Context, id string) (meta.AccessKey, error) {
 	return Get(ctx, o.run, "get access key", scanAccessKey, meta.ErrNoAccessKey(id), o.sql.keys.get, id)
 }
 
 // ListAccessKeys implements meta.Store: oldest first, ties by ID. A user
 // without keys (or an unknown user) has none.
-func (o Ops) ListAccessKeys(ctx context.Context, userID string) ([]meta.AccessKey, error) {
+func (o accessKeyOps) ListAccessKeys(ctx context.Context, userID string) ([]meta.AccessKey, error) {
 	return List(ctx, o.run, "list access keys", scanAccessKey, o.sql.keys.list, userID)
 }
 
 // TouchAccessKey implements meta.Store.
-func (o Ops) TouchAccessKey(ctx context.Context, id string, t time.Time) error {
+func (o accessKeyOps) TouchAccessKey(ctx context.Context, id string, t time.Time) error {
 	return o.mustChange(ctx, "touch access key", meta.ErrNoAccessKey(id), o.sql.keys.touch, ToNanos(t), id)
 }
 
@@ -65,7 +65,7 @@ func newAccessKeySQL(ph PH) accessKeySQL {
 
 // CreateAccessKey implements meta.Store. A zero CreatedAt is set to now. A
 // missing user fails the statement with a foreign key violation: NotFound.
-func (o Ops) CreateAccessKey(ctx context.Context, k meta.AccessKey) error {
+func (o accessKeyOps) CreateAccessKey(ctx context.Context, k meta.AccessKey) error {
 	k, err := meta.CheckAccessKey(k, time.Now())
 	if err != nil {
 		return err

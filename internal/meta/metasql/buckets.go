@@ -51,23 +51,23 @@ func gatewayBucketArgs(b meta.Bucket, now time.Time) []any {
 const listGatewayBucketsSQL = "SELECT " + bucketCols + " FROM buckets WHERE gateway <> '' ORDER BY name"
 
 // GetBucket implements meta.Store.
-func (o Ops) GetBucket(ctx context.Context, name string) (meta.Bucket, error) {
+func (o bucketOps) GetBucket(ctx context.Context, name string) (meta.Bucket, error) {
 	return Get(ctx, o.run, "get bucket", scanBucket, meta.ErrNoBucket(name), o.sql.buckets.get, name)
 }
 
 // ListBuckets implements meta.Store.
-func (o Ops) ListBuckets(ctx context.Context, ownerID string) ([]meta.Bucket, error) {
+func (o bucketOps) ListBuckets(ctx context.Context, ownerID string) ([]meta.Bucket, error) {
 	return List(ctx, o.run, "list buckets", scanBucket, o.sql.buckets.list, ownerID)
 }
 
 // ListGatewayBuckets implements meta.Store.
-func (o Ops) ListGatewayBuckets(ctx context.Context) ([]meta.Bucket, error) {
+func (o bucketOps) ListGatewayBuckets(ctx context.Context) ([]meta.Bucket, error) {
 	return List(ctx, o.run, "list gateway buckets", scanBucket, listGatewayBucketsSQL)
 }
 
 // SetBucketVisibility implements meta.Store. NotFound if the bucket is
 // missing; InvalidArgument for an unknown visibility.
-func (o Ops) SetBucketVisibility(ctx context.Context, name string, v meta.Visibility) error {
+func (o bucketOps) SetBucketVisibility(ctx context.Context, name string, v meta.Visibility) error {
 	if err := meta.CheckVisibility(v); err != nil {
 		return err
 	}
@@ -75,7 +75,7 @@ func (o Ops) SetBucketVisibility(ctx context.Context, name string, v meta.Visibi
 }
 
 // SetBucketEncryption implements meta.Store.
-func (o Ops) SetBucketEncryption(ctx context.Context, name, enc, kmsKey string) error {
+func (o bucketOps) SetBucketEncryption(ctx context.Context, name, enc, kmsKey string) error {
 	if err := meta.ValidBucketEncryption(enc, kmsKey); err != nil {
 		return err
 	}
@@ -105,7 +105,7 @@ func newBucketSQL(ph PH) bucketSQL {
 // an empty Visibility to private. A missing owner fails the statement with
 // a foreign key violation (NotFound), a taken name with a unique one
 // (AlreadyExists).
-func (o Ops) CreateBucket(ctx context.Context, b meta.Bucket) error {
+func (o bucketOps) CreateBucket(ctx context.Context, b meta.Bucket) error {
 	b, err := meta.CheckBucket(b)
 	if err != nil {
 		return err
@@ -115,7 +115,7 @@ func (o Ops) CreateBucket(ctx context.Context, b meta.Bucket) error {
 
 // PutGatewayBucket implements meta.Store. A missing owner fails the
 // statement with a foreign key violation: NotFound.
-func (o Ops) PutGatewayBucket(ctx context.Context, b meta.Bucket) error {
+func (o bucketOps) PutGatewayBucket(ctx context.Context, b meta.Bucket) error {
 	b, err := meta.CheckGatewayBucket(b)
 	if err != nil {
 		return err

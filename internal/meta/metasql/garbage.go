@@ -89,12 +89,12 @@ func splitClaims(cs []claim) (free []meta.Garbage, stale []int64) {
 }
 
 // ListGarbage implements meta.Store. A limit <= 0 means 1000.
-func (o Ops) ListGarbage(ctx context.Context, before time.Time, limit int) ([]meta.Garbage, error) {
+func (o reclamationOps) ListGarbage(ctx context.Context, before time.Time, limit int) ([]meta.Garbage, error) {
 	return List(ctx, o.run, "list garbage", scanGarbage, o.sql.listGarbage, ToNanos(before), meta.PageLimit(limit, 1000, 0))
 }
 
 // DeleteGarbage implements meta.Store. Unknown ids are ignored.
-func (o Ops) DeleteGarbage(ctx context.Context, ids []int64) error {
+func (o reclamationOps) DeleteGarbage(ctx context.Context, ids []int64) error {
 	if len(ids) == 0 {
 		return nil
 	}
@@ -108,7 +108,7 @@ func (o Ops) DeleteGarbage(ctx context.Context, ids []int64) error {
 // ClaimGarbage implements meta.Store in one transaction: the queue
 // entries with their re-check (claimGarbageQuery), then the deletion of
 // those whose blob a row points at again. A limit <= 0 means 1000.
-func (o Ops) ClaimGarbage(ctx context.Context, before time.Time, limit int) ([]meta.Garbage, error) {
+func (o reclamationOps) ClaimGarbage(ctx context.Context, before time.Time, limit int) ([]meta.Garbage, error) {
 	var out []meta.Garbage
 	err := o.run.Write(ctx, "claim garbage", func(w Writer) error {
 		var claims []claim

@@ -52,17 +52,17 @@ func redeemInviteArgs(hash, email string, now time.Time) []any {
 }
 
 // GetInviteByHash implements meta.Store.
-func (o Ops) GetInviteByHash(ctx context.Context, hash string) (meta.Invite, error) {
+func (o inviteOps) GetInviteByHash(ctx context.Context, hash string) (meta.Invite, error) {
 	return Get(ctx, o.run, "get invite", scanInvite, meta.ErrNoInvite(), o.sql.invites.getByHash, hash)
 }
 
 // ListInvites implements meta.Store.
-func (o Ops) ListInvites(ctx context.Context) ([]meta.Invite, error) {
+func (o inviteOps) ListInvites(ctx context.Context) ([]meta.Invite, error) {
 	return List(ctx, o.run, "list invites", scanInvite, listInvitesSQL)
 }
 
 // CreateInvite implements meta.Store.
-func (o Ops) CreateInvite(ctx context.Context, inv meta.Invite) error {
+func (o inviteOps) CreateInvite(ctx context.Context, inv meta.Invite) error {
 	inv, err := meta.CheckInvite(inv, time.Now())
 	if err != nil {
 		return err
@@ -71,7 +71,7 @@ func (o Ops) CreateInvite(ctx context.Context, inv meta.Invite) error {
 }
 
 // RevokeInvite implements meta.Store.
-func (o Ops) RevokeInvite(ctx context.Context, id string) error {
+func (o inviteOps) RevokeInvite(ctx context.Context, id string) error {
 	return o.mustChange(ctx, "revoke invite", meta.ErrNoInvite(), o.sql.invites.revoke, id)
 }
 
@@ -95,7 +95,7 @@ func newInviteSQL(ph PH) inviteSQL {
 // redemption of the same invite waits for this one (SQLite's single
 // writer; PostgreSQL's row lock, after which it re-evaluates the
 // condition).
-func (o Ops) CreateInvitedUser(ctx context.Context, u meta.User, b meta.Bucket, inviteHash string, now time.Time) error {
+func (o inviteOps) CreateInvitedUser(ctx context.Context, u meta.User, b meta.Bucket, inviteHash string, now time.Time) error {
 	now = meta.OrNow(now, time.Now())
 	return o.createUser(ctx, u, b, func(w Writer) error {
 		n, err := w.Exec(o.sql.invites.redeem, redeemInviteArgs(inviteHash, u.Email, now)...)

@@ -38,19 +38,19 @@ func disallowKMSKeySQL(ph PH) string {
 }
 
 // KMSKeyAllowed implements meta.Store.
-func (o Ops) KMSKeyAllowed(ctx context.Context, key, userID string) (bool, error) {
+func (o keyGrantOps) KMSKeyAllowed(ctx context.Context, key, userID string) (bool, error) {
 	ones, err := List(ctx, o.run, "KMS key grant", ScanInt64, o.sql.grants.allowed, key, userID)
 	return len(ones) > 0, err
 }
 
 // ListKMSKeyGrants implements meta.Store.
-func (o Ops) ListKMSKeyGrants(ctx context.Context) ([]meta.KMSKeyGrant, error) {
+func (o keyGrantOps) ListKMSKeyGrants(ctx context.Context) ([]meta.KMSKeyGrant, error) {
 	return List(ctx, o.run, "list KMS key grants", scanKMSKeyGrant, kmsKeyGrantsSQL)
 }
 
 // AllowKMSKey implements meta.Store. A missing user fails the statement
 // with a foreign key violation: NotFound.
-func (o Ops) AllowKMSKey(ctx context.Context, g meta.KMSKeyGrant) error {
+func (o keyGrantOps) AllowKMSKey(ctx context.Context, g meta.KMSKeyGrant) error {
 	g, err := meta.CheckKMSKeyGrant(g, time.Now())
 	if err != nil {
 		return err
@@ -68,7 +68,7 @@ func noUser(err error, id string) error {
 }
 
 // DisallowKMSKey implements meta.Store.
-func (o Ops) DisallowKMSKey(ctx context.Context, key, userID string) error {
+func (o keyGrantOps) DisallowKMSKey(ctx context.Context, key, userID string) error {
 	return o.mustChange(ctx, "disallow KMS key", meta.ErrNoKMSKeyGrant(key, userID), o.sql.grants.disallow, key, userID)
 }
 

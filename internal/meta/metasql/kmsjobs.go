@@ -219,17 +219,17 @@ func listEnvelopesArgs(after *meta.EnvelopeRef, kekNot string, limit int, key fu
 }
 
 // GetKMSJob implements meta.Store.
-func (o Ops) GetKMSJob(ctx context.Context, name string) (meta.KMSJob, error) {
+func (o jobOps) GetKMSJob(ctx context.Context, name string) (meta.KMSJob, error) {
 	return Get(ctx, o.run, "get job", scanKMSJob, meta.ErrNoKMSJob(name), o.sql.jobs.get, name)
 }
 
 // ListKMSJobs implements meta.Store.
-func (o Ops) ListKMSJobs(ctx context.Context) ([]meta.KMSJob, error) {
+func (o jobOps) ListKMSJobs(ctx context.Context) ([]meta.KMSJob, error) {
 	return List(ctx, o.run, "list jobs", scanKMSJob, listKMSJobsSQL)
 }
 
 // ListEnvelopes implements meta.Store.
-func (o Ops) ListEnvelopes(ctx context.Context, table meta.EnvelopeTable, after *meta.EnvelopeRef, kekNot string, limit int) ([]meta.EnvelopeRow, error) {
+func (o jobOps) ListEnvelopes(ctx context.Context, table meta.EnvelopeTable, after *meta.EnvelopeRef, kekNot string, limit int) ([]meta.EnvelopeRow, error) {
 	if err := meta.CheckEnvelopeTable(table); err != nil {
 		return nil, err
 	}
@@ -238,7 +238,7 @@ func (o Ops) ListEnvelopes(ctx context.Context, table meta.EnvelopeTable, after 
 }
 
 // KEKUsage implements meta.Store.
-func (o Ops) KEKUsage(ctx context.Context) (map[string]int64, error) {
+func (o jobOps) KEKUsage(ctx context.Context) (map[string]int64, error) {
 	counts, err := List(ctx, o.run, "count keys", scanKEKCount, kekUsageSQL)
 	if err != nil {
 		return nil, err
@@ -247,17 +247,17 @@ func (o Ops) KEKUsage(ctx context.Context) (map[string]int64, error) {
 }
 
 // ListPlaintextObjects implements meta.Store.
-func (o Ops) ListPlaintextObjects(ctx context.Context, bucket string, after *meta.EnvelopeRef, limit int) ([]meta.EnvelopeRef, error) {
+func (o jobOps) ListPlaintextObjects(ctx context.Context, bucket string, after *meta.EnvelopeRef, limit int) ([]meta.EnvelopeRef, error) {
 	return List(ctx, o.run, "list plaintext objects", scanPlaintextRef, listPlaintextObjectsSQL(bucket != "", after != nil, o.sql.ph),
 		listPlaintextObjectsArgs(bucket, after, meta.PageLimit(limit, 1000, 1000), o.key)...)
 }
 
 // StartKMSJob implements meta.Store.
-func (o Ops) StartKMSJob(ctx context.Context, j meta.KMSJob) (meta.KMSJob, error) {
+func (o jobOps) StartKMSJob(ctx context.Context, j meta.KMSJob) (meta.KMSJob, error) {
 	if err := meta.ValidKMSJob(j); err != nil {
 		return meta.KMSJob{}, err
 	}
-	out, _, err := writeGet(ctx, o, "start job", scanKMSJob, o.sql.jobs.start, j.Name, j.Kind, j.Bucket, millis(time.Now()))
+	out, _, err := writeGet(ctx, o.core, "start job", scanKMSJob, o.sql.jobs.start, j.Name, j.Kind, j.Bucket, millis(time.Now()))
 	return out, err
 }
 
@@ -265,12 +265,12 @@ func (o Ops) StartKMSJob(ctx context.Context, j meta.KMSJob) (meta.KMSJob, error
 // single writer runs one at a time; in PostgreSQL the second waits for the
 // first's row lock and then re-checks the lease on the row as updated
 // (READ COMMITTED): it finds it taken.
-func (o Ops) AcquireKMSJob(ctx context.Context, owner string, until, now time.Time) (meta.KMSJob, bool, error) {
-	return writeGet(ctx, o, "acquire job", scanKMSJob, o.sql.jobs.acquire, owner, millis(until), millis(now))
+func (o jobOps) AcquireKMSJob(ctx context.Context, owner string, until, now time.Time) (meta.KMSJob, bool, error) {
+	return writeGet(ctx, o.core, "acquire job", scanKMSJob, o.sql.jobs.acquire, owner, millis(until), millis(now))
 }
 
 // SaveKMSJob implements meta.Store.
-func (o Ops) SaveKMSJob(ctx context.Context, j meta.KMSJob, owner string, until, now time.Time) error {
+func (o jobOps) SaveKMSJob(ctx context.Context, j meta.KMSJob, owner string, until, now time.Time) error {
 	if err := meta.CheckKMSJobSave(j); err != nil {
 		return err
 	}
@@ -278,7 +278,7 @@ func (o Ops) SaveKMSJob(ctx context.Context, j meta.KMSJob, owner string, until,
 }
 
 // SwapEnvelope implements meta.Store.
-func (o Ops) SwapEnvelope(ctx context.Context, ref meta.EnvelopeRef, old, env []byte, kek string) (bool, error) {
+func (o jobOps) SwapEnvelope(ctx context.Context, ref meta.EnvelopeRef, old, env []byte, kek string) (bool, error) {
 	if err := meta.CheckEnvelopeTable(ref.Table); err != nil {
 		return false, err
 	}

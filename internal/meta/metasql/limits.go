@@ -51,13 +51,13 @@ func forgetRateWindowsSQL(ph PH) string {
 }
 
 // GetUserLimits implements meta.Store.
-func (o Ops) GetUserLimits(ctx context.Context, id string) (meta.UserLimits, error) {
+func (o limitOps) GetUserLimits(ctx context.Context, id string) (meta.UserLimits, error) {
 	return Get(ctx, o.run, "get user limits", scanUserLimits, meta.ErrNoUserLimits(id), o.sql.limits.get, id)
 }
 
 // SetUserLimits implements meta.Store. A missing user fails the statement
 // with a foreign key violation: NotFound.
-func (o Ops) SetUserLimits(ctx context.Context, l meta.UserLimits) error {
+func (o limitOps) SetUserLimits(ctx context.Context, l meta.UserLimits) error {
 	if l.Requests == 0 && l.Bytes == 0 {
 		return o.exec(ctx, "clear user limits", o.sql.limits.remove, l.UserID)
 	}
@@ -84,7 +84,7 @@ func newLimitSQL(ph PH) limitSQL {
 
 // ReserveRate implements meta.Store in one transaction: a reservation
 // that opens a window forgets the key's older ones.
-func (o Ops) ReserveRate(ctx context.Context, dim, key string, windowStart, block, limit int64) (int64, error) {
+func (o limitOps) ReserveRate(ctx context.Context, dim, key string, windowStart, block, limit int64) (int64, error) {
 	var got int64
 	err := o.run.Write(ctx, "reserve rate", func(w Writer) error {
 		got = 0

@@ -175,7 +175,7 @@ func ObjectArgs(o meta.Object, partsID int64, inline any, key func(string) any) 
 
 // PutObjects implements meta.Store: the puts are checked
 // (meta.CheckPuts), then written by the driver.
-func (o Ops) PutObjects(ctx context.Context, puts []meta.Put) ([]meta.Object, error) {
+func (o objectOps) PutObjects(ctx context.Context, puts []meta.Put) ([]meta.Object, error) {
 	if len(puts) == 0 {
 		return nil, nil
 	}
@@ -188,7 +188,7 @@ func (o Ops) PutObjects(ctx context.Context, puts []meta.Put) ([]meta.Object, er
 
 // MoveObject implements meta.Store: the decisions before the move
 // (meta.PrecheckMove), then the driver's move.
-func (o Ops) MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, dstKey string, dstCond meta.Cond) (meta.Object, error) {
+func (o objectOps) MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, dstKey string, dstCond meta.Cond) (meta.Object, error) {
 	if obj, done, err := meta.PrecheckMove(ctx, o.drv.GetObject, srcBucket, srcKey, dstBucket, dstKey, dstCond); done {
 		return obj, err
 	}

@@ -139,14 +139,52 @@ func Get[T any](ctx context.Context, r Runner, what string, scan func(Row) (T, e
 }
 
 // Ops are the operations of meta.Store that are one statement (or a check
-// and one statement), written once for both backends: a backend embeds
-// the Ops NewOps makes with its Runner. What takes several statements in
-// one transaction (the object, upload and staging writes, with their
-// locks and quota checks, GetObject, ListObjects, ListUploads), a
-// statement of a dialect's own (ReferencedBlobs, Unstage, DeleteGarbage),
-// or announces a change (UpdateUser, DeleteUser, DeleteAccessKey) is the
-// backends'. The methods are in the files of their roles.
+// and one statement, or a short transaction of statements whose outcome
+// decides the next), written once for both backends: a backend embeds the
+// Ops NewOps makes with its Backend and Dialect. For the operations whose
+// transaction is the backend's own (the Driver's), Ops makes the checks and
+// calls the driver. What is left to the backends is listed in their
+// package documentation. Ops are by role, like meta's, one embedded type
+// each, whose methods are in the file of the role.
 type Ops struct {
+	accountOps
+	sessionOps
+	inviteOps
+	accessKeyOps
+	limitOps
+	bucketOps
+	objectOps
+	uploadOps
+	stagingOps
+	reclamationOps
+	shareOps
+	tusOps
+	jobOps
+	keyGrantOps
+	clusterOps
+}
+
+// The roles of Ops.
+type (
+	accountOps     struct{ *core }
+	sessionOps     struct{ *core }
+	inviteOps      struct{ *core }
+	accessKeyOps   struct{ *core }
+	limitOps       struct{ *core }
+	bucketOps      struct{ *core }
+	objectOps      struct{ *core }
+	uploadOps      struct{ *core }
+	stagingOps     struct{ *core }
+	reclamationOps struct{ *core }
+	shareOps       struct{ *core }
+	tusOps         struct{ *core }
+	jobOps         struct{ *core }
+	keyGrantOps    struct{ *core }
+	clusterOps     struct{ *core }
+)
+
+// core is what every role of Ops works with.
+type core struct {
 	run Runner
 	drv Driver
 	key func(string) any
@@ -175,7 +213,7 @@ type opSQL struct {
 // NewOps returns the Ops of backend b, whose dialect is d.
 func NewOps(b Backend, d Dialect) Ops {
 	ph := d.PH
-	return Ops{run: b, drv: b, key: d.Key, d: d, sql: opSQL{
+	c := &core{run: b, drv: b, key: d.Key, d: d, sql: opSQL{
 		ph:                   ph,
 		users:                newUserSQL(ph),
 		keys:                 newAccessKeySQL(ph),
@@ -196,17 +234,19 @@ func NewOps(b Backend, d Dialect) Ops {
 		unstage:  "DELETE FROM staging WHERE " + d.In("blob_key", 1) + " AND NOT declared",
 		claimKey: claimKeySQL(ph),
 	}}
+	return Ops{accountOps{c}, sessionOps{c}, inviteOps{c}, accessKeyOps{c}, limitOps{c}, bucketOps{c}, objectOps{c}, uploadOps{c},
+		stagingOps{c}, reclamationOps{c}, shareOps{c}, tusOps{c}, jobOps{c}, keyGrantOps{c}, clusterOps{c}}
 }
 
 // exec runs a write statement.
-func (o Ops) exec(ctx context.Context, what, query string, args ...any) error {
+func (o *core) exec(ctx context.Context, what, query string, args ...any) error {
 	_, err := o.run.Exec(ctx, what, query, args, nil)
 	return err
 }
 
 // mustChange runs a write statement and returns notFound if it changed no
 // row.
-func (o Ops) mustChange(ctx context.Context, what string, notFound error, query string, args ...any) error {
+func (o *core) mustChange(ctx context.Context, what string, notFound error, query string, args ...any) error {
 	n, err := o.run.Exec(ctx, what, query, args, nil)
 	if err == nil && n == 0 {
 		return notFound
@@ -217,7 +257,7 @@ func (o Ops) mustChange(ctx context.Context, what string, notFound error, query 
 // writeGet runs a write statement that returns at most one row
 // (RETURNING) and returns it as scan reads it; found is false if there was
 // none.
-func writeGet[T any](ctx context.Context, o Ops, what string, scan func(Row) (T, error), query string, args ...any) (v T, found bool, err error) {
+func writeGet[T any](ctx context.Context, o *core, what string, scan func(Row) (T, error), query string, args ...any) (v T, found bool, err error) {
 	_, err = o.run.Exec(ctx, what, query, args, func(r Row) error {
 		v, err = scan(r)
 		found = err == nil

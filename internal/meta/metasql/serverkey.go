@@ -21,7 +21,7 @@ const keyFingerprintSQL = "SELECT fingerprint FROM server_key WHERE id = 1"
 // READ COMMITTED it waits for a concurrent transaction inserting the row,
 // then does nothing; SQLite runs one writer), and the SELECT, a statement
 // of its own, reads the one recorded first.
-func (o Ops) ClaimKeyFingerprint(ctx context.Context, fp string) (string, error) {
+func (o clusterOps) ClaimKeyFingerprint(ctx context.Context, fp string) (string, error) {
 	if err := meta.CheckKeyFingerprint(fp); err != nil {
 		return "", err
 	}

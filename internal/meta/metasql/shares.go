@@ -106,22 +106,22 @@ func touchShareSQL(ph PH) string {
 }
 
 // GetShare implements meta.Store.
-func (o Ops) GetShare(ctx context.Context, id string) (meta.Share, error) {
+func (o shareOps) GetShare(ctx context.Context, id string) (meta.Share, error) {
 	return Get(ctx, o.run, "get share", scanShare, meta.ErrNoShare(), o.sql.shares.get, id)
 }
 
 // GetShareByHash implements meta.Store.
-func (o Ops) GetShareByHash(ctx context.Context, hash string) (meta.Share, error) {
+func (o shareOps) GetShareByHash(ctx context.Context, hash string) (meta.Share, error) {
 	return Get(ctx, o.run, "get share", scanShare, meta.ErrNoShare(), o.sql.shares.getByHash, hash)
 }
 
 // ListShares implements meta.Store.
-func (o Ops) ListShares(ctx context.Context, ownerID string) ([]meta.Share, error) {
+func (o shareOps) ListShares(ctx context.Context, ownerID string) ([]meta.Share, error) {
 	return List(ctx, o.run, "list shares", scanShare, o.sql.shares.list, ownerID)
 }
 
 // CreateShare implements meta.Store.
-func (o Ops) CreateShare(ctx context.Context, sh meta.Share) error {
+func (o shareOps) CreateShare(ctx context.Context, sh meta.Share) error {
 	sh, err := meta.CheckShare(sh, time.Now())
 	if err != nil {
 		return err
@@ -130,7 +130,7 @@ func (o Ops) CreateShare(ctx context.Context, sh meta.Share) error {
 }
 
 // SetShareExpiry implements meta.Store.
-func (o Ops) SetShareExpiry(ctx context.Context, id string, expires time.Time) (meta.Share, error) {
+func (o shareOps) SetShareExpiry(ctx context.Context, id string, expires time.Time) (meta.Share, error) {
 	if err := meta.CheckShareExpiry(expires); err != nil {
 		return meta.Share{}, err
 	}
@@ -141,17 +141,17 @@ func (o Ops) SetShareExpiry(ctx context.Context, id string, expires time.Time) (
 }
 
 // RevokeShare implements meta.Store.
-func (o Ops) RevokeShare(ctx context.Context, id string) error {
+func (o shareOps) RevokeShare(ctx context.Context, id string) error {
 	return o.mustChange(ctx, "revoke share", meta.ErrNoShare(), o.sql.shares.revoke, id)
 }
 
 // DeleteShare implements meta.Store.
-func (o Ops) DeleteShare(ctx context.Context, id string) error {
+func (o shareOps) DeleteShare(ctx context.Context, id string) error {
 	return o.mustChange(ctx, "delete share", meta.ErrNoShare(), o.sql.shares.remove, id)
 }
 
 // DeleteSpentGrants implements meta.Store.
-func (o Ops) DeleteSpentGrants(ctx context.Context, ownerID string, now time.Time) (int, error) {
+func (o shareOps) DeleteSpentGrants(ctx context.Context, ownerID string, now time.Time) (int, error) {
 	n, err := o.run.Exec(ctx, "delete spent grants", o.sql.shares.spentGrant, []any{ownerID, ToNanos(now)}, nil)
 	return int(n), err
 }
@@ -183,7 +183,7 @@ func newShareSQL(ph PH) shareSQL {
 }
 
 // UseShare implements meta.Store.
-func (o Ops) UseShare(ctx context.Context, id string, download bool, now time.Time) error {
+func (o shareOps) UseShare(ctx context.Context, id string, download bool, now time.Time) error {
 	now = meta.OrNow(now, time.Now())
 	n, err := o.run.Exec(ctx, "use share", o.sql.shares.use, useShareArgs(id, download, now), nil)
 	if err != nil || n == 1 {
@@ -194,7 +194,7 @@ func (o Ops) UseShare(ctx context.Context, id string, download bool, now time.Ti
 
 // StartShareDownload implements meta.Store: the download is taken, and
 // then recorded, in one transaction.
-func (o Ops) StartShareDownload(ctx context.Context, d meta.ShareDownload, now time.Time) error {
+func (o shareOps) StartShareDownload(ctx context.Context, d meta.ShareDownload, now time.Time) error {
 	if err := meta.CheckShareDownload(d); err != nil {
 		return err
 	}
@@ -215,7 +215,7 @@ func (o Ops) StartShareDownload(ctx context.Context, d meta.ShareDownload, now t
 
 // ResumeShareDownload implements meta.Store: the resume and the share's
 // last access in one transaction.
-func (o Ops) ResumeShareDownload(ctx context.Context, d meta.ShareDownload, maxResumes int, now time.Time) (bool, error) {
+func (o shareOps) ResumeShareDownload(ctx context.Context, d meta.ShareDownload, maxResumes int, now time.Time) (bool, error) {
 	now = meta.OrNow(now, time.Now())
 	var resumed bool
 	err := o.run.Write(ctx, "resume share download", func(w Writer) error {
@@ -232,7 +232,7 @@ func (o Ops) ResumeShareDownload(ctx context.Context, d meta.ShareDownload, maxR
 // before, revoked and used-up ones included, and returns how many went:
 // one statement; their download records go with them (ON DELETE CASCADE).
 // (The janitor's purge of meta.Shares.)
-func (o Ops) DeleteExpiredShares(ctx context.Context, before time.Time) (int, error) {
+func (o shareOps) DeleteExpiredShares(ctx context.Context, before time.Time) (int, error) {
 	n, err := o.run.Exec(ctx, "delete expired shares", o.sql.shares.deleteExpired, []any{ToNanos(before)}, nil)
 	return int(n), err
 }

@@ -133,13 +133,13 @@ func ScanPair(r Row) ([2]int64, error) {
 }
 
 // DeleteExpiredStaging implements meta.Store.
-func (o Ops) DeleteExpiredStaging(ctx context.Context, before time.Time) (int, error) {
+func (o stagingOps) DeleteExpiredStaging(ctx context.Context, before time.Time) (int, error) {
 	n, err := o.run.Exec(ctx, "delete expired staging", o.sql.deleteExpiredStaging, []any{ToNanos(before)}, nil)
 	return int(n), err
 }
 
 // RenewStaging implements meta.Store in one statement.
-func (o Ops) RenewStaging(ctx context.Context, keys []string, expires time.Time) ([]string, error) {
+func (o stagingOps) RenewStaging(ctx context.Context, keys []string, expires time.Time) ([]string, error) {
 	if len(keys) == 0 {
 		return nil, o.run.Ready()
 	}
@@ -160,7 +160,7 @@ func (o Ops) RenewStaging(ctx context.Context, keys []string, expires time.Time)
 }
 
 // Unstage implements meta.Store in one statement.
-func (o Ops) Unstage(ctx context.Context, keys []string) error {
+func (o stagingOps) Unstage(ctx context.Context, keys []string) error {
 	if len(keys) == 0 {
 		return o.run.Ready()
 	}
@@ -173,7 +173,7 @@ func (o Ops) Unstage(ctx context.Context, keys []string) error {
 
 // Stage implements meta.Store: the staging is checked (meta.CheckStaging),
 // then recorded by the driver.
-func (o Ops) Stage(ctx context.Context, s meta.Staging, minBytes int64) (meta.Staging, bool, error) {
+func (o stagingOps) Stage(ctx context.Context, s meta.Staging, minBytes int64) (meta.Staging, bool, error) {
 	s, err := meta.CheckStaging(s, minBytes)
 	if err != nil {
 		return meta.Staging{}, false, err

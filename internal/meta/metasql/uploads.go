@@ -196,13 +196,13 @@ func copyPartsSQL(listed string, ph PH) string {
 }
 
 // GetUpload implements meta.Store.
-func (o Ops) GetUpload(ctx context.Context, id string) (meta.Upload, error) {
+func (o uploadOps) GetUpload(ctx context.Context, id string) (meta.Upload, error) {
 	return Get(ctx, o.run, "get upload", ScanUpload, meta.ErrNoUpload(id), o.sql.uploads.get, id)
 }
 
 // ListParts implements meta.Store, in one statement (so one snapshot). A
 // limit <= 0 means 1000; a limit above 10000 is 10000.
-func (o Ops) ListParts(ctx context.Context, uploadID string, after, limit int) ([]meta.Part, bool, error) {
+func (o uploadOps) ListParts(ctx context.Context, uploadID string, after, limit int) ([]meta.Part, bool, error) {
 	limit = meta.PageLimit(limit, 1000, meta.MaxPartNumber)
 	rows, err := List(ctx, o.run, "list parts", scanListedPart, o.sql.uploads.listParts, uploadID, after, limit+1)
 	if err != nil {
@@ -218,7 +218,7 @@ func (o Ops) ListParts(ctx context.Context, uploadID string, after, limit int) (
 
 // ListExpiredUploads implements meta.Store, oldest expiry first. A limit
 // <= 0 means 1000.
-func (o Ops) ListExpiredUploads(ctx context.Context, before time.Time, limit int) ([]meta.Upload, error) {
+func (o uploadOps) ListExpiredUploads(ctx context.Context, before time.Time, limit int) ([]meta.Upload, error) {
 	return List(ctx, o.run, "list expired uploads", ScanUpload, o.sql.uploads.listExpired, ToNanos(before), meta.PageLimit(limit, 1000, 0))
 }
 
@@ -238,7 +238,7 @@ func newUploadSQL(ph PH) uploadSQL {
 // CreateUpload implements meta.Store: the upload is checked
 // (meta.CheckUpload), then created by the driver. A zero CreatedAt is set
 // to now.
-func (o Ops) CreateUpload(ctx context.Context, u meta.Upload) error {
+func (o uploadOps) CreateUpload(ctx context.Context, u meta.Upload) error {
 	u, err := meta.CheckUpload(u, time.Now())
 	if err != nil {
 		return err
@@ -252,7 +252,7 @@ func (o Ops) CreateUpload(ctx context.Context, u meta.Upload) error {
 
 // PutPart implements meta.Store: the part is checked (meta.CheckPart),
 // then recorded by the driver. A zero ModTime is set to now.
-func (o Ops) PutPart(ctx context.Context, p meta.Part) (meta.Part, error) {
+func (o uploadOps) PutPart(ctx context.Context, p meta.Part) (meta.Part, error) {
 	p, err := meta.CheckPart(p, time.Now())
 	if err != nil {
 		return meta.Part{}, err
@@ -266,7 +266,7 @@ func (o Ops) PutPart(ctx context.Context, p meta.Part) (meta.Part, error) {
 
 // CompleteBackendUpload implements meta.Store: the object is checked
 // (meta.CheckBackendCompletion), then the driver completes the upload.
-func (o Ops) CompleteBackendUpload(ctx context.Context, id string, obj meta.Object, cond meta.Cond) (meta.Object, error) {
+func (o uploadOps) CompleteBackendUpload(ctx context.Context, id string, obj meta.Object, cond meta.Cond) (meta.Object, error) {
 	if err := meta.CheckBackendCompletion(obj); err != nil {
 		return meta.Object{}, err
 	}

@@ -208,17 +208,17 @@ func getUserSQL(col string, ph PH) string {
 }
 
 // GetUser implements meta.Store.
-func (o Ops) GetUser(ctx context.Context, id string) (meta.User, error) {
+func (o accountOps) GetUser(ctx context.Context, id string) (meta.User, error) {
 	return Get(ctx, o.run, "get user", ScanUser, meta.ErrNoUser(id), o.sql.users.get, id)
 }
 
 // GetUserByEmail implements meta.Store.
-func (o Ops) GetUserByEmail(ctx context.Context, email string) (meta.User, error) {
+func (o accountOps) GetUserByEmail(ctx context.Context, email string) (meta.User, error) {
 	return Get(ctx, o.run, "get user by email", ScanUser, meta.ErrNoUserEmail(email), o.sql.users.getByEmail, email)
 }
 
 // ListUsers implements meta.Store.
-func (o Ops) ListUsers(ctx context.Context, opts meta.ListUsersOptions) ([]meta.User, bool, error) {
+func (o accountOps) ListUsers(ctx context.Context, opts meta.ListUsersOptions) ([]meta.User, bool, error) {
 	limit, err := meta.UsersLimit(opts.Limit)
 	if err != nil {
 		return nil, false, err
@@ -233,12 +233,12 @@ func (o Ops) ListUsers(ctx context.Context, opts meta.ListUsersOptions) ([]meta.
 }
 
 // Counts implements meta.Store.
-func (o Ops) Counts(ctx context.Context) (meta.Counts, error) {
+func (o accountOps) Counts(ctx context.Context) (meta.Counts, error) {
 	return Get(ctx, o.run, "counts", scanCounts, nil, countsQuery)
 }
 
 // SetQuota implements meta.Store: NotFound if the user does not exist.
-func (o Ops) SetQuota(ctx context.Context, userID string, quotaBytes int64) error {
+func (o accountOps) SetQuota(ctx context.Context, userID string, quotaBytes int64) error {
 	if err := meta.CheckQuota(quotaBytes); err != nil {
 		return err
 	}
@@ -248,7 +248,7 @@ func (o Ops) SetQuota(ctx context.Context, userID string, quotaBytes int64) erro
 // CreateRefreshToken implements meta.Store. A zero CreatedAt is set to
 // now. AlreadyExists if the hash is taken; NotFound if the user does not
 // exist.
-func (o Ops) CreateRefreshToken(ctx context.Context, t meta.RefreshToken) error {
+func (o sessionOps) CreateRefreshToken(ctx context.Context, t meta.RefreshToken) error {
 	t, err := meta.CheckRefreshToken(t, time.Now())
 	if err != nil {
 		return err
@@ -257,12 +257,12 @@ func (o Ops) CreateRefreshToken(ctx context.Context, t meta.RefreshToken) error 
 }
 
 // RevokeRefreshFamily implements meta.Store.
-func (o Ops) RevokeRefreshFamily(ctx context.Context, hash string) error {
+func (o sessionOps) RevokeRefreshFamily(ctx context.Context, hash string) error {
 	return o.mustChange(ctx, "revoke refresh family", meta.ErrNoRefreshToken(), o.sql.users.revokeFamily, hash)
 }
 
 // DeleteExpiredRefreshTokens implements meta.Store.
-func (o Ops) DeleteExpiredRefreshTokens(ctx context.Context, before time.Time) (int, error) {
+func (o sessionOps) DeleteExpiredRefreshTokens(ctx context.Context, before time.Time) (int, error) {
 	n, err := o.run.Exec(ctx, "delete expired refresh tokens", o.sql.users.deleteExpired, []any{ToNanos(before)}, nil)
 	return int(n), err
 }
@@ -292,13 +292,13 @@ func newUserSQL(ph PH) userSQL {
 // CreateUser implements meta.Store: u with usage 0 and its default bucket
 // b, in one transaction. A zero CreatedAt is set to now; an empty
 // b.OwnerID or b.Visibility defaults to u.ID and private.
-func (o Ops) CreateUser(ctx context.Context, u meta.User, b meta.Bucket) error {
+func (o accountOps) CreateUser(ctx context.Context, u meta.User, b meta.Bucket) error {
 	return o.createUser(ctx, u, b, nil)
 }
 
 // createUser creates u and b; before, if not nil, runs first in the same
 // transaction and its error aborts it.
-func (o Ops) createUser(ctx context.Context, u meta.User, b meta.Bucket, before func(w Writer) error) error {
+func (o *core) createUser(ctx context.Context, u meta.User, b meta.Bucket, before func(w Writer) error) error {
 	b, err := meta.CheckUser(u, b)
 	if err != nil {
 		return err
@@ -319,7 +319,7 @@ func (o Ops) createUser(ctx context.Context, u meta.User, b meta.Bucket, before 
 
 // RotateRefreshToken implements meta.Store: the next token is checked
 // (meta.CheckNextRefreshToken), then the driver rotates.
-func (o Ops) RotateRefreshToken(ctx context.Context, oldHash string, next meta.RefreshToken, now time.Time) (meta.RefreshToken, error) {
+func (o sessionOps) RotateRefreshToken(ctx context.Context, oldHash string, next meta.RefreshToken, now time.Time) (meta.RefreshToken, error) {
 	if err := meta.CheckNextRefreshToken(next); err != nil {
 		return meta.RefreshToken{}, err
 	}
@@ -328,7 +328,7 @@ func (o Ops) RotateRefreshToken(ctx context.Context, oldHash string, next meta.R
 
 // UpdateUser implements meta.Store: the update is checked
 // (meta.CheckUserUpdate), then made by the driver.
-func (o Ops) UpdateUser(ctx context.Context, userID string, upd meta.UserUpdate) (meta.User, error) {
+func (o accountOps) UpdateUser(ctx context.Context, userID string, upd meta.UserUpdate) (meta.User, error) {
 	if err := meta.CheckUserUpdate(upd); err != nil {
 		return meta.User{}, err
 	}
