@@ -1,10 +1,10 @@
 package metasql
 
 import (
+	"context"
 	"fmt"
 	"time"
 
-	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
 )
 
@@ -12,11 +12,11 @@ import (
 // (migration 0012, meta.KMSJobStore). ph gives the n-th (1-based)
 // placeholder of the dialect. Times are Unix milliseconds.
 
-// KMSJobCols are the columns of meta.KMSJob, in ScanKMSJob's order.
-const KMSJobCols = "name, kind, bucket, state, generation, phase, cursor, pass, pass_changed, done, skipped, failed, last_error, lease_owner, lease_until, created_at, updated_at, finished_at"
+// kmsJobCols are the columns of meta.KMSJob, in scanKMSJob's order.
+const kmsJobCols = "name, kind, bucket, state, generation, phase, cursor, pass, pass_changed, done, skipped, failed, last_error, lease_owner, lease_until, created_at, updated_at, finished_at"
 
-// ScanKMSJob scans a row of KMSJobCols.
-func ScanKMSJob(r interface{ Scan(...any) error }) (meta.KMSJob, error) {
+// scanKMSJob scans a row of kmsJobCols.
+func scanKMSJob(r Row) (meta.KMSJob, error) {
 	var (
 		j                        meta.KMSJob
 		phase                    int64
@@ -30,36 +30,29 @@ func ScanKMSJob(r interface{ Scan(...any) error }) (meta.KMSJob, error) {
 	return j, err
 }
 
-func fromMillis(ms int64) time.Time {
-	if ms == 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(ms).UTC()
-}
-
-// StartKMSJobSQL creates or restarts a job: args name, kind, bucket, now;
-// returns KMSJobCols.
-func StartKMSJobSQL(ph func(int) string) string {
+// startKMSJobSQL creates or restarts a job: args name, kind, bucket, now;
+// returns kmsJobCols.
+func startKMSJobSQL(ph PH) string {
 	return fmt.Sprintf(`INSERT INTO kms_jobs (name, kind, bucket, state, created_at, updated_at) VALUES (%[1]s, %[2]s, %[3]s, 'running', %[4]s, %[4]s)
 ON CONFLICT (name) DO UPDATE SET state = 'running', generation = kms_jobs.generation + 1, phase = 0, cursor = '', pass = 1,
 	pass_changed = 0, done = 0, skipped = 0, failed = 0, last_error = '', created_at = excluded.created_at,
 	updated_at = excluded.updated_at, finished_at = 0
-RETURNING `+KMSJobCols, ph(1), ph(2), ph(3), ph(4))
+RETURNING `+kmsJobCols, ph(1), ph(2), ph(3), ph(4))
 }
 
-// AcquireKMSJobSQL leases the oldest running job free for owner: args
-// owner, until, now; returns KMSJobCols (no row: none).
-func AcquireKMSJobSQL(ph func(int) string) string {
+// acquireKMSJobSQL leases the oldest running job free for owner: args
+// owner, until, now; returns kmsJobCols (no row: none).
+func acquireKMSJobSQL(ph PH) string {
 	const free = "state = 'running' AND (lease_owner = %[1]s OR lease_owner = '' OR lease_until < %[3]s)"
 	return fmt.Sprintf(`UPDATE kms_jobs SET lease_owner = %[1]s, lease_until = %[2]s
 WHERE `+free+` AND name = (SELECT name FROM kms_jobs WHERE `+free+` ORDER BY created_at, name LIMIT 1)
-RETURNING `+KMSJobCols, ph(1), ph(2), ph(3))
+RETURNING `+kmsJobCols, ph(1), ph(2), ph(3))
 }
 
-// SaveKMSJobSQL records progress under the lease: args phase, cursor,
+// saveKMSJobSQL records progress under the lease: args phase, cursor,
 // pass, pass_changed, done, skipped, failed, last_error, done (1 = the
 // job finished), until, now, name, generation, owner.
-func SaveKMSJobSQL(ph func(int) string) string {
+func saveKMSJobSQL(ph PH) string {
 	return fmt.Sprintf(`UPDATE kms_jobs SET phase = %s, cursor = %s, pass = %s, pass_changed = %s, done = %s, skipped = %s, failed = %s, last_error = %s,
 	state = CASE WHEN %[9]s = 1 THEN 'done' ELSE 'running' END,
 	lease_owner = CASE WHEN %[9]s = 1 THEN '' ELSE lease_owner END,
@@ -70,33 +63,14 @@ WHERE name = %[12]s AND generation = %[13]s AND lease_owner = %[14]s AND lease_u
 		ph(1), ph(2), ph(3), ph(4), ph(5), ph(6), ph(7), ph(8), ph(9), ph(10), ph(11), ph(12), ph(13), ph(14))
 }
 
-// SaveKMSJobArgs are SaveKMSJobSQL's arguments.
-func SaveKMSJobArgs(j meta.KMSJob, owner string, until, now time.Time) []any {
+// saveKMSJobArgs are saveKMSJobSQL's arguments.
+func saveKMSJobArgs(j meta.KMSJob, owner string, until, now time.Time) []any {
 	fin := 0
 	if j.State == meta.JobDone {
 		fin = 1
 	}
 	return []any{int64(j.Phase), j.Cursor, j.Pass, j.PassChanged, j.Done, j.Skipped, j.Failed, j.LastError, fin,
-		Millis(until), Millis(now), j.Name, j.Generation, owner}
-}
-
-// CheckKMSJobSave validates what SaveKMSJob is given.
-func CheckKMSJobSave(j meta.KMSJob) error {
-	if j.State != meta.JobRunning && j.State != meta.JobDone {
-		return errcode.New(errcode.InvalidArgument, "job state %q", j.State)
-	}
-	if j.Phase < meta.EnvelopeObjects || j.Phase > meta.EnvelopeUploadParts {
-		return errcode.New(errcode.InvalidArgument, "job phase %d", j.Phase)
-	}
-	if _, err := meta.ParseCursor(j.Phase, j.Cursor); err != nil {
-		return err
-	}
-	return nil
-}
-
-// KMSJobNotFound is GetKMSJob's error.
-func KMSJobNotFound(name string) error {
-	return &errcode.Error{Code: errcode.NotFound, Message: fmt.Sprintf("no job %q", name), Detail: map[string]any{"resource": "job"}}
+		millis(until), millis(now), j.Name, j.Generation, owner}
 }
 
 // envelopeTables: the table, its keyset columns and its envelope columns.
@@ -106,18 +80,10 @@ var envelopeTables = map[meta.EnvelopeTable][3]string{
 	meta.EnvelopeUploadParts: {"upload_parts", "upload_id", "number"},
 }
 
-// CheckEnvelopeTable fails for an unknown table.
-func CheckEnvelopeTable(t meta.EnvelopeTable) error {
-	if _, ok := envelopeTables[t]; !ok {
-		return errcode.New(errcode.InvalidArgument, "unknown envelope table %d", t)
-	}
-	return nil
-}
-
-// ListEnvelopesSQL pages through table's rows under a KEK other than ”
+// listEnvelopesSQL pages through table's rows under a KEK other than ”
 // and args[0]: args kekNot, limit, then (with after) the cursor's two
 // keyset values. Returns the two keyset columns, sse, sse_kek.
-func ListEnvelopesSQL(t meta.EnvelopeTable, after bool, ph func(int) string) string {
+func listEnvelopesSQL(t meta.EnvelopeTable, after bool, ph PH) string {
 	c := envelopeTables[t]
 	cond := ""
 	if after {
@@ -127,9 +93,9 @@ func ListEnvelopesSQL(t meta.EnvelopeTable, after bool, ph func(int) string) str
 		c[0], c[1], c[2], ph(1), cond, ph(2))
 }
 
-// KeysetArgs are the two keyset values of ref's table; key converts an
+// keysetArgs are the two keyset values of ref's table; key converts an
 // object key for the dialect.
-func KeysetArgs(ref meta.EnvelopeRef, key func(string) any) []any {
+func keysetArgs(ref meta.EnvelopeRef, key func(string) any) []any {
 	switch ref.Table {
 	case meta.EnvelopeObjects:
 		return []any{ref.Bucket, key(ref.Key)}
@@ -139,42 +105,44 @@ func KeysetArgs(ref meta.EnvelopeRef, key func(string) any) []any {
 	return []any{ref.UploadID, ref.Number}
 }
 
-// ScanEnvelopeRow scans a row of ListEnvelopesSQL of table t.
-func ScanEnvelopeRow(t meta.EnvelopeTable, r interface{ Scan(...any) error }) (meta.EnvelopeRow, error) {
-	out := meta.EnvelopeRow{Ref: meta.EnvelopeRef{Table: t}}
-	var err error
-	switch t {
-	case meta.EnvelopeObjects:
-		var bucket string
-		var key []byte
-		err = r.Scan(&bucket, &key, &out.Envelope, &out.KEK)
-		out.Ref.Bucket, out.Ref.Key = bucket, string(key)
-	case meta.EnvelopeObjectParts:
-		err = r.Scan(&out.Ref.PartsID, &out.Ref.Index, &out.Envelope, &out.KEK)
-	default:
-		err = r.Scan(&out.Ref.UploadID, &out.Ref.Number, &out.Envelope, &out.KEK)
+// scanEnvelopeRow returns the scanner of the rows of listEnvelopesSQL of
+// table t.
+func scanEnvelopeRow(t meta.EnvelopeTable) func(Row) (meta.EnvelopeRow, error) {
+	return func(r Row) (meta.EnvelopeRow, error) {
+		out := meta.EnvelopeRow{Ref: meta.EnvelopeRef{Table: t}}
+		var err error
+		switch t {
+		case meta.EnvelopeObjects:
+			var key []byte
+			err = r.Scan(&out.Ref.Bucket, &key, &out.Envelope, &out.KEK)
+			out.Ref.Key = string(key)
+		case meta.EnvelopeObjectParts:
+			err = r.Scan(&out.Ref.PartsID, &out.Ref.Index, &out.Envelope, &out.KEK)
+		default:
+			err = r.Scan(&out.Ref.UploadID, &out.Ref.Number, &out.Envelope, &out.KEK)
+		}
+		return out, err
 	}
-	return out, err
 }
 
-// SwapEnvelopeSQL sets a row's envelope if it is still the old one: args
+// swapEnvelopeSQL sets a row's envelope if it is still the old one: args
 // sse, sse_kek, the two keyset values, old sse.
-func SwapEnvelopeSQL(t meta.EnvelopeTable, ph func(int) string) string {
+func swapEnvelopeSQL(t meta.EnvelopeTable, ph PH) string {
 	c := envelopeTables[t]
 	return fmt.Sprintf("UPDATE %s SET sse = %s, sse_kek = %s WHERE %s = %s AND %s = %s AND sse = %s",
 		c[0], ph(1), ph(2), c[1], ph(3), c[2], ph(4), ph(5))
 }
 
-// KEKUsageSQL counts rows by KEK: returns sse_kek, count (one row per
-// table and KEK: sum them).
-const KEKUsageSQL = `SELECT sse_kek, count(*) FROM objects WHERE sse_kek <> '' GROUP BY sse_kek
+// kekUsageSQL counts rows by KEK (scanKEKCount; one row per table and
+// KEK: sum them).
+const kekUsageSQL = `SELECT sse_kek, count(*) FROM objects WHERE sse_kek <> '' GROUP BY sse_kek
 UNION ALL SELECT sse_kek, count(*) FROM object_parts WHERE sse_kek <> '' GROUP BY sse_kek
 UNION ALL SELECT sse_kek, count(*) FROM upload_parts WHERE sse_kek <> '' GROUP BY sse_kek`
 
-// ListPlaintextObjectsSQL pages through plaintext objects: args limit,
+// listPlaintextObjectsSQL pages through plaintext objects: args limit,
 // then bucket (with one), then the cursor's bucket and key (with after).
 // Returns bucket, key.
-func ListPlaintextObjectsSQL(oneBucket, after bool, ph func(int) string) string {
+func listPlaintextObjectsSQL(oneBucket, after bool, ph PH) string {
 	cond, n := "", 2
 	if oneBucket {
 		cond += fmt.Sprintf(" AND o.bucket = %s", ph(n))
@@ -188,8 +156,8 @@ func ListPlaintextObjectsSQL(oneBucket, after bool, ph func(int) string) string 
 	ORDER BY o.bucket, o.key LIMIT %s`, cond, ph(1))
 }
 
-// ListPlaintextObjectsArgs are ListPlaintextObjectsSQL's arguments.
-func ListPlaintextObjectsArgs(bucket string, after *meta.EnvelopeRef, limit int, key func(string) any) []any {
+// listPlaintextObjectsArgs are listPlaintextObjectsSQL's arguments.
+func listPlaintextObjectsArgs(bucket string, after *meta.EnvelopeRef, limit int, key func(string) any) []any {
 	args := []any{limit}
 	if bucket != "" {
 		args = append(args, bucket)
@@ -200,10 +168,134 @@ func ListPlaintextObjectsArgs(bucket string, after *meta.EnvelopeRef, limit int,
 	return args
 }
 
-// JobLimit bounds a page.
-func JobLimit(limit int) int {
-	if limit <= 0 || limit > 1000 {
-		return 1000
+// kekCount is a row of kekUsageSQL: how many rows of a table are under a
+// KEK.
+type kekCount struct {
+	KEK  string
+	Rows int64
+}
+
+// scanKEKCount reads a row of kekUsageSQL.
+func scanKEKCount(r Row) (kekCount, error) {
+	var c kekCount
+	err := r.Scan(&c.KEK, &c.Rows)
+	return c, err
+}
+
+// kekTotals sums the counts of each KEK.
+func kekTotals(cs []kekCount) map[string]int64 {
+	out := map[string]int64{}
+	for _, c := range cs {
+		out[c.KEK] += c.Rows
 	}
-	return limit
+	return out
+}
+
+// scanPlaintextRef reads a row of listPlaintextObjectsSQL.
+func scanPlaintextRef(r Row) (meta.EnvelopeRef, error) {
+	var key []byte
+	ref := meta.EnvelopeRef{Table: meta.EnvelopeObjects}
+	err := r.Scan(&ref.Bucket, &key)
+	ref.Key = string(key)
+	return ref, err
+}
+
+// listKMSJobsSQL lists every job by name (scanKMSJob).
+const listKMSJobsSQL = "SELECT " + kmsJobCols + " FROM kms_jobs ORDER BY name"
+
+// swapEnvelopeArgs are swapEnvelopeSQL's arguments; key binds an object
+// key in the dialect.
+func swapEnvelopeArgs(ref meta.EnvelopeRef, old, env []byte, kek string, key func(string) any) []any {
+	return append(append([]any{env, kek}, keysetArgs(ref, key)...), old)
+}
+
+// listEnvelopesArgs are listEnvelopesSQL's arguments.
+func listEnvelopesArgs(after *meta.EnvelopeRef, kekNot string, limit int, key func(string) any) []any {
+	args := []any{kekNot, limit}
+	if after != nil {
+		args = append(args, keysetArgs(*after, key)...)
+	}
+	return args
+}
+
+// GetKMSJob implements meta.Store.
+func (o jobOps) GetKMSJob(ctx context.Context, name string) (meta.KMSJob, error) {
+	return Get(ctx, o.run, "get job", scanKMSJob, meta.ErrNoKMSJob(name), o.sql.jobs.get, name)
+}
+
+// ListKMSJobs implements meta.Store.
+func (o jobOps) ListKMSJobs(ctx context.Context) ([]meta.KMSJob, error) {
+	return List(ctx, o.run, "list jobs", scanKMSJob, listKMSJobsSQL)
+}
+
+// ListEnvelopes implements meta.Store.
+func (o jobOps) ListEnvelopes(ctx context.Context, table meta.EnvelopeTable, after *meta.EnvelopeRef, kekNot string, limit int) ([]meta.EnvelopeRow, error) {
+	if err := meta.CheckEnvelopeTable(table); err != nil {
+		return nil, err
+	}
+	return List(ctx, o.run, "list envelopes", scanEnvelopeRow(table), listEnvelopesSQL(table, after != nil, o.sql.ph),
+		listEnvelopesArgs(after, kekNot, meta.PageLimit(limit, 1000, 1000), o.key)...)
+}
+
+// KEKUsage implements meta.Store.
+func (o jobOps) KEKUsage(ctx context.Context) (map[string]int64, error) {
+	counts, err := List(ctx, o.run, "count keys", scanKEKCount, kekUsageSQL)
+	if err != nil {
+		return nil, err
+	}
+	return kekTotals(counts), nil
+}
+
+// ListPlaintextObjects implements meta.Store.
+func (o jobOps) ListPlaintextObjects(ctx context.Context, bucket string, after *meta.EnvelopeRef, limit int) ([]meta.EnvelopeRef, error) {
+	return List(ctx, o.run, "list plaintext objects", scanPlaintextRef, listPlaintextObjectsSQL(bucket != "", after != nil, o.sql.ph),
+		listPlaintextObjectsArgs(bucket, after, meta.PageLimit(limit, 1000, 1000), o.key)...)
+}
+
+// StartKMSJob implements meta.Store.
+func (o jobOps) StartKMSJob(ctx context.Context, j meta.KMSJob) (meta.KMSJob, error) {
+	if err := meta.ValidKMSJob(j); err != nil {
+		return meta.KMSJob{}, err
+	}
+	out, _, err := writeGet(ctx, o.core, "start job", scanKMSJob, o.sql.jobs.start, j.Name, j.Kind, j.Bucket, millis(time.Now()))
+	return out, err
+}
+
+// AcquireKMSJob implements meta.Store. Of concurrent calls, SQLite's
+// single writer runs one at a time; in PostgreSQL the second waits for the
+// first's row lock and then re-checks the lease on the row as updated
+// (READ COMMITTED): it finds it taken.
+func (o jobOps) AcquireKMSJob(ctx context.Context, owner string, until, now time.Time) (meta.KMSJob, bool, error) {
+	return writeGet(ctx, o.core, "acquire job", scanKMSJob, o.sql.jobs.acquire, owner, millis(until), millis(now))
+}
+
+// SaveKMSJob implements meta.Store.
+func (o jobOps) SaveKMSJob(ctx context.Context, j meta.KMSJob, owner string, until, now time.Time) error {
+	if err := meta.CheckKMSJobSave(j); err != nil {
+		return err
+	}
+	return o.mustChange(ctx, "save job", meta.ErrJobLeaseLost(j.Name), o.sql.jobs.save, saveKMSJobArgs(j, owner, until, now)...)
+}
+
+// SwapEnvelope implements meta.Store.
+func (o jobOps) SwapEnvelope(ctx context.Context, ref meta.EnvelopeRef, old, env []byte, kek string) (bool, error) {
+	if err := meta.CheckEnvelopeTable(ref.Table); err != nil {
+		return false, err
+	}
+	n, err := o.run.Exec(ctx, "swap envelope", swapEnvelopeSQL(ref.Table, o.sql.ph), swapEnvelopeArgs(ref, old, env, kek, o.key), nil)
+	return n == 1, err
+}
+
+// jobSQL are the kms_jobs statements of Ops.
+type jobSQL struct {
+	get, start, acquire, save string
+}
+
+func newJobSQL(ph PH) jobSQL {
+	return jobSQL{
+		get:     "SELECT " + kmsJobCols + " FROM kms_jobs WHERE name = " + ph(1),
+		start:   startKMSJobSQL(ph),
+		acquire: acquireKMSJobSQL(ph),
+		save:    saveKMSJobSQL(ph),
+	}
 }

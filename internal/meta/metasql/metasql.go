@@ -1,20 +1,33 @@
-// Package metasql holds what the SQL metadata backends (sqlite, postgres)
-// share beyond the meta contract itself: the checks every write makes, the
-// errors CompleteUpload reports, how times and user metadata are encoded,
-// how the numbered migration files are read, and the SQL and decisions of
-// blob references (what may be queued, reclaimed or collected as an
-// orphan) and of quota reservations (staging.go). Both backends call
-// these, so they cannot drift apart; only placeholders and the statements
-// around them differ.
+// Package metasql is what the two SQL metadata backends (sqlite, postgres)
+// share: the SQL, and the meta.Store operations whose SQL is the same in
+// both. It holds no decision: the checks and decisions of every operation
+// are package meta's, which these call.
+//
+//   - Ops implements every operation that is one statement (or a check and
+//     one statement, or a short transaction of statements whose outcome
+//     decides the next), once: a backend embeds the Ops NewOps makes of its
+//     Runner (how it runs a statement, with its own row collector) and its
+//     Dialect (placeholders, key and list binding). For the operations whose
+//     transaction is a backend's own (locks, quota checks, pipelined round
+//     trips), Ops makes the checks and calls the backend's Driver.
+//   - Statements are the statement texts the backends run in those
+//     transactions of their own, made once per dialect.
+//   - The Scan functions map rows (Row, which both drivers' rows satisfy)
+//     to meta records; the Args functions encode records as arguments;
+//     times are stored as ToNanos says, user metadata as EncodeMetadata.
+//   - Migrations reads the numbered migration files, Pending says which
+//     to apply.
+//
+// Files go by role, like meta's: users.go (accounts, refresh tokens),
+// accesskeys.go, invites.go, buckets.go, objects.go, uploads.go (uploads
+// and their parts), staging.go (reservations), garbage.go (blob
+// references), shares.go, tus.go, limits.go (user limits, rates),
+// kmsjobs.go, kmsgrants.go, serverkey.go; ops.go and statements.go hold
+// what ties them together, migrations.go the migrations.
 package metasql
 
 import (
 	"encoding/json"
-	"fmt"
-	"io/fs"
-	"math"
-	"path"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -23,26 +36,44 @@ import (
 	"github.com/coffer-storage/coffer/internal/meta"
 )
 
-var (
-	minTime = time.Unix(0, math.MinInt64)
-	maxTime = time.Unix(0, math.MaxInt64)
-)
+// Row is a row as both drivers return it (*sql.Row, *sql.Rows, pgx.Row,
+// pgx.CollectableRow): what the Scan functions read. A nullable column is
+// scanned into a pointer (nil for NULL), which both drivers support.
+type Row interface{ Scan(dest ...any) error }
 
-// ToNanos is how times are stored: unix nanoseconds, 0 for the zero time,
-// clamped to the representable range.
+// PH makes the n-th (1-based) placeholder of a dialect.
+type PH func(n int) string
+
+// Question is SQLite's numbered placeholder, ?n.
+func Question(n int) string { return "?" + strconv.Itoa(n) }
+
+// Dollar is PostgreSQL's placeholder, $n.
+func Dollar(n int) string { return "$" + strconv.Itoa(n) }
+
+// values is the list of the placeholders from to to (inclusive), for
+// INSERT … VALUES (…).
+func values(ph PH, from, to int) string {
+	var b strings.Builder
+	for n := from; n <= to; n++ {
+		if n > from {
+			b.WriteString(", ")
+		}
+		b.WriteString(ph(n))
+	}
+	return b.String()
+}
+
+// ToNanos is how times are stored: unix nanoseconds of meta.StoredTime(t),
+// 0 for the zero time.
 func ToNanos(t time.Time) int64 {
-	switch {
-	case t.IsZero():
+	if t = meta.StoredTime(t); t.IsZero() {
 		return 0
-	case t.Before(minTime):
-		return math.MinInt64
-	case t.After(maxTime):
-		return math.MaxInt64
 	}
 	return t.UnixNano()
 }
 
-// FromNanos is the inverse of ToNanos, in UTC.
+// FromNanos is the inverse of ToNanos, in UTC: FromNanos(ToNanos(t)) is
+// meta.StoredTime(t).
 func FromNanos(n int64) time.Time {
 	if n == 0 {
 		return time.Time{}
@@ -50,79 +81,21 @@ func FromNanos(n int64) time.Time {
 	return time.Unix(0, n).UTC()
 }
 
-// OrNow returns t, or now if t is zero.
-func OrNow(t, now time.Time) time.Time {
-	if t.IsZero() {
-		return now
+// millis is how the lease and job times are stored: unix milliseconds.
+func millis(t time.Time) int64 { return t.UnixMilli() }
+
+// fromMillis is the inverse of millis, 0 being the zero time.
+func fromMillis(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
 	}
-	return t
+	return time.UnixMilli(ms).UTC()
 }
 
-// CheckObject validates an object to be written. An object with Parts
-// has no BlobKey and its Size is the sum of theirs.
-func CheckObject(o meta.Object) error {
-	switch {
-	case o.Bucket == "":
-		return errcode.New(errcode.InvalidArgument, "bucket name is required")
-	case o.Key == "":
-		return errcode.New(errcode.InvalidArgument, "object key is required")
-	case o.Size < 0:
-		return errcode.New(errcode.InvalidArgument, "object size must not be negative")
-	case len(o.Parts) > 0 && o.BlobKey != "":
-		return errcode.New(errcode.InvalidArgument, "a multipart object has no blob key of its own")
-	case o.IsInline() && o.Encryption == nil && int64(len(o.Inline)) != o.Size:
-		// (Encrypted inline bytes are ciphertext, a little longer than
-		// Size: the object service checks them when it decrypts.)
-		return errcode.New(errcode.InvalidArgument, "an inline object's size %d is not its %d inline bytes", o.Size, len(o.Inline))
-	case !o.IsInline() && o.Inline != nil:
-		return errcode.New(errcode.InvalidArgument, "an object with a blob key or parts has no inline bytes")
-	}
-	if len(o.Parts) == 0 {
-		return nil
-	}
-	var sum int64
-	for i, p := range o.Parts {
-		if p.BlobKey == "" || p.Size < 0 {
-			return errcode.New(errcode.InvalidArgument, "part %d of the object needs a blob key and a size", i+1)
-		}
-		sum += p.Size
-	}
-	if sum != o.Size {
-		return errcode.New(errcode.InvalidArgument, "the object's size %d is not the sum %d of its parts", o.Size, sum)
-	}
-	return nil
-}
-
-// CheckKeyFingerprint validates a fingerprint for ClaimKeyFingerprint.
-func CheckKeyFingerprint(fp string) error {
-	if fp == "" || len(fp) > 128 {
-		return errcode.New(errcode.InvalidArgument, "a server key fingerprint must be 1 to 128 bytes, not %d", len(fp))
-	}
-	return nil
-}
-
-// PartError is the InvalidArgument error of a CompleteUpload check.
-func PartError(reason string, number int, format string, args ...any) error {
-	e := errcode.As(errcode.New(errcode.InvalidArgument, format, args...))
-	e.Detail = map[string]any{"reason": reason}
-	if number != 0 {
-		e.Detail["part_number"] = number
-	}
-	return e
-}
-
-// Unquote strips the quotes around an ETag.
-func Unquote(etag string) string {
-	if len(etag) >= 2 && etag[0] == '"' && etag[len(etag)-1] == '"' {
-		return etag[1 : len(etag)-1]
-	}
-	return etag
-}
-
-// EncodeMetadata is user metadata as stored: a JSON object, ok false (NULL)
+// encodeMetadata is user metadata as stored: a JSON object, ok false (NULL)
 // when empty. JSON escapes NUL and replaces invalid UTF-8, so any text
 // column can hold it.
-func EncodeMetadata(m map[string]string) (s string, ok bool, err error) {
+func encodeMetadata(m map[string]string) (s string, ok bool, err error) {
 	if len(m) == 0 {
 		return "", false, nil
 	}
@@ -133,182 +106,47 @@ func EncodeMetadata(m map[string]string) (s string, ok bool, err error) {
 	return string(b), true, nil
 }
 
-// DecodeMetadata is the inverse of EncodeMetadata ("" or NULL: none).
-func DecodeMetadata(s string) (map[string]string, error) {
-	if s == "" {
+// metadataArg is user metadata as an argument: encodeMetadata's JSON, or
+// nil (NULL) when empty.
+func metadataArg(m map[string]string) (any, error) {
+	s, ok, err := encodeMetadata(m)
+	if !ok || err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// DecodeMetadata is the inverse of encodeMetadata (nil or "": none).
+func DecodeMetadata(s *string) (map[string]string, error) {
+	if s == nil || *s == "" {
 		return nil, nil
 	}
 	var m map[string]string
-	if err := json.Unmarshal([]byte(s), &m); err != nil {
+	if err := json.Unmarshal([]byte(*s), &m); err != nil {
 		return nil, errcode.Wrap(errcode.Internal, err, "corrupt object metadata")
 	}
 	return m, nil
 }
 
-// Migration is one numbered schema change.
-type Migration struct {
-	Version int64
-	Name    string
-	SQL     string
+// Deref is *p, or the zero value for nil (a NULL column).
+func Deref[T any](p *T) T {
+	if p == nil {
+		var zero T
+		return zero
+	}
+	return *p
 }
 
-// Migrations returns the migrations/*.sql of files in version order. File names
-// are NNNN_description.sql with a unique positive NNNN.
-func Migrations(files fs.FS) ([]Migration, error) {
-	names, err := fs.Glob(files, "migrations/*.sql")
-	if err != nil {
-		return nil, err
-	}
-	var ms []Migration
-	seen := map[int64]string{}
-	for _, name := range names {
-		base := path.Base(name)
-		num, _, ok := strings.Cut(base, "_")
-		v, err := strconv.ParseInt(num, 10, 64)
-		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("migration %s: name must be NNNN_description.sql", base)
-		}
-		if prev, dup := seen[v]; dup {
-			return nil, fmt.Errorf("migrations %s and %s share version %d", prev, base, v)
-		}
-		seen[v] = base
-		b, err := fs.ReadFile(files, name)
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, Migration{Version: v, Name: base, SQL: string(b)})
-	}
-	sort.Slice(ms, func(i, j int) bool { return ms[i].Version < ms[j].Version })
-	return ms, nil
+// ScanString reads a row of one text column.
+func ScanString(r Row) (string, error) {
+	var v string
+	err := r.Scan(&v)
+	return v, err
 }
 
-// UserUpdateSet returns the SET list and arguments of an UPDATE users for
-// upd, with placeholders made by ph (1-based: "?" for SQLite, "$n" for
-// PostgreSQL), and the number of arguments used. InvalidArgument for an
-// empty update or a negative quota.
-func UserUpdateSet(upd meta.UserUpdate, ph func(n int) string) (set string, args []any, err error) {
-	var cols []string
-	add := func(col string, v any) {
-		args = append(args, v)
-		cols = append(cols, col+" = "+ph(len(args)))
-	}
-	if upd.Admin != nil {
-		add("admin", *upd.Admin)
-	}
-	if upd.Disabled != nil {
-		add("disabled", *upd.Disabled)
-	}
-	if upd.PasswordHash != nil {
-		if *upd.PasswordHash == "" {
-			return "", nil, errcode.New(errcode.InvalidArgument, "password hash must not be empty")
-		}
-		add("password_hash", *upd.PasswordHash)
-	}
-	if upd.QuotaBytes != nil {
-		if *upd.QuotaBytes < 0 {
-			return "", nil, errcode.New(errcode.InvalidArgument, "quota must not be negative")
-		}
-		add("quota_bytes", *upd.QuotaBytes)
-	}
-	if upd.SessionsAfter != nil {
-		add("sessions_after", ToNanos(*upd.SessionsAfter))
-	}
-	if len(cols) == 0 {
-		return "", nil, errcode.New(errcode.InvalidArgument, "nothing to update")
-	}
-	return strings.Join(cols, ", "), args, nil
-}
-
-// InviteCols are the columns of an invite, in the order ScanInvite reads
-// them.
-const InviteCols = "id, hash, email, uses, uses_left, created_by, created_at, expires_at, revoked"
-
-// ScanInvite reads an invite selected with InviteCols.
-func ScanInvite(r interface{ Scan(dest ...any) error }) (meta.Invite, error) {
-	var inv meta.Invite
-	var created, expires int64
-	err := r.Scan(&inv.ID, &inv.Hash, &inv.Email, &inv.Uses, &inv.UsesLeft, &inv.CreatedBy, &created, &expires, &inv.Revoked)
-	inv.CreatedAt, inv.ExpiresAt = FromNanos(created), FromNanos(expires)
-	return inv, err
-}
-
-// CheckInvite validates an invite for CreateInvite and returns it as it is
-// stored: every use left, not revoked, CreatedAt now if zero, times at the
-// precision they are stored with.
-func CheckInvite(inv meta.Invite, now time.Time) (meta.Invite, error) {
-	switch {
-	case inv.ID == "" || inv.Hash == "":
-		return meta.Invite{}, errcode.New(errcode.InvalidArgument, "invite id and hash are required")
-	case inv.Uses < 1:
-		return meta.Invite{}, errcode.New(errcode.InvalidArgument, "an invite allows at least one signup, not %d", inv.Uses)
-	case inv.ExpiresAt.IsZero():
-		return meta.Invite{}, errcode.New(errcode.InvalidArgument, "an invite needs an expiry")
-	}
-	inv.UsesLeft, inv.Revoked = inv.Uses, false
-	inv.CreatedAt = FromNanos(ToNanos(OrNow(inv.CreatedAt, now)))
-	inv.ExpiresAt = FromNanos(ToNanos(inv.ExpiresAt))
-	return inv, nil
-}
-
-// InviteArgs are the arguments of an INSERT INTO invites (InviteCols) of
-// an invite CheckInvite returned.
-func InviteArgs(inv meta.Invite) []any {
-	return []any{inv.ID, inv.Hash, inv.Email, inv.Uses, inv.UsesLeft, inv.CreatedBy, ToNanos(inv.CreatedAt), ToNanos(inv.ExpiresAt), inv.Revoked}
-}
-
-// RedeemInviteSQL is the conditional UPDATE that takes one use of an
-// invite, with arguments RedeemInviteArgs and placeholders made by ph: it
-// changes one row exactly when the invite is meta.Invite.Redeemable, and
-// none otherwise. Being one statement on one row, two concurrent
-// redemptions of the last use cannot both change it (the second sees
-// uses_left = 0 once the first commits: SQLite runs one writer; PostgreSQL
-// re-evaluates the WHERE on the updated row at READ COMMITTED).
-func RedeemInviteSQL(ph func(n int) string) string {
-	return "UPDATE invites SET uses_left = uses_left - 1 WHERE hash = " + ph(1) +
-		" AND uses_left > 0 AND NOT revoked AND expires_at > " + ph(2) + " AND (email = '' OR email = " + ph(3) + ")"
-}
-
-// RedeemInviteArgs are the arguments of RedeemInviteSQL.
-func RedeemInviteArgs(hash, email string, now time.Time) []any {
-	return []any{hash, ToNanos(now), email}
-}
-
-// InviteNotFound is the error of an invite id or hash that is not stored.
-func InviteNotFound() error { return errcode.New(errcode.NotFound, "no such invite") }
-
-// UpsertGatewayBucketQuery creates a gateway bucket (name, owner_id,
-// visibility, created_at, gateway: the placeholders p1…p5) or updates the
-// gateway bucket of that name; it affects no row when a native bucket has
-// the name (see ErrNotAGateway).
-func UpsertGatewayBucketQuery(p1, p2, p3, p4, p5 string) string {
-	return "INSERT INTO buckets (name, owner_id, visibility, created_at, gateway) VALUES (" +
-		p1 + ", " + p2 + ", " + p3 + ", " + p4 + ", " + p5 + ") " +
-		"ON CONFLICT (name) DO UPDATE SET owner_id = excluded.owner_id, visibility = excluded.visibility, gateway = excluded.gateway " +
-		"WHERE buckets.gateway <> ''"
-}
-
-// CheckGatewayBucket validates a gateway bucket to be written, defaulting
-// an empty visibility to private.
-func CheckGatewayBucket(b meta.Bucket) (meta.Bucket, error) {
-	if b.Visibility == "" {
-		b.Visibility = meta.Private
-	}
-	switch {
-	case b.Name == "":
-		return b, errcode.New(errcode.InvalidArgument, "bucket name is required")
-	case b.OwnerID == "":
-		return b, errcode.New(errcode.InvalidArgument, "bucket owner is required")
-	case b.Gateway == "":
-		return b, errcode.New(errcode.InvalidArgument, "a gateway bucket needs its gateway URL")
-	case !b.Visibility.Valid():
-		return b, errcode.New(errcode.InvalidArgument, "invalid bucket visibility %q", b.Visibility)
-	}
-	return b, nil
-}
-
-// ErrNotAGateway is PutGatewayBucket's error when a native bucket has the
-// name.
-func ErrNotAGateway(name string) error {
-	return &errcode.Error{Code: errcode.Conflict, Message: fmt.Sprintf("bucket %q exists and is not a gateway bucket", name),
-		Detail: map[string]any{"reason": "not_a_gateway"}}
+// ScanInt64 reads a row of one integer column.
+func ScanInt64(r Row) (int64, error) {
+	var v int64
+	err := r.Scan(&v)
+	return v, err
 }

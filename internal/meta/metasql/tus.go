@@ -1,10 +1,10 @@
 package metasql
 
 import (
+	"context"
 	"fmt"
 	"time"
 
-	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
 )
 
@@ -12,11 +12,11 @@ import (
 // the n-th (1-based) placeholder of the dialect. Times are Unix
 // milliseconds.
 
-// TusCols are the columns of meta.TusUpload, in ScanTus's order.
-const TusCols = "upload_id, length, info, hash_offset, hash_state"
+// tusCols are the columns of meta.TusUpload, in scanTus's order.
+const tusCols = "upload_id, length, info, hash_offset, hash_state"
 
-// ScanTus scans a row of TusCols.
-func ScanTus(r interface{ Scan(...any) error }) (meta.TusUpload, error) {
+// scanTus scans a row of tusCols.
+func scanTus(r Row) (meta.TusUpload, error) {
 	var t meta.TusUpload
 	var info string
 	err := r.Scan(&t.UploadID, &t.Length, &info, &t.HashOffset, &t.HashState)
@@ -24,90 +24,122 @@ func ScanTus(r interface{ Scan(...any) error }) (meta.TusUpload, error) {
 	return t, err
 }
 
-// InsertTusSQL inserts a row: args upload_id, length, info.
-func InsertTusSQL(ph func(int) string) string {
+// insertTusSQL inserts a row: args upload_id, length, info.
+func insertTusSQL(ph PH) string {
 	return fmt.Sprintf("INSERT INTO tus_uploads (upload_id, length, info) VALUES (%s, %s, %s)", ph(1), ph(2), ph(3))
 }
 
-// SetTusLengthSQL sets a deferred length: args length, upload_id.
-func SetTusLengthSQL(ph func(int) string) string {
+// setTusLengthSQL sets a deferred length: args length, upload_id.
+func setTusLengthSQL(ph PH) string {
 	return fmt.Sprintf("UPDATE tus_uploads SET length = %s WHERE upload_id = %s AND length = -1", ph(1), ph(2))
 }
 
-// SetTusHashSQL records the hash state: args offset, state, upload_id.
-func SetTusHashSQL(ph func(int) string) string {
+// setTusHashSQL records the hash state: args offset, state, upload_id.
+func setTusHashSQL(ph PH) string {
 	return fmt.Sprintf("UPDATE tus_uploads SET hash_offset = %s, hash_state = %s WHERE upload_id = %s", ph(1), ph(2), ph(3))
 }
 
-// LockTusSQL takes the lock if free, expired or the holder's: args
+// lockTusSQL takes the lock if free, expired or the holder's: args
 // holder, until, upload_id, now.
-func LockTusSQL(ph func(int) string) string {
+func lockTusSQL(ph PH) string {
 	return fmt.Sprintf("UPDATE tus_uploads SET lock_holder = %[1]s, lock_until = %[2]s, release_requested = 0 WHERE upload_id = %[3]s AND (lock_holder = '' OR lock_holder = %[1]s OR lock_until < %[4]s)",
 		ph(1), ph(2), ph(3), ph(4))
 }
 
-// RequestTusReleaseSQL asks the holder to let go: args upload_id.
-func RequestTusReleaseSQL(ph func(int) string) string {
+// requestTusReleaseSQL asks the holder to let go: args upload_id.
+func requestTusReleaseSQL(ph PH) string {
 	return fmt.Sprintf("UPDATE tus_uploads SET release_requested = 1 WHERE upload_id = %s", ph(1))
 }
 
-// RenewTusLockSQL extends the lease: args until, upload_id, holder;
+// renewTusLockSQL extends the lease: args until, upload_id, holder;
 // returns release_requested.
-func RenewTusLockSQL(ph func(int) string) string {
+func renewTusLockSQL(ph PH) string {
 	return fmt.Sprintf("UPDATE tus_uploads SET lock_until = %s WHERE upload_id = %s AND lock_holder = %s RETURNING release_requested", ph(1), ph(2), ph(3))
 }
 
-// UnlockTusSQL releases the lock: args upload_id, holder.
-func UnlockTusSQL(ph func(int) string) string {
+// unlockTusSQL releases the lock: args upload_id, holder.
+func unlockTusSQL(ph PH) string {
 	return fmt.Sprintf("UPDATE tus_uploads SET lock_holder = '', lock_until = 0, release_requested = 0 WHERE upload_id = %s AND lock_holder = %s", ph(1), ph(2))
 }
 
-// Millis encodes t for the lock columns.
-func Millis(t time.Time) int64 { return t.UnixMilli() }
-
-// TusNotFound is the error for an upload without tus state.
-func TusNotFound(id string) error {
-	return errcode.New(errcode.NotFound, "no tus upload %q", id)
+// touchTusSQL changes nothing of upload ph(1)'s tus state, and tells
+// whether it exists (a lock that was not free).
+func touchTusSQL(ph PH) string {
+	return "UPDATE tus_uploads SET lock_until = lock_until WHERE upload_id = " + ph(1)
 }
 
-// TusLengthDeclared is SetTusLength's error for a length set already.
-func TusLengthDeclared(id string) error {
-	return errcode.New(errcode.InvalidArgument, "the length of tus upload %q is declared already", id)
+// GetTus implements meta.Store.
+func (o tusOps) GetTus(ctx context.Context, id string) (meta.TusUpload, error) {
+	return Get(ctx, o.run, "get tus upload", scanTus, meta.ErrNoTus(id), o.sql.tus.get, id)
 }
 
-// CheckUserLimits validates an override.
-func CheckUserLimits(l meta.UserLimits) error {
-	if l.Requests < 0 || l.Bytes < 0 {
-		return errcode.New(errcode.InvalidArgument, "limits must be >= 0 (0 = the server's default)")
+// CreateTus implements meta.Store.
+func (o tusOps) CreateTus(ctx context.Context, t meta.TusUpload) error {
+	return o.exec(ctx, "create tus upload", o.sql.tus.insert, t.UploadID, t.Length, string(t.Info))
+}
+
+// SetTusLength implements meta.Store.
+func (o tusOps) SetTusLength(ctx context.Context, id string, length int64) error {
+	return o.mustChange(ctx, "declare tus length", meta.ErrTusLengthDeclared(id), o.sql.tus.setLength, length, id)
+}
+
+// SetTusHash implements meta.Store.
+func (o tusOps) SetTusHash(ctx context.Context, id string, offset int64, state []byte) error {
+	return o.mustChange(ctx, "record tus hash", meta.ErrNoTus(id), o.sql.tus.setHash, offset, state, id)
+}
+
+// RenewTusLock implements meta.Store.
+func (o tusOps) RenewTusLock(ctx context.Context, id, holder string, until time.Time) (held, releaseRequested bool, err error) {
+	rr, held, err := writeGet(ctx, o.core, "renew tus lock", ScanInt64, o.sql.tus.renewLock, millis(until), id, holder)
+	return held, rr != 0, err
+}
+
+// UnlockTus implements meta.Store.
+func (o tusOps) UnlockTus(ctx context.Context, id, holder string) error {
+	return o.exec(ctx, "unlock tus upload", o.sql.tus.unlock, id, holder)
+}
+
+// tusSQL are the tus_uploads statements of Ops.
+type tusSQL struct {
+	get, insert, setLength, setHash, renewLock, unlock string
+	lock, requestRelease, touch                        string
+}
+
+func newTusSQL(ph PH) tusSQL {
+	return tusSQL{
+		get:            "SELECT " + tusCols + " FROM tus_uploads WHERE upload_id = " + ph(1),
+		insert:         insertTusSQL(ph),
+		setLength:      setTusLengthSQL(ph),
+		setHash:        setTusHashSQL(ph),
+		renewLock:      renewTusLockSQL(ph),
+		unlock:         unlockTusSQL(ph),
+		lock:           lockTusSQL(ph),
+		requestRelease: requestTusReleaseSQL(ph),
+		touch:          touchTusSQL(ph),
 	}
-	if l.Window < time.Second {
-		return errcode.New(errcode.InvalidArgument, "the limits' window must be at least a second")
-	}
-	return nil
 }
 
-// UpsertUserLimitsSQL stores an override: args user_id, requests, bytes,
-// window_ms.
-func UpsertUserLimitsSQL(ph func(int) string) string {
-	return fmt.Sprintf("INSERT INTO user_limits (user_id, requests, bytes, window_ms) VALUES (%s, %s, %s, %s) ON CONFLICT (user_id) DO UPDATE SET requests = excluded.requests, bytes = excluded.bytes, window_ms = excluded.window_ms",
-		ph(1), ph(2), ph(3), ph(4))
-}
-
-// UserLimitsNotFound is GetUserLimits' error when there is no override.
-func UserLimitsNotFound(id string) error {
-	return errcode.New(errcode.NotFound, "no rate limit override for user %q", id)
-}
-
-// ReserveRateSQL takes a block: args dim, key, window_start, block,
-// limit; returns used after the reservation (no row when the limit was
-// spent already).
-func ReserveRateSQL(ph func(int) string) string {
-	return fmt.Sprintf(`INSERT INTO rate_leases (dim, key, window_start, used) VALUES (%[1]s, %[2]s, %[3]s, %[4]s)
-ON CONFLICT (dim, key, window_start) DO UPDATE SET used = rate_leases.used + %[4]s WHERE rate_leases.used < %[5]s
-RETURNING used`, ph(1), ph(2), ph(3), ph(4), ph(5))
-}
-
-// Granted is what a reservation of block got, given used after it.
-func Granted(used, block, limit int64) int64 {
-	return max(0, min(block, limit-(used-block)))
+// TryLockTus implements meta.Store in one transaction.
+func (o tusOps) TryLockTus(ctx context.Context, id, holder string, until time.Time, requestRelease bool) (meta.TusLock, error) {
+	out := meta.TusMissing
+	err := o.run.Write(ctx, "lock tus upload", func(w Writer) error {
+		out = meta.TusMissing
+		n, err := w.Exec(o.sql.tus.lock, holder, millis(until), id, millis(time.Now()))
+		if err != nil || n == 1 {
+			if err == nil {
+				out = meta.TusLocked
+			}
+			return err
+		}
+		q := o.sql.tus.touch
+		if requestRelease {
+			q = o.sql.tus.requestRelease
+		}
+		return w.Queue(func(n int64) {
+			if n == 1 {
+				out = meta.TusBusy
+			}
+		}, q, id)
+	})
+	return out, err
 }

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// unescapeLike undoes EscapeLike, reporting whether every wildcard of s
+// unescapeLike undoes escapeLike, reporting whether every wildcard of s
 // was escaped.
 func unescapeLike(s string) (string, bool) {
 	var b strings.Builder
@@ -33,9 +33,9 @@ func FuzzEscapeLike(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		got, ok := unescapeLike(EscapeLike(s))
+		got, ok := unescapeLike(escapeLike(s))
 		if !ok || got != s {
-			t.Fatalf("EscapeLike(%q) = %q: unescapes to %q (ok %v)", s, EscapeLike(s), got, ok)
+			t.Fatalf("escapeLike(%q) = %q: unescapes to %q (ok %v)", s, escapeLike(s), got, ok)
 		}
 	})
 }

@@ -26,6 +26,7 @@ var multipartTests = []test{
 	{name: "List", fn: testListMultipart},
 	{name: "ReferencedBlobs", fn: testReferencedParts},
 	{name: "ConsistentReads", fn: testConsistentMultipartReads},
+	{name: "CompleteIgnoresInline", fn: testCompleteIgnoresInline},
 }
 
 // completeOf lists ps for CompleteUpload.

@@ -2,187 +2,43 @@ package postgres
 
 import (
 	"context"
-	"errors"
 
-	"github.com/jackc/pgx/v5"
-
-	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
 	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
-
-const bucketCols = "name, owner_id, visibility, created_at"
-
-// bucketReadCols are what scanBucket reads.
-const bucketReadCols = bucketCols + ", sse_default, sse_kms_key, gateway, object_count, byte_count"
-
-func scanBucket(r pgx.Row) (meta.Bucket, error) {
-	var b meta.Bucket
-	var vis string
-	var created int64
-	err := r.Scan(&b.Name, &b.OwnerID, &vis, &created, &b.Encryption, &b.EncryptionKMSKey, &b.Gateway, &b.Objects, &b.Bytes)
-	b.Visibility = meta.Visibility(vis)
-	b.CreatedAt = metasql.FromNanos(created)
-	return b, err
-}
-
-// checkBucket validates b, defaulting an empty visibility to private.
-func checkBucket(b meta.Bucket) (meta.Bucket, error) {
-	if b.Visibility == "" {
-		b.Visibility = meta.Private
-	}
-	switch {
-	case b.Name == "":
-		return b, errcode.New(errcode.InvalidArgument, "bucket name is required")
-	case b.OwnerID == "":
-		return b, errcode.New(errcode.InvalidArgument, "bucket owner is required")
-	case !b.Visibility.Valid():
-		return b, errcode.New(errcode.InvalidArgument, "invalid bucket visibility %q", b.Visibility)
-	}
-	return b, nil
-}
-
-// insertBucket queues the insertion of b. A missing owner fails the
-// statement with a foreign key violation, which is NotFound; a taken name
-// with a unique violation, which is AlreadyExists.
-func insertBucket(t *txn, b meta.Bucket) {
-	t.exec("INSERT INTO buckets ("+bucketCols+") VALUES ($1, $2, $3, $4)",
-		b.Name, b.OwnerID, string(b.Visibility), metasql.ToNanos(metasql.OrNow(b.CreatedAt, t.now)))
-}
-
-// CreateBucket implements meta.Store. A zero CreatedAt is set to now and an
-// empty Visibility to private.
-func (s *Store) CreateBucket(ctx context.Context, b meta.Bucket) error {
-	b, err := checkBucket(b)
-	if err != nil {
-		return err
-	}
-	return s.write(ctx, "create bucket "+b.Name, func(t *txn) error {
-		insertBucket(t, b)
-		return nil
-	})
-}
-
-// GetBucket implements meta.Store.
-func (s *Store) GetBucket(ctx context.Context, name string) (meta.Bucket, error) {
-	var b meta.Bucket
-	err := s.queryRow(ctx, "get bucket", func(r pgx.Row) (err error) {
-		b, err = scanBucket(r)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errNoBucket(name)
-		}
-		return err
-	}, "SELECT "+bucketReadCols+" FROM buckets WHERE name = $1", name)
-	if err != nil {
-		return meta.Bucket{}, err
-	}
-	return b, nil
-}
-
-// ListBuckets implements meta.Store.
-func (s *Store) ListBuckets(ctx context.Context, ownerID string) ([]meta.Bucket, error) {
-	var out []meta.Bucket
-	err := s.read(ctx, "list buckets", func(c *pgx.Conn) error {
-		out = nil
-		rows, err := c.Query(ctx, "SELECT "+bucketReadCols+" FROM buckets WHERE owner_id = $1 ORDER BY name", ownerID)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			b, err := scanBucket(rows)
-			if err != nil {
-				return err
-			}
-			out = append(out, b)
-		}
-		return rows.Err()
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// SetBucketVisibility implements meta.Store. NotFound if the bucket is
-// missing; InvalidArgument for an unknown visibility.
-func (s *Store) SetBucketVisibility(ctx context.Context, name string, v meta.Visibility) error {
-	if !v.Valid() {
-		return errcode.New(errcode.InvalidArgument, "invalid bucket visibility %q", v)
-	}
-	return s.write(ctx, "set bucket visibility", func(t *txn) error {
-		t.execN(mustAffect(errNoBucket(name)), "UPDATE buckets SET visibility = $1 WHERE name = $2", string(v), name)
-		return nil
-	})
-}
-
-// SetBucketEncryption implements meta.Store.
-func (s *Store) SetBucketEncryption(ctx context.Context, name, enc, kmsKey string) error {
-	if err := meta.ValidBucketEncryption(enc, kmsKey); err != nil {
-		return err
-	}
-	return s.write(ctx, "set bucket encryption", func(t *txn) error {
-		t.execN(mustAffect(errNoBucket(name)), "UPDATE buckets SET sse_default = $1, sse_kms_key = $2 WHERE name = $3", enc, kmsKey, name)
-		return nil
-	})
-}
 
 // DeleteBucket implements meta.Store. Its uploads in progress are aborted
 // as AbortUpload does, their BlobKey enqueued too.
 func (s *Store) DeleteBucket(ctx context.Context, name string) error {
 	return s.write(ctx, "delete bucket "+name, func(t *txn) error {
 		t.lockOwners([]string{name})
-		var owner string
-		var found, nonEmpty bool
-		t.queryRow(func(r pgx.Row) error {
-			err := r.Scan(&owner, &nonEmpty)
-			found = err == nil
-			if errors.Is(err, pgx.ErrNoRows) {
-				return nil
-			}
-			return err
-		}, "SELECT owner_id, EXISTS (SELECT 1 FROM objects WHERE bucket = $1) FROM buckets WHERE name = $1", name)
-		var freed int64
-		var parts, blobs []string // the blobs of the uploads' parts, and of the uploads
-		lastID := ""
-		t.query(func(r pgx.Rows) error {
-			var id, uploadBlob string
-			var size *int64
-			var blob *string
-			if err := r.Scan(&id, &uploadBlob, &size, &blob); err != nil {
-				return err
-			}
-			if id != lastID && uploadBlob != "" {
-				blobs = append(blobs, uploadBlob)
-			}
-			lastID = id
-			if blob != nil {
-				freed += *size
-				parts = append(parts, *blob)
-			}
-			return nil
-		}, `SELECT u.id, u.blob_key, p.size, p.blob_key FROM uploads u LEFT JOIN upload_parts p ON p.upload_id = u.id
+		var b bucketState
+		var found bool
+		var rows []uploadPart
+		queueRow(t, &b, &found, scanBucketState, "SELECT owner_id, EXISTS (SELECT 1 FROM objects WHERE bucket = $1) FROM buckets WHERE name = $1", name)
+		queueRows(t, &rows, scanUploadPart, `SELECT u.id, u.blob_key, p.size, p.blob_key FROM uploads u LEFT JOIN upload_parts p ON p.upload_id = u.id
 			WHERE u.bucket = $1 ORDER BY u.key, u.created_at, u.id, p.number`, name)
 		if err := t.flush(); err != nil {
 			return err
 		}
 		switch {
 		case !found:
-			return errNoBucket(name)
-		case nonEmpty:
-			return errcode.New(errcode.Conflict, "bucket %q is not empty", name)
+			return meta.ErrNoBucket(name)
+		case b.nonEmpty:
+			return meta.ErrBucketNotEmpty(name)
 		}
-		if err := t.checkLocked(owner); err != nil {
+		if err := t.checkLocked(b.owner); err != nil {
 			return err
 		}
+		freed, blobs := uploadBlobs(rows)
 		t.exec("DELETE FROM staging WHERE declared AND upload_id IN (SELECT id FROM uploads WHERE bucket = $1)", name)
 		t.exec("DELETE FROM upload_parts WHERE upload_id IN (SELECT id FROM uploads WHERE bucket = $1)", name)
 		t.exec("DELETE FROM uploads WHERE bucket = $1", name)
 		t.exec("DELETE FROM buckets WHERE name = $1", name)
-		if err := t.addUsage(owner, -freed); err != nil {
+		if err := t.addUsage(b.owner, -freed); err != nil {
 			return err
 		}
-		t.enqueue(append(parts, blobs...)...)
+		t.enqueue(blobs...)
 		// An upload created meanwhile (CreateUpload takes no owner lock)
 		// makes the bucket's deletion a foreign key violation: run again,
 		// aborting it too.
@@ -195,6 +51,45 @@ func (s *Store) DeleteBucket(ctx context.Context, name string) error {
 	})
 }
 
-func errNoBucket(name string) error {
-	return errcode.New(errcode.NotFound, "bucket %q not found", name)
+// bucketState is what DeleteBucket reads of a bucket.
+type bucketState struct {
+	owner    string
+	nonEmpty bool
+}
+
+func scanBucketState(r metasql.Row) (bucketState, error) {
+	var b bucketState
+	err := r.Scan(&b.owner, &b.nonEmpty)
+	return b, err
+}
+
+// uploadPart is an upload and one of its parts (none: size and blob nil).
+type uploadPart struct {
+	id, uploadBlob string
+	size           *int64
+	blob           *string
+}
+
+func scanUploadPart(r metasql.Row) (uploadPart, error) {
+	var u uploadPart
+	err := r.Scan(&u.id, &u.uploadBlob, &u.size, &u.blob)
+	return u, err
+}
+
+// uploadBlobs returns the bytes of the parts of rows (uploads and their
+// parts, by upload) and the blobs to enqueue when they go: the parts',
+// then the uploads' own.
+func uploadBlobs(rows []uploadPart) (int64, []string) {
+	var freed int64
+	var parts, blobs []string
+	for i, r := range rows {
+		if (i == 0 || r.id != rows[i-1].id) && r.uploadBlob != "" {
+			blobs = append(blobs, r.uploadBlob)
+		}
+		if r.blob != nil {
+			freed += *r.size
+			parts = append(parts, *r.blob)
+		}
+	}
+	return freed, append(parts, blobs...)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/coffer-storage/coffer/internal/meta"
+	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
 
 var _ meta.ChangeListener = (*Store)(nil)
@@ -242,15 +243,14 @@ func (s *Store) ExpectChange(cs ...meta.Change) (wait func(ctx context.Context, 
 		defer cancel()
 		ctx, stop := context.WithTimeout(ctx, max)
 		defer stop()
-		var n int
-		err := s.queryRow(ctx, "count listeners", func(r pgx.Row) error { return r.Scan(&n) },
-			"SELECT count(*)::int FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database()", ListenerApplicationName)
+		n, err := metasql.Get(ctx, driver{s}, "count listeners", metasql.ScanInt64, nil,
+			"SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database()", ListenerApplicationName)
 		if err != nil || n == 0 {
 			return
 		}
 		s.acks.mu.Lock()
 		for _, p := range ps {
-			p.w.want = n
+			p.w.want = int(n)
 			p.w.check()
 		}
 		s.acks.mu.Unlock()

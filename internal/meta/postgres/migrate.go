@@ -28,10 +28,6 @@ func (s *Store) migrate(ctx context.Context, now func() time.Time) error {
 	if err != nil {
 		return errcode.Wrap(errcode.Internal, err, "postgres: bad embedded migrations")
 	}
-	known := map[int64]bool{}
-	for _, m := range ms {
-		known[m.Version] = true
-	}
 	for {
 		done := false
 		err := s.tx(ctx, "postgres: migrate", beginReadWrite, func(t *txn) error {
@@ -50,35 +46,23 @@ func (s *Store) migrate(ctx context.Context, now func() time.Time) error {
 			if err := t.flush(); err != nil {
 				return err
 			}
-			applied := map[int64]bool{}
-			t.query(func(r pgx.Rows) error {
-				var v int64
-				if err := r.Scan(&v); err != nil {
-					return err
-				}
-				applied[v] = true
-				return nil
-			}, "SELECT version FROM schema_migrations")
+			var versions []int64
+			queueRows(t, &versions, metasql.ScanInt64, "SELECT version FROM schema_migrations")
 			if err := t.flush(); err != nil {
 				return err
 			}
-			for v := range applied {
-				if !known[v] {
-					return errcode.New(errcode.Internal, "postgres: database has schema version %d, which this binary does not know (a newer coffer migrated it)", v)
-				}
+			pending, err := metasql.Pending("postgres", ms, versions)
+			if err != nil || len(pending) == 0 {
+				done = err == nil
+				return err
 			}
-			for _, m := range ms {
-				if applied[m.Version] {
-					continue
-				}
-				// Several statements: the simple protocol, outside a batch.
-				if _, err := t.conn.Exec(t.ctx, m.SQL, pgx.QueryExecModeSimpleProtocol); err != nil {
-					return fmt.Errorf("migration %s: %w", m.Name, err)
-				}
-				t.exec("INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)", m.Version, now().UnixNano())
-				return nil
+			// One at a time. Several statements: the simple protocol,
+			// outside a batch.
+			m := pending[0]
+			if _, err := t.conn.Exec(t.ctx, m.SQL, pgx.QueryExecModeSimpleProtocol); err != nil {
+				return fmt.Errorf("migration %s: %w", m.Name, err)
 			}
-			done = true
+			t.exec("INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)", m.Version, now().UnixNano())
 			return nil
 		})
 		if err != nil {

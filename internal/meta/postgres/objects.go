@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sort"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
-	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
 	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
@@ -17,7 +15,17 @@ import (
 // owner is a users row locked by the transaction, with the bytes its live
 // stagings reserve (read by readReserved; 0 if not read, or if the owner
 // has no quota).
-type owner struct{ quota, usage, reserved int64 }
+type owner struct {
+	id                     string
+	quota, usage, reserved int64
+}
+
+// scanOwner reads a row of a lock query: id, quota_bytes, usage_bytes.
+func scanOwner(r metasql.Row) (owner, error) {
+	var o owner
+	err := r.Scan(&o.id, &o.quota, &o.usage)
+	return o, err
+}
 
 const lockOwnersQuery = `SELECT id, quota_bytes, usage_bytes FROM users
 	WHERE id IN (SELECT owner_id FROM buckets WHERE name = ANY($1)) ORDER BY id FOR UPDATE`
@@ -40,15 +48,7 @@ func (t *txn) lockOwnersWith(query string, arg any) {
 	if t.owners == nil {
 		t.owners = map[string]*owner{}
 	}
-	t.query(func(r pgx.Rows) error {
-		var id string
-		var o owner
-		if err := r.Scan(&id, &o.quota, &o.usage); err != nil {
-			return err
-		}
-		t.owners[id] = &o
-		return nil
-	}, query, arg)
+	queueEach(t, scanOwner, func(o owner) { t.owners[o.id] = &o }, query, arg)
 }
 
 // checkLocked fails with errRetry unless the transaction locked id (a
@@ -99,19 +99,12 @@ var enqueueQuery = `INSERT INTO garbage (blob_key, created_at)
 	SELECT b.k, $2 FROM unnest($1::text[]) WITH ORDINALITY AS b(k, n)
 	WHERE NOT ` + metasql.Referenced("b.k") + ` ORDER BY b.n`
 
-// row is an object as its objects row holds it, with its parts.
-type row struct {
-	meta.Object
-	partsID   int64 // 0 for an object that is not multipart
-	partCount int
-}
-
 // found is the result of lookupQuery.
 type found struct {
 	bucket bool   // the bucket exists
 	owner  string // its owner
 	exists bool   // an object is at the key
-	row    row
+	row    metasql.ObjectRow
 }
 
 // lookupQuery reads a bucket's owner and the object at a key, with its
@@ -126,31 +119,43 @@ const lookupQuery = `SELECT b.owner_id, o.size, o.etag, o.sha256, o.content_type
 	WHERE b.name = $1
 	ORDER BY p.idx`
 
-// scan reads one row of lookupQuery for the object at bucket/key.
-func (f *found) scan(r pgx.Rows, bucket, key string) error {
-	var (
-		size, mod, pid                             pgtype.Int8
-		pcount                                     pgtype.Int4
-		etag, sha, ctype, md, blob, calg, ctyp, cv pgtype.Text
-		inline                                     []byte
-		pblob, petag, pcheck                       pgtype.Text
-		psize                                      pgtype.Int8
-		sse, psse                                  []byte
-		kek, pkek                                  pgtype.Text
-	)
-	if err := r.Scan(&f.owner, &size, &etag, &sha, &ctype, &md, &blob, &mod, &calg, &ctyp, &cv, &pid, &pcount, &inline,
-		&pblob, &psize, &petag, &pcheck, &sse, &kek, &psse, &pkek); err != nil {
-		return err
-	}
-	if !f.bucket {
-		f.bucket = true
-		if !size.Valid {
-			return nil
+// lookupRow is a row of lookupQuery: the bucket's owner, the object at
+// the key, if has, and one of its parts, if pHas.
+type lookupRow struct {
+	owner string
+	obj   metasql.ObjectRow
+	has   bool // an object is at the key
+	part  meta.ObjectPart
+	pHas  bool // the row holds a part
+}
+
+// scanLookup returns the scanner of lookupQuery's rows for bucket/key.
+// Nullable columns scan into pgtype values (no allocation per column).
+func scanLookup(bucket, k string) func(metasql.Row) (lookupRow, error) {
+	return func(r metasql.Row) (lookupRow, error) {
+		var (
+			l                                          lookupRow
+			size, mod, pid, psize                      pgtype.Int8
+			pcount                                     pgtype.Int4
+			etag, sha, ctype, md, blob, calg, ctyp, cv pgtype.Text
+			pblob, petag, pcheck, kek, pkek            pgtype.Text
+			inline, sse, psse                          []byte
+		)
+		if err := r.Scan(&l.owner, &size, &etag, &sha, &ctype, &md, &blob, &mod, &calg, &ctyp, &cv, &pid, &pcount, &inline,
+			&pblob, &psize, &petag, &pcheck, &sse, &kek, &psse, &pkek); err != nil {
+			return lookupRow{}, err
 		}
-		f.exists = true
-		o := meta.Object{
+		if l.pHas = pblob.Valid; l.pHas {
+			l.part = meta.ObjectPart{BlobKey: pblob.String, Size: psize.Int64, ETag: petag.String, Checksum: pcheck.String,
+				Encryption: psse, EncryptionKEK: pkek.String}
+		}
+		if l.has = size.Valid; !l.has {
+			return l, nil
+		}
+		o := &l.obj
+		o.Object = meta.Object{
 			Bucket:        bucket,
-			Key:           key,
+			Key:           k,
 			Size:          size.Int64,
 			ETag:          etag.String,
 			SHA256:        sha.String,
@@ -161,33 +166,42 @@ func (f *found) scan(r pgx.Rows, bucket, key string) error {
 			Encryption:    sse,
 			EncryptionKEK: kek.String,
 		}
-		var err error
-		if o.Metadata, err = decodeMetadata(md); err != nil {
-			return err
-		}
-		f.row = row{Object: o, partsID: pid.Int64, partCount: int(pcount.Int32)}
-		if f.row.partsID != 0 {
-			f.row.Parts = make([]meta.ObjectPart, 0, f.row.partCount)
-		} else if o.BlobKey == "" {
-			f.row.Inline = inline
-			if f.row.Inline == nil {
-				f.row.Inline = []byte{}
+		o.PartsID, o.PartCount = pid.Int64, int(pcount.Int32)
+		if md.Valid {
+			var err error
+			if o.Metadata, err = metasql.DecodeMetadata(&md.String); err != nil {
+				return lookupRow{}, err
 			}
 		}
+		if o.PartsID == 0 && o.BlobKey == "" {
+			o.Inline = inline
+			if o.Inline == nil {
+				o.Inline = []byte{}
+			}
+		}
+		return l, nil
 	}
-	if pblob.Valid {
-		f.row.Parts = append(f.row.Parts, meta.ObjectPart{BlobKey: pblob.String, Size: psize.Int64, ETag: petag.String, Checksum: pcheck.String,
-			Encryption: psse, EncryptionKEK: pkek.String})
-	}
-	return nil
 }
 
-// check fails if a multipart object's parts are not all there.
-func (f *found) check() error {
-	if f.exists && len(f.row.Parts) != f.row.partCount {
-		return errcode.New(errcode.Internal, "object %q has %d of its %d parts", f.row.Key, len(f.row.Parts), f.row.partCount)
+// foundOf folds the rows of lookupQuery: Internal if a multipart object
+// lacks some of its parts.
+func foundOf(rows []lookupRow) (found, error) {
+	var f found
+	for i, l := range rows {
+		if i == 0 {
+			f.bucket, f.owner, f.exists = true, l.owner, l.has
+			if f.exists {
+				f.row = l.obj
+				if f.row.PartsID != 0 {
+					f.row.Parts = make([]meta.ObjectPart, 0, f.row.PartCount)
+				}
+			}
+		}
+		if l.pHas {
+			f.row.Parts = append(f.row.Parts, l.part)
+		}
 	}
-	return nil
+	return f, f.row.CheckParts()
 }
 
 // lookup queues lookupQuery for bucket/key into f; f is complete once the
@@ -195,15 +209,12 @@ func (f *found) check() error {
 func (t *txn) lookup(f *found, bucket, k string) {
 	*f = found{}
 	t.batch.Queue(lookupQuery, bucket, key(k)).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			if err := f.scan(rows, bucket, k); err != nil {
-				return err
-			}
-		}
-		if err := rows.Err(); err != nil {
+		ls, err := pgx.CollectRows(rows, rowTo(scanLookup(bucket, k)))
+		if err != nil {
 			return err
 		}
-		return f.check()
+		*f, err = foundOf(ls)
+		return err
 	})
 }
 
@@ -211,44 +222,35 @@ func (t *txn) lookup(f *found, bucket, k string) {
 func (s *Store) GetObject(ctx context.Context, bucket, k string) (meta.Object, error) {
 	var f found
 	err := s.read(ctx, "get object", func(c *pgx.Conn) error {
-		f = found{}
 		rows, err := c.Query(ctx, lookupQuery, bucket, key(k))
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			if err := f.scan(rows, bucket, k); err != nil {
-				return err
-			}
-		}
-		if err := rows.Err(); err != nil {
+		ls, err := pgx.CollectRows(rows, rowTo(scanLookup(bucket, k)))
+		if err != nil {
 			return err
 		}
-		return f.check()
+		f, err = foundOf(ls)
+		return err
 	})
 	switch {
 	case err != nil:
 		return meta.Object{}, err
 	case !f.bucket:
-		return meta.Object{}, errNoBucket(bucket)
+		return meta.Object{}, meta.ErrNoBucket(bucket)
 	case !f.exists:
-		return meta.Object{}, errNoObject(bucket, k)
+		return meta.Object{}, meta.ErrNoObject(bucket, k)
 	}
 	return f.row.Object, nil
 }
 
+var (
+	upsertObjectSQL = metasql.UpsertObjectSQL("inline_data", ph)
+)
+
 // writeObject queues writing o at its bucket and key, replacing any row
 // there. Its parts, if any, must be stored under partsID.
 func writeObject(t *txn, o meta.Object, partsID int64) error {
-	md, err := encodeMetadata(o.Metadata)
-	if err != nil {
-		return err
-	}
-	var pid pgtype.Int8 // NULL unless multipart
-	if partsID != 0 {
-		pid = pgtype.Int8{Int64: partsID, Valid: true}
-	}
 	var inline []byte // NULL unless inline
 	if o.IsInline() {
 		inline = o.Inline
@@ -256,18 +258,11 @@ func writeObject(t *txn, o meta.Object, partsID int64) error {
 			inline = []byte{}
 		}
 	}
-	t.exec(`INSERT INTO objects (bucket, key, size, etag, sha256, content_type, metadata, blob_key, mod_time,
-			checksum_algorithm, checksum_type, checksum_value, parts_id, part_count, inline_data, sse, sse_kek)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
-		ON CONFLICT (bucket, key) DO UPDATE SET
-			size = excluded.size, etag = excluded.etag, sha256 = excluded.sha256,
-			content_type = excluded.content_type, metadata = excluded.metadata,
-			blob_key = excluded.blob_key, mod_time = excluded.mod_time,
-			checksum_algorithm = excluded.checksum_algorithm, checksum_type = excluded.checksum_type,
-			checksum_value = excluded.checksum_value, parts_id = excluded.parts_id, part_count = excluded.part_count,
-			inline_data = excluded.inline_data, sse = excluded.sse, sse_kek = excluded.sse_kek`,
-		o.Bucket, key(o.Key), o.Size, o.ETag, o.SHA256, o.ContentType, md, o.BlobKey, metasql.ToNanos(o.ModTime),
-		o.Checksum.Algorithm, o.Checksum.Type, o.Checksum.Value, pid, len(o.Parts), inline, o.Encryption, o.EncryptionKEK)
+	args, err := metasql.ObjectArgs(o, partsID, inline, key)
+	if err != nil {
+		return err
+	}
+	t.exec(upsertObjectSQL, args...)
 	return nil
 }
 
@@ -291,15 +286,15 @@ func insertParts(t *txn, partsID int64, parts []meta.ObjectPart) {
 
 // newPartsID queues allocating a parts_id into id (never reused).
 func (t *txn) newPartsID(id *int64) {
-	t.queryRow(func(r pgx.Row) error { return r.Scan(id) }, "SELECT nextval('parts_id_seq')")
+	queueGet(t, id, metasql.ScanInt64, nil, "SELECT nextval('parts_id_seq')")
 }
 
 // release queues forgetting an object whose row was deleted or replaced:
 // deleting its parts and enqueueing its blobs. Queue it after the row
 // change. (Inline bytes go with the row.)
-func release(t *txn, o row) {
-	if o.partsID != 0 {
-		t.exec("DELETE FROM object_parts WHERE parts_id = $1", o.partsID)
+func release(t *txn, o metasql.ObjectRow) {
+	if o.PartsID != 0 {
+		t.exec("DELETE FROM object_parts WHERE parts_id = $1", o.PartsID)
 	}
 	t.enqueue(o.BlobKeys()...)
 }
@@ -308,30 +303,20 @@ func release(t *txn, o row) {
 // with Parts is stored as given (see checkObject); an empty Parts is a
 // single-blob object. n puts take n+1 round trips: the lookup of each put
 // goes with the writes of the one before.
-func (s *Store) PutObjects(ctx context.Context, puts []meta.Put) ([]meta.Object, error) {
-	if len(puts) == 0 {
-		return nil, nil
-	}
+func (s driver) PutObjects(ctx context.Context, puts []meta.Put, staged []string) ([]meta.Object, error) {
 	buckets := make([]string, len(puts))
 	for i, p := range puts {
-		if err := metasql.CheckObject(p.Object); err != nil {
-			return nil, err
-		}
 		buckets[i] = p.Object.Bucket
 	}
-	staged, err := metasql.StagedKeys(puts)
-	if err != nil {
-		return nil, err
-	}
 	olds := make([]meta.Object, len(puts))
-	err = s.write(ctx, "put objects", func(t *txn) error {
+	err := s.write(ctx, "put objects", func(t *txn) error {
 		clear(olds)
 		t.lockOwners(buckets)
 		t.releaseStaged(staged)
 		t.readReserved(reservedOfBucketsQuery, buckets)
 		for i, p := range puts {
 			o := p.Object
-			o.ModTime = metasql.OrNow(o.ModTime, t.now)
+			o.ModTime = meta.OrNow(o.ModTime, t.now)
 			if len(o.Parts) == 0 {
 				o.Parts = nil
 			}
@@ -350,13 +335,13 @@ func (s *Store) PutObjects(ctx context.Context, puts []meta.Put) ([]meta.Object,
 				}
 			}
 			if !cur.bucket {
-				return errNoBucket(o.Bucket)
+				return meta.ErrNoBucket(o.Bucket)
 			}
 			if err := t.checkLocked(cur.owner); err != nil {
 				return err
 			}
 			if p.BucketOwner != "" && cur.owner != p.BucketOwner {
-				return errNoBucket(o.Bucket)
+				return meta.ErrNoBucket(o.Bucket)
 			}
 			if err := p.Cond.Check(cur.row.Object, cur.exists); err != nil {
 				return err
@@ -395,9 +380,9 @@ func (s *Store) DeleteObject(ctx context.Context, bucket, k string, cond meta.Co
 		}
 		switch {
 		case !cur.bucket:
-			return errNoBucket(bucket)
+			return meta.ErrNoBucket(bucket)
 		case !cur.exists:
-			return errNoObject(bucket, k)
+			return meta.ErrNoObject(bucket, k)
 		}
 		if err := t.checkLocked(cur.owner); err != nil {
 			return err
@@ -405,7 +390,7 @@ func (s *Store) DeleteObject(ctx context.Context, bucket, k string, cond meta.Co
 		if err := cond.Check(cur.row.Object, true); err != nil {
 			return err
 		}
-		t.exec("DELETE FROM objects WHERE bucket = $1 AND key = $2", bucket, key(k))
+		t.exec(sq.DeleteObject, bucket, key(k))
 		if err := t.addUsage(cur.owner, -cur.row.Size); err != nil {
 			return err
 		}
@@ -413,30 +398,14 @@ func (s *Store) DeleteObject(ctx context.Context, bucket, k string, cond meta.Co
 		old = cur.row.Object
 		return nil
 	})
-	if err != nil {
-		return meta.Object{}, err
-	}
-	return old, nil
+	return metasql.Result(old, err)
 }
 
 // MoveObject implements meta.Store. The object keeps every field, ModTime
 // included, and its blobs, parts and inline bytes: its row is only renamed.
 // Moving a key onto itself checks that it exists and that dstCond holds,
 // and changes nothing.
-func (s *Store) MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, dstKey string, dstCond meta.Cond) (meta.Object, error) {
-	if dstBucket == "" || dstKey == "" {
-		return meta.Object{}, errcode.New(errcode.InvalidArgument, "destination bucket and key are required")
-	}
-	if srcBucket == dstBucket && srcKey == dstKey {
-		o, err := s.GetObject(ctx, srcBucket, srcKey)
-		if err != nil {
-			return meta.Object{}, err
-		}
-		if err := dstCond.Check(o, true); err != nil {
-			return meta.Object{}, err
-		}
-		return o, nil
-	}
+func (s driver) MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, dstKey string, dstCond meta.Cond) (meta.Object, error) {
 	var moved meta.Object
 	err := s.write(ctx, "move object", func(t *txn) error {
 		t.lockOwners([]string{srcBucket, dstBucket})
@@ -449,11 +418,11 @@ func (s *Store) MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, ds
 		}
 		switch {
 		case !src.bucket:
-			return errNoBucket(srcBucket)
+			return meta.ErrNoBucket(srcBucket)
 		case !src.exists:
-			return errNoObject(srcBucket, srcKey)
+			return meta.ErrNoObject(srcBucket, srcKey)
 		case !dst.bucket:
-			return errNoBucket(dstBucket)
+			return meta.ErrNoBucket(dstBucket)
 		}
 		if err := errors.Join(t.checkLocked(src.owner), t.checkLocked(dst.owner)); err != nil {
 			return errRetry
@@ -462,21 +431,13 @@ func (s *Store) MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, ds
 			return err
 		}
 		if dst.exists {
-			t.exec("DELETE FROM objects WHERE bucket = $1 AND key = $2", dstBucket, key(dstKey))
+			t.exec(sq.DeleteObject, dstBucket, key(dstKey))
 		}
 		t.exec("UPDATE objects SET bucket = $3, key = $4 WHERE bucket = $1 AND key = $2",
 			srcBucket, key(srcKey), dstBucket, key(dstKey))
 		// Usage: src leaves its owner, it replaces dst at dst's owner.
-		deltas := map[string]int64{}
-		deltas[src.owner] -= src.row.Size
-		deltas[dst.owner] += src.row.Size - dst.row.Size
-		owners := make([]string, 0, len(deltas))
-		for id := range deltas {
-			owners = append(owners, id)
-		}
-		sort.Strings(owners)
-		for _, id := range owners {
-			if err := t.addUsage(id, deltas[id]); err != nil {
+		for _, d := range meta.MoveUsage(src.owner, src.row.Size, dst.owner, dst.row.Size) {
+			if err := t.addUsage(d.Owner, d.Bytes); err != nil {
 				return err
 			}
 		}
@@ -488,12 +449,5 @@ func (s *Store) MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, ds
 		moved = o
 		return nil
 	})
-	if err != nil {
-		return meta.Object{}, err
-	}
-	return moved, nil
-}
-
-func errNoObject(bucket, key string) error {
-	return errcode.New(errcode.NotFound, "object %q not found in bucket %q", key, bucket)
+	return metasql.Result(moved, err)
 }

@@ -69,6 +69,17 @@
 // for enqueue's "still referenced?" check, ClaimGarbage and
 // ReferencedBlobs; the SQL of those checks is metasql's, shared with the
 // SQLite backend.
+//
+// # Shared with the SQLite backend
+//
+// The checks and decisions of every operation are package meta's, and the
+// operations whose SQL is the same in both backends are metasql.Ops, which
+// Store embeds: this package holds how PostgreSQL runs a statement (a pool
+// connection, or a pipelined transaction, with pgx.CollectRows as the row
+// collector) and the transactions of its own (the metasql.Driver methods,
+// and GetObject, ListObjects, ListUploads, DeleteObject, CompleteUpload,
+// AbortUpload, DeleteBucket, DeleteUser, DeleteAccessKey, GrowStaging,
+// ReferencedBlobs).
 package postgres
 
 import (
@@ -86,6 +97,7 @@ import (
 
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
+	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
 
 // Options tunes a Store. The zero value is ready to use.
@@ -126,6 +138,10 @@ func (o Options) withDefaults() Options {
 // Store is a meta.Store on a PostgreSQL database. It is safe for concurrent
 // use.
 type Store struct {
+	// Ops are the operations of one statement, each on a pool
+	// connection (writes in a transaction of their own).
+	metasql.Ops
+
 	opts Options
 	pool *pgxpool.Pool
 	// connConfig opens the connection that listens for changes.
@@ -184,6 +200,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		return nil, errcode.Wrap(errcode.InvalidArgument, err, "postgres: invalid pool configuration")
 	}
 	s := &Store{opts: opts, pool: pool, connConfig: cfg.ConnConfig, acks: acks{id: newListenerID()}, queries: qc}
+	s.Ops = metasql.NewOps(driver{s}, dialect)
 	if err := s.migrate(ctx, time.Now); err != nil {
 		pool.Close()
 		return nil, err
@@ -234,10 +251,8 @@ func (s *Store) Stats() Stats {
 
 // Ping checks the database answers (SELECT 1 on a pool connection).
 func (s *Store) Ping(ctx context.Context) error {
-	return s.queryRow(ctx, "ping", func(r pgx.Row) error {
-		var one int
-		return r.Scan(&one)
-	}, "SELECT 1")
+	_, err := metasql.Get(ctx, driver{s}, "ping", metasql.ScanInt64, nil, "SELECT 1")
+	return err
 }
 
 // Close closes the pool, waiting for connections in use to be released.
@@ -304,13 +319,6 @@ func (s *Store) read(ctx context.Context, what string, fn func(c *pgx.Conn) erro
 	return classify(ctx, err, "%s", what)
 }
 
-// queryRow runs a one-row query outside any transaction; scan gets its row.
-func (s *Store) queryRow(ctx context.Context, what string, scan func(pgx.Row) error, sql string, args ...any) error {
-	return s.read(ctx, what, func(c *pgx.Conn) error {
-		return scan(c.QueryRow(ctx, sql, args...))
-	})
-}
-
 // txn is a transaction in progress. Statements are queued and sent in one
 // pipelined batch by flush (the first batch begins the transaction), and
 // their callbacks run then, in order. Reads that a decision depends on must
@@ -328,7 +336,7 @@ type txn struct {
 	owners map[string]*owner
 	// released holds the stagings releaseStaged deleted, with their
 	// expiry.
-	released map[string]int64
+	released map[string]time.Time
 }
 
 // exec queues a statement.
@@ -337,23 +345,6 @@ func (t *txn) exec(sql string, args ...any) { t.batch.Queue(sql, args...) }
 // execN queues a statement; fn gets the number of rows it affected.
 func (t *txn) execN(fn func(n int64) error, sql string, args ...any) {
 	t.batch.Queue(sql, args...).Exec(func(ct pgconn.CommandTag) error { return fn(ct.RowsAffected()) })
-}
-
-// queryRow queues a query; scan gets its row (pgx.ErrNoRows if none).
-func (t *txn) queryRow(scan func(pgx.Row) error, sql string, args ...any) {
-	t.batch.Queue(sql, args...).QueryRow(scan)
-}
-
-// query queues a query; each gets its rows, one at a time.
-func (t *txn) query(each func(pgx.Rows) error, sql string, args ...any) {
-	t.batch.Queue(sql, args...).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			if err := each(rows); err != nil {
-				return err
-			}
-		}
-		return rows.Err()
-	})
 }
 
 // flush sends the queued statements and runs their callbacks.

@@ -2,12 +2,8 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
-	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
 	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
@@ -35,96 +31,63 @@ var (
 	reservedOfBucketsQuery = metasql.ReservedQuery(reservedOfBuckets, "$2")
 	reservedOfUploadQuery  = metasql.ReservedQuery(reservedOfUpload, "$2")
 	reservedOfOwnerQuery   = metasql.ReservedQuery(reservedOfOwner, "$2")
-	groupQuery             = metasql.GroupQuery("$1", "$2", "$3")
-	creditQuery            = metasql.CreditQuery("$1", "$2", "$3", "$4")
-	declaredLeftUpdate     = metasql.DeclaredLeftUpdate("$1", "$2", "$3")
 )
 
 // readReserved queues reading the reservations of the locked owners that
 // query (a ReservedQuery whose $1 is arg) selects. Queue it after the
 // lock and after the transaction's own staging changes.
 func (t *txn) readReserved(query string, arg any) {
-	t.query(func(r pgx.Rows) error {
-		var id string
-		var n int64
-		if err := r.Scan(&id, &n); err != nil {
-			return err
+	queueEach(t, metasql.ScanReserved, func(r metasql.Reserved) {
+		if o := t.owners[r.Owner]; o != nil {
+			o.reserved = r.Bytes
 		}
-		if o := t.owners[id]; o != nil {
-			o.reserved = n
-		}
-		return nil
 	}, query, arg, metasql.ToNanos(t.now))
 }
 
 // room is the locked owner id's quota, usage and reservations.
-func (t *txn) room(id string) (metasql.Room, error) {
+func (t *txn) room(id string) (meta.Room, error) {
 	o := t.owners[id]
 	if o == nil {
-		return metasql.Room{}, errRetry
+		return meta.Room{}, errRetry
 	}
-	return metasql.Room{Quota: o.quota, Usage: o.usage, Reserved: o.reserved}, nil
+	return meta.Room{Quota: o.quota, Usage: o.usage, Reserved: o.reserved}, nil
 }
 
 // releaseStaged queues deleting the stagings of the blobs the transaction
 // commits; checkReleased then tells whether each was live.
 func (t *txn) releaseStaged(keys []string) {
 	if t.released == nil {
-		t.released = map[string]int64{}
+		t.released = map[string]time.Time{}
 	}
 	clear(t.released)
 	if len(keys) == 0 {
 		return
 	}
-	t.query(func(r pgx.Rows) error {
-		var k string
-		var e int64
-		if err := r.Scan(&k, &e); err != nil {
-			return err
-		}
-		t.released[k] = e
-		return nil
-	}, "DELETE FROM staging WHERE blob_key = ANY($1) AND NOT declared RETURNING blob_key, expires_at", keys)
+	queueEach(t, metasql.ScanReleased, func(r metasql.Released) { t.released[r.Key] = r.Expires },
+		"DELETE FROM staging WHERE blob_key = ANY($1) AND NOT declared RETURNING blob_key, expires_at", keys)
 }
 
 func (t *txn) checkReleased(keys []string) error {
-	return metasql.CheckReleased(keys, t.released, metasql.ToNanos(t.now))
+	return meta.CheckReleased(keys, t.released, t.now)
 }
 
 // deleteDeclared queues deleting the declared-size staging of upload id.
 func (t *txn) deleteDeclared(id string) {
-	t.exec("DELETE FROM staging WHERE blob_key = $1", meta.DeclaredStagingKey(id))
+	t.exec(sq.DeleteDeclared, meta.DeclaredStagingKey(id))
 }
-
-const stagingCols = "blob_key, owner_id, upload_id, declared, bucket, key, bytes, credit, expires_at"
 
 func insertStaging(t *txn, s meta.Staging) {
-	t.exec("INSERT INTO staging ("+stagingCols+") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-		s.BlobKey, s.OwnerID, s.UploadID, s.Declared, s.Bucket, key(s.Key), s.Bytes, s.Credit, metasql.ToNanos(s.ExpiresAt))
-}
-
-// share queues reading what a staging of upload (if any) shares its
-// reservation with into sh.
-func (t *txn) share(sh *metasql.Share, key, upload string) {
-	sh.Upload = upload != ""
-	if sh.Upload {
-		t.queryRow(func(r pgx.Row) error { return r.Scan(&sh.Declared, &sh.Parts) }, groupQuery, upload, key, metasql.ToNanos(t.now))
-	}
+	t.exec(sq.InsertStaging, metasql.StagingArgs(s, key)...)
 }
 
 // Stage implements meta.Store. An owner without a quota takes one
 // statement (nothing to check); otherwise the owner is locked and the
 // reservation checked in a transaction of two round trips.
-func (s *Store) Stage(ctx context.Context, st meta.Staging, minBytes int64) (meta.Staging, bool, error) {
-	if err := metasql.CheckStaging(st, minBytes); err != nil {
-		return meta.Staging{}, false, err
-	}
-	st.Credit = 0
-	st.ExpiresAt = metasql.FromNanos(metasql.ToNanos(st.ExpiresAt))
+func (s driver) Stage(ctx context.Context, st meta.Staging, minBytes int64) (meta.Staging, bool, error) {
 	inserted := false
 	err := s.write(ctx, "stage", func(t *txn) error {
 		t.execN(func(n int64) error { inserted = n == 1; return nil },
-			"INSERT INTO staging ("+stagingCols+`) SELECT $1, id, $3, false, $4, $5, $6, 0, $7 FROM users
+			"INSERT INTO staging ("+metasql.StagingCols+`) SELECT $1, id, $3, false, $4, $5, $6, 0, $7 FROM users
 			WHERE id = $2 AND quota_bytes = 0`,
 			st.BlobKey, st.OwnerID, st.UploadID, st.Bucket, key(st.Key), st.Bytes, metasql.ToNanos(st.ExpiresAt))
 		return nil
@@ -137,22 +100,23 @@ func (s *Store) Stage(ctx context.Context, st meta.Staging, minBytes int64) (met
 		out = st
 		t.lockOwnersWith(lockOwnerQuery, st.OwnerID)
 		t.readReserved(reservedOfOwnerQuery, st.OwnerID)
-		var size, taken int64
+		var credit, group [2]int64 // size, taken; declared, parts
 		if st.Bucket != "" {
-			t.queryRow(func(r pgx.Row) error { return r.Scan(&size, &taken) }, creditQuery, st.Bucket, key(st.Key), st.OwnerID, metasql.ToNanos(t.now))
+			queueGet(t, &credit, metasql.ScanPair, nil, sq.Credit, st.Bucket, key(st.Key), st.OwnerID, metasql.ToNanos(t.now))
 		}
-		var sh metasql.Share
-		t.share(&sh, st.BlobKey, st.UploadID)
+		if st.UploadID != "" {
+			queueGet(t, &group, metasql.ScanPair, nil, sq.Group, st.UploadID, st.BlobKey, metasql.ToNanos(t.now))
+		}
 		if err := t.flush(); err != nil {
 			return err
 		}
 		r, err := t.room(st.OwnerID)
 		if err == errRetry {
-			return errcode.New(errcode.NotFound, "user %q not found", st.OwnerID)
+			return meta.ErrNoUser(st.OwnerID)
 		}
-		out.Credit = metasql.Credit(size, taken)
-		sh.Credit = out.Credit
-		if out.Bytes, err = r.Grant(sh, minBytes, st.Bytes); err != nil {
+		out.Credit = meta.Credit(credit[0], credit[1])
+		res := meta.Reservation{Credit: out.Credit, Upload: st.UploadID != "", Declared: group[0], Parts: group[1]}
+		if out.Bytes, err = r.Grant(res, minBytes, st.Bytes); err != nil {
 			return err
 		}
 		insertStaging(t, out)
@@ -170,40 +134,31 @@ func (s *Store) GrowStaging(ctx context.Context, k string, minBytes, maxBytes in
 	err := s.write(ctx, "grow staging", func(t *txn) error {
 		t.lockOwnersWith(`SELECT id, quota_bytes, usage_bytes FROM users
 			WHERE id = (SELECT owner_id FROM staging WHERE blob_key = $1) FOR UPDATE`, k)
-		var owner, upload string
-		var bytes, credit, expires int64
-		found := false
-		t.queryRow(func(r pgx.Row) error {
-			err := r.Scan(&owner, &upload, &bytes, &credit, &expires)
-			found = err == nil
-			if errors.Is(err, pgx.ErrNoRows) {
-				return nil
-			}
-			return err
-		}, "SELECT owner_id, upload_id, bytes, credit, expires_at FROM staging WHERE blob_key = $1 AND NOT declared", k)
+		var l metasql.StagingLease
+		var found bool
+		var group [2]int64 // declared, parts
+		queueRow(t, &l, &found, metasql.ScanStagingLease, sq.StagingLease, k)
 		t.readReserved(metasql.ReservedQuery(`owner_id = (SELECT owner_id FROM staging WHERE blob_key = $1)`, "$2"), k)
-		var sh metasql.Share
-		t.queryRow(func(r pgx.Row) error {
-			// The group of the staging's upload, if any ('' selects
-			// object stagings, which have none: ignored below).
-			return r.Scan(&sh.Declared, &sh.Parts)
-		}, metasql.GroupQuery("(SELECT upload_id FROM staging WHERE blob_key = $1)", "$2", "$3"), k, k, metasql.ToNanos(t.now))
+		// The group of the staging's upload, if any ('' selects object
+		// stagings, which have none: ignored below).
+		queueGet(t, &group, metasql.ScanPair, nil, metasql.GroupQuery("(SELECT upload_id FROM staging WHERE blob_key = $1)", "$2", "$3"),
+			k, k, metasql.ToNanos(t.now))
 		if err := t.flush(); err != nil {
 			return err
 		}
-		if !found || expires <= metasql.ToNanos(t.now) {
+		if !found || l.ExpiresAtNanos <= metasql.ToNanos(t.now) {
 			return meta.ErrLeaseLost()
 		}
-		r, err := t.room(owner)
+		r, err := t.room(l.Owner)
 		if err != nil {
 			return err
 		}
-		sh.Own, sh.Credit, sh.Upload = bytes, credit, upload != ""
-		if granted, err = r.Grant(sh, minBytes, maxBytes); err != nil {
+		res := meta.Reservation{Own: l.Bytes, Credit: l.Credit, Upload: l.Upload != "", Declared: group[0], Parts: group[1]}
+		if granted, err = r.Grant(res, minBytes, maxBytes); err != nil {
 			return err
 		}
-		if granted != bytes {
-			t.exec("UPDATE staging SET bytes = $1 WHERE blob_key = $2", granted, k)
+		if granted != l.Bytes {
+			t.exec(sq.GrowStaging, granted, k)
 		}
 		return nil
 	})
@@ -211,50 +166,4 @@ func (s *Store) GrowStaging(ctx context.Context, k string, minBytes, maxBytes in
 		return 0, err
 	}
 	return granted, nil
-}
-
-// RenewStaging implements meta.Store in one statement.
-func (s *Store) RenewStaging(ctx context.Context, keys []string, expires time.Time) ([]string, error) {
-	if len(keys) == 0 {
-		return nil, s.ready()
-	}
-	var lost []string
-	err := s.write(ctx, "renew staging", func(t *txn) error {
-		lost = nil
-		renewed := map[string]bool{}
-		t.query(func(r pgx.Rows) error {
-			var k string
-			if err := r.Scan(&k); err != nil {
-				return err
-			}
-			renewed[k] = true
-			return nil
-		}, `UPDATE staging SET expires_at = $2 WHERE blob_key = ANY($1) AND NOT declared AND expires_at > $3 RETURNING blob_key`,
-			keys, metasql.ToNanos(expires), metasql.ToNanos(t.now))
-		if err := t.flush(); err != nil {
-			return err
-		}
-		lost = metasql.Missing(keys, renewed)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return lost, nil
-}
-
-// Unstage implements meta.Store in one statement.
-func (s *Store) Unstage(ctx context.Context, keys []string) error {
-	if len(keys) == 0 {
-		return s.ready()
-	}
-	return s.write(ctx, "unstage", func(t *txn) error {
-		t.exec("DELETE FROM staging WHERE blob_key = ANY($1) AND NOT declared", keys)
-		return nil
-	})
-}
-
-// DeleteExpiredStaging implements meta.Store in one statement.
-func (s *Store) DeleteExpiredStaging(ctx context.Context, before time.Time) (int, error) {
-	return s.deleteExpired(ctx, "staging", before)
 }

@@ -2,165 +2,39 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"time"
 
-	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
 	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
 
-const bucketCols = "name, owner_id, visibility, created_at"
-
-// bucketReadCols are what scanBucket reads.
-const bucketReadCols = bucketCols + ", sse_default, sse_kms_key, gateway, object_count, byte_count"
-
-func scanBucket(r scanner) (meta.Bucket, error) {
-	var b meta.Bucket
-	var vis string
-	var created int64
-	err := r.Scan(&b.Name, &b.OwnerID, &vis, &created, &b.Encryption, &b.EncryptionKMSKey, &b.Gateway, &b.Objects, &b.Bytes)
-	b.Visibility = meta.Visibility(vis)
-	b.CreatedAt = metasql.FromNanos(created)
-	return b, err
-}
-
-// checkBucket validates b, defaulting an empty visibility to private.
-func checkBucket(b meta.Bucket) (meta.Bucket, error) {
-	if b.Visibility == "" {
-		b.Visibility = meta.Private
-	}
-	switch {
-	case b.Name == "":
-		return b, errcode.New(errcode.InvalidArgument, "bucket name is required")
-	case b.OwnerID == "":
-		return b, errcode.New(errcode.InvalidArgument, "bucket owner is required")
-	case !b.Visibility.Valid():
-		return b, errcode.New(errcode.InvalidArgument, "invalid bucket visibility %q", b.Visibility)
-	}
-	return b, nil
-}
-
-// insertBucket inserts b; its owner must exist.
-func insertBucket(ctx context.Context, c *conn, b meta.Bucket, now time.Time) error {
-	var one int
-	err := c.QueryRowContext(ctx, "SELECT 1 FROM users WHERE id = ?", b.OwnerID).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return errcode.New(errcode.NotFound, "user %q not found", b.OwnerID)
-	}
-	if err != nil {
-		return classify(err, "bucket owner")
-	}
-	_, err = c.ExecContext(ctx, "INSERT INTO buckets ("+bucketCols+") VALUES (?, ?, ?, ?)",
-		b.Name, b.OwnerID, string(b.Visibility), metasql.ToNanos(metasql.OrNow(b.CreatedAt, now)))
-	return classify(err, "bucket %q", b.Name)
-}
-
-// CreateBucket implements meta.Store. A zero CreatedAt is set to now and an
-// empty Visibility to private.
-func (s *Store) CreateBucket(ctx context.Context, b meta.Bucket) error {
-	b, err := checkBucket(b)
-	if err != nil {
-		return err
-	}
-	return s.write(ctx, func(ctx context.Context, c *conn) error {
-		return insertBucket(ctx, c, b, time.Now())
-	})
-}
-
-// GetBucket implements meta.Store.
-func (s *Store) GetBucket(ctx context.Context, name string) (meta.Bucket, error) {
-	if err := s.ready(); err != nil {
-		return meta.Bucket{}, err
-	}
-	b, err := scanBucket(s.read().QueryRowContext(ctx, "SELECT "+bucketReadCols+" FROM buckets WHERE name = ?", name))
-	if errors.Is(err, sql.ErrNoRows) {
-		return meta.Bucket{}, errNoBucket(name)
-	}
-	if err != nil {
-		return meta.Bucket{}, classify(err, "get bucket %q", name)
-	}
-	return b, nil
-}
-
-// ListBuckets implements meta.Store.
-func (s *Store) ListBuckets(ctx context.Context, ownerID string) ([]meta.Bucket, error) {
-	if err := s.ready(); err != nil {
-		return nil, err
-	}
-	rows, err := s.read().QueryContext(ctx, "SELECT "+bucketReadCols+" FROM buckets WHERE owner_id = ? ORDER BY name", ownerID)
-	return scanBuckets(rows, err, "list buckets")
-}
-
-// SetBucketVisibility implements meta.Store. NotFound if the bucket is
-// missing; InvalidArgument for an unknown visibility.
-func (s *Store) SetBucketVisibility(ctx context.Context, name string, v meta.Visibility) error {
-	if !v.Valid() {
-		return errcode.New(errcode.InvalidArgument, "invalid bucket visibility %q", v)
-	}
-	return s.write(ctx, func(ctx context.Context, c *conn) error {
-		res, err := c.ExecContext(ctx, "UPDATE buckets SET visibility = ? WHERE name = ?", string(v), name)
-		if err != nil {
-			return classify(err, "set visibility of %q", name)
-		}
-		return mustAffect(res, errNoBucket(name))
-	})
-}
-
-// SetBucketEncryption implements meta.Store.
-func (s *Store) SetBucketEncryption(ctx context.Context, name, enc, kmsKey string) error {
-	if err := meta.ValidBucketEncryption(enc, kmsKey); err != nil {
-		return err
-	}
-	return s.write(ctx, func(ctx context.Context, c *conn) error {
-		res, err := c.ExecContext(ctx, "UPDATE buckets SET sse_default = ?, sse_kms_key = ? WHERE name = ?", enc, kmsKey, name)
-		if err != nil {
-			return classify(err, "set encryption of %q", name)
-		}
-		return mustAffect(res, errNoBucket(name))
-	})
-}
-
-// DeleteBucket implements meta.Store.
+// DeleteBucket implements meta.Store. Its uploads in progress are aborted
+// as AbortUpload does, their BlobKey enqueued too.
 func (s *Store) DeleteBucket(ctx context.Context, name string) error {
 	return s.write(ctx, func(ctx context.Context, c *conn) error {
 		now := time.Now()
-		var owner string
-		err := c.QueryRowContext(ctx, "SELECT owner_id FROM buckets WHERE name = ?", name).Scan(&owner)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			return errNoBucket(name)
-		case err != nil:
-			return classify(err, "delete bucket %q", name)
-		}
-		var one int
-		err = c.QueryRowContext(ctx, "SELECT 1 FROM objects WHERE bucket = ? LIMIT 1", name).Scan(&one)
-		switch {
-		case err == nil:
-			return errcode.New(errcode.Conflict, "bucket %q is not empty", name)
-		case !errors.Is(err, sql.ErrNoRows):
-			return classify(err, "delete bucket %q", name)
-		}
-		ids, err := uploadsOf(ctx, c, name)
+		owner, err := queryRow(ctx, c, metasql.ScanString, meta.ErrNoBucket(name), "SELECT owner_id FROM buckets WHERE name = ?", name)
 		if err != nil {
-			return err
+			return classify(err, "delete bucket %q", name)
+		}
+		if nonEmpty, err := exists(ctx, c, "SELECT 1 FROM objects WHERE bucket = ? LIMIT 1", name); err != nil || nonEmpty {
+			if err == nil {
+				err = meta.ErrBucketNotEmpty(name)
+			}
+			return classify(err, "delete bucket %q", name)
+		}
+		uploads, err := queryRows(ctx, c, metasql.ScanUpload, "SELECT "+metasql.UploadCols+" FROM uploads WHERE bucket = ?", name)
+		if err != nil {
+			return classify(err, "uploads of %q", name)
 		}
 		var freed int64
 		var blobs []string
-		for _, id := range ids {
-			var bk string
-			if err := c.QueryRowContext(ctx, "SELECT blob_key FROM uploads WHERE id = ?", id).Scan(&bk); err != nil {
-				return classify(err, "upload %q", id)
+		for _, u := range uploads {
+			if u.BlobKey != "" {
+				blobs = append(blobs, u.BlobKey) // assembled by the backend, maybe
 			}
-			if bk != "" {
-				blobs = append(blobs, bk) // assembled by the backend, maybe
-			}
-			n, bs, err := dropUpload(ctx, c, id)
+			n, bs, err := dropUpload(ctx, c, u.ID)
 			if err != nil {
-				return err
-			}
-			if err := deleteDeclared(ctx, c, id); err != nil {
 				return err
 			}
 			freed += n
@@ -174,28 +48,4 @@ func (s *Store) DeleteBucket(ctx context.Context, name string) error {
 		}
 		return enqueue(ctx, c, now, blobs...)
 	})
-}
-
-func errNoBucket(name string) error {
-	return errcode.New(errcode.NotFound, "bucket %q not found", name)
-}
-
-// scanBuckets reads the rows of a bucketReadCols query (and its error).
-func scanBuckets(rows *sql.Rows, err error, op string) ([]meta.Bucket, error) {
-	if err != nil {
-		return nil, classify(err, "%s", op)
-	}
-	defer rows.Close()
-	var out []meta.Bucket
-	for rows.Next() {
-		b, err := scanBucket(rows)
-		if err != nil {
-			return nil, classify(err, "%s", op)
-		}
-		out = append(out, b)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, classify(err, "%s", op)
-	}
-	return out, nil
 }

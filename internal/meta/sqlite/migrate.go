@@ -26,49 +26,20 @@ func migrate(ctx context.Context, c *sql.Conn, now func() time.Time) error {
 	)`); err != nil {
 		return classify(err, "sqlite: create schema_migrations")
 	}
-	applied, err := appliedVersions(ctx, c)
+	applied, err := queryRows(ctx, c, metasql.ScanInt64, "SELECT version FROM schema_migrations")
+	if err != nil {
+		return classify(err, "sqlite: read schema versions")
+	}
+	pending, err := metasql.Pending("sqlite", ms, applied)
 	if err != nil {
 		return err
 	}
-	known := map[int64]bool{}
-	for _, m := range ms {
-		known[m.Version] = true
-	}
-	for v := range applied {
-		if !known[v] {
-			return errcode.New(errcode.Internal, "sqlite: database has schema version %d, which this binary does not know (a newer coffer migrated it)", v)
-		}
-	}
-	for _, m := range ms {
-		if applied[m.Version] {
-			continue
-		}
+	for _, m := range pending {
 		if err := apply(ctx, c, m, now()); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// appliedVersions returns the versions recorded in schema_migrations.
-func appliedVersions(ctx context.Context, c *sql.Conn) (map[int64]bool, error) {
-	rows, err := c.QueryContext(ctx, "SELECT version FROM schema_migrations")
-	if err != nil {
-		return nil, classify(err, "sqlite: read schema versions")
-	}
-	defer rows.Close()
-	applied := map[int64]bool{}
-	for rows.Next() {
-		var v int64
-		if err := rows.Scan(&v); err != nil {
-			return nil, classify(err, "sqlite: read schema versions")
-		}
-		applied[v] = true
-	}
-	if err := rows.Err(); err != nil {
-		return nil, classify(err, "sqlite: read schema versions")
-	}
-	return applied, nil
 }
 
 // apply runs one migration in a transaction, unless another process applied

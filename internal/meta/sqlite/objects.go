@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
-	"sort"
 	"time"
 	"unicode/utf8"
 
@@ -15,37 +14,16 @@ import (
 	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
 
-const objectCols = "bucket, key, size, etag, sha256, content_type, metadata, blob_key, mod_time, " +
-	"checksum_algorithm, checksum_type, checksum_value, parts_id, part_count"
-
-// row is an object as its objects row holds it. A multipart object's parts
-// live in object_parts under partsID; Parts is filled only once they are
-// read.
+// row is an object as its objects row holds it, and the inline_data row
+// of an inline object.
 type row struct {
-	meta.Object
-	partsID   int64 // 0 for a single-blob object
-	partCount int
-	inlineID  int64 // the inline_data row of an inline object, else 0
+	metasql.ObjectRow
+	inlineID int64 // the inline_data row of an inline object, else 0
 }
 
-// scanObject scans the objectCols of a row that exists.
-func scanObject(r scanner) (row, error) {
-	var (
-		o       row
-		md      sql.NullString
-		mod     int64
-		partsID sql.NullInt64
-	)
-	if err := r.Scan(&o.Bucket, &o.Key, &o.Size, &o.ETag, &o.SHA256, &o.ContentType, &md, &o.BlobKey, &mod,
-		&o.Checksum.Algorithm, &o.Checksum.Type, &o.Checksum.Value, &partsID, &o.partCount); err != nil {
-		return row{}, err
-	}
-	o.ModTime = metasql.FromNanos(mod)
-	o.partsID = partsID.Int64
-	var err error
-	o.Metadata, err = decodeMetadata(md)
-	return o, err
-}
+var (
+	upsertObjectSQL = metasql.UpsertObjectSQL("inline_id", ph)
+)
 
 // GetObject implements meta.Store. A single-blob object takes one query; a
 // multipart object a second one for its parts.
@@ -58,16 +36,16 @@ func (s *Store) GetObject(ctx context.Context, bucket, key string) (meta.Object,
 		return meta.Object{}, err
 	}
 	if !ok {
-		return meta.Object{}, errNoObject(bucket, key)
+		return meta.Object{}, meta.ErrNoObject(bucket, key)
 	}
-	if o.partsID == 0 {
+	if o.PartsID == 0 {
 		return o.Object, nil
 	}
-	parts, err := readParts(ctx, s.read(), o.partsID, o.partCount)
+	parts, err := readParts(ctx, s.read(), o.PartsID)
 	if err != nil {
 		return meta.Object{}, err
 	}
-	if len(parts) == o.partCount {
+	if len(parts) == o.PartCount {
 		// parts_id values are never reused: these are the row's parts.
 		o.Parts = parts
 		return o.Object, nil
@@ -89,7 +67,7 @@ func (s *Store) getObjectSnapshot(ctx context.Context, bucket, key string) (meta
 		return meta.Object{}, err
 	}
 	if !ok {
-		return meta.Object{}, errNoObject(bucket, key)
+		return meta.Object{}, meta.ErrNoObject(bucket, key)
 	}
 	return o.Object, nil
 }
@@ -100,7 +78,7 @@ func (s *Store) getObjectSnapshot(ctx context.Context, bucket, key string) (meta
 func lookup(ctx context.Context, q querier, bucket, key string) (owner string, o row, ok bool, err error) {
 	var (
 		k, etag, sha, ctype, blob   sql.NullString
-		md                          sql.NullString
+		md                          *string
 		calg, ctyp, cval            sql.NullString
 		size, mod, pid, pcount, iid sql.NullInt64
 		data, sse                   []byte
@@ -109,7 +87,7 @@ func lookup(ctx context.Context, q querier, bucket, key string) (owner string, o
 	err = q.QueryRowContext(ctx, lookupQuery, bucket, key).
 		Scan(&owner, &k, &size, &etag, &sha, &ctype, &md, &blob, &mod, &calg, &ctyp, &cval, &pid, &pcount, &iid, &data, &sse, &kek)
 	if errors.Is(err, sql.ErrNoRows) {
-		return "", row{}, false, errNoBucket(bucket)
+		return "", row{}, false, meta.ErrNoBucket(bucket)
 	}
 	if err != nil {
 		return "", row{}, false, classify(err, "get object %q", key)
@@ -117,7 +95,7 @@ func lookup(ctx context.Context, q querier, bucket, key string) (owner string, o
 	if !k.Valid {
 		return owner, row{}, false, nil
 	}
-	o = row{
+	o = row{ObjectRow: metasql.ObjectRow{
 		Object: meta.Object{
 			Bucket:        bucket,
 			Key:           k.String,
@@ -131,17 +109,16 @@ func lookup(ctx context.Context, q querier, bucket, key string) (owner string, o
 			Encryption:    sse,
 			EncryptionKEK: kek.String,
 		},
-		partsID:   pid.Int64,
-		partCount: int(pcount.Int64),
-		inlineID:  iid.Int64,
-	}
+		PartsID:   pid.Int64,
+		PartCount: int(pcount.Int64),
+	}, inlineID: iid.Int64}
 	if iid.Valid {
 		o.Inline = data
 		if o.Inline == nil {
 			o.Inline = []byte{}
 		}
 	}
-	if o.Metadata, err = decodeMetadata(md); err != nil {
+	if o.Metadata, err = metasql.DecodeMetadata(md); err != nil {
 		return "", row{}, false, err
 	}
 	return owner, o, true, nil
@@ -155,38 +132,33 @@ const lookupQuery = `SELECT b.owner_id, o.key, o.size, o.etag, o.sha256, o.conte
 
 const readPartsQuery = "SELECT blob_key, size, etag, checksum, sse, sse_kek FROM object_parts WHERE parts_id = ? ORDER BY idx"
 
+// scanObjectPart reads a row of readPartsQuery.
+func scanObjectPart(r metasql.Row) (meta.ObjectPart, error) {
+	var p meta.ObjectPart
+	err := r.Scan(&p.BlobKey, &p.Size, &p.ETag, &p.Checksum, &p.Encryption, &p.EncryptionKEK)
+	return p, err
+}
+
 // lookupFull is lookup with the parts of a multipart object. q must read
 // one snapshot (the writer, or a read transaction).
 func lookupFull(ctx context.Context, q querier, bucket, key string) (owner string, o row, ok bool, err error) {
 	owner, o, ok, err = lookup(ctx, q, bucket, key)
-	if err != nil || !ok || o.partsID == 0 {
+	if err != nil || !ok || o.PartsID == 0 {
 		return owner, o, ok, err
 	}
-	if o.Parts, err = readParts(ctx, q, o.partsID, o.partCount); err != nil {
+	if o.Parts, err = readParts(ctx, q, o.PartsID); err != nil {
 		return "", row{}, false, err
 	}
-	if len(o.Parts) != o.partCount {
-		return "", row{}, false, errcode.New(errcode.Internal, "object %q has %d of its %d parts", key, len(o.Parts), o.partCount)
+	if err := o.CheckParts(); err != nil {
+		return "", row{}, false, err
 	}
 	return owner, o, true, nil
 }
 
 // readParts returns the parts stored under id, in order.
-func readParts(ctx context.Context, q querier, id int64, n int) ([]meta.ObjectPart, error) {
-	rows, err := q.QueryContext(ctx, readPartsQuery, id)
-	if err != nil {
-		return nil, classify(err, "read object parts")
-	}
-	defer rows.Close()
-	parts := make([]meta.ObjectPart, 0, n)
-	for rows.Next() {
-		var p meta.ObjectPart
-		if err := rows.Scan(&p.BlobKey, &p.Size, &p.ETag, &p.Checksum, &p.Encryption, &p.EncryptionKEK); err != nil {
-			return nil, classify(err, "read object parts")
-		}
-		parts = append(parts, p)
-	}
-	return parts, classify(rows.Err(), "read object parts")
+func readParts(ctx context.Context, q querier, id int64) ([]meta.ObjectPart, error) {
+	parts, err := queryRows(ctx, q, scanObjectPart, readPartsQuery, id)
+	return parts, classify(err, "read object parts")
 }
 
 // newPartsID allocates a parts_id; it is never reused.
@@ -214,27 +186,15 @@ func insertParts(ctx context.Context, c *conn, parts []meta.ObjectPart) (int64, 
 // writeObject writes o at its bucket and key, replacing any row there. Its
 // parts, if any, must already be stored under partsID.
 func writeObject(ctx context.Context, c *conn, o meta.Object, partsID, inlineID int64) error {
-	md, err := encodeMetadata(o.Metadata)
-	if err != nil {
-		return err
-	}
-	var pid, iid any // NULL unless multipart / inline
-	if partsID != 0 {
-		pid = partsID
-	}
+	var iid any // NULL unless inline
 	if inlineID != 0 {
 		iid = inlineID
 	}
-	_, err = c.ExecContext(ctx, `INSERT INTO objects (`+objectCols+`, inline_id, sse, sse_kek) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (bucket, key) DO UPDATE SET
-			size = excluded.size, etag = excluded.etag, sha256 = excluded.sha256,
-			content_type = excluded.content_type, metadata = excluded.metadata,
-			blob_key = excluded.blob_key, mod_time = excluded.mod_time,
-			checksum_algorithm = excluded.checksum_algorithm, checksum_type = excluded.checksum_type,
-			checksum_value = excluded.checksum_value, parts_id = excluded.parts_id, part_count = excluded.part_count,
-			inline_id = excluded.inline_id, sse = excluded.sse, sse_kek = excluded.sse_kek`,
-		o.Bucket, o.Key, o.Size, o.ETag, o.SHA256, o.ContentType, md, o.BlobKey, metasql.ToNanos(o.ModTime),
-		o.Checksum.Algorithm, o.Checksum.Type, o.Checksum.Value, pid, len(o.Parts), iid, o.Encryption, o.EncryptionKEK)
+	args, err := metasql.ObjectArgs(o, partsID, iid, key)
+	if err != nil {
+		return err
+	}
+	_, err = c.ExecContext(ctx, upsertObjectSQL, args...)
 	return classify(err, "put object %q", o.Key)
 }
 
@@ -268,8 +228,8 @@ func release(ctx context.Context, c *conn, o row, now time.Time) error {
 			return classify(err, "delete inline object")
 		}
 	}
-	if o.partsID != 0 {
-		if _, err := c.ExecContext(ctx, "DELETE FROM object_parts WHERE parts_id = ?", o.partsID); err != nil {
+	if o.PartsID != 0 {
+		if _, err := c.ExecContext(ctx, "DELETE FROM object_parts WHERE parts_id = ?", o.PartsID); err != nil {
 			return classify(err, "delete object parts")
 		}
 	}
@@ -317,21 +277,9 @@ func allValidUTF8(ss []string) bool {
 // PutObjects implements meta.Store. A zero ModTime is set to now. An object
 // with Parts is stored as given (see checkObject); an empty Parts is a
 // single-blob object.
-func (s *Store) PutObjects(ctx context.Context, puts []meta.Put) ([]meta.Object, error) {
-	if len(puts) == 0 {
-		return nil, nil
-	}
-	for _, p := range puts {
-		if err := metasql.CheckObject(p.Object); err != nil {
-			return nil, err
-		}
-	}
-	staged, err := metasql.StagedKeys(puts)
-	if err != nil {
-		return nil, err
-	}
+func (s driver) PutObjects(ctx context.Context, puts []meta.Put, staged []string) ([]meta.Object, error) {
 	olds := make([]meta.Object, len(puts))
-	err = s.write(ctx, func(ctx context.Context, c *conn) error {
+	err := s.write(ctx, func(ctx context.Context, c *conn) error {
 		now := time.Now()
 		clear(olds)
 		if err := releaseStaged(ctx, c, staged, now); err != nil {
@@ -339,7 +287,7 @@ func (s *Store) PutObjects(ctx context.Context, puts []meta.Put) ([]meta.Object,
 		}
 		for i, p := range puts {
 			o := p.Object
-			o.ModTime = metasql.OrNow(o.ModTime, now)
+			o.ModTime = meta.OrNow(o.ModTime, now)
 			if len(o.Parts) == 0 {
 				o.Parts = nil
 			}
@@ -348,7 +296,7 @@ func (s *Store) PutObjects(ctx context.Context, puts []meta.Put) ([]meta.Object,
 				return err
 			}
 			if p.BucketOwner != "" && owner != p.BucketOwner {
-				return errNoBucket(o.Bucket)
+				return meta.ErrNoBucket(o.Bucket)
 			}
 			if err := p.Cond.Check(cur.Object, exists); err != nil {
 				return err
@@ -384,12 +332,12 @@ func (s *Store) DeleteObject(ctx context.Context, bucket, key string, cond meta.
 			return err
 		}
 		if !exists {
-			return errNoObject(bucket, key)
+			return meta.ErrNoObject(bucket, key)
 		}
 		if err := cond.Check(cur.Object, exists); err != nil {
 			return err
 		}
-		if _, err := c.ExecContext(ctx, "DELETE FROM objects WHERE bucket = ? AND key = ?", bucket, key); err != nil {
+		if _, err := c.ExecContext(ctx, sq.DeleteObject, bucket, key); err != nil {
 			return classify(err, "delete object %q", key)
 		}
 		if err := addUsage(ctx, c, owner, -cur.Size, now); err != nil {
@@ -401,30 +349,14 @@ func (s *Store) DeleteObject(ctx context.Context, bucket, key string, cond meta.
 		old = cur.Object
 		return nil
 	})
-	if err != nil {
-		return meta.Object{}, err
-	}
-	return old, nil
+	return metasql.Result(old, err)
 }
 
 // MoveObject implements meta.Store. The object keeps every field, ModTime
 // included, and its blobs (a multipart object keeps its parts, which are
 // not rewritten); only its bucket and key change. Moving a key onto itself
 // checks that it exists and that dstCond holds, and changes nothing.
-func (s *Store) MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, dstKey string, dstCond meta.Cond) (meta.Object, error) {
-	if dstBucket == "" || dstKey == "" {
-		return meta.Object{}, errcode.New(errcode.InvalidArgument, "destination bucket and key are required")
-	}
-	if srcBucket == dstBucket && srcKey == dstKey {
-		o, err := s.GetObject(ctx, srcBucket, srcKey)
-		if err != nil {
-			return meta.Object{}, err
-		}
-		if err := dstCond.Check(o, true); err != nil {
-			return meta.Object{}, err
-		}
-		return o, nil
-	}
+func (s driver) MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, dstKey string, dstCond meta.Cond) (meta.Object, error) {
 	var moved meta.Object
 	err := s.write(ctx, func(ctx context.Context, c *conn) error {
 		now := time.Now()
@@ -433,7 +365,7 @@ func (s *Store) MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, ds
 			return err
 		}
 		if !ok {
-			return errNoObject(srcBucket, srcKey)
+			return meta.ErrNoObject(srcBucket, srcKey)
 		}
 		dstOwner, dst, exists, err := lookupFull(ctx, c, dstBucket, dstKey)
 		if err != nil {
@@ -442,25 +374,17 @@ func (s *Store) MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, ds
 		if err := dstCond.Check(dst.Object, exists); err != nil {
 			return err
 		}
-		if _, err := c.ExecContext(ctx, "DELETE FROM objects WHERE bucket = ? AND key = ?", srcBucket, srcKey); err != nil {
+		if _, err := c.ExecContext(ctx, sq.DeleteObject, srcBucket, srcKey); err != nil {
 			return classify(err, "move object %q", srcKey)
 		}
 		o := src.Object
 		o.Bucket, o.Key = dstBucket, dstKey
-		if err := writeObject(ctx, c, o, src.partsID, src.inlineID); err != nil {
+		if err := writeObject(ctx, c, o, src.PartsID, src.inlineID); err != nil {
 			return err
 		}
 		// Usage: src leaves its owner, it replaces dst at dst's owner.
-		deltas := map[string]int64{}
-		deltas[srcOwner] -= src.Size
-		deltas[dstOwner] += src.Size - dst.Size
-		owners := make([]string, 0, len(deltas))
-		for id := range deltas {
-			owners = append(owners, id)
-		}
-		sort.Strings(owners)
-		for _, id := range owners {
-			if err := addUsage(ctx, c, id, deltas[id], now); err != nil {
+		for _, d := range meta.MoveUsage(srcOwner, src.Size, dstOwner, dst.Size) {
+			if err := addUsage(ctx, c, d.Owner, d.Bytes, now); err != nil {
 				return err
 			}
 		}
@@ -472,12 +396,5 @@ func (s *Store) MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, ds
 		moved = o
 		return nil
 	})
-	if err != nil {
-		return meta.Object{}, err
-	}
-	return moved, nil
-}
-
-func errNoObject(bucket, key string) error {
-	return errcode.New(errcode.NotFound, "object %q not found in bucket %q", key, bucket)
+	return metasql.Result(moved, err)
 }

@@ -54,6 +54,17 @@
 // "still referenced?" check, ClaimGarbage and ReferencedBlobs, whose SQL
 // is metasql's, shared with the PostgreSQL backend. The single writer
 // makes every reservation (Stage, GrowStaging) and quota check exact.
+//
+// # Shared with the PostgreSQL backend
+//
+// The checks and decisions of every operation are package meta's, and the
+// operations whose SQL is the same in both backends are metasql.Ops, which
+// Store embeds: this package holds how SQLite runs a statement (the writer
+// and the reader pool, with one row collector, queryRows) and the
+// transactions of its own (the metasql.Driver methods, and GetObject,
+// ListObjects, ListUploads, DeleteObject, CompleteUpload, AbortUpload,
+// DeleteBucket, DeleteUser, DeleteAccessKey, GrowStaging,
+// ReferencedBlobs).
 package sqlite
 
 import (
@@ -70,6 +81,7 @@ import (
 	"time"
 
 	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/meta/metasql"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
@@ -108,6 +120,10 @@ func (o Options) withDefaults() Options {
 // Store is a meta.Store on a SQLite database file. It is safe for
 // concurrent use.
 type Store struct {
+	// Ops are the operations of one statement: reads on the reader
+	// pool, writes on the writer.
+	metasql.Ops
+
 	opts    Options
 	readers *sql.DB    // query-only pool
 	rstmts  *readStmts // statements prepared on readers
@@ -188,6 +204,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		queue:   make(chan *op, opts.QueueSize),
 		stopped: make(chan struct{}),
 	}
+	s.Ops = metasql.NewOps(driver{s}, dialect)
 	for _, q := range txReadQueries() {
 		if _, err := s.rstmts.get(ctx, q); err != nil {
 			s.Close()

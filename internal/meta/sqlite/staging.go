@@ -3,11 +3,9 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"time"
 
-	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
 	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
@@ -15,13 +13,17 @@ import (
 // The single writer serialises every staging change with every quota
 // check, so the reads and decisions below are exact.
 
+var (
+	reservedQuery = metasql.ReservedQuery("owner_id = ?1", "?2")
+)
+
 // room reads owner's quota, usage and live reservations (without those the
 // transaction released already). NotFound if the owner does not exist.
-func room(ctx context.Context, c *conn, owner string, now time.Time) (metasql.Room, error) {
-	var r metasql.Room
+func room(ctx context.Context, c *conn, owner string, now time.Time) (meta.Room, error) {
+	var r meta.Room
 	err := c.QueryRowContext(ctx, "SELECT quota_bytes, usage_bytes FROM users WHERE id = ?", owner).Scan(&r.Quota, &r.Usage)
 	if errors.Is(err, sql.ErrNoRows) {
-		return r, errcode.New(errcode.NotFound, "user %q not found", owner)
+		return r, meta.ErrNoUser(owner)
 	}
 	if err != nil {
 		return r, classify(err, "read quota of %q", owner)
@@ -36,12 +38,6 @@ func room(ctx context.Context, c *conn, owner string, now time.Time) (metasql.Ro
 	}
 	return r, nil
 }
-
-var (
-	reservedQuery = metasql.ReservedQuery("owner_id = ?1", "?2")
-	groupQuery    = metasql.GroupQuery("?1", "?2", "?3")
-	creditQuery   = metasql.CreditQuery("?1", "?2", "?3", "?4")
-)
 
 // addUsage moves owner's usage by delta. Growth must leave usage and the
 // owner's live reservations within the quota (QuotaExceeded otherwise);
@@ -63,33 +59,25 @@ func addUsage(ctx context.Context, c *conn, owner string, delta int64, now time.
 	return classify(err, "update usage of %q", owner)
 }
 
-// share reads what a staging (key, of upload if any) shares its
+// reservation reads what a staging (key, of upload if any) shares its
 // reservation with.
-func share(ctx context.Context, c *conn, key, upload string, own, credit int64, now time.Time) (metasql.Share, error) {
-	sh := metasql.Share{Own: own, Credit: credit, Upload: upload != ""}
-	if sh.Upload {
-		if err := c.QueryRowContext(ctx, groupQuery, upload, key, metasql.ToNanos(now)).Scan(&sh.Declared, &sh.Parts); err != nil {
-			return sh, classify(err, "read the reservations of upload %q", upload)
+func reservation(ctx context.Context, c *conn, key, upload string, own, credit int64, now time.Time) (meta.Reservation, error) {
+	res := meta.Reservation{Own: own, Credit: credit, Upload: upload != ""}
+	if res.Upload {
+		if err := c.QueryRowContext(ctx, sq.Group, upload, key, metasql.ToNanos(now)).Scan(&res.Declared, &res.Parts); err != nil {
+			return res, classify(err, "read the reservations of upload %q", upload)
 		}
 	}
-	return sh, nil
+	return res, nil
 }
 
-const stagingCols = "blob_key, owner_id, upload_id, declared, bucket, key, bytes, credit, expires_at"
-
 func insertStaging(ctx context.Context, c *conn, s meta.Staging) error {
-	_, err := c.ExecContext(ctx, "INSERT INTO staging ("+stagingCols+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-		s.BlobKey, s.OwnerID, s.UploadID, s.Declared, s.Bucket, s.Key, s.Bytes, s.Credit, metasql.ToNanos(s.ExpiresAt))
+	_, err := c.ExecContext(ctx, sq.InsertStaging, metasql.StagingArgs(s, key)...)
 	return classify(err, "stage %q", s.BlobKey)
 }
 
 // Stage implements meta.Store.
-func (s *Store) Stage(ctx context.Context, st meta.Staging, minBytes int64) (meta.Staging, bool, error) {
-	if err := metasql.CheckStaging(st, minBytes); err != nil {
-		return meta.Staging{}, false, err
-	}
-	st.Credit = 0
-	st.ExpiresAt = metasql.FromNanos(metasql.ToNanos(st.ExpiresAt))
+func (s driver) Stage(ctx context.Context, st meta.Staging, minBytes int64) (meta.Staging, bool, error) {
 	var out meta.Staging
 	var limited bool
 	err := s.write(ctx, func(ctx context.Context, c *conn) error {
@@ -103,16 +91,16 @@ func (s *Store) Stage(ctx context.Context, st meta.Staging, minBytes int64) (met
 		if limited {
 			if st.Bucket != "" {
 				var size, taken int64
-				if err := c.QueryRowContext(ctx, creditQuery, st.Bucket, st.Key, st.OwnerID, metasql.ToNanos(now)).Scan(&size, &taken); err != nil {
+				if err := c.QueryRowContext(ctx, sq.Credit, st.Bucket, st.Key, st.OwnerID, metasql.ToNanos(now)).Scan(&size, &taken); err != nil {
 					return classify(err, "read the object %q replaces", st.BlobKey)
 				}
-				out.Credit = metasql.Credit(size, taken)
+				out.Credit = meta.Credit(size, taken)
 			}
-			sh, err := share(ctx, c, st.BlobKey, st.UploadID, 0, out.Credit, now)
+			res, err := reservation(ctx, c, st.BlobKey, st.UploadID, 0, out.Credit, now)
 			if err != nil {
 				return err
 			}
-			if out.Bytes, err = r.Grant(sh, minBytes, st.Bytes); err != nil {
+			if out.Bytes, err = r.Grant(res, minBytes, st.Bytes); err != nil {
 				return err
 			}
 		}
@@ -129,31 +117,25 @@ func (s *Store) GrowStaging(ctx context.Context, key string, minBytes, maxBytes 
 	var granted int64
 	err := s.write(ctx, func(ctx context.Context, c *conn) error {
 		now := time.Now()
-		var owner, upload string
-		var bytes, credit, expires int64
-		err := c.QueryRowContext(ctx, "SELECT owner_id, upload_id, bytes, credit, expires_at FROM staging WHERE blob_key = ? AND NOT declared", key).
-			Scan(&owner, &upload, &bytes, &credit, &expires)
-		if errors.Is(err, sql.ErrNoRows) || err == nil && expires <= metasql.ToNanos(now) {
-			return meta.ErrLeaseLost()
+		l, err := queryRow(ctx, c, metasql.ScanStagingLease, meta.ErrLeaseLost(), sq.StagingLease, key)
+		if err == nil && l.ExpiresAtNanos <= metasql.ToNanos(now) {
+			err = meta.ErrLeaseLost()
 		}
 		if err != nil {
 			return classify(err, "read staging %q", key)
 		}
-		r, err := room(ctx, c, owner, now)
+		r, err := room(ctx, c, l.Owner, now)
 		if err != nil {
 			return err
 		}
-		sh, err := share(ctx, c, key, upload, bytes, credit, now)
+		res, err := reservation(ctx, c, key, l.Upload, l.Bytes, l.Credit, now)
 		if err != nil {
 			return err
 		}
-		if granted, err = r.Grant(sh, minBytes, maxBytes); err != nil {
+		if granted, err = r.Grant(res, minBytes, maxBytes); err != nil || granted == l.Bytes {
 			return err
 		}
-		if granted == bytes {
-			return nil
-		}
-		_, err = c.ExecContext(ctx, "UPDATE staging SET bytes = ? WHERE blob_key = ?", granted, key)
+		_, err = c.ExecContext(ctx, sq.GrowStaging, granted, key)
 		return classify(err, "grow staging %q", key)
 	})
 	if err != nil {
@@ -162,70 +144,11 @@ func (s *Store) GrowStaging(ctx context.Context, key string, minBytes, maxBytes 
 	return granted, nil
 }
 
-// RenewStaging implements meta.Store.
-func (s *Store) RenewStaging(ctx context.Context, keys []string, expires time.Time) ([]string, error) {
-	if len(keys) == 0 {
-		return nil, s.ready()
-	}
-	list, err := json.Marshal(keys)
-	if err != nil {
-		return nil, errcode.Wrap(errcode.Internal, err, "encode blob keys")
-	}
-	var lost []string
-	err = s.write(ctx, func(ctx context.Context, c *conn) error {
-		lost = nil
-		rows, err := c.QueryContext(ctx, `UPDATE staging SET expires_at = ?2
-			WHERE blob_key IN (SELECT value FROM json_each(?1)) AND NOT declared AND expires_at > ?3 RETURNING blob_key`,
-			string(list), metasql.ToNanos(expires), metasql.ToNanos(time.Now()))
-		if err != nil {
-			return classify(err, "renew staging")
-		}
-		renewed := map[string]bool{}
-		for rows.Next() {
-			var k string
-			if err := rows.Scan(&k); err != nil {
-				rows.Close()
-				return classify(err, "renew staging")
-			}
-			renewed[k] = true
-		}
-		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-			return classify(err, "renew staging")
-		}
-		lost = metasql.Missing(keys, renewed)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return lost, nil
-}
-
-// Unstage implements meta.Store.
-func (s *Store) Unstage(ctx context.Context, keys []string) error {
-	if len(keys) == 0 {
-		return s.ready()
-	}
-	list, err := json.Marshal(keys)
-	if err != nil {
-		return errcode.Wrap(errcode.Internal, err, "encode blob keys")
-	}
-	return s.write(ctx, func(ctx context.Context, c *conn) error {
-		_, err := c.ExecContext(ctx, "DELETE FROM staging WHERE blob_key IN (SELECT value FROM json_each(?)) AND NOT declared", string(list))
-		return classify(err, "unstage")
-	})
-}
-
-// DeleteExpiredStaging implements meta.Store.
-func (s *Store) DeleteExpiredStaging(ctx context.Context, before time.Time) (int, error) {
-	return s.deleteExpired(ctx, "staging", before)
-}
-
-// release deletes the stagings of the blobs a write commits and fails
-// unless each was live: their reservations become usage in the same
+// releaseStaged deletes the stagings of the blobs a write commits and
+// fails unless each was live: their reservations become usage in the same
 // transaction.
 func releaseStaged(ctx context.Context, c *conn, keys []string, now time.Time) error {
-	expires := map[string]int64{}
+	expires := map[string]time.Time{}
 	for _, k := range keys {
 		var e int64
 		err := c.QueryRowContext(ctx, "DELETE FROM staging WHERE blob_key = ? AND NOT declared RETURNING expires_at", k).Scan(&e)
@@ -235,13 +158,7 @@ func releaseStaged(ctx context.Context, c *conn, keys []string, now time.Time) e
 		if err != nil {
 			return classify(err, "release staging %q", k)
 		}
-		expires[k] = e
+		expires[k] = metasql.FromNanos(e)
 	}
-	return metasql.CheckReleased(keys, expires, metasql.ToNanos(now))
-}
-
-// deleteDeclared deletes the declared-size staging of upload id.
-func deleteDeclared(ctx context.Context, c *conn, id string) error {
-	_, err := c.ExecContext(ctx, "DELETE FROM staging WHERE blob_key = ?", meta.DeclaredStagingKey(id))
-	return classify(err, "release the declared size of upload %q", id)
+	return meta.CheckReleased(keys, expires, now)
 }

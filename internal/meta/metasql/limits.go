@@ -1,0 +1,110 @@
+package metasql
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/coffer-storage/coffer/internal/meta"
+)
+
+// The user_limits and rate_leases statements both backends run (meta's
+// LimitsStore and RateStore).
+
+// upsertUserLimitsSQL stores an override: args user_id, requests, bytes,
+// window_ms.
+func upsertUserLimitsSQL(ph PH) string {
+	return fmt.Sprintf("INSERT INTO user_limits (user_id, requests, bytes, window_ms) VALUES (%s, %s, %s, %s) ON CONFLICT (user_id) DO UPDATE SET requests = excluded.requests, bytes = excluded.bytes, window_ms = excluded.window_ms",
+		ph(1), ph(2), ph(3), ph(4))
+}
+
+// scanUserLimits reads a row of user_id, requests, bytes, window_ms.
+func scanUserLimits(r Row) (meta.UserLimits, error) {
+	var l meta.UserLimits
+	var ms int64
+	err := r.Scan(&l.UserID, &l.Requests, &l.Bytes, &ms)
+	l.Window = time.Duration(ms) * time.Millisecond
+	return l, err
+}
+
+// deleteUserLimitsSQL removes the override of user ph(1).
+func deleteUserLimitsSQL(ph PH) string { return "DELETE FROM user_limits WHERE user_id = " + ph(1) }
+
+// userLimitsArgs are upsertUserLimitsSQL's arguments.
+func userLimitsArgs(l meta.UserLimits) []any {
+	return []any{l.UserID, l.Requests, l.Bytes, l.Window.Milliseconds()}
+}
+
+// reserveRateSQL takes a block: args dim, key, window_start, block,
+// limit; returns used after the reservation (no row when the limit was
+// spent already).
+func reserveRateSQL(ph PH) string {
+	return fmt.Sprintf(`INSERT INTO rate_leases (dim, key, window_start, used) VALUES (%[1]s, %[2]s, %[3]s, %[4]s)
+ON CONFLICT (dim, key, window_start) DO UPDATE SET used = rate_leases.used + %[4]s WHERE rate_leases.used < %[5]s
+RETURNING used`, ph(1), ph(2), ph(3), ph(4), ph(5))
+}
+
+// forgetRateWindowsSQL deletes the windows of (ph(1), ph(2)) before ph(3),
+// once a new one started.
+func forgetRateWindowsSQL(ph PH) string {
+	return "DELETE FROM rate_leases WHERE dim = " + ph(1) + " AND key = " + ph(2) + " AND window_start < " + ph(3)
+}
+
+// GetUserLimits implements meta.Store.
+func (o limitOps) GetUserLimits(ctx context.Context, id string) (meta.UserLimits, error) {
+	return Get(ctx, o.run, "get user limits", scanUserLimits, meta.ErrNoUserLimits(id), o.sql.limits.get, id)
+}
+
+// SetUserLimits implements meta.Store. A missing user fails the statement
+// with a foreign key violation: NotFound.
+func (o limitOps) SetUserLimits(ctx context.Context, l meta.UserLimits) error {
+	if l.Requests == 0 && l.Bytes == 0 {
+		return o.exec(ctx, "clear user limits", o.sql.limits.remove, l.UserID)
+	}
+	if err := meta.CheckUserLimits(l); err != nil {
+		return err
+	}
+	return noUser(o.exec(ctx, "set user limits", o.sql.limits.upsert, userLimitsArgs(l)...), l.UserID)
+}
+
+// limitSQL are the user_limits and rate_leases statements of Ops.
+type limitSQL struct {
+	get, upsert, remove, reserve, forget string
+}
+
+func newLimitSQL(ph PH) limitSQL {
+	return limitSQL{
+		get:     "SELECT user_id, requests, bytes, window_ms FROM user_limits WHERE user_id = " + ph(1),
+		upsert:  upsertUserLimitsSQL(ph),
+		remove:  deleteUserLimitsSQL(ph),
+		reserve: reserveRateSQL(ph),
+		forget:  forgetRateWindowsSQL(ph),
+	}
+}
+
+// ReserveRate implements meta.Store in one transaction: a reservation
+// that opens a window forgets the key's older ones.
+func (o limitOps) ReserveRate(ctx context.Context, dim, key string, windowStart, block, limit int64) (int64, error) {
+	var got int64
+	err := o.run.Write(ctx, "reserve rate", func(w Writer) error {
+		got = 0
+		var used []int64 // no row: the window's limit is spent
+		err := w.Query(o.sql.limits.reserve, []any{dim, key, windowStart, block, limit}, func(r Row) error {
+			u, err := ScanInt64(r)
+			used = append(used, u)
+			return err
+		})
+		if err != nil || len(used) == 0 {
+			return err
+		}
+		got = meta.Granted(used[0], block, limit)
+		if used[0] != block {
+			return nil
+		}
+		return w.Queue(nil, o.sql.limits.forget, dim, key, windowStart)
+	})
+	if err != nil {
+		return 0, err
+	}
+	return got, nil
+}

@@ -1,0 +1,196 @@
+package metasql
+
+import (
+	"context"
+	"strings"
+
+	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/meta"
+)
+
+// ObjectRow is an object as its objects row holds it. A multipart
+// object's parts live in object_parts under PartsID (never reused);
+// Parts is filled only once they are read.
+type ObjectRow struct {
+	meta.Object
+	PartsID   int64 // 0 for an object that is not multipart
+	PartCount int
+}
+
+// objectCols are the columns of an objects row a listing reads, in
+// ScanObject's order (no inline bytes, no envelope: listings leave them
+// out).
+const objectCols = "key, size, etag, sha256, content_type, metadata, blob_key, mod_time, " +
+	"checksum_algorithm, checksum_type, checksum_value, parts_id, part_count"
+
+// ScanObject returns the scanner of the objectCols of bucket's rows.
+func ScanObject(bucket string) func(Row) (ObjectRow, error) {
+	return func(r Row) (ObjectRow, error) {
+		var (
+			o   ObjectRow
+			key []byte
+			md  *string
+			mod int64
+			pid *int64
+		)
+		if err := r.Scan(&key, &o.Size, &o.ETag, &o.SHA256, &o.ContentType, &md, &o.BlobKey, &mod,
+			&o.Checksum.Algorithm, &o.Checksum.Type, &o.Checksum.Value, &pid, &o.PartCount); err != nil {
+			return ObjectRow{}, err
+		}
+		o.Bucket, o.Key = bucket, string(key)
+		o.ModTime = FromNanos(mod)
+		o.PartsID = Deref(pid)
+		var err error
+		o.Metadata, err = DecodeMetadata(md)
+		return o, err
+	}
+}
+
+// rangeScanSQL is a page of a bucket's objects in key order (ScanObject):
+// bucket ph(1), keys after ph(2) (from ph(2) if inclusive), up to ph(3)
+// objects, and, if bounded, keys before ph(4).
+func rangeScanSQL(inclusive, bounded bool, ph PH) string {
+	var b strings.Builder
+	b.WriteString("SELECT " + objectCols + " FROM objects WHERE bucket = " + ph(1) + " AND key ")
+	if inclusive {
+		b.WriteString(">= " + ph(2))
+	} else {
+		b.WriteString("> " + ph(2))
+	}
+	if bounded {
+		b.WriteString(" AND key < " + ph(4))
+	}
+	b.WriteString(" ORDER BY key LIMIT " + ph(3))
+	return b.String()
+}
+
+// RangeScanArgs are rangeScanSQL's arguments (bounded when end != "");
+// key binds a key in the dialect.
+func RangeScanArgs(bucket, from, end string, limit int, key func(string) any) []any {
+	args := []any{bucket, key(from), limit}
+	if end != "" {
+		args = append(args, key(end))
+	}
+	return args
+}
+
+// partsOfSQL reads the parts of the parts sets that in (a condition on
+// parts_id) selects, in order (ScanPartOf).
+func partsOfSQL(in string) string {
+	return "SELECT parts_id, blob_key, size, etag, checksum FROM object_parts WHERE " + in + " ORDER BY parts_id, idx"
+}
+
+// PartOf is a part of a parts set, as partsOfSQL reads it.
+type PartOf struct {
+	PartsID int64
+	meta.ObjectPart
+}
+
+// ScanPartOf reads a row of partsOfSQL.
+func ScanPartOf(r Row) (PartOf, error) {
+	var p PartOf
+	err := r.Scan(&p.PartsID, &p.BlobKey, &p.Size, &p.ETag, &p.Checksum)
+	return p, err
+}
+
+// AttachParts gives the multipart objects of os (PartsID set) their parts,
+// read in the snapshot os were read in: Internal if one lacks some.
+func AttachParts(os []ObjectRow, parts []PartOf) error {
+	byID := make(map[int64]*ObjectRow, len(os))
+	for i := range os {
+		if os[i].PartsID != 0 {
+			os[i].Parts = make([]meta.ObjectPart, 0, os[i].PartCount)
+			byID[os[i].PartsID] = &os[i]
+		}
+	}
+	for _, p := range parts {
+		if o := byID[p.PartsID]; o != nil {
+			o.Parts = append(o.Parts, p.ObjectPart)
+		}
+	}
+	for _, o := range byID {
+		if err := o.CheckParts(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CheckParts fails with Internal if the multipart object o lacks some of
+// its parts.
+func (o ObjectRow) CheckParts() error {
+	if o.PartsID != 0 && len(o.Parts) != o.PartCount {
+		return errcode.New(errcode.Internal, "object %q has %d of its %d parts", o.Key, len(o.Parts), o.PartCount)
+	}
+	return nil
+}
+
+// MultipartIDs returns the PartsID of the multipart objects of os.
+func MultipartIDs(os []ObjectRow) []int64 {
+	var ids []int64
+	for _, o := range os {
+		if o.PartsID != 0 {
+			ids = append(ids, o.PartsID)
+		}
+	}
+	return ids
+}
+
+// Objects returns the objects of os.
+func Objects(os []ObjectRow) []meta.Object {
+	out := make([]meta.Object, len(os))
+	for i, o := range os {
+		out[i] = o.Object
+	}
+	return out
+}
+
+// UpsertObjectSQL writes an object at its bucket and key, replacing any
+// row there: arguments ObjectArgs. inlineCol is the column that holds (or
+// names) its inline bytes.
+func UpsertObjectSQL(inlineCol string, ph PH) string {
+	return "INSERT INTO objects (bucket, " + objectCols + ", " + inlineCol + ", sse, sse_kek) VALUES (" + values(ph, 1, 17) + ")" +
+		" ON CONFLICT (bucket, key) DO UPDATE SET size = excluded.size, etag = excluded.etag, sha256 = excluded.sha256," +
+		" content_type = excluded.content_type, metadata = excluded.metadata, blob_key = excluded.blob_key, mod_time = excluded.mod_time," +
+		" checksum_algorithm = excluded.checksum_algorithm, checksum_type = excluded.checksum_type, checksum_value = excluded.checksum_value," +
+		" parts_id = excluded.parts_id, part_count = excluded.part_count, " + inlineCol + " = excluded." + inlineCol +
+		", sse = excluded.sse, sse_kek = excluded.sse_kek"
+}
+
+// ObjectArgs are UpsertObjectSQL's arguments for o, whose parts, if any,
+// are stored under partsID, and whose inline column holds inline (nil:
+// NULL); key binds its key in the dialect.
+func ObjectArgs(o meta.Object, partsID int64, inline any, key func(string) any) ([]any, error) {
+	md, err := metadataArg(o.Metadata)
+	if err != nil {
+		return nil, err
+	}
+	var pid any // NULL unless multipart
+	if partsID != 0 {
+		pid = partsID
+	}
+	return []any{o.Bucket, key(o.Key), o.Size, o.ETag, o.SHA256, o.ContentType, md, o.BlobKey, ToNanos(o.ModTime),
+		o.Checksum.Algorithm, o.Checksum.Type, o.Checksum.Value, pid, len(o.Parts), inline, o.Encryption, o.EncryptionKEK}, nil
+}
+
+// PutObjects implements meta.Store: the puts are checked
+// (meta.CheckPuts), then written by the driver.
+func (o objectOps) PutObjects(ctx context.Context, puts []meta.Put) ([]meta.Object, error) {
+	if len(puts) == 0 {
+		return nil, nil
+	}
+	staged, err := meta.CheckPuts(puts)
+	if err != nil {
+		return nil, err
+	}
+	return o.drv.PutObjects(ctx, puts, staged)
+}
+
+// MoveObject implements meta.Store: the decisions before the move
+// (meta.PrecheckMove), then the driver's move.
+func (o objectOps) MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, dstKey string, dstCond meta.Cond) (meta.Object, error) {
+	if obj, done, err := meta.PrecheckMove(ctx, o.drv.GetObject, srcBucket, srcKey, dstBucket, dstKey, dstCond); done {
+		return obj, err
+	}
+	return o.drv.MoveObject(ctx, srcBucket, srcKey, dstBucket, dstKey, dstCond)
+}

@@ -1,0 +1,56 @@
+package metasql
+
+// Statements are the statements both backends run in transactions of their
+// own, in one dialect, made once by NewStatements (SQLite prepares
+// statements by their text). Each field's builder, in the file of its
+// role, says its arguments.
+type Statements struct {
+	// Users and refresh tokens (users.go).
+	InsertToken                           string
+	UserData, DataBuckets, BackendUploads string   // of the user ph(1), for DeleteUser
+	DeleteUser                            []string // deleteUserStatements of the user ph(1) at ph(2)
+	// Objects (objects.go): the range scans by inclusive and bounded.
+	RangeScans   [2][2]string
+	DeleteObject string
+	PartsOf      string // the parts of the parts sets of the list ph(1) (ScanPartOf)
+	// Uploads and their parts (uploads.go).
+	InsertUpload, UploadPlace, UploadMarker, Parts, Part, UpsertPart string
+	DeleteUpload                                                     [2]string
+	CopyParts                                                        string // args parts_id, upload_id, the list of the part numbers
+	// Stagings (staging.go).
+	InsertStaging, StagingLease, GrowStaging, DeleteDeclared string
+	Group, Credit, DeclaredLeft                              string // GroupQuery, creditQuery, declaredLeftUpdate over ph(1)…
+}
+
+// NewStatements makes the Statements of dialect d.
+func NewStatements(d Dialect) Statements {
+	ph := d.PH
+	return Statements{
+		InsertToken:    insertTokenSQL(ph),
+		UserData:       userDataQuery(ph(1)),
+		DataBuckets:    dataBucketsQuery(ph(1)),
+		BackendUploads: backendUploadsQuery(ph(1)),
+		DeleteUser:     deleteUserStatements(ph(1), ph(2), d.InlineTable),
+		RangeScans: [2][2]string{
+			{rangeScanSQL(false, false, ph), rangeScanSQL(false, true, ph)},
+			{rangeScanSQL(true, false, ph), rangeScanSQL(true, true, ph)},
+		},
+		DeleteObject:   "DELETE FROM objects WHERE bucket = " + ph(1) + " AND key = " + ph(2),
+		PartsOf:        partsOfSQL(d.In("parts_id", 1)),
+		CopyParts:      copyPartsSQL(d.In("number", 3), ph),
+		InsertUpload:   insertUploadSQL(ph),
+		UploadPlace:    uploadPlaceSQL(ph),
+		UploadMarker:   uploadMarkerSQL(ph),
+		Parts:          partsSQL(ph),
+		Part:           partSQL(ph),
+		UpsertPart:     upsertPartSQL(ph),
+		DeleteUpload:   deleteUploadSQL(ph),
+		InsertStaging:  insertStagingSQL(ph),
+		StagingLease:   stagingLeaseSQL(ph),
+		GrowStaging:    "UPDATE staging SET bytes = " + ph(1) + " WHERE blob_key = " + ph(2),
+		DeleteDeclared: "DELETE FROM staging WHERE blob_key = " + ph(1),
+		Group:          GroupQuery(ph(1), ph(2), ph(3)),
+		Credit:         creditQuery(ph(1), ph(2), ph(3), ph(4)),
+		DeclaredLeft:   declaredLeftUpdate(ph(1), ph(2), ph(3)),
+	}
+}
