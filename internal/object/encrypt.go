@@ -67,7 +67,7 @@ func ErrKMSKey(keyID string) error {
 // checkKMSKey checks that user userID may have bytes encrypted under the
 // SSE-KMS key keyID, and that it exists. The provider's default key ("",
 // or its name) is everyone's; any other only its allow list's
-// (meta.KMSGrantStore, kept by administrators), checked before the key
+// (meta.KeyGrants, kept by administrators), checked before the key
 // service is asked anything: an unknown key and a key not allowed are
 // ErrKMSKey both.
 func (s *core) checkKMSKey(ctx context.Context, userID, keyID string) error {

@@ -53,7 +53,7 @@ type GatewayStore interface {
 	// Get streams [offset, offset+length) of key (length ≥ 1, or -1 for
 	// to the end) if its ETag is still etag: PreconditionFailed if not.
 	Get(ctx context.Context, key, etag string, offset, length int64) (io.ReadCloser, error)
-	// List returns one page, as meta.Store.ListObjects does.
+	// List returns one page, as meta.Objects.ListObjects does.
 	List(ctx context.Context, opts meta.ListOptions) (meta.ListPage, error)
 	// Put streams size bytes of r (-1: unknown) to key; an error from r
 	// must leave nothing stored. It returns the stored object's ETag.

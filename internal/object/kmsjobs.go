@@ -21,7 +21,7 @@ import (
 
 // Background jobs of encryption at rest (docs/encryption.md#background-jobs)
 //
-// Two kinds of job, one mechanism (meta.KMSJobStore): "rewrap" moves every
+// Two kinds of job, one mechanism (meta.EncryptionJobs): "rewrap" moves every
 // stored data key (objects, inline objects, multipart objects' parts,
 // parts of uploads in progress, tus included) to the current KEK version
 // after a rotation, touching no blob byte; "encrypt:B" encrypts the
@@ -32,7 +32,7 @@ import (
 // counters after each page (which renews the lease): a job resumes on any
 // node, after a crash at most one page is redone. Each row is changed by
 // compare-and-swap: a re-wrapped envelope replaces the old one only if the
-// row still holds it (meta.Store.SwapEnvelope); an encrypted object
+// row still holds it (meta.EncryptionJobs.SwapEnvelope); an encrypted object
 // replaces its plaintext version only if the row is still that version
 // (meta.Cond.IfVersion). A concurrent overwrite, or a second worker whose
 // lease expired without its knowing, therefore never clobbers anything; it

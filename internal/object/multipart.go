@@ -624,7 +624,7 @@ func (s *Uploads) completeBackend(ctx context.Context, u meta.Upload, parts []me
 
 // AbortBackendUploads aborts, at the blob backend, the multipart uploads
 // of uploads whose metadata is already gone (a deleted account's: see
-// meta.Store.DeleteUser); their blobs are in the garbage queue. Best
+// meta.Accounts.DeleteUser); their blobs are in the garbage queue. Best
 // effort: a failure is logged, and the backend's own expiry of incomplete
 // uploads reclaims what is left. Each abort outlives ctx's cancellation
 // (the metadata is gone already: this is the only chance).

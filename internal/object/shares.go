@@ -199,7 +199,7 @@ func (s *Shares) ShareByToken(ctx context.Context, token string, now time.Time) 
 }
 
 // UseShare records an access through share sh (a download when download
-// is true, refused past its limit); see meta.Store.UseShare.
+// is true, refused past its limit); see meta.Shares.UseShare.
 func (s *Shares) UseShare(ctx context.Context, sh meta.Share, download bool, now time.Time) error {
 	return s.meta.UseShare(ctx, sh.ID, download, now)
 }

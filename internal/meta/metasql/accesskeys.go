@@ -31,18 +31,18 @@ func accessKeyArgs(k meta.AccessKey) []any {
 	return []any{k.ID, k.UserID, k.SecretEnc, k.Name, k.Internal, ToNanos(k.CreatedAt), ToNanos(k.LastUsed)}
 }
 
-// GetAccessKey implements meta.Store.
+// GetAccessKey implements meta.AccessKeys.
 func (o accessKeyOps) GetAccessKey(ctx context.Context, id string) (meta.AccessKey, error) {
 	return Get(ctx, o.run, "get access key", scanAccessKey, meta.ErrNoAccessKey(id), o.sql.keys.get, id)
 }
 
-// ListAccessKeys implements meta.Store: oldest first, ties by ID. A user
+// ListAccessKeys implements meta.AccessKeys: oldest first, ties by ID. A user
 // without keys (or an unknown user) has none.
 func (o accessKeyOps) ListAccessKeys(ctx context.Context, userID string) ([]meta.AccessKey, error) {
 	return List(ctx, o.run, "list access keys", scanAccessKey, o.sql.keys.list, userID)
 }
 
-// TouchAccessKey implements meta.Store.
+// TouchAccessKey implements meta.AccessKeys.
 func (o accessKeyOps) TouchAccessKey(ctx context.Context, id string, t time.Time) error {
 	return o.mustChange(ctx, "touch access key", meta.ErrNoAccessKey(id), o.sql.keys.touch, ToNanos(t), id)
 }
@@ -63,7 +63,7 @@ func newAccessKeySQL(ph PH) accessKeySQL {
 	}
 }
 
-// CreateAccessKey implements meta.Store. A zero CreatedAt is set to now. A
+// CreateAccessKey implements meta.AccessKeys. A zero CreatedAt is set to now. A
 // missing user fails the statement with a foreign key violation: NotFound.
 func (o accessKeyOps) CreateAccessKey(ctx context.Context, k meta.AccessKey) error {
 	k, err := meta.CheckAccessKey(k, time.Now())

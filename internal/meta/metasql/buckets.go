@@ -50,22 +50,22 @@ func gatewayBucketArgs(b meta.Bucket, now time.Time) []any {
 // listGatewayBucketsSQL lists the gateway buckets by name (scanBucket).
 const listGatewayBucketsSQL = "SELECT " + bucketCols + " FROM buckets WHERE gateway <> '' ORDER BY name"
 
-// GetBucket implements meta.Store.
+// GetBucket implements meta.Buckets.
 func (o bucketOps) GetBucket(ctx context.Context, name string) (meta.Bucket, error) {
 	return Get(ctx, o.run, "get bucket", scanBucket, meta.ErrNoBucket(name), o.sql.buckets.get, name)
 }
 
-// ListBuckets implements meta.Store.
+// ListBuckets implements meta.Buckets.
 func (o bucketOps) ListBuckets(ctx context.Context, ownerID string) ([]meta.Bucket, error) {
 	return List(ctx, o.run, "list buckets", scanBucket, o.sql.buckets.list, ownerID)
 }
 
-// ListGatewayBuckets implements meta.Store.
+// ListGatewayBuckets implements meta.Buckets.
 func (o bucketOps) ListGatewayBuckets(ctx context.Context) ([]meta.Bucket, error) {
 	return List(ctx, o.run, "list gateway buckets", scanBucket, listGatewayBucketsSQL)
 }
 
-// SetBucketVisibility implements meta.Store. NotFound if the bucket is
+// SetBucketVisibility implements meta.Buckets. NotFound if the bucket is
 // missing; InvalidArgument for an unknown visibility.
 func (o bucketOps) SetBucketVisibility(ctx context.Context, name string, v meta.Visibility) error {
 	if err := meta.CheckVisibility(v); err != nil {
@@ -74,7 +74,7 @@ func (o bucketOps) SetBucketVisibility(ctx context.Context, name string, v meta.
 	return o.mustChange(ctx, "set bucket visibility", meta.ErrNoBucket(name), o.sql.buckets.setVisibility, string(v), name)
 }
 
-// SetBucketEncryption implements meta.Store.
+// SetBucketEncryption implements meta.Buckets.
 func (o bucketOps) SetBucketEncryption(ctx context.Context, name, enc, kmsKey string) error {
 	if err := meta.ValidBucketEncryption(enc, kmsKey); err != nil {
 		return err
@@ -101,7 +101,7 @@ func newBucketSQL(ph PH) bucketSQL {
 	}
 }
 
-// CreateBucket implements meta.Store. A zero CreatedAt is set to now and
+// CreateBucket implements meta.Buckets. A zero CreatedAt is set to now and
 // an empty Visibility to private. A missing owner fails the statement with
 // a foreign key violation (NotFound), a taken name with a unique one
 // (AlreadyExists).
@@ -113,7 +113,7 @@ func (o bucketOps) CreateBucket(ctx context.Context, b meta.Bucket) error {
 	return noUser(o.exec(ctx, "create bucket "+b.Name, o.sql.buckets.insert, bucketArgs(b, time.Now())...), b.OwnerID)
 }
 
-// PutGatewayBucket implements meta.Store. A missing owner fails the
+// PutGatewayBucket implements meta.Buckets. A missing owner fails the
 // statement with a foreign key violation: NotFound.
 func (o bucketOps) PutGatewayBucket(ctx context.Context, b meta.Bucket) error {
 	b, err := meta.CheckGatewayBucket(b)

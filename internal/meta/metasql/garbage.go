@@ -88,12 +88,12 @@ func splitClaims(cs []claim) (free []meta.Garbage, stale []int64) {
 	return free, stale
 }
 
-// ListGarbage implements meta.Store. A limit <= 0 means 1000.
+// ListGarbage implements meta.Reclamation. A limit <= 0 means 1000.
 func (o reclamationOps) ListGarbage(ctx context.Context, before time.Time, limit int) ([]meta.Garbage, error) {
 	return List(ctx, o.run, "list garbage", scanGarbage, o.sql.listGarbage, ToNanos(before), meta.PageLimit(limit, 1000, 0))
 }
 
-// DeleteGarbage implements meta.Store. Unknown ids are ignored.
+// DeleteGarbage implements meta.Reclamation. Unknown ids are ignored.
 func (o reclamationOps) DeleteGarbage(ctx context.Context, ids []int64) error {
 	if len(ids) == 0 {
 		return nil
@@ -105,7 +105,7 @@ func (o reclamationOps) DeleteGarbage(ctx context.Context, ids []int64) error {
 	return o.exec(ctx, "delete garbage", o.sql.deleteGarbage, list)
 }
 
-// ClaimGarbage implements meta.Store in one transaction: the queue
+// ClaimGarbage implements meta.Reclamation in one transaction: the queue
 // entries with their re-check (claimGarbageQuery), then the deletion of
 // those whose blob a row points at again. A limit <= 0 means 1000.
 func (o reclamationOps) ClaimGarbage(ctx context.Context, before time.Time, limit int) ([]meta.Garbage, error) {

@@ -51,17 +51,17 @@ func redeemInviteArgs(hash, email string, now time.Time) []any {
 	return []any{hash, ToNanos(now), email}
 }
 
-// GetInviteByHash implements meta.Store.
+// GetInviteByHash implements meta.Invites.
 func (o inviteOps) GetInviteByHash(ctx context.Context, hash string) (meta.Invite, error) {
 	return Get(ctx, o.run, "get invite", scanInvite, meta.ErrNoInvite(), o.sql.invites.getByHash, hash)
 }
 
-// ListInvites implements meta.Store.
+// ListInvites implements meta.Invites.
 func (o inviteOps) ListInvites(ctx context.Context) ([]meta.Invite, error) {
 	return List(ctx, o.run, "list invites", scanInvite, listInvitesSQL)
 }
 
-// CreateInvite implements meta.Store.
+// CreateInvite implements meta.Invites.
 func (o inviteOps) CreateInvite(ctx context.Context, inv meta.Invite) error {
 	inv, err := meta.CheckInvite(inv, time.Now())
 	if err != nil {
@@ -70,7 +70,7 @@ func (o inviteOps) CreateInvite(ctx context.Context, inv meta.Invite) error {
 	return o.exec(ctx, "create invite", o.sql.invites.insert, inviteArgs(inv)...)
 }
 
-// RevokeInvite implements meta.Store.
+// RevokeInvite implements meta.Invites.
 func (o inviteOps) RevokeInvite(ctx context.Context, id string) error {
 	return o.mustChange(ctx, "revoke invite", meta.ErrNoInvite(), o.sql.invites.revoke, id)
 }
@@ -89,7 +89,7 @@ func newInviteSQL(ph PH) inviteSQL {
 	}
 }
 
-// CreateInvitedUser implements meta.Store: the conditional UPDATE that
+// CreateInvitedUser implements meta.Accounts: the conditional UPDATE that
 // takes the invite's use runs first, then the user is created in the same
 // transaction, so a failed creation rolls the use back. A concurrent
 // redemption of the same invite waits for this one (SQLite's single

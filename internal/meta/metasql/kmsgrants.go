@@ -37,18 +37,18 @@ func disallowKMSKeySQL(ph PH) string {
 	return "DELETE FROM kms_key_grants WHERE key_name = " + ph(1) + " AND user_id = " + ph(2)
 }
 
-// KMSKeyAllowed implements meta.Store.
+// KMSKeyAllowed implements meta.KeyGrants.
 func (o keyGrantOps) KMSKeyAllowed(ctx context.Context, key, userID string) (bool, error) {
 	ones, err := List(ctx, o.run, "KMS key grant", ScanInt64, o.sql.grants.allowed, key, userID)
 	return len(ones) > 0, err
 }
 
-// ListKMSKeyGrants implements meta.Store.
+// ListKMSKeyGrants implements meta.KeyGrants.
 func (o keyGrantOps) ListKMSKeyGrants(ctx context.Context) ([]meta.KMSKeyGrant, error) {
 	return List(ctx, o.run, "list KMS key grants", scanKMSKeyGrant, kmsKeyGrantsSQL)
 }
 
-// AllowKMSKey implements meta.Store. A missing user fails the statement
+// AllowKMSKey implements meta.KeyGrants. A missing user fails the statement
 // with a foreign key violation: NotFound.
 func (o keyGrantOps) AllowKMSKey(ctx context.Context, g meta.KMSKeyGrant) error {
 	g, err := meta.CheckKMSKeyGrant(g, time.Now())
@@ -67,7 +67,7 @@ func noUser(err error, id string) error {
 	return err
 }
 
-// DisallowKMSKey implements meta.Store.
+// DisallowKMSKey implements meta.KeyGrants.
 func (o keyGrantOps) DisallowKMSKey(ctx context.Context, key, userID string) error {
 	return o.mustChange(ctx, "disallow KMS key", meta.ErrNoKMSKeyGrant(key, userID), o.sql.grants.disallow, key, userID)
 }

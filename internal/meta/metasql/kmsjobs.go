@@ -9,7 +9,7 @@ import (
 )
 
 // The kms_jobs statements and the envelope scans both backends run
-// (migration 0012, meta.KMSJobStore). ph gives the n-th (1-based)
+// (migration 0012, meta.EncryptionJobs). ph gives the n-th (1-based)
 // placeholder of the dialect. Times are Unix milliseconds.
 
 // kmsJobCols are the columns of meta.KMSJob, in scanKMSJob's order.
@@ -218,17 +218,17 @@ func listEnvelopesArgs(after *meta.EnvelopeRef, kekNot string, limit int, key fu
 	return args
 }
 
-// GetKMSJob implements meta.Store.
+// GetKMSJob implements meta.EncryptionJobs.
 func (o jobOps) GetKMSJob(ctx context.Context, name string) (meta.KMSJob, error) {
 	return Get(ctx, o.run, "get job", scanKMSJob, meta.ErrNoKMSJob(name), o.sql.jobs.get, name)
 }
 
-// ListKMSJobs implements meta.Store.
+// ListKMSJobs implements meta.EncryptionJobs.
 func (o jobOps) ListKMSJobs(ctx context.Context) ([]meta.KMSJob, error) {
 	return List(ctx, o.run, "list jobs", scanKMSJob, listKMSJobsSQL)
 }
 
-// ListEnvelopes implements meta.Store.
+// ListEnvelopes implements meta.EncryptionJobs.
 func (o jobOps) ListEnvelopes(ctx context.Context, table meta.EnvelopeTable, after *meta.EnvelopeRef, kekNot string, limit int) ([]meta.EnvelopeRow, error) {
 	if err := meta.CheckEnvelopeTable(table); err != nil {
 		return nil, err
@@ -237,7 +237,7 @@ func (o jobOps) ListEnvelopes(ctx context.Context, table meta.EnvelopeTable, aft
 		listEnvelopesArgs(after, kekNot, meta.PageLimit(limit, 1000, 1000), o.key)...)
 }
 
-// KEKUsage implements meta.Store.
+// KEKUsage implements meta.EncryptionJobs.
 func (o jobOps) KEKUsage(ctx context.Context) (map[string]int64, error) {
 	counts, err := List(ctx, o.run, "count keys", scanKEKCount, kekUsageSQL)
 	if err != nil {
@@ -246,13 +246,13 @@ func (o jobOps) KEKUsage(ctx context.Context) (map[string]int64, error) {
 	return kekTotals(counts), nil
 }
 
-// ListPlaintextObjects implements meta.Store.
+// ListPlaintextObjects implements meta.EncryptionJobs.
 func (o jobOps) ListPlaintextObjects(ctx context.Context, bucket string, after *meta.EnvelopeRef, limit int) ([]meta.EnvelopeRef, error) {
 	return List(ctx, o.run, "list plaintext objects", scanPlaintextRef, listPlaintextObjectsSQL(bucket != "", after != nil, o.sql.ph),
 		listPlaintextObjectsArgs(bucket, after, meta.PageLimit(limit, 1000, 1000), o.key)...)
 }
 
-// StartKMSJob implements meta.Store.
+// StartKMSJob implements meta.EncryptionJobs.
 func (o jobOps) StartKMSJob(ctx context.Context, j meta.KMSJob) (meta.KMSJob, error) {
 	if err := meta.ValidKMSJob(j); err != nil {
 		return meta.KMSJob{}, err
@@ -261,7 +261,7 @@ func (o jobOps) StartKMSJob(ctx context.Context, j meta.KMSJob) (meta.KMSJob, er
 	return out, err
 }
 
-// AcquireKMSJob implements meta.Store. Of concurrent calls, SQLite's
+// AcquireKMSJob implements meta.EncryptionJobs. Of concurrent calls, SQLite's
 // single writer runs one at a time; in PostgreSQL the second waits for the
 // first's row lock and then re-checks the lease on the row as updated
 // (READ COMMITTED): it finds it taken.
@@ -269,7 +269,7 @@ func (o jobOps) AcquireKMSJob(ctx context.Context, owner string, until, now time
 	return writeGet(ctx, o.core, "acquire job", scanKMSJob, o.sql.jobs.acquire, owner, millis(until), millis(now))
 }
 
-// SaveKMSJob implements meta.Store.
+// SaveKMSJob implements meta.EncryptionJobs.
 func (o jobOps) SaveKMSJob(ctx context.Context, j meta.KMSJob, owner string, until, now time.Time) error {
 	if err := meta.CheckKMSJobSave(j); err != nil {
 		return err
@@ -277,7 +277,7 @@ func (o jobOps) SaveKMSJob(ctx context.Context, j meta.KMSJob, owner string, unt
 	return o.mustChange(ctx, "save job", meta.ErrJobLeaseLost(j.Name), o.sql.jobs.save, saveKMSJobArgs(j, owner, until, now)...)
 }
 
-// SwapEnvelope implements meta.Store.
+// SwapEnvelope implements meta.EncryptionJobs.
 func (o jobOps) SwapEnvelope(ctx context.Context, ref meta.EnvelopeRef, old, env []byte, kek string) (bool, error) {
 	if err := meta.CheckEnvelopeTable(ref.Table); err != nil {
 		return false, err

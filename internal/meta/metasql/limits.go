@@ -50,12 +50,12 @@ func forgetRateWindowsSQL(ph PH) string {
 	return "DELETE FROM rate_leases WHERE dim = " + ph(1) + " AND key = " + ph(2) + " AND window_start < " + ph(3)
 }
 
-// GetUserLimits implements meta.Store.
+// GetUserLimits implements meta.Limits.
 func (o limitOps) GetUserLimits(ctx context.Context, id string) (meta.UserLimits, error) {
 	return Get(ctx, o.run, "get user limits", scanUserLimits, meta.ErrNoUserLimits(id), o.sql.limits.get, id)
 }
 
-// SetUserLimits implements meta.Store. A missing user fails the statement
+// SetUserLimits implements meta.Limits. A missing user fails the statement
 // with a foreign key violation: NotFound.
 func (o limitOps) SetUserLimits(ctx context.Context, l meta.UserLimits) error {
 	if l.Requests == 0 && l.Bytes == 0 {
@@ -82,7 +82,7 @@ func newLimitSQL(ph PH) limitSQL {
 	}
 }
 
-// ReserveRate implements meta.Store in one transaction: a reservation
+// ReserveRate implements meta.Limits in one transaction: a reservation
 // that opens a window forgets the key's older ones.
 func (o limitOps) ReserveRate(ctx context.Context, dim, key string, windowStart, block, limit int64) (int64, error) {
 	var got int64

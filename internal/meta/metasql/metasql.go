@@ -1,5 +1,5 @@
 // Package metasql is what the two SQL metadata backends (sqlite, postgres)
-// share: the SQL, and the meta.Store operations whose SQL is the same in
+// share: the SQL, and the metadata operations (of the roles in meta) whose SQL is the same in
 // both. It holds no decision: the checks and decisions of every operation
 // are package meta's, which these call.
 //

@@ -173,7 +173,7 @@ func ObjectArgs(o meta.Object, partsID int64, inline any, key func(string) any) 
 		o.Checksum.Algorithm, o.Checksum.Type, o.Checksum.Value, pid, len(o.Parts), inline, o.Encryption, o.EncryptionKEK}, nil
 }
 
-// PutObjects implements meta.Store: the puts are checked
+// PutObjects implements meta.Objects: the puts are checked
 // (meta.CheckPuts), then written by the driver.
 func (o objectOps) PutObjects(ctx context.Context, puts []meta.Put) ([]meta.Object, error) {
 	if len(puts) == 0 {
@@ -186,7 +186,7 @@ func (o objectOps) PutObjects(ctx context.Context, puts []meta.Put) ([]meta.Obje
 	return o.drv.PutObjects(ctx, puts, staged)
 }
 
-// MoveObject implements meta.Store: the decisions before the move
+// MoveObject implements meta.Objects: the decisions before the move
 // (meta.PrecheckMove), then the driver's move.
 func (o objectOps) MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, dstKey string, dstCond meta.Cond) (meta.Object, error) {
 	if obj, done, err := meta.PrecheckMove(ctx, o.drv.GetObject, srcBucket, srcKey, dstBucket, dstKey, dstCond); done {

@@ -34,10 +34,10 @@ type Runner interface {
 
 // Driver is what a backend runs in transactions of its own, with the
 // locks, quota checks and round trips of its own, once Ops made the checks
-// of the meta.Store method of the same name: Ops calls each only with
+// of the role method (package meta) of the same name: Ops calls each only with
 // arguments that passed them (go-cloud's driver under a portable type).
 type Driver interface {
-	// GetObject is meta.Store's, which the backend implements itself.
+	// GetObject is meta.Objects', which the backend implements itself.
 	GetObject(ctx context.Context, bucket, key string) (meta.Object, error)
 	// PutObjects writes puts (meta.CheckPuts); staged are the blob keys
 	// whose stagings the write releases.
@@ -138,7 +138,7 @@ func Get[T any](ctx context.Context, r Runner, what string, scan func(Row) (T, e
 	return v, nil
 }
 
-// Ops are the operations of meta.Store that are one statement (or a check
+// Ops are the metadata operations (of meta's roles) that are one statement (or a check
 // and one statement, or a short transaction of statements whose outcome
 // decides the next), written once for both backends: a backend embeds the
 // Ops NewOps makes with its Backend and Dialect. For the operations whose

@@ -16,7 +16,7 @@ func claimKeySQL(ph PH) string {
 // keyFingerprintSQL reads the recorded fingerprint.
 const keyFingerprintSQL = "SELECT fingerprint FROM server_key WHERE id = 1"
 
-// ClaimKeyFingerprint implements meta.Store in one transaction: the
+// ClaimKeyFingerprint implements meta.Cluster in one transaction: the
 // INSERT records fp unless a fingerprint is recorded (in PostgreSQL's
 // READ COMMITTED it waits for a concurrent transaction inserting the row,
 // then does nothing; SQLite runs one writer), and the SELECT, a statement

@@ -41,7 +41,7 @@ func shareArgs(sh meta.Share) []any {
 		sh.AllowUpload, sh.MaxDownloads, sh.Downloads, ToNanos(sh.CreatedAt), ToNanos(sh.ExpiresAt), int64(0), sh.Revoked, sh.Grant}
 }
 
-// deleteSpentGrantsSQL is the DELETE of meta.Store.DeleteSpentGrants, with
+// deleteSpentGrantsSQL is the DELETE of meta.Shares.DeleteSpentGrants, with
 // arguments (ownerID, ToNanos(now)) and placeholders made by ph: the
 // owner's grants that are not "active" (meta.Share.State) at now.
 func deleteSpentGrantsSQL(ph PH) string {
@@ -49,7 +49,7 @@ func deleteSpentGrantsSQL(ph PH) string {
 		" OR (max_downloads > 0 AND downloads >= max_downloads))"
 }
 
-// useShareSQL is the conditional UPDATE of meta.Store.UseShare, with
+// useShareSQL is the conditional UPDATE of meta.Shares.UseShare, with
 // arguments useShareArgs and placeholders made by ph: it changes one row
 // exactly when the share is "active" (meta.Share.State) at now, taking one
 // download when asked. One statement on one row: two concurrent downloads
@@ -86,7 +86,7 @@ func shareDownloadUpsertArgs(d meta.ShareDownload) []any {
 }
 
 // resumeShareDownloadSQL is the conditional UPDATE of
-// meta.Store.ResumeShareDownload, with arguments resumeShareDownloadArgs:
+// meta.Shares.ResumeShareDownload, with arguments resumeShareDownloadArgs:
 // it changes the download's row exactly when the resume is allowed.
 func resumeShareDownloadSQL(ph PH) string {
 	return "UPDATE share_downloads SET last_start = " + ph(1) + ", resumes = resumes + 1, expires_at = " + ph(2) +
@@ -105,22 +105,22 @@ func touchShareSQL(ph PH) string {
 	return "UPDATE shares SET last_access = " + ph(1) + " WHERE id = " + ph(2)
 }
 
-// GetShare implements meta.Store.
+// GetShare implements meta.Shares.
 func (o shareOps) GetShare(ctx context.Context, id string) (meta.Share, error) {
 	return Get(ctx, o.run, "get share", scanShare, meta.ErrNoShare(), o.sql.shares.get, id)
 }
 
-// GetShareByHash implements meta.Store.
+// GetShareByHash implements meta.Shares.
 func (o shareOps) GetShareByHash(ctx context.Context, hash string) (meta.Share, error) {
 	return Get(ctx, o.run, "get share", scanShare, meta.ErrNoShare(), o.sql.shares.getByHash, hash)
 }
 
-// ListShares implements meta.Store.
+// ListShares implements meta.Shares.
 func (o shareOps) ListShares(ctx context.Context, ownerID string) ([]meta.Share, error) {
 	return List(ctx, o.run, "list shares", scanShare, o.sql.shares.list, ownerID)
 }
 
-// CreateShare implements meta.Store.
+// CreateShare implements meta.Shares.
 func (o shareOps) CreateShare(ctx context.Context, sh meta.Share) error {
 	sh, err := meta.CheckShare(sh, time.Now())
 	if err != nil {
@@ -129,7 +129,7 @@ func (o shareOps) CreateShare(ctx context.Context, sh meta.Share) error {
 	return o.exec(ctx, "create share", o.sql.shares.insert, shareArgs(sh)...)
 }
 
-// SetShareExpiry implements meta.Store.
+// SetShareExpiry implements meta.Shares.
 func (o shareOps) SetShareExpiry(ctx context.Context, id string, expires time.Time) (meta.Share, error) {
 	if err := meta.CheckShareExpiry(expires); err != nil {
 		return meta.Share{}, err
@@ -140,17 +140,17 @@ func (o shareOps) SetShareExpiry(ctx context.Context, id string, expires time.Ti
 	return o.GetShare(ctx, id)
 }
 
-// RevokeShare implements meta.Store.
+// RevokeShare implements meta.Shares.
 func (o shareOps) RevokeShare(ctx context.Context, id string) error {
 	return o.mustChange(ctx, "revoke share", meta.ErrNoShare(), o.sql.shares.revoke, id)
 }
 
-// DeleteShare implements meta.Store.
+// DeleteShare implements meta.Shares.
 func (o shareOps) DeleteShare(ctx context.Context, id string) error {
 	return o.mustChange(ctx, "delete share", meta.ErrNoShare(), o.sql.shares.remove, id)
 }
 
-// DeleteSpentGrants implements meta.Store.
+// DeleteSpentGrants implements meta.Shares.
 func (o shareOps) DeleteSpentGrants(ctx context.Context, ownerID string, now time.Time) (int, error) {
 	n, err := o.run.Exec(ctx, "delete spent grants", o.sql.shares.spentGrant, []any{ownerID, ToNanos(now)}, nil)
 	return int(n), err
@@ -182,7 +182,7 @@ func newShareSQL(ph PH) shareSQL {
 	}
 }
 
-// UseShare implements meta.Store.
+// UseShare implements meta.Shares.
 func (o shareOps) UseShare(ctx context.Context, id string, download bool, now time.Time) error {
 	now = meta.OrNow(now, time.Now())
 	n, err := o.run.Exec(ctx, "use share", o.sql.shares.use, useShareArgs(id, download, now), nil)
@@ -192,7 +192,7 @@ func (o shareOps) UseShare(ctx context.Context, id string, download bool, now ti
 	return meta.ShareRefusal(ctx, o.GetShare, id, now)
 }
 
-// StartShareDownload implements meta.Store: the download is taken, and
+// StartShareDownload implements meta.Shares: the download is taken, and
 // then recorded, in one transaction.
 func (o shareOps) StartShareDownload(ctx context.Context, d meta.ShareDownload, now time.Time) error {
 	if err := meta.CheckShareDownload(d); err != nil {
@@ -213,7 +213,7 @@ func (o shareOps) StartShareDownload(ctx context.Context, d meta.ShareDownload, 
 	return meta.ShareRefusal(ctx, o.GetShare, d.ShareID, now)
 }
 
-// ResumeShareDownload implements meta.Store: the resume and the share's
+// ResumeShareDownload implements meta.Shares: the resume and the share's
 // last access in one transaction.
 func (o shareOps) ResumeShareDownload(ctx context.Context, d meta.ShareDownload, maxResumes int, now time.Time) (bool, error) {
 	now = meta.OrNow(now, time.Now())

@@ -132,13 +132,13 @@ func ScanPair(r Row) ([2]int64, error) {
 	return p, err
 }
 
-// DeleteExpiredStaging implements meta.Store.
+// DeleteExpiredStaging implements meta.Stagings.
 func (o stagingOps) DeleteExpiredStaging(ctx context.Context, before time.Time) (int, error) {
 	n, err := o.run.Exec(ctx, "delete expired staging", o.sql.deleteExpiredStaging, []any{ToNanos(before)}, nil)
 	return int(n), err
 }
 
-// RenewStaging implements meta.Store in one statement.
+// RenewStaging implements meta.Stagings in one statement.
 func (o stagingOps) RenewStaging(ctx context.Context, keys []string, expires time.Time) ([]string, error) {
 	if len(keys) == 0 {
 		return nil, o.run.Ready()
@@ -159,7 +159,7 @@ func (o stagingOps) RenewStaging(ctx context.Context, keys []string, expires tim
 	return meta.Missing(keys, renewed), nil
 }
 
-// Unstage implements meta.Store in one statement.
+// Unstage implements meta.Stagings in one statement.
 func (o stagingOps) Unstage(ctx context.Context, keys []string) error {
 	if len(keys) == 0 {
 		return o.run.Ready()
@@ -171,7 +171,7 @@ func (o stagingOps) Unstage(ctx context.Context, keys []string) error {
 	return o.exec(ctx, "unstage", o.sql.unstage, list)
 }
 
-// Stage implements meta.Store: the staging is checked (meta.CheckStaging),
+// Stage implements meta.Stagings: the staging is checked (meta.CheckStaging),
 // then recorded by the driver.
 func (o stagingOps) Stage(ctx context.Context, s meta.Staging, minBytes int64) (meta.Staging, bool, error) {
 	s, err := meta.CheckStaging(s, minBytes)

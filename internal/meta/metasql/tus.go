@@ -68,33 +68,33 @@ func touchTusSQL(ph PH) string {
 	return "UPDATE tus_uploads SET lock_until = lock_until WHERE upload_id = " + ph(1)
 }
 
-// GetTus implements meta.Store.
+// GetTus implements meta.Tus.
 func (o tusOps) GetTus(ctx context.Context, id string) (meta.TusUpload, error) {
 	return Get(ctx, o.run, "get tus upload", scanTus, meta.ErrNoTus(id), o.sql.tus.get, id)
 }
 
-// CreateTus implements meta.Store.
+// CreateTus implements meta.Tus.
 func (o tusOps) CreateTus(ctx context.Context, t meta.TusUpload) error {
 	return o.exec(ctx, "create tus upload", o.sql.tus.insert, t.UploadID, t.Length, string(t.Info))
 }
 
-// SetTusLength implements meta.Store.
+// SetTusLength implements meta.Tus.
 func (o tusOps) SetTusLength(ctx context.Context, id string, length int64) error {
 	return o.mustChange(ctx, "declare tus length", meta.ErrTusLengthDeclared(id), o.sql.tus.setLength, length, id)
 }
 
-// SetTusHash implements meta.Store.
+// SetTusHash implements meta.Tus.
 func (o tusOps) SetTusHash(ctx context.Context, id string, offset int64, state []byte) error {
 	return o.mustChange(ctx, "record tus hash", meta.ErrNoTus(id), o.sql.tus.setHash, offset, state, id)
 }
 
-// RenewTusLock implements meta.Store.
+// RenewTusLock implements meta.Tus.
 func (o tusOps) RenewTusLock(ctx context.Context, id, holder string, until time.Time) (held, releaseRequested bool, err error) {
 	rr, held, err := writeGet(ctx, o.core, "renew tus lock", ScanInt64, o.sql.tus.renewLock, millis(until), id, holder)
 	return held, rr != 0, err
 }
 
-// UnlockTus implements meta.Store.
+// UnlockTus implements meta.Tus.
 func (o tusOps) UnlockTus(ctx context.Context, id, holder string) error {
 	return o.exec(ctx, "unlock tus upload", o.sql.tus.unlock, id, holder)
 }
@@ -119,7 +119,7 @@ func newTusSQL(ph PH) tusSQL {
 	}
 }
 
-// TryLockTus implements meta.Store in one transaction.
+// TryLockTus implements meta.Tus in one transaction.
 func (o tusOps) TryLockTus(ctx context.Context, id, holder string, until time.Time, requestRelease bool) (meta.TusLock, error) {
 	out := meta.TusMissing
 	err := o.run.Write(ctx, "lock tus upload", func(w Writer) error {

@@ -195,12 +195,12 @@ func copyPartsSQL(listed string, ph PH) string {
 		" WHERE upload_id = " + ph(2) + " AND " + listed
 }
 
-// GetUpload implements meta.Store.
+// GetUpload implements meta.Uploads.
 func (o uploadOps) GetUpload(ctx context.Context, id string) (meta.Upload, error) {
 	return Get(ctx, o.run, "get upload", ScanUpload, meta.ErrNoUpload(id), o.sql.uploads.get, id)
 }
 
-// ListParts implements meta.Store, in one statement (so one snapshot). A
+// ListParts implements meta.Uploads, in one statement (so one snapshot). A
 // limit <= 0 means 1000; a limit above 10000 is 10000.
 func (o uploadOps) ListParts(ctx context.Context, uploadID string, after, limit int) ([]meta.Part, bool, error) {
 	limit = meta.PageLimit(limit, 1000, meta.MaxPartNumber)
@@ -216,7 +216,7 @@ func (o uploadOps) ListParts(ctx context.Context, uploadID string, after, limit 
 	return out, more, nil
 }
 
-// ListExpiredUploads implements meta.Store, oldest expiry first. A limit
+// ListExpiredUploads implements meta.Uploads, oldest expiry first. A limit
 // <= 0 means 1000.
 func (o uploadOps) ListExpiredUploads(ctx context.Context, before time.Time, limit int) ([]meta.Upload, error) {
 	return List(ctx, o.run, "list expired uploads", ScanUpload, o.sql.uploads.listExpired, ToNanos(before), meta.PageLimit(limit, 1000, 0))
@@ -235,7 +235,7 @@ func newUploadSQL(ph PH) uploadSQL {
 	}
 }
 
-// CreateUpload implements meta.Store: the upload is checked
+// CreateUpload implements meta.Uploads: the upload is checked
 // (meta.CheckUpload), then created by the driver. A zero CreatedAt is set
 // to now.
 func (o uploadOps) CreateUpload(ctx context.Context, u meta.Upload) error {
@@ -250,7 +250,7 @@ func (o uploadOps) CreateUpload(ctx context.Context, u meta.Upload) error {
 	return o.drv.CreateUpload(ctx, u, args)
 }
 
-// PutPart implements meta.Store: the part is checked (meta.CheckPart),
+// PutPart implements meta.Uploads: the part is checked (meta.CheckPart),
 // then recorded by the driver. A zero ModTime is set to now.
 func (o uploadOps) PutPart(ctx context.Context, p meta.Part) (meta.Part, error) {
 	p, err := meta.CheckPart(p, time.Now())
@@ -264,7 +264,7 @@ func (o uploadOps) PutPart(ctx context.Context, p meta.Part) (meta.Part, error) 
 	return o.drv.PutPart(ctx, p, staged)
 }
 
-// CompleteBackendUpload implements meta.Store: the object is checked
+// CompleteBackendUpload implements meta.Uploads: the object is checked
 // (meta.CheckBackendCompletion), then the driver completes the upload.
 func (o uploadOps) CompleteBackendUpload(ctx context.Context, id string, obj meta.Object, cond meta.Cond) (meta.Object, error) {
 	if err := meta.CheckBackendCompletion(obj); err != nil {

@@ -207,17 +207,17 @@ func getUserSQL(col string, ph PH) string {
 	return "SELECT " + UserCols + " FROM users WHERE " + col + " = " + ph(1)
 }
 
-// GetUser implements meta.Store.
+// GetUser implements meta.Accounts.
 func (o accountOps) GetUser(ctx context.Context, id string) (meta.User, error) {
 	return Get(ctx, o.run, "get user", ScanUser, meta.ErrNoUser(id), o.sql.users.get, id)
 }
 
-// GetUserByEmail implements meta.Store.
+// GetUserByEmail implements meta.Accounts.
 func (o accountOps) GetUserByEmail(ctx context.Context, email string) (meta.User, error) {
 	return Get(ctx, o.run, "get user by email", ScanUser, meta.ErrNoUserEmail(email), o.sql.users.getByEmail, email)
 }
 
-// ListUsers implements meta.Store.
+// ListUsers implements meta.Accounts.
 func (o accountOps) ListUsers(ctx context.Context, opts meta.ListUsersOptions) ([]meta.User, bool, error) {
 	limit, err := meta.UsersLimit(opts.Limit)
 	if err != nil {
@@ -232,12 +232,12 @@ func (o accountOps) ListUsers(ctx context.Context, opts meta.ListUsersOptions) (
 	return out, more, nil
 }
 
-// Counts implements meta.Store.
+// Counts implements meta.Accounts.
 func (o accountOps) Counts(ctx context.Context) (meta.Counts, error) {
 	return Get(ctx, o.run, "counts", scanCounts, nil, countsQuery)
 }
 
-// SetQuota implements meta.Store: NotFound if the user does not exist.
+// SetQuota implements meta.Accounts: NotFound if the user does not exist.
 func (o accountOps) SetQuota(ctx context.Context, userID string, quotaBytes int64) error {
 	if err := meta.CheckQuota(quotaBytes); err != nil {
 		return err
@@ -245,7 +245,7 @@ func (o accountOps) SetQuota(ctx context.Context, userID string, quotaBytes int6
 	return o.mustChange(ctx, "set quota", meta.ErrNoUser(userID), o.sql.users.setQuota, quotaBytes, userID)
 }
 
-// CreateRefreshToken implements meta.Store. A zero CreatedAt is set to
+// CreateRefreshToken implements meta.Sessions. A zero CreatedAt is set to
 // now. AlreadyExists if the hash is taken; NotFound if the user does not
 // exist.
 func (o sessionOps) CreateRefreshToken(ctx context.Context, t meta.RefreshToken) error {
@@ -256,12 +256,12 @@ func (o sessionOps) CreateRefreshToken(ctx context.Context, t meta.RefreshToken)
 	return o.exec(ctx, "refresh token", o.sql.users.insertToken, TokenArgs(t)...)
 }
 
-// RevokeRefreshFamily implements meta.Store.
+// RevokeRefreshFamily implements meta.Sessions.
 func (o sessionOps) RevokeRefreshFamily(ctx context.Context, hash string) error {
 	return o.mustChange(ctx, "revoke refresh family", meta.ErrNoRefreshToken(), o.sql.users.revokeFamily, hash)
 }
 
-// DeleteExpiredRefreshTokens implements meta.Store.
+// DeleteExpiredRefreshTokens implements meta.Sessions.
 func (o sessionOps) DeleteExpiredRefreshTokens(ctx context.Context, before time.Time) (int, error) {
 	n, err := o.run.Exec(ctx, "delete expired refresh tokens", o.sql.users.deleteExpired, []any{ToNanos(before)}, nil)
 	return int(n), err
@@ -289,7 +289,7 @@ func newUserSQL(ph PH) userSQL {
 	}
 }
 
-// CreateUser implements meta.Store: u with usage 0 and its default bucket
+// CreateUser implements meta.Accounts: u with usage 0 and its default bucket
 // b, in one transaction. A zero CreatedAt is set to now; an empty
 // b.OwnerID or b.Visibility defaults to u.ID and private.
 func (o accountOps) CreateUser(ctx context.Context, u meta.User, b meta.Bucket) error {
@@ -317,7 +317,7 @@ func (o *core) createUser(ctx context.Context, u meta.User, b meta.Bucket, befor
 	})
 }
 
-// RotateRefreshToken implements meta.Store: the next token is checked
+// RotateRefreshToken implements meta.Sessions: the next token is checked
 // (meta.CheckNextRefreshToken), then the driver rotates.
 func (o sessionOps) RotateRefreshToken(ctx context.Context, oldHash string, next meta.RefreshToken, now time.Time) (meta.RefreshToken, error) {
 	if err := meta.CheckNextRefreshToken(next); err != nil {
@@ -326,7 +326,7 @@ func (o sessionOps) RotateRefreshToken(ctx context.Context, oldHash string, next
 	return o.drv.RotateRefreshToken(ctx, oldHash, next, now)
 }
 
-// UpdateUser implements meta.Store: the update is checked
+// UpdateUser implements meta.Accounts: the update is checked
 // (meta.CheckUserUpdate), then made by the driver.
 func (o accountOps) UpdateUser(ctx context.Context, userID string, upd meta.UserUpdate) (meta.User, error) {
 	if err := meta.CheckUserUpdate(upd); err != nil {

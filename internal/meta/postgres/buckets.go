@@ -7,7 +7,7 @@ import (
 	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
 
-// DeleteBucket implements meta.Store. Its uploads in progress are aborted
+// DeleteBucket implements meta.Buckets. Its uploads in progress are aborted
 // as AbortUpload does, their BlobKey enqueued too.
 func (s *Store) DeleteBucket(ctx context.Context, name string) error {
 	return s.write(ctx, "delete bucket "+name, func(t *txn) error {

@@ -13,7 +13,7 @@ import (
 // Keys are bytea, so the range scans (metasql.Statements.RangeScans)
 // compare bounds as raw bytes, and the primary key serves the range.
 
-// ListObjects implements meta.Store with meta.List over an indexed range
+// ListObjects implements meta.Objects with meta.List over an indexed range
 // scan, in one REPEATABLE READ transaction: the page is one snapshot. The
 // bucket check goes with the first scan.
 func (s *Store) ListObjects(ctx context.Context, bucket string, opts meta.ListOptions) (meta.ListPage, error) {
@@ -82,7 +82,7 @@ var (
 	referencedQuery = `SELECT b.k FROM unnest($1::text[]) AS b(k) WHERE ` + metasql.ReferencedOrQueued("b.k")
 )
 
-// ReferencedBlobs implements meta.Store, in one statement. The map holds
+// ReferencedBlobs implements meta.Reclamation, in one statement. The map holds
 // only referenced keys; "" is never referenced, nor is a key that no text
 // column could hold (invalid UTF-8, NUL).
 func (s *Store) ReferencedBlobs(ctx context.Context, keys []string) (map[string]bool, error) {

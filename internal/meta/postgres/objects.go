@@ -218,7 +218,7 @@ func (t *txn) lookup(f *found, bucket, k string) {
 	})
 }
 
-// GetObject implements meta.Store in one statement.
+// GetObject implements meta.Objects in one statement.
 func (s *Store) GetObject(ctx context.Context, bucket, k string) (meta.Object, error) {
 	var f found
 	err := s.read(ctx, "get object", func(c *pgx.Conn) error {
@@ -299,7 +299,7 @@ func release(t *txn, o metasql.ObjectRow) {
 	t.enqueue(o.BlobKeys()...)
 }
 
-// PutObjects implements meta.Store. A zero ModTime is set to now. An object
+// PutObjects implements meta.Objects. A zero ModTime is set to now. An object
 // with Parts is stored as given (see checkObject); an empty Parts is a
 // single-blob object. n puts take n+1 round trips: the lookup of each put
 // goes with the writes of the one before.
@@ -368,7 +368,7 @@ func (s driver) PutObjects(ctx context.Context, puts []meta.Put, staged []string
 	return olds, nil
 }
 
-// DeleteObject implements meta.Store.
+// DeleteObject implements meta.Objects.
 func (s *Store) DeleteObject(ctx context.Context, bucket, k string, cond meta.Cond) (meta.Object, error) {
 	var old meta.Object
 	err := s.write(ctx, "delete object", func(t *txn) error {
@@ -401,7 +401,7 @@ func (s *Store) DeleteObject(ctx context.Context, bucket, k string, cond meta.Co
 	return metasql.Result(old, err)
 }
 
-// MoveObject implements meta.Store. The object keeps every field, ModTime
+// MoveObject implements meta.Objects. The object keeps every field, ModTime
 // included, and its blobs, parts and inline bytes: its row is only renamed.
 // Moving a key onto itself checks that it exists and that dstCond holds,
 // and changes nothing.

@@ -1,4 +1,4 @@
-// Package postgres is the scale-out meta.Store: one PostgreSQL database
+// Package postgres is the scale-out metadata store (every role of meta.Stores): one PostgreSQL database
 // (12 or later) that several Coffer nodes share, reached with pgx through a
 // connection pool.
 //
@@ -135,7 +135,7 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Store is a meta.Store on a PostgreSQL database. It is safe for concurrent
+// Store is the metadata store (every role of meta.Stores) on a PostgreSQL database. It is safe for concurrent
 // use.
 type Store struct {
 	// Ops are the operations of one statement, each on a pool

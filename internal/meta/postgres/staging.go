@@ -80,7 +80,7 @@ func insertStaging(t *txn, s meta.Staging) {
 	t.exec(sq.InsertStaging, metasql.StagingArgs(s, key)...)
 }
 
-// Stage implements meta.Store. An owner without a quota takes one
+// Stage implements meta.Stagings. An owner without a quota takes one
 // statement (nothing to check); otherwise the owner is locked and the
 // reservation checked in a transaction of two round trips.
 func (s driver) Stage(ctx context.Context, st meta.Staging, minBytes int64) (meta.Staging, bool, error) {
@@ -128,7 +128,7 @@ func (s driver) Stage(ctx context.Context, st meta.Staging, minBytes int64) (met
 	return out, true, nil
 }
 
-// GrowStaging implements meta.Store in two round trips.
+// GrowStaging implements meta.Stagings in two round trips.
 func (s *Store) GrowStaging(ctx context.Context, k string, minBytes, maxBytes int64) (int64, error) {
 	var granted int64
 	err := s.write(ctx, "grow staging", func(t *txn) error {

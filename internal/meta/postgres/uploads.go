@@ -7,7 +7,7 @@ import (
 	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
 
-// CreateUpload implements meta.Store. A zero CreatedAt is set to now.
+// CreateUpload implements meta.Uploads. A zero CreatedAt is set to now.
 func (s driver) CreateUpload(ctx context.Context, u meta.Upload, args []any) error {
 	return s.write(ctx, "create upload", func(t *txn) error {
 		var owner string
@@ -62,7 +62,7 @@ func (t *txn) readParts(have *[]meta.Part, id string) {
 	queueRows(t, have, metasql.ScanPart, sq.Parts, id)
 }
 
-// PutPart implements meta.Store. A zero ModTime is set to now.
+// PutPart implements meta.Uploads. A zero ModTime is set to now.
 // InvalidArgument unless 1 <= Number <= 10000, Size >= 0 and BlobKey is
 // set.
 func (s driver) PutPart(ctx context.Context, p meta.Part, staged []string) (meta.Part, error) {
@@ -100,7 +100,7 @@ func (s driver) PutPart(ctx context.Context, p meta.Part, staged []string) (meta
 	return metasql.Result(old, err)
 }
 
-// ListUploads implements meta.Store in one REPEATABLE READ transaction of
+// ListUploads implements meta.Uploads in one REPEATABLE READ transaction of
 // two round trips. A limit <= 0 means 1000; a limit above 10000 is 10000.
 //
 // The page starts after the marker in the order (key, created_at, id):
@@ -146,7 +146,7 @@ func deleteUpload(t *txn, id string) {
 	t.exec(sq.DeleteUpload[1], id)
 }
 
-// AbortUpload implements meta.Store.
+// AbortUpload implements meta.Uploads.
 func (s *Store) AbortUpload(ctx context.Context, id string) error {
 	return s.write(ctx, "abort upload", func(t *txn) error {
 		var u upload
@@ -171,7 +171,7 @@ func (s *Store) AbortUpload(ctx context.Context, id string) error {
 	})
 }
 
-// CompleteUpload implements meta.Store in three round trips (the upload
+// CompleteUpload implements meta.Uploads in three round trips (the upload
 // and its parts; the object at the key; the writes and COMMIT). The checks
 // run in the order the contract lists them, each over all listed parts
 // before the next. A zero obj.ModTime is set to now.
@@ -226,7 +226,7 @@ func (s *Store) CompleteUpload(ctx context.Context, id string, obj meta.Object, 
 	return metasql.Result(out, err)
 }
 
-// CompleteBackendUpload implements meta.Store in three round trips, as
+// CompleteBackendUpload implements meta.Uploads in three round trips, as
 // CompleteUpload.
 func (s driver) CompleteBackendUpload(ctx context.Context, id string, obj meta.Object, cond meta.Cond) (meta.Object, error) {
 	var out meta.Object

@@ -9,7 +9,7 @@ import (
 	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
 
-// UpdateUser applies upd to the user; see meta.Store.
+// UpdateUser applies upd to the user; see meta.Accounts.
 func (s driver) UpdateUser(ctx context.Context, userID, set string, args []any, revoke bool) (meta.User, error) {
 	var u meta.User
 	err := s.write(ctx, "update user", func(t *txn) error {
@@ -24,7 +24,7 @@ func (s driver) UpdateUser(ctx context.Context, userID, set string, args []any, 
 	return u, err
 }
 
-// RotateRefreshToken implements meta.Store. The old token's row is locked
+// RotateRefreshToken implements meta.Sessions. The old token's row is locked
 // (FOR UPDATE), so of concurrent rotations of one token the first wins and
 // the others find it used.
 func (s driver) RotateRefreshToken(ctx context.Context, oldHash string, next meta.RefreshToken, now time.Time) (meta.RefreshToken, error) {
@@ -65,7 +65,7 @@ func (s driver) RotateRefreshToken(ctx context.Context, oldHash string, next met
 // scanToken reads a row of TokenCols.
 func scanToken(r metasql.Row) (meta.RefreshToken, error) { return metasql.ScanRefreshToken(r) }
 
-// DeleteUser implements meta.Store. It locks the user's row first (FOR
+// DeleteUser implements meta.Accounts. It locks the user's row first (FOR
 // UPDATE), as every write to the user's buckets does, so no object or
 // upload appears in them between the check and the deletion, and
 // announces the user and each of its keys.

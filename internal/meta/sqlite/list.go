@@ -13,7 +13,7 @@ import (
 	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
 
-// ListObjects implements meta.Store with meta.List over an indexed range
+// ListObjects implements meta.Objects with meta.List over an indexed range
 // scan. The whole page is read in one read transaction, so it is a
 // consistent snapshot.
 func (s *Store) ListObjects(ctx context.Context, bucket string, opts meta.ListOptions) (meta.ListPage, error) {
@@ -103,7 +103,7 @@ var referencedQuery = func() string {
 		metasql.ReferencedOrQueued("column1")
 }()
 
-// ReferencedBlobs implements meta.Store. The map holds only referenced
+// ReferencedBlobs implements meta.Reclamation. The map holds only referenced
 // keys; "" is never referenced.
 func (s *Store) ReferencedBlobs(ctx context.Context, keys []string) (map[string]bool, error) {
 	if err := s.ready(); err != nil {

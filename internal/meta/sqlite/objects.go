@@ -25,7 +25,7 @@ var (
 	upsertObjectSQL = metasql.UpsertObjectSQL("inline_id", ph)
 )
 
-// GetObject implements meta.Store. A single-blob object takes one query; a
+// GetObject implements meta.Objects. A single-blob object takes one query; a
 // multipart object a second one for its parts.
 func (s *Store) GetObject(ctx context.Context, bucket, key string) (meta.Object, error) {
 	if err := s.ready(); err != nil {
@@ -274,7 +274,7 @@ func allValidUTF8(ss []string) bool {
 	return true
 }
 
-// PutObjects implements meta.Store. A zero ModTime is set to now. An object
+// PutObjects implements meta.Objects. A zero ModTime is set to now. An object
 // with Parts is stored as given (see checkObject); an empty Parts is a
 // single-blob object.
 func (s driver) PutObjects(ctx context.Context, puts []meta.Put, staged []string) ([]meta.Object, error) {
@@ -322,7 +322,7 @@ func (s driver) PutObjects(ctx context.Context, puts []meta.Put, staged []string
 	return olds, nil
 }
 
-// DeleteObject implements meta.Store.
+// DeleteObject implements meta.Objects.
 func (s *Store) DeleteObject(ctx context.Context, bucket, key string, cond meta.Cond) (meta.Object, error) {
 	var old meta.Object
 	err := s.write(ctx, func(ctx context.Context, c *conn) error {
@@ -352,7 +352,7 @@ func (s *Store) DeleteObject(ctx context.Context, bucket, key string, cond meta.
 	return metasql.Result(old, err)
 }
 
-// MoveObject implements meta.Store. The object keeps every field, ModTime
+// MoveObject implements meta.Objects. The object keeps every field, ModTime
 // included, and its blobs (a multipart object keeps its parts, which are
 // not rewritten); only its bucket and key change. Moving a key onto itself
 // checks that it exists and that dstCond holds, and changes nothing.

@@ -1,4 +1,4 @@
-// Package sqlite is the embedded meta.Store: one SQLite database file in WAL
+// Package sqlite is the embedded metadata store (every role of meta.Stores): one SQLite database file in WAL
 // mode, opened with the pure-Go driver modernc.org/sqlite.
 //
 // # Connections
@@ -117,7 +117,7 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Store is a meta.Store on a SQLite database file. It is safe for
+// Store is the metadata store (every role of meta.Stores) on a SQLite database file. It is safe for
 // concurrent use.
 type Store struct {
 	// Ops are the operations of one statement: reads on the reader

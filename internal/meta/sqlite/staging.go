@@ -76,7 +76,7 @@ func insertStaging(ctx context.Context, c *conn, s meta.Staging) error {
 	return classify(err, "stage %q", s.BlobKey)
 }
 
-// Stage implements meta.Store.
+// Stage implements meta.Stagings.
 func (s driver) Stage(ctx context.Context, st meta.Staging, minBytes int64) (meta.Staging, bool, error) {
 	var out meta.Staging
 	var limited bool
@@ -112,7 +112,7 @@ func (s driver) Stage(ctx context.Context, st meta.Staging, minBytes int64) (met
 	return out, limited, nil
 }
 
-// GrowStaging implements meta.Store.
+// GrowStaging implements meta.Stagings.
 func (s *Store) GrowStaging(ctx context.Context, key string, minBytes, maxBytes int64) (int64, error) {
 	var granted int64
 	err := s.write(ctx, func(ctx context.Context, c *conn) error {

@@ -11,7 +11,7 @@ import (
 	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
 
-// CreateUpload implements meta.Store. A zero CreatedAt is set to now.
+// CreateUpload implements meta.Uploads. A zero CreatedAt is set to now.
 func (s driver) CreateUpload(ctx context.Context, u meta.Upload, args []any) error {
 	return s.write(ctx, func(ctx context.Context, c *conn) error {
 		now := time.Now()
@@ -41,7 +41,7 @@ func getUpload(ctx context.Context, c *conn, id string) (metasql.UploadPlace, er
 	return u, classify(err, "get upload %q", id)
 }
 
-// PutPart implements meta.Store. A zero ModTime is set to now.
+// PutPart implements meta.Uploads. A zero ModTime is set to now.
 // InvalidArgument unless 1 <= Number <= 10000, Size >= 0 and BlobKey is
 // set.
 func (s driver) PutPart(ctx context.Context, p meta.Part, staged []string) (meta.Part, error) {
@@ -81,7 +81,7 @@ func (s driver) PutPart(ctx context.Context, p meta.Part, staged []string) (meta
 	return metasql.Result(old, err)
 }
 
-// ListUploads implements meta.Store in one read transaction. A limit <= 0
+// ListUploads implements meta.Uploads in one read transaction. A limit <= 0
 // means 1000; a limit above 10000 is 10000.
 //
 // The page starts after the marker in the order (key, created_at, id):
@@ -154,7 +154,7 @@ func deleteUpload(ctx context.Context, c *conn, id string) error {
 	return classify(err, "release the declared size of upload %q", id)
 }
 
-// AbortUpload implements meta.Store.
+// AbortUpload implements meta.Uploads.
 func (s *Store) AbortUpload(ctx context.Context, id string) error {
 	return s.write(ctx, func(ctx context.Context, c *conn) error {
 		u, err := getUpload(ctx, c, id)
@@ -173,7 +173,7 @@ func (s *Store) AbortUpload(ctx context.Context, id string) error {
 	})
 }
 
-// CompleteUpload implements meta.Store. The checks run in the order the
+// CompleteUpload implements meta.Uploads. The checks run in the order the
 // contract lists them, each over all listed parts before the next. A zero
 // obj.ModTime is set to now.
 func (s *Store) CompleteUpload(ctx context.Context, id string, obj meta.Object, parts []meta.CompletePart, minPartSize int64, cond meta.Cond) (meta.Object, error) {
@@ -253,7 +253,7 @@ func moveParts(ctx context.Context, c *conn, uploadID string, numbers []int) (in
 	return id, nil
 }
 
-// CompleteBackendUpload implements meta.Store.
+// CompleteBackendUpload implements meta.Uploads.
 func (s driver) CompleteBackendUpload(ctx context.Context, id string, obj meta.Object, cond meta.Cond) (meta.Object, error) {
 	var out meta.Object
 	err := s.write(ctx, func(ctx context.Context, c *conn) error {

@@ -10,7 +10,7 @@ import (
 	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
 
-// RotateRefreshToken implements meta.Store. The writer runs rotations one at
+// RotateRefreshToken implements meta.Sessions. The writer runs rotations one at
 // a time, so of concurrent rotations of one token the first wins and the
 // others find it used.
 func (s driver) RotateRefreshToken(ctx context.Context, oldHash string, next meta.RefreshToken, now time.Time) (meta.RefreshToken, error) {
@@ -48,7 +48,7 @@ func (s driver) RotateRefreshToken(ctx context.Context, oldHash string, next met
 	return metasql.Result(out, err)
 }
 
-// UpdateUser applies upd to the user; see meta.Store.
+// UpdateUser applies upd to the user; see meta.Accounts.
 func (s driver) UpdateUser(ctx context.Context, userID, set string, args []any, revoke bool) (meta.User, error) {
 	var u meta.User
 	err := s.write(ctx, func(ctx context.Context, c *conn) error {
@@ -68,7 +68,7 @@ func (s driver) UpdateUser(ctx context.Context, userID, set string, args []any, 
 	return u, err
 }
 
-// DeleteUser implements meta.Store. The single writer makes the checks
+// DeleteUser implements meta.Accounts. The single writer makes the checks
 // and the deletion one atomic step.
 func (s *Store) DeleteUser(ctx context.Context, userID string, purge bool) (meta.DeleteUserResult, error) {
 	var res meta.DeleteUserResult
