@@ -367,6 +367,50 @@ func TestCopySource(t *testing.T) {
 	})
 }
 
+// TestErrorMessages: a 501 keeps the message that says what Coffer
+// refuses (written for the client); a 500 or 503 answers the table's
+// generic message, whatever the error said.
+func TestErrorMessages(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		method, path string
+		hdr          []string
+		fail         string
+		err          error
+		status       int
+		want         string // in the message; "" the table's own
+	}{
+		{"refused header", "PUT", "/b/k", []string{"Cache-Control", "max-age=60"}, "", nil, 501, "cache-control: "},
+		{"refused parameter", "GET", "/b/k?versionId=v2", nil, "", nil, 501, "?versionId: "},
+		{"unknown operation", "GET", "/b?policy", nil, "", nil, 501, "is not implemented by Coffer"},
+		{"refused by the service", "PUT", "/b/k", nil, "Put", errcode.New(errcode.NotImplemented, "this thing is not implemented"), 501, "this thing is not implemented"},
+		{"internal", "PUT", "/b/k", nil, "Put", errcode.New(errcode.Internal, "disk /var/lib/x on fire"), 500, ""},
+		{"unavailable", "PUT", "/b/k", nil, "Put", errcode.New(errcode.Unavailable, "pool of db7 exhausted"), 503, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newS3Env(t)
+			e.store.add("b", "k", testData)
+			if tc.fail != "" {
+				e.store.Fail[tc.fail] = tc.err
+			}
+			var body []byte
+			if tc.method == "PUT" {
+				body = []byte("x")
+			}
+			r := e.do(req{method: tc.method, target: tc.path, body: body, hdr: tc.hdr, as: aliceKey})
+			if r.Code != tc.status {
+				t.Fatalf("status %d, want %d: %s", r.Code, tc.status, r.Body)
+			}
+			switch generic := s3err.Table[r.code].Message; {
+			case tc.want == "" && r.message != generic:
+				t.Errorf("message %q, want the generic %q", r.message, generic)
+			case tc.want != "" && !strings.Contains(r.message, tc.want):
+				t.Errorf("message %q, want it to say %q", r.message, tc.want)
+			}
+		})
+	}
+}
+
 // TestErrorMapping: errors of the services reach the client as S3 XML
 // errors from s3err's one table, with the request's bucket, key and ID.
 func TestErrorMapping(t *testing.T) {
