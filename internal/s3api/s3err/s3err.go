@@ -139,7 +139,7 @@ func Translate(err error) APIError {
 	switch code {
 	case errcode.InvalidArgument:
 		switch reason {
-		case "customer_key_required", "not_customer_encrypted", "customer_key_params_mismatch":
+		case "customer_key_required", "not_customer_encrypted", "customer_key_params_mismatch", "invalid_checksum_type":
 			return row(InvalidRequest)
 		case "key_too_long":
 			return row(KeyTooLongError)
