@@ -28,10 +28,9 @@ type Uploads struct{ *core }
 
 // Multipart limits (S3's).
 const (
-	MinPartSize      = 5 << 20 // every part but the last
-	MaxPartSize      = 5 << 30 // any part
-	MaxParts         = 10000   // part numbers 1..MaxParts
-	DefaultUploadTTL = 7 * 24 * time.Hour
+	MinPartSize = 5 << 20 // every part but the last
+	MaxPartSize = 5 << 30 // any part
+	MaxParts    = 10000   // part numbers 1..MaxParts
 )
 
 // CreateUploadInput starts a multipart upload.
@@ -46,7 +45,7 @@ type CreateUploadInput struct {
 	// quota until the upload is completed, aborted or expires.
 	Size, PartSize int64
 	// TTL bounds how long the upload may stay incomplete before the
-	// janitor aborts it. Default DefaultUploadTTL.
+	// janitor aborts it; 0 is Config.MultipartExpiry.
 	TTL time.Duration
 	// Backend asks for the parts to go straight to the blob backend's own
 	// multipart upload (see BackendDirect); ignored when it has none, and
@@ -123,8 +122,8 @@ func (n *native) createUpload(ctx context.Context, a Actor, in CreateUploadInput
 		ct = guessType(in.Key)
 	}
 	ttl := in.TTL
-	if ttl <= 0 {
-		ttl = DefaultUploadTTL
+	if ttl == 0 {
+		ttl = s.cfg.MultipartExpiry
 	}
 	now := s.now().UTC()
 	u := meta.Upload{

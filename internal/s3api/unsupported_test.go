@@ -12,7 +12,7 @@ import (
 // TestCheckRequest: the table refuses what Coffer does not honour and
 // lets through what real clients send by default.
 func TestCheckRequest(t *testing.T) {
-	api := New(Services{}, Config{}, nil)
+	api := New(Services{}, testConfig(nil), nil)
 	tests := []struct {
 		op, target string
 		hdr        []string
@@ -181,7 +181,7 @@ func TestRulesDocumented(t *testing.T) {
 
 // BenchmarkCheckRequest: the table's cost on a PutObject as boto3 sends it.
 func BenchmarkCheckRequest(b *testing.B) {
-	api := New(Services{}, Config{}, nil)
+	api := New(Services{}, testConfig(nil), nil)
 	r := httptest.NewRequest("PUT", "http://127.0.0.1/b/k", nil)
 	for _, h := range [][2]string{
 		{"User-Agent", "Boto3/1.44"}, {"X-Amz-Date", "20250101T000000Z"}, {"X-Amz-Content-Sha256", "UNSIGNED-PAYLOAD"},
