@@ -27,8 +27,10 @@ type Params struct {
 	KeyLen  uint32 // default 32
 }
 
-// DefaultParams are OWASP's recommended minimum for argon2id.
-var DefaultParams = Params{Memory: 19456, Time: 2, Threads: 1, SaltLen: 16, KeyLen: 32}
+// DefaultParams is the hash's shape NewHasher gives zero fields of Params
+// (Memory and Time come from config.Config: --argon2-memory,
+// --argon2-time).
+var DefaultParams = Params{Threads: 1, SaltLen: 16, KeyLen: 32}
 
 // PoolConfig bounds password hashing so that a login storm cannot starve
 // the rest of the server: at most Slots hashes run at once; up to MaxQueue
