@@ -1,7 +1,10 @@
 package server
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"encoding/xml"
 	"log/slog"
@@ -173,6 +176,35 @@ func TestNosniffOnEveryResponse(t *testing.T) {
 				t.Errorf("X-Content-Type-Options %q, want %q (status %d)", got, want, rec.Code)
 			}
 		})
+	}
+}
+
+// TestS3ListenerConfig: the S3 listener's API is configured from
+// config.Config: an XML body within the default bound (4 MiB) is read, a
+// larger one is EntityTooLarge.
+func TestS3ListenerConfig(t *testing.T) {
+	e := newShareEnv(t)
+	key, err := e.s.auth.CreateAccessKey(context.Background(), e.a.id, "xml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		bucket string
+		pad    int
+		status int
+	}{{"xml-small", 0, 200}, {"xml-large", 4 << 20, 400}} {
+		body := []byte("<CreateBucketConfiguration><LocationConstraint>us-east-1</LocationConstraint>" +
+			strings.Repeat(" ", tc.pad) + "</CreateBucketConfiguration>")
+		sum := sha256.Sum256(body)
+		req := httptest.NewRequest("PUT", "/"+tc.bucket, bytes.NewReader(body))
+		if err := sigv4.SignRequest(req, key.ID, key.Secret, "us-east-1", hex.EncodeToString(sum[:]), time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		rec := httptest.NewRecorder()
+		e.s.s3.ServeHTTP(rec, req)
+		if rec.Code != tc.status || tc.status == 400 && !strings.Contains(rec.Body.String(), "<Code>EntityTooLarge</Code>") {
+			t.Errorf("%d-byte body: %d %s, want %d", len(body), rec.Code, rec.Body, tc.status)
+		}
 	}
 }
 

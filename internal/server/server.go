@@ -298,10 +298,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 	}
 	if cfg.S3Listen != "off" {
 		apiCfg.Presign = s.presignPart
-		s3 := s3api.New(s.s3Services(), s3api.Config{
-			Region: cfg.Region,
-			Domain: cfg.S3Domain,
-		}, log)
+		s3 := s3api.New(s.s3Services(), s3api.ConfigFrom(cfg), log)
 		s.s3 = s.guard("s3", s3.Classify, s3.WriteError, s3.Handler())
 		s.admissionMetrics("s3")
 	}
