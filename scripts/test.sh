@@ -248,6 +248,8 @@ fuzz_all() {
   fuzz ./internal/object FuzzShareKey 5
   fuzz ./internal/auth FuzzCheckShareGrant 5
   fuzz ./internal/s3api FuzzBucketEncryptionXML 5
+  fuzz ./internal/integrity FuzzParseChecksumType 5
+  fuzz ./internal/integrity FuzzCombine 5
   fuzz ./internal/s3api FuzzCustomerKeyHeaders 5
   fuzz ./internal/gateway FuzzParseGateway 5
   fuzz ./internal/console FuzzAccepts 5

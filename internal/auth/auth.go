@@ -40,6 +40,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/coffer-storage/coffer/internal/config"
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
 	"github.com/coffer-storage/coffer/internal/metacache"
@@ -53,20 +54,22 @@ type Principal struct {
 // Anonymous reports whether p carries no identity.
 func (p Principal) Anonymous() bool { return p.UserID == "" }
 
-// Config of the account service. Zero values take the defaults noted.
+// Config of the account service. NewService takes it as given:
+// ConfigFrom fills it from config.Config (config.Defaults() for the
+// defaults); the server adds Bus.
 type Config struct {
-	AccessTTL    time.Duration // default 15m
-	RefreshTTL   time.Duration // default 30 days
+	AccessTTL    time.Duration // lifetime of an access token
+	RefreshTTL   time.Duration // lifetime of a refresh token
 	DefaultQuota int64         // bytes for new accounts; 0 = unlimited
 	// Logins bound failed logins (see LoginLimits, throttle.go).
 	Logins LoginLimits
-	// Signup is who may sign up through SelfSignup (signup.go); the zero
-	// value is SignupOpen.
+	// Signup is who may sign up through SelfSignup (signup.go): only
+	// SignupInvite and SignupClosed restrict it.
 	Signup SignupPolicy
 	// SignupLimit is how many self-service signups one client address
-	// may attempt in SignupWindow: default 5; negative: unlimited.
+	// may attempt in SignupWindow (--signup-rate); 0: unlimited.
 	SignupLimit  int
-	SignupWindow time.Duration // default 1h
+	SignupWindow time.Duration
 	Params       Params
 	Pool         PoolConfig
 	// Bus carries invalidations of the account caches: the server feeds
@@ -103,31 +106,33 @@ type Service struct {
 	internal   map[string][2]string // userID -> internal key id, secret
 }
 
+// ConfigFrom returns the account service's configuration in c: token
+// lifetimes, the default quota, the failed-login limits, the signup policy
+// and rate, the argon2id parameters and the hashing pool. Bus is the
+// caller's to add.
+func ConfigFrom(c config.Config) Config {
+	return Config{
+		AccessTTL: c.AccessTokenTTL, RefreshTTL: c.RefreshTokenTTL, DefaultQuota: c.DefaultQuota,
+		Logins: LoginLimits{PerPair: c.LoginPerPair, PerAddress: c.LoginPerAddress, Window: c.LoginWindow,
+			PerAccount: c.LoginPerAccount, AccountWindow: c.LoginAccountWindow,
+			BackoffBase: c.LoginBackoffBase, BackoffMax: c.LoginBackoffMax, KnownFor: c.LoginKnownFor},
+		Signup: SignupPolicy(c.Signup), SignupLimit: c.SignupRate.N, SignupWindow: c.SignupRate.Per,
+		Params: Params{Memory: c.Argon2Memory, Time: c.Argon2Time},
+		Pool:   PoolConfig{Slots: c.LoginSlots(), MaxQueue: c.PasswordQueue, MaxWait: c.PasswordWait},
+	}
+}
+
 // NewService returns a Service whose keys (access-token signing, access
 // key secret encryption) derive from the server's master key. A nil
 // master is a service without the server key, for the admin commands that
 // need none (accounts, invites): it refuses to seal or open S3 secrets,
-// and what it could sign is under a throwaway key no node accepts.
+// and what it could sign is under a throwaway key no node accepts. It
+// takes cfg as it is (see ConfigFrom).
 func NewService(m Stores, master []byte, cfg Config) *Service {
 	sealer := newKeySealer(master)
 	if master == nil {
 		master = make([]byte, 32)
 		rand.Read(master)
-	}
-	if cfg.AccessTTL <= 0 {
-		cfg.AccessTTL = 15 * time.Minute
-	}
-	if cfg.RefreshTTL <= 0 {
-		cfg.RefreshTTL = 30 * 24 * time.Hour
-	}
-	if cfg.Signup == "" {
-		cfg.Signup = SignupOpen
-	}
-	if cfg.SignupLimit == 0 {
-		cfg.SignupLimit = 5
-	}
-	if cfg.SignupWindow <= 0 {
-		cfg.SignupWindow = time.Hour
 	}
 	var signups *Throttle
 	if cfg.SignupLimit > 0 {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/coffer-storage/coffer/internal/config"
 	"github.com/coffer-storage/coffer/internal/errcode"
 )
 
@@ -20,7 +21,7 @@ import (
 var testParams = Params{Memory: 8 * 1024, Time: 1}
 
 func TestHashVerify(t *testing.T) {
-	h := NewHasher(testParams, PoolConfig{})
+	h := NewHasher(testParams, ConfigFrom(config.Defaults()).Pool)
 	ctx := context.Background()
 	enc, err := h.Hash(ctx, "correct horse")
 	if err != nil || !strings.HasPrefix(enc, "$argon2id$v=19$m=8192,t=1,p=1$") {
@@ -79,7 +80,9 @@ func TestPoolBounds(t *testing.T) {
 // burst), so a server does not sit on Memory KiB per recent login.
 func TestHasherReturnsArena(t *testing.T) {
 	const arena = 32 << 20
-	h := NewHasher(Params{Memory: arena >> 10, Time: 1}, PoolConfig{TrimAfter: 20 * time.Millisecond})
+	pool := ConfigFrom(config.Defaults()).Pool
+	pool.TrimAfter = 20 * time.Millisecond
+	h := NewHasher(Params{Memory: arena >> 10, Time: 1}, pool)
 	waitTrims := func(want int64) {
 		t.Helper()
 		for deadline := time.Now().Add(5 * time.Second); h.trims.Load() < want; {

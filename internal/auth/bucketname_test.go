@@ -49,7 +49,7 @@ func TestDefaultBucketNames(t *testing.T) {
 // its ID; a bucket someone created under the first name is skipped too;
 // a taken email is still "an account with this email exists".
 func TestSignupBucketNameTaken(t *testing.T) {
-	s, _ := newTestService(t, Config{})
+	s, _ := newTestService(t, nil)
 	ctx := context.Background()
 	u1, b1, err := s.Signup(ctx, "jane@example.com", "correct horse battery")
 	if err != nil {

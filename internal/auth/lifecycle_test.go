@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/coffer-storage/coffer/internal/auth"
+	"github.com/coffer-storage/coffer/internal/config"
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta/postgres"
 	"github.com/coffer-storage/coffer/internal/meta/sqlite"
@@ -29,8 +30,15 @@ func openSQLite(t testing.TB) auth.Stores {
 	return auth.StoresOf(s.Stores())
 }
 
-func newService(m auth.Stores, cfg auth.Config) *auth.Service {
+// newService is the account service over m with the default
+// configuration (config.Defaults()), cheap hashing, changed by change if
+// not nil.
+func newService(m auth.Stores, change func(*auth.Config)) *auth.Service {
+	cfg := auth.ConfigFrom(config.Defaults())
 	cfg.Params = cheap
+	if change != nil {
+		change(&cfg)
+	}
 	return auth.NewService(m, []byte("0123456789abcdef0123456789abcdef"), cfg)
 }
 
@@ -73,7 +81,7 @@ func wantCode(t *testing.T, err error, want errcode.Code, what string) {
 // and login fail at once; enabling restores the login and the key, never
 // the sessions of before. Three rounds, to catch ordering races.
 func TestDisableEnable(t *testing.T) {
-	s := newService(openSQLite(t), auth.Config{})
+	s := newService(openSQLite(t), nil)
 	ctx := t.Context()
 	a := signup(t, s, "alice@example.com")
 	other := signup(t, s, "bob@example.com")
@@ -130,7 +138,7 @@ func TestDisableEnable(t *testing.T) {
 // caller's old tokens) and returns a working one; the old password stops
 // working; a wrong old password is refused and counts as a failed login.
 func TestPasswordChange(t *testing.T) {
-	s := newService(openSQLite(t), auth.Config{Logins: auth.LoginLimits{PerPair: 3}})
+	s := newService(openSQLite(t), func(c *auth.Config) { c.Logins.PerPair = 3 })
 	ctx := t.Context()
 	a := signup(t, s, "alice@example.com")
 	second, err := s.Login(ctx, a.email, pw, "192.0.2.2")
@@ -172,7 +180,7 @@ func TestPasswordChange(t *testing.T) {
 // TestAdminReset: a reset ends the user's sessions; the new password
 // works, the old one does not.
 func TestAdminReset(t *testing.T) {
-	s := newService(openSQLite(t), auth.Config{})
+	s := newService(openSQLite(t), nil)
 	ctx := t.Context()
 	a := signup(t, s, "alice@example.com")
 	if _, err := s.SetPassword(ctx, a.id, "set by an admin"); err != nil {
@@ -191,7 +199,7 @@ func TestAdminReset(t *testing.T) {
 
 // TestDeleteUser: a deleted user's token and key fail at once.
 func TestDeleteUser(t *testing.T) {
-	s := newService(openSQLite(t), auth.Config{})
+	s := newService(openSQLite(t), nil)
 	ctx := t.Context()
 	a := signup(t, s, "alice@example.com")
 	s.Authenticate(ctx, a.session.AccessToken)
@@ -234,8 +242,8 @@ func TestOtherNode(t *testing.T) {
 			}
 			pgB := openPG()
 			busB := metacache.NewBus()
-			nodeA := newService(auth.StoresOf(openPG().Stores()), auth.Config{})
-			nodeB := newService(auth.StoresOf(pgB.Stores()), auth.Config{Bus: busB, Cache: metacache.Options{TTL: ttl}})
+			nodeA := newService(auth.StoresOf(openPG().Stores()), nil)
+			nodeB := newService(auth.StoresOf(pgB.Stores()), func(c *auth.Config) { c.Bus, c.Cache = busB, metacache.Options{TTL: ttl} })
 			if listen {
 				lctx, stop := context.WithCancel(ctx)
 				listening := make(chan struct{}, 1)
@@ -310,7 +318,7 @@ func TestOtherNode(t *testing.T) {
 // decryption per request) and after (two cache hits).
 func BenchmarkAccountCheck(b *testing.B) {
 	m := openSQLite(b)
-	s := newService(m, auth.Config{})
+	s := newService(m, nil)
 	ctx := context.Background()
 	u, _, err := s.Signup(ctx, "alice@example.com", pw)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/coffer-storage/coffer/internal/auth"
+	"github.com/coffer-storage/coffer/internal/config"
 	"github.com/coffer-storage/coffer/internal/errcode"
 )
 
@@ -15,7 +16,7 @@ import (
 func TestServiceWithoutServerKey(t *testing.T) {
 	ctx := context.Background()
 	m := openSQLite(t)
-	nokey := auth.NewService(m, nil, auth.Config{Params: cheap})
+	nokey := auth.NewService(m, nil, testConfig())
 	u, _, err := nokey.CreateUser(ctx, auth.NewUser{Email: "nokey@example.com", Password: pw})
 	if err != nil {
 		t.Fatalf("CreateUser without the server key: %v", err)
@@ -30,7 +31,7 @@ func TestServiceWithoutServerKey(t *testing.T) {
 		t.Errorf("keys after the refused CreateAccessKey: %v, %v; want none", keys, err)
 	}
 
-	keyed := newService(m, auth.Config{})
+	keyed := newService(m, nil)
 	k, err := keyed.CreateAccessKey(ctx, u.ID, "k")
 	if err != nil {
 		t.Fatal(err)
@@ -45,4 +46,12 @@ func TestServiceWithoutServerKey(t *testing.T) {
 	if _, err := keyed.Authenticate(ctx, sess.AccessToken); err == nil {
 		t.Error("a node accepted a session signed without the server key")
 	}
+}
+
+// testConfig is the default configuration (config.Defaults()) with cheap
+// hashing.
+func testConfig() auth.Config {
+	c := auth.ConfigFrom(config.Defaults())
+	c.Params = cheap
+	return c
 }

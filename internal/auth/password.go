@@ -6,7 +6,6 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"fmt"
-	"runtime"
 	"runtime/debug"
 	"strings"
 	"sync/atomic"
@@ -17,26 +16,30 @@ import (
 	"github.com/coffer-storage/coffer/internal/errcode"
 )
 
-// Params are argon2id parameters.
+// Params are argon2id parameters. Memory and Time are taken as given
+// (--argon2-memory, --argon2-time); the hash's shape, which no setting
+// changes, defaults to DefaultParams' when zero.
 type Params struct {
-	Memory  uint32 // KiB; default 19456 (19 MiB, OWASP's minimum for argon2id)
-	Time    uint32 // passes; default 2
+	Memory  uint32 // KiB (19456, 19 MiB, is OWASP's minimum for argon2id)
+	Time    uint32 // passes
 	Threads uint8  // lanes; default 1
 	SaltLen int    // default 16
 	KeyLen  uint32 // default 32
 }
 
-// DefaultParams are OWASP's recommended minimum for argon2id.
-var DefaultParams = Params{Memory: 19456, Time: 2, Threads: 1, SaltLen: 16, KeyLen: 32}
+// DefaultParams is the hash's shape NewHasher gives zero fields of Params
+// (Memory and Time come from config.Config: --argon2-memory,
+// --argon2-time).
+var DefaultParams = Params{Threads: 1, SaltLen: 16, KeyLen: 32}
 
 // PoolConfig bounds password hashing so that a login storm cannot starve
 // the rest of the server: at most Slots hashes run at once; up to MaxQueue
 // more wait at most MaxWait each; everything beyond is refused at once with
 // errcode.Unavailable and a Retry-After.
 type PoolConfig struct {
-	Slots    int           // default max(1, GOMAXPROCS/2)
-	MaxQueue int           // default 64
-	MaxWait  time.Duration // default 2s
+	Slots    int           // --login-concurrency (config.Config.LoginSlots)
+	MaxQueue int           // config.Config.PasswordQueue
+	MaxWait  time.Duration // config.Config.PasswordWait
 	// TrimAfter: once no hash has run for this long, the memory of the
 	// last hashes (argon2id's arena, Params.Memory per hash, which x/crypto
 	// allocates anew each time and the Go runtime would otherwise keep
@@ -66,14 +69,10 @@ type Hasher struct {
 	trims       atomic.Int64
 }
 
-// NewHasher returns a Hasher; zero fields of p and cfg take defaults.
+// NewHasher returns a Hasher. p's Memory and Time and cfg's Slots,
+// MaxQueue and MaxWait are taken as given (ConfigFrom fills them); the
+// hash's shape (Threads, SaltLen, KeyLen) and TrimAfter default when zero.
 func NewHasher(p Params, cfg PoolConfig) *Hasher {
-	if p.Memory == 0 {
-		p.Memory = DefaultParams.Memory
-	}
-	if p.Time == 0 {
-		p.Time = DefaultParams.Time
-	}
 	if p.Threads == 0 {
 		p.Threads = DefaultParams.Threads
 	}
@@ -82,15 +81,6 @@ func NewHasher(p Params, cfg PoolConfig) *Hasher {
 	}
 	if p.KeyLen == 0 {
 		p.KeyLen = DefaultParams.KeyLen
-	}
-	if cfg.Slots <= 0 {
-		cfg.Slots = max(1, runtime.GOMAXPROCS(0)/2)
-	}
-	if cfg.MaxQueue <= 0 {
-		cfg.MaxQueue = 64
-	}
-	if cfg.MaxWait <= 0 {
-		cfg.MaxWait = 2 * time.Second
 	}
 	if cfg.TrimAfter == 0 {
 		cfg.TrimAfter = time.Millisecond

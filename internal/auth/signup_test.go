@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coffer-storage/coffer/internal/config"
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
 	"github.com/coffer-storage/coffer/internal/meta/sqlite"
@@ -15,8 +16,12 @@ import (
 
 // newTestService returns a Service on a fresh SQLite store, with cheap
 // hashing, its throttles and its own clock on c.
-func newTestService(t *testing.T, cfg Config) (*Service, *clock) {
+func newTestService(t *testing.T, change func(*Config)) (*Service, *clock) {
 	t.Helper()
+	cfg := ConfigFrom(config.Defaults())
+	if change != nil {
+		change(&cfg)
+	}
 	m, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "meta.db"), sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +70,7 @@ func TestSignupPolicies(t *testing.T) {
 		{SignupClosed, "signup_closed", "signup_closed", "signup_closed"},
 	} {
 		t.Run(string(tc.policy), func(t *testing.T) {
-			s, _ := newTestService(t, Config{Signup: tc.policy, SignupLimit: -1})
+			s, _ := newTestService(t, func(c *Config) { c.Signup, c.SignupLimit = tc.policy, 0 })
 			_, code, err := s.CreateInvite(ctx, InviteRequest{Uses: 10})
 			if err != nil {
 				t.Fatal(err)
@@ -100,7 +105,7 @@ func TestSignupPolicies(t *testing.T) {
 // an account or takes a use.
 func TestInviteInvalidIsOneAnswer(t *testing.T) {
 	ctx := context.Background()
-	s, c := newTestService(t, Config{Signup: SignupInvite, SignupLimit: -1})
+	s, c := newTestService(t, func(c *Config) { c.Signup, c.SignupLimit = SignupInvite, 0 })
 	mk := func(req InviteRequest) (meta.Invite, string) {
 		t.Helper()
 		inv, code, err := s.CreateInvite(ctx, req)
@@ -153,7 +158,7 @@ func TestInviteInvalidIsOneAnswer(t *testing.T) {
 }
 
 func TestCreateInviteBounds(t *testing.T) {
-	s, c := newTestService(t, Config{})
+	s, c := newTestService(t, nil)
 	for _, tc := range []struct {
 		name string
 		req  InviteRequest
@@ -197,7 +202,7 @@ func TestCreateInviteBounds(t *testing.T) {
 // code, exactly one gets an account.
 func TestConcurrentSingleUseInvite(t *testing.T) {
 	ctx := context.Background()
-	s, _ := newTestService(t, Config{Signup: SignupInvite, SignupLimit: -1})
+	s, _ := newTestService(t, func(c *Config) { c.Signup, c.SignupLimit = SignupInvite, 0 })
 	_, code, err := s.CreateInvite(ctx, InviteRequest{})
 	if err != nil {
 		t.Fatal(err)
@@ -228,7 +233,7 @@ func TestConcurrentSingleUseInvite(t *testing.T) {
 
 func TestSignupThrottle(t *testing.T) {
 	ctx := context.Background()
-	s, c := newTestService(t, Config{}) // the default: 5 per hour
+	s, c := newTestService(t, nil) // the default: 5 per hour
 	h := s.Hasher()
 	for i := range 5 {
 		if _, _, err := s.SelfSignup(ctx, signupReq(fmt.Sprintf("a%d@example.com", i), "", "192.0.2.1")); err != nil {
@@ -273,7 +278,7 @@ func TestSignupThrottle(t *testing.T) {
 	}
 
 	// Off.
-	off, _ := newTestService(t, Config{SignupLimit: -1})
+	off, _ := newTestService(t, func(c *Config) { c.SignupLimit = 0 })
 	for i := range 20 {
 		if _, _, err := off.SelfSignup(ctx, signupReq(fmt.Sprintf("e%d@example.com", i), "", "192.0.2.1")); err != nil {
 			t.Fatalf("unlimited, signup %d: %v", i+1, err)
@@ -284,7 +289,7 @@ func TestSignupThrottle(t *testing.T) {
 // TestSignupThrottleNotChargedForServerErrors: a signup the server could
 // not serve (hashing pool busy, request cancelled) is not counted.
 func TestSignupThrottleNotChargedForServerErrors(t *testing.T) {
-	s, _ := newTestService(t, Config{SignupLimit: 1})
+	s, _ := newTestService(t, func(c *Config) { c.SignupLimit = 1 })
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
 	for range 3 {
@@ -303,7 +308,7 @@ func TestSignupThrottleNotChargedForServerErrors(t *testing.T) {
 
 func TestLoginStrangerCannotLockOwner(t *testing.T) {
 	ctx := context.Background()
-	s, _ := newTestService(t, Config{})
+	s, _ := newTestService(t, nil)
 	if _, _, err := s.Signup(ctx, "owner@example.com", "correct horse battery"); err != nil {
 		t.Fatal(err)
 	}
@@ -325,7 +330,7 @@ func TestLoginStrangerCannotLockOwner(t *testing.T) {
 // same error, and both cost one password hash.
 func TestLoginNoEnumeration(t *testing.T) {
 	ctx := context.Background()
-	s, _ := newTestService(t, Config{})
+	s, _ := newTestService(t, nil)
 	if _, _, err := s.Signup(ctx, "known@example.com", "correct horse battery"); err != nil {
 		t.Fatal(err)
 	}
@@ -356,7 +361,7 @@ func TestLoginNoEnumeration(t *testing.T) {
 // login attempt.
 func TestVerifyCounted(t *testing.T) {
 	ctx := context.Background()
-	s, _ := newTestService(t, Config{})
+	s, _ := newTestService(t, nil)
 	u, _, err := s.Signup(ctx, "me@example.com", "correct horse battery")
 	if err != nil {
 		t.Fatal(err)

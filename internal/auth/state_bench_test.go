@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/coffer-storage/coffer/internal/config"
 	"github.com/coffer-storage/coffer/internal/meta/sqlite"
 )
 
@@ -16,7 +17,7 @@ func BenchmarkStateCheck(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer m.Close()
-	s := NewService(StoresOf(m.Stores()), []byte("0123456789abcdef0123456789abcdef"), Config{Params: Params{Memory: 8 * 1024, Time: 1}})
+	s := NewService(StoresOf(m.Stores()), []byte("0123456789abcdef0123456789abcdef"), benchConfig())
 	ctx := context.Background()
 	u, _, err := s.Signup(ctx, "alice@example.com", "correct horse battery")
 	if err != nil {
@@ -43,4 +44,11 @@ func BenchmarkStateCheck(b *testing.B) {
 			}
 		})
 	})
+}
+
+// benchConfig is the default configuration with cheap hashing.
+func benchConfig() Config {
+	c := ConfigFrom(config.Defaults())
+	c.Params = Params{Memory: 8 * 1024, Time: 1}
+	return c
 }

@@ -200,39 +200,18 @@ func (r *recent) has(key string) bool {
 // out: the tight limits are per (account, client address) and per client
 // address; the per-account ceiling is far above what one address may try
 // and backs off exponentially instead of locking, and does not apply to an
-// address the account logged in from successfully (KnownFor). Zero values
-// take the defaults noted.
+// address the account logged in from successfully (KnownFor). They are
+// taken as given: ConfigFrom fills them from config.Config's Login*
+// fields.
 type LoginLimits struct {
-	PerPair       int           // failures per (account, client address) in Window; default 10
-	PerAddress    int           // failures per client address, all accounts together, in Window; default 100
-	Window        time.Duration // default 15m
-	PerAccount    int           // failures per account from all addresses in AccountWindow; default 1000
-	AccountWindow time.Duration // default 1h
-	BackoffBase   time.Duration // delay after the first failure past PerAccount, doubling with each further one; default 1s
-	BackoffMax    time.Duration // longest such delay; default 1m
-	KnownFor      time.Duration // how long a successful login exempts its address from the account ceiling; default 30 days
-}
-
-func (l LoginLimits) withDefaults() LoginLimits {
-	def := func(v *int, d int) {
-		if *v <= 0 {
-			*v = d
-		}
-	}
-	defD := func(v *time.Duration, d time.Duration) {
-		if *v <= 0 {
-			*v = d
-		}
-	}
-	def(&l.PerPair, 10)
-	def(&l.PerAddress, 100)
-	defD(&l.Window, 15*time.Minute)
-	def(&l.PerAccount, 1000)
-	defD(&l.AccountWindow, time.Hour)
-	defD(&l.BackoffBase, time.Second)
-	defD(&l.BackoffMax, time.Minute)
-	defD(&l.KnownFor, 30*24*time.Hour)
-	return l
+	PerPair       int           // failures per (account, client address) in Window
+	PerAddress    int           // failures per client address, all accounts together, in Window
+	Window        time.Duration // the window of PerPair and PerAddress
+	PerAccount    int           // failures per account from all addresses in AccountWindow
+	AccountWindow time.Duration // the window of PerAccount
+	BackoffBase   time.Duration // delay after the first failure past PerAccount, doubling with each further one
+	BackoffMax    time.Duration // longest such delay
+	KnownFor      time.Duration // how long a successful login exempts its address from the account ceiling
 }
 
 // loginGuard applies LoginLimits. Its state is in memory, per node.
@@ -244,7 +223,6 @@ type loginGuard struct {
 }
 
 func newLoginGuard(l LoginLimits) *loginGuard {
-	l = l.withDefaults()
 	return &loginGuard{
 		pair:    NewThrottle(l.PerPair, l.Window),
 		addr:    NewThrottle(l.PerAddress, l.Window),

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/coffer-storage/coffer/internal/config"
 )
 
 // clock is a fake clock for the throttles.
@@ -75,7 +77,7 @@ func TestBackoff(t *testing.T) {
 // guard returns a loginGuard with the default limits on a fake clock.
 func guard(t *testing.T) (*loginGuard, *clock) {
 	t.Helper()
-	g := newLoginGuard(LoginLimits{})
+	g := newLoginGuard(ConfigFrom(config.Defaults()).Logins)
 	c := newClock()
 	g.setClock(c.now)
 	return g, c

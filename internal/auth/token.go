@@ -52,11 +52,8 @@ func DeriveKey(master []byte, purpose string) []byte {
 	return k
 }
 
-// NewTokens returns a Tokens signing with key; ttl defaults to 15 minutes.
+// NewTokens returns a Tokens signing with key tokens that live for ttl.
 func NewTokens(key []byte, ttl time.Duration) *Tokens {
-	if ttl <= 0 {
-		ttl = 15 * time.Minute
-	}
 	return &Tokens{key: key, ttl: ttl, now: time.Now,
 		verified: metacache.NewMap(nil, "", metacache.Options{MaxEntries: 100_000, MaxBytes: 32 << 20, TTL: time.Minute},
 			func(token string, v verifiedToken) int { return 2*len(token) + len(v.subject) + 128 })}

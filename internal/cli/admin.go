@@ -194,7 +194,7 @@ func (c *userCmd) Run(ctx context.Context, args []string) error {
 	// announces them to the running nodes in the same transaction; against
 	// SQLite the server sees them within its cache TTL (1 s). None of them
 	// needs the server key.
-	as := auth.NewService(auth.StoresOf(m.Meta), nil, auth.Config{})
+	as := auth.NewService(auth.StoresOf(m.Meta), nil, auth.ConfigFrom(data.cfg))
 	if args[0] == "create" {
 		u, b, err := as.CreateUser(ctx, auth.NewUser{Email: *email, Password: *password, Admin: *admin})
 		if err != nil {
@@ -343,7 +343,7 @@ func (c *keyCmd) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer m.Close()
-	as := auth.NewService(auth.StoresOf(m.Meta), key, auth.Config{})
+	as := auth.NewService(auth.StoresOf(m.Meta), key, auth.ConfigFrom(data.cfg))
 	u, err := m.Meta.Accounts.GetUserByEmail(ctx, auth.NormalizeEmail(*email))
 	if err != nil {
 		return err

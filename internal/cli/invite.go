@@ -63,7 +63,7 @@ func (c *inviteCmd) Run(ctx context.Context, args []string) error {
 	}
 	defer m.Close()
 	// Invite codes are random and stored hashed: no server key.
-	as := auth.NewService(auth.StoresOf(m.Meta), nil, auth.Config{})
+	as := auth.NewService(auth.StoresOf(m.Meta), nil, auth.ConfigFrom(data.cfg))
 	switch args[0] {
 	case "create":
 		inv, code, err := as.CreateInvite(ctx, auth.InviteRequest{Email: *email, TTL: expires, Uses: *uses})

@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -84,7 +85,7 @@ type Config struct {
 	MaxInFlightPerClient int           // --max-in-flight-per-client: concurrent requests of one client address with credentials (anonymous: a quarter), 0 = unbounded; default 128
 	Admission            string        // --admission: adaptive|fixed; default adaptive
 	OverloadTarget       time.Duration // --overload-target: CPU scheduling delay (p90 per 100ms) above which load is shed; default 5ms
-	AdmissionFloor       int           // --admission-floor: concurrency per listener and class never shed for overload; default 0 = 8 × cores
+	AdmissionFloor       int           // --admission-floor: concurrency per listener and class never shed for overload; default 0 = 8 × cores (AdmissionMinLimit)
 
 	TrustedProxies []netip.Prefix // --trusted-proxies: CIDRs allowed to set X-Forwarded-For; default none
 	PublicMaxAge   time.Duration  // --public-max-age: Cache-Control max-age for public-read objects; default 60s
@@ -113,7 +114,7 @@ type Config struct {
 	KMSJobPage  int           // --kms-job-page: rows per page of a re-wrap or encrypt job; default 100
 	KMSJobPause time.Duration // --kms-job-pause: pause between pages of such a job; default 0
 
-	LoginConcurrency int    // --login-concurrency: parallel password hashes; default max(1, cores/2)
+	LoginConcurrency int    // --login-concurrency: parallel password hashes; default 0 = max(1, cores/2) (LoginSlots)
 	Argon2Memory     uint32 // --argon2-memory: KiB; default 19456
 	Argon2Time       uint32 // --argon2-time: passes; default 2
 
@@ -126,6 +127,43 @@ type Config struct {
 	ShareGrantTTL      time.Duration // how long an unlocked password-protected share link stays unlocked; default 1h
 	MaxZipEntries      int           // files in one zip download; default 10000
 	MaxZipBytes        int64         // bytes in one zip download; default 16GiB
+	DirectUploadExpiry time.Duration // how long a direct-upload session of the file API may stay incomplete before the janitor aborts it; default 24h
+	MaxXMLBody         int64         // largest XML request body of the S3 API; default 4MiB
+	MultipartExpiry    time.Duration // how long an S3 multipart upload may stay incomplete before the janitor aborts it; default 7 days
+	TusLockLease       time.Duration // lease of a tus upload's lock, renewed by its holder every third of it; default 30s
+	DeadRowGrace       time.Duration // how long after it ended a refresh token or a share link is deleted (docs/operations.md, "What the janitor deletes"); default 30 days
+
+	// Accounts (internal/auth): access and refresh token lifetimes, and
+	// the failed-login limits (auth.LoginLimits): per (account, client
+	// address) and per client address in LoginWindow; per account from
+	// every address in LoginAccountWindow, past which each failure waits
+	// LoginBackoffBase, doubling up to LoginBackoffMax; an address an
+	// account logged in from is exempt from that ceiling for
+	// LoginKnownFor. Password hashes beyond --login-concurrency queue, at
+	// most PasswordQueue of them for at most PasswordWait (then 503).
+	AccessTokenTTL     time.Duration // default 15m
+	RefreshTokenTTL    time.Duration // default 30 days
+	LoginPerPair       int           // default 10
+	LoginPerAddress    int           // default 100
+	LoginWindow        time.Duration // default 15m
+	LoginPerAccount    int           // default 1000
+	LoginAccountWindow time.Duration // default 1h
+	LoginBackoffBase   time.Duration // default 1s
+	LoginBackoffMax    time.Duration // default 1m
+	LoginKnownFor      time.Duration // default 30 days
+	PasswordQueue      int           // default 64
+	PasswordWait       time.Duration // default 2s
+
+	// Encryption at rest (internal/object, kmsjobs.go; internal/kms): a
+	// job is a node's for KMSJobLease without a save; an idle node looks
+	// for one every KMSJobPoll; a re-wrap ends only with a pass begun
+	// KMSJobSettle after the job started (three intermediate key
+	// lifetimes); one intermediate key wraps new data keys for
+	// KMSKeyTTL.
+	KMSJobLease  time.Duration // default 30s
+	KMSJobPoll   time.Duration // default 5s
+	KMSJobSettle time.Duration // default 15s
+	KMSKeyTTL    time.Duration // default 5s
 }
 
 // Defaults returns the configuration with every default applied.
@@ -177,7 +215,47 @@ func Defaults() Config {
 		ShareGrantTTL:      time.Hour,
 		MaxZipEntries:      10_000,
 		MaxZipBytes:        16 << 30,
+		DirectUploadExpiry: 24 * time.Hour,
+		MaxXMLBody:         4 << 20,
+		MultipartExpiry:    7 * 24 * time.Hour,
+		TusLockLease:       30 * time.Second,
+		DeadRowGrace:       30 * 24 * time.Hour,
+
+		AccessTokenTTL:     15 * time.Minute,
+		RefreshTokenTTL:    30 * 24 * time.Hour,
+		LoginPerPair:       10,
+		LoginPerAddress:    100,
+		LoginWindow:        15 * time.Minute,
+		LoginPerAccount:    1000,
+		LoginAccountWindow: time.Hour,
+		LoginBackoffBase:   time.Second,
+		LoginBackoffMax:    time.Minute,
+		LoginKnownFor:      30 * 24 * time.Hour,
+		PasswordQueue:      64,
+		PasswordWait:       2 * time.Second,
+
+		KMSJobLease:  30 * time.Second,
+		KMSJobPoll:   5 * time.Second,
+		KMSJobSettle: 15 * time.Second,
+		KMSKeyTTL:    5 * time.Second,
 	}
+}
+
+// LoginSlots is --login-concurrency resolved: 0 (or less) is half the
+// cores, at least 1.
+func (c Config) LoginSlots() int {
+	if c.LoginConcurrency <= 0 {
+		return max(1, runtime.GOMAXPROCS(0)/2)
+	}
+	return c.LoginConcurrency
+}
+
+// AdmissionMinLimit is --admission-floor resolved: 0 is 8 × the cores.
+func (c Config) AdmissionMinLimit() int {
+	if c.AdmissionFloor == 0 {
+		return 8 * runtime.GOMAXPROCS(0)
+	}
+	return c.AdmissionFloor
 }
 
 // Validate reports every problem with c at once.
@@ -322,13 +400,31 @@ func (c Config) Validate() error {
 	if c.Argon2Memory < 8*1024 || c.Argon2Time < 1 {
 		errs = append(errs, errors.New("argon2: memory must be >= 8192 KiB and time >= 1"))
 	}
-	if c.GarbageGrace <= 0 || c.MaxJSONBody <= 0 || c.MaxFormFiles <= 0 || c.ShareDefaultExpiry <= 0 || c.ShareGrantTTL <= 0 ||
-		c.MaxZipEntries <= 0 || c.MaxZipBytes <= 0 {
+	if !c.fixedPositive() {
 		// No flag sets them: only a configuration built by hand, not
 		// from Defaults, gets here.
-		errs = append(errs, errors.New("fixed values (garbage grace, file API limits): must be > 0; start from config.Defaults()"))
+		errs = append(errs, errors.New("fixed values (graces, API limits, token lifetimes, login limits, job timings): must be > 0; start from config.Defaults()"))
 	}
 	return errors.Join(errs...)
+}
+
+// fixedPositive reports whether every fixed value (no flag sets them) is
+// positive: none has a meaning for zero.
+func (c Config) fixedPositive() bool {
+	for _, d := range []time.Duration{c.GarbageGrace, c.ShareDefaultExpiry, c.ShareGrantTTL, c.DirectUploadExpiry, c.MultipartExpiry,
+		c.TusLockLease, c.DeadRowGrace, c.AccessTokenTTL, c.RefreshTokenTTL, c.LoginWindow, c.LoginAccountWindow,
+		c.LoginBackoffBase, c.LoginBackoffMax, c.LoginKnownFor, c.PasswordWait, c.KMSJobLease, c.KMSJobPoll, c.KMSJobSettle, c.KMSKeyTTL} {
+		if d <= 0 {
+			return false
+		}
+	}
+	for _, n := range []int64{c.MaxJSONBody, int64(c.MaxFormFiles), int64(c.MaxZipEntries), c.MaxZipBytes, c.MaxXMLBody,
+		int64(c.LoginPerPair), int64(c.LoginPerAddress), int64(c.LoginPerAccount), int64(c.PasswordQueue)} {
+		if n <= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // ResolvePaths makes every file and folder path of c absolute, against

@@ -68,6 +68,32 @@ func TestValidate(t *testing.T) {
 	}
 }
 
+// TestFixedValuesRefuseZero: a fixed value (no flag) that is zero or
+// negative is refused: none has a meaning for zero, and the services
+// take them as given.
+func TestFixedValuesRefuseZero(t *testing.T) {
+	for name, zero := range map[string]func(*Config){
+		"GarbageGrace": func(c *Config) { c.GarbageGrace = 0 }, "MaxJSONBody": func(c *Config) { c.MaxJSONBody = 0 },
+		"MaxXMLBody": func(c *Config) { c.MaxXMLBody = 0 }, "MultipartExpiry": func(c *Config) { c.MultipartExpiry = 0 },
+		"DirectUploadExpiry": func(c *Config) { c.DirectUploadExpiry = -time.Hour }, "TusLockLease": func(c *Config) { c.TusLockLease = 0 },
+		"DeadRowGrace": func(c *Config) { c.DeadRowGrace = 0 }, "AccessTokenTTL": func(c *Config) { c.AccessTokenTTL = 0 },
+		"RefreshTokenTTL": func(c *Config) { c.RefreshTokenTTL = 0 }, "LoginPerPair": func(c *Config) { c.LoginPerPair = 0 },
+		"LoginPerAddress": func(c *Config) { c.LoginPerAddress = 0 }, "LoginWindow": func(c *Config) { c.LoginWindow = 0 },
+		"LoginPerAccount": func(c *Config) { c.LoginPerAccount = 0 }, "LoginAccountWindow": func(c *Config) { c.LoginAccountWindow = 0 },
+		"LoginBackoffBase": func(c *Config) { c.LoginBackoffBase = 0 }, "LoginBackoffMax": func(c *Config) { c.LoginBackoffMax = 0 },
+		"LoginKnownFor": func(c *Config) { c.LoginKnownFor = 0 }, "PasswordQueue": func(c *Config) { c.PasswordQueue = 0 },
+		"PasswordWait": func(c *Config) { c.PasswordWait = 0 }, "KMSJobLease": func(c *Config) { c.KMSJobLease = 0 },
+		"KMSJobPoll": func(c *Config) { c.KMSJobPoll = 0 }, "KMSJobSettle": func(c *Config) { c.KMSJobSettle = 0 },
+		"KMSKeyTTL": func(c *Config) { c.KMSKeyTTL = 0 },
+	} {
+		c := Defaults()
+		zero(&c)
+		if err := c.Validate(); err == nil || !contains(err.Error(), "fixed values") {
+			t.Errorf("%s <= 0: Validate = %v", name, err)
+		}
+	}
+}
+
 // TestTLSFlags: the TLS pair comes from flags or COFFER_TLS_*; one without
 // the other is refused.
 func TestTLSFlags(t *testing.T) {

@@ -65,6 +65,9 @@ type Config struct {
 	// MaxZipEntries and MaxZipBytes bound one zip download.
 	MaxZipEntries int
 	MaxZipBytes   int64
+	// DirectUploadExpiry is how long a direct-upload session may stay
+	// incomplete before the janitor aborts it.
+	DirectUploadExpiry time.Duration
 	// ZipPlanTimeout bounds the planning of one zip (listing what goes in,
 	// before the first byte): --request-timeout.
 	ZipPlanTimeout time.Duration
@@ -77,11 +80,12 @@ type Config struct {
 	Tus TusConfig
 }
 
-// TusConfig configures the tus endpoint (internal/tus).
+// TusConfig configures the tus endpoint (internal/tus): ConfigFrom fills
+// the lifetimes (tus.ConfigFrom), the server adds Store.
 type TusConfig struct {
 	Store     meta.Tus
-	TTL       time.Duration // unfinished uploads expire after; default 24h
-	LockLease time.Duration // default 30s
+	TTL       time.Duration // unfinished uploads expire after (--tus-expiry)
+	LockLease time.Duration // an upload's lock
 }
 
 // API is the file API.
@@ -103,17 +107,21 @@ type API struct {
 }
 
 // ConfigFrom returns the file API's limits in c (its public max-age, JSON,
-// form and zip bounds, share link lifetimes, zip planning timeout);
-// TrustedProxies included. The wiring (Presign, Info, RotateKeys,
-// Gateways, Tus) is the caller's to add.
+// form and zip bounds, share link lifetimes, zip planning timeout,
+// direct-upload and tus lifetimes); TrustedProxies included. The wiring
+// (Presign, Info, RotateKeys, Gateways, Tus.Store) is the caller's to
+// add.
 func ConfigFrom(c config.Config) Config {
+	t := tus.ConfigFrom(c)
 	return Config{
 		TrustedProxies: c.TrustedProxies,
 		PublicMaxAge:   c.PublicMaxAge, MaxJSONBody: c.MaxJSONBody, MaxFormFiles: c.MaxFormFiles,
 		ShareDefaultExpiry: c.ShareDefaultExpiry, ShareMaxExpiry: c.ShareMaxExpiry, ShareGrantTTL: c.ShareGrantTTL,
 		MaxZipEntries: c.MaxZipEntries, MaxZipBytes: c.MaxZipBytes,
 		// A zip streams (no request timeout), but its planning does not.
-		ZipPlanTimeout: c.RequestTimeout,
+		ZipPlanTimeout:     c.RequestTimeout,
+		DirectUploadExpiry: c.DirectUploadExpiry,
+		Tus:                TusConfig{TTL: t.TTL, LockLease: t.LockLease},
 	}
 }
 

@@ -22,9 +22,16 @@ func TestDefaultConfig(t *testing.T) {
 		{"MaxZipEntries", got.MaxZipEntries, 10_000},
 		{"MaxZipBytes", got.MaxZipBytes, int64(16 << 30)},
 		{"ZipPlanTimeout", got.ZipPlanTimeout, 30 * time.Second},
+		{"DirectUploadExpiry", got.DirectUploadExpiry, 24 * time.Hour},
+		{"Tus.TTL", got.Tus.TTL, 24 * time.Hour},
+		{"Tus.LockLease", got.Tus.LockLease, 30 * time.Second},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s: got %v, want %v", c.name, c.got, c.want)
 		}
+	}
+	// New takes its configuration as given: a zero one stays zero.
+	if zero := New(Services{}, Config{}, nil).cfg; zero.MaxJSONBody != 0 || zero.DirectUploadExpiry != 0 || zero.Tus.TTL != 0 {
+		t.Errorf("New defaulted a zero configuration: %+v", zero)
 	}
 }

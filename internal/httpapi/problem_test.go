@@ -64,6 +64,30 @@ func TestQuotaProblemKeepsDetail(t *testing.T) {
 	}
 }
 
+// TestServerErrorDetail: a 501 keeps the detail that says what the
+// server does not do (written for the client); a 500 shows a generic
+// detail, whatever the error said.
+func TestServerErrorDetail(t *testing.T) {
+	for _, tc := range []struct {
+		err    error
+		status int
+		detail string
+	}{
+		{errcode.New(errcode.NotImplemented, "tus uploads are not enabled on this server"), 501, "tus uploads are not enabled on this server"},
+		{errcode.New(errcode.Internal, "disk /var/lib/x on fire"), 500, "internal error; quote the request ID when reporting it"},
+	} {
+		w := httptest.NewRecorder()
+		WriteProblem(w, httptest.NewRequest("PATCH", "/api/v1/tus/x", nil), slog.New(slog.DiscardHandler), tc.err)
+		var p Problem
+		if err := json.Unmarshal(w.Body.Bytes(), &p); err != nil {
+			t.Fatal(err)
+		}
+		if w.Code != tc.status || p.Detail != tc.detail {
+			t.Errorf("%v: %d %q, want %d %q", tc.err, w.Code, p.Detail, tc.status, tc.detail)
+		}
+	}
+}
+
 // TestRefinedTypesDocumented: every problem type has its anchor in
 // docs/errors.md.
 func TestRefinedTypesDocumented(t *testing.T) {

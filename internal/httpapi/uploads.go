@@ -15,11 +15,9 @@ import (
 // for ttl, on behalf of userID.
 type Presigner func(ctx context.Context, userID, bucket, key, uploadID string, part int, ttl time.Duration) (string, error)
 
-// Direct-upload session defaults.
-const (
-	defaultPartSize = 8 << 20
-	uploadTTL       = 24 * time.Hour
-)
+// defaultPartSize is the part size of a direct-upload session that names
+// none (a default of the request, as S3's max-keys is).
+const defaultPartSize = 8 << 20
 
 type createUploadBody struct {
 	Bucket      string `json:"bucket"`
@@ -94,7 +92,7 @@ func (api *API) createUpload(r *http.Request, p auth.Principal) (response, error
 	}
 	u, err := api.uploads.CreateUpload(r.Context(), actor(p), object.CreateUploadInput{
 		Bucket: body.Bucket, Key: body.Key, ContentType: body.ContentType,
-		Size: max(body.Size, 0), PartSize: ps, TTL: uploadTTL, Backend: backend,
+		Size: max(body.Size, 0), PartSize: ps, TTL: api.cfg.DirectUploadExpiry, Backend: backend,
 	})
 	if err != nil {
 		return nil, err

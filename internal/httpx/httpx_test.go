@@ -274,3 +274,15 @@ func TestSetContentSafety(t *testing.T) {
 		}
 	}
 }
+
+// TestMinRateDefaults: the rate is the server's (--min-upload-rate, from
+// config.Defaults()), taken as given; only the grace and the idle bound,
+// which no setting governs, default.
+func TestMinRateDefaults(t *testing.T) {
+	if m := (MinRate{}).withDefaults(); m.BytesPerSec != 0 || m.Grace != 10*time.Second || m.Idle != time.Minute {
+		t.Errorf("MinRate{} with defaults: %+v", m)
+	}
+	if m := (MinRate{BytesPerSec: 4096}).withDefaults(); m.BytesPerSec != 4096 {
+		t.Errorf("BytesPerSec changed: %+v", m)
+	}
+}

@@ -13,15 +13,14 @@ import (
 // MinRate is a minimum transfer rate: after Grace, a client must have moved
 // at least BytesPerSec on average, and may never stall longer than Idle.
 type MinRate struct {
-	BytesPerSec int64         // default 4096
+	// BytesPerSec is taken as given (the server's --min-upload-rate); 0:
+	// no average rate, only Idle.
+	BytesPerSec int64
 	Grace       time.Duration // default 10s
 	Idle        time.Duration // default 60s
 }
 
 func (m MinRate) withDefaults() MinRate {
-	if m.BytesPerSec <= 0 {
-		m.BytesPerSec = 4096
-	}
 	if m.Grace <= 0 {
 		m.Grace = 10 * time.Second
 	}
@@ -59,9 +58,11 @@ func (rr *RateReader) Until(t time.Time) *RateReader {
 // Read implements io.Reader.
 func (rr *RateReader) Read(p []byte) (int, error) {
 	now := time.Now()
-	dl := rr.start.Add(rr.m.Grace + time.Duration(float64(rr.n)/float64(rr.m.BytesPerSec)*float64(time.Second)))
-	if idle := now.Add(rr.m.Idle); idle.Before(dl) {
-		dl = idle
+	dl := now.Add(rr.m.Idle)
+	if rr.m.BytesPerSec > 0 {
+		if avg := rr.start.Add(rr.m.Grace + time.Duration(float64(rr.n)/float64(rr.m.BytesPerSec)*float64(time.Second))); avg.Before(dl) {
+			dl = avg
+		}
 	}
 	if !rr.until.IsZero() && rr.until.Before(dl) {
 		dl = rr.until

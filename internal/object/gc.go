@@ -92,15 +92,11 @@ func (s *Service) CollectOrphans(ctx context.Context) (int, error) {
 	return deleted, err
 }
 
-// RunJanitor reclaims garbage every interval and orphans every
-// orphanInterval until ctx is done. Errors are logged, never fatal.
-func (s *Service) RunJanitor(ctx context.Context, interval, orphanInterval time.Duration) {
-	if interval <= 0 {
-		interval = 30 * time.Second
-	}
-	if orphanInterval <= 0 {
-		orphanInterval = time.Hour
-	}
+// RunJanitor reclaims garbage every Config.JanitorInterval and orphans
+// every Config.OrphanInterval until ctx is done. Errors are logged, never
+// fatal.
+func (s *Service) RunJanitor(ctx context.Context) {
+	interval, orphanInterval := s.cfg.JanitorInterval, s.cfg.OrphanInterval
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	lastOrphans := time.Time{}

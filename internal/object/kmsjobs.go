@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/coffer-storage/coffer/internal/config"
 	"github.com/coffer-storage/coffer/internal/crypt"
 	"github.com/coffer-storage/coffer/internal/detach"
 	"github.com/coffer-storage/coffer/internal/errcode"
@@ -59,42 +60,30 @@ type rewrapper interface {
 	Current(ctx context.Context, keyID string) (kms.KeyRef, error)
 }
 
-// JobOptions tune RunKMSJobs. Zero values take the defaults noted.
+// JobOptions tune RunKMSJobs, which takes them as given but for Owner:
+// JobOptionsFrom fills them from config.Config (config.Defaults() for the
+// defaults).
 type JobOptions struct {
-	// Owner names this node in job leases (default: random).
+	// Owner names this node in job leases ("": a random name).
 	Owner string
-	// Lease is how long a job stays this node's without a save (default
-	// 30 s); a page must finish well within it.
+	// Lease is how long a job stays this node's without a save; a page
+	// must finish well within it.
 	Lease time.Duration
-	// PageSize is the rows per page (default 100).
+	// PageSize is the rows per page (--kms-job-page).
 	PageSize int
-	// Pause between pages (default 0): throttles a job.
+	// Pause between pages (--kms-job-pause; 0: none): throttles a job.
 	Pause time.Duration
-	// Poll is how often an idle node looks for a job (default 5 s).
+	// Poll is how often an idle node looks for a job.
 	Poll time.Duration
 	// Settle: a re-wrap ends only with a pass begun this long after the
-	// job started (default 15 s: three of the server's 5-second
-	// intermediate key lifetimes).
+	// job started (three of the server's intermediate key lifetimes).
 	Settle time.Duration
 }
 
-func (o JobOptions) withDefaults() JobOptions {
-	if o.Owner == "" {
-		o.Owner = "node-" + newBlobKey()[2:]
-	}
-	if o.Lease <= 0 {
-		o.Lease = 30 * time.Second
-	}
-	if o.PageSize <= 0 {
-		o.PageSize = 100
-	}
-	if o.Poll <= 0 {
-		o.Poll = 5 * time.Second
-	}
-	if o.Settle <= 0 {
-		o.Settle = 15 * time.Second
-	}
-	return o
+// JobOptionsFrom returns the job options in c (config.Config's KMSJob*
+// fields); Owner is the caller's to add.
+func JobOptionsFrom(c config.Config) JobOptions {
+	return JobOptions{Lease: c.KMSJobLease, PageSize: c.KMSJobPage, Pause: c.KMSJobPause, Poll: c.KMSJobPoll, Settle: c.KMSJobSettle}
 }
 
 // JobStats are this node's counters of job work (for metrics).
@@ -171,7 +160,9 @@ func (s *EncryptionJobs) KEKUsage(ctx context.Context) (map[string]int64, error)
 // RunKMSJobs works on jobs until ctx is done: one at a time, leased, each
 // to its end or until the lease is lost.
 func (s *EncryptionJobs) RunKMSJobs(ctx context.Context, opts JobOptions) {
-	opts = opts.withDefaults()
+	if opts.Owner == "" {
+		opts.Owner = "node-" + newBlobKey()[2:]
+	}
 	for {
 		worked := false
 		now := s.now()

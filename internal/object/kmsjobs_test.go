@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/coffer-storage/coffer/internal/blob"
+	"github.com/coffer-storage/coffer/internal/config"
 	"github.com/coffer-storage/coffer/internal/crypt"
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
@@ -19,9 +20,11 @@ import (
 // encryption of plaintext objects, run to their end, resumed after a
 // crash, and never clobbering a concurrent overwrite.
 
-// fastJobs are JobOptions for tests.
+// fastJobs are the default JobOptions (config.Defaults()), faster.
 func fastJobs(owner string) JobOptions {
-	return JobOptions{Owner: owner, Poll: 10 * time.Millisecond, Settle: 100 * time.Millisecond, Lease: time.Second}
+	o := JobOptionsFrom(config.Defaults())
+	o.Owner, o.Poll, o.Settle, o.Lease = owner, 10*time.Millisecond, 100*time.Millisecond, time.Second
+	return o
 }
 
 // runJobs runs RunKMSJobs until job name is done (or fails the test).

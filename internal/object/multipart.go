@@ -28,10 +28,9 @@ type Uploads struct{ *core }
 
 // Multipart limits (S3's).
 const (
-	MinPartSize      = 5 << 20 // every part but the last
-	MaxPartSize      = 5 << 30 // any part
-	MaxParts         = 10000   // part numbers 1..MaxParts
-	DefaultUploadTTL = 7 * 24 * time.Hour
+	MinPartSize = 5 << 20 // every part but the last
+	MaxPartSize = 5 << 30 // any part
+	MaxParts    = 10000   // part numbers 1..MaxParts
 )
 
 // CreateUploadInput starts a multipart upload.
@@ -40,13 +39,13 @@ type CreateUploadInput struct {
 	ContentType       string
 	Metadata          map[string]string
 	ChecksumAlgorithm string // S3 x-amz-checksum-algorithm, or ""
-	ChecksumType      string // S3 x-amz-checksum-type, or ""
+	ChecksumType      string // S3 x-amz-checksum-type, or "" (integrity.ParseChecksumType)
 	// Size and PartSize are declared by direct-upload sessions (0 if
 	// unknown); a declared Size is reserved against the bucket owner's
 	// quota until the upload is completed, aborted or expires.
 	Size, PartSize int64
 	// TTL bounds how long the upload may stay incomplete before the
-	// janitor aborts it. Default DefaultUploadTTL.
+	// janitor aborts it; 0 is Config.MultipartExpiry.
 	TTL time.Duration
 	// Backend asks for the parts to go straight to the blob backend's own
 	// multipart upload (see BackendDirect); ignored when it has none, and
@@ -94,7 +93,16 @@ func (s *Uploads) CreateUpload(ctx context.Context, a Actor, in CreateUploadInpu
 	if err != nil {
 		return meta.Upload{}, err
 	}
+	typ, err := integrity.ParseChecksumType(in.ChecksumType, alg)
+	if err != nil {
+		return meta.Upload{}, err
+	}
 	in.ChecksumAlgorithm = alg.String()
+	if in.ChecksumType != "" {
+		// As asked (canonical); without one, the algorithm's default
+		// applies at completion (MultipartChecksum).
+		in.ChecksumType = typ.String()
+	}
 	b, err := s.authorize(ctx, a, in.Bucket, write)
 	if err != nil {
 		return meta.Upload{}, err
@@ -114,14 +122,14 @@ func (n *native) createUpload(ctx context.Context, a Actor, in CreateUploadInput
 		ct = guessType(in.Key)
 	}
 	ttl := in.TTL
-	if ttl <= 0 {
-		ttl = DefaultUploadTTL
+	if ttl == 0 {
+		ttl = s.cfg.MultipartExpiry
 	}
 	now := s.now().UTC()
 	u := meta.Upload{
 		ID: newUploadID(), Bucket: b.Name, Key: in.Key, InitiatorID: a.UserID,
 		ContentType: ct, Metadata: in.Metadata,
-		ChecksumAlgorithm: in.ChecksumAlgorithm, ChecksumType: strings.ToUpper(in.ChecksumType),
+		ChecksumAlgorithm: in.ChecksumAlgorithm, ChecksumType: in.ChecksumType,
 		Size: in.Size, PartSize: in.PartSize,
 		CreatedAt: now, ExpiresAt: now.Add(ttl),
 	}
@@ -405,16 +413,18 @@ func (s *Uploads) CompleteUpload(ctx context.Context, a Actor, bucket, key, id s
 		}
 		h.Write(raw)
 	}
+	var stored map[int]meta.Part
+	if u.Size > 0 || u.ChecksumAlgorithm != "" {
+		if stored, err = s.storedParts(ctx, u.ID); err != nil {
+			return meta.Object{}, err
+		}
+	}
 	if u.Size > 0 {
 		// A direct-upload session declared its size: the parts must add
 		// up to it exactly.
-		sizes, err := s.partSizes(ctx, u.ID)
-		if err != nil {
-			return meta.Object{}, err
-		}
 		var total int64
 		for _, p := range parts {
-			total += sizes[p.Number]
+			total += stored[p.Number].Size
 		}
 		if total != u.Size {
 			return meta.Object{}, &errcode.Error{Code: errcode.InvalidArgument,
@@ -428,12 +438,8 @@ func (s *Uploads) CompleteUpload(ctx context.Context, a Actor, bucket, key, id s
 		Metadata:    u.Metadata,
 		ModTime:     s.now().UTC(),
 	}
-	if u.ChecksumAlgorithm != "" && u.ChecksumType != "FULL_OBJECT" {
-		c, err := s.compositeChecksum(ctx, u, parts)
-		if err != nil {
-			return meta.Object{}, err
-		}
-		obj.Checksum = c
+	if obj.Checksum, err = MultipartChecksum(u, parts, stored); err != nil {
+		return meta.Object{}, err
 	}
 	cctx, cancel := detach.Context(ctx)
 	defer cancel()
@@ -444,49 +450,67 @@ func (s *Uploads) CompleteUpload(ctx context.Context, a Actor, bucket, key, id s
 	return o, err
 }
 
-// compositeChecksum is S3's COMPOSITE checksum of a multipart object: the
-// checksum of the concatenated binary part checksums, then "-N". Empty if
-// any listed part has no checksum.
-func (s *Uploads) compositeChecksum(ctx context.Context, u meta.Upload, parts []meta.CompletePart) (meta.Checksum, error) {
-	sums := map[int]string{}
-	after := 0
-	for {
-		ps, more, err := s.meta.ListParts(ctx, u.ID, after, 1000)
-		if err != nil {
-			if errcode.Is(err, errcode.NotFound) {
-				return meta.Checksum{}, ErrNoUpload(u.ID)
-			}
-			return meta.Checksum{}, err
-		}
-		for _, p := range ps {
-			sums[p.Number] = p.Checksum
-			after = p.Number
-		}
-		if !more {
-			break
-		}
-	}
+// MultipartChecksum is the checksum of the object that the listed parts
+// (in order) of upload u make, from the parts' stored checksums and
+// sizes (stored, by part number), of u's checksum type
+// (integrity.ParseChecksumType):
+//   - COMPOSITE: the checksum of the concatenated binary part checksums,
+//     then "-N" (N parts); none if a listed part has no checksum;
+//   - FULL_OBJECT: the CRC of the whole object, combined from the parts'
+//     CRCs and sizes (integrity.Algorithm.Combine), as if computed over
+//     every byte; a listed part without its CRC is an error, never an
+//     object without the checksum the client asked for.
+//
+// None without an algorithm, or if a listed part is not stored (the
+// completion then fails for that part).
+func MultipartChecksum(u meta.Upload, listed []meta.CompletePart, stored map[int]meta.Part) (meta.Checksum, error) {
 	alg, err := integrity.ParseAlgorithm(u.ChecksumAlgorithm)
-	if err != nil {
+	if err != nil || alg == integrity.NoChecksum {
 		return meta.Checksum{}, err
 	}
+	typ, err := integrity.ParseChecksumType(u.ChecksumType, alg)
+	if err != nil {
+		// An upload created before CreateUpload checked the type: it
+		// completes as it would have then (FULL_OBJECT without a
+		// checksum, anything else COMPOSITE).
+		if strings.EqualFold(u.ChecksumType, "FULL_OBJECT") {
+			return meta.Checksum{}, nil
+		}
+		typ = integrity.Composite
+	}
+	for _, p := range listed {
+		if _, ok := stored[p.Number]; !ok {
+			return meta.Checksum{}, nil
+		}
+	}
+	if typ == integrity.FullObject {
+		sum, _ := alg.Decode(alg.Encode(make([]byte, alg.Size()))) // the CRC of no bytes
+		for _, p := range listed {
+			ps := stored[p.Number]
+			part, ok := alg.Decode(ps.Checksum)
+			if ok {
+				sum, ok = alg.Combine(sum, part, ps.Size)
+			}
+			if !ok {
+				return meta.Checksum{}, errcode.New(errcode.Internal, "part %d of upload %s has no stored %s checksum", p.Number, u.ID, alg)
+			}
+		}
+		return meta.Checksum{Algorithm: alg.String(), Type: typ.String(), Value: alg.Encode(sum)}, nil
+	}
 	h := alg.New()
-	for _, p := range parts {
-		raw, err := base64.StdEncoding.DecodeString(sums[p.Number])
-		if err != nil || len(raw) == 0 {
+	for _, p := range listed {
+		raw, ok := alg.Decode(stored[p.Number].Checksum)
+		if !ok {
 			return meta.Checksum{}, nil
 		}
 		h.Write(raw)
 	}
-	return meta.Checksum{
-		Algorithm: u.ChecksumAlgorithm, Type: "COMPOSITE",
-		Value: fmt.Sprintf("%s-%d", alg.Encode(h.Sum(nil)), len(parts)),
-	}, nil
+	return meta.Checksum{Algorithm: alg.String(), Type: typ.String(), Value: fmt.Sprintf("%s-%d", alg.Encode(h.Sum(nil)), len(listed))}, nil
 }
 
-// partSizes returns the size of every uploaded part by number.
-func (s *Uploads) partSizes(ctx context.Context, id string) (map[int]int64, error) {
-	sizes := map[int]int64{}
+// storedParts returns every uploaded part of upload id by number.
+func (s *Uploads) storedParts(ctx context.Context, id string) (map[int]meta.Part, error) {
+	parts := map[int]meta.Part{}
 	after := 0
 	for {
 		ps, more, err := s.meta.ListParts(ctx, id, after, 1000)
@@ -497,11 +521,11 @@ func (s *Uploads) partSizes(ctx context.Context, id string) (map[int]int64, erro
 			return nil, err
 		}
 		for _, p := range ps {
-			sizes[p.Number] = p.Size
+			parts[p.Number] = p
 			after = p.Number
 		}
 		if !more || len(ps) == 0 {
-			return sizes, nil
+			return parts, nil
 		}
 	}
 }

@@ -84,6 +84,14 @@ type Config struct {
 	// writing node renews it every StagingLease/3; if the node dies, its
 	// reservations lapse and its blobs become orphans this long after.
 	StagingLease time.Duration
+	// MultipartExpiry is how long an upload created without its own TTL
+	// (CreateUploadInput.TTL 0: S3's multipart uploads) may stay
+	// incomplete before the janitor aborts it.
+	MultipartExpiry time.Duration
+	// JanitorInterval is how often RunJanitor reclaims replaced blobs and
+	// expired uploads (--janitor-interval); OrphanInterval how often it
+	// looks for orphans (OrphanGrace, at most hourly).
+	JanitorInterval, OrphanInterval time.Duration
 	// Encrypt makes every new object, part and inline object encrypted at
 	// rest with a data key from Keys (see encrypt.go).
 	Encrypt bool
@@ -96,14 +104,19 @@ type Config struct {
 }
 
 // ConfigFrom returns the service's configuration in c: its size limits,
-// graces, staging lease and --encryption. Keys and OpenGateway are the
-// caller's to add.
+// graces, staging lease, upload expiry, janitor intervals and
+// --encryption. Keys and OpenGateway are the caller's to add.
 func ConfigFrom(c config.Config) Config {
 	return Config{
 		MaxObjectSize: c.MaxObjectSize, GarbageGrace: c.GarbageGrace, OrphanGrace: c.OrphanGrace,
 		InlineMax: c.InlineMax, StagingLease: c.StagingLease, Encrypt: c.Encryption == "on",
+		MultipartExpiry: c.MultipartExpiry, JanitorInterval: c.JanitorInterval, OrphanInterval: OrphanInterval(c),
 	}
 }
+
+// OrphanInterval is how often the janitors look for orphans and dead
+// rows: every --orphan-grace, at most hourly.
+func OrphanInterval(c config.Config) time.Duration { return min(c.OrphanGrace, time.Hour) }
 
 // Service is the object service.
 type Service struct {

@@ -96,13 +96,16 @@ func (c Class) String() string {
 	return "unknown"
 }
 
-// Config of a Controller. Zero values take the defaults noted.
+// Config of a Controller. MaxInFlight, PerClient, Target and MinLimit,
+// which the server's settings govern (--max-in-flight,
+// --max-in-flight-per-client, --overload-target, --admission-floor), are
+// taken as given; the other zero values take the defaults noted.
 type Config struct {
-	// MaxInFlight bounds the requests in flight on the node. Default 4096.
+	// MaxInFlight bounds the requests in flight on the node.
 	MaxInFlight int
 	// PerClient bounds the requests in flight from one client address
-	// (IPv6: one /64) that carry credentials. 0 takes the default 128;
-	// negative disables the per-client bound.
+	// (IPv6: one /64) that carry credentials; 0 (or less): no per-client
+	// bound.
 	PerClient int
 	// PerClientAnonymous bounds the requests in flight from one client
 	// address that carry no credentials. Default PerClient/4 (at least 1).
@@ -112,7 +115,7 @@ type Config struct {
 	// per-client bounds apply.
 	Fixed bool
 	// Target is the scheduling delay above which the node counts as
-	// overloaded. Default 5ms.
+	// overloaded.
 	Target time.Duration
 	// Quantile of the scheduling delays of an interval compared with
 	// Target. Default 0.9.
@@ -121,8 +124,8 @@ type Config struct {
 	Interval time.Duration
 	// MinLimit is the lowest limit of the bulk classes (Read, Write):
 	// concurrency that is never shed for the CPU's sake, enough for every
-	// CPU to stay busy while transfers also wait for disks and networks.
-	// Default 8 × GOMAXPROCS.
+	// CPU to stay busy while transfers also wait for disks and networks
+	// (the server's is 8 × GOMAXPROCS unless --admission-floor says).
 	MinLimit int
 	// MinControl is the lowest limit of the Control class, whose requests
 	// are short: a few in flight keep the CPUs busy. Default MinLimit/4
@@ -147,26 +150,14 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.MaxInFlight <= 0 {
-		c.MaxInFlight = 4096
-	}
-	if c.PerClient == 0 {
-		c.PerClient = 128
-	}
 	if c.PerClientAnonymous <= 0 && c.PerClient > 0 {
 		c.PerClientAnonymous = max(1, c.PerClient/4)
-	}
-	if c.Target <= 0 {
-		c.Target = 5 * time.Millisecond
 	}
 	if c.Quantile <= 0 || c.Quantile >= 1 {
 		c.Quantile = 0.9
 	}
 	if c.Interval <= 0 {
 		c.Interval = 100 * time.Millisecond
-	}
-	if c.MinLimit <= 0 {
-		c.MinLimit = 8 * runtime.GOMAXPROCS(0)
 	}
 	if c.MinControl <= 0 {
 		c.MinControl = max(2, c.MinLimit/4)

@@ -2,7 +2,6 @@ package ratelimit
 
 import (
 	"net/netip"
-	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -31,7 +30,7 @@ func newTest(t *testing.T, cfg Config) *Controller {
 }
 
 func TestPerClientBound(t *testing.T) {
-	c := newTest(t, Config{PerClient: 8, Fixed: true})
+	c := newTest(t, Config{MaxInFlight: 4096, PerClient: 8, Fixed: true})
 	l := c.Listener("file")
 	var held []*Ticket
 	for range 8 {
@@ -63,7 +62,7 @@ func TestPerClientBound(t *testing.T) {
 }
 
 func TestPerClientAnonymousShare(t *testing.T) {
-	c := newTest(t, Config{PerClient: 8, Fixed: true})
+	c := newTest(t, Config{MaxInFlight: 4096, PerClient: 8, Fixed: true})
 	l := c.Listener("file")
 	if got, want := c.Config().PerClientAnonymous, 2; got != want {
 		t.Fatalf("anonymous share: got %d, want %d", got, want)
@@ -83,7 +82,7 @@ func TestPerClientAnonymousShare(t *testing.T) {
 }
 
 func TestPerClientIPv6ByPrefix(t *testing.T) {
-	c := newTest(t, Config{PerClient: 2, Fixed: true})
+	c := newTest(t, Config{MaxInFlight: 4096, PerClient: 2, Fixed: true})
 	l := c.Listener("file")
 	for _, a := range []string{"2001:db8:1:2::1", "2001:db8:1:2:ffff::9"} {
 		if _, err := l.Admit(req(Control, a)); err != nil {
@@ -99,7 +98,7 @@ func TestPerClientIPv6ByPrefix(t *testing.T) {
 }
 
 func TestPerClientDisabled(t *testing.T) {
-	c := newTest(t, Config{PerClient: -1, Fixed: true, MaxInFlight: 1000})
+	c := newTest(t, Config{Fixed: true, MaxInFlight: 1000})
 	l := c.Listener("file")
 	for i := range 500 {
 		if _, err := l.Admit(anon(Control, "10.0.0.1")); err != nil {
@@ -109,7 +108,7 @@ func TestPerClientDisabled(t *testing.T) {
 }
 
 func TestMaxInFlight(t *testing.T) {
-	c := newTest(t, Config{MaxInFlight: 3, PerClient: -1, Fixed: true})
+	c := newTest(t, Config{MaxInFlight: 3, Fixed: true})
 	a, b := c.Listener("file"), c.Listener("s3")
 	var held []*Ticket
 	for _, l := range []*Listener{a, b, a} {
@@ -172,7 +171,7 @@ func done(ts []*Ticket) {
 
 func TestOverloadCutsBulkFirst(t *testing.T) {
 	var d fakeDelay
-	c := newTest(t, Config{PerClient: -1, MinLimit: 4, Delay: d.get, Target: 5 * time.Millisecond, Sustain: 1})
+	c := newTest(t, Config{MaxInFlight: 4096, MinLimit: 4, Delay: d.get, Target: 5 * time.Millisecond, Sustain: 1})
 	l := c.Listener("file")
 	writes := fill(t, l, Write, 40)
 	reads := fill(t, l, Read, 10)
@@ -225,7 +224,7 @@ func TestOverloadCutsBulkFirst(t *testing.T) {
 // the node (no bulk work to cut), their class gives way too.
 func TestControlOnlyOverloadCutsControl(t *testing.T) {
 	var d fakeDelay
-	c := newTest(t, Config{PerClient: -1, MinLimit: 4, Delay: d.get, Target: 5 * time.Millisecond, Sustain: 1})
+	c := newTest(t, Config{MaxInFlight: 4096, MinLimit: 4, Delay: d.get, Target: 5 * time.Millisecond, Sustain: 1})
 	l := c.Listener("file")
 	ctrl := fill(t, l, Control, 50)
 	d.set(8 * time.Millisecond)
@@ -238,7 +237,7 @@ func TestControlOnlyOverloadCutsControl(t *testing.T) {
 
 func TestLimitGrowsBackWhenHealthy(t *testing.T) {
 	var d fakeDelay
-	c := newTest(t, Config{PerClient: -1, MinLimit: 4, Delay: d.get, Target: 5 * time.Millisecond, MaxInFlight: 100, Sustain: 1})
+	c := newTest(t, Config{MinLimit: 4, Delay: d.get, Target: 5 * time.Millisecond, MaxInFlight: 100, Sustain: 1})
 	l := c.Listener("s3")
 	ws := fill(t, l, Write, 40)
 	d.set(50 * time.Millisecond)
@@ -276,7 +275,7 @@ func TestLimitGrowsBackWhenHealthy(t *testing.T) {
 // anything is cut.
 func TestSpikesDoNotCut(t *testing.T) {
 	var d fakeDelay
-	c := newTest(t, Config{PerClient: -1, MinLimit: 4, Delay: d.get, Target: 5 * time.Millisecond, Sustain: 3})
+	c := newTest(t, Config{MaxInFlight: 4096, MinLimit: 4, Delay: d.get, Target: 5 * time.Millisecond, Sustain: 3})
 	l := c.Listener("file")
 	ws := fill(t, l, Write, 40)
 	step := func(ms ...time.Duration) {
@@ -302,17 +301,26 @@ func TestSpikesDoNotCut(t *testing.T) {
 	done(ws)
 }
 
+// TestDefaults: the settings the server governs (MaxInFlight, PerClient,
+// Target, MinLimit) are taken as given, zero included (PerClient 0 is no
+// per-client bound); the controller's own tuning defaults.
 func TestDefaults(t *testing.T) {
 	c := Config{}.withDefaults()
-	if c.MinLimit != 8*runtime.GOMAXPROCS(0) || c.Sustain != 3 || c.Target != 5*time.Millisecond || c.PerClient != 128 || c.PerClientAnonymous != 32 {
-		t.Fatalf("defaults: %+v", c)
+	if c.MaxInFlight != 0 || c.PerClient != 0 || c.PerClientAnonymous != 0 || c.Target != 0 || c.MinLimit != 0 {
+		t.Errorf("a governed setting was defaulted: %+v", c)
+	}
+	if c.Sustain != 3 || c.Quantile != 0.9 || c.Interval != 100*time.Millisecond || c.MinControl != 2 || c.RetryAfter != time.Second {
+		t.Errorf("tuning defaults: %+v", c)
+	}
+	if c := (Config{PerClient: 128}).withDefaults(); c.PerClientAnonymous != 32 {
+		t.Errorf("PerClientAnonymous %d, want a quarter of 128", c.PerClientAnonymous)
 	}
 }
 
 func TestFixedNeverAdapts(t *testing.T) {
 	var d fakeDelay
 	d.set(time.Second)
-	c := newTest(t, Config{PerClient: -1, Fixed: true, Delay: d.get, MaxInFlight: 50})
+	c := newTest(t, Config{Fixed: true, Delay: d.get, MaxInFlight: 50})
 	l := c.Listener("file")
 	ws := fill(t, l, Write, 50)
 	done(ws)
@@ -362,7 +370,7 @@ func TestSchedSamplerReadsTheRuntime(t *testing.T) {
 func TestControlFloor(t *testing.T) {
 	var d fakeDelay
 	d.set(50 * time.Millisecond)
-	c := newTest(t, Config{PerClient: -1, MinLimit: 16, MinControl: 4, Delay: d.get, Sustain: 1})
+	c := newTest(t, Config{MaxInFlight: 4096, Target: 5 * time.Millisecond, MinLimit: 16, MinControl: 4, Delay: d.get, Sustain: 1})
 	l := c.Listener("s3")
 	ws, cs := fill(t, l, Write, 16), fill(t, l, Control, 40)
 	for range 30 {
@@ -413,7 +421,7 @@ func TestPerClientShareOfMaxInFlight(t *testing.T) {
 // holds at most half of its class's current limit, so a cut limit is
 // shared, not taken by one host.
 func TestPerClientShareOfClassLimit(t *testing.T) {
-	c := newTest(t, Config{MaxInFlight: 100, PerClient: 128, MinLimit: 4, Delay: (&fakeDelay{}).get})
+	c := newTest(t, Config{MaxInFlight: 100, PerClient: 128, MinLimit: 4, Target: 5 * time.Millisecond, Delay: (&fakeDelay{}).get})
 	l := c.Listener("file")
 	cl := l.classes[Read]
 	cl.mu.Lock()

@@ -34,7 +34,7 @@ func TestReadXMLVerifiesWholeBody(t *testing.T) {
 		{"checksum mismatch", signed, nil, []string{"X-Amz-Checksum-Crc32", "AAAAAA=="}, s3err.BadDigest},
 		{"too large", "<Delete>" + strings.Repeat(" ", 200) + "</Delete>", nil, nil, s3err.EntityTooLarge},
 	}
-	api := New(Services{}, Config{MaxXMLBody: 128}, nil)
+	api := New(Services{}, testConfig(func(c *Config) { c.MaxXMLBody = 128 }), nil)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r := httptest.NewRequest("POST", "/b?delete", strings.NewReader(tc.body))
@@ -62,7 +62,7 @@ func TestReadXMLVerifiesWholeBody(t *testing.T) {
 // TestReadXMLShortBody: a body shorter than its Content-Length is
 // IncompleteBody, never parsed.
 func TestReadXMLShortBody(t *testing.T) {
-	api := New(Services{}, Config{}, nil)
+	api := New(Services{}, testConfig(nil), nil)
 	r := httptest.NewRequest("POST", "/b?delete", strings.NewReader(`<Delete></Delete>`))
 	r.ContentLength = 100
 	var v deleteRequest

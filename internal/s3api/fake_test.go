@@ -98,7 +98,9 @@ type s3Env struct {
 func newS3Env(t *testing.T) *s3Env {
 	t.Helper()
 	f := newFakeStore()
-	api := New(Services{Buckets: f, Objects: f, Uploads: f, Keys: f}, Config{Now: func() time.Time { return testNow }, MaxXMLBody: 64 << 10}, nil)
+	api := New(Services{Buckets: f, Objects: f, Uploads: f, Keys: f}, testConfig(func(c *Config) {
+		c.Now, c.MaxXMLBody = func() time.Time { return testNow }, 64<<10
+	}), nil)
 	return &s3Env{t: t, api: api, store: f, h: httpx.RequestIDMiddleware(api.Handler())}
 }
 

@@ -13,6 +13,7 @@ import (
 	"hash/crc32"
 	"hash/crc64"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -365,6 +366,50 @@ func TestCopySource(t *testing.T) {
 			t.Errorf("REPLACE: %+v", c)
 		}
 	})
+}
+
+// TestErrorMessages: a 501 keeps the message that says what Coffer
+// refuses (written for the client); a 500 or 503 answers the table's
+// generic message, whatever the error said.
+func TestErrorMessages(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		method, path string
+		hdr          []string
+		fail         string
+		err          error
+		status       int
+		want         string // in the message; "" the table's own
+	}{
+		{"refused header", "PUT", "/b/k", []string{"Cache-Control", "max-age=60"}, "", nil, 501, "cache-control: "},
+		{"refused parameter", "GET", "/b/k?versionId=v2", nil, "", nil, 501, "?versionId: "},
+		{"unknown operation", "GET", "/b?policy", nil, "", nil, 501, "is not implemented by Coffer"},
+		{"refused by the service", "PUT", "/b/k", nil, "Put", errcode.New(errcode.NotImplemented, "this thing is not implemented"), 501, "this thing is not implemented"},
+		{"internal", "PUT", "/b/k", nil, "Put", errcode.New(errcode.Internal, "disk /var/lib/x on fire"), 500, ""},
+		{"unavailable", "PUT", "/b/k", nil, "Put", errcode.New(errcode.Unavailable, "pool of db7 exhausted"), 503, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newS3Env(t)
+			e.store.add("b", "k", testData)
+			if tc.fail != "" {
+				e.store.Fail[tc.fail] = tc.err
+			}
+			var body []byte
+			if tc.method == "PUT" {
+				body = []byte("x")
+			}
+			r := e.do(req{method: tc.method, target: tc.path, body: body, hdr: tc.hdr, as: aliceKey})
+			if r.Code != tc.status {
+				t.Fatalf("status %d, want %d: %s", r.Code, tc.status, r.Body)
+			}
+			switch generic := s3err.Table[r.code].Message; {
+			case tc.want == "" && r.message != generic:
+				t.Errorf("message %q, want the generic %q", r.message, generic)
+			case tc.want != "" && !strings.Contains(r.message, tc.want):
+				t.Errorf("message %q, want it to say %q", r.message, tc.want)
+			}
+		})
+	}
 }
 
 // TestErrorMapping: errors of the services reach the client as S3 XML
@@ -887,6 +932,86 @@ func checksumOf(alg string, data []byte) string {
 	return base64.StdEncoding.EncodeToString(sum)
 }
 
+// must returns v, panicking on err (test fixtures only).
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// TestMultipartChecksumType: x-amz-checksum-type on CreateMultipartUpload
+// takes the values and algorithm combinations S3 allows (InvalidRequest
+// otherwise, and no upload), and a FULL_OBJECT upload completes with the
+// CRC of the whole object, combined from its parts'.
+func TestMultipartChecksumType(t *testing.T) {
+	for _, tc := range []struct {
+		alg, typ string // headers; "" absent
+		want     string // the upload's type in the response, or the error's message
+		ok       bool
+	}{
+		{"CRC32", "FULL_OBJECT", "FULL_OBJECT", true},
+		{"crc32c", "full_object", "FULL_OBJECT", true},
+		{"CRC64NVME", "FULL_OBJECT", "FULL_OBJECT", true},
+		{"SHA256", "COMPOSITE", "COMPOSITE", true},
+		{"CRC32", "", "", true},
+		{"CRC32", "garbage", "x-amz-checksum-type header is invalid", false},
+		{"SHA1", "FULL_OBJECT", "FULL_OBJECT checksum type cannot be used with the SHA1 checksum algorithm", false},
+		{"SHA256", "FULL_OBJECT", "FULL_OBJECT checksum type cannot be used with the SHA256", false},
+		{"CRC64NVME", "COMPOSITE", "COMPOSITE checksum type cannot be used with the CRC64NVME", false},
+		{"", "COMPOSITE", "can only be used with the x-amz-checksum-algorithm header", false},
+	} {
+		t.Run(tc.alg+" "+tc.typ, func(t *testing.T) {
+			e := newS3Env(t)
+			var hdr []string
+			if tc.alg != "" {
+				hdr = append(hdr, "X-Amz-Checksum-Algorithm", tc.alg)
+			}
+			if tc.typ != "" {
+				hdr = append(hdr, "X-Amz-Checksum-Type", tc.typ)
+			}
+			r := e.alice("POST", "/b/mp?uploads", nil, hdr...)
+			if !tc.ok {
+				r.want(t, 400, s3err.InvalidRequest)
+				if !strings.Contains(r.message, tc.want) {
+					t.Errorf("message %q, want %q", r.message, tc.want)
+				}
+				e.noWrites(t)
+				return
+			}
+			r.want(t, 200, "")
+			if got := r.Header().Get("X-Amz-Checksum-Type"); got != tc.want {
+				t.Errorf("type %q, want %q", got, tc.want)
+			}
+		})
+	}
+	// Three parts of different sizes: the object's CRC is the CRC of
+	// their concatenation (computed here with the standard library).
+	parts := [][]byte{[]byte(strings.Repeat("a", 1000)), []byte("short"), []byte(strings.Repeat("xyz", 777))}
+	whole := bytes.Join(parts, nil)
+	for _, tc := range []struct{ alg, typ string }{{"CRC32", "FULL_OBJECT"}, {"CRC32C", "FULL_OBJECT"}, {"CRC64NVME", "FULL_OBJECT"}, {"CRC64NVME", ""}} {
+		t.Run("complete "+tc.alg+" "+tc.typ, func(t *testing.T) {
+			e := newS3Env(t)
+			hdr := []string{"X-Amz-Checksum-Algorithm", tc.alg}
+			if tc.typ != "" {
+				hdr = append(hdr, "X-Amz-Checksum-Type", tc.typ)
+			}
+			e.alice("POST", "/b/mp?uploads", nil, hdr...).want(t, 200, "")
+			list := "<CompleteMultipartUpload>"
+			for i, p := range parts {
+				n := strconv.Itoa(i + 1)
+				e.alice("PUT", "/b/mp?partNumber="+n+"&uploadId=up1", p).want(t, 200, "")
+				list += "<Part><PartNumber>" + n + "</PartNumber><ETag>\"e\"</ETag></Part>"
+			}
+			r := e.alice("POST", "/b/mp?uploadId=up1", []byte(list+"</CompleteMultipartUpload>"))
+			r.want(t, 200, "")
+			if want := "<Checksum" + tc.alg + ">" + checksumOf(tc.alg, whole) + "</Checksum" + tc.alg + "><ChecksumType>FULL_OBJECT</ChecksumType>"; !strings.Contains(r.Body.String(), want) {
+				t.Errorf("CompleteMultipartUpload: %s\nwant %s", r.Body, want)
+			}
+		})
+	}
+}
+
 // TestChecksumHeaders: S3's additional checksums through every operation
 // that names one: the algorithm parsed from its header (any case), the
 // digest checked, and the stored checksum sent back under the right
@@ -931,10 +1056,14 @@ func TestChecksumHeaders(t *testing.T) {
 				t.Errorf("listing: %s", r.Body)
 			}
 			// Multipart: the upload's algorithm, each part's checksum, the
-			// composite one.
-			r = e.alice("POST", "/b/mp?uploads", nil, "X-Amz-Checksum-Algorithm", lower, "X-Amz-Checksum-Type", "composite")
+			// object's (composite; CRC64NVME's can only be full-object).
+			typ, whole := "COMPOSITE", checksumOf(alg, must(base64.StdEncoding.DecodeString(sum)))+"-1"
+			if alg == "CRC64NVME" {
+				typ, whole = "FULL_OBJECT", sum
+			}
+			r = e.alice("POST", "/b/mp?uploads", nil, "X-Amz-Checksum-Algorithm", lower, "X-Amz-Checksum-Type", strings.ToLower(typ))
 			r.want(t, 200, "")
-			if r.Header().Get("X-Amz-Checksum-Algorithm") != alg || r.Header().Get("X-Amz-Checksum-Type") != "COMPOSITE" {
+			if r.Header().Get("X-Amz-Checksum-Algorithm") != alg || r.Header().Get("X-Amz-Checksum-Type") != typ {
 				t.Errorf("CreateMultipartUpload: %v", r.Header())
 			}
 			r = e.alice("PUT", "/b/mp?partNumber=1&uploadId=up1", data, "X-Amz-Checksum-"+lower, sum)
@@ -948,7 +1077,7 @@ func TestChecksumHeaders(t *testing.T) {
 				t.Errorf("ListParts: %s", r.Body)
 			}
 			r = e.alice("POST", "/b/mp?uploadId=up1", []byte(`<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>"e"</ETag></Part></CompleteMultipartUpload>`))
-			if !strings.Contains(r.Body.String(), "<Checksum"+alg+">composite-1</Checksum"+alg+"><ChecksumType>COMPOSITE</ChecksumType>") {
+			if !strings.Contains(r.Body.String(), "<Checksum"+alg+">"+whole+"</Checksum"+alg+"><ChecksumType>"+typ+"</ChecksumType>") {
 				t.Errorf("CompleteMultipartUpload: %s", r.Body)
 			}
 		})

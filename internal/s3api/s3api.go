@@ -34,6 +34,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/coffer-storage/coffer/internal/config"
 	"github.com/coffer-storage/coffer/internal/httpx"
 	"github.com/coffer-storage/coffer/internal/object"
 	"github.com/coffer-storage/coffer/internal/ratelimit"
@@ -41,17 +42,25 @@ import (
 	"github.com/coffer-storage/coffer/internal/s3api/sigv4"
 )
 
-// Config of the S3 API.
+// Config of the S3 API. New takes it as given: ConfigFrom fills it from
+// config.Config (config.Defaults() for the defaults).
 type Config struct {
-	// Region is the region clients must sign for. Default us-east-1.
+	// Region is the region clients must sign for (--region).
 	Region string
 	// Domain enables virtual-host-style addressing: requests to
-	// BUCKET.Domain address BUCKET. Empty disables it.
+	// BUCKET.Domain address BUCKET (--s3-domain). Empty disables it.
 	Domain string
-	// MaxXMLBody bounds XML request bodies. Default 4 MiB.
+	// MaxXMLBody bounds XML request bodies.
 	MaxXMLBody int64
-	// Clock for signature checks (tests). Default time.Now.
+	// Now is the clock of signature checks: nil is time.Now (tests set
+	// their own).
 	Now func() time.Time
+}
+
+// ConfigFrom returns the S3 API's configuration in c: its region, domain
+// and XML body bound.
+func ConfigFrom(c config.Config) Config {
+	return Config{Region: c.Region, Domain: c.S3Domain, MaxXMLBody: c.MaxXMLBody}
 }
 
 // API is the S3 API.
@@ -66,14 +75,9 @@ type API struct {
 	rules    ruleIndex // refused headers and parameters (unsupported.go)
 }
 
-// New returns the API over svc.
+// New returns the API over svc, configured by cfg as it is (see
+// ConfigFrom).
 func New(svc Services, cfg Config, log *slog.Logger) *API {
-	if cfg.Region == "" {
-		cfg.Region = "us-east-1"
-	}
-	if cfg.MaxXMLBody <= 0 {
-		cfg.MaxXMLBody = 4 << 20
-	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}

@@ -58,7 +58,7 @@ func TestInternalErrorsHideDetails(t *testing.T) {
 }
 
 func TestDispatch(t *testing.T) {
-	api := New(Services{}, Config{Domain: "s3.example.com"}, nil)
+	api := New(Services{}, testConfig(func(c *Config) { c.Domain = "s3.example.com" }), nil)
 	tests := []struct {
 		method, target, host string
 		op                   string

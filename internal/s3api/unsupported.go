@@ -216,8 +216,8 @@ func (api *API) checkRequest(op string, q *request) error {
 			if r.notOps != nil && slices.Contains(r.notOps, op) {
 				continue
 			}
-			for _, v := range r.values(q) {
-				if err := r.apply(api, q, v); err != nil {
+			for _, h := range r.values(q) {
+				if err := r.apply(api, q, h); err != nil {
 					return err
 				}
 			}
@@ -226,31 +226,49 @@ func (api *API) checkRequest(op string, q *request) error {
 	return nil
 }
 
-// values returns the values of the rule's header(s) or parameter present
-// in q (nil if absent).
-func (r *rule) values(q *request) []string {
+// field is one header or parameter a rule matched: its name as the
+// client sent it (lower case for a header) and its value.
+type field struct{ name, value string }
+
+// values returns the header(s) or parameter of the rule present in q
+// (nil if absent).
+func (r *rule) values(q *request) []field {
 	if r.param {
 		// Fast path: the name cannot be there, not even percent-encoded.
 		if raw := q.URL.RawQuery; !strings.Contains(raw, r.name) && !strings.Contains(raw, "%") {
 			return nil
 		}
-		return q.URL.Query()[r.name]
+		return fields(r.display(), q.URL.Query()[r.name])
 	}
 	if r.canon != "" {
-		return q.Header[r.canon]
+		return fields(r.display(), q.Header[r.canon])
 	}
 	prefix := strings.TrimSuffix(r.name, "*")
-	var vs []string
+	var fs []field
 	for k, v := range q.Header {
 		if len(k) >= len(prefix) && strings.EqualFold(k[:len(prefix)], prefix) && !slices.Contains(r.except, strings.ToLower(k)) {
-			vs = append(vs, v...)
+			fs = append(fs, fields(strings.ToLower(k), v)...)
 		}
 	}
-	return vs
+	return fs
 }
 
-func (r *rule) apply(api *API, q *request, v string) error {
-	v = strings.TrimSpace(v)
+func fields(name string, vs []string) []field {
+	if len(vs) == 0 {
+		return nil
+	}
+	fs := make([]field, len(vs))
+	for i, v := range vs {
+		fs[i] = field{name, v}
+	}
+	return fs
+}
+
+// apply checks one value against the rule. A refusal's message starts
+// with the header or parameter refused, as the client sent it (a prefix
+// rule's too), so that the client learns which one.
+func (r *rule) apply(api *API, q *request, f field) error {
+	v := strings.TrimSpace(f.value)
 	ok := false
 	switch {
 	case r.valid != nil:
@@ -268,7 +286,7 @@ func (r *rule) apply(api *API, q *request, v string) error {
 		if code == "" {
 			code = s3err.NotImplemented
 		}
-		return s3err.New(code, r.display()+": "+r.why)
+		return s3err.New(code, f.name+": "+r.why)
 	}
 	if r.check != nil {
 		return r.check(api, q, v)

@@ -234,16 +234,12 @@ func cleanPath(p string) string {
 // newAdmission builds the node's admission controller from the config and
 // exports its state as metrics.
 func (s *Server) newAdmission() *ratelimit.Controller {
-	perClient := s.cfg.MaxInFlightPerClient
-	if perClient == 0 {
-		perClient = -1 // unbounded
-	}
 	c := ratelimit.New(ratelimit.Config{
 		MaxInFlight: s.cfg.MaxInFlight,
-		PerClient:   perClient,
+		PerClient:   s.cfg.MaxInFlightPerClient, // 0: unbounded, for both
 		Fixed:       s.cfg.Admission == "fixed",
 		Target:      s.cfg.OverloadTarget,
-		MinLimit:    s.cfg.AdmissionFloor,
+		MinLimit:    s.cfg.AdmissionMinLimit(),
 	}, func(api string, class ratelimit.Class, reason ratelimit.Reason) {
 		s.metrics.Rejected.WithLabelValues(api, class.String(), string(reason)).Inc()
 	})

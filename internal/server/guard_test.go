@@ -1,7 +1,10 @@
 package server
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"encoding/xml"
 	"log/slog"
@@ -10,6 +13,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -32,13 +36,34 @@ func testServer(t *testing.T) *Server {
 	return s
 }
 
+// TestAdmissionConfig: the admission controller's settings are
+// config.Config's, resolved there: --max-in-flight-per-client 0 is no
+// per-client bound, --admission-floor 0 is 8 × the cores.
+func TestAdmissionConfig(t *testing.T) {
+	s := testServer(t)
+	if got := s.admission.Config(); got.MaxInFlight != 4096 || got.PerClient != 128 || got.Target != 5*time.Millisecond ||
+		got.MinLimit != 8*runtime.GOMAXPROCS(0) || got.Fixed {
+		t.Errorf("defaults: %+v", got)
+	}
+	cfg := config.Defaults()
+	cfg.Data, cfg.MaxInFlightPerClient, cfg.AdmissionFloor = t.TempDir(), 0, 3
+	u, err := New(t.Context(), cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Close()
+	if got := u.admission.Config(); got.PerClient != 0 || got.PerClientAnonymous != 0 || got.MinLimit != 3 {
+		t.Errorf("--max-in-flight-per-client 0 --admission-floor 3: %+v", got)
+	}
+}
+
 var panicking = http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") })
 
 // TestPanicIsAnS3Error: a panic behind the S3 listener's guard is answered
 // with an S3 XML InternalError carrying the request ID, not problem+json.
 func TestPanicIsAnS3Error(t *testing.T) {
 	s := testServer(t)
-	api := s3api.New(s.s3Services(), s3api.Config{}, nil)
+	api := s3api.New(s.s3Services(), s3api.ConfigFrom(config.Defaults()), nil)
 	h := s.guard("s3-test", api.Classify, api.WriteError, panicking)
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest("GET", "/bucket/key", nil))
@@ -151,6 +176,35 @@ func TestNosniffOnEveryResponse(t *testing.T) {
 				t.Errorf("X-Content-Type-Options %q, want %q (status %d)", got, want, rec.Code)
 			}
 		})
+	}
+}
+
+// TestS3ListenerConfig: the S3 listener's API is configured from
+// config.Config: an XML body within the default bound (4 MiB) is read, a
+// larger one is EntityTooLarge.
+func TestS3ListenerConfig(t *testing.T) {
+	e := newShareEnv(t)
+	key, err := e.s.auth.CreateAccessKey(context.Background(), e.a.id, "xml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		bucket string
+		pad    int
+		status int
+	}{{"xml-small", 0, 200}, {"xml-large", 4 << 20, 400}} {
+		body := []byte("<CreateBucketConfiguration><LocationConstraint>us-east-1</LocationConstraint>" +
+			strings.Repeat(" ", tc.pad) + "</CreateBucketConfiguration>")
+		sum := sha256.Sum256(body)
+		req := httptest.NewRequest("PUT", "/"+tc.bucket, bytes.NewReader(body))
+		if err := sigv4.SignRequest(req, key.ID, key.Secret, "us-east-1", hex.EncodeToString(sum[:]), time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		rec := httptest.NewRecorder()
+		e.s.s3.ServeHTTP(rec, req)
+		if rec.Code != tc.status || tc.status == 400 && !strings.Contains(rec.Body.String(), "<Code>EntityTooLarge</Code>") {
+			t.Errorf("%d-byte body: %d %s, want %d", len(body), rec.Code, rec.Body, tc.status)
+		}
 	}
 }
 

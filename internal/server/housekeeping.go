@@ -8,22 +8,19 @@ import (
 	"github.com/coffer-storage/coffer/internal/meta"
 )
 
-// DeadRowGrace is how long after it expired a refresh token or a share
-// link is deleted from the metadata store (docs/operations.md, "What the
-// janitor deletes"). Until then a refresh token that was used already
-// still trips reuse detection (presenting it revokes its family), and a
-// share link's owner still sees it ended — expired, revoked or used up
-// (every link expires) — and may extend an expired one.
-const DeadRowGrace = 30 * 24 * time.Hour
-
 // housekeeping is the part of every node's janitor that deletes metadata
 // rows nothing will use again (the object service's janitor reclaims
 // blobs and expired uploads): refresh tokens and share links that expired
-// DeadRowGrace ago. Nodes sharing a store may run it at once: a row goes
-// once, whoever deletes it.
+// grace ago (config.Config.DeadRowGrace, docs/operations.md, "What the
+// janitor deletes"). Until then a refresh token that was used already
+// still trips reuse detection (presenting it revokes its family), and a
+// share link's owner still sees it ended — expired, revoked or used up
+// (every link expires) — and may extend an expired one. Nodes sharing a
+// store may run it at once: a row goes once, whoever deletes it.
 type housekeeping struct {
 	sessions meta.Sessions
 	shares   meta.Shares
+	grace    time.Duration
 	log      *slog.Logger
 	now      func() time.Time
 }
@@ -42,9 +39,9 @@ func (h housekeeping) run(ctx context.Context, interval time.Duration) {
 	}
 }
 
-// once deletes what expired before now - DeadRowGrace.
+// once deletes what expired before now - grace.
 func (h housekeeping) once(ctx context.Context) {
-	before := h.now().Add(-DeadRowGrace)
+	before := h.now().Add(-h.grace)
 	for _, p := range []struct {
 		what  string
 		purge func(context.Context, time.Time) (int, error)

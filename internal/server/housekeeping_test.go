@@ -15,9 +15,12 @@ import (
 	"github.com/coffer-storage/coffer/internal/meta/sqlite"
 )
 
+// deadRowGrace is the default config.Config.DeadRowGrace (30 days).
+var deadRowGrace = config.Defaults().DeadRowGrace
+
 // deadAndLive records, in m, a refresh token and a share link that
-// expired DeadRowGrace and an hour before now (dead), and one of each
-// that expired DeadRowGrace less an hour before now (within the grace),
+// expired deadRowGrace and an hour before now (dead), and one of each
+// that expired deadRowGrace less an hour before now (within the grace),
 // and returns the hashes of the tokens and the IDs of the shares.
 func deadAndLive(t *testing.T, m meta.Stores, now time.Time) (deadToken, liveToken, deadShare, liveShare string) {
 	t.Helper()
@@ -26,7 +29,7 @@ func deadAndLive(t *testing.T, m meta.Stores, now time.Time) (deadToken, liveTok
 		meta.Bucket{Name: "u1-home", OwnerID: "u1", Visibility: meta.Private, CreatedAt: now}); err != nil {
 		t.Fatal(err)
 	}
-	for i, exp := range []time.Time{now.Add(-DeadRowGrace - time.Hour), now.Add(-DeadRowGrace + time.Hour)} {
+	for i, exp := range []time.Time{now.Add(-deadRowGrace - time.Hour), now.Add(-deadRowGrace + time.Hour)} {
 		tok := meta.RefreshToken{Hash: fmt.Sprintf("token-%d", i), UserID: "u1", Family: fmt.Sprintf("f%d", i),
 			CreatedAt: exp.Add(-time.Hour), ExpiresAt: exp}
 		if err := m.Sessions.CreateRefreshToken(ctx, tok); err != nil {
@@ -62,7 +65,7 @@ func shareGone(t *testing.T, m meta.Stores, id string) bool {
 }
 
 // TestHousekeeping: one pass of the janitor's housekeeping deletes the
-// refresh tokens and share links that expired more than DeadRowGrace ago,
+// refresh tokens and share links that expired more than deadRowGrace ago,
 // and keeps those within it.
 func TestHousekeeping(t *testing.T) {
 	db, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "meta.db"), sqlite.Options{})
@@ -73,13 +76,13 @@ func TestHousekeeping(t *testing.T) {
 	m := db.Stores()
 	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	deadTok, liveTok, deadShare, liveShare := deadAndLive(t, m, now)
-	h := housekeeping{sessions: m.Sessions, shares: m.Shares, log: slog.New(slog.DiscardHandler), now: func() time.Time { return now }}
+	h := housekeeping{sessions: m.Sessions, shares: m.Shares, grace: deadRowGrace, log: slog.New(slog.DiscardHandler), now: func() time.Time { return now }}
 	h.once(t.Context())
 	if !tokenGone(t, m, deadTok) || !shareGone(t, m, deadShare) {
-		t.Error("a refresh token or share link that expired DeadRowGrace ago is still stored")
+		t.Error("a refresh token or share link that expired deadRowGrace ago is still stored")
 	}
 	if tokenGone(t, m, liveTok) || shareGone(t, m, liveShare) {
-		t.Error("a refresh token or share link that expired within DeadRowGrace was deleted")
+		t.Error("a refresh token or share link that expired within deadRowGrace was deleted")
 	}
 }
 
@@ -106,11 +109,11 @@ func TestRunStartsHousekeeping(t *testing.T) {
 	}()
 	for deadline := time.Now().Add(time.Minute); !tokenGone(t, s.meta, deadTok) || !shareGone(t, s.meta, deadShare); {
 		if time.Now().After(deadline) {
-			t.Fatal("the running server did not delete a refresh token and a share link that expired DeadRowGrace ago")
+			t.Fatal("the running server did not delete a refresh token and a share link that expired deadRowGrace ago")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	if tokenGone(t, s.meta, liveTok) || shareGone(t, s.meta, liveShare) {
-		t.Error("the running server deleted a refresh token or share link that expired within DeadRowGrace")
+		t.Error("the running server deleted a refresh token or share link that expired within deadRowGrace")
 	}
 }

@@ -257,15 +257,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 	}
 	s.metrics.GaugeFunc("coffer_upload_staged_bytes", "Bytes this node has received into blobs not committed yet (uploads in flight).",
 		func() float64 { return float64(s.objects.StagedBytes()) })
-	s.auth = auth.NewService(auth.StoresOf(s.meta), key, auth.Config{
-		DefaultQuota: cfg.DefaultQuota,
-		Params:       auth.Params{Memory: cfg.Argon2Memory, Time: cfg.Argon2Time},
-		Pool:         auth.PoolConfig{Slots: cfg.LoginConcurrency},
-		Signup:       auth.SignupPolicy(cfg.Signup),
-		SignupLimit:  signupLimit(cfg.SignupRate),
-		SignupWindow: cfg.SignupRate.Per,
-		Bus:          s.changes,
-	})
+	acfg := auth.ConfigFrom(cfg)
+	acfg.Bus = s.changes
+	s.auth = auth.NewService(auth.StoresOf(s.meta), key, acfg)
 	s.cacheMetrics("user", func() metacache.Stats { u, _ := s.auth.CacheStats(); return u })
 	s.cacheMetrics("key", func() metacache.Stats { _, k := s.auth.CacheStats(); return k })
 	s.cacheMetrics("token", s.auth.TokenCacheStats)
@@ -293,7 +287,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 		Started: s.started, MetaStore: metaKind, BlobStore: blobKind,
 		Counts: s.meta.Accounts.Counts,
 	}
-	apiCfg.Tus = httpapi.TusConfig{Store: s.meta.Tus, TTL: cfg.TusExpiry}
+	apiCfg.Tus.Store = s.meta.Tus
 	apiCfg.Gateways = gws
 	if s.keys != nil {
 		apiCfg.RotateKeys = func(ctx context.Context) (string, string, error) {
@@ -304,10 +298,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 	}
 	if cfg.S3Listen != "off" {
 		apiCfg.Presign = s.presignPart
-		s3 := s3api.New(s.s3Services(), s3api.Config{
-			Region: cfg.Region,
-			Domain: cfg.S3Domain,
-		}, log)
+		s3 := s3api.New(s.s3Services(), s3api.ConfigFrom(cfg), log)
 		s.s3 = s.guard("s3", s3.Classify, s3.WriteError, s3.Handler())
 		s.admissionMetrics("s3")
 	}
@@ -368,15 +359,6 @@ func jobOwner(data string) string {
 		data = abs
 	}
 	return host + ":" + data
-}
-
-// signupLimit is auth.Config.SignupLimit of a --signup-rate (negative:
-// unlimited).
-func signupLimit(r config.Rate) int {
-	if r.Off() {
-		return -1
-	}
-	return r.N
 }
 
 // openToAll reports whether anyone beyond this machine may sign up: the
@@ -544,9 +526,9 @@ func (s *Server) Run(ctx context.Context, announce io.Writer) error {
 	go func() {
 		defer close(janitorDone)
 		var wg sync.WaitGroup
-		hk := housekeeping{sessions: s.meta.Sessions, shares: s.meta.Shares, log: s.log, now: time.Now}
-		wg.Go(func() { hk.run(janitorCtx, min(s.cfg.OrphanGrace, time.Hour)) })
-		s.objects.RunJanitor(janitorCtx, s.cfg.JanitorInterval, min(s.cfg.OrphanGrace, time.Hour))
+		hk := housekeeping{sessions: s.meta.Sessions, shares: s.meta.Shares, grace: s.cfg.DeadRowGrace, log: s.log, now: time.Now}
+		wg.Go(func() { hk.run(janitorCtx, object.OrphanInterval(s.cfg)) })
+		s.objects.RunJanitor(janitorCtx)
 		wg.Wait()
 	}()
 	if s.keys != nil {
@@ -557,7 +539,9 @@ func (s *Server) Run(ctx context.Context, announce io.Writer) error {
 		jobsDone := make(chan struct{})
 		go func() {
 			defer close(jobsDone)
-			s.objects.RunKMSJobs(jobsCtx, object.JobOptions{Owner: jobOwner(s.cfg.Data), PageSize: s.cfg.KMSJobPage, Pause: s.cfg.KMSJobPause})
+			opts := object.JobOptionsFrom(s.cfg)
+			opts.Owner = jobOwner(s.cfg.Data)
+			s.objects.RunKMSJobs(jobsCtx, opts)
 		}()
 		defer func() { stopJobs(); <-jobsDone }()
 	}
@@ -854,13 +838,6 @@ func preflight(cfg config.Config, key KeyFile) error {
 	return key.Check()
 }
 
-// keyTTL is how long one intermediate key wraps new data keys
-// (kms.Options.IntermediateKeyTTL): short, so that new writes fail with
-// 503 within seconds of a key service outage instead of minutes, while
-// still saving a key service call per object. Unwrapped keys for reads
-// stay cached for kms's default (5 min after last use).
-const keyTTL = 5 * time.Second
-
 // openKeys opens the key provider: when encryption is on, when --kms names
 // one, and in the embedded shape (whose default keyring in the data folder
 // is created on first use: S3 SSE requests work without configuration).
@@ -873,7 +850,12 @@ func openKeys(ctx context.Context, cfg config.Config, log *slog.Logger) (*kms.Ke
 			return nil, nil
 		}
 	}
-	keys, err := kms.Open(ctx, cfg.KMS, kms.Options{DataDir: cfg.Data, IntermediateKeyTTL: keyTTL})
+	// One intermediate key wraps new data keys for cfg.KMSKeyTTL: short,
+	// so that new writes fail with 503 within seconds of a key service
+	// outage instead of minutes, while still saving a key service call
+	// per object. Unwrapped keys for reads stay cached for kms's default
+	// (5 min after last use).
+	keys, err := kms.Open(ctx, cfg.KMS, kms.Options{DataDir: cfg.Data, IntermediateKeyTTL: cfg.KMSKeyTTL})
 	if err != nil {
 		return nil, fmt.Errorf("--kms: %w", err)
 	}

@@ -3,9 +3,6 @@ package server
 import (
 	"net"
 	"testing"
-	"time"
-
-	"github.com/coffer-storage/coffer/internal/config"
 )
 
 func TestOpenToAll(t *testing.T) {
@@ -28,14 +25,5 @@ func TestOpenToAll(t *testing.T) {
 		if got := openToAll(tc.policy, tc.addr); got != tc.want {
 			t.Errorf("openToAll(%s, %v) = %v, want %v", tc.policy, tc.addr, got, tc.want)
 		}
-	}
-}
-
-func TestSignupLimit(t *testing.T) {
-	if got, want := signupLimit(config.Rate{}), -1; got != want {
-		t.Errorf("signupLimit(0) = %d, want %d (unlimited)", got, want)
-	}
-	if got, want := signupLimit(config.Rate{N: 5, Per: time.Hour}), 5; got != want {
-		t.Errorf("signupLimit(5/h) = %d, want %d", got, want)
 	}
 }

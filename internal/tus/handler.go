@@ -9,6 +9,7 @@ import (
 	"crypto/sha512"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"hash"
 	"io"
 	"log/slog"
@@ -19,6 +20,7 @@ import (
 	"github.com/tus/tusd/v2/pkg/handler"
 	expslog "golang.org/x/exp/slog"
 
+	"github.com/coffer-storage/coffer/internal/config"
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
 	"github.com/coffer-storage/coffer/internal/object"
@@ -30,15 +32,17 @@ const Extensions = "creation,creation-with-upload,creation-defer-length,terminat
 // ChecksumAlgorithms are the Upload-Checksum algorithms accepted.
 const ChecksumAlgorithms = "sha1,sha256,sha512,md5"
 
-// Config of the tus endpoint. Zero values take the defaults noted.
+// Config of the tus endpoint. New takes it as given: ConfigFrom fills
+// TTL and LockLease from config.Config (config.Defaults() for the
+// defaults); the caller adds the rest.
 type Config struct {
 	// BasePath is where the endpoint is mounted, with a trailing slash.
 	BasePath string
 	// TTL is how long an unfinished upload lives (Upload-Expires); the
-	// janitor reclaims it after. Default 24h.
+	// janitor reclaims it after (--tus-expiry).
 	TTL time.Duration
 	// LockLease is the lease of an upload's lock, renewed by its holder
-	// every third of it. Default 30s.
+	// every third of it.
 	LockLease time.Duration
 	// Error renders err as the response the file API gives for it.
 	Error func(ctx context.Context, err error) (status int, header http.Header, body []byte)
@@ -52,14 +56,17 @@ type Handler struct {
 	m    http.Handler
 }
 
+// ConfigFrom returns the tus endpoint's lifetimes in c: uploads'
+// (--tus-expiry) and locks'.
+func ConfigFrom(c config.Config) Config {
+	return Config{TTL: c.TusExpiry, LockLease: c.TusLockLease}
+}
+
 // New returns the tus endpoint over objects, with its state and locks in
-// ms.
+// ms. It refuses a configuration without lifetimes (see ConfigFrom).
 func New(objects Objects, ms meta.Tus, cfg Config) (*Handler, error) {
-	if cfg.TTL <= 0 {
-		cfg.TTL = 24 * time.Hour
-	}
-	if cfg.LockLease <= 0 {
-		cfg.LockLease = 30 * time.Second
+	if cfg.TTL <= 0 || cfg.LockLease <= 0 {
+		return nil, errors.New("tus: the upload and lock lifetimes must be positive (see tus.ConfigFrom)")
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)

@@ -105,19 +105,24 @@ func newHarness(t *testing.T, cfg object.Config, lease time.Duration) *harness {
 func (h *harness) node(t *testing.T) (*object.Service, string) {
 	t.Helper()
 	objects := object.New(object.StoresOf(h.stores), h.blobs, h.cfg, nil)
-	th, err := New(objects, h.meta, Config{BasePath: "/tus/", LockLease: h.lease,
-		Error: func(_ context.Context, err error) (int, http.Header, []byte) {
-			status := http.StatusInternalServerError
-			switch errcode.Of(err) {
-			case errcode.NotFound:
-				status = http.StatusNotFound
-			case errcode.PermissionDenied:
-				status = http.StatusForbidden
-			case errcode.InvalidArgument:
-				status = http.StatusBadRequest
-			}
-			return status, http.Header{"Content-Type": {"text/plain"}}, []byte(err.Error())
-		}})
+	cfg := ConfigFrom(config.Defaults())
+	cfg.BasePath = "/tus/"
+	if h.lease > 0 {
+		cfg.LockLease = h.lease
+	}
+	cfg.Error = func(_ context.Context, err error) (int, http.Header, []byte) {
+		status := http.StatusInternalServerError
+		switch errcode.Of(err) {
+		case errcode.NotFound:
+			status = http.StatusNotFound
+		case errcode.PermissionDenied:
+			status = http.StatusForbidden
+		case errcode.InvalidArgument:
+			status = http.StatusBadRequest
+		}
+		return status, http.Header{"Content-Type": {"text/plain"}}, []byte(err.Error())
+	}
+	th, err := New(objects, h.meta, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -401,6 +406,20 @@ func TestHashStateAtRest(t *testing.T) {
 		}
 		h.wantObject(t, "b.bin", b)
 	})
+}
+
+// TestConfigFrom: the lifetimes come from config.Defaults() alone; New
+// refuses a configuration without them instead of defaulting.
+func TestConfigFrom(t *testing.T) {
+	if c := ConfigFrom(config.Defaults()); c.TTL != 24*time.Hour || c.LockLease != 30*time.Second {
+		t.Errorf("config.Defaults(): %+v", c)
+	}
+	h := newHarness(t, testConfig(nil), 0)
+	for _, c := range []Config{{BasePath: "/tus/"}, {BasePath: "/tus/", TTL: time.Hour}, {BasePath: "/tus/", LockLease: time.Second}} {
+		if _, err := New(h.objects, h.meta, c); err == nil {
+			t.Errorf("New accepted %+v", c)
+		}
+	}
 }
 
 // testConfig is the object service's default configuration

@@ -84,7 +84,6 @@ import (
 
 // Defaults of Options.
 const (
-	DefaultChunkSize     = 1 << 20
 	DefaultMemoryItemMax = 256 << 10
 	// unhealthyFor is how long the disk tier stays bypassed after an I/O
 	// error: reads pass through meanwhile instead of failing to fill.
@@ -107,7 +106,7 @@ type Options struct {
 	// at most ChunkSize).
 	MemoryItemMax int64
 	// ChunkSize is the unit of caching and of backend reads on a miss
-	// (default 1 MiB; 64 KiB to 64 MiB).
+	// (required, 64 KiB to 64 MiB: the server's --cache-chunk).
 	ChunkSize int64
 	// Log receives the cache's I/O errors (default: discarded).
 	Log *slog.Logger
@@ -235,9 +234,6 @@ func open(opts Options, fsys fileSystem) (*Cache, error) {
 	}
 	if opts.DiskBytes <= 0 {
 		return nil, errors.New("cacheblob: the disk tier's size must be positive")
-	}
-	if opts.ChunkSize == 0 {
-		opts.ChunkSize = DefaultChunkSize
 	}
 	if opts.ChunkSize < 64<<10 || opts.ChunkSize > 64<<20 {
 		return nil, fmt.Errorf("cacheblob: chunk size %d outside 64 KiB..64 MiB", opts.ChunkSize)

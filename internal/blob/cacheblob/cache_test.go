@@ -560,3 +560,22 @@ func TestCopierPassesThrough(t *testing.T) {
 		t.Error("after Copy the cache serves the destination's old bytes")
 	}
 }
+
+// TestOpenRefusesBadOptions: the sizes the server's settings govern
+// (--cache-size, --cache-chunk) are required, not defaulted: a zero chunk
+// size is refused like any size outside 64 KiB..64 MiB.
+func TestOpenRefusesBadOptions(t *testing.T) {
+	for _, o := range []Options{
+		{DiskBytes: 64 << 20},
+		{DiskBytes: 64 << 20, ChunkSize: 32 << 10},
+		{DiskBytes: 64 << 20, ChunkSize: 128 << 20},
+		{ChunkSize: 1 << 20},
+		{DiskBytes: 64 << 20, ChunkSize: 1 << 20, MemoryBytes: -1},
+	} {
+		o.Dir = t.TempDir()
+		if c, err := Open(o); err == nil {
+			c.Close()
+			t.Errorf("Open(%+v) accepted", o)
+		}
+	}
+}

@@ -477,11 +477,18 @@ func (f *Service) CreateUpload(_ context.Context, a object.Actor, in object.Crea
 	if err != nil {
 		return meta.Upload{}, err
 	}
+	typ, err := integrity.ParseChecksumType(in.ChecksumType, alg)
+	if err != nil {
+		return meta.Upload{}, err
+	}
+	if in.ChecksumType != "" {
+		in.ChecksumType = typ.String()
+	}
 	if _, err := f.authorize(a, in.Bucket, true); err != nil {
 		return meta.Upload{}, err
 	}
 	u := meta.Upload{ID: fmt.Sprintf("up%d", len(f.Uploads)+1), Bucket: in.Bucket, Key: in.Key, InitiatorID: a.UserID,
-		ContentType: in.ContentType, Metadata: in.Metadata, ChecksumAlgorithm: alg.String(), ChecksumType: strings.ToUpper(in.ChecksumType),
+		ContentType: in.ContentType, Metadata: in.Metadata, ChecksumAlgorithm: alg.String(), ChecksumType: in.ChecksumType,
 		CreatedAt: f.Now, EncryptionMode: int(in.SSE.Mode), EncryptionKMSKey: in.SSE.KMSKeyID}
 	if in.SSE.Mode == crypt.ModeCustomer {
 		if u.CustomerKeyCheck, err = Envelope(in.SSE); err != nil {
@@ -562,8 +569,8 @@ func (f *Service) GetUpload(_ context.Context, a object.Actor, bucket, key, id s
 }
 
 // CompleteUpload makes the object of an upload under cond, without its
-// bytes; with a checksum algorithm, its composite checksum is
-// "composite-N" (N parts).
+// bytes; with a checksum algorithm, its checksum is the service's
+// (object.MultipartChecksum of the stored parts).
 func (f *Service) CompleteUpload(_ context.Context, a object.Actor, bucket, key, id string, parts []meta.CompletePart, cond meta.Cond) (meta.Object, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -580,8 +587,12 @@ func (f *Service) CompleteUpload(_ context.Context, a object.Actor, bucket, key,
 		return meta.Object{}, err
 	}
 	o := meta.Object{Bucket: bucket, Key: key, ETag: fmt.Sprintf("%x-%d", md5.Sum([]byte(id)), len(parts)), ContentType: u.ContentType, ModTime: f.Now}
-	if u.ChecksumAlgorithm != "" {
-		o.Checksum = meta.Checksum{Algorithm: u.ChecksumAlgorithm, Type: "COMPOSITE", Value: fmt.Sprintf("composite-%d", len(parts))}
+	stored := map[int]meta.Part{}
+	for _, p := range f.Parts[id] {
+		stored[p.Number] = p
+	}
+	if o.Checksum, err = object.MultipartChecksum(u, parts, stored); err != nil {
+		return meta.Object{}, err
 	}
 	f.Objects[bucket+"/"+key] = Object{o, nil}
 	delete(f.Uploads, id)

@@ -139,7 +139,7 @@ func Translate(err error) APIError {
 	switch code {
 	case errcode.InvalidArgument:
 		switch reason {
-		case "customer_key_required", "not_customer_encrypted", "customer_key_params_mismatch":
+		case "customer_key_required", "not_customer_encrypted", "customer_key_params_mismatch", "invalid_checksum_type":
 			return row(InvalidRequest)
 		case "key_too_long":
 			return row(KeyTooLongError)
@@ -210,8 +210,13 @@ func Translate(err error) APIError {
 	return Table[InternalError]
 }
 
+// withMessage gives row the error's own message: for every client error,
+// and for NotImplemented, whose message names the header, parameter or
+// feature Coffer refuses (written for the client; it carries no
+// internals). Other server errors (500, 503) keep the table's generic
+// message: theirs may describe the server's insides.
 func withMessage(row APIError, msg string) APIError {
-	if msg != "" && row.Status < 500 {
+	if msg != "" && (row.Status < 500 || row.Code == NotImplemented) {
 		row.Message = msg
 	}
 	return row

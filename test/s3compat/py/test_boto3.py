@@ -516,6 +516,36 @@ def test_multipart_manual(s3, bucket):
     s3.abort_multipart_upload(Bucket=bucket, Key="mp/small-parts", UploadId=up2)
 
 
+def test_multipart_full_object_checksum(s3, bucket):
+    """ChecksumType FULL_OBJECT: the object's CRC32 is the CRC of its bytes
+    (combined from the parts'), not a checksum of checksums; combinations S3
+    does not allow are refused before anything is uploaded."""
+    key = "mp/full-object.bin"
+    parts_data = {1: os.urandom(5 * MiB + 3), 2: os.urandom(123_457)}
+    up = s3.create_multipart_upload(Bucket=bucket, Key=key, ChecksumAlgorithm="CRC32", ChecksumType="FULL_OBJECT")
+    assert up.get("ChecksumType") == "FULL_OBJECT", up
+    uid = up["UploadId"]
+    etags = {}
+    for n, data in parts_data.items():
+        etags[n] = s3.upload_part(Bucket=bucket, Key=key, UploadId=uid, PartNumber=n, Body=data, ChecksumAlgorithm="CRC32")["ETag"]
+    done = s3.complete_multipart_upload(
+        Bucket=bucket,
+        Key=key,
+        UploadId=uid,
+        MultipartUpload={"Parts": [{"PartNumber": n, "ETag": etags[n]} for n in (1, 2)]},
+    )
+    whole = parts_data[1] + parts_data[2]
+    want = base64.b64encode(zlib.crc32(whole).to_bytes(4, "big")).decode()
+    assert done.get("ChecksumType") == "FULL_OBJECT" and done.get("ChecksumCRC32") == want, done
+    h = s3.head_object(Bucket=bucket, Key=key, ChecksumMode="ENABLED")
+    assert h.get("ChecksumType") == "FULL_OBJECT" and h.get("ChecksumCRC32") == want, h
+    for alg, typ in (("SHA256", "FULL_OBJECT"), ("CRC32", "NOT_A_TYPE")):
+        with pytest.raises(ClientError) as ei:
+            s3.create_multipart_upload(Bucket=bucket, Key="mp/refused", ChecksumAlgorithm=alg, ChecksumType=typ)
+        assert err(ei) == ("InvalidRequest", 400), (alg, typ)
+    assert not [u for u in s3.list_multipart_uploads(Bucket=bucket).get("Uploads", []) if u["Key"] == "mp/refused"]
+
+
 def test_abort_and_list_multipart_uploads(s3, bucket):
     a = s3.create_multipart_upload(Bucket=bucket, Key="mpu/a")["UploadId"]
     b = s3.create_multipart_upload(Bucket=bucket, Key="mpu/b")["UploadId"]
