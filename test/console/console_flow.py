@@ -408,10 +408,23 @@ class Noise:
 
     def __init__(self, page):
         self.items = []
+        self.inflight = set()
+        page.on("request", lambda r: self.inflight.add(r))
+        page.on("requestfinished", lambda r: self.inflight.discard(r))
+        page.on("requestfailed", lambda r: self.inflight.discard(r))
         page.on("console", lambda m: m.type == "error" and self.items.append("console error: " + m.text))
         page.on("pageerror", lambda e: self.items.append("page error: " + str(e)))
         page.on("requestfailed", lambda r: self.items.append("request failed: %s %s (%s)" % (r.method, r.url, r.failure)))
         page.on("response", lambda r: r.status >= 400 and self.items.append("HTTP %d: %s %s" % (r.status, r.request.method, r.url)))
+
+    def settle(self, page, timeout_ms=10_000):
+        """Waits until no request of the page is in flight (Playwright's
+        networkidle does not wait again once the first load reached it)."""
+        waited = 0
+        while self.inflight and waited < timeout_ms:
+            page.wait_for_timeout(50)
+            waited += 50
+        page.wait_for_timeout(100)
 
     def mark(self):
         return len(self.items)
@@ -422,7 +435,12 @@ class Noise:
 
 def quiet_load(page, noise, url, ready, what):
     """Loads url, waits for ready (a locator) and the network to settle, and
-    asserts that nothing went wrong on the way."""
+    asserts that nothing went wrong on the way. The page as it was settles
+    first: a request of the previous document still in flight is aborted by
+    the navigation (net::ERR_ABORTED), which is the browser leaving a page,
+    not noise of the page being loaded (CI saw it once with /api/v1/me
+    fetched right after signing in)."""
+    noise.settle(page)
     m = noise.mark()
     page.goto(url)
     expect(ready).to_be_visible()
