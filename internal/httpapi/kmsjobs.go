@@ -10,9 +10,10 @@ import (
 	"github.com/coffer-storage/coffer/internal/meta"
 )
 
-// The background jobs of encryption at rest (docs/encryption.md#background-jobs),
-// for administrators: start a re-wrap or an encryption, follow their
-// progress, and see which KEK versions stored data keys still use.
+// Encryption at rest for administrators: rotate the key-encryption key;
+// the background jobs (docs/encryption.md#background-jobs): start a
+// re-wrap or an encryption, follow their progress, and see which KEK
+// versions stored data keys still use; the SSE-KMS key grants.
 
 // kmsJobJSON is a job as the admin API shows it.
 type kmsJobJSON struct {
