@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -24,32 +25,13 @@ func toUserJSON(u meta.User) userJSON {
 	return userJSON{ID: u.ID, Email: u.Email, QuotaBytes: u.QuotaBytes, UsageBytes: u.UsageBytes, Admin: u.Admin, CreatedAt: u.CreatedAt}
 }
 
-type bucketJSON struct {
-	Name       string          `json:"name"`
-	Visibility meta.Visibility `json:"visibility"`
-	CreatedAt  time.Time       `json:"created_at"`
-	// Encryption is the bucket's default encryption of new objects;
-	// absent: the server's (--encryption).
-	Encryption *bucketEncryptionJSON `json:"encryption,omitempty"`
-	// Gateway is true for a gateway bucket (docs/gateway.md).
-	Gateway bool `json:"gateway,omitempty"`
-	// Objects and Bytes (GET /buckets only; not for gateway buckets): the
-	// objects the bucket holds and their total size.
-	Objects *int64 `json:"objects,omitempty"`
-	Bytes   *int64 `json:"bytes,omitempty"`
-}
-
-type bucketEncryptionJSON struct {
-	Default  string `json:"default"`              // "AES256" or "aws:kms"; "" in a PATCH: back to the server's default
-	KMSKeyID string `json:"kms_key_id,omitempty"` // with "aws:kms": the key ("" = the provider's default)
-}
-
-func toBucketJSON(b meta.Bucket) bucketJSON {
-	out := bucketJSON{Name: b.Name, Visibility: b.Visibility, CreatedAt: b.CreatedAt, Gateway: b.IsGateway()}
-	if b.Encryption != "" {
-		out.Encryption = &bucketEncryptionJSON{Default: b.Encryption, KMSKeyID: b.EncryptionKMSKey}
-	}
-	return out
+// sessionHandlers are the routes of sessions (signup, login, refresh,
+// resume, logout) and of the signed-in account (/api/v1/me).
+type sessionHandlers struct {
+	jsonDecoder
+	accounts Accounts
+	uploads  Uploads        // a deleted account's direct uploads at the backend
+	proxies  []netip.Prefix // Config.TrustedProxies: the client's address
 }
 
 type credentials struct {
@@ -63,14 +45,14 @@ type signupBody struct {
 	InviteCode string `json:"invite_code"`
 }
 
-func (api *API) signup(r *http.Request, _ auth.Principal) (response, error) {
+func (h *sessionHandlers) signup(r *http.Request, _ auth.Principal) (response, error) {
 	var c signupBody
-	if err := api.decodeJSON(r, &c); err != nil {
+	if err := h.decodeJSON(r, &c); err != nil {
 		return nil, err
 	}
-	u, b, err := api.accounts.SelfSignup(r.Context(), auth.SignupRequest{
+	u, b, err := h.accounts.SelfSignup(r.Context(), auth.SignupRequest{
 		Email: c.Email, Password: c.Password, InviteCode: c.InviteCode,
-		ClientIP: httpx.ClientIP(r, api.cfg.TrustedProxies).String(),
+		ClientIP: httpx.ClientIP(r, h.proxies).String(),
 	})
 	if err != nil {
 		return nil, err
@@ -94,13 +76,13 @@ func toSessionJSON(s auth.Session) sessionJSON {
 	}
 }
 
-func (api *API) login(r *http.Request, _ auth.Principal) (response, error) {
+func (h *sessionHandlers) login(r *http.Request, _ auth.Principal) (response, error) {
 	var c credentials
-	if err := api.decodeJSON(r, &c); err != nil {
+	if err := h.decodeJSON(r, &c); err != nil {
 		return nil, err
 	}
-	ip := httpx.ClientIP(r, api.cfg.TrustedProxies)
-	s, err := api.accounts.Login(r.Context(), c.Email, c.Password, ip.String())
+	ip := httpx.ClientIP(r, h.proxies)
+	s, err := h.accounts.Login(r.Context(), c.Email, c.Password, ip.String())
 	if err != nil {
 		return nil, err
 	}
@@ -168,12 +150,12 @@ func refreshToken(r *http.Request, b refreshBody) string {
 	return ""
 }
 
-func (api *API) refresh(r *http.Request, _ auth.Principal) (response, error) {
+func (h *sessionHandlers) refresh(r *http.Request, _ auth.Principal) (response, error) {
 	var b refreshBody
-	if err := api.decodeJSON(r, &b); err != nil {
+	if err := h.decodeJSON(r, &b); err != nil {
 		return nil, err
 	}
-	s, err := api.accounts.Refresh(r.Context(), refreshToken(r, b))
+	s, err := h.accounts.Refresh(r.Context(), refreshToken(r, b))
 	if err != nil {
 		return nil, err
 	}
@@ -187,27 +169,27 @@ func (api *API) refresh(r *http.Request, _ auth.Principal) (response, error) {
 // cookie whose session ended: expired, revoked, reused; the cookie is
 // then cleared). A console starting up asks this instead of refresh, so
 // a visitor who is not signed in is an expected state, not an error.
-func (api *API) resume(r *http.Request, _ auth.Principal) (response, error) {
+func (h *sessionHandlers) resume(r *http.Request, _ auth.Principal) (response, error) {
 	if !wantsCookie(r) {
 		return nil, errcode.New(errcode.InvalidArgument, "resume is for cookie sessions: send %s: cookie", sessionHeader)
 	}
 	var b struct{}
-	if err := api.decodeJSON(r, &b); err != nil {
+	if err := h.decodeJSON(r, &b); err != nil {
 		return nil, err
 	}
 	c, err := r.Cookie(refreshCookie)
 	if err != nil || c.Value == "" {
 		return ok(map[string]any{"signed_in": false}), nil
 	}
-	s, err := api.accounts.Refresh(r.Context(), c.Value)
+	s, err := h.accounts.Refresh(r.Context(), c.Value)
 	if errcode.Is(err, errcode.Unauthenticated) {
 		return jsonResponse{status: http.StatusOK, body: map[string]any{"signed_in": false}, header: clearCookie(r)}, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	body, h := sessionBody(r, s)
-	return jsonResponse{status: http.StatusOK, body: resumedJSON{sessionJSON: body, SignedIn: true}, header: h}, nil
+	body, hdr := sessionBody(r, s)
+	return jsonResponse{status: http.StatusOK, body: resumedJSON{sessionJSON: body, SignedIn: true}, header: hdr}, nil
 }
 
 // resumedJSON is a session resumed by POST /auth/resume.
@@ -216,12 +198,12 @@ type resumedJSON struct {
 	SignedIn bool `json:"signed_in"`
 }
 
-func (api *API) logout(r *http.Request, _ auth.Principal) (response, error) {
+func (h *sessionHandlers) logout(r *http.Request, _ auth.Principal) (response, error) {
 	var b refreshBody
-	if err := api.decodeJSON(r, &b); err != nil {
+	if err := h.decodeJSON(r, &b); err != nil {
 		return nil, err
 	}
-	if err := api.accounts.Logout(r.Context(), refreshToken(r, b)); err != nil {
+	if err := h.accounts.Logout(r.Context(), refreshToken(r, b)); err != nil {
 		return nil, err
 	}
 	if wantsCookie(r) {
@@ -230,93 +212,43 @@ func (api *API) logout(r *http.Request, _ auth.Principal) (response, error) {
 	return noContent{}, nil
 }
 
-func (api *API) me(r *http.Request, p auth.Principal) (response, error) {
-	u, err := api.accounts.User(r.Context(), p.UserID)
+func (h *sessionHandlers) me(r *http.Request, p auth.Principal) (response, error) {
+	u, err := h.accounts.User(r.Context(), p.UserID)
 	if err != nil {
 		return nil, err
 	}
 	return ok(toUserJSON(u)), nil
 }
 
-// ---- buckets ----
+// ---- self-service ----
 
-func (api *API) listBuckets(r *http.Request, p auth.Principal) (response, error) {
-	bs, err := api.buckets.ListBuckets(r.Context(), actor(p))
-	if err != nil {
-		return nil, err
-	}
-	out := make([]bucketJSON, 0, len(bs))
-	for _, b := range bs {
-		j := toBucketJSON(b)
-		if !b.IsGateway() {
-			j.Objects, j.Bytes = &b.Objects, &b.Bytes
-		}
-		out = append(out, j)
-	}
-	return ok(map[string]any{"buckets": out}), nil
-}
-
-type bucketBody struct {
-	Name       string          `json:"name"`
-	Visibility meta.Visibility `json:"visibility"`
-}
-
-func (api *API) createBucket(r *http.Request, p auth.Principal) (response, error) {
-	var body bucketBody
-	if err := api.decodeJSON(r, &body); err != nil {
-		return nil, err
-	}
-	b, err := api.buckets.CreateBucket(r.Context(), actor(p), body.Name, body.Visibility)
-	if err != nil {
-		return nil, err
-	}
-	return created(toBucketJSON(b)), nil
-}
-
-func (api *API) getBucket(r *http.Request, p auth.Principal) (response, error) {
-	b, err := api.buckets.GetBucket(r.Context(), actor(p), r.PathValue("bucket"))
-	if err != nil {
-		return nil, err
-	}
-	return ok(toBucketJSON(b)), nil
-}
-
-func (api *API) patchBucket(r *http.Request, p auth.Principal) (response, error) {
+func (h *sessionHandlers) changePassword(r *http.Request, p auth.Principal) (response, error) {
 	var body struct {
-		Visibility *meta.Visibility      `json:"visibility"`
-		Encryption *bucketEncryptionJSON `json:"encryption"`
+		OldPassword string `json:"old_password"`
+		NewPassword string `json:"new_password"`
 	}
-	if err := api.decodeJSON(r, &body); err != nil {
+	if err := h.decodeJSON(r, &body); err != nil {
 		return nil, err
 	}
-	// Check everything before changing anything.
-	switch {
-	case body.Visibility == nil && body.Encryption == nil:
-		return nil, errcode.New(errcode.InvalidArgument, "give visibility, encryption or both")
-	case body.Visibility != nil && !body.Visibility.Valid():
-		return nil, errcode.New(errcode.InvalidArgument, "visibility must be %q or %q", meta.Private, meta.PublicRead)
-	}
-	name := r.PathValue("bucket")
-	b, err := api.buckets.GetBucket(r.Context(), actor(p), name)
+	s, err := h.accounts.ChangePassword(r.Context(), p.UserID, body.OldPassword, body.NewPassword, httpx.ClientIP(r, h.proxies).String())
 	if err != nil {
 		return nil, err
 	}
-	if e := body.Encryption; e != nil {
-		if b, err = api.buckets.SetBucketEncryption(r.Context(), actor(p), name, e.Default, e.KMSKeyID); err != nil {
-			return nil, err
-		}
-	}
-	if body.Visibility != nil {
-		if b, err = api.buckets.SetBucketVisibility(r.Context(), actor(p), name, *body.Visibility); err != nil {
-			return nil, err
-		}
-	}
-	return ok(toBucketJSON(b)), nil
+	return sessionResponse(r, s), nil
 }
 
-func (api *API) deleteBucket(r *http.Request, p auth.Principal) (response, error) {
-	if err := api.buckets.DeleteBucket(r.Context(), actor(p), r.PathValue("bucket")); err != nil {
+func (h *sessionHandlers) deleteMe(r *http.Request, p auth.Principal) (response, error) {
+	var body struct {
+		Password string `json:"password"`
+		Purge    bool   `json:"purge"`
+	}
+	if err := h.decodeJSON(r, &body); err != nil {
 		return nil, err
 	}
+	res, err := h.accounts.DeleteAccount(r.Context(), p.UserID, body.Password, body.Purge, httpx.ClientIP(r, h.proxies).String())
+	if err != nil {
+		return nil, err
+	}
+	h.uploads.AbortBackendUploads(r.Context(), res.BackendUploads)
 	return noContent{}, nil
 }

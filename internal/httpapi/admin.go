@@ -9,7 +9,6 @@ import (
 
 	"github.com/coffer-storage/coffer/internal/auth"
 	"github.com/coffer-storage/coffer/internal/errcode"
-	"github.com/coffer-storage/coffer/internal/httpx"
 	"github.com/coffer-storage/coffer/internal/meta"
 )
 
@@ -41,52 +40,19 @@ func toAdminUserJSON(u meta.User) adminUserJSON {
 		Admin: u.Admin, Disabled: u.Disabled, CreatedAt: u.CreatedAt}
 }
 
-// adminRoutes are the routes under /api/v1/admin, every one Admin.
-func (api *API) adminRoutes() []Route {
-	const u = "/api/v1/admin/users/{id}"
-	return []Route{
-		{Method: "GET", Pattern: "/api/v1/admin/server", Access: Admin, handle: api.adminServer},
-		{Method: "GET", Pattern: "/api/v1/admin/users", Access: Admin, handle: api.adminListUsers},
-		{Method: "POST", Pattern: "/api/v1/admin/users", Access: Admin, handle: api.adminCreateUser},
-		{Method: "GET", Pattern: u, Access: Admin, handle: api.adminGetUser},
-		{Method: "DELETE", Pattern: u, Access: Admin, handle: api.adminDeleteUser},
-		{Method: "PUT", Pattern: u + "/quota", Access: Admin, handle: api.adminSetQuota},
-		{Method: "GET", Pattern: u + "/limits", Access: Admin, handle: api.adminGetLimits},
-		{Method: "PUT", Pattern: u + "/limits", Access: Admin, handle: api.adminSetLimits},
-		{Method: "POST", Pattern: u + "/disable", Access: Admin, handle: api.adminDisable},
-		{Method: "POST", Pattern: u + "/enable", Access: Admin, handle: api.adminEnable},
-		{Method: "POST", Pattern: u + "/password", Access: Admin, handle: api.adminSetPassword},
-		{Method: "GET", Pattern: u + "/buckets", Access: Admin, handle: api.adminListBuckets},
-		{Method: "GET", Pattern: u + "/keys", Access: Admin, handle: api.adminListKeys},
-		{Method: "DELETE", Pattern: u + "/keys/{key}", Access: Admin, handle: api.adminDeleteKey},
-		{Method: "POST", Pattern: "/api/v1/admin/kms/rotate", Access: Admin, handle: api.adminRotateKeys},
-	}
+// adminHandlers are the administrators' routes of users and invites
+// (under /api/v1/admin, every one Admin) and the server's description.
+type adminHandlers struct {
+	jsonDecoder
+	accounts   Accounts
+	userAdmin  UserAdmin
+	accessKeys AccessKeys
+	uploads    Uploads // a deleted user's direct uploads at the backend
+	info       ServerInfo
 }
 
-// adminRotateKeys rotates the default key-encryption key of encryption at
-// rest (docs/encryption.md) and starts the background re-wrap of the data
-// keys already issued (the "rewrap" job; see GET /api/v1/admin/kms/jobs).
-func (api *API) adminRotateKeys(r *http.Request, _ auth.Principal) (response, error) {
-	if api.cfg.RotateKeys == nil {
-		return nil, errcode.New(errcode.NotImplemented, "no key provider: start the server with --encryption on or --kms")
-	}
-	prev, cur, err := api.cfg.RotateKeys(r.Context())
-	if err != nil {
-		return nil, err
-	}
-	body := map[string]any{"kek": cur, "previous_kek": prev, "rotated": prev != cur}
-	if prev != cur {
-		j, err := api.encryption.StartRewrap(r.Context())
-		if err != nil {
-			return nil, err
-		}
-		body["job"] = toKMSJobJSON(j)
-	}
-	return ok(body), nil
-}
-
-func (api *API) adminServer(r *http.Request, _ auth.Principal) (response, error) {
-	in := api.cfg.Info
+func (h *adminHandlers) adminServer(r *http.Request, _ auth.Principal) (response, error) {
+	in := h.info
 	body := map[string]any{
 		"version":        in.Version,
 		"revision":       in.Revision,
@@ -106,7 +72,7 @@ func (api *API) adminServer(r *http.Request, _ auth.Principal) (response, error)
 	return ok(body), nil
 }
 
-func (api *API) adminListUsers(r *http.Request, _ auth.Principal) (response, error) {
+func (h *adminHandlers) adminListUsers(r *http.Request, _ auth.Principal) (response, error) {
 	q := r.URL.Query()
 	opts := meta.ListUsersOptions{Query: q.Get("q")}
 	if c := q.Get("cursor"); c != "" {
@@ -126,7 +92,7 @@ func (api *API) adminListUsers(r *http.Request, _ auth.Principal) (response, err
 	if len(opts.Query) > 254 {
 		return nil, errcode.New(errcode.InvalidArgument, "q is longer than 254 bytes")
 	}
-	us, more, err := api.userAdmin.ListUsers(r.Context(), opts)
+	us, more, err := h.userAdmin.ListUsers(r.Context(), opts)
 	if err != nil {
 		return nil, err
 	}
@@ -141,25 +107,25 @@ func (api *API) adminListUsers(r *http.Request, _ auth.Principal) (response, err
 	return ok(body), nil
 }
 
-func (api *API) adminCreateUser(r *http.Request, _ auth.Principal) (response, error) {
+func (h *adminHandlers) adminCreateUser(r *http.Request, _ auth.Principal) (response, error) {
 	var body struct {
 		Email      string `json:"email"`
 		Password   string `json:"password"`
 		Admin      bool   `json:"admin"`
 		QuotaBytes *int64 `json:"quota_bytes"`
 	}
-	if err := api.decodeJSON(r, &body); err != nil {
+	if err := h.decodeJSON(r, &body); err != nil {
 		return nil, err
 	}
-	u, b, err := api.userAdmin.CreateUser(r.Context(), auth.NewUser{Email: body.Email, Password: body.Password, Admin: body.Admin, QuotaBytes: body.QuotaBytes})
+	u, b, err := h.userAdmin.CreateUser(r.Context(), auth.NewUser{Email: body.Email, Password: body.Password, Admin: body.Admin, QuotaBytes: body.QuotaBytes})
 	if err != nil {
 		return nil, err
 	}
 	return created(map[string]any{"user": toAdminUserJSON(u), "bucket": toBucketJSON(b)}), nil
 }
 
-func (api *API) adminGetUser(r *http.Request, _ auth.Principal) (response, error) {
-	u, err := api.accounts.User(r.Context(), r.PathValue("id"))
+func (h *adminHandlers) adminGetUser(r *http.Request, _ auth.Principal) (response, error) {
+	u, err := h.accounts.User(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +142,7 @@ func notSelf(r *http.Request, p auth.Principal, what string) error {
 	return nil
 }
 
-func (api *API) adminDeleteUser(r *http.Request, p auth.Principal) (response, error) {
+func (h *adminHandlers) adminDeleteUser(r *http.Request, p auth.Principal) (response, error) {
 	if err := notSelf(r, p, "delete"); err != nil {
 		return nil, err
 	}
@@ -184,11 +150,11 @@ func (api *API) adminDeleteUser(r *http.Request, p auth.Principal) (response, er
 	if err != nil {
 		return nil, err
 	}
-	res, err := api.userAdmin.DeleteUser(r.Context(), r.PathValue("id"), purge)
+	res, err := h.userAdmin.DeleteUser(r.Context(), r.PathValue("id"), purge)
 	if err != nil {
 		return nil, err
 	}
-	api.uploads.AbortBackendUploads(r.Context(), res.BackendUploads)
+	h.uploads.AbortBackendUploads(r.Context(), res.BackendUploads)
 	return noContent{}, nil
 }
 
@@ -205,57 +171,57 @@ func boolParam(r *http.Request, name string) (bool, error) {
 	return b, nil
 }
 
-func (api *API) adminSetQuota(r *http.Request, _ auth.Principal) (response, error) {
+func (h *adminHandlers) adminSetQuota(r *http.Request, _ auth.Principal) (response, error) {
 	var body struct {
 		QuotaBytes *int64 `json:"quota_bytes"`
 	}
-	if err := api.decodeJSON(r, &body); err != nil {
+	if err := h.decodeJSON(r, &body); err != nil {
 		return nil, err
 	}
 	if body.QuotaBytes == nil {
 		return nil, errcode.New(errcode.InvalidArgument, "quota_bytes is required (0 = unlimited)")
 	}
-	u, err := api.userAdmin.SetQuota(r.Context(), r.PathValue("id"), *body.QuotaBytes)
+	u, err := h.userAdmin.SetQuota(r.Context(), r.PathValue("id"), *body.QuotaBytes)
 	if err != nil {
 		return nil, err
 	}
 	return ok(toAdminUserJSON(u)), nil
 }
 
-func (api *API) adminDisable(r *http.Request, p auth.Principal) (response, error) {
+func (h *adminHandlers) adminDisable(r *http.Request, p auth.Principal) (response, error) {
 	if err := notSelf(r, p, "disable"); err != nil {
 		return nil, err
 	}
-	u, err := api.userAdmin.Disable(r.Context(), r.PathValue("id"))
+	u, err := h.userAdmin.Disable(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return nil, err
 	}
 	return ok(toAdminUserJSON(u)), nil
 }
 
-func (api *API) adminEnable(r *http.Request, _ auth.Principal) (response, error) {
-	u, err := api.userAdmin.Enable(r.Context(), r.PathValue("id"))
+func (h *adminHandlers) adminEnable(r *http.Request, _ auth.Principal) (response, error) {
+	u, err := h.userAdmin.Enable(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return nil, err
 	}
 	return ok(toAdminUserJSON(u)), nil
 }
 
-func (api *API) adminSetPassword(r *http.Request, _ auth.Principal) (response, error) {
+func (h *adminHandlers) adminSetPassword(r *http.Request, _ auth.Principal) (response, error) {
 	var body struct {
 		Password string `json:"password"`
 	}
-	if err := api.decodeJSON(r, &body); err != nil {
+	if err := h.decodeJSON(r, &body); err != nil {
 		return nil, err
 	}
-	if _, err := api.userAdmin.SetPassword(r.Context(), r.PathValue("id"), body.Password); err != nil {
+	if _, err := h.userAdmin.SetPassword(r.Context(), r.PathValue("id"), body.Password); err != nil {
 		return nil, err
 	}
 	return noContent{}, nil
 }
 
-func (api *API) adminListBuckets(r *http.Request, _ auth.Principal) (response, error) {
-	bs, err := api.accounts.UserBuckets(r.Context(), r.PathValue("id"))
+func (h *adminHandlers) adminListBuckets(r *http.Request, _ auth.Principal) (response, error) {
+	bs, err := h.accounts.UserBuckets(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return nil, err
 	}
@@ -266,51 +232,18 @@ func (api *API) adminListBuckets(r *http.Request, _ auth.Principal) (response, e
 	return ok(map[string]any{"buckets": out}), nil
 }
 
-func (api *API) adminListKeys(r *http.Request, _ auth.Principal) (response, error) {
+func (h *adminHandlers) adminListKeys(r *http.Request, _ auth.Principal) (response, error) {
 	id := r.PathValue("id")
-	if _, err := api.accounts.User(r.Context(), id); err != nil {
+	if _, err := h.accounts.User(r.Context(), id); err != nil {
 		return nil, err
 	}
-	return api.listKeys(r, auth.Principal{UserID: id})
+	return keysResponse(r.Context(), h.accessKeys, id)
 }
 
-func (api *API) adminDeleteKey(r *http.Request, _ auth.Principal) (response, error) {
-	if err := api.accessKeys.DeleteAccessKey(r.Context(), r.PathValue("id"), r.PathValue("key")); err != nil {
+func (h *adminHandlers) adminDeleteKey(r *http.Request, _ auth.Principal) (response, error) {
+	if err := h.accessKeys.DeleteAccessKey(r.Context(), r.PathValue("id"), r.PathValue("key")); err != nil {
 		return nil, err
 	}
-	return noContent{}, nil
-}
-
-// ---- self-service ----
-
-func (api *API) changePassword(r *http.Request, p auth.Principal) (response, error) {
-	var body struct {
-		OldPassword string `json:"old_password"`
-		NewPassword string `json:"new_password"`
-	}
-	if err := api.decodeJSON(r, &body); err != nil {
-		return nil, err
-	}
-	s, err := api.accounts.ChangePassword(r.Context(), p.UserID, body.OldPassword, body.NewPassword, httpx.ClientIP(r, api.cfg.TrustedProxies).String())
-	if err != nil {
-		return nil, err
-	}
-	return sessionResponse(r, s), nil
-}
-
-func (api *API) deleteMe(r *http.Request, p auth.Principal) (response, error) {
-	var body struct {
-		Password string `json:"password"`
-		Purge    bool   `json:"purge"`
-	}
-	if err := api.decodeJSON(r, &body); err != nil {
-		return nil, err
-	}
-	res, err := api.accounts.DeleteAccount(r.Context(), p.UserID, body.Password, body.Purge, httpx.ClientIP(r, api.cfg.TrustedProxies).String())
-	if err != nil {
-		return nil, err
-	}
-	api.uploads.AbortBackendUploads(r.Context(), res.BackendUploads)
 	return noContent{}, nil
 }
 
@@ -324,21 +257,21 @@ type limitsJSON struct {
 	Override      bool   `json:"override"`
 }
 
-func (api *API) adminGetLimits(r *http.Request, _ auth.Principal) (response, error) {
-	l, ok2, err := api.userAdmin.Limits(r.Context(), r.PathValue("id"))
+func (h *adminHandlers) adminGetLimits(r *http.Request, _ auth.Principal) (response, error) {
+	l, ok2, err := h.userAdmin.Limits(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return nil, err
 	}
 	return ok(limitsJSON{UserID: l.UserID, Requests: l.Requests, Bytes: l.Bytes, WindowSeconds: int64(l.Window / time.Second), Override: ok2}), nil
 }
 
-func (api *API) adminSetLimits(r *http.Request, _ auth.Principal) (response, error) {
+func (h *adminHandlers) adminSetLimits(r *http.Request, _ auth.Principal) (response, error) {
 	var body struct {
 		Requests      *int64 `json:"requests"`
 		Bytes         *int64 `json:"bytes"`
 		WindowSeconds *int64 `json:"window_seconds"`
 	}
-	if err := api.decodeJSON(r, &body); err != nil {
+	if err := h.decodeJSON(r, &body); err != nil {
 		return nil, err
 	}
 	if body.Requests == nil || body.Bytes == nil {
@@ -351,8 +284,8 @@ func (api *API) adminSetLimits(r *http.Request, _ auth.Principal) (response, err
 		}
 		l.Window = time.Duration(*body.WindowSeconds) * time.Second
 	}
-	if err := api.userAdmin.SetLimits(r.Context(), l); err != nil {
+	if err := h.userAdmin.SetLimits(r.Context(), l); err != nil {
 		return nil, err
 	}
-	return api.adminGetLimits(r, auth.Principal{})
+	return h.adminGetLimits(r, auth.Principal{})
 }

@@ -27,7 +27,6 @@ import (
 	"github.com/coffer-storage/coffer/internal/meta"
 	"github.com/coffer-storage/coffer/internal/object"
 	"github.com/coffer-storage/coffer/internal/ratelimit"
-	"github.com/coffer-storage/coffer/internal/tus"
 )
 
 // Config of the file API. New takes it as given: ConfigFrom fills the
@@ -88,22 +87,32 @@ type TusConfig struct {
 	LockLease time.Duration // an upload's lock
 }
 
-// API is the file API.
+// API is the file API: the route table, the router and the wrapper that
+// authenticates every request and writes its answer. The handlers live in
+// groups by area, each holding only the services and settings it uses:
+// sessions and the signed-in account (accounts.go), buckets (buckets.go),
+// files with their zips and batch deletes (files.go, zip.go, batch.go),
+// share links (shares.go: the owner's; links.go: /s/), S3 keys (keys.go),
+// direct uploads (uploads.go), the administrators' users and invites
+// (admin.go, invites.go), gateway buckets (gateways.go), encryption at
+// rest (kmsjobs.go) and tus (tus.go).
 type API struct {
-	accounts   Accounts
-	accessKeys AccessKeys
-	userAdmin  UserAdmin
-	shareAuth  ShareAuth
-	buckets    Buckets
-	files      Files
-	uploads    Uploads
-	shares     Shares
-	encryption Encryption
-	tusObjects tus.Objects
-	cfg        Config
-	log        *slog.Logger
-	router     *router
-	tus        *tus.Handler
+	cfg      Config // as New was given it
+	log      *slog.Logger
+	accounts Accounts // every request's token; the admin role
+	router   *router
+
+	sessions   *sessionHandlers
+	buckets    *bucketHandlers
+	files      *fileHandlers
+	shares     *shareHandlers
+	links      *linkHandlers
+	keys       *keyHandlers
+	uploads    *uploadHandlers
+	admin      *adminHandlers
+	gateways   *gatewayHandlers
+	encryption *encryptionHandlers
+	tus        *tusHandlers
 }
 
 // ConfigFrom returns the file API's limits in c (its public max-age, JSON,
@@ -131,15 +140,34 @@ func New(svc Services, cfg Config, log *slog.Logger) *API {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	api := &API{accounts: svc.Accounts, accessKeys: svc.AccessKeys, userAdmin: svc.UserAdmin, shareAuth: svc.ShareAuth,
-		buckets: svc.Buckets, files: svc.Files, uploads: svc.Uploads, shares: svc.Shares, encryption: svc.Encryption,
-		tusObjects: svc.Tus, cfg: cfg, log: log}
+	body := jsonDecoder{maxBody: cfg.MaxJSONBody}
+	zips := &zipper{files: svc.Files, buckets: svc.Buckets, log: log,
+		limits: zipLimits{Entries: cfg.MaxZipEntries, Bytes: cfg.MaxZipBytes}, planTimeout: cfg.ZipPlanTimeout, before: cfg.BeforeZipEntry}
+	api := &API{cfg: cfg, log: log, accounts: svc.Accounts, tus: &tusHandlers{}}
+	api.sessions = &sessionHandlers{jsonDecoder: body,
+		accounts: svc.Accounts, uploads: svc.Uploads, proxies: cfg.TrustedProxies}
+	api.buckets = &bucketHandlers{jsonDecoder: body, buckets: svc.Buckets}
+	api.files = &fileHandlers{jsonDecoder: body, files: svc.Files, zips: zips,
+		maxFormFiles: cfg.MaxFormFiles, publicMaxAge: cfg.PublicMaxAge, log: log}
+	api.shares = &shareHandlers{jsonDecoder: body, shares: svc.Shares, buckets: svc.Buckets, shareAuth: svc.ShareAuth,
+		defaultExpiry: cfg.ShareDefaultExpiry, maxExpiry: cfg.ShareMaxExpiry}
+	api.links = &linkHandlers{jsonDecoder: body, shares: svc.Shares, files: svc.Files, buckets: svc.Buckets,
+		accounts: svc.Accounts, shareAuth: svc.ShareAuth, zips: zips,
+		grantTTL: cfg.ShareGrantTTL, proxies: cfg.TrustedProxies, log: log}
+	api.keys = &keyHandlers{jsonDecoder: body, accessKeys: svc.AccessKeys}
+	api.uploads = &uploadHandlers{jsonDecoder: body, uploads: svc.Uploads, presign: cfg.Presign}
+	api.admin = &adminHandlers{jsonDecoder: body, accounts: svc.Accounts, userAdmin: svc.UserAdmin,
+		accessKeys: svc.AccessKeys, uploads: svc.Uploads, info: cfg.Info}
+	api.gateways = &gatewayHandlers{jsonDecoder: body, gateways: cfg.Gateways}
+	api.encryption = &encryptionHandlers{jsonDecoder: body, encryption: svc.Encryption, rotateKeys: cfg.RotateKeys}
 	if cfg.Tus.Store != nil && svc.Tus != nil {
-		if err := api.newTus(cfg.Tus); err != nil {
+		h, err := newTus(svc.Tus, cfg.Tus, log)
+		if err != nil {
 			// tusd refuses only a bad base path (TusBase is a constant):
 			// the tus routes then answer not_implemented.
 			log.Error("tus endpoint disabled", "err", err)
-			api.tus = nil
+		} else {
+			api.tus.handler = h
 		}
 	}
 	api.router = newRouter(api.Routes())
@@ -179,60 +207,104 @@ type response interface {
 
 // Routes returns the API's route table.
 func (api *API) Routes() []Route {
-	const b = "/api/v1/buckets/{bucket}"
-	return append([]Route{
+	const (
+		b = "/api/v1/buckets/{bucket}"
+		u = "/api/v1/admin/users/{id}"
+		t = TusBase + "{id}"
+	)
+	return []Route{
 		{Method: "GET", Pattern: "/api/v1/openapi.json", Access: Public, handle: api.openAPI},
-		{Method: "POST", Pattern: "/api/v1/auth/signup", Access: Public, handle: api.signup},
-		{Method: "POST", Pattern: "/api/v1/auth/login", Access: Public, handle: api.login},
-		{Method: "POST", Pattern: "/api/v1/auth/refresh", Access: Public, handle: api.refresh},
-		{Method: "POST", Pattern: "/api/v1/auth/resume", Access: Public, handle: api.resume},
-		{Method: "POST", Pattern: "/api/v1/auth/logout", Access: Public, handle: api.logout},
-		{Method: "GET", Pattern: "/api/v1/me", Access: User, handle: api.me},
-		{Method: "DELETE", Pattern: "/api/v1/me", Access: User, handle: api.deleteMe},
-		{Method: "POST", Pattern: "/api/v1/me/password", Access: User, handle: api.changePassword},
+		{Method: "POST", Pattern: "/api/v1/auth/signup", Access: Public, handle: api.sessions.signup},
+		{Method: "POST", Pattern: "/api/v1/auth/login", Access: Public, handle: api.sessions.login},
+		{Method: "POST", Pattern: "/api/v1/auth/refresh", Access: Public, handle: api.sessions.refresh},
+		{Method: "POST", Pattern: "/api/v1/auth/resume", Access: Public, handle: api.sessions.resume},
+		{Method: "POST", Pattern: "/api/v1/auth/logout", Access: Public, handle: api.sessions.logout},
+		{Method: "GET", Pattern: "/api/v1/me", Access: User, handle: api.sessions.me},
+		{Method: "DELETE", Pattern: "/api/v1/me", Access: User, handle: api.sessions.deleteMe},
+		{Method: "POST", Pattern: "/api/v1/me/password", Access: User, handle: api.sessions.changePassword},
 
-		{Method: "GET", Pattern: "/api/v1/buckets", Access: User, handle: api.listBuckets},
-		{Method: "POST", Pattern: "/api/v1/buckets", Access: User, handle: api.createBucket},
-		{Method: "GET", Pattern: b, Access: User, handle: api.getBucket},
-		{Method: "PATCH", Pattern: b, Access: User, handle: api.patchBucket},
-		{Method: "DELETE", Pattern: b, Access: User, handle: api.deleteBucket},
+		{Method: "GET", Pattern: "/api/v1/buckets", Access: User, handle: api.buckets.listBuckets},
+		{Method: "POST", Pattern: "/api/v1/buckets", Access: User, handle: api.buckets.createBucket},
+		{Method: "GET", Pattern: b, Access: User, handle: api.buckets.getBucket},
+		{Method: "PATCH", Pattern: b, Access: User, handle: api.buckets.patchBucket},
+		{Method: "DELETE", Pattern: b, Access: User, handle: api.buckets.deleteBucket},
 
-		{Method: "GET", Pattern: b + "/files", Access: User, handle: api.listFiles},
-		{Method: "POST", Pattern: b + "/files", Access: User, Streams: true, handle: api.uploadForm},
-		{Method: "PUT", Pattern: b + "/files/{key...}", Access: User, Streams: true, handle: api.putFile},
-		{Method: "GET", Pattern: b + "/files/{key...}", Access: Optional, Streams: true, handle: api.getFile},
-		{Method: "DELETE", Pattern: b + "/files/{key...}", Access: User, handle: api.deleteFile},
-		{Method: "POST", Pattern: b + "/move", Access: User, handle: api.moveFile},
-		{Method: "POST", Pattern: b + "/copy", Access: User, Streams: true, handle: api.copyFile},
-		{Method: "POST", Pattern: b + "/zip", Access: User, Streams: true, handle: api.zipFiles},
-		{Method: "POST", Pattern: b + "/delete", Access: User, Streams: true, handle: api.batchDelete},
+		{Method: "GET", Pattern: b + "/files", Access: User, handle: api.files.listFiles},
+		{Method: "POST", Pattern: b + "/files", Access: User, Streams: true, handle: api.files.uploadForm},
+		{Method: "PUT", Pattern: b + "/files/{key...}", Access: User, Streams: true, handle: api.files.putFile},
+		{Method: "GET", Pattern: b + "/files/{key...}", Access: Optional, Streams: true, handle: api.files.getFile},
+		{Method: "DELETE", Pattern: b + "/files/{key...}", Access: User, handle: api.files.deleteFile},
+		{Method: "POST", Pattern: b + "/move", Access: User, handle: api.files.moveFile},
+		{Method: "POST", Pattern: b + "/copy", Access: User, Streams: true, handle: api.files.copyFile},
+		{Method: "POST", Pattern: b + "/zip", Access: User, Streams: true, handle: api.files.zipFiles},
+		{Method: "POST", Pattern: b + "/delete", Access: User, Streams: true, handle: api.files.batchDelete},
 
-		{Method: "GET", Pattern: "/api/v1/shares", Access: User, handle: api.listShares},
-		{Method: "POST", Pattern: "/api/v1/shares", Access: User, handle: api.createShare},
-		{Method: "GET", Pattern: "/api/v1/shares/{id}", Access: User, handle: api.getShare},
-		{Method: "PATCH", Pattern: "/api/v1/shares/{id}", Access: User, handle: api.patchShare},
-		{Method: "DELETE", Pattern: "/api/v1/shares/{id}", Access: User, handle: api.revokeShare},
+		{Method: "GET", Pattern: "/api/v1/shares", Access: User, handle: api.shares.listShares},
+		{Method: "POST", Pattern: "/api/v1/shares", Access: User, handle: api.shares.createShare},
+		{Method: "GET", Pattern: "/api/v1/shares/{id}", Access: User, handle: api.shares.getShare},
+		{Method: "PATCH", Pattern: "/api/v1/shares/{id}", Access: User, handle: api.shares.patchShare},
+		{Method: "DELETE", Pattern: "/api/v1/shares/{id}", Access: User, handle: api.shares.revokeShare},
 
 		// Anonymous access through share links: Share routes never look
 		// at the Authorization header; the link is the credential.
-		{Method: "GET", Pattern: "/s/{token}", Access: Share, Streams: true, handle: api.shareGet},
-		{Method: "GET", Pattern: "/s/{token}/{path...}", Access: Share, Streams: true, handle: api.shareGetPath},
-		{Method: "PUT", Pattern: "/s/{token}/{path...}", Access: Share, Streams: true, handle: api.sharePut},
-		{Method: "POST", Pattern: "/s/{token}/{path...}", Access: Share, handle: api.sharePost},
+		{Method: "GET", Pattern: "/s/{token}", Access: Share, Streams: true, handle: api.links.shareGet},
+		{Method: "GET", Pattern: "/s/{token}/{path...}", Access: Share, Streams: true, handle: api.links.shareGetPath},
+		{Method: "PUT", Pattern: "/s/{token}/{path...}", Access: Share, Streams: true, handle: api.links.sharePut},
+		{Method: "POST", Pattern: "/s/{token}/{path...}", Access: Share, handle: api.links.sharePost},
 
-		{Method: "GET", Pattern: "/api/v1/keys", Access: User, handle: api.listKeys},
-		{Method: "POST", Pattern: "/api/v1/keys", Access: User, handle: api.createKey},
-		{Method: "DELETE", Pattern: "/api/v1/keys/{id}", Access: User, handle: api.deleteKey},
+		{Method: "GET", Pattern: "/api/v1/keys", Access: User, handle: api.keys.listKeys},
+		{Method: "POST", Pattern: "/api/v1/keys", Access: User, handle: api.keys.createKey},
+		{Method: "DELETE", Pattern: "/api/v1/keys/{id}", Access: User, handle: api.keys.deleteKey},
 
-		{Method: "POST", Pattern: "/api/v1/uploads", Access: User, handle: api.createUpload},
-		{Method: "GET", Pattern: "/api/v1/uploads/{id}", Access: User, handle: api.getUpload},
-		{Method: "DELETE", Pattern: "/api/v1/uploads/{id}", Access: User, handle: api.abortUpload},
-		{Method: "POST", Pattern: "/api/v1/uploads/{id}/complete", Access: User, handle: api.completeUpload},
+		{Method: "POST", Pattern: "/api/v1/uploads", Access: User, handle: api.uploads.createUpload},
+		{Method: "GET", Pattern: "/api/v1/uploads/{id}", Access: User, handle: api.uploads.getUpload},
+		{Method: "DELETE", Pattern: "/api/v1/uploads/{id}", Access: User, handle: api.uploads.abortUpload},
+		{Method: "POST", Pattern: "/api/v1/uploads/{id}/complete", Access: User, handle: api.uploads.completeUpload},
 
-		{Method: "GET", Pattern: "/api/v1/admin/invites", Access: Admin, handle: api.listInvites},
-		{Method: "POST", Pattern: "/api/v1/admin/invites", Access: Admin, handle: api.createInvite},
-		{Method: "DELETE", Pattern: "/api/v1/admin/invites/{id}", Access: Admin, handle: api.revokeInvite},
-	}, append(append(append(api.adminRoutes(), api.gatewayRoutes()...), api.kmsJobRoutes()...), api.tusRoutes()...)...)
+		{Method: "GET", Pattern: "/api/v1/admin/invites", Access: Admin, handle: api.admin.listInvites},
+		{Method: "POST", Pattern: "/api/v1/admin/invites", Access: Admin, handle: api.admin.createInvite},
+		{Method: "DELETE", Pattern: "/api/v1/admin/invites/{id}", Access: Admin, handle: api.admin.revokeInvite},
+
+		// Under /api/v1/admin, every route is Admin.
+		{Method: "GET", Pattern: "/api/v1/admin/server", Access: Admin, handle: api.admin.adminServer},
+		{Method: "GET", Pattern: "/api/v1/admin/users", Access: Admin, handle: api.admin.adminListUsers},
+		{Method: "POST", Pattern: "/api/v1/admin/users", Access: Admin, handle: api.admin.adminCreateUser},
+		{Method: "GET", Pattern: u, Access: Admin, handle: api.admin.adminGetUser},
+		{Method: "DELETE", Pattern: u, Access: Admin, handle: api.admin.adminDeleteUser},
+		{Method: "PUT", Pattern: u + "/quota", Access: Admin, handle: api.admin.adminSetQuota},
+		{Method: "GET", Pattern: u + "/limits", Access: Admin, handle: api.admin.adminGetLimits},
+		{Method: "PUT", Pattern: u + "/limits", Access: Admin, handle: api.admin.adminSetLimits},
+		{Method: "POST", Pattern: u + "/disable", Access: Admin, handle: api.admin.adminDisable},
+		{Method: "POST", Pattern: u + "/enable", Access: Admin, handle: api.admin.adminEnable},
+		{Method: "POST", Pattern: u + "/password", Access: Admin, handle: api.admin.adminSetPassword},
+		{Method: "GET", Pattern: u + "/buckets", Access: Admin, handle: api.admin.adminListBuckets},
+		{Method: "GET", Pattern: u + "/keys", Access: Admin, handle: api.admin.adminListKeys},
+		{Method: "DELETE", Pattern: u + "/keys/{key}", Access: Admin, handle: api.admin.adminDeleteKey},
+		{Method: "POST", Pattern: "/api/v1/admin/kms/rotate", Access: Admin, handle: api.encryption.adminRotateKeys},
+
+		{Method: "GET", Pattern: "/api/v1/admin/gateways", Access: Admin, handle: api.gateways.adminListGateways},
+		{Method: "POST", Pattern: "/api/v1/admin/gateways", Access: Admin, handle: api.gateways.adminCreateGateway},
+		{Method: "DELETE", Pattern: "/api/v1/admin/gateways/{name}", Access: Admin, handle: api.gateways.adminDeleteGateway},
+
+		{Method: "POST", Pattern: "/api/v1/admin/kms/rewrap", Access: Admin, handle: api.encryption.adminStartRewrap},
+		{Method: "POST", Pattern: "/api/v1/admin/kms/encrypt", Access: Admin, handle: api.encryption.adminStartEncrypt},
+		{Method: "GET", Pattern: "/api/v1/admin/kms/jobs", Access: Admin, handle: api.encryption.adminKMSJobs},
+		{Method: "GET", Pattern: "/api/v1/admin/kms/jobs/{name}", Access: Admin, handle: api.encryption.adminKMSJob},
+		{Method: "GET", Pattern: "/api/v1/admin/kms/grants", Access: Admin, handle: api.encryption.adminKMSGrants},
+		{Method: "PUT", Pattern: u + "/kms-keys/{key...}", Access: Admin, handle: api.encryption.adminAllowKMSKey},
+		{Method: "DELETE", Pattern: u + "/kms-keys/{key...}", Access: Admin, handle: api.encryption.adminDisallowKMSKey},
+
+		// The tus 1.0 endpoint (internal/tus): the creation URL and the
+		// upload URLs. They stream (POST may carry the first chunk:
+		// creation-with-upload); OPTIONS needs no credentials (it tells
+		// only the protocol's capabilities).
+		{Method: "OPTIONS", Pattern: TusBase, Access: Public, handle: api.tus.tusServe},
+		{Method: "POST", Pattern: TusBase, Access: User, Streams: true, handle: api.tus.tusServe},
+		{Method: "OPTIONS", Pattern: t, Access: Public, handle: api.tus.tusServe},
+		{Method: "GET", Pattern: t, Access: User, handle: api.tus.tusServe}, // HEAD
+		{Method: "PATCH", Pattern: t, Access: User, Streams: true, handle: api.tus.tusServe},
+		{Method: "DELETE", Pattern: t, Access: User, handle: api.tus.tusServe},
+	}
 }
 
 // Handler returns the API as an http.Handler for paths under /api/. Mount
@@ -302,20 +374,24 @@ func (api *API) principal(r *http.Request) (auth.Principal, error) {
 
 func actor(p auth.Principal) object.Actor { return object.Actor{UserID: p.UserID} }
 
+// jsonDecoder reads the JSON bodies of requests, bounded by
+// Config.MaxJSONBody; every group of handlers that takes one embeds it.
+type jsonDecoder struct{ maxBody int64 }
+
 // decodeJSON reads a bounded JSON body into v, rejecting unknown fields and
 // trailing data.
-func (api *API) decodeJSON(r *http.Request, v any) error {
+func (d jsonDecoder) decodeJSON(r *http.Request, v any) error {
 	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(strings.ToLower(ct), "application/json") {
 		return errcode.New(errcode.InvalidArgument, "Content-Type must be application/json")
 	}
-	body := http.MaxBytesReader(nil, r.Body, api.cfg.MaxJSONBody)
+	body := http.MaxBytesReader(nil, r.Body, d.maxBody)
 	dec := json.NewDecoder(body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		var mbe *http.MaxBytesError
 		switch {
 		case errors.As(err, &mbe):
-			return errcode.New(errcode.TooLarge, "JSON body exceeds %d bytes", api.cfg.MaxJSONBody)
+			return errcode.New(errcode.TooLarge, "JSON body exceeds %d bytes", d.maxBody)
 		case errors.Is(err, io.EOF):
 			return errcode.New(errcode.InvalidArgument, "JSON body is empty")
 		case errcode.Of(err) != errcode.Unknown:

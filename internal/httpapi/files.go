@@ -4,7 +4,9 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
 	"mime"
 	"net/http"
 	"net/url"
@@ -109,7 +111,19 @@ func writeCond(h http.Header) (meta.Cond, error) {
 	return c, nil
 }
 
-func (api *API) putFile(r *http.Request, p auth.Principal) (response, error) {
+// fileHandlers are the routes of a bucket's files: uploads (raw and
+// multipart/form-data), downloads, listing, move, copy, zip downloads and
+// batch deletes (batch.go).
+type fileHandlers struct {
+	jsonDecoder
+	files        Files
+	zips         *zipper
+	maxFormFiles int           // Config.MaxFormFiles
+	publicMaxAge time.Duration // Config.PublicMaxAge
+	log          *slog.Logger
+}
+
+func (h *fileHandlers) putFile(r *http.Request, p auth.Principal) (response, error) {
 	sha, md5sum, err := clientDigests(r.Header)
 	if err != nil {
 		return nil, err
@@ -130,7 +144,7 @@ func (api *API) putFile(r *http.Request, p auth.Principal) (response, error) {
 			ct = ""
 		}
 	}
-	o, err := api.files.Put(r.Context(), actor(p), object.PutInput{
+	o, err := h.files.Put(r.Context(), actor(p), object.PutInput{
 		Bucket: r.PathValue("bucket"), Key: r.PathValue("key"),
 		Body: r.Body, Size: r.ContentLength, ContentType: ct,
 		SHA256: sha, MD5: md5sum, Cond: cond,
@@ -142,13 +156,13 @@ func (api *API) putFile(r *http.Request, p auth.Principal) (response, error) {
 		header: http.Header{"Etag": {httpx.QuoteETag(o.ETag)}}}, nil
 }
 
-func (api *API) uploadForm(r *http.Request, p auth.Principal) (response, error) {
+func (h *fileHandlers) uploadForm(r *http.Request, p auth.Principal) (response, error) {
 	mr, err := r.MultipartReader()
 	if err != nil {
 		return nil, errcode.New(errcode.InvalidArgument, "body must be multipart/form-data")
 	}
 	bucket := r.PathValue("bucket")
-	batch := api.files.NewBatch(actor(p))
+	batch := h.files.NewBatch(actor(p))
 	defer batch.Abort()
 	prefix := ""
 	n := 0
@@ -184,8 +198,8 @@ func (api *API) uploadForm(r *http.Request, p auth.Principal) (response, error) 
 			}
 			continue
 		}
-		if n++; n > api.cfg.MaxFormFiles {
-			return nil, errcode.New(errcode.TooLarge, "more than %d files in one upload", api.cfg.MaxFormFiles)
+		if n++; n > h.maxFormFiles {
+			return nil, errcode.New(errcode.TooLarge, "more than %d files in one upload", h.maxFormFiles)
 		}
 		ct := part.Header.Get("Content-Type")
 		if ct == "application/octet-stream" {
@@ -211,54 +225,55 @@ func (api *API) uploadForm(r *http.Request, p auth.Principal) (response, error) 
 	return created(map[string]any{"files": out}), nil
 }
 
-func (api *API) getFile(r *http.Request, p auth.Principal) (response, error) {
-	rd, err := api.files.Get(r.Context(), actor(p), r.PathValue("bucket"), r.PathValue("key"))
+func (h *fileHandlers) getFile(r *http.Request, p auth.Principal) (response, error) {
+	rd, err := h.files.Get(r.Context(), actor(p), r.PathValue("bucket"), r.PathValue("key"))
 	if err != nil {
 		return nil, err
 	}
-	return &fileResponse{api: api, rd: rd}, nil
+	return &fileResponse{maxAge: h.publicMaxAge, log: h.log, rd: rd}, nil
 }
 
 // fileResponse serves an object with HTTP semantics: validators,
 // conditional requests, a single byte range, caching and disposition.
 type fileResponse struct {
-	api *API
-	rd  *object.Reader
+	maxAge time.Duration // of public-read objects
+	log    *slog.Logger
+	rd     *object.Reader
 }
 
 func (f *fileResponse) respond(w http.ResponseWriter, r *http.Request) {
 	o := f.rd.Object
 	h := w.Header()
 	if f.rd.Bucket.Visibility == meta.PublicRead {
-		h.Set("Cache-Control", "public, max-age="+strconv.Itoa(int(f.api.cfg.PublicMaxAge.Seconds())))
+		h.Set("Cache-Control", "public, max-age="+strconv.Itoa(int(f.maxAge.Seconds())))
 	} else {
 		h.Set("Cache-Control", "private, no-cache")
 	}
 	sp, ok, err := httpx.PlanDownload(w, r, httpx.Representation{ETag: o.ETag, ModTime: o.ModTime, Size: o.Size}, nil)
 	if err != nil {
-		WriteProblem(w, r, f.api.log, err)
+		WriteProblem(w, r, f.log, err)
 	}
 	if !ok {
 		return
 	}
 	setObjectHeaders(h, r, o, sp.Status)
-	if err := httpx.SendSpan(w, r, f.rd, sp, f.api.log, "bucket", o.Bucket, "key", o.Key); err != nil {
-		WriteProblem(w, r, f.api.log, err)
+	if err := httpx.SendSpan(w, r, f.rd, sp, f.log, "bucket", o.Bucket, "key", o.Key); err != nil {
+		WriteProblem(w, r, f.log, err)
 	}
 }
 
-func (api *API) deleteFile(r *http.Request, p auth.Principal) (response, error) {
+func (h *fileHandlers) deleteFile(r *http.Request, p auth.Principal) (response, error) {
 	cond, err := writeCond(r.Header)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := api.files.Delete(r.Context(), actor(p), r.PathValue("bucket"), r.PathValue("key"), cond); err != nil {
+	if _, err := h.files.Delete(r.Context(), actor(p), r.PathValue("bucket"), r.PathValue("key"), cond); err != nil {
 		return nil, err
 	}
 	return noContent{}, nil
 }
 
-func (api *API) listFiles(r *http.Request, p auth.Principal) (response, error) {
+func (h *fileHandlers) listFiles(r *http.Request, p auth.Principal) (response, error) {
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
 		return nil, errcode.New(errcode.InvalidArgument, "query string is malformed")
@@ -284,7 +299,7 @@ func (api *API) listFiles(r *http.Request, p auth.Principal) (response, error) {
 		}
 		opts.StartAfter = string(b)
 	}
-	page, err := api.files.List(r.Context(), actor(p), r.PathValue("bucket"), opts)
+	page, err := h.files.List(r.Context(), actor(p), r.PathValue("bucket"), opts)
 	if err != nil {
 		return nil, err
 	}
@@ -310,9 +325,9 @@ type moveBody struct {
 	Overwrite bool   `json:"overwrite"`
 }
 
-func (api *API) moveBody(r *http.Request) (moveBody, meta.Cond, error) {
+func (h *fileHandlers) moveBody(r *http.Request) (moveBody, meta.Cond, error) {
 	var b moveBody
-	if err := api.decodeJSON(r, &b); err != nil {
+	if err := h.decodeJSON(r, &b); err != nil {
 		return b, meta.Cond{}, err
 	}
 	if b.From == "" || b.To == "" {
@@ -324,30 +339,77 @@ func (api *API) moveBody(r *http.Request) (moveBody, meta.Cond, error) {
 	return b, meta.Cond{IfNoneMatch: !b.Overwrite}, nil
 }
 
-func (api *API) moveFile(r *http.Request, p auth.Principal) (response, error) {
-	b, cond, err := api.moveBody(r)
+func (h *fileHandlers) moveFile(r *http.Request, p auth.Principal) (response, error) {
+	b, cond, err := h.moveBody(r)
 	if err != nil {
 		return nil, err
 	}
-	o, err := api.files.Move(r.Context(), actor(p), r.PathValue("bucket"), b.From, b.ToBucket, b.To, cond)
+	o, err := h.files.Move(r.Context(), actor(p), r.PathValue("bucket"), b.From, b.ToBucket, b.To, cond)
 	if err != nil {
 		return nil, err
 	}
 	return ok(toFileJSON(o)), nil
 }
 
-func (api *API) copyFile(r *http.Request, p auth.Principal) (response, error) {
-	b, cond, err := api.moveBody(r)
+func (h *fileHandlers) copyFile(r *http.Request, p auth.Principal) (response, error) {
+	b, cond, err := h.moveBody(r)
 	if err != nil {
 		return nil, err
 	}
-	o, err := api.files.Copy(r.Context(), actor(p), object.CopyInput{
+	o, err := h.files.Copy(r.Context(), actor(p), object.CopyInput{
 		SrcBucket: r.PathValue("bucket"), SrcKey: b.From, DstBucket: b.ToBucket, DstKey: b.To, Cond: cond,
 	})
 	if err != nil {
 		return nil, err
 	}
 	return created(toFileJSON(o)), nil
+}
+
+// zipFiles is POST /buckets/{bucket}/zip. Its planning is bounded: the
+// prefixes are de-duplicated and those another covers dropped (so no
+// object is listed twice), as are repeated keys and keys under a prefix;
+// at most maxZipPrefixes prefixes and MaxZipEntries keys remain, the
+// entry and byte limits stop the listing, and ZipPlanTimeout the whole.
+func (h *fileHandlers) zipFiles(r *http.Request, p auth.Principal) (response, error) {
+	var b struct {
+		Keys     []string `json:"keys"`
+		Prefixes []string `json:"prefixes"`
+		Compress bool     `json:"compress"`
+		Name     string   `json:"name"`
+	}
+	if err := h.decodeJSON(r, &b); err != nil {
+		return nil, err
+	}
+	if len(b.Keys) == 0 && len(b.Prefixes) == 0 {
+		return nil, errcode.New(errcode.InvalidArgument, "give keys or prefixes")
+	}
+	for _, pfx := range b.Prefixes {
+		if len(pfx) > object.MaxKeyLen || !utf8.ValidString(pfx) {
+			return nil, errcode.New(errcode.InvalidArgument, "prefix must be valid UTF-8 of at most 1024 bytes")
+		}
+	}
+	prefixes := coverPrefixes(b.Prefixes)
+	keys := uncoveredKeys(b.Keys, prefixes)
+	switch {
+	case len(prefixes) > maxZipPrefixes:
+		return nil, &errcode.Error{Code: errcode.TooLarge, Message: fmt.Sprintf("a zip takes at most %d prefixes (none inside another)", maxZipPrefixes),
+			Detail: map[string]any{"reason": "zip_too_large", "max_prefixes": maxZipPrefixes}}
+	case len(keys) > h.zips.limits.Entries:
+		return nil, &errcode.Error{Code: errcode.TooLarge, Message: fmt.Sprintf("the zip would hold more than %d files", h.zips.limits.Entries),
+			Detail: map[string]any{"reason": "zip_too_large", "max_entries": h.zips.limits.Entries}}
+	}
+	bucket := r.PathValue("bucket")
+	a := actor(p)
+	ctx, done := h.zips.planning(r)
+	plan, err := h.zips.plan(ctx, a, bucket, keys, prefixes)
+	if err = done(err); err != nil {
+		return nil, err
+	}
+	name := b.Name
+	if name == "" {
+		name = bucket + ".zip"
+	}
+	return h.zips.stream(name, plan, a, bucket, b.Compress), nil
 }
 
 // setObjectHeaders sets what every download of an object says about it

@@ -44,23 +44,22 @@ func toGatewayJSON(b meta.Bucket) gatewayJSON {
 	return gatewayJSON{Name: b.Name, URL: b.Gateway, OwnerID: b.OwnerID, Visibility: string(b.Visibility), CreatedAt: b.CreatedAt}
 }
 
-func (api *API) gatewayRoutes() []Route {
-	return []Route{
-		{Method: "GET", Pattern: "/api/v1/admin/gateways", Access: Admin, handle: api.adminListGateways},
-		{Method: "POST", Pattern: "/api/v1/admin/gateways", Access: Admin, handle: api.adminCreateGateway},
-		{Method: "DELETE", Pattern: "/api/v1/admin/gateways/{name}", Access: Admin, handle: api.adminDeleteGateway},
-	}
+// gatewayHandlers are the administrators' routes of gateway buckets
+// (/api/v1/admin/gateways).
+type gatewayHandlers struct {
+	jsonDecoder
+	gateways GatewayAdmin // Config.Gateways; nil: 501
 }
 
-func (api *API) gateways() (GatewayAdmin, error) {
-	if api.cfg.Gateways == nil {
+func (h *gatewayHandlers) enabled() (GatewayAdmin, error) {
+	if h.gateways == nil {
 		return nil, errcode.New(errcode.NotImplemented, "gateway buckets are not available on this server")
 	}
-	return api.cfg.Gateways, nil
+	return h.gateways, nil
 }
 
-func (api *API) adminListGateways(r *http.Request, _ auth.Principal) (response, error) {
-	g, err := api.gateways()
+func (h *gatewayHandlers) adminListGateways(r *http.Request, _ auth.Principal) (response, error) {
+	g, err := h.enabled()
 	if err != nil {
 		return nil, err
 	}
@@ -75,13 +74,13 @@ func (api *API) adminListGateways(r *http.Request, _ auth.Principal) (response, 
 	return ok(map[string]any{"gateways": out}), nil
 }
 
-func (api *API) adminCreateGateway(r *http.Request, _ auth.Principal) (response, error) {
-	g, err := api.gateways()
+func (h *gatewayHandlers) adminCreateGateway(r *http.Request, _ auth.Principal) (response, error) {
+	g, err := h.enabled()
 	if err != nil {
 		return nil, err
 	}
 	var body NewGateway
-	if err := api.decodeJSON(r, &body); err != nil {
+	if err := h.decodeJSON(r, &body); err != nil {
 		return nil, err
 	}
 	b, err := g.CreateGateway(r.Context(), body)
@@ -91,8 +90,8 @@ func (api *API) adminCreateGateway(r *http.Request, _ auth.Principal) (response,
 	return created(toGatewayJSON(b)), nil
 }
 
-func (api *API) adminDeleteGateway(r *http.Request, _ auth.Principal) (response, error) {
-	g, err := api.gateways()
+func (h *gatewayHandlers) adminDeleteGateway(r *http.Request, _ auth.Principal) (response, error) {
+	g, err := h.enabled()
 	if err != nil {
 		return nil, err
 	}

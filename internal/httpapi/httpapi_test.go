@@ -154,7 +154,7 @@ func TestDecodeJSONErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := httptest.NewRequest("POST", "/api/v1/auth/login", tc.body)
 			var v struct{ Email string }
-			err := api.decodeJSON(r, &v)
+			err := api.sessions.decodeJSON(r, &v)
 			if got, want := errcode.Of(err), tc.want; got != want || (err == nil) != (want == errcode.Unknown) {
 				t.Errorf("decodeJSON: %v (code %v), want code %v", err, got, want)
 			}

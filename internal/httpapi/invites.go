@@ -41,15 +41,15 @@ type createInviteBody struct {
 	Uses      int   `json:"uses"`
 }
 
-func (api *API) createInvite(r *http.Request, p auth.Principal) (response, error) {
+func (h *adminHandlers) createInvite(r *http.Request, p auth.Principal) (response, error) {
 	var body createInviteBody
-	if err := api.decodeJSON(r, &body); err != nil {
+	if err := h.decodeJSON(r, &body); err != nil {
 		return nil, err
 	}
 	if body.ExpiresIn < 0 || body.ExpiresIn > int64(auth.MaxInviteTTL/time.Second) {
 		return nil, errcode.New(errcode.InvalidArgument, "expires_in must be 0 (the default: 7 days) to %d seconds", int64(auth.MaxInviteTTL/time.Second))
 	}
-	inv, code, err := api.userAdmin.CreateInvite(r.Context(), auth.InviteRequest{
+	inv, code, err := h.userAdmin.CreateInvite(r.Context(), auth.InviteRequest{
 		Email: body.Email, TTL: time.Duration(body.ExpiresIn) * time.Second, Uses: body.Uses, CreatedBy: p.UserID,
 	})
 	if err != nil {
@@ -58,8 +58,8 @@ func (api *API) createInvite(r *http.Request, p auth.Principal) (response, error
 	return created(toInviteJSON(inv, code, time.Now())), nil
 }
 
-func (api *API) listInvites(r *http.Request, _ auth.Principal) (response, error) {
-	invs, err := api.userAdmin.ListInvites(r.Context())
+func (h *adminHandlers) listInvites(r *http.Request, _ auth.Principal) (response, error) {
+	invs, err := h.userAdmin.ListInvites(r.Context())
 	if err != nil {
 		return nil, err
 	}
@@ -71,8 +71,8 @@ func (api *API) listInvites(r *http.Request, _ auth.Principal) (response, error)
 	return ok(map[string]any{"invites": out}), nil
 }
 
-func (api *API) revokeInvite(r *http.Request, _ auth.Principal) (response, error) {
-	if err := api.userAdmin.RevokeInvite(r.Context(), r.PathValue("id")); err != nil {
+func (h *adminHandlers) revokeInvite(r *http.Request, _ auth.Principal) (response, error) {
+	if err := h.userAdmin.RevokeInvite(r.Context(), r.PathValue("id")); err != nil {
 		return nil, err
 	}
 	return noContent{}, nil

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -24,24 +25,36 @@ func toKeyJSON(k auth.AccessKey) keyJSON {
 	return j
 }
 
-func (api *API) createKey(r *http.Request, p auth.Principal) (response, error) {
+// keyHandlers are the routes of a user's S3 access keys (/api/v1/keys).
+type keyHandlers struct {
+	jsonDecoder
+	accessKeys AccessKeys
+}
+
+func (h *keyHandlers) createKey(r *http.Request, p auth.Principal) (response, error) {
 	var body struct {
 		Name string `json:"name"`
 	}
 	if r.ContentLength != 0 {
-		if err := api.decodeJSON(r, &body); err != nil {
+		if err := h.decodeJSON(r, &body); err != nil {
 			return nil, err
 		}
 	}
-	k, err := api.accessKeys.CreateAccessKey(r.Context(), p.UserID, body.Name)
+	k, err := h.accessKeys.CreateAccessKey(r.Context(), p.UserID, body.Name)
 	if err != nil {
 		return nil, err
 	}
 	return created(toKeyJSON(k)), nil
 }
 
-func (api *API) listKeys(r *http.Request, p auth.Principal) (response, error) {
-	keys, err := api.accessKeys.ListAccessKeys(r.Context(), p.UserID)
+func (h *keyHandlers) listKeys(r *http.Request, p auth.Principal) (response, error) {
+	return keysResponse(r.Context(), h.accessKeys, p.UserID)
+}
+
+// keysResponse answers the access keys of user userID (theirs, or an
+// administrator's view of them).
+func keysResponse(ctx context.Context, accessKeys AccessKeys, userID string) (response, error) {
+	keys, err := accessKeys.ListAccessKeys(ctx, userID)
 	if err != nil {
 		return nil, err
 	}
@@ -52,8 +65,8 @@ func (api *API) listKeys(r *http.Request, p auth.Principal) (response, error) {
 	return ok(map[string]any{"keys": out}), nil
 }
 
-func (api *API) deleteKey(r *http.Request, p auth.Principal) (response, error) {
-	if err := api.accessKeys.DeleteAccessKey(r.Context(), p.UserID, r.PathValue("id")); err != nil {
+func (h *keyHandlers) deleteKey(r *http.Request, p auth.Principal) (response, error) {
+	if err := h.accessKeys.DeleteAccessKey(r.Context(), p.UserID, r.PathValue("id")); err != nil {
 		return nil, err
 	}
 	return noContent{}, nil

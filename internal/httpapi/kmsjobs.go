@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -9,9 +10,10 @@ import (
 	"github.com/coffer-storage/coffer/internal/meta"
 )
 
-// The background jobs of encryption at rest (docs/encryption.md#background-jobs),
-// for administrators: start a re-wrap or an encryption, follow their
-// progress, and see which KEK versions stored data keys still use.
+// Encryption at rest for administrators: rotate the key-encryption key;
+// the background jobs (docs/encryption.md#background-jobs): start a
+// re-wrap or an encryption, follow their progress, and see which KEK
+// versions stored data keys still use; the SSE-KMS key grants.
 
 // kmsJobJSON is a job as the admin API shows it.
 type kmsJobJSON struct {
@@ -48,16 +50,35 @@ func toKMSJobJSON(j meta.KMSJob) kmsJobJSON {
 	return out
 }
 
-func (api *API) kmsJobRoutes() []Route {
-	return []Route{
-		{Method: "POST", Pattern: "/api/v1/admin/kms/rewrap", Access: Admin, handle: api.adminStartRewrap},
-		{Method: "POST", Pattern: "/api/v1/admin/kms/encrypt", Access: Admin, handle: api.adminStartEncrypt},
-		{Method: "GET", Pattern: "/api/v1/admin/kms/jobs", Access: Admin, handle: api.adminKMSJobs},
-		{Method: "GET", Pattern: "/api/v1/admin/kms/jobs/{name}", Access: Admin, handle: api.adminKMSJob},
-		{Method: "GET", Pattern: "/api/v1/admin/kms/grants", Access: Admin, handle: api.adminKMSGrants},
-		{Method: "PUT", Pattern: "/api/v1/admin/users/{id}/kms-keys/{key...}", Access: Admin, handle: api.adminAllowKMSKey},
-		{Method: "DELETE", Pattern: "/api/v1/admin/users/{id}/kms-keys/{key...}", Access: Admin, handle: api.adminDisallowKMSKey},
+// encryptionHandlers are the administrators' routes of encryption at
+// rest (under /api/v1/admin/kms and the users' kms-keys): the rotation of
+// the key-encryption key, the background jobs, the SSE-KMS key grants.
+type encryptionHandlers struct {
+	jsonDecoder
+	encryption Encryption
+	rotateKeys func(ctx context.Context) (previous, current string, err error) // Config.RotateKeys
+}
+
+// adminRotateKeys rotates the default key-encryption key of encryption at
+// rest (docs/encryption.md) and starts the background re-wrap of the data
+// keys already issued (the "rewrap" job; see GET /api/v1/admin/kms/jobs).
+func (h *encryptionHandlers) adminRotateKeys(r *http.Request, _ auth.Principal) (response, error) {
+	if h.rotateKeys == nil {
+		return nil, errcode.New(errcode.NotImplemented, "no key provider: start the server with --encryption on or --kms")
 	}
+	prev, cur, err := h.rotateKeys(r.Context())
+	if err != nil {
+		return nil, err
+	}
+	body := map[string]any{"kek": cur, "previous_kek": prev, "rotated": prev != cur}
+	if prev != cur {
+		j, err := h.encryption.StartRewrap(r.Context())
+		if err != nil {
+			return nil, err
+		}
+		body["job"] = toKMSJobJSON(j)
+	}
+	return ok(body), nil
 }
 
 // kmsGrantJSON is a grant of the SSE-KMS key allow list.
@@ -69,8 +90,8 @@ type kmsGrantJSON struct {
 
 // adminKMSGrants lists the SSE-KMS key allow list: who may name which key
 // other than the provider's default.
-func (api *API) adminKMSGrants(r *http.Request, _ auth.Principal) (response, error) {
-	gs, err := api.encryption.ListKMSKeyGrants(r.Context())
+func (h *encryptionHandlers) adminKMSGrants(r *http.Request, _ auth.Principal) (response, error) {
+	gs, err := h.encryption.ListKMSKeyGrants(r.Context())
 	if err != nil {
 		return nil, err
 	}
@@ -82,8 +103,8 @@ func (api *API) adminKMSGrants(r *http.Request, _ auth.Principal) (response, err
 }
 
 // adminAllowKMSKey lets user {id} name the SSE-KMS key {key...}.
-func (api *API) adminAllowKMSKey(r *http.Request, _ auth.Principal) (response, error) {
-	g, err := api.encryption.AllowKMSKey(r.Context(), r.PathValue("key"), r.PathValue("id"))
+func (h *encryptionHandlers) adminAllowKMSKey(r *http.Request, _ auth.Principal) (response, error) {
+	g, err := h.encryption.AllowKMSKey(r.Context(), r.PathValue("key"), r.PathValue("id"))
 	if err != nil {
 		return nil, err
 	}
@@ -91,8 +112,8 @@ func (api *API) adminAllowKMSKey(r *http.Request, _ auth.Principal) (response, e
 }
 
 // adminDisallowKMSKey withdraws user {id}'s grant of {key...}.
-func (api *API) adminDisallowKMSKey(r *http.Request, _ auth.Principal) (response, error) {
-	if err := api.encryption.DisallowKMSKey(r.Context(), r.PathValue("key"), r.PathValue("id")); err != nil {
+func (h *encryptionHandlers) adminDisallowKMSKey(r *http.Request, _ auth.Principal) (response, error) {
+	if err := h.encryption.DisallowKMSKey(r.Context(), r.PathValue("key"), r.PathValue("id")); err != nil {
 		return nil, err
 	}
 	return noContent{}, nil
@@ -100,8 +121,8 @@ func (api *API) adminDisallowKMSKey(r *http.Request, _ auth.Principal) (response
 
 // adminStartRewrap (re)starts the re-wrap of every data key to the
 // current KEK versions.
-func (api *API) adminStartRewrap(r *http.Request, _ auth.Principal) (response, error) {
-	j, err := api.encryption.StartRewrap(r.Context())
+func (h *encryptionHandlers) adminStartRewrap(r *http.Request, _ auth.Principal) (response, error) {
+	j, err := h.encryption.StartRewrap(r.Context())
 	if err != nil {
 		return nil, err
 	}
@@ -110,18 +131,18 @@ func (api *API) adminStartRewrap(r *http.Request, _ auth.Principal) (response, e
 
 // adminStartEncrypt (re)starts the encryption of a bucket's plaintext
 // objects: {"bucket": "B"}, or {"all": true} for every bucket.
-func (api *API) adminStartEncrypt(r *http.Request, _ auth.Principal) (response, error) {
+func (h *encryptionHandlers) adminStartEncrypt(r *http.Request, _ auth.Principal) (response, error) {
 	var body struct {
 		Bucket string `json:"bucket"`
 		All    bool   `json:"all"`
 	}
-	if err := api.decodeJSON(r, &body); err != nil {
+	if err := h.decodeJSON(r, &body); err != nil {
 		return nil, err
 	}
 	if (body.Bucket == "") == !body.All {
 		return nil, errcode.New(errcode.InvalidArgument, `name a bucket ("bucket") or every bucket ("all": true), not both`)
 	}
-	j, err := api.encryption.StartEncrypt(r.Context(), body.Bucket)
+	j, err := h.encryption.StartEncrypt(r.Context(), body.Bucket)
 	if err != nil {
 		return nil, err
 	}
@@ -130,12 +151,12 @@ func (api *API) adminStartEncrypt(r *http.Request, _ auth.Principal) (response, 
 
 // adminKMSJobs lists the jobs, the current KEK, and how many stored data
 // keys each KEK version wraps (a version with none may be retired).
-func (api *API) adminKMSJobs(r *http.Request, _ auth.Principal) (response, error) {
-	js, err := api.encryption.KMSJobs(r.Context())
+func (h *encryptionHandlers) adminKMSJobs(r *http.Request, _ auth.Principal) (response, error) {
+	js, err := h.encryption.KMSJobs(r.Context())
 	if err != nil {
 		return nil, err
 	}
-	usage, err := api.encryption.KEKUsage(r.Context())
+	usage, err := h.encryption.KEKUsage(r.Context())
 	if err != nil {
 		return nil, err
 	}
@@ -144,14 +165,14 @@ func (api *API) adminKMSJobs(r *http.Request, _ auth.Principal) (response, error
 		out[i] = toKMSJobJSON(j)
 	}
 	body := map[string]any{"jobs": out, "kek_usage": usage}
-	if cur, err := api.encryption.CurrentKEK(r.Context()); err == nil {
+	if cur, err := h.encryption.CurrentKEK(r.Context()); err == nil {
 		body["current_kek"] = cur
 	}
 	return ok(body), nil
 }
 
-func (api *API) adminKMSJob(r *http.Request, _ auth.Principal) (response, error) {
-	j, err := api.encryption.KMSJob(r.Context(), r.PathValue("name"))
+func (h *encryptionHandlers) adminKMSJob(r *http.Request, _ auth.Principal) (response, error) {
+	j, err := h.encryption.KMSJob(r.Context(), r.PathValue("name"))
 	if err != nil {
 		return nil, err
 	}

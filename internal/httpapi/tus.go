@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"net/http"
 
 	"github.com/coffer-storage/coffer/internal/auth"
@@ -13,44 +14,33 @@ import (
 // TusBase is where the tus endpoint is mounted.
 const TusBase = "/api/v1/tus/"
 
-// tusRoutes are the tus 1.0 endpoint's routes (internal/tus): the
-// creation URL and the upload URLs. They stream (POST may carry the first
-// chunk: creation-with-upload); OPTIONS needs no credentials (it tells
-// only the protocol's capabilities).
-func (api *API) tusRoutes() []Route {
-	const u = TusBase + "{id}"
-	return []Route{
-		{Method: "OPTIONS", Pattern: TusBase, Access: Public, handle: api.tusServe},
-		{Method: "POST", Pattern: TusBase, Access: User, Streams: true, handle: api.tusServe},
-		{Method: "OPTIONS", Pattern: u, Access: Public, handle: api.tusServe},
-		{Method: "GET", Pattern: u, Access: User, handle: api.tusServe}, // HEAD
-		{Method: "PATCH", Pattern: u, Access: User, Streams: true, handle: api.tusServe},
-		{Method: "DELETE", Pattern: u, Access: User, handle: api.tusServe},
-	}
+// tusHandlers serve the tus 1.0 endpoint (internal/tus) at TusBase.
+type tusHandlers struct {
+	handler *tus.Handler // nil: not enabled (Config.Tus), 501
 }
 
-func (api *API) newTus(cfg TusConfig) error {
-	h, err := tus.New(api.tusObjects, cfg.Store, tus.Config{
-		BasePath: TusBase, TTL: cfg.TTL, LockLease: cfg.LockLease, Log: api.log,
+// newTus returns tusd's handler over objects and cfg.Store; its errors
+// are problem details.
+func newTus(objects tus.Objects, cfg TusConfig, log *slog.Logger) (*tus.Handler, error) {
+	return tus.New(objects, cfg.Store, tus.Config{
+		BasePath: TusBase, TTL: cfg.TTL, LockLease: cfg.LockLease, Log: log,
 		Error: func(ctx context.Context, err error) (int, http.Header, []byte) {
 			rw := &bufferWriter{header: http.Header{}}
 			r, _ := http.NewRequestWithContext(ctx, http.MethodPatch, TusBase, nil)
-			WriteProblem(rw, r, api.log, err)
+			WriteProblem(rw, r, log, err)
 			return rw.status, rw.header, rw.body.Bytes()
 		},
 	})
-	api.tus = h
-	return err
 }
 
-func (api *API) tusServe(r *http.Request, p auth.Principal) (response, error) {
-	if api.tus == nil {
+func (t *tusHandlers) tusServe(r *http.Request, p auth.Principal) (response, error) {
+	if t.handler == nil {
 		return nil, errcode.New(errcode.NotImplemented, "tus uploads are not enabled on this server")
 	}
 	if r.Method == http.MethodGet {
 		return nil, errcode.New(errcode.MethodNotAllowed, "tus uploads are not downloadable; GET the object")
 	}
-	return tusResponse{h: api.tus, p: p}, nil
+	return tusResponse{h: t.handler, p: p}, nil
 }
 
 type tusResponse struct {

@@ -75,22 +75,31 @@ func planParts(size, want int64) (int64, int, error) {
 	return ps, n, nil
 }
 
-func (api *API) createUpload(r *http.Request, p auth.Principal) (response, error) {
+// uploadHandlers are the routes of direct uploads (/api/v1/uploads): the
+// client sends the parts straight to an S3 endpoint through presigned
+// URLs, and completes the upload here.
+type uploadHandlers struct {
+	jsonDecoder
+	uploads Uploads
+	presign Presigner // Config.Presign; nil: only a backend's own URLs
+}
+
+func (h *uploadHandlers) createUpload(r *http.Request, p auth.Principal) (response, error) {
 	var body createUploadBody
-	if err := api.decodeJSON(r, &body); err != nil {
+	if err := h.decodeJSON(r, &body); err != nil {
 		return nil, err
 	}
 	// With an S3 blob backend, parts go straight to the backend store
 	// (presigned URLs of the store itself); otherwise to Coffer's S3 API.
-	backend := api.uploads.BackendDirect()
-	if !backend && api.cfg.Presign == nil {
+	backend := h.uploads.BackendDirect()
+	if !backend && h.presign == nil {
 		return nil, errcode.New(errcode.NotImplemented, "direct uploads need the S3 listener")
 	}
 	ps, n, err := planParts(body.Size, body.PartSize)
 	if err != nil {
 		return nil, err
 	}
-	u, err := api.uploads.CreateUpload(r.Context(), actor(p), object.CreateUploadInput{
+	u, err := h.uploads.CreateUpload(r.Context(), actor(p), object.CreateUploadInput{
 		Bucket: body.Bucket, Key: body.Key, ContentType: body.ContentType,
 		Size: max(body.Size, 0), PartSize: ps, TTL: api.cfg.DirectUploadExpiry, Backend: backend,
 	})
@@ -99,8 +108,8 @@ func (api *API) createUpload(r *http.Request, p auth.Principal) (response, error
 	}
 	// An encrypted upload (the bucket's default) is not assembled by the
 	// backend even where it could be: its bytes must pass through Coffer.
-	if backend = u.BackendUploadID != ""; !backend && api.cfg.Presign == nil {
-		_ = api.uploads.AbortUpload(r.Context(), actor(p), u.Bucket, u.Key, u.ID)
+	if backend = u.BackendUploadID != ""; !backend && h.presign == nil {
+		_ = h.uploads.AbortUpload(r.Context(), actor(p), u.Bucket, u.Key, u.ID)
 		return nil, errcode.New(errcode.NotImplemented, "encrypted direct uploads need the S3 listener")
 	}
 	out := uploadJSON{UploadID: u.ID, Bucket: u.Bucket, Key: u.Key, Size: body.Size, PartSize: ps, ExpiresAt: u.ExpiresAt}
@@ -108,9 +117,9 @@ func (api *API) createUpload(r *http.Request, p auth.Principal) (response, error
 	for i := 1; i <= n; i++ {
 		var url string
 		if backend {
-			url, err = api.uploads.PresignBackendPart(r.Context(), actor(p), u, i, ttl)
+			url, err = h.uploads.PresignBackendPart(r.Context(), actor(p), u, i, ttl)
 		} else {
-			url, err = api.cfg.Presign(r.Context(), p.UserID, u.Bucket, u.Key, u.ID, i, ttl)
+			url, err = h.presign(r.Context(), p.UserID, u.Bucket, u.Key, u.ID, i, ttl)
 		}
 		if err != nil {
 			return nil, err
@@ -120,13 +129,13 @@ func (api *API) createUpload(r *http.Request, p auth.Principal) (response, error
 	return created(out), nil
 }
 
-func (api *API) getUpload(r *http.Request, p auth.Principal) (response, error) {
+func (h *uploadHandlers) getUpload(r *http.Request, p auth.Principal) (response, error) {
 	id := r.PathValue("id")
 	var parts []meta.Part
 	var u meta.Upload
 	after := 0
 	for {
-		up, ps, more, err := api.uploads.ListParts(r.Context(), actor(p), "", "", id, after, 1000)
+		up, ps, more, err := h.uploads.ListParts(r.Context(), actor(p), "", "", id, after, 1000)
 		if err != nil {
 			return nil, err
 		}
@@ -144,29 +153,29 @@ func (api *API) getUpload(r *http.Request, p auth.Principal) (response, error) {
 	return ok(out), nil
 }
 
-func (api *API) completeUpload(r *http.Request, p auth.Principal) (response, error) {
+func (h *uploadHandlers) completeUpload(r *http.Request, p auth.Principal) (response, error) {
 	var body struct {
 		Parts []struct {
 			PartNumber int    `json:"part_number"`
 			ETag       string `json:"etag"`
 		} `json:"parts"`
 	}
-	if err := api.decodeJSON(r, &body); err != nil {
+	if err := h.decodeJSON(r, &body); err != nil {
 		return nil, err
 	}
 	parts := make([]meta.CompletePart, len(body.Parts))
 	for i, pt := range body.Parts {
 		parts[i] = meta.CompletePart{Number: pt.PartNumber, ETag: pt.ETag}
 	}
-	o, err := api.uploads.CompleteUpload(r.Context(), actor(p), "", "", r.PathValue("id"), parts, meta.Cond{})
+	o, err := h.uploads.CompleteUpload(r.Context(), actor(p), "", "", r.PathValue("id"), parts, meta.Cond{})
 	if err != nil {
 		return nil, err
 	}
 	return ok(toFileJSON(o)), nil
 }
 
-func (api *API) abortUpload(r *http.Request, p auth.Principal) (response, error) {
-	if err := api.uploads.AbortUpload(r.Context(), actor(p), "", "", r.PathValue("id")); err != nil {
+func (h *uploadHandlers) abortUpload(r *http.Request, p auth.Principal) (response, error) {
+	if err := h.uploads.AbortUpload(r.Context(), actor(p), "", "", r.PathValue("id")); err != nil {
 		return nil, err
 	}
 	return noContent{}, nil

@@ -54,6 +54,85 @@ type zipLimits struct {
 	Bytes   int64
 }
 
+// zipper plans the zips of the file API and of folder links within
+// their limits, and streams them.
+type zipper struct {
+	files       Files
+	buckets     Buckets
+	limits      zipLimits        // Config.MaxZipEntries, MaxZipBytes
+	planTimeout time.Duration    // Config.ZipPlanTimeout
+	before      func(key string) // Config.BeforeZipEntry: fault injection (tests)
+	log         *slog.Logger
+}
+
+// planning returns the context a zip is planned in: the request's,
+// with ZipPlanTimeout (the route streams, so the request timeout does not
+// bound it). done turns an error of planning into the answer: a planning
+// that ran out of time is a zip too large to plan.
+func (z *zipper) planning(r *http.Request) (ctx context.Context, done func(error) error) {
+	ctx, cancel := context.WithTimeout(r.Context(), z.planTimeout)
+	return ctx, func(err error) error {
+		cancel()
+		if err != nil && ctx.Err() == context.DeadlineExceeded && r.Context().Err() == nil {
+			return &errcode.Error{Code: errcode.TooLarge,
+				Message: fmt.Sprintf("the zip could not be planned within %s: ask for fewer files or folders", z.planTimeout),
+				Detail:  map[string]any{"reason": "zip_too_large", "plan_timeout_seconds": z.planTimeout.Seconds()}}
+		}
+		return err
+	}
+}
+
+// planPrefix plans every object under prefix, named relative to it.
+func (z *zipper) planPrefix(ctx context.Context, a object.Actor, bucket, prefix string, plan *zipPlan) error {
+	opts := meta.ListOptions{Prefix: prefix, Limit: 1000}
+	for {
+		page, err := z.files.List(ctx, a, bucket, opts)
+		if err != nil {
+			return err
+		}
+		for _, o := range page.Objects {
+			if err := plan.add(o, strings.TrimPrefix(o.Key, prefix)); err != nil {
+				return err
+			}
+		}
+		if !page.Truncated {
+			return nil
+		}
+		opts.StartAfter = page.NextStartAfter
+	}
+}
+
+// plan plans keys (each its own name), then every object under
+// prefixes (named relative to its prefix).
+func (z *zipper) plan(ctx context.Context, a object.Actor, bucket string, keys, prefixes []string) (*zipPlan, error) {
+	if _, err := z.buckets.GetBucket(ctx, a, bucket); err != nil {
+		return nil, err
+	}
+	plan := newZipPlan(z.limits)
+	for _, k := range keys {
+		rd, err := z.files.Get(ctx, a, bucket, k)
+		if err != nil {
+			return nil, err
+		}
+		if err := plan.add(rd.Object, k); err != nil {
+			return nil, err
+		}
+	}
+	for _, pfx := range prefixes {
+		if err := z.planPrefix(ctx, a, bucket, pfx, plan); err != nil {
+			return nil, err
+		}
+	}
+	return plan, nil
+}
+
+// stream answers plan's entries, each read anew from bucket as a when
+// its turn comes, as the zip filename.
+func (z *zipper) stream(filename string, plan *zipPlan, a object.Actor, bucket string, compress bool) *zipResponse {
+	return &zipResponse{log: z.log, filename: filename, entries: plan.entries, compress: compress,
+		open: objectZipOpener(z.files, a, bucket), before: z.before}
+}
+
 // zipPlan collects the entries of a zip under its limits.
 type zipPlan struct {
 	limits  zipLimits

@@ -394,7 +394,7 @@ func zipRequest(api *API, body string) (response, error) {
 	r := httptest.NewRequest("POST", "/api/v1/buckets/alice-bucket/zip", strings.NewReader(body))
 	r.Header.Set("Content-Type", "application/json")
 	r.SetPathValue("bucket", "alice-bucket")
-	return api.zipFiles(r, auth.Principal{UserID: "alice"})
+	return api.files.zipFiles(r, auth.Principal{UserID: "alice"})
 }
 
 // TestZipPlanningIsBounded: the issue's request shape — 200 duplicate
@@ -483,7 +483,7 @@ func TestZipPlanningRefusals(t *testing.T) {
 		t.Errorf("one key 500 times: %v, %d lookups", err, cs.lookups.Load())
 	}
 	// A planning deadline that has passed before the first listing.
-	late := New(Services{Buckets: api.buckets, Files: api.files}, testConfig(func(c *Config) { c.ZipPlanTimeout = time.Nanosecond }), nil)
+	late := New(Services{Buckets: api.buckets.buckets, Files: api.files.files}, testConfig(func(c *Config) { c.ZipPlanTimeout = time.Nanosecond }), nil)
 	if _, err := zipRequest(late, `{"prefixes": [""]}`); reason(err) != "zip_too_large" || errcode.As(err).Detail["plan_timeout_seconds"] == nil {
 		t.Errorf("planning past its deadline: %v", err)
 	}
