@@ -27,6 +27,7 @@ import (
 	"github.com/coffer-storage/coffer/internal/meta"
 	"github.com/coffer-storage/coffer/internal/object"
 	"github.com/coffer-storage/coffer/internal/ratelimit"
+	"github.com/coffer-storage/coffer/internal/tus"
 )
 
 // Config of the file API. New takes it as given: ConfigFrom fills the
@@ -155,7 +156,7 @@ func New(svc Services, cfg Config, log *slog.Logger) *API {
 		accounts: svc.Accounts, shareAuth: svc.ShareAuth, zips: zips,
 		grantTTL: cfg.ShareGrantTTL, proxies: cfg.TrustedProxies, log: log}
 	api.keys = &keyHandlers{jsonDecoder: body, accessKeys: svc.AccessKeys}
-	api.uploads = &uploadHandlers{jsonDecoder: body, uploads: svc.Uploads, presign: cfg.Presign}
+	api.uploads = &uploadHandlers{jsonDecoder: body, uploads: svc.Uploads, presign: cfg.Presign, ttl: cfg.DirectUploadExpiry}
 	api.admin = &adminHandlers{jsonDecoder: body, accounts: svc.Accounts, userAdmin: svc.UserAdmin,
 		accessKeys: svc.AccessKeys, uploads: svc.Uploads, info: cfg.Info}
 	api.gateways = &gatewayHandlers{jsonDecoder: body, gateways: cfg.Gateways}

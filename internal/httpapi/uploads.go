@@ -81,7 +81,8 @@ func planParts(size, want int64) (int64, int, error) {
 type uploadHandlers struct {
 	jsonDecoder
 	uploads Uploads
-	presign Presigner // Config.Presign; nil: only a backend's own URLs
+	presign Presigner     // Config.Presign; nil: only a backend's own URLs
+	ttl     time.Duration // Config.DirectUploadExpiry
 }
 
 func (h *uploadHandlers) createUpload(r *http.Request, p auth.Principal) (response, error) {
@@ -101,7 +102,7 @@ func (h *uploadHandlers) createUpload(r *http.Request, p auth.Principal) (respon
 	}
 	u, err := h.uploads.CreateUpload(r.Context(), actor(p), object.CreateUploadInput{
 		Bucket: body.Bucket, Key: body.Key, ContentType: body.ContentType,
-		Size: max(body.Size, 0), PartSize: ps, TTL: api.cfg.DirectUploadExpiry, Backend: backend,
+		Size: max(body.Size, 0), PartSize: ps, TTL: h.ttl, Backend: backend,
 	})
 	if err != nil {
 		return nil, err
