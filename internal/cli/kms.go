@@ -47,7 +47,7 @@ func (c *kmsCmd) Run(ctx context.Context, args []string) error {
 		if args[0] == "status" {
 			return kmsStatus(ctx, c.env.Stdout, m.Meta.EncryptionJobs)
 		}
-		j, err := m.Meta.EncryptionJobs.StartKMSJob(ctx, meta.KMSJob{Name: meta.RewrapJobName, Kind: meta.JobRewrap})
+		j, err := m.Meta.EncryptionJobs.StartJob(ctx, meta.EncryptionJob{Name: meta.RewrapJobName, Kind: meta.JobRewrap})
 		if err != nil {
 			return err
 		}
@@ -97,7 +97,7 @@ func (c *kmsCmd) rotate(ctx context.Context, args []string) error {
 		return fmt.Errorf("the key rotated, but the re-wrap job could not be started (run 'coffer kms rewrap'): %w", err)
 	}
 	defer m.Close()
-	j, err := m.Meta.EncryptionJobs.StartKMSJob(ctx, meta.KMSJob{Name: meta.RewrapJobName, Kind: meta.JobRewrap})
+	j, err := m.Meta.EncryptionJobs.StartJob(ctx, meta.EncryptionJob{Name: meta.RewrapJobName, Kind: meta.JobRewrap})
 	if err != nil {
 		return fmt.Errorf("the key rotated, but the re-wrap job could not be started (run 'coffer kms rewrap'): %w", err)
 	}
@@ -109,7 +109,7 @@ func (c *kmsCmd) rotate(ctx context.Context, args []string) error {
 
 // kmsStatus prints the jobs and the KEK versions stored data keys use.
 func kmsStatus(ctx context.Context, w io.Writer, m meta.EncryptionJobs) error {
-	js, err := m.ListKMSJobs(ctx)
+	js, err := m.ListJobs(ctx)
 	if err != nil {
 		return err
 	}
@@ -133,7 +133,7 @@ func kmsStatus(ctx context.Context, w io.Writer, m meta.EncryptionJobs) error {
 	return nil
 }
 
-func printJob(w io.Writer, j meta.KMSJob) {
+func printJob(w io.Writer, j meta.EncryptionJob) {
 	fmt.Fprintf(w, "job %s: %s, pass %d, %d done, %d skipped, %d failed", j.Name, j.State, j.Pass, j.Done, j.Skipped, j.Failed)
 	if !j.FinishedAt.IsZero() {
 		fmt.Fprintf(w, ", finished %s", j.FinishedAt.Format(time.RFC3339))
@@ -177,7 +177,7 @@ func (c *encryptCmd) Run(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	j, err := m.Meta.EncryptionJobs.StartKMSJob(ctx, meta.KMSJob{Name: meta.EncryptJobName(*bucket), Kind: meta.JobEncrypt, Bucket: *bucket})
+	j, err := m.Meta.EncryptionJobs.StartJob(ctx, meta.EncryptionJob{Name: meta.EncryptJobName(*bucket), Kind: meta.JobEncrypt, Bucket: *bucket})
 	if err != nil {
 		return err
 	}
@@ -192,7 +192,7 @@ func (c *encryptCmd) Run(ctx context.Context, args []string) error {
 			return ctx.Err()
 		case <-time.After(time.Second):
 		}
-		if j, err = m.Meta.EncryptionJobs.GetKMSJob(ctx, j.Name); err != nil {
+		if j, err = m.Meta.EncryptionJobs.GetJob(ctx, j.Name); err != nil {
 			return err
 		}
 		printJob(c.env.Stdout, j)

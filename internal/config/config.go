@@ -154,7 +154,7 @@ type Config struct {
 	PasswordQueue      int           // default 64
 	PasswordWait       time.Duration // default 2s
 
-	// Encryption at rest (internal/object, kmsjobs.go; internal/kms): a
+	// Encryption at rest (internal/object, encryptionjobs.go; internal/kms): a
 	// job is a node's for KMSJobLease without a save; an idle node looks
 	// for one every KMSJobPoll; a re-wrap ends only with a pass begun
 	// KMSJobSettle after the job started (three intermediate key

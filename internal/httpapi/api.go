@@ -96,7 +96,7 @@ type TusConfig struct {
 // share links (shares.go: the owner's; links.go: /s/), S3 keys (keys.go),
 // direct uploads (uploads.go), the administrators' users and invites
 // (admin.go, invites.go), gateway buckets (gateways.go), encryption at
-// rest (kmsjobs.go) and tus (tus.go).
+// rest (encryptionjobs.go) and tus (tus.go).
 type API struct {
 	cfg      Config // as New was given it
 	log      *slog.Logger
@@ -289,8 +289,8 @@ func (api *API) Routes() []Route {
 
 		{Method: "POST", Pattern: "/api/v1/admin/kms/rewrap", Access: Admin, handle: api.encryption.adminStartRewrap},
 		{Method: "POST", Pattern: "/api/v1/admin/kms/encrypt", Access: Admin, handle: api.encryption.adminStartEncrypt},
-		{Method: "GET", Pattern: "/api/v1/admin/kms/jobs", Access: Admin, handle: api.encryption.adminKMSJobs},
-		{Method: "GET", Pattern: "/api/v1/admin/kms/jobs/{name}", Access: Admin, handle: api.encryption.adminKMSJob},
+		{Method: "GET", Pattern: "/api/v1/admin/kms/jobs", Access: Admin, handle: api.encryption.adminEncryptionJobs},
+		{Method: "GET", Pattern: "/api/v1/admin/kms/jobs/{name}", Access: Admin, handle: api.encryption.adminEncryptionJob},
 		{Method: "GET", Pattern: "/api/v1/admin/kms/grants", Access: Admin, handle: api.encryption.adminKMSGrants},
 		{Method: "PUT", Pattern: u + "/kms-keys/{key...}", Access: Admin, handle: api.encryption.adminAllowKMSKey},
 		{Method: "DELETE", Pattern: u + "/kms-keys/{key...}", Access: Admin, handle: api.encryption.adminDisallowKMSKey},

@@ -113,10 +113,10 @@ type Shares interface {
 // (object): the jobs that encrypt and re-wrap, the key-encryption keys in
 // use, and the SSE-KMS key grants.
 type Encryption interface {
-	KMSJob(ctx context.Context, name string) (meta.KMSJob, error)
-	KMSJobs(ctx context.Context) ([]meta.KMSJob, error)
-	StartEncrypt(ctx context.Context, bucket string) (meta.KMSJob, error)
-	StartRewrap(ctx context.Context) (meta.KMSJob, error)
+	Job(ctx context.Context, name string) (meta.EncryptionJob, error)
+	Jobs(ctx context.Context) ([]meta.EncryptionJob, error)
+	StartEncrypt(ctx context.Context, bucket string) (meta.EncryptionJob, error)
+	StartRewrap(ctx context.Context) (meta.EncryptionJob, error)
 	CurrentKEK(ctx context.Context) (string, error)
 	KEKUsage(ctx context.Context) (map[string]int64, error)
 	AllowKMSKey(ctx context.Context, key, userID string) (meta.KMSKeyGrant, error)

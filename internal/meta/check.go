@@ -325,8 +325,8 @@ func CheckEnvelopeTable(t EnvelopeTable) error {
 	return nil
 }
 
-// CheckKMSJobSave checks what SaveKMSJob is given.
-func CheckKMSJobSave(j KMSJob) error {
+// CheckJobSave checks what SaveJob is given.
+func CheckJobSave(j EncryptionJob) error {
 	if j.State != JobRunning && j.State != JobDone {
 		return errcode.New(errcode.InvalidArgument, "job state %q", j.State)
 	}

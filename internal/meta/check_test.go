@@ -321,16 +321,16 @@ func TestCheckOthers(t *testing.T) {
 	}
 	cursor := EnvelopeRef{Table: EnvelopeObjectParts, PartsID: 3}.Encode()
 	for _, c := range []struct {
-		j  KMSJob
+		j  EncryptionJob
 		ok bool
 	}{
-		{KMSJob{State: JobRunning, Phase: EnvelopeObjects}, true},
-		{KMSJob{State: JobDone, Phase: EnvelopeObjectParts, Cursor: cursor}, true},
-		{KMSJob{State: "paused", Phase: EnvelopeObjects}, false},
-		{KMSJob{State: JobRunning, Phase: 3}, false},
-		{KMSJob{State: JobRunning, Phase: EnvelopeObjects, Cursor: cursor}, false},
+		{EncryptionJob{State: JobRunning, Phase: EnvelopeObjects}, true},
+		{EncryptionJob{State: JobDone, Phase: EnvelopeObjectParts, Cursor: cursor}, true},
+		{EncryptionJob{State: "paused", Phase: EnvelopeObjects}, false},
+		{EncryptionJob{State: JobRunning, Phase: 3}, false},
+		{EncryptionJob{State: JobRunning, Phase: EnvelopeObjects, Cursor: cursor}, false},
 	} {
-		wantChecked(t, "CheckKMSJobSave", CheckKMSJobSave(c.j), c.ok)
+		wantChecked(t, "CheckJobSave", CheckJobSave(c.j), c.ok)
 	}
 }
 

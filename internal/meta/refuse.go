@@ -72,8 +72,8 @@ func ErrNoUserLimits(id string) error {
 	return errcode.New(errcode.NotFound, "no rate limit override for user %q", id)
 }
 
-// ErrNoKMSJob is GetKMSJob's error.
-func ErrNoKMSJob(name string) error {
+// ErrNoJob is GetJob's error.
+func ErrNoJob(name string) error {
 	return &errcode.Error{Code: errcode.NotFound, Message: fmt.Sprintf("no job %q", name), Detail: map[string]any{"resource": "job"}}
 }
 

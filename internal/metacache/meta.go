@@ -370,7 +370,7 @@ var writeTopics = map[string]map[string]string{
 	// The encryption jobs' own rows; ListPlaintextObjects feeds the encrypt
 	// job, whose swap is a PutObjects (wrapped above).
 	"EncryptionJobs": {
-		"StartKMSJob": "", "GetKMSJob": "", "ListKMSJobs": "", "AcquireKMSJob": "", "SaveKMSJob": "",
+		"StartJob": "", "GetJob": "", "ListJobs": "", "AcquireJob": "", "SaveJob": "",
 		"ListEnvelopes": "", "KEKUsage": "", "ListPlaintextObjects": "",
 		"SwapEnvelope": meta.TopicObject, // (object parts: everything)
 	},

@@ -26,7 +26,7 @@
 // buckets.go) and the janitor (gc.go); it embeds the multipart and tus
 // uploads (Uploads: multipart.go, tus.go), the share links (Shares:
 // shares.go) and the background jobs of encryption at rest
-// (EncryptionJobs: kmsjobs.go), which share one core: the stores, the
+// (EncryptionJobs: encryptionjobs.go), which share one core: the stores, the
 // configuration, authorisation, uploads in flight (staging.go) and
 // encryption (encrypt.go).
 //

@@ -541,7 +541,7 @@ func (s *Server) Run(ctx context.Context, announce io.Writer) error {
 			defer close(jobsDone)
 			opts := object.JobOptionsFrom(s.cfg)
 			opts.Owner = jobOwner(s.cfg.Data)
-			s.objects.RunKMSJobs(jobsCtx, opts)
+			s.objects.RunEncryptionJobs(jobsCtx, opts)
 		}()
 		defer func() { stopJobs(); <-jobsDone }()
 	}

@@ -22,7 +22,7 @@
 // accesskeys.go, invites.go, buckets.go, objects.go, uploads.go (uploads
 // and their parts), staging.go (reservations), garbage.go (blob
 // references), shares.go, tus.go, limits.go (user limits, rates),
-// kmsjobs.go, kmsgrants.go, serverkey.go; ops.go and statements.go hold
+// encryptionjobs.go, kmsgrants.go, serverkey.go; ops.go and statements.go hold
 // what ties them together, migrations.go the migrations.
 package metasql
 

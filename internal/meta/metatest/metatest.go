@@ -140,7 +140,7 @@ func Run(t *testing.T, newStore func(t *testing.T) (meta.Stores, func() error)) 
 		{"Multipart", multipartTests},
 		{"Encryption", encryptionTests},
 		{"Gateways", gatewayTests},
-		{"KMSJobs", kmsJobTests},
+		{"EncryptionJobs", encryptionJobTests},
 		{"BackendUploads", backendUploadTests},
 		{"Staging", stagingTests},
 		{"Garbage", garbageTests},

@@ -15,8 +15,8 @@ import (
 // re-wrap or an encryption, follow their progress, and see which KEK
 // versions stored data keys still use; the SSE-KMS key grants.
 
-// kmsJobJSON is a job as the admin API shows it.
-type kmsJobJSON struct {
+// encryptionJobJSON is a job as the admin API shows it.
+type encryptionJobJSON struct {
 	Name       string     `json:"name"`
 	Kind       string     `json:"kind"`
 	Bucket     string     `json:"bucket,omitempty"`
@@ -34,8 +34,8 @@ type kmsJobJSON struct {
 	FinishedAt *time.Time `json:"finished_at,omitempty"`
 }
 
-func toKMSJobJSON(j meta.KMSJob) kmsJobJSON {
-	out := kmsJobJSON{Name: j.Name, Kind: j.Kind, Bucket: j.Bucket, State: j.State, Pass: j.Pass,
+func toEncryptionJobJSON(j meta.EncryptionJob) encryptionJobJSON {
+	out := encryptionJobJSON{Name: j.Name, Kind: j.Kind, Bucket: j.Bucket, State: j.State, Pass: j.Pass,
 		Phase: [...]string{"objects", "object_parts", "upload_parts"}[min(max(int(j.Phase), 0), 2)],
 		Done:  j.Done, Skipped: j.Skipped, Failed: j.Failed, LastError: j.LastError, LeaseOwner: j.LeaseOwner,
 		StartedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt}
@@ -76,7 +76,7 @@ func (h *encryptionHandlers) adminRotateKeys(r *http.Request, _ auth.Principal) 
 		if err != nil {
 			return nil, err
 		}
-		body["job"] = toKMSJobJSON(j)
+		body["job"] = toEncryptionJobJSON(j)
 	}
 	return ok(body), nil
 }
@@ -126,7 +126,7 @@ func (h *encryptionHandlers) adminStartRewrap(r *http.Request, _ auth.Principal)
 	if err != nil {
 		return nil, err
 	}
-	return accepted(toKMSJobJSON(j)), nil
+	return accepted(toEncryptionJobJSON(j)), nil
 }
 
 // adminStartEncrypt (re)starts the encryption of a bucket's plaintext
@@ -146,13 +146,13 @@ func (h *encryptionHandlers) adminStartEncrypt(r *http.Request, _ auth.Principal
 	if err != nil {
 		return nil, err
 	}
-	return accepted(toKMSJobJSON(j)), nil
+	return accepted(toEncryptionJobJSON(j)), nil
 }
 
-// adminKMSJobs lists the jobs, the current KEK, and how many stored data
+// adminEncryptionJobs lists the jobs, the current KEK, and how many stored data
 // keys each KEK version wraps (a version with none may be retired).
-func (h *encryptionHandlers) adminKMSJobs(r *http.Request, _ auth.Principal) (response, error) {
-	js, err := h.encryption.KMSJobs(r.Context())
+func (h *encryptionHandlers) adminEncryptionJobs(r *http.Request, _ auth.Principal) (response, error) {
+	js, err := h.encryption.Jobs(r.Context())
 	if err != nil {
 		return nil, err
 	}
@@ -160,9 +160,9 @@ func (h *encryptionHandlers) adminKMSJobs(r *http.Request, _ auth.Principal) (re
 	if err != nil {
 		return nil, err
 	}
-	out := make([]kmsJobJSON, len(js))
+	out := make([]encryptionJobJSON, len(js))
 	for i, j := range js {
-		out[i] = toKMSJobJSON(j)
+		out[i] = toEncryptionJobJSON(j)
 	}
 	body := map[string]any{"jobs": out, "kek_usage": usage}
 	if cur, err := h.encryption.CurrentKEK(r.Context()); err == nil {
@@ -171,10 +171,10 @@ func (h *encryptionHandlers) adminKMSJobs(r *http.Request, _ auth.Principal) (re
 	return ok(body), nil
 }
 
-func (h *encryptionHandlers) adminKMSJob(r *http.Request, _ auth.Principal) (response, error) {
-	j, err := h.encryption.KMSJob(r.Context(), r.PathValue("name"))
+func (h *encryptionHandlers) adminEncryptionJob(r *http.Request, _ auth.Principal) (response, error) {
+	j, err := h.encryption.Job(r.Context(), r.PathValue("name"))
 	if err != nil {
 		return nil, err
 	}
-	return ok(toKMSJobJSON(j)), nil
+	return ok(toEncryptionJobJSON(j)), nil
 }

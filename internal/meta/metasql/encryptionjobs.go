@@ -12,13 +12,13 @@ import (
 // (migration 0012, meta.EncryptionJobs). ph gives the n-th (1-based)
 // placeholder of the dialect. Times are Unix milliseconds.
 
-// kmsJobCols are the columns of meta.KMSJob, in scanKMSJob's order.
-const kmsJobCols = "name, kind, bucket, state, generation, phase, cursor, pass, pass_changed, done, skipped, failed, last_error, lease_owner, lease_until, created_at, updated_at, finished_at"
+// jobCols are the columns of meta.EncryptionJob, in scanJob's order.
+const jobCols = "name, kind, bucket, state, generation, phase, cursor, pass, pass_changed, done, skipped, failed, last_error, lease_owner, lease_until, created_at, updated_at, finished_at"
 
-// scanKMSJob scans a row of kmsJobCols.
-func scanKMSJob(r Row) (meta.KMSJob, error) {
+// scanJob scans a row of jobCols.
+func scanJob(r Row) (meta.EncryptionJob, error) {
 	var (
-		j                        meta.KMSJob
+		j                        meta.EncryptionJob
 		phase                    int64
 		until, cr, upd, finished int64
 	)
@@ -30,29 +30,29 @@ func scanKMSJob(r Row) (meta.KMSJob, error) {
 	return j, err
 }
 
-// startKMSJobSQL creates or restarts a job: args name, kind, bucket, now;
-// returns kmsJobCols.
-func startKMSJobSQL(ph PH) string {
+// startJobSQL creates or restarts a job: args name, kind, bucket, now;
+// returns jobCols.
+func startJobSQL(ph PH) string {
 	return fmt.Sprintf(`INSERT INTO kms_jobs (name, kind, bucket, state, created_at, updated_at) VALUES (%[1]s, %[2]s, %[3]s, 'running', %[4]s, %[4]s)
 ON CONFLICT (name) DO UPDATE SET state = 'running', generation = kms_jobs.generation + 1, phase = 0, cursor = '', pass = 1,
 	pass_changed = 0, done = 0, skipped = 0, failed = 0, last_error = '', created_at = excluded.created_at,
 	updated_at = excluded.updated_at, finished_at = 0
-RETURNING `+kmsJobCols, ph(1), ph(2), ph(3), ph(4))
+RETURNING `+jobCols, ph(1), ph(2), ph(3), ph(4))
 }
 
-// acquireKMSJobSQL leases the oldest running job free for owner: args
-// owner, until, now; returns kmsJobCols (no row: none).
-func acquireKMSJobSQL(ph PH) string {
+// acquireJobSQL leases the oldest running job free for owner: args
+// owner, until, now; returns jobCols (no row: none).
+func acquireJobSQL(ph PH) string {
 	const free = "state = 'running' AND (lease_owner = %[1]s OR lease_owner = '' OR lease_until < %[3]s)"
 	return fmt.Sprintf(`UPDATE kms_jobs SET lease_owner = %[1]s, lease_until = %[2]s
 WHERE `+free+` AND name = (SELECT name FROM kms_jobs WHERE `+free+` ORDER BY created_at, name LIMIT 1)
-RETURNING `+kmsJobCols, ph(1), ph(2), ph(3))
+RETURNING `+jobCols, ph(1), ph(2), ph(3))
 }
 
-// saveKMSJobSQL records progress under the lease: args phase, cursor,
+// saveJobSQL records progress under the lease: args phase, cursor,
 // pass, pass_changed, done, skipped, failed, last_error, done (1 = the
 // job finished), until, now, name, generation, owner.
-func saveKMSJobSQL(ph PH) string {
+func saveJobSQL(ph PH) string {
 	return fmt.Sprintf(`UPDATE kms_jobs SET phase = %s, cursor = %s, pass = %s, pass_changed = %s, done = %s, skipped = %s, failed = %s, last_error = %s,
 	state = CASE WHEN %[9]s = 1 THEN 'done' ELSE 'running' END,
 	lease_owner = CASE WHEN %[9]s = 1 THEN '' ELSE lease_owner END,
@@ -63,8 +63,8 @@ WHERE name = %[12]s AND generation = %[13]s AND lease_owner = %[14]s AND lease_u
 		ph(1), ph(2), ph(3), ph(4), ph(5), ph(6), ph(7), ph(8), ph(9), ph(10), ph(11), ph(12), ph(13), ph(14))
 }
 
-// saveKMSJobArgs are saveKMSJobSQL's arguments.
-func saveKMSJobArgs(j meta.KMSJob, owner string, until, now time.Time) []any {
+// saveJobArgs are saveJobSQL's arguments.
+func saveJobArgs(j meta.EncryptionJob, owner string, until, now time.Time) []any {
 	fin := 0
 	if j.State == meta.JobDone {
 		fin = 1
@@ -200,8 +200,8 @@ func scanPlaintextRef(r Row) (meta.EnvelopeRef, error) {
 	return ref, err
 }
 
-// listKMSJobsSQL lists every job by name (scanKMSJob).
-const listKMSJobsSQL = "SELECT " + kmsJobCols + " FROM kms_jobs ORDER BY name"
+// listJobsSQL lists every job by name (scanJob).
+const listJobsSQL = "SELECT " + jobCols + " FROM kms_jobs ORDER BY name"
 
 // swapEnvelopeArgs are swapEnvelopeSQL's arguments; key binds an object
 // key in the dialect.
@@ -218,14 +218,14 @@ func listEnvelopesArgs(after *meta.EnvelopeRef, kekNot string, limit int, key fu
 	return args
 }
 
-// GetKMSJob implements meta.EncryptionJobs.
-func (o jobOps) GetKMSJob(ctx context.Context, name string) (meta.KMSJob, error) {
-	return Get(ctx, o.run, "get job", scanKMSJob, meta.ErrNoKMSJob(name), o.sql.jobs.get, name)
+// GetJob implements meta.EncryptionJobs.
+func (o jobOps) GetJob(ctx context.Context, name string) (meta.EncryptionJob, error) {
+	return Get(ctx, o.run, "get job", scanJob, meta.ErrNoJob(name), o.sql.jobs.get, name)
 }
 
-// ListKMSJobs implements meta.EncryptionJobs.
-func (o jobOps) ListKMSJobs(ctx context.Context) ([]meta.KMSJob, error) {
-	return List(ctx, o.run, "list jobs", scanKMSJob, listKMSJobsSQL)
+// ListJobs implements meta.EncryptionJobs.
+func (o jobOps) ListJobs(ctx context.Context) ([]meta.EncryptionJob, error) {
+	return List(ctx, o.run, "list jobs", scanJob, listJobsSQL)
 }
 
 // ListEnvelopes implements meta.EncryptionJobs.
@@ -252,29 +252,29 @@ func (o jobOps) ListPlaintextObjects(ctx context.Context, bucket string, after *
 		listPlaintextObjectsArgs(bucket, after, meta.PageLimit(limit, 1000, 1000), o.key)...)
 }
 
-// StartKMSJob implements meta.EncryptionJobs.
-func (o jobOps) StartKMSJob(ctx context.Context, j meta.KMSJob) (meta.KMSJob, error) {
-	if err := meta.ValidKMSJob(j); err != nil {
-		return meta.KMSJob{}, err
+// StartJob implements meta.EncryptionJobs.
+func (o jobOps) StartJob(ctx context.Context, j meta.EncryptionJob) (meta.EncryptionJob, error) {
+	if err := meta.ValidJob(j); err != nil {
+		return meta.EncryptionJob{}, err
 	}
-	out, _, err := writeGet(ctx, o.core, "start job", scanKMSJob, o.sql.jobs.start, j.Name, j.Kind, j.Bucket, millis(time.Now()))
+	out, _, err := writeGet(ctx, o.core, "start job", scanJob, o.sql.jobs.start, j.Name, j.Kind, j.Bucket, millis(time.Now()))
 	return out, err
 }
 
-// AcquireKMSJob implements meta.EncryptionJobs. Of concurrent calls, SQLite's
+// AcquireJob implements meta.EncryptionJobs. Of concurrent calls, SQLite's
 // single writer runs one at a time; in PostgreSQL the second waits for the
 // first's row lock and then re-checks the lease on the row as updated
 // (READ COMMITTED): it finds it taken.
-func (o jobOps) AcquireKMSJob(ctx context.Context, owner string, until, now time.Time) (meta.KMSJob, bool, error) {
-	return writeGet(ctx, o.core, "acquire job", scanKMSJob, o.sql.jobs.acquire, owner, millis(until), millis(now))
+func (o jobOps) AcquireJob(ctx context.Context, owner string, until, now time.Time) (meta.EncryptionJob, bool, error) {
+	return writeGet(ctx, o.core, "acquire job", scanJob, o.sql.jobs.acquire, owner, millis(until), millis(now))
 }
 
-// SaveKMSJob implements meta.EncryptionJobs.
-func (o jobOps) SaveKMSJob(ctx context.Context, j meta.KMSJob, owner string, until, now time.Time) error {
-	if err := meta.CheckKMSJobSave(j); err != nil {
+// SaveJob implements meta.EncryptionJobs.
+func (o jobOps) SaveJob(ctx context.Context, j meta.EncryptionJob, owner string, until, now time.Time) error {
+	if err := meta.CheckJobSave(j); err != nil {
 		return err
 	}
-	return o.mustChange(ctx, "save job", meta.ErrJobLeaseLost(j.Name), o.sql.jobs.save, saveKMSJobArgs(j, owner, until, now)...)
+	return o.mustChange(ctx, "save job", meta.ErrJobLeaseLost(j.Name), o.sql.jobs.save, saveJobArgs(j, owner, until, now)...)
 }
 
 // SwapEnvelope implements meta.EncryptionJobs.
@@ -293,9 +293,9 @@ type jobSQL struct {
 
 func newJobSQL(ph PH) jobSQL {
 	return jobSQL{
-		get:     "SELECT " + kmsJobCols + " FROM kms_jobs WHERE name = " + ph(1),
-		start:   startKMSJobSQL(ph),
-		acquire: acquireKMSJobSQL(ph),
-		save:    saveKMSJobSQL(ph),
+		get:     "SELECT " + jobCols + " FROM kms_jobs WHERE name = " + ph(1),
+		start:   startJobSQL(ph),
+		acquire: acquireJobSQL(ph),
+		save:    saveJobSQL(ph),
 	}
 }

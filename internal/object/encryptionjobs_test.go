@@ -16,7 +16,7 @@ import (
 	"github.com/coffer-storage/coffer/internal/meta"
 )
 
-// Background jobs (kmsjobs.go): the re-wrap after a rotation and the
+// Background jobs (encryptionjobs.go): the re-wrap after a rotation and the
 // encryption of plaintext objects, run to their end, resumed after a
 // crash, and never clobbering a concurrent overwrite.
 
@@ -27,16 +27,16 @@ func fastJobs(owner string) JobOptions {
 	return o
 }
 
-// runJobs runs RunKMSJobs until job name is done (or fails the test).
-func runJobs(t *testing.T, svc *Service, name string, opts JobOptions) meta.KMSJob {
+// runJobs runs RunEncryptionJobs until job name is done (or fails the test).
+func runJobs(t *testing.T, svc *Service, name string, opts JobOptions) meta.EncryptionJob {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
-	go func() { defer close(done); svc.RunKMSJobs(ctx, opts) }()
+	go func() { defer close(done); svc.RunEncryptionJobs(ctx, opts) }()
 	defer func() { cancel(); <-done }()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		j, err := svc.KMSJob(t.Context(), name)
+		j, err := svc.Job(t.Context(), name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -45,9 +45,9 @@ func runJobs(t *testing.T, svc *Service, name string, opts JobOptions) meta.KMSJ
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	j, _ := svc.KMSJob(t.Context(), name)
+	j, _ := svc.Job(t.Context(), name)
 	t.Fatalf("job %s did not finish: %+v", name, j)
-	return meta.KMSJob{}
+	return meta.EncryptionJob{}
 }
 
 // blobDigests maps every blob to the SHA-256 of its bytes.
@@ -270,19 +270,19 @@ func TestJobResumes(t *testing.T) {
 	opts := fastJobs("node-a")
 	opts.PageSize, opts.Pause, opts.Lease = 2, time.Hour, 300*time.Millisecond
 	done := make(chan struct{})
-	go func() { defer close(done); a.RunKMSJobs(aCtx, opts) }()
-	var j meta.KMSJob
+	go func() { defer close(done); a.RunEncryptionJobs(aCtx, opts) }()
+	var j meta.EncryptionJob
 	for j.Cursor == "" {
 		time.Sleep(10 * time.Millisecond)
 		var err error
-		if j, err = a.KMSJob(ctx, meta.EncryptJobName("")); err != nil {
+		if j, err = a.Job(ctx, meta.EncryptJobName("")); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Its pause between pages outlasts the lease many times: the
 	// heartbeat keeps the job its own.
 	time.Sleep(time.Second)
-	if other, got, err := f.meta.AcquireKMSJob(ctx, "node-x", time.Now().Add(time.Minute), time.Now()); err != nil || got {
+	if other, got, err := f.meta.AcquireJob(ctx, "node-x", time.Now().Add(time.Minute), time.Now()); err != nil || got {
 		t.Fatalf("another node took the job from a live holder: %v %+v %v", got, other, err)
 	}
 	kill()

@@ -16,10 +16,10 @@ import (
 
 // Background jobs of encryption at rest (docs/encryption.md#background-jobs)
 //
-// A KMSJob is a row every node sees: the re-wrap of data keys after a key
+// An EncryptionJob is a row every node sees: the re-wrap of data keys after a key
 // rotation ("rewrap"), or the encryption of plaintext objects ("encrypt:"
 // + bucket, "encrypt:" for every bucket). One node at a time works on a
-// job, under a lease (AcquireKMSJob, renewed by every SaveKMSJob), and
+// job, under a lease (AcquireJob, renewed by every SaveJob), and
 // records after each page the keyset cursor it reached, so a job resumes
 // where it stopped after a crash or on another node. The rows a job
 // changes are changed by compare-and-swap (SwapEnvelope; PutObjects with
@@ -42,13 +42,13 @@ const RewrapJobName = JobRewrap
 // objects ("" = every bucket).
 func EncryptJobName(bucket string) string { return JobEncrypt + ":" + bucket }
 
-// KMSJob is a background job of encryption at rest and its progress.
-type KMSJob struct {
+// EncryptionJob is a background job of encryption at rest and its progress.
+type EncryptionJob struct {
 	Name   string // RewrapJobName or EncryptJobName(Bucket)
 	Kind   string // JobRewrap or JobEncrypt
 	Bucket string // JobEncrypt: the bucket, "" = every bucket
 	State  string // JobRunning or JobDone
-	// Generation is bumped by every StartKMSJob: a worker's save of an
+	// Generation is bumped by every StartJob: a worker's save of an
 	// older generation fails (the job was restarted under it).
 	Generation int64
 	// Phase is the EnvelopeTable the cursor is in (rewrap: objects, then
@@ -74,7 +74,7 @@ type KMSJob struct {
 	FinishedAt            time.Time // zero while running
 }
 
-// ErrJobLeaseLost is SaveKMSJob's error when the caller no longer holds
+// ErrJobLeaseLost is SaveJob's error when the caller no longer holds
 // the job (its lease expired and another node took it, or the job was
 // restarted): Conflict with Detail["reason"] = "job_lease_lost".
 func ErrJobLeaseLost(name string) error {
@@ -127,26 +127,26 @@ type EnvelopeRow struct {
 // EncryptionJobs keeps the background jobs of encryption at rest (re-wrap,
 // encrypt) and gives them the rows to work on.
 type EncryptionJobs interface {
-	// StartKMSJob creates job j.Name (Kind and Bucket from j) in state
+	// StartJob creates job j.Name (Kind and Bucket from j) in state
 	// running, or restarts it: cursor, pass and counters reset,
 	// Generation+1, lease kept (its holder's next save fails). Returns
 	// the job as stored. InvalidArgument for an unknown kind or a name
 	// that is not the kind's.
-	StartKMSJob(ctx context.Context, j KMSJob) (KMSJob, error)
-	// GetKMSJob returns the job; NotFound if none.
-	GetKMSJob(ctx context.Context, name string) (KMSJob, error)
-	// ListKMSJobs returns every job, by name.
-	ListKMSJobs(ctx context.Context) ([]KMSJob, error)
-	// AcquireKMSJob leases to owner, until, the oldest running job whose
+	StartJob(ctx context.Context, j EncryptionJob) (EncryptionJob, error)
+	// GetJob returns the job; NotFound if none.
+	GetJob(ctx context.Context, name string) (EncryptionJob, error)
+	// ListJobs returns every job, by name.
+	ListJobs(ctx context.Context) ([]EncryptionJob, error)
+	// AcquireJob leases to owner, until, the oldest running job whose
 	// lease is free, expired at now, or owner's already; ok false if
 	// there is none. Of concurrent callers exactly one gets a job.
-	AcquireKMSJob(ctx context.Context, owner string, until, now time.Time) (j KMSJob, ok bool, err error)
-	// SaveKMSJob records j's progress (Phase, Cursor, Pass, PassChanged,
+	AcquireJob(ctx context.Context, owner string, until, now time.Time) (j EncryptionJob, ok bool, err error)
+	// SaveJob records j's progress (Phase, Cursor, Pass, PassChanged,
 	// counters, LastError, State; FinishedAt is set when State becomes
 	// done, and the lease is released) and extends the lease to until,
 	// if owner still holds job j.Name of j.Generation with a lease not
 	// expired at now; else ErrJobLeaseLost and nothing changes.
-	SaveKMSJob(ctx context.Context, j KMSJob, owner string, until, now time.Time) error
+	SaveJob(ctx context.Context, j EncryptionJob, owner string, until, now time.Time) error
 	// ListEnvelopes returns up to limit rows of table, after the row
 	// after (its keyset position; a zero ref of the table starts at the
 	// beginning), in key order, whose envelope is wrapped under a KEK
@@ -166,8 +166,8 @@ type EncryptionJobs interface {
 	ListPlaintextObjects(ctx context.Context, bucket string, after *EnvelopeRef, limit int) ([]EnvelopeRef, error)
 }
 
-// ValidKMSJob checks what StartKMSJob is given.
-func ValidKMSJob(j KMSJob) error {
+// ValidJob checks what StartJob is given.
+func ValidJob(j EncryptionJob) error {
 	switch {
 	case j.Kind == JobRewrap && j.Name == RewrapJobName && j.Bucket == "":
 	case j.Kind == JobEncrypt && j.Name == EncryptJobName(j.Bucket):
@@ -218,7 +218,7 @@ func Version(o Object) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// Encode returns r as a job cursor (KMSJob.Cursor).
+// Encode returns r as a job cursor (EncryptionJob.Cursor).
 func (r EnvelopeRef) Encode() string {
 	b, _ := json.Marshal(cursorJSON{Table: r.Table, Bucket: []byte(r.Bucket), Key: []byte(r.Key), PartsID: r.PartsID,
 		Index: r.Index, UploadID: []byte(r.UploadID), Number: r.Number})

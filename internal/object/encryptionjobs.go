@@ -28,7 +28,7 @@ import (
 // after a rotation, touching no blob byte; "encrypt:B" encrypts the
 // plaintext objects of bucket B ("encrypt:" every bucket).
 //
-// Every node runs RunKMSJobs. A node leases one job at a time, works in
+// Every node runs RunEncryptionJobs. A node leases one job at a time, works in
 // keyset pages of JobOptions.PageSize rows and saves its cursor and
 // counters after each page (which renews the lease): a job resumes on any
 // node, after a crash at most one page is redone. Each row is changed by
@@ -60,7 +60,7 @@ type rewrapper interface {
 	Current(ctx context.Context, keyID string) (kms.KeyRef, error)
 }
 
-// JobOptions tune RunKMSJobs, which takes them as given but for Owner:
+// JobOptions tune RunEncryptionJobs, which takes them as given but for Owner:
 // JobOptionsFrom fills them from config.Config (config.Defaults() for the
 // defaults).
 type JobOptions struct {
@@ -80,7 +80,7 @@ type JobOptions struct {
 	Settle time.Duration
 }
 
-// JobOptionsFrom returns the job options in c (config.Config's KMSJob*
+// JobOptionsFrom returns the job options in c (config.Config's EncryptionJob*
 // fields); Owner is the caller's to add.
 func JobOptionsFrom(c config.Config) JobOptions {
 	return JobOptions{Lease: c.KMSJobLease, PageSize: c.KMSJobPage, Pause: c.KMSJobPause, Poll: c.KMSJobPoll, Settle: c.KMSJobSettle}
@@ -92,11 +92,11 @@ type JobStats struct {
 	// Running is 1 while this node holds a job.
 	Running atomic.Int64
 	mu      sync.Mutex
-	last    map[string]meta.KMSJob // kind → the job this node last saved
+	last    map[string]meta.EncryptionJob // kind → the job this node last saved
 }
 
 // Last returns the job of kind this node last saved (ok false: none).
-func (st *JobStats) Last(kind string) (meta.KMSJob, bool) {
+func (st *JobStats) Last(kind string) (meta.EncryptionJob, bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	j, ok := st.last[kind]
@@ -108,36 +108,36 @@ func (s *EncryptionJobs) JobStats() *JobStats { return &s.stats }
 
 // StartRewrap starts (or restarts from the beginning) the re-wrap of every
 // data key to the current KEK versions.
-func (s *EncryptionJobs) StartRewrap(ctx context.Context) (meta.KMSJob, error) {
+func (s *EncryptionJobs) StartRewrap(ctx context.Context) (meta.EncryptionJob, error) {
 	if _, ok := s.cfg.Keys.(rewrapper); !ok {
-		return meta.KMSJob{}, errcode.New(errcode.NotImplemented, "no key provider: start the server with --encryption on or --kms")
+		return meta.EncryptionJob{}, errcode.New(errcode.NotImplemented, "no key provider: start the server with --encryption on or --kms")
 	}
-	return s.meta.StartKMSJob(ctx, meta.KMSJob{Name: meta.RewrapJobName, Kind: meta.JobRewrap})
+	return s.meta.StartJob(ctx, meta.EncryptionJob{Name: meta.RewrapJobName, Kind: meta.JobRewrap})
 }
 
 // StartEncrypt starts (or restarts) the encryption of the plaintext
 // objects of bucket ("" = every bucket), under the bucket's default
 // encryption if it has one, else the server's default KEK.
-func (s *EncryptionJobs) StartEncrypt(ctx context.Context, bucket string) (meta.KMSJob, error) {
+func (s *EncryptionJobs) StartEncrypt(ctx context.Context, bucket string) (meta.EncryptionJob, error) {
 	if s.cfg.Keys == nil {
-		return meta.KMSJob{}, errcode.New(errcode.NotImplemented, "no key provider: start the server with --encryption on or --kms")
+		return meta.EncryptionJob{}, errcode.New(errcode.NotImplemented, "no key provider: start the server with --encryption on or --kms")
 	}
 	if bucket != "" {
 		if _, err := s.meta.GetBucket(ctx, bucket); err != nil {
-			return meta.KMSJob{}, err
+			return meta.EncryptionJob{}, err
 		}
 	}
-	return s.meta.StartKMSJob(ctx, meta.KMSJob{Name: meta.EncryptJobName(bucket), Kind: meta.JobEncrypt, Bucket: bucket})
+	return s.meta.StartJob(ctx, meta.EncryptionJob{Name: meta.EncryptJobName(bucket), Kind: meta.JobEncrypt, Bucket: bucket})
 }
 
-// KMSJobs lists the jobs; KMSJob returns one (NotFound if none).
-func (s *EncryptionJobs) KMSJobs(ctx context.Context) ([]meta.KMSJob, error) {
-	return s.meta.ListKMSJobs(ctx)
+// Jobs lists the jobs; Job returns one (NotFound if none).
+func (s *EncryptionJobs) Jobs(ctx context.Context) ([]meta.EncryptionJob, error) {
+	return s.meta.ListJobs(ctx)
 }
 
-// KMSJob returns the job name.
-func (s *EncryptionJobs) KMSJob(ctx context.Context, name string) (meta.KMSJob, error) {
-	return s.meta.GetKMSJob(ctx, name)
+// EncryptionJob returns the job name.
+func (s *EncryptionJobs) Job(ctx context.Context, name string) (meta.EncryptionJob, error) {
+	return s.meta.GetJob(ctx, name)
 }
 
 // CurrentKEK returns the KEK version new data keys are wrapped under
@@ -157,16 +157,16 @@ func (s *EncryptionJobs) KEKUsage(ctx context.Context) (map[string]int64, error)
 	return s.meta.KEKUsage(ctx)
 }
 
-// RunKMSJobs works on jobs until ctx is done: one at a time, leased, each
+// RunEncryptionJobs works on jobs until ctx is done: one at a time, leased, each
 // to its end or until the lease is lost.
-func (s *EncryptionJobs) RunKMSJobs(ctx context.Context, opts JobOptions) {
+func (s *EncryptionJobs) RunEncryptionJobs(ctx context.Context, opts JobOptions) {
 	if opts.Owner == "" {
 		opts.Owner = "node-" + newBlobKey()[2:]
 	}
 	for {
 		worked := false
 		now := s.now()
-		j, ok, err := s.meta.AcquireKMSJob(ctx, opts.Owner, now.Add(opts.Lease), now)
+		j, ok, err := s.meta.AcquireJob(ctx, opts.Owner, now.Add(opts.Lease), now)
 		switch {
 		case err != nil && ctx.Err() == nil:
 			s.log.Warn("looking for encryption jobs failed", "err", err)
@@ -198,17 +198,17 @@ func (s *EncryptionJobs) RunKMSJobs(ctx context.Context, opts JobOptions) {
 // renews the lease every Lease/3 with the last saved state, so a page
 // that takes long (large objects to encrypt) or a long pause keeps the
 // job; if the heartbeat finds the lease lost, the page is abandoned.
-func (s *EncryptionJobs) runJob(ctx context.Context, j meta.KMSJob, opts JobOptions) error {
+func (s *EncryptionJobs) runJob(ctx context.Context, j meta.EncryptionJob, opts JobOptions) error {
 	s.log.Info("encryption job: working", "job", j.Name, "pass", j.Pass, "done", j.Done)
 	var (
 		mu    sync.Mutex // serialises saves: the heartbeat never saves over a newer state
 		saved = j
 	)
-	save := func(state meta.KMSJob) error {
+	save := func(state meta.EncryptionJob) error {
 		now := s.now()
 		sctx, cancel := detach.Context(ctx)
 		defer cancel()
-		return s.meta.SaveKMSJob(sctx, state, opts.Owner, now.Add(opts.Lease), now)
+		return s.meta.SaveJob(sctx, state, opts.Owner, now.Add(opts.Lease), now)
 	}
 	work, lost := context.WithCancelCause(ctx)
 	defer lost(nil)
@@ -266,7 +266,7 @@ func (s *EncryptionJobs) runJob(ctx context.Context, j meta.KMSJob, opts JobOpti
 		s.stats.Pages.Add(1)
 		s.stats.mu.Lock()
 		if s.stats.last == nil {
-			s.stats.last = map[string]meta.KMSJob{}
+			s.stats.last = map[string]meta.EncryptionJob{}
 		}
 		s.stats.last[j.Kind] = j
 		s.stats.mu.Unlock()
@@ -291,7 +291,7 @@ func (s *EncryptionJobs) runJob(ctx context.Context, j meta.KMSJob, opts JobOpti
 }
 
 // jobFailed records a row that could not be changed.
-func (s *EncryptionJobs) jobFailed(j *meta.KMSJob, what string, err error) {
+func (s *EncryptionJobs) jobFailed(j *meta.EncryptionJob, what string, err error) {
 	j.Failed++
 	j.LastError = fmt.Sprintf("%s: %v", what, err)
 	if len(j.LastError) > 1000 {
@@ -310,7 +310,7 @@ func pauses(ctx context.Context, err error) bool {
 
 // rewrapPage re-wraps one page of the job's current table and moves its
 // cursor (to the next table, or the next pass, at the end of one).
-func (s *EncryptionJobs) rewrapPage(ctx context.Context, j *meta.KMSJob, opts JobOptions) error {
+func (s *EncryptionJobs) rewrapPage(ctx context.Context, j *meta.EncryptionJob, opts JobOptions) error {
 	rw, ok := s.cfg.Keys.(rewrapper)
 	if !ok {
 		return errcode.New(errcode.Unavailable, "no key provider to re-wrap with")
@@ -363,7 +363,7 @@ func (s *EncryptionJobs) rewrapPage(ctx context.Context, j *meta.KMSJob, opts Jo
 
 // rewrapRow moves one row's data key to its KEK's current version.
 // It returns only errors that pause the job.
-func (s *EncryptionJobs) rewrapRow(ctx context.Context, rw rewrapper, j *meta.KMSJob, row meta.EnvelopeRow) error {
+func (s *EncryptionJobs) rewrapRow(ctx context.Context, rw rewrapper, j *meta.EncryptionJob, row meta.EnvelopeRow) error {
 	what := describeRef(row.Ref)
 	env, err := crypt.ParseEnvelope(row.Envelope)
 	if err != nil {
@@ -426,7 +426,7 @@ func describeRef(r meta.EnvelopeRef) string {
 }
 
 // encryptPage encrypts one page of plaintext objects.
-func (s *EncryptionJobs) encryptPage(ctx context.Context, j *meta.KMSJob, opts JobOptions) error {
+func (s *EncryptionJobs) encryptPage(ctx context.Context, j *meta.EncryptionJob, opts JobOptions) error {
 	after, err := meta.ParseCursor(meta.EnvelopeObjects, j.Cursor)
 	if err != nil {
 		return err
@@ -450,7 +450,7 @@ func (s *EncryptionJobs) encryptPage(ctx context.Context, j *meta.KMSJob, opts J
 // encryptObject encrypts one plaintext object in place: new blobs (or
 // inline bytes) encrypted, then the row swapped if it is still the
 // version read. It returns only errors that pause the job.
-func (s *EncryptionJobs) encryptObject(ctx context.Context, j *meta.KMSJob, ref meta.EnvelopeRef) error {
+func (s *EncryptionJobs) encryptObject(ctx context.Context, j *meta.EncryptionJob, ref meta.EnvelopeRef) error {
 	what := describeRef(ref)
 	o, err := s.meta.GetObject(ctx, ref.Bucket, ref.Key)
 	if errcode.Is(err, errcode.NotFound) {

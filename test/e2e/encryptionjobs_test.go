@@ -344,10 +344,10 @@ func TestEncryptExistingData(t *testing.T) {
 	}
 }
 
-// TestKMSJobSurvivesKill: kill -9 in the middle of coffer encrypt; the
+// TestEncryptionJobSurvivesKill: kill -9 in the middle of coffer encrypt; the
 // restarted server resumes the job from its saved cursor (its counters
 // carry on, it is not restarted) and finishes it.
-func TestKMSJobSurvivesKill(t *testing.T) {
+func TestEncryptionJobSurvivesKill(t *testing.T) {
 	keyring := newKeyring(t)
 	// Plaintext objects (encryption off), then a slow job: pages of 2
 	// rows, 300 ms apart.

@@ -16,7 +16,7 @@ import (
 // anyone who lost the job, and compare-and-swap updates of the rows they
 // change.
 
-var kmsJobTests = []test{
+var encryptionJobTests = []test{
 	{name: "Lease", fn: testJobLease},
 	{name: "ConcurrentAcquire", fn: testJobConcurrentAcquire},
 	{name: "Restart", fn: testJobRestart},
@@ -30,66 +30,66 @@ var kmsJobTests = []test{
 func testJobLease(t *testing.T, s store) {
 	ctx := t.Context()
 	now := time.Now()
-	if _, ok2, err := s.AcquireKMSJob(ctx, "node-a", now.Add(time.Minute), now); err != nil || ok2 {
-		t.Fatalf("AcquireKMSJob with no job: %v, %v; want none", ok2, err)
+	if _, ok2, err := s.AcquireJob(ctx, "node-a", now.Add(time.Minute), now); err != nil || ok2 {
+		t.Fatalf("AcquireJob with no job: %v, %v; want none", ok2, err)
 	}
-	j, err := s.StartKMSJob(ctx, meta.KMSJob{Name: meta.RewrapJobName, Kind: meta.JobRewrap})
-	ok(t, err, "StartKMSJob")
+	j, err := s.StartJob(ctx, meta.EncryptionJob{Name: meta.RewrapJobName, Kind: meta.JobRewrap})
+	ok(t, err, "StartJob")
 	if j.State != meta.JobRunning || j.Generation != 1 || j.Cursor != "" || j.Pass != 1 || j.LeaseOwner != "" {
 		t.Fatalf("new job: %+v", j)
 	}
-	a, got, err := s.AcquireKMSJob(ctx, "node-a", now.Add(time.Minute), now)
-	ok(t, err, "AcquireKMSJob node-a")
+	a, got, err := s.AcquireJob(ctx, "node-a", now.Add(time.Minute), now)
+	ok(t, err, "AcquireJob node-a")
 	if !got || a.Name != meta.RewrapJobName || a.LeaseOwner != "node-a" {
 		t.Fatalf("node-a acquired %v: %+v", got, a)
 	}
-	if _, got, err := s.AcquireKMSJob(ctx, "node-b", now.Add(time.Minute), now); err != nil || got {
+	if _, got, err := s.AcquireJob(ctx, "node-b", now.Add(time.Minute), now); err != nil || got {
 		t.Fatalf("node-b acquired a leased job: %v, %v", got, err)
 	}
 	// The holder saves progress; anyone else is refused.
 	a.Phase, a.Cursor, a.Done, a.Skipped = meta.EnvelopeObjectParts, meta.EnvelopeRef{Table: meta.EnvelopeObjectParts, PartsID: 7, Index: 2}.Encode(), 10, 3
-	ok(t, s.SaveKMSJob(ctx, a, "node-a", now.Add(2*time.Minute), now), "SaveKMSJob by the holder")
-	wantCode(t, s.SaveKMSJob(ctx, a, "node-b", now.Add(2*time.Minute), now), errcode.Conflict, "SaveKMSJob by another node")
-	g, err := s.GetKMSJob(ctx, meta.RewrapJobName)
-	ok(t, err, "GetKMSJob")
+	ok(t, s.SaveJob(ctx, a, "node-a", now.Add(2*time.Minute), now), "SaveJob by the holder")
+	wantCode(t, s.SaveJob(ctx, a, "node-b", now.Add(2*time.Minute), now), errcode.Conflict, "SaveJob by another node")
+	g, err := s.GetJob(ctx, meta.RewrapJobName)
+	ok(t, err, "GetJob")
 	if g.Phase != a.Phase || g.Cursor != a.Cursor || g.Done != 10 || g.Skipped != 3 || g.LeaseOwner != "node-a" {
 		t.Errorf("after save: %+v, want phase/cursor/counters %v %q 10 3", g, a.Phase, a.Cursor)
 	}
 	// The lease runs out: another node takes the job where it stopped,
 	// and the first can no longer save.
 	later := now.Add(3 * time.Minute)
-	b, got, err := s.AcquireKMSJob(ctx, "node-b", later.Add(time.Minute), later)
-	ok(t, err, "AcquireKMSJob after expiry")
+	b, got, err := s.AcquireJob(ctx, "node-b", later.Add(time.Minute), later)
+	ok(t, err, "AcquireJob after expiry")
 	if !got || b.LeaseOwner != "node-b" || b.Cursor != a.Cursor || b.Phase != a.Phase || b.Done != 10 {
 		t.Fatalf("node-b after expiry: %v %+v", got, b)
 	}
-	wantCode(t, s.SaveKMSJob(ctx, a, "node-a", later.Add(time.Minute), later), errcode.Conflict, "SaveKMSJob after losing the lease")
+	wantCode(t, s.SaveJob(ctx, a, "node-a", later.Add(time.Minute), later), errcode.Conflict, "SaveJob after losing the lease")
 	// A save at a time past the lease fails even for the holder.
-	wantCode(t, s.SaveKMSJob(ctx, b, "node-b", later.Add(5*time.Minute), later.Add(2*time.Minute)), errcode.Conflict, "SaveKMSJob past the lease")
-	b2, got, err := s.AcquireKMSJob(ctx, "node-b", later.Add(time.Minute), later) // the holder re-acquires its own
-	ok(t, err, "AcquireKMSJob by the holder")
+	wantCode(t, s.SaveJob(ctx, b, "node-b", later.Add(5*time.Minute), later.Add(2*time.Minute)), errcode.Conflict, "SaveJob past the lease")
+	b2, got, err := s.AcquireJob(ctx, "node-b", later.Add(time.Minute), later) // the holder re-acquires its own
+	ok(t, err, "AcquireJob by the holder")
 	if !got {
 		t.Fatal("the holder could not re-acquire its job")
 	}
 	b2.State, b2.Done = meta.JobDone, 20
-	ok(t, s.SaveKMSJob(ctx, b2, "node-b", later.Add(time.Minute), later), "SaveKMSJob done")
-	g, err = s.GetKMSJob(ctx, meta.RewrapJobName)
-	ok(t, err, "GetKMSJob")
+	ok(t, s.SaveJob(ctx, b2, "node-b", later.Add(time.Minute), later), "SaveJob done")
+	g, err = s.GetJob(ctx, meta.RewrapJobName)
+	ok(t, err, "GetJob")
 	if g.State != meta.JobDone || g.FinishedAt.IsZero() || g.LeaseOwner != "" || g.Done != 20 {
 		t.Errorf("finished job: %+v", g)
 	}
-	if _, got, err := s.AcquireKMSJob(ctx, "node-c", later.Add(time.Minute), later); err != nil || got {
+	if _, got, err := s.AcquireJob(ctx, "node-c", later.Add(time.Minute), later); err != nil || got {
 		t.Errorf("a finished job was acquired: %v, %v", got, err)
 	}
-	wantCode(t, s.SaveKMSJob(ctx, b2, "node-b", later.Add(time.Minute), later), errcode.Conflict, "SaveKMSJob of a finished job")
+	wantCode(t, s.SaveJob(ctx, b2, "node-b", later.Add(time.Minute), later), errcode.Conflict, "SaveJob of a finished job")
 }
 
 // testJobConcurrentAcquire: of many nodes asking at once, exactly one
 // gets the job.
 func testJobConcurrentAcquire(t *testing.T, s store) {
 	ctx := t.Context()
-	_, err := s.StartKMSJob(ctx, meta.KMSJob{Name: meta.RewrapJobName, Kind: meta.JobRewrap})
-	ok(t, err, "StartKMSJob")
+	_, err := s.StartJob(ctx, meta.EncryptionJob{Name: meta.RewrapJobName, Kind: meta.JobRewrap})
+	ok(t, err, "StartJob")
 	now := time.Now()
 	var (
 		wg     sync.WaitGroup
@@ -99,9 +99,9 @@ func testJobConcurrentAcquire(t *testing.T, s store) {
 	for i := range 8 {
 		wg.Go(func() {
 			owner := fmt.Sprintf("node-%d", i)
-			_, got, err := s.AcquireKMSJob(ctx, owner, now.Add(time.Minute), now)
+			_, got, err := s.AcquireJob(ctx, owner, now.Add(time.Minute), now)
 			if err != nil {
-				t.Errorf("AcquireKMSJob %s: %v", owner, err)
+				t.Errorf("AcquireJob %s: %v", owner, err)
 			}
 			if got {
 				mu.Lock()
@@ -114,8 +114,8 @@ func testJobConcurrentAcquire(t *testing.T, s store) {
 	if len(owners) != 1 {
 		t.Fatalf("%d nodes acquired the job (%v), want exactly 1", len(owners), owners)
 	}
-	j, err := s.GetKMSJob(ctx, meta.RewrapJobName)
-	ok(t, err, "GetKMSJob")
+	j, err := s.GetJob(ctx, meta.RewrapJobName)
+	ok(t, err, "GetJob")
 	if j.LeaseOwner != owners[0] {
 		t.Errorf("lease owner %q, want the winner %q", j.LeaseOwner, owners[0])
 	}
@@ -124,60 +124,60 @@ func testJobConcurrentAcquire(t *testing.T, s store) {
 func testJobRestart(t *testing.T, s store) {
 	ctx := t.Context()
 	now := time.Now()
-	_, err := s.StartKMSJob(ctx, meta.KMSJob{Name: meta.EncryptJobName("alice"), Kind: meta.JobEncrypt, Bucket: "alice"})
-	ok(t, err, "StartKMSJob")
-	j, got, err := s.AcquireKMSJob(ctx, "node-a", now.Add(time.Minute), now)
+	_, err := s.StartJob(ctx, meta.EncryptionJob{Name: meta.EncryptJobName("alice"), Kind: meta.JobEncrypt, Bucket: "alice"})
+	ok(t, err, "StartJob")
+	j, got, err := s.AcquireJob(ctx, "node-a", now.Add(time.Minute), now)
 	if err != nil || !got {
-		t.Fatalf("AcquireKMSJob: %v %v", got, err)
+		t.Fatalf("AcquireJob: %v %v", got, err)
 	}
 	j.Cursor, j.Done = meta.EnvelopeRef{Bucket: "alice", Key: "k"}.Encode(), 5
-	ok(t, s.SaveKMSJob(ctx, j, "node-a", now.Add(time.Minute), now), "SaveKMSJob")
+	ok(t, s.SaveJob(ctx, j, "node-a", now.Add(time.Minute), now), "SaveJob")
 	// Restarted (coffer encrypt again): from the start, a new generation;
 	// the worker of the old one cannot save over it.
-	r, err := s.StartKMSJob(ctx, meta.KMSJob{Name: meta.EncryptJobName("alice"), Kind: meta.JobEncrypt, Bucket: "alice"})
-	ok(t, err, "StartKMSJob again")
+	r, err := s.StartJob(ctx, meta.EncryptionJob{Name: meta.EncryptJobName("alice"), Kind: meta.JobEncrypt, Bucket: "alice"})
+	ok(t, err, "StartJob again")
 	if r.Generation != 2 || r.Cursor != "" || r.Done != 0 || r.State != meta.JobRunning {
 		t.Errorf("restarted job: %+v", r)
 	}
-	wantCode(t, s.SaveKMSJob(ctx, j, "node-a", now.Add(time.Minute), now), errcode.Conflict, "SaveKMSJob of the old generation")
-	_, err = s.StartKMSJob(ctx, meta.KMSJob{Name: meta.EncryptJobName(""), Kind: meta.JobEncrypt})
-	ok(t, err, "StartKMSJob for every bucket")
-	js, err := s.ListKMSJobs(ctx)
-	ok(t, err, "ListKMSJobs")
+	wantCode(t, s.SaveJob(ctx, j, "node-a", now.Add(time.Minute), now), errcode.Conflict, "SaveJob of the old generation")
+	_, err = s.StartJob(ctx, meta.EncryptionJob{Name: meta.EncryptJobName(""), Kind: meta.JobEncrypt})
+	ok(t, err, "StartJob for every bucket")
+	js, err := s.ListJobs(ctx)
+	ok(t, err, "ListJobs")
 	if len(js) != 2 || js[0].Name != "encrypt:" || js[1].Name != "encrypt:alice" || js[1].Bucket != "alice" {
-		t.Errorf("ListKMSJobs: %+v", js)
+		t.Errorf("ListJobs: %+v", js)
 	}
 }
 
 func testJobBad(t *testing.T, s store) {
 	ctx := t.Context()
-	for _, j := range []meta.KMSJob{
+	for _, j := range []meta.EncryptionJob{
 		{Name: "rewrap", Kind: "encrypt"}, {Name: "x", Kind: meta.JobRewrap}, {Name: "encrypt:a", Kind: meta.JobEncrypt, Bucket: "b"},
 		{Name: "rewrap", Kind: meta.JobRewrap, Bucket: "b"}, {Name: "delete", Kind: "delete"},
 	} {
-		_, err := s.StartKMSJob(ctx, j)
-		wantCode(t, err, errcode.InvalidArgument, fmt.Sprintf("StartKMSJob(%+v)", j))
+		_, err := s.StartJob(ctx, j)
+		wantCode(t, err, errcode.InvalidArgument, fmt.Sprintf("StartJob(%+v)", j))
 	}
-	if js, err := s.ListKMSJobs(ctx); err != nil || len(js) != 0 {
+	if js, err := s.ListJobs(ctx); err != nil || len(js) != 0 {
 		t.Errorf("refused jobs stored: %+v, %v", js, err)
 	}
-	_, err := s.GetKMSJob(ctx, "rewrap")
-	wantCode(t, err, errcode.NotFound, "GetKMSJob of a missing job")
+	_, err := s.GetJob(ctx, "rewrap")
+	wantCode(t, err, errcode.NotFound, "GetJob of a missing job")
 	now := time.Now()
-	_, err = s.StartKMSJob(ctx, meta.KMSJob{Name: meta.RewrapJobName, Kind: meta.JobRewrap})
-	ok(t, err, "StartKMSJob")
-	j, _, err := s.AcquireKMSJob(ctx, "a", now.Add(time.Minute), now)
-	ok(t, err, "AcquireKMSJob")
+	_, err = s.StartJob(ctx, meta.EncryptionJob{Name: meta.RewrapJobName, Kind: meta.JobRewrap})
+	ok(t, err, "StartJob")
+	j, _, err := s.AcquireJob(ctx, "a", now.Add(time.Minute), now)
+	ok(t, err, "AcquireJob")
 	bad := j
 	bad.Cursor = "{not json"
-	wantCode(t, s.SaveKMSJob(ctx, bad, "a", now.Add(time.Minute), now), errcode.InvalidArgument, "SaveKMSJob with a malformed cursor")
+	wantCode(t, s.SaveJob(ctx, bad, "a", now.Add(time.Minute), now), errcode.InvalidArgument, "SaveJob with a malformed cursor")
 	bad = j
 	bad.Cursor = meta.EnvelopeRef{Table: meta.EnvelopeUploadParts, UploadID: "u"}.Encode() // another table's
-	wantCode(t, s.SaveKMSJob(ctx, bad, "a", now.Add(time.Minute), now), errcode.InvalidArgument, "SaveKMSJob with a cursor of another phase")
+	wantCode(t, s.SaveJob(ctx, bad, "a", now.Add(time.Minute), now), errcode.InvalidArgument, "SaveJob with a cursor of another phase")
 	bad = j
 	bad.State = "paused"
-	wantCode(t, s.SaveKMSJob(ctx, bad, "a", now.Add(time.Minute), now), errcode.InvalidArgument, "SaveKMSJob with an unknown state")
-	if g, err := s.GetKMSJob(ctx, "rewrap"); err != nil || g.Cursor != "" || g.State != meta.JobRunning {
+	wantCode(t, s.SaveJob(ctx, bad, "a", now.Add(time.Minute), now), errcode.InvalidArgument, "SaveJob with an unknown state")
+	if g, err := s.GetJob(ctx, "rewrap"); err != nil || g.Cursor != "" || g.State != meta.JobRunning {
 		t.Errorf("after refused saves: %+v, %v", g, err)
 	}
 }
