@@ -27,9 +27,11 @@ type Options struct {
 	// that 0 means "exactly zero bytes".
 	Size int64
 	// Limit is the maximum number of bytes accepted, or <= 0 for no limit.
-	// Reading past it fails with LimitErr (errcode.TooLarge if nil).
+	// Reading past it fails with LimitErr's error (errcode.TooLarge if
+	// nil), made only then: an error built per request is garbage on every
+	// upload that fits.
 	Limit    int64
-	LimitErr error
+	LimitErr func() error
 	// SHA256 and MD5 are digests announced by the client (raw bytes).
 	SHA256 []byte
 	MD5    []byte
@@ -111,7 +113,7 @@ func (ir *Reader) Read(p []byte) (int, error) {
 
 func (ir *Reader) limitErr() error {
 	if ir.opts.LimitErr != nil {
-		return ir.opts.LimitErr
+		return ir.opts.LimitErr()
 	}
 	return errcode.New(errcode.TooLarge, "body exceeds the limit of %d bytes", ir.opts.Limit)
 }

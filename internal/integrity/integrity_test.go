@@ -30,7 +30,7 @@ func TestReader(t *testing.T) {
 		{"zero size means zero", Options{Size: 0}, errcode.TooLarge},
 		{"limit ok", Options{Size: -1, Limit: int64(len(data))}, errcode.Unknown},
 		{"limit exceeded", Options{Size: -1, Limit: int64(len(data)) - 1}, errcode.TooLarge},
-		{"limit custom error", Options{Size: -1, Limit: 10, LimitErr: quota}, errcode.QuotaExceeded},
+		{"limit custom error", Options{Size: -1, Limit: 10, LimitErr: func() error { return quota }}, errcode.QuotaExceeded},
 		{"sha ok", Options{Size: -1, SHA256: sha[:]}, errcode.Unknown},
 		{"sha bad", Options{Size: -1, SHA256: make([]byte, 32)}, errcode.ChecksumMismatch},
 		{"md5 ok", Options{Size: -1, MD5: sum[:]}, errcode.Unknown},

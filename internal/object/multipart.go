@@ -264,7 +264,7 @@ func (s *Uploads) putPart(ctx context.Context, a Actor, in PartInput, from *copy
 			in.Body = rc
 		}
 		r := integrity.NewReader(in.Body, integrity.Options{
-			Size: in.Size, Limit: MaxPartSize, LimitErr: errcode.New(errcode.TooLarge, "part larger than %d bytes", int64(MaxPartSize)),
+			Size: in.Size, Limit: MaxPartSize, LimitErr: errPartTooLarge,
 			SHA256: in.SHA256, MD5: in.MD5,
 			ChecksumAlgorithm: u.ChecksumAlgorithm, ChecksumWant: in.ChecksumWant,
 		})
@@ -668,4 +668,8 @@ func (s *Uploads) AbortBackendUploads(ctx context.Context, uploads []meta.Upload
 			s.log.Warn("aborting a deleted account's backend upload failed", "upload", u.ID, "blob", u.BlobKey, "err", err)
 		}
 	}
+}
+
+func errPartTooLarge() error {
+	return errcode.New(errcode.TooLarge, "part larger than %d bytes", int64(MaxPartSize))
 }

@@ -122,7 +122,7 @@ func (w *incoming) hashed() (*integrity.Reader, error) {
 		w.Body, w.opened = rc, rc
 	}
 	return integrity.NewReader(w.Body, integrity.Options{
-		Size: w.Size, Limit: w.limit, LimitErr: errTooLarge(w.limit),
+		Size: w.Size, Limit: w.limit, LimitErr: func() error { return errTooLarge(w.limit) },
 		SHA256: w.SHA256, MD5: w.MD5,
 		ChecksumAlgorithm: w.ChecksumAlgorithm, ChecksumWant: w.ChecksumWant,
 	}), nil

@@ -65,7 +65,7 @@ func (api *API) readBody(q *request) ([]byte, error) {
 		alg, want = integrity.NoChecksum, nil // verified by the aws-chunked trailer decoder
 	}
 	vr := integrity.NewReader(body, integrity.Options{
-		Size: size, Limit: limit, LimitErr: s3err.New(s3err.EntityTooLarge, "XML body too large"),
+		Size: size, Limit: limit, LimitErr: func() error { return s3err.New(s3err.EntityTooLarge, "XML body too large") },
 		SHA256: q.pay.sha256, MD5: md5sum, NoMD5: md5sum == nil,
 		ChecksumAlgorithm: alg.String(), ChecksumWant: want,
 	})

@@ -33,7 +33,7 @@ func accessKeyArgs(k meta.AccessKey) []any {
 
 // GetAccessKey implements meta.AccessKeys.
 func (o accessKeyOps) GetAccessKey(ctx context.Context, id string) (meta.AccessKey, error) {
-	return Get(ctx, o.run, "get access key", scanAccessKey, meta.ErrNoAccessKey(id), o.sql.keys.get, id)
+	return Get(ctx, o.run, "get access key", scanAccessKey, func() error { return meta.ErrNoAccessKey(id) }, o.sql.keys.get, id)
 }
 
 // ListAccessKeys implements meta.AccessKeys: oldest first, ties by ID. A user

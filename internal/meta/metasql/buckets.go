@@ -52,7 +52,7 @@ const listGatewayBucketsSQL = "SELECT " + bucketCols + " FROM buckets WHERE gate
 
 // GetBucket implements meta.Buckets.
 func (o bucketOps) GetBucket(ctx context.Context, name string) (meta.Bucket, error) {
-	return Get(ctx, o.run, "get bucket", scanBucket, meta.ErrNoBucket(name), o.sql.buckets.get, name)
+	return Get(ctx, o.run, "get bucket", scanBucket, func() error { return meta.ErrNoBucket(name) }, o.sql.buckets.get, name)
 }
 
 // ListBuckets implements meta.Buckets.

@@ -220,7 +220,7 @@ func listEnvelopesArgs(after *meta.EnvelopeRef, kekNot string, limit int, key fu
 
 // GetJob implements meta.EncryptionJobs.
 func (o jobOps) GetJob(ctx context.Context, name string) (meta.EncryptionJob, error) {
-	return Get(ctx, o.run, "get job", scanJob, meta.ErrNoJob(name), o.sql.jobs.get, name)
+	return Get(ctx, o.run, "get job", scanJob, func() error { return meta.ErrNoJob(name) }, o.sql.jobs.get, name)
 }
 
 // ListJobs implements meta.EncryptionJobs.

@@ -53,7 +53,7 @@ func redeemInviteArgs(hash, email string, now time.Time) []any {
 
 // GetInviteByHash implements meta.Invites.
 func (o inviteOps) GetInviteByHash(ctx context.Context, hash string) (meta.Invite, error) {
-	return Get(ctx, o.run, "get invite", scanInvite, meta.ErrNoInvite(), o.sql.invites.getByHash, hash)
+	return Get(ctx, o.run, "get invite", scanInvite, func() error { return meta.ErrNoInvite() }, o.sql.invites.getByHash, hash)
 }
 
 // ListInvites implements meta.Invites.

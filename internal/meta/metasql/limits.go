@@ -52,7 +52,7 @@ func forgetRateWindowsSQL(ph PH) string {
 
 // GetUserLimits implements meta.Limits.
 func (o limitOps) GetUserLimits(ctx context.Context, id string) (meta.UserLimits, error) {
-	return Get(ctx, o.run, "get user limits", scanUserLimits, meta.ErrNoUserLimits(id), o.sql.limits.get, id)
+	return Get(ctx, o.run, "get user limits", scanUserLimits, func() error { return meta.ErrNoUserLimits(id) }, o.sql.limits.get, id)
 }
 
 // SetUserLimits implements meta.Limits. A missing user fails the statement

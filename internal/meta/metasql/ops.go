@@ -118,8 +118,8 @@ func List[T any](ctx context.Context, r Runner, what string, scan func(Row) (T, 
 }
 
 // Get runs a query of at most one row on r and returns it, as scan reads
-// it, or notFound if there is none.
-func Get[T any](ctx context.Context, r Runner, what string, scan func(Row) (T, error), notFound error, query string, args ...any) (T, error) {
+// it, or notFound's error if there is none (made only then).
+func Get[T any](ctx context.Context, r Runner, what string, scan func(Row) (T, error), notFound func() error, query string, args ...any) (T, error) {
 	var v, zero T
 	found := false
 	err := r.Query(ctx, what, query, args, func() { v, found = zero, false }, func(row Row) (err error) {
@@ -131,7 +131,7 @@ func Get[T any](ctx context.Context, r Runner, what string, scan func(Row) (T, e
 	case err != nil:
 		return zero, err
 	case !found && notFound != nil:
-		return zero, notFound
+		return zero, notFound()
 	case !found:
 		return zero, errcode.New(errcode.Internal, "%s: no row", what)
 	}

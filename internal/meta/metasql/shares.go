@@ -107,12 +107,12 @@ func touchShareSQL(ph PH) string {
 
 // GetShare implements meta.Shares.
 func (o shareOps) GetShare(ctx context.Context, id string) (meta.Share, error) {
-	return Get(ctx, o.run, "get share", scanShare, meta.ErrNoShare(), o.sql.shares.get, id)
+	return Get(ctx, o.run, "get share", scanShare, func() error { return meta.ErrNoShare() }, o.sql.shares.get, id)
 }
 
 // GetShareByHash implements meta.Shares.
 func (o shareOps) GetShareByHash(ctx context.Context, hash string) (meta.Share, error) {
-	return Get(ctx, o.run, "get share", scanShare, meta.ErrNoShare(), o.sql.shares.getByHash, hash)
+	return Get(ctx, o.run, "get share", scanShare, func() error { return meta.ErrNoShare() }, o.sql.shares.getByHash, hash)
 }
 
 // ListShares implements meta.Shares.

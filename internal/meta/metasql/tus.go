@@ -70,7 +70,7 @@ func touchTusSQL(ph PH) string {
 
 // GetTus implements meta.Tus.
 func (o tusOps) GetTus(ctx context.Context, id string) (meta.TusUpload, error) {
-	return Get(ctx, o.run, "get tus upload", scanTus, meta.ErrNoTus(id), o.sql.tus.get, id)
+	return Get(ctx, o.run, "get tus upload", scanTus, func() error { return meta.ErrNoTus(id) }, o.sql.tus.get, id)
 }
 
 // CreateTus implements meta.Tus.

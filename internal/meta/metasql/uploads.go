@@ -197,7 +197,7 @@ func copyPartsSQL(listed string, ph PH) string {
 
 // GetUpload implements meta.Uploads.
 func (o uploadOps) GetUpload(ctx context.Context, id string) (meta.Upload, error) {
-	return Get(ctx, o.run, "get upload", ScanUpload, meta.ErrNoUpload(id), o.sql.uploads.get, id)
+	return Get(ctx, o.run, "get upload", ScanUpload, func() error { return meta.ErrNoUpload(id) }, o.sql.uploads.get, id)
 }
 
 // ListParts implements meta.Uploads, in one statement (so one snapshot). A

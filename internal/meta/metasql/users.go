@@ -209,12 +209,12 @@ func getUserSQL(col string, ph PH) string {
 
 // GetUser implements meta.Accounts.
 func (o accountOps) GetUser(ctx context.Context, id string) (meta.User, error) {
-	return Get(ctx, o.run, "get user", ScanUser, meta.ErrNoUser(id), o.sql.users.get, id)
+	return Get(ctx, o.run, "get user", ScanUser, func() error { return meta.ErrNoUser(id) }, o.sql.users.get, id)
 }
 
 // GetUserByEmail implements meta.Accounts.
 func (o accountOps) GetUserByEmail(ctx context.Context, email string) (meta.User, error) {
-	return Get(ctx, o.run, "get user by email", ScanUser, meta.ErrNoUserEmail(email), o.sql.users.getByEmail, email)
+	return Get(ctx, o.run, "get user by email", ScanUser, func() error { return meta.ErrNoUserEmail(email) }, o.sql.users.getByEmail, email)
 }
 
 // ListUsers implements meta.Accounts.
