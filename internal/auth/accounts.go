@@ -2,15 +2,20 @@ package auth
 
 import (
 	"context"
-	"time"
 
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
 )
 
-// The account lifecycle. Every change is made in one metadata transaction
-// and then published on the bus, so this node's caches see it at once
-// (other nodes through the store's announcements, see the package doc).
+// Users is the accounts and their lifecycle: creating, reading and
+// listing them, their quota, role, rate limits (limits.go) and password,
+// disabling, enabling and deleting them. Every change is made in one
+// metadata transaction and then published on the bus, so this node's
+// caches see it at once (other nodes through the store's announcements,
+// see the package doc).
+type Users struct {
+	*core
+}
 
 // NewUser describes an account an administrator creates.
 type NewUser struct {
@@ -19,9 +24,10 @@ type NewUser struct {
 	QuotaBytes      *int64 // nil: the default quota
 }
 
-// CreateUser creates an account and its default bucket, as Signup does,
-// but with the role and quota given (for administrators and the CLI).
-func (s *Service) CreateUser(ctx context.Context, nu NewUser) (meta.User, meta.Bucket, error) {
+// CreateUser creates an account and its default bucket, as Signups.Signup
+// does, but with the role and quota given (for administrators and the
+// CLI).
+func (s *Users) CreateUser(ctx context.Context, nu NewUser) (meta.User, meta.Bucket, error) {
 	quota := s.cfg.DefaultQuota
 	if nu.QuotaBytes != nil {
 		if *nu.QuotaBytes < 0 {
@@ -33,22 +39,22 @@ func (s *Service) CreateUser(ctx context.Context, nu NewUser) (meta.User, meta.B
 }
 
 // User returns the account of id.
-func (s *Service) User(ctx context.Context, id string) (meta.User, error) {
+func (s *Users) User(ctx context.Context, id string) (meta.User, error) {
 	return s.meta.GetUser(ctx, id)
 }
 
 // UserByEmail returns the account of email (normalised first).
-func (s *Service) UserByEmail(ctx context.Context, email string) (meta.User, error) {
+func (s *Users) UserByEmail(ctx context.Context, email string) (meta.User, error) {
 	return s.meta.GetUserByEmail(ctx, NormalizeEmail(email))
 }
 
 // ListUsers returns a page of accounts in email order.
-func (s *Service) ListUsers(ctx context.Context, opts meta.ListUsersOptions) ([]meta.User, bool, error) {
+func (s *Users) ListUsers(ctx context.Context, opts meta.ListUsersOptions) ([]meta.User, bool, error) {
 	return s.meta.ListUsers(ctx, opts)
 }
 
 // UserBuckets returns the buckets of user id, by name.
-func (s *Service) UserBuckets(ctx context.Context, id string) ([]meta.Bucket, error) {
+func (s *Users) UserBuckets(ctx context.Context, id string) ([]meta.Bucket, error) {
 	if _, err := s.meta.GetUser(ctx, id); err != nil {
 		return nil, err
 	}
@@ -56,7 +62,7 @@ func (s *Service) UserBuckets(ctx context.Context, id string) ([]meta.Bucket, er
 }
 
 // update applies upd to user id and publishes the change.
-func (s *Service) update(ctx context.Context, id string, upd meta.UserUpdate) (meta.User, error) {
+func (s *Users) update(ctx context.Context, id string, upd meta.UserUpdate) (meta.User, error) {
 	var u meta.User
 	err := s.publish(ctx, meta.Change{Topic: meta.TopicUser, Key: id}, func() (err error) {
 		u, err = s.meta.UpdateUser(ctx, id, upd)
@@ -65,37 +71,13 @@ func (s *Service) update(ctx context.Context, id string, upd meta.UserUpdate) (m
 	return u, err
 }
 
-// syncWait bounds how long a change waits for the other nodes to
-// acknowledge it (a node that does not answer in time still drops the
-// entry within the cache TTL).
-const syncWait = 250 * time.Millisecond
-
-// publish runs write, a change of c in the store, then publishes c on
-// this process's bus and, on a store shared by listening nodes, waits (at
-// most syncWait) until every node has handled the store's announcement of
-// it: the client's next request sees the change on whichever node it
-// reaches.
-func (s *Service) publish(ctx context.Context, c meta.Change, write func() error) error {
-	wait, cancel := func(context.Context, time.Duration) {}, func() {}
-	if s.meta.Changes != nil {
-		wait, cancel = s.meta.Changes.ExpectChange(c)
-	}
-	if err := write(); err != nil {
-		cancel()
-		return err
-	}
-	s.bus.Publish(c)
-	wait(ctx, syncWait)
-	return nil
-}
-
 // SetQuota sets user id's quota in bytes (0: unlimited).
-func (s *Service) SetQuota(ctx context.Context, id string, bytes int64) (meta.User, error) {
+func (s *Users) SetQuota(ctx context.Context, id string, bytes int64) (meta.User, error) {
 	return s.update(ctx, id, meta.UserUpdate{QuotaBytes: &bytes})
 }
 
 // SetAdmin grants or revokes the administrator role.
-func (s *Service) SetAdmin(ctx context.Context, id string, admin bool) (meta.User, error) {
+func (s *Users) SetAdmin(ctx context.Context, id string, admin bool) (meta.User, error) {
 	return s.update(ctx, id, meta.UserUpdate{Admin: &admin})
 }
 
@@ -104,21 +86,21 @@ func (s *Service) SetAdmin(ctx context.Context, id string, admin bool) (meta.Use
 // log in. Its sessions end for good (SessionsAfter moves to now and its
 // refresh tokens are revoked in the same transaction), so Enable restores
 // logins only.
-func (s *Service) Disable(ctx context.Context, id string) (meta.User, error) {
+func (s *Users) Disable(ctx context.Context, id string) (meta.User, error) {
 	yes, now := true, s.now().UTC()
 	return s.update(ctx, id, meta.UserUpdate{Disabled: &yes, SessionsAfter: &now, RevokeRefreshTokens: true})
 }
 
 // Enable lets a disabled user log in again; the sessions it had stay
 // revoked.
-func (s *Service) Enable(ctx context.Context, id string) (meta.User, error) {
+func (s *Users) Enable(ctx context.Context, id string) (meta.User, error) {
 	no := false
 	return s.update(ctx, id, meta.UserUpdate{Disabled: &no})
 }
 
 // SetPassword is an administrator's reset: user id gets a new password and
 // every session of it ends.
-func (s *Service) SetPassword(ctx context.Context, id, password string) (meta.User, error) {
+func (s *Users) SetPassword(ctx context.Context, id, password string) (meta.User, error) {
 	if err := validPassword(password); err != nil {
 		return meta.User{}, err
 	}
@@ -134,7 +116,7 @@ func (s *Service) SetPassword(ctx context.Context, id, password string) (meta.Us
 // (a wrong one counts as a failed login from clientIP), ends every other
 // session of the user, and returns a fresh session so the caller stays
 // signed in.
-func (s *Service) ChangePassword(ctx context.Context, id, oldPassword, newPassword, clientIP string) (Session, error) {
+func (s *Users) ChangePassword(ctx context.Context, id, oldPassword, newPassword, clientIP string) (Session, error) {
 	if err := validPassword(newPassword); err != nil {
 		return Session{}, err
 	}
@@ -171,7 +153,7 @@ func (s *Service) ChangePassword(ctx context.Context, id, oldPassword, newPasswo
 // throttles: a wrong one counts as a failed login of u's account from
 // clientIP (Unauthenticated), and a throttled caller gets RateLimited
 // before any hashing.
-func (s *Service) checkPassword(ctx context.Context, u meta.User, password, clientIP string) error {
+func (s *Users) checkPassword(ctx context.Context, u meta.User, password, clientIP string) error {
 	a, wait := s.logins.begin(u.Email, clientIP)
 	if wait > 0 {
 		return errcode.Retry(errcode.RateLimited, wait, "too many failed logins; retry later")
@@ -195,7 +177,7 @@ func (s *Service) checkPassword(ctx context.Context, u meta.User, password, clie
 // the janitor). Without purge, a user owning data is refused with
 // Conflict (see meta.Accounts.DeleteUser). The caller aborts the returned
 // backend uploads at the blob store.
-func (s *Service) DeleteUser(ctx context.Context, id string, purge bool) (meta.DeleteUserResult, error) {
+func (s *Users) DeleteUser(ctx context.Context, id string, purge bool) (meta.DeleteUserResult, error) {
 	var res meta.DeleteUserResult
 	err := s.publish(ctx, meta.Change{Topic: meta.TopicUser, Key: id}, func() (err error) {
 		res, err = s.meta.DeleteUser(ctx, id, purge)
@@ -206,7 +188,7 @@ func (s *Service) DeleteUser(ctx context.Context, id string, purge bool) (meta.D
 
 // DeleteAccount is a user deleting their own account: DeleteUser after
 // checking the password (as ChangePassword does).
-func (s *Service) DeleteAccount(ctx context.Context, id, password string, purge bool, clientIP string) (meta.DeleteUserResult, error) {
+func (s *Users) DeleteAccount(ctx context.Context, id, password string, purge bool, clientIP string) (meta.DeleteUserResult, error) {
 	u, err := s.meta.GetUser(ctx, id)
 	if err != nil {
 		return meta.DeleteUserResult{}, err
@@ -215,4 +197,16 @@ func (s *Service) DeleteAccount(ctx context.Context, id, password string, purge 
 		return meta.DeleteUserResult{}, err
 	}
 	return s.DeleteUser(ctx, id, purge)
+}
+
+// UserActive reports whether user id exists and is enabled, from the
+// cached account state (the state every authenticated request checks, so
+// a disabled owner's share links stop within the cache's bound, on every
+// node).
+func (s *Users) UserActive(ctx context.Context, id string) (bool, error) {
+	st, err := s.state(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	return st.found && !st.disabled, nil
 }

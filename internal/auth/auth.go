@@ -5,17 +5,22 @@
 // the account lifecycle (disable, enable, password change and reset,
 // deletion).
 //
+// Service is one value per area over a shared core (see Service):
+// Sessions, Users, Keys, Shares and Signups; each consumer is handed the
+// areas it calls.
+//
 // # Every request checks the account
 //
-// Authenticate (access tokens) and LookupKey (S3 keys, presigned URLs,
-// direct-upload part URLs) refuse a user who is disabled or deleted, and
-// an access token issued before the user's SessionsAfter, on every
-// request. The state they check (disabled, admin, SessionsAfter) and the
-// access keys' secrets come from per-node caches (package metacache) bounded
-// in entries and in age (Config.Cache.TTL, 1 s): a change made through
-// this Service is seen by the next request on this node, one made on
-// another node sharing a PostgreSQL store as soon as its announcement
-// arrives, and any change within the TTL at worst.
+// Sessions.Authenticate (access tokens) and Keys.LookupKey (S3 keys,
+// presigned URLs, direct-upload part URLs) refuse a user who is disabled
+// or deleted, and an access token issued before the user's SessionsAfter,
+// on every request. The state they check (disabled, admin, SessionsAfter)
+// and the access keys' secrets come from per-node caches (package
+// metacache) bounded in entries and in age (Config.Cache.TTL, 1 s): a
+// change made through this Service (any of its areas) is seen by the next
+// request on this node, one made on another node sharing a PostgreSQL
+// store as soon as its announcement arrives, and any change within the
+// TTL at worst.
 //
 // # Considerations
 //
@@ -37,7 +42,6 @@ import (
 	"crypto/rand"
 	"net/mail"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/coffer-storage/coffer/internal/config"
@@ -63,8 +67,8 @@ type Config struct {
 	DefaultQuota int64         // bytes for new accounts; 0 = unlimited
 	// Logins bound failed logins (see LoginLimits, throttle.go).
 	Logins LoginLimits
-	// Signup is who may sign up through SelfSignup (signup.go): only
-	// SignupInvite and SignupClosed restrict it.
+	// Signup is who may sign up through Signups.SelfSignup (signup.go):
+	// only SignupInvite and SignupClosed restrict it.
 	Signup SignupPolicy
 	// SignupLimit is how many self-service signups one client address
 	// may attempt in SignupWindow (--signup-rate); 0: unlimited.
@@ -81,29 +85,38 @@ type Config struct {
 	Cache metacache.Options
 }
 
-// Service implements signup, login, refresh, logout and token checks.
+// Service is the account service, one value per area, each holding only
+// what it uses over one shared core (the store, the clock, the password
+// pool, the token signer, the login throttles, the bus and the cache of
+// users' state): sessions and the per-request account check (Sessions,
+// sessions.go), accounts and their lifecycle (Users, accounts.go,
+// limits.go), S3 access keys (Keys, keys.go), share link passwords and
+// grants (Shares, shares.go), and signups and invites (Signups,
+// signup.go). A change one area makes reaches the others through the
+// core's bus: disabling a user (Users) drops its cached state, which
+// Sessions and Keys check on every request, and its internal key (Keys).
 type Service struct {
+	Sessions *Sessions
+	Users    *Users
+	Keys     *Keys
+	Shares   *Shares
+	Signups  *Signups
+
+	core *core
+}
+
+// core is what the areas share.
+type core struct {
 	meta    Stores
 	cfg     Config
 	hasher  *Hasher
 	tokens  *Tokens
 	logins  *loginGuard
-	signups *Throttle // nil: unlimited
 	now     func() time.Time
 	newName func(email, userID string) []string
-	sealer  *keySealer
-	// shareKey signs the grants of unlocked password-protected share
-	// links (see shares.go).
-	shareKey []byte
 
 	bus    *metacache.Bus
 	states *metacache.Map[userState]
-	keys   *metacache.Map[keyEntry]
-
-	touchMu    sync.Mutex
-	touched    map[string]time.Time
-	internalMu sync.Mutex
-	internal   map[string][2]string // userID -> internal key id, secret
 }
 
 // ConfigFrom returns the account service's configuration in c: token
@@ -134,55 +147,42 @@ func NewService(m Stores, master []byte, cfg Config) *Service {
 		master = make([]byte, 32)
 		rand.Read(master)
 	}
-	var signups *Throttle
-	if cfg.SignupLimit > 0 {
-		signups = NewThrottle(cfg.SignupLimit, cfg.SignupWindow)
-	}
 	if cfg.Bus == nil {
 		cfg.Bus = metacache.NewBus()
 	}
-	s := &Service{
-		meta:     m,
-		cfg:      cfg,
-		hasher:   NewHasher(cfg.Params, cfg.Pool),
-		tokens:   NewTokens(DeriveKey(master, "access-token"), cfg.AccessTTL),
-		sealer:   sealer,
-		shareKey: DeriveKey(master, "share-grant"),
-		touched:  map[string]time.Time{},
-		internal: map[string][2]string{},
-		logins:   newLoginGuard(cfg.Logins),
-		signups:  signups,
-		now:      time.Now,
-		newName:  DefaultBucketNames,
-		bus:      cfg.Bus,
-		states:   metacache.NewMap[userState](cfg.Bus, meta.TopicUser, cfg.Cache),
-		keys:     metacache.NewMap[keyEntry](cfg.Bus, meta.TopicAccessKey, cfg.Cache),
+	c := &core{
+		meta:    m,
+		cfg:     cfg,
+		hasher:  NewHasher(cfg.Params, cfg.Pool),
+		tokens:  NewTokens(DeriveKey(master, "access-token"), cfg.AccessTTL),
+		logins:  newLoginGuard(cfg.Logins),
+		now:     time.Now,
+		newName: DefaultBucketNames,
+		bus:     cfg.Bus,
+		states:  metacache.NewMap[userState](cfg.Bus, meta.TopicUser, cfg.Cache),
 	}
-	// A deleted user's internal key goes with it.
-	cfg.Bus.Subscribe(meta.TopicUser, func(id string) {
-		s.internalMu.Lock()
-		delete(s.internal, id)
-		s.internalMu.Unlock()
-	}, func() {
-		s.internalMu.Lock()
-		clear(s.internal)
-		s.internalMu.Unlock()
-	})
-	return s
+	return &Service{
+		Sessions: &Sessions{c},
+		Users:    &Users{c},
+		Keys:     newKeys(c, sealer),
+		Shares:   &Shares{core: c, key: DeriveKey(master, "share-grant")},
+		Signups:  newSignups(c),
+		core:     c,
+	}
 }
 
 // CacheStats returns the counters of the caches of users' state and of
 // access keys (for metrics).
 func (s *Service) CacheStats() (users, keys metacache.Stats) {
-	return s.states.Stats(), s.keys.Stats()
+	return s.core.states.Stats(), s.Keys.keys.Stats()
 }
 
 // TokenCacheStats returns the counters of the cache of verified access
 // tokens (for metrics).
-func (s *Service) TokenCacheStats() metacache.Stats { return s.tokens.Stats() }
+func (s *Service) TokenCacheStats() metacache.Stats { return s.core.tokens.Stats() }
 
 // Hasher exposes the password pool (for metrics).
-func (s *Service) Hasher() *Hasher { return s.hasher }
+func (s *Service) Hasher() *Hasher { return s.core.hasher }
 
 // DefaultBucketNames are the names a new user's first bucket may take, in
 // order of preference: the email's local part made a valid S3 bucket name
@@ -276,16 +276,9 @@ func validPassword(pw string) error {
 	return nil
 }
 
-// Signup creates an account and its default bucket, whatever the signup
-// policy and unthrottled: it is for administrators and the CLI. The
-// public route calls SelfSignup.
-func (s *Service) Signup(ctx context.Context, email, password string) (meta.User, meta.Bucket, error) {
-	return s.createUser(ctx, email, password, false, s.cfg.DefaultQuota)
-}
-
 // createUser creates an account (an administrator if admin) with quota
 // and its default bucket.
-func (s *Service) createUser(ctx context.Context, email, password string, admin bool, quota int64) (meta.User, meta.Bucket, error) {
+func (s *core) createUser(ctx context.Context, email, password string, admin bool, quota int64) (meta.User, meta.Bucket, error) {
 	email = NormalizeEmail(email)
 	if err := validEmail(email); err != nil {
 		return meta.User{}, meta.Bucket{}, err
@@ -299,7 +292,7 @@ func (s *Service) createUser(ctx context.Context, email, password string, admin 
 // createAccount creates the account of a valid email (an administrator if
 // admin, with quota), redeeming the invite whose code has hash inviteHash
 // in the same transaction if it is not "".
-func (s *Service) createAccount(ctx context.Context, email, password, inviteHash string, admin bool, quota int64) (meta.User, meta.Bucket, error) {
+func (s *core) createAccount(ctx context.Context, email, password, inviteHash string, admin bool, quota int64) (meta.User, meta.Bucket, error) {
 	if _, err := s.meta.GetUserByEmail(ctx, email); err == nil {
 		return meta.User{}, meta.Bucket{}, errcode.New(errcode.AlreadyExists, "an account with this email exists")
 	} else if !errcode.Is(err, errcode.NotFound) {
@@ -336,122 +329,28 @@ func (s *Service) createAccount(ctx context.Context, email, password, inviteHash
 	return meta.User{}, meta.Bucket{}, errcode.New(errcode.AlreadyExists, "an account with this email exists")
 }
 
-// Login checks a password and opens a session. clientIP keys the login
-// throttles (verifyCounted).
-func (s *Service) Login(ctx context.Context, email, password, clientIP string) (Session, error) {
-	u, err := s.verifyCounted(ctx, email, password, clientIP)
-	if err != nil {
-		return Session{}, err
-	}
-	token, hash := newOpaqueToken()
-	now := s.now().UTC()
-	rt := meta.RefreshToken{Hash: hash, UserID: u.ID, Family: NewID(), CreatedAt: now, ExpiresAt: now.Add(s.cfg.RefreshTTL)}
-	if err := s.meta.CreateRefreshToken(ctx, rt); err != nil {
-		return Session{}, err
-	}
-	return s.session(u.ID, token)
-}
+// syncWait bounds how long a change waits for the other nodes to
+// acknowledge it (a node that does not answer in time still drops the
+// entry within the cache TTL).
+const syncWait = 250 * time.Millisecond
 
-// verifyCounted is a password check that counts as a login attempt of
-// email from clientIP: the login throttles (LoginLimits) count it before
-// the slow hash, so parallel guesses cannot all pass, and refuse it with
-// RateLimited and a Retry-After when a limit is reached. It returns the
-// account if the password is right and the account enabled, and otherwise
-// Unauthenticated "wrong email or password" — the same for an unknown
-// account, which is verified against a dummy hash so that the answer
-// takes as long. Login uses it, and so must every other check of a
-// password a client sends (changing one's password).
-func (s *Service) verifyCounted(ctx context.Context, email, password, clientIP string) (meta.User, error) {
-	email = NormalizeEmail(email)
-	a, wait := s.logins.begin(email, clientIP)
-	if wait > 0 {
-		return meta.User{}, errcode.Retry(errcode.RateLimited, wait, "too many failed logins; retry later")
+// publish runs write, a change of c in the store, then publishes c on
+// this process's bus and, on a store shared by listening nodes, waits (at
+// most syncWait) until every node has handled the store's announcement of
+// it: the client's next request sees the change on whichever node it
+// reaches.
+func (s *core) publish(ctx context.Context, c meta.Change, write func() error) error {
+	wait, cancel := func(context.Context, time.Duration) {}, func() {}
+	if s.meta.Changes != nil {
+		wait, cancel = s.meta.Changes.ExpectChange(c)
 	}
-	u, err := s.meta.GetUserByEmail(ctx, email)
-	if err != nil && !errcode.Is(err, errcode.NotFound) {
-		a.uncounted()
-		return meta.User{}, err
+	if err := write(); err != nil {
+		cancel()
+		return err
 	}
-	ok, err := s.hasher.Verify(ctx, password, u.PasswordHash)
-	if err != nil {
-		// Not the client's fault (pool busy, cancelled): not counted.
-		a.uncounted()
-		return meta.User{}, err
-	}
-	if !ok || u.Disabled {
-		a.failed()
-		return meta.User{}, errcode.New(errcode.Unauthenticated, "wrong email or password")
-	}
-	a.succeeded()
-	return u, nil
-}
-
-func (s *Service) session(userID, refresh string) (Session, error) {
-	access, ttl, err := s.tokens.Issue(userID)
-	if err != nil {
-		return Session{}, err
-	}
-	return Session{UserID: userID, AccessToken: access, ExpiresIn: ttl, RefreshToken: refresh, RefreshTTL: s.cfg.RefreshTTL}, nil
-}
-
-// Refresh rotates a refresh token. Presenting a token that was already
-// rotated revokes its whole family (a stolen token is useless after the
-// legitimate client's next refresh, and vice versa).
-func (s *Service) Refresh(ctx context.Context, refreshToken string) (Session, error) {
-	if refreshToken == "" {
-		return Session{}, errcode.New(errcode.InvalidArgument, "refresh_token is required")
-	}
-	token, hash := newOpaqueToken()
-	now := s.now().UTC()
-	next, err := s.meta.RotateRefreshToken(ctx, HashToken(refreshToken),
-		meta.RefreshToken{Hash: hash, CreatedAt: now, ExpiresAt: now.Add(s.cfg.RefreshTTL)}, now)
-	if err != nil {
-		return Session{}, err
-	}
-	u, err := s.meta.GetUser(ctx, next.UserID)
-	if err != nil {
-		return Session{}, err
-	}
-	if u.Disabled {
-		return Session{}, errcode.New(errcode.Unauthenticated, "account disabled")
-	}
-	return s.session(next.UserID, token)
-}
-
-// Logout revokes the refresh token's family.
-func (s *Service) Logout(ctx context.Context, refreshToken string) error {
-	if refreshToken == "" {
-		return errcode.New(errcode.InvalidArgument, "refresh_token is required")
-	}
-	err := s.meta.RevokeRefreshFamily(ctx, HashToken(refreshToken))
-	if errcode.Is(err, errcode.NotFound) {
-		return errcode.New(errcode.Unauthenticated, "unknown refresh token")
-	}
-	return err
-}
-
-// Authenticate turns a bearer access token into a Principal. The token
-// must be valid, its user enabled, and the token issued no earlier than
-// the user's SessionsAfter (checked on a cached state, see the package
-// doc).
-func (s *Service) Authenticate(ctx context.Context, token string) (Principal, error) {
-	id, issued, err := s.tokens.Verify(token)
-	if err != nil {
-		return Principal{}, err
-	}
-	st, err := s.state(ctx, id)
-	if err != nil {
-		return Principal{}, err
-	}
-	switch {
-	case !st.found:
-		return Principal{}, errcode.New(errcode.Unauthenticated, "account no longer exists")
-	case st.disabled:
-		return Principal{}, errcode.New(errcode.Unauthenticated, "account disabled")
-	case issued.Before(st.sessionsAfter):
-		return Principal{}, errcode.New(errcode.Unauthenticated, "session revoked; log in again")
-	}
-	return Principal{UserID: id}, nil
+	s.bus.Publish(c)
+	wait(ctx, syncWait)
+	return nil
 }
 
 // userState is what every authenticated request checks of its user.
@@ -461,11 +360,11 @@ type userState struct {
 }
 
 // state returns the cached state of user id.
-func (s *Service) state(ctx context.Context, id string) (userState, error) {
+func (s *core) state(ctx context.Context, id string) (userState, error) {
 	return s.states.Get(ctx, id, s.loadState)
 }
 
-func (s *Service) loadState(ctx context.Context, id string) (userState, error) {
+func (s *core) loadState(ctx context.Context, id string) (userState, error) {
 	u, err := s.meta.GetUser(ctx, id)
 	if errcode.Is(err, errcode.NotFound) {
 		// IDs are random and never reused: a deleted user stays deleted.
@@ -475,24 +374,4 @@ func (s *Service) loadState(ctx context.Context, id string) (userState, error) {
 		return userState{}, err
 	}
 	return userState{found: true, disabled: u.Disabled, admin: u.Admin, sessionsAfter: u.SessionsAfter}, nil
-}
-
-// RequireAdmin returns nil if p is an enabled administrator, Unauthenticated
-// if p is anonymous, and PermissionDenied otherwise. It is the one check of
-// the admin role; the admin API and admin-only actions call it.
-func (s *Service) RequireAdmin(ctx context.Context, p Principal) error {
-	if p.Anonymous() {
-		return errcode.New(errcode.Unauthenticated, "authentication required")
-	}
-	st, err := s.state(ctx, p.UserID)
-	if err != nil {
-		return err
-	}
-	if !st.found {
-		return errcode.New(errcode.Unauthenticated, "account no longer exists")
-	}
-	if !st.admin || st.disabled {
-		return errcode.New(errcode.PermissionDenied, "administrators only")
-	}
-	return nil
 }

@@ -51,14 +51,14 @@ func TestDefaultBucketNames(t *testing.T) {
 func TestSignupBucketNameTaken(t *testing.T) {
 	s, _ := newTestService(t, nil)
 	ctx := context.Background()
-	u1, b1, err := s.Signup(ctx, "jane@example.com", "correct horse battery")
+	u1, b1, err := s.Signups.Signup(ctx, "jane@example.com", "correct horse battery")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if b1.Name != "jane" {
 		t.Errorf("first jane's bucket %q, want jane", b1.Name)
 	}
-	u2, b2, err := s.Signup(ctx, "jane@other.example", "correct horse battery")
+	u2, b2, err := s.Signups.Signup(ctx, "jane@other.example", "correct horse battery")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestSignupBucketNameTaken(t *testing.T) {
 	if u1.ID == u2.ID {
 		t.Fatal("same user twice")
 	}
-	_, _, err = s.Signup(ctx, "jane@example.com", "another password")
+	_, _, err = s.Signups.Signup(ctx, "jane@example.com", "another password")
 	wantRefusal(t, err, errcode.AlreadyExists, "", "signup with a taken email")
 }
 

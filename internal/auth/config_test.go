@@ -32,8 +32,8 @@ func TestDefaultConfig(t *testing.T) {
 		t.Errorf("--signup-rate 0: SignupLimit %d, want 0 (unlimited)", c.SignupLimit)
 	}
 	s, _ := newTestService(t, func(c *Config) { c.AccessTTL, c.RefreshTTL, c.SignupLimit, c.Signup = 0, 0, 0, "" })
-	if s.cfg.AccessTTL != 0 || s.cfg.RefreshTTL != 0 || s.cfg.Signup != "" || s.signups != nil || s.tokens.ttl != 0 {
-		t.Errorf("NewService defaulted a zero value: %+v (signups %v, token TTL %v)", s.cfg, s.signups, s.tokens.ttl)
+	if c := s.core; c.cfg.AccessTTL != 0 || c.cfg.RefreshTTL != 0 || c.cfg.Signup != "" || s.Signups.signups != nil || c.tokens.ttl != 0 {
+		t.Errorf("NewService defaulted a zero value: %+v (signups %v, token TTL %v)", c.cfg, s.Signups.signups, c.tokens.ttl)
 	}
 	if g := newLoginGuard(LoginLimits{}); g.pair.Limit != 0 || g.addr.Limit != 0 || g.pair.Window != 0 || g.known.ttl != 0 {
 		t.Errorf("the login guard defaulted zero limits: %+v %+v", g.pair, g.known)

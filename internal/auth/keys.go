@@ -8,10 +8,12 @@ import (
 	"encoding/base32"
 	"encoding/base64"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
+	"github.com/coffer-storage/coffer/internal/metacache"
 )
 
 // AccessKey is an S3 credential as shown to its owner. Secret is set only
@@ -87,12 +89,46 @@ func newSecret() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
+// Keys is the S3 access keys: creating, listing and revoking a user's
+// keys, finding a key's secret and owner for signature checks (from a
+// cache, refusing keys of disabled or deleted users), and each user's
+// internal key for presigned direct uploads.
+type Keys struct {
+	*core
+	sealer *keySealer
+	keys   *metacache.Map[keyEntry]
+
+	touchMu    sync.Mutex
+	touched    map[string]time.Time
+	internalMu sync.Mutex
+	internal   map[string][2]string // userID -> internal key id, secret
+}
+
+func newKeys(c *core, sealer *keySealer) *Keys {
+	k := &Keys{core: c, sealer: sealer,
+		keys:     metacache.NewMap[keyEntry](c.bus, meta.TopicAccessKey, c.cfg.Cache),
+		touched:  map[string]time.Time{},
+		internal: map[string][2]string{},
+	}
+	// A deleted user's internal key goes with it.
+	c.bus.Subscribe(meta.TopicUser, func(id string) {
+		k.internalMu.Lock()
+		delete(k.internal, id)
+		k.internalMu.Unlock()
+	}, func() {
+		k.internalMu.Lock()
+		clear(k.internal)
+		k.internalMu.Unlock()
+	})
+	return k
+}
+
 // maxKeysPerUser bounds how many (visible) access keys a user may hold.
 const maxKeysPerUser = 100
 
 // CreateAccessKey makes a new S3 key pair for userID. The secret is in the
 // result and nowhere else in clear.
-func (s *Service) CreateAccessKey(ctx context.Context, userID, name string) (AccessKey, error) {
+func (s *Keys) CreateAccessKey(ctx context.Context, userID, name string) (AccessKey, error) {
 	if len(name) > 128 {
 		return AccessKey{}, errcode.New(errcode.InvalidArgument, "key name is longer than 128 bytes")
 	}
@@ -106,7 +142,7 @@ func (s *Service) CreateAccessKey(ctx context.Context, userID, name string) (Acc
 	return s.createKey(ctx, userID, name, false)
 }
 
-func (s *Service) createKey(ctx context.Context, userID, name string, internal bool) (AccessKey, error) {
+func (s *Keys) createKey(ctx context.Context, userID, name string, internal bool) (AccessKey, error) {
 	id, secret := newKeyID(), newSecret()
 	now := s.now().UTC()
 	sealed, err := s.sealer.seal(id, secret)
@@ -124,7 +160,7 @@ func (s *Service) createKey(ctx context.Context, userID, name string, internal b
 
 // ListAccessKeys returns the user's keys without secrets (internal keys
 // excluded).
-func (s *Service) ListAccessKeys(ctx context.Context, userID string) ([]AccessKey, error) {
+func (s *Keys) ListAccessKeys(ctx context.Context, userID string) ([]AccessKey, error) {
 	keys, err := s.meta.ListAccessKeys(ctx, userID)
 	if err != nil {
 		return nil, err
@@ -141,7 +177,7 @@ func (s *Service) ListAccessKeys(ctx context.Context, userID string) ([]AccessKe
 // DeleteAccessKey revokes one of the user's keys; it stops working at once
 // (on other nodes, when the store's announcement arrives; within the
 // cache TTL at worst).
-func (s *Service) DeleteAccessKey(ctx context.Context, userID, id string) error {
+func (s *Keys) DeleteAccessKey(ctx context.Context, userID, id string) error {
 	k, err := s.meta.GetAccessKey(ctx, id)
 	if errcode.Is(err, errcode.NotFound) || err == nil && (k.UserID != userID || k.Internal) {
 		return errcode.New(errcode.NotFound, "no such access key")
@@ -159,7 +195,7 @@ type keyEntry struct {
 	userID, secret string
 }
 
-func (s *Service) loadKey(ctx context.Context, id string) (keyEntry, error) {
+func (s *Keys) loadKey(ctx context.Context, id string) (keyEntry, error) {
 	k, err := s.meta.GetAccessKey(ctx, id)
 	if err != nil {
 		return keyEntry{}, err // NotFound too: unknown IDs are not cached
@@ -175,7 +211,7 @@ func (s *Service) loadKey(ctx context.Context, id string) (keyEntry, error) {
 // SigV2 verification (headers and presigned URLs alike). Unknown keys and
 // keys of disabled or deleted users are NotFound. Keys and their owners'
 // state come from the caches (see the package doc).
-func (s *Service) LookupKey(ctx context.Context, id string) (secret string, p Principal, err error) {
+func (s *Keys) LookupKey(ctx context.Context, id string) (secret string, p Principal, err error) {
 	k, err := s.keys.Get(ctx, id, s.loadKey)
 	if err != nil {
 		return "", Principal{}, err
@@ -192,7 +228,7 @@ func (s *Service) LookupKey(ctx context.Context, id string) (secret string, p Pr
 }
 
 // touch records a key's last use, at most once a minute per key.
-func (s *Service) touch(id string) {
+func (s *Keys) touch(id string) {
 	now := s.now()
 	s.touchMu.Lock()
 	last, ok := s.touched[id]
@@ -215,7 +251,7 @@ func (s *Service) touch(id string) {
 // InternalKey returns the user's internal key pair, used by Coffer to
 // presign direct-upload URLs on its own S3 endpoint; it is created on
 // first use and hidden from the user's key list.
-func (s *Service) InternalKey(ctx context.Context, userID string) (id, secret string, err error) {
+func (s *Keys) InternalKey(ctx context.Context, userID string) (id, secret string, err error) {
 	s.internalMu.Lock()
 	defer s.internalMu.Unlock()
 	if k, ok := s.internal[userID]; ok {

@@ -55,15 +55,15 @@ type account struct {
 func signup(t *testing.T, s *auth.Service, email string) account {
 	t.Helper()
 	ctx := t.Context()
-	u, _, err := s.Signup(ctx, email, pw)
+	u, _, err := s.Signups.Signup(ctx, email, pw)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sess, err := s.Login(ctx, email, pw, "192.0.2.1")
+	sess, err := s.Sessions.Login(ctx, email, pw, "192.0.2.1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err := s.CreateAccessKey(ctx, u.ID, "k")
+	k, err := s.Keys.CreateAccessKey(ctx, u.ID, "k")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,47 +88,47 @@ func TestDisableEnable(t *testing.T) {
 	old := a.session
 	for round := range 3 {
 		// Warm the caches: everything works.
-		if _, err := s.Authenticate(ctx, a.session.AccessToken); err != nil {
+		if _, err := s.Sessions.Authenticate(ctx, a.session.AccessToken); err != nil {
 			t.Fatalf("round %d: token before disable: %v", round, err)
 		}
-		if _, _, err := s.LookupKey(ctx, a.keyID); err != nil {
+		if _, _, err := s.Keys.LookupKey(ctx, a.keyID); err != nil {
 			t.Fatalf("round %d: key before disable: %v", round, err)
 		}
-		if _, err := s.Disable(ctx, a.id); err != nil {
+		if _, err := s.Users.Disable(ctx, a.id); err != nil {
 			t.Fatal(err)
 		}
-		_, err := s.Authenticate(ctx, a.session.AccessToken)
+		_, err := s.Sessions.Authenticate(ctx, a.session.AccessToken)
 		wantCode(t, err, errcode.Unauthenticated, "access token of a disabled user")
-		_, _, err = s.LookupKey(ctx, a.keyID)
+		_, _, err = s.Keys.LookupKey(ctx, a.keyID)
 		wantCode(t, err, errcode.NotFound, "S3 key of a disabled user")
-		_, err = s.Refresh(ctx, a.session.RefreshToken)
+		_, err = s.Sessions.Refresh(ctx, a.session.RefreshToken)
 		wantCode(t, err, errcode.Unauthenticated, "refresh token of a disabled user")
-		_, err = s.Login(ctx, a.email, pw, "192.0.2.1")
+		_, err = s.Sessions.Login(ctx, a.email, pw, "192.0.2.1")
 		wantCode(t, err, errcode.Unauthenticated, "login of a disabled user")
 		// Others are untouched.
-		if _, err := s.Authenticate(ctx, other.session.AccessToken); err != nil {
+		if _, err := s.Sessions.Authenticate(ctx, other.session.AccessToken); err != nil {
 			t.Errorf("another user's token: %v", err)
 		}
-		if _, _, err := s.LookupKey(ctx, other.keyID); err != nil {
+		if _, _, err := s.Keys.LookupKey(ctx, other.keyID); err != nil {
 			t.Errorf("another user's key: %v", err)
 		}
-		if _, err := s.Enable(ctx, a.id); err != nil {
+		if _, err := s.Users.Enable(ctx, a.id); err != nil {
 			t.Fatal(err)
 		}
 		for name, tok := range map[string]string{"this round's": a.session.AccessToken, "the first": old.AccessToken} {
-			_, err = s.Authenticate(ctx, tok)
+			_, err = s.Sessions.Authenticate(ctx, tok)
 			wantCode(t, err, errcode.Unauthenticated, name+" access token after enable")
 		}
-		_, err = s.Refresh(ctx, a.session.RefreshToken)
+		_, err = s.Sessions.Refresh(ctx, a.session.RefreshToken)
 		wantCode(t, err, errcode.Unauthenticated, "refresh token after enable")
-		if _, _, err := s.LookupKey(ctx, a.keyID); err != nil {
+		if _, _, err := s.Keys.LookupKey(ctx, a.keyID); err != nil {
 			t.Errorf("round %d: S3 key after enable: %v", round, err)
 		}
-		a.session, err = s.Login(ctx, a.email, pw, "192.0.2.1")
+		a.session, err = s.Sessions.Login(ctx, a.email, pw, "192.0.2.1")
 		if err != nil {
 			t.Fatalf("round %d: login after enable: %v", round, err)
 		}
-		if _, err := s.Authenticate(ctx, a.session.AccessToken); err != nil {
+		if _, err := s.Sessions.Authenticate(ctx, a.session.AccessToken); err != nil {
 			t.Errorf("round %d: new token after enable: %v", round, err)
 		}
 	}
@@ -141,39 +141,39 @@ func TestPasswordChange(t *testing.T) {
 	s := newService(openSQLite(t), func(c *auth.Config) { c.Logins.PerPair = 3 })
 	ctx := t.Context()
 	a := signup(t, s, "alice@example.com")
-	second, err := s.Login(ctx, a.email, pw, "192.0.2.2")
+	second, err := s.Sessions.Login(ctx, a.email, pw, "192.0.2.2")
 	if err != nil {
 		t.Fatal(err)
 	}
-	fresh, err := s.ChangePassword(ctx, a.id, pw, "a new password", "192.0.2.1")
+	fresh, err := s.Users.ChangePassword(ctx, a.id, pw, "a new password", "192.0.2.1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Authenticate(ctx, fresh.AccessToken); err != nil {
+	if _, err := s.Sessions.Authenticate(ctx, fresh.AccessToken); err != nil {
 		t.Errorf("the session returned by the change: %v", err)
 	}
 	for name, sess := range map[string]auth.Session{"the caller's old": a.session, "another": second} {
-		_, err := s.Authenticate(ctx, sess.AccessToken)
+		_, err := s.Sessions.Authenticate(ctx, sess.AccessToken)
 		wantCode(t, err, errcode.Unauthenticated, name+" access token")
-		_, err = s.Refresh(ctx, sess.RefreshToken)
+		_, err = s.Sessions.Refresh(ctx, sess.RefreshToken)
 		wantCode(t, err, errcode.Unauthenticated, name+" refresh token")
 	}
-	if _, err := s.Refresh(ctx, fresh.RefreshToken); err != nil {
+	if _, err := s.Sessions.Refresh(ctx, fresh.RefreshToken); err != nil {
 		t.Errorf("refreshing the new session: %v", err)
 	}
-	_, err = s.Login(ctx, a.email, pw, "192.0.2.1")
+	_, err = s.Sessions.Login(ctx, a.email, pw, "192.0.2.1")
 	wantCode(t, err, errcode.Unauthenticated, "login with the old password")
-	if _, err := s.Login(ctx, a.email, "a new password", "192.0.2.1"); err != nil {
+	if _, err := s.Sessions.Login(ctx, a.email, "a new password", "192.0.2.1"); err != nil {
 		t.Errorf("login with the new password: %v", err)
 	}
-	_, err = s.ChangePassword(ctx, a.id, "wrong password", "another one", "192.0.2.1")
+	_, err = s.Users.ChangePassword(ctx, a.id, "wrong password", "another one", "192.0.2.1")
 	wantCode(t, err, errcode.Unauthenticated, "change with a wrong old password")
-	_, err = s.ChangePassword(ctx, a.id, "a new password", "short", "192.0.2.1")
+	_, err = s.Users.ChangePassword(ctx, a.id, "a new password", "short", "192.0.2.1")
 	wantCode(t, err, errcode.InvalidArgument, "change to a too short password")
 	for range 3 {
-		s.ChangePassword(ctx, a.id, "wrong password", "another one", "192.0.2.1")
+		s.Users.ChangePassword(ctx, a.id, "wrong password", "another one", "192.0.2.1")
 	}
-	_, err = s.Login(ctx, a.email, "a new password", "192.0.2.1")
+	_, err = s.Sessions.Login(ctx, a.email, "a new password", "192.0.2.1")
 	wantCode(t, err, errcode.RateLimited, "login after wrong old passwords reached the account's limit")
 }
 
@@ -183,16 +183,16 @@ func TestAdminReset(t *testing.T) {
 	s := newService(openSQLite(t), nil)
 	ctx := t.Context()
 	a := signup(t, s, "alice@example.com")
-	if _, err := s.SetPassword(ctx, a.id, "set by an admin"); err != nil {
+	if _, err := s.Users.SetPassword(ctx, a.id, "set by an admin"); err != nil {
 		t.Fatal(err)
 	}
-	_, err := s.Authenticate(ctx, a.session.AccessToken)
+	_, err := s.Sessions.Authenticate(ctx, a.session.AccessToken)
 	wantCode(t, err, errcode.Unauthenticated, "access token after a reset")
-	_, err = s.Refresh(ctx, a.session.RefreshToken)
+	_, err = s.Sessions.Refresh(ctx, a.session.RefreshToken)
 	wantCode(t, err, errcode.Unauthenticated, "refresh token after a reset")
-	_, err = s.Login(ctx, a.email, pw, "192.0.2.1")
+	_, err = s.Sessions.Login(ctx, a.email, pw, "192.0.2.1")
 	wantCode(t, err, errcode.Unauthenticated, "the old password after a reset")
-	if _, err := s.Login(ctx, a.email, "set by an admin", "192.0.2.1"); err != nil {
+	if _, err := s.Sessions.Login(ctx, a.email, "set by an admin", "192.0.2.1"); err != nil {
 		t.Errorf("the new password: %v", err)
 	}
 }
@@ -202,16 +202,16 @@ func TestDeleteUser(t *testing.T) {
 	s := newService(openSQLite(t), nil)
 	ctx := t.Context()
 	a := signup(t, s, "alice@example.com")
-	s.Authenticate(ctx, a.session.AccessToken)
-	s.LookupKey(ctx, a.keyID)
-	_, err := s.DeleteAccount(ctx, a.id, "wrong password", false, "192.0.2.1")
+	s.Sessions.Authenticate(ctx, a.session.AccessToken)
+	s.Keys.LookupKey(ctx, a.keyID)
+	_, err := s.Users.DeleteAccount(ctx, a.id, "wrong password", false, "192.0.2.1")
 	wantCode(t, err, errcode.Unauthenticated, "DeleteAccount with a wrong password")
-	if _, err := s.DeleteAccount(ctx, a.id, pw, false, "192.0.2.1"); err != nil {
+	if _, err := s.Users.DeleteAccount(ctx, a.id, pw, false, "192.0.2.1"); err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.Authenticate(ctx, a.session.AccessToken)
+	_, err = s.Sessions.Authenticate(ctx, a.session.AccessToken)
 	wantCode(t, err, errcode.Unauthenticated, "access token of a deleted user")
-	_, _, err = s.LookupKey(ctx, a.keyID)
+	_, _, err = s.Keys.LookupKey(ctx, a.keyID)
 	wantCode(t, err, errcode.NotFound, "S3 key of a deleted user")
 }
 
@@ -257,14 +257,14 @@ func TestOtherNode(t *testing.T) {
 			}
 			a := signup(t, nodeA, strings.ReplaceAll(name, " ", "-")+"@example.com")
 			for round := range 3 {
-				if _, err := nodeB.Authenticate(ctx, a.session.AccessToken); err != nil {
+				if _, err := nodeB.Sessions.Authenticate(ctx, a.session.AccessToken); err != nil {
 					t.Fatalf("round %d: B before disable: %v", round, err)
 				}
-				if _, _, err := nodeB.LookupKey(ctx, a.keyID); err != nil {
+				if _, _, err := nodeB.Keys.LookupKey(ctx, a.keyID); err != nil {
 					t.Fatalf("round %d: B's key lookup before disable: %v", round, err)
 				}
 				warmed := time.Now()
-				if _, err := nodeA.Disable(ctx, a.id); err != nil {
+				if _, err := nodeA.Users.Disable(ctx, a.id); err != nil {
 					t.Fatal(err)
 				}
 				// The entries B holds were loaded before warmed, so they
@@ -274,8 +274,8 @@ func TestOtherNode(t *testing.T) {
 				var took time.Duration
 				for {
 					checked := time.Now()
-					_, err := nodeB.Authenticate(ctx, a.session.AccessToken)
-					_, _, kerr := nodeB.LookupKey(ctx, a.keyID)
+					_, err := nodeB.Sessions.Authenticate(ctx, a.session.AccessToken)
+					_, _, kerr := nodeB.Keys.LookupKey(ctx, a.keyID)
 					if err != nil && kerr != nil {
 						wantCode(t, err, errcode.Unauthenticated, "B's token check")
 						wantCode(t, kerr, errcode.NotFound, "B's key lookup")
@@ -288,10 +288,10 @@ func TestOtherNode(t *testing.T) {
 					time.Sleep(5 * time.Millisecond)
 				}
 				t.Logf("round %d: B refused the disabled user %v after warming", round, took)
-				if _, err := nodeA.Enable(ctx, a.id); err != nil {
+				if _, err := nodeA.Users.Enable(ctx, a.id); err != nil {
 					t.Fatal(err)
 				}
-				sess, err := nodeA.Login(ctx, a.email, pw, "192.0.2.1")
+				sess, err := nodeA.Sessions.Login(ctx, a.email, pw, "192.0.2.1")
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -300,7 +300,7 @@ func TestOtherNode(t *testing.T) {
 				enabled := time.Now()
 				for {
 					checked := time.Now()
-					if _, err := nodeB.Authenticate(ctx, a.session.AccessToken); err == nil {
+					if _, err := nodeB.Sessions.Authenticate(ctx, a.session.AccessToken); err == nil {
 						break
 					} else if checked.Sub(enabled) > ttl {
 						t.Fatalf("round %d: B refuses the enabled user's new token in a check started %v after the enable: %v", round, checked.Sub(enabled), err)
@@ -320,21 +320,21 @@ func BenchmarkAccountCheck(b *testing.B) {
 	m := openSQLite(b)
 	s := newService(m, nil)
 	ctx := context.Background()
-	u, _, err := s.Signup(ctx, "alice@example.com", pw)
+	u, _, err := s.Signups.Signup(ctx, "alice@example.com", pw)
 	if err != nil {
 		b.Fatal(err)
 	}
-	sess, err := s.Login(ctx, "alice@example.com", pw, "192.0.2.1")
+	sess, err := s.Sessions.Login(ctx, "alice@example.com", pw, "192.0.2.1")
 	if err != nil {
 		b.Fatal(err)
 	}
-	k, err := s.CreateAccessKey(ctx, u.ID, "k")
+	k, err := s.Keys.CreateAccessKey(ctx, u.ID, "k")
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Run("Authenticate/cached", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := s.Authenticate(ctx, sess.AccessToken); err != nil {
+			if _, err := s.Sessions.Authenticate(ctx, sess.AccessToken); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -356,7 +356,7 @@ func BenchmarkAccountCheck(b *testing.B) {
 	})
 	b.Run("LookupKey/cached", func(b *testing.B) {
 		for b.Loop() {
-			if _, _, err := s.LookupKey(ctx, k.ID); err != nil {
+			if _, _, err := s.Keys.LookupKey(ctx, k.ID); err != nil {
 				b.Fatal(err)
 			}
 		}

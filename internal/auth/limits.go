@@ -10,7 +10,7 @@ import (
 // SetLimits stores an administrator's rate limit override for user l.UserID
 // (Requests and Bytes both 0: back to the server's defaults). NotFound if
 // there is no such user.
-func (s *Service) SetLimits(ctx context.Context, l meta.UserLimits) error {
+func (s *Users) SetLimits(ctx context.Context, l meta.UserLimits) error {
 	if _, err := s.meta.GetUser(ctx, l.UserID); err != nil {
 		return err
 	}
@@ -19,7 +19,7 @@ func (s *Service) SetLimits(ctx context.Context, l meta.UserLimits) error {
 
 // Limits returns the override of user id, if any (ok false: the
 // defaults). NotFound if there is no such user.
-func (s *Service) Limits(ctx context.Context, id string) (meta.UserLimits, bool, error) {
+func (s *Users) Limits(ctx context.Context, id string) (meta.UserLimits, bool, error) {
 	if _, err := s.meta.GetUser(ctx, id); err != nil {
 		return meta.UserLimits{}, false, err
 	}

@@ -12,25 +12,19 @@ import (
 	"github.com/coffer-storage/coffer/internal/errcode"
 )
 
-// What share links need of accounts: whether their owner is still enabled
-// (the cached state every authenticated request checks, so a disabled
-// owner's links stop within the cache's bound, on every node), hashing and
-// checking their passwords through the bounded pool, and signing the
-// grants that unlocked password-protected links get.
-
-// UserActive reports whether user id exists and is enabled, from the
-// cached account state.
-func (s *Service) UserActive(ctx context.Context, id string) (bool, error) {
-	st, err := s.state(ctx, id)
-	if err != nil {
-		return false, err
-	}
-	return st.found && !st.disabled, nil
+// Shares is what share links need of accounts: hashing and checking
+// their passwords through the bounded pool, and signing the grants that
+// unlocked password-protected links get. (Whether a link's owner is still
+// enabled is Users.UserActive.)
+type Shares struct {
+	*core
+	// key signs the grants of unlocked password-protected share links.
+	key []byte
 }
 
 // HashPassword hashes a password (a share link's) with argon2id through
 // the bounded pool; Unavailable when the pool is saturated.
-func (s *Service) HashPassword(ctx context.Context, password string) (string, error) {
+func (s *Shares) HashPassword(ctx context.Context, password string) (string, error) {
 	return s.hasher.Hash(ctx, password)
 }
 
@@ -40,7 +34,7 @@ func (s *Service) HashPassword(ctx context.Context, password string) (string, er
 // one link's password is throttled per link and client address like a
 // login). Unauthenticated if it is wrong, RateLimited with a Retry-After
 // when a limit is reached.
-func (s *Service) CheckSharePassword(ctx context.Context, shareID, password, encoded, clientIP string) error {
+func (s *Shares) CheckSharePassword(ctx context.Context, shareID, password, encoded, clientIP string) error {
 	a, wait := s.logins.begin("share:"+shareID, clientIP)
 	if wait > 0 {
 		return errcode.Retry(errcode.RateLimited, wait, "too many wrong passwords; retry later")
@@ -62,7 +56,7 @@ func (s *Service) CheckSharePassword(ctx context.Context, shareID, password, enc
 // that its password was given. It is "<expiry unix seconds, base64>.<MAC>"
 // with an HMAC-SHA256 over the share ID and the expiry, under a key
 // derived from the server's master key (so every node accepts it).
-func (s *Service) ShareGrant(shareID string, expires time.Time) string {
+func (s *Shares) ShareGrant(shareID string, expires time.Time) string {
 	var exp [8]byte
 	binary.BigEndian.PutUint64(exp[:], uint64(expires.Unix()))
 	e := base64.RawURLEncoding.EncodeToString(exp[:])
@@ -71,7 +65,7 @@ func (s *Service) ShareGrant(shareID string, expires time.Time) string {
 
 // CheckShareGrant reports whether grant is a grant of shareID that has not
 // expired at now.
-func (s *Service) CheckShareGrant(shareID, grant string, now time.Time) bool {
+func (s *Shares) CheckShareGrant(shareID, grant string, now time.Time) bool {
 	e, mac, ok := strings.Cut(grant, ".")
 	if !ok {
 		return false
@@ -87,8 +81,8 @@ func (s *Service) CheckShareGrant(shareID, grant string, now time.Time) bool {
 	return now.Unix() < int64(binary.BigEndian.Uint64(raw))
 }
 
-func (s *Service) grantMAC(shareID, exp string) []byte {
-	m := hmac.New(sha256.New, s.shareKey)
+func (s *Shares) grantMAC(shareID, exp string) []byte {
+	m := hmac.New(sha256.New, s.key)
 	m.Write([]byte("share-grant\x00" + shareID + "\x00" + exp))
 	return m.Sum(nil)
 }

@@ -6,13 +6,13 @@ import (
 )
 
 func TestShareGrant(t *testing.T) {
-	s := &Service{shareKey: DeriveKey([]byte("master key of this test, 32 b.."), "share-grant")}
-	other := &Service{shareKey: DeriveKey([]byte("another master key, 32 bytes..."), "share-grant")}
+	s := &Shares{key: DeriveKey([]byte("master key of this test, 32 b.."), "share-grant")}
+	other := &Shares{key: DeriveKey([]byte("another master key, 32 bytes..."), "share-grant")}
 	now := time.Unix(1_700_000_000, 0)
 	g := s.ShareGrant("sh_1", now.Add(time.Hour))
 	for _, tc := range []struct {
 		name  string
-		s     *Service
+		s     *Shares
 		share string
 		grant string
 		at    time.Time
@@ -34,7 +34,7 @@ func TestShareGrant(t *testing.T) {
 }
 
 func FuzzCheckShareGrant(f *testing.F) {
-	s := &Service{shareKey: DeriveKey([]byte("master key of this test, 32 b.."), "share-grant")}
+	s := &Shares{key: DeriveKey([]byte("master key of this test, 32 b.."), "share-grant")}
 	f.Add(s.ShareGrant("sh_1", time.Unix(2_000_000_000, 0)))
 	f.Add("a.b")
 	f.Add("..")

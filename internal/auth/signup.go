@@ -58,6 +58,29 @@ func ErrInviteRequired() error {
 	return refusal(errcode.PermissionDenied, "invite_required", "signup on this server needs an invite_code from an administrator")
 }
 
+// Signups creates accounts through the public API under the signup
+// policy (with its per-address throttle), and for administrators and the
+// CLI; and makes, lists and revokes invites.
+type Signups struct {
+	*core
+	signups *Throttle // nil: unlimited
+}
+
+func newSignups(c *core) *Signups {
+	s := &Signups{core: c}
+	if c.cfg.SignupLimit > 0 {
+		s.signups = NewThrottle(c.cfg.SignupLimit, c.cfg.SignupWindow)
+	}
+	return s
+}
+
+// Signup creates an account and its default bucket, whatever the signup
+// policy and unthrottled: it is for administrators and the CLI. The
+// public route calls SelfSignup.
+func (s *Signups) Signup(ctx context.Context, email, password string) (meta.User, meta.Bucket, error) {
+	return s.createUser(ctx, email, password, false, s.cfg.DefaultQuota)
+}
+
 // SelfSignup creates an account through the public API, under the
 // server's signup policy. In order, each refusal changing nothing:
 //
@@ -77,7 +100,7 @@ func ErrInviteRequired() error {
 // The invite's use is taken in the transaction that creates the account
 // (meta.Accounts.CreateInvitedUser), so concurrent signups can never redeem
 // more uses than it has.
-func (s *Service) SelfSignup(ctx context.Context, req SignupRequest) (meta.User, meta.Bucket, error) {
+func (s *Signups) SelfSignup(ctx context.Context, req SignupRequest) (meta.User, meta.Bucket, error) {
 	if s.cfg.Signup == SignupClosed {
 		return meta.User{}, meta.Bucket{}, ErrSignupClosed()
 	}
@@ -101,7 +124,7 @@ func (s *Service) SelfSignup(ctx context.Context, req SignupRequest) (meta.User,
 	return u, b, err
 }
 
-func (s *Service) selfSignup(ctx context.Context, email, password, code string) (meta.User, meta.Bucket, error) {
+func (s *Signups) selfSignup(ctx context.Context, email, password, code string) (meta.User, meta.Bucket, error) {
 	if code == "" {
 		if s.cfg.Signup == SignupInvite {
 			return meta.User{}, meta.Bucket{}, ErrInviteRequired()
@@ -149,7 +172,7 @@ type InviteRequest struct {
 // shown only now: the store keeps its SHA-256 (like refresh tokens).
 // Checking that the caller is an administrator is the caller's job (the
 // admin routes, the CLI).
-func (s *Service) CreateInvite(ctx context.Context, req InviteRequest) (meta.Invite, string, error) {
+func (s *Signups) CreateInvite(ctx context.Context, req InviteRequest) (meta.Invite, string, error) {
 	if req.TTL == 0 {
 		req.TTL = DefaultInviteTTL
 	}
@@ -181,11 +204,11 @@ func (s *Service) CreateInvite(ctx context.Context, req InviteRequest) (meta.Inv
 }
 
 // ListInvites returns every invite, newest first.
-func (s *Service) ListInvites(ctx context.Context) ([]meta.Invite, error) {
+func (s *Signups) ListInvites(ctx context.Context) ([]meta.Invite, error) {
 	return s.meta.ListInvites(ctx)
 }
 
 // RevokeInvite revokes an invite; NotFound if there is no such invite.
-func (s *Service) RevokeInvite(ctx context.Context, id string) error {
+func (s *Signups) RevokeInvite(ctx context.Context, id string) error {
 	return s.meta.RevokeInvite(ctx, id)
 }

@@ -30,10 +30,10 @@ func newTestService(t *testing.T, change func(*Config)) (*Service, *clock) {
 	cfg.Params = testParams
 	s := NewService(StoresOf(m.Stores()), []byte("master key for tests"), cfg)
 	c := newClock()
-	s.now = c.now
-	s.logins.setClock(c.now)
-	if s.signups != nil {
-		s.signups.now = c.now
+	s.core.now = c.now
+	s.core.logins.setClock(c.now)
+	if s.Signups.signups != nil {
+		s.Signups.signups.now = c.now
 	}
 	return s, c
 }
@@ -71,16 +71,16 @@ func TestSignupPolicies(t *testing.T) {
 	} {
 		t.Run(string(tc.policy), func(t *testing.T) {
 			s, _ := newTestService(t, func(c *Config) { c.Signup, c.SignupLimit = tc.policy, 0 })
-			_, code, err := s.CreateInvite(ctx, InviteRequest{Uses: 10})
+			_, code, err := s.Signups.CreateInvite(ctx, InviteRequest{Uses: 10})
 			if err != nil {
 				t.Fatal(err)
 			}
 			for i, try := range []struct{ code, want string }{{"", tc.plain}, {code, tc.good}, {"not-a-code", tc.bad}} {
 				email := fmt.Sprintf("user%d@example.com", i)
-				u, b, err := s.SelfSignup(ctx, signupReq(email, try.code, "192.0.2.1"))
+				u, b, err := s.Signups.SelfSignup(ctx, signupReq(email, try.code, "192.0.2.1"))
 				if try.want != "" {
 					wantRefusal(t, err, errcode.PermissionDenied, try.want, fmt.Sprintf("signup with code %q", try.code))
-					if _, err := s.meta.GetUserByEmail(ctx, email); !errcode.Is(err, errcode.NotFound) {
+					if _, err := s.core.meta.GetUserByEmail(ctx, email); !errcode.Is(err, errcode.NotFound) {
 						t.Errorf("refused signup created the account: %v", err)
 					}
 					continue
@@ -93,7 +93,7 @@ func TestSignupPolicies(t *testing.T) {
 				}
 			}
 			// Administrators and the CLI create accounts whatever the policy.
-			if _, _, err := s.Signup(ctx, "by-admin@example.com", "correct horse battery"); err != nil {
+			if _, _, err := s.Signups.Signup(ctx, "by-admin@example.com", "correct horse battery"); err != nil {
 				t.Errorf("Signup under %s: %v", tc.policy, err)
 			}
 		})
@@ -108,7 +108,7 @@ func TestInviteInvalidIsOneAnswer(t *testing.T) {
 	s, c := newTestService(t, func(c *Config) { c.Signup, c.SignupLimit = SignupInvite, 0 })
 	mk := func(req InviteRequest) (meta.Invite, string) {
 		t.Helper()
-		inv, code, err := s.CreateInvite(ctx, req)
+		inv, code, err := s.Signups.CreateInvite(ctx, req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,11 +116,11 @@ func TestInviteInvalidIsOneAnswer(t *testing.T) {
 	}
 	_, expired := mk(InviteRequest{TTL: time.Hour})
 	_, usedUp := mk(InviteRequest{})
-	if _, _, err := s.SelfSignup(ctx, signupReq("first@example.com", usedUp, "192.0.2.1")); err != nil {
+	if _, _, err := s.Signups.SelfSignup(ctx, signupReq("first@example.com", usedUp, "192.0.2.1")); err != nil {
 		t.Fatal(err)
 	}
 	revokedInv, revoked := mk(InviteRequest{Uses: 5})
-	if err := s.RevokeInvite(ctx, revokedInv.ID); err != nil {
+	if err := s.Signups.RevokeInvite(ctx, revokedInv.ID); err != nil {
 		t.Fatal(err)
 	}
 	_, bound := mk(InviteRequest{Email: "Invited@Example.com"})
@@ -130,7 +130,7 @@ func TestInviteInvalidIsOneAnswer(t *testing.T) {
 	for name, code := range map[string]string{
 		"unknown": "no-such-code", "expired": expired, "used up": usedUp, "revoked": revoked, "other email": bound,
 	} {
-		_, _, err := s.SelfSignup(ctx, signupReq("stranger@example.com", code, "192.0.2.1"))
+		_, _, err := s.Signups.SelfSignup(ctx, signupReq("stranger@example.com", code, "192.0.2.1"))
 		wantRefusal(t, err, errcode.PermissionDenied, "invite_invalid", name)
 		e := errcode.As(err)
 		if first == nil {
@@ -139,14 +139,14 @@ func TestInviteInvalidIsOneAnswer(t *testing.T) {
 			t.Errorf("%s: message %q, want the same as every other invalid invite: %q", name, e.Message, first.Message)
 		}
 	}
-	if _, err := s.meta.GetUserByEmail(ctx, "stranger@example.com"); !errcode.Is(err, errcode.NotFound) {
+	if _, err := s.core.meta.GetUserByEmail(ctx, "stranger@example.com"); !errcode.Is(err, errcode.NotFound) {
 		t.Errorf("an invalid invite created the account: %v", err)
 	}
 	// The bound email itself may redeem it (normalised).
-	if _, _, err := s.SelfSignup(ctx, signupReq("invited@example.COM", bound, "192.0.2.1")); err != nil {
+	if _, _, err := s.Signups.SelfSignup(ctx, signupReq("invited@example.COM", bound, "192.0.2.1")); err != nil {
 		t.Errorf("bound email: %v", err)
 	}
-	invs, err := s.ListInvites(ctx)
+	invs, err := s.Signups.ListInvites(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestCreateInviteBounds(t *testing.T) {
 		{"BadEmail", InviteRequest{Email: "not an email"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			inv, code, err := s.CreateInvite(context.Background(), tc.req)
+			inv, code, err := s.Signups.CreateInvite(context.Background(), tc.req)
 			if !tc.ok {
 				wantRefusal(t, err, errcode.InvalidArgument, "", "CreateInvite")
 				return
@@ -203,7 +203,7 @@ func TestCreateInviteBounds(t *testing.T) {
 func TestConcurrentSingleUseInvite(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newTestService(t, func(c *Config) { c.Signup, c.SignupLimit = SignupInvite, 0 })
-	_, code, err := s.CreateInvite(ctx, InviteRequest{})
+	_, code, err := s.Signups.CreateInvite(ctx, InviteRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +212,7 @@ func TestConcurrentSingleUseInvite(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			_, _, errs[i] = s.SelfSignup(ctx, signupReq(fmt.Sprintf("racer%d@example.com", i), code, "192.0.2.1"))
+			_, _, errs[i] = s.Signups.SelfSignup(ctx, signupReq(fmt.Sprintf("racer%d@example.com", i), code, "192.0.2.1"))
 		})
 	}
 	wg.Wait()
@@ -236,12 +236,12 @@ func TestSignupThrottle(t *testing.T) {
 	s, c := newTestService(t, nil) // the default: 5 per hour
 	h := s.Hasher()
 	for i := range 5 {
-		if _, _, err := s.SelfSignup(ctx, signupReq(fmt.Sprintf("a%d@example.com", i), "", "192.0.2.1")); err != nil {
+		if _, _, err := s.Signups.SelfSignup(ctx, signupReq(fmt.Sprintf("a%d@example.com", i), "", "192.0.2.1")); err != nil {
 			t.Fatalf("signup %d: %v", i+1, err)
 		}
 	}
 	hashed := h.Stats().Hashed
-	_, _, err := s.SelfSignup(ctx, signupReq("a5@example.com", "", "192.0.2.1"))
+	_, _, err := s.Signups.SelfSignup(ctx, signupReq("a5@example.com", "", "192.0.2.1"))
 	wantRefusal(t, err, errcode.RateLimited, "", "6th signup from one address")
 	if ra := errcode.As(err).RetryAfter; ra <= 0 || ra > time.Hour {
 		t.Errorf("Retry-After %v, want within the hour", ra)
@@ -251,36 +251,36 @@ func TestSignupThrottle(t *testing.T) {
 	}
 	// IPv6 by /64.
 	for i := range 5 {
-		if _, _, err := s.SelfSignup(ctx, signupReq(fmt.Sprintf("b%d@example.com", i), "", fmt.Sprintf("2001:db8::%d", i+1))); err != nil {
+		if _, _, err := s.Signups.SelfSignup(ctx, signupReq(fmt.Sprintf("b%d@example.com", i), "", fmt.Sprintf("2001:db8::%d", i+1))); err != nil {
 			t.Fatalf("IPv6 signup %d: %v", i+1, err)
 		}
 	}
-	_, _, err = s.SelfSignup(ctx, signupReq("b5@example.com", "", "2001:db8::ffff:1"))
+	_, _, err = s.Signups.SelfSignup(ctx, signupReq("b5@example.com", "", "2001:db8::ffff:1"))
 	wantRefusal(t, err, errcode.RateLimited, "", "6th signup from one /64")
 	// Another address is fine; the CLI and admins are not throttled.
-	if _, _, err := s.SelfSignup(ctx, signupReq("c@example.com", "", "192.0.2.2")); err != nil {
+	if _, _, err := s.Signups.SelfSignup(ctx, signupReq("c@example.com", "", "192.0.2.2")); err != nil {
 		t.Errorf("signup from another address: %v", err)
 	}
-	if _, _, err := s.Signup(ctx, "admin-made@example.com", "correct horse battery"); err != nil {
+	if _, _, err := s.Signups.Signup(ctx, "admin-made@example.com", "correct horse battery"); err != nil {
 		t.Errorf("Signup (admin/CLI): %v", err)
 	}
 	// Attempts that fail for the client's reasons count too: a taken email.
 	for range 4 {
-		_, _, err := s.SelfSignup(ctx, signupReq("c@example.com", "", "192.0.2.2"))
+		_, _, err := s.Signups.SelfSignup(ctx, signupReq("c@example.com", "", "192.0.2.2"))
 		wantRefusal(t, err, errcode.AlreadyExists, "", "taken email")
 	}
-	_, _, err = s.SelfSignup(ctx, signupReq("d@example.com", "", "192.0.2.2"))
+	_, _, err = s.Signups.SelfSignup(ctx, signupReq("d@example.com", "", "192.0.2.2"))
 	wantRefusal(t, err, errcode.RateLimited, "", "after probing taken emails")
 	// An hour later the address may sign up again.
 	c.advance(time.Hour)
-	if _, _, err := s.SelfSignup(ctx, signupReq("a5@example.com", "", "192.0.2.1")); err != nil {
+	if _, _, err := s.Signups.SelfSignup(ctx, signupReq("a5@example.com", "", "192.0.2.1")); err != nil {
 		t.Errorf("signup an hour later: %v", err)
 	}
 
 	// Off.
 	off, _ := newTestService(t, func(c *Config) { c.SignupLimit = 0 })
 	for i := range 20 {
-		if _, _, err := off.SelfSignup(ctx, signupReq(fmt.Sprintf("e%d@example.com", i), "", "192.0.2.1")); err != nil {
+		if _, _, err := off.Signups.SelfSignup(ctx, signupReq(fmt.Sprintf("e%d@example.com", i), "", "192.0.2.1")); err != nil {
 			t.Fatalf("unlimited, signup %d: %v", i+1, err)
 		}
 	}
@@ -294,14 +294,14 @@ func TestSignupThrottleNotChargedForServerErrors(t *testing.T) {
 	cancel()
 	for range 3 {
 		// Fill the pool so the hash must wait, then find the context done.
-		s.hasher.sem <- struct{}{}
-		_, _, err := s.SelfSignup(cancelled, signupReq("a@example.com", "", "192.0.2.1"))
-		<-s.hasher.sem
+		s.core.hasher.sem <- struct{}{}
+		_, _, err := s.Signups.SelfSignup(cancelled, signupReq("a@example.com", "", "192.0.2.1"))
+		<-s.core.hasher.sem
 		if err == nil || errcode.Is(err, errcode.RateLimited) {
 			t.Fatalf("signup with a cancelled context: %v", err)
 		}
 	}
-	if _, _, err := s.SelfSignup(context.Background(), signupReq("a@example.com", "", "192.0.2.1")); err != nil {
+	if _, _, err := s.Signups.SelfSignup(context.Background(), signupReq("a@example.com", "", "192.0.2.1")); err != nil {
 		t.Errorf("first served signup: %v", err)
 	}
 }
@@ -309,19 +309,19 @@ func TestSignupThrottleNotChargedForServerErrors(t *testing.T) {
 func TestLoginStrangerCannotLockOwner(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newTestService(t, nil)
-	if _, _, err := s.Signup(ctx, "owner@example.com", "correct horse battery"); err != nil {
+	if _, _, err := s.Signups.Signup(ctx, "owner@example.com", "correct horse battery"); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 10 {
-		_, err := s.Login(ctx, "owner@example.com", fmt.Sprintf("guess %d!", i), "198.51.100.7")
+		_, err := s.Sessions.Login(ctx, "owner@example.com", fmt.Sprintf("guess %d!", i), "198.51.100.7")
 		wantRefusal(t, err, errcode.Unauthenticated, "", "wrong password")
 	}
-	_, err := s.Login(ctx, "owner@example.com", "correct horse battery", "198.51.100.7")
+	_, err := s.Sessions.Login(ctx, "owner@example.com", "correct horse battery", "198.51.100.7")
 	wantRefusal(t, err, errcode.RateLimited, "", "right password from the stranger's address")
 	if errcode.As(err).RetryAfter <= 0 {
 		t.Error("429 without Retry-After")
 	}
-	if _, err := s.Login(ctx, "owner@example.com", "correct horse battery", "203.0.113.9"); err != nil {
+	if _, err := s.Sessions.Login(ctx, "owner@example.com", "correct horse battery", "203.0.113.9"); err != nil {
 		t.Errorf("the owner from their own address: %v", err)
 	}
 }
@@ -331,13 +331,13 @@ func TestLoginStrangerCannotLockOwner(t *testing.T) {
 func TestLoginNoEnumeration(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newTestService(t, nil)
-	if _, _, err := s.Signup(ctx, "known@example.com", "correct horse battery"); err != nil {
+	if _, _, err := s.Signups.Signup(ctx, "known@example.com", "correct horse battery"); err != nil {
 		t.Fatal(err)
 	}
 	var msgs []string
 	for _, email := range []string{"known@example.com", "unknown@example.com"} {
 		before := s.Hasher().Stats().Hashed
-		_, err := s.Login(ctx, email, "wrong password", "192.0.2.1")
+		_, err := s.Sessions.Login(ctx, email, "wrong password", "192.0.2.1")
 		wantRefusal(t, err, errcode.Unauthenticated, "", email)
 		msgs = append(msgs, errcode.Message(err))
 		if got := s.Hasher().Stats().Hashed - before; got != 1 {
@@ -350,9 +350,9 @@ func TestLoginNoEnumeration(t *testing.T) {
 	// Throttled alike too.
 	for _, email := range []string{"known@example.com", "unknown@example.com"} {
 		for range 10 {
-			s.Login(ctx, email, "wrong password", "192.0.2.2")
+			s.Sessions.Login(ctx, email, "wrong password", "192.0.2.2")
 		}
-		_, err := s.Login(ctx, email, "wrong password", "192.0.2.2")
+		_, err := s.Sessions.Login(ctx, email, "wrong password", "192.0.2.2")
 		wantRefusal(t, err, errcode.RateLimited, "", email+" 11th attempt")
 	}
 }
@@ -362,18 +362,18 @@ func TestLoginNoEnumeration(t *testing.T) {
 func TestVerifyCounted(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newTestService(t, nil)
-	u, _, err := s.Signup(ctx, "me@example.com", "correct horse battery")
+	u, _, err := s.Signups.Signup(ctx, "me@example.com", "correct horse battery")
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.verifyCounted(ctx, "Me@Example.com", "correct horse battery", "192.0.2.1")
+	got, err := s.Sessions.verifyCounted(ctx, "Me@Example.com", "correct horse battery", "192.0.2.1")
 	if err != nil || got.ID != u.ID {
 		t.Fatalf("verifyCounted = %+v, %v", got, err)
 	}
 	for range 10 {
-		_, err := s.verifyCounted(ctx, "me@example.com", "wrong password", "192.0.2.1")
+		_, err := s.Sessions.verifyCounted(ctx, "me@example.com", "wrong password", "192.0.2.1")
 		wantRefusal(t, err, errcode.Unauthenticated, "", "wrong password")
 	}
-	_, err = s.Login(ctx, "me@example.com", "correct horse battery", "192.0.2.1")
+	_, err = s.Sessions.Login(ctx, "me@example.com", "correct horse battery", "192.0.2.1")
 	wantRefusal(t, err, errcode.RateLimited, "", "login after 10 failed password checks")
 }

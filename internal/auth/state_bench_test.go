@@ -19,13 +19,13 @@ func BenchmarkStateCheck(b *testing.B) {
 	defer m.Close()
 	s := NewService(StoresOf(m.Stores()), []byte("0123456789abcdef0123456789abcdef"), benchConfig())
 	ctx := context.Background()
-	u, _, err := s.Signup(ctx, "alice@example.com", "correct horse battery")
+	u, _, err := s.Signups.Signup(ctx, "alice@example.com", "correct horse battery")
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Run("cached", func(b *testing.B) {
 		for b.Loop() {
-			if st, err := s.state(ctx, u.ID); err != nil || !st.found {
+			if st, err := s.core.state(ctx, u.ID); err != nil || !st.found {
 				b.Fatal(err)
 			}
 		}
@@ -40,7 +40,7 @@ func BenchmarkStateCheck(b *testing.B) {
 	b.Run("cached/parallel", func(b *testing.B) {
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
-				s.state(ctx, u.ID)
+				s.core.state(ctx, u.ID)
 			}
 		})
 	})

@@ -30,7 +30,7 @@ type Tokens struct {
 	// token string: a token differing in any byte is verified afresh).
 	// Tokens never change, so nothing invalidates it; the expiry is
 	// checked on every hit, and revocation is the account check's job
-	// (Service.Authenticate), not the token's.
+	// (Sessions.Authenticate), not the token's.
 	verified *metacache.Map[verifiedToken]
 }
 

@@ -196,7 +196,7 @@ func (c *userCmd) Run(ctx context.Context, args []string) error {
 	// needs the server key.
 	as := auth.NewService(auth.StoresOf(m.Meta), nil, auth.ConfigFrom(data.cfg))
 	if args[0] == "create" {
-		u, b, err := as.CreateUser(ctx, auth.NewUser{Email: *email, Password: *password, Admin: *admin})
+		u, b, err := as.Users.CreateUser(ctx, auth.NewUser{Email: *email, Password: *password, Admin: *admin})
 		if err != nil {
 			return err
 		}
@@ -207,14 +207,14 @@ func (c *userCmd) Run(ctx context.Context, args []string) error {
 		fmt.Fprintf(c.env.Stdout, "created %s %s (%s) with bucket %s\n", role, u.Email, u.ID, b.Name)
 		return nil
 	}
-	u, err := as.UserByEmail(ctx, *email)
+	u, err := as.Users.UserByEmail(ctx, *email)
 	if err != nil {
 		return err
 	}
 	out := c.env.Stdout
 	switch args[0] {
 	case "admin":
-		if _, err := as.SetAdmin(ctx, u.ID, *on); err != nil {
+		if _, err := as.Users.SetAdmin(ctx, u.ID, *on); err != nil {
 			return err
 		}
 		if *on {
@@ -223,27 +223,27 @@ func (c *userCmd) Run(ctx context.Context, args []string) error {
 			fmt.Fprintf(out, "%s is no longer an administrator\n", u.Email)
 		}
 	case "quota":
-		if _, err := as.SetQuota(ctx, u.ID, quota); err != nil {
+		if _, err := as.Users.SetQuota(ctx, u.ID, quota); err != nil {
 			return err
 		}
 		fmt.Fprintf(out, "quota of %s set to %d bytes (usage %d)\n", u.Email, quota, u.UsageBytes)
 	case "disable":
-		if _, err := as.Disable(ctx, u.ID); err != nil {
+		if _, err := as.Users.Disable(ctx, u.ID); err != nil {
 			return err
 		}
 		fmt.Fprintf(out, "%s is disabled; its sessions, S3 keys and presigned URLs are refused\n", u.Email)
 	case "enable":
-		if _, err := as.Enable(ctx, u.ID); err != nil {
+		if _, err := as.Users.Enable(ctx, u.ID); err != nil {
 			return err
 		}
 		fmt.Fprintf(out, "%s is enabled; it may log in again (earlier sessions stay revoked)\n", u.Email)
 	case "password":
-		if _, err := as.SetPassword(ctx, u.ID, *password); err != nil {
+		if _, err := as.Users.SetPassword(ctx, u.ID, *password); err != nil {
 			return err
 		}
 		fmt.Fprintf(out, "password of %s reset; its sessions are revoked\n", u.Email)
 	case "delete":
-		res, err := as.DeleteUser(ctx, u.ID, *purge)
+		res, err := as.Users.DeleteUser(ctx, u.ID, *purge)
 		if err != nil {
 			return err
 		}
@@ -350,13 +350,13 @@ func (c *keyCmd) Run(ctx context.Context, args []string) error {
 	}
 	switch args[0] {
 	case "create":
-		k, err := as.CreateAccessKey(ctx, u.ID, *name)
+		k, err := as.Keys.CreateAccessKey(ctx, u.ID, *name)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(c.env.Stdout, "access_key_id:     %s\nsecret_access_key: %s\n(the secret is shown only now)\n", k.ID, k.Secret)
 	case "list":
-		keys, err := as.ListAccessKeys(ctx, u.ID)
+		keys, err := as.Keys.ListAccessKeys(ctx, u.ID)
 		if err != nil {
 			return err
 		}
@@ -364,7 +364,7 @@ func (c *keyCmd) Run(ctx context.Context, args []string) error {
 			fmt.Fprintf(c.env.Stdout, "%s\t%s\tcreated %s\n", k.ID, k.Name, k.CreatedAt.Format("2006-01-02 15:04:05"))
 		}
 	case "delete":
-		if err := as.DeleteAccessKey(ctx, u.ID, *id); err != nil {
+		if err := as.Keys.DeleteAccessKey(ctx, u.ID, *id); err != nil {
 			return err
 		}
 		fmt.Fprintf(c.env.Stdout, "deleted %s\n", *id)

@@ -66,7 +66,7 @@ func (c *inviteCmd) Run(ctx context.Context, args []string) error {
 	as := auth.NewService(auth.StoresOf(m.Meta), nil, auth.ConfigFrom(data.cfg))
 	switch args[0] {
 	case "create":
-		inv, code, err := as.CreateInvite(ctx, auth.InviteRequest{Email: *email, TTL: expires, Uses: *uses})
+		inv, code, err := as.Signups.CreateInvite(ctx, auth.InviteRequest{Email: *email, TTL: expires, Uses: *uses})
 		if err != nil {
 			return err
 		}
@@ -77,7 +77,7 @@ func (c *inviteCmd) Run(ctx context.Context, args []string) error {
 		fmt.Fprintf(c.env.Stdout, "invite:  %s\ncode:    %s\nfor:     %s\nuses:    %d\nexpires: %s\n(the code is shown only now; sign up with it as \"invite_code\")\n",
 			inv.ID, code, who, inv.Uses, inv.ExpiresAt.Format(time.RFC3339))
 	case "list":
-		invs, err := as.ListInvites(ctx)
+		invs, err := as.Signups.ListInvites(ctx)
 		if err != nil {
 			return err
 		}
@@ -94,7 +94,7 @@ func (c *inviteCmd) Run(ctx context.Context, args []string) error {
 		}
 		return tw.Flush()
 	case "revoke":
-		if err := as.RevokeInvite(ctx, *id); err != nil {
+		if err := as.Signups.RevokeInvite(ctx, *id); err != nil {
 			return err
 		}
 		fmt.Fprintf(c.env.Stdout, "revoked %s\n", *id)

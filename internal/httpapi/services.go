@@ -12,7 +12,9 @@ import (
 
 // The services the file API calls, declared here by what each group of
 // routes needs, so that the handlers run in tests with fakes
-// (handler_test.go); server hands in *auth.Service and *object.Service.
+// (handler_test.go); server hands in auth's areas (*auth.Sessions,
+// *auth.Users and *auth.Signups joined for Accounts and UserAdmin,
+// *auth.Keys, *auth.Shares) and *object.Service.
 // The contracts are those of the methods of the same names there.
 
 // Accounts is what the session and account routes call (auth): tokens,

@@ -49,7 +49,7 @@
 // the write's transaction; document it on meta.ChangeListener). Build the
 // cache with NewMap(bus, topic, …) on the process's Bus, and make the
 // code that writes call ExpectChange, write, Publish and wait, as
-// auth.Service.publish does.
+// auth does for every account change (its core's publish).
 package metacache
 
 import (

@@ -20,7 +20,7 @@ import (
 // fakeStore is the object service's in-memory fake (objectfake: buckets,
 // objects, uploads, with the service's ownership rule, write conditions and
 // body checks, and a record of every write) plus the access keys of
-// auth.Service.LookupKey, for the handler tests (handler_test.go).
+// auth.Keys.LookupKey, for the handler tests (handler_test.go).
 type fakeStore struct {
 	*objectfake.Service
 	keys map[string]fakeKey // by access key ID

@@ -10,7 +10,8 @@ import (
 
 // The services the S3 API calls, declared here by what each group of
 // operations needs, so that the handlers run in tests with fakes
-// (handler_test.go); server hands in *object.Service and *auth.Service.
+// (handler_test.go); server hands in *object.Service and auth's access
+// keys (*auth.Keys).
 // The contracts are those of the methods of the same names there.
 
 // Buckets is what the bucket operations and listings call.

@@ -32,11 +32,11 @@ func benchServer(b *testing.B) (*Server, string, string) {
 	}
 	b.Cleanup(func() { s.Close() })
 	ctx := context.Background()
-	_, bk, err := s.auth.Signup(ctx, "bench@example.com", "bench password")
+	_, bk, err := s.auth.Signups.Signup(ctx, "bench@example.com", "bench password")
 	if err != nil {
 		b.Fatal(err)
 	}
-	sess, err := s.auth.Login(ctx, "bench@example.com", "bench password", "127.0.0.1")
+	sess, err := s.auth.Sessions.Login(ctx, "bench@example.com", "bench password", "127.0.0.1")
 	if err != nil {
 		b.Fatal(err)
 	}

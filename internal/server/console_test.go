@@ -27,7 +27,7 @@ func newConsoleServer(t *testing.T, on bool) *httptest.Server {
 	t.Cleanup(func() { s.Close() })
 	ts := httptest.NewServer(s.Handler())
 	t.Cleanup(ts.Close)
-	if _, _, err := s.auth.Signup(context.Background(), "c@example.com", "console password"); err != nil {
+	if _, _, err := s.auth.Signups.Signup(context.Background(), "c@example.com", "console password"); err != nil {
 		t.Fatal(err)
 	}
 	return ts

@@ -134,7 +134,7 @@ func TestLogPathHidesShareTokens(t *testing.T) {
 // (the guard sets it once, before any handler runs).
 func TestNosniffOnEveryResponse(t *testing.T) {
 	e := newShareEnv(t)
-	key, err := e.s.auth.CreateAccessKey(context.Background(), e.a.id, "nosniff")
+	key, err := e.s.auth.Keys.CreateAccessKey(context.Background(), e.a.id, "nosniff")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func TestNosniffOnEveryResponse(t *testing.T) {
 // larger one is EntityTooLarge.
 func TestS3ListenerConfig(t *testing.T) {
 	e := newShareEnv(t)
-	key, err := e.s.auth.CreateAccessKey(context.Background(), e.a.id, "xml")
+	key, err := e.s.auth.Keys.CreateAccessKey(context.Background(), e.a.id, "xml")
 	if err != nil {
 		t.Fatal(err)
 	}

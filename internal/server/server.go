@@ -723,17 +723,32 @@ func (w serverLogWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// accounts is the file API's Accounts and UserAdmin, which span three
+// areas of the account service: sessions (tokens, the admin role),
+// users (the account, its lifecycle) and signups (with invites).
+type accounts struct {
+	*auth.Sessions
+	*auth.Users
+	*auth.Signups
+}
+
+var (
+	_ httpapi.Accounts  = accounts{}
+	_ httpapi.UserAdmin = accounts{}
+)
+
 // apiServices are the services the file API calls.
 func (s *Server) apiServices() httpapi.Services {
+	acc := accounts{s.auth.Sessions, s.auth.Users, s.auth.Signups}
 	return httpapi.Services{
-		Accounts: s.auth, AccessKeys: s.auth, UserAdmin: s.auth, ShareAuth: s.auth,
+		Accounts: acc, AccessKeys: s.auth.Keys, UserAdmin: acc, ShareAuth: s.auth.Shares,
 		Buckets: s.objects, Files: s.objects, Uploads: s.objects, Shares: s.objects, Encryption: s.objects, Tus: s.objects,
 	}
 }
 
 // s3Services are the services the S3 API calls.
 func (s *Server) s3Services() s3api.Services {
-	return s3api.Services{Buckets: s.objects, Objects: s.objects, Uploads: s.objects, Keys: s.auth}
+	return s3api.Services{Buckets: s.objects, Objects: s.objects, Uploads: s.objects, Keys: s.auth.Keys}
 }
 
 // presignPart makes a presigned UploadPart URL on Coffer's own S3 API,
@@ -745,7 +760,7 @@ func (s *Server) presignPart(ctx context.Context, userID, bucket, key, uploadID 
 	if base == "" {
 		return "", errcode.Retry(errcode.Unavailable, time.Second, "S3 listener not ready")
 	}
-	id, secret, err := s.auth.InternalKey(ctx, userID)
+	id, secret, err := s.auth.Keys.InternalKey(ctx, userID)
 	if err != nil {
 		return "", err
 	}

@@ -76,11 +76,11 @@ func newProxiedShareEnv(t *testing.T) *shareEnv {
 func (e *shareEnv) user(email string) shareUser {
 	e.t.Helper()
 	ctx := context.Background()
-	u, bk, err := e.s.auth.Signup(ctx, email, "share password")
+	u, bk, err := e.s.auth.Signups.Signup(ctx, email, "share password")
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	sess, err := e.s.auth.Login(ctx, email, "share password", "127.0.0.1")
+	sess, err := e.s.auth.Sessions.Login(ctx, email, "share password", "127.0.0.1")
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -278,7 +278,7 @@ func TestShareRevokeExpireAndRefusals(t *testing.T) {
 
 	e.put(e.a, "g.txt", []byte("y"))
 	owner := e.share(e.a, map[string]any{"key": "g.txt"})
-	if _, err := e.s.auth.Disable(context.Background(), e.a.id); err != nil {
+	if _, err := e.s.auth.Users.Disable(context.Background(), e.a.id); err != nil {
 		t.Fatal(err)
 	}
 	resp, body = e.do(e.url, "GET", owner.URL, "", nil)
@@ -526,7 +526,7 @@ func TestShareDropBox(t *testing.T) {
 	if resp, b := e.do(e.url, "PUT", box.URL+"/from-b.txt", "", []byte("replaced")); resp.StatusCode != 412 || bytes.Contains(b, []byte("inbox")) {
 		t.Errorf("a drop replacing a file: %d %s, want 412 without the prefix", resp.StatusCode, b)
 	}
-	if _, err := e.s.auth.SetQuota(context.Background(), e.a.id, 10); err != nil {
+	if _, err := e.s.auth.Users.SetQuota(context.Background(), e.a.id, 10); err != nil {
 		t.Fatal(err)
 	}
 	if resp, b := e.do(e.url, "PUT", box.URL+"/big.bin", "", bytes.Repeat([]byte("x"), 100)); resp.StatusCode != 507 || bytes.Contains(b, []byte("quota_bytes")) || bytes.Contains(b, []byte("usage")) {
