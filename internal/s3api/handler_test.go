@@ -147,6 +147,10 @@ func TestGetRanges(t *testing.T) {
 		{"starting at the end", "/b/k", []string{"Range", "bytes=100-"}, 416, s3err.InvalidRange, "bytes */100", 0, 0},
 		{"malformed: ignored", "/b/k", []string{"Range", "bytes=9-1"}, 200, "", "", 0, 100},
 		{"other unit: ignored", "/b/k", []string{"Range", "items=1-2"}, 200, "", "", 0, 100},
+		// Not RFC 9110's syntax (no whitespace inside it): S3 ignores it.
+		{"space before a suffix: ignored", "/b/k", []string{"Range", "bytes= -1"}, 200, "", "", 0, 100},
+		{"space inside: ignored", "/b/k", []string{"Range", "bytes=0 -1"}, 200, "", "", 0, 100},
+		{"negative end: ignored", "/b/k", []string{"Range", "bytes=0--1"}, 200, "", "", 0, 100},
 		{"If-Range the ETag", "/b/k", []string{"Range", "bytes=0-9", "If-Range", etag}, 206, "", "bytes 0-9/100", 0, 10},
 		{"If-Range the date", "/b/k", []string{"Range", "bytes=0-9", "If-Range", testMod.Format(http.TimeFormat)}, 206, "", "bytes 0-9/100", 0, 10},
 		{"If-Range stale", "/b/k", []string{"Range", "bytes=0-9", "If-Range", `"stale"`}, 200, "", "", 0, 100},
