@@ -86,7 +86,7 @@ func (s *Uploads) CreateUpload(ctx context.Context, a Actor, in CreateUploadInpu
 	if err := ValidKey(in.Key); err != nil {
 		return meta.Upload{}, err
 	}
-	if err := validMetadata(in.Metadata); err != nil {
+	if err := ValidMetadata(in.Metadata); err != nil {
 		return meta.Upload{}, err
 	}
 	alg, err := integrity.ParseAlgorithm(in.ChecksumAlgorithm)

@@ -5,7 +5,7 @@
 // It keeps enough of the service's contracts for the handlers' behaviour
 // to show: owners do anything in their buckets, anyone reads a
 // public-read bucket, anonymous callers are Unauthenticated; keys are
-// checked with object.ValidKey; write conditions go through
+// checked with object.ValidKey, user metadata with object.ValidMetadata; write conditions go through
 // meta.Cond.Check; a body is read through an integrity.Reader with the
 // size and digests the handler announced, so a mismatch fails as the
 // service's does; objects written with SSE get an envelope that
@@ -156,6 +156,9 @@ func (f *Service) write(a object.Actor, bucket, key string, cond meta.Cond, body
 		return meta.Object{}, err
 	}
 	if err := object.ValidKey(key); err != nil {
+		return meta.Object{}, err
+	}
+	if err := object.ValidMetadata(md); err != nil {
 		return meta.Object{}, err
 	}
 	cur, exists := f.Objects[bucket+"/"+key]
@@ -485,6 +488,9 @@ func (f *Service) CreateUpload(_ context.Context, a object.Actor, in object.Crea
 		in.ChecksumType = typ.String()
 	}
 	if _, err := f.authorize(a, in.Bucket, true); err != nil {
+		return meta.Upload{}, err
+	}
+	if err := object.ValidMetadata(in.Metadata); err != nil {
 		return meta.Upload{}, err
 	}
 	u := meta.Upload{ID: fmt.Sprintf("up%d", len(f.Uploads)+1), Bucket: in.Bucket, Key: in.Key, InitiatorID: a.UserID,
