@@ -41,3 +41,36 @@ func TestMetadataTooLarge(t *testing.T) {
 		e.alice("PUT", "/b/k", []byte("x"), "X-Amz-Meta-Ab", strings.Repeat("v", 2046)).want(t, 200, "")
 	})
 }
+
+// TestDefaultContentType: an object written through S3 without a
+// Content-Type is binary/octet-stream, as S3 stores it (the AWS SDKs'
+// documented default; S3 does not guess from the key's extension); one
+// that names a type keeps it.
+func TestDefaultContentType(t *testing.T) {
+	const def = "binary/octet-stream"
+	e := newS3Env(t)
+	e.store.add("b", "src.txt", testData)
+	e.alice("PUT", "/b/photo.jpg", []byte("x")).want(t, 200, "")
+	if got := e.store.LastPut.ContentType; got != def {
+		t.Errorf("PutObject without Content-Type stored %q, want %q", got, def)
+	}
+	if r := e.alice("GET", "/b/photo.jpg", nil); r.Header().Get("Content-Type") != def {
+		t.Errorf("GetObject: Content-Type %q, want %q", r.Header().Get("Content-Type"), def)
+	}
+	e.alice("PUT", "/b/data.csv", []byte("x"), "Content-Type", "text/csv").want(t, 200, "")
+	if got := e.store.LastPut.ContentType; got != "text/csv" {
+		t.Errorf("PutObject with Content-Type text/csv stored %q", got)
+	}
+	e.alice("POST", "/b/big.jpg?uploads", nil).want(t, 200, "")
+	if got := e.store.LastCreate.ContentType; got != def {
+		t.Errorf("CreateMultipartUpload without Content-Type: %q, want %q", got, def)
+	}
+	e.alice("PUT", "/b/copy.jpg", nil, "X-Amz-Copy-Source", "/b/src.txt", "X-Amz-Metadata-Directive", "REPLACE").want(t, 200, "")
+	if got := e.store.LastCopy.ContentType; got != def {
+		t.Errorf("CopyObject REPLACE without Content-Type: %q, want %q", got, def)
+	}
+	e.alice("PUT", "/b/copy2.jpg", nil, "X-Amz-Copy-Source", "/b/src.txt").want(t, 200, "")
+	if o, _ := e.store.Current("b", "copy2.jpg"); o.ContentType != "text/plain" {
+		t.Errorf("CopyObject COPY: Content-Type %q, want the source's text/plain", o.ContentType)
+	}
+}

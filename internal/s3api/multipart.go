@@ -17,7 +17,7 @@ func (api *API) createMultipartUpload(q *request) (response, error) {
 		return nil, err
 	}
 	u, err := api.uploads.CreateUpload(ctxOf(q), q.actor, object.CreateUploadInput{
-		Bucket: q.bucket, Key: q.key, ContentType: q.Header.Get("Content-Type"),
+		Bucket: q.bucket, Key: q.key, ContentType: contentType(q.Header),
 		Metadata: userMetadata(q.Header), ChecksumAlgorithm: q.Header.Get("X-Amz-Checksum-Algorithm"),
 		ChecksumType: q.Header.Get("X-Amz-Checksum-Type"), SSE: sse,
 	})

@@ -37,6 +37,18 @@ func userMetadata(h http.Header) map[string]string {
 	return md
 }
 
+// defaultContentType is what S3 stores for an object written without a
+// Content-Type (it does not guess from the key, as the file API does).
+const defaultContentType = "binary/octet-stream"
+
+// contentType is the request's Content-Type, or S3's default.
+func contentType(h http.Header) string {
+	if ct := h.Get("Content-Type"); ct != "" {
+		return ct
+	}
+	return defaultContentType
+}
+
 // contentMD5 decodes Content-MD5; malformed is InvalidDigest.
 func contentMD5(h http.Header) ([]byte, error) {
 	v := h.Get("Content-Md5")
@@ -121,11 +133,9 @@ func (api *API) putObject(q *request) (response, error) {
 	if err != nil {
 		return nil, err
 	}
-	ct := q.Header.Get("Content-Type")
-	if ct != "" {
-		if _, _, err := mime.ParseMediaType(ct); err != nil {
-			return nil, s3err.New(s3err.InvalidArgument, "Content-Type is malformed")
-		}
+	ct := contentType(q.Header)
+	if _, _, err := mime.ParseMediaType(ct); err != nil {
+		return nil, s3err.New(s3err.InvalidArgument, "Content-Type is malformed")
 	}
 	sse, keyMD5, err := writeSSE(q)
 	if err != nil {
@@ -350,7 +360,7 @@ func (api *API) copyObject(q *request) (response, error) {
 	}
 	in := object.CopyInput{DstBucket: q.bucket, DstKey: q.key, Cond: cond, ReplaceMetadata: replace, SSE: sse}
 	if replace {
-		in.ContentType, in.Metadata = q.Header.Get("Content-Type"), userMetadata(q.Header)
+		in.ContentType, in.Metadata = contentType(q.Header), userMetadata(q.Header)
 	}
 	o, err := api.objects.CopyFrom(ctxOf(q), q.actor, src, in)
 	if err != nil {
