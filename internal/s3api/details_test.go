@@ -74,3 +74,49 @@ func TestDefaultContentType(t *testing.T) {
 		t.Errorf("CopyObject COPY: Content-Type %q, want the source's text/plain", o.ContentType)
 	}
 }
+
+// TestCompleteLocation: CompleteMultipartUpload's Location is "the URI
+// that identifies the newly created object" (AWS's API reference, whose
+// example is an absolute http://bucket.s3.region.amazonaws.com/key URL):
+// the object's URL as the client addressed it, path or virtual-host
+// style; https when the request came over TLS or the S3 API's public URL
+// is https (a proxy in front of it terminates TLS).
+func TestCompleteLocation(t *testing.T) {
+	complete := []byte(`<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>"e"</ETag></Part></CompleteMultipartUpload>`)
+	location := func(t *testing.T, r s3Result) string {
+		t.Helper()
+		r.want(t, 200, "")
+		var res struct{ Location string }
+		if err := xmlUnmarshal(r.Body.Bytes(), &res); err != nil {
+			t.Fatal(err)
+		}
+		return res.Location
+	}
+	t.Run("path style", func(t *testing.T) {
+		e := newS3Env(t)
+		e.alice("POST", "/b/dir/my%20file?uploads", nil).want(t, 200, "")
+		e.alice("PUT", "/b/dir/my%20file?partNumber=1&uploadId=up1", []byte("x")).want(t, 200, "")
+		if got, want := location(t, e.alice("POST", "/b/dir/my%20file?uploadId=up1", complete)), "http://s3.test/b/dir/my%20file"; got != want {
+			t.Errorf("Location %q, want %q", got, want)
+		}
+	})
+	t.Run("virtual-host style", func(t *testing.T) {
+		e := newS3Env(t)
+		e.api.cfg.Domain = "s3.test"
+		e.alice("POST", "/b/k?uploads", nil).want(t, 200, "")
+		e.alice("PUT", "/b/k?partNumber=1&uploadId=up1", []byte("x")).want(t, 200, "")
+		r := e.do(req{method: "POST", target: "/k?uploadId=up1", host: "b.s3.test", body: complete, as: aliceKey})
+		if got, want := location(t, r), "http://b.s3.test/k"; got != want {
+			t.Errorf("Location %q, want %q", got, want)
+		}
+	})
+	t.Run("https public URL", func(t *testing.T) {
+		e := newS3Env(t)
+		e.api.cfg.PublicURL = "https://s3.example.com"
+		e.alice("POST", "/b/k?uploads", nil).want(t, 200, "")
+		e.alice("PUT", "/b/k?partNumber=1&uploadId=up1", []byte("x")).want(t, 200, "")
+		if got, want := location(t, e.alice("POST", "/b/k?uploadId=up1", complete)), "https://s3.test/b/k"; got != want {
+			t.Errorf("Location %q, want %q", got, want)
+		}
+	})
+}

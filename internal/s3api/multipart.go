@@ -179,7 +179,7 @@ func (api *API) completeMultipartUpload(q *request) (response, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := completeMultipartUploadResult{Xmlns: s3NS, Location: "/" + q.bucket + "/" + q.key, Bucket: q.bucket, Key: q.key, ETag: `"` + o.ETag + `"`,
+	res := completeMultipartUploadResult{Xmlns: s3NS, Location: api.objectURL(q), Bucket: q.bucket, Key: q.key, ETag: `"` + o.ETag + `"`,
 		Checksum: checksumElement{storedAlgorithm(o.Checksum.Algorithm), o.Checksum.Value}, ChecksumType: o.Checksum.Type}
 	h := http.Header{}
 	sseHeaders(h, object.EncryptionOf(o))
