@@ -120,3 +120,18 @@ func TestCompleteLocation(t *testing.T) {
 		}
 	})
 }
+
+// TestUnverifiedChecksumRefused: a checksum header of an algorithm S3
+// knows and Coffer does not verify (SHA512, MD5, XXHASH64, XXHASH3,
+// XXHASH128, added to S3 in 2025; aws-sdk-go-v2 sends them) is refused
+// with NotImplemented, never stored as if checked: versitygw's
+// PutObject_checksums_success found PutObject answering 200 without
+// looking at x-amz-checksum-sha512.
+func TestUnverifiedChecksumRefused(t *testing.T) {
+	e := newS3Env(t)
+	e.alice("PUT", "/b/k", []byte("x"), "X-Amz-Checksum-Sha512", "AAAA", "X-Amz-Sdk-Checksum-Algorithm", "SHA512").want(t, 501, s3err.NotImplemented)
+	e.alice("POST", "/b/k?uploads", nil).want(t, 200, "")
+	e.store.Writes = nil
+	e.alice("PUT", "/b/k?partNumber=1&uploadId=up1", []byte("x"), "X-Amz-Checksum-Xxhash3", "AAAA").want(t, 501, s3err.NotImplemented)
+	e.noWrites(t)
+}
