@@ -317,7 +317,11 @@ func TestCopySource(t *testing.T) {
 		// UploadPartCopy.
 		{"part", "/b/k?partNumber=1&uploadId=up1", []string{"X-Amz-Copy-Source", "/b/src"}, 200, "", "source"},
 		{"part range", "/b/k?partNumber=1&uploadId=up1", []string{"X-Amz-Copy-Source", "/b/src", "X-Amz-Copy-Source-Range", "bytes=1-3"}, 200, "", "our"},
-		{"part range past the end", "/b/k?partNumber=1&uploadId=up1", []string{"X-Amz-Copy-Source", "/b/src", "X-Amz-Copy-Source-Range", "bytes=1-30"}, 200, "", "ource"},
+		{"part range to the end", "/b/k?partNumber=1&uploadId=up1", []string{"X-Amz-Copy-Source", "/b/src", "X-Amz-Copy-Source-Range", "bytes=1-5"}, 200, "", "ource"},
+		// S3 copies exactly the range asked for, or refuses it ("Range
+		// specified is not valid for source object of size").
+		{"part range past the end", "/b/k?partNumber=1&uploadId=up1", []string{"X-Amz-Copy-Source", "/b/src", "X-Amz-Copy-Source-Range", "bytes=1-6"}, 400, s3err.InvalidArgument, ""},
+		{"part range open-ended", "/b/k?partNumber=1&uploadId=up1", []string{"X-Amz-Copy-Source", "/b/src", "X-Amz-Copy-Source-Range", "bytes=1-"}, 400, s3err.InvalidArgument, ""},
 		{"part suffix range", "/b/k?partNumber=1&uploadId=up1", []string{"X-Amz-Copy-Source", "/b/src", "X-Amz-Copy-Source-Range", "bytes=-3"}, 400, s3err.InvalidArgument, ""},
 		{"part range beyond", "/b/k?partNumber=1&uploadId=up1", []string{"X-Amz-Copy-Source", "/b/src", "X-Amz-Copy-Source-Range", "bytes=10-20"}, 400, s3err.InvalidArgument, ""},
 		{"part if-match another", "/b/k?partNumber=1&uploadId=up1", []string{"X-Amz-Copy-Source", "/b/src", "X-Amz-Copy-Source-If-Match", `"0123"`}, 412, s3err.PreconditionFailed, ""},

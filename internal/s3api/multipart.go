@@ -124,11 +124,10 @@ func (api *API) uploadPartCopy(q *request) (response, error) {
 	}
 	offset, length := int64(0), src.Object.Size
 	if rg := q.Header.Get("X-Amz-Copy-Source-Range"); rg != "" {
-		res, s, l := httpx.ParseRange(rg, src.Object.Size)
-		if res != httpx.RangeOK || strings.HasPrefix(strings.TrimSpace(strings.TrimPrefix(rg, "bytes=")), "-") {
-			return nil, s3err.New(s3err.InvalidArgument, "The x-amz-copy-source-range value must be of the form bytes=first-last where first and last are the zero-based offsets of the first and last bytes to copy")
+		var err error
+		if offset, length, err = copySourceRange(rg, src.Object.Size); err != nil {
+			return nil, err
 		}
-		offset, length = s, l
 	}
 	if length > object.MaxPartSize {
 		return nil, s3err.New(s3err.EntityTooLarge, "")
@@ -145,6 +144,21 @@ func (api *API) uploadPartCopy(q *request) (response, error) {
 		sseCHeaders(h, keyMD5)
 	}
 	return xmlResponse{header: h, body: copyPartResult{Xmlns: s3NS, LastModified: iso8601(p.ModTime), ETag: `"` + p.ETag + `"`}}, nil
+}
+
+// copySourceRange parses x-amz-copy-source-range: bytes=first-last, both
+// given (no suffix or open-ended range), within the source's size bytes;
+// S3 copies exactly that range or refuses it, never a clipped one.
+func copySourceRange(rg string, size int64) (offset, length int64, err error) {
+	res, s, l := httpx.ParseRange(rg, size)
+	first, last, _ := strings.Cut(strings.TrimPrefix(strings.TrimSpace(rg), "bytes="), "-")
+	if res == httpx.RangeNone || first == "" || last == "" {
+		return 0, 0, s3err.New(s3err.InvalidArgument, "The x-amz-copy-source-range value must be of the form bytes=first-last where first and last are the zero-based offsets of the first and last bytes to copy")
+	}
+	if end, perr := strconv.ParseInt(last, 10, 64); res != httpx.RangeOK || perr != nil || end >= size {
+		return 0, 0, s3err.New(s3err.InvalidArgument, "Range specified is not valid for source object of size: "+strconv.FormatInt(size, 10))
+	}
+	return s, l, nil
 }
 
 func (api *API) completeMultipartUpload(q *request) (response, error) {
