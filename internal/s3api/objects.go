@@ -49,13 +49,14 @@ func contentType(h http.Header) string {
 	return defaultContentType
 }
 
-// contentMD5 decodes Content-MD5; malformed is InvalidDigest.
+// contentMD5 decodes Content-MD5; malformed (empty too: a header sent
+// is a digest to check) is InvalidDigest.
 func contentMD5(h http.Header) ([]byte, error) {
-	v := h.Get("Content-Md5")
-	if v == "" {
+	vs := h.Values("Content-Md5")
+	if len(vs) == 0 {
 		return nil, nil
 	}
-	b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(v))
+	b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(vs[0]))
 	if err != nil || len(b) != 16 {
 		return nil, s3err.New(s3err.InvalidDigest, "")
 	}
@@ -67,11 +68,11 @@ func contentMD5(h http.Header) ([]byte, error) {
 // x-amz-sdk-checksum-algorithm if it names one (computed, not checked).
 func headerChecksum(h http.Header) (alg integrity.Algorithm, want []byte, err error) {
 	for _, a := range integrity.Algorithms {
-		v := h.Get(a.Header())
-		if v == "" {
+		vs := h.Values(a.Header())
+		if len(vs) == 0 {
 			continue
 		}
-		b, ok := a.Decode(v)
+		b, ok := a.Decode(vs[0]) // an empty value is malformed too
 		if !ok {
 			return 0, nil, s3err.New(s3err.InvalidDigest, a.Header()+" is malformed")
 		}
