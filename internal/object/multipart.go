@@ -413,6 +413,12 @@ func (s *Uploads) CompleteUpload(ctx context.Context, a Actor, bucket, key, id s
 // parts' MD5s, so the bytes at the key are the bytes the parts held).
 // bucket and key name the object (S3 names both; the file API's
 // completions by ID alone are not answered this way).
+//
+// A completion racing this one may have committed (the upload is gone)
+// without its object being visible yet to this node's metadata cache,
+// which learns of a change just after its commit (metacache's contract):
+// a key that holds another object is looked up again for a moment
+// (completedRecheck) before the answer is no.
 func (s *Uploads) completedWith(ctx context.Context, a Actor, bucket, key string, parts []meta.CompletePart) (meta.Object, bool) {
 	if bucket == "" || key == "" || len(parts) == 0 {
 		return meta.Object{}, false
@@ -421,16 +427,40 @@ func (s *Uploads) completedWith(ctx context.Context, a Actor, bucket, key string
 	if err != nil {
 		return meta.Object{}, false
 	}
-	o, err := b.lookup(ctx, key)
-	if err != nil || len(o.Parts) != len(parts) {
-		return meta.Object{}, false
+	wait := time.Millisecond
+	for {
+		o, err := b.lookup(ctx, key)
+		if err == nil && madeOf(o, parts) {
+			return o, true
+		}
+		if wait > completedRecheck {
+			return meta.Object{}, false
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return meta.Object{}, false
+		}
+		wait *= 2
+	}
+}
+
+// completedRecheck bounds how long completedWith looks again (in all,
+// about twice this).
+const completedRecheck = 64 * time.Millisecond
+
+// madeOf reports whether o's parts are, in order, parts with the ETags
+// listed.
+func madeOf(o meta.Object, parts []meta.CompletePart) bool {
+	if len(o.Parts) != len(parts) {
+		return false
 	}
 	for i, p := range parts {
 		if strings.Trim(strings.TrimSpace(p.ETag), `"`) != o.Parts[i].ETag {
-			return meta.Object{}, false
+			return false
 		}
 	}
-	return o, true
+	return true
 }
 
 func (s *Uploads) completeUpload(ctx context.Context, a Actor, bucket, key, id string, parts []meta.CompletePart, cond meta.Cond) (meta.Object, error) {

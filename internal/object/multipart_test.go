@@ -9,9 +9,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
+	"github.com/coffer-storage/coffer/internal/metacache"
 )
 
 // TestMultipartChecksumType: CreateUpload takes the checksum types S3
@@ -174,4 +176,45 @@ func TestCompleteUploadAgain(t *testing.T) {
 		_, err := f.svc.CompleteUpload(ctx, f.alice, "alice-bucket", "aborted", a.ID, list, meta.Cond{})
 		noUpload(t, err)
 	})
+}
+
+// TestCompleteUploadAgainCached: a completion that finds the upload gone
+// because another completion of it just committed answers the object
+// even when this node's metadata cache still holds the key's previous
+// object for a moment (the cache learns of a change just after its
+// commit; from another node, a notification later). Here the other
+// completion goes around the cache entirely, and the stale entry lives
+// until its TTL (10ms), well within the time completedWith looks again.
+func TestCompleteUploadAgainCached(t *testing.T) {
+	var raw meta.Stores
+	f := newFixtureOver(t, 0, func(m meta.Stores) meta.Stores {
+		raw = m
+		return metacache.NewStore(m, metacache.NewBus(), metacache.StoreOptions{
+			Objects: metacache.Options{TTL: 10 * time.Millisecond}, Buckets: metacache.Options{TTL: time.Minute}}).Stores()
+	})
+	other := New(StoresOf(raw), f.blobs, testConfig(func(c *Config) { c.GarbageGrace, c.InlineMax = time.Nanosecond, 0 }), nil)
+	ctx := t.Context()
+	if _, err := f.put(t, f.alice, "alice-bucket", "k", "the previous object"); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.read(t, f.alice, "alice-bucket", "k"); got != "the previous object" { // now cached
+		t.Fatalf("read %q", got)
+	}
+	u, err := f.svc.CreateUpload(ctx, f.alice, CreateUploadInput{Bucket: "alice-bucket", Key: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := f.svc.PutPart(ctx, f.alice, PartInput{Bucket: "alice-bucket", Key: "k", UploadID: u.ID, Number: 1, Body: strings.NewReader("new"), Size: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := []meta.CompletePart{{Number: 1, ETag: p.ETag}}
+	done, err := other.CompleteUpload(ctx, f.alice, "alice-bucket", "k", u.ID, slices.Clone(parts), meta.Cond{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := f.svc.CompleteUpload(ctx, f.alice, "alice-bucket", "k", u.ID, slices.Clone(parts), meta.Cond{})
+	if err != nil || again.ETag != done.ETag {
+		t.Fatalf("completing again through the cache: %q, %v; want %q", again.ETag, err, done.ETag)
+	}
 }
