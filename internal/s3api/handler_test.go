@@ -875,6 +875,7 @@ func TestBadInput(t *testing.T) {
 		{"Content-MD5 short", req{method: "PUT", target: "/b/k", body: data, hdr: []string{"Content-MD5", "AAAA"}}, 400, s3err.InvalidDigest},
 		{"Content-MD5 empty", req{method: "PUT", target: "/b/k", body: data, hdr: []string{"Content-MD5", ""}}, 400, s3err.InvalidDigest},
 		{"checksum empty", req{method: "PUT", target: "/b/k", body: data, hdr: []string{"X-Amz-Checksum-Crc32", ""}}, 400, s3err.InvalidDigest},
+		{"two checksums, empty", req{method: "PUT", target: "/b/k", body: data, hdr: []string{"X-Amz-Checksum-Crc32", "", "X-Amz-Checksum-Sha1", ""}}, 400, s3err.InvalidRequest},
 		{"part checksum empty", req{method: "PUT", target: "/b/k?partNumber=1&uploadId=up1", body: data, hdr: []string{"X-Amz-Checksum-Sha1", ""}}, 400, s3err.InvalidDigest},
 		{"Content-MD5 mismatch", req{method: "PUT", target: "/b/k", body: data, hdr: []string{"Content-MD5", md5B64([]byte("other"))}}, 400, s3err.BadDigest},
 		{"checksum malformed", req{method: "PUT", target: "/b/k", body: data, hdr: []string{"X-Amz-Checksum-Crc32", "AAAA"}}, 400, s3err.InvalidDigest},

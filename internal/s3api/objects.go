@@ -66,20 +66,24 @@ func contentMD5(h http.Header) ([]byte, error) {
 // headerChecksum finds an x-amz-checksum-<alg> header (not a trailer):
 // its algorithm and digest; without one, the algorithm of
 // x-amz-sdk-checksum-algorithm if it names one (computed, not checked).
+// More than one is InvalidRequest, whatever their values; a malformed
+// (or empty) value InvalidDigest.
 func headerChecksum(h http.Header) (alg integrity.Algorithm, want []byte, err error) {
 	for _, a := range integrity.Algorithms {
-		vs := h.Values(a.Header())
-		if len(vs) == 0 {
+		if len(h.Values(a.Header())) == 0 {
 			continue
-		}
-		b, ok := a.Decode(vs[0]) // an empty value is malformed too
-		if !ok {
-			return 0, nil, s3err.New(s3err.InvalidDigest, a.Header()+" is malformed")
 		}
 		if alg != integrity.NoChecksum {
 			return 0, nil, s3err.New(s3err.InvalidRequest, "Expecting a single x-amz-checksum- header")
 		}
-		alg, want = a, b
+		alg = a
+	}
+	if alg != integrity.NoChecksum {
+		var ok bool
+		if want, ok = alg.Decode(h.Get(alg.Header())); !ok { // an empty value is malformed too
+			return 0, nil, s3err.New(s3err.InvalidDigest, alg.Header()+" is malformed")
+		}
+		return alg, want, nil
 	}
 	if alg == integrity.NoChecksum {
 		alg, _ = integrity.ParseAlgorithm(h.Get("X-Amz-Sdk-Checksum-Algorithm"))
