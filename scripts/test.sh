@@ -128,6 +128,23 @@ fi
 export COFFER_REQUIRE_BACKENDS=1 # the scale-out suites fail, not skip, without them
 echo "postgres: $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | tail -1); minio: $COFFER_MINIO"
 
+step "versitygw's S3 integration suite (test/versitygw)"
+# An independent S3 conformance suite (versitygw test NAME, one process per
+# test), built with go install from the Go module proxy into a cache
+# outside the checkout (~5 min the first time, reused by every clone).
+# test/versitygw/testdata/expected.txt holds this release's results; with
+# COFFER_REQUIRE_CLIENTS=1 the test fails, not skips, without it.
+VERSITYGW_VERSION=v1.8.0 # test/versitygw's Version
+if [ -z "${COFFER_VERSITYGW:-}" ]; then
+  VERSITYGW_CACHE="$CACHE/versitygw-$VERSITYGW_VERSION"
+  if [ ! -x "$VERSITYGW_CACHE/versitygw" ]; then
+    mkdir -p "$VERSITYGW_CACHE"
+    GOBIN="$VERSITYGW_CACHE" go install "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION"
+  fi
+  export COFFER_VERSITYGW="$VERSITYGW_CACHE/versitygw"
+fi
+echo "versitygw $VERSITYGW_VERSION: $COFFER_VERSITYGW"
+
 step "moto (a real AWS KMS API) for the key service tests of encryption at rest"
 # moto's server from PyPI, in its own venv in ~/.cache/coffer-tools/moto (reinstalled
 # only when the pinned requirement changes); internal/testbackend starts it
@@ -264,7 +281,7 @@ fuzz_all() {
 par "end-to-end tests against the binary (embedded shape; scale-out cluster, faults, real clients, the console in Chromium, overload)" \
   go test -count=1 -timeout 20m ./test/...
 par "end-to-end suites again on the scale-out shape (PostgreSQL + MinIO)" \
-  env COFFER_E2E_BACKEND=scaleout go test -count=1 -timeout 20m ./test/e2e/
+  env COFFER_E2E_BACKEND=scaleout go test -count=1 -timeout 20m ./test/e2e/ ./test/versitygw/
 par "fuzz (short runs, one worker each)" fuzz_all
 par_wait || { echo "end-to-end tests or fuzzing failed"; exit 1; }
 
