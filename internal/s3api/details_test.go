@@ -1,6 +1,8 @@
 package s3api
 
 import (
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -134,4 +136,39 @@ func TestUnverifiedChecksumRefused(t *testing.T) {
 	e.store.Writes = nil
 	e.alice("PUT", "/b/k?partNumber=1&uploadId=up1", []byte("x"), "X-Amz-Checksum-Xxhash3", "AAAA").want(t, 501, s3err.NotImplemented)
 	e.noWrites(t)
+}
+
+var closedRange = regexp.MustCompile(`^(?i:bytes)=([0-9]+)-([0-9]+)$`)
+
+// FuzzCopySourceRange: x-amz-copy-source-range is either refused
+// (InvalidArgument) or a non-empty range inside the source, exactly the
+// bytes first-last it names.
+func FuzzCopySourceRange(f *testing.F) {
+	for _, s := range []string{"bytes=0-9", "bytes=1-", "bytes=-3", "bytes=5-2", "bytes=0-99999999999999999999", "bytes= 0-1", "BYTES=1-2", "bytes=0-0,1-1"} {
+		f.Add(s, int64(10))
+	}
+	f.Fuzz(func(t *testing.T, rg string, size int64) {
+		if size < 0 {
+			return
+		}
+		offset, length, err := copySourceRange(rg, size)
+		if err != nil {
+			if row := s3err.Translate(err); row.Code != s3err.InvalidArgument {
+				t.Fatalf("copySourceRange(%q, %d): %s, want InvalidArgument", rg, size, row.Code)
+			}
+			return
+		}
+		if offset < 0 || length <= 0 || offset+length > size {
+			t.Fatalf("copySourceRange(%q, %d) = %d+%d, outside the source", rg, size, offset, length)
+		}
+		m := closedRange.FindStringSubmatch(strings.TrimSpace(rg))
+		if m == nil {
+			t.Fatalf("copySourceRange(%q, %d) = %d+%d, but that is no bytes=first-last", rg, size, offset, length)
+		}
+		first, err1 := strconv.ParseInt(m[1], 10, 64)
+		last, err2 := strconv.ParseInt(m[2], 10, 64)
+		if err1 != nil || err2 != nil || first != offset || last != offset+length-1 {
+			t.Fatalf("copySourceRange(%q, %d) = %d+%d, not the bytes it names", rg, size, offset, length)
+		}
+	})
 }

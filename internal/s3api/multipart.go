@@ -151,7 +151,8 @@ func (api *API) uploadPartCopy(q *request) (response, error) {
 // S3 copies exactly that range or refuses it, never a clipped one.
 func copySourceRange(rg string, size int64) (offset, length int64, err error) {
 	res, s, l := httpx.ParseRange(rg, size)
-	first, last, _ := strings.Cut(strings.TrimPrefix(strings.TrimSpace(rg), "bytes="), "-")
+	_, spec, _ := strings.Cut(rg, "=") // the unit is ParseRange's to check
+	first, last, _ := strings.Cut(spec, "-")
 	if res == httpx.RangeNone || first == "" || last == "" {
 		return 0, 0, s3err.New(s3err.InvalidArgument, "The x-amz-copy-source-range value must be of the form bytes=first-last where first and last are the zero-based offsets of the first and last bytes to copy")
 	}
