@@ -1,11 +1,13 @@
 package s3api
 
 import (
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/coffer-storage/coffer/internal/meta"
 	"github.com/coffer-storage/coffer/internal/s3api/s3err"
 )
 
@@ -171,4 +173,57 @@ func FuzzCopySourceRange(f *testing.F) {
 			t.Fatalf("copySourceRange(%q, %d) = %d+%d, not the bytes it names", rg, size, offset, length)
 		}
 	})
+}
+
+// TestListBucketsParams: ListBuckets' prefix, max-buckets,
+// continuation-token and bucket-region (S3 since 2024) filter and page
+// the list, never ignored; bad values are InvalidArgument.
+func TestListBucketsParams(t *testing.T) {
+	e := newS3Env(t)
+	for _, name := range []string{"logs-a", "logs-b", "logs-c"} {
+		e.store.Buckets[name] = meta.Bucket{Name: name, OwnerID: alice, Visibility: meta.Private, CreatedAt: testMod}
+	}
+	type result struct {
+		Prefix, ContinuationToken string
+		Buckets                   []struct{ Name, BucketRegion string } `xml:"Buckets>Bucket"`
+	}
+	list := func(query string) result {
+		t.Helper()
+		r := e.alice("GET", "/"+query, nil)
+		r.want(t, 200, "")
+		var res result
+		if err := xmlUnmarshal(r.Body.Bytes(), &res); err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	names := func(r result) string {
+		var ns []string
+		for _, b := range r.Buckets {
+			ns = append(ns, b.Name)
+		}
+		return strings.Join(ns, " ")
+	}
+	if got := names(list("")); got != "b logs-a logs-b logs-c pub" {
+		t.Errorf("all: %s", got)
+	}
+	if r := list("?prefix=logs-"); names(r) != "logs-a logs-b logs-c" || r.Prefix != "logs-" || r.ContinuationToken != "" {
+		t.Errorf("prefix logs-: %s, %+v", names(r), r)
+	}
+	r := list("?prefix=logs-&max-buckets=2")
+	if names(r) != "logs-a logs-b" || r.ContinuationToken == "" {
+		t.Fatalf("first page: %s, %+v", names(r), r)
+	}
+	if r := list("?prefix=logs-&max-buckets=2&continuation-token=" + url.QueryEscape(r.ContinuationToken)); names(r) != "logs-c" || r.ContinuationToken != "" {
+		t.Errorf("second page: %s, %+v", names(r), r)
+	}
+	if r := list("?bucket-region=us-east-1&max-buckets=1"); names(r) != "b" || r.Buckets[0].BucketRegion != "us-east-1" {
+		t.Errorf("this region: %+v", r)
+	}
+	if r := list("?bucket-region=eu-west-3"); len(r.Buckets) != 0 {
+		t.Errorf("another region: %s", names(r))
+	}
+	for _, q := range []string{"?max-buckets=0", "?max-buckets=10001", "?max-buckets=x", "?continuation-token=%21%21"} {
+		e.alice("GET", "/"+q, nil).want(t, 400, s3err.InvalidArgument)
+	}
 }

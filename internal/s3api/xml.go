@@ -18,15 +18,18 @@ type owner struct {
 }
 
 type listAllMyBucketsResult struct {
-	XMLName xml.Name     `xml:"ListAllMyBucketsResult"`
-	Xmlns   string       `xml:"xmlns,attr"`
-	Owner   owner        `xml:"Owner"`
-	Buckets []bucketInfo `xml:"Buckets>Bucket"`
+	XMLName           xml.Name     `xml:"ListAllMyBucketsResult"`
+	Xmlns             string       `xml:"xmlns,attr"`
+	Owner             owner        `xml:"Owner"`
+	Buckets           []bucketInfo `xml:"Buckets>Bucket"`
+	ContinuationToken string       `xml:"ContinuationToken,omitempty"`
+	Prefix            string       `xml:"Prefix,omitempty"`
 }
 
 type bucketInfo struct {
 	Name         string `xml:"Name"`
 	CreationDate string `xml:"CreationDate"`
+	BucketRegion string `xml:"BucketRegion,omitempty"`
 }
 
 type locationConstraint struct {
