@@ -227,3 +227,29 @@ func TestListBucketsParams(t *testing.T) {
 		e.alice("GET", "/"+q, nil).want(t, 400, s3err.InvalidArgument)
 	}
 }
+
+// TestCopyResultChecksum: CopyObjectResult carries the copy's checksum
+// and its type, CopyPartResult the part's checksum in its upload's
+// algorithm (AWS's CopyObjectResult and CopyPartResult references: present
+// when the object has one, when the upload was created with one).
+func TestCopyResultChecksum(t *testing.T) {
+	e := newS3Env(t)
+	sum := crc32B64([]byte("source"))
+	e.alice("PUT", "/b/src", []byte("source"), "X-Amz-Checksum-Crc32", sum).want(t, 200, "")
+	r := e.alice("PUT", "/b/dst", nil, "X-Amz-Copy-Source", "/b/src")
+	r.want(t, 200, "")
+	if body := r.Body.String(); !strings.Contains(body, "<ChecksumCRC32>"+sum+"</ChecksumCRC32>") || !strings.Contains(body, "<ChecksumType>FULL_OBJECT</ChecksumType>") {
+		t.Errorf("CopyObjectResult: %s", body)
+	}
+	e.alice("POST", "/b/mp?uploads", nil, "X-Amz-Checksum-Algorithm", "CRC32").want(t, 200, "")
+	r = e.alice("PUT", "/b/mp?partNumber=1&uploadId=up1", nil, "X-Amz-Copy-Source", "/b/src")
+	r.want(t, 200, "")
+	if body := r.Body.String(); !strings.Contains(body, "<ChecksumCRC32>"+sum+"</ChecksumCRC32>") {
+		t.Errorf("CopyPartResult: %s", body)
+	}
+	e.alice("PUT", "/b/plain", []byte("plain")).want(t, 200, "")
+	r = e.alice("PUT", "/b/plain2", nil, "X-Amz-Copy-Source", "/b/plain")
+	if body := r.Body.String(); strings.Contains(body, "<Checksum") {
+		t.Errorf("CopyObjectResult of an object without a checksum: %s", body)
+	}
+}

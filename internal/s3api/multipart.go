@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/coffer-storage/coffer/internal/httpx"
+	"github.com/coffer-storage/coffer/internal/integrity"
 	"github.com/coffer-storage/coffer/internal/meta"
 	"github.com/coffer-storage/coffer/internal/object"
 	"github.com/coffer-storage/coffer/internal/s3api/s3err"
@@ -85,12 +86,23 @@ func (api *API) uploadPart(q *request) (response, error) {
 	if keyMD5 != "" {
 		sseCHeaders(h, keyMD5)
 	}
-	if p.Checksum != "" {
-		if u, err := api.uploads.GetUpload(ctxOf(q), q.actor, q.bucket, q.key, p.UploadID); err == nil && u.ChecksumAlgorithm != "" {
-			h.Set(storedAlgorithm(u.ChecksumAlgorithm).Header(), p.Checksum)
-		}
+	if c := api.partChecksum(q, p); c.alg != integrity.NoChecksum {
+		h.Set(c.alg.Header(), c.value)
 	}
 	return empty{header: h}, nil
+}
+
+// partChecksum is part p's checksum in its upload's algorithm (none if
+// either is missing).
+func (api *API) partChecksum(q *request, p meta.Part) checksumElement {
+	if p.Checksum == "" {
+		return checksumElement{}
+	}
+	u, err := api.uploads.GetUpload(ctxOf(q), q.actor, q.bucket, q.key, p.UploadID)
+	if err != nil {
+		return checksumElement{}
+	}
+	return checksumElement{storedAlgorithm(u.ChecksumAlgorithm), p.Checksum}
 }
 
 func (api *API) uploadPartCopy(q *request) (response, error) {
@@ -143,7 +155,8 @@ func (api *API) uploadPartCopy(q *request) (response, error) {
 	if keyMD5 != "" {
 		sseCHeaders(h, keyMD5)
 	}
-	return xmlResponse{header: h, body: copyPartResult{Xmlns: s3NS, LastModified: iso8601(p.ModTime), ETag: `"` + p.ETag + `"`}}, nil
+	return xmlResponse{header: h, body: copyPartResult{Xmlns: s3NS, LastModified: iso8601(p.ModTime), ETag: `"` + p.ETag + `"`,
+		Checksum: api.partChecksum(q, p)}}, nil
 }
 
 // copySourceRange parses x-amz-copy-source-range: bytes=first-last, both

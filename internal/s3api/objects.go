@@ -376,7 +376,12 @@ func (api *API) copyObject(q *request) (response, error) {
 	if keyMD5 != "" {
 		sseCHeaders(h, keyMD5)
 	}
-	return xmlResponse{header: h, body: copyObjectResult{Xmlns: s3NS, LastModified: iso8601(o.ModTime), ETag: `"` + o.ETag + `"`}}, nil
+	res := copyObjectResult{Xmlns: s3NS, LastModified: iso8601(o.ModTime), ETag: `"` + o.ETag + `"`,
+		Checksum: checksumElement{storedAlgorithm(o.Checksum.Algorithm), o.Checksum.Value}}
+	if res.Checksum.alg != integrity.NoChecksum {
+		res.ChecksumType = o.Checksum.Type
+	}
+	return xmlResponse{header: h, body: res}, nil
 }
 
 func (api *API) deleteObject(q *request) (response, error) {

@@ -100,17 +100,20 @@ type listBucketResultV1 struct {
 }
 
 type copyObjectResult struct {
-	XMLName      xml.Name `xml:"CopyObjectResult"`
-	Xmlns        string   `xml:"xmlns,attr"`
-	LastModified string   `xml:"LastModified"`
-	ETag         string   `xml:"ETag"`
+	XMLName      xml.Name        `xml:"CopyObjectResult"`
+	Xmlns        string          `xml:"xmlns,attr"`
+	LastModified string          `xml:"LastModified"`
+	ETag         string          `xml:"ETag"`
+	ChecksumType string          `xml:"ChecksumType,omitempty"`
+	Checksum     checksumElement // of the copy, if it has one
 }
 
 type copyPartResult struct {
-	XMLName      xml.Name `xml:"CopyPartResult"`
-	Xmlns        string   `xml:"xmlns,attr"`
-	LastModified string   `xml:"LastModified"`
-	ETag         string   `xml:"ETag"`
+	XMLName      xml.Name        `xml:"CopyPartResult"`
+	Xmlns        string          `xml:"xmlns,attr"`
+	LastModified string          `xml:"LastModified"`
+	ETag         string          `xml:"ETag"`
+	Checksum     checksumElement // of the part, in its upload's algorithm
 }
 
 // deleteRequest is the body of DeleteObjects.

@@ -396,7 +396,15 @@ func (f *Service) CopyFrom(ctx context.Context, a object.Actor, src *object.Read
 	if in.ReplaceMetadata {
 		ct, md = in.ContentType, in.Metadata
 	}
-	o, err := f.write(a, in.DstBucket, in.DstKey, in.Cond, rc, integrity.Options{Size: src.Object.Size}, ct, md, in.SSE)
+	opts := integrity.Options{Size: src.Object.Size}
+	if c := src.Object.Checksum; c.Algorithm != "" && c.Type == "FULL_OBJECT" {
+		// The service's rule: a copy keeps (and verifies) its source's
+		// whole-object checksum.
+		if want, err := base64.StdEncoding.DecodeString(c.Value); err == nil {
+			opts.ChecksumAlgorithm, opts.ChecksumWant = c.Algorithm, want
+		}
+	}
+	o, err := f.write(a, in.DstBucket, in.DstKey, in.Cond, rc, opts, ct, md, in.SSE)
 	if err != nil {
 		return meta.Object{}, err
 	}
