@@ -116,14 +116,19 @@ if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 && ! command -v postg
   $SUDO apt-get install -y -qq postgresql >/dev/null ||
     { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq postgresql >/dev/null; }
 fi
+# cached_go_install DIR PACKAGE@VERSION: go install into DIR, a folder of
+# the cache named for the version, unless its binary is there already.
+cached_go_install() {
+  local pkg=${2%@*}
+  if [ ! -x "$1/${pkg##*/}" ]; then
+    mkdir -p "$1"
+    GOBIN="$1" go install "$2"
+  fi
+}
 MINIO_VERSION=v0.0.0-20260212201848-7aac2a2c5b7c # github.com/minio/minio@latest as of 2026-11
 if [ -z "${COFFER_MINIO:-}" ]; then
-  MINIO_CACHE="$CACHE/minio-$MINIO_VERSION"
-  if [ ! -x "$MINIO_CACHE/minio" ]; then
-    mkdir -p "$MINIO_CACHE"
-    GOBIN="$MINIO_CACHE" go install "github.com/minio/minio@$MINIO_VERSION"
-  fi
-  export COFFER_MINIO="$MINIO_CACHE/minio"
+  cached_go_install "$CACHE/minio-$MINIO_VERSION" "github.com/minio/minio@$MINIO_VERSION"
+  export COFFER_MINIO="$CACHE/minio-$MINIO_VERSION/minio"
 fi
 export COFFER_REQUIRE_BACKENDS=1 # the scale-out suites fail, not skip, without them
 echo "postgres: $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | tail -1); minio: $COFFER_MINIO"
@@ -136,12 +141,8 @@ step "versitygw's S3 integration suite (test/versitygw)"
 # COFFER_REQUIRE_CLIENTS=1 the test fails, not skips, without it.
 VERSITYGW_VERSION=v1.8.0 # test/versitygw's Version
 if [ -z "${COFFER_VERSITYGW:-}" ]; then
-  VERSITYGW_CACHE="$CACHE/versitygw-$VERSITYGW_VERSION"
-  if [ ! -x "$VERSITYGW_CACHE/versitygw" ]; then
-    mkdir -p "$VERSITYGW_CACHE"
-    GOBIN="$VERSITYGW_CACHE" go install "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION"
-  fi
-  export COFFER_VERSITYGW="$VERSITYGW_CACHE/versitygw"
+  cached_go_install "$CACHE/versitygw-$VERSITYGW_VERSION" "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION"
+  export COFFER_VERSITYGW="$CACHE/versitygw-$VERSITYGW_VERSION/versitygw"
 fi
 echo "versitygw $VERSITYGW_VERSION: $COFFER_VERSITYGW"
 

@@ -96,33 +96,28 @@ func TestCompleteLocation(t *testing.T) {
 		}
 		return res.Location
 	}
-	t.Run("path style", func(t *testing.T) {
-		e := newS3Env(t)
-		e.alice("POST", "/b/dir/my%20file?uploads", nil).want(t, 200, "")
-		e.alice("PUT", "/b/dir/my%20file?partNumber=1&uploadId=up1", []byte("x")).want(t, 200, "")
-		if got, want := location(t, e.alice("POST", "/b/dir/my%20file?uploadId=up1", complete)), "http://s3.test/b/dir/my%20file"; got != want {
-			t.Errorf("Location %q, want %q", got, want)
-		}
-	})
-	t.Run("virtual-host style", func(t *testing.T) {
-		e := newS3Env(t)
-		e.api.cfg.Domain = "s3.test"
-		e.alice("POST", "/b/k?uploads", nil).want(t, 200, "")
-		e.alice("PUT", "/b/k?partNumber=1&uploadId=up1", []byte("x")).want(t, 200, "")
-		r := e.do(req{method: "POST", target: "/k?uploadId=up1", host: "b.s3.test", body: complete, as: aliceKey})
-		if got, want := location(t, r), "http://b.s3.test/k"; got != want {
-			t.Errorf("Location %q, want %q", got, want)
-		}
-	})
-	t.Run("https public URL", func(t *testing.T) {
-		e := newS3Env(t)
-		e.api.cfg.PublicURL = "https://s3.example.com"
-		e.alice("POST", "/b/k?uploads", nil).want(t, 200, "")
-		e.alice("PUT", "/b/k?partNumber=1&uploadId=up1", []byte("x")).want(t, 200, "")
-		if got, want := location(t, e.alice("POST", "/b/k?uploadId=up1", complete)), "https://s3.test/b/k"; got != want {
-			t.Errorf("Location %q, want %q", got, want)
-		}
-	})
+	for _, tc := range []struct {
+		name, key, host, domain, publicURL, want string
+	}{
+		{"path style", "dir/my%20file", "", "", "", "http://s3.test/b/dir/my%20file"},
+		{"virtual-host style", "k", "b.s3.test", "s3.test", "", "http://b.s3.test/k"},
+		{"https public URL", "k", "", "", "https://s3.example.com", "https://s3.test/b/k"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newS3Env(t)
+			e.api.cfg.Domain, e.api.cfg.PublicURL = tc.domain, tc.publicURL
+			e.alice("POST", "/b/"+tc.key+"?uploads", nil).want(t, 200, "")
+			e.alice("PUT", "/b/"+tc.key+"?partNumber=1&uploadId=up1", []byte("x")).want(t, 200, "")
+			target := "/b/" + tc.key + "?uploadId=up1"
+			if tc.host != "" {
+				target = "/" + tc.key + "?uploadId=up1"
+			}
+			r := e.do(req{method: "POST", target: target, host: tc.host, body: complete, as: aliceKey})
+			if got := location(t, r); got != tc.want {
+				t.Errorf("Location %q, want %q", got, tc.want)
+			}
+		})
+	}
 }
 
 // TestUnverifiedChecksumRefused: a checksum header of an algorithm S3
