@@ -53,7 +53,7 @@ type Config struct {
 
 	S3Listen    string // --s3-listen, COFFER_S3_LISTEN: S3 API address, "off" to disable; default 127.0.0.1:9000
 	S3Domain    string // --s3-domain: enables virtual-host-style S3 addressing (BUCKET.domain); default none
-	S3PublicURL string // --s3-public-url: base URL clients reach the S3 API at (for presigned URLs); default http(s)://<s3-listen>
+	S3PublicURL string // --s3-public-url: base URL clients reach the S3 API at (for presigned URLs; its scheme for the S3 API's object URLs); default http(s)://<s3-listen>
 	Region      string // --region: the S3 region; default us-east-1
 
 	// TLS: both or neither. With them, both listeners serve HTTPS (HTTP/2

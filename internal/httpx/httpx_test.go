@@ -27,7 +27,17 @@ func TestParseRange(t *testing.T) {
 		{"bytes=2-100", 10, RangeOK, 2, 8},
 		{"bytes=-3", 10, RangeOK, 7, 3},
 		{"bytes=-30", 10, RangeOK, 0, 10},
-		{"BYTES = 1-1", 10, RangeOK, 1, 1},
+		{"BYTES=1-1", 10, RangeOK, 1, 1},
+		{" bytes=1-1 ", 10, RangeOK, 1, 1}, // the field value's own whitespace
+		// RFC 9110's grammar has no whitespace inside the specifier: not
+		// a range, so the whole representation (S3 answers 200 too).
+		{"bytes= -1", 10, RangeNone, 0, 0},
+		{"bytes=0 -1", 10, RangeNone, 0, 0},
+		{"bytes=1- 2", 10, RangeNone, 0, 0},
+		{"bytes =1-1", 10, RangeNone, 0, 0},
+		{"bytes=\t1-1", 10, RangeNone, 0, 0},
+		{"bytes=--1", 10, RangeNone, 0, 0},
+		{"bytes=0--1", 10, RangeNone, 0, 0},
 		{"bytes=10-", 10, RangeUnsatisfiable, 0, 0},
 		{"bytes=10-20", 10, RangeUnsatisfiable, 0, 0},
 		{"bytes=-0", 10, RangeUnsatisfiable, 0, 0},

@@ -21,18 +21,22 @@ const (
 
 // ParseRange evaluates a Range header value for a representation of size
 // bytes. Only a single "bytes" range is served; multiple ranges and
-// malformed values are ignored (RFC 9110 §14.2 allows a server to ignore
-// Range). It returns the start and length of the range for RangeOK.
+// values that are not RFC 9110's syntax are ignored (§14.2 allows a
+// server to ignore Range), as S3 ignores them: the grammar
+// (range-unit "=" first-pos "-" [last-pos], or "-" suffix-length) has no
+// whitespace inside it, so "bytes= -1" or "bytes=0 -1" is not a range;
+// only the whitespace around the field value is not part of it. The unit
+// is compared case-insensitively. It returns the start and length of the
+// range for RangeOK.
 func ParseRange(h string, size int64) (RangeResult, int64, int64) {
 	h = strings.TrimSpace(h)
-	if h == "" {
+	if h == "" || strings.ContainsAny(h, " \t") {
 		return RangeNone, 0, 0
 	}
 	unit, spec, ok := strings.Cut(h, "=")
-	if !ok || !strings.EqualFold(strings.TrimSpace(unit), "bytes") {
+	if !ok || !strings.EqualFold(unit, "bytes") {
 		return RangeNone, 0, 0
 	}
-	spec = strings.TrimSpace(spec)
 	if strings.Contains(spec, ",") {
 		return RangeNone, 0, 0
 	}
@@ -40,7 +44,6 @@ func ParseRange(h string, size int64) (RangeResult, int64, int64) {
 	if !ok {
 		return RangeNone, 0, 0
 	}
-	first, last = strings.TrimSpace(first), strings.TrimSpace(last)
 	if first == "" {
 		// suffix range: the last n bytes
 		n, ok := parseDigits(last)

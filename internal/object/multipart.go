@@ -86,7 +86,7 @@ func (s *Uploads) CreateUpload(ctx context.Context, a Actor, in CreateUploadInpu
 	if err := ValidKey(in.Key); err != nil {
 		return meta.Upload{}, err
 	}
-	if err := validMetadata(in.Metadata); err != nil {
+	if err := ValidMetadata(in.Metadata); err != nil {
 		return meta.Upload{}, err
 	}
 	alg, err := integrity.ParseAlgorithm(in.ChecksumAlgorithm)
@@ -391,7 +391,79 @@ func (s *Uploads) abortUpload(ctx context.Context, u meta.Upload) error {
 // CompleteUpload assembles the listed parts into the upload's object. The
 // object's ETag is S3's: the MD5 of the concatenated binary part MD5s,
 // then "-" and the part count.
+//
+// Completing again (a client whose first answer was lost retries, or two
+// completions race) answers the object the parts made while it is still
+// at the key, as S3 answers 200 for an upload completed a moment ago: see
+// completedWith.
 func (s *Uploads) CompleteUpload(ctx context.Context, a Actor, bucket, key, id string, parts []meta.CompletePart, cond meta.Cond) (meta.Object, error) {
+	o, err := s.completeUpload(ctx, a, bucket, key, id, parts, cond)
+	if e := errcode.As(err); e != nil && e.Code == errcode.NotFound && e.Detail["resource"] == "upload" {
+		if done, ok := s.completedWith(ctx, a, bucket, key, parts); ok {
+			return done, nil
+		}
+	}
+	return o, err
+}
+
+// completedWith returns the object at bucket/key if it is the one the
+// listed parts make: a multipart object whose parts are, in order, parts
+// with the listed ETags. No record of the completed upload is kept: the
+// object itself answers whether these parts made it (the ETags are the
+// parts' MD5s, so the bytes at the key are the bytes the parts held).
+// bucket and key name the object (S3 names both; the file API's
+// completions by ID alone are not answered this way).
+//
+// A completion racing this one may have committed (the upload is gone)
+// without its object being visible yet to this node's metadata cache,
+// which learns of a change just after its commit (metacache's contract):
+// a key that holds another object is looked up again for a moment
+// (completedRecheck) before the answer is no.
+func (s *Uploads) completedWith(ctx context.Context, a Actor, bucket, key string, parts []meta.CompletePart) (meta.Object, bool) {
+	if bucket == "" || key == "" || len(parts) == 0 {
+		return meta.Object{}, false
+	}
+	b, err := s.authorize(ctx, a, bucket, write)
+	if err != nil {
+		return meta.Object{}, false
+	}
+	wait := time.Millisecond
+	for {
+		o, err := b.lookup(ctx, key)
+		if err == nil && madeOf(o, parts) {
+			return o, true
+		}
+		if wait > completedRecheck {
+			return meta.Object{}, false
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return meta.Object{}, false
+		}
+		wait *= 2
+	}
+}
+
+// completedRecheck bounds how long completedWith looks again (in all,
+// about twice this).
+const completedRecheck = 64 * time.Millisecond
+
+// madeOf reports whether o's parts are, in order, parts with the ETags
+// listed.
+func madeOf(o meta.Object, parts []meta.CompletePart) bool {
+	if len(o.Parts) != len(parts) {
+		return false
+	}
+	for i, p := range parts {
+		if strings.Trim(strings.TrimSpace(p.ETag), `"`) != o.Parts[i].ETag {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Uploads) completeUpload(ctx context.Context, a Actor, bucket, key, id string, parts []meta.CompletePart, cond meta.Cond) (meta.Object, error) {
 	u, err := s.GetUpload(ctx, a, bucket, key, id)
 	if err != nil {
 		return meta.Object{}, err

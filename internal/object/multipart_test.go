@@ -6,10 +6,14 @@ import (
 	"encoding/binary"
 	"hash/crc32"
 	"hash/crc64"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
+	"github.com/coffer-storage/coffer/internal/metacache"
 )
 
 // TestMultipartChecksumType: CreateUpload takes the checksum types S3
@@ -91,5 +95,126 @@ func TestMultipartChecksumType(t *testing.T) {
 				t.Errorf("read back %+v, %v; want %+v", r.Object.Checksum, err, want)
 			}
 		})
+	}
+}
+
+// TestCompleteUploadAgain: completing an upload again with the same parts
+// (a client whose first answer was lost retries) answers the object the
+// first completion made, as S3 does (200 with the same ETag), while that
+// object is still at the key; a different parts list, an overwritten
+// object, another user or an upload never completed stay NoSuchUpload.
+func TestCompleteUploadAgain(t *testing.T) {
+	f := newFixture(t, 0)
+	ctx := t.Context()
+	upload := func(key string, parts ...string) (meta.Upload, []meta.CompletePart) {
+		t.Helper()
+		u, err := f.svc.CreateUpload(ctx, f.alice, CreateUploadInput{Bucket: "alice-bucket", Key: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var list []meta.CompletePart
+		for i, data := range parts {
+			p, err := f.svc.PutPart(ctx, f.alice, PartInput{Bucket: "alice-bucket", Key: key, UploadID: u.ID, Number: i + 1,
+				Body: strings.NewReader(data), Size: int64(len(data))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			list = append(list, meta.CompletePart{Number: i + 1, ETag: `"` + p.ETag + `"`})
+		}
+		return u, list
+	}
+	noUpload := func(t *testing.T, err error) {
+		t.Helper()
+		if e := errcode.As(err); e == nil || e.Code != errcode.NotFound || e.Detail["resource"] != "upload" {
+			t.Errorf("got %v, want the upload's NotFound", err)
+		}
+	}
+	first := strings.Repeat("a", MinPartSize)
+	u, parts := upload("k", first, "tail")
+	o, err := f.svc.CompleteUpload(ctx, f.alice, "alice-bucket", "k", u.ID, slices.Clone(parts), meta.Cond{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := f.svc.CompleteUpload(ctx, f.alice, "alice-bucket", "k", u.ID, slices.Clone(parts), meta.Cond{})
+	if err != nil || again.ETag != o.ETag || again.Size != o.Size || !again.ModTime.Equal(o.ModTime) {
+		t.Fatalf("completing again: %+v, %v; want the object %+v", again, err, o)
+	}
+	if got := f.read(t, f.alice, "alice-bucket", "k"); got != first+"tail" {
+		t.Errorf("the object reads %d bytes", len(got))
+	}
+
+	t.Run("another parts list", func(t *testing.T) {
+		_, err := f.svc.CompleteUpload(ctx, f.alice, "alice-bucket", "k", u.ID, parts[:1], meta.Cond{})
+		noUpload(t, err)
+		other := slices.Clone(parts)
+		other[1].ETag = `"00000000000000000000000000000000"`
+		_, err = f.svc.CompleteUpload(ctx, f.alice, "alice-bucket", "k", u.ID, other, meta.Cond{})
+		noUpload(t, err)
+	})
+	t.Run("another key", func(t *testing.T) {
+		_, err := f.svc.CompleteUpload(ctx, f.alice, "alice-bucket", "k2", u.ID, slices.Clone(parts), meta.Cond{})
+		noUpload(t, err)
+	})
+	t.Run("another user", func(t *testing.T) {
+		_, err := f.svc.CompleteUpload(ctx, f.bob, "alice-bucket", "k", u.ID, slices.Clone(parts), meta.Cond{})
+		if !errcode.Is(err, errcode.PermissionDenied) {
+			t.Errorf("bob completing alice's upload again: %v, want PermissionDenied", err)
+		}
+	})
+	t.Run("overwritten", func(t *testing.T) {
+		if _, err := f.put(t, f.alice, "alice-bucket", "k", "new"); err != nil {
+			t.Fatal(err)
+		}
+		_, err := f.svc.CompleteUpload(ctx, f.alice, "alice-bucket", "k", u.ID, slices.Clone(parts), meta.Cond{})
+		noUpload(t, err)
+	})
+	t.Run("aborted", func(t *testing.T) {
+		a, list := upload("aborted", "x")
+		if err := f.svc.AbortUpload(ctx, f.alice, "alice-bucket", "aborted", a.ID); err != nil {
+			t.Fatal(err)
+		}
+		_, err := f.svc.CompleteUpload(ctx, f.alice, "alice-bucket", "aborted", a.ID, list, meta.Cond{})
+		noUpload(t, err)
+	})
+}
+
+// TestCompleteUploadAgainCached: a completion that finds the upload gone
+// because another completion of it just committed answers the object
+// even when this node's metadata cache still holds the key's previous
+// object for a moment (the cache learns of a change just after its
+// commit; from another node, a notification later). Here the other
+// completion goes around the cache entirely, and the stale entry lives
+// until its TTL (10ms), well within the time completedWith looks again.
+func TestCompleteUploadAgainCached(t *testing.T) {
+	var raw meta.Stores
+	f := newFixtureOver(t, 0, func(m meta.Stores) meta.Stores {
+		raw = m
+		return metacache.NewStore(m, metacache.NewBus(), metacache.StoreOptions{
+			Objects: metacache.Options{TTL: 10 * time.Millisecond}, Buckets: metacache.Options{TTL: time.Minute}}).Stores()
+	})
+	other := New(StoresOf(raw), f.blobs, testConfig(func(c *Config) { c.GarbageGrace, c.InlineMax = time.Nanosecond, 0 }), nil)
+	ctx := t.Context()
+	if _, err := f.put(t, f.alice, "alice-bucket", "k", "the previous object"); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.read(t, f.alice, "alice-bucket", "k"); got != "the previous object" { // now cached
+		t.Fatalf("read %q", got)
+	}
+	u, err := f.svc.CreateUpload(ctx, f.alice, CreateUploadInput{Bucket: "alice-bucket", Key: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := f.svc.PutPart(ctx, f.alice, PartInput{Bucket: "alice-bucket", Key: "k", UploadID: u.ID, Number: 1, Body: strings.NewReader("new"), Size: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := []meta.CompletePart{{Number: 1, ETag: p.ETag}}
+	done, err := other.CompleteUpload(ctx, f.alice, "alice-bucket", "k", u.ID, slices.Clone(parts), meta.Cond{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := f.svc.CompleteUpload(ctx, f.alice, "alice-bucket", "k", u.ID, slices.Clone(parts), meta.Cond{})
+	if err != nil || again.ETag != done.ETag {
+		t.Fatalf("completing again through the cache: %q, %v; want %q", again.ETag, err, done.ETag)
 	}
 }

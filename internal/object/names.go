@@ -1,6 +1,7 @@
 package object
 
 import (
+	"fmt"
 	"strings"
 	"unicode/utf8"
 
@@ -98,7 +99,10 @@ func looksLikeIPv4(s string) bool {
 // MaxMetadataSize bounds user metadata (names + values), like S3's 2 KiB.
 const MaxMetadataSize = 2048
 
-func validMetadata(m map[string]string) error {
+// ValidMetadata checks user metadata: non-empty UTF-8 names, UTF-8
+// values, MaxMetadataSize bytes in all (TooLarge with Detail["reason"]
+// "metadata_too_large": S3's MetadataTooLarge).
+func ValidMetadata(m map[string]string) error {
 	n := 0
 	for k, v := range m {
 		n += len(k) + len(v)
@@ -107,7 +111,8 @@ func validMetadata(m map[string]string) error {
 		}
 	}
 	if n > MaxMetadataSize {
-		return errcode.New(errcode.TooLarge, "user metadata exceeds %d bytes", MaxMetadataSize)
+		return &errcode.Error{Code: errcode.TooLarge, Message: fmt.Sprintf("user metadata exceeds %d bytes", MaxMetadataSize),
+			Detail: map[string]any{"reason": "metadata_too_large"}}
 	}
 	return nil
 }

@@ -41,13 +41,24 @@ func testConfig(change func(*Config)) Config {
 
 func newFixture(t testing.TB, quota int64) *fixture {
 	t.Helper()
+	return newFixtureOver(t, quota, nil)
+}
+
+// newFixtureOver is newFixture with the metadata store wrapped by wrap
+// (nil: as it is), e.g. in the metadata cache as coffer serve runs it.
+func newFixtureOver(t testing.TB, quota int64, wrap func(meta.Stores) meta.Stores) *fixture {
+	t.Helper()
 	m, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "meta.db"), sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close() })
 	b := memblob.New()
-	f := &fixture{meta: StoresOf(m.Stores()), blobs: b, alice: Actor{UserID: "alice"}, bob: Actor{UserID: "bob"}}
+	stores := m.Stores()
+	if wrap != nil {
+		stores = wrap(stores)
+	}
+	f := &fixture{meta: StoresOf(stores), blobs: b, alice: Actor{UserID: "alice"}, bob: Actor{UserID: "bob"}}
 	now := time.Now().UTC()
 	for _, u := range []string{"alice", "bob"} {
 		if err := m.CreateUser(context.Background(), meta.User{ID: u, Email: u + "@x.io", QuotaBytes: quota, CreatedAt: now},

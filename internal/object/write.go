@@ -83,7 +83,7 @@ func (s *core) newIncoming(ctx context.Context, a Actor, in PutInput, from *copy
 	if err := ValidKey(in.Key); err != nil {
 		return nil, err
 	}
-	if err := validMetadata(in.Metadata); err != nil {
+	if err := ValidMetadata(in.Metadata); err != nil {
 		return nil, err
 	}
 	b, err := s.authorize(ctx, a, in.Bucket, write)

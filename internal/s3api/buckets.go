@@ -3,6 +3,7 @@ package s3api
 import (
 	"encoding/base64"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -24,16 +25,50 @@ func (api *API) listBuckets(q *request) (response, error) {
 	if err := api.requireAuth(q); err != nil {
 		return nil, err
 	}
+	v := q.URL.Query()
+	limit := -1 // all
+	if v.Has("max-buckets") {
+		n, err := strconv.Atoi(v.Get("max-buckets"))
+		if err != nil || n < 1 || n > maxBucketsPage {
+			return nil, s3err.New(s3err.InvalidArgument, "Argument max-buckets must be an integer between 1 and 10000.")
+		}
+		limit = n
+	} else if v.Has("prefix") || v.Has("continuation-token") || v.Has("bucket-region") {
+		limit = maxBucketsPage // S3's page when any of them is given
+	}
+	after := ""
+	if token := v.Get("continuation-token"); token != "" {
+		b, err := base64.RawURLEncoding.DecodeString(token)
+		if err != nil || len(b) == 0 {
+			return nil, s3err.New(s3err.InvalidArgument, "The continuation token provided is incorrect")
+		}
+		after = string(b)
+	}
 	bs, err := api.buckets.ListBuckets(ctxOf(q), q.actor)
 	if err != nil {
 		return nil, err
 	}
-	res := listAllMyBucketsResult{Xmlns: s3NS, Owner: ownerOf(q.actor.UserID), Buckets: []bucketInfo{}}
+	slices.SortFunc(bs, func(a, b meta.Bucket) int { return strings.Compare(a.Name, b.Name) })
+	prefix := v.Get("prefix")
+	res := listAllMyBucketsResult{Xmlns: s3NS, Owner: ownerOf(q.actor.UserID), Buckets: []bucketInfo{}, Prefix: prefix}
+	if r := v.Get("bucket-region"); r != "" && r != api.cfg.Region {
+		return xmlResponse{body: res}, nil // every bucket is in the server's region
+	}
 	for _, b := range bs {
-		res.Buckets = append(res.Buckets, bucketInfo{Name: b.Name, CreationDate: iso8601(b.CreatedAt)})
+		if !strings.HasPrefix(b.Name, prefix) || b.Name <= after {
+			continue
+		}
+		if len(res.Buckets) == limit {
+			res.ContinuationToken = base64.RawURLEncoding.EncodeToString([]byte(res.Buckets[limit-1].Name))
+			break
+		}
+		res.Buckets = append(res.Buckets, bucketInfo{Name: b.Name, CreationDate: iso8601(b.CreatedAt), BucketRegion: api.cfg.Region})
 	}
 	return xmlResponse{body: res}, nil
 }
+
+// maxBucketsPage is S3's largest ListBuckets page (max-buckets).
+const maxBucketsPage = 10000
 
 func (api *API) createBucket(q *request) (response, error) {
 	if err := api.requireAuth(q); err != nil {

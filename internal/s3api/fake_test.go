@@ -120,12 +120,17 @@ type req struct {
 	payload        string   // x-amz-content-sha256; "" the body's SHA-256
 	remote         string   // RemoteAddr; "" 127.0.0.1:4321
 	length         int64    // Content-Length if not 0 (-1: unknown)
+	host           string   // Host; "" s3.test
 }
 
 // do sends r through the API.
 func (e *s3Env) do(r req) s3Result {
 	e.t.Helper()
-	hr := httptest.NewRequest(r.method, "http://s3.test"+r.target, bytes.NewReader(r.body))
+	host := "s3.test"
+	if r.host != "" {
+		host = r.host
+	}
+	hr := httptest.NewRequest(r.method, "http://"+host+r.target, bytes.NewReader(r.body))
 	hr.RemoteAddr = "127.0.0.1:4321"
 	if r.remote != "" {
 		hr.RemoteAddr = r.remote

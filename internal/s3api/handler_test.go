@@ -147,6 +147,10 @@ func TestGetRanges(t *testing.T) {
 		{"starting at the end", "/b/k", []string{"Range", "bytes=100-"}, 416, s3err.InvalidRange, "bytes */100", 0, 0},
 		{"malformed: ignored", "/b/k", []string{"Range", "bytes=9-1"}, 200, "", "", 0, 100},
 		{"other unit: ignored", "/b/k", []string{"Range", "items=1-2"}, 200, "", "", 0, 100},
+		// Not RFC 9110's syntax (no whitespace inside it): S3 ignores it.
+		{"space before a suffix: ignored", "/b/k", []string{"Range", "bytes= -1"}, 200, "", "", 0, 100},
+		{"space inside: ignored", "/b/k", []string{"Range", "bytes=0 -1"}, 200, "", "", 0, 100},
+		{"negative end: ignored", "/b/k", []string{"Range", "bytes=0--1"}, 200, "", "", 0, 100},
 		{"If-Range the ETag", "/b/k", []string{"Range", "bytes=0-9", "If-Range", etag}, 206, "", "bytes 0-9/100", 0, 10},
 		{"If-Range the date", "/b/k", []string{"Range", "bytes=0-9", "If-Range", testMod.Format(http.TimeFormat)}, 206, "", "bytes 0-9/100", 0, 10},
 		{"If-Range stale", "/b/k", []string{"Range", "bytes=0-9", "If-Range", `"stale"`}, 200, "", "", 0, 100},
@@ -313,7 +317,11 @@ func TestCopySource(t *testing.T) {
 		// UploadPartCopy.
 		{"part", "/b/k?partNumber=1&uploadId=up1", []string{"X-Amz-Copy-Source", "/b/src"}, 200, "", "source"},
 		{"part range", "/b/k?partNumber=1&uploadId=up1", []string{"X-Amz-Copy-Source", "/b/src", "X-Amz-Copy-Source-Range", "bytes=1-3"}, 200, "", "our"},
-		{"part range past the end", "/b/k?partNumber=1&uploadId=up1", []string{"X-Amz-Copy-Source", "/b/src", "X-Amz-Copy-Source-Range", "bytes=1-30"}, 200, "", "ource"},
+		{"part range to the end", "/b/k?partNumber=1&uploadId=up1", []string{"X-Amz-Copy-Source", "/b/src", "X-Amz-Copy-Source-Range", "bytes=1-5"}, 200, "", "ource"},
+		// S3 copies exactly the range asked for, or refuses it ("Range
+		// specified is not valid for source object of size").
+		{"part range past the end", "/b/k?partNumber=1&uploadId=up1", []string{"X-Amz-Copy-Source", "/b/src", "X-Amz-Copy-Source-Range", "bytes=1-6"}, 400, s3err.InvalidArgument, ""},
+		{"part range open-ended", "/b/k?partNumber=1&uploadId=up1", []string{"X-Amz-Copy-Source", "/b/src", "X-Amz-Copy-Source-Range", "bytes=1-"}, 400, s3err.InvalidArgument, ""},
 		{"part suffix range", "/b/k?partNumber=1&uploadId=up1", []string{"X-Amz-Copy-Source", "/b/src", "X-Amz-Copy-Source-Range", "bytes=-3"}, 400, s3err.InvalidArgument, ""},
 		{"part range beyond", "/b/k?partNumber=1&uploadId=up1", []string{"X-Amz-Copy-Source", "/b/src", "X-Amz-Copy-Source-Range", "bytes=10-20"}, 400, s3err.InvalidArgument, ""},
 		{"part if-match another", "/b/k?partNumber=1&uploadId=up1", []string{"X-Amz-Copy-Source", "/b/src", "X-Amz-Copy-Source-If-Match", `"0123"`}, 412, s3err.PreconditionFailed, ""},
@@ -865,6 +873,10 @@ func TestBadInput(t *testing.T) {
 		{"UploadPart without a length", req{method: "PUT", target: "/b/k?partNumber=1&uploadId=up1", body: data, length: -1}, 411, s3err.MissingContentLength},
 		{"Content-MD5 not base64", req{method: "PUT", target: "/b/k", body: data, hdr: []string{"Content-MD5", "!!"}}, 400, s3err.InvalidDigest},
 		{"Content-MD5 short", req{method: "PUT", target: "/b/k", body: data, hdr: []string{"Content-MD5", "AAAA"}}, 400, s3err.InvalidDigest},
+		{"Content-MD5 empty", req{method: "PUT", target: "/b/k", body: data, hdr: []string{"Content-MD5", ""}}, 400, s3err.InvalidDigest},
+		{"checksum empty", req{method: "PUT", target: "/b/k", body: data, hdr: []string{"X-Amz-Checksum-Crc32", ""}}, 400, s3err.InvalidDigest},
+		{"two checksums, empty", req{method: "PUT", target: "/b/k", body: data, hdr: []string{"X-Amz-Checksum-Crc32", "", "X-Amz-Checksum-Sha1", ""}}, 400, s3err.InvalidRequest},
+		{"part checksum empty", req{method: "PUT", target: "/b/k?partNumber=1&uploadId=up1", body: data, hdr: []string{"X-Amz-Checksum-Sha1", ""}}, 400, s3err.InvalidDigest},
 		{"Content-MD5 mismatch", req{method: "PUT", target: "/b/k", body: data, hdr: []string{"Content-MD5", md5B64([]byte("other"))}}, 400, s3err.BadDigest},
 		{"checksum malformed", req{method: "PUT", target: "/b/k", body: data, hdr: []string{"X-Amz-Checksum-Crc32", "AAAA"}}, 400, s3err.InvalidDigest},
 		{"checksum of another size", req{method: "PUT", target: "/b/k", body: data, hdr: []string{"X-Amz-Checksum-Sha256", crc}}, 400, s3err.InvalidDigest},

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/coffer-storage/coffer/internal/httpx"
+	"github.com/coffer-storage/coffer/internal/integrity"
 	"github.com/coffer-storage/coffer/internal/meta"
 	"github.com/coffer-storage/coffer/internal/object"
 	"github.com/coffer-storage/coffer/internal/s3api/s3err"
@@ -17,7 +18,7 @@ func (api *API) createMultipartUpload(q *request) (response, error) {
 		return nil, err
 	}
 	u, err := api.uploads.CreateUpload(ctxOf(q), q.actor, object.CreateUploadInput{
-		Bucket: q.bucket, Key: q.key, ContentType: q.Header.Get("Content-Type"),
+		Bucket: q.bucket, Key: q.key, ContentType: contentType(q.Header),
 		Metadata: userMetadata(q.Header), ChecksumAlgorithm: q.Header.Get("X-Amz-Checksum-Algorithm"),
 		ChecksumType: q.Header.Get("X-Amz-Checksum-Type"), SSE: sse,
 	})
@@ -85,12 +86,23 @@ func (api *API) uploadPart(q *request) (response, error) {
 	if keyMD5 != "" {
 		sseCHeaders(h, keyMD5)
 	}
-	if p.Checksum != "" {
-		if u, err := api.uploads.GetUpload(ctxOf(q), q.actor, q.bucket, q.key, p.UploadID); err == nil && u.ChecksumAlgorithm != "" {
-			h.Set(storedAlgorithm(u.ChecksumAlgorithm).Header(), p.Checksum)
-		}
+	if c := api.partChecksum(q, p); c.alg != integrity.NoChecksum {
+		h.Set(c.alg.Header(), c.value)
 	}
 	return empty{header: h}, nil
+}
+
+// partChecksum is part p's checksum in its upload's algorithm (none if
+// either is missing).
+func (api *API) partChecksum(q *request, p meta.Part) checksumElement {
+	if p.Checksum == "" {
+		return checksumElement{}
+	}
+	u, err := api.uploads.GetUpload(ctxOf(q), q.actor, q.bucket, q.key, p.UploadID)
+	if err != nil {
+		return checksumElement{}
+	}
+	return checksumElement{storedAlgorithm(u.ChecksumAlgorithm), p.Checksum}
 }
 
 func (api *API) uploadPartCopy(q *request) (response, error) {
@@ -124,11 +136,10 @@ func (api *API) uploadPartCopy(q *request) (response, error) {
 	}
 	offset, length := int64(0), src.Object.Size
 	if rg := q.Header.Get("X-Amz-Copy-Source-Range"); rg != "" {
-		res, s, l := httpx.ParseRange(rg, src.Object.Size)
-		if res != httpx.RangeOK || strings.HasPrefix(strings.TrimSpace(strings.TrimPrefix(rg, "bytes=")), "-") {
-			return nil, s3err.New(s3err.InvalidArgument, "The x-amz-copy-source-range value must be of the form bytes=first-last where first and last are the zero-based offsets of the first and last bytes to copy")
+		var err error
+		if offset, length, err = copySourceRange(rg, src.Object.Size); err != nil {
+			return nil, err
 		}
-		offset, length = s, l
 	}
 	if length > object.MaxPartSize {
 		return nil, s3err.New(s3err.EntityTooLarge, "")
@@ -144,7 +155,24 @@ func (api *API) uploadPartCopy(q *request) (response, error) {
 	if keyMD5 != "" {
 		sseCHeaders(h, keyMD5)
 	}
-	return xmlResponse{header: h, body: copyPartResult{Xmlns: s3NS, LastModified: iso8601(p.ModTime), ETag: `"` + p.ETag + `"`}}, nil
+	return xmlResponse{header: h, body: copyPartResult{Xmlns: s3NS, LastModified: iso8601(p.ModTime), ETag: `"` + p.ETag + `"`,
+		Checksum: api.partChecksum(q, p)}}, nil
+}
+
+// copySourceRange parses x-amz-copy-source-range: bytes=first-last, both
+// given (no suffix or open-ended range), within the source's size bytes;
+// S3 copies exactly that range or refuses it, never a clipped one.
+func copySourceRange(rg string, size int64) (offset, length int64, err error) {
+	res, s, l := httpx.ParseRange(rg, size)
+	_, spec, _ := strings.Cut(rg, "=") // the unit is ParseRange's to check
+	first, last, _ := strings.Cut(spec, "-")
+	if res == httpx.RangeNone || first == "" || last == "" {
+		return 0, 0, s3err.New(s3err.InvalidArgument, "The x-amz-copy-source-range value must be of the form bytes=first-last where first and last are the zero-based offsets of the first and last bytes to copy")
+	}
+	if end, perr := strconv.ParseInt(last, 10, 64); res != httpx.RangeOK || perr != nil || end >= size {
+		return 0, 0, s3err.New(s3err.InvalidArgument, "Range specified is not valid for source object of size: "+strconv.FormatInt(size, 10))
+	}
+	return s, l, nil
 }
 
 func (api *API) completeMultipartUpload(q *request) (response, error) {
@@ -179,7 +207,7 @@ func (api *API) completeMultipartUpload(q *request) (response, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := completeMultipartUploadResult{Xmlns: s3NS, Location: "/" + q.bucket + "/" + q.key, Bucket: q.bucket, Key: q.key, ETag: `"` + o.ETag + `"`,
+	res := completeMultipartUploadResult{Xmlns: s3NS, Location: api.objectURL(q), Bucket: q.bucket, Key: q.key, ETag: `"` + o.ETag + `"`,
 		Checksum: checksumElement{storedAlgorithm(o.Checksum.Algorithm), o.Checksum.Value}, ChecksumType: o.Checksum.Type}
 	h := http.Header{}
 	sseHeaders(h, object.EncryptionOf(o))

@@ -37,13 +37,26 @@ func userMetadata(h http.Header) map[string]string {
 	return md
 }
 
-// contentMD5 decodes Content-MD5; malformed is InvalidDigest.
+// defaultContentType is what S3 stores for an object written without a
+// Content-Type (it does not guess from the key, as the file API does).
+const defaultContentType = "binary/octet-stream"
+
+// contentType is the request's Content-Type, or S3's default.
+func contentType(h http.Header) string {
+	if ct := h.Get("Content-Type"); ct != "" {
+		return ct
+	}
+	return defaultContentType
+}
+
+// contentMD5 decodes Content-MD5; malformed (empty too: a header sent
+// is a digest to check) is InvalidDigest.
 func contentMD5(h http.Header) ([]byte, error) {
-	v := h.Get("Content-Md5")
-	if v == "" {
+	vs := h.Values("Content-Md5")
+	if len(vs) == 0 {
 		return nil, nil
 	}
-	b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(v))
+	b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(vs[0]))
 	if err != nil || len(b) != 16 {
 		return nil, s3err.New(s3err.InvalidDigest, "")
 	}
@@ -53,20 +66,24 @@ func contentMD5(h http.Header) ([]byte, error) {
 // headerChecksum finds an x-amz-checksum-<alg> header (not a trailer):
 // its algorithm and digest; without one, the algorithm of
 // x-amz-sdk-checksum-algorithm if it names one (computed, not checked).
+// More than one is InvalidRequest, whatever their values; a malformed
+// (or empty) value InvalidDigest.
 func headerChecksum(h http.Header) (alg integrity.Algorithm, want []byte, err error) {
 	for _, a := range integrity.Algorithms {
-		v := h.Get(a.Header())
-		if v == "" {
+		if len(h.Values(a.Header())) == 0 {
 			continue
-		}
-		b, ok := a.Decode(v)
-		if !ok {
-			return 0, nil, s3err.New(s3err.InvalidDigest, a.Header()+" is malformed")
 		}
 		if alg != integrity.NoChecksum {
 			return 0, nil, s3err.New(s3err.InvalidRequest, "Expecting a single x-amz-checksum- header")
 		}
-		alg, want = a, b
+		alg = a
+	}
+	if alg != integrity.NoChecksum {
+		var ok bool
+		if want, ok = alg.Decode(h.Get(alg.Header())); !ok { // an empty value is malformed too
+			return 0, nil, s3err.New(s3err.InvalidDigest, alg.Header()+" is malformed")
+		}
+		return alg, want, nil
 	}
 	if alg == integrity.NoChecksum {
 		alg, _ = integrity.ParseAlgorithm(h.Get("X-Amz-Sdk-Checksum-Algorithm"))
@@ -121,11 +138,9 @@ func (api *API) putObject(q *request) (response, error) {
 	if err != nil {
 		return nil, err
 	}
-	ct := q.Header.Get("Content-Type")
-	if ct != "" {
-		if _, _, err := mime.ParseMediaType(ct); err != nil {
-			return nil, s3err.New(s3err.InvalidArgument, "Content-Type is malformed")
-		}
+	ct := contentType(q.Header)
+	if _, _, err := mime.ParseMediaType(ct); err != nil {
+		return nil, s3err.New(s3err.InvalidArgument, "Content-Type is malformed")
 	}
 	sse, keyMD5, err := writeSSE(q)
 	if err != nil {
@@ -350,7 +365,7 @@ func (api *API) copyObject(q *request) (response, error) {
 	}
 	in := object.CopyInput{DstBucket: q.bucket, DstKey: q.key, Cond: cond, ReplaceMetadata: replace, SSE: sse}
 	if replace {
-		in.ContentType, in.Metadata = q.Header.Get("Content-Type"), userMetadata(q.Header)
+		in.ContentType, in.Metadata = contentType(q.Header), userMetadata(q.Header)
 	}
 	o, err := api.objects.CopyFrom(ctxOf(q), q.actor, src, in)
 	if err != nil {
@@ -361,7 +376,12 @@ func (api *API) copyObject(q *request) (response, error) {
 	if keyMD5 != "" {
 		sseCHeaders(h, keyMD5)
 	}
-	return xmlResponse{header: h, body: copyObjectResult{Xmlns: s3NS, LastModified: iso8601(o.ModTime), ETag: `"` + o.ETag + `"`}}, nil
+	res := copyObjectResult{Xmlns: s3NS, LastModified: iso8601(o.ModTime), ETag: `"` + o.ETag + `"`,
+		Checksum: checksumElement{storedAlgorithm(o.Checksum.Algorithm), o.Checksum.Value}}
+	if res.Checksum.alg != integrity.NoChecksum {
+		res.ChecksumType = o.Checksum.Type
+	}
+	return xmlResponse{header: h, body: res}, nil
 }
 
 func (api *API) deleteObject(q *request) (response, error) {

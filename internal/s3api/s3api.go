@@ -50,6 +50,11 @@ type Config struct {
 	// Domain enables virtual-host-style addressing: requests to
 	// BUCKET.Domain address BUCKET (--s3-domain). Empty disables it.
 	Domain string
+	// PublicURL is the base URL clients reach the S3 API at
+	// (--s3-public-url; empty: unset): when it is https, so are the object
+	// URLs the API answers with, though a proxy in front of it speaks
+	// plain HTTP to it.
+	PublicURL string
 	// MaxXMLBody bounds XML request bodies.
 	MaxXMLBody int64
 	// Now is the clock of signature checks: nil is time.Now (tests set
@@ -57,10 +62,10 @@ type Config struct {
 	Now func() time.Time
 }
 
-// ConfigFrom returns the S3 API's configuration in c: its region, domain
-// and XML body bound.
+// ConfigFrom returns the S3 API's configuration in c: its region, domain,
+// public URL and XML body bound.
 func ConfigFrom(c config.Config) Config {
-	return Config{Region: c.Region, Domain: c.S3Domain, MaxXMLBody: c.MaxXMLBody}
+	return Config{Region: c.Region, Domain: c.S3Domain, PublicURL: c.S3PublicURL, MaxXMLBody: c.MaxXMLBody}
 }
 
 // API is the S3 API.
@@ -201,6 +206,18 @@ func (api *API) address(r *http.Request) (bucket, key string) {
 	}
 	bucket, key, _ = strings.Cut(p, "/")
 	return bucket, key
+}
+
+// objectURL is the absolute URL of the object q addresses, as the client
+// addressed it (its Host, and the path it sent: path or virtual-host
+// style, escaped as it was); https when q came over TLS or the public URL
+// is https.
+func (api *API) objectURL(q *request) string {
+	scheme := "http"
+	if q.TLS != nil || strings.HasPrefix(strings.ToLower(api.cfg.PublicURL), "https://") {
+		scheme = "https"
+	}
+	return scheme + "://" + q.Host + q.URL.EscapedPath()
 }
 
 // virtualHostBucket returns the bucket the Host header names

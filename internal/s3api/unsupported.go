@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/coffer-storage/coffer/internal/integrity"
 	"github.com/coffer-storage/coffer/internal/s3api/s3err"
 )
 
@@ -121,6 +122,11 @@ func rules() []rule {
 		{name: "x-amz-checksum-*", ops: []string{"CompleteMultipartUpload"},
 			why: "Coffer does not verify a whole-object checksum at CompleteMultipartUpload (the parts' checksums are verified as they arrive)"},
 		{name: "x-amz-mp-object-size", ops: []string{"CompleteMultipartUpload"}, why: "Coffer does not verify x-amz-mp-object-size"},
+		// A checksum of an algorithm Coffer does not verify (S3's SHA512,
+		// MD5, XXHASH64, XXHASH3, XXHASH128, or a name S3 does not know):
+		// refused, never stored as if it had been checked.
+		{name: "x-amz-checksum-*", notOps: []string{"CompleteMultipartUpload"}, except: readChecksumHeaders(),
+			why: "Coffer verifies CRC32, CRC32C, CRC64NVME, SHA1 and SHA256 checksums only"},
 		// Versions: buckets are never versioned; "null" is every
 		// object's only version.
 		{name: "versionId", param: true, ops: []string{"GetObject", "HeadObject", "DeleteObject"}, allow: []string{"null"},
@@ -145,6 +151,16 @@ func rules() []rule {
 		{name: "x-amz-optional-object-attributes", ops: []string{"ListObjects", "ListObjectsV2"}, allow: []string{"RestoreStatus"},
 			code: s3err.InvalidArgument, why: "x-amz-optional-object-attributes must be RestoreStatus"},
 	}
+}
+
+// readChecksumHeaders are the x-amz-checksum-* headers Coffer reads: one per
+// algorithm it verifies, and the algorithm, type and mode headers.
+func readChecksumHeaders() []string {
+	hs := []string{"x-amz-checksum-algorithm", "x-amz-checksum-type", "x-amz-checksum-mode"}
+	for _, a := range integrity.Algorithms {
+		hs = append(hs, strings.ToLower(a.Header()))
+	}
+	return hs
 }
 
 func anyValue(string) bool { return true }

@@ -18,15 +18,18 @@ type owner struct {
 }
 
 type listAllMyBucketsResult struct {
-	XMLName xml.Name     `xml:"ListAllMyBucketsResult"`
-	Xmlns   string       `xml:"xmlns,attr"`
-	Owner   owner        `xml:"Owner"`
-	Buckets []bucketInfo `xml:"Buckets>Bucket"`
+	XMLName           xml.Name     `xml:"ListAllMyBucketsResult"`
+	Xmlns             string       `xml:"xmlns,attr"`
+	Owner             owner        `xml:"Owner"`
+	Buckets           []bucketInfo `xml:"Buckets>Bucket"`
+	ContinuationToken string       `xml:"ContinuationToken,omitempty"`
+	Prefix            string       `xml:"Prefix,omitempty"`
 }
 
 type bucketInfo struct {
 	Name         string `xml:"Name"`
 	CreationDate string `xml:"CreationDate"`
+	BucketRegion string `xml:"BucketRegion,omitempty"`
 }
 
 type locationConstraint struct {
@@ -97,17 +100,20 @@ type listBucketResultV1 struct {
 }
 
 type copyObjectResult struct {
-	XMLName      xml.Name `xml:"CopyObjectResult"`
-	Xmlns        string   `xml:"xmlns,attr"`
-	LastModified string   `xml:"LastModified"`
-	ETag         string   `xml:"ETag"`
+	XMLName      xml.Name        `xml:"CopyObjectResult"`
+	Xmlns        string          `xml:"xmlns,attr"`
+	LastModified string          `xml:"LastModified"`
+	ETag         string          `xml:"ETag"`
+	ChecksumType string          `xml:"ChecksumType,omitempty"`
+	Checksum     checksumElement // of the copy, if it has one
 }
 
 type copyPartResult struct {
-	XMLName      xml.Name `xml:"CopyPartResult"`
-	Xmlns        string   `xml:"xmlns,attr"`
-	LastModified string   `xml:"LastModified"`
-	ETag         string   `xml:"ETag"`
+	XMLName      xml.Name        `xml:"CopyPartResult"`
+	Xmlns        string          `xml:"xmlns,attr"`
+	LastModified string          `xml:"LastModified"`
+	ETag         string          `xml:"ETag"`
+	Checksum     checksumElement // of the part, in its upload's algorithm
 }
 
 // deleteRequest is the body of DeleteObjects.

@@ -5,7 +5,7 @@
 // It keeps enough of the service's contracts for the handlers' behaviour
 // to show: owners do anything in their buckets, anyone reads a
 // public-read bucket, anonymous callers are Unauthenticated; keys are
-// checked with object.ValidKey; write conditions go through
+// checked with object.ValidKey, user metadata with object.ValidMetadata; write conditions go through
 // meta.Cond.Check; a body is read through an integrity.Reader with the
 // size and digests the handler announced, so a mismatch fails as the
 // service's does; objects written with SSE get an envelope that
@@ -156,6 +156,9 @@ func (f *Service) write(a object.Actor, bucket, key string, cond meta.Cond, body
 		return meta.Object{}, err
 	}
 	if err := object.ValidKey(key); err != nil {
+		return meta.Object{}, err
+	}
+	if err := object.ValidMetadata(md); err != nil {
 		return meta.Object{}, err
 	}
 	cur, exists := f.Objects[bucket+"/"+key]
@@ -393,7 +396,15 @@ func (f *Service) CopyFrom(ctx context.Context, a object.Actor, src *object.Read
 	if in.ReplaceMetadata {
 		ct, md = in.ContentType, in.Metadata
 	}
-	o, err := f.write(a, in.DstBucket, in.DstKey, in.Cond, rc, integrity.Options{Size: src.Object.Size}, ct, md, in.SSE)
+	opts := integrity.Options{Size: src.Object.Size}
+	if c := src.Object.Checksum; c.Algorithm != "" && c.Type == "FULL_OBJECT" {
+		// The service's rule: a copy keeps (and verifies) its source's
+		// whole-object checksum.
+		if want, err := base64.StdEncoding.DecodeString(c.Value); err == nil {
+			opts.ChecksumAlgorithm, opts.ChecksumWant = c.Algorithm, want
+		}
+	}
+	o, err := f.write(a, in.DstBucket, in.DstKey, in.Cond, rc, opts, ct, md, in.SSE)
 	if err != nil {
 		return meta.Object{}, err
 	}
@@ -485,6 +496,9 @@ func (f *Service) CreateUpload(_ context.Context, a object.Actor, in object.Crea
 		in.ChecksumType = typ.String()
 	}
 	if _, err := f.authorize(a, in.Bucket, true); err != nil {
+		return meta.Upload{}, err
+	}
+	if err := object.ValidMetadata(in.Metadata); err != nil {
 		return meta.Upload{}, err
 	}
 	u := meta.Upload{ID: fmt.Sprintf("up%d", len(f.Uploads)+1), Bucket: in.Bucket, Key: in.Key, InitiatorID: a.UserID,

@@ -56,6 +56,7 @@ var (
 	InvalidRange                      = def("InvalidRange", 416, "The requested range is not satisfiable.")
 	InvalidRequest                    = def("InvalidRequest", 400, "Invalid Request.")
 	KeyTooLongError                   = def("KeyTooLongError", 400, "Your key is too long.")
+	MetadataTooLarge                  = def("MetadataTooLarge", 400, "Your metadata headers exceed the maximum allowed metadata size.")
 	MalformedXML                      = def("MalformedXML", 400, "The XML you provided was not well-formed or did not validate against our published schema.")
 	MethodNotAllowed                  = def("MethodNotAllowed", 405, "The specified method is not allowed against this resource.")
 	MissingContentLength              = def("MissingContentLength", 411, "You must provide the Content-Length HTTP header.")
@@ -184,6 +185,9 @@ func Translate(err error) APIError {
 		}
 		return Table[AccessDenied]
 	case errcode.TooLarge:
+		if reason == "metadata_too_large" {
+			return row(MetadataTooLarge)
+		}
 		return row(EntityTooLarge)
 	case errcode.QuotaExceeded:
 		return Table[QuotaExceeded]
