@@ -83,10 +83,17 @@ func newKeyID() string {
 	return "CF" + strings.ToUpper(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b))[:18]
 }
 
+// newSecret returns a random secret access key that does not start with
+// '-', which command lines take for an option (aws configure set
+// aws_secret_access_key -… fails), as newUploadID.
 func newSecret() string {
 	b := make([]byte, 30)
-	rand.Read(b)
-	return base64.RawURLEncoding.EncodeToString(b)
+	for {
+		rand.Read(b)
+		if s := base64.RawURLEncoding.EncodeToString(b); s[0] != '-' {
+			return s
+		}
+	}
 }
 
 // Keys is the S3 access keys: creating, listing and revoking a user's

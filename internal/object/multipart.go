@@ -155,10 +155,18 @@ func (n *native) createUpload(ctx context.Context, a Actor, in CreateUploadInput
 	return u, nil
 }
 
+// newUploadID returns a random upload ID that does not start with '-':
+// command-line parsers take such a value for an option (aws s3api
+// abort-multipart-upload --upload-id -1gu… fails with "expected one
+// argument"; 1 upload in 64 did).
 func newUploadID() string {
 	b := make([]byte, 24)
-	rand.Read(b)
-	return base64.RawURLEncoding.EncodeToString(b)
+	for {
+		rand.Read(b)
+		if id := base64.RawURLEncoding.EncodeToString(b); id[0] != '-' {
+			return id
+		}
+	}
 }
 
 // GetUpload returns an upload in progress in a bucket a owns. bucket and
