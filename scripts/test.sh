@@ -235,6 +235,14 @@ fuzz() { # package target seconds
     if [ -n "$(git status --porcelain -- "$1/testdata/fuzz" 2>/dev/null)" ]; then
       go test -run "^$2\$" "$1"; exit 1
     fi
+    # Go 1.26's coordinator can report its own -fuzztime deadline as a
+    # failure when a worker is mid-input as time runs out on a loaded
+    # machine (golang/go#75804, fixed in Go 1.27): a bare "context deadline
+    # exceeded" with no input written is the full run, not a finding.
+    if grep -q '^    context deadline exceeded$' "$log" && ! grep -q 'Failing input written' "$log"; then
+      echo "fuzz $2 ok (ran its time; Go's coordinator reported its own deadline, golang/go#75804, no input written)"
+      rm -f "$log"; return
+    fi
   done
   exit 1
 }
