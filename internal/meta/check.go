@@ -160,6 +160,9 @@ func CheckPuts(puts []Put) (staged []string, err error) {
 		if err := CheckObject(p.Object); err != nil {
 			return nil, err
 		}
+		if p.InPlace && !ValidVersionID(p.Object.VersionID) {
+			return nil, errcode.New(errcode.InvalidArgument, "an in-place put names a valid version, not %q", p.Object.VersionID)
+		}
 	}
 	for _, p := range puts {
 		if !p.Staged {

@@ -171,6 +171,15 @@ func (b buckets) SetBucketEncryption(ctx context.Context, name, enc, kmsKey stri
 	})
 }
 
+// SetBucketVersioning implements meta.Buckets, invalidating the bucket
+// (a cached record must not keep a suspended or unversioned state: the
+// object service reads it to answer and to decide).
+func (b buckets) SetBucketVersioning(ctx context.Context, name string, v meta.Versioning) error {
+	return b.c.write(ctx, []meta.Change{bucketChange(name)}, func(ctx context.Context) error {
+		return b.Buckets.SetBucketVersioning(ctx, name, v)
+	})
+}
+
 // DeleteBucket implements meta.Buckets, invalidating the bucket (it holds
 // no object: deleting each invalidated it).
 func (b buckets) DeleteBucket(ctx context.Context, name string) error {
@@ -207,7 +216,7 @@ func (o objects) GetObject(ctx context.Context, bucket, key string) (meta.Object
 }
 
 // PutObjects implements meta.Objects, invalidating every key written.
-func (o objects) PutObjects(ctx context.Context, puts []meta.Put) ([]meta.Object, error) {
+func (o objects) PutObjects(ctx context.Context, puts []meta.Put) ([]meta.PutResult, error) {
 	cs := make([]meta.Change, 0, len(puts))
 	for _, p := range puts {
 		c := objectChange(p.Object.Bucket, p.Object.Key)
@@ -215,7 +224,7 @@ func (o objects) PutObjects(ctx context.Context, puts []meta.Put) ([]meta.Object
 			cs = append(cs, c)
 		}
 	}
-	var out []meta.Object
+	var out []meta.PutResult
 	err := o.c.write(ctx, cs, func(ctx context.Context) (err error) {
 		out, err = o.Objects.PutObjects(ctx, puts)
 		return err
@@ -228,6 +237,18 @@ func (o objects) DeleteObject(ctx context.Context, bucket, key string, cond meta
 	var obj meta.Object
 	err := o.c.write(ctx, []meta.Change{objectChange(bucket, key)}, func(ctx context.Context) (err error) {
 		obj, err = o.Objects.DeleteObject(ctx, bucket, key, cond)
+		return err
+	})
+	return obj, err
+}
+
+// DeleteVersion implements meta.Objects, invalidating the key (the
+// version may be its latest). Versions other than the latest are never
+// cached (GetObjectVersion goes to the store).
+func (o objects) DeleteVersion(ctx context.Context, bucket, key, versionID string, cond meta.Cond) (meta.Object, error) {
+	var obj meta.Object
+	err := o.c.write(ctx, []meta.Change{objectChange(bucket, key)}, func(ctx context.Context) (err error) {
+		obj, err = o.Objects.DeleteVersion(ctx, bucket, key, versionID, cond)
 		return err
 	})
 	return obj, err
@@ -350,11 +371,11 @@ var writeTopics = map[string]map[string]string{
 	"Buckets": {
 		"GetBucket": "", "CreateBucket": "", "ListBuckets": "", "ListGatewayBuckets": "",
 		"SetBucketVisibility": meta.TopicBucket, "SetBucketEncryption": meta.TopicBucket, "DeleteBucket": meta.TopicBucket,
-		"PutGatewayBucket": meta.TopicBucket,
+		"PutGatewayBucket": meta.TopicBucket, "SetBucketVersioning": meta.TopicBucket,
 	},
 	"Objects": {
-		"GetObject": "", "ListObjects": "",
-		"PutObjects": meta.TopicObject, "DeleteObject": meta.TopicObject, "MoveObject": meta.TopicObject,
+		"GetObject": "", "GetObjectVersion": "", "ListObjects": "", "ListObjectVersions": "",
+		"PutObjects": meta.TopicObject, "DeleteObject": meta.TopicObject, "DeleteVersion": meta.TopicObject, "MoveObject": meta.TopicObject,
 	},
 	"Uploads": {
 		"CreateUpload": "", "GetUpload": "", "PutPart": "", "ListParts": "", "ListUploads": "", "ListExpiredUploads": "", "AbortUpload": "",

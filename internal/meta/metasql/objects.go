@@ -8,20 +8,30 @@ import (
 	"github.com/coffer-storage/coffer/internal/meta"
 )
 
-// ObjectRow is an object as its objects row holds it. A multipart
-// object's parts live in object_parts under PartsID (never reused);
-// Parts is filled only once they are read.
+// ObjectRow is an object version as its objects row holds it. A
+// multipart object's parts live in object_parts under PartsID (never
+// reused); Parts is filled only once they are read.
 type ObjectRow struct {
 	meta.Object
 	PartsID   int64 // 0 for an object that is not multipart
 	PartCount int
+	Seq       string // the version's place among its key's (meta.Versioned)
 }
+
+// VersionCols are the columns of an objects row that place it among its
+// key's versions, in ScanObject's (and ScanVersionCols') order.
+const VersionCols = "version_id, seq, is_latest, delete_marker"
 
 // objectCols are the columns of an objects row a listing reads, in
 // ScanObject's order (no inline bytes, no envelope: listings leave them
 // out).
 const objectCols = "key, size, etag, sha256, content_type, metadata, blob_key, mod_time, " +
-	"checksum_algorithm, checksum_type, checksum_value, parts_id, part_count"
+	"checksum_algorithm, checksum_type, checksum_value, parts_id, part_count, " + VersionCols
+
+// VersionDest returns the scan destinations of VersionCols into o.
+func VersionDest(o *ObjectRow) []any {
+	return []any{&o.VersionID, &o.Seq, &o.IsLatest, &o.DeleteMarker}
+}
 
 // ScanObject returns the scanner of the objectCols of bucket's rows.
 func ScanObject(bucket string) func(Row) (ObjectRow, error) {
@@ -33,8 +43,8 @@ func ScanObject(bucket string) func(Row) (ObjectRow, error) {
 			mod int64
 			pid *int64
 		)
-		if err := r.Scan(&key, &o.Size, &o.ETag, &o.SHA256, &o.ContentType, &md, &o.BlobKey, &mod,
-			&o.Checksum.Algorithm, &o.Checksum.Type, &o.Checksum.Value, &pid, &o.PartCount); err != nil {
+		if err := r.Scan(append([]any{&key, &o.Size, &o.ETag, &o.SHA256, &o.ContentType, &md, &o.BlobKey, &mod,
+			&o.Checksum.Algorithm, &o.Checksum.Type, &o.Checksum.Value, &pid, &o.PartCount}, VersionDest(&o)...)...); err != nil {
 			return ObjectRow{}, err
 		}
 		o.Bucket, o.Key = bucket, string(key)
@@ -46,9 +56,10 @@ func ScanObject(bucket string) func(Row) (ObjectRow, error) {
 	}
 }
 
-// rangeScanSQL is a page of a bucket's objects in key order (ScanObject):
-// bucket ph(1), keys after ph(2) (from ph(2) if inclusive), up to ph(3)
-// objects, and, if bounded, keys before ph(4).
+// rangeScanSQL is a page of a bucket's latest versions that are not
+// delete markers, in key order (ScanObject): bucket ph(1), keys after
+// ph(2) (from ph(2) if inclusive), up to ph(3) objects, and, if bounded,
+// keys before ph(4).
 func rangeScanSQL(inclusive, bounded bool, ph PH) string {
 	var b strings.Builder
 	b.WriteString("SELECT " + objectCols + " FROM objects WHERE bucket = " + ph(1) + " AND key ")
@@ -60,8 +71,45 @@ func rangeScanSQL(inclusive, bounded bool, ph PH) string {
 	if bounded {
 		b.WriteString(" AND key < " + ph(4))
 	}
-	b.WriteString(" ORDER BY key LIMIT " + ph(3))
+	b.WriteString(" AND is_latest AND NOT delete_marker ORDER BY key LIMIT " + ph(3))
 	return b.String()
+}
+
+// versionScanSQL is a page of a bucket's versions in (key, seq) order
+// (ScanObject): bucket ph(1), from (key ph(2), seq ph(3)) on (after it
+// unless inclusive), up to ph(4) versions, and, if bounded, keys before
+// ph(5). The key's range is what an index serves; the seq only filters
+// the versions of the first key.
+func versionScanSQL(inclusive, bounded bool, ph PH) string {
+	op := ">"
+	if inclusive {
+		op = ">="
+	}
+	q := "SELECT " + objectCols + " FROM objects WHERE bucket = " + ph(1) + " AND key >= " + ph(2) +
+		" AND (key > " + ph(2) + " OR seq " + op + " " + ph(3) + ")"
+	if bounded {
+		q += " AND key < " + ph(5)
+	}
+	return q + " ORDER BY key, seq LIMIT " + ph(4)
+}
+
+// VersionScanArgs are versionScanSQL's arguments (bounded when end !=
+// ""); key binds a key in the dialect.
+func VersionScanArgs(bucket, fromKey, fromSeq, end string, limit int, key func(string) any) []any {
+	args := []any{bucket, key(fromKey), fromSeq, limit}
+	if end != "" {
+		args = append(args, key(end))
+	}
+	return args
+}
+
+// Versioned returns the versions of os with their sequences.
+func Versioned(os []ObjectRow) []meta.Versioned {
+	out := make([]meta.Versioned, len(os))
+	for i, o := range os {
+		out[i] = meta.Versioned{Object: o.Object, Seq: o.Seq}
+	}
+	return out
 }
 
 // RangeScanArgs are rangeScanSQL's arguments (bounded when end != "");
@@ -145,22 +193,25 @@ func Objects(os []ObjectRow) []meta.Object {
 	return out
 }
 
-// UpsertObjectSQL writes an object at its bucket and key, replacing any
-// row there: arguments ObjectArgs. inlineCol is the column that holds (or
-// names) its inline bytes.
+// UpsertObjectSQL writes an object version at its bucket, key and
+// version ID, replacing the row of that version if there is one:
+// arguments ObjectArgs. inlineCol is the column that holds (or names) its
+// inline bytes.
 func UpsertObjectSQL(inlineCol string, ph PH) string {
-	return "INSERT INTO objects (bucket, " + objectCols + ", " + inlineCol + ", sse, sse_kek) VALUES (" + values(ph, 1, 17) + ")" +
-		" ON CONFLICT (bucket, key) DO UPDATE SET size = excluded.size, etag = excluded.etag, sha256 = excluded.sha256," +
+	return "INSERT INTO objects (bucket, " + objectCols + ", " + inlineCol + ", sse, sse_kek) VALUES (" + values(ph, 1, 21) + ")" +
+		" ON CONFLICT (bucket, key, version_id) DO UPDATE SET size = excluded.size, etag = excluded.etag, sha256 = excluded.sha256," +
 		" content_type = excluded.content_type, metadata = excluded.metadata, blob_key = excluded.blob_key, mod_time = excluded.mod_time," +
 		" checksum_algorithm = excluded.checksum_algorithm, checksum_type = excluded.checksum_type, checksum_value = excluded.checksum_value," +
-		" parts_id = excluded.parts_id, part_count = excluded.part_count, " + inlineCol + " = excluded." + inlineCol +
+		" parts_id = excluded.parts_id, part_count = excluded.part_count, seq = excluded.seq, is_latest = excluded.is_latest," +
+		" delete_marker = excluded.delete_marker, " + inlineCol + " = excluded." + inlineCol +
 		", sse = excluded.sse, sse_kek = excluded.sse_kek"
 }
 
-// ObjectArgs are UpsertObjectSQL's arguments for o, whose parts, if any,
+// ObjectArgs are UpsertObjectSQL's arguments for o (its VersionID,
+// IsLatest and DeleteMarker as set) at sequence seq, whose parts, if any,
 // are stored under partsID, and whose inline column holds inline (nil:
 // NULL); key binds its key in the dialect.
-func ObjectArgs(o meta.Object, partsID int64, inline any, key func(string) any) ([]any, error) {
+func ObjectArgs(o meta.Object, seq string, partsID int64, inline any, key func(string) any) ([]any, error) {
 	md, err := metadataArg(o.Metadata)
 	if err != nil {
 		return nil, err
@@ -169,13 +220,17 @@ func ObjectArgs(o meta.Object, partsID int64, inline any, key func(string) any) 
 	if partsID != 0 {
 		pid = partsID
 	}
+	if o.VersionID == "" || seq == "" {
+		return nil, errcode.New(errcode.Internal, "object %q written without a version", o.Key)
+	}
 	return []any{o.Bucket, key(o.Key), o.Size, o.ETag, o.SHA256, o.ContentType, md, o.BlobKey, ToNanos(o.ModTime),
-		o.Checksum.Algorithm, o.Checksum.Type, o.Checksum.Value, pid, len(o.Parts), inline, o.Encryption, o.EncryptionKEK}, nil
+		o.Checksum.Algorithm, o.Checksum.Type, o.Checksum.Value, pid, len(o.Parts), o.VersionID, seq, o.IsLatest, o.DeleteMarker,
+		inline, o.Encryption, o.EncryptionKEK}, nil
 }
 
 // PutObjects implements meta.Objects: the puts are checked
 // (meta.CheckPuts), then written by the driver.
-func (o objectOps) PutObjects(ctx context.Context, puts []meta.Put) ([]meta.Object, error) {
+func (o objectOps) PutObjects(ctx context.Context, puts []meta.Put) ([]meta.PutResult, error) {
 	if len(puts) == 0 {
 		return nil, nil
 	}

@@ -41,7 +41,7 @@ type Driver interface {
 	GetObject(ctx context.Context, bucket, key string) (meta.Object, error)
 	// PutObjects writes puts (meta.CheckPuts); staged are the blob keys
 	// whose stagings the write releases.
-	PutObjects(ctx context.Context, puts []meta.Put, staged []string) ([]meta.Object, error)
+	PutObjects(ctx context.Context, puts []meta.Put, staged []string) ([]meta.PutResult, error)
 	// MoveObject moves an object to another key (meta.PrecheckMove).
 	MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, dstKey string, dstCond meta.Cond) (meta.Object, error)
 	// CreateUpload inserts u (meta.CheckUpload) with the arguments args

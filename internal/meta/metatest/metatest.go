@@ -132,6 +132,7 @@ func Run(t *testing.T, newStore func(t *testing.T) (meta.Stores, func() error)) 
 		{"Buckets", bucketTests},
 		{"Objects", objectTests},
 		{"Move", moveTests},
+		{"Versions", versionTests},
 		{"Quota", quotaTests},
 		{"List", listTests},
 		{"AccessKeys", accessKeyTests},
@@ -301,17 +302,22 @@ func checksumValue(n int64, size int) string {
 	return base64.StdEncoding.EncodeToString(b)
 }
 
-// put stores objs in one PutObjects without conditions.
+// put stores objs in one PutObjects without conditions and returns the
+// objects they replaced.
 func put(t *testing.T, s store, objs ...meta.Object) []meta.Object {
 	t.Helper()
 	puts := make([]meta.Put, len(objs))
 	for i, o := range objs {
 		puts[i] = meta.Put{Object: o}
 	}
-	old, err := s.PutObjects(t.Context(), puts)
+	res, err := s.PutObjects(t.Context(), puts)
 	ok(t, err, "PutObjects")
-	if got, want := len(old), len(objs); got != want {
+	if got, want := len(res), len(objs); got != want {
 		t.Fatalf("PutObjects returned %d objects, want %d", got, want)
+	}
+	old := make([]meta.Object, len(res))
+	for i, r := range res {
+		old[i] = r.Replaced
 	}
 	return old
 }

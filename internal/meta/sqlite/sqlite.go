@@ -62,9 +62,15 @@
 // Store embeds: this package holds how SQLite runs a statement (the writer
 // and the reader pool, with one row collector, queryRows) and the
 // transactions of its own (the metasql.Driver methods, and GetObject,
-// ListObjects, ListUploads, DeleteObject, CompleteUpload, AbortUpload,
-// DeleteBucket, DeleteUser, DeleteAccessKey, GrowStaging,
-// ReferencedBlobs).
+// GetObjectVersion, ListObjects, ListObjectVersions, ListUploads,
+// DeleteObject, DeleteVersion, CompleteUpload, AbortUpload, DeleteBucket,
+// DeleteUser, DeleteAccessKey, GrowStaging, ReferencedBlobs).
+//
+// Every objects row is a version of its key (migration 0017, package
+// meta's versions.go): its primary key is (bucket, key, version_id); the
+// unique partial index objects_latest on (bucket, key) WHERE is_latest
+// finds (and keeps to one) a key's latest version, objects_seq orders a
+// key's versions newest first.
 package sqlite
 
 import (
