@@ -164,32 +164,43 @@ func newUploadID() string {
 // GetUpload returns an upload in progress in a bucket a owns. bucket and
 // key, if not empty, must match the upload's (S3 names both in the URL).
 func (s *Uploads) GetUpload(ctx context.Context, a Actor, bucket, key, id string) (meta.Upload, error) {
+	u, _, err := s.getUpload(ctx, a, bucket, key, id)
+	return u, err
+}
+
+// getUpload is GetUpload, with the upload's bucket as resolved.
+func (s *Uploads) getUpload(ctx context.Context, a Actor, bucket, key, id string) (meta.Upload, meta.Bucket, error) {
 	if id == "" {
-		return meta.Upload{}, ErrNoUpload(id)
+		return meta.Upload{}, meta.Bucket{}, ErrNoUpload(id)
 	}
+	var b meta.Bucket
 	if bucket != "" {
-		if _, err := s.authorize(ctx, a, bucket, write); err != nil {
-			return meta.Upload{}, err
+		rb, err := s.authorize(ctx, a, bucket, write)
+		if err != nil {
+			return meta.Upload{}, meta.Bucket{}, err
 		}
+		b = rb.Bucket
 	}
 	u, err := s.meta.GetUpload(ctx, id)
 	if errcode.Is(err, errcode.NotFound) || err == nil && (bucket != "" && u.Bucket != bucket || key != "" && u.Key != key) {
-		return meta.Upload{}, ErrNoUpload(id)
+		return meta.Upload{}, meta.Bucket{}, ErrNoUpload(id)
 	}
 	if err != nil {
-		return meta.Upload{}, err
+		return meta.Upload{}, meta.Bucket{}, err
 	}
 	if bucket == "" {
 		// Looked up by ID alone (file API): authorise against its bucket,
 		// and answer "not found" rather than reveal another user's upload.
-		if _, err := s.authorize(ctx, a, u.Bucket, write); err != nil {
+		rb, err := s.authorize(ctx, a, u.Bucket, write)
+		if err != nil {
 			if errcode.Is(err, errcode.PermissionDenied) {
-				return meta.Upload{}, ErrNoUpload(id)
+				return meta.Upload{}, meta.Bucket{}, ErrNoUpload(id)
 			}
-			return meta.Upload{}, err
+			return meta.Upload{}, meta.Bucket{}, err
 		}
+		b = rb.Bucket
 	}
-	return u, nil
+	return u, b, nil
 }
 
 // PartInput is one part upload.
@@ -392,10 +403,18 @@ func (s *Uploads) abortUpload(ctx context.Context, u meta.Upload) error {
 // object's ETag is S3's: the MD5 of the concatenated binary part MD5s,
 // then "-" and the part count.
 func (s *Uploads) CompleteUpload(ctx context.Context, a Actor, bucket, key, id string, parts []meta.CompletePart, cond meta.Cond) (meta.Object, error) {
-	u, err := s.GetUpload(ctx, a, bucket, key, id)
+	u, b, err := s.getUpload(ctx, a, bucket, key, id)
 	if err != nil {
 		return meta.Object{}, err
 	}
+	o, err := s.complete(ctx, u, parts, cond)
+	return reported(b, o), err
+}
+
+// complete is CompleteUpload of the authorised upload u.
+func (s *Uploads) complete(ctx context.Context, u meta.Upload, parts []meta.CompletePart, cond meta.Cond) (meta.Object, error) {
+	id := u.ID
+	var err error
 	if u.BackendUploadID != "" {
 		return s.completeBackend(ctx, u, parts, cond)
 	}

@@ -98,7 +98,7 @@ func (api *API) uploadPartCopy(q *request) (response, error) {
 	if err != nil {
 		return nil, err
 	}
-	sb, sk, err := copySource(q.Header)
+	sb, sk, sv, err := copySource(q.Header)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +110,7 @@ func (api *API) uploadPartCopy(q *request) (response, error) {
 	if err != nil {
 		return nil, err
 	}
-	src, err := api.objects.Get(ctxOf(q), q.actor, sb, sk)
+	src, err := api.objects.GetVersion(ctxOf(q), q.actor, sb, sk, sv)
 	if err != nil {
 		return nil, err
 	}
@@ -140,6 +140,7 @@ func (api *API) uploadPartCopy(q *request) (response, error) {
 		return nil, err
 	}
 	h := http.Header{}
+	copySourceVersionHeader(h, src, sv)
 	sseHeaders(h, object.PartEncryption(p))
 	if keyMD5 != "" {
 		sseCHeaders(h, keyMD5)
@@ -182,6 +183,7 @@ func (api *API) completeMultipartUpload(q *request) (response, error) {
 	res := completeMultipartUploadResult{Xmlns: s3NS, Location: "/" + q.bucket + "/" + q.key, Bucket: q.bucket, Key: q.key, ETag: `"` + o.ETag + `"`,
 		Checksum: checksumElement{storedAlgorithm(o.Checksum.Algorithm), o.Checksum.Value}, ChecksumType: o.Checksum.Type}
 	h := http.Header{}
+	versionHeader(h, o.VersionID)
 	sseHeaders(h, object.EncryptionOf(o))
 	return xmlResponse{header: h, body: res}, nil
 }

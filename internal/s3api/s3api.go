@@ -226,7 +226,7 @@ var bucketSubresources = []string{
 	"accelerate", "acl", "analytics", "cors", "encryption", "intelligent-tiering", "inventory",
 	"lifecycle", "logging", "metrics", "notification", "object-lock", "ownershipControls",
 	"policy", "policyStatus", "publicAccessBlock", "replication", "requestPayment", "tagging",
-	"versions", "website",
+	"versioning", "versions", "website",
 }
 
 var objectSubresources = []string{"acl", "attributes", "legal-hold", "restore", "retention", "select", "tagging", "torrent"}
@@ -258,8 +258,13 @@ func (api *API) dispatch(q *request) (string, handlerFunc) {
 		return "UnknownServiceOperation", methodNotAllowed
 	case q.key == "":
 		if sub := firstOf(q, bucketSubresources); sub != "" {
-			if m == http.MethodGet && sub == "versions" {
+			switch {
+			case m == http.MethodGet && sub == "versions":
 				return "ListObjectVersions", api.listObjectVersions
+			case m == http.MethodGet && sub == "versioning":
+				return "GetBucketVersioning", api.getBucketVersioning
+			case m == http.MethodPut && sub == "versioning":
+				return "PutBucketVersioning", api.putBucketVersioning
 			}
 			if sub == "encryption" {
 				switch m {
@@ -284,8 +289,6 @@ func (api *API) dispatch(q *request) (string, handlerFunc) {
 			switch {
 			case has(q, "location"):
 				return "GetBucketLocation", api.getBucketLocation
-			case has(q, "versioning"):
-				return "GetBucketVersioning", api.getBucketVersioning
 			case has(q, "uploads"):
 				return "ListMultipartUploads", api.listMultipartUploads
 			case q.URL.Query().Get("list-type") == "2":

@@ -51,6 +51,7 @@ var (
 		"PutObject", "CopyObject", "GetObject", "HeadObject", "DeleteObject",
 		"CreateMultipartUpload", "UploadPart", "UploadPartCopy", "CompleteMultipartUpload",
 		"AbortMultipartUpload", "ListParts", "PutBucketEncryption", "GetBucketEncryption", "DeleteBucketEncryption",
+		"PutBucketVersioning",
 	}
 )
 
@@ -121,10 +122,6 @@ func rules() []rule {
 		{name: "x-amz-checksum-*", ops: []string{"CompleteMultipartUpload"},
 			why: "Coffer does not verify a whole-object checksum at CompleteMultipartUpload (the parts' checksums are verified as they arrive)"},
 		{name: "x-amz-mp-object-size", ops: []string{"CompleteMultipartUpload"}, why: "Coffer does not verify x-amz-mp-object-size"},
-		// Versions: buckets are never versioned; "null" is every
-		// object's only version.
-		{name: "versionId", param: true, ops: []string{"GetObject", "HeadObject", "DeleteObject"}, allow: []string{"null"},
-			why: "buckets are never versioned in Coffer; the only version of an object is \"null\""},
 		// Appends and conditions Coffer does not evaluate.
 		{name: "x-amz-write-offset-bytes", ops: []string{"PutObject"}, why: "appending to objects is not implemented by Coffer"},
 		{name: "x-amz-if-match-last-modified-time", ops: []string{"DeleteObject"}, why: "this delete condition is not implemented by Coffer"},
@@ -136,7 +133,7 @@ func rules() []rule {
 		// Requester Pays and MFA delete are features Coffer does not
 		// have: a client relying on them is told so.
 		{name: "x-amz-request-payer", why: "Requester Pays is not implemented by Coffer"},
-		{name: "x-amz-mfa", ops: []string{"DeleteObject", "DeleteObjects"}, why: "MFA delete is not implemented by Coffer"},
+		{name: "x-amz-mfa", ops: []string{"DeleteObject", "DeleteObjects", "PutBucketVersioning"}, why: "MFA delete is not implemented by Coffer"},
 		// Accepted: no object is ever under retention, so there is nothing
 		// to bypass (cleanup tools send it unconditionally).
 		{name: "x-amz-bypass-governance-retention", ops: []string{"DeleteObject", "DeleteObjects"}, allow: []string{"true", "false"},
@@ -165,7 +162,7 @@ func expectedBucketOwner(api *API, q *request, want string) error {
 }
 
 func expectedSourceOwner(api *API, q *request, want string) error {
-	b, _, err := copySource(q.Header)
+	b, _, _, err := copySource(q.Header)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,11 @@
 // object.EncryptionOf and object.CheckCustomerKey read. It does not
 // enforce quotas, store bytes durably or encrypt them.
 //
+// Versioning is modelled for the handlers' sake: in a bucket whose
+// Versioning is set, every write keeps a version (Versions, newest
+// first), deletes write delete markers, and the version IDs are
+// v1…, v2… in 32 hex digits; a bucket never versioned has only Objects.
+//
 // Every call that would change something is recorded in Writes, so a test
 // proves that a refused request changed nothing; Fail makes a method
 // return an error instead (the error mapping); the Last* fields hold the
@@ -27,6 +32,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -47,10 +53,12 @@ type Service struct {
 
 	Now      time.Time              // ModTime of what it writes
 	Buckets  map[string]meta.Bucket // by name
-	Objects  map[string]Object      // by bucket + "/" + key
+	Objects  map[string]Object      // by bucket + "/" + key: the latest version, unless a delete marker
+	Versions map[string][]Object    // by bucket + "/" + key, newest first (versioned buckets only)
 	Uploads  map[string]meta.Upload // by ID
 	Parts    map[string][]meta.Part // by upload ID
 	Encrypts bool                   // EncryptsByDefault
+	versions int                    // version IDs made so far
 	Fail     map[string]error       // method name ("Put", "Get", "Open" for a Reader's bytes...) → its error
 	Writes   []string               // "Put b/k", "CreateBucket b", ... in order
 
@@ -69,7 +77,7 @@ type Object struct {
 
 // New returns an empty fake whose clock reads now.
 func New(now time.Time) *Service {
-	return &Service{Now: now, Buckets: map[string]meta.Bucket{}, Objects: map[string]Object{},
+	return &Service{Now: now, Buckets: map[string]meta.Bucket{}, Objects: map[string]Object{}, Versions: map[string][]Object{},
 		Uploads: map[string]meta.Upload{}, Parts: map[string][]meta.Part{}, Fail: map[string]error{}}
 }
 
@@ -90,8 +98,46 @@ func (f *Service) Add(o meta.Object, data []byte) meta.Object {
 	if o.ModTime.IsZero() {
 		o.ModTime = f.Now
 	}
-	f.Objects[o.Bucket+"/"+o.Key] = Object{o, data}
-	return o
+	return f.store(Object{o, data})
+}
+
+// store makes o the latest version of its key (a new version, or the
+// null one, in a versioned bucket) and returns it as stored.
+func (f *Service) store(o Object) meta.Object {
+	k := o.Bucket + "/" + o.Key
+	b := f.Buckets[o.Bucket]
+	o.IsLatest = true
+	if b.Versioning == meta.Unversioned {
+		if !o.DeleteMarker {
+			f.Objects[k] = o
+		}
+		return o.Object
+	}
+	o.VersionID = meta.NullVersion
+	if b.Versioning == meta.VersioningEnabled {
+		f.versions++
+		o.VersionID = fmt.Sprintf("%032x", f.versions)
+	}
+	vs := slices.DeleteFunc(f.Versions[k], func(v Object) bool { return v.VersionID == o.VersionID })
+	for i := range vs {
+		vs[i].IsLatest = false
+	}
+	f.Versions[k] = append([]Object{o}, vs...)
+	if o.DeleteMarker {
+		delete(f.Objects, k)
+	} else {
+		f.Objects[k] = o
+	}
+	return o.Object
+}
+
+// latest returns the latest version of bucket/key, a delete marker too.
+func (f *Service) latest(bucket, key string) (Object, bool) {
+	if vs := f.Versions[bucket+"/"+key]; len(vs) > 0 {
+		return vs[0], true
+	}
+	o, ok := f.Objects[bucket+"/"+key]
+	return o, ok
 }
 
 // Current returns the object at bucket/key.
@@ -183,8 +229,7 @@ func (f *Service) write(a object.Actor, bucket, key string, cond meta.Cond, body
 	if sum := r.Checksum(); sum != nil {
 		o.Checksum = meta.Checksum{Algorithm: alg.String(), Type: "FULL_OBJECT", Value: alg.Encode(sum)}
 	}
-	f.Objects[bucket+"/"+key] = Object{o, data}
-	return o, nil
+	return f.store(Object{o, data}), nil
 }
 
 // ---- buckets ----
@@ -328,7 +373,14 @@ func (f *Service) List(_ context.Context, a object.Actor, bucket string, opts me
 
 // Get returns a Reader of bucket/key (object.NewReader over its bytes;
 // Fail["Open"] fails the opening of the bytes).
-func (f *Service) Get(_ context.Context, a object.Actor, bucket, key string) (*object.Reader, error) {
+func (f *Service) Get(ctx context.Context, a object.Actor, bucket, key string) (*object.Reader, error) {
+	return f.GetVersion(ctx, a, bucket, key, "")
+}
+
+// GetVersion returns a Reader of version versionID of bucket/key ("": the
+// latest), with the service's errors for a missing version and a delete
+// marker.
+func (f *Service) GetVersion(_ context.Context, a object.Actor, bucket, key, versionID string) (*object.Reader, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.Fail["Get"]; err != nil {
@@ -341,9 +393,22 @@ func (f *Service) Get(_ context.Context, a object.Actor, bucket, key string) (*o
 	if err := object.ValidKey(key); err != nil {
 		return nil, err
 	}
-	o, ok := f.Objects[bucket+"/"+key]
-	if !ok {
+	if versionID != "" && !meta.ValidVersionID(versionID) {
+		return nil, errcode.New(errcode.InvalidArgument, "Invalid version id specified")
+	}
+	o, ok := f.latest(bucket, key)
+	if versionID != "" {
+		o, ok = f.version(bucket, key, versionID)
+	}
+	switch {
+	case !ok && versionID != "":
+		return nil, object.ErrNoVersion(versionID)
+	case !ok:
 		return nil, object.ErrNoObject(key)
+	case o.DeleteMarker && versionID != "":
+		return nil, object.ErrVersionIsDeleteMarker(o.VersionID)
+	case o.DeleteMarker:
+		return nil, object.ErrDeleteMarker(o.VersionID)
 	}
 	return object.NewReader(o.Object, b, func(_ context.Context, offset, length int64) (io.ReadCloser, error) {
 		f.mu.Lock()
@@ -354,6 +419,20 @@ func (f *Service) Get(_ context.Context, a object.Actor, bucket, key string) (*o
 		}
 		return io.NopCloser(bytes.NewReader(o.Data[offset : offset+length])), nil
 	}), nil
+}
+
+// version returns version id of bucket/key.
+func (f *Service) version(bucket, key, id string) (Object, bool) {
+	if f.Buckets[bucket].Versioning == meta.Unversioned {
+		o, ok := f.Objects[bucket+"/"+key]
+		return o, ok && id == meta.NullVersion
+	}
+	for _, v := range f.Versions[bucket+"/"+key] {
+		if v.VersionID == id {
+			return v, true
+		}
+	}
+	return Object{}, false
 }
 
 // Put stores in.Body, checked against what in announces.
@@ -454,12 +533,109 @@ func (f *Service) Delete(_ context.Context, a object.Actor, bucket, key string, 
 	if err := cond.Check(cur.Object, exists); err != nil {
 		return meta.Object{}, err
 	}
+	if f.Buckets[bucket].Versioning != meta.Unversioned {
+		f.wrote("Delete " + bucket + "/" + key)
+		return f.store(Object{Object: meta.Object{Bucket: bucket, Key: key, DeleteMarker: true, ModTime: f.Now}}), nil
+	}
 	if !exists {
 		return meta.Object{}, object.ErrNoObject(key)
 	}
 	delete(f.Objects, bucket+"/"+key)
 	f.wrote("Delete " + bucket + "/" + key)
+	cur.VersionID = ""
 	return cur.Object, nil
+}
+
+// DeleteVersion deletes version versionID of bucket/key for good, under
+// cond: NotFound (resource "version") if it is missing.
+func (f *Service) DeleteVersion(_ context.Context, a object.Actor, bucket, key, versionID string, cond meta.Cond) (meta.Object, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.LastCond = cond
+	if err := f.Fail["DeleteVersion"]; err != nil {
+		return meta.Object{}, err
+	}
+	if _, err := f.authorize(a, bucket, true); err != nil {
+		return meta.Object{}, err
+	}
+	if !meta.ValidVersionID(versionID) {
+		return meta.Object{}, errcode.New(errcode.InvalidArgument, "Invalid version id specified")
+	}
+	cur, ok := f.version(bucket, key, versionID)
+	if !ok {
+		return meta.Object{}, object.ErrNoVersion(versionID)
+	}
+	if err := cond.Check(cur.Object, !cur.DeleteMarker); err != nil {
+		return meta.Object{}, err
+	}
+	k := bucket + "/" + key
+	delete(f.Objects, k)
+	vs := slices.DeleteFunc(f.Versions[k], func(v Object) bool { return v.VersionID == versionID })
+	if len(vs) > 0 {
+		vs[0].IsLatest = true
+		if !vs[0].DeleteMarker {
+			f.Objects[k] = vs[0]
+		}
+	}
+	f.Versions[k] = vs
+	f.wrote("DeleteVersion " + bucket + "/" + key + " " + versionID)
+	return cur.Object, nil
+}
+
+// SetBucketVersioning changes a bucket a owns.
+func (f *Service) SetBucketVersioning(_ context.Context, a object.Actor, name string, v meta.Versioning) (meta.Bucket, error) {
+	if err := meta.CheckVersioning(v); err != nil {
+		return meta.Bucket{}, err
+	}
+	return f.setBucket(a, name, "SetBucketVersioning", func(b *meta.Bucket) { b.Versioning = v })
+}
+
+// ListVersions lists the versions of a bucket a owns in one page: a
+// versioned bucket's Versions, an unversioned one's objects as their null
+// versions; Prefix, Delimiter and KeyMarker (after every version of that
+// key) are honoured.
+func (f *Service) ListVersions(_ context.Context, a object.Actor, bucket string, opts meta.VersionListOptions) (meta.VersionPage, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.Fail["ListVersions"]; err != nil {
+		return meta.VersionPage{}, err
+	}
+	if _, err := f.authorize(a, bucket, true); err != nil {
+		return meta.VersionPage{}, err
+	}
+	byKey := map[string][]Object{}
+	for k, o := range f.Objects {
+		if o.Bucket == bucket && f.Buckets[bucket].Versioning == meta.Unversioned {
+			o.VersionID, o.IsLatest = meta.NullVersion, true
+			byKey[o.Key] = []Object{o}
+		} else if vs := f.Versions[k]; len(vs) > 0 && vs[0].Bucket == bucket {
+			byKey[o.Key] = vs
+		}
+	}
+	for _, vs := range f.Versions {
+		if len(vs) > 0 && vs[0].Bucket == bucket {
+			byKey[vs[0].Key] = vs
+		}
+	}
+	var page meta.VersionPage
+	for _, k := range slices.Sorted(maps.Keys(byKey)) {
+		if !strings.HasPrefix(k, opts.Prefix) || k <= opts.KeyMarker {
+			continue
+		}
+		if opts.Delimiter != "" {
+			if i := strings.Index(k[len(opts.Prefix):], opts.Delimiter); i >= 0 {
+				cp := k[:len(opts.Prefix)+i+len(opts.Delimiter)]
+				if n := len(page.CommonPrefixes); n == 0 || page.CommonPrefixes[n-1] != cp {
+					page.CommonPrefixes = append(page.CommonPrefixes, cp)
+				}
+				continue
+			}
+		}
+		for _, v := range byKey[k] {
+			page.Versions = append(page.Versions, v.Object)
+		}
+	}
+	return page, nil
 }
 
 // ---- multipart uploads ----
@@ -594,7 +770,7 @@ func (f *Service) CompleteUpload(_ context.Context, a object.Actor, bucket, key,
 	if o.Checksum, err = object.MultipartChecksum(u, parts, stored); err != nil {
 		return meta.Object{}, err
 	}
-	f.Objects[bucket+"/"+key] = Object{o, nil}
+	o = f.store(Object{o, nil})
 	delete(f.Uploads, id)
 	f.wrote("CompleteUpload " + id)
 	return o, nil
