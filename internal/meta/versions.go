@@ -219,15 +219,17 @@ func ListVersions(ctx context.Context, scan VersionScanFunc, nullSeq func(ctx co
 
 	fromKey, fromSeq, inclusive := prefix, "", true
 	if km := opts.KeyMarker; km != "" && km >= prefix {
+		cp, rolled := commonPrefix(km, prefix, delim)
 		switch vm := opts.VersionIDMarker; {
+		case rolled && cp == km:
+			// A common prefix: after everything under it (whatever
+			// version marker came with it).
+			if fromKey = PrefixEnd(km); fromKey == "" {
+				return VersionPage{}, nil
+			}
 		case vm == "":
 			// After every version of km: from the smallest key after it.
 			fromKey = km + "\x00"
-			if cp, ok := commonPrefix(km, prefix, delim); ok && cp == km {
-				if fromKey = PrefixEnd(km); fromKey == "" {
-					return VersionPage{}, nil
-				}
-			}
 		case vm == NullVersion:
 			seq, ok, err := nullSeq(ctx, km)
 			if err != nil {

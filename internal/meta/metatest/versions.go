@@ -365,6 +365,7 @@ func testListVersions(t *testing.T, s store) {
 		{"null marker", meta.VersionListOptions{KeyMarker: "a", VersionIDMarker: meta.NullVersion}, []string{vid(b1, "L"), vid(d1, "L"), vid(dm, "LM"), vid(d2, "")}, nil},
 		{"marker of a version gone", meta.VersionListOptions{KeyMarker: "b", VersionIDMarker: meta.NullVersion}, []string{vid(b1, "L"), vid(d1, "L"), vid(dm, "LM"), vid(d2, "")}, nil},
 		{"common prefix marker", meta.VersionListOptions{KeyMarker: "dir/", Delimiter: "/"}, nil, nil},
+		{"common prefix marker with a version marker", meta.VersionListOptions{KeyMarker: "dir/", VersionIDMarker: meta.NullVersion, Delimiter: "/"}, nil, nil},
 		{"marker before the prefix", meta.VersionListOptions{Prefix: "dir/", KeyMarker: "a"}, []string{vid(d1, "L"), vid(dm, "LM"), vid(d2, "")}, nil},
 	} {
 		p, err := s.ListObjectVersions(ctx, "alice", tc.opts)
