@@ -169,6 +169,15 @@ func FuzzCreateBucketXML(f *testing.F) {
 	})
 }
 
+func FuzzVersioningXML(f *testing.F) {
+	f.Add([]byte(`<VersioningConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Status>Enabled</Status></VersioningConfiguration>`))
+	f.Add([]byte(`<VersioningConfiguration><Status>Suspended</Status><MfaDelete>Disabled</MfaDelete></VersioningConfiguration>`))
+	f.Add([]byte(`<VersioningConfiguration><Status></Status><Status>Enabled</Status></VersioningConfiguration>`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		parsedStrictly[versioningConfiguration](t, body)
+	})
+}
+
 func FuzzBucketEncryptionXML(f *testing.F) {
 	f.Add([]byte(`<ServerSideEncryptionConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Rule><ApplyServerSideEncryptionByDefault><SSEAlgorithm>AES256</SSEAlgorithm></ApplyServerSideEncryptionByDefault></Rule></ServerSideEncryptionConfiguration>`))
 	f.Add([]byte(`<ServerSideEncryptionConfiguration><Rule><ApplyServerSideEncryptionByDefault><SSEAlgorithm>aws:kms</SSEAlgorithm><KMSMasterKeyID>alias/k</KMSMasterKeyID></ApplyServerSideEncryptionByDefault><BucketKeyEnabled>true</BucketKeyEnabled></Rule></ServerSideEncryptionConfiguration>`))

@@ -28,6 +28,31 @@ const VersionCols = "version_id, seq, is_latest, delete_marker"
 const objectCols = "key, size, etag, sha256, content_type, metadata, blob_key, mod_time, " +
 	"checksum_algorithm, checksum_type, checksum_value, parts_id, part_count, " + VersionCols
 
+// Missing is the error of a read of version ("": the latest) of
+// bucket/key that found o (exists false: none): ErrNoVersion, ErrNoObject,
+// or ErrDeleteMarker when the latest version is a delete marker; nil if
+// o is what was asked for.
+func Missing(bucket, key, version string, o meta.Object, exists bool) error {
+	switch {
+	case !exists && version != "":
+		return meta.ErrNoVersion(bucket, key, version)
+	case !exists:
+		return meta.ErrNoObject(bucket, key)
+	case version == "" && o.DeleteMarker:
+		return meta.ErrDeleteMarker(bucket, key, o.VersionID)
+	}
+	return nil
+}
+
+// SeqIf is the seq of o if it exists, else "": what a new version of its
+// key must sort before (meta.PlanVersion).
+func (o ObjectRow) SeqIf(exists bool) string {
+	if !exists {
+		return ""
+	}
+	return o.Seq
+}
+
 // VersionDest returns the scan destinations of VersionCols into o.
 func VersionDest(o *ObjectRow) []any {
 	return []any{&o.VersionID, &o.Seq, &o.IsLatest, &o.DeleteMarker}

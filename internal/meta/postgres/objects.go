@@ -112,29 +112,12 @@ type found struct {
 // marker (what a write's Cond sees).
 func (f found) live() bool { return f.exists && !f.row.DeleteMarker }
 
-// latestSeq is the seq of the version f found, "" if none.
-func (f found) latestSeq() string {
-	if !f.exists {
-		return ""
-	}
-	return f.row.Seq
-}
-
-// missing is the error of a read of version ("": the latest) that f did
-// not find (the bucket included), or whose latest version is a delete
-// marker; nil if f holds what was asked for.
+// missing is metasql.Missing of what f found, or the bucket's absence.
 func (f found) missing(bucket, key, version string) error {
-	switch {
-	case !f.bucket:
+	if !f.bucket {
 		return meta.ErrNoBucket(bucket)
-	case !f.exists && version != "":
-		return meta.ErrNoVersion(bucket, key, version)
-	case !f.exists:
-		return meta.ErrNoObject(bucket, key)
-	case version == "" && f.row.DeleteMarker:
-		return meta.ErrDeleteMarker(bucket, key, f.row.VersionID)
 	}
-	return nil
+	return metasql.Missing(bucket, key, version, f.row.Object, f.exists)
 }
 
 // lookupSQL reads a bucket's owner and versioning and the version of a
@@ -372,7 +355,7 @@ func release(t *txn, o metasql.ObjectRow) {
 // key's null version, unless the bucket is Enabled (a round trip when it
 // is not the latest).
 func (t *txn) place(f found, bucket, k string) (nv meta.NewVersion, old metasql.ObjectRow, hasOld bool, err error) {
-	nv = meta.PlanVersion(f.versioning, f.latestSeq(), t.now)
+	nv = meta.PlanVersion(f.versioning, f.row.SeqIf(f.exists), t.now)
 	switch {
 	case !nv.ReplacesNull || !f.exists:
 		return nv, metasql.ObjectRow{}, false, nil

@@ -34,27 +34,9 @@ type found struct {
 // marker (what a write's Cond sees).
 func (f found) live() bool { return f.exists && !f.row.DeleteMarker }
 
-// latestSeq is the seq of the version f found, "" if none.
-func (f found) latestSeq() string {
-	if !f.exists {
-		return ""
-	}
-	return f.row.Seq
-}
-
-// missing is the error of a read of version ("": the latest) that f did
-// not find, or whose latest version is a delete marker; nil if f holds
-// what was asked for.
+// missing is metasql.Missing of what f found.
 func (f found) missing(bucket, key, version string) error {
-	switch {
-	case !f.exists && version != "":
-		return meta.ErrNoVersion(bucket, key, version)
-	case !f.exists:
-		return meta.ErrNoObject(bucket, key)
-	case version == "" && f.row.DeleteMarker:
-		return meta.ErrDeleteMarker(bucket, key, f.row.VersionID)
-	}
-	return nil
+	return metasql.Missing(bucket, key, version, f.row.Object, f.exists)
 }
 
 var (
@@ -296,7 +278,7 @@ func storeBytes(ctx context.Context, c *conn, o meta.Object) (partsID, inlineID 
 // holds goes (meta.PlanVersion), and finds the version it replaces: the
 // key's null version, unless the bucket is Enabled.
 func place(ctx context.Context, c *conn, f found, bucket, key string, now time.Time) (nv meta.NewVersion, old row, hasOld bool, err error) {
-	nv = meta.PlanVersion(f.versioning, f.latestSeq(), now)
+	nv = meta.PlanVersion(f.versioning, f.row.SeqIf(f.exists), now)
 	switch {
 	case !nv.ReplacesNull || !f.exists:
 		return nv, row{}, false, nil
