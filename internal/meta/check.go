@@ -137,6 +137,9 @@ func CheckObject(o Object) error {
 	case !o.IsInline() && o.Inline != nil:
 		return errcode.New(errcode.InvalidArgument, "an object with a blob key or parts has no inline bytes")
 	}
+	if err := CheckTags(o.Tags, MaxObjectTags); err != nil {
+		return err
+	}
 	if len(o.Parts) == 0 {
 		return nil
 	}
@@ -197,6 +200,9 @@ func CheckUpload(u Upload, now time.Time) (Upload, error) {
 		return u, errcode.New(errcode.InvalidArgument, "upload id, bucket and key are required")
 	case u.Size < 0 || u.PartSize < 0:
 		return u, errcode.New(errcode.InvalidArgument, "upload sizes must not be negative")
+	}
+	if err := CheckTags(u.Tags, MaxObjectTags); err != nil {
+		return u, err
 	}
 	u.CreatedAt = OrNow(u.CreatedAt, now)
 	return u, nil

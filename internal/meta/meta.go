@@ -429,6 +429,10 @@ type Object struct {
 	// EncryptionKEK names the key-encryption key its data key is wrapped
 	// under (kms.KeyRef.String()), "" for plaintext and customer keys.
 	EncryptionKEK string
+	// Tags is the version's tag set (tags.go; nil: none), in the order
+	// it was given. GetObject and GetObjectVersion return it, listings
+	// leave it nil; SetObjectTags replaces it.
+	Tags []Tag
 }
 
 // IsInline reports whether the object's bytes live in the metadata store.
@@ -531,7 +535,8 @@ type Put struct {
 	// kept) instead of writing a new version: how a background job
 	// replaces a version's bytes (Cond then applies to that version,
 	// NotFound with ErrNoVersion if it is gone, and a delete marker is
-	// never rewritten).
+	// never rewritten). The version keeps its tags, whatever
+	// Object.Tags says: a job replaces bytes, never a tag set.
 	InPlace bool
 }
 
@@ -638,6 +643,8 @@ type Upload struct {
 	InitiatorID string // the user who created it
 	ContentType string
 	Metadata    map[string]string
+	// Tags is the tag set the completed object gets (nil: none).
+	Tags []Tag
 	// ChecksumAlgorithm and ChecksumType as announced at creation (S3
 	// x-amz-checksum-algorithm / -type); may be "".
 	ChecksumAlgorithm string

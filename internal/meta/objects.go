@@ -48,6 +48,15 @@ type Objects interface {
 	// the object at its new place. ErrMoveVersioned if either bucket is
 	// not Unversioned.
 	MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, dstKey string, dstCond Cond) (Object, error)
+	// SetObjectTags replaces the tag set of version versionID ("": the
+	// latest) of the key with tags (nil: none), in place (no new version),
+	// and returns the version as it is now: InvalidArgument unless
+	// CheckTags(tags, MaxObjectTags); NotFound if the bucket is missing,
+	// ErrNoObject, ErrDeleteMarker (the latest is a marker) or ErrNoVersion
+	// as GetObject and GetObjectVersion; MethodNotAllowed (Detail
+	// "reason" = "delete_marker") for a named delete marker, which has no
+	// tags.
+	SetObjectTags(ctx context.Context, bucket, key, versionID string, tags []Tag) (Object, error)
 	// ListObjects returns one page of the latest versions that are not
 	// delete markers. NotFound if the bucket is missing.
 	ListObjects(ctx context.Context, bucket string, opts ListOptions) (ListPage, error)

@@ -335,6 +335,15 @@ func TestStoreWritesInvalidate(t *testing.T) {
 				t.Errorf("after the swap, the envelope read is %q under %q (%v), want envelope-v2 under local:v2", o.Encryption, o.EncryptionKEK, err)
 			}
 		}}},
+		{"object tags", func(t *testing.T, f *fixture) error {
+			_, err := f.s.SetObjectTags(f.ctx, "alice", "k", "", []meta.Tag{{Key: "a", Value: "b"}})
+			return err
+		}, []check{func(t *testing.T, f *fixture) {
+			o, err := f.s.GetObject(f.ctx, "alice", "k")
+			if err != nil || len(o.Tags) != 1 || o.Tags[0] != (meta.Tag{Key: "a", Value: "b"}) {
+				t.Errorf("after SetObjectTags, the object read has tags %v (%v), want a=b", o.Tags, err)
+			}
+		}}},
 		{"user purge", func(t *testing.T, f *fixture) error {
 			_, err := f.s.DeleteUser(f.ctx, "alice", true)
 			return err

@@ -223,13 +223,13 @@ func Objects(os []ObjectRow) []meta.Object {
 // arguments ObjectArgs. inlineCol is the column that holds (or names) its
 // inline bytes.
 func UpsertObjectSQL(inlineCol string, ph PH) string {
-	return "INSERT INTO objects (bucket, " + objectCols + ", " + inlineCol + ", sse, sse_kek) VALUES (" + values(ph, 1, 21) + ")" +
+	return "INSERT INTO objects (bucket, " + objectCols + ", " + inlineCol + ", sse, sse_kek, tags) VALUES (" + values(ph, 1, 22) + ")" +
 		" ON CONFLICT (bucket, key, version_id) DO UPDATE SET size = excluded.size, etag = excluded.etag, sha256 = excluded.sha256," +
 		" content_type = excluded.content_type, metadata = excluded.metadata, blob_key = excluded.blob_key, mod_time = excluded.mod_time," +
 		" checksum_algorithm = excluded.checksum_algorithm, checksum_type = excluded.checksum_type, checksum_value = excluded.checksum_value," +
 		" parts_id = excluded.parts_id, part_count = excluded.part_count, seq = excluded.seq, is_latest = excluded.is_latest," +
 		" delete_marker = excluded.delete_marker, " + inlineCol + " = excluded." + inlineCol +
-		", sse = excluded.sse, sse_kek = excluded.sse_kek"
+		", sse = excluded.sse, sse_kek = excluded.sse_kek, tags = excluded.tags"
 }
 
 // ObjectArgs are UpsertObjectSQL's arguments for o (its VersionID,
@@ -245,12 +245,16 @@ func ObjectArgs(o meta.Object, seq string, partsID int64, inline any, key func(s
 	if partsID != 0 {
 		pid = partsID
 	}
+	tags, err := TagsArg(o.Tags)
+	if err != nil {
+		return nil, err
+	}
 	if o.VersionID == "" || seq == "" {
 		return nil, errcode.New(errcode.Internal, "object %q written without a version", o.Key)
 	}
 	return []any{o.Bucket, key(o.Key), o.Size, o.ETag, o.SHA256, o.ContentType, md, o.BlobKey, ToNanos(o.ModTime),
 		o.Checksum.Algorithm, o.Checksum.Type, o.Checksum.Value, pid, len(o.Parts), o.VersionID, seq, o.IsLatest, o.DeleteMarker,
-		inline, o.Encryption, o.EncryptionKEK}, nil
+		inline, o.Encryption, o.EncryptionKEK, tags}, nil
 }
 
 // PutObjects implements meta.Objects: the puts are checked

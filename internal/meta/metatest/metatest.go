@@ -133,6 +133,7 @@ func Run(t *testing.T, newStore func(t *testing.T) (meta.Stores, func() error)) 
 		{"Objects", objectTests},
 		{"Move", moveTests},
 		{"Versions", versionTests},
+		{"Tags", tagTests},
 		{"Quota", quotaTests},
 		{"List", listTests},
 		{"AccessKeys", accessKeyTests},
@@ -349,6 +350,9 @@ func diffObject(got, want meta.Object) string {
 	}
 	if got.BlobKey != want.BlobKey {
 		add("BlobKey", got.BlobKey, want.BlobKey)
+	}
+	if !slices.Equal(got.Tags, want.Tags) { // nil and empty are equal
+		add("Tags", got.Tags, want.Tags)
 	}
 	// Nil Parts is a single-blob object (BlobKeys depends on it).
 	if (got.Parts == nil) != (want.Parts == nil) || !slices.EqualFunc(got.Parts, want.Parts, samePart) {

@@ -128,7 +128,7 @@ func lookupSQL(cond string) string {
 	return `SELECT b.owner_id, b.versioning, o.size, o.etag, o.sha256, o.content_type, o.metadata, o.blob_key, o.mod_time,
 		o.checksum_algorithm, o.checksum_type, o.checksum_value, o.parts_id, o.part_count, o.inline_data,
 		p.blob_key, p.size, p.etag, p.checksum, o.sse, o.sse_kek, p.sse, p.sse_kek,
-		o.version_id, o.seq, o.is_latest, o.delete_marker
+		o.version_id, o.seq, o.is_latest, o.delete_marker, o.tags
 	FROM buckets b
 	LEFT JOIN objects o ON o.bucket = b.name AND o.key = $2 AND ` + cond + `
 	LEFT JOIN object_parts p ON p.parts_id = o.parts_id
@@ -149,7 +149,8 @@ type lookupRow struct {
 	obj        metasql.ObjectRow
 	has        bool // a version is there
 	part       meta.ObjectPart
-	pHas       bool // the row holds a part
+	pHas       bool        // the row holds a part
+	tags       pgtype.Text // the version's tags (every row repeats them: foundOf decodes the first)
 }
 
 // scanLookup returns the scanner of a lookup's rows for bucket/key.
@@ -167,7 +168,7 @@ func scanLookup(bucket, k string) func(metasql.Row) (lookupRow, error) {
 			inline, sse, psse                          []byte
 		)
 		if err := r.Scan(&l.owner, &l.versioning, &size, &etag, &sha, &ctype, &md, &blob, &mod, &calg, &ctyp, &cv, &pid, &pcount, &inline,
-			&pblob, &psize, &petag, &pcheck, &sse, &kek, &psse, &pkek, &vid, &seq, &latest, &marker); err != nil {
+			&pblob, &psize, &petag, &pcheck, &sse, &kek, &psse, &pkek, &vid, &seq, &latest, &marker, &l.tags); err != nil {
 			return lookupRow{}, err
 		}
 		if l.pHas = pblob.Valid; l.pHas {
@@ -220,6 +221,12 @@ func foundOf(rows []lookupRow) (found, error) {
 			f.bucket, f.owner, f.versioning, f.exists = true, l.owner, meta.Versioning(l.versioning), l.has
 			if f.exists {
 				f.row = l.obj
+				if l.tags.Valid {
+					var err error
+					if f.row.Tags, err = metasql.DecodeTags(&l.tags.String); err != nil {
+						return found{}, err
+					}
+				}
 				if f.row.PartsID != 0 {
 					f.row.Parts = make([]meta.ObjectPart, 0, f.row.PartCount)
 				}
@@ -418,7 +425,7 @@ func (t *txn) rewriteVersion(f found, o meta.Object, cond meta.Cond, store func(
 		return meta.PutResult{}, err
 	}
 	store()
-	o.VersionID, o.IsLatest = f.row.VersionID, f.row.IsLatest
+	o.VersionID, o.IsLatest, o.Tags = f.row.VersionID, f.row.IsLatest, f.row.Tags
 	if err := writeObject(t, o, f.row.Seq, partsID); err != nil {
 		return meta.PutResult{}, err
 	}

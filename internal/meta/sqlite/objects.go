@@ -113,7 +113,7 @@ func lookup(ctx context.Context, q querier, bucket, key, version string) (found,
 		f                           found
 		versioning                  string
 		k, etag, sha, ctype, blob   sql.NullString
-		md                          *string
+		md, tags                    *string
 		calg, ctyp, cval            sql.NullString
 		size, mod, pid, pcount, iid sql.NullInt64
 		data, sse                   []byte
@@ -126,7 +126,7 @@ func lookup(ctx context.Context, q querier, bucket, key, version string) (found,
 	}
 	err := q.QueryRowContext(ctx, query, args...).
 		Scan(&f.owner, &versioning, &k, &size, &etag, &sha, &ctype, &md, &blob, &mod, &calg, &ctyp, &cval, &pid, &pcount, &iid, &data, &sse, &kek,
-			&vid, &seq, &latest, &marker)
+			&vid, &seq, &latest, &marker, &tags)
 	if errors.Is(err, sql.ErrNoRows) {
 		return found{}, meta.ErrNoBucket(bucket)
 	}
@@ -168,6 +168,9 @@ func lookup(ctx context.Context, q querier, bucket, key, version string) (found,
 	if f.row.Metadata, err = metasql.DecodeMetadata(md); err != nil {
 		return found{}, err
 	}
+	if f.row.Tags, err = metasql.DecodeTags(tags); err != nil {
+		return found{}, err
+	}
 	return f, nil
 }
 
@@ -176,7 +179,7 @@ func lookup(ctx context.Context, q querier, bucket, key, version string) (found,
 func lookupSQL(cond string) string {
 	return `SELECT b.owner_id, b.versioning, o.key, o.size, o.etag, o.sha256, o.content_type, o.metadata, o.blob_key, o.mod_time,
 		o.checksum_algorithm, o.checksum_type, o.checksum_value, o.parts_id, o.part_count, o.inline_id, i.data, o.sse, o.sse_kek,
-		o.version_id, o.seq, o.is_latest, o.delete_marker
+		o.version_id, o.seq, o.is_latest, o.delete_marker, o.tags
 	FROM buckets b LEFT JOIN objects o ON o.bucket = b.name AND o.key = ?2 AND ` + cond + `
 	LEFT JOIN inline_data i ON i.id = o.inline_id
 	WHERE b.name = ?1`
@@ -462,7 +465,7 @@ func rewriteVersion(ctx context.Context, c *conn, f found, o meta.Object, cond m
 	if err != nil {
 		return meta.PutResult{}, err
 	}
-	o.VersionID, o.IsLatest = f.row.VersionID, f.row.IsLatest
+	o.VersionID, o.IsLatest, o.Tags = f.row.VersionID, f.row.IsLatest, f.row.Tags
 	if err := writeObject(ctx, c, o, f.row.Seq, pid, iid); err != nil {
 		return meta.PutResult{}, err
 	}
