@@ -48,6 +48,15 @@ type backend interface {
 	listVersions(ctx context.Context, opts meta.VersionListOptions) (meta.VersionPage, error)
 	// setVersioning sets the bucket's versioning state.
 	setVersioning(ctx context.Context, v meta.Versioning) error
+	// objectTags returns version versionID ("": the latest) of key with
+	// its tags (tags.go).
+	objectTags(ctx context.Context, key, versionID string) (meta.Object, error)
+	// setObjectTags replaces the tags of version versionID ("": the
+	// latest) of key.
+	setObjectTags(ctx context.Context, key, versionID string, tags []meta.Tag) (meta.Object, error)
+	// bucketTags returns the bucket's tags; setBucketTags replaces them.
+	bucketTags(ctx context.Context) ([]meta.Tag, error)
+	setBucketTags(ctx context.Context, tags []meta.Tag) error
 	// moveOut renames srcKey to dstKey of dst, as dst.moveIn does it.
 	moveOut(ctx context.Context, srcKey string, dst backend, dstKey string, cond meta.Cond) (meta.Object, error)
 	// moveIn renames srcKey of the native bucket src to dstKey here.

@@ -261,6 +261,9 @@ func (g *gatewayBackend) put(ctx context.Context, w *incoming) (meta.Object, err
 	if err != nil {
 		return meta.Object{}, err
 	}
+	if len(w.Tags) > 0 {
+		return meta.Object{}, errGatewayUnsupported("object tagging")
+	}
 	if w.Cond.IfNoneMatch || w.Cond.IfMatch != "" {
 		// Checked before the write; the backend write itself is not
 		// conditional (docs/gateway.md).

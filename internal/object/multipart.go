@@ -38,8 +38,9 @@ type CreateUploadInput struct {
 	Bucket, Key       string
 	ContentType       string
 	Metadata          map[string]string
-	ChecksumAlgorithm string // S3 x-amz-checksum-algorithm, or ""
-	ChecksumType      string // S3 x-amz-checksum-type, or "" (integrity.ParseChecksumType)
+	Tags              []meta.Tag // the object's, on completion (meta.CheckTags)
+	ChecksumAlgorithm string     // S3 x-amz-checksum-algorithm, or ""
+	ChecksumType      string     // S3 x-amz-checksum-type, or "" (integrity.ParseChecksumType)
 	// Size and PartSize are declared by direct-upload sessions (0 if
 	// unknown); a declared Size is reserved against the bucket owner's
 	// quota until the upload is completed, aborted or expires.
@@ -89,6 +90,9 @@ func (s *Uploads) CreateUpload(ctx context.Context, a Actor, in CreateUploadInpu
 	if err := validMetadata(in.Metadata); err != nil {
 		return meta.Upload{}, err
 	}
+	if err := meta.CheckTags(in.Tags, meta.MaxObjectTags); err != nil {
+		return meta.Upload{}, err
+	}
 	alg, err := integrity.ParseAlgorithm(in.ChecksumAlgorithm)
 	if err != nil {
 		return meta.Upload{}, err
@@ -128,7 +132,7 @@ func (n *native) createUpload(ctx context.Context, a Actor, in CreateUploadInput
 	now := s.now().UTC()
 	u := meta.Upload{
 		ID: newUploadID(), Bucket: b.Name, Key: in.Key, InitiatorID: a.UserID,
-		ContentType: ct, Metadata: in.Metadata,
+		ContentType: ct, Metadata: in.Metadata, Tags: in.Tags,
 		ChecksumAlgorithm: in.ChecksumAlgorithm, ChecksumType: in.ChecksumType,
 		Size: in.Size, PartSize: in.PartSize,
 		CreatedAt: now, ExpiresAt: now.Add(ttl),
@@ -455,6 +459,7 @@ func (s *Uploads) complete(ctx context.Context, u meta.Upload, parts []meta.Comp
 		ETag:        fmt.Sprintf("%s-%d", hex.EncodeToString(h.Sum(nil)), len(parts)),
 		ContentType: u.ContentType,
 		Metadata:    u.Metadata,
+		Tags:        u.Tags,
 		ModTime:     s.now().UTC(),
 	}
 	if obj.Checksum, err = MultipartChecksum(u, parts, stored); err != nil {
@@ -656,6 +661,7 @@ func (s *Uploads) completeBackend(ctx context.Context, u meta.Upload, parts []me
 		ETag:        fmt.Sprintf("%s-%d", hex.EncodeToString(h.Sum(nil)), len(parts)),
 		ContentType: u.ContentType,
 		Metadata:    u.Metadata,
+		Tags:        u.Tags,
 		ModTime:     s.now().UTC(),
 	}
 	o, err := s.meta.CompleteBackendUpload(cctx, u.ID, obj, cond)

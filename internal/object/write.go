@@ -38,6 +38,8 @@ type PutInput struct {
 	Size        int64 // exact size, or -1 if unknown (chunked)
 	ContentType string
 	Metadata    map[string]string
+	// Tags is the new version's tag set (nil: none; meta.CheckTags).
+	Tags []meta.Tag
 	// Client-announced digests (raw bytes), checked at EOF.
 	SHA256, MD5 []byte
 	// ChecksumAlgorithm, if set, makes the service compute and store that
@@ -85,6 +87,9 @@ func (s *core) newIncoming(ctx context.Context, a Actor, in PutInput, from *copy
 		return nil, err
 	}
 	if err := validMetadata(in.Metadata); err != nil {
+		return nil, err
+	}
+	if err := meta.CheckTags(in.Tags, meta.MaxObjectTags); err != nil {
 		return nil, err
 	}
 	b, err := s.authorize(ctx, a, in.Bucket, write)
@@ -207,7 +212,7 @@ func (n *native) stage(ctx context.Context, w *incoming) (staged, error) {
 	}
 	out := staged{put: meta.Put{
 		Object: meta.Object{
-			Bucket: n.bucket.Name, Key: w.Key, ContentType: w.ContentType, Metadata: w.Metadata,
+			Bucket: n.bucket.Name, Key: w.Key, ContentType: w.ContentType, Metadata: w.Metadata, Tags: w.Tags,
 		},
 		Cond:        w.Cond,
 		BucketOwner: n.bucket.OwnerID,
