@@ -131,9 +131,13 @@ func (api *API) putObject(q *request) (response, error) {
 	if err != nil {
 		return nil, err
 	}
+	tags, err := headerTags(q)
+	if err != nil {
+		return nil, err
+	}
 	o, err := api.objects.Put(ctxOf(q), q.actor, object.PutInput{
 		Bucket: q.bucket, Key: q.key, Body: body, Size: size, ContentType: ct,
-		Metadata: userMetadata(q.Header), MD5: md5sum, SHA256: q.pay.sha256,
+		Metadata: userMetadata(q.Header), Tags: tags, MD5: md5sum, SHA256: q.pay.sha256,
 		ChecksumAlgorithm: alg.String(), ChecksumWant: want, Cond: cond, SSE: sse,
 	})
 	if err != nil {
@@ -254,6 +258,7 @@ func (or *objectResponse) respond(w http.ResponseWriter, q *request) {
 	for k, val := range o.Metadata {
 		h["X-Amz-Meta-"+k] = []string{val}
 	}
+	taggingCount(h, o)
 	var fixed *httpx.Span
 	if or.part > 0 {
 		s, n, count, ok := partRange(o, or.part)
@@ -386,7 +391,16 @@ func (api *API) copyObject(q *request) (response, error) {
 		return nil, s3err.New(s3err.InvalidArgument, "Unknown metadata directive.")
 	}
 	replace := directive == "REPLACE"
-	if sb == q.bucket && sk == q.key && !replace && sv == "" {
+	// x-amz-tagging-directive is COPY or REPLACE (the table,
+	// unsupported.go); under COPY, the default, x-amz-tagging is not used.
+	replaceTags := strings.EqualFold(strings.TrimSpace(q.Header.Get("X-Amz-Tagging-Directive")), "REPLACE")
+	var tags []meta.Tag
+	if replaceTags {
+		if tags, err = headerTags(q); err != nil {
+			return nil, err
+		}
+	}
+	if sb == q.bucket && sk == q.key && !replace && !replaceTags && sv == "" {
 		return nil, s3err.New(s3err.InvalidRequest, "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.")
 	}
 	if src.Object.Size > MaxPutSize {
@@ -396,7 +410,7 @@ func (api *API) copyObject(q *request) (response, error) {
 	if err != nil {
 		return nil, err
 	}
-	in := object.CopyInput{DstBucket: q.bucket, DstKey: q.key, Cond: cond, ReplaceMetadata: replace, SSE: sse}
+	in := object.CopyInput{DstBucket: q.bucket, DstKey: q.key, Cond: cond, ReplaceMetadata: replace, ReplaceTags: replaceTags, Tags: tags, SSE: sse}
 	if replace {
 		in.ContentType, in.Metadata = q.Header.Get("Content-Type"), userMetadata(q.Header)
 	}

@@ -266,6 +266,16 @@ func (api *API) dispatch(q *request) (string, handlerFunc) {
 			case m == http.MethodPut && sub == "versioning":
 				return "PutBucketVersioning", api.putBucketVersioning
 			}
+			if sub == "tagging" {
+				switch m {
+				case http.MethodPut:
+					return "PutBucketTagging", api.putBucketTagging
+				case http.MethodGet:
+					return "GetBucketTagging", api.getBucketTagging
+				case http.MethodDelete:
+					return "DeleteBucketTagging", api.deleteBucketTagging
+				}
+			}
 			if sub == "encryption" {
 				switch m {
 				case http.MethodPut:
@@ -304,6 +314,16 @@ func (api *API) dispatch(q *request) (string, handlerFunc) {
 		return "UnknownBucketOperation", methodNotAllowed
 	}
 	if sub := firstOf(q, objectSubresources); sub != "" {
+		if sub == "tagging" {
+			switch m {
+			case http.MethodPut:
+				return "PutObjectTagging", api.putObjectTagging
+			case http.MethodGet:
+				return "GetObjectTagging", api.getObjectTagging
+			case http.MethodDelete:
+				return "DeleteObjectTagging", api.deleteObjectTagging
+			}
+		}
 		return strings.ToUpper(m[:1]) + strings.ToLower(m[1:]) + "Object?" + sub, nil
 	}
 	switch m {

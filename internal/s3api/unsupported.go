@@ -51,7 +51,8 @@ var (
 		"PutObject", "CopyObject", "GetObject", "HeadObject", "DeleteObject",
 		"CreateMultipartUpload", "UploadPart", "UploadPartCopy", "CompleteMultipartUpload",
 		"AbortMultipartUpload", "ListParts", "PutBucketEncryption", "GetBucketEncryption", "DeleteBucketEncryption",
-		"PutBucketVersioning",
+		"PutBucketVersioning", "GetObjectTagging", "PutObjectTagging", "DeleteObjectTagging",
+		"GetBucketTagging", "PutBucketTagging", "DeleteBucketTagging",
 	}
 )
 
@@ -103,8 +104,8 @@ func rules() []rule {
 		{name: "x-amz-acl", ops: objectWrites, allow: []string{"private", "bucket-owner-full-control"},
 			why: "objects have no ACL of their own in Coffer (they are as private or public as their bucket)"},
 		{name: "x-amz-grant-*", why: acl},
-		// Tags.
-		{name: "x-amz-tagging", ops: objectWrites, allow: []string{""}, why: "object tagging is not implemented by Coffer"},
+		// Tags: x-amz-tagging is read by PutObject, CopyObject and
+		// CreateMultipartUpload (tagging.go).
 		{name: "x-amz-tagging-directive", ops: []string{"CopyObject"}, allow: []string{"COPY", "REPLACE"},
 			code: s3err.InvalidArgument, why: "Unknown tagging directive."},
 		// Storage classes and website hosting.

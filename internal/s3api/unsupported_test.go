@@ -44,7 +44,6 @@ func TestCheckRequest(t *testing.T) {
 		{"CreateBucket", "/b", []string{"X-Amz-Object-Ownership", "Nobody"}, s3err.InvalidArgument},
 		{"PutObject", "/b/k", []string{"X-Amz-Acl", "public-read"}, s3err.NotImplemented},
 		{"PutObject", "/b/k", []string{"X-Amz-Grant-Full-Control", "id=x"}, s3err.NotImplemented},
-		{"PutObject", "/b/k", []string{"X-Amz-Tagging", "a=b"}, s3err.NotImplemented},
 		{"CopyObject", "/b/k", []string{"X-Amz-Tagging-Directive", "MERGE"}, s3err.InvalidArgument},
 		{"PutObject", "/b/k", []string{"X-Amz-Storage-Class", "GLACIER"}, s3err.NotImplemented},
 		{"CreateMultipartUpload", "/b/k?uploads", []string{"X-Amz-Storage-Class", "STANDARD_IA"}, s3err.NotImplemented},

@@ -57,10 +57,12 @@ type Service struct {
 	Versions map[string][]Object    // by bucket + "/" + key, newest first (versioned buckets only)
 	Uploads  map[string]meta.Upload // by ID
 	Parts    map[string][]meta.Part // by upload ID
-	Encrypts bool                   // EncryptsByDefault
-	versions int                    // version IDs made so far
-	Fail     map[string]error       // method name ("Put", "Get", "Open" for a Reader's bytes...) → its error
-	Writes   []string               // "Put b/k", "CreateBucket b", ... in order
+	// BucketTags are the buckets' tag sets, by name.
+	BucketTags map[string][]meta.Tag
+	Encrypts   bool             // EncryptsByDefault
+	versions   int              // version IDs made so far
+	Fail       map[string]error // method name ("Put", "Get", "Open" for a Reader's bytes...) → its error
+	Writes     []string         // "Put b/k", "CreateBucket b", ... in order
 
 	LastPut    object.PutInput
 	LastCopy   object.CopyInput
@@ -78,7 +80,7 @@ type Object struct {
 // New returns an empty fake whose clock reads now.
 func New(now time.Time) *Service {
 	return &Service{Now: now, Buckets: map[string]meta.Bucket{}, Objects: map[string]Object{}, Versions: map[string][]Object{},
-		Uploads: map[string]meta.Upload{}, Parts: map[string][]meta.Part{}, Fail: map[string]error{}}
+		Uploads: map[string]meta.Upload{}, Parts: map[string][]meta.Part{}, BucketTags: map[string][]meta.Tag{}, Fail: map[string]error{}}
 }
 
 // Add stores o with data, filling in its Size, ETag (MD5), SHA256 and, if
@@ -197,8 +199,11 @@ func Envelope(sse object.SSE) ([]byte, error) {
 // write reads body through the checks the service makes and stores it at
 // bucket/key, under the write condition cond.
 func (f *Service) write(a object.Actor, bucket, key string, cond meta.Cond, body io.Reader, opts integrity.Options,
-	ct string, md map[string]string, sse object.SSE) (meta.Object, error) {
+	ct string, md map[string]string, tags []meta.Tag, sse object.SSE) (meta.Object, error) {
 	if _, err := f.authorize(a, bucket, true); err != nil {
+		return meta.Object{}, err
+	}
+	if err := meta.CheckTags(tags, meta.MaxObjectTags); err != nil {
 		return meta.Object{}, err
 	}
 	if err := object.ValidKey(key); err != nil {
@@ -225,7 +230,7 @@ func (f *Service) write(a object.Actor, bucket, key string, cond meta.Cond, body
 		ct = "application/octet-stream"
 	}
 	o := meta.Object{Bucket: bucket, Key: key, Size: int64(len(data)), ETag: hex.EncodeToString(r.MD5()),
-		SHA256: hex.EncodeToString(r.SHA256()), ContentType: ct, Metadata: md, ModTime: f.Now, Encryption: env}
+		SHA256: hex.EncodeToString(r.SHA256()), ContentType: ct, Metadata: md, Tags: tags, ModTime: f.Now, Encryption: env}
 	if sum := r.Checksum(); sum != nil {
 		o.Checksum = meta.Checksum{Algorithm: alg.String(), Type: "FULL_OBJECT", Value: alg.Encode(sum)}
 	}
@@ -444,7 +449,7 @@ func (f *Service) Put(_ context.Context, a object.Actor, in object.PutInput) (me
 		return meta.Object{}, err
 	}
 	o, err := f.write(a, in.Bucket, in.Key, in.Cond, in.Body, integrity.Options{Size: in.Size, SHA256: in.SHA256, MD5: in.MD5,
-		ChecksumAlgorithm: in.ChecksumAlgorithm, ChecksumWant: in.ChecksumWant}, in.ContentType, in.Metadata, in.SSE)
+		ChecksumAlgorithm: in.ChecksumAlgorithm, ChecksumWant: in.ChecksumWant}, in.ContentType, in.Metadata, in.Tags, in.SSE)
 	if err != nil {
 		return meta.Object{}, err
 	}
@@ -468,11 +473,14 @@ func (f *Service) CopyFrom(ctx context.Context, a object.Actor, src *object.Read
 	if err := f.Fail["CopyFrom"]; err != nil {
 		return meta.Object{}, err
 	}
-	ct, md := src.Object.ContentType, src.Object.Metadata
+	ct, md, tags := src.Object.ContentType, src.Object.Metadata, src.Object.Tags
 	if in.ReplaceMetadata {
 		ct, md = in.ContentType, in.Metadata
 	}
-	o, err := f.write(a, in.DstBucket, in.DstKey, in.Cond, rc, integrity.Options{Size: src.Object.Size}, ct, md, in.SSE)
+	if in.ReplaceTags {
+		tags = in.Tags
+	}
+	o, err := f.write(a, in.DstBucket, in.DstKey, in.Cond, rc, integrity.Options{Size: src.Object.Size}, ct, md, tags, in.SSE)
 	if err != nil {
 		return meta.Object{}, err
 	}
@@ -664,7 +672,7 @@ func (f *Service) CreateUpload(_ context.Context, a object.Actor, in object.Crea
 		return meta.Upload{}, err
 	}
 	u := meta.Upload{ID: fmt.Sprintf("up%d", len(f.Uploads)+1), Bucket: in.Bucket, Key: in.Key, InitiatorID: a.UserID,
-		ContentType: in.ContentType, Metadata: in.Metadata, ChecksumAlgorithm: alg.String(), ChecksumType: in.ChecksumType,
+		ContentType: in.ContentType, Metadata: in.Metadata, Tags: in.Tags, ChecksumAlgorithm: alg.String(), ChecksumType: in.ChecksumType,
 		CreatedAt: f.Now, EncryptionMode: int(in.SSE.Mode), EncryptionKMSKey: in.SSE.KMSKeyID}
 	if in.SSE.Mode == crypt.ModeCustomer {
 		if u.CustomerKeyCheck, err = Envelope(in.SSE); err != nil {
@@ -762,7 +770,7 @@ func (f *Service) CompleteUpload(_ context.Context, a object.Actor, bucket, key,
 	if err := cond.Check(cur.Object, exists); err != nil {
 		return meta.Object{}, err
 	}
-	o := meta.Object{Bucket: bucket, Key: key, ETag: fmt.Sprintf("%x-%d", md5.Sum([]byte(id)), len(parts)), ContentType: u.ContentType, ModTime: f.Now}
+	o := meta.Object{Bucket: bucket, Key: key, ETag: fmt.Sprintf("%x-%d", md5.Sum([]byte(id)), len(parts)), ContentType: u.ContentType, Tags: u.Tags, ModTime: f.Now}
 	stored := map[int]meta.Part{}
 	for _, p := range f.Parts[id] {
 		stored[p.Number] = p
@@ -833,4 +841,109 @@ func (f *Service) ListUploads(_ context.Context, a object.Actor, bucket string, 
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out, false, nil
+}
+
+// ---- tags ----
+
+// GetTags returns version versionID of bucket/key ("": the latest) with
+// its tags, for the bucket's owner, with GetVersion's errors.
+func (f *Service) GetTags(_ context.Context, a object.Actor, bucket, key, versionID string) (meta.Object, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.Fail["GetTags"]; err != nil {
+		return meta.Object{}, err
+	}
+	o, err := f.tagged(a, bucket, key, versionID)
+	if err != nil {
+		return meta.Object{}, err
+	}
+	return o.Object, nil
+}
+
+// tagged finds the version a tag operation of a on bucket/key names.
+func (f *Service) tagged(a object.Actor, bucket, key, versionID string) (Object, error) {
+	if _, err := f.authorize(a, bucket, true); err != nil {
+		return Object{}, err
+	}
+	if versionID != "" && !meta.ValidVersionID(versionID) {
+		return Object{}, errcode.New(errcode.InvalidArgument, "Invalid version id specified")
+	}
+	o, ok := f.latest(bucket, key)
+	if versionID != "" {
+		o, ok = f.version(bucket, key, versionID)
+	}
+	switch {
+	case !ok && versionID != "":
+		return Object{}, object.ErrNoVersion(versionID)
+	case !ok:
+		return Object{}, object.ErrNoObject(key)
+	case o.DeleteMarker && versionID != "":
+		return Object{}, object.ErrVersionIsDeleteMarker(o.VersionID)
+	case o.DeleteMarker:
+		return Object{}, object.ErrDeleteMarker(o.VersionID)
+	}
+	return o, nil
+}
+
+// SetTags replaces the tags of version versionID of bucket/key ("": the
+// latest).
+func (f *Service) SetTags(_ context.Context, a object.Actor, bucket, key, versionID string, tags []meta.Tag) (meta.Object, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.Fail["SetTags"]; err != nil {
+		return meta.Object{}, err
+	}
+	o, err := f.tagged(a, bucket, key, versionID)
+	if err != nil {
+		return meta.Object{}, err
+	}
+	if err := meta.CheckTags(tags, meta.MaxObjectTags); err != nil {
+		return meta.Object{}, err
+	}
+	k := bucket + "/" + key
+	if cur, ok := f.Objects[k]; ok && cur.VersionID == o.VersionID {
+		cur.Tags = tags
+		f.Objects[k] = cur
+	}
+	for i, v := range f.Versions[k] {
+		if v.VersionID == o.VersionID {
+			f.Versions[k][i].Tags = tags
+		}
+	}
+	f.wrote("SetTags " + k + " " + versionID)
+	o.Tags = tags
+	return o.Object, nil
+}
+
+// GetBucketTags returns a bucket's tags: NotFound (resource tag_set) if
+// it has none.
+func (f *Service) GetBucketTags(_ context.Context, a object.Actor, name string) ([]meta.Tag, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, err := f.authorize(a, name, true); err != nil {
+		return nil, err
+	}
+	tags := f.BucketTags[name]
+	if len(tags) == 0 {
+		return nil, meta.ErrNoTagSet(name)
+	}
+	return tags, nil
+}
+
+// SetBucketTags replaces a bucket's tags.
+func (f *Service) SetBucketTags(_ context.Context, a object.Actor, name string, tags []meta.Tag) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.Fail["SetBucketTags"]; err != nil {
+		return err
+	}
+	if _, err := f.authorize(a, name, true); err != nil {
+		return err
+	}
+	if err := meta.CheckTags(tags, meta.MaxBucketTags); err != nil {
+		return err
+	}
+	f.BucketTags[name] = tags
+	f.wrote("SetBucketTags " + name)
+	return nil
 }

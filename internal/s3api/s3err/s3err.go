@@ -62,6 +62,8 @@ var (
 	MissingSecurityHeader             = def("MissingSecurityHeader", 400, "Your request is missing a required header.")
 	NoSuchBucket                      = def("NoSuchBucket", 404, "The specified bucket does not exist.")
 	NoSuchKey                         = def("NoSuchKey", 404, "The specified key does not exist.")
+	InvalidTag                        = def("InvalidTag", 400, "The tag provided was not a valid tag.")
+	NoSuchTagSet                      = def("NoSuchTagSet", 404, "The TagSet does not exist.")
 	NoSuchVersion                     = def("NoSuchVersion", 404, "The specified version does not exist.")
 	NoSuchUpload                      = def("NoSuchUpload", 404, "The specified multipart upload does not exist. The upload ID might be invalid, or the multipart upload might have been aborted or completed.")
 	NotImplemented                    = def("NotImplemented", 501, "A header or query you provided implies functionality that is not implemented.")
@@ -154,6 +156,8 @@ func Translate(err error) APIError {
 			return row(InvalidBucketName)
 		case "malformed_xml":
 			return row(MalformedXML)
+		case "invalid_tag":
+			return row(InvalidTag)
 		}
 		return row(InvalidArgument)
 	case errcode.NotFound:
@@ -166,6 +170,8 @@ func Translate(err error) APIError {
 			return Table[NoSuchUpload]
 		case "version":
 			return Table[NoSuchVersion]
+		case "tag_set":
+			return Table[NoSuchTagSet]
 		}
 		return Table[NoSuchKey]
 	case errcode.AlreadyExists:
