@@ -430,7 +430,7 @@ func TestS3RefusedHeaders(t *testing.T) {
 		"GetObject SSE-C of a plain object":        {"GET", b + "/k", nil, ssec, ireq, nothing},
 		"HeadObject SSE-C of a plain object":       {"HEAD", b + "/k", nil, ssec, ireq, nothing},
 		"CreateBucket ACL":                         mk("X-Amz-Acl", "public-read-write"),
-		"PutObject tagging":                        put("X-Amz-Tagging", "a=b"),
+		"PutObject bad tagging":                    withCode(put("X-Amz-Tagging", "aws%3Ax=1"), "InvalidTag"),
 		"CreateMultipartUpload storage":            mpu("X-Amz-Storage-Class", "ONEZONE_IA"),
 		"Complete whole-object checksum":           {"POST", b + "/mp?" + up, complete, []string{"X-Amz-Checksum-Crc32", "AAAAAA=="}, ni, uploadOpen},
 		"HeadObject malformed versionId":           {"HEAD", b + "/k?versionId=3HL4kqtJlcpXroDTDmJ", nil, nil, ia, nothing},
@@ -442,7 +442,7 @@ func TestS3RefusedHeaders(t *testing.T) {
 	for name, tc := range rows {
 		t.Run(name, func(t *testing.T) {
 			r := u.s3(t, tc.method, tc.path, tc.body, "", tc.hdr...)
-			want := map[string]int{ni: 501, ia: 400, ad: 403, ireq: 400, kn: 400}
+			want := map[string]int{ni: 501, ia: 400, ad: 403, ireq: 400, kn: 400, "InvalidTag": 400}
 			if tc.method == "HEAD" {
 				w := want[tc.code]
 				if tc.code == "" {

@@ -238,8 +238,8 @@ func TestS3BadInput(t *testing.T) {
 		if r := u.s3(t, "GET", "/"+bucket+"?policy", nil, ""); r.status != 501 || r.code != "NotImplemented" {
 			t.Errorf("GetBucketPolicy: %d %s", r.status, r.code)
 		}
-		if r := u.s3(t, "PUT", "/"+bucket+"/x?tagging", []byte("<Tagging/>"), ""); r.status != 501 || r.code != "NotImplemented" {
-			t.Errorf("PutObjectTagging: %d %s", r.status, r.code)
+		if r := u.s3(t, "PUT", "/"+bucket+"/x?retention", []byte("<Retention/>"), ""); r.status != 501 || r.code != "NotImplemented" {
+			t.Errorf("PutObjectRetention: %d %s", r.status, r.code)
 		}
 		u.absent(t, "/"+bucket+"/x")
 	})
@@ -342,6 +342,13 @@ func TestS3CrossUser(t *testing.T) {
 	del := `<Delete><Object><Key>secret.bin</Key></Object></Delete>`
 	delMD5 := md5.Sum([]byte(del))
 	up := "uploadId=" + url.QueryEscape(ir.UploadID)
+	const tagging = `<Tagging><TagSet><Tag><Key>by</Key><Value>bob</Value></Tag></TagSet></Tagging>`
+	if r := a.s3(t, "PUT", "/"+ab+"/secret.bin?tagging", []byte(`<Tagging><TagSet><Tag><Key>by</Key><Value>alice</Value></Tag></TagSet></Tagging>`), ""); r.status != 200 {
+		t.Fatalf("setup tagging: %d %s", r.status, r.body)
+	}
+	if r := a.s3(t, "PUT", "/"+ab+"?tagging", []byte(`<Tagging><TagSet><Tag><Key>by</Key><Value>alice</Value></Tag></TagSet></Tagging>`), ""); r.status != 204 {
+		t.Fatalf("setup bucket tagging: %d %s", r.status, r.body)
+	}
 	cases := []struct {
 		name         string
 		method, path string
@@ -380,6 +387,14 @@ func TestS3CrossUser(t *testing.T) {
 		{"GetBucketVersioning", "GET", "/" + ab + "?versioning", "", nil},
 		{"PutBucketVersioning", "PUT", "/" + ab + "?versioning", `<VersioningConfiguration><Status>Suspended</Status></VersioningConfiguration>`, nil},
 		{"CopyObject of A's version", "PUT", "/" + bb + "/stolen.bin", "", []string{"X-Amz-Copy-Source", "/" + ab + "/secret.bin?versionId=" + old}},
+		{"GetObjectTagging", "GET", "/" + ab + "/secret.bin?tagging", "", nil},
+		{"GetObjectTagging version", "GET", "/" + ab + "/secret.bin?tagging&versionId=" + old, "", nil},
+		{"PutObjectTagging", "PUT", "/" + ab + "/secret.bin?tagging", tagging, nil},
+		{"PutObjectTagging version", "PUT", "/" + ab + "/secret.bin?tagging&versionId=" + old, tagging, nil},
+		{"DeleteObjectTagging", "DELETE", "/" + ab + "/secret.bin?tagging", "", nil},
+		{"GetBucketTagging", "GET", "/" + ab + "?tagging", "", nil},
+		{"PutBucketTagging", "PUT", "/" + ab + "?tagging", tagging, nil},
+		{"DeleteBucketTagging", "DELETE", "/" + ab + "?tagging", "", nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -404,6 +419,11 @@ func TestS3CrossUser(t *testing.T) {
 	}
 	if r := a.s3(t, "GET", "/"+ab+"?versioning", nil, ""); !strings.Contains(string(r.body), "<Status>Enabled</Status>") {
 		t.Errorf("A's versioning changed: %s", r.body)
+	}
+	for _, p := range []string{"/" + ab + "/secret.bin?tagging", "/" + ab + "?tagging"} {
+		if r := a.s3(t, "GET", p, nil, ""); r.status != 200 || !strings.Contains(string(r.body), "<Value>alice</Value>") {
+			t.Errorf("A's tags at %s changed: %d %s", p, r.status, r.body)
+		}
 	}
 	a.absent(t, "/"+ab+"/planted.bin")
 	b.absent(t, "/"+bb+"/stolen.bin")

@@ -110,7 +110,6 @@ def test_get_with_sse_c_key_refused(s3, bucket):
 def test_other_unimplemented_refused(s3, bucket):
     for extra in (
         dict(StorageClass="GLACIER"),
-        dict(Tagging="project=x"),
         dict(ACL="public-read"),
         dict(ObjectLockMode="GOVERNANCE", ObjectLockRetainUntilDate="2040-01-01T00:00:00Z"),
         dict(WebsiteRedirectLocation="/elsewhere"),
