@@ -266,24 +266,14 @@ func (api *API) dispatch(q *request) (string, handlerFunc) {
 			case m == http.MethodPut && sub == "versioning":
 				return "PutBucketVersioning", api.putBucketVersioning
 			}
-			if sub == "tagging" {
-				switch m {
-				case http.MethodPut:
-					return "PutBucketTagging", api.putBucketTagging
-				case http.MethodGet:
-					return "GetBucketTagging", api.getBucketTagging
-				case http.MethodDelete:
-					return "DeleteBucketTagging", api.deleteBucketTagging
+			switch sub {
+			case "tagging":
+				if op, h := putGetDelete(m, "BucketTagging", api.putBucketTagging, api.getBucketTagging, api.deleteBucketTagging); h != nil {
+					return op, h
 				}
-			}
-			if sub == "encryption" {
-				switch m {
-				case http.MethodPut:
-					return "PutBucketEncryption", api.putBucketEncryption
-				case http.MethodGet:
-					return "GetBucketEncryption", api.getBucketEncryption
-				case http.MethodDelete:
-					return "DeleteBucketEncryption", api.deleteBucketEncryption
+			case "encryption":
+				if op, h := putGetDelete(m, "BucketEncryption", api.putBucketEncryption, api.getBucketEncryption, api.deleteBucketEncryption); h != nil {
+					return op, h
 				}
 			}
 			return strings.ToUpper(m[:1]) + strings.ToLower(m[1:]) + "Bucket?" + sub, nil
@@ -315,13 +305,8 @@ func (api *API) dispatch(q *request) (string, handlerFunc) {
 	}
 	if sub := firstOf(q, objectSubresources); sub != "" {
 		if sub == "tagging" {
-			switch m {
-			case http.MethodPut:
-				return "PutObjectTagging", api.putObjectTagging
-			case http.MethodGet:
-				return "GetObjectTagging", api.getObjectTagging
-			case http.MethodDelete:
-				return "DeleteObjectTagging", api.deleteObjectTagging
+			if op, h := putGetDelete(m, "ObjectTagging", api.putObjectTagging, api.getObjectTagging, api.deleteObjectTagging); h != nil {
+				return op, h
 			}
 		}
 		return strings.ToUpper(m[:1]) + strings.ToLower(m[1:]) + "Object?" + sub, nil
@@ -360,6 +345,21 @@ func (api *API) dispatch(q *request) (string, handlerFunc) {
 		return "PostObject", nil
 	}
 	return "UnknownObjectOperation", methodNotAllowed
+}
+
+// putGetDelete names the Put, Get or Delete operation of a sub-resource
+// (e.g. PutBucketTagging) for method m and picks its handler; nil for
+// another method.
+func putGetDelete(m, name string, put, get, del handlerFunc) (string, handlerFunc) {
+	switch m {
+	case http.MethodPut:
+		return "Put" + name, put
+	case http.MethodGet:
+		return "Get" + name, get
+	case http.MethodDelete:
+		return "Delete" + name, del
+	}
+	return "", nil
 }
 
 func methodNotAllowed(*request) (response, error) {

@@ -121,16 +121,31 @@ func (api *API) getObjectTagging(q *request) (response, error) {
 	return xmlResponse{header: h, body: taggingOf(o.Tags)}, nil
 }
 
-func (api *API) putObjectTagging(q *request) (response, error) {
-	vid, err := versionParam(q)
-	if err != nil {
-		return nil, err
-	}
+// readTagging reads and parses q's Tagging body.
+func (api *API) readTagging(q *request) ([]meta.Tag, error) {
 	data, err := api.readBody(q)
 	if err != nil {
 		return nil, err
 	}
-	tags, err := parseTagging(data)
+	return parseTagging(data)
+}
+
+func (api *API) putObjectTagging(q *request) (response, error) {
+	tags, err := api.readTagging(q)
+	if err != nil {
+		return nil, err
+	}
+	return api.setObjectTags(q, tags, http.StatusOK)
+}
+
+func (api *API) deleteObjectTagging(q *request) (response, error) {
+	return api.setObjectTags(q, nil, http.StatusNoContent)
+}
+
+// setObjectTags sets the tags of the version q names and answers status
+// with its x-amz-version-id.
+func (api *API) setObjectTags(q *request, tags []meta.Tag, status int) (response, error) {
+	vid, err := versionParam(q)
 	if err != nil {
 		return nil, err
 	}
@@ -140,21 +155,7 @@ func (api *API) putObjectTagging(q *request) (response, error) {
 	}
 	h := http.Header{}
 	versionHeader(h, o.VersionID)
-	return empty{header: h}, nil
-}
-
-func (api *API) deleteObjectTagging(q *request) (response, error) {
-	vid, err := versionParam(q)
-	if err != nil {
-		return nil, err
-	}
-	o, err := api.objects.SetTags(ctxOf(q), q.actor, q.bucket, q.key, vid, nil)
-	if err != nil {
-		return nil, err
-	}
-	h := http.Header{}
-	versionHeader(h, o.VersionID)
-	return empty{status: http.StatusNoContent, header: h}, nil
+	return empty{status: status, header: h}, nil
 }
 
 func (api *API) getBucketTagging(q *request) (response, error) {
@@ -166,11 +167,7 @@ func (api *API) getBucketTagging(q *request) (response, error) {
 }
 
 func (api *API) putBucketTagging(q *request) (response, error) {
-	data, err := api.readBody(q)
-	if err != nil {
-		return nil, err
-	}
-	tags, err := parseTagging(data)
+	tags, err := api.readTagging(q)
 	if err != nil {
 		return nil, err
 	}

@@ -135,7 +135,7 @@ func testWritesReplaceTags(t *testing.T, s store) {
 	o2 = setTags(t, s, o2, "", tagsB)
 	cur, err := s.GetObject(ctx, "alice", "k")
 	ok(t, err, "GetObject")
-	o2 = setTags(t, s, o2, "", tagsA)
+	setTags(t, s, o2, "", tagsA)
 	re := cur
 	re.BlobKey = fmt.Sprintf("blob/re-%d", seq.Add(1))
 	re.Tags = nil

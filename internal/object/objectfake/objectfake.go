@@ -398,22 +398,9 @@ func (f *Service) GetVersion(_ context.Context, a object.Actor, bucket, key, ver
 	if err := object.ValidKey(key); err != nil {
 		return nil, err
 	}
-	if versionID != "" && !meta.ValidVersionID(versionID) {
-		return nil, errcode.New(errcode.InvalidArgument, "Invalid version id specified")
-	}
-	o, ok := f.latest(bucket, key)
-	if versionID != "" {
-		o, ok = f.version(bucket, key, versionID)
-	}
-	switch {
-	case !ok && versionID != "":
-		return nil, object.ErrNoVersion(versionID)
-	case !ok:
-		return nil, object.ErrNoObject(key)
-	case o.DeleteMarker && versionID != "":
-		return nil, object.ErrVersionIsDeleteMarker(o.VersionID)
-	case o.DeleteMarker:
-		return nil, object.ErrDeleteMarker(o.VersionID)
+	o, err := f.find(bucket, key, versionID)
+	if err != nil {
+		return nil, err
 	}
 	return object.NewReader(o.Object, b, func(_ context.Context, offset, length int64) (io.ReadCloser, error) {
 		f.mu.Lock()
@@ -865,6 +852,12 @@ func (f *Service) tagged(a object.Actor, bucket, key, versionID string) (Object,
 	if _, err := f.authorize(a, bucket, true); err != nil {
 		return Object{}, err
 	}
+	return f.find(bucket, key, versionID)
+}
+
+// find returns version versionID of bucket/key ("": the latest), with
+// the service's errors for a missing version and a delete marker.
+func (f *Service) find(bucket, key, versionID string) (Object, error) {
 	if versionID != "" && !meta.ValidVersionID(versionID) {
 		return Object{}, errcode.New(errcode.InvalidArgument, "Invalid version id specified")
 	}
