@@ -295,7 +295,8 @@ func (s *Store) getVersion(ctx context.Context, bucket, k, version string) (meta
 }
 
 var (
-	upsertObjectSQL = metasql.UpsertObjectSQL("inline_data", ph)
+	// (PostgreSQL updates an index only for a value that changed.)
+	upsertObjectSQL = metasql.UpsertObjectSQL("inline_data", true, ph)
 )
 
 // writeObject queues writing o at its bucket, key and version ID (at
@@ -355,7 +356,7 @@ func release(t *txn, o metasql.ObjectRow) {
 // key's null version, unless the bucket is Enabled (a round trip when it
 // is not the latest).
 func (t *txn) place(f found, bucket, k string) (nv meta.NewVersion, old metasql.ObjectRow, hasOld bool, err error) {
-	nv = meta.PlanVersion(f.versioning, f.row.SeqIf(f.exists), t.now)
+	nv = meta.PlanVersion(f.versioning, f.row.VersionID, f.row.SeqIf(f.exists), t.now)
 	switch {
 	case !nv.ReplacesNull || !f.exists:
 		return nv, metasql.ObjectRow{}, false, nil
