@@ -132,6 +132,18 @@ func versionScanSQL(inclusive, bounded bool, ph PH) string {
 	return q + " ORDER BY key, seq LIMIT " + ph(4)
 }
 
+// latestIDCond is Statements.LatestID.
+func latestIDCond(ph PH) string {
+	return "o.is_latest AND o.version_id = " + LatestIDOf(ph)
+}
+
+// LatestIDOf is the version ID of the latest version of bucket ph(1),
+// key ph(2): the one objects_latest finds, else the null version's.
+func LatestIDOf(ph PH) string {
+	return "COALESCE((SELECT l.version_id FROM objects l WHERE l.bucket = " + ph(1) +
+		" AND l.key = " + ph(2) + " AND l.is_latest AND l.version_id <> 'null'), 'null')"
+}
+
 // VersionScanArgs are versionScanSQL's arguments (bounded when end !=
 // ""); key binds a key in the dialect.
 func VersionScanArgs(bucket, fromKey, fromSeq, end string, limit int, key func(string) any) []any {

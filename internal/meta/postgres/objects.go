@@ -137,7 +137,7 @@ func lookupSQL(cond string) string {
 }
 
 var (
-	lookupQuery        = lookupSQL("o.is_latest")       // the latest version
+	lookupQuery        = lookupSQL(sq.LatestID)         // the latest version
 	lookupVersionQuery = lookupSQL("o.version_id = $3") // version $3
 )
 
@@ -392,7 +392,7 @@ func (t *txn) newVersion(f found, o meta.Object, cond meta.Cond, delta int64, st
 		store()
 	}
 	if f.exists && !(hasOld && old.VersionID == f.row.VersionID) {
-		t.exec(sq.Demote, o.Bucket, key(o.Key))
+		t.exec(sq.Demote, o.Bucket, key(o.Key), f.row.VersionID)
 	}
 	o.VersionID, o.IsLatest = nv.VersionID, true
 	if err := writeObject(t, o, nv.Seq, partsID); err != nil {

@@ -199,13 +199,10 @@ func lookupSQL(cond, version string) string {
 
 const versionCols = "o.version_id, b.versioning, o.seq, o.is_latest, o.delete_marker"
 
-// latestCond selects a key's latest version by its primary key: in a
-// bucket never versioned it is the null version (the only one there is),
-// so the hot path of every read and write of such a bucket is one seek
-// of the primary key, as it was before versions; elsewhere its version
-// ID comes from the objects_latest index.
-const latestCond = `o.version_id = CASE WHEN b.versioning = '' THEN 'null'
-		ELSE (SELECT l.version_id FROM objects l WHERE l.bucket = ?1 AND l.key = ?2 AND l.is_latest) END`
+// latestCond selects a key's latest version by its primary key
+// (metasql's LatestID): in a bucket never versioned it is the null
+// version, the only one there is, without a look at objects_latest.
+var latestCond = "o.version_id = CASE WHEN b.versioning = '' THEN 'null' ELSE " + metasql.LatestIDOf(ph) + " END AND (b.versioning = '' OR o.is_latest)"
 
 var (
 	lookupQuery        = lookupSQL(latestCond, versionCols)          // the latest version
@@ -329,7 +326,7 @@ func place(ctx context.Context, c *conn, f found, bucket, key string, now time.T
 // unless it is old, stops being the latest first (one latest per key).
 func putVersion(ctx context.Context, c *conn, f found, nv meta.NewVersion, old row, hasOld bool, o meta.Object, partsID, inlineID int64, now time.Time) (meta.Object, error) {
 	if f.exists && !(hasOld && old.VersionID == f.row.VersionID) {
-		if _, err := c.ExecContext(ctx, sq.Demote, o.Bucket, key(o.Key)); err != nil {
+		if _, err := c.ExecContext(ctx, sq.Demote, o.Bucket, key(o.Key), f.row.VersionID); err != nil {
 			return meta.Object{}, classify(err, "put object %q", o.Key)
 		}
 	}
