@@ -58,7 +58,9 @@ type Objects interface {
 	// tags.
 	SetObjectTags(ctx context.Context, bucket, key, versionID string, tags []Tag) (Object, error)
 	// ListObjects returns one page of the latest versions that are not
-	// delete markers. NotFound if the bucket is missing.
+	// delete markers (IsLatest set, VersionID left empty:
+	// ListObjectVersions names versions). NotFound if the bucket is
+	// missing.
 	ListObjects(ctx context.Context, bucket string, opts ListOptions) (ListPage, error)
 	// ListObjectVersions returns one page of every version and delete
 	// marker (ListVersions' semantics). NotFound if the bucket is missing;

@@ -112,9 +112,14 @@ type NewVersion struct {
 }
 
 // PlanVersion decides the version a write into a bucket in state v makes,
-// at now, at a key whose latest version has the sequence latestSeq ("":
-// none).
-func PlanVersion(v Versioning, latestSeq string, now time.Time) NewVersion {
+// at now, at a key whose latest version is latestID with the sequence
+// latestSeq ("": none). A null version that replaces the latest one (the
+// only one, in a bucket never versioned) keeps its place, so that an
+// overwrite changes no index of the order.
+func PlanVersion(v Versioning, latestID, latestSeq string, now time.Time) NewVersion {
+	if v != VersioningEnabled && latestID == NullVersion && latestSeq != "" {
+		return NewVersion{VersionID: NullVersion, Seq: latestSeq, ReplacesNull: true}
+	}
 	seq := NewVersionID(now, latestSeq)
 	if v == VersioningEnabled {
 		return NewVersion{VersionID: seq, Seq: seq}

@@ -57,12 +57,36 @@ func TestPlanVersion(t *testing.T) {
 		{VersioningSuspended, true, true},
 		{VersioningEnabled, false, false},
 	} {
-		nv := PlanVersion(tc.v, "", now)
+		nv := PlanVersion(tc.v, "", "", now)
 		if (nv.VersionID == NullVersion) != tc.null || nv.ReplacesNull != tc.replace || !ValidVersionID(nv.Seq) || nv.Seq == NullVersion {
 			t.Errorf("PlanVersion(%q) = %+v", tc.v, nv)
 		}
 		if !tc.null && nv.VersionID != nv.Seq {
 			t.Errorf("PlanVersion(%q): a version's ID %q is not its seq %q", tc.v, nv.VersionID, nv.Seq)
+		}
+	}
+}
+
+func TestPlanVersionKeepsTheNullPlace(t *testing.T) {
+	now := time.Now()
+	seq := NewVersionID(now.Add(-time.Hour), "")
+	for _, tc := range []struct {
+		v        Versioning
+		latestID string
+		keeps    bool
+	}{
+		{Unversioned, NullVersion, true},         // an overwrite
+		{VersioningSuspended, NullVersion, true}, // the null version is the latest
+		{VersioningSuspended, seq, false},        // a newer version is above it: the new null goes first
+		{VersioningEnabled, NullVersion, false},  // a new version
+		{VersioningEnabled, seq, false},
+	} {
+		nv := PlanVersion(tc.v, tc.latestID, seq, now)
+		if got := nv.Seq == seq; got != tc.keeps {
+			t.Errorf("PlanVersion(%q, latest %q): seq %q, keeps the latest's: %v, want %v", tc.v, tc.latestID, nv.Seq, got, tc.keeps)
+		}
+		if !tc.keeps && nv.Seq >= seq {
+			t.Errorf("PlanVersion(%q, latest %q): seq %q does not sort before the latest's %q", tc.v, tc.latestID, nv.Seq, seq)
 		}
 	}
 }

@@ -18,15 +18,16 @@ type ObjectRow struct {
 	Seq       string // the version's place among its key's (meta.Versioned)
 }
 
-// VersionCols are the columns of an objects row that place it among its
-// key's versions, in ScanObject's (and ScanVersionCols') order.
-const VersionCols = "version_id, seq, is_latest, delete_marker"
-
-// objectCols are the columns of an objects row a listing reads, in
+// listCols are the columns of an objects row ListObjects reads, in
 // ScanObject's order (no inline bytes, no envelope: listings leave them
-// out).
-const objectCols = "key, size, etag, sha256, content_type, metadata, blob_key, mod_time, " +
-	"checksum_algorithm, checksum_type, checksum_value, parts_id, part_count, " + VersionCols
+// out; nor the version's place: every row listed is a latest version
+// that is not a delete marker).
+const listCols = "key, size, etag, sha256, content_type, metadata, blob_key, mod_time, " +
+	"checksum_algorithm, checksum_type, checksum_value, parts_id, part_count"
+
+// objectCols are listCols and the columns that place a row among its
+// key's versions, in ScanVersion's order.
+const objectCols = listCols + ", version_id, seq, is_latest, delete_marker"
 
 // Missing is the error of a read of version ("": the latest) of
 // bucket/key that found o (exists false: none): ErrNoVersion, ErrNoObject,
@@ -53,13 +54,18 @@ func (o ObjectRow) SeqIf(exists bool) string {
 	return o.Seq
 }
 
-// VersionDest returns the scan destinations of VersionCols into o.
-func VersionDest(o *ObjectRow) []any {
-	return []any{&o.VersionID, &o.Seq, &o.IsLatest, &o.DeleteMarker}
+// ScanObject returns the scanner of the listCols of bucket's rows (the
+// latest versions, IsLatest set; VersionID left empty).
+func ScanObject(bucket string) func(Row) (ObjectRow, error) {
+	return scanRow(bucket, false)
 }
 
-// ScanObject returns the scanner of the objectCols of bucket's rows.
-func ScanObject(bucket string) func(Row) (ObjectRow, error) {
+// ScanVersion returns the scanner of the objectCols of bucket's rows.
+func ScanVersion(bucket string) func(Row) (ObjectRow, error) {
+	return scanRow(bucket, true)
+}
+
+func scanRow(bucket string, versions bool) func(Row) (ObjectRow, error) {
 	return func(r Row) (ObjectRow, error) {
 		var (
 			o   ObjectRow
@@ -68,14 +74,22 @@ func ScanObject(bucket string) func(Row) (ObjectRow, error) {
 			mod int64
 			pid *int64
 		)
-		if err := r.Scan(append([]any{&key, &o.Size, &o.ETag, &o.SHA256, &o.ContentType, &md, &o.BlobKey, &mod,
-			&o.Checksum.Algorithm, &o.Checksum.Type, &o.Checksum.Value, &pid, &o.PartCount}, VersionDest(&o)...)...); err != nil {
+		var err error
+		if versions {
+			err = r.Scan(&key, &o.Size, &o.ETag, &o.SHA256, &o.ContentType, &md, &o.BlobKey, &mod,
+				&o.Checksum.Algorithm, &o.Checksum.Type, &o.Checksum.Value, &pid, &o.PartCount,
+				&o.VersionID, &o.Seq, &o.IsLatest, &o.DeleteMarker)
+		} else {
+			o.IsLatest = true
+			err = r.Scan(&key, &o.Size, &o.ETag, &o.SHA256, &o.ContentType, &md, &o.BlobKey, &mod,
+				&o.Checksum.Algorithm, &o.Checksum.Type, &o.Checksum.Value, &pid, &o.PartCount)
+		}
+		if err != nil {
 			return ObjectRow{}, err
 		}
 		o.Bucket, o.Key = bucket, string(key)
 		o.ModTime = FromNanos(mod)
 		o.PartsID = Deref(pid)
-		var err error
 		o.Metadata, err = DecodeMetadata(md)
 		return o, err
 	}
@@ -87,7 +101,7 @@ func ScanObject(bucket string) func(Row) (ObjectRow, error) {
 // keys before ph(4).
 func rangeScanSQL(inclusive, bounded bool, ph PH) string {
 	var b strings.Builder
-	b.WriteString("SELECT " + objectCols + " FROM objects WHERE bucket = " + ph(1) + " AND key ")
+	b.WriteString("SELECT " + listCols + " FROM objects WHERE bucket = " + ph(1) + " AND key ")
 	if inclusive {
 		b.WriteString(">= " + ph(2))
 	} else {
@@ -101,7 +115,7 @@ func rangeScanSQL(inclusive, bounded bool, ph PH) string {
 }
 
 // versionScanSQL is a page of a bucket's versions in (key, seq) order
-// (ScanObject): bucket ph(1), from (key ph(2), seq ph(3)) on (after it
+// (ScanVersion): bucket ph(1), from (key ph(2), seq ph(3)) on (after it
 // unless inclusive), up to ph(4) versions, and, if bounded, keys before
 // ph(5). The key's range is what an index serves; the seq only filters
 // the versions of the first key.
@@ -116,6 +130,18 @@ func versionScanSQL(inclusive, bounded bool, ph PH) string {
 		q += " AND key < " + ph(5)
 	}
 	return q + " ORDER BY key, seq LIMIT " + ph(4)
+}
+
+// latestIDCond is Statements.LatestID.
+func latestIDCond(ph PH) string {
+	return "o.is_latest AND o.version_id = " + LatestIDOf(ph)
+}
+
+// LatestIDOf is the version ID of the latest version of bucket ph(1),
+// key ph(2): the one objects_latest finds, else the null version's.
+func LatestIDOf(ph PH) string {
+	return "COALESCE((SELECT l.version_id FROM objects l WHERE l.bucket = " + ph(1) +
+		" AND l.key = " + ph(2) + " AND l.is_latest AND l.version_id <> 'null'), 'null')"
 }
 
 // VersionScanArgs are versionScanSQL's arguments (bounded when end !=
@@ -221,13 +247,19 @@ func Objects(os []ObjectRow) []meta.Object {
 // UpsertObjectSQL writes an object version at its bucket, key and
 // version ID, replacing the row of that version if there is one:
 // arguments ObjectArgs. inlineCol is the column that holds (or names) its
-// inline bytes.
-func UpsertObjectSQL(inlineCol string, ph PH) string {
+// inline bytes. Unless place, a replaced row keeps its seq and latest
+// flag (an overwrite in place: SQLite then rewrites no index of the
+// order, which it would for any column named in the SET list).
+func UpsertObjectSQL(inlineCol string, place bool, ph PH) string {
+	set := ""
+	if place {
+		set = " seq = excluded.seq, is_latest = excluded.is_latest,"
+	}
 	return "INSERT INTO objects (bucket, " + objectCols + ", " + inlineCol + ", sse, sse_kek, tags) VALUES (" + values(ph, 1, 22) + ")" +
 		" ON CONFLICT (bucket, key, version_id) DO UPDATE SET size = excluded.size, etag = excluded.etag, sha256 = excluded.sha256," +
 		" content_type = excluded.content_type, metadata = excluded.metadata, blob_key = excluded.blob_key, mod_time = excluded.mod_time," +
 		" checksum_algorithm = excluded.checksum_algorithm, checksum_type = excluded.checksum_type, checksum_value = excluded.checksum_value," +
-		" parts_id = excluded.parts_id, part_count = excluded.part_count, seq = excluded.seq, is_latest = excluded.is_latest," +
+		" parts_id = excluded.parts_id, part_count = excluded.part_count," + set +
 		" delete_marker = excluded.delete_marker, " + inlineCol + " = excluded." + inlineCol +
 		", sse = excluded.sse, sse_kek = excluded.sse_kek, tags = excluded.tags"
 }

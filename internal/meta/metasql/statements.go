@@ -14,8 +14,12 @@ type Statements struct {
 	RangeScans, VersionScans [2][2]string
 	// DeleteObject deletes the version ph(3) of bucket ph(1), key ph(2).
 	DeleteObject string
-	// Demote makes the latest version of bucket ph(1), key ph(2) no
-	// longer latest; Promote makes the key's newest version the latest.
+	// LatestID is the condition "version_id is the latest version's of
+	// bucket ph(1), key ph(2)" (on objects o): the one objects_latest
+	// finds, else the null version, which must then be latest.
+	LatestID string
+	// Demote makes version ph(3) of bucket ph(1), key ph(2) no longer
+	// latest; Promote makes the key's newest version the latest.
 	Demote, Promote string
 	// NullSeq reads the seq of the null version of bucket ph(1), key
 	// ph(2) (no row: none).
@@ -48,7 +52,8 @@ func NewStatements(d Dialect) Statements {
 			{versionScanSQL(true, false, ph), versionScanSQL(true, true, ph)},
 		},
 		DeleteObject: "DELETE FROM objects WHERE bucket = " + ph(1) + " AND key = " + ph(2) + " AND version_id = " + ph(3),
-		Demote:       "UPDATE objects SET is_latest = false WHERE bucket = " + ph(1) + " AND key = " + ph(2) + " AND is_latest",
+		LatestID:     latestIDCond(ph),
+		Demote:       "UPDATE objects SET is_latest = false WHERE bucket = " + ph(1) + " AND key = " + ph(2) + " AND version_id = " + ph(3),
 		Promote: "UPDATE objects SET is_latest = true WHERE bucket = " + ph(1) + " AND key = " + ph(2) +
 			" AND version_id = (SELECT version_id FROM objects WHERE bucket = " + ph(1) + " AND key = " + ph(2) + " ORDER BY seq LIMIT 1)",
 		NullSeq:        "SELECT seq FROM objects WHERE bucket = " + ph(1) + " AND key = " + ph(2) + " AND version_id = 'null'",

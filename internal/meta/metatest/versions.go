@@ -162,7 +162,7 @@ func testEnabledKeepsVersions(t *testing.T, s store) {
 	wantVersions(t, s, "alice", vid(v2, "L"), vid(v1, ""))
 	page, err := s.ListObjects(ctx, "alice", meta.ListOptions{})
 	ok(t, err, "ListObjects")
-	if len(page.Objects) != 1 || page.Objects[0].VersionID != v2.VersionID {
+	if len(page.Objects) != 1 || page.Objects[0].ETag != v2.ETag || !page.Objects[0].IsLatest {
 		t.Errorf("ListObjects = %q, want the latest version only", describe(page.Objects))
 	}
 	_, err = s.GetObjectVersion(ctx, "alice", "k", meta.NullVersion)

@@ -91,7 +91,7 @@ func (s *Store) ListObjectVersions(ctx context.Context, bucket string, opts meta
 		}
 		scan := func(ctx context.Context, fromKey, fromSeq string, inclusive bool, end string, limit int) ([]meta.Versioned, error) {
 			var os []metasql.ObjectRow
-			queueRows(t, &os, metasql.ScanObject(bucket), sq.VersionScans[b2i(inclusive)][b2i(end != "")],
+			queueRows(t, &os, metasql.ScanVersion(bucket), sq.VersionScans[b2i(inclusive)][b2i(end != "")],
 				metasql.VersionScanArgs(bucket, fromKey, fromSeq, end, limit, key)...)
 			if err := t.flush(); err != nil {
 				return nil, err

@@ -137,7 +137,7 @@ func lookupSQL(cond string) string {
 }
 
 var (
-	lookupQuery        = lookupSQL("o.is_latest")       // the latest version
+	lookupQuery        = lookupSQL(sq.LatestID)         // the latest version
 	lookupVersionQuery = lookupSQL("o.version_id = $3") // version $3
 )
 
@@ -302,7 +302,8 @@ func (s *Store) getVersion(ctx context.Context, bucket, k, version string) (meta
 }
 
 var (
-	upsertObjectSQL = metasql.UpsertObjectSQL("inline_data", ph)
+	// (PostgreSQL updates an index only for a value that changed.)
+	upsertObjectSQL = metasql.UpsertObjectSQL("inline_data", true, ph)
 )
 
 // writeObject queues writing o at its bucket, key and version ID (at
@@ -362,7 +363,7 @@ func release(t *txn, o metasql.ObjectRow) {
 // key's null version, unless the bucket is Enabled (a round trip when it
 // is not the latest).
 func (t *txn) place(f found, bucket, k string) (nv meta.NewVersion, old metasql.ObjectRow, hasOld bool, err error) {
-	nv = meta.PlanVersion(f.versioning, f.row.SeqIf(f.exists), t.now)
+	nv = meta.PlanVersion(f.versioning, f.row.VersionID, f.row.SeqIf(f.exists), t.now)
 	switch {
 	case !nv.ReplacesNull || !f.exists:
 		return nv, metasql.ObjectRow{}, false, nil
@@ -398,7 +399,7 @@ func (t *txn) newVersion(f found, o meta.Object, cond meta.Cond, delta int64, st
 		store()
 	}
 	if f.exists && !(hasOld && old.VersionID == f.row.VersionID) {
-		t.exec(sq.Demote, o.Bucket, key(o.Key))
+		t.exec(sq.Demote, o.Bucket, key(o.Key), f.row.VersionID)
 	}
 	o.VersionID, o.IsLatest = nv.VersionID, true
 	if err := writeObject(t, o, nv.Seq, partsID); err != nil {

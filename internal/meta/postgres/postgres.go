@@ -35,8 +35,7 @@
 //     are therefore serialised — which the owner's usage counter, updated
 //     in the same transaction, requires anyway — and the usage, quota and
 //     reservations read under the lock are exact, and so is a key's
-//     latest version (one per key, which the unique partial index
-//     objects_latest enforces as well). Staging rows are touched
+//     latest version (one per key). Staging rows are touched
 //     after the users row; renewing and unstaging take no users lock and
 //     never wait for one.
 //   - RotateRefreshToken locks the token row, so of concurrent rotations

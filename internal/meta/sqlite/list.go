@@ -62,7 +62,7 @@ func (s *Store) ListObjectVersions(ctx context.Context, bucket string, opts meta
 		return meta.VersionPage{}, classify(err, "list versions of %q", bucket)
 	}
 	scan := func(ctx context.Context, fromKey, fromSeq string, inclusive bool, end string, limit int) ([]meta.Versioned, error) {
-		os, err := queryRows(ctx, q, metasql.ScanObject(bucket), sq.VersionScans[b2i(inclusive)][b2i(end != "")],
+		os, err := queryRows(ctx, q, metasql.ScanVersion(bucket), sq.VersionScans[b2i(inclusive)][b2i(end != "")],
 			metasql.VersionScanArgs(bucket, fromKey, fromSeq, end, limit, key)...)
 		if err != nil {
 			return nil, classify(err, "list versions of %q", bucket)
@@ -83,7 +83,7 @@ func (s *Store) ListObjectVersions(ctx context.Context, bucket string, opts meta
 // They are prepared at Open, since a transaction never prepares on the
 // pool (see readStmts).
 func txReadQueries() []string {
-	qs := []string{"SELECT 1 FROM buckets WHERE name = ?", readPartsQuery, lookupQuery, lookupVersionQuery, sq.NullSeq}
+	qs := []string{"SELECT 1 FROM buckets WHERE name = ?", readPartsQuery, lookupQuery, lookupVersionQuery, readLatestQuery, sq.NullSeq}
 	for _, byBound := range sq.RangeScans {
 		qs = append(qs, byBound[:]...)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -40,7 +41,8 @@ func (f found) missing(bucket, key, version string) error {
 }
 
 var (
-	upsertObjectSQL = metasql.UpsertObjectSQL("inline_id", ph)
+	upsertObjectSQL    = metasql.UpsertObjectSQL("inline_id", true, ph)
+	overwriteObjectSQL = metasql.UpsertObjectSQL("inline_id", false, ph)
 )
 
 // GetObject implements meta.Objects. A single-blob object takes one query; a
@@ -62,7 +64,7 @@ func (s *Store) getVersion(ctx context.Context, bucket, key, version string) (me
 	if err := s.ready(); err != nil {
 		return meta.Object{}, err
 	}
-	f, err := lookup(ctx, s.read(), bucket, key, version)
+	f, err := lookup(ctx, s.read(), bucket, key, version, true)
 	if err != nil {
 		return meta.Object{}, err
 	}
@@ -107,8 +109,9 @@ func (s *Store) getObjectSnapshot(ctx context.Context, bucket, key, version stri
 
 // lookup returns the owner and versioning of bucket and version ("": the
 // latest) of key, if any, in one query, without the parts of a multipart
-// object. NotFound if the bucket is missing.
-func lookup(ctx context.Context, q querier, bucket, key, version string) (found, error) {
+// object; a read (not a write) reads no seq. NotFound if the bucket is
+// missing.
+func lookup(ctx context.Context, q querier, bucket, key, version string, read bool) (found, error) {
 	var (
 		f                           found
 		versioning                  string
@@ -124,9 +127,15 @@ func lookup(ctx context.Context, q querier, bucket, key, version string) (found,
 	if version != "" {
 		query, args = lookupVersionQuery, append(args, version)
 	}
-	err := q.QueryRowContext(ctx, query, args...).
-		Scan(&f.owner, &versioning, &k, &size, &etag, &sha, &ctype, &md, &blob, &mod, &calg, &ctyp, &cval, &pid, &pcount, &iid, &data, &sse, &kek,
-			&vid, &seq, &latest, &marker, &tags)
+	dest := []any{&f.owner, &k, &size, &etag, &sha, &ctype, &md, &blob, &mod, &calg, &ctyp, &cval, &pid, &pcount, &iid, &data, &sse, &kek, &tags, &vid}
+	if read && version == "" {
+		// The hot path of every read: no column more than it needs (each
+		// costs), the marker flag folded into the version.
+		query = readLatestQuery
+	} else {
+		dest = append(dest, &versioning, &seq, &latest, &marker)
+	}
+	err := q.QueryRowContext(ctx, query, args...).Scan(dest...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return found{}, meta.ErrNoBucket(bucket)
 	}
@@ -138,6 +147,10 @@ func lookup(ctx context.Context, q querier, bucket, key, version string) (found,
 		return f, nil
 	}
 	f.exists = true
+	if query == readLatestQuery {
+		latest.Bool = true
+		vid.String, marker.Bool = strings.CutPrefix(vid.String, "!")
+	}
 	f.row = row{ObjectRow: metasql.ObjectRow{
 		Object: meta.Object{
 			Bucket:        bucket,
@@ -175,19 +188,31 @@ func lookup(ctx context.Context, q querier, bucket, key, version string) (found,
 }
 
 // lookupSQL reads a bucket and the version of a key that cond (on o)
-// selects, with its inline bytes: bucket ?1, key ?2.
-func lookupSQL(cond string) string {
-	return `SELECT b.owner_id, b.versioning, o.key, o.size, o.etag, o.sha256, o.content_type, o.metadata, o.blob_key, o.mod_time,
-		o.checksum_algorithm, o.checksum_type, o.checksum_value, o.parts_id, o.part_count, o.inline_id, i.data, o.sse, o.sse_kek,
-		o.version_id, o.seq, o.is_latest, o.delete_marker, o.tags
+// selects, with its inline bytes, and version (its version_id, and for
+// a write the bucket's versioning and the version's seq, is_latest and
+// delete_marker): bucket ?1, key ?2.
+func lookupSQL(cond, version string) string {
+	return `SELECT b.owner_id, o.key, o.size, o.etag, o.sha256, o.content_type, o.metadata, o.blob_key, o.mod_time,
+		o.checksum_algorithm, o.checksum_type, o.checksum_value, o.parts_id, o.part_count, o.inline_id, i.data, o.sse, o.sse_kek, o.tags,
+		` + version + `
 	FROM buckets b LEFT JOIN objects o ON o.bucket = b.name AND o.key = ?2 AND ` + cond + `
 	LEFT JOIN inline_data i ON i.id = o.inline_id
 	WHERE b.name = ?1`
 }
 
+const versionCols = "o.version_id, b.versioning, o.seq, o.is_latest, o.delete_marker"
+
+// latestCond selects a key's latest version by its primary key
+// (metasql's LatestID): in a bucket never versioned it is the null
+// version, the only one there is, without a look at objects_latest.
+var latestCond = "o.version_id = CASE WHEN b.versioning = '' THEN 'null' ELSE " + metasql.LatestIDOf(ph) + " END AND (b.versioning = '' OR o.is_latest)"
+
 var (
-	lookupQuery        = lookupSQL("o.is_latest")       // the latest version
-	lookupVersionQuery = lookupSQL("o.version_id = ?3") // version ?3
+	lookupQuery        = lookupSQL(latestCond, versionCols)          // the latest version
+	lookupVersionQuery = lookupSQL("o.version_id = ?3", versionCols) // version ?3
+	// readLatestQuery is lookupQuery for a GetObject: its version ID,
+	// prefixed with "!" for a delete marker.
+	readLatestQuery = lookupSQL(latestCond, "CASE WHEN o.delete_marker THEN '!' || o.version_id ELSE o.version_id END")
 )
 
 const readPartsQuery = "SELECT blob_key, size, etag, checksum, sse, sse_kek FROM object_parts WHERE parts_id = ? ORDER BY idx"
@@ -202,7 +227,7 @@ func scanObjectPart(r metasql.Row) (meta.ObjectPart, error) {
 // lookupFull is lookup with the parts of a multipart object. q must read
 // one snapshot (the writer, or a read transaction).
 func lookupFull(ctx context.Context, q querier, bucket, key, version string) (found, error) {
-	f, err := lookup(ctx, q, bucket, key, version)
+	f, err := lookup(ctx, q, bucket, key, version, false)
 	if err != nil || !f.exists || f.row.PartsID == 0 {
 		return f, err
 	}
@@ -244,9 +269,11 @@ func insertParts(ctx context.Context, c *conn, parts []meta.ObjectPart) (int64, 
 }
 
 // writeObject writes o at its bucket, key and version ID (at seq),
-// replacing the row of that version if there is one. Its parts, if any,
-// must already be stored under partsID, its inline bytes under inlineID.
-func writeObject(ctx context.Context, c *conn, o meta.Object, seq string, partsID, inlineID int64) error {
+// replacing the row of that version if there is one; in place, that row's
+// seq and latest flag are kept (they must be seq and o.IsLatest). Its
+// parts, if any, must already be stored under partsID, its inline bytes
+// under inlineID.
+func writeObject(ctx context.Context, c *conn, o meta.Object, seq string, partsID, inlineID int64, inPlace bool) error {
 	var iid any // NULL unless inline
 	if inlineID != 0 {
 		iid = inlineID
@@ -255,7 +282,11 @@ func writeObject(ctx context.Context, c *conn, o meta.Object, seq string, partsI
 	if err != nil {
 		return err
 	}
-	_, err = c.ExecContext(ctx, upsertObjectSQL, args...)
+	query := upsertObjectSQL
+	if inPlace {
+		query = overwriteObjectSQL
+	}
+	_, err = c.ExecContext(ctx, query, args...)
 	return classify(err, "put object %q", o.Key)
 }
 
@@ -281,7 +312,7 @@ func storeBytes(ctx context.Context, c *conn, o meta.Object) (partsID, inlineID 
 // holds goes (meta.PlanVersion), and finds the version it replaces: the
 // key's null version, unless the bucket is Enabled.
 func place(ctx context.Context, c *conn, f found, bucket, key string, now time.Time) (nv meta.NewVersion, old row, hasOld bool, err error) {
-	nv = meta.PlanVersion(f.versioning, f.row.SeqIf(f.exists), now)
+	nv = meta.PlanVersion(f.versioning, f.row.VersionID, f.row.SeqIf(f.exists), now)
 	switch {
 	case !nv.ReplacesNull || !f.exists:
 		return nv, row{}, false, nil
@@ -298,12 +329,13 @@ func place(ctx context.Context, c *conn, f found, bucket, key string, now time.T
 // unless it is old, stops being the latest first (one latest per key).
 func putVersion(ctx context.Context, c *conn, f found, nv meta.NewVersion, old row, hasOld bool, o meta.Object, partsID, inlineID int64, now time.Time) (meta.Object, error) {
 	if f.exists && !(hasOld && old.VersionID == f.row.VersionID) {
-		if _, err := c.ExecContext(ctx, sq.Demote, o.Bucket, key(o.Key)); err != nil {
+		if _, err := c.ExecContext(ctx, sq.Demote, o.Bucket, key(o.Key), f.row.VersionID); err != nil {
 			return meta.Object{}, classify(err, "put object %q", o.Key)
 		}
 	}
 	o.VersionID, o.IsLatest = nv.VersionID, true
-	if err := writeObject(ctx, c, o, nv.Seq, partsID, inlineID); err != nil {
+	inPlace := hasOld && old.VersionID == f.row.VersionID && nv.Seq == old.Seq
+	if err := writeObject(ctx, c, o, nv.Seq, partsID, inlineID, inPlace); err != nil {
 		return meta.Object{}, err
 	}
 	if hasOld {
@@ -466,7 +498,7 @@ func rewriteVersion(ctx context.Context, c *conn, f found, o meta.Object, cond m
 		return meta.PutResult{}, err
 	}
 	o.VersionID, o.IsLatest, o.Tags = f.row.VersionID, f.row.IsLatest, f.row.Tags
-	if err := writeObject(ctx, c, o, f.row.Seq, pid, iid); err != nil {
+	if err := writeObject(ctx, c, o, f.row.Seq, pid, iid, true); err != nil {
 		return meta.PutResult{}, err
 	}
 	if err := release(ctx, c, f.row, now); err != nil {
@@ -576,7 +608,7 @@ func (s driver) MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, ds
 		}
 		o := src.row.Object
 		o.Bucket, o.Key = dstBucket, dstKey
-		if err := writeObject(ctx, c, o, src.row.Seq, src.row.PartsID, src.row.inlineID); err != nil {
+		if err := writeObject(ctx, c, o, src.row.Seq, src.row.PartsID, src.row.inlineID, false); err != nil {
 			return err
 		}
 		// Usage: src leaves its owner, it replaces dst at dst's owner.

@@ -69,8 +69,9 @@
 // Every objects row is a version of its key (migration 0017, package
 // meta's versions.go): its primary key is (bucket, key, version_id); the
 // unique partial index objects_latest on (bucket, key) WHERE is_latest
-// finds (and keeps to one) a key's latest version, objects_seq orders a
-// key's versions newest first.
+// AND version_id <> 'null' names a key's latest version when it is not
+// the null one, which a bucket never versioned never needs (its reads and
+// writes seek the primary key, as before versions).
 package sqlite
 
 import (

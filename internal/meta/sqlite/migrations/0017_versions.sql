@@ -6,8 +6,7 @@
 -- a write into a bucket that is not versioned, else a version ID the
 -- store made), seq (its place among the key's versions: ascending is
 -- newest first; a non-null version's seq is its version_id), is_latest
--- (the key's current version: one per key at most, which the unique
--- partial index enforces) and delete_marker (a version without bytes,
+-- (the key's current version: one per key) and delete_marker (a version without bytes,
 -- size 0). SQLite cannot change a primary key in place, so the table is
 -- rebuilt; every existing row becomes its key's null version, latest,
 -- with the sequence of a version made at the Unix epoch (older than any
@@ -51,10 +50,14 @@ INSERT INTO objects_v (bucket, key, version_id, seq, is_latest, delete_marker, s
 DROP TABLE objects;
 ALTER TABLE objects_v RENAME TO objects;
 
--- GetObject and ListObjects: the latest version of a key.
-CREATE UNIQUE INDEX objects_latest ON objects (bucket, key) WHERE is_latest;
--- ListObjectVersions: a key's versions, newest first.
-CREATE INDEX objects_seq ON objects (bucket, key, seq);
+-- The latest version of a key, when it is not the null version (a key's
+-- latest is its null version when this finds none): at most one per key.
+-- Null versions stay out, so that a bucket never versioned pays for no
+-- index it did not have before: its reads and writes are one seek of the
+-- primary key (bucket, key, 'null'), as before versions. A key's versions
+-- are in primary-key order; ListObjectVersions sorts each key's by seq
+-- as it reads them.
+CREATE UNIQUE INDEX objects_latest ON objects (bucket, key) WHERE is_latest AND version_id <> 'null';
 CREATE INDEX objects_blob_key ON objects (blob_key);
 CREATE INDEX objects_sse_kek ON objects (sse_kek) WHERE sse_kek <> '';
 
