@@ -260,6 +260,8 @@ fuzz_all() {
   fuzz ./internal/s3api/sigv2 FuzzParseV2 10
   fuzz ./internal/s3api FuzzCreateBucketXML 5
   fuzz ./internal/s3api FuzzCopySourceRange 5
+  fuzz ./internal/s3api FuzzVersioningXML 5
+  fuzz ./internal/s3api FuzzTagging 5
   fuzz ./internal/tlscert FuzzParse 5
   fuzz ./internal/config FuzzParseRate 5
   fuzz ./internal/config FuzzParseDuration 5

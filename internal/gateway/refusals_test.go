@@ -38,6 +38,14 @@ func TestGatewayRefusals(t *testing.T) {
 			t.Errorf("%s: %v (reason %v); want %s %s", what, err, e.Detail["reason"], w.code, w.reason)
 		}
 	}
+	// orUnsupported is w, a write's refusal, or, for a gateway that
+	// takes writes, gateway_unsupported.
+	orUnsupported := func(w want) want {
+		if w == (want{}) {
+			return unsupported
+		}
+		return w
+	}
 	ops := func(t *testing.T, e *env, write, multi want) {
 		ctx := t.Context()
 		_, err := e.svc.Put(ctx, e.alice, object.PutInput{Bucket: "gate", Key: "k", Body: strings.NewReader("x"), Size: 1})
@@ -65,6 +73,17 @@ func TestGatewayRefusals(t *testing.T) {
 		_, err = e.svc.Move(ctx, e.alice, "gate", "k", "gate", "../bad", meta.Cond{})
 		check(t, "Move to an invalid key", err, unsupported) // the bucket answers before the key
 		check(t, "DeleteBucket", e.svc.DeleteBucket(ctx, e.alice, "gate"), gatewayBucket)
+		// Tagging: the backend's own tags are not Coffer's to manage.
+		tags := []meta.Tag{{Key: "a", Value: "b"}}
+		_, err = e.svc.Put(ctx, e.alice, object.PutInput{Bucket: "gate", Key: "tagged", Body: strings.NewReader("x"), Size: 1, Tags: tags})
+		check(t, "Put with tags", err, orUnsupported(write))
+		_, err = e.svc.SetTags(ctx, e.alice, "gate", "k", "", tags)
+		check(t, "SetTags", err, orUnsupported(write))
+		check(t, "SetBucketTags", e.svc.SetBucketTags(ctx, e.alice, "gate", tags), orUnsupported(write))
+		_, err = e.svc.GetTags(ctx, e.alice, "gate", "k", "")
+		check(t, "GetTags", err, unsupported)
+		_, err = e.svc.GetBucketTags(ctx, e.alice, "gate")
+		check(t, "GetBucketTags", err, unsupported)
 	}
 	t.Run("ro", func(t *testing.T) {
 		ops(t, newEnv(t, testbackend.SharedMinIO(t), "ro", "", testConfig(nil)), readOnly, readOnly)

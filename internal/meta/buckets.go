@@ -18,7 +18,19 @@ type Buckets interface {
 	// Bucket.Encryption): NotFound if missing; InvalidArgument unless
 	// ValidBucketEncryption.
 	SetBucketEncryption(ctx context.Context, name, enc, kmsKey string) error
-	// DeleteBucket: NotFound if missing; Conflict if it holds objects.
+	// SetBucketVersioning sets a native bucket's versioning state:
+	// InvalidArgument unless CheckVersioning; NotFound if missing;
+	// Conflict for a gateway bucket (its versions are its backend's).
+	SetBucketVersioning(ctx context.Context, name string, v Versioning) error
+	// GetBucketTags returns a bucket's tag set: NotFound if the bucket is
+	// missing, ErrNoTagSet if it has none. GetBucket does not read it.
+	GetBucketTags(ctx context.Context, name string) ([]Tag, error)
+	// SetBucketTags replaces a native bucket's tag set (nil: none):
+	// InvalidArgument unless CheckTags(tags, MaxBucketTags); NotFound if
+	// missing; Conflict for a gateway bucket.
+	SetBucketTags(ctx context.Context, name string, tags []Tag) error
+	// DeleteBucket: NotFound if missing; Conflict if it holds objects
+	// (any version, delete markers included).
 	// Multipart uploads in progress in it are aborted in the same
 	// transaction (their blobs enqueued, their usage released).
 	DeleteBucket(ctx context.Context, name string) error

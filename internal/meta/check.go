@@ -137,6 +137,9 @@ func CheckObject(o Object) error {
 	case !o.IsInline() && o.Inline != nil:
 		return errcode.New(errcode.InvalidArgument, "an object with a blob key or parts has no inline bytes")
 	}
+	if err := CheckTags(o.Tags, MaxObjectTags); err != nil {
+		return err
+	}
 	if len(o.Parts) == 0 {
 		return nil
 	}
@@ -159,6 +162,9 @@ func CheckPuts(puts []Put) (staged []string, err error) {
 	for _, p := range puts {
 		if err := CheckObject(p.Object); err != nil {
 			return nil, err
+		}
+		if p.InPlace && !ValidVersionID(p.Object.VersionID) {
+			return nil, errcode.New(errcode.InvalidArgument, "an in-place put names a valid version, not %q", p.Object.VersionID)
 		}
 	}
 	for _, p := range puts {
@@ -194,6 +200,9 @@ func CheckUpload(u Upload, now time.Time) (Upload, error) {
 		return u, errcode.New(errcode.InvalidArgument, "upload id, bucket and key are required")
 	case u.Size < 0 || u.PartSize < 0:
 		return u, errcode.New(errcode.InvalidArgument, "upload sizes must not be negative")
+	}
+	if err := CheckTags(u.Tags, MaxObjectTags); err != nil {
+		return u, err
 	}
 	u.CreatedAt = OrNow(u.CreatedAt, now)
 	return u, nil

@@ -93,16 +93,17 @@ const (
 )
 
 // EnvelopeRef names one row holding an envelope, and is a keyset cursor:
-// (Bucket, Key) for objects, (PartsID, Index) for object parts,
-// (UploadID, Number) for upload parts.
+// (Bucket, Key, VersionID) for objects, every version of a key included,
+// (PartsID, Index) for object parts, (UploadID, Number) for upload parts.
 type EnvelopeRef struct {
-	Table    EnvelopeTable
-	Bucket   string
-	Key      string
-	PartsID  int64
-	Index    int
-	UploadID string
-	Number   int
+	Table     EnvelopeTable
+	Bucket    string
+	Key       string
+	VersionID string
+	PartsID   int64
+	Index     int
+	UploadID  string
+	Number    int
 }
 
 // cursorJSON is the stored form of an EnvelopeRef: strings as bytes
@@ -111,6 +112,7 @@ type cursorJSON struct {
 	Table    EnvelopeTable `json:"t"`
 	Bucket   []byte        `json:"b,omitempty"`
 	Key      []byte        `json:"k,omitempty"`
+	Version  string        `json:"v,omitempty"`
 	PartsID  int64         `json:"p,omitempty"`
 	Index    int           `json:"i,omitempty"`
 	UploadID []byte        `json:"u,omitempty"`
@@ -159,10 +161,11 @@ type EncryptionJobs interface {
 	// KEKUsage counts the rows (objects, object parts, upload parts)
 	// whose data key is wrapped under each KEK (kms.KeyRef.String()).
 	KEKUsage(ctx context.Context) (map[string]int64, error)
-	// ListPlaintextObjects returns up to limit objects of bucket ("" =
-	// every bucket) after the object after (nil: from the start), in
-	// (bucket, key) order, whose bytes are plaintext: no envelope on the
-	// row nor on any of its parts. Objects only (Table EnvelopeObjects).
+	// ListPlaintextObjects returns up to limit object versions of bucket
+	// ("" = every bucket) after the version after (nil: from the start),
+	// in (bucket, key, version ID) order, whose bytes are plaintext: no
+	// envelope on the row nor on any of its parts; delete markers left out.
+	// Objects only (Table EnvelopeObjects).
 	ListPlaintextObjects(ctx context.Context, bucket string, after *EnvelopeRef, limit int) ([]EnvelopeRef, error)
 }
 
@@ -191,6 +194,7 @@ func Version(o Object) string {
 	}
 	str(o.Bucket)
 	str(o.Key)
+	str(o.VersionID)
 	str(o.BlobKey)
 	str(string(o.Inline))
 	str(string(o.Encryption))
@@ -220,7 +224,7 @@ func Version(o Object) string {
 
 // Encode returns r as a job cursor (EncryptionJob.Cursor).
 func (r EnvelopeRef) Encode() string {
-	b, _ := json.Marshal(cursorJSON{Table: r.Table, Bucket: []byte(r.Bucket), Key: []byte(r.Key), PartsID: r.PartsID,
+	b, _ := json.Marshal(cursorJSON{Table: r.Table, Bucket: []byte(r.Bucket), Key: []byte(r.Key), Version: r.VersionID, PartsID: r.PartsID,
 		Index: r.Index, UploadID: []byte(r.UploadID), Number: r.Number})
 	return string(b)
 }
@@ -235,7 +239,7 @@ func ParseCursor(table EnvelopeTable, s string) (*EnvelopeRef, error) {
 	d := json.NewDecoder(strings.NewReader(s))
 	d.DisallowUnknownFields()
 	err := d.Decode(&c)
-	r := EnvelopeRef{Table: c.Table, Bucket: string(c.Bucket), Key: string(c.Key), PartsID: c.PartsID, Index: c.Index,
+	r := EnvelopeRef{Table: c.Table, Bucket: string(c.Bucket), Key: string(c.Key), VersionID: c.Version, PartsID: c.PartsID, Index: c.Index,
 		UploadID: string(c.UploadID), Number: c.Number}
 	if err != nil || d.More() || r.Table != table || r.Encode() != s {
 		return nil, errcode.New(errcode.InvalidArgument, "malformed job cursor %q", s)

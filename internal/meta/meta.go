@@ -357,10 +357,13 @@ type Bucket struct {
 	// secret), and the bucket has no object rows — its objects are the
 	// backend's, answered by the object service from the backend.
 	Gateway string
-	// Objects and Bytes are how many objects a native bucket holds and
-	// their total size, kept by the store in the transaction of every
-	// object write (so never out of step with the objects); always 0 for
-	// a gateway bucket. ListBuckets reads them as they are; a GetBucket
+	// Versioning is the bucket's versioning state (S3's): Unversioned
+	// until SetBucketVersioning enables it; never Unversioned again.
+	Versioning Versioning
+	// Objects and Bytes are how many object versions a native bucket holds
+	// (delete markers left out) and their total size, kept by the store in
+	// the transaction of every object write (so never out of step with the
+	// objects); always 0 for a gateway bucket. ListBuckets reads them as they are; a GetBucket
 	// answered by the metadata cache (internal/metacache) may carry older ones.
 	Objects, Bytes int64
 }
@@ -387,16 +390,26 @@ func ValidBucketEncryption(enc, kmsKey string) error {
 	return nil
 }
 
-// Object is the metadata of one stored object.
+// Object is the metadata of one stored object version (see versions.go):
+// in a bucket never versioned, the one version of its key.
 type Object struct {
-	Bucket      string
-	Key         string
-	Size        int64
-	ETag        string // without quotes: MD5 hex, or "<md5 of md5s>-N" for multipart
-	SHA256      string // hex
-	ContentType string
-	Metadata    map[string]string // user metadata (x-amz-meta-*), lower-case names
-	BlobKey     string            // where the bytes live in the blob store; "" when Parts is set
+	Bucket string
+	Key    string
+	// VersionID names the version among its key's: NullVersion for a
+	// write into a bucket that is not versioned (never enabled, or
+	// suspended), else an ID the store made (NewVersionID). Set by the
+	// store; ignored in a Put unless Put.InPlace.
+	VersionID string
+	// IsLatest marks the key's current version (GET without a version
+	// ID); DeleteMarker a delete marker, a version without bytes whose
+	// being latest makes the key read as missing. Set by the store.
+	IsLatest, DeleteMarker bool
+	Size                   int64
+	ETag                   string // without quotes: MD5 hex, or "<md5 of md5s>-N" for multipart
+	SHA256                 string // hex
+	ContentType            string
+	Metadata               map[string]string // user metadata (x-amz-meta-*), lower-case names
+	BlobKey                string            // where the bytes live in the blob store; "" when Parts is set
 	// Parts, for an object assembled by a multipart upload, lists the blobs
 	// holding its bytes, in order (the object is their concatenation).
 	// Nil for single-blob objects.
@@ -416,10 +429,14 @@ type Object struct {
 	// EncryptionKEK names the key-encryption key its data key is wrapped
 	// under (kms.KeyRef.String()), "" for plaintext and customer keys.
 	EncryptionKEK string
+	// Tags is the version's tag set (tags.go; nil: none), in the order
+	// it was given. GetObject and GetObjectVersion return it, listings
+	// leave it nil; SetObjectTags replaces it.
+	Tags []Tag
 }
 
 // IsInline reports whether the object's bytes live in the metadata store.
-func (o Object) IsInline() bool { return o.BlobKey == "" && len(o.Parts) == 0 }
+func (o Object) IsInline() bool { return !o.DeleteMarker && o.BlobKey == "" && len(o.Parts) == 0 }
 
 // ObjectPart is one piece of a multipart object.
 type ObjectPart struct {
@@ -513,6 +530,26 @@ type Put struct {
 	// transaction. The staging must still be live, else Unavailable with
 	// Detail["reason"] = "staging_lease_lost" and nothing changes.
 	Staged bool
+	// InPlace rewrites the version Object.VersionID of the key where it
+	// is (latest or not; its ID and its place among the key's versions
+	// kept) instead of writing a new version: how a background job
+	// replaces a version's bytes (Cond then applies to that version,
+	// NotFound with ErrNoVersion if it is gone, and a delete marker is
+	// never rewritten). The version keeps its tags, whatever
+	// Object.Tags says: a job replaces bytes, never a tag set.
+	InPlace bool
+}
+
+// PutResult is what PutObjects did for one Put.
+type PutResult struct {
+	// Object is the version as stored: its VersionID and IsLatest, and
+	// ModTime if the put left it zero.
+	Object Object
+	// Replaced is the version the put removed (its blobs enqueued, its
+	// size no longer counted): the key's null version in a bucket not
+	// versioned, the rewritten version of an InPlace put; zero if none
+	// (a new key, or a versioned bucket, where older versions stay).
+	Replaced Object
 }
 
 // Staging is an upload in flight (see the package doc): a blob being
@@ -606,6 +643,8 @@ type Upload struct {
 	InitiatorID string // the user who created it
 	ContentType string
 	Metadata    map[string]string
+	// Tags is the tag set the completed object gets (nil: none).
+	Tags []Tag
 	// ChecksumAlgorithm and ChecksumType as announced at creation (S3
 	// x-amz-checksum-algorithm / -type); may be "".
 	ChecksumAlgorithm string

@@ -31,8 +31,8 @@ import (
 // method added to any role must be classified before it builds a passing
 // test.
 //
-// Records handed out are shallow copies whose Metadata and Parts are the
-// caller's own; Inline and Encryption bytes are shared and must not be
+// Records handed out are shallow copies whose Metadata, Parts and Tags
+// are the caller's own; Inline and Encryption bytes are shared and must not be
 // modified.
 type Store struct {
 	inner   meta.Stores
@@ -99,6 +99,9 @@ func objectSize(key string, o meta.Object) int {
 		len(o.BlobKey) + len(o.Checksum.Algorithm) + len(o.Checksum.Value) + len(o.Inline) + len(o.Encryption) + len(o.EncryptionKEK)
 	for k, v := range o.Metadata {
 		n += len(k) + len(v) + 32
+	}
+	for _, t := range o.Tags {
+		n += len(t.Key) + len(t.Value) + 32
 	}
 	for _, p := range o.Parts {
 		n += 64 + len(p.BlobKey) + len(p.ETag) + len(p.Checksum) + len(p.Encryption) + len(p.EncryptionKEK)
@@ -171,6 +174,15 @@ func (b buckets) SetBucketEncryption(ctx context.Context, name, enc, kmsKey stri
 	})
 }
 
+// SetBucketVersioning implements meta.Buckets, invalidating the bucket
+// (a cached record must not keep a suspended or unversioned state: the
+// object service reads it to answer and to decide).
+func (b buckets) SetBucketVersioning(ctx context.Context, name string, v meta.Versioning) error {
+	return b.c.write(ctx, []meta.Change{bucketChange(name)}, func(ctx context.Context) error {
+		return b.Buckets.SetBucketVersioning(ctx, name, v)
+	})
+}
+
 // DeleteBucket implements meta.Buckets, invalidating the bucket (it holds
 // no object: deleting each invalidated it).
 func (b buckets) DeleteBucket(ctx context.Context, name string) error {
@@ -203,11 +215,12 @@ func (o objects) GetObject(ctx context.Context, bucket, key string) (meta.Object
 	}
 	obj.Metadata = maps.Clone(obj.Metadata)
 	obj.Parts = slices.Clone(obj.Parts)
+	obj.Tags = slices.Clone(obj.Tags)
 	return obj, nil
 }
 
 // PutObjects implements meta.Objects, invalidating every key written.
-func (o objects) PutObjects(ctx context.Context, puts []meta.Put) ([]meta.Object, error) {
+func (o objects) PutObjects(ctx context.Context, puts []meta.Put) ([]meta.PutResult, error) {
 	cs := make([]meta.Change, 0, len(puts))
 	for _, p := range puts {
 		c := objectChange(p.Object.Bucket, p.Object.Key)
@@ -215,7 +228,7 @@ func (o objects) PutObjects(ctx context.Context, puts []meta.Put) ([]meta.Object
 			cs = append(cs, c)
 		}
 	}
-	var out []meta.Object
+	var out []meta.PutResult
 	err := o.c.write(ctx, cs, func(ctx context.Context) (err error) {
 		out, err = o.Objects.PutObjects(ctx, puts)
 		return err
@@ -228,6 +241,31 @@ func (o objects) DeleteObject(ctx context.Context, bucket, key string, cond meta
 	var obj meta.Object
 	err := o.c.write(ctx, []meta.Change{objectChange(bucket, key)}, func(ctx context.Context) (err error) {
 		obj, err = o.Objects.DeleteObject(ctx, bucket, key, cond)
+		return err
+	})
+	return obj, err
+}
+
+// DeleteVersion implements meta.Objects, invalidating the key (the
+// version may be its latest). Versions other than the latest are never
+// cached (GetObjectVersion goes to the store).
+func (o objects) DeleteVersion(ctx context.Context, bucket, key, versionID string, cond meta.Cond) (meta.Object, error) {
+	var obj meta.Object
+	err := o.c.write(ctx, []meta.Change{objectChange(bucket, key)}, func(ctx context.Context) (err error) {
+		obj, err = o.Objects.DeleteVersion(ctx, bucket, key, versionID, cond)
+		return err
+	})
+	return obj, err
+}
+
+// SetObjectTags implements meta.Objects, invalidating the key: the
+// cached latest version carries its tags (x-amz-tagging-count on GET and
+// HEAD). A version other than the latest is never cached, so naming one
+// invalidates the latest needlessly, and harmlessly.
+func (o objects) SetObjectTags(ctx context.Context, bucket, key, versionID string, tags []meta.Tag) (meta.Object, error) {
+	var obj meta.Object
+	err := o.c.write(ctx, []meta.Change{objectChange(bucket, key)}, func(ctx context.Context) (err error) {
+		obj, err = o.Objects.SetObjectTags(ctx, bucket, key, versionID, tags)
 		return err
 	})
 	return obj, err
@@ -350,11 +388,15 @@ var writeTopics = map[string]map[string]string{
 	"Buckets": {
 		"GetBucket": "", "CreateBucket": "", "ListBuckets": "", "ListGatewayBuckets": "",
 		"SetBucketVisibility": meta.TopicBucket, "SetBucketEncryption": meta.TopicBucket, "DeleteBucket": meta.TopicBucket,
-		"PutGatewayBucket": meta.TopicBucket,
+		"PutGatewayBucket": meta.TopicBucket, "SetBucketVersioning": meta.TopicBucket,
+		// A bucket's tags are not in its record (GetBucket does not read
+		// them), and GetBucketTags is not cached.
+		"GetBucketTags": "", "SetBucketTags": "",
 	},
 	"Objects": {
-		"GetObject": "", "ListObjects": "",
-		"PutObjects": meta.TopicObject, "DeleteObject": meta.TopicObject, "MoveObject": meta.TopicObject,
+		"GetObject": "", "GetObjectVersion": "", "ListObjects": "", "ListObjectVersions": "",
+		"PutObjects": meta.TopicObject, "DeleteObject": meta.TopicObject, "DeleteVersion": meta.TopicObject, "MoveObject": meta.TopicObject,
+		"SetObjectTags": meta.TopicObject,
 	},
 	"Uploads": {
 		"CreateUpload": "", "GetUpload": "", "PutPart": "", "ListParts": "", "ListUploads": "", "ListExpiredUploads": "", "AbortUpload": "",

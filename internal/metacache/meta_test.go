@@ -285,6 +285,13 @@ func TestStoreWritesInvalidate(t *testing.T) {
 			_, err := f.s.CompleteBackendUpload(f.ctx, id, meta.Object{BlobKey: "assembled", Size: 5, ETag: "bk-1", ModTime: time.Now()}, meta.Cond{})
 			return err
 		}, []check{objectIs("alice", "k", "bk-1")}},
+		{"delete version", func(t *testing.T, f *fixture) error {
+			_, err := f.s.DeleteVersion(f.ctx, "alice", "k", meta.NullVersion, meta.Cond{})
+			return err
+		}, []check{objectIs("alice", "k", "")}},
+		{"versioning", func(t *testing.T, f *fixture) error {
+			return f.s.SetBucketVersioning(f.ctx, "alice", meta.VersioningEnabled)
+		}, []check{bucketIs("alice", func(b meta.Bucket, err error) bool { return err == nil && b.Versioning == meta.VersioningEnabled })}},
 		{"visibility", func(t *testing.T, f *fixture) error {
 			return f.s.SetBucketVisibility(f.ctx, "alice", meta.PublicRead)
 		}, []check{bucketIs("alice", func(b meta.Bucket, err error) bool { return err == nil && b.Visibility == meta.PublicRead })}},
@@ -317,7 +324,7 @@ func TestStoreWritesInvalidate(t *testing.T) {
 				t.Fatal(err)
 			}
 			f.etag(t, "alice", "enc")
-			ok, err := f.s.SwapEnvelope(f.ctx, meta.EnvelopeRef{Table: meta.EnvelopeObjects, Bucket: "alice", Key: "enc"}, []byte("envelope-v1"), []byte("envelope-v2"), "local:v2")
+			ok, err := f.s.SwapEnvelope(f.ctx, meta.EnvelopeRef{Table: meta.EnvelopeObjects, Bucket: "alice", Key: "enc", VersionID: meta.NullVersion}, []byte("envelope-v1"), []byte("envelope-v2"), "local:v2")
 			if err == nil && !ok {
 				t.Fatal("the swap did not happen")
 			}
@@ -326,6 +333,15 @@ func TestStoreWritesInvalidate(t *testing.T) {
 			o, err := f.s.GetObject(f.ctx, "alice", "enc")
 			if err != nil || string(o.Encryption) != "envelope-v2" || o.EncryptionKEK != "local:v2" {
 				t.Errorf("after the swap, the envelope read is %q under %q (%v), want envelope-v2 under local:v2", o.Encryption, o.EncryptionKEK, err)
+			}
+		}}},
+		{"object tags", func(t *testing.T, f *fixture) error {
+			_, err := f.s.SetObjectTags(f.ctx, "alice", "k", "", []meta.Tag{{Key: "a", Value: "b"}})
+			return err
+		}, []check{func(t *testing.T, f *fixture) {
+			o, err := f.s.GetObject(f.ctx, "alice", "k")
+			if err != nil || len(o.Tags) != 1 || o.Tags[0] != (meta.Tag{Key: "a", Value: "b"}) {
+				t.Errorf("after SetObjectTags, the object read has tags %v (%v), want a=b", o.Tags, err)
 			}
 		}}},
 		{"user purge", func(t *testing.T, f *fixture) error {

@@ -38,6 +38,25 @@ type backend interface {
 	delete(ctx context.Context, key string, cond meta.Cond) (meta.Object, error)
 	// list returns one page of the bucket's objects.
 	list(ctx context.Context, opts meta.ListOptions) (meta.ListPage, error)
+	// lookupVersion returns version versionID of key (a delete marker
+	// too); ErrNoVersion if there is none.
+	lookupVersion(ctx context.Context, key, versionID string) (meta.Object, error)
+	// deleteVersion removes version versionID of key for good, if cond
+	// holds for it.
+	deleteVersion(ctx context.Context, key, versionID string, cond meta.Cond) (meta.Object, error)
+	// listVersions returns one page of the bucket's versions.
+	listVersions(ctx context.Context, opts meta.VersionListOptions) (meta.VersionPage, error)
+	// setVersioning sets the bucket's versioning state.
+	setVersioning(ctx context.Context, v meta.Versioning) error
+	// objectTags returns version versionID ("": the latest) of key with
+	// its tags (tags.go).
+	objectTags(ctx context.Context, key, versionID string) (meta.Object, error)
+	// setObjectTags replaces the tags of version versionID ("": the
+	// latest) of key.
+	setObjectTags(ctx context.Context, key, versionID string, tags []meta.Tag) (meta.Object, error)
+	// bucketTags returns the bucket's tags; setBucketTags replaces them.
+	bucketTags(ctx context.Context) ([]meta.Tag, error)
+	setBucketTags(ctx context.Context, tags []meta.Tag) error
 	// moveOut renames srcKey to dstKey of dst, as dst.moveIn does it.
 	moveOut(ctx context.Context, srcKey string, dst backend, dstKey string, cond meta.Cond) (meta.Object, error)
 	// moveIn renames srcKey of the native bucket src to dstKey here.
@@ -58,10 +77,11 @@ func (s *core) backendOf(b meta.Bucket) backend {
 }
 
 // unsupported answers what a backend cannot do: the operations only
-// native buckets have (multipart uploads, atomic batches, moves) are
-// NotImplemented (reason gateway_unsupported), after the refusal of a
-// write to a read-only backend (writable); the bucket cannot be deleted
-// by its owner (PermissionDenied, reason gateway_bucket).
+// native buckets have (multipart uploads, atomic batches, moves,
+// versioning: versions other than "null") are NotImplemented (reason
+// gateway_unsupported), after the refusal of a write to a read-only
+// backend (writable); the bucket cannot be deleted by its owner
+// (PermissionDenied, reason gateway_bucket).
 type unsupported struct {
 	bucket string
 	// writable returns nil if the backend takes writes, else their
@@ -96,6 +116,21 @@ func (unsupported) moveIn(context.Context, string, string, string, meta.Cond) (m
 	return meta.Object{}, errGatewayUnsupported("moving an object")
 }
 
+func (unsupported) setVersioning(context.Context, meta.Versioning) error {
+	return errGatewayUnsupported("versioning")
+}
+
+func (unsupported) lookupVersion(context.Context, string, string) (meta.Object, error) {
+	return meta.Object{}, errGatewayUnsupported("a version other than \"null\"")
+}
+
+func (u unsupported) deleteVersion(ctx context.Context, _, _ string, _ meta.Cond) (meta.Object, error) {
+	if err := u.writable(ctx); err != nil {
+		return meta.Object{}, err
+	}
+	return meta.Object{}, errGatewayUnsupported("a version other than \"null\"")
+}
+
 func (u unsupported) deleteBucket(context.Context) error {
 	return &errcode.Error{Code: errcode.PermissionDenied, Message: fmt.Sprintf("bucket %q is a gateway bucket: an administrator removes it", u.bucket),
 		Detail: map[string]any{"reason": "gateway_bucket"}}
@@ -111,7 +146,30 @@ type native struct {
 }
 
 func (n *native) lookup(ctx context.Context, key string) (meta.Object, error) {
-	return n.s.meta.GetObject(ctx, n.bucket.Name, key)
+	o, err := n.s.meta.GetObject(ctx, n.bucket.Name, key)
+	return o, notFound(err, key, "")
+}
+
+func (n *native) lookupVersion(ctx context.Context, key, versionID string) (meta.Object, error) {
+	o, err := n.s.meta.GetObjectVersion(ctx, n.bucket.Name, key, versionID)
+	return o, notFound(err, key, versionID)
+}
+
+// notFound is err with the store's NotFound of a key or a version as the
+// service's (ErrNoObject, ErrDeleteMarker, ErrNoVersion); a missing bucket
+// (deleted since it was resolved) is a missing key.
+func notFound(err error, key, versionID string) error {
+	e := errcode.As(err)
+	switch {
+	case err == nil || e == nil || e.Code != errcode.NotFound || e.Detail["resource"] != nil:
+		return err // not a NotFound, or the service's own
+	case e.Detail["delete_marker"] == true:
+		id, _ := e.Detail["version_id"].(string)
+		return ErrDeleteMarker(id)
+	case versionID != "" && e.Detail["reason"] == "no_such_version":
+		return ErrNoVersion(versionID)
+	}
+	return ErrNoObject(key)
 }
 
 // open reads an inline object from its row, a single blob, or a multipart
@@ -165,21 +223,34 @@ func (n *native) blob(o meta.Object) (blobCopy, bool) {
 
 func (n *native) delete(ctx context.Context, key string, cond meta.Cond) (meta.Object, error) {
 	o, err := n.s.meta.DeleteObject(ctx, n.bucket.Name, key, cond)
-	if errcode.Is(err, errcode.NotFound) {
-		return meta.Object{}, ErrNoObject(key)
-	}
-	return o, err
+	return o, notFound(err, key, "")
+}
+
+func (n *native) deleteVersion(ctx context.Context, key, versionID string, cond meta.Cond) (meta.Object, error) {
+	o, err := n.s.meta.DeleteVersion(ctx, n.bucket.Name, key, versionID, cond)
+	return o, notFound(err, key, versionID)
 }
 
 func (n *native) list(ctx context.Context, opts meta.ListOptions) (meta.ListPage, error) {
 	return n.s.meta.ListObjects(ctx, n.bucket.Name, opts)
 }
 
+func (n *native) listVersions(ctx context.Context, opts meta.VersionListOptions) (meta.VersionPage, error) {
+	return n.s.meta.ListObjectVersions(ctx, n.bucket.Name, opts)
+}
+
+func (n *native) setVersioning(ctx context.Context, v meta.Versioning) error {
+	return n.s.meta.SetBucketVersioning(ctx, n.bucket.Name, v)
+}
+
 func (n *native) moveOut(ctx context.Context, srcKey string, dst backend, dstKey string, cond meta.Cond) (meta.Object, error) {
 	return dst.moveIn(ctx, n.bucket.Name, srcKey, dstKey, cond)
 }
 
-// moveIn renames the row: one metadata transaction, no byte moves.
+// moveIn renames the row: one metadata transaction, no byte moves. The
+// store refuses it where either bucket is versioned (a rename would take
+// a version out of its key's history): ErrMoveVersioned, which Move
+// answers by copying and deleting.
 func (n *native) moveIn(ctx context.Context, src, srcKey, dstKey string, cond meta.Cond) (meta.Object, error) {
 	if err := ValidKey(srcKey); err != nil {
 		return meta.Object{}, err

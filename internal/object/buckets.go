@@ -93,6 +93,24 @@ func (s *Service) SetBucketEncryption(ctx context.Context, a Actor, name, enc, k
 	return b.Bucket, nil
 }
 
+// SetBucketVersioning enables or suspends versioning of a bucket a owns
+// (meta.CheckVersioning: never back to unversioned). Gateway buckets:
+// NotImplemented.
+func (s *Service) SetBucketVersioning(ctx context.Context, a Actor, name string, v meta.Versioning) (meta.Bucket, error) {
+	b, err := s.authorize(ctx, a, name, write)
+	if err != nil {
+		return meta.Bucket{}, err
+	}
+	if err := meta.CheckVersioning(v); err != nil {
+		return meta.Bucket{}, err
+	}
+	if err := b.setVersioning(ctx, v); err != nil {
+		return meta.Bucket{}, err
+	}
+	b.Versioning = v
+	return b.Bucket, nil
+}
+
 // DeleteBucket deletes an empty bucket a owns.
 func (s *Service) DeleteBucket(ctx context.Context, a Actor, name string) error {
 	b, err := s.authorize(ctx, a, name, write)

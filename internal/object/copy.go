@@ -97,6 +97,10 @@ type CopyInput struct {
 	ReplaceMetadata   bool
 	ContentType       string
 	Metadata          map[string]string
+	// ReplaceTags gives the copy Tags; without it, it gets the source
+	// version's tags (S3's tagging directive, COPY by default).
+	ReplaceTags bool
+	Tags        []meta.Tag
 	// SSE asks for the copy's encryption (the zero value: the server's
 	// default), whatever the source's.
 	SSE SSE
@@ -116,9 +120,12 @@ func (s *Service) Copy(ctx context.Context, a Actor, in CopyInput) (meta.Object,
 // CopyFrom copies from an already authorised source handle (so callers can
 // evaluate copy-source conditions on src.Object first).
 func (s *Service) CopyFrom(ctx context.Context, a Actor, src *Reader, in CopyInput) (meta.Object, error) {
-	ct, md := src.Object.ContentType, src.Object.Metadata
+	ct, md, tags := src.Object.ContentType, src.Object.Metadata, src.Object.Tags
 	if in.ReplaceMetadata {
 		ct, md = in.ContentType, in.Metadata
+	}
+	if in.ReplaceTags {
+		tags = in.Tags
 	}
 	// Verify the copy against what we know of the source.
 	var sum []byte
@@ -130,7 +137,7 @@ func (s *Service) CopyFrom(ctx context.Context, a Actor, src *Reader, in CopyInp
 	}
 	in2 := PutInput{
 		Bucket: in.DstBucket, Key: in.DstKey, Size: src.Object.Size,
-		ContentType: ct, Metadata: md, SHA256: sum, MD5: src.backend.md5(src.Object), Cond: in.Cond, SSE: in.SSE,
+		ContentType: ct, Metadata: md, Tags: tags, SHA256: sum, MD5: src.backend.md5(src.Object), Cond: in.Cond, SSE: in.SSE,
 	}
 	if c := src.Object.Checksum; c.Algorithm != "" && c.Type == "FULL_OBJECT" {
 		if want, err := base64.StdEncoding.DecodeString(c.Value); err == nil {

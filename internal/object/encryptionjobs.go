@@ -418,7 +418,7 @@ func (s *EncryptionJobs) rewrapRow(ctx context.Context, rw rewrapper, j *meta.En
 func describeRef(r meta.EnvelopeRef) string {
 	switch r.Table {
 	case meta.EnvelopeObjects:
-		return fmt.Sprintf("object %s/%q", r.Bucket, r.Key)
+		return fmt.Sprintf("object %s/%q version %s", r.Bucket, r.Key, r.VersionID)
 	case meta.EnvelopeObjectParts:
 		return fmt.Sprintf("object part %d/%d", r.PartsID, r.Index)
 	}
@@ -452,7 +452,13 @@ func (s *EncryptionJobs) encryptPage(ctx context.Context, j *meta.EncryptionJob,
 // version read. It returns only errors that pause the job.
 func (s *EncryptionJobs) encryptObject(ctx context.Context, j *meta.EncryptionJob, ref meta.EnvelopeRef) error {
 	what := describeRef(ref)
-	o, err := s.meta.GetObject(ctx, ref.Bucket, ref.Key)
+	var o meta.Object
+	var err error
+	if ref.VersionID == "" { // a cursor saved before versions
+		o, err = s.meta.GetObject(ctx, ref.Bucket, ref.Key)
+	} else {
+		o, err = s.meta.GetObjectVersion(ctx, ref.Bucket, ref.Key, ref.VersionID)
+	}
 	if errcode.Is(err, errcode.NotFound) {
 		j.Skipped++
 		s.stats.Skipped.Add(1)
@@ -526,7 +532,11 @@ func (s *EncryptionJobs) swapEncrypted(ctx context.Context, b meta.Bucket, o met
 		if sl == nil {
 			return "", nil, errcode.New(errcode.Internal, "no encryption chosen")
 		}
-		st := meta.Staging{BlobKey: key, OwnerID: b.OwnerID, Bucket: o.Bucket, Key: o.Key}
+		st := meta.Staging{BlobKey: key, OwnerID: b.OwnerID}
+		if o.VersionID == meta.NullVersion {
+			// The rewrite replaces the null version: its credit.
+			st.Bucket, st.Key = o.Bucket, o.Key
+		}
 		rv, n, err := s.writeStaged(ctx, st, r, size, sl)
 		if err != nil {
 			return "", nil, err
@@ -591,7 +601,7 @@ func (s *EncryptionJobs) swapEncrypted(ctx context.Context, b meta.Bucket, o met
 	// Single blobs commit their staging with the row; parts' stagings
 	// (several for one row) keep their blobs until the row points at
 	// them, and are released after.
-	put := meta.Put{Object: enc, Cond: meta.Cond{IfVersion: meta.Version(o)}, BucketOwner: b.OwnerID}
+	put := meta.Put{Object: enc, Cond: meta.Cond{IfVersion: meta.Version(o)}, BucketOwner: b.OwnerID, InPlace: true}
 	if enc.BlobKey != "" {
 		put.Staged = true
 	}

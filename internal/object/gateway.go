@@ -261,6 +261,9 @@ func (g *gatewayBackend) put(ctx context.Context, w *incoming) (meta.Object, err
 	if err != nil {
 		return meta.Object{}, err
 	}
+	if len(w.Tags) > 0 {
+		return meta.Object{}, errGatewayUnsupported("object tagging")
+	}
 	if w.Cond.IfNoneMatch || w.Cond.IfMatch != "" {
 		// Checked before the write; the backend write itself is not
 		// conditional (docs/gateway.md).
@@ -350,6 +353,50 @@ func (g *gatewayBackend) delete(ctx context.Context, key string, cond meta.Cond)
 		return meta.Object{}, err
 	}
 	return gatewayObject(g.bucket.Name, cur), nil
+}
+
+// lookupVersion: a gateway bucket is never versioned in Coffer (its
+// backend's versions are the backend's): its objects are their own null
+// version.
+func (g *gatewayBackend) lookupVersion(ctx context.Context, key, versionID string) (meta.Object, error) {
+	if versionID != meta.NullVersion {
+		return g.unsupported.lookupVersion(ctx, key, versionID)
+	}
+	return g.lookup(ctx, key)
+}
+
+// deleteVersion deletes the null version, the object; others are
+// unsupported.
+func (g *gatewayBackend) deleteVersion(ctx context.Context, key, versionID string, cond meta.Cond) (meta.Object, error) {
+	if versionID != meta.NullVersion {
+		return g.unsupported.deleteVersion(ctx, key, versionID, cond)
+	}
+	return g.delete(ctx, key, cond)
+}
+
+// listVersions lists the objects as S3 lists an unversioned bucket's:
+// each its only version, null and latest (cleanup tools list versions
+// before they delete a bucket, versioned or not).
+func (g *gatewayBackend) listVersions(ctx context.Context, opts meta.VersionListOptions) (meta.VersionPage, error) {
+	if err := meta.CheckVersionListOptions(opts); err != nil {
+		return meta.VersionPage{}, err
+	}
+	if opts.VersionIDMarker != "" && opts.VersionIDMarker != meta.NullVersion {
+		return meta.VersionPage{}, errcode.New(errcode.InvalidArgument, "Invalid version id specified")
+	}
+	p, err := g.list(ctx, meta.ListOptions{Prefix: opts.Prefix, Delimiter: opts.Delimiter, StartAfter: opts.KeyMarker, Limit: opts.Limit})
+	if err != nil {
+		return meta.VersionPage{}, err
+	}
+	out := meta.VersionPage{CommonPrefixes: p.CommonPrefixes, Truncated: p.Truncated, NextKeyMarker: p.NextStartAfter}
+	for _, o := range p.Objects {
+		o.VersionID, o.IsLatest = meta.NullVersion, true
+		out.Versions = append(out.Versions, o)
+	}
+	if n := len(p.Objects); n > 0 && p.NextStartAfter == p.Objects[n-1].Key {
+		out.NextVersionIDMarker = meta.NullVersion
+	}
+	return out, nil
 }
 
 // list lists one page: one ListObjectsV2, never cached.

@@ -38,8 +38,9 @@ type CreateUploadInput struct {
 	Bucket, Key       string
 	ContentType       string
 	Metadata          map[string]string
-	ChecksumAlgorithm string // S3 x-amz-checksum-algorithm, or ""
-	ChecksumType      string // S3 x-amz-checksum-type, or "" (integrity.ParseChecksumType)
+	Tags              []meta.Tag // the object's, on completion (meta.CheckTags)
+	ChecksumAlgorithm string     // S3 x-amz-checksum-algorithm, or ""
+	ChecksumType      string     // S3 x-amz-checksum-type, or "" (integrity.ParseChecksumType)
 	// Size and PartSize are declared by direct-upload sessions (0 if
 	// unknown); a declared Size is reserved against the bucket owner's
 	// quota until the upload is completed, aborted or expires.
@@ -89,6 +90,9 @@ func (s *Uploads) CreateUpload(ctx context.Context, a Actor, in CreateUploadInpu
 	if err := ValidMetadata(in.Metadata); err != nil {
 		return meta.Upload{}, err
 	}
+	if err := meta.CheckTags(in.Tags, meta.MaxObjectTags); err != nil {
+		return meta.Upload{}, err
+	}
 	alg, err := integrity.ParseAlgorithm(in.ChecksumAlgorithm)
 	if err != nil {
 		return meta.Upload{}, err
@@ -128,7 +132,7 @@ func (n *native) createUpload(ctx context.Context, a Actor, in CreateUploadInput
 	now := s.now().UTC()
 	u := meta.Upload{
 		ID: newUploadID(), Bucket: b.Name, Key: in.Key, InitiatorID: a.UserID,
-		ContentType: ct, Metadata: in.Metadata,
+		ContentType: ct, Metadata: in.Metadata, Tags: in.Tags,
 		ChecksumAlgorithm: in.ChecksumAlgorithm, ChecksumType: in.ChecksumType,
 		Size: in.Size, PartSize: in.PartSize,
 		CreatedAt: now, ExpiresAt: now.Add(ttl),
@@ -172,32 +176,43 @@ func newUploadID() string {
 // GetUpload returns an upload in progress in a bucket a owns. bucket and
 // key, if not empty, must match the upload's (S3 names both in the URL).
 func (s *Uploads) GetUpload(ctx context.Context, a Actor, bucket, key, id string) (meta.Upload, error) {
+	u, _, err := s.getUpload(ctx, a, bucket, key, id)
+	return u, err
+}
+
+// getUpload is GetUpload, with the upload's bucket as resolved.
+func (s *Uploads) getUpload(ctx context.Context, a Actor, bucket, key, id string) (meta.Upload, meta.Bucket, error) {
 	if id == "" {
-		return meta.Upload{}, ErrNoUpload(id)
+		return meta.Upload{}, meta.Bucket{}, ErrNoUpload(id)
 	}
+	var b meta.Bucket
 	if bucket != "" {
-		if _, err := s.authorize(ctx, a, bucket, write); err != nil {
-			return meta.Upload{}, err
+		rb, err := s.authorize(ctx, a, bucket, write)
+		if err != nil {
+			return meta.Upload{}, meta.Bucket{}, err
 		}
+		b = rb.Bucket
 	}
 	u, err := s.meta.GetUpload(ctx, id)
 	if errcode.Is(err, errcode.NotFound) || err == nil && (bucket != "" && u.Bucket != bucket || key != "" && u.Key != key) {
-		return meta.Upload{}, ErrNoUpload(id)
+		return meta.Upload{}, meta.Bucket{}, ErrNoUpload(id)
 	}
 	if err != nil {
-		return meta.Upload{}, err
+		return meta.Upload{}, meta.Bucket{}, err
 	}
 	if bucket == "" {
 		// Looked up by ID alone (file API): authorise against its bucket,
 		// and answer "not found" rather than reveal another user's upload.
-		if _, err := s.authorize(ctx, a, u.Bucket, write); err != nil {
+		rb, err := s.authorize(ctx, a, u.Bucket, write)
+		if err != nil {
 			if errcode.Is(err, errcode.PermissionDenied) {
-				return meta.Upload{}, ErrNoUpload(id)
+				return meta.Upload{}, meta.Bucket{}, ErrNoUpload(id)
 			}
-			return meta.Upload{}, err
+			return meta.Upload{}, meta.Bucket{}, err
 		}
+		b = rb.Bucket
 	}
-	return u, nil
+	return u, b, nil
 }
 
 // PartInput is one part upload.
@@ -472,10 +487,18 @@ func madeOf(o meta.Object, parts []meta.CompletePart) bool {
 }
 
 func (s *Uploads) completeUpload(ctx context.Context, a Actor, bucket, key, id string, parts []meta.CompletePart, cond meta.Cond) (meta.Object, error) {
-	u, err := s.GetUpload(ctx, a, bucket, key, id)
+	u, b, err := s.getUpload(ctx, a, bucket, key, id)
 	if err != nil {
 		return meta.Object{}, err
 	}
+	o, err := s.complete(ctx, u, parts, cond)
+	return reported(b, o), err
+}
+
+// complete is CompleteUpload of the authorised upload u.
+func (s *Uploads) complete(ctx context.Context, u meta.Upload, parts []meta.CompletePart, cond meta.Cond) (meta.Object, error) {
+	id := u.ID
+	var err error
 	if u.BackendUploadID != "" {
 		return s.completeBackend(ctx, u, parts, cond)
 	}
@@ -516,6 +539,7 @@ func (s *Uploads) completeUpload(ctx context.Context, a Actor, bucket, key, id s
 		ETag:        fmt.Sprintf("%s-%d", hex.EncodeToString(h.Sum(nil)), len(parts)),
 		ContentType: u.ContentType,
 		Metadata:    u.Metadata,
+		Tags:        u.Tags,
 		ModTime:     s.now().UTC(),
 	}
 	if obj.Checksum, err = MultipartChecksum(u, parts, stored); err != nil {
@@ -717,6 +741,7 @@ func (s *Uploads) completeBackend(ctx context.Context, u meta.Upload, parts []me
 		ETag:        fmt.Sprintf("%s-%d", hex.EncodeToString(h.Sum(nil)), len(parts)),
 		ContentType: u.ContentType,
 		Metadata:    u.Metadata,
+		Tags:        u.Tags,
 		ModTime:     s.now().UTC(),
 	}
 	o, err := s.meta.CompleteBackendUpload(cctx, u.ID, obj, cond)

@@ -232,6 +232,27 @@ func ErrNoObject(key string) error {
 	return &errcode.Error{Code: errcode.NotFound, Message: "object not found", Detail: map[string]any{"resource": "key"}}
 }
 
+// ErrDeleteMarker is the NotFound error for a key whose latest version is
+// the delete marker versionID: Detail["delete_marker"] and
+// Detail["version_id"] say so (S3's x-amz-delete-marker).
+func ErrDeleteMarker(versionID string) error {
+	return &errcode.Error{Code: errcode.NotFound, Message: "object not found",
+		Detail: map[string]any{"resource": "key", "delete_marker": true, "version_id": versionID}}
+}
+
+// ErrNoVersion is the NotFound error for a version that does not exist.
+func ErrNoVersion(versionID string) error {
+	return &errcode.Error{Code: errcode.NotFound, Message: fmt.Sprintf("version %q not found", versionID), Detail: map[string]any{"resource": "version"}}
+}
+
+// ErrVersionIsDeleteMarker is the error of reading a version that is a
+// delete marker: MethodNotAllowed (S3's 405), with Detail as
+// ErrDeleteMarker's.
+func ErrVersionIsDeleteMarker(versionID string) error {
+	return &errcode.Error{Code: errcode.MethodNotAllowed, Message: "The specified method is not allowed against this resource.",
+		Detail: map[string]any{"delete_marker": true, "version_id": versionID}}
+}
+
 // ErrNoUpload is the NotFound error for a missing multipart upload.
 func ErrNoUpload(id string) error {
 	return &errcode.Error{Code: errcode.NotFound, Message: "upload not found", Detail: map[string]any{"resource": "upload"}}

@@ -163,7 +163,7 @@ type failingMeta struct {
 	meta.Objects
 }
 
-func (failingMeta) PutObjects(context.Context, []meta.Put) ([]meta.Object, error) {
+func (failingMeta) PutObjects(context.Context, []meta.Put) ([]meta.PutResult, error) {
 	return nil, errcode.New(errcode.Unavailable, "injected")
 }
 

@@ -38,9 +38,17 @@ func NewReader(o meta.Object, b meta.Bucket, open func(ctx context.Context, offs
 	return &Reader{Object: o, Bucket: b, open: open}
 }
 
-// Get authorises a read of bucket/key and returns a handle; no bytes are
-// read until Open.
+// Get authorises a read of bucket/key (its latest version) and returns a
+// handle; no bytes are read until Open. A key whose latest version is a
+// delete marker is ErrDeleteMarker.
 func (s *Service) Get(ctx context.Context, a Actor, bucket, key string) (*Reader, error) {
+	return s.GetVersion(ctx, a, bucket, key, "")
+}
+
+// GetVersion is Get of version versionID of the key ("": the latest):
+// ErrNoVersion if there is none, ErrVersionIsDeleteMarker if it is a
+// delete marker, InvalidArgument for a malformed version ID.
+func (s *Service) GetVersion(ctx context.Context, a Actor, bucket, key, versionID string) (*Reader, error) {
 	b, err := s.authorize(ctx, a, bucket, read)
 	if err != nil {
 		return nil, err
@@ -48,14 +56,39 @@ func (s *Service) Get(ctx context.Context, a Actor, bucket, key string) (*Reader
 	if err := ValidKey(key); err != nil {
 		return nil, err
 	}
-	o, err := b.lookup(ctx, key)
-	if err != nil {
-		if errcode.Is(err, errcode.NotFound) {
-			return nil, ErrNoObject(key)
-		}
+	if err := validVersion(versionID); err != nil {
 		return nil, err
 	}
+	var o meta.Object
+	if versionID == "" {
+		o, err = b.lookup(ctx, key)
+	} else {
+		o, err = b.lookupVersion(ctx, key, versionID)
+	}
+	if err != nil {
+		return nil, notFound(err, key, versionID)
+	}
+	if o.DeleteMarker {
+		return nil, ErrVersionIsDeleteMarker(o.VersionID)
+	}
 	return &Reader{Object: o, Bucket: b.Bucket, s: s.core, backend: b.backend}, nil
+}
+
+// validVersion checks a version ID a client named ("": none).
+func validVersion(id string) error {
+	if id != "" && !meta.ValidVersionID(id) {
+		return &errcode.Error{Code: errcode.InvalidArgument, Message: "Invalid version id specified", Detail: map[string]any{"reason": "invalid_version_id"}}
+	}
+	return nil
+}
+
+// reported is o as the service reports a write of it into bucket b: with
+// no VersionID in a bucket never versioned (where S3 names no version).
+func reported(b meta.Bucket, o meta.Object) meta.Object {
+	if b.Versioning == meta.Unversioned && o.VersionID == meta.NullVersion {
+		o.VersionID = ""
+	}
+	return o
 }
 
 // Open returns the bytes [offset, offset+length) of the object version;
@@ -95,7 +128,10 @@ func (r *Reader) gone(err error) error {
 	return err
 }
 
-// Delete removes bucket/key.
+// Delete removes bucket/key: in a bucket never versioned, the object
+// (returned; NotFound if missing); in a versioned bucket, it writes a
+// delete marker as the key's latest version and returns it (DeleteMarker,
+// VersionID), whether or not an object was there.
 func (s *Service) Delete(ctx context.Context, a Actor, bucket, key string, cond meta.Cond) (meta.Object, error) {
 	b, err := s.authorize(ctx, a, bucket, write)
 	if err != nil {
@@ -104,10 +140,34 @@ func (s *Service) Delete(ctx context.Context, a Actor, bucket, key string, cond 
 	if err := ValidKey(key); err != nil {
 		return meta.Object{}, err
 	}
-	return b.delete(ctx, key, cond)
+	o, err := b.delete(ctx, key, cond)
+	return reported(b.Bucket, o), err
 }
 
-// Move renames srcBucket/srcKey to dstBucket/dstKey (both owned by a).
+// DeleteVersion removes version versionID of bucket/key for good (a
+// delete marker too: the key's next newest version is then the latest)
+// and returns it; ErrNoVersion if there is none.
+func (s *Service) DeleteVersion(ctx context.Context, a Actor, bucket, key, versionID string, cond meta.Cond) (meta.Object, error) {
+	b, err := s.authorize(ctx, a, bucket, write)
+	if err != nil {
+		return meta.Object{}, err
+	}
+	if err := ValidKey(key); err != nil {
+		return meta.Object{}, err
+	}
+	if versionID == "" {
+		return meta.Object{}, validVersion("-")
+	}
+	if err := validVersion(versionID); err != nil {
+		return meta.Object{}, err
+	}
+	return b.deleteVersion(ctx, key, versionID, cond)
+}
+
+// Move renames srcBucket/srcKey to dstBucket/dstKey (both owned by a). A
+// move that involves a versioned bucket is a copy of the latest version
+// and a delete (a delete marker in a versioned source): a rename would
+// take a version out of its key's history.
 func (s *Service) Move(ctx context.Context, a Actor, srcBucket, srcKey, dstBucket, dstKey string, cond meta.Cond) (meta.Object, error) {
 	sb, err := s.authorize(ctx, a, srcBucket, write)
 	if err != nil {
@@ -117,7 +177,28 @@ func (s *Service) Move(ctx context.Context, a Actor, srcBucket, srcKey, dstBucke
 	if err != nil {
 		return meta.Object{}, err
 	}
-	return sb.moveOut(ctx, srcKey, db.backend, dstKey, cond)
+	o, err := sb.moveOut(ctx, srcKey, db.backend, dstKey, cond)
+	if meta.IsMoveVersioned(err) {
+		return s.moveByCopy(ctx, a, srcBucket, srcKey, dstBucket, dstKey, cond)
+	}
+	return o, err
+}
+
+// moveByCopy moves by copying the latest version and deleting the source
+// if it is still the version copied.
+func (s *Service) moveByCopy(ctx context.Context, a Actor, srcBucket, srcKey, dstBucket, dstKey string, cond meta.Cond) (meta.Object, error) {
+	src, err := s.Get(ctx, a, srcBucket, srcKey)
+	if err != nil {
+		return meta.Object{}, err
+	}
+	o, err := s.CopyFrom(ctx, a, src, CopyInput{DstBucket: dstBucket, DstKey: dstKey, Cond: cond})
+	if err != nil {
+		return meta.Object{}, err
+	}
+	if _, err := s.Delete(ctx, a, srcBucket, srcKey, meta.Cond{IfMatch: src.Object.ETag}); err != nil {
+		return meta.Object{}, err
+	}
+	return o, nil
 }
 
 // List lists a bucket a owns.
@@ -127,4 +208,13 @@ func (s *Service) List(ctx context.Context, a Actor, bucket string, opts meta.Li
 		return meta.ListPage{}, err
 	}
 	return b.list(ctx, opts)
+}
+
+// ListVersions lists the versions and delete markers of a bucket a owns.
+func (s *Service) ListVersions(ctx context.Context, a Actor, bucket string, opts meta.VersionListOptions) (meta.VersionPage, error) {
+	b, err := s.authorize(ctx, a, bucket, write)
+	if err != nil {
+		return meta.VersionPage{}, err
+	}
+	return b.listVersions(ctx, opts)
 }

@@ -38,6 +38,8 @@ type PutInput struct {
 	Size        int64 // exact size, or -1 if unknown (chunked)
 	ContentType string
 	Metadata    map[string]string
+	// Tags is the new version's tag set (nil: none; meta.CheckTags).
+	Tags []meta.Tag
 	// Client-announced digests (raw bytes), checked at EOF.
 	SHA256, MD5 []byte
 	// ChecksumAlgorithm, if set, makes the service compute and store that
@@ -61,7 +63,8 @@ func (s *core) put(ctx context.Context, a Actor, in PutInput, from *copySource) 
 		return meta.Object{}, err
 	}
 	defer w.close()
-	return w.bucket.put(ctx, w)
+	o, err := w.bucket.put(ctx, w)
+	return reported(w.bucket.Bucket, o), err
 }
 
 // incoming is an upload checked, authorised, its bucket's backend
@@ -84,6 +87,9 @@ func (s *core) newIncoming(ctx context.Context, a Actor, in PutInput, from *copy
 		return nil, err
 	}
 	if err := ValidMetadata(in.Metadata); err != nil {
+		return nil, err
+	}
+	if err := meta.CheckTags(in.Tags, meta.MaxObjectTags); err != nil {
 		return nil, err
 	}
 	b, err := s.authorize(ctx, a, in.Bucket, write)
@@ -194,21 +200,19 @@ func (n *native) stage(ctx context.Context, w *incoming) (staged, error) {
 		if err != nil {
 			return staged{}, err
 		}
-		if owner.QuotaBytes > 0 && w.Size > owner.QuotaBytes-owner.UsageBytes && !looked {
-			// An overwrite frees the old object's bytes.
-			if o, err := s.meta.GetObject(ctx, n.bucket.Name, w.Key); err == nil {
-				old = o
-			} else if !errcode.Is(err, errcode.NotFound) {
+		if owner.QuotaBytes > 0 && w.Size > owner.QuotaBytes-owner.UsageBytes {
+			// An overwrite frees the bytes of the version it replaces.
+			if old, err = n.replaced(ctx, w.Key, old, looked); err != nil {
 				return staged{}, err
 			}
-		}
-		if owner.QuotaBytes > 0 && w.Size > owner.QuotaBytes-owner.UsageBytes+old.Size {
-			return staged{}, quotaErr(owner)
+			if w.Size > owner.QuotaBytes-owner.UsageBytes+old.Size {
+				return staged{}, quotaErr(owner)
+			}
 		}
 	}
 	out := staged{put: meta.Put{
 		Object: meta.Object{
-			Bucket: n.bucket.Name, Key: w.Key, ContentType: w.ContentType, Metadata: w.Metadata,
+			Bucket: n.bucket.Name, Key: w.Key, ContentType: w.ContentType, Metadata: w.Metadata, Tags: w.Tags,
 		},
 		Cond:        w.Cond,
 		BucketOwner: n.bucket.OwnerID,
@@ -282,6 +286,29 @@ func (n *native) stage(ctx context.Context, w *incoming) (staged, error) {
 	return out, nil
 }
 
+// replaced returns the version a write of key would replace, for a quota
+// check made before the commit's: the key's null version, unless the
+// bucket is versioned and enabled (where a write replaces nothing);
+// latest, if looked, is the key's latest version.
+func (n *native) replaced(ctx context.Context, key string, latest meta.Object, looked bool) (meta.Object, error) {
+	var o meta.Object
+	var err error
+	switch {
+	case n.bucket.Versioning == meta.VersioningEnabled:
+		return meta.Object{}, nil
+	case n.bucket.Versioning == meta.VersioningSuspended:
+		o, err = n.s.meta.GetObjectVersion(ctx, n.bucket.Name, key, meta.NullVersion)
+	case looked:
+		return latest, nil
+	default:
+		o, err = n.s.meta.GetObject(ctx, n.bucket.Name, key)
+	}
+	if errcode.Is(err, errcode.NotFound) {
+		return meta.Object{}, nil
+	}
+	return o, err
+}
+
 // commit makes staged uploads visible atomically, or discards them.
 func (s *core) commit(ctx context.Context, sts []staged) ([]meta.Object, error) {
 	puts := make([]meta.Put, len(sts))
@@ -293,7 +320,7 @@ func (s *core) commit(ctx context.Context, sts []staged) ([]meta.Object, error) 
 	// consistent. A bounded context keeps a stuck store from hanging us.
 	cctx, cancel := detach.Context(ctx)
 	defer cancel()
-	_, err := s.meta.PutObjects(cctx, puts)
+	res, err := s.meta.PutObjects(cctx, puts)
 	if err != nil {
 		s.discard(ctx, sts)
 		switch {
@@ -314,9 +341,9 @@ func (s *core) commit(ctx context.Context, sts []staged) ([]meta.Object, error) 
 		}
 	}
 	s.endStaging(keys...)
-	out := make([]meta.Object, len(puts))
-	for i := range puts {
-		out[i] = puts[i].Object
+	out := make([]meta.Object, len(res))
+	for i, r := range res {
+		out[i] = r.Object
 	}
 	return out, nil
 }

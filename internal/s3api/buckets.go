@@ -131,10 +131,36 @@ func (api *API) getBucketLocation(q *request) (response, error) {
 }
 
 func (api *API) getBucketVersioning(q *request) (response, error) {
-	if _, err := api.buckets.GetBucket(ctxOf(q), q.actor, q.bucket); err != nil {
+	b, err := api.buckets.GetBucket(ctxOf(q), q.actor, q.bucket)
+	if err != nil {
 		return nil, err
 	}
-	return xmlResponse{body: versioningConfiguration{Xmlns: s3NS}}, nil
+	// Never versioned: an empty configuration, as S3 answers.
+	return xmlResponse{body: versioningConfiguration{Xmlns: s3NS, Status: string(b.Versioning)}}, nil
+}
+
+// putBucketVersioning enables or suspends versioning. MFA delete is not
+// implemented: asking for it is refused (Disabled is what there is).
+func (api *API) putBucketVersioning(q *request) (response, error) {
+	var conf versioningConfiguration
+	if err := api.readXML(q, &conf); err != nil {
+		return nil, err
+	}
+	switch conf.MFADelete {
+	case "", "Disabled":
+	case "Enabled":
+		return nil, s3err.New(s3err.NotImplemented, "MfaDelete: MFA delete is not implemented by Coffer")
+	default:
+		return nil, s3err.New(s3err.MalformedXML, "MfaDelete must be Enabled or Disabled")
+	}
+	v := meta.Versioning(conf.Status)
+	if meta.CheckVersioning(v) != nil {
+		return nil, s3err.New(s3err.MalformedXML, "Status must be Enabled or Suspended")
+	}
+	if _, err := api.buckets.SetBucketVersioning(ctxOf(q), q.actor, q.bucket, v); err != nil {
+		return nil, err
+	}
+	return empty{}, nil
 }
 
 // ---- listing ----
@@ -280,10 +306,8 @@ func (api *API) listObjectsV1(q *request) (response, error) {
 	return xmlResponse{body: res}, nil
 }
 
-// listObjectVersions lists a bucket as S3 lists an unversioned one: each
-// object once, as its only version "null", latest, with no delete
-// markers. Paging is by key (key-marker); version-id-marker can only be
-// "null" (the version every key ends with).
+// listObjectVersions lists a bucket's versions and delete markers (an
+// unversioned bucket's objects are each their only version, "null").
 func (api *API) listObjectVersions(q *request) (response, error) {
 	p, err := parseListParams(q)
 	if err != nil {
@@ -294,10 +318,18 @@ func (api *API) listObjectVersions(q *request) (response, error) {
 	switch {
 	case vidMarker != "" && keyMarker == "":
 		return nil, s3err.New(s3err.InvalidArgument, "A version-id marker cannot be specified without a key marker.")
-	case vidMarker != "" && vidMarker != "null":
+	case vidMarker != "" && !meta.ValidVersionID(vidMarker):
 		return nil, s3err.New(s3err.InvalidArgument, "Invalid version id specified")
 	}
-	page, err := api.list(q, p, keyMarker)
+	var page meta.VersionPage
+	if p.maxKeys == 0 {
+		// Authorise anyway, then answer an empty page.
+		_, err = api.buckets.GetBucket(ctxOf(q), q.actor, q.bucket)
+	} else {
+		page, err = api.buckets.ListVersions(ctxOf(q), q.actor, q.bucket, meta.VersionListOptions{
+			Prefix: p.prefix, Delimiter: p.delimiter, KeyMarker: keyMarker, VersionIDMarker: vidMarker, Limit: p.maxKeys,
+		})
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -308,21 +340,24 @@ func (api *API) listObjectVersions(q *request) (response, error) {
 	if p.encode {
 		res.EncodingType = "url"
 	}
-	// Only the owner may list (object.Service.List), so the actor owns
-	// every object listed.
+	// Only the owner may list (object.Service.ListVersions), so the actor
+	// owns every version listed.
 	ow := ownerOf(q.actor.UserID)
-	for _, o := range page.Objects {
-		res.Versions = append(res.Versions, versionInfo{
-			Key: p.enc(o.Key), VersionID: "null", IsLatest: true, LastModified: iso8601(o.ModTime),
-			ETag: `"` + o.ETag + `"`, Size: o.Size, Owner: ow, StorageClass: "STANDARD",
-			ChecksumAlgorithm: o.Checksum.Algorithm, ChecksumType: o.Checksum.Type,
-		})
+	for _, o := range page.Versions {
+		e := versionInfo{marker: o.DeleteMarker, Key: p.enc(o.Key), VersionID: o.VersionID, IsLatest: o.IsLatest,
+			LastModified: iso8601(o.ModTime), Owner: ow}
+		if !o.DeleteMarker {
+			size := o.Size
+			e.ETag, e.Size, e.StorageClass = `"`+o.ETag+`"`, &size, "STANDARD"
+			e.ChecksumAlgorithm, e.ChecksumType = o.Checksum.Algorithm, o.Checksum.Type
+		}
+		res.Entries = append(res.Entries, e)
 	}
 	for _, cp := range page.CommonPrefixes {
 		res.CommonPrefixes = append(res.CommonPrefixes, commonPrefix{Prefix: p.enc(cp)})
 	}
 	if page.Truncated {
-		res.NextKeyMarker, res.NextVersionIDMarker = p.enc(page.NextStartAfter), "null"
+		res.NextKeyMarker, res.NextVersionIDMarker = p.enc(page.NextKeyMarker), page.NextVersionIDMarker
 	}
 	return xmlResponse{body: res}, nil
 }

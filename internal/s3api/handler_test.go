@@ -291,7 +291,8 @@ func TestCopySource(t *testing.T) {
 		{"plain", "/b/dst", []string{"X-Amz-Copy-Source", "b/src"}, 200, "", ""},
 		{"leading slash, encoded", "/b/dst", []string{"X-Amz-Copy-Source", "/b/%73rc"}, 200, "", ""},
 		{"version null", "/b/dst", []string{"X-Amz-Copy-Source", "/b/src?versionId=null"}, 200, "", ""},
-		{"another version", "/b/dst", []string{"X-Amz-Copy-Source", "/b/src?versionId=v2"}, 501, s3err.NotImplemented, ""},
+		{"malformed version", "/b/dst", []string{"X-Amz-Copy-Source", "/b/src?versionId=v2"}, 400, s3err.InvalidArgument, ""},
+		{"another version", "/b/dst", []string{"X-Amz-Copy-Source", "/b/src?versionId=0123456789abcdef0123456789abcdef"}, 404, s3err.NoSuchVersion, ""},
 		{"no key", "/b/dst", []string{"X-Amz-Copy-Source", "/b"}, 400, s3err.InvalidArgument, ""},
 		{"bad escape", "/b/dst", []string{"X-Amz-Copy-Source", "/b/%zz"}, 400, s3err.InvalidArgument, ""},
 		{"missing source", "/b/dst", []string{"X-Amz-Copy-Source", "/b/nope"}, 404, s3err.NoSuchKey, ""},
@@ -390,7 +391,7 @@ func TestErrorMessages(t *testing.T) {
 		want         string // in the message; "" the table's own
 	}{
 		{"refused header", "PUT", "/b/k", []string{"Cache-Control", "max-age=60"}, "", nil, 501, "cache-control: "},
-		{"refused parameter", "GET", "/b/k?versionId=v2", nil, "", nil, 501, "?versionId: "},
+		{"malformed version", "GET", "/b/k?versionId=v2", nil, "", nil, 400, "Invalid version id specified"},
 		{"unknown operation", "GET", "/b?policy", nil, "", nil, 501, "is not implemented by Coffer"},
 		{"refused by the service", "PUT", "/b/k", nil, "Put", errcode.New(errcode.NotImplemented, "this thing is not implemented"), 501, "this thing is not implemented"},
 		{"internal", "PUT", "/b/k", nil, "Put", errcode.New(errcode.Internal, "disk /var/lib/x on fire"), 500, ""},
@@ -452,7 +453,7 @@ func TestErrorMapping(t *testing.T) {
 		{"unclassified", "GET", "/b/k", "Get", fmt.Errorf("driver said /var/lib/secret"), 500, s3err.InternalError, "", true},
 		{"failing open", "GET", "/b/k", "Open", object.ErrNoObject("k"), 404, s3err.NoSuchKey, "", false},
 		{"unknown operation", "GET", "/b?policy", "", nil, 501, s3err.NotImplemented, "", false},
-		{"unknown object operation", "PUT", "/b/k?tagging", "", nil, 501, s3err.NotImplemented, "", false},
+		{"unknown object operation", "PUT", "/b/k?retention", "", nil, 501, s3err.NotImplemented, "", false},
 		{"post object", "POST", "/b", "", nil, 501, s3err.NotImplemented, "", false},
 		{"method", "PATCH", "/b/k", "", nil, 405, s3err.MethodNotAllowed, "", false},
 	} {
@@ -522,7 +523,7 @@ func TestErrorMapping(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := fmt.Sprint(res.Deleted, res.Error)
-		if want := "[{k} {gone}] [{k2 PreconditionFailed} {k2 NotImplemented} {k2 NotImplemented}]"; got != want {
+		if want := "[{k} {gone}] [{k2 PreconditionFailed} {k2 InvalidArgument} {k2 NotImplemented}]"; got != want {
 			t.Errorf("got %s, want %s", got, want)
 		}
 		if _, ok := e.store.Current("b", "k2"); !ok {
@@ -776,10 +777,7 @@ func TestRefusedHeaders(t *testing.T) {
 		"CopyObject ACL":                         cp(ni, "X-Amz-Acl", "public-read"),
 		"CreateMultipartUpload ACL":              mpu(ni, "X-Amz-Acl", "authenticated-read"),
 		"PutObject grant":                        put(ni, "X-Amz-Grant-Full-Control", "id=someone"),
-		"PutObject tagging":                      put(ni, "X-Amz-Tagging", "a=b"),
-		"CopyObject tagging":                     cp(ni, "X-Amz-Tagging-Directive", "REPLACE", "X-Amz-Tagging", "a=b"),
 		"CopyObject tagging directive":           cp(ia, "X-Amz-Tagging-Directive", "MERGE"),
-		"CreateMultipartUpload tagging":          mpu(ni, "X-Amz-Tagging", "a=b"),
 		"PutObject storage class":                put(ni, "X-Amz-Storage-Class", "GLACIER"),
 		"CopyObject storage class":               cp(ni, "X-Amz-Storage-Class", "STANDARD_IA"),
 		"CreateMultipartUpload storage class":    mpu(ni, "X-Amz-Storage-Class", "ONEZONE_IA"),
@@ -797,12 +795,13 @@ func TestRefusedHeaders(t *testing.T) {
 		"Complete whole-object checksum":         {"POST", "/b/mp?uploadId=up1", complete, []string{"X-Amz-Checksum-Crc32", "AAAAAA=="}, ni},
 		"Complete object size":                   {"POST", "/b/mp?uploadId=up1", complete, []string{"X-Amz-Mp-Object-Size", "4"}, ni},
 		"Abort if-match-initiated-time":          {"DELETE", "/b/mp?uploadId=up1", nil, []string{"X-Amz-If-Match-Initiated-Time", "Thu, 01 Dec 2044 16:00:00 GMT"}, ni},
-		"GetObject versionId":                    {"GET", "/b/k?versionId=3HL4kqtJlcpXroDTDmJ", nil, nil, ni},
-		"DeleteObject versionId":                 {"DELETE", "/b/k?versionId=3HL4kqtJlcpXroDTDmJ", nil, nil, ni},
-		"DeleteObject versionId, escaped name":   {"DELETE", "/b/k?%76ersionId=3HL4kqtJlcpXroDTDmJ", nil, nil, ni},
+		"GetObject malformed versionId":          {"GET", "/b/k?versionId=3HL4kqtJlcpXroDTDmJ", nil, nil, ia},
+		"DeleteObject malformed versionId":       {"DELETE", "/b/k?versionId=3HL4kqtJlcpXroDTDmJ", nil, nil, ia},
+		"DeleteObject versionId, escaped name":   {"DELETE", "/b/k?%76ersionId=3HL4kqtJlcpXroDTDmJ", nil, nil, ia},
+		"PutBucketVersioning mfa":                {"PUT", "/b?versioning", []byte(`<VersioningConfiguration><Status>Enabled</Status></VersioningConfiguration>`), []string{"X-Amz-Mfa", "SERIAL 123456"}, ni},
 		"DeleteObject if-match-size":             {"DELETE", "/b/k", nil, []string{"X-Amz-If-Match-Size", "1"}, ni},
 		"DeleteObject if-match-last-modified":    {"DELETE", "/b/k", nil, []string{"X-Amz-If-Match-Last-Modified-Time", "Thu, 01 Dec 2044 16:00:00 GMT"}, ni},
-		"CopyObject source version":              {"PUT", "/b/k", nil, []string{"X-Amz-Copy-Source", "/b/src?versionId=abc"}, ni},
+		"CopyObject source version":              {"PUT", "/b/k", nil, []string{"X-Amz-Copy-Source", "/b/src?versionId=abc"}, ia},
 		"PutObject wrong bucket owner":           put(ad, "X-Amz-Expected-Bucket-Owner", "111122223333"),
 		"DeleteObject wrong bucket owner":        {"DELETE", "/b/k", nil, []string{"X-Amz-Expected-Bucket-Owner", "111122223333"}, ad},
 		"ListObjectsV2 wrong bucket owner":       {"GET", "/b?list-type=2", nil, []string{"X-Amz-Expected-Bucket-Owner", "111122223333"}, ad},

@@ -17,9 +17,13 @@ func (api *API) createMultipartUpload(q *request) (response, error) {
 	if err != nil {
 		return nil, err
 	}
+	tags, err := headerTags(q)
+	if err != nil {
+		return nil, err
+	}
 	u, err := api.uploads.CreateUpload(ctxOf(q), q.actor, object.CreateUploadInput{
 		Bucket: q.bucket, Key: q.key, ContentType: contentType(q.Header),
-		Metadata: userMetadata(q.Header), ChecksumAlgorithm: q.Header.Get("X-Amz-Checksum-Algorithm"),
+		Metadata: userMetadata(q.Header), Tags: tags, ChecksumAlgorithm: q.Header.Get("X-Amz-Checksum-Algorithm"),
 		ChecksumType: q.Header.Get("X-Amz-Checksum-Type"), SSE: sse,
 	})
 	if err != nil {
@@ -110,7 +114,7 @@ func (api *API) uploadPartCopy(q *request) (response, error) {
 	if err != nil {
 		return nil, err
 	}
-	sb, sk, err := copySource(q.Header)
+	sb, sk, sv, err := copySource(q.Header)
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +126,7 @@ func (api *API) uploadPartCopy(q *request) (response, error) {
 	if err != nil {
 		return nil, err
 	}
-	src, err := api.objects.Get(ctxOf(q), q.actor, sb, sk)
+	src, err := api.objects.GetVersion(ctxOf(q), q.actor, sb, sk, sv)
 	if err != nil {
 		return nil, err
 	}
@@ -151,6 +155,7 @@ func (api *API) uploadPartCopy(q *request) (response, error) {
 		return nil, err
 	}
 	h := http.Header{}
+	copySourceVersionHeader(h, src, sv)
 	sseHeaders(h, object.PartEncryption(p))
 	if keyMD5 != "" {
 		sseCHeaders(h, keyMD5)
@@ -210,6 +215,7 @@ func (api *API) completeMultipartUpload(q *request) (response, error) {
 	res := completeMultipartUploadResult{Xmlns: s3NS, Location: api.objectURL(q), Bucket: q.bucket, Key: q.key, ETag: `"` + o.ETag + `"`,
 		Checksum: checksumElement{storedAlgorithm(o.Checksum.Algorithm), o.Checksum.Value}, ChecksumType: o.Checksum.Type}
 	h := http.Header{}
+	versionHeader(h, o.VersionID)
 	sseHeaders(h, object.EncryptionOf(o))
 	return xmlResponse{header: h, body: res}, nil
 }

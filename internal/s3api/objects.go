@@ -146,21 +146,61 @@ func (api *API) putObject(q *request) (response, error) {
 	if err != nil {
 		return nil, err
 	}
+	tags, err := headerTags(q)
+	if err != nil {
+		return nil, err
+	}
 	o, err := api.objects.Put(ctxOf(q), q.actor, object.PutInput{
 		Bucket: q.bucket, Key: q.key, Body: body, Size: size, ContentType: ct,
-		Metadata: userMetadata(q.Header), MD5: md5sum, SHA256: q.pay.sha256,
+		Metadata: userMetadata(q.Header), Tags: tags, MD5: md5sum, SHA256: q.pay.sha256,
 		ChecksumAlgorithm: alg.String(), ChecksumWant: want, Cond: cond, SSE: sse,
 	})
 	if err != nil {
 		return nil, err
 	}
 	h := http.Header{"Etag": {`"` + o.ETag + `"`}}
+	versionHeader(h, o.VersionID)
 	checksumHeaders(h, o.Checksum)
 	sseHeaders(h, object.EncryptionOf(o))
 	if keyMD5 != "" {
 		sseCHeaders(h, keyMD5)
 	}
 	return empty{header: h}, nil
+}
+
+// versionHeader sets x-amz-version-id to id, the version a write made or
+// a read read, unless id is "" (a bucket never versioned).
+func versionHeader(h http.Header, id string) {
+	if id != "" {
+		h.Set("X-Amz-Version-Id", id)
+	}
+}
+
+// versionParam returns the versionId parameter of q ("" if absent):
+// InvalidArgument if it is there but empty or malformed.
+func versionParam(q *request) (string, error) {
+	vs, ok := q.URL.Query()["versionId"]
+	switch {
+	case !ok:
+		return "", nil
+	case vs[0] == "":
+		return "", s3err.New(s3err.InvalidArgument, "Version id cannot be the empty string")
+	case !meta.ValidVersionID(vs[0]):
+		return "", s3err.New(s3err.InvalidArgument, "Invalid version id specified")
+	}
+	return vs[0], nil
+}
+
+// readVersion returns the version a read names or reads: none in a bucket
+// never versioned, unless the request named one.
+func readVersion(rd *object.Reader, named string) string {
+	switch {
+	case named != "":
+		return named
+	case rd.Bucket.Versioning == meta.Unversioned:
+		return ""
+	}
+	return rd.Object.VersionID
 }
 
 func checksumHeaders(h http.Header, c meta.Checksum) {
@@ -186,7 +226,11 @@ func (api *API) getObject(q *request) (response, error) {
 	if err != nil {
 		return nil, err
 	}
-	rd, err := api.objects.Get(ctxOf(q), q.actor, q.bucket, q.key)
+	vid, err := versionParam(q)
+	if err != nil {
+		return nil, err
+	}
+	rd, err := api.objects.GetVersion(ctxOf(q), q.actor, q.bucket, q.key, vid)
 	if err != nil {
 		return nil, err
 	}
@@ -206,20 +250,22 @@ func (api *API) getObject(q *request) (response, error) {
 		}
 		part = n
 	}
-	return &objectResponse{api: api, rd: rd, part: part, keyMD5: keyMD5}, nil
+	return &objectResponse{api: api, rd: rd, part: part, keyMD5: keyMD5, version: readVersion(rd, vid)}, nil
 }
 
 type objectResponse struct {
-	api    *API
-	rd     *object.Reader
-	part   int
-	keyMD5 string // SSE-C: echoed
+	api     *API
+	rd      *object.Reader
+	part    int
+	keyMD5  string // SSE-C: echoed
+	version string // x-amz-version-id, if any
 }
 
 func (or *objectResponse) respond(w http.ResponseWriter, q *request) {
 	o := or.rd.Object
 	h := w.Header()
 	h.Set("Content-Type", o.ContentType)
+	versionHeader(h, or.version)
 	sseHeaders(h, object.EncryptionOf(o))
 	if or.keyMD5 != "" {
 		sseCHeaders(h, or.keyMD5)
@@ -227,6 +273,7 @@ func (or *objectResponse) respond(w http.ResponseWriter, q *request) {
 	for k, val := range o.Metadata {
 		h["X-Amz-Meta-"+k] = []string{val}
 	}
+	taggingCount(h, o)
 	var fixed *httpx.Span
 	if or.part > 0 {
 		s, n, count, ok := partRange(o, or.part)
@@ -280,26 +327,32 @@ func partRange(o meta.Object, n int) (start, length int64, count int, ok bool) {
 }
 
 // copySource parses x-amz-copy-source: [/]bucket/key[?versionId=...],
-// URL-encoded.
-func copySource(h http.Header) (bucket, key string, err error) {
+// URL-encoded ("" version: the latest).
+func copySource(h http.Header) (bucket, key, version string, err error) {
 	src := h.Get("X-Amz-Copy-Source")
 	if i := strings.Index(src, "?"); i >= 0 {
 		vals, perr := url.ParseQuery(src[i+1:])
-		if perr != nil || vals.Get("versionId") != "" && vals.Get("versionId") != "null" {
-			return "", "", s3err.New(s3err.NotImplemented, "object versions are not supported")
+		vs, named := vals["versionId"]
+		switch {
+		case perr != nil:
+			return "", "", "", s3err.New(s3err.InvalidArgument, "Copy Source must mention the source bucket and key: sourcebucket/sourcekey")
+		case named && (vs[0] == "" || !meta.ValidVersionID(vs[0])):
+			return "", "", "", s3err.New(s3err.InvalidArgument, "Invalid version id specified")
+		case named:
+			version = vs[0]
 		}
 		src = src[:i]
 	}
 	dec, derr := url.PathUnescape(src)
 	if derr != nil || !utf8.ValidString(dec) {
-		return "", "", s3err.New(s3err.InvalidArgument, "Copy Source must mention the source bucket and key: sourcebucket/sourcekey")
+		return "", "", "", s3err.New(s3err.InvalidArgument, "Copy Source must mention the source bucket and key: sourcebucket/sourcekey")
 	}
 	dec = strings.TrimPrefix(dec, "/")
 	bucket, key, ok := strings.Cut(dec, "/")
 	if !ok || bucket == "" || key == "" {
-		return "", "", s3err.New(s3err.InvalidArgument, "Copy Source must mention the source bucket and key: sourcebucket/sourcekey")
+		return "", "", "", s3err.New(s3err.InvalidArgument, "Copy Source must mention the source bucket and key: sourcebucket/sourcekey")
 	}
-	return bucket, key, nil
+	return bucket, key, version, nil
 }
 
 // checkCopySourceConds evaluates x-amz-copy-source-if-* against src.
@@ -325,7 +378,7 @@ func checkCopySourceConds(h http.Header, src meta.Object) error {
 }
 
 func (api *API) copyObject(q *request) (response, error) {
-	sb, sk, err := copySource(q.Header)
+	sb, sk, sv, err := copySource(q.Header)
 	if err != nil {
 		return nil, err
 	}
@@ -337,7 +390,7 @@ func (api *API) copyObject(q *request) (response, error) {
 	if err != nil {
 		return nil, err
 	}
-	src, err := api.objects.Get(ctxOf(q), q.actor, sb, sk)
+	src, err := api.objects.GetVersion(ctxOf(q), q.actor, sb, sk, sv)
 	if err != nil {
 		return nil, err
 	}
@@ -353,7 +406,16 @@ func (api *API) copyObject(q *request) (response, error) {
 		return nil, s3err.New(s3err.InvalidArgument, "Unknown metadata directive.")
 	}
 	replace := directive == "REPLACE"
-	if sb == q.bucket && sk == q.key && !replace {
+	// x-amz-tagging-directive is COPY or REPLACE (the table,
+	// unsupported.go); under COPY, the default, x-amz-tagging is not used.
+	replaceTags := strings.EqualFold(strings.TrimSpace(q.Header.Get("X-Amz-Tagging-Directive")), "REPLACE")
+	var tags []meta.Tag
+	if replaceTags {
+		if tags, err = headerTags(q); err != nil {
+			return nil, err
+		}
+	}
+	if sb == q.bucket && sk == q.key && !replace && !replaceTags && sv == "" {
 		return nil, s3err.New(s3err.InvalidRequest, "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.")
 	}
 	if src.Object.Size > MaxPutSize {
@@ -363,7 +425,7 @@ func (api *API) copyObject(q *request) (response, error) {
 	if err != nil {
 		return nil, err
 	}
-	in := object.CopyInput{DstBucket: q.bucket, DstKey: q.key, Cond: cond, ReplaceMetadata: replace, SSE: sse}
+	in := object.CopyInput{DstBucket: q.bucket, DstKey: q.key, Cond: cond, ReplaceMetadata: replace, ReplaceTags: replaceTags, Tags: tags, SSE: sse}
 	if replace {
 		in.ContentType, in.Metadata = contentType(q.Header), userMetadata(q.Header)
 	}
@@ -372,6 +434,8 @@ func (api *API) copyObject(q *request) (response, error) {
 		return nil, err
 	}
 	h := http.Header{}
+	versionHeader(h, o.VersionID)
+	copySourceVersionHeader(h, src, sv)
 	sseHeaders(h, object.EncryptionOf(o))
 	if keyMD5 != "" {
 		sseCHeaders(h, keyMD5)
@@ -384,24 +448,55 @@ func (api *API) copyObject(q *request) (response, error) {
 	return xmlResponse{header: h, body: res}, nil
 }
 
+// copySourceVersionHeader sets x-amz-copy-source-version-id to the
+// version a copy read (named, or the latest of a versioned bucket).
+func copySourceVersionHeader(h http.Header, src *object.Reader, named string) {
+	if v := readVersion(src, named); v != "" {
+		h.Set("X-Amz-Copy-Source-Version-Id", v)
+	}
+}
+
+// deleteHeaders are the answer's headers of a delete that removed or
+// wrote the version o (nothing in a bucket never versioned).
+func deleteHeaders(o meta.Object) http.Header {
+	h := http.Header{}
+	versionHeader(h, o.VersionID)
+	if o.DeleteMarker {
+		h.Set("X-Amz-Delete-Marker", "true")
+	}
+	return h
+}
+
+// deleteObject deletes a key (a delete marker in a versioned bucket) or,
+// with versionId, one version for good. S3 answers 204 for a missing key
+// or version (but not a missing bucket).
 func (api *API) deleteObject(q *request) (response, error) {
 	cond, err := writeCond(q.Header)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := api.objects.Delete(ctxOf(q), q.actor, q.bucket, q.key, cond); err != nil {
-		// S3 answers 204 for a missing key (but not a missing bucket).
-		if e := errcode.As(err); e == nil || e.Code != errcode.NotFound || e.Detail["resource"] != "key" {
-			return nil, err
-		}
+	vid, err := versionParam(q)
+	if err != nil {
+		return nil, err
 	}
-	var h http.Header
-	if q.URL.Query().Get("versionId") == "null" {
-		// Deleting a given version names it back (the table admits only
-		// "null", the only version there is).
-		h = http.Header{"X-Amz-Version-Id": {"null"}}
+	var o meta.Object
+	if vid != "" {
+		o, err = api.objects.DeleteVersion(ctxOf(q), q.actor, q.bucket, q.key, vid, cond)
+		o.VersionID = vid
+	} else {
+		o, err = api.objects.Delete(ctxOf(q), q.actor, q.bucket, q.key, cond)
 	}
-	return empty{status: http.StatusNoContent, header: h}, nil
+	if err != nil && !missingKey(err) {
+		return nil, err
+	}
+	return empty{status: http.StatusNoContent, header: deleteHeaders(o)}, nil
+}
+
+// missingKey reports whether err is the service's NotFound of a key or a
+// version (not of a bucket).
+func missingKey(err error) bool {
+	e := errcode.As(err)
+	return e != nil && e.Code == errcode.NotFound && (e.Detail["resource"] == "key" || e.Detail["resource"] == "version")
 }
 
 // maxDeleteObjects is S3's limit of keys per DeleteObjects.
@@ -424,22 +519,32 @@ func (api *API) deleteObjects(q *request) (response, error) {
 	res := deleteResult{Xmlns: s3NS}
 	for _, o := range req.Objects {
 		var err error
+		var del meta.Object
+		cond := meta.Cond{IfMatch: strings.Trim(strings.TrimSpace(o.ETag), `"`)}
 		switch {
-		case o.VersionID != "" && o.VersionID != "null":
-			err = s3err.New(s3err.NotImplemented, "buckets are never versioned in Coffer; the only version of an object is \"null\"")
+		case o.VersionID != "" && !meta.ValidVersionID(o.VersionID):
+			err = s3err.New(s3err.InvalidArgument, "Invalid version id specified")
 		case o.LastModifiedTime != nil || o.Size != nil:
 			err = s3err.New(s3err.NotImplemented, "LastModifiedTime and Size delete conditions are not implemented by Coffer")
+		case o.VersionID != "":
+			del, err = api.objects.DeleteVersion(ctxOf(q), q.actor, q.bucket, o.Key, o.VersionID, cond)
 		default:
-			_, err = api.objects.Delete(ctxOf(q), q.actor, q.bucket, o.Key, meta.Cond{IfMatch: strings.Trim(strings.TrimSpace(o.ETag), `"`)})
+			del, err = api.objects.Delete(ctxOf(q), q.actor, q.bucket, o.Key, cond)
 		}
-		if e := errcode.As(err); err != nil && !(e != nil && e.Code == errcode.NotFound && e.Detail["resource"] == "key" && o.ETag == "") {
+		if err != nil && !(missingKey(err) && o.ETag == "") {
 			row := s3err.Translate(err)
 			res.Errors = append(res.Errors, deleteError{Key: o.Key, VersionID: o.VersionID, Code: row.Code, Message: row.Message})
 			continue
 		}
-		if !req.Quiet {
-			res.Deleted = append(res.Deleted, deletedObject{Key: o.Key, VersionID: o.VersionID})
+		if req.Quiet {
+			continue
 		}
+		d := deletedObject{Key: o.Key, VersionID: o.VersionID}
+		if err == nil && del.DeleteMarker {
+			// A marker written (no version named), or removed.
+			d.DeleteMarker, d.DeleteMarkerVersionID = true, del.VersionID
+		}
+		res.Deleted = append(res.Deleted, d)
 	}
 	return xmlResponse{body: res}, nil
 }

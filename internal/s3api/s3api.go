@@ -243,7 +243,7 @@ var bucketSubresources = []string{
 	"accelerate", "acl", "analytics", "cors", "encryption", "intelligent-tiering", "inventory",
 	"lifecycle", "logging", "metrics", "notification", "object-lock", "ownershipControls",
 	"policy", "policyStatus", "publicAccessBlock", "replication", "requestPayment", "tagging",
-	"versions", "website",
+	"versioning", "versions", "website",
 }
 
 var objectSubresources = []string{"acl", "attributes", "legal-hold", "restore", "retention", "select", "tagging", "torrent"}
@@ -275,17 +275,22 @@ func (api *API) dispatch(q *request) (string, handlerFunc) {
 		return "UnknownServiceOperation", methodNotAllowed
 	case q.key == "":
 		if sub := firstOf(q, bucketSubresources); sub != "" {
-			if m == http.MethodGet && sub == "versions" {
+			switch {
+			case m == http.MethodGet && sub == "versions":
 				return "ListObjectVersions", api.listObjectVersions
+			case m == http.MethodGet && sub == "versioning":
+				return "GetBucketVersioning", api.getBucketVersioning
+			case m == http.MethodPut && sub == "versioning":
+				return "PutBucketVersioning", api.putBucketVersioning
 			}
-			if sub == "encryption" {
-				switch m {
-				case http.MethodPut:
-					return "PutBucketEncryption", api.putBucketEncryption
-				case http.MethodGet:
-					return "GetBucketEncryption", api.getBucketEncryption
-				case http.MethodDelete:
-					return "DeleteBucketEncryption", api.deleteBucketEncryption
+			switch sub {
+			case "tagging":
+				if op, h := putGetDelete(m, "BucketTagging", api.putBucketTagging, api.getBucketTagging, api.deleteBucketTagging); h != nil {
+					return op, h
+				}
+			case "encryption":
+				if op, h := putGetDelete(m, "BucketEncryption", api.putBucketEncryption, api.getBucketEncryption, api.deleteBucketEncryption); h != nil {
+					return op, h
 				}
 			}
 			return strings.ToUpper(m[:1]) + strings.ToLower(m[1:]) + "Bucket?" + sub, nil
@@ -301,8 +306,6 @@ func (api *API) dispatch(q *request) (string, handlerFunc) {
 			switch {
 			case has(q, "location"):
 				return "GetBucketLocation", api.getBucketLocation
-			case has(q, "versioning"):
-				return "GetBucketVersioning", api.getBucketVersioning
 			case has(q, "uploads"):
 				return "ListMultipartUploads", api.listMultipartUploads
 			case q.URL.Query().Get("list-type") == "2":
@@ -318,6 +321,11 @@ func (api *API) dispatch(q *request) (string, handlerFunc) {
 		return "UnknownBucketOperation", methodNotAllowed
 	}
 	if sub := firstOf(q, objectSubresources); sub != "" {
+		if sub == "tagging" {
+			if op, h := putGetDelete(m, "ObjectTagging", api.putObjectTagging, api.getObjectTagging, api.deleteObjectTagging); h != nil {
+				return op, h
+			}
+		}
 		return strings.ToUpper(m[:1]) + strings.ToLower(m[1:]) + "Object?" + sub, nil
 	}
 	switch m {
@@ -354,6 +362,21 @@ func (api *API) dispatch(q *request) (string, handlerFunc) {
 		return "PostObject", nil
 	}
 	return "UnknownObjectOperation", methodNotAllowed
+}
+
+// putGetDelete names the Put, Get or Delete operation of a sub-resource
+// (e.g. PutBucketTagging) for method m and picks its handler; nil for
+// another method.
+func putGetDelete(m, name string, put, get, del handlerFunc) (string, handlerFunc) {
+	switch m {
+	case http.MethodPut:
+		return "Put" + name, put
+	case http.MethodGet:
+		return "Get" + name, get
+	case http.MethodDelete:
+		return "Delete" + name, del
+	}
+	return "", nil
 }
 
 func methodNotAllowed(*request) (response, error) {

@@ -78,7 +78,9 @@ func TestDispatch(t *testing.T) {
 		{"POST", "/b/k?uploadId=x", "", "CompleteMultipartUpload", true, "b", "k"},
 		{"DELETE", "/b/k?uploadId=x", "", "AbortMultipartUpload", true, "b", "k"},
 		{"GET", "/b/k?uploadId=x", "", "ListParts", true, "b", "k"},
-		{"GET", "/b/k?tagging", "", "GetObject?tagging", false, "b", "k"},
+		{"GET", "/b/k?tagging", "", "GetObjectTagging", true, "b", "k"},
+		{"PUT", "/b?tagging", "", "PutBucketTagging", true, "b", ""},
+		{"GET", "/b/k?retention", "", "GetObject?retention", false, "b", "k"},
 		{"GET", "/b/k?response-content-type=x", "", "GetObject", true, "b", "k"},
 		{"GET", "/k/x", "vhost.s3.example.com", "GetObject", true, "vhost", "k/x"},
 		{"GET", "/", "vhost.s3.example.com:9000", "ListObjects", true, "vhost", ""},
@@ -166,6 +168,15 @@ func FuzzCreateBucketXML(f *testing.F) {
 	f.Add([]byte(`<CreateBucketConfiguration/>trailing`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		parsedStrictly[createBucketConfiguration](t, body)
+	})
+}
+
+func FuzzVersioningXML(f *testing.F) {
+	f.Add([]byte(`<VersioningConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Status>Enabled</Status></VersioningConfiguration>`))
+	f.Add([]byte(`<VersioningConfiguration><Status>Suspended</Status><MfaDelete>Disabled</MfaDelete></VersioningConfiguration>`))
+	f.Add([]byte(`<VersioningConfiguration><Status></Status><Status>Enabled</Status></VersioningConfiguration>`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		parsedStrictly[versioningConfiguration](t, body)
 	})
 }
 

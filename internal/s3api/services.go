@@ -25,15 +25,22 @@ type Buckets interface {
 	// object (GetBucketEncryption's answer for a bucket without a default).
 	EncryptsByDefault() bool
 	List(ctx context.Context, a object.Actor, bucket string, opts meta.ListOptions) (meta.ListPage, error)
+	ListVersions(ctx context.Context, a object.Actor, bucket string, opts meta.VersionListOptions) (meta.VersionPage, error)
+	SetBucketVersioning(ctx context.Context, a object.Actor, name string, v meta.Versioning) (meta.Bucket, error)
+	GetBucketTags(ctx context.Context, a object.Actor, name string) ([]meta.Tag, error)
+	SetBucketTags(ctx context.Context, a object.Actor, name string, tags []meta.Tag) error
 }
 
 // Objects is what the object operations call (and the copies, which read
 // their source through Get).
 type Objects interface {
-	Get(ctx context.Context, a object.Actor, bucket, key string) (*object.Reader, error)
+	GetVersion(ctx context.Context, a object.Actor, bucket, key, versionID string) (*object.Reader, error)
 	Put(ctx context.Context, a object.Actor, in object.PutInput) (meta.Object, error)
 	CopyFrom(ctx context.Context, a object.Actor, src *object.Reader, in object.CopyInput) (meta.Object, error)
 	Delete(ctx context.Context, a object.Actor, bucket, key string, cond meta.Cond) (meta.Object, error)
+	DeleteVersion(ctx context.Context, a object.Actor, bucket, key, versionID string, cond meta.Cond) (meta.Object, error)
+	GetTags(ctx context.Context, a object.Actor, bucket, key, versionID string) (meta.Object, error)
+	SetTags(ctx context.Context, a object.Actor, bucket, key, versionID string, tags []meta.Tag) (meta.Object, error)
 }
 
 // Uploads is what the multipart upload operations call.

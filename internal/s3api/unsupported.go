@@ -52,6 +52,8 @@ var (
 		"PutObject", "CopyObject", "GetObject", "HeadObject", "DeleteObject",
 		"CreateMultipartUpload", "UploadPart", "UploadPartCopy", "CompleteMultipartUpload",
 		"AbortMultipartUpload", "ListParts", "PutBucketEncryption", "GetBucketEncryption", "DeleteBucketEncryption",
+		"PutBucketVersioning", "GetObjectTagging", "PutObjectTagging", "DeleteObjectTagging",
+		"GetBucketTagging", "PutBucketTagging", "DeleteBucketTagging",
 	}
 )
 
@@ -103,8 +105,8 @@ func rules() []rule {
 		{name: "x-amz-acl", ops: objectWrites, allow: []string{"private", "bucket-owner-full-control"},
 			why: "objects have no ACL of their own in Coffer (they are as private or public as their bucket)"},
 		{name: "x-amz-grant-*", why: acl},
-		// Tags.
-		{name: "x-amz-tagging", ops: objectWrites, allow: []string{""}, why: "object tagging is not implemented by Coffer"},
+		// Tags: x-amz-tagging is read by PutObject, CopyObject and
+		// CreateMultipartUpload (tagging.go).
 		{name: "x-amz-tagging-directive", ops: []string{"CopyObject"}, allow: []string{"COPY", "REPLACE"},
 			code: s3err.InvalidArgument, why: "Unknown tagging directive."},
 		// Storage classes and website hosting.
@@ -127,10 +129,6 @@ func rules() []rule {
 		// refused, never stored as if it had been checked.
 		{name: "x-amz-checksum-*", notOps: []string{"CompleteMultipartUpload"}, except: readChecksumHeaders(),
 			why: "Coffer verifies CRC32, CRC32C, CRC64NVME, SHA1 and SHA256 checksums only"},
-		// Versions: buckets are never versioned; "null" is every
-		// object's only version.
-		{name: "versionId", param: true, ops: []string{"GetObject", "HeadObject", "DeleteObject"}, allow: []string{"null"},
-			why: "buckets are never versioned in Coffer; the only version of an object is \"null\""},
 		// Appends and conditions Coffer does not evaluate.
 		{name: "x-amz-write-offset-bytes", ops: []string{"PutObject"}, why: "appending to objects is not implemented by Coffer"},
 		{name: "x-amz-if-match-last-modified-time", ops: []string{"DeleteObject"}, why: "this delete condition is not implemented by Coffer"},
@@ -142,7 +140,7 @@ func rules() []rule {
 		// Requester Pays and MFA delete are features Coffer does not
 		// have: a client relying on them is told so.
 		{name: "x-amz-request-payer", why: "Requester Pays is not implemented by Coffer"},
-		{name: "x-amz-mfa", ops: []string{"DeleteObject", "DeleteObjects"}, why: "MFA delete is not implemented by Coffer"},
+		{name: "x-amz-mfa", ops: []string{"DeleteObject", "DeleteObjects", "PutBucketVersioning"}, why: "MFA delete is not implemented by Coffer"},
 		// Accepted: no object is ever under retention, so there is nothing
 		// to bypass (cleanup tools send it unconditionally).
 		{name: "x-amz-bypass-governance-retention", ops: []string{"DeleteObject", "DeleteObjects"}, allow: []string{"true", "false"},
@@ -181,7 +179,7 @@ func expectedBucketOwner(api *API, q *request, want string) error {
 }
 
 func expectedSourceOwner(api *API, q *request, want string) error {
-	b, _, err := copySource(q.Header)
+	b, _, _, err := copySource(q.Header)
 	if err != nil {
 		return err
 	}

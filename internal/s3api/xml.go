@@ -47,9 +47,13 @@ type createBucketConfiguration struct {
 	Tags     *xmlAny `xml:"Tags"`
 }
 
+// versioningConfiguration is GetBucketVersioning's answer (no Status:
+// never versioned) and PutBucketVersioning's body.
 type versioningConfiguration struct {
-	XMLName xml.Name `xml:"VersioningConfiguration"`
-	Xmlns   string   `xml:"xmlns,attr"`
+	XMLName   xml.Name `xml:"VersioningConfiguration"`
+	Xmlns     string   `xml:"xmlns,attr,omitempty"`
+	Status    string   `xml:"Status,omitempty"`
+	MFADelete string   `xml:"MfaDelete,omitempty"`
 }
 
 type objectInfo struct {
@@ -131,8 +135,10 @@ type deleteRequest struct {
 }
 
 type deletedObject struct {
-	Key       string `xml:"Key"`
-	VersionID string `xml:"VersionId,omitempty"`
+	Key                   string `xml:"Key"`
+	VersionID             string `xml:"VersionId,omitempty"`
+	DeleteMarker          bool   `xml:"DeleteMarker,omitempty"`
+	DeleteMarkerVersionID string `xml:"DeleteMarkerVersionId,omitempty"`
 }
 
 type deleteError struct {
@@ -251,8 +257,8 @@ type listMultipartUploadsResult struct {
 	CommonPrefixes     []commonPrefix `xml:"CommonPrefixes"`
 }
 
-// listVersionsResult is ListObjectVersions' answer. Buckets are never
-// versioned: every object is its own only version, "null".
+// listVersionsResult is ListObjectVersions' answer: versions and delete
+// markers in the listing's order (Entries), then the common prefixes.
 type listVersionsResult struct {
 	XMLName             xml.Name       `xml:"ListVersionsResult"`
 	Xmlns               string         `xml:"xmlns,attr"`
@@ -266,19 +272,31 @@ type listVersionsResult struct {
 	Delimiter           string         `xml:"Delimiter,omitempty"`
 	IsTruncated         bool           `xml:"IsTruncated"`
 	EncodingType        string         `xml:"EncodingType,omitempty"`
-	Versions            []versionInfo  `xml:"Version"`
+	Entries             []versionInfo  // <Version> or <DeleteMarker>, each by its kind
 	CommonPrefixes      []commonPrefix `xml:"CommonPrefixes"`
 }
 
+// versionInfo is a <Version>, or with marker a <DeleteMarker> (which has
+// no ETag, Size, StorageClass or checksum).
 type versionInfo struct {
+	marker            bool
 	Key               string `xml:"Key"`
 	VersionID         string `xml:"VersionId"`
 	IsLatest          bool   `xml:"IsLatest"`
 	LastModified      string `xml:"LastModified"`
-	ETag              string `xml:"ETag"`
-	Size              int64  `xml:"Size"`
+	ETag              string `xml:"ETag,omitempty"`
+	Size              *int64 `xml:"Size,omitempty"`
 	Owner             owner  `xml:"Owner"`
-	StorageClass      string `xml:"StorageClass"`
+	StorageClass      string `xml:"StorageClass,omitempty"`
 	ChecksumAlgorithm string `xml:"ChecksumAlgorithm,omitempty"`
 	ChecksumType      string `xml:"ChecksumType,omitempty"`
+}
+
+func (v versionInfo) MarshalXML(e *xml.Encoder, _ xml.StartElement) error {
+	name := "Version"
+	if v.marker {
+		name = "DeleteMarker"
+	}
+	type plain versionInfo // without this method
+	return e.EncodeElement(plain(v), xml.StartElement{Name: xml.Name{Local: name}})
 }

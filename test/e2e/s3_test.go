@@ -238,8 +238,8 @@ func TestS3BadInput(t *testing.T) {
 		if r := u.s3(t, "GET", "/"+bucket+"?policy", nil, ""); r.status != 501 || r.code != "NotImplemented" {
 			t.Errorf("GetBucketPolicy: %d %s", r.status, r.code)
 		}
-		if r := u.s3(t, "PUT", "/"+bucket+"/x?tagging", []byte("<Tagging/>"), ""); r.status != 501 || r.code != "NotImplemented" {
-			t.Errorf("PutObjectTagging: %d %s", r.status, r.code)
+		if r := u.s3(t, "PUT", "/"+bucket+"/x?retention", []byte("<Retention/>"), ""); r.status != 501 || r.code != "NotImplemented" {
+			t.Errorf("PutObjectRetention: %d %s", r.status, r.code)
 		}
 		u.absent(t, "/"+bucket+"/x")
 	})
@@ -304,9 +304,28 @@ func TestS3CrossUser(t *testing.T) {
 	a.mustBucket(t, ab)
 	b.mustBucket(t, bb)
 	secret := randBytes(t, 5000)
+	// A's bucket is versioned: its versions are A's too.
+	if r := a.s3(t, "PUT", "/"+ab+"?versioning", []byte(`<VersioningConfiguration><Status>Enabled</Status></VersioningConfiguration>`), ""); r.status != 200 {
+		t.Fatalf("enable versioning: %d %s", r.status, r.body)
+	}
+	if r := a.s3(t, "PUT", "/"+ab+"/secret.bin", []byte("an older secret"), ""); r.status != 200 {
+		t.Fatal("setup put")
+	}
 	if r := a.s3(t, "PUT", "/"+ab+"/secret.bin", secret, ""); r.status != 200 {
 		t.Fatal("setup put")
 	}
+	lv := a.s3(t, "GET", "/"+ab+"?versions", nil, "")
+	var versions struct {
+		Version []struct {
+			VersionID string `xml:"VersionId"`
+		}
+	}
+	if err := xml.Unmarshal(lv.body, &versions); err != nil || len(versions.Version) != 2 {
+		t.Fatalf("setup versions: %d %s", lv.status, lv.body)
+	}
+	old := versions.Version[1].VersionID
+	delVersion := `<Delete><Object><Key>secret.bin</Key><VersionId>` + old + `</VersionId></Object></Delete>`
+	delVersionMD5 := md5.Sum([]byte(delVersion))
 	b.s3(t, "PUT", "/"+bb+"/mine.bin", []byte("bob's"), "")
 	init := a.s3(t, "POST", "/"+ab+"/mp.bin?uploads", nil, "")
 	var ir struct {
@@ -323,6 +342,13 @@ func TestS3CrossUser(t *testing.T) {
 	del := `<Delete><Object><Key>secret.bin</Key></Object></Delete>`
 	delMD5 := md5.Sum([]byte(del))
 	up := "uploadId=" + url.QueryEscape(ir.UploadID)
+	const tagging = `<Tagging><TagSet><Tag><Key>by</Key><Value>bob</Value></Tag></TagSet></Tagging>`
+	if r := a.s3(t, "PUT", "/"+ab+"/secret.bin?tagging", []byte(`<Tagging><TagSet><Tag><Key>by</Key><Value>alice</Value></Tag></TagSet></Tagging>`), ""); r.status != 200 {
+		t.Fatalf("setup tagging: %d %s", r.status, r.body)
+	}
+	if r := a.s3(t, "PUT", "/"+ab+"?tagging", []byte(`<Tagging><TagSet><Tag><Key>by</Key><Value>alice</Value></Tag></TagSet></Tagging>`), ""); r.status != 204 {
+		t.Fatalf("setup bucket tagging: %d %s", r.status, r.body)
+	}
 	cases := []struct {
 		name         string
 		method, path string
@@ -353,6 +379,22 @@ func TestS3CrossUser(t *testing.T) {
 		{"UploadPart via B's bucket", "PUT", "/" + bb + "/mp.bin?partNumber=2&" + up, "evil part", nil},
 		{"Complete via B's bucket", "POST", "/" + bb + "/mp.bin?" + up, complete, nil},
 		{"Abort via B's bucket", "DELETE", "/" + bb + "/mp.bin?" + up, "", nil},
+		{"GetObject version", "GET", "/" + ab + "/secret.bin?versionId=" + old, "", nil},
+		{"HeadObject version", "HEAD", "/" + ab + "/secret.bin?versionId=" + old, "", nil},
+		{"DeleteObject version", "DELETE", "/" + ab + "/secret.bin?versionId=" + old, "", nil},
+		{"DeleteObjects version", "POST", "/" + ab + "?delete", delVersion, []string{"Content-MD5", base64.StdEncoding.EncodeToString(delVersionMD5[:])}},
+		{"ListObjectVersions", "GET", "/" + ab + "?versions", "", nil},
+		{"GetBucketVersioning", "GET", "/" + ab + "?versioning", "", nil},
+		{"PutBucketVersioning", "PUT", "/" + ab + "?versioning", `<VersioningConfiguration><Status>Suspended</Status></VersioningConfiguration>`, nil},
+		{"CopyObject of A's version", "PUT", "/" + bb + "/stolen.bin", "", []string{"X-Amz-Copy-Source", "/" + ab + "/secret.bin?versionId=" + old}},
+		{"GetObjectTagging", "GET", "/" + ab + "/secret.bin?tagging", "", nil},
+		{"GetObjectTagging version", "GET", "/" + ab + "/secret.bin?tagging&versionId=" + old, "", nil},
+		{"PutObjectTagging", "PUT", "/" + ab + "/secret.bin?tagging", tagging, nil},
+		{"PutObjectTagging version", "PUT", "/" + ab + "/secret.bin?tagging&versionId=" + old, tagging, nil},
+		{"DeleteObjectTagging", "DELETE", "/" + ab + "/secret.bin?tagging", "", nil},
+		{"GetBucketTagging", "GET", "/" + ab + "?tagging", "", nil},
+		{"PutBucketTagging", "PUT", "/" + ab + "?tagging", tagging, nil},
+		{"DeleteBucketTagging", "DELETE", "/" + ab + "?tagging", "", nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -368,6 +410,20 @@ func TestS3CrossUser(t *testing.T) {
 	// Nothing changed for A; nothing leaked to B.
 	if r := a.s3(t, "GET", "/"+ab+"/secret.bin", nil, ""); r.status != 200 || !bytes.Equal(r.body, secret) {
 		t.Errorf("A's object changed: %d", r.status)
+	}
+	if r := a.s3(t, "GET", "/"+ab+"/secret.bin?versionId="+old, nil, ""); r.status != 200 || string(r.body) != "an older secret" {
+		t.Errorf("A's older version changed: %d", r.status)
+	}
+	if r := a.s3(t, "GET", "/"+ab+"?versions", nil, ""); r.status != 200 || strings.Count(string(r.body), "<Version>") != 2 || strings.Contains(string(r.body), "DeleteMarker") {
+		t.Errorf("A's versions changed: %d %s", r.status, r.body)
+	}
+	if r := a.s3(t, "GET", "/"+ab+"?versioning", nil, ""); !strings.Contains(string(r.body), "<Status>Enabled</Status>") {
+		t.Errorf("A's versioning changed: %s", r.body)
+	}
+	for _, p := range []string{"/" + ab + "/secret.bin?tagging", "/" + ab + "?tagging"} {
+		if r := a.s3(t, "GET", p, nil, ""); r.status != 200 || !strings.Contains(string(r.body), "<Value>alice</Value>") {
+			t.Errorf("A's tags at %s changed: %d %s", p, r.status, r.body)
+		}
 	}
 	a.absent(t, "/"+ab+"/planted.bin")
 	b.absent(t, "/"+bb+"/stolen.bin")

@@ -14,7 +14,10 @@ import (
 // NotImplemented and store nothing; a customer key for a plain object is
 // InvalidRequest; list_object_versions (and its paginator) lists an unversioned
 // bucket, delete_object(VersionId="null") deletes, and boto3's
-// object_versions.delete() empties a bucket as cleanup tools do.
+// object_versions.delete() empties a bucket as cleanup tools do; a
+// versioned bucket: version IDs, delete markers, an old version restored
+// by a copy, the null version of a suspended bucket, emptied with its
+// markers by object_versions.delete().
 func TestBoto3Hardening(t *testing.T) {
 	py := python(t)
 	srv := testenv.Start(t, "--log-level", "info")

@@ -4,19 +4,20 @@ import (
 	"context"
 	"time"
 
+	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
 )
 
 // bucketCols are the columns of a bucket, in scanBucket's order.
-const bucketCols = "name, owner_id, visibility, created_at, sse_default, sse_kms_key, gateway, object_count, byte_count"
+const bucketCols = "name, owner_id, visibility, created_at, sse_default, sse_kms_key, gateway, object_count, byte_count, versioning"
 
 // scanBucket reads a bucket selected with bucketCols.
 func scanBucket(r Row) (meta.Bucket, error) {
 	var b meta.Bucket
-	var vis string
+	var vis, versioning string
 	var created int64
-	err := r.Scan(&b.Name, &b.OwnerID, &vis, &created, &b.Encryption, &b.EncryptionKMSKey, &b.Gateway, &b.Objects, &b.Bytes)
-	b.Visibility = meta.Visibility(vis)
+	err := r.Scan(&b.Name, &b.OwnerID, &vis, &created, &b.Encryption, &b.EncryptionKMSKey, &b.Gateway, &b.Objects, &b.Bytes, &versioning)
+	b.Visibility, b.Versioning = meta.Visibility(vis), meta.Versioning(versioning)
 	b.CreatedAt = FromNanos(created)
 	return b, err
 }
@@ -82,12 +83,30 @@ func (o bucketOps) SetBucketEncryption(ctx context.Context, name, enc, kmsKey st
 	return o.mustChange(ctx, "set bucket encryption", meta.ErrNoBucket(name), o.sql.buckets.setEncryption, enc, kmsKey, name)
 }
 
+// SetBucketVersioning implements meta.Buckets: a native bucket's state
+// changes in one statement; when it changes nothing, the bucket is
+// missing (NotFound) or a gateway bucket (Conflict).
+func (o bucketOps) SetBucketVersioning(ctx context.Context, name string, v meta.Versioning) error {
+	if err := meta.CheckVersioning(v); err != nil {
+		return err
+	}
+	n, err := o.run.Exec(ctx, "set bucket versioning", o.sql.buckets.setVersioning, []any{string(v), name}, nil)
+	if err != nil || n > 0 {
+		return err
+	}
+	if _, err := o.GetBucket(ctx, name); err != nil {
+		return err
+	}
+	return errcode.New(errcode.Conflict, "bucket %q is a gateway bucket: its versions are its backend's", name)
+}
+
 // bucketSQL are the buckets statements of Ops.
 type bucketSQL struct {
 	get, list          string // the bucket of name; an owner's by name (scanBucket)
 	insert, putGateway string // bucketArgs; gatewayBucketArgs
 	setVisibility      string // args visibility, name
 	setEncryption      string // args sse_default, sse_kms_key, name
+	setVersioning      string // args versioning, name (native buckets only)
 }
 
 func newBucketSQL(ph PH) bucketSQL {
@@ -98,6 +117,7 @@ func newBucketSQL(ph PH) bucketSQL {
 		putGateway:    upsertGatewayBucketSQL(ph),
 		setVisibility: "UPDATE buckets SET visibility = " + ph(1) + " WHERE name = " + ph(2),
 		setEncryption: "UPDATE buckets SET sse_default = " + ph(1) + ", sse_kms_key = " + ph(2) + " WHERE name = " + ph(3),
+		setVersioning: "UPDATE buckets SET versioning = " + ph(1) + " WHERE name = " + ph(2) + " AND gateway = ''",
 	}
 }
 

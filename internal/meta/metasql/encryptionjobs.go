@@ -3,6 +3,7 @@ package metasql
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/coffer-storage/coffer/internal/meta"
@@ -73,32 +74,39 @@ func saveJobArgs(j meta.EncryptionJob, owner string, until, now time.Time) []any
 		millis(until), millis(now), j.Name, j.Generation, owner}
 }
 
-// envelopeTables: the table, its keyset columns and its envelope columns.
-var envelopeTables = map[meta.EnvelopeTable][3]string{
-	meta.EnvelopeObjects:     {"objects", "bucket", "key"},
+// envelopeTables: the table, then its keyset columns.
+var envelopeTables = map[meta.EnvelopeTable][]string{
+	meta.EnvelopeObjects:     {"objects", "bucket", "key", "version_id"},
 	meta.EnvelopeObjectParts: {"object_parts", "parts_id", "idx"},
 	meta.EnvelopeUploadParts: {"upload_parts", "upload_id", "number"},
 }
 
-// listEnvelopesSQL pages through table's rows under a KEK other than ”
-// and args[0]: args kekNot, limit, then (with after) the cursor's two
-// keyset values. Returns the two keyset columns, sse, sse_kek.
-func listEnvelopesSQL(t meta.EnvelopeTable, after bool, ph PH) string {
-	c := envelopeTables[t]
-	cond := ""
-	if after {
-		cond = fmt.Sprintf(" AND (%s, %s) > (%s, %s)", c[1], c[2], ph(3), ph(4))
-	}
-	return fmt.Sprintf("SELECT %[2]s, %[3]s, sse, sse_kek FROM %[1]s WHERE sse_kek <> '' AND sse_kek <> %[4]s%[5]s ORDER BY %[2]s, %[3]s LIMIT %[6]s",
-		c[0], c[1], c[2], ph(1), cond, ph(2))
+// keyset is the keyset columns of table t, comma-separated, and the list
+// of the placeholders from ph(from) on.
+func keyset(t meta.EnvelopeTable, from int, ph PH) (cols, args string) {
+	c := envelopeTables[t][1:]
+	return strings.Join(c, ", "), values(ph, from, from+len(c)-1)
 }
 
-// keysetArgs are the two keyset values of ref's table; key converts an
+// listEnvelopesSQL pages through table's rows under a KEK other than ”
+// and args[0]: args kekNot, limit, then (with after) the cursor's keyset
+// values. Returns the keyset columns, sse, sse_kek.
+func listEnvelopesSQL(t meta.EnvelopeTable, after bool, ph PH) string {
+	cols, args := keyset(t, 3, ph)
+	cond := ""
+	if after {
+		cond = fmt.Sprintf(" AND (%s) > (%s)", cols, args)
+	}
+	return fmt.Sprintf("SELECT %[2]s, sse, sse_kek FROM %[1]s WHERE sse_kek <> '' AND sse_kek <> %[3]s%[4]s ORDER BY %[2]s LIMIT %[5]s",
+		envelopeTables[t][0], cols, ph(1), cond, ph(2))
+}
+
+// keysetArgs are the keyset values of ref's table; key converts an
 // object key for the dialect.
 func keysetArgs(ref meta.EnvelopeRef, key func(string) any) []any {
 	switch ref.Table {
 	case meta.EnvelopeObjects:
-		return []any{ref.Bucket, key(ref.Key)}
+		return []any{ref.Bucket, key(ref.Key), ref.VersionID}
 	case meta.EnvelopeObjectParts:
 		return []any{ref.PartsID, ref.Index}
 	}
@@ -114,7 +122,7 @@ func scanEnvelopeRow(t meta.EnvelopeTable) func(Row) (meta.EnvelopeRow, error) {
 		switch t {
 		case meta.EnvelopeObjects:
 			var key []byte
-			err = r.Scan(&out.Ref.Bucket, &key, &out.Envelope, &out.KEK)
+			err = r.Scan(&out.Ref.Bucket, &key, &out.Ref.VersionID, &out.Envelope, &out.KEK)
 			out.Ref.Key = string(key)
 		case meta.EnvelopeObjectParts:
 			err = r.Scan(&out.Ref.PartsID, &out.Ref.Index, &out.Envelope, &out.KEK)
@@ -126,11 +134,12 @@ func scanEnvelopeRow(t meta.EnvelopeTable) func(Row) (meta.EnvelopeRow, error) {
 }
 
 // swapEnvelopeSQL sets a row's envelope if it is still the old one: args
-// sse, sse_kek, the two keyset values, old sse.
+// sse, sse_kek, the keyset values, old sse.
 func swapEnvelopeSQL(t meta.EnvelopeTable, ph PH) string {
-	c := envelopeTables[t]
-	return fmt.Sprintf("UPDATE %s SET sse = %s, sse_kek = %s WHERE %s = %s AND %s = %s AND sse = %s",
-		c[0], ph(1), ph(2), c[1], ph(3), c[2], ph(4), ph(5))
+	cols, args := keyset(t, 3, ph)
+	n := len(envelopeTables[t])
+	return fmt.Sprintf("UPDATE %s SET sse = %s, sse_kek = %s WHERE (%s) = (%s) AND sse = %s",
+		envelopeTables[t][0], ph(1), ph(2), cols, args, ph(n+2))
 }
 
 // kekUsageSQL counts rows by KEK (scanKEKCount; one row per table and
@@ -139,9 +148,10 @@ const kekUsageSQL = `SELECT sse_kek, count(*) FROM objects WHERE sse_kek <> '' G
 UNION ALL SELECT sse_kek, count(*) FROM object_parts WHERE sse_kek <> '' GROUP BY sse_kek
 UNION ALL SELECT sse_kek, count(*) FROM upload_parts WHERE sse_kek <> '' GROUP BY sse_kek`
 
-// listPlaintextObjectsSQL pages through plaintext objects: args limit,
-// then bucket (with one), then the cursor's bucket and key (with after).
-// Returns bucket, key.
+// listPlaintextObjectsSQL pages through plaintext object versions (no
+// delete markers): args limit, then bucket (with one), then the cursor's
+// bucket, key and version ID (with after). Returns bucket, key,
+// version_id.
 func listPlaintextObjectsSQL(oneBucket, after bool, ph PH) string {
 	cond, n := "", 2
 	if oneBucket {
@@ -149,11 +159,11 @@ func listPlaintextObjectsSQL(oneBucket, after bool, ph PH) string {
 		n++
 	}
 	if after {
-		cond += fmt.Sprintf(" AND (o.bucket, o.key) > (%s, %s)", ph(n), ph(n+1))
+		cond += fmt.Sprintf(" AND (o.bucket, o.key, o.version_id) > (%s, %s, %s)", ph(n), ph(n+1), ph(n+2))
 	}
-	return fmt.Sprintf(`SELECT o.bucket, o.key FROM objects o WHERE o.sse IS NULL%s
+	return fmt.Sprintf(`SELECT o.bucket, o.key, o.version_id FROM objects o WHERE o.sse IS NULL AND NOT o.delete_marker%s
 	AND NOT EXISTS (SELECT 1 FROM object_parts p WHERE p.parts_id = o.parts_id AND p.sse IS NOT NULL)
-	ORDER BY o.bucket, o.key LIMIT %s`, cond, ph(1))
+	ORDER BY o.bucket, o.key, o.version_id LIMIT %s`, cond, ph(1))
 }
 
 // listPlaintextObjectsArgs are listPlaintextObjectsSQL's arguments.
@@ -163,7 +173,7 @@ func listPlaintextObjectsArgs(bucket string, after *meta.EnvelopeRef, limit int,
 		args = append(args, bucket)
 	}
 	if after != nil {
-		args = append(args, after.Bucket, key(after.Key))
+		args = append(args, after.Bucket, key(after.Key), after.VersionID)
 	}
 	return args
 }
@@ -195,7 +205,7 @@ func kekTotals(cs []kekCount) map[string]int64 {
 func scanPlaintextRef(r Row) (meta.EnvelopeRef, error) {
 	var key []byte
 	ref := meta.EnvelopeRef{Table: meta.EnvelopeObjects}
-	err := r.Scan(&ref.Bucket, &key)
+	err := r.Scan(&ref.Bucket, &key, &ref.VersionID)
 	ref.Key = string(key)
 	return ref, err
 }

@@ -8,23 +8,64 @@ import (
 	"github.com/coffer-storage/coffer/internal/meta"
 )
 
-// ObjectRow is an object as its objects row holds it. A multipart
-// object's parts live in object_parts under PartsID (never reused);
-// Parts is filled only once they are read.
+// ObjectRow is an object version as its objects row holds it. A
+// multipart object's parts live in object_parts under PartsID (never
+// reused); Parts is filled only once they are read.
 type ObjectRow struct {
 	meta.Object
 	PartsID   int64 // 0 for an object that is not multipart
 	PartCount int
+	Seq       string // the version's place among its key's (meta.Versioned)
 }
 
-// objectCols are the columns of an objects row a listing reads, in
+// listCols are the columns of an objects row ListObjects reads, in
 // ScanObject's order (no inline bytes, no envelope: listings leave them
-// out).
-const objectCols = "key, size, etag, sha256, content_type, metadata, blob_key, mod_time, " +
+// out; nor the version's place: every row listed is a latest version
+// that is not a delete marker).
+const listCols = "key, size, etag, sha256, content_type, metadata, blob_key, mod_time, " +
 	"checksum_algorithm, checksum_type, checksum_value, parts_id, part_count"
 
-// ScanObject returns the scanner of the objectCols of bucket's rows.
+// objectCols are listCols and the columns that place a row among its
+// key's versions, in ScanVersion's order.
+const objectCols = listCols + ", version_id, seq, is_latest, delete_marker"
+
+// Missing is the error of a read of version ("": the latest) of
+// bucket/key that found o (exists false: none): ErrNoVersion, ErrNoObject,
+// or ErrDeleteMarker when the latest version is a delete marker; nil if
+// o is what was asked for.
+func Missing(bucket, key, version string, o meta.Object, exists bool) error {
+	switch {
+	case !exists && version != "":
+		return meta.ErrNoVersion(bucket, key, version)
+	case !exists:
+		return meta.ErrNoObject(bucket, key)
+	case version == "" && o.DeleteMarker:
+		return meta.ErrDeleteMarker(bucket, key, o.VersionID)
+	}
+	return nil
+}
+
+// SeqIf is the seq of o if it exists, else "": what a new version of its
+// key must sort before (meta.PlanVersion).
+func (o ObjectRow) SeqIf(exists bool) string {
+	if !exists {
+		return ""
+	}
+	return o.Seq
+}
+
+// ScanObject returns the scanner of the listCols of bucket's rows (the
+// latest versions, IsLatest set; VersionID left empty).
 func ScanObject(bucket string) func(Row) (ObjectRow, error) {
+	return scanRow(bucket, false)
+}
+
+// ScanVersion returns the scanner of the objectCols of bucket's rows.
+func ScanVersion(bucket string) func(Row) (ObjectRow, error) {
+	return scanRow(bucket, true)
+}
+
+func scanRow(bucket string, versions bool) func(Row) (ObjectRow, error) {
 	return func(r Row) (ObjectRow, error) {
 		var (
 			o   ObjectRow
@@ -33,25 +74,34 @@ func ScanObject(bucket string) func(Row) (ObjectRow, error) {
 			mod int64
 			pid *int64
 		)
-		if err := r.Scan(&key, &o.Size, &o.ETag, &o.SHA256, &o.ContentType, &md, &o.BlobKey, &mod,
-			&o.Checksum.Algorithm, &o.Checksum.Type, &o.Checksum.Value, &pid, &o.PartCount); err != nil {
+		var err error
+		if versions {
+			err = r.Scan(&key, &o.Size, &o.ETag, &o.SHA256, &o.ContentType, &md, &o.BlobKey, &mod,
+				&o.Checksum.Algorithm, &o.Checksum.Type, &o.Checksum.Value, &pid, &o.PartCount,
+				&o.VersionID, &o.Seq, &o.IsLatest, &o.DeleteMarker)
+		} else {
+			o.IsLatest = true
+			err = r.Scan(&key, &o.Size, &o.ETag, &o.SHA256, &o.ContentType, &md, &o.BlobKey, &mod,
+				&o.Checksum.Algorithm, &o.Checksum.Type, &o.Checksum.Value, &pid, &o.PartCount)
+		}
+		if err != nil {
 			return ObjectRow{}, err
 		}
 		o.Bucket, o.Key = bucket, string(key)
 		o.ModTime = FromNanos(mod)
 		o.PartsID = Deref(pid)
-		var err error
 		o.Metadata, err = DecodeMetadata(md)
 		return o, err
 	}
 }
 
-// rangeScanSQL is a page of a bucket's objects in key order (ScanObject):
-// bucket ph(1), keys after ph(2) (from ph(2) if inclusive), up to ph(3)
-// objects, and, if bounded, keys before ph(4).
+// rangeScanSQL is a page of a bucket's latest versions that are not
+// delete markers, in key order (ScanObject): bucket ph(1), keys after
+// ph(2) (from ph(2) if inclusive), up to ph(3) objects, and, if bounded,
+// keys before ph(4).
 func rangeScanSQL(inclusive, bounded bool, ph PH) string {
 	var b strings.Builder
-	b.WriteString("SELECT " + objectCols + " FROM objects WHERE bucket = " + ph(1) + " AND key ")
+	b.WriteString("SELECT " + listCols + " FROM objects WHERE bucket = " + ph(1) + " AND key ")
 	if inclusive {
 		b.WriteString(">= " + ph(2))
 	} else {
@@ -60,8 +110,57 @@ func rangeScanSQL(inclusive, bounded bool, ph PH) string {
 	if bounded {
 		b.WriteString(" AND key < " + ph(4))
 	}
-	b.WriteString(" ORDER BY key LIMIT " + ph(3))
+	b.WriteString(" AND is_latest AND NOT delete_marker ORDER BY key LIMIT " + ph(3))
 	return b.String()
+}
+
+// versionScanSQL is a page of a bucket's versions in (key, seq) order
+// (ScanVersion): bucket ph(1), from (key ph(2), seq ph(3)) on (after it
+// unless inclusive), up to ph(4) versions, and, if bounded, keys before
+// ph(5). The key's range is what an index serves; the seq only filters
+// the versions of the first key.
+func versionScanSQL(inclusive, bounded bool, ph PH) string {
+	op := ">"
+	if inclusive {
+		op = ">="
+	}
+	q := "SELECT " + objectCols + " FROM objects WHERE bucket = " + ph(1) + " AND key >= " + ph(2) +
+		" AND (key > " + ph(2) + " OR seq " + op + " " + ph(3) + ")"
+	if bounded {
+		q += " AND key < " + ph(5)
+	}
+	return q + " ORDER BY key, seq LIMIT " + ph(4)
+}
+
+// latestIDCond is Statements.LatestID.
+func latestIDCond(ph PH) string {
+	return "o.is_latest AND o.version_id = " + LatestIDOf(ph)
+}
+
+// LatestIDOf is the version ID of the latest version of bucket ph(1),
+// key ph(2): the one objects_latest finds, else the null version's.
+func LatestIDOf(ph PH) string {
+	return "COALESCE((SELECT l.version_id FROM objects l WHERE l.bucket = " + ph(1) +
+		" AND l.key = " + ph(2) + " AND l.is_latest AND l.version_id <> 'null'), 'null')"
+}
+
+// VersionScanArgs are versionScanSQL's arguments (bounded when end !=
+// ""); key binds a key in the dialect.
+func VersionScanArgs(bucket, fromKey, fromSeq, end string, limit int, key func(string) any) []any {
+	args := []any{bucket, key(fromKey), fromSeq, limit}
+	if end != "" {
+		args = append(args, key(end))
+	}
+	return args
+}
+
+// Versioned returns the versions of os with their sequences.
+func Versioned(os []ObjectRow) []meta.Versioned {
+	out := make([]meta.Versioned, len(os))
+	for i, o := range os {
+		out[i] = meta.Versioned{Object: o.Object, Seq: o.Seq}
+	}
+	return out
 }
 
 // RangeScanArgs are rangeScanSQL's arguments (bounded when end != "");
@@ -145,22 +244,31 @@ func Objects(os []ObjectRow) []meta.Object {
 	return out
 }
 
-// UpsertObjectSQL writes an object at its bucket and key, replacing any
-// row there: arguments ObjectArgs. inlineCol is the column that holds (or
-// names) its inline bytes.
-func UpsertObjectSQL(inlineCol string, ph PH) string {
-	return "INSERT INTO objects (bucket, " + objectCols + ", " + inlineCol + ", sse, sse_kek) VALUES (" + values(ph, 1, 17) + ")" +
-		" ON CONFLICT (bucket, key) DO UPDATE SET size = excluded.size, etag = excluded.etag, sha256 = excluded.sha256," +
+// UpsertObjectSQL writes an object version at its bucket, key and
+// version ID, replacing the row of that version if there is one:
+// arguments ObjectArgs. inlineCol is the column that holds (or names) its
+// inline bytes. Unless place, a replaced row keeps its seq and latest
+// flag (an overwrite in place: SQLite then rewrites no index of the
+// order, which it would for any column named in the SET list).
+func UpsertObjectSQL(inlineCol string, place bool, ph PH) string {
+	set := ""
+	if place {
+		set = " seq = excluded.seq, is_latest = excluded.is_latest,"
+	}
+	return "INSERT INTO objects (bucket, " + objectCols + ", " + inlineCol + ", sse, sse_kek, tags) VALUES (" + values(ph, 1, 22) + ")" +
+		" ON CONFLICT (bucket, key, version_id) DO UPDATE SET size = excluded.size, etag = excluded.etag, sha256 = excluded.sha256," +
 		" content_type = excluded.content_type, metadata = excluded.metadata, blob_key = excluded.blob_key, mod_time = excluded.mod_time," +
 		" checksum_algorithm = excluded.checksum_algorithm, checksum_type = excluded.checksum_type, checksum_value = excluded.checksum_value," +
-		" parts_id = excluded.parts_id, part_count = excluded.part_count, " + inlineCol + " = excluded." + inlineCol +
-		", sse = excluded.sse, sse_kek = excluded.sse_kek"
+		" parts_id = excluded.parts_id, part_count = excluded.part_count," + set +
+		" delete_marker = excluded.delete_marker, " + inlineCol + " = excluded." + inlineCol +
+		", sse = excluded.sse, sse_kek = excluded.sse_kek, tags = excluded.tags"
 }
 
-// ObjectArgs are UpsertObjectSQL's arguments for o, whose parts, if any,
+// ObjectArgs are UpsertObjectSQL's arguments for o (its VersionID,
+// IsLatest and DeleteMarker as set) at sequence seq, whose parts, if any,
 // are stored under partsID, and whose inline column holds inline (nil:
 // NULL); key binds its key in the dialect.
-func ObjectArgs(o meta.Object, partsID int64, inline any, key func(string) any) ([]any, error) {
+func ObjectArgs(o meta.Object, seq string, partsID int64, inline any, key func(string) any) ([]any, error) {
 	md, err := metadataArg(o.Metadata)
 	if err != nil {
 		return nil, err
@@ -169,13 +277,21 @@ func ObjectArgs(o meta.Object, partsID int64, inline any, key func(string) any) 
 	if partsID != 0 {
 		pid = partsID
 	}
+	tags, err := TagsArg(o.Tags)
+	if err != nil {
+		return nil, err
+	}
+	if o.VersionID == "" || seq == "" {
+		return nil, errcode.New(errcode.Internal, "object %q written without a version", o.Key)
+	}
 	return []any{o.Bucket, key(o.Key), o.Size, o.ETag, o.SHA256, o.ContentType, md, o.BlobKey, ToNanos(o.ModTime),
-		o.Checksum.Algorithm, o.Checksum.Type, o.Checksum.Value, pid, len(o.Parts), inline, o.Encryption, o.EncryptionKEK}, nil
+		o.Checksum.Algorithm, o.Checksum.Type, o.Checksum.Value, pid, len(o.Parts), o.VersionID, seq, o.IsLatest, o.DeleteMarker,
+		inline, o.Encryption, o.EncryptionKEK, tags}, nil
 }
 
 // PutObjects implements meta.Objects: the puts are checked
 // (meta.CheckPuts), then written by the driver.
-func (o objectOps) PutObjects(ctx context.Context, puts []meta.Put) ([]meta.Object, error) {
+func (o objectOps) PutObjects(ctx context.Context, puts []meta.Put) ([]meta.PutResult, error) {
 	if len(puts) == 0 {
 		return nil, nil
 	}

@@ -41,7 +41,7 @@ type Driver interface {
 	GetObject(ctx context.Context, bucket, key string) (meta.Object, error)
 	// PutObjects writes puts (meta.CheckPuts); staged are the blob keys
 	// whose stagings the write releases.
-	PutObjects(ctx context.Context, puts []meta.Put, staged []string) ([]meta.Object, error)
+	PutObjects(ctx context.Context, puts []meta.Put, staged []string) ([]meta.PutResult, error)
 	// MoveObject moves an object to another key (meta.PrecheckMove).
 	MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, dstKey string, dstCond meta.Cond) (meta.Object, error)
 	// CreateUpload inserts u (meta.CheckUpload) with the arguments args
@@ -206,6 +206,7 @@ type opSQL struct {
 	limits  limitSQL
 	jobs    jobSQL
 	grants  grantSQL
+	tags    tagSQL
 
 	listGarbage, claimGarbage, deleteGarbage, deleteExpiredStaging, renewStaging, unstage, claimKey string
 }
@@ -225,6 +226,7 @@ func NewOps(b Backend, d Dialect) Ops {
 		limits:               newLimitSQL(ph),
 		jobs:                 newJobSQL(ph),
 		grants:               newGrantSQL(ph),
+		tags:                 newTagSQL(ph),
 		listGarbage:          "SELECT " + garbageCols + " FROM garbage WHERE created_at < " + ph(1) + " ORDER BY created_at, id LIMIT " + ph(2),
 		claimGarbage:         claimGarbageQuery(ph(1), ph(2)),
 		deleteGarbage:        "DELETE FROM garbage WHERE " + d.In("id", 1),

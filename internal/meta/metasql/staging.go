@@ -45,10 +45,13 @@ func GroupQuery(upload, key, now string) string {
 		" FROM staging WHERE upload_id = " + upload + " AND upload_id <> '' AND expires_at > " + now
 }
 
-// creditQuery reads the size of the object at bucket/key (0 if none) and
-// the credit that other live stagings already take of it, for Stage.
+// creditQuery reads the size of the version a write at bucket/key would
+// replace (0 if none: the key's null version, unless the bucket is
+// versioned and Enabled, where a write replaces nothing) and the credit
+// that other live stagings already take of it, for Stage.
 func creditQuery(bucket, key, owner, now string) string {
-	return "SELECT CAST(COALESCE((SELECT size FROM objects WHERE bucket = " + bucket + " AND key = " + key + "), 0) AS bigint)," +
+	return "SELECT CAST(COALESCE((SELECT o.size FROM objects o JOIN buckets b ON b.name = o.bucket WHERE o.bucket = " + bucket +
+		" AND o.key = " + key + " AND o.version_id = 'null' AND b.versioning <> 'Enabled'), 0) AS bigint)," +
 		" CAST(COALESCE((SELECT SUM(credit) FROM staging WHERE owner_id = " + owner + " AND bucket = " + bucket +
 		" AND key = " + key + " AND upload_id = '' AND expires_at > " + now + "), 0) AS bigint)"
 }

@@ -9,10 +9,22 @@ type Statements struct {
 	InsertToken                           string
 	UserData, DataBuckets, BackendUploads string   // of the user ph(1), for DeleteUser
 	DeleteUser                            []string // deleteUserStatements of the user ph(1) at ph(2)
-	// Objects (objects.go): the range scans by inclusive and bounded.
-	RangeScans   [2][2]string
+	// Objects (objects.go): the range scans of the latest versions and the
+	// version scans by inclusive and bounded.
+	RangeScans, VersionScans [2][2]string
+	// DeleteObject deletes the version ph(3) of bucket ph(1), key ph(2).
 	DeleteObject string
-	PartsOf      string // the parts of the parts sets of the list ph(1) (ScanPartOf)
+	// LatestID is the condition "version_id is the latest version's of
+	// bucket ph(1), key ph(2)" (on objects o): the one objects_latest
+	// finds, else the null version, which must then be latest.
+	LatestID string
+	// Demote makes version ph(3) of bucket ph(1), key ph(2) no longer
+	// latest; Promote makes the key's newest version the latest.
+	Demote, Promote string
+	// NullSeq reads the seq of the null version of bucket ph(1), key
+	// ph(2) (no row: none).
+	NullSeq string
+	PartsOf string // the parts of the parts sets of the list ph(1) (ScanPartOf)
 	// Uploads and their parts (uploads.go).
 	InsertUpload, UploadPlace, UploadMarker, Parts, Part, UpsertPart string
 	DeleteUpload                                                     [2]string
@@ -35,7 +47,16 @@ func NewStatements(d Dialect) Statements {
 			{rangeScanSQL(false, false, ph), rangeScanSQL(false, true, ph)},
 			{rangeScanSQL(true, false, ph), rangeScanSQL(true, true, ph)},
 		},
-		DeleteObject:   "DELETE FROM objects WHERE bucket = " + ph(1) + " AND key = " + ph(2),
+		VersionScans: [2][2]string{
+			{versionScanSQL(false, false, ph), versionScanSQL(false, true, ph)},
+			{versionScanSQL(true, false, ph), versionScanSQL(true, true, ph)},
+		},
+		DeleteObject: "DELETE FROM objects WHERE bucket = " + ph(1) + " AND key = " + ph(2) + " AND version_id = " + ph(3),
+		LatestID:     latestIDCond(ph),
+		Demote:       "UPDATE objects SET is_latest = false WHERE bucket = " + ph(1) + " AND key = " + ph(2) + " AND version_id = " + ph(3),
+		Promote: "UPDATE objects SET is_latest = true WHERE bucket = " + ph(1) + " AND key = " + ph(2) +
+			" AND version_id = (SELECT version_id FROM objects WHERE bucket = " + ph(1) + " AND key = " + ph(2) + " ORDER BY seq LIMIT 1)",
+		NullSeq:        "SELECT seq FROM objects WHERE bucket = " + ph(1) + " AND key = " + ph(2) + " AND version_id = 'null'",
 		PartsOf:        partsOfSQL(d.In("parts_id", 1)),
 		CopyParts:      copyPartsSQL(d.In("number", 3), ph),
 		InsertUpload:   insertUploadSQL(ph),

@@ -9,30 +9,33 @@ import (
 )
 
 // UploadCols are the columns of an upload, in ScanUpload's order.
-const UploadCols = "id, bucket, key, initiator_id, content_type, metadata, checksum_algorithm, checksum_type, size, part_size, created_at, expires_at, blob_key, backend_upload_id, sse_mode, sse_kms_key, sse_c_check"
+const UploadCols = "id, bucket, key, initiator_id, content_type, metadata, checksum_algorithm, checksum_type, size, part_size, created_at, expires_at, blob_key, backend_upload_id, sse_mode, sse_kms_key, sse_c_check, tags"
 
 // ScanUpload reads an upload selected with UploadCols.
 func ScanUpload(r Row) (meta.Upload, error) {
 	var (
 		u                meta.Upload
 		key              []byte
-		md               *string
+		md, tags         *string
 		created, expires int64
 	)
 	if err := r.Scan(&u.ID, &u.Bucket, &key, &u.InitiatorID, &u.ContentType, &md, &u.ChecksumAlgorithm, &u.ChecksumType,
-		&u.Size, &u.PartSize, &created, &expires, &u.BlobKey, &u.BackendUploadID, &u.EncryptionMode, &u.EncryptionKMSKey, &u.CustomerKeyCheck); err != nil {
+		&u.Size, &u.PartSize, &created, &expires, &u.BlobKey, &u.BackendUploadID, &u.EncryptionMode, &u.EncryptionKMSKey, &u.CustomerKeyCheck, &tags); err != nil {
 		return meta.Upload{}, err
 	}
 	u.Key = string(key)
 	u.CreatedAt, u.ExpiresAt = FromNanos(created), FromNanos(expires)
 	var err error
-	u.Metadata, err = DecodeMetadata(md)
+	if u.Metadata, err = DecodeMetadata(md); err != nil {
+		return meta.Upload{}, err
+	}
+	u.Tags, err = DecodeTags(tags)
 	return u, err
 }
 
 // insertUploadSQL inserts an upload: arguments uploadArgs.
 func insertUploadSQL(ph PH) string {
-	return "INSERT INTO uploads (" + UploadCols + ") VALUES (" + values(ph, 1, 17) + ")"
+	return "INSERT INTO uploads (" + UploadCols + ") VALUES (" + values(ph, 1, 18) + ")"
 }
 
 // uploadArgs are insertUploadSQL's arguments for u (as meta.CheckUpload
@@ -42,9 +45,13 @@ func uploadArgs(u meta.Upload, key func(string) any) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
+	tags, err := TagsArg(u.Tags)
+	if err != nil {
+		return nil, err
+	}
 	return []any{u.ID, u.Bucket, key(u.Key), u.InitiatorID, u.ContentType, md, u.ChecksumAlgorithm, u.ChecksumType,
 		u.Size, u.PartSize, ToNanos(u.CreatedAt), ToNanos(u.ExpiresAt), u.BlobKey, u.BackendUploadID,
-		u.EncryptionMode, u.EncryptionKMSKey, u.CustomerKeyCheck}, nil
+		u.EncryptionMode, u.EncryptionKMSKey, u.CustomerKeyCheck, tags}, nil
 }
 
 // uploadPlaceSQL reads where upload ph(1) goes, for a write on it

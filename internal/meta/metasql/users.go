@@ -179,7 +179,7 @@ func deleteUserStatements(owner, now string, inlineTable bool) []string {
 
 // countsQuery reads meta.Counts (scanCounts).
 const countsQuery = "SELECT CAST((SELECT count(*) FROM users) AS bigint), CAST((SELECT count(*) FROM buckets) AS bigint)," +
-	" CAST((SELECT count(*) FROM objects) AS bigint), CAST((SELECT COALESCE(SUM(usage_bytes), 0) FROM users) AS bigint)"
+	" CAST((SELECT count(*) FROM objects WHERE NOT delete_marker) AS bigint), CAST((SELECT COALESCE(SUM(usage_bytes), 0) FROM users) AS bigint)"
 
 // scanCounts reads a row of countsQuery.
 func scanCounts(r Row) (meta.Counts, error) {

@@ -271,7 +271,7 @@ func testSwapEnvelope(t *testing.T, s store) {
 	ctx := t.Context()
 	v1 := kekObjects(t, s)
 	o := v1[0]
-	ref := meta.EnvelopeRef{Table: meta.EnvelopeObjects, Bucket: o.Bucket, Key: o.Key}
+	ref := meta.EnvelopeRef{Table: meta.EnvelopeObjects, Bucket: o.Bucket, Key: o.Key, VersionID: meta.NullVersion}
 	next := envelope("rewrapped")
 	swapped, err := s.SwapEnvelope(ctx, ref, o.Encryption, next, "local:default#2")
 	ok(t, err, "SwapEnvelope")
@@ -290,14 +290,14 @@ func testSwapEnvelope(t *testing.T, s store) {
 	// The object was overwritten meanwhile: its new row is left alone.
 	over := encrypted(obj("alice", v1[1].Key, 3))
 	put1(t, s, over)
-	swapped, err = s.SwapEnvelope(ctx, meta.EnvelopeRef{Table: meta.EnvelopeObjects, Bucket: "alice", Key: v1[1].Key}, v1[1].Encryption, envelope("x"), "local:default#2")
+	swapped, err = s.SwapEnvelope(ctx, meta.EnvelopeRef{Table: meta.EnvelopeObjects, Bucket: "alice", Key: v1[1].Key, VersionID: meta.NullVersion}, v1[1].Encryption, envelope("x"), "local:default#2")
 	ok(t, err, "SwapEnvelope of an overwritten object")
 	if swapped {
 		t.Error("SwapEnvelope clobbered an overwrite")
 	}
 	wantObject(t, s, over)
 	// Gone.
-	swapped, err = s.SwapEnvelope(ctx, meta.EnvelopeRef{Table: meta.EnvelopeObjects, Bucket: "alice", Key: "nope"}, v1[1].Encryption, envelope("x"), "k")
+	swapped, err = s.SwapEnvelope(ctx, meta.EnvelopeRef{Table: meta.EnvelopeObjects, Bucket: "alice", Key: "nope", VersionID: meta.NullVersion}, v1[1].Encryption, envelope("x"), "k")
 	if err != nil || swapped {
 		t.Errorf("SwapEnvelope of a missing row: %v, %v", swapped, err)
 	}
@@ -350,7 +350,7 @@ func testIfVersion(t *testing.T, s store) {
 		olds, err := s.PutObjects(ctx, []meta.Put{{Object: enc, Cond: meta.Cond{IfVersion: meta.Version(cur)}}})
 		ok(t, err, "PutObjects IfVersion")
 		wantObject(t, s, enc)
-		if len(olds) != 1 || olds[0].BlobKey != over.BlobKey {
+		if len(olds) != 1 || olds[0].Replaced.BlobKey != over.BlobKey {
 			t.Errorf("replaced: %+v", olds)
 		}
 		_, err = s.PutObjects(ctx, []meta.Put{{Object: enc, Cond: meta.Cond{IfVersion: meta.Version(cur)}}})

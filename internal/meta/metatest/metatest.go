@@ -132,6 +132,8 @@ func Run(t *testing.T, newStore func(t *testing.T) (meta.Stores, func() error)) 
 		{"Buckets", bucketTests},
 		{"Objects", objectTests},
 		{"Move", moveTests},
+		{"Versions", versionTests},
+		{"Tags", tagTests},
 		{"Quota", quotaTests},
 		{"List", listTests},
 		{"AccessKeys", accessKeyTests},
@@ -301,17 +303,22 @@ func checksumValue(n int64, size int) string {
 	return base64.StdEncoding.EncodeToString(b)
 }
 
-// put stores objs in one PutObjects without conditions.
+// put stores objs in one PutObjects without conditions and returns the
+// objects they replaced.
 func put(t *testing.T, s store, objs ...meta.Object) []meta.Object {
 	t.Helper()
 	puts := make([]meta.Put, len(objs))
 	for i, o := range objs {
 		puts[i] = meta.Put{Object: o}
 	}
-	old, err := s.PutObjects(t.Context(), puts)
+	res, err := s.PutObjects(t.Context(), puts)
 	ok(t, err, "PutObjects")
-	if got, want := len(old), len(objs); got != want {
+	if got, want := len(res), len(objs); got != want {
 		t.Fatalf("PutObjects returned %d objects, want %d", got, want)
+	}
+	old := make([]meta.Object, len(res))
+	for i, r := range res {
+		old[i] = r.Replaced
 	}
 	return old
 }
@@ -343,6 +350,9 @@ func diffObject(got, want meta.Object) string {
 	}
 	if got.BlobKey != want.BlobKey {
 		add("BlobKey", got.BlobKey, want.BlobKey)
+	}
+	if !slices.Equal(got.Tags, want.Tags) { // nil and empty are equal
+		add("Tags", got.Tags, want.Tags)
 	}
 	// Nil Parts is a single-blob object (BlobKeys depends on it).
 	if (got.Parts == nil) != (want.Parts == nil) || !slices.EqualFunc(got.Parts, want.Parts, samePart) {

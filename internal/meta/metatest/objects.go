@@ -290,8 +290,8 @@ func testIfNoneMatch(t *testing.T, s store) {
 	fresh := obj("alice", "fresh", 5)
 	old, err := s.PutObjects(ctx, []meta.Put{{Object: fresh, Cond: meta.Cond{IfNoneMatch: true}}})
 	ok(t, err, "IfNoneMatch put onto a new key")
-	if old[0].Key != "" {
-		t.Errorf("replaced object = %+v, want the zero Object", old[0])
+	if old[0].Replaced.Key != "" {
+		t.Errorf("replaced object = %+v, want the zero Object", old[0].Replaced)
 	}
 	wantObject(t, s, fresh)
 	wantUsage(t, s, "alice", 15)
@@ -317,7 +317,7 @@ func testIfMatch(t *testing.T, s store) {
 	v2 := obj("alice", "k", 7)
 	old, err := s.PutObjects(ctx, []meta.Put{{Object: v2, Cond: meta.Cond{IfMatch: v1.ETag}}})
 	ok(t, err, "IfMatch put with the current ETag")
-	sameObject(t, old[0], v1, "replaced object")
+	sameObject(t, old[0].Replaced, v1, "replaced object")
 	wantObject(t, s, v2)
 	wantUsage(t, s, "alice", 7)
 	wantGarbage(t, s, v1.BlobKey)

@@ -71,6 +71,46 @@ func (s *Store) ListObjects(ctx context.Context, bucket string, opts meta.ListOp
 	return metasql.Result(page, err)
 }
 
+// ListObjectVersions implements meta.Objects with meta.ListVersions over
+// an indexed range scan, in one REPEATABLE READ transaction (one
+// snapshot). The bucket check goes with the first scan.
+func (s *Store) ListObjectVersions(ctx context.Context, bucket string, opts meta.VersionListOptions) (meta.VersionPage, error) {
+	if err := meta.CheckVersionListOptions(opts); err != nil {
+		return meta.VersionPage{}, err
+	}
+	var page meta.VersionPage
+	err := s.tx(ctx, "list versions of "+bucket, beginSnapshot, func(t *txn) error {
+		var name string
+		exists := false
+		queueRow(t, &name, &exists, metasql.ScanString, "SELECT name FROM buckets WHERE name = $1", bucket)
+		if err := t.flush(); err != nil {
+			return err
+		}
+		if !exists {
+			return meta.ErrNoBucket(bucket)
+		}
+		scan := func(ctx context.Context, fromKey, fromSeq string, inclusive bool, end string, limit int) ([]meta.Versioned, error) {
+			var os []metasql.ObjectRow
+			queueRows(t, &os, metasql.ScanVersion(bucket), sq.VersionScans[b2i(inclusive)][b2i(end != "")],
+				metasql.VersionScanArgs(bucket, fromKey, fromSeq, end, limit, key)...)
+			if err := t.flush(); err != nil {
+				return nil, err
+			}
+			return metasql.Versioned(os), nil
+		}
+		nullSeq := func(ctx context.Context, k string) (string, bool, error) {
+			var seq string
+			found := false
+			queueRow(t, &seq, &found, metasql.ScanString, sq.NullSeq, bucket, key(k))
+			return seq, found, t.flush()
+		}
+		p, err := meta.ListVersions(ctx, scan, nullSeq, opts)
+		page = p
+		return err
+	})
+	return metasql.Result(page, err)
+}
+
 func b2i(b bool) int {
 	if b {
 		return 1

@@ -99,37 +99,61 @@ var enqueueQuery = `INSERT INTO garbage (blob_key, created_at)
 	SELECT b.k, $2 FROM unnest($1::text[]) WITH ORDINALITY AS b(k, n)
 	WHERE NOT ` + metasql.Referenced("b.k") + ` ORDER BY b.n`
 
-// found is the result of lookupQuery.
+// found is the result of a lookup.
 type found struct {
-	bucket bool   // the bucket exists
-	owner  string // its owner
-	exists bool   // an object is at the key
-	row    metasql.ObjectRow
+	bucket     bool   // the bucket exists
+	owner      string // its owner
+	versioning meta.Versioning
+	exists     bool // the version looked up is there
+	row        metasql.ObjectRow
 }
 
-// lookupQuery reads a bucket's owner and the object at a key, with its
-// parts or inline bytes, in one statement (one snapshot): one row per part,
-// or one row.
-const lookupQuery = `SELECT b.owner_id, o.size, o.etag, o.sha256, o.content_type, o.metadata, o.blob_key, o.mod_time,
+// live reports whether f found an object: a version that is not a delete
+// marker (what a write's Cond sees).
+func (f found) live() bool { return f.exists && !f.row.DeleteMarker }
+
+// missing is metasql.Missing of what f found, or the bucket's absence.
+func (f found) missing(bucket, key, version string) error {
+	if !f.bucket {
+		return meta.ErrNoBucket(bucket)
+	}
+	return metasql.Missing(bucket, key, version, f.row.Object, f.exists)
+}
+
+// lookupSQL reads a bucket's owner and versioning and the version of a
+// key that cond (on o) selects, with its parts or inline bytes, in one
+// statement (one snapshot): one row per part, or one row. Bucket $1, key
+// $2.
+func lookupSQL(cond string) string {
+	return `SELECT b.owner_id, b.versioning, o.size, o.etag, o.sha256, o.content_type, o.metadata, o.blob_key, o.mod_time,
 		o.checksum_algorithm, o.checksum_type, o.checksum_value, o.parts_id, o.part_count, o.inline_data,
-		p.blob_key, p.size, p.etag, p.checksum, o.sse, o.sse_kek, p.sse, p.sse_kek
+		p.blob_key, p.size, p.etag, p.checksum, o.sse, o.sse_kek, p.sse, p.sse_kek,
+		o.version_id, o.seq, o.is_latest, o.delete_marker, o.tags
 	FROM buckets b
-	LEFT JOIN objects o ON o.bucket = b.name AND o.key = $2
+	LEFT JOIN objects o ON o.bucket = b.name AND o.key = $2 AND ` + cond + `
 	LEFT JOIN object_parts p ON p.parts_id = o.parts_id
 	WHERE b.name = $1
 	ORDER BY p.idx`
-
-// lookupRow is a row of lookupQuery: the bucket's owner, the object at
-// the key, if has, and one of its parts, if pHas.
-type lookupRow struct {
-	owner string
-	obj   metasql.ObjectRow
-	has   bool // an object is at the key
-	part  meta.ObjectPart
-	pHas  bool // the row holds a part
 }
 
-// scanLookup returns the scanner of lookupQuery's rows for bucket/key.
+var (
+	lookupQuery        = lookupSQL(sq.LatestID)         // the latest version
+	lookupVersionQuery = lookupSQL("o.version_id = $3") // version $3
+)
+
+// lookupRow is a row of a lookup: the bucket's owner and versioning, the
+// version, if has, and one of its parts, if pHas.
+type lookupRow struct {
+	owner      string
+	versioning string
+	obj        metasql.ObjectRow
+	has        bool // a version is there
+	part       meta.ObjectPart
+	pHas       bool        // the row holds a part
+	tags       pgtype.Text // the version's tags (every row repeats them: foundOf decodes the first)
+}
+
+// scanLookup returns the scanner of a lookup's rows for bucket/key.
 // Nullable columns scan into pgtype values (no allocation per column).
 func scanLookup(bucket, k string) func(metasql.Row) (lookupRow, error) {
 	return func(r metasql.Row) (lookupRow, error) {
@@ -139,10 +163,12 @@ func scanLookup(bucket, k string) func(metasql.Row) (lookupRow, error) {
 			pcount                                     pgtype.Int4
 			etag, sha, ctype, md, blob, calg, ctyp, cv pgtype.Text
 			pblob, petag, pcheck, kek, pkek            pgtype.Text
+			vid, seq                                   pgtype.Text
+			latest, marker                             pgtype.Bool
 			inline, sse, psse                          []byte
 		)
-		if err := r.Scan(&l.owner, &size, &etag, &sha, &ctype, &md, &blob, &mod, &calg, &ctyp, &cv, &pid, &pcount, &inline,
-			&pblob, &psize, &petag, &pcheck, &sse, &kek, &psse, &pkek); err != nil {
+		if err := r.Scan(&l.owner, &l.versioning, &size, &etag, &sha, &ctype, &md, &blob, &mod, &calg, &ctyp, &cv, &pid, &pcount, &inline,
+			&pblob, &psize, &petag, &pcheck, &sse, &kek, &psse, &pkek, &vid, &seq, &latest, &marker, &l.tags); err != nil {
 			return lookupRow{}, err
 		}
 		if l.pHas = pblob.Valid; l.pHas {
@@ -156,6 +182,9 @@ func scanLookup(bucket, k string) func(metasql.Row) (lookupRow, error) {
 		o.Object = meta.Object{
 			Bucket:        bucket,
 			Key:           k,
+			VersionID:     vid.String,
+			IsLatest:      latest.Bool,
+			DeleteMarker:  marker.Bool,
 			Size:          size.Int64,
 			ETag:          etag.String,
 			SHA256:        sha.String,
@@ -166,14 +195,14 @@ func scanLookup(bucket, k string) func(metasql.Row) (lookupRow, error) {
 			Encryption:    sse,
 			EncryptionKEK: kek.String,
 		}
-		o.PartsID, o.PartCount = pid.Int64, int(pcount.Int32)
+		o.PartsID, o.PartCount, o.Seq = pid.Int64, int(pcount.Int32), seq.String
 		if md.Valid {
 			var err error
 			if o.Metadata, err = metasql.DecodeMetadata(&md.String); err != nil {
 				return lookupRow{}, err
 			}
 		}
-		if o.PartsID == 0 && o.BlobKey == "" {
+		if o.PartsID == 0 && o.BlobKey == "" && !o.DeleteMarker {
 			o.Inline = inline
 			if o.Inline == nil {
 				o.Inline = []byte{}
@@ -183,15 +212,21 @@ func scanLookup(bucket, k string) func(metasql.Row) (lookupRow, error) {
 	}
 }
 
-// foundOf folds the rows of lookupQuery: Internal if a multipart object
+// foundOf folds the rows of a lookup: Internal if a multipart object
 // lacks some of its parts.
 func foundOf(rows []lookupRow) (found, error) {
 	var f found
 	for i, l := range rows {
 		if i == 0 {
-			f.bucket, f.owner, f.exists = true, l.owner, l.has
+			f.bucket, f.owner, f.versioning, f.exists = true, l.owner, meta.Versioning(l.versioning), l.has
 			if f.exists {
 				f.row = l.obj
+				if l.tags.Valid {
+					var err error
+					if f.row.Tags, err = metasql.DecodeTags(&l.tags.String); err != nil {
+						return found{}, err
+					}
+				}
 				if f.row.PartsID != 0 {
 					f.row.Parts = make([]meta.ObjectPart, 0, f.row.PartCount)
 				}
@@ -204,11 +239,21 @@ func foundOf(rows []lookupRow) (found, error) {
 	return f, f.row.CheckParts()
 }
 
-// lookup queues lookupQuery for bucket/key into f; f is complete once the
-// transaction is flushed.
-func (t *txn) lookup(f *found, bucket, k string) {
+// lookupArgs are the query and arguments of a lookup of version ("": the
+// latest) of bucket/k.
+func lookupArgs(bucket, k, version string) (string, []any) {
+	if version == "" {
+		return lookupQuery, []any{bucket, key(k)}
+	}
+	return lookupVersionQuery, []any{bucket, key(k), version}
+}
+
+// lookup queues the lookup of version ("": the latest) of bucket/k into
+// f; f is complete once the transaction is flushed.
+func (t *txn) lookup(f *found, bucket, k, version string) {
 	*f = found{}
-	t.batch.Queue(lookupQuery, bucket, key(k)).Query(func(rows pgx.Rows) error {
+	query, args := lookupArgs(bucket, k, version)
+	t.batch.Queue(query, args...).Query(func(rows pgx.Rows) error {
 		ls, err := pgx.CollectRows(rows, rowTo(scanLookup(bucket, k)))
 		if err != nil {
 			return err
@@ -220,9 +265,23 @@ func (t *txn) lookup(f *found, bucket, k string) {
 
 // GetObject implements meta.Objects in one statement.
 func (s *Store) GetObject(ctx context.Context, bucket, k string) (meta.Object, error) {
+	return s.getVersion(ctx, bucket, k, "")
+}
+
+// GetObjectVersion implements meta.Objects in one statement.
+func (s *Store) GetObjectVersion(ctx context.Context, bucket, k, versionID string) (meta.Object, error) {
+	if versionID == "" {
+		return meta.Object{}, meta.ErrNoVersion(bucket, k, versionID)
+	}
+	return s.getVersion(ctx, bucket, k, versionID)
+}
+
+// getVersion reads version ("": the latest) of bucket/k.
+func (s *Store) getVersion(ctx context.Context, bucket, k, version string) (meta.Object, error) {
 	var f found
+	query, args := lookupArgs(bucket, k, version)
 	err := s.read(ctx, "get object", func(c *pgx.Conn) error {
-		rows, err := c.Query(ctx, lookupQuery, bucket, key(k))
+		rows, err := c.Query(ctx, query, args...)
 		if err != nil {
 			return err
 		}
@@ -233,24 +292,24 @@ func (s *Store) GetObject(ctx context.Context, bucket, k string) (meta.Object, e
 		f, err = foundOf(ls)
 		return err
 	})
-	switch {
-	case err != nil:
+	if err != nil {
 		return meta.Object{}, err
-	case !f.bucket:
-		return meta.Object{}, meta.ErrNoBucket(bucket)
-	case !f.exists:
-		return meta.Object{}, meta.ErrNoObject(bucket, k)
+	}
+	if err := f.missing(bucket, k, version); err != nil {
+		return meta.Object{}, err
 	}
 	return f.row.Object, nil
 }
 
 var (
-	upsertObjectSQL = metasql.UpsertObjectSQL("inline_data", ph)
+	// (PostgreSQL updates an index only for a value that changed.)
+	upsertObjectSQL = metasql.UpsertObjectSQL("inline_data", true, ph)
 )
 
-// writeObject queues writing o at its bucket and key, replacing any row
-// there. Its parts, if any, must be stored under partsID.
-func writeObject(t *txn, o meta.Object, partsID int64) error {
+// writeObject queues writing o at its bucket, key and version ID (at
+// seq), replacing the row of that version if there is one. Its parts, if
+// any, must be stored under partsID.
+func writeObject(t *txn, o meta.Object, seq string, partsID int64) error {
 	var inline []byte // NULL unless inline
 	if o.IsInline() {
 		inline = o.Inline
@@ -258,7 +317,7 @@ func writeObject(t *txn, o meta.Object, partsID int64) error {
 			inline = []byte{}
 		}
 	}
-	args, err := metasql.ObjectArgs(o, partsID, inline, key)
+	args, err := metasql.ObjectArgs(o, seq, partsID, inline, key)
 	if err != nil {
 		return err
 	}
@@ -299,18 +358,95 @@ func release(t *txn, o metasql.ObjectRow) {
 	t.enqueue(o.BlobKeys()...)
 }
 
+// place decides where a new version of the key whose latest version f
+// holds goes (meta.PlanVersion), and finds the version it replaces: the
+// key's null version, unless the bucket is Enabled (a round trip when it
+// is not the latest).
+func (t *txn) place(f found, bucket, k string) (nv meta.NewVersion, old metasql.ObjectRow, hasOld bool, err error) {
+	nv = meta.PlanVersion(f.versioning, f.row.VersionID, f.row.SeqIf(f.exists), t.now)
+	switch {
+	case !nv.ReplacesNull || !f.exists:
+		return nv, metasql.ObjectRow{}, false, nil
+	case f.row.VersionID == meta.NullVersion:
+		return nv, f.row, true, nil
+	}
+	var g found
+	t.lookup(&g, bucket, k, meta.NullVersion)
+	if err := t.flush(); err != nil {
+		return nv, metasql.ObjectRow{}, false, err
+	}
+	return nv, g.row, g.exists, nil
+}
+
+// newVersion queues writing o (its parts under partsID, which store
+// queues storing, if set) as the new latest version of its key, whose
+// latest version f holds, as the bucket's versioning says, if cond holds
+// for the latest version: the owner's usage moves by delta less the size
+// of the version it replaces. The latest version, unless it is the one
+// replaced, stops being the latest first (one latest per key).
+func (t *txn) newVersion(f found, o meta.Object, cond meta.Cond, delta int64, store func(), partsID int64) (meta.PutResult, error) {
+	if err := cond.Check(f.row.Object, f.live()); err != nil {
+		return meta.PutResult{}, err
+	}
+	nv, old, hasOld, err := t.place(f, o.Bucket, o.Key)
+	if err != nil {
+		return meta.PutResult{}, err
+	}
+	if err := t.addUsage(f.owner, delta-old.Size); err != nil {
+		return meta.PutResult{}, err
+	}
+	if store != nil {
+		store()
+	}
+	if f.exists && !(hasOld && old.VersionID == f.row.VersionID) {
+		t.exec(sq.Demote, o.Bucket, key(o.Key), f.row.VersionID)
+	}
+	o.VersionID, o.IsLatest = nv.VersionID, true
+	if err := writeObject(t, o, nv.Seq, partsID); err != nil {
+		return meta.PutResult{}, err
+	}
+	var replaced meta.Object
+	if hasOld {
+		release(t, old)
+		replaced = old.Object
+	}
+	return meta.PutResult{Object: o, Replaced: replaced}, nil
+}
+
+// rewriteVersion queues writing o over the version f holds (an InPlace
+// put), if cond holds for it, keeping its version ID, seq and latest flag.
+func (t *txn) rewriteVersion(f found, o meta.Object, cond meta.Cond, store func(), partsID int64) (meta.PutResult, error) {
+	if err := cond.Check(f.row.Object, f.live()); err != nil {
+		return meta.PutResult{}, err
+	}
+	if !f.live() {
+		return meta.PutResult{}, meta.ErrNoVersion(o.Bucket, o.Key, o.VersionID)
+	}
+	if err := t.addUsage(f.owner, o.Size-f.row.Size); err != nil {
+		return meta.PutResult{}, err
+	}
+	store()
+	o.VersionID, o.IsLatest, o.Tags = f.row.VersionID, f.row.IsLatest, f.row.Tags
+	if err := writeObject(t, o, f.row.Seq, partsID); err != nil {
+		return meta.PutResult{}, err
+	}
+	release(t, f.row)
+	return meta.PutResult{Object: o, Replaced: f.row.Object}, nil
+}
+
 // PutObjects implements meta.Objects. A zero ModTime is set to now. An object
 // with Parts is stored as given (see checkObject); an empty Parts is a
 // single-blob object. n puts take n+1 round trips: the lookup of each put
-// goes with the writes of the one before.
-func (s driver) PutObjects(ctx context.Context, puts []meta.Put, staged []string) ([]meta.Object, error) {
+// goes with the writes of the one before (and one more where a suspended
+// bucket's null version is not the latest).
+func (s driver) PutObjects(ctx context.Context, puts []meta.Put, staged []string) ([]meta.PutResult, error) {
 	buckets := make([]string, len(puts))
 	for i, p := range puts {
 		buckets[i] = p.Object.Bucket
 	}
-	olds := make([]meta.Object, len(puts))
+	out := make([]meta.PutResult, len(puts))
 	err := s.write(ctx, "put objects", func(t *txn) error {
-		clear(olds)
+		clear(out)
 		t.lockOwners(buckets)
 		t.releaseStaged(staged)
 		t.readReserved(reservedOfBucketsQuery, buckets)
@@ -320,8 +456,12 @@ func (s driver) PutObjects(ctx context.Context, puts []meta.Put, staged []string
 			if len(o.Parts) == 0 {
 				o.Parts = nil
 			}
+			version := ""
+			if p.InPlace {
+				version = o.VersionID
+			}
 			var cur found
-			t.lookup(&cur, o.Bucket, o.Key)
+			t.lookup(&cur, o.Bucket, o.Key, version)
 			var pid int64
 			if o.Parts != nil {
 				t.newPartsID(&pid)
@@ -343,21 +483,19 @@ func (s driver) PutObjects(ctx context.Context, puts []meta.Put, staged []string
 			if p.BucketOwner != "" && cur.owner != p.BucketOwner {
 				return meta.ErrNoBucket(o.Bucket)
 			}
-			if err := p.Cond.Check(cur.row.Object, cur.exists); err != nil {
+			store := func() {
+				if o.Parts != nil {
+					insertParts(t, pid, o.Parts)
+				}
+			}
+			var err error
+			if p.InPlace {
+				out[i], err = t.rewriteVersion(cur, o, p.Cond, store, pid)
+			} else {
+				out[i], err = t.newVersion(cur, o, p.Cond, o.Size, store, pid)
+			}
+			if err != nil {
 				return err
-			}
-			if err := t.addUsage(cur.owner, o.Size-cur.row.Size); err != nil {
-				return err
-			}
-			if o.Parts != nil {
-				insertParts(t, pid, o.Parts)
-			}
-			if err := writeObject(t, o, pid); err != nil {
-				return err
-			}
-			if cur.exists {
-				release(t, cur.row)
-				olds[i] = cur.row.Object
 			}
 		}
 		return nil
@@ -365,40 +503,84 @@ func (s driver) PutObjects(ctx context.Context, puts []meta.Put, staged []string
 	if err != nil {
 		return nil, err
 	}
-	return olds, nil
+	return out, nil
 }
 
 // DeleteObject implements meta.Objects.
 func (s *Store) DeleteObject(ctx context.Context, bucket, k string, cond meta.Cond) (meta.Object, error) {
-	var old meta.Object
+	var out meta.Object
 	err := s.write(ctx, "delete object", func(t *txn) error {
 		t.lockOwners([]string{bucket})
 		var cur found
-		t.lookup(&cur, bucket, k)
+		t.lookup(&cur, bucket, k, "")
 		if err := t.flush(); err != nil {
 			return err
 		}
-		switch {
-		case !cur.bucket:
+		if !cur.bucket {
 			return meta.ErrNoBucket(bucket)
-		case !cur.exists:
-			return meta.ErrNoObject(bucket, k)
 		}
 		if err := t.checkLocked(cur.owner); err != nil {
 			return err
 		}
+		if cur.versioning != meta.Unversioned {
+			res, err := t.newVersion(cur, meta.Object{Bucket: bucket, Key: k, DeleteMarker: true, ModTime: t.now}, cond, 0, nil, 0)
+			out = res.Object
+			return err
+		}
+		if !cur.exists {
+			return meta.ErrNoObject(bucket, k)
+		}
 		if err := cond.Check(cur.row.Object, true); err != nil {
 			return err
 		}
-		t.exec(sq.DeleteObject, bucket, key(k))
-		if err := t.addUsage(cur.owner, -cur.row.Size); err != nil {
+		out = cur.row.Object
+		return t.removeVersion(cur)
+	})
+	return metasql.Result(out, err)
+}
+
+// removeVersion queues deleting the version f holds for good, releasing
+// it and moving its owner's usage; if it was the latest, the key's next
+// newest version becomes the latest.
+func (t *txn) removeVersion(f found) error {
+	o := f.row
+	t.exec(sq.DeleteObject, o.Bucket, key(o.Key), o.VersionID)
+	if err := t.addUsage(f.owner, -o.Size); err != nil {
+		return err
+	}
+	release(t, o)
+	if o.IsLatest {
+		t.exec(sq.Promote, o.Bucket, key(o.Key))
+	}
+	return nil
+}
+
+// DeleteVersion implements meta.Objects.
+func (s *Store) DeleteVersion(ctx context.Context, bucket, k, versionID string, cond meta.Cond) (meta.Object, error) {
+	if versionID == "" {
+		return meta.Object{}, meta.ErrNoVersion(bucket, k, versionID)
+	}
+	var out meta.Object
+	err := s.write(ctx, "delete version", func(t *txn) error {
+		t.lockOwners([]string{bucket})
+		var cur found
+		t.lookup(&cur, bucket, k, versionID)
+		if err := t.flush(); err != nil {
 			return err
 		}
-		release(t, cur.row)
-		old = cur.row.Object
-		return nil
+		if err := cur.missing(bucket, k, versionID); err != nil {
+			return err
+		}
+		if err := t.checkLocked(cur.owner); err != nil {
+			return err
+		}
+		if err := cond.Check(cur.row.Object, cur.live()); err != nil {
+			return err
+		}
+		out = cur.row.Object
+		return t.removeVersion(cur)
 	})
-	return metasql.Result(old, err)
+	return metasql.Result(out, err)
 }
 
 // MoveObject implements meta.Objects. The object keeps every field, ModTime
@@ -411,18 +593,20 @@ func (s driver) MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, ds
 		t.lockOwners([]string{srcBucket, dstBucket})
 		t.readReserved(reservedOfBucketsQuery, []string{srcBucket, dstBucket})
 		var src, dst found
-		t.lookup(&src, srcBucket, srcKey)
-		t.lookup(&dst, dstBucket, dstKey)
+		t.lookup(&src, srcBucket, srcKey, "")
+		t.lookup(&dst, dstBucket, dstKey, "")
 		if err := t.flush(); err != nil {
 			return err
 		}
 		switch {
 		case !src.bucket:
 			return meta.ErrNoBucket(srcBucket)
-		case !src.exists:
-			return meta.ErrNoObject(srcBucket, srcKey)
 		case !dst.bucket:
 			return meta.ErrNoBucket(dstBucket)
+		case src.versioning != meta.Unversioned || dst.versioning != meta.Unversioned:
+			return meta.ErrMoveVersioned()
+		case !src.exists:
+			return meta.ErrNoObject(srcBucket, srcKey)
 		}
 		if err := errors.Join(t.checkLocked(src.owner), t.checkLocked(dst.owner)); err != nil {
 			return errRetry
@@ -431,10 +615,10 @@ func (s driver) MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, ds
 			return err
 		}
 		if dst.exists {
-			t.exec(sq.DeleteObject, dstBucket, key(dstKey))
+			t.exec(sq.DeleteObject, dstBucket, key(dstKey), dst.row.VersionID)
 		}
-		t.exec("UPDATE objects SET bucket = $3, key = $4 WHERE bucket = $1 AND key = $2",
-			srcBucket, key(srcKey), dstBucket, key(dstKey))
+		t.exec("UPDATE objects SET bucket = $3, key = $4 WHERE bucket = $1 AND key = $2 AND version_id = $5",
+			srcBucket, key(srcKey), dstBucket, key(dstKey), src.row.VersionID)
 		// Usage: src leaves its owner, it replaces dst at dst's owner.
 		for _, d := range meta.MoveUsage(src.owner, src.row.Size, dst.owner, dst.row.Size) {
 			if err := t.addUsage(d.Owner, d.Bytes); err != nil {

@@ -24,9 +24,9 @@
 // with explicit row locks:
 //
 //   - Every method that reads an object or an upload and then writes on
-//     the strength of what it read (PutObjects, DeleteObject, MoveObject,
-//     PutPart, CompleteUpload, CompleteBackendUpload, AbortUpload,
-//     DeleteBucket), and every change to what an owner with a quota
+//     the strength of what it read (PutObjects, DeleteObject,
+//     DeleteVersion, MoveObject, PutPart, CompleteUpload,
+//     CompleteBackendUpload, AbortUpload, DeleteBucket), and every change to what an owner with a quota
 //     reserves (Stage, GrowStaging, CreateUpload of a declared size),
 //     first locks the users rows of the owners of the buckets it touches
 //     (SELECT … FOR UPDATE, in id order, so two transactions never
@@ -34,7 +34,8 @@
 //     that see everything committed before the lock. Writes of one owner
 //     are therefore serialised — which the owner's usage counter, updated
 //     in the same transaction, requires anyway — and the usage, quota and
-//     reservations read under the lock are exact. Staging rows are touched
+//     reservations read under the lock are exact, and so is a key's
+//     latest version (one per key). Staging rows are touched
 //     after the users row; renewing and unstaging take no users lock and
 //     never wait for one.
 //   - RotateRefreshToken locks the token row, so of concurrent rotations
@@ -43,7 +44,7 @@
 //     connection lost before COMMIT was sent, reruns the whole transaction
 //     a few times with a small jittered backoff.
 //
-// ListObjects and ListUploads read in one REPEATABLE READ READ ONLY
+// ListObjects, ListObjectVersions and ListUploads read in one REPEATABLE READ READ ONLY
 // transaction (one snapshot per page); single-query reads run outside any
 // transaction, each statement being its own snapshot.
 //
@@ -57,7 +58,9 @@
 //
 // Times are bigint unix nanoseconds UTC. Object and upload keys are bytea,
 // so they hold any bytes and compare as raw bytes (memcmp order), and a
-// prefix is the range [prefix, meta.PrefixEnd(prefix)) of the primary key.
+// prefix is the range [prefix, meta.PrefixEnd(prefix)) of the primary key
+// (bucket, key, version_id: every objects row is a version of its key,
+// migration 0017).
 // Names and identifiers are text COLLATE "C". Text columns cannot hold NUL
 // bytes or invalid UTF-8: such a value (a Content-Type, a bucket name) is
 // InvalidArgument.

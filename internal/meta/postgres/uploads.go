@@ -196,31 +196,23 @@ func (s *Store) CompleteUpload(ctx context.Context, id string, obj meta.Object, 
 			return err
 		}
 		var cur found
-		t.lookup(&cur, u.Bucket, u.Key)
+		t.lookup(&cur, u.Bucket, u.Key, "")
 		if err := t.flush(); err != nil {
-			return err
-		}
-		if err := cond.Check(cur.row.Object, cur.exists); err != nil {
 			return err
 		}
 		freed, discarded := a.Freed()
 		// The listed parts, in ascending order, become the object's; their
-		// numbers serve as positions.
-		// (They were read under the owner's lock: all are there.)
-		t.exec(sq.CopyParts, partsID, id, a.Numbers)
-		if err := writeObject(t, a.Object, partsID); err != nil {
+		// numbers serve as positions. (They were read under the owner's
+		// lock: all are there.) They are counted already: usage moves by
+		// the discarded ones and the version replaced.
+		res, err := t.newVersion(cur, a.Object, cond, -freed, func() { t.exec(sq.CopyParts, partsID, id, a.Numbers) }, partsID)
+		if err != nil {
 			return err
 		}
 		deleteUpload(t, id)
 		t.deleteDeclared(id)
-		if err := t.addUsage(u.Owner, -freed-cur.row.Size); err != nil {
-			return err
-		}
-		if cur.exists {
-			release(t, cur.row)
-		}
 		t.enqueue(discarded...)
-		out = a.Object
+		out = res.Object
 		return nil
 	})
 	return metasql.Result(out, err)
@@ -249,26 +241,18 @@ func (s driver) CompleteBackendUpload(ctx context.Context, id string, obj meta.O
 			return err
 		}
 		var cur found
-		t.lookup(&cur, u.Bucket, u.Key)
+		t.lookup(&cur, u.Bucket, u.Key, "")
 		if err := t.flush(); err != nil {
-			return err
-		}
-		if err := cond.Check(cur.row.Object, cur.exists); err != nil {
 			return err
 		}
 		freed, discarded := meta.PartsFreed(have)
 		deleteUpload(t, id)
-		if err := t.addUsage(u.Owner, o.Size-freed-cur.row.Size); err != nil {
+		res, err := t.newVersion(cur, o, cond, o.Size-freed, nil, 0)
+		if err != nil {
 			return err
-		}
-		if err := writeObject(t, o, 0); err != nil {
-			return err
-		}
-		if cur.exists {
-			release(t, cur.row)
 		}
 		t.enqueue(discarded...)
-		out = o
+		out = res.Object
 		return nil
 	})
 	return metasql.Result(out, err)

@@ -38,12 +38,56 @@ func (s *Store) ListObjects(ctx context.Context, bucket string, opts meta.ListOp
 	return meta.List(ctx, rangeScan(q, bucket), opts)
 }
 
+// ListObjectVersions implements meta.Objects with meta.ListVersions over
+// an indexed range scan, in one read transaction (one snapshot).
+func (s *Store) ListObjectVersions(ctx context.Context, bucket string, opts meta.VersionListOptions) (meta.VersionPage, error) {
+	if err := meta.CheckVersionListOptions(opts); err != nil {
+		return meta.VersionPage{}, err
+	}
+	if err := s.ready(); err != nil {
+		return meta.VersionPage{}, err
+	}
+	tx, err := s.readers.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return meta.VersionPage{}, classify(err, "list versions of %q", bucket)
+	}
+	defer tx.Rollback()
+	q := reader{stmts: s.rstmts, tx: tx}
+	var one int
+	err = q.QueryRowContext(ctx, "SELECT 1 FROM buckets WHERE name = ?", bucket).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return meta.VersionPage{}, meta.ErrNoBucket(bucket)
+	}
+	if err != nil {
+		return meta.VersionPage{}, classify(err, "list versions of %q", bucket)
+	}
+	scan := func(ctx context.Context, fromKey, fromSeq string, inclusive bool, end string, limit int) ([]meta.Versioned, error) {
+		os, err := queryRows(ctx, q, metasql.ScanVersion(bucket), sq.VersionScans[b2i(inclusive)][b2i(end != "")],
+			metasql.VersionScanArgs(bucket, fromKey, fromSeq, end, limit, key)...)
+		if err != nil {
+			return nil, classify(err, "list versions of %q", bucket)
+		}
+		return metasql.Versioned(os), nil
+	}
+	nullSeq := func(ctx context.Context, k string) (string, bool, error) {
+		seqs, err := queryRows(ctx, q, metasql.ScanString, sq.NullSeq, bucket, key(k))
+		if err != nil || len(seqs) == 0 {
+			return "", false, classify(err, "list versions of %q", bucket)
+		}
+		return seqs[0], true, nil
+	}
+	return meta.ListVersions(ctx, scan, nullSeq, opts)
+}
+
 // txReadQueries are the statements readers run inside read transactions.
 // They are prepared at Open, since a transaction never prepares on the
 // pool (see readStmts).
 func txReadQueries() []string {
-	qs := []string{"SELECT 1 FROM buckets WHERE name = ?", readPartsQuery, lookupQuery}
+	qs := []string{"SELECT 1 FROM buckets WHERE name = ?", readPartsQuery, lookupQuery, lookupVersionQuery, readLatestQuery, sq.NullSeq}
 	for _, byBound := range sq.RangeScans {
+		qs = append(qs, byBound[:]...)
+	}
+	for _, byBound := range sq.VersionScans {
 		qs = append(qs, byBound[:]...)
 	}
 	return qs

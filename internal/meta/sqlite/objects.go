@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -14,30 +15,63 @@ import (
 	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
 
-// row is an object as its objects row holds it, and the inline_data row
-// of an inline object.
+// row is an object version as its objects row holds it, and the
+// inline_data row of an inline object.
 type row struct {
 	metasql.ObjectRow
 	inlineID int64 // the inline_data row of an inline object, else 0
 }
 
+// found is what a lookup read: the bucket's owner and versioning, and the
+// version looked up, if there is one.
+type found struct {
+	owner      string
+	versioning meta.Versioning
+	row        row
+	exists     bool
+}
+
+// live reports whether f found an object: a version that is not a delete
+// marker (what a write's Cond sees).
+func (f found) live() bool { return f.exists && !f.row.DeleteMarker }
+
+// missing is metasql.Missing of what f found.
+func (f found) missing(bucket, key, version string) error {
+	return metasql.Missing(bucket, key, version, f.row.Object, f.exists)
+}
+
 var (
-	upsertObjectSQL = metasql.UpsertObjectSQL("inline_id", ph)
+	upsertObjectSQL    = metasql.UpsertObjectSQL("inline_id", true, ph)
+	overwriteObjectSQL = metasql.UpsertObjectSQL("inline_id", false, ph)
 )
 
 // GetObject implements meta.Objects. A single-blob object takes one query; a
 // multipart object a second one for its parts.
 func (s *Store) GetObject(ctx context.Context, bucket, key string) (meta.Object, error) {
+	return s.getVersion(ctx, bucket, key, "")
+}
+
+// GetObjectVersion implements meta.Objects, as GetObject.
+func (s *Store) GetObjectVersion(ctx context.Context, bucket, key, versionID string) (meta.Object, error) {
+	if versionID == "" {
+		return meta.Object{}, meta.ErrNoVersion(bucket, key, versionID)
+	}
+	return s.getVersion(ctx, bucket, key, versionID)
+}
+
+// getVersion reads version ("": the latest) of bucket/key.
+func (s *Store) getVersion(ctx context.Context, bucket, key, version string) (meta.Object, error) {
 	if err := s.ready(); err != nil {
 		return meta.Object{}, err
 	}
-	_, o, ok, err := lookup(ctx, s.read(), bucket, key)
+	f, err := lookup(ctx, s.read(), bucket, key, version, true)
 	if err != nil {
 		return meta.Object{}, err
 	}
-	if !ok {
-		return meta.Object{}, meta.ErrNoObject(bucket, key)
+	if err := f.missing(bucket, key, version); err != nil {
+		return meta.Object{}, err
 	}
+	o := f.row
 	if o.PartsID == 0 {
 		return o.Object, nil
 	}
@@ -52,53 +86,78 @@ func (s *Store) GetObject(ctx context.Context, bucket, key string) (meta.Object,
 	}
 	// The object was replaced or deleted between the two reads: read it
 	// again in one snapshot.
-	return s.getObjectSnapshot(ctx, bucket, key)
+	return s.getObjectSnapshot(ctx, bucket, key, version)
 }
 
-// getObjectSnapshot reads an object and its parts in one read transaction.
-func (s *Store) getObjectSnapshot(ctx context.Context, bucket, key string) (meta.Object, error) {
+// getObjectSnapshot reads an object version and its parts in one read
+// transaction.
+func (s *Store) getObjectSnapshot(ctx context.Context, bucket, key, version string) (meta.Object, error) {
 	tx, err := s.readers.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return meta.Object{}, classify(err, "get object %q", key)
 	}
 	defer tx.Rollback()
-	_, o, ok, err := lookupFull(ctx, reader{stmts: s.rstmts, tx: tx}, bucket, key)
+	f, err := lookupFull(ctx, reader{stmts: s.rstmts, tx: tx}, bucket, key, version)
 	if err != nil {
 		return meta.Object{}, err
 	}
-	if !ok {
-		return meta.Object{}, meta.ErrNoObject(bucket, key)
+	if err := f.missing(bucket, key, version); err != nil {
+		return meta.Object{}, err
 	}
-	return o.Object, nil
+	return f.row.Object, nil
 }
 
-// lookup returns the owner of bucket and the row at key, if any, in one
-// query, without the parts of a multipart object. NotFound if the bucket is
+// lookup returns the owner and versioning of bucket and version ("": the
+// latest) of key, if any, in one query, without the parts of a multipart
+// object; a read (not a write) reads no seq. NotFound if the bucket is
 // missing.
-func lookup(ctx context.Context, q querier, bucket, key string) (owner string, o row, ok bool, err error) {
+func lookup(ctx context.Context, q querier, bucket, key, version string, read bool) (found, error) {
 	var (
+		f                           found
+		versioning                  string
 		k, etag, sha, ctype, blob   sql.NullString
-		md                          *string
+		md, tags                    *string
 		calg, ctyp, cval            sql.NullString
 		size, mod, pid, pcount, iid sql.NullInt64
 		data, sse                   []byte
-		kek                         sql.NullString
+		kek, vid, seq               sql.NullString
+		latest, marker              sql.NullBool
 	)
-	err = q.QueryRowContext(ctx, lookupQuery, bucket, key).
-		Scan(&owner, &k, &size, &etag, &sha, &ctype, &md, &blob, &mod, &calg, &ctyp, &cval, &pid, &pcount, &iid, &data, &sse, &kek)
+	query, args := lookupQuery, []any{bucket, key}
+	if version != "" {
+		query, args = lookupVersionQuery, append(args, version)
+	}
+	dest := []any{&f.owner, &k, &size, &etag, &sha, &ctype, &md, &blob, &mod, &calg, &ctyp, &cval, &pid, &pcount, &iid, &data, &sse, &kek, &tags, &vid}
+	if read && version == "" {
+		// The hot path of every read: no column more than it needs (each
+		// costs), the marker flag folded into the version.
+		query = readLatestQuery
+	} else {
+		dest = append(dest, &versioning, &seq, &latest, &marker)
+	}
+	err := q.QueryRowContext(ctx, query, args...).Scan(dest...)
 	if errors.Is(err, sql.ErrNoRows) {
-		return "", row{}, false, meta.ErrNoBucket(bucket)
+		return found{}, meta.ErrNoBucket(bucket)
 	}
 	if err != nil {
-		return "", row{}, false, classify(err, "get object %q", key)
+		return found{}, classify(err, "get object %q", key)
 	}
+	f.versioning = meta.Versioning(versioning)
 	if !k.Valid {
-		return owner, row{}, false, nil
+		return f, nil
 	}
-	o = row{ObjectRow: metasql.ObjectRow{
+	f.exists = true
+	if query == readLatestQuery {
+		latest.Bool = true
+		vid.String, marker.Bool = strings.CutPrefix(vid.String, "!")
+	}
+	f.row = row{ObjectRow: metasql.ObjectRow{
 		Object: meta.Object{
 			Bucket:        bucket,
 			Key:           k.String,
+			VersionID:     vid.String,
+			IsLatest:      latest.Bool,
+			DeleteMarker:  marker.Bool,
 			Size:          size.Int64,
 			ETag:          etag.String,
 			SHA256:        sha.String,
@@ -111,24 +170,50 @@ func lookup(ctx context.Context, q querier, bucket, key string) (owner string, o
 		},
 		PartsID:   pid.Int64,
 		PartCount: int(pcount.Int64),
+		Seq:       seq.String,
 	}, inlineID: iid.Int64}
 	if iid.Valid {
-		o.Inline = data
-		if o.Inline == nil {
-			o.Inline = []byte{}
+		f.row.Inline = data
+		if f.row.Inline == nil {
+			f.row.Inline = []byte{}
 		}
 	}
-	if o.Metadata, err = metasql.DecodeMetadata(md); err != nil {
-		return "", row{}, false, err
+	if f.row.Metadata, err = metasql.DecodeMetadata(md); err != nil {
+		return found{}, err
 	}
-	return owner, o, true, nil
+	if f.row.Tags, err = metasql.DecodeTags(tags); err != nil {
+		return found{}, err
+	}
+	return f, nil
 }
 
-const lookupQuery = `SELECT b.owner_id, o.key, o.size, o.etag, o.sha256, o.content_type, o.metadata, o.blob_key, o.mod_time,
-		o.checksum_algorithm, o.checksum_type, o.checksum_value, o.parts_id, o.part_count, o.inline_id, i.data, o.sse, o.sse_kek
-	FROM buckets b LEFT JOIN objects o ON o.bucket = b.name AND o.key = ?2
+// lookupSQL reads a bucket and the version of a key that cond (on o)
+// selects, with its inline bytes, and version (its version_id, and for
+// a write the bucket's versioning and the version's seq, is_latest and
+// delete_marker): bucket ?1, key ?2.
+func lookupSQL(cond, version string) string {
+	return `SELECT b.owner_id, o.key, o.size, o.etag, o.sha256, o.content_type, o.metadata, o.blob_key, o.mod_time,
+		o.checksum_algorithm, o.checksum_type, o.checksum_value, o.parts_id, o.part_count, o.inline_id, i.data, o.sse, o.sse_kek, o.tags,
+		` + version + `
+	FROM buckets b LEFT JOIN objects o ON o.bucket = b.name AND o.key = ?2 AND ` + cond + `
 	LEFT JOIN inline_data i ON i.id = o.inline_id
 	WHERE b.name = ?1`
+}
+
+const versionCols = "o.version_id, b.versioning, o.seq, o.is_latest, o.delete_marker"
+
+// latestCond selects a key's latest version by its primary key
+// (metasql's LatestID): in a bucket never versioned it is the null
+// version, the only one there is, without a look at objects_latest.
+var latestCond = "o.version_id = CASE WHEN b.versioning = '' THEN 'null' ELSE " + metasql.LatestIDOf(ph) + " END AND (b.versioning = '' OR o.is_latest)"
+
+var (
+	lookupQuery        = lookupSQL(latestCond, versionCols)          // the latest version
+	lookupVersionQuery = lookupSQL("o.version_id = ?3", versionCols) // version ?3
+	// readLatestQuery is lookupQuery for a GetObject: its version ID,
+	// prefixed with "!" for a delete marker.
+	readLatestQuery = lookupSQL(latestCond, "CASE WHEN o.delete_marker THEN '!' || o.version_id ELSE o.version_id END")
+)
 
 const readPartsQuery = "SELECT blob_key, size, etag, checksum, sse, sse_kek FROM object_parts WHERE parts_id = ? ORDER BY idx"
 
@@ -141,18 +226,18 @@ func scanObjectPart(r metasql.Row) (meta.ObjectPart, error) {
 
 // lookupFull is lookup with the parts of a multipart object. q must read
 // one snapshot (the writer, or a read transaction).
-func lookupFull(ctx context.Context, q querier, bucket, key string) (owner string, o row, ok bool, err error) {
-	owner, o, ok, err = lookup(ctx, q, bucket, key)
-	if err != nil || !ok || o.PartsID == 0 {
-		return owner, o, ok, err
+func lookupFull(ctx context.Context, q querier, bucket, key, version string) (found, error) {
+	f, err := lookup(ctx, q, bucket, key, version, false)
+	if err != nil || !f.exists || f.row.PartsID == 0 {
+		return f, err
 	}
-	if o.Parts, err = readParts(ctx, q, o.PartsID); err != nil {
-		return "", row{}, false, err
+	if f.row.Parts, err = readParts(ctx, q, f.row.PartsID); err != nil {
+		return found{}, err
 	}
-	if err := o.CheckParts(); err != nil {
-		return "", row{}, false, err
+	if err := f.row.CheckParts(); err != nil {
+		return found{}, err
 	}
-	return owner, o, true, nil
+	return f, nil
 }
 
 // readParts returns the parts stored under id, in order.
@@ -183,40 +268,115 @@ func insertParts(ctx context.Context, c *conn, parts []meta.ObjectPart) (int64, 
 	return id, nil
 }
 
-// writeObject writes o at its bucket and key, replacing any row there. Its
-// parts, if any, must already be stored under partsID.
-func writeObject(ctx context.Context, c *conn, o meta.Object, partsID, inlineID int64) error {
+// writeObject writes o at its bucket, key and version ID (at seq),
+// replacing the row of that version if there is one; in place, that row's
+// seq and latest flag are kept (they must be seq and o.IsLatest). Its
+// parts, if any, must already be stored under partsID, its inline bytes
+// under inlineID.
+func writeObject(ctx context.Context, c *conn, o meta.Object, seq string, partsID, inlineID int64, inPlace bool) error {
 	var iid any // NULL unless inline
 	if inlineID != 0 {
 		iid = inlineID
 	}
-	args, err := metasql.ObjectArgs(o, partsID, iid, key)
+	args, err := metasql.ObjectArgs(o, seq, partsID, iid, key)
 	if err != nil {
 		return err
 	}
-	_, err = c.ExecContext(ctx, upsertObjectSQL, args...)
+	query := upsertObjectSQL
+	if inPlace {
+		query = overwriteObjectSQL
+	}
+	_, err = c.ExecContext(ctx, query, args...)
 	return classify(err, "put object %q", o.Key)
 }
 
-// putObject writes o, storing its parts or its inline bytes if it has any.
-func putObject(ctx context.Context, c *conn, o meta.Object) error {
-	var pid, iid int64
+// storeBytes stores o's parts or its inline bytes, if it has any, and
+// returns where.
+func storeBytes(ctx context.Context, c *conn, o meta.Object) (partsID, inlineID int64, err error) {
 	switch {
 	case len(o.Parts) > 0:
-		var err error
-		if pid, err = insertParts(ctx, c, o.Parts); err != nil {
-			return err
-		}
+		partsID, err = insertParts(ctx, c, o.Parts)
 	case o.IsInline():
 		data := o.Inline
 		if data == nil {
 			data = []byte{}
 		}
-		if err := c.QueryRowContext(ctx, "INSERT INTO inline_data (data) VALUES (?) RETURNING id", data).Scan(&iid); err != nil {
-			return classify(err, "store inline object %q", o.Key)
+		if err := c.QueryRowContext(ctx, "INSERT INTO inline_data (data) VALUES (?) RETURNING id", data).Scan(&inlineID); err != nil {
+			return 0, 0, classify(err, "store inline object %q", o.Key)
 		}
 	}
-	return writeObject(ctx, c, o, pid, iid)
+	return partsID, inlineID, err
+}
+
+// place decides where a new version of the key whose latest version f
+// holds goes (meta.PlanVersion), and finds the version it replaces: the
+// key's null version, unless the bucket is Enabled.
+func place(ctx context.Context, c *conn, f found, bucket, key string, now time.Time) (nv meta.NewVersion, old row, hasOld bool, err error) {
+	nv = meta.PlanVersion(f.versioning, f.row.VersionID, f.row.SeqIf(f.exists), now)
+	switch {
+	case !nv.ReplacesNull || !f.exists:
+		return nv, row{}, false, nil
+	case f.row.VersionID == meta.NullVersion:
+		return nv, f.row, true, nil
+	}
+	g, err := lookupFull(ctx, c, bucket, key, meta.NullVersion)
+	return nv, g.row, g.exists, err
+}
+
+// putVersion writes o, whose parts or inline bytes are stored under
+// partsID or inlineID, as the new latest version nv of the key whose
+// latest version f holds, replacing old if hasOld: the latest version,
+// unless it is old, stops being the latest first (one latest per key).
+func putVersion(ctx context.Context, c *conn, f found, nv meta.NewVersion, old row, hasOld bool, o meta.Object, partsID, inlineID int64, now time.Time) (meta.Object, error) {
+	if f.exists && !(hasOld && old.VersionID == f.row.VersionID) {
+		if _, err := c.ExecContext(ctx, sq.Demote, o.Bucket, key(o.Key), f.row.VersionID); err != nil {
+			return meta.Object{}, classify(err, "put object %q", o.Key)
+		}
+	}
+	o.VersionID, o.IsLatest = nv.VersionID, true
+	inPlace := hasOld && old.VersionID == f.row.VersionID && nv.Seq == old.Seq
+	if err := writeObject(ctx, c, o, nv.Seq, partsID, inlineID, inPlace); err != nil {
+		return meta.Object{}, err
+	}
+	if hasOld {
+		if err := release(ctx, c, old, now); err != nil {
+			return meta.Object{}, err
+		}
+	}
+	return o, nil
+}
+
+// newVersion writes o as the new latest version of its key, whose latest
+// version f holds, as the bucket's versioning says, if cond holds for the
+// latest version: the owner's usage moves by delta less the size of the
+// version it replaces; store, if set, stores o's parts or inline bytes.
+func newVersion(ctx context.Context, c *conn, f found, o meta.Object, cond meta.Cond, delta int64,
+	store func() (partsID, inlineID int64, err error), now time.Time) (meta.PutResult, error) {
+	if err := cond.Check(f.row.Object, f.live()); err != nil {
+		return meta.PutResult{}, err
+	}
+	nv, old, hasOld, err := place(ctx, c, f, o.Bucket, o.Key, now)
+	if err != nil {
+		return meta.PutResult{}, err
+	}
+	if err := addUsage(ctx, c, f.owner, delta-old.Size, now); err != nil {
+		return meta.PutResult{}, err
+	}
+	var pid, iid int64
+	if store != nil {
+		if pid, iid, err = store(); err != nil {
+			return meta.PutResult{}, err
+		}
+	}
+	stored, err := putVersion(ctx, c, f, nv, old, hasOld, o, pid, iid, now)
+	if err != nil {
+		return meta.PutResult{}, err
+	}
+	var replaced meta.Object
+	if hasOld {
+		replaced = old.Object
+	}
+	return meta.PutResult{Object: stored, Replaced: replaced}, nil
 }
 
 // release forgets an object whose row was deleted or replaced: it deletes
@@ -277,11 +437,11 @@ func allValidUTF8(ss []string) bool {
 // PutObjects implements meta.Objects. A zero ModTime is set to now. An object
 // with Parts is stored as given (see checkObject); an empty Parts is a
 // single-blob object.
-func (s driver) PutObjects(ctx context.Context, puts []meta.Put, staged []string) ([]meta.Object, error) {
-	olds := make([]meta.Object, len(puts))
+func (s driver) PutObjects(ctx context.Context, puts []meta.Put, staged []string) ([]meta.PutResult, error) {
+	out := make([]meta.PutResult, len(puts))
 	err := s.write(ctx, func(ctx context.Context, c *conn) error {
 		now := time.Now()
-		clear(olds)
+		clear(out)
 		if err := releaseStaged(ctx, c, staged, now); err != nil {
 			return err
 		}
@@ -291,27 +451,25 @@ func (s driver) PutObjects(ctx context.Context, puts []meta.Put, staged []string
 			if len(o.Parts) == 0 {
 				o.Parts = nil
 			}
-			owner, cur, exists, err := lookupFull(ctx, c, o.Bucket, o.Key)
+			version := ""
+			if p.InPlace {
+				version = o.VersionID
+			}
+			f, err := lookupFull(ctx, c, o.Bucket, o.Key, version)
 			if err != nil {
 				return err
 			}
-			if p.BucketOwner != "" && owner != p.BucketOwner {
+			if p.BucketOwner != "" && f.owner != p.BucketOwner {
 				return meta.ErrNoBucket(o.Bucket)
 			}
-			if err := p.Cond.Check(cur.Object, exists); err != nil {
-				return err
+			store := func() (int64, int64, error) { return storeBytes(ctx, c, o) }
+			if p.InPlace {
+				out[i], err = rewriteVersion(ctx, c, f, o, p.Cond, store, now)
+			} else {
+				out[i], err = newVersion(ctx, c, f, o, p.Cond, o.Size, store, now)
 			}
-			if err := addUsage(ctx, c, owner, o.Size-cur.Size, now); err != nil {
+			if err != nil {
 				return err
-			}
-			if err := putObject(ctx, c, o); err != nil {
-				return err
-			}
-			if exists {
-				if err := release(ctx, c, cur, now); err != nil {
-					return err
-				}
-				olds[i] = cur.Object
 			}
 		}
 		return nil
@@ -319,37 +477,105 @@ func (s driver) PutObjects(ctx context.Context, puts []meta.Put, staged []string
 	if err != nil {
 		return nil, err
 	}
-	return olds, nil
+	return out, nil
+}
+
+// rewriteVersion writes o over the version f holds (an InPlace put), if
+// cond holds for it, keeping its version ID, seq and latest flag.
+func rewriteVersion(ctx context.Context, c *conn, f found, o meta.Object, cond meta.Cond,
+	store func() (partsID, inlineID int64, err error), now time.Time) (meta.PutResult, error) {
+	if err := cond.Check(f.row.Object, f.live()); err != nil {
+		return meta.PutResult{}, err
+	}
+	if !f.live() {
+		return meta.PutResult{}, meta.ErrNoVersion(o.Bucket, o.Key, o.VersionID)
+	}
+	if err := addUsage(ctx, c, f.owner, o.Size-f.row.Size, now); err != nil {
+		return meta.PutResult{}, err
+	}
+	pid, iid, err := store()
+	if err != nil {
+		return meta.PutResult{}, err
+	}
+	o.VersionID, o.IsLatest, o.Tags = f.row.VersionID, f.row.IsLatest, f.row.Tags
+	if err := writeObject(ctx, c, o, f.row.Seq, pid, iid, true); err != nil {
+		return meta.PutResult{}, err
+	}
+	if err := release(ctx, c, f.row, now); err != nil {
+		return meta.PutResult{}, err
+	}
+	return meta.PutResult{Object: o, Replaced: f.row.Object}, nil
 }
 
 // DeleteObject implements meta.Objects.
 func (s *Store) DeleteObject(ctx context.Context, bucket, key string, cond meta.Cond) (meta.Object, error) {
-	var old meta.Object
+	var out meta.Object
 	err := s.write(ctx, func(ctx context.Context, c *conn) error {
 		now := time.Now()
-		owner, cur, exists, err := lookupFull(ctx, c, bucket, key)
+		f, err := lookupFull(ctx, c, bucket, key, "")
 		if err != nil {
 			return err
 		}
-		if !exists {
+		if f.versioning != meta.Unversioned {
+			res, err := newVersion(ctx, c, f, meta.Object{Bucket: bucket, Key: key, DeleteMarker: true, ModTime: now}, cond, 0, nil, now)
+			out = res.Object
+			return err
+		}
+		if !f.exists {
 			return meta.ErrNoObject(bucket, key)
 		}
-		if err := cond.Check(cur.Object, exists); err != nil {
+		if err := cond.Check(f.row.Object, true); err != nil {
 			return err
 		}
-		if _, err := c.ExecContext(ctx, sq.DeleteObject, bucket, key); err != nil {
-			return classify(err, "delete object %q", key)
-		}
-		if err := addUsage(ctx, c, owner, -cur.Size, now); err != nil {
-			return err
-		}
-		if err := release(ctx, c, cur, now); err != nil {
-			return err
-		}
-		old = cur.Object
-		return nil
+		out = f.row.Object
+		return removeVersion(ctx, c, f, now)
 	})
-	return metasql.Result(old, err)
+	return metasql.Result(out, err)
+}
+
+// removeVersion deletes the version f holds for good, releases it and
+// moves its owner's usage; if it was the latest, the key's next newest
+// version becomes the latest.
+func removeVersion(ctx context.Context, c *conn, f found, now time.Time) error {
+	o := f.row
+	if _, err := c.ExecContext(ctx, sq.DeleteObject, o.Bucket, key(o.Key), o.VersionID); err != nil {
+		return classify(err, "delete object %q", o.Key)
+	}
+	if err := addUsage(ctx, c, f.owner, -o.Size, now); err != nil {
+		return err
+	}
+	if err := release(ctx, c, o, now); err != nil {
+		return err
+	}
+	if o.IsLatest {
+		if _, err := c.ExecContext(ctx, sq.Promote, o.Bucket, key(o.Key)); err != nil {
+			return classify(err, "delete object %q", o.Key)
+		}
+	}
+	return nil
+}
+
+// DeleteVersion implements meta.Objects.
+func (s *Store) DeleteVersion(ctx context.Context, bucket, key, versionID string, cond meta.Cond) (meta.Object, error) {
+	if versionID == "" {
+		return meta.Object{}, meta.ErrNoVersion(bucket, key, versionID)
+	}
+	var out meta.Object
+	err := s.write(ctx, func(ctx context.Context, c *conn) error {
+		f, err := lookupFull(ctx, c, bucket, key, versionID)
+		if err != nil {
+			return err
+		}
+		if !f.exists {
+			return meta.ErrNoVersion(bucket, key, versionID)
+		}
+		if err := cond.Check(f.row.Object, f.live()); err != nil {
+			return err
+		}
+		out = f.row.Object
+		return removeVersion(ctx, c, f, time.Now())
+	})
+	return metasql.Result(out, err)
 }
 
 // MoveObject implements meta.Objects. The object keeps every field, ModTime
@@ -360,36 +586,39 @@ func (s driver) MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, ds
 	var moved meta.Object
 	err := s.write(ctx, func(ctx context.Context, c *conn) error {
 		now := time.Now()
-		srcOwner, src, ok, err := lookupFull(ctx, c, srcBucket, srcKey)
+		src, err := lookupFull(ctx, c, srcBucket, srcKey, "")
 		if err != nil {
 			return err
 		}
-		if !ok {
+		dst, err := lookupFull(ctx, c, dstBucket, dstKey, "")
+		if err != nil {
+			return err
+		}
+		if src.versioning != meta.Unversioned || dst.versioning != meta.Unversioned {
+			return meta.ErrMoveVersioned()
+		}
+		if !src.exists {
 			return meta.ErrNoObject(srcBucket, srcKey)
 		}
-		dstOwner, dst, exists, err := lookupFull(ctx, c, dstBucket, dstKey)
-		if err != nil {
+		if err := dstCond.Check(dst.row.Object, dst.exists); err != nil {
 			return err
 		}
-		if err := dstCond.Check(dst.Object, exists); err != nil {
-			return err
-		}
-		if _, err := c.ExecContext(ctx, sq.DeleteObject, srcBucket, srcKey); err != nil {
+		if _, err := c.ExecContext(ctx, sq.DeleteObject, srcBucket, key(srcKey), src.row.VersionID); err != nil {
 			return classify(err, "move object %q", srcKey)
 		}
-		o := src.Object
+		o := src.row.Object
 		o.Bucket, o.Key = dstBucket, dstKey
-		if err := writeObject(ctx, c, o, src.PartsID, src.inlineID); err != nil {
+		if err := writeObject(ctx, c, o, src.row.Seq, src.row.PartsID, src.row.inlineID, false); err != nil {
 			return err
 		}
 		// Usage: src leaves its owner, it replaces dst at dst's owner.
-		for _, d := range meta.MoveUsage(srcOwner, src.Size, dstOwner, dst.Size) {
+		for _, d := range meta.MoveUsage(src.owner, src.row.Size, dst.owner, dst.row.Size) {
 			if err := addUsage(ctx, c, d.Owner, d.Bytes, now); err != nil {
 				return err
 			}
 		}
-		if exists {
-			if err := release(ctx, c, dst, now); err != nil {
+		if dst.exists {
+			if err := release(ctx, c, dst.row, now); err != nil {
 				return err
 			}
 		}

@@ -62,9 +62,16 @@
 // Store embeds: this package holds how SQLite runs a statement (the writer
 // and the reader pool, with one row collector, queryRows) and the
 // transactions of its own (the metasql.Driver methods, and GetObject,
-// ListObjects, ListUploads, DeleteObject, CompleteUpload, AbortUpload,
-// DeleteBucket, DeleteUser, DeleteAccessKey, GrowStaging,
-// ReferencedBlobs).
+// GetObjectVersion, ListObjects, ListObjectVersions, ListUploads,
+// DeleteObject, DeleteVersion, CompleteUpload, AbortUpload, DeleteBucket,
+// DeleteUser, DeleteAccessKey, GrowStaging, ReferencedBlobs).
+//
+// Every objects row is a version of its key (migration 0017, package
+// meta's versions.go): its primary key is (bucket, key, version_id); the
+// unique partial index objects_latest on (bucket, key) WHERE is_latest
+// AND version_id <> 'null' names a key's latest version when it is not
+// the null one, which a bucket never versioned never needs (its reads and
+// writes seek the primary key, as before versions).
 package sqlite
 
 import (

@@ -192,43 +192,30 @@ func (s *Store) CompleteUpload(ctx context.Context, id string, obj meta.Object, 
 		if err != nil {
 			return err
 		}
-		owner, cur, exists, err := lookupFull(ctx, c, u.Bucket, u.Key)
+		f, err := lookupFull(ctx, c, u.Bucket, u.Key, "")
 		if err != nil {
-			return err
-		}
-		if err := cond.Check(cur.Object, exists); err != nil {
 			return err
 		}
 		freed, discarded := a.Freed()
-		partsID, err := moveParts(ctx, c, id, a.Numbers)
+		// The parts are counted already: usage moves by the discarded
+		// ones and the version replaced.
+		res, err := newVersion(ctx, c, f, a.Object, cond, -freed, func() (int64, int64, error) {
+			id, err := moveParts(ctx, c, id, a.Numbers)
+			return id, 0, err
+		}, now)
 		if err != nil {
-			return err
-		}
-		if err := writeObject(ctx, c, a.Object, partsID, 0); err != nil {
 			return err
 		}
 		if err := deleteUpload(ctx, c, id); err != nil {
 			return err
 		}
-		if err := replaced(ctx, c, owner, -freed, cur, exists, now); err != nil {
-			return err
-		}
 		if err := enqueue(ctx, c, now, discarded...); err != nil {
 			return err
 		}
-		out = a.Object
+		out = res.Object
 		return nil
 	})
 	return metasql.Result(out, err)
-}
-
-// replaced moves owner's usage by delta less the size of cur, the object
-// a write replaced (if it exists), and releases cur.
-func replaced(ctx context.Context, c *conn, owner string, delta int64, cur row, exists bool, now time.Time) error {
-	if err := addUsage(ctx, c, owner, delta-cur.Size, now); err != nil || !exists {
-		return err
-	}
-	return release(ctx, c, cur, now)
 }
 
 // moveParts copies the listed parts of an upload, which are in ascending
@@ -266,27 +253,22 @@ func (s driver) CompleteBackendUpload(ctx context.Context, id string, obj meta.O
 		if err != nil {
 			return err
 		}
-		owner, cur, exists, err := lookupFull(ctx, c, u.Bucket, u.Key)
+		f, err := lookupFull(ctx, c, u.Bucket, u.Key, "")
 		if err != nil {
-			return err
-		}
-		if err := cond.Check(cur.Object, exists); err != nil {
 			return err
 		}
 		freed, discarded, err := dropUpload(ctx, c, id)
 		if err != nil {
 			return err
 		}
-		if err := writeObject(ctx, c, o, 0, 0); err != nil {
-			return err
-		}
-		if err := replaced(ctx, c, owner, o.Size-freed, cur, exists, now); err != nil {
+		res, err := newVersion(ctx, c, f, o, cond, o.Size-freed, nil, now)
+		if err != nil {
 			return err
 		}
 		if err := enqueue(ctx, c, now, discarded...); err != nil {
 			return err
 		}
-		out = o
+		out = res.Object
 		return nil
 	})
 	return metasql.Result(out, err)

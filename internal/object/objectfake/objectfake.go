@@ -12,6 +12,11 @@
 // object.EncryptionOf and object.CheckCustomerKey read. It does not
 // enforce quotas, store bytes durably or encrypt them.
 //
+// Versioning is modelled for the handlers' sake: in a bucket whose
+// Versioning is set, every write keeps a version (Versions, newest
+// first), deletes write delete markers, and the version IDs are
+// v1…, v2… in 32 hex digits; a bucket never versioned has only Objects.
+//
 // Every call that would change something is recorded in Writes, so a test
 // proves that a refused request changed nothing; Fail makes a method
 // return an error instead (the error mapping); the Last* fields hold the
@@ -27,6 +32,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -47,12 +53,16 @@ type Service struct {
 
 	Now      time.Time              // ModTime of what it writes
 	Buckets  map[string]meta.Bucket // by name
-	Objects  map[string]Object      // by bucket + "/" + key
+	Objects  map[string]Object      // by bucket + "/" + key: the latest version, unless a delete marker
+	Versions map[string][]Object    // by bucket + "/" + key, newest first (versioned buckets only)
 	Uploads  map[string]meta.Upload // by ID
 	Parts    map[string][]meta.Part // by upload ID
-	Encrypts bool                   // EncryptsByDefault
-	Fail     map[string]error       // method name ("Put", "Get", "Open" for a Reader's bytes...) → its error
-	Writes   []string               // "Put b/k", "CreateBucket b", ... in order
+	// BucketTags are the buckets' tag sets, by name.
+	BucketTags map[string][]meta.Tag
+	Encrypts   bool             // EncryptsByDefault
+	versions   int              // version IDs made so far
+	Fail       map[string]error // method name ("Put", "Get", "Open" for a Reader's bytes...) → its error
+	Writes     []string         // "Put b/k", "CreateBucket b", ... in order
 
 	LastPut    object.PutInput
 	LastCopy   object.CopyInput
@@ -69,8 +79,8 @@ type Object struct {
 
 // New returns an empty fake whose clock reads now.
 func New(now time.Time) *Service {
-	return &Service{Now: now, Buckets: map[string]meta.Bucket{}, Objects: map[string]Object{},
-		Uploads: map[string]meta.Upload{}, Parts: map[string][]meta.Part{}, Fail: map[string]error{}}
+	return &Service{Now: now, Buckets: map[string]meta.Bucket{}, Objects: map[string]Object{}, Versions: map[string][]Object{},
+		Uploads: map[string]meta.Upload{}, Parts: map[string][]meta.Part{}, BucketTags: map[string][]meta.Tag{}, Fail: map[string]error{}}
 }
 
 // Add stores o with data, filling in its Size, ETag (MD5), SHA256 and, if
@@ -90,8 +100,46 @@ func (f *Service) Add(o meta.Object, data []byte) meta.Object {
 	if o.ModTime.IsZero() {
 		o.ModTime = f.Now
 	}
-	f.Objects[o.Bucket+"/"+o.Key] = Object{o, data}
-	return o
+	return f.store(Object{o, data})
+}
+
+// store makes o the latest version of its key (a new version, or the
+// null one, in a versioned bucket) and returns it as stored.
+func (f *Service) store(o Object) meta.Object {
+	k := o.Bucket + "/" + o.Key
+	b := f.Buckets[o.Bucket]
+	o.IsLatest = true
+	if b.Versioning == meta.Unversioned {
+		if !o.DeleteMarker {
+			f.Objects[k] = o
+		}
+		return o.Object
+	}
+	o.VersionID = meta.NullVersion
+	if b.Versioning == meta.VersioningEnabled {
+		f.versions++
+		o.VersionID = fmt.Sprintf("%032x", f.versions)
+	}
+	vs := slices.DeleteFunc(f.Versions[k], func(v Object) bool { return v.VersionID == o.VersionID })
+	for i := range vs {
+		vs[i].IsLatest = false
+	}
+	f.Versions[k] = append([]Object{o}, vs...)
+	if o.DeleteMarker {
+		delete(f.Objects, k)
+	} else {
+		f.Objects[k] = o
+	}
+	return o.Object
+}
+
+// latest returns the latest version of bucket/key, a delete marker too.
+func (f *Service) latest(bucket, key string) (Object, bool) {
+	if vs := f.Versions[bucket+"/"+key]; len(vs) > 0 {
+		return vs[0], true
+	}
+	o, ok := f.Objects[bucket+"/"+key]
+	return o, ok
 }
 
 // Current returns the object at bucket/key.
@@ -151,8 +199,11 @@ func Envelope(sse object.SSE) ([]byte, error) {
 // write reads body through the checks the service makes and stores it at
 // bucket/key, under the write condition cond.
 func (f *Service) write(a object.Actor, bucket, key string, cond meta.Cond, body io.Reader, opts integrity.Options,
-	ct string, md map[string]string, sse object.SSE) (meta.Object, error) {
+	ct string, md map[string]string, tags []meta.Tag, sse object.SSE) (meta.Object, error) {
 	if _, err := f.authorize(a, bucket, true); err != nil {
+		return meta.Object{}, err
+	}
+	if err := meta.CheckTags(tags, meta.MaxObjectTags); err != nil {
 		return meta.Object{}, err
 	}
 	if err := object.ValidKey(key); err != nil {
@@ -182,12 +233,11 @@ func (f *Service) write(a object.Actor, bucket, key string, cond meta.Cond, body
 		ct = "application/octet-stream"
 	}
 	o := meta.Object{Bucket: bucket, Key: key, Size: int64(len(data)), ETag: hex.EncodeToString(r.MD5()),
-		SHA256: hex.EncodeToString(r.SHA256()), ContentType: ct, Metadata: md, ModTime: f.Now, Encryption: env}
+		SHA256: hex.EncodeToString(r.SHA256()), ContentType: ct, Metadata: md, Tags: tags, ModTime: f.Now, Encryption: env}
 	if sum := r.Checksum(); sum != nil {
 		o.Checksum = meta.Checksum{Algorithm: alg.String(), Type: "FULL_OBJECT", Value: alg.Encode(sum)}
 	}
-	f.Objects[bucket+"/"+key] = Object{o, data}
-	return o, nil
+	return f.store(Object{o, data}), nil
 }
 
 // ---- buckets ----
@@ -331,7 +381,14 @@ func (f *Service) List(_ context.Context, a object.Actor, bucket string, opts me
 
 // Get returns a Reader of bucket/key (object.NewReader over its bytes;
 // Fail["Open"] fails the opening of the bytes).
-func (f *Service) Get(_ context.Context, a object.Actor, bucket, key string) (*object.Reader, error) {
+func (f *Service) Get(ctx context.Context, a object.Actor, bucket, key string) (*object.Reader, error) {
+	return f.GetVersion(ctx, a, bucket, key, "")
+}
+
+// GetVersion returns a Reader of version versionID of bucket/key ("": the
+// latest), with the service's errors for a missing version and a delete
+// marker.
+func (f *Service) GetVersion(_ context.Context, a object.Actor, bucket, key, versionID string) (*object.Reader, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.Fail["Get"]; err != nil {
@@ -344,9 +401,9 @@ func (f *Service) Get(_ context.Context, a object.Actor, bucket, key string) (*o
 	if err := object.ValidKey(key); err != nil {
 		return nil, err
 	}
-	o, ok := f.Objects[bucket+"/"+key]
-	if !ok {
-		return nil, object.ErrNoObject(key)
+	o, err := f.find(bucket, key, versionID)
+	if err != nil {
+		return nil, err
 	}
 	return object.NewReader(o.Object, b, func(_ context.Context, offset, length int64) (io.ReadCloser, error) {
 		f.mu.Lock()
@@ -359,6 +416,20 @@ func (f *Service) Get(_ context.Context, a object.Actor, bucket, key string) (*o
 	}), nil
 }
 
+// version returns version id of bucket/key.
+func (f *Service) version(bucket, key, id string) (Object, bool) {
+	if f.Buckets[bucket].Versioning == meta.Unversioned {
+		o, ok := f.Objects[bucket+"/"+key]
+		return o, ok && id == meta.NullVersion
+	}
+	for _, v := range f.Versions[bucket+"/"+key] {
+		if v.VersionID == id {
+			return v, true
+		}
+	}
+	return Object{}, false
+}
+
 // Put stores in.Body, checked against what in announces.
 func (f *Service) Put(_ context.Context, a object.Actor, in object.PutInput) (meta.Object, error) {
 	f.mu.Lock()
@@ -368,7 +439,7 @@ func (f *Service) Put(_ context.Context, a object.Actor, in object.PutInput) (me
 		return meta.Object{}, err
 	}
 	o, err := f.write(a, in.Bucket, in.Key, in.Cond, in.Body, integrity.Options{Size: in.Size, SHA256: in.SHA256, MD5: in.MD5,
-		ChecksumAlgorithm: in.ChecksumAlgorithm, ChecksumWant: in.ChecksumWant}, in.ContentType, in.Metadata, in.SSE)
+		ChecksumAlgorithm: in.ChecksumAlgorithm, ChecksumWant: in.ChecksumWant}, in.ContentType, in.Metadata, in.Tags, in.SSE)
 	if err != nil {
 		return meta.Object{}, err
 	}
@@ -392,7 +463,7 @@ func (f *Service) CopyFrom(ctx context.Context, a object.Actor, src *object.Read
 	if err := f.Fail["CopyFrom"]; err != nil {
 		return meta.Object{}, err
 	}
-	ct, md := src.Object.ContentType, src.Object.Metadata
+	ct, md, tags := src.Object.ContentType, src.Object.Metadata, src.Object.Tags
 	if in.ReplaceMetadata {
 		ct, md = in.ContentType, in.Metadata
 	}
@@ -404,7 +475,10 @@ func (f *Service) CopyFrom(ctx context.Context, a object.Actor, src *object.Read
 			opts.ChecksumAlgorithm, opts.ChecksumWant = c.Algorithm, want
 		}
 	}
-	o, err := f.write(a, in.DstBucket, in.DstKey, in.Cond, rc, opts, ct, md, in.SSE)
+	if in.ReplaceTags {
+		tags = in.Tags
+	}
+	o, err := f.write(a, in.DstBucket, in.DstKey, in.Cond, rc, opts, ct, md, tags, in.SSE)
 	if err != nil {
 		return meta.Object{}, err
 	}
@@ -465,12 +539,109 @@ func (f *Service) Delete(_ context.Context, a object.Actor, bucket, key string, 
 	if err := cond.Check(cur.Object, exists); err != nil {
 		return meta.Object{}, err
 	}
+	if f.Buckets[bucket].Versioning != meta.Unversioned {
+		f.wrote("Delete " + bucket + "/" + key)
+		return f.store(Object{Object: meta.Object{Bucket: bucket, Key: key, DeleteMarker: true, ModTime: f.Now}}), nil
+	}
 	if !exists {
 		return meta.Object{}, object.ErrNoObject(key)
 	}
 	delete(f.Objects, bucket+"/"+key)
 	f.wrote("Delete " + bucket + "/" + key)
+	cur.VersionID = ""
 	return cur.Object, nil
+}
+
+// DeleteVersion deletes version versionID of bucket/key for good, under
+// cond: NotFound (resource "version") if it is missing.
+func (f *Service) DeleteVersion(_ context.Context, a object.Actor, bucket, key, versionID string, cond meta.Cond) (meta.Object, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.LastCond = cond
+	if err := f.Fail["DeleteVersion"]; err != nil {
+		return meta.Object{}, err
+	}
+	if _, err := f.authorize(a, bucket, true); err != nil {
+		return meta.Object{}, err
+	}
+	if !meta.ValidVersionID(versionID) {
+		return meta.Object{}, errcode.New(errcode.InvalidArgument, "Invalid version id specified")
+	}
+	cur, ok := f.version(bucket, key, versionID)
+	if !ok {
+		return meta.Object{}, object.ErrNoVersion(versionID)
+	}
+	if err := cond.Check(cur.Object, !cur.DeleteMarker); err != nil {
+		return meta.Object{}, err
+	}
+	k := bucket + "/" + key
+	delete(f.Objects, k)
+	vs := slices.DeleteFunc(f.Versions[k], func(v Object) bool { return v.VersionID == versionID })
+	if len(vs) > 0 {
+		vs[0].IsLatest = true
+		if !vs[0].DeleteMarker {
+			f.Objects[k] = vs[0]
+		}
+	}
+	f.Versions[k] = vs
+	f.wrote("DeleteVersion " + bucket + "/" + key + " " + versionID)
+	return cur.Object, nil
+}
+
+// SetBucketVersioning changes a bucket a owns.
+func (f *Service) SetBucketVersioning(_ context.Context, a object.Actor, name string, v meta.Versioning) (meta.Bucket, error) {
+	if err := meta.CheckVersioning(v); err != nil {
+		return meta.Bucket{}, err
+	}
+	return f.setBucket(a, name, "SetBucketVersioning", func(b *meta.Bucket) { b.Versioning = v })
+}
+
+// ListVersions lists the versions of a bucket a owns in one page: a
+// versioned bucket's Versions, an unversioned one's objects as their null
+// versions; Prefix, Delimiter and KeyMarker (after every version of that
+// key) are honoured.
+func (f *Service) ListVersions(_ context.Context, a object.Actor, bucket string, opts meta.VersionListOptions) (meta.VersionPage, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.Fail["ListVersions"]; err != nil {
+		return meta.VersionPage{}, err
+	}
+	if _, err := f.authorize(a, bucket, true); err != nil {
+		return meta.VersionPage{}, err
+	}
+	byKey := map[string][]Object{}
+	for k, o := range f.Objects {
+		if o.Bucket == bucket && f.Buckets[bucket].Versioning == meta.Unversioned {
+			o.VersionID, o.IsLatest = meta.NullVersion, true
+			byKey[o.Key] = []Object{o}
+		} else if vs := f.Versions[k]; len(vs) > 0 && vs[0].Bucket == bucket {
+			byKey[o.Key] = vs
+		}
+	}
+	for _, vs := range f.Versions {
+		if len(vs) > 0 && vs[0].Bucket == bucket {
+			byKey[vs[0].Key] = vs
+		}
+	}
+	var page meta.VersionPage
+	for _, k := range slices.Sorted(maps.Keys(byKey)) {
+		if !strings.HasPrefix(k, opts.Prefix) || k <= opts.KeyMarker {
+			continue
+		}
+		if opts.Delimiter != "" {
+			if i := strings.Index(k[len(opts.Prefix):], opts.Delimiter); i >= 0 {
+				cp := k[:len(opts.Prefix)+i+len(opts.Delimiter)]
+				if n := len(page.CommonPrefixes); n == 0 || page.CommonPrefixes[n-1] != cp {
+					page.CommonPrefixes = append(page.CommonPrefixes, cp)
+				}
+				continue
+			}
+		}
+		for _, v := range byKey[k] {
+			page.Versions = append(page.Versions, v.Object)
+		}
+	}
+	return page, nil
 }
 
 // ---- multipart uploads ----
@@ -502,7 +673,7 @@ func (f *Service) CreateUpload(_ context.Context, a object.Actor, in object.Crea
 		return meta.Upload{}, err
 	}
 	u := meta.Upload{ID: fmt.Sprintf("up%d", len(f.Uploads)+1), Bucket: in.Bucket, Key: in.Key, InitiatorID: a.UserID,
-		ContentType: in.ContentType, Metadata: in.Metadata, ChecksumAlgorithm: alg.String(), ChecksumType: in.ChecksumType,
+		ContentType: in.ContentType, Metadata: in.Metadata, Tags: in.Tags, ChecksumAlgorithm: alg.String(), ChecksumType: in.ChecksumType,
 		CreatedAt: f.Now, EncryptionMode: int(in.SSE.Mode), EncryptionKMSKey: in.SSE.KMSKeyID}
 	if in.SSE.Mode == crypt.ModeCustomer {
 		if u.CustomerKeyCheck, err = Envelope(in.SSE); err != nil {
@@ -600,7 +771,7 @@ func (f *Service) CompleteUpload(_ context.Context, a object.Actor, bucket, key,
 	if err := cond.Check(cur.Object, exists); err != nil {
 		return meta.Object{}, err
 	}
-	o := meta.Object{Bucket: bucket, Key: key, ETag: fmt.Sprintf("%x-%d", md5.Sum([]byte(id)), len(parts)), ContentType: u.ContentType, ModTime: f.Now}
+	o := meta.Object{Bucket: bucket, Key: key, ETag: fmt.Sprintf("%x-%d", md5.Sum([]byte(id)), len(parts)), ContentType: u.ContentType, Tags: u.Tags, ModTime: f.Now}
 	stored := map[int]meta.Part{}
 	for _, p := range f.Parts[id] {
 		stored[p.Number] = p
@@ -608,7 +779,7 @@ func (f *Service) CompleteUpload(_ context.Context, a object.Actor, bucket, key,
 	if o.Checksum, err = object.MultipartChecksum(u, parts, stored); err != nil {
 		return meta.Object{}, err
 	}
-	f.Objects[bucket+"/"+key] = Object{o, nil}
+	o = f.store(Object{o, nil})
 	delete(f.Uploads, id)
 	f.wrote("CompleteUpload " + id)
 	return o, nil
@@ -671,4 +842,115 @@ func (f *Service) ListUploads(_ context.Context, a object.Actor, bucket string, 
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out, false, nil
+}
+
+// ---- tags ----
+
+// GetTags returns version versionID of bucket/key ("": the latest) with
+// its tags, for the bucket's owner, with GetVersion's errors.
+func (f *Service) GetTags(_ context.Context, a object.Actor, bucket, key, versionID string) (meta.Object, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.Fail["GetTags"]; err != nil {
+		return meta.Object{}, err
+	}
+	o, err := f.tagged(a, bucket, key, versionID)
+	if err != nil {
+		return meta.Object{}, err
+	}
+	return o.Object, nil
+}
+
+// tagged finds the version a tag operation of a on bucket/key names.
+func (f *Service) tagged(a object.Actor, bucket, key, versionID string) (Object, error) {
+	if _, err := f.authorize(a, bucket, true); err != nil {
+		return Object{}, err
+	}
+	return f.find(bucket, key, versionID)
+}
+
+// find returns version versionID of bucket/key ("": the latest), with
+// the service's errors for a missing version and a delete marker.
+func (f *Service) find(bucket, key, versionID string) (Object, error) {
+	if versionID != "" && !meta.ValidVersionID(versionID) {
+		return Object{}, errcode.New(errcode.InvalidArgument, "Invalid version id specified")
+	}
+	o, ok := f.latest(bucket, key)
+	if versionID != "" {
+		o, ok = f.version(bucket, key, versionID)
+	}
+	switch {
+	case !ok && versionID != "":
+		return Object{}, object.ErrNoVersion(versionID)
+	case !ok:
+		return Object{}, object.ErrNoObject(key)
+	case o.DeleteMarker && versionID != "":
+		return Object{}, object.ErrVersionIsDeleteMarker(o.VersionID)
+	case o.DeleteMarker:
+		return Object{}, object.ErrDeleteMarker(o.VersionID)
+	}
+	return o, nil
+}
+
+// SetTags replaces the tags of version versionID of bucket/key ("": the
+// latest).
+func (f *Service) SetTags(_ context.Context, a object.Actor, bucket, key, versionID string, tags []meta.Tag) (meta.Object, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.Fail["SetTags"]; err != nil {
+		return meta.Object{}, err
+	}
+	o, err := f.tagged(a, bucket, key, versionID)
+	if err != nil {
+		return meta.Object{}, err
+	}
+	if err := meta.CheckTags(tags, meta.MaxObjectTags); err != nil {
+		return meta.Object{}, err
+	}
+	k := bucket + "/" + key
+	if cur, ok := f.Objects[k]; ok && cur.VersionID == o.VersionID {
+		cur.Tags = tags
+		f.Objects[k] = cur
+	}
+	for i, v := range f.Versions[k] {
+		if v.VersionID == o.VersionID {
+			f.Versions[k][i].Tags = tags
+		}
+	}
+	f.wrote("SetTags " + k + " " + versionID)
+	o.Tags = tags
+	return o.Object, nil
+}
+
+// GetBucketTags returns a bucket's tags: NotFound (resource tag_set) if
+// it has none.
+func (f *Service) GetBucketTags(_ context.Context, a object.Actor, name string) ([]meta.Tag, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, err := f.authorize(a, name, true); err != nil {
+		return nil, err
+	}
+	tags := f.BucketTags[name]
+	if len(tags) == 0 {
+		return nil, meta.ErrNoTagSet(name)
+	}
+	return tags, nil
+}
+
+// SetBucketTags replaces a bucket's tags.
+func (f *Service) SetBucketTags(_ context.Context, a object.Actor, name string, tags []meta.Tag) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.Fail["SetBucketTags"]; err != nil {
+		return err
+	}
+	if _, err := f.authorize(a, name, true); err != nil {
+		return err
+	}
+	if err := meta.CheckTags(tags, meta.MaxBucketTags); err != nil {
+		return err
+	}
+	f.BucketTags[name] = tags
+	f.wrote("SetBucketTags " + name)
+	return nil
 }

@@ -63,6 +63,9 @@ var (
 	MissingSecurityHeader             = def("MissingSecurityHeader", 400, "Your request is missing a required header.")
 	NoSuchBucket                      = def("NoSuchBucket", 404, "The specified bucket does not exist.")
 	NoSuchKey                         = def("NoSuchKey", 404, "The specified key does not exist.")
+	InvalidTag                        = def("InvalidTag", 400, "The tag provided was not a valid tag.")
+	NoSuchTagSet                      = def("NoSuchTagSet", 404, "The TagSet does not exist.")
+	NoSuchVersion                     = def("NoSuchVersion", 404, "The specified version does not exist.")
 	NoSuchUpload                      = def("NoSuchUpload", 404, "The specified multipart upload does not exist. The upload ID might be invalid, or the multipart upload might have been aborted or completed.")
 	NotImplemented                    = def("NotImplemented", 501, "A header or query you provided implies functionality that is not implemented.")
 	NotModified                       = def("NotModified", 304, "Not Modified.")
@@ -154,6 +157,8 @@ func Translate(err error) APIError {
 			return row(InvalidBucketName)
 		case "malformed_xml":
 			return row(MalformedXML)
+		case "invalid_tag":
+			return row(InvalidTag)
 		}
 		return row(InvalidArgument)
 	case errcode.NotFound:
@@ -164,6 +169,10 @@ func Translate(err error) APIError {
 			return Table[NoSuchBucket]
 		case "upload":
 			return Table[NoSuchUpload]
+		case "version":
+			return Table[NoSuchVersion]
+		case "tag_set":
+			return Table[NoSuchTagSet]
 		}
 		return Table[NoSuchKey]
 	case errcode.AlreadyExists:
@@ -255,6 +264,14 @@ func Write(w http.ResponseWriter, r *http.Request, err error, bucket, key, reque
 		h.Del("Content-Range")
 	}
 	h.Set("x-amz-request-id", requestID)
+	if e := errcode.As(err); e != nil && e.Detail["delete_marker"] == true {
+		// A key whose latest version is a delete marker (404), or a
+		// version that is one (405): S3 says which.
+		h.Set("x-amz-delete-marker", "true")
+		if id, _ := e.Detail["version_id"].(string); id != "" {
+			h.Set("x-amz-version-id", id)
+		}
+	}
 	if row.Status == http.StatusNotModified {
 		w.WriteHeader(row.Status)
 		return row

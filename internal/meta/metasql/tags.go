@@ -1,0 +1,167 @@
+package metasql
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/meta"
+)
+
+// Tags are stored in a text column of the row they belong to (objects,
+// uploads, buckets): a JSON array of {"Key","Value"} in the order given,
+// NULL when there are none, so a row without tags costs a NULL.
+
+// TagsArg is a tag set as an argument: its JSON, or nil (NULL) when
+// empty.
+func TagsArg(tags []meta.Tag) (any, error) {
+	if len(tags) == 0 {
+		return nil, nil
+	}
+	b, err := json.Marshal(tags)
+	if err != nil {
+		return nil, errcode.Wrap(errcode.InvalidArgument, err, "invalid tags")
+	}
+	return string(b), nil
+}
+
+// DecodeTags is the inverse of TagsArg (nil or "": none).
+func DecodeTags(s *string) ([]meta.Tag, error) {
+	if s == nil || *s == "" {
+		return nil, nil
+	}
+	var tags []meta.Tag
+	if err := json.Unmarshal([]byte(*s), &tags); err != nil {
+		return nil, errcode.Wrap(errcode.Internal, err, "corrupt tags")
+	}
+	return tags, nil
+}
+
+// tagSQL are the statements of the tag operations.
+type tagSQL struct {
+	// setLatest, setVersion: args tags, bucket, key (, version ID);
+	// RETURNING version_id, is_latest. Delete markers have no tags.
+	setLatest, setVersion string
+	// whyLatest, whyVersion: what a tag write that changed no row found
+	// (scanTagMiss): args bucket, key (, version ID).
+	whyLatest, whyVersion string
+	// getBucket: the tags of bucket ph(1); setBucket: args tags, name
+	// (native buckets only).
+	getBucket, setBucket string
+}
+
+func newTagSQL(ph PH) tagSQL {
+	set := func(cond string) string {
+		return "UPDATE objects SET tags = " + ph(1) + " WHERE bucket = " + ph(2) + " AND key = " + ph(3) + " AND " + cond +
+			" AND NOT delete_marker RETURNING version_id, is_latest"
+	}
+	why := func(cond string) string {
+		return "SELECT b.name, o.delete_marker, o.version_id FROM buckets b LEFT JOIN objects o ON o.bucket = b.name AND o.key = " + ph(2) +
+			" AND " + cond + " WHERE b.name = " + ph(1)
+	}
+	return tagSQL{
+		setLatest:  set("is_latest"),
+		setVersion: set("version_id = " + ph(4)),
+		whyLatest:  why("o.is_latest"),
+		whyVersion: why("o.version_id = " + ph(3)),
+		getBucket:  "SELECT tags FROM buckets WHERE name = " + ph(1),
+		setBucket:  "UPDATE buckets SET tags = " + ph(1) + " WHERE name = " + ph(2) + " AND gateway = ''",
+	}
+}
+
+// SetObjectTags implements meta.Objects: one UPDATE of the version's row;
+// if it changed none, a read says why (missing bucket, key or version, or
+// a delete marker). A version that appeared between the two (a new
+// latest) is tried again.
+func (o objectOps) SetObjectTags(ctx context.Context, bucket, key, versionID string, tags []meta.Tag) (meta.Object, error) {
+	if err := meta.CheckTags(tags, meta.MaxObjectTags); err != nil {
+		return meta.Object{}, err
+	}
+	arg, err := TagsArg(tags)
+	if err != nil {
+		return meta.Object{}, err
+	}
+	set, why := o.sql.tags.setLatest, o.sql.tags.whyLatest
+	args, whyArgs := []any{arg, bucket, o.key(key)}, []any{bucket, o.key(key)}
+	if versionID != "" {
+		set, why = o.sql.tags.setVersion, o.sql.tags.whyVersion
+		args, whyArgs = append(args, versionID), append(whyArgs, versionID)
+	}
+	for range 3 {
+		out := meta.Object{Bucket: bucket, Key: key, Tags: tags}
+		_, found, err := writeGet(ctx, o.core, "set object tags", func(r Row) (struct{}, error) {
+			return struct{}{}, r.Scan(&out.VersionID, &out.IsLatest)
+		}, set, args...)
+		if err != nil || found {
+			return Result(out, err)
+		}
+		miss, err := Get(ctx, o.run, "set object tags", scanTagMiss, func() error { return meta.ErrNoBucket(bucket) }, why, whyArgs...)
+		if err != nil {
+			return meta.Object{}, err
+		}
+		switch {
+		case miss.marker == nil && versionID != "":
+			return meta.Object{}, meta.ErrNoVersion(bucket, key, versionID)
+		case miss.marker == nil:
+			return meta.Object{}, meta.ErrNoObject(bucket, key)
+		case *miss.marker && versionID != "":
+			return meta.Object{}, meta.ErrMarkerHasNoTags(versionID)
+		case *miss.marker:
+			return meta.Object{}, meta.ErrDeleteMarker(bucket, key, Deref(miss.version))
+		}
+		// A version came between the UPDATE and the read: again.
+	}
+	return meta.Object{}, errcode.New(errcode.Unavailable, "the tags of %q could not be set: its versions keep changing", key)
+}
+
+// tagMiss is what whyLatest/whyVersion read.
+type tagMiss struct {
+	marker  *bool
+	version *string
+}
+
+func scanTagMiss(r Row) (tagMiss, error) {
+	var (
+		name string
+		m    tagMiss
+	)
+	err := r.Scan(&name, &m.marker, &m.version)
+	return m, err
+}
+
+// GetBucketTags implements meta.Buckets.
+func (o bucketOps) GetBucketTags(ctx context.Context, name string) ([]meta.Tag, error) {
+	s, err := Get(ctx, o.run, "get bucket tags", func(r Row) (*string, error) {
+		var s *string
+		return s, r.Scan(&s)
+	}, func() error { return meta.ErrNoBucket(name) }, o.sql.tags.getBucket, name)
+	if err != nil {
+		return nil, err
+	}
+	tags, err := DecodeTags(s)
+	if err == nil && len(tags) == 0 {
+		return nil, meta.ErrNoTagSet(name)
+	}
+	return tags, err
+}
+
+// SetBucketTags implements meta.Buckets: one statement; when it changes
+// nothing, the bucket is missing (NotFound) or a gateway bucket
+// (Conflict).
+func (o bucketOps) SetBucketTags(ctx context.Context, name string, tags []meta.Tag) error {
+	if err := meta.CheckTags(tags, meta.MaxBucketTags); err != nil {
+		return err
+	}
+	arg, err := TagsArg(tags)
+	if err != nil {
+		return err
+	}
+	n, err := o.run.Exec(ctx, "set bucket tags", o.sql.tags.setBucket, []any{arg, name}, nil)
+	if err != nil || n > 0 {
+		return err
+	}
+	if _, err := o.GetBucket(ctx, name); err != nil {
+		return err
+	}
+	return errcode.New(errcode.Conflict, "bucket %q is a gateway bucket: its tags are its backend's", name)
+}
