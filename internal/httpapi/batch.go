@@ -79,7 +79,7 @@ func (d *batchDeleteResponse) respond(w http.ResponseWriter, r *http.Request) {
 	var total batchDeleteTotals
 	del := func(key string) {
 		line := batchDeleteLine{Key: key, Status: "deleted"}
-		_, err := d.files.Delete(r.Context(), d.a, d.bucket, key, meta.Cond{})
+		err := deleteFile(r.Context(), d.files, d.a, d.bucket, key, meta.Cond{})
 		switch {
 		case err == nil:
 			total.Deleted++

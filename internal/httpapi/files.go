@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
@@ -267,10 +268,26 @@ func (h *fileHandlers) deleteFile(r *http.Request, p auth.Principal) (response, 
 	if err != nil {
 		return nil, err
 	}
-	if _, err := h.files.Delete(r.Context(), actor(p), r.PathValue("bucket"), r.PathValue("key"), cond); err != nil {
+	if err := deleteFile(r.Context(), h.files, actor(p), r.PathValue("bucket"), r.PathValue("key"), cond); err != nil {
 		return nil, err
 	}
 	return noContent{}, nil
+}
+
+// deleteFile deletes the file at key, which must be there (NotFound
+// otherwise, as the file API answers whatever the bucket's versioning):
+// in a versioned bucket the object service would write a delete marker
+// over nothing, as S3's DeleteObject does.
+func deleteFile(ctx context.Context, files Files, a object.Actor, bucket, key string, cond meta.Cond) error {
+	implicit := !cond.Any()
+	if implicit {
+		cond.IfMatch = "*"
+	}
+	_, err := files.Delete(ctx, a, bucket, key, cond)
+	if implicit && errcode.Is(err, errcode.PreconditionFailed) {
+		return object.ErrNoObject(key)
+	}
+	return err
 }
 
 func (h *fileHandlers) listFiles(r *http.Request, p auth.Principal) (response, error) {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/coffer-storage/coffer/internal/meta"
 )
 
 // The file API's behaviour that test/e2e's TestEndToEnd, TestBadInput and
@@ -184,6 +186,32 @@ func TestFileUpload(t *testing.T) {
 		e.noWrites(t)
 		e.do("DELETE", "/api/v1/buckets/b/files/k", "tok-alice", nil).want(t, 204, "")
 		e.do("DELETE", "/api/v1/buckets/b/files/k", "tok-alice", nil).want(t, 404, "not_found")
+	})
+	// In a versioned bucket a delete of a file that is not there (never
+	// was, or its latest version is a delete marker) is 404 and writes no
+	// marker: S3's DeleteObject adds one whatever is there, the file API
+	// does not.
+	t.Run("delete in a versioned bucket", func(t *testing.T) {
+		e := newAPIEnv(t)
+		b := e.f.Buckets["b"]
+		b.Versioning = meta.VersioningEnabled
+		e.f.Buckets["b"] = b
+		e.do("DELETE", "/api/v1/buckets/b/files/missing", "tok-alice", nil).want(t, 404, "not_found")
+		e.noWrites(t)
+		e.f.add("b", "k", "text/plain", testData)
+		e.do("DELETE", "/api/v1/buckets/b/files/k", "tok-alice", nil).want(t, 204, "")
+		n := len(e.f.Writes)
+		e.do("DELETE", "/api/v1/buckets/b/files/k", "tok-alice", nil).want(t, 404, "not_found")
+		if len(e.f.Writes) != n {
+			t.Errorf("a delete of a deleted file wrote: %v", e.f.Writes[n:])
+		}
+		e.do("DELETE", "/api/v1/buckets/b/files/k", "tok-alice", nil, "If-Match", "*").want(t, 412, "precondition_failed")
+		// The batch delete likewise: a key not there is not_found, no marker.
+		n = len(e.f.Writes)
+		r := e.do("POST", "/api/v1/buckets/b/delete", "tok-alice", []byte(`{"keys":["k","never"]}`), "Content-Type", "application/json")
+		if r.Code != 200 || strings.Count(r.Body.String(), `"status":"not_found"`) != 2 || len(e.f.Writes) != n {
+			t.Errorf("batch delete: %d %s, wrote %v", r.Code, r.Body, e.f.Writes[n:])
+		}
 	})
 }
 

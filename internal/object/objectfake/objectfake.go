@@ -536,6 +536,7 @@ func (f *Service) Delete(_ context.Context, a object.Actor, bucket, key string, 
 		return meta.Object{}, err
 	}
 	cur, exists := f.Objects[bucket+"/"+key]
+	exists = exists && !cur.DeleteMarker // a delete marker is no object (meta.Objects)
 	if err := cond.Check(cur.Object, exists); err != nil {
 		return meta.Object{}, err
 	}
