@@ -610,6 +610,11 @@ type ListOptions struct {
 	Delimiter  string // if set, keys with Delimiter after Prefix roll up into CommonPrefixes
 	StartAfter string // only entries after this (a key, or a common prefix returned earlier)
 	Limit      int    // max entries (objects + common prefixes); 0 means 1000
+	// DeleteMarkers lists, instead of the objects, the keys whose latest
+	// version is a delete marker (the file API's deleted files), each as
+	// its marker (DeleteMarker, VersionID and IsLatest set; ModTime when
+	// it was deleted).
+	DeleteMarkers bool
 }
 
 // ListPage is one page of a listing, in byte order of keys.

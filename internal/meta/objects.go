@@ -59,8 +59,8 @@ type Objects interface {
 	SetObjectTags(ctx context.Context, bucket, key, versionID string, tags []Tag) (Object, error)
 	// ListObjects returns one page of the latest versions that are not
 	// delete markers (IsLatest set, VersionID left empty:
-	// ListObjectVersions names versions). NotFound if the bucket is
-	// missing.
+	// ListObjectVersions names versions); with opts.DeleteMarkers, of the
+	// latest versions that are. NotFound if the bucket is missing.
 	ListObjects(ctx context.Context, bucket string, opts ListOptions) (ListPage, error)
 	// ListObjectVersions returns one page of every version and delete
 	// marker (ListVersions' semantics). NotFound if the bucket is missing;

@@ -399,8 +399,12 @@ func (g *gatewayBackend) listVersions(ctx context.Context, opts meta.VersionList
 	return out, nil
 }
 
-// list lists one page: one ListObjectsV2, never cached.
+// list lists one page: one ListObjectsV2, never cached. A gateway bucket
+// has no delete markers in Coffer: a listing of them is refused.
 func (g *gatewayBackend) list(ctx context.Context, opts meta.ListOptions) (meta.ListPage, error) {
+	if opts.DeleteMarkers {
+		return meta.ListPage{}, errGatewayUnsupported("a listing of deleted files")
+	}
 	st, err := g.store(ctx)
 	if err != nil {
 		return meta.ListPage{}, err

@@ -100,8 +100,20 @@ func scanRow(bucket string, versions bool) func(Row) (ObjectRow, error) {
 // ph(2) (from ph(2) if inclusive), up to ph(3) objects, and, if bounded,
 // keys before ph(4).
 func rangeScanSQL(inclusive, bounded bool, ph PH) string {
+	return keyRangeSQL(listCols, "is_latest AND NOT delete_marker", inclusive, bounded, ph)
+}
+
+// deletedScanSQL is rangeScanSQL of the latest versions that are delete
+// markers, with the columns of a version (ScanVersion).
+func deletedScanSQL(inclusive, bounded bool, ph PH) string {
+	return keyRangeSQL(objectCols, "is_latest AND delete_marker", inclusive, bounded, ph)
+}
+
+// keyRangeSQL is the range scan of rangeScanSQL: cols of the rows that
+// match cond.
+func keyRangeSQL(cols, cond string, inclusive, bounded bool, ph PH) string {
 	var b strings.Builder
-	b.WriteString("SELECT " + listCols + " FROM objects WHERE bucket = " + ph(1) + " AND key ")
+	b.WriteString("SELECT " + cols + " FROM objects WHERE bucket = " + ph(1) + " AND key ")
 	if inclusive {
 		b.WriteString(">= " + ph(2))
 	} else {
@@ -110,8 +122,24 @@ func rangeScanSQL(inclusive, bounded bool, ph PH) string {
 	if bounded {
 		b.WriteString(" AND key < " + ph(4))
 	}
-	b.WriteString(" AND is_latest AND NOT delete_marker ORDER BY key LIMIT " + ph(3))
+	b.WriteString(" AND " + cond + " ORDER BY key LIMIT " + ph(3))
 	return b.String()
+}
+
+// ListScan returns the range scan of a listing (RangeScans, or
+// DeletedScans if markers) and the scanner of its rows.
+func (s Statements) ListScan(bucket string, markers, inclusive, bounded bool) (string, func(Row) (ObjectRow, error)) {
+	if markers {
+		return s.DeletedScans[b2i(inclusive)][b2i(bounded)], ScanVersion(bucket)
+	}
+	return s.RangeScans[b2i(inclusive)][b2i(bounded)], ScanObject(bucket)
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // versionScanSQL is a page of a bucket's versions in (key, seq) order

@@ -12,6 +12,10 @@ type Statements struct {
 	// Objects (objects.go): the range scans of the latest versions and the
 	// version scans by inclusive and bounded.
 	RangeScans, VersionScans [2][2]string
+	// DeletedScans are RangeScans of the keys whose latest version is a
+	// delete marker (ListOptions.DeleteMarkers), each row the marker
+	// (ScanVersion).
+	DeletedScans [2][2]string
 	// DeleteObject deletes the version ph(3) of bucket ph(1), key ph(2).
 	DeleteObject string
 	// LatestID is the condition "version_id is the latest version's of
@@ -46,6 +50,10 @@ func NewStatements(d Dialect) Statements {
 		RangeScans: [2][2]string{
 			{rangeScanSQL(false, false, ph), rangeScanSQL(false, true, ph)},
 			{rangeScanSQL(true, false, ph), rangeScanSQL(true, true, ph)},
+		},
+		DeletedScans: [2][2]string{
+			{deletedScanSQL(false, false, ph), deletedScanSQL(false, true, ph)},
+			{deletedScanSQL(true, false, ph), deletedScanSQL(true, true, ph)},
 		},
 		VersionScans: [2][2]string{
 			{versionScanSQL(false, false, ph), versionScanSQL(false, true, ph)},

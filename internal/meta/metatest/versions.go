@@ -23,6 +23,7 @@ var versionTests = []test{
 	{name: "UnversionedNullVersion", fn: testUnversionedNullVersion},
 	{name: "ListVersions", fn: testListVersions},
 	{name: "ListVersionsPaging", fn: testListVersionsPaging},
+	{name: "ListDeleted", fn: testListDeleted},
 	{name: "QuotaCountsVersions", fn: testQuotaCountsVersions},
 	{name: "StagingCredit", fn: testVersionStagingCredit},
 	{name: "BucketNotEmpty", fn: testVersionsKeepBucket},
@@ -422,6 +423,74 @@ func testListVersionsPaging(t *testing.T, s store) {
 			}
 		}
 	}
+}
+
+// testListDeleted: ListObjects with DeleteMarkers lists the keys whose
+// latest version is a delete marker, each as its marker, with the
+// listing's prefix, delimiter and paging; a key whose marker was removed,
+// or that was written again, is not deleted any more.
+func testListDeleted(t *testing.T, s store) {
+	ctx := t.Context()
+	addUser(t, s, "alice", 0)
+	setVersioning(t, s, "alice", meta.VersioningEnabled)
+	for _, k := range []string{"a", "b", "dir/x", "dir/y", "e", "f"} {
+		putVersion(t, s, obj("alice", k, 1))
+	}
+	marker := map[string]meta.Object{}
+	for _, k := range []string{"a", "dir/x", "dir/y", "e", "f", "never"} {
+		m, err := s.DeleteObject(ctx, "alice", k, meta.Cond{})
+		ok(t, err, "DeleteObject "+k)
+		marker[k] = m
+	}
+	m2, err := s.DeleteObject(ctx, "alice", "a", meta.Cond{}) // a second marker: the newest one is listed
+	ok(t, err, "DeleteObject a again")
+	marker["a"] = m2
+	_, err = s.DeleteVersion(ctx, "alice", "e", marker["e"].VersionID, meta.Cond{})
+	ok(t, err, "DeleteVersion of e's marker") // undeleted
+	putVersion(t, s, obj("alice", "f", 2))    // written again
+	list := func(opts meta.ListOptions) ([]string, meta.ListPage) {
+		t.Helper()
+		opts.DeleteMarkers = true
+		p, err := s.ListObjects(ctx, "alice", opts)
+		ok(t, err, "ListObjects DeleteMarkers")
+		for _, o := range p.Objects {
+			if m := marker[o.Key]; o.VersionID != m.VersionID || !o.DeleteMarker || !o.IsLatest || o.Bucket != "alice" || !o.ModTime.Equal(m.ModTime) {
+				t.Errorf("deleted %s listed as %+v, want its marker %+v", o.Key, o, m)
+			}
+		}
+		return describe(p.Objects), p
+	}
+	all := []string{vid(marker["a"], "LM"), vid(marker["dir/x"], "LM"), vid(marker["dir/y"], "LM"), vid(marker["never"], "LM")}
+	if got, _ := list(meta.ListOptions{}); !slices.Equal(got, all) {
+		t.Errorf("deleted keys %q, want %q", got, all)
+	}
+	if got, p := list(meta.ListOptions{Prefix: "dir/"}); !slices.Equal(got, all[1:3]) || p.Truncated {
+		t.Errorf("prefix dir/: %q, want %q", got, all[1:3])
+	}
+	if got, p := list(meta.ListOptions{Delimiter: "/"}); !slices.Equal(got, []string{all[0], all[3]}) || !slices.Equal(p.CommonPrefixes, []string{"dir/"}) {
+		t.Errorf("delimiter /: %q %q", got, p.CommonPrefixes)
+	}
+	var paged []string
+	opts := meta.ListOptions{Limit: 1}
+	for range 10 {
+		got, p := list(opts)
+		paged = append(paged, got...)
+		if !p.Truncated {
+			break
+		}
+		opts.StartAfter = p.NextStartAfter
+	}
+	if !slices.Equal(paged, all) {
+		t.Errorf("pages of 1: %q, want %q", paged, all)
+	}
+	// The plain listing is unchanged: the objects, no markers.
+	p, err := s.ListObjects(ctx, "alice", meta.ListOptions{})
+	ok(t, err, "ListObjects")
+	if got := describe(p.Objects); len(got) != 3 {
+		t.Errorf("ListObjects = %q, want b, e, f", got)
+	}
+	_, err = s.ListObjects(ctx, "nope", meta.ListOptions{DeleteMarkers: true})
+	wantCode(t, err, errcode.NotFound, "ListObjects DeleteMarkers of a missing bucket")
 }
 
 func testQuotaCountsVersions(t *testing.T, s store) {

@@ -37,8 +37,8 @@ func (s *Store) ListObjects(ctx context.Context, bucket string, opts meta.ListOp
 		}
 		scan := func(ctx context.Context, from string, inclusive bool, end string, limit int) ([]meta.Object, error) {
 			var os []metasql.ObjectRow
-			queueRows(t, &os, metasql.ScanObject(bucket), sq.RangeScans[b2i(inclusive)][b2i(end != "")],
-				metasql.RangeScanArgs(bucket, from, end, limit, key)...)
+			query, scanRow := sq.ListScan(bucket, opts.DeleteMarkers, inclusive, end != "")
+			queueRows(t, &os, scanRow, query, metasql.RangeScanArgs(bucket, from, end, limit, key)...)
 			if err := t.flush(); err != nil {
 				return nil, err
 			}

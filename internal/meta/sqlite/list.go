@@ -35,7 +35,7 @@ func (s *Store) ListObjects(ctx context.Context, bucket string, opts meta.ListOp
 	if err != nil {
 		return meta.ListPage{}, classify(err, "list %q", bucket)
 	}
-	return meta.List(ctx, rangeScan(q, bucket), opts)
+	return meta.List(ctx, rangeScan(q, bucket, opts.DeleteMarkers), opts)
 }
 
 // ListObjectVersions implements meta.Objects with meta.ListVersions over
@@ -87,20 +87,24 @@ func txReadQueries() []string {
 	for _, byBound := range sq.RangeScans {
 		qs = append(qs, byBound[:]...)
 	}
+	for _, byBound := range sq.DeletedScans {
+		qs = append(qs, byBound[:]...)
+	}
 	for _, byBound := range sq.VersionScans {
 		qs = append(qs, byBound[:]...)
 	}
 	return qs
 }
 
-// rangeScan returns the range scan of bucket's objects. Bounds are bound as
+// rangeScan returns the range scan of bucket's objects (of its latest
+// delete markers if markers: metasql.ListScan). Bounds are bound as
 // Go strings, that is as TEXT with their bytes unchanged, and keys use the
 // BINARY collation: SQLite compares them with memcmp even when a bound
 // (a PrefixEnd) is not valid UTF-8.
-func rangeScan(q querier, bucket string) meta.ScanFunc {
+func rangeScan(q querier, bucket string, markers bool) meta.ScanFunc {
 	return func(ctx context.Context, from string, inclusive bool, end string, limit int) ([]meta.Object, error) {
-		os, err := queryRows(ctx, q, metasql.ScanObject(bucket), sq.RangeScans[b2i(inclusive)][b2i(end != "")],
-			metasql.RangeScanArgs(bucket, from, end, limit, key)...)
+		query, scan := sq.ListScan(bucket, markers, inclusive, end != "")
+		os, err := queryRows(ctx, q, scan, query, metasql.RangeScanArgs(bucket, from, end, limit, key)...)
 		if err != nil {
 			return nil, classify(err, "list %q", bucket)
 		}
