@@ -148,7 +148,7 @@ func New(svc Services, cfg Config, log *slog.Logger) *API {
 	api.sessions = &sessionHandlers{jsonDecoder: body,
 		accounts: svc.Accounts, uploads: svc.Uploads, proxies: cfg.TrustedProxies}
 	api.buckets = &bucketHandlers{jsonDecoder: body, buckets: svc.Buckets}
-	api.files = &fileHandlers{jsonDecoder: body, files: svc.Files, zips: zips,
+	api.files = &fileHandlers{jsonDecoder: body, files: svc.Files, buckets: svc.Buckets, zips: zips,
 		maxFormFiles: cfg.MaxFormFiles, publicMaxAge: cfg.PublicMaxAge, log: log}
 	api.shares = &shareHandlers{jsonDecoder: body, shares: svc.Shares, buckets: svc.Buckets, shareAuth: svc.ShareAuth,
 		defaultExpiry: cfg.ShareDefaultExpiry, maxExpiry: cfg.ShareMaxExpiry}
@@ -239,6 +239,10 @@ func (api *API) Routes() []Route {
 		{Method: "POST", Pattern: b + "/copy", Access: User, Streams: true, handle: api.files.copyFile},
 		{Method: "POST", Pattern: b + "/zip", Access: User, Streams: true, handle: api.files.zipFiles},
 		{Method: "POST", Pattern: b + "/delete", Access: User, Streams: true, handle: api.files.batchDelete},
+		{Method: "GET", Pattern: b + "/versions/{key...}", Access: User, handle: api.files.listVersions},
+		{Method: "POST", Pattern: b + "/restore", Access: User, Streams: true, handle: api.files.restoreVersion},
+		{Method: "GET", Pattern: b + "/trash", Access: User, handle: api.files.listTrash},
+		{Method: "POST", Pattern: b + "/undelete", Access: User, handle: api.files.undelete},
 
 		{Method: "GET", Pattern: "/api/v1/shares", Access: User, handle: api.shares.listShares},
 		{Method: "POST", Pattern: "/api/v1/shares", Access: User, handle: api.shares.createShare},

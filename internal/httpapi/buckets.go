@@ -22,6 +22,9 @@ type bucketJSON struct {
 	// Encryption is the bucket's default encryption of new objects;
 	// absent: the server's (--encryption).
 	Encryption *bucketEncryptionJSON `json:"encryption,omitempty"`
+	// Versioning is "Enabled" or "Suspended"; absent for a bucket never
+	// versioned.
+	Versioning meta.Versioning `json:"versioning,omitempty"`
 	// Gateway is true for a gateway bucket (docs/gateway.md).
 	Gateway bool `json:"gateway,omitempty"`
 	// Objects and Bytes (GET /buckets only; not for gateway buckets): the
@@ -36,7 +39,7 @@ type bucketEncryptionJSON struct {
 }
 
 func toBucketJSON(b meta.Bucket) bucketJSON {
-	out := bucketJSON{Name: b.Name, Visibility: b.Visibility, CreatedAt: b.CreatedAt, Gateway: b.IsGateway()}
+	out := bucketJSON{Name: b.Name, Visibility: b.Visibility, CreatedAt: b.CreatedAt, Versioning: b.Versioning, Gateway: b.IsGateway()}
 	if b.Encryption != "" {
 		out.Encryption = &bucketEncryptionJSON{Default: b.Encryption, KMSKeyID: b.EncryptionKMSKey}
 	}
@@ -88,21 +91,31 @@ func (h *bucketHandlers) patchBucket(r *http.Request, p auth.Principal) (respons
 	var body struct {
 		Visibility *meta.Visibility      `json:"visibility"`
 		Encryption *bucketEncryptionJSON `json:"encryption"`
+		Versioning *meta.Versioning      `json:"versioning"`
 	}
 	if err := h.decodeJSON(r, &body); err != nil {
 		return nil, err
 	}
 	// Check everything before changing anything.
 	switch {
-	case body.Visibility == nil && body.Encryption == nil:
-		return nil, errcode.New(errcode.InvalidArgument, "give visibility, encryption or both")
+	case body.Visibility == nil && body.Encryption == nil && body.Versioning == nil:
+		return nil, errcode.New(errcode.InvalidArgument, "give visibility, encryption, versioning or several")
 	case body.Visibility != nil && !body.Visibility.Valid():
 		return nil, errcode.New(errcode.InvalidArgument, "visibility must be %q or %q", meta.Private, meta.PublicRead)
+	case body.Versioning != nil:
+		if err := meta.CheckVersioning(*body.Versioning); err != nil {
+			return nil, err
+		}
 	}
 	name := r.PathValue("bucket")
 	b, err := h.buckets.GetBucket(r.Context(), actor(p), name)
 	if err != nil {
 		return nil, err
+	}
+	if body.Versioning != nil {
+		if b, err = h.buckets.SetBucketVersioning(r.Context(), actor(p), name, *body.Versioning); err != nil {
+			return nil, err
+		}
 	}
 	if e := body.Encryption; e != nil {
 		if b, err = h.buckets.SetBucketEncryption(r.Context(), actor(p), name, e.Default, e.KMSKeyID); err != nil {
@@ -114,6 +127,7 @@ func (h *bucketHandlers) patchBucket(r *http.Request, p auth.Principal) (respons
 			return nil, err
 		}
 	}
+
 	return ok(toBucketJSON(b)), nil
 }
 

@@ -33,12 +33,15 @@ type fileJSON struct {
 	ContentType  string            `json:"content_type,omitempty"` // none in gateway buckets' listings (docs/gateway.md)
 	LastModified time.Time         `json:"last_modified"`
 	Metadata     map[string]string `json:"metadata,omitempty"`
+	// VersionID is the version written (or restored) in a bucket that
+	// is or was versioned; none in listings and never-versioned buckets.
+	VersionID string `json:"version_id,omitempty"`
 }
 
 func toFileJSON(o meta.Object) fileJSON {
 	return fileJSON{
 		Bucket: o.Bucket, Key: o.Key, Size: o.Size, SHA256: o.SHA256, ETag: o.ETag,
-		ContentType: o.ContentType, LastModified: o.ModTime, Metadata: o.Metadata,
+		ContentType: o.ContentType, LastModified: o.ModTime, Metadata: o.Metadata, VersionID: o.VersionID,
 	}
 }
 
@@ -118,6 +121,7 @@ func writeCond(h http.Header) (meta.Cond, error) {
 type fileHandlers struct {
 	jsonDecoder
 	files        Files
+	buckets      Buckets // versions.go: gateway buckets have none
 	zips         *zipper
 	maxFormFiles int           // Config.MaxFormFiles
 	publicMaxAge time.Duration // Config.PublicMaxAge
@@ -226,10 +230,16 @@ func (h *fileHandlers) uploadForm(r *http.Request, p auth.Principal) (response, 
 	return created(map[string]any{"files": out}), nil
 }
 
+// getFile downloads the file, or with ?version_id= one of its versions
+// (versions.go), with the same HTTP semantics.
 func (h *fileHandlers) getFile(r *http.Request, p auth.Principal) (response, error) {
-	rd, err := h.files.Get(r.Context(), actor(p), r.PathValue("bucket"), r.PathValue("key"))
+	versionID, err := versionParam(r)
 	if err != nil {
 		return nil, err
+	}
+	rd, err := h.files.GetVersion(r.Context(), actor(p), r.PathValue("bucket"), r.PathValue("key"), versionID)
+	if err != nil {
+		return nil, markerNotFound(err)
 	}
 	return &fileResponse{maxAge: h.publicMaxAge, log: h.log, rd: rd}, nil
 }
@@ -263,10 +273,25 @@ func (f *fileResponse) respond(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// deleteFile deletes the file (a delete marker in a versioned bucket),
+// or with ?version_id= one of its versions for good (versions.go).
 func (h *fileHandlers) deleteFile(r *http.Request, p auth.Principal) (response, error) {
 	cond, err := writeCond(r.Header)
 	if err != nil {
 		return nil, err
+	}
+	versionID, err := versionParam(r)
+	if err != nil {
+		return nil, err
+	}
+	if versionID != "" {
+		if cond.IfNoneMatch {
+			return nil, errcode.New(errcode.InvalidArgument, "If-None-Match has no meaning on a delete")
+		}
+		if _, err := h.files.DeleteVersion(r.Context(), actor(p), r.PathValue("bucket"), r.PathValue("key"), versionID, cond); err != nil {
+			return nil, err
+		}
+		return noContent{}, nil
 	}
 	if err := deleteFile(r.Context(), h.files, actor(p), r.PathValue("bucket"), r.PathValue("key"), cond); err != nil {
 		return nil, err
@@ -291,30 +316,13 @@ func deleteFile(ctx context.Context, files Files, a object.Actor, bucket, key st
 }
 
 func (h *fileHandlers) listFiles(r *http.Request, p auth.Principal) (response, error) {
-	q, err := url.ParseQuery(r.URL.RawQuery)
+	q, opts, err := listQuery(r)
 	if err != nil {
-		return nil, errcode.New(errcode.InvalidArgument, "query string is malformed")
+		return nil, err
 	}
-	opts := meta.ListOptions{Prefix: q.Get("prefix"), Delimiter: q.Get("delimiter"), Limit: 100}
-	if len(opts.Prefix) > object.MaxKeyLen || !utf8.ValidString(opts.Prefix) {
-		return nil, errcode.New(errcode.InvalidArgument, "prefix must be valid UTF-8 of at most 1024 bytes")
-	}
+	opts.Delimiter = q.Get("delimiter")
 	if len(opts.Delimiter) > 32 || !utf8.ValidString(opts.Delimiter) {
 		return nil, errcode.New(errcode.InvalidArgument, "delimiter must be valid UTF-8 of at most 32 bytes")
-	}
-	if s := q.Get("limit"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > 1000 {
-			return nil, errcode.New(errcode.InvalidArgument, "limit must be an integer from 1 to 1000")
-		}
-		opts.Limit = n
-	}
-	if c := q.Get("cursor"); c != "" {
-		b, err := base64.RawURLEncoding.DecodeString(c)
-		if err != nil || len(b) == 0 || len(b) > object.MaxKeyLen+1 {
-			return nil, errcode.New(errcode.InvalidArgument, "cursor is malformed")
-		}
-		opts.StartAfter = string(b)
 	}
 	page, err := h.files.List(r.Context(), actor(p), r.PathValue("bucket"), opts)
 	if err != nil {
@@ -328,11 +336,52 @@ func (h *fileHandlers) listFiles(r *http.Request, p auth.Principal) (response, e
 	if folders == nil {
 		folders = []string{}
 	}
-	body := map[string]any{"files": files, "folders": folders}
+	return ok(withCursor(map[string]any{"files": files, "folders": folders}, page)), nil
+}
+
+// listQuery reads the query of a listing: prefix, limit (1 to 1000,
+// default 100) and cursor (the next_cursor of the page before).
+func listQuery(r *http.Request) (url.Values, meta.ListOptions, error) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, meta.ListOptions{}, errcode.New(errcode.InvalidArgument, "query string is malformed")
+	}
+	opts := meta.ListOptions{Prefix: q.Get("prefix"), Limit: 100}
+	if len(opts.Prefix) > object.MaxKeyLen || !utf8.ValidString(opts.Prefix) {
+		return nil, opts, errcode.New(errcode.InvalidArgument, "prefix must be valid UTF-8 of at most 1024 bytes")
+	}
+	if opts.Limit, err = limitParam(q, 100); err != nil {
+		return nil, opts, err
+	}
+	if c := q.Get("cursor"); c != "" {
+		b, err := base64.RawURLEncoding.DecodeString(c)
+		if err != nil || len(b) == 0 || len(b) > object.MaxKeyLen+1 {
+			return nil, opts, errcode.New(errcode.InvalidArgument, "cursor is malformed")
+		}
+		opts.StartAfter = string(b)
+	}
+	return q, opts, nil
+}
+
+// limitParam reads the query's limit: 1 to 1000, def if absent.
+func limitParam(q url.Values, def int) (int, error) {
+	s := q.Get("limit")
+	if s == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > 1000 {
+		return 0, errcode.New(errcode.InvalidArgument, "limit must be an integer from 1 to 1000")
+	}
+	return n, nil
+}
+
+// withCursor adds the next page's cursor to body if page is truncated.
+func withCursor(body map[string]any, page meta.ListPage) map[string]any {
 	if page.Truncated {
 		body["next_cursor"] = base64.RawURLEncoding.EncodeToString([]byte(page.NextStartAfter))
 	}
-	return ok(body), nil
+	return body
 }
 
 type moveBody struct {

@@ -447,6 +447,7 @@ func TestOpenAPIResponses(t *testing.T) {
 		{"document", flowDocument},
 		{"accounts", flowAccounts},
 		{"buckets and files", flowFiles},
+		{"versions", flowVersions}, // after flowFiles: bob's bucket
 		{"keys", flowKeys},
 		{"shares", flowShares},
 		{"direct uploads", flowDirectUploads},
@@ -638,6 +639,60 @@ func (e *oasEnv) bucketOf(token string) string {
 		e.t.Fatal("no bucket")
 	}
 	return bs.Buckets[0].Name
+}
+
+// flowVersions: the versioning setting, a file's versions, a version's
+// download and removal, restore, the deleted files and undelete.
+func flowVersions(e *oasEnv) {
+	s, bucket := e.signup("vera@example.com")
+	tok := s.AccessToken
+	b := "/api/v1/buckets/" + bucket
+	var bk struct{ Versioning string }
+	if e.want(200, call{method: "PATCH", path: b, token: tok, json: map[string]any{"versioning": "Enabled"}}, &bk); bk.Versioning != "Enabled" {
+		e.t.Errorf("versioning %q after enabling", bk.Versioning)
+	}
+	e.want(400, call{method: "PATCH", path: b, token: tok, json: map[string]any{"versioning": "Off"}, invalid: true}, nil, "invalid_argument")
+	var v1, v2 struct {
+		VersionID string `json:"version_id"`
+	}
+	e.want(201, call{method: "PUT", path: b + "/files/v.txt", token: tok, body: []byte("first")}, &v1)
+	e.want(201, call{method: "PUT", path: b + "/files/v.txt", token: tok, body: []byte("second")}, &v2)
+	var list struct {
+		Versions []struct {
+			VersionID string `json:"version_id"`
+		}
+		NextCursor string `json:"next_cursor"`
+	}
+	e.want(200, call{method: "GET", path: b + "/versions/v.txt?limit=1", token: tok}, &list)
+	if len(list.Versions) != 1 || list.Versions[0].VersionID != v2.VersionID || list.NextCursor == "" {
+		e.t.Fatalf("first page of versions %+v, want %s and a cursor", list, v2.VersionID)
+	}
+	e.want(200, call{method: "GET", path: b + "/versions/v.txt?cursor=" + list.NextCursor, token: tok}, nil)
+	e.want(400, call{method: "GET", path: b + "/versions/v.txt?cursor=!", token: tok}, nil, "invalid_argument")
+	e.want(200, call{method: "GET", path: b + "/files/v.txt?version_id=" + v1.VersionID, token: tok}, nil)
+	e.want(206, call{method: "GET", path: b + "/files/v.txt?version_id=" + v1.VersionID, token: tok, hdr: []string{"Range", "bytes=0-1"}}, nil)
+	e.want(200, call{method: "HEAD", path: b + "/files/v.txt?version_id=" + v1.VersionID, token: tok}, nil)
+	e.want(400, call{method: "GET", path: b + "/files/v.txt?version_id=nope", token: tok, invalid: true}, nil, "invalid_argument")
+	e.want(404, call{method: "GET", path: b + "/files/v.txt?version_id=" + strings.Repeat("0", 32), token: tok}, nil, "not_found")
+	var v3 struct {
+		VersionID string `json:"version_id"`
+	}
+	e.want(201, call{method: "POST", path: b + "/restore", token: tok, json: map[string]any{"key": "v.txt", "version_id": v1.VersionID}}, &v3)
+	e.want(409, call{method: "POST", path: b + "/restore", token: tok, json: map[string]any{"key": "v.txt", "version_id": v3.VersionID}}, nil, "conflict")
+	e.want(204, call{method: "DELETE", path: b + "/files/v.txt?version_id=" + v2.VersionID, token: tok}, nil)
+	e.want(404, call{method: "DELETE", path: b + "/files/v.txt?version_id=" + v2.VersionID, token: tok}, nil, "not_found")
+	e.want(204, call{method: "DELETE", path: b + "/files/v.txt", token: tok}, nil)
+	var trash struct {
+		Files []struct{ Key string }
+	}
+	if e.want(200, call{method: "GET", path: b + "/trash?limit=10", token: tok}, &trash); len(trash.Files) != 1 || trash.Files[0].Key != "v.txt" {
+		e.t.Errorf("trash %+v, want v.txt", trash.Files)
+	}
+	e.want(200, call{method: "POST", path: b + "/undelete", token: tok, json: map[string]any{"key": "v.txt"}}, nil)
+	e.want(409, call{method: "POST", path: b + "/undelete", token: tok, json: map[string]any{"key": "v.txt"}}, nil, "conflict")
+	e.want(404, call{method: "POST", path: b + "/undelete", token: tok, json: map[string]any{"key": "never.txt"}}, nil, "not_found")
+	e.want(400, call{method: "POST", path: b + "/undelete", token: tok, json: map[string]any{}, invalid: true}, nil, "invalid_argument")
+	e.want(403, call{method: "GET", path: "/api/v1/buckets/bob/trash", token: tok}, nil, "permission_denied")
 }
 
 func flowFiles(e *oasEnv) {

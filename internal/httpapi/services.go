@@ -73,6 +73,7 @@ type Buckets interface {
 	GetBucket(ctx context.Context, a object.Actor, name string) (meta.Bucket, error)
 	SetBucketVisibility(ctx context.Context, a object.Actor, name string, v meta.Visibility) (meta.Bucket, error)
 	SetBucketEncryption(ctx context.Context, a object.Actor, name, enc, kmsKey string) (meta.Bucket, error)
+	SetBucketVersioning(ctx context.Context, a object.Actor, name string, v meta.Versioning) (meta.Bucket, error)
 	DeleteBucket(ctx context.Context, a object.Actor, name string) error
 }
 
@@ -80,12 +81,17 @@ type Buckets interface {
 // write objects (object).
 type Files interface {
 	Get(ctx context.Context, a object.Actor, bucket, key string) (*object.Reader, error)
+	GetVersion(ctx context.Context, a object.Actor, bucket, key, versionID string) (*object.Reader, error)
 	Put(ctx context.Context, a object.Actor, in object.PutInput) (meta.Object, error)
 	NewBatch(a object.Actor) *object.Batch
 	Delete(ctx context.Context, a object.Actor, bucket, key string, cond meta.Cond) (meta.Object, error)
 	List(ctx context.Context, a object.Actor, bucket string, opts meta.ListOptions) (meta.ListPage, error)
 	Move(ctx context.Context, a object.Actor, srcBucket, srcKey, dstBucket, dstKey string, cond meta.Cond) (meta.Object, error)
 	Copy(ctx context.Context, a object.Actor, in object.CopyInput) (meta.Object, error)
+	// Versions (versions.go).
+	CopyFrom(ctx context.Context, a object.Actor, src *object.Reader, in object.CopyInput) (meta.Object, error)
+	DeleteVersion(ctx context.Context, a object.Actor, bucket, key, versionID string, cond meta.Cond) (meta.Object, error)
+	ListVersions(ctx context.Context, a object.Actor, bucket string, opts meta.VersionListOptions) (meta.VersionPage, error)
 }
 
 // Uploads is what the direct-upload routes call (object).

@@ -344,20 +344,40 @@ func (f *Service) setBucket(a object.Actor, name, method string, set func(*meta.
 // EncryptsByDefault is Encrypts.
 func (f *Service) EncryptsByDefault() bool { return f.Encrypts }
 
-// List lists a bucket a owns, in key order, all in one page.
+// List lists a bucket a owns, in key order, all in one page (with
+// DeleteMarkers, the keys whose latest version is a delete marker, each
+// as its marker).
 func (f *Service) List(_ context.Context, a object.Actor, bucket string, opts meta.ListOptions) (meta.ListPage, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.Fail["List"]; err != nil {
 		return meta.ListPage{}, err
 	}
-	if _, err := f.authorize(a, bucket, true); err != nil {
+	b, err := f.authorize(a, bucket, true)
+	if err != nil {
 		return meta.ListPage{}, err
 	}
+	if opts.DeleteMarkers && b.IsGateway() {
+		return meta.ListPage{}, errcode.New(errcode.NotImplemented, "a listing of deleted files is not supported in gateway buckets")
+	}
+	listed := map[string]meta.Object{}
+	if opts.DeleteMarkers {
+		for _, vs := range f.Versions {
+			if len(vs) > 0 && vs[0].Bucket == bucket && vs[0].DeleteMarker {
+				listed[vs[0].Key] = vs[0].Object
+			}
+		}
+	} else {
+		for _, o := range f.Objects {
+			if o.Bucket == bucket {
+				listed[o.Key] = o.Object
+			}
+		}
+	}
 	var keys []string
-	for _, o := range f.Objects {
-		if o.Bucket == bucket && strings.HasPrefix(o.Key, opts.Prefix) && o.Key > opts.StartAfter {
-			keys = append(keys, o.Key)
+	for k := range listed {
+		if strings.HasPrefix(k, opts.Prefix) && k > opts.StartAfter {
+			keys = append(keys, k)
 		}
 	}
 	slices.Sort(keys)
@@ -372,7 +392,7 @@ func (f *Service) List(_ context.Context, a object.Actor, bucket string, opts me
 				continue
 			}
 		}
-		page.Objects = append(page.Objects, f.Objects[bucket+"/"+k].Object)
+		page.Objects = append(page.Objects, listed[k])
 	}
 	return page, nil
 }
@@ -589,18 +609,26 @@ func (f *Service) DeleteVersion(_ context.Context, a object.Actor, bucket, key, 
 	return cur.Object, nil
 }
 
-// SetBucketVersioning changes a bucket a owns.
+// SetBucketVersioning changes a bucket a owns; a gateway bucket's is
+// NotImplemented, as the service's.
 func (f *Service) SetBucketVersioning(_ context.Context, a object.Actor, name string, v meta.Versioning) (meta.Bucket, error) {
 	if err := meta.CheckVersioning(v); err != nil {
 		return meta.Bucket{}, err
 	}
+	f.mu.Lock()
+	gateway := f.Buckets[name].IsGateway()
+	f.mu.Unlock()
+	if gateway {
+		return meta.Bucket{}, errcode.New(errcode.NotImplemented, "versioning is not supported in gateway buckets")
+	}
 	return f.setBucket(a, name, "SetBucketVersioning", func(b *meta.Bucket) { b.Versioning = v })
 }
 
-// ListVersions lists the versions of a bucket a owns in one page: a
-// versioned bucket's Versions, an unversioned one's objects as their null
-// versions; Prefix, Delimiter and KeyMarker (after every version of that
-// key) are honoured.
+// ListVersions lists the versions of a bucket a owns: a versioned
+// bucket's Versions, an unversioned one's objects as their null versions;
+// Prefix, Delimiter, KeyMarker (after every version of that key, or with
+// VersionIDMarker after that version of it) and Limit (of versions; 0: all)
+// are honoured.
 func (f *Service) ListVersions(_ context.Context, a object.Actor, bucket string, opts meta.VersionListOptions) (meta.VersionPage, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -626,7 +654,14 @@ func (f *Service) ListVersions(_ context.Context, a object.Actor, bucket string,
 	}
 	var page meta.VersionPage
 	for _, k := range slices.Sorted(maps.Keys(byKey)) {
-		if !strings.HasPrefix(k, opts.Prefix) || k <= opts.KeyMarker {
+		vs := byKey[k]
+		if opts.VersionIDMarker != "" && k == opts.KeyMarker {
+			i := slices.IndexFunc(vs, func(v Object) bool { return v.VersionID == opts.VersionIDMarker })
+			vs = vs[i+1:] // i -1 (gone): from the first
+		} else if k <= opts.KeyMarker {
+			continue
+		}
+		if !strings.HasPrefix(k, opts.Prefix) {
 			continue
 		}
 		if opts.Delimiter != "" {
@@ -638,8 +673,13 @@ func (f *Service) ListVersions(_ context.Context, a object.Actor, bucket string,
 				continue
 			}
 		}
-		for _, v := range byKey[k] {
+		for _, v := range vs {
+			if opts.Limit > 0 && len(page.Versions) == opts.Limit {
+				page.Truncated = true
+				return page, nil
+			}
 			page.Versions = append(page.Versions, v.Object)
+			page.NextKeyMarker, page.NextVersionIDMarker = v.Key, v.VersionID
 		}
 	}
 	return page, nil
