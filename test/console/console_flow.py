@@ -516,6 +516,120 @@ def dialog_named(page, name):
     return page.get_by_role("dialog", name=name)
 
 
+def versions_flow(browser, base):
+    """Versions and the trash: versioning switched on in the bucket list,
+    a file uploaded twice, its versions panel (a version downloaded, the
+    first restored), the file deleted, found among the deleted files and
+    undeleted; axe and 375 px on the panel and the trash."""
+    bucket = "versions-%d" % (int(time.time()) % 100000)
+    token = login(ADMIN_EMAIL, ADMIN_PW)
+    st, _ = api("POST", "/api/v1/buckets", {"name": bucket}, token=token)
+    assert st == 201, st
+    first, second = b"the first version\n" * 50, b"the second version, longer\n" * 80
+    v1 = write(os.path.join(WORK, "v1", "doc.txt"), first)
+    v2 = write(os.path.join(WORK, "v2", "doc.txt"), second)
+    ctx = browser.new_context(viewport={"width": 1440, "height": 900}, accept_downloads=True)
+    ctx.set_default_timeout(TIMEOUT)
+    page = ctx.new_page()
+    PAGES.append(page)
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    sign_in(page, base, ADMIN_EMAIL, ADMIN_PW)
+
+    # The bucket setting: off, then on.
+    switch = page.get_by_label("Versioning of " + bucket)
+    expect(switch).to_have_value("")
+    switch.select_option("Enabled")
+    expect(page.get_by_role("status").filter(has_text="keeps versions now")).to_be_visible()
+    st, b = api("GET", "/api/v1/buckets/" + bucket, token=token)
+    assert st == 200 and b.get("versioning") == "Enabled", (st, b)
+    expect(page.get_by_label("Versioning of " + bucket)).to_have_value("Enabled")
+    expect(page.get_by_label("Versioning of " + bucket).locator("option")).to_have_count(2)  # never off again
+    axe(page, "buckets, versioning")
+    log("versioning switched on in the bucket list")
+
+    # Upload doc.txt twice.
+    page.get_by_role("link", name=bucket).click()
+    upload_panel(page, True)
+    page.locator(".uppy-Dashboard-input").first.set_input_files([v1])
+    wait_uploads_complete(page, 1)
+    page.get_by_role("button", name="Add more").click()
+    page.locator(".uppy-Dashboard-input").first.set_input_files([v2])
+    wait_uploads_complete(page, 1)
+    page.get_by_role("button", name="Done").click()
+    row = page.locator('.rows [data-key="doc.txt"]')
+    expect(row).to_be_visible()
+
+    # The versions panel: two versions, the newest first and latest.
+    row.get_by_role("checkbox").check()
+    page.get_by_role("button", name="Versions", exact=True).click()
+    dlg = dialog_named(page, "Versions of doc.txt")
+    expect(dlg).to_be_visible()
+    versions = dlg.locator("tbody tr")
+    expect(versions).to_have_count(2)
+    expect(versions.nth(0)).to_contain_text("latest")
+    expect(versions.nth(0)).to_contain_text("2.1 KiB")
+    expect(versions.nth(1)).to_contain_text("900 B")
+    expect(versions.nth(1).get_by_role("button", name=re.compile("^Restore"))).to_be_visible()
+    expect(versions.nth(0).get_by_role("button", name=re.compile("^Restore"))).to_have_count(0)
+    focus_stays_in(page, dlg, 6)
+    axe(page, "versions panel")
+    shot(page, "versions")
+    # Download the first version: the browser saves its bytes.
+    with page.expect_download() as d:
+        versions.nth(1).get_by_role("button", name=re.compile("^Download")).click()
+    got = open(d.value.path(), "rb").read()
+    assert got == first, ("the downloaded version", len(got))
+    log("downloaded the first version:", len(got), "bytes")
+    # Restore the first version, after a confirmation.
+    versions.nth(1).get_by_role("button", name=re.compile("^Restore")).click()
+    ask = page.get_by_role("dialog", name=re.compile(r"^Restore version 1 \("))
+    expect(ask).to_be_visible()
+    ask.get_by_role("button", name="Restore", exact=True).click()
+    expect(ask).to_have_count(0)
+    expect(versions).to_have_count(3)
+    expect(dlg.get_by_role("status")).to_contain_text("is the latest version again")
+    st, body = api("GET", "/api/v1/buckets/%s/files/doc.txt" % bucket, token=token, raw=True)
+    assert st == 200 and body == first, ("after the restore", st, len(body))
+    # Delete a version for good (the middle one, the second upload).
+    versions.nth(1).get_by_role("button", name=re.compile("^Delete")).click()
+    ask = page.get_by_role("dialog", name=re.compile(r"^Delete version 2 \("))
+    expect(ask).to_contain_text("cannot be undone")
+    ask.get_by_role("button", name="Delete version").click()
+    expect(versions).to_have_count(2)
+    log("restored the first version; deleted the second for good")
+    page.set_viewport_size({"width": 375, "height": 800})
+    no_overflow(page, "375 px, versions panel")
+    axe(page, "versions panel, 375 px")
+    page.set_viewport_size({"width": 1440, "height": 900})
+    dlg.get_by_role("button", name="Close").click()
+    expect(dlg).to_have_count(0)
+
+    # Delete the file, find it among the deleted files, undelete it.
+    page.locator("#more-actions").get_by_role("button", name="Delete", exact=True).click()
+    ask = page.get_by_role("dialog", name="Delete doc.txt?")
+    ask.get_by_role("button", name="Delete", exact=True).click()
+    expect(row).to_have_count(0)
+    page.get_by_role("button", name="Deleted files").click()
+    trash = dialog_named(page, "Deleted files in " + bucket)
+    expect(trash.locator('tr[data-key="doc.txt"]')).to_be_visible()
+    axe(page, "deleted files")
+    shot(page, "trash")
+    page.set_viewport_size({"width": 375, "height": 800})
+    no_overflow(page, "375 px, deleted files")
+    page.set_viewport_size({"width": 1440, "height": 900})
+    trash.get_by_role("button", name="Undelete doc.txt").click()
+    expect(trash.get_by_role("status")).to_contain_text("doc.txt is back.")
+    expect(trash.get_by_text("No deleted files.")).to_be_visible()
+    trash.get_by_role("button", name="Close").click()
+    expect(row).to_be_visible()
+    st, body = api("GET", "/api/v1/buckets/%s/files/doc.txt" % bucket, token=token, raw=True)
+    assert st == 200 and body == first, ("after the undelete", st, len(body))
+    assert not errors, errors
+    ctx.close()
+    log("versions: restore, delete, trash and undelete in the console")
+
+
 def main():
     proxy = Proxy(BASE)
     base = proxy.url
@@ -1128,6 +1242,8 @@ def main():
         expect(up.get_by_role("heading", name="Users")).to_have_count(0)
         uctx.close()
         log("non-admin: no admin pages")
+
+        versions_flow(browser, base)
 
         bad = [e for e in console_errors if "Failed to load resource" not in e and "net::ERR" not in e]
         assert not bad, bad

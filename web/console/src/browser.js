@@ -8,6 +8,7 @@ import { html, Link, go, Banner, CopyField, Modal, useDialog, useActions } from 
 import { browserPath } from './buckets.js';
 import { Upload, uploadsPending } from './upload.js';
 import { Preview, grant } from './preview.js';
+import { VersionsDialog, TrashDialog } from './versions.js';
 
 export { Buckets, browserPath } from './buckets.js';
 export { forgetUploads } from './upload.js';
@@ -111,6 +112,8 @@ export function Browser({ bucket, prefix }) {
   // waiting to resume (Golden Retriever restores them when it mounts).
   const [showUpload, setShowUpload] = useState(uploadsPending);
   const [share, setShare] = useState(null);
+  const [versions, setVersions] = useState(null);
+  const [trash, setTrash] = useState(false);
   const [height, setHeight] = useState(480);
   const box = useRef(null);
   const panel = useRef(null);
@@ -329,6 +332,8 @@ export function Browser({ bucket, prefix }) {
         <button onClick=${() => setShare({ folder: true, key: prefix, name: prefix || bucket })}>Share this folder</button>
         <button disabled=${chosen.length !== 1 || chosen[0].folder} onClick=${() => rename(chosen[0])}>Rename/move</button>
         <button disabled=${chosen.length !== 1 || chosen[0].folder} onClick=${() => copy(chosen[0])}>Copy</button>
+        <button disabled=${chosen.length !== 1 || chosen[0].folder} onClick=${() => setVersions(chosen[0])}>Versions</button>
+        <button onClick=${() => setTrash(true)}>Deleted files</button>
         <button class="danger" disabled=${!chosen.length} onClick=${() => remove(chosen)}>Delete</button>
       </div>
       <label class="filter">Filter <input type="search" placeholder="part of a name" value=${filter}
@@ -361,6 +366,8 @@ export function Browser({ bucket, prefix }) {
       prev=${files[previewIndex - 1]} next=${files[previewIndex + 1]} onMove=${(e) => openPreview(e, true)}
       onClose=${closePreview} onDownload=${() => act(() => download(preview))} />`}
     ${share && html`<${ShareDialog} bucket=${bucket} entry=${share} onClose=${() => setShare(null)} />`}
+    ${versions && html`<${VersionsDialog} bucket=${bucket} entry=${versions} onClose=${() => setVersions(null)} onChange=${() => listing.reload()} />`}
+    ${trash && html`<${TrashDialog} bucket=${bucket} onClose=${() => setTrash(false)} onChange=${() => listing.reload()} />`}
     ${dialog.node}
   </section>`;
 }

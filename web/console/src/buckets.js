@@ -1,5 +1,5 @@
-// The bucket list: name, contents (objects and bytes), visibility, create
-// and delete.
+// The bucket list: name, contents (objects and bytes), visibility,
+// versioning, create and delete.
 import { useState } from 'preact/hooks';
 import { call, formatBytes, formatDate } from './api.js';
 import { html, Link, Banner, useAsync, useDialog, useActions } from './ui.js';
@@ -26,6 +26,13 @@ export function bucketProblem(name) {
   if (/^(xn--|sthree-|amzn-s3-demo-)/.test(name) || /(-s3alias|--ol-s3|\.mrap|--x-s3)$/.test(name))
     return 'This prefix or suffix is reserved by S3.';
   return '';
+}
+
+/** versioningText says what a versioning change did. */
+function versioningText(name, v) {
+  return v === 'Enabled'
+    ? `${name} keeps versions now: overwritten and deleted files can be brought back.`
+    : `Versioning of ${name} is suspended: new writes replace the file; the versions kept stay.`;
 }
 
 function contents(b) {
@@ -82,7 +89,7 @@ export function Buckets() {
     </form>
     ${list.loading && !list.data ? html`<p class="muted">Loading…</p>` : null}
     <table class="list buckets">
-      <thead><tr><th>Name</th><th class="hide-s">Contents</th><th>Visibility</th><th class="hide-s">Created</th><th><span class="sr">Actions</span></th></tr></thead>
+      <thead><tr><th>Name</th><th class="hide-s">Contents</th><th>Visibility</th><th>Versioning</th><th class="hide-s">Created</th><th><span class="sr">Actions</span></th></tr></thead>
       <tbody>
         ${buckets.map((b) => html`<tr key=${b.name} data-bucket=${b.name}>
           <td class="wrap"><${Link} href=${browserPath(b.name, '')}>${b.name}</${Link}>
@@ -91,6 +98,10 @@ export function Buckets() {
           <td><select aria-label=${'Visibility of ' + b.name} value=${b.visibility}
             onChange=${(e) => act(() => call('PATCH', `buckets/${enc(b.name)}`, { visibility: e.target.value }), `${b.name} is now ${e.target.value}.`)}>
             <option value="private">private</option><option value="public-read">public</option></select></td>
+          <td>${b.gateway ? html`<span class="muted">—</span>` : html`<select aria-label=${'Versioning of ' + b.name} value=${b.versioning || ''}
+            onChange=${(e) => act(() => call('PATCH', `buckets/${enc(b.name)}`, { versioning: e.target.value }), versioningText(b.name, e.target.value))}>
+            ${b.versioning ? null : html`<option value="">off</option>`}
+            <option value="Enabled">on</option><option value="Suspended">suspended</option></select>`}</td>
           <td class="hide-s">${formatDate(b.created_at)}</td>
           <td class="actions"><button class="danger" aria-label=${'Delete bucket ' + b.name} onClick=${() => remove(b)}>Delete</button></td>
         </tr>`)}
