@@ -318,6 +318,32 @@ func TestGatewayBuckets(t *testing.T) {
 			t.Errorf("ListBuckets: %v; want the gateway buckets", names)
 		}
 	})
+	t.Run("no versions in the file API", func(t *testing.T) {
+		// The backend's versions are its own: the file API's version
+		// routes answer 501, and change nothing.
+		for _, c := range []struct {
+			method, path string
+			body         any
+		}{
+			{"PATCH", "/api/v1/buckets/" + rw, map[string]any{"versioning": "Enabled"}},
+			{"GET", "/api/v1/buckets/" + ro + "/versions/docs/a.txt", nil},
+			{"POST", "/api/v1/buckets/" + rw + "/restore", map[string]any{"key": "rw/x.txt", "version_id": "null"}},
+			{"GET", "/api/v1/buckets/" + ro + "/trash", nil},
+			{"POST", "/api/v1/buckets/" + rw + "/undelete", map[string]any{"key": "rw/x.txt"}},
+			{"GET", testenv.FileURL(ro, "docs/a.txt") + "?version_id=" + strings.Repeat("a", 32), nil},
+			{"DELETE", testenv.FileURL(rw, "x.txt") + "?version_id=" + strings.Repeat("a", 32), nil},
+		} {
+			var p testenv.Problem
+			if st := u.JSON(t, c.method, c.path, c.body, &p); st != 501 || p.Code != "not_implemented" {
+				t.Errorf("%s %s: %d %s, want 501", c.method, c.path, st, p.Code)
+			}
+		}
+		resp := u.Do(t, "GET", testenv.FileURL(ro, "docs/a.txt"), nil)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("after the refusals: %d", resp.StatusCode)
+		}
+	})
 	t.Run("backend down and back", func(t *testing.T) {
 		m.Stop()
 		st, _, h := get(u, ro, "docs/sub/b.txt")
