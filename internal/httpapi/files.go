@@ -33,8 +33,9 @@ type fileJSON struct {
 	ContentType  string            `json:"content_type,omitempty"` // none in gateway buckets' listings (docs/gateway.md)
 	LastModified time.Time         `json:"last_modified"`
 	Metadata     map[string]string `json:"metadata,omitempty"`
-	// VersionID is the version written (or restored) in a bucket that
-	// is or was versioned; none in listings and never-versioned buckets.
+	// VersionID is the version written, moved or restored ("null" in a
+	// bucket not Enabled; the object service leaves it out of some writes
+	// into a bucket never versioned); none in listings.
 	VersionID string `json:"version_id,omitempty"`
 }
 

@@ -144,6 +144,27 @@ func TestFileVersions(t *testing.T) {
 	if st := c.JSON(t, "GET", "/api/v1/buckets/"+b+"/trash", nil, &trash); st != 200 || len(trash.Files) != 0 {
 		t.Fatalf("trash after the undelete: %d %+v", st, trash.Files)
 	}
+
+	// Suspended: a restore writes the null version, as any write there.
+	if st := c.JSON(t, "PATCH", "/api/v1/buckets/"+b, map[string]any{"versioning": "Suspended"}, &bk); st != 200 || bk.Versioning != "Suspended" {
+		t.Fatalf("suspend versioning: %d %q", st, bk.Versioning)
+	}
+	if st, _, _ := put(t, c, b, "docs/v.bin", second); st != 201 {
+		t.Fatal(st)
+	}
+	var r struct {
+		VersionID string `json:"version_id"`
+	}
+	if st := c.JSON(t, "POST", "/api/v1/buckets/"+b+"/restore", map[string]any{"key": "docs/v.bin", "version_id": v1}, &r); st != 201 || r.VersionID != "null" {
+		t.Fatalf("restore in a suspended bucket: %d %q, want the null version", st, r.VersionID)
+	}
+	vs = fileVersions(t, c, b, "docs/v.bin", "100")
+	if len(vs) != 3 || vs[0].VersionID != "null" || !vs[0].IsLatest || vs[0].Size != int64(len(first)) {
+		t.Fatalf("versions after a restore in a suspended bucket: %+v (the null version replaced, the others kept)", vs)
+	}
+	if _, got := get(t, c, b, "docs/v.bin"); !bytes.Equal(got, first) {
+		t.Fatal("the restore in a suspended bucket is not the latest")
+	}
 }
 
 // TestShareLinkFollowsLatest: a share link names a key, not a version:
