@@ -440,6 +440,16 @@ func accepted(body any) response {
 
 type noContent struct{}
 
+// redirect answers 308 Permanent Redirect to location (the method and
+// body stay as they were).
+type redirect struct{ location string }
+
+func (rd redirect) respond(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Location", rd.location)
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusPermanentRedirect)
+}
+
 func (noContent) respond(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }
 
 // Classify describes r for the guards the server puts in front of every

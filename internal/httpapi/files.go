@@ -232,8 +232,12 @@ func (h *fileHandlers) uploadForm(r *http.Request, p auth.Principal) (response, 
 }
 
 // getFile downloads the file, or with ?version_id= one of its versions
-// (versions.go), with the same HTTP semantics.
+// (versions.go), with the same HTTP semantics; ?versions is redirected to
+// the version list.
 func (h *fileHandlers) getFile(r *http.Request, p auth.Principal) (response, error) {
+	if rd, ok := versionsRedirect(r); ok {
+		return rd, nil
+	}
 	versionID, err := versionParam(r)
 	if err != nil {
 		return nil, err

@@ -668,6 +668,11 @@ func flowVersions(e *oasEnv) {
 		e.t.Fatalf("first page of versions %+v, want %s and a cursor", list, v2.VersionID)
 	}
 	e.want(200, call{method: "GET", path: b + "/versions/v.txt?cursor=" + list.NextCursor, token: tok}, nil)
+	// ?versions on the download route: 308 to the list (followed).
+	e.want(200, call{method: "GET", path: b + "/files/v.txt?versions&limit=1", token: tok}, &list)
+	if len(list.Versions) != 1 || list.Versions[0].VersionID != v2.VersionID {
+		e.t.Errorf("?versions followed: %+v", list)
+	}
 	e.want(400, call{method: "GET", path: b + "/versions/v.txt?cursor=!", token: tok}, nil, "invalid_argument")
 	e.want(200, call{method: "GET", path: b + "/files/v.txt?version_id=" + v1.VersionID, token: tok}, nil)
 	e.want(206, call{method: "GET", path: b + "/files/v.txt?version_id=" + v1.VersionID, token: tok, hdr: []string{"Range", "bytes=0-1"}}, nil)

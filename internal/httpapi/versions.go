@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/coffer-storage/coffer/internal/auth"
@@ -63,6 +64,32 @@ func versionParam(r *http.Request) (string, error) {
 func errInvalidVersion() error {
 	return &errcode.Error{Code: errcode.InvalidArgument, Message: "version_id is no version ID (\"null\", or 32 hexadecimal digits)",
 		Detail: map[string]any{"reason": "invalid_version_id"}}
+}
+
+// versionsRedirect is the answer to GET /buckets/{bucket}/files/{key}?versions
+// (S3's ?versions, and the form the issue named): 308 to
+// /buckets/{bucket}/versions/{key}, the query kept but for versions. The
+// list is a route of its own since one route cannot be both a download
+// and a JSON listing in the OpenAPI document.
+func versionsRedirect(r *http.Request) (response, bool) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, false
+	}
+	if _, ok := q["versions"]; !ok {
+		return nil, false
+	}
+	// The escaped path as sent: /api/v1/buckets/{bucket}/files/{key...}.
+	parts := strings.SplitN(strings.TrimPrefix(r.URL.EscapedPath(), "/api/v1/buckets/"), "/", 3)
+	if len(parts) != 3 || parts[1] != "files" {
+		return nil, false
+	}
+	q.Del("versions")
+	loc := "/api/v1/buckets/" + parts[0] + "/versions/" + parts[2]
+	if len(q) > 0 {
+		loc += "?" + q.Encode()
+	}
+	return redirect{location: loc}, true
 }
 
 // markerNotFound answers the download of a version that is a delete

@@ -89,6 +89,22 @@ func TestVersionList(t *testing.T) {
 	if !slices.Equal(seen, []string{v2.VersionID, v1.VersionID}) {
 		t.Errorf("pages of one: %q", seen)
 	}
+	// ?versions on the download route is redirected there, the key's
+	// escapes and the rest of the query kept, before anything is read.
+	for target, want := range map[string]string{
+		"/b/files/k?versions":                  "/api/v1/buckets/b/versions/k",
+		"/b/files/a%2Fb/c%20d?versions&limit=1": "/api/v1/buckets/b/versions/a%2Fb/c%20d?limit=1",
+		"/rb/files/k?versions=":                 "/api/v1/buckets/rb/versions/k",
+	} {
+		for _, method := range []string{"GET", "HEAD"} {
+			e.f.Fail["Get"] = errInvalidVersion() // nothing is read
+			r := e.do(method, "/api/v1/buckets"+target, "", nil)
+			if r.Code != 308 || r.Header().Get("Location") != want || r.Body.Len() != 0 {
+				t.Errorf("%s %s: %d Location %q, want 308 %q", method, target, r.Code, r.Header().Get("Location"), want)
+			}
+		}
+	}
+	delete(e.f.Fail, "Get")
 	for _, tc := range []struct {
 		name, target, token string
 		status              int
