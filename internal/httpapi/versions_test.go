@@ -92,7 +92,7 @@ func TestVersionList(t *testing.T) {
 	// ?versions on the download route is redirected there, the key's
 	// escapes and the rest of the query kept, before anything is read.
 	for target, want := range map[string]string{
-		"/b/files/k?versions":                  "/api/v1/buckets/b/versions/k",
+		"/b/files/k?versions":                   "/api/v1/buckets/b/versions/k",
 		"/b/files/a%2Fb/c%20d?versions&limit=1": "/api/v1/buckets/b/versions/a%2Fb/c%20d?limit=1",
 		"/rb/files/k?versions=":                 "/api/v1/buckets/rb/versions/k",
 	} {
