@@ -357,6 +357,28 @@ func TestTrashAndUndelete(t *testing.T) {
 	_ = v1
 }
 
+// TestUndeleteBounded: an undelete removes at most maxUndeleteMarkers
+// markers; a key with more on top is refused, and nothing is removed.
+func TestUndeleteBounded(t *testing.T) {
+	e, _, _, _ := versionEnv(t)
+	for range maxUndeleteMarkers + 1 {
+		if _, err := e.f.Delete(t.Context(), object.Actor{UserID: alice}, "b", "k", meta.Cond{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.f.Writes = nil
+	e.do("POST", "/api/v1/buckets/b/undelete", "tok-alice", []byte(`{"key":"k"}`)).want(t, 413, "too_large")
+	e.noWrites(t)
+	// One marker fewer: undeleted.
+	if _, err := e.f.DeleteVersion(t.Context(), object.Actor{UserID: alice}, "b", "k", e.f.Versions["b/k"][0].VersionID, meta.Cond{}); err != nil {
+		t.Fatal(err)
+	}
+	e.do("POST", "/api/v1/buckets/b/undelete", "tok-alice", []byte(`{"key":"k"}`)).want(t, 200, "")
+	if r := e.do("GET", "/api/v1/buckets/b/files/k", "tok-alice", nil); r.Body.String() != "second" {
+		t.Errorf("after undeleting %d markers: %d %q", maxUndeleteMarkers, r.Code, r.Body)
+	}
+}
+
 func TestBucketVersioningSetting(t *testing.T) {
 	e := newAPIEnv(t)
 	e.f.Buckets["gw"] = meta.Bucket{Name: "gw", OwnerID: alice, Gateway: "s3://x?endpoint=http://127.0.0.1:1", CreatedAt: testMod}
