@@ -98,6 +98,10 @@ type Dialect struct {
 	// InlineTable says inline bytes live in a table of their own (SQLite's
 	// inline_data) rather than in the objects row.
 	InlineTable bool
+	// IndexedBy says a scan names the partial index it must use (SQLite's
+	// INDEXED BY): without statistics SQLite's planner prefers the
+	// primary key, and reads every row of the range instead.
+	IndexedBy bool
 }
 
 // List runs query on r and returns every row, as scan reads it.

@@ -52,8 +52,8 @@ func NewStatements(d Dialect) Statements {
 			{rangeScanSQL(true, false, ph), rangeScanSQL(true, true, ph)},
 		},
 		DeletedScans: [2][2]string{
-			{deletedScanSQL(false, false, ph), deletedScanSQL(false, true, ph)},
-			{deletedScanSQL(true, false, ph), deletedScanSQL(true, true, ph)},
+			{deletedScanSQL(false, false, d), deletedScanSQL(false, true, d)},
+			{deletedScanSQL(true, false, d), deletedScanSQL(true, true, d)},
 		},
 		VersionScans: [2][2]string{
 			{versionScanSQL(false, false, ph), versionScanSQL(false, true, ph)},

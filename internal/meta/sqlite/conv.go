@@ -33,6 +33,7 @@ var dialect = metasql.Dialect{
 	In:  func(col string, n int) string { return col + " IN (SELECT value FROM json_each(" + ph(n) + "))" },
 	// Inline bytes live in inline_data.
 	InlineTable: true,
+	IndexedBy:   true,
 	List: func(v any) (any, error) {
 		b, err := json.Marshal(v)
 		return string(b), err
