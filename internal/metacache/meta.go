@@ -436,4 +436,9 @@ var writeTopics = map[string]map[string]string{
 	},
 	"KeyGrants": {"AllowKMSKey": "", "DisallowKMSKey": "", "KMSKeyAllowed": "", "ListKMSKeyGrants": ""},
 	"Cluster":   {"ClaimKeyFingerprint": "", "Ping": ""},
+	// Lifecycle configurations are not in the bucket record; the
+	// worker's deletes go through Objects and Uploads (wrapped above).
+	"Lifecycles": {
+		"GetBucketLifecycle": "", "SetBucketLifecycle": "", "ListLifecycleBuckets": "", "AcquireLifecycleRun": "", "SaveLifecycleRun": "",
+	},
 }
