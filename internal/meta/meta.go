@@ -366,6 +366,10 @@ type Bucket struct {
 	// objects); always 0 for a gateway bucket. ListBuckets reads them as they are; a GetBucket
 	// answered by the metadata cache (internal/metacache) may carry older ones.
 	Objects, Bytes int64
+	// Lifecycle is the bucket's lifecycle configuration (lifecycle.go),
+	// nil if none; read with the record, shared by the copies a cache
+	// hands out (never modify it).
+	Lifecycle *Lifecycle
 }
 
 // IsGateway reports whether b fronts a bucket of another store.

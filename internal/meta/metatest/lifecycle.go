@@ -32,6 +32,11 @@ func testLifecycleConfiguration(t *testing.T, s store) {
 	if !reflect.DeepEqual(got.Rules, lc.Rules) {
 		t.Errorf("GetBucketLifecycle = %+v, want %+v", got.Rules, lc.Rules)
 	}
+	// The configuration is part of the bucket record (a cache must drop
+	// the record when it changes).
+	if b, err := s.GetBucket(ctx, "alice"); err != nil || b.Lifecycle == nil || !reflect.DeepEqual(b.Lifecycle.Rules, lc.Rules) {
+		t.Errorf("GetBucket after SetBucketLifecycle: %+v, %v; want its Lifecycle", b.Lifecycle, err)
+	}
 	bad := meta.Lifecycle{Rules: []meta.LifecycleRule{{ID: "r1", Status: "Enabled"}}}
 	wantCode(t, s.SetBucketLifecycle(ctx, "alice", &bad), errcode.InvalidArgument, "SetBucketLifecycle without an action")
 	if got, err := s.GetBucketLifecycle(ctx, "alice"); err != nil || !reflect.DeepEqual(got.Rules, lc.Rules) {
@@ -49,6 +54,9 @@ func testLifecycleConfiguration(t *testing.T, s store) {
 	ok(t, s.SetBucketLifecycle(ctx, "alice", nil), "SetBucketLifecycle nil")
 	_, err = s.GetBucketLifecycle(ctx, "alice")
 	wantCode(t, err, errcode.NotFound, "GetBucketLifecycle after it was removed")
+	if b, err := s.GetBucket(ctx, "alice"); err != nil || b.Lifecycle != nil {
+		t.Errorf("GetBucket after the lifecycle was removed: %+v, %v; want none", b.Lifecycle, err)
+	}
 	if list, err := s.ListLifecycleBuckets(ctx, "", 0); err != nil || len(list) != 1 {
 		t.Errorf("ListLifecycleBuckets after alice's was removed = %+v, %v; want bob only", list, err)
 	}
