@@ -183,7 +183,8 @@ func ValidJob(j EncryptionJob) error {
 // Version identifies one stored version of an object: its bytes'
 // location and envelopes (blob keys are never reused; inline bytes are
 // hashed), and everything readers see of it (size, ETag, SHA-256,
-// checksum, content type, user metadata, tags, modification time). Two reads of
+// checksum, content type, user metadata, modification time; not its tags,
+// which a job that rewrites bytes keeps: see Cond.IfTags). Two reads of
 // a key return the same Version only if nothing rewrote the object in
 // between. See Cond.IfVersion.
 func Version(o Object) string {
@@ -218,14 +219,6 @@ func Version(o Object) string {
 	for _, k := range slices.Sorted(maps.Keys(o.Metadata)) {
 		str(k)
 		str(o.Metadata[k])
-	}
-	// Tags too (S3 tagging): lifecycle pins a version whose tags a rule
-	// matched, so a tag change between its decision and its delete fails
-	// the delete. The rows writes check hold the tags, as GetObject's do.
-	h.Write(binary.BigEndian.AppendUint64(nil, uint64(len(o.Tags))))
-	for _, t := range o.Tags {
-		str(t.Key)
-		str(t.Value)
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

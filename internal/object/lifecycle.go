@@ -41,9 +41,9 @@ import (
 // Decisions are taken on a page's listing; before deleting, the worker
 // reads the rules again and the version itself (its tags included), takes
 // the decision again on them, and deletes with meta.Cond.IfVersion set
-// to that version (meta.Version covers bytes, metadata and tags): a
-// version overwritten or re-tagged in between, or a rule changed before
-// the re-read, is not deleted. A refusal (the version changed, is gone,
+// to that version and its tags (meta.Cond.IfVersion and IfTags, checked
+// in the delete's transaction): a version overwritten or re-tagged in
+// between, or a rule changed before the re-read, is not deleted. A refusal (the version changed, is gone,
 // or is locked: object lock) is skipped and counted, never forced.
 
 // LifecycleOptions tune RunLifecycle; LifecycleOptionsFrom fills them from
@@ -557,7 +557,7 @@ func (w *LifecycleWorker) apply(ctx context.Context, b meta.Bucket, lc meta.Life
 		w.stats.SkippedChanged.Add(1)
 		return
 	}
-	cond := meta.Cond{IfVersion: meta.Version(full)}
+	cond := meta.Cond{IfVersion: meta.Version(full), IfTags: meta.TagsKey(full.Tags)}
 	if full.DeleteMarker {
 		cond = meta.Cond{} // a noncurrent marker: nothing to pin
 	}

@@ -12,6 +12,35 @@ import (
 var lifecycleTests = []test{
 	{name: "Configuration", fn: testLifecycleConfiguration},
 	{name: "Lease", fn: testLifecycleLease},
+	{name: "PinnedDelete", fn: testPinnedDelete},
+}
+
+// testPinnedDelete: a delete pinned to a version and its tags
+// (Cond.IfVersion, Cond.IfTags), as lifecycle makes them, fails once the
+// tags changed, in a versioned bucket and in one never versioned.
+func testPinnedDelete(t *testing.T, s store) {
+	ctx := t.Context()
+	addUser(t, s, "alice", 0)
+	addBucket(t, s, "vers", "alice")
+	ok(t, s.SetBucketVersioning(ctx, "vers", meta.VersioningEnabled), "SetBucketVersioning")
+	for _, bucket := range []string{"alice", "vers"} {
+		o := obj(bucket, "k", 10)
+		o.Tags = []meta.Tag{{Key: "tier", Value: "tmp"}}
+		putVersion(t, s, o)
+		cur, err := s.GetObject(ctx, bucket, "k")
+		ok(t, err, "GetObject")
+		pin := meta.Cond{IfVersion: meta.Version(cur), IfTags: meta.TagsKey(cur.Tags)}
+		_, err = s.SetObjectTags(ctx, bucket, "k", "", []meta.Tag{{Key: "tier", Value: "keep"}})
+		ok(t, err, "SetObjectTags")
+		_, err = s.DeleteObject(ctx, bucket, "k", pin)
+		wantCode(t, err, errcode.PreconditionFailed, bucket+": DeleteObject pinned to the old tags")
+		_, err = s.DeleteVersion(ctx, bucket, "k", cur.VersionID, pin)
+		wantCode(t, err, errcode.PreconditionFailed, bucket+": DeleteVersion pinned to the old tags")
+		cur, err = s.GetObject(ctx, bucket, "k")
+		ok(t, err, "GetObject after the refused deletes")
+		_, err = s.DeleteVersion(ctx, bucket, "k", cur.VersionID, meta.Cond{IfVersion: meta.Version(cur), IfTags: meta.TagsKey(cur.Tags)})
+		ok(t, err, bucket+": DeleteVersion pinned to the tags as they are")
+	}
 }
 
 func testLifecycleConfiguration(t *testing.T, s store) {
