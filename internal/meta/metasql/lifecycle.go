@@ -94,7 +94,7 @@ func (o lifecycleOps) SetBucketLifecycle(ctx context.Context, bucket string, lc 
 	if err != nil || n > 0 {
 		return err
 	}
-	if _, err := (bucketOps{o.core}).GetBucket(ctx, bucket); err != nil {
+	if _, err := bucketOps(o).GetBucket(ctx, bucket); err != nil {
 		return err
 	}
 	return errcode.New(errcode.Conflict, "bucket %q is a gateway bucket: its lifecycle is its backend's", bucket)
