@@ -93,5 +93,5 @@ wait "$FG"
 python3 -c "
 n, s, e = $FILLED, $start, $end
 print(f'lifecycle: {n} objects expired in {e - s:.1f} s from the rule being set: {n / (e - s):.0f} objects/s (includes up to 2 s before they fall due and the run starts)')"
-foreground "after, without lifecycle (the machine's noise)"
 echo "last run: $(metric coffer_lifecycle_last_run_seconds) s; skipped: $(curl -sf "http://127.0.0.1:$PORT/metrics" | awk '/^coffer_lifecycle_skipped_total/ { s += $NF } END { print s + 0 }')"
+foreground "after, without lifecycle (the machine's noise)"
