@@ -253,6 +253,10 @@ func (w *LifecycleWorker) RunOnce(ctx context.Context, opts LifecycleOptions) (r
 			return false, nil
 		}
 		r.StartedAt = now
+		if opts.Day != meta.Lifecycle24h {
+			w.log.Warn("lifecycle: TEST ONLY: this run counts days of "+time.Duration(opts.Day).String()+", not 24h (--lifecycle-day); never set it in production",
+				"lifecycle_day", time.Duration(opts.Day).String())
+		}
 	}
 	cur, err := parseLifecycleCursor(r.Cursor)
 	if err != nil {

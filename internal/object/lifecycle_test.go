@@ -384,3 +384,24 @@ func TestLifecycleResumes(t *testing.T) {
 		t.Errorf("a run right after a finished one: %v, %v; want none", ran, err)
 	}
 }
+
+// TestLifecycleGatewayBucket: a gateway bucket has no lifecycle in
+// Coffer: its configuration operations are NotImplemented (not the
+// store's Conflict), reading and writing alike.
+func TestLifecycleGatewayBucket(t *testing.T) {
+	f := newFixture(t, 0)
+	ctx := context.Background()
+	if err := f.meta.PutGatewayBucket(ctx, meta.Bucket{Name: "gate", OwnerID: "alice", Gateway: "s3://b?endpoint=http://127.0.0.1:1"}); err != nil {
+		t.Fatal(err)
+	}
+	lc := &meta.Lifecycle{Rules: []meta.LifecycleRule{expireRule("r", "", 1)}}
+	if err := f.svc.SetBucketLifecycle(ctx, f.alice, "gate", lc); !errcode.Is(err, errcode.NotImplemented) {
+		t.Errorf("SetBucketLifecycle of a gateway bucket: %v, want NotImplemented", err)
+	}
+	if _, err := f.svc.GetBucketLifecycle(ctx, f.alice, "gate"); !errcode.Is(err, errcode.NotImplemented) {
+		t.Errorf("GetBucketLifecycle of a gateway bucket: %v, want NotImplemented", err)
+	}
+	if err := f.svc.SetBucketLifecycle(ctx, f.bob, "alice-bucket", lc); !errcode.Is(err, errcode.PermissionDenied) {
+		t.Errorf("SetBucketLifecycle of another's bucket: %v, want PermissionDenied", err)
+	}
+}
