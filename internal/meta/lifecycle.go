@@ -182,7 +182,9 @@ func invalidArgument(format string, args ...any) error {
 //   - IDs unique and at most MaxLifecycleRuleID characters
 //     (InvalidArgument);
 //   - Status Enabled or Disabled (MalformedXML);
-//   - Filter or the legacy Prefix, not both (MalformedXML); a Filter with
+//   - a Filter or the legacy Prefix, exactly one (MalformedXML; AWS:
+//     "Filter is required if the LifecycleRule does not contain a Prefix
+//     element"); a Filter with
 //     at most one of its predicates, an And with at least two
 //     (MalformedXML); tags as CheckTags with unique keys; sizes not
 //     negative, ObjectSizeLessThan above 0 and above
@@ -195,8 +197,9 @@ func invalidArgument(format string, args ...any) error {
 //     (InvalidRequest);
 //   - NoncurrentDays above 0 and NewerNoncurrentVersions 1 to
 //     MaxNewerNoncurrentVersion (InvalidArgument);
-//   - DaysAfterInitiation above 0 (InvalidArgument), not with a tag or
-//     size filter (InvalidRequest).
+//   - DaysAfterInitiation above 0 (InvalidArgument), not with a tag
+//     filter (InvalidRequest, as AWS) nor a size filter (InvalidRequest:
+//     an upload has no size yet, and a filter must not be ignored).
 func CheckLifecycle(lc *Lifecycle) error {
 	switch n := len(lc.Rules); {
 	case n == 0:
@@ -239,6 +242,9 @@ func checkRule(r *LifecycleRule) error {
 	}
 	if r.Filter != nil && r.Prefix != nil {
 		return malformed("rule %q: Filter and Prefix cannot both be given", r.ID)
+	}
+	if r.Filter == nil && r.Prefix == nil {
+		return malformed("rule %q: a rule needs a Filter (or the legacy Prefix)", r.ID)
 	}
 	if err := r.Filter.check(r.ID); err != nil {
 		return err

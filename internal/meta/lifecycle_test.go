@@ -21,6 +21,7 @@ func lcOf(t *testing.T, body string) *Lifecycle {
 func TestCheckLifecycle(t *testing.T) {
 	const exp = "<Expiration><Days>1</Days></Expiration>"
 	rule := func(s string) string { return "<Rule><ID>r</ID><Status>Enabled</Status>" + s + "</Rule>" }
+	ruleF := func(s string) string { return rule("<Filter/>" + s) }
 	many := strings.Repeat("<Rule><Status>Enabled</Status><Filter></Filter>"+exp+"</Rule>", MaxLifecycleRules+1)
 	for _, tc := range []struct {
 		name, body string
@@ -28,36 +29,37 @@ func TestCheckLifecycle(t *testing.T) {
 		reason     string
 	}{
 		{"days", rule("<Filter><Prefix>a/</Prefix></Filter>" + exp), 0, ""},
-		{"no filter", rule(exp), 0, ""},
+		{"empty filter", rule("<Filter/>" + exp), 0, ""},
+		{"no filter", rule(exp), errcode.InvalidArgument, "malformed_xml"},
 		{"legacy prefix", rule("<Prefix>a/</Prefix>" + exp), 0, ""},
 		{"date", rule("<Filter/><Expiration><Date>2030-01-01T00:00:00Z</Date></Expiration>"), 0, ""},
 		{"and", rule("<Filter><And><Prefix>p</Prefix><Tag><Key>k</Key><Value>v</Value></Tag></And></Filter>" + exp), 0, ""},
 		{"size range", rule("<Filter><And><ObjectSizeGreaterThan>10</ObjectSizeGreaterThan><ObjectSizeLessThan>20</ObjectSizeLessThan></And></Filter>" + exp), 0, ""},
-		{"noncurrent", rule("<NoncurrentVersionExpiration><NoncurrentDays>2</NoncurrentDays><NewerNoncurrentVersions>3</NewerNoncurrentVersions></NoncurrentVersionExpiration>"), 0, ""},
-		{"abort", rule("<AbortIncompleteMultipartUpload><DaysAfterInitiation>1</DaysAfterInitiation></AbortIncompleteMultipartUpload>"), 0, ""},
-		{"marker", rule("<Expiration><ExpiredObjectDeleteMarker>true</ExpiredObjectDeleteMarker></Expiration>"), 0, ""},
+		{"noncurrent", ruleF("<NoncurrentVersionExpiration><NoncurrentDays>2</NoncurrentDays><NewerNoncurrentVersions>3</NewerNoncurrentVersions></NoncurrentVersionExpiration>"), 0, ""},
+		{"abort", ruleF("<AbortIncompleteMultipartUpload><DaysAfterInitiation>1</DaysAfterInitiation></AbortIncompleteMultipartUpload>"), 0, ""},
+		{"marker", ruleF("<Expiration><ExpiredObjectDeleteMarker>true</ExpiredObjectDeleteMarker></Expiration>"), 0, ""},
 		{"no rules", "", errcode.InvalidArgument, "malformed_xml"},
 		{"too many rules", many, errcode.InvalidArgument, "invalid_request"},
-		{"bad status", "<Rule><Status>On</Status>" + exp + "</Rule>", errcode.InvalidArgument, "malformed_xml"},
-		{"long id", "<Rule><ID>" + strings.Repeat("x", 256) + "</ID><Status>Enabled</Status>" + exp + "</Rule>", errcode.InvalidArgument, ""},
-		{"duplicate id", rule(exp) + rule(exp), errcode.InvalidArgument, ""},
+		{"bad status", "<Rule><Status>On</Status><Filter/>" + exp + "</Rule>", errcode.InvalidArgument, "malformed_xml"},
+		{"long id", "<Rule><ID>" + strings.Repeat("x", 256) + "</ID><Status>Enabled</Status><Filter/>" + exp + "</Rule>", errcode.InvalidArgument, ""},
+		{"duplicate id", ruleF(exp) + ruleF(exp), errcode.InvalidArgument, ""},
 		{"no action", rule("<Filter/>"), errcode.InvalidArgument, "invalid_request"},
 		{"filter and prefix", rule("<Filter/><Prefix>a</Prefix>" + exp), errcode.InvalidArgument, "malformed_xml"},
 		{"two predicates", rule("<Filter><Prefix>a</Prefix><ObjectSizeLessThan>5</ObjectSizeLessThan></Filter>" + exp), errcode.InvalidArgument, "malformed_xml"},
 		{"and of one", rule("<Filter><And><Prefix>a</Prefix></And></Filter>" + exp), errcode.InvalidArgument, "malformed_xml"},
-		{"zero days", rule("<Expiration><Days>0</Days></Expiration>"), errcode.InvalidArgument, ""},
-		{"days and date", rule("<Expiration><Days>1</Days><Date>2030-01-01T00:00:00Z</Date></Expiration>"), errcode.InvalidArgument, "malformed_xml"},
-		{"date not midnight", rule("<Expiration><Date>2030-01-01T01:00:00Z</Date></Expiration>"), errcode.InvalidArgument, ""},
-		{"date not a date", rule("<Expiration><Date>soon</Date></Expiration>"), errcode.InvalidArgument, ""},
+		{"zero days", ruleF("<Expiration><Days>0</Days></Expiration>"), errcode.InvalidArgument, ""},
+		{"days and date", ruleF("<Expiration><Days>1</Days><Date>2030-01-01T00:00:00Z</Date></Expiration>"), errcode.InvalidArgument, "malformed_xml"},
+		{"date not midnight", ruleF("<Expiration><Date>2030-01-01T01:00:00Z</Date></Expiration>"), errcode.InvalidArgument, ""},
+		{"date not a date", ruleF("<Expiration><Date>soon</Date></Expiration>"), errcode.InvalidArgument, ""},
 		{"marker with tags", rule("<Filter><Tag><Key>k</Key><Value>v</Value></Tag></Filter><Expiration><ExpiredObjectDeleteMarker>true</ExpiredObjectDeleteMarker></Expiration>"), errcode.InvalidArgument, "invalid_request"},
-		{"noncurrent zero", rule("<NoncurrentVersionExpiration><NoncurrentDays>0</NoncurrentDays></NoncurrentVersionExpiration>"), errcode.InvalidArgument, ""},
-		{"newer too many", rule("<NoncurrentVersionExpiration><NoncurrentDays>1</NoncurrentDays><NewerNoncurrentVersions>101</NewerNoncurrentVersions></NoncurrentVersionExpiration>"), errcode.InvalidArgument, ""},
-		{"abort zero", rule("<AbortIncompleteMultipartUpload><DaysAfterInitiation>0</DaysAfterInitiation></AbortIncompleteMultipartUpload>"), errcode.InvalidArgument, ""},
+		{"noncurrent zero", ruleF("<NoncurrentVersionExpiration><NoncurrentDays>0</NoncurrentDays></NoncurrentVersionExpiration>"), errcode.InvalidArgument, ""},
+		{"newer too many", ruleF("<NoncurrentVersionExpiration><NoncurrentDays>1</NoncurrentDays><NewerNoncurrentVersions>101</NewerNoncurrentVersions></NoncurrentVersionExpiration>"), errcode.InvalidArgument, ""},
+		{"abort zero", ruleF("<AbortIncompleteMultipartUpload><DaysAfterInitiation>0</DaysAfterInitiation></AbortIncompleteMultipartUpload>"), errcode.InvalidArgument, ""},
 		{"abort with tags", rule("<Filter><Tag><Key>k</Key><Value>v</Value></Tag></Filter><AbortIncompleteMultipartUpload><DaysAfterInitiation>1</DaysAfterInitiation></AbortIncompleteMultipartUpload>"), errcode.InvalidArgument, "invalid_request"},
 		{"sizes crossed", rule("<Filter><And><ObjectSizeGreaterThan>20</ObjectSizeGreaterThan><ObjectSizeLessThan>10</ObjectSizeLessThan></And></Filter>" + exp), errcode.InvalidArgument, ""},
 		{"bad tag", rule("<Filter><Tag><Key>aws:x</Key><Value>v</Value></Tag></Filter>" + exp), errcode.InvalidArgument, "invalid_tag"},
-		{"transition", rule(exp + "<Transition><Days>1</Days><StorageClass>GLACIER</StorageClass></Transition>"), errcode.NotImplemented, ""},
-		{"noncurrent transition", rule(exp + "<NoncurrentVersionTransition><NoncurrentDays>1</NoncurrentDays></NoncurrentVersionTransition>"), errcode.NotImplemented, ""},
+		{"transition", ruleF(exp + "<Transition><Days>1</Days><StorageClass>GLACIER</StorageClass></Transition>"), errcode.NotImplemented, ""},
+		{"noncurrent transition", ruleF(exp + "<NoncurrentVersionTransition><NoncurrentDays>1</NoncurrentDays></NoncurrentVersionTransition>"), errcode.NotImplemented, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := CheckLifecycle(lcOf(t, tc.body))
@@ -79,7 +81,7 @@ func TestCheckLifecycle(t *testing.T) {
 }
 
 func TestCheckLifecycleGivesIDs(t *testing.T) {
-	lc := lcOf(t, "<Rule><Status>Enabled</Status><Expiration><Days>1</Days></Expiration></Rule><Rule><Status>Enabled</Status><Expiration><Days>1</Days></Expiration></Rule>")
+	lc := lcOf(t, "<Rule><Status>Enabled</Status><Filter/><Expiration><Days>1</Days></Expiration></Rule><Rule><Status>Enabled</Status><Filter/><Expiration><Days>1</Days></Expiration></Rule>")
 	if err := CheckLifecycle(lc); err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +92,7 @@ func TestCheckLifecycleGivesIDs(t *testing.T) {
 
 func TestLifecycleMatch(t *testing.T) {
 	lc := lcOf(t, `<Rule><ID>logs</ID><Status>Enabled</Status><Filter><And><Prefix>logs/</Prefix><Tag><Key>k</Key><Value>v</Value></Tag><ObjectSizeGreaterThan>10</ObjectSizeGreaterThan></And></Filter><Expiration><Days>3</Days></Expiration></Rule>
-<Rule><ID>off</ID><Status>Disabled</Status><Expiration><Days>1</Days></Expiration></Rule>
+<Rule><ID>off</ID><Status>Disabled</Status><Filter/><Expiration><Days>1</Days></Expiration></Rule>
 <Rule><ID>date</ID><Status>Enabled</Status><Filter><Prefix>old/</Prefix></Filter><Expiration><Date>2026-03-01T00:00:00Z</Date></Expiration></Rule>
 <Rule><ID>nc</ID><Status>Enabled</Status><Filter/><NoncurrentVersionExpiration><NoncurrentDays>2</NoncurrentDays><NewerNoncurrentVersions>1</NewerNoncurrentVersions></NoncurrentVersionExpiration></Rule>
 <Rule><ID>dm</ID><Status>Enabled</Status><Filter><Prefix>m/</Prefix></Filter><Expiration><ExpiredObjectDeleteMarker>true</ExpiredObjectDeleteMarker></Expiration></Rule>

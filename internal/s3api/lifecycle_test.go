@@ -52,13 +52,14 @@ func TestBucketLifecycle(t *testing.T) {
 	}{
 		{"no digest", body, nil, s3err.InvalidRequest},
 		{"no rules", lifecycleBody(), nil, s3err.MalformedXML},
-		{"unknown element", lifecycleBody(`<Rule><Status>Enabled</Status><X/>` + exp + `</Rule>`), nil, s3err.MalformedXML},
+		{"no filter", lifecycleBody(`<Rule><Status>Enabled</Status>` + exp + `</Rule>`), nil, s3err.MalformedXML},
+		{"unknown element", lifecycleBody(`<Rule><Status>Enabled</Status><Filter/><X/>` + exp + `</Rule>`), nil, s3err.MalformedXML},
 		{"no action", lifecycleBody(`<Rule><Status>Enabled</Status><Filter/></Rule>`), nil, s3err.InvalidRequest},
-		{"zero days", lifecycleBody(`<Rule><Status>Enabled</Status><Expiration><Days>0</Days></Expiration></Rule>`), nil, s3err.InvalidArgument},
-		{"date not midnight", lifecycleBody(`<Rule><Status>Enabled</Status><Expiration><Date>2030-01-01T10:00:00Z</Date></Expiration></Rule>`), nil, s3err.InvalidArgument},
-		{"duplicate id", lifecycleBody(`<Rule><ID>a</ID><Status>Enabled</Status>`+exp+`</Rule>`, `<Rule><ID>a</ID><Status>Enabled</Status>`+exp+`</Rule>`), nil, s3err.InvalidArgument},
+		{"zero days", lifecycleBody(`<Rule><Status>Enabled</Status><Filter/><Expiration><Days>0</Days></Expiration></Rule>`), nil, s3err.InvalidArgument},
+		{"date not midnight", lifecycleBody(`<Rule><Status>Enabled</Status><Filter/><Expiration><Date>2030-01-01T10:00:00Z</Date></Expiration></Rule>`), nil, s3err.InvalidArgument},
+		{"duplicate id", lifecycleBody(`<Rule><ID>a</ID><Status>Enabled</Status><Filter/>`+exp+`</Rule>`, `<Rule><ID>a</ID><Status>Enabled</Status><Filter/>`+exp+`</Rule>`), nil, s3err.InvalidArgument},
 		{"bad tag", lifecycleBody(`<Rule><Status>Enabled</Status><Filter><Tag><Key>aws:k</Key><Value>v</Value></Tag></Filter>` + exp + `</Rule>`), nil, s3err.InvalidTag},
-		{"transition", lifecycleBody(`<Rule><Status>Enabled</Status>` + exp + `<Transition><Days>30</Days><StorageClass>GLACIER</StorageClass></Transition></Rule>`), nil, s3err.NotImplemented},
+		{"transition", lifecycleBody(`<Rule><Status>Enabled</Status><Filter/>` + exp + `<Transition><Days>30</Days><StorageClass>GLACIER</StorageClass></Transition></Rule>`), nil, s3err.NotImplemented},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			hdr := tc.hdr
@@ -91,7 +92,7 @@ func boolInt(b bool) int {
 func FuzzLifecycle(f *testing.F) {
 	f.Add(lifecycleBody(`<Rule><ID>a</ID><Filter><And><Prefix>p/</Prefix><Tag><Key>k</Key><Value>v</Value></Tag><ObjectSizeGreaterThan>1</ObjectSizeGreaterThan></And></Filter><Status>Enabled</Status><Expiration><Days>3</Days></Expiration></Rule>`))
 	f.Add(lifecycleBody(`<Rule><Prefix>x</Prefix><Status>Disabled</Status><NoncurrentVersionExpiration><NoncurrentDays>1</NoncurrentDays></NoncurrentVersionExpiration></Rule>`))
-	f.Add(lifecycleBody(`<Rule><Status>Enabled</Status><Expiration><Date>2030-01-01T00:00:00Z</Date></Expiration><AbortIncompleteMultipartUpload><DaysAfterInitiation>2</DaysAfterInitiation></AbortIncompleteMultipartUpload></Rule>`))
+	f.Add(lifecycleBody(`<Rule><Status>Enabled</Status><Filter/><Expiration><Date>2030-01-01T00:00:00Z</Date></Expiration><AbortIncompleteMultipartUpload><DaysAfterInitiation>2</DaysAfterInitiation></AbortIncompleteMultipartUpload></Rule>`))
 	f.Add(lifecycleBody(`<Rule><Status>Enabled</Status><Filter><Prefix>m/</Prefix></Filter><Expiration><ExpiredObjectDeleteMarker>true</ExpiredObjectDeleteMarker></Expiration></Rule>`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		lc, err := parseLifecycle(data)
