@@ -109,6 +109,16 @@ func TestS3Lifecycle(t *testing.T) {
 	if _, err := cl.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String("keep/a")}); err != nil {
 		t.Errorf("keep/a after the run: %v", err)
 	}
+	// The metrics of docs/lifecycle.md, on /metrics.
+	waitFor(t, 30*time.Second, "a finished run in the metrics", func() bool {
+		return metricSum(t, srv, "coffer_lifecycle_last_success_timestamp_seconds") > 0
+	})
+	if got := metricSum(t, srv, "coffer_lifecycle_expired_objects_total"); got != 1 {
+		t.Errorf("coffer_lifecycle_expired_objects_total = %v, want 1", got)
+	}
+	if got := metricSum(t, srv, "coffer_lifecycle_skipped_total"); got != 0 {
+		t.Errorf("coffer_lifecycle_skipped_total = %v, want 0", got)
+	}
 	if !strings.Contains(srv.Stderr(), "TEST ONLY") {
 		t.Errorf("the server did not warn about the test-only day length:\n%s", srv.Stderr())
 	}
