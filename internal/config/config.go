@@ -113,6 +113,15 @@ type Config struct {
 	// rows per page and a pause between pages (a throttle).
 	KMSJobPage  int           // --kms-job-page: rows per page of a re-wrap or encrypt job; default 100
 	KMSJobPause time.Duration // --kms-job-pause: pause between pages of such a job; default 0
+	// Lifecycle rules (docs/lifecycle.md): how often a run starts, and
+	// versions per page (its cursor is saved after each).
+	LifecycleInterval time.Duration // --lifecycle-interval: time between the starts of two lifecycle runs; default 1h
+	LifecyclePage     int           // --lifecycle-page: versions per page of a lifecycle run, 1 to 1000; default 1000
+	// LifecycleDay is TEST ONLY: the length of a lifecycle "day" (0 =
+	// 24h), so that end-to-end tests can expire objects in seconds. At
+	// most a minute (no production value is near it), and the server
+	// warns at start-up and at every run while it is set.
+	LifecycleDay time.Duration // --lifecycle-day, COFFER_LIFECYCLE_DAY: TEST ONLY; default 0 (24h)
 
 	LoginConcurrency int    // --login-concurrency: parallel password hashes; default 0 = max(1, cores/2) (LoginSlots)
 	Argon2Memory     uint32 // --argon2-memory: KiB; default 19456
@@ -202,6 +211,8 @@ func Defaults() Config {
 		StagingLease:         time.Minute,
 		TusExpiry:            24 * time.Hour,
 		KMSJobPage:           100,
+		LifecycleInterval:    time.Hour,
+		LifecyclePage:        1000,
 		Argon2Memory:         19456,
 		Argon2Time:           2,
 		Signup:               "open",
@@ -383,6 +394,12 @@ func (c Config) Validate() error {
 	if c.KMSJobPage < 1 || c.KMSJobPage > 1000 || c.KMSJobPause < 0 {
 		errs = append(errs, errors.New("kms-job-page: must be 1 to 1000; kms-job-pause: must be >= 0"))
 	}
+	if c.LifecycleInterval < time.Second || c.LifecyclePage < 1 || c.LifecyclePage > 1000 {
+		errs = append(errs, errors.New("lifecycle-interval: must be >= 1s; lifecycle-page: must be 1 to 1000"))
+	}
+	if c.LifecycleDay < 0 || c.LifecycleDay > time.Minute {
+		errs = append(errs, errors.New("lifecycle-day: TEST ONLY; 0 (a real day) or at most 1m"))
+	}
 	if c.TusExpiry < time.Second {
 		errs = append(errs, errors.New("tus-expiry: must be >= 1s"))
 	}
@@ -519,6 +536,9 @@ func (c *Config) FlagSet(name string) *flag.FlagSet {
 	fs.DurationVar(&c.TusExpiry, "tus-expiry", c.TusExpiry, "how long an unfinished tus upload lives (its Upload-Expires); the janitor reclaims it after")
 	fs.IntVar(&c.KMSJobPage, "kms-job-page", c.KMSJobPage, "advanced: rows per page of a key re-wrap or coffer encrypt job (its cursor is saved after each)")
 	fs.DurationVar(&c.KMSJobPause, "kms-job-pause", c.KMSJobPause, "advanced: pause between pages of a key re-wrap or coffer encrypt job (a throttle)")
+	fs.DurationVar(&c.LifecycleInterval, "lifecycle-interval", c.LifecycleInterval, "time between the starts of two lifecycle runs (docs/lifecycle.md)")
+	fs.IntVar(&c.LifecyclePage, "lifecycle-page", c.LifecyclePage, "advanced: versions per page of a lifecycle run (its cursor is saved after each)")
+	fs.DurationVar(&c.LifecycleDay, "lifecycle-day", c.LifecycleDay, "TEST ONLY: length of a lifecycle day (0 = 24h; at most 1m), so tests expire objects in seconds; never set it in production")
 	fs.IntVar(&c.LoginConcurrency, "login-concurrency", c.LoginConcurrency, "password hashes run in parallel (0 = half the cores)")
 	fs.Func("argon2-memory", "argon2id memory in `KiB` (default 19456)", func(s string) error {
 		n, err := strconv.ParseUint(s, 10, 32)

@@ -480,3 +480,38 @@ func TestGatewayCacheOn(t *testing.T) {
 		})
 	}
 }
+
+// TestLifecycleFlags: --lifecycle-day is test-only and bounded (at most a
+// minute, never negative: a typo cannot shorten days to an hour), read
+// from COFFER_LIFECYCLE_DAY like every flag; interval and page size are
+// checked.
+func TestLifecycleFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		ok   bool
+	}{
+		{nil, nil, true},
+		{[]string{"--lifecycle-day", "2s"}, nil, true},
+		{nil, map[string]string{"COFFER_LIFECYCLE_DAY": "1m"}, true},
+		{[]string{"--lifecycle-day", "61s"}, nil, false},
+		{nil, map[string]string{"COFFER_LIFECYCLE_DAY": "24h"}, false},
+		{[]string{"--lifecycle-day", "-1s"}, nil, false},
+		{[]string{"--lifecycle-interval", "0s"}, nil, false},
+		{[]string{"--lifecycle-page", "0"}, nil, false},
+		{[]string{"--lifecycle-page", "1001"}, nil, false},
+	} {
+		c := Defaults()
+		fs := c.FlagSet("coffer serve")
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if err := ApplyEnv(fs, func(k string) string { return tc.env[k] }); err != nil {
+			t.Fatalf("%v: %v", tc.env, err)
+		}
+		err := c.Validate()
+		if (err == nil) != tc.ok || err != nil && !contains(err.Error(), "lifecycle") {
+			t.Errorf("%v %v: Validate = %v, want ok %v", tc.args, tc.env, err, tc.ok)
+		}
+	}
+}

@@ -29,6 +29,9 @@ func TestCondCheck(t *testing.T) {
 		{"if-version other", Cond{IfVersion: "nope"}, true, false, "object_changed"},
 		{"if-version, missing", Cond{IfVersion: v}, false, false, "object_changed"},
 		{"if-match and if-version, version wrong", Cond{IfMatch: "e1", IfVersion: "nope"}, true, false, "object_changed"},
+		{"if-tags same", Cond{IfTags: TagsKey(nil)}, true, true, ""},
+		{"if-tags other", Cond{IfTags: TagsKey([]Tag{{"k", "v"}})}, true, false, "object_changed"},
+		{"if-tags, missing", Cond{IfTags: TagsKey(nil)}, false, false, "object_changed"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			o := cur

@@ -183,7 +183,8 @@ func ValidJob(j EncryptionJob) error {
 // Version identifies one stored version of an object: its bytes'
 // location and envelopes (blob keys are never reused; inline bytes are
 // hashed), and everything readers see of it (size, ETag, SHA-256,
-// checksum, content type, user metadata, modification time). Two reads of
+// checksum, content type, user metadata, modification time; not its tags,
+// which a job that rewrites bytes keeps: see Cond.IfTags). Two reads of
 // a key return the same Version only if nothing rewrote the object in
 // between. See Cond.IfVersion.
 func Version(o Object) string {

@@ -45,6 +45,8 @@ package meta
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/coffer-storage/coffer/internal/errcode"
@@ -366,6 +368,10 @@ type Bucket struct {
 	// objects); always 0 for a gateway bucket. ListBuckets reads them as they are; a GetBucket
 	// answered by the metadata cache (internal/metacache) may carry older ones.
 	Objects, Bytes int64
+	// Lifecycle is the bucket's lifecycle configuration (lifecycle.go),
+	// nil if none; read with the record, shared by the copies a cache
+	// hands out (never modify it).
+	Lifecycle *Lifecycle
 }
 
 // IsGateway reports whether b fronts a bucket of another store.
@@ -482,6 +488,22 @@ type Cond struct {
 	// concurrent overwrite); PreconditionFailed with Detail["reason"] =
 	// "object_changed" otherwise, or if there is no object.
 	IfVersion string
+	// IfTags, if set, requires the current object's tag set to be the one
+	// TagsKey made it from (lifecycle pins the tags a rule matched; a
+	// version's Version does not cover its tags); PreconditionFailed with
+	// Detail["reason"] = "object_changed" otherwise, or if there is no
+	// object.
+	IfTags string
+}
+
+// TagsKey is the Cond.IfTags of a tag set (nil and empty alike).
+func TagsKey(tags []Tag) string {
+	var b strings.Builder
+	b.WriteString("tags")
+	for _, t := range tags {
+		fmt.Fprintf(&b, ":%d:%s%d:%s", len(t.Key), t.Key, len(t.Value), t.Value)
+	}
+	return b.String()
 }
 
 // Check reports whether c holds for cur, the current object at the key
@@ -493,7 +515,8 @@ type Cond struct {
 //   - IfMatch: an object must exist, and unless IfMatch is "*" its ETag
 //     must be IfMatch (RFC 9110: If-Match is false without a current
 //     object);
-//   - IfVersion: an object must exist and be that version (Version).
+//   - IfVersion: an object must exist and be that version (Version);
+//   - IfTags: an object must exist with that tag set (TagsKey).
 //
 // Each failure is PreconditionFailed; IfVersion's carries Detail["reason"]
 // = "object_changed".
@@ -507,7 +530,7 @@ func (c Cond) Check(cur Object, exists bool) error {
 	if c.IfMatch != "" && c.IfMatch != "*" && cur.ETag != c.IfMatch {
 		return errcode.New(errcode.PreconditionFailed, "the current object does not match the ETag %q", c.IfMatch)
 	}
-	if c.IfVersion != "" && (!exists || Version(cur) != c.IfVersion) {
+	if c.IfVersion != "" && (!exists || Version(cur) != c.IfVersion) || c.IfTags != "" && (!exists || TagsKey(cur.Tags) != c.IfTags) {
 		return &errcode.Error{Code: errcode.PreconditionFailed, Message: "the object changed",
 			Detail: map[string]any{"reason": "object_changed"}}
 	}
@@ -515,7 +538,9 @@ func (c Cond) Check(cur Object, exists bool) error {
 }
 
 // Any reports whether c asks for anything.
-func (c Cond) Any() bool { return c.IfNoneMatch || c.IfMatch != "" || c.IfVersion != "" }
+func (c Cond) Any() bool {
+	return c.IfNoneMatch || c.IfMatch != "" || c.IfVersion != "" || c.IfTags != ""
+}
 
 // Put is one object write for PutObjects.
 type Put struct {

@@ -25,6 +25,7 @@ type Stores struct {
 	EncryptionJobs EncryptionJobs
 	KeyGrants      KeyGrants
 	Cluster        Cluster
+	Lifecycles     Lifecycles
 	// Changes is the store's ChangeListener when several processes share
 	// it (PostgreSQL); nil when it has none (SQLite).
 	Changes ChangeListener

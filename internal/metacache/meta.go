@@ -77,6 +77,7 @@ func (s *Store) Stores() meta.Stores {
 	m.Uploads = uploads{m.Uploads, s}
 	m.Accounts = accounts{m.Accounts, s}
 	m.EncryptionJobs = encryptionJobs{m.EncryptionJobs, s}
+	m.Lifecycles = lifecycles{m.Lifecycles, s}
 	return m
 }
 
@@ -91,7 +92,13 @@ func (s *Store) Objects() *Map[meta.Object] { return s.objects }
 const entryOverhead = 256
 
 func bucketSize(key string, b meta.Bucket) int {
-	return entryOverhead + len(key) + len(b.Name) + len(b.OwnerID) + len(b.Visibility) + len(b.Encryption) + len(b.EncryptionKMSKey)
+	n := entryOverhead + len(key) + len(b.Name) + len(b.OwnerID) + len(b.Visibility) + len(b.Encryption) + len(b.EncryptionKMSKey)
+	if b.Lifecycle != nil {
+		for _, r := range b.Lifecycle.Rules {
+			n += 256 + len(r.ID)
+		}
+	}
+	return n
 }
 
 func objectSize(key string, o meta.Object) int {
@@ -171,6 +178,22 @@ func (b buckets) SetBucketVisibility(ctx context.Context, name string, v meta.Vi
 func (b buckets) SetBucketEncryption(ctx context.Context, name, enc, kmsKey string) error {
 	return b.c.write(ctx, []meta.Change{bucketChange(name)}, func(ctx context.Context) error {
 		return b.Buckets.SetBucketEncryption(ctx, name, enc, kmsKey)
+	})
+}
+
+// lifecycles wraps meta.Lifecycles: a configuration is part of the
+// bucket record.
+type lifecycles struct {
+	meta.Lifecycles
+	c *Store
+}
+
+// SetBucketLifecycle implements meta.Lifecycles, invalidating the bucket
+// (the object service reads the configuration from the record for
+// x-amz-expiration).
+func (l lifecycles) SetBucketLifecycle(ctx context.Context, name string, lc *meta.Lifecycle) error {
+	return l.c.write(ctx, []meta.Change{bucketChange(name)}, func(ctx context.Context) error {
+		return l.Lifecycles.SetBucketLifecycle(ctx, name, lc)
 	})
 }
 
@@ -415,6 +438,13 @@ var writeTopics = map[string]map[string]string{
 		"StartJob": "", "GetJob": "", "ListJobs": "", "AcquireJob": "", "SaveJob": "",
 		"ListEnvelopes": "", "KEKUsage": "", "ListPlaintextObjects": "",
 		"SwapEnvelope": meta.TopicObject, // (object parts: everything)
+	},
+	// A bucket's lifecycle configuration is in its record; the worker's
+	// run row is no cached record, and its deletes go through Objects and
+	// Uploads (wrapped above).
+	"Lifecycles": {
+		"GetBucketLifecycle": "", "ListLifecycleBuckets": "", "AcquireLifecycleRun": "", "SaveLifecycleRun": "",
+		"SetBucketLifecycle": meta.TopicBucket,
 	},
 
 	// Not wrapped: they change no cached record.

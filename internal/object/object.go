@@ -101,6 +101,9 @@ type Config struct {
 	// OpenGateway opens the backend of a gateway bucket (gateway.go);
 	// nil: gateway buckets answer NotImplemented.
 	OpenGateway OpenGateway
+	// LifecycleDay is the length of a lifecycle day (0: 24 hours; shorter
+	// only in tests, config.Config.LifecycleDay).
+	LifecycleDay time.Duration
 }
 
 // ConfigFrom returns the service's configuration in c: its size limits,
@@ -111,6 +114,7 @@ func ConfigFrom(c config.Config) Config {
 		MaxObjectSize: c.MaxObjectSize, GarbageGrace: c.GarbageGrace, OrphanGrace: c.OrphanGrace,
 		InlineMax: c.InlineMax, StagingLease: c.StagingLease, Encrypt: c.Encryption == "on",
 		MultipartExpiry: c.MultipartExpiry, JanitorInterval: c.JanitorInterval, OrphanInterval: OrphanInterval(c),
+		LifecycleDay: c.LifecycleDay,
 	}
 }
 
@@ -124,6 +128,7 @@ type Service struct {
 	*Uploads
 	*Shares
 	*EncryptionJobs
+	lifecycle *LifecycleWorker
 }
 
 // core is what every part of the service shares: the stores, the
@@ -154,7 +159,7 @@ func New(m Stores, b blob.Store, cfg Config, log *slog.Logger) *Service {
 		log = slog.New(slog.DiscardHandler)
 	}
 	c := &core{meta: m, blobs: b, cfg: cfg, log: log, now: time.Now, staging: map[string]*staging{}}
-	return &Service{core: c, Uploads: &Uploads{c}, Shares: &Shares{c}, EncryptionJobs: &EncryptionJobs{core: c}}
+	return &Service{core: c, Uploads: &Uploads{c}, Shares: &Shares{c}, EncryptionJobs: &EncryptionJobs{core: c}, lifecycle: &LifecycleWorker{core: c}}
 }
 
 // action is what an actor wants to do to a bucket.

@@ -13,12 +13,13 @@ type Stores struct {
 	meta.Shares
 	meta.EncryptionJobs
 	meta.KeyGrants
+	meta.Lifecycles
 }
 
 // StoresOf picks the roles the object service uses from m.
 func StoresOf(m meta.Stores) Stores {
 	return Stores{
 		Accounts: m.Accounts, Buckets: m.Buckets, Objects: m.Objects, Uploads: m.Uploads, Stagings: m.Stagings,
-		Reclamation: m.Reclamation, Shares: m.Shares, EncryptionJobs: m.EncryptionJobs, KeyGrants: m.KeyGrants,
+		Reclamation: m.Reclamation, Shares: m.Shares, EncryptionJobs: m.EncryptionJobs, KeyGrants: m.KeyGrants, Lifecycles: m.Lifecycles,
 	}
 }

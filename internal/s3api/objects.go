@@ -165,6 +165,9 @@ func (api *API) putObject(q *request) (response, error) {
 	if keyMD5 != "" {
 		sseCHeaders(h, keyMD5)
 	}
+	if b, err := api.buckets.GetBucket(ctxOf(q), q.actor, q.bucket); err == nil {
+		api.expirationHeader(h, b, o)
+	}
 	return empty{header: h}, nil
 }
 
@@ -274,6 +277,7 @@ func (or *objectResponse) respond(w http.ResponseWriter, q *request) {
 		h["X-Amz-Meta-"+k] = []string{val}
 	}
 	taggingCount(h, o)
+	or.api.expirationHeader(h, or.rd.Bucket, o)
 	var fixed *httpx.Span
 	if or.part > 0 {
 		s, n, count, ok := partRange(o, or.part)

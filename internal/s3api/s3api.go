@@ -60,12 +60,15 @@ type Config struct {
 	// Now is the clock of signature checks: nil is time.Now (tests set
 	// their own).
 	Now func() time.Time
+	// LifecycleDay is the lifecycle day x-amz-expiration is computed with
+	// (0: 24 hours; shorter only in tests, --lifecycle-day).
+	LifecycleDay time.Duration
 }
 
 // ConfigFrom returns the S3 API's configuration in c: its region, domain,
 // public URL and XML body bound.
 func ConfigFrom(c config.Config) Config {
-	return Config{Region: c.Region, Domain: c.S3Domain, PublicURL: c.S3PublicURL, MaxXMLBody: c.MaxXMLBody}
+	return Config{Region: c.Region, Domain: c.S3Domain, PublicURL: c.S3PublicURL, MaxXMLBody: c.MaxXMLBody, LifecycleDay: c.LifecycleDay}
 }
 
 // API is the S3 API.
@@ -286,6 +289,13 @@ func (api *API) dispatch(q *request) (string, handlerFunc) {
 			switch sub {
 			case "tagging":
 				if op, h := putGetDelete(m, "BucketTagging", api.putBucketTagging, api.getBucketTagging, api.deleteBucketTagging); h != nil {
+					return op, h
+				}
+			case "lifecycle":
+				if op, h := putGetDelete(m, "BucketLifecycleConfiguration", api.putBucketLifecycle, api.getBucketLifecycle, api.deleteBucketLifecycle); h != nil {
+					if op == "DeleteBucketLifecycleConfiguration" {
+						op = "DeleteBucketLifecycle" // S3's name
+					}
 					return op, h
 				}
 			case "encryption":

@@ -29,6 +29,8 @@ type Buckets interface {
 	SetBucketVersioning(ctx context.Context, a object.Actor, name string, v meta.Versioning) (meta.Bucket, error)
 	GetBucketTags(ctx context.Context, a object.Actor, name string) ([]meta.Tag, error)
 	SetBucketTags(ctx context.Context, a object.Actor, name string, tags []meta.Tag) error
+	GetBucketLifecycle(ctx context.Context, a object.Actor, name string) (meta.Lifecycle, error)
+	SetBucketLifecycle(ctx context.Context, a object.Actor, name string, lc *meta.Lifecycle) error
 }
 
 // Objects is what the object operations call (and the copies, which read

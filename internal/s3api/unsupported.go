@@ -54,6 +54,7 @@ var (
 		"AbortMultipartUpload", "ListParts", "PutBucketEncryption", "GetBucketEncryption", "DeleteBucketEncryption",
 		"PutBucketVersioning", "GetObjectTagging", "PutObjectTagging", "DeleteObjectTagging",
 		"GetBucketTagging", "PutBucketTagging", "DeleteBucketTagging",
+		"PutBucketLifecycleConfiguration", "GetBucketLifecycleConfiguration", "DeleteBucketLifecycle",
 	}
 )
 

@@ -232,6 +232,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 	}
 	s.objects = object.New(object.StoresOf(s.meta), s.blobs, ocfg, log)
 	js := s.objects.JobStats()
+	registerLifecycleMetrics(s.metrics, s.objects.Lifecycle().Stats())
 	s.metrics.CounterFunc("coffer_kms_rewrapped_keys_total", "Data keys this node re-wrapped under the current KEK version (rewrap job).",
 		func() float64 { return float64(js.Rewrapped.Load()) })
 	s.metrics.CounterFunc("coffer_kms_encrypted_objects_total", "Plaintext objects this node encrypted (coffer encrypt job).",
@@ -531,6 +532,23 @@ func (s *Server) Run(ctx context.Context, announce io.Writer) error {
 		s.objects.RunJanitor(janitorCtx)
 		wg.Wait()
 	}()
+	{
+		// Lifecycle rules (docs/lifecycle.md): leased in the metadata
+		// store, so every node runs the worker and one works at a time.
+		lcCtx, stopLifecycle := context.WithCancel(context.Background())
+		lcDone := make(chan struct{})
+		opts := object.LifecycleOptionsFrom(s.cfg)
+		opts.Owner = jobOwner(s.cfg.Data)
+		if s.cfg.LifecycleDay > 0 {
+			s.log.Warn("TEST ONLY: lifecycle days last "+s.cfg.LifecycleDay.String()+", not 24h (--lifecycle-day, COFFER_LIFECYCLE_DAY): objects expire that much sooner; never set this in production",
+				"lifecycle_day", s.cfg.LifecycleDay.String())
+		}
+		go func() {
+			defer close(lcDone)
+			s.objects.Lifecycle().RunLifecycle(lcCtx, opts)
+		}()
+		defer func() { stopLifecycle(); <-lcDone }()
+	}
 	if s.keys != nil {
 		// Background jobs of encryption at rest (key re-wrap after a
 		// rotation, coffer encrypt): leased in the metadata store, so

@@ -9,16 +9,21 @@ import (
 )
 
 // bucketCols are the columns of a bucket, in scanBucket's order.
-const bucketCols = "name, owner_id, visibility, created_at, sse_default, sse_kms_key, gateway, object_count, byte_count, versioning"
+const bucketCols = "name, owner_id, visibility, created_at, sse_default, sse_kms_key, gateway, object_count, byte_count, versioning, lifecycle"
 
 // scanBucket reads a bucket selected with bucketCols.
 func scanBucket(r Row) (meta.Bucket, error) {
 	var b meta.Bucket
 	var vis, versioning string
 	var created int64
-	err := r.Scan(&b.Name, &b.OwnerID, &vis, &created, &b.Encryption, &b.EncryptionKMSKey, &b.Gateway, &b.Objects, &b.Bytes, &versioning)
+	var lifecycle *string
+	err := r.Scan(&b.Name, &b.OwnerID, &vis, &created, &b.Encryption, &b.EncryptionKMSKey, &b.Gateway, &b.Objects, &b.Bytes, &versioning, &lifecycle)
 	b.Visibility, b.Versioning = meta.Visibility(vis), meta.Versioning(versioning)
 	b.CreatedAt = FromNanos(created)
+	if err == nil && lifecycle != nil && *lifecycle != "" {
+		lc, derr := decodeLifecycle(*lifecycle)
+		b.Lifecycle, err = &lc, derr
+	}
 	return b, err
 }
 

@@ -166,6 +166,7 @@ type Ops struct {
 	jobOps
 	keyGrantOps
 	clusterOps
+	lifecycleOps
 }
 
 // The roles of Ops.
@@ -185,6 +186,7 @@ type (
 	jobOps         struct{ *core }
 	keyGrantOps    struct{ *core }
 	clusterOps     struct{ *core }
+	lifecycleOps   struct{ *core }
 )
 
 // core is what every role of Ops works with.
@@ -199,18 +201,19 @@ type core struct {
 // opSQL are the statements of Ops in a dialect, by role, made once
 // (SQLite prepares statements by their text).
 type opSQL struct {
-	ph      PH
-	users   userSQL
-	keys    accessKeySQL
-	buckets bucketSQL
-	invites inviteSQL
-	shares  shareSQL
-	uploads uploadSQL
-	tus     tusSQL
-	limits  limitSQL
-	jobs    jobSQL
-	grants  grantSQL
-	tags    tagSQL
+	ph        PH
+	users     userSQL
+	keys      accessKeySQL
+	buckets   bucketSQL
+	invites   inviteSQL
+	shares    shareSQL
+	uploads   uploadSQL
+	tus       tusSQL
+	limits    limitSQL
+	jobs      jobSQL
+	grants    grantSQL
+	tags      tagSQL
+	lifecycle lifecycleSQL
 
 	listGarbage, claimGarbage, deleteGarbage, deleteExpiredStaging, renewStaging, unstage, claimKey string
 }
@@ -231,6 +234,7 @@ func NewOps(b Backend, d Dialect) Ops {
 		jobs:                 newJobSQL(ph),
 		grants:               newGrantSQL(ph),
 		tags:                 newTagSQL(ph),
+		lifecycle:            newLifecycleSQL(ph),
 		listGarbage:          "SELECT " + garbageCols + " FROM garbage WHERE created_at < " + ph(1) + " ORDER BY created_at, id LIMIT " + ph(2),
 		claimGarbage:         claimGarbageQuery(ph(1), ph(2)),
 		deleteGarbage:        "DELETE FROM garbage WHERE " + d.In("id", 1),
@@ -241,7 +245,7 @@ func NewOps(b Backend, d Dialect) Ops {
 		claimKey: claimKeySQL(ph),
 	}}
 	return Ops{accountOps{c}, sessionOps{c}, inviteOps{c}, accessKeyOps{c}, limitOps{c}, bucketOps{c}, objectOps{c}, uploadOps{c},
-		stagingOps{c}, reclamationOps{c}, shareOps{c}, tusOps{c}, jobOps{c}, keyGrantOps{c}, clusterOps{c}}
+		stagingOps{c}, reclamationOps{c}, shareOps{c}, tusOps{c}, jobOps{c}, keyGrantOps{c}, clusterOps{c}, lifecycleOps{c}}
 }
 
 // exec runs a write statement.

@@ -150,6 +150,7 @@ func Run(t *testing.T, newStore func(t *testing.T) (meta.Stores, func() error)) 
 		{"Store", storeTests},
 		{"Tus", tusTests},
 		{"KMSGrants", kmsGrantTests},
+		{"Lifecycle", lifecycleTests},
 	}
 	mk := func(t *testing.T) store {
 		t.Helper()
@@ -158,7 +159,7 @@ func Run(t *testing.T, newStore func(t *testing.T) (meta.Stores, func() error)) 
 			t.Fatal("newStore returned no close function")
 		}
 		s := store{st.Accounts, st.Sessions, st.Invites, st.AccessKeys, st.Limits, st.Buckets, st.Objects, st.Uploads,
-			st.Stagings, st.Reclamation, st.Shares, st.Tus, st.EncryptionJobs, st.KeyGrants, st.Cluster, closeStore}
+			st.Stagings, st.Reclamation, st.Shares, st.Tus, st.EncryptionJobs, st.KeyGrants, st.Cluster, st.Lifecycles, closeStore}
 		for f, v := range reflect.ValueOf(st).Fields() {
 			if v.IsNil() && f.Name != "Changes" {
 				t.Fatalf("newStore returned no %s", f.Name)
@@ -200,6 +201,7 @@ type store struct {
 	meta.EncryptionJobs
 	meta.KeyGrants
 	meta.Cluster
+	meta.Lifecycles
 	close func() error
 }
 

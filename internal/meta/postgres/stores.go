@@ -21,6 +21,7 @@ func (s *Store) Stores() meta.Stores {
 		EncryptionJobs: s,
 		KeyGrants:      s,
 		Cluster:        s,
+		Lifecycles:     s,
 		Changes:        s,
 	}
 }

@@ -20,5 +20,6 @@ func (s *Store) Stores() meta.Stores {
 		EncryptionJobs: s,
 		KeyGrants:      s,
 		Cluster:        s,
+		Lifecycles:     s,
 	}
 }

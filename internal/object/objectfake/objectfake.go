@@ -995,3 +995,41 @@ func (f *Service) SetBucketTags(_ context.Context, a object.Actor, name string, 
 	f.wrote("SetBucketTags " + name)
 	return nil
 }
+
+// GetBucketLifecycle returns a bucket's lifecycle configuration (in its
+// record): NotFound (resource lifecycle) if it has none.
+func (f *Service) GetBucketLifecycle(_ context.Context, a object.Actor, name string) (meta.Lifecycle, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b, err := f.authorize(a, name, true)
+	if err != nil {
+		return meta.Lifecycle{}, err
+	}
+	if b.Lifecycle == nil {
+		return meta.Lifecycle{}, meta.ErrNoLifecycle(name)
+	}
+	return *b.Lifecycle, nil
+}
+
+// SetBucketLifecycle replaces a bucket's lifecycle configuration (nil:
+// none), checked by meta.CheckLifecycle.
+func (f *Service) SetBucketLifecycle(_ context.Context, a object.Actor, name string, lc *meta.Lifecycle) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.Fail["SetBucketLifecycle"]; err != nil {
+		return err
+	}
+	b, err := f.authorize(a, name, true)
+	if err != nil {
+		return err
+	}
+	if lc != nil {
+		if err := meta.CheckLifecycle(lc); err != nil {
+			return err
+		}
+	}
+	b.Lifecycle = lc
+	f.Buckets[name] = b
+	f.wrote("SetBucketLifecycle " + name)
+	return nil
+}

@@ -64,6 +64,7 @@ var (
 	NoSuchBucket                      = def("NoSuchBucket", 404, "The specified bucket does not exist.")
 	NoSuchKey                         = def("NoSuchKey", 404, "The specified key does not exist.")
 	InvalidTag                        = def("InvalidTag", 400, "The tag provided was not a valid tag.")
+	NoSuchLifecycleConfiguration      = def("NoSuchLifecycleConfiguration", 404, "The lifecycle configuration does not exist.")
 	NoSuchTagSet                      = def("NoSuchTagSet", 404, "The TagSet does not exist.")
 	NoSuchVersion                     = def("NoSuchVersion", 404, "The specified version does not exist.")
 	NoSuchUpload                      = def("NoSuchUpload", 404, "The specified multipart upload does not exist. The upload ID might be invalid, or the multipart upload might have been aborted or completed.")
@@ -143,7 +144,7 @@ func Translate(err error) APIError {
 	switch code {
 	case errcode.InvalidArgument:
 		switch reason {
-		case "customer_key_required", "not_customer_encrypted", "customer_key_params_mismatch", "invalid_checksum_type":
+		case "customer_key_required", "not_customer_encrypted", "customer_key_params_mismatch", "invalid_checksum_type", "invalid_request":
 			return row(InvalidRequest)
 		case "key_too_long":
 			return row(KeyTooLongError)
@@ -173,6 +174,8 @@ func Translate(err error) APIError {
 			return Table[NoSuchVersion]
 		case "tag_set":
 			return Table[NoSuchTagSet]
+		case "lifecycle":
+			return Table[NoSuchLifecycleConfiguration]
 		}
 		return Table[NoSuchKey]
 	case errcode.AlreadyExists:
