@@ -7,94 +7,15 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
-	"encoding/xml"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/coffer-storage/coffer/internal/s3api/sigv4"
 	"github.com/coffer-storage/coffer/test/testenv"
 )
-
-// s3Key is a user's S3 access key.
-type s3Key struct{ id, secret string }
-
-func newS3Key(t *testing.T, c *testenv.Client) s3Key {
-	t.Helper()
-	var k struct {
-		ID     string `json:"access_key_id"`
-		Secret string `json:"secret_access_key"`
-	}
-	if st := c.JSON(t, "POST", "/api/v1/keys", nil, &k); st != 201 {
-		t.Fatalf("create key: %d", st)
-	}
-	return s3Key{k.ID, k.Secret}
-}
-
-type s3Reply struct {
-	status int
-	header http.Header
-	body   []byte
-}
-
-// s3Client is an HTTP client for the S3 calls of many goroutines (its
-// own connections, enough of them to stay open).
-var s3Client = &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-
-// s3Do sends a SigV4-signed request to the S3 listener base; hdr is pairs
-// of header names and values. Safe for many goroutines (no t).
-func s3Do(k s3Key, base, method, path string, body []byte, hdr ...string) (s3Reply, error) {
-	req, err := http.NewRequest(method, base+path, bytes.NewReader(body))
-	if err != nil {
-		return s3Reply{}, err
-	}
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	sum := sha256.Sum256(body)
-	if err := sigv4.SignRequest(req, k.id, k.secret, "us-east-1", hex.EncodeToString(sum[:]), time.Now()); err != nil {
-		return s3Reply{}, err
-	}
-	resp, err := s3Client.Do(req)
-	if err != nil {
-		return s3Reply{}, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return s3Reply{resp.StatusCode, resp.Header, b}, err
-}
-
-func mustS3(t *testing.T, k s3Key, base, method, path string, body []byte, want int, hdr ...string) s3Reply {
-	t.Helper()
-	r, err := s3Do(k, base, method, path, body, hdr...)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	if r.status != want {
-		t.Fatalf("%s %s: %d %s, want %d", method, path, r.status, r.body, want)
-	}
-	return r
-}
-
-func versioningBody(status string) []byte {
-	return []byte(`<VersioningConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Status>` + status + `</Status></VersioningConfiguration>`)
-}
-
-// isVersionID reports whether id looks like a version ID Coffer makes
-// (32 lower-case hex digits), not "null" nor empty.
-func isVersionID(id string) bool {
-	if len(id) != 32 {
-		return false
-	}
-	_, err := hex.DecodeString(id)
-	return err == nil && strings.ToLower(id) == id
-}
 
 // TestVersioningStateReachesEveryNode: versioning enabled or suspended
 // through node 1 rules the very next write on nodes 2 and 3, although
@@ -103,16 +24,16 @@ func isVersionID(id string) bool {
 func TestVersioningStateReachesEveryNode(t *testing.T) {
 	b := testenv.NewBackends(t)
 	nodes := []*testenv.Server{testenv.StartNode(t, b), testenv.StartNode(t, b), testenv.StartNode(t, b)}
-	k := newS3Key(t, nodes[0].NewUser(t))
+	k := testenv.NewS3Key(t, nodes[0].NewUser(t))
 	bucket := "/toggle-" + testenvHex(t)
-	mustS3(t, k, nodes[0].S3URL, "PUT", bucket, nil, 200)
+	testenv.MustS3(t, k, nodes[0].S3URL, "PUT", bucket, nil, 200)
 	// Nodes 2 and 3 cache the bucket as never versioned.
 	for _, n := range nodes[1:] {
-		r := mustS3(t, k, n.S3URL, "PUT", bucket+"/k", []byte("unversioned"), 200)
-		if v := r.header.Get("X-Amz-Version-Id"); v != "" {
+		r := testenv.MustS3(t, k, n.S3URL, "PUT", bucket+"/k", []byte("unversioned"), 200)
+		if v := r.Header.Get("X-Amz-Version-Id"); v != "" {
 			t.Fatalf("PUT into a bucket never versioned: version %q", v)
 		}
-		mustS3(t, k, n.S3URL, "GET", bucket+"/k", nil, 200)
+		testenv.MustS3(t, k, n.S3URL, "GET", bucket+"/k", nil, 200)
 	}
 	stale := 0
 	for i := range 30 {
@@ -120,18 +41,18 @@ func TestVersioningStateReachesEveryNode(t *testing.T) {
 		if i%2 == 1 {
 			status = "Suspended"
 		}
-		mustS3(t, k, nodes[0].S3URL, "PUT", bucket+"?versioning", versioningBody(status), 200)
+		testenv.MustS3(t, k, nodes[0].S3URL, "PUT", bucket+"?versioning", testenv.VersioningBody(status), 200)
 		for j, n := range nodes[1:] {
-			r := mustS3(t, k, n.S3URL, "PUT", bucket+"/k", []byte(fmt.Sprintf("round %d node %d", i, j+2)), 200)
-			v := r.header.Get("X-Amz-Version-Id")
-			if status == "Enabled" && !isVersionID(v) || status == "Suspended" && v != "null" {
+			r := testenv.MustS3(t, k, n.S3URL, "PUT", bucket+"/k", []byte(fmt.Sprintf("round %d node %d", i, j+2)), 200)
+			v := r.Header.Get("X-Amz-Version-Id")
+			if status == "Enabled" && !testenv.IsVersionID(v) || status == "Suspended" && v != "null" {
 				stale++
 				t.Errorf("round %d: PUT on node %d right after %s on node 1: version %q", i, j+2, status, v)
 			}
-			g := mustS3(t, k, n.S3URL, "GET", bucket+"?versioning", nil, 200)
-			if !bytes.Contains(g.body, []byte("<Status>"+status+"</Status>")) {
+			g := testenv.MustS3(t, k, n.S3URL, "GET", bucket+"?versioning", nil, 200)
+			if !bytes.Contains(g.Body, []byte("<Status>"+status+"</Status>")) {
 				stale++
-				t.Errorf("round %d: GetBucketVersioning on node %d right after %s on node 1: %s", i, j+2, status, g.body)
+				t.Errorf("round %d: GetBucketVersioning on node %d right after %s on node 1: %s", i, j+2, status, g.Body)
 			}
 		}
 	}
@@ -158,78 +79,6 @@ type vop struct {
 	err       error
 }
 
-// listedVersion is a <Version> or <DeleteMarker> of ListObjectVersions.
-type listedVersion struct {
-	Marker    bool
-	Key       string `xml:"Key"`
-	VersionID string `xml:"VersionId"`
-	IsLatest  bool   `xml:"IsLatest"`
-	ETag      string `xml:"ETag"`
-	Size      int64  `xml:"Size"`
-}
-
-// listVersions pages through every version of bucket (pageSize at a
-// time), each page from the next node, in the order the listing gives.
-func listVersions(t *testing.T, k s3Key, nodes []*testenv.Server, bucket string, pageSize int) []listedVersion {
-	t.Helper()
-	var out []listedVersion
-	km, vm := "", ""
-	for page := 0; ; page++ {
-		q := fmt.Sprintf("?versions&max-keys=%d", pageSize)
-		if km != "" {
-			q += "&key-marker=" + url.QueryEscape(km)
-			if vm != "" {
-				q += "&version-id-marker=" + url.QueryEscape(vm)
-			}
-		}
-		r := mustS3(t, k, nodes[page%len(nodes)].S3URL, "GET", bucket+q, nil, 200)
-		d := xml.NewDecoder(bytes.NewReader(r.body))
-		truncated := false
-		km, vm = "", ""
-		for {
-			tok, err := d.Token()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				t.Fatalf("ListObjectVersions: %v in %s", err, r.body)
-			}
-			se, ok := tok.(xml.StartElement)
-			if !ok {
-				continue
-			}
-			switch se.Name.Local {
-			case "Version", "DeleteMarker":
-				var v listedVersion
-				if err := d.DecodeElement(&v, &se); err != nil {
-					t.Fatal(err)
-				}
-				v.Marker = se.Name.Local == "DeleteMarker"
-				out = append(out, v)
-			case "IsTruncated", "NextKeyMarker", "NextVersionIdMarker":
-				var s string
-				if err := d.DecodeElement(&s, &se); err != nil {
-					t.Fatal(err)
-				}
-				switch se.Name.Local {
-				case "IsTruncated":
-					truncated = s == "true"
-				case "NextKeyMarker":
-					km = s
-				default:
-					vm = s
-				}
-			}
-		}
-		if !truncated {
-			return out
-		}
-		if km == "" || page > 10000 {
-			t.Fatalf("ListObjectVersions: truncated without a next marker (page %d)", page)
-		}
-	}
-}
-
 // TestVersionsAcrossNodes: many clients on three nodes PUT and DELETE
 // (with and without versionId, single and DeleteObjects) one hot key and a
 // few others of an Enabled bucket at once. Afterwards ListObjectVersions
@@ -244,11 +93,11 @@ func TestVersionsAcrossNodes(t *testing.T) {
 	b := testenv.NewBackends(t)
 	nodes := []*testenv.Server{testenv.StartNode(t, b), testenv.StartNode(t, b), testenv.StartNode(t, b)}
 	u := nodes[0].NewUser(t)
-	k := newS3Key(t, u)
+	k := testenv.NewS3Key(t, u)
 	name := "vers-" + testenvHex(t)
 	bucket := "/" + name
-	mustS3(t, k, nodes[0].S3URL, "PUT", bucket, nil, 200)
-	mustS3(t, k, nodes[0].S3URL, "PUT", bucket+"?versioning", versioningBody("Enabled"), 200)
+	testenv.MustS3(t, k, nodes[0].S3URL, "PUT", bucket, nil, 200)
+	testenv.MustS3(t, k, nodes[0].S3URL, "PUT", bucket+"?versioning", testenv.VersioningBody("Enabled"), 200)
 
 	keys := []string{"hot", "hot", "hot", "k/1", "k/2", "k/3 with space"}
 	const workers, opsEach = 12, 50
@@ -287,7 +136,7 @@ func TestVersionsAcrossNodes(t *testing.T) {
 					o.kind = "put"
 				}
 				o.start = time.Now()
-				var r s3Reply
+				var r testenv.S3Reply
 				switch o.kind {
 				case "put":
 					size := rng.IntN(20_000)
@@ -300,42 +149,42 @@ func TestVersionsAcrossNodes(t *testing.T) {
 					rand.NewChaCha8(seed).Read(data)
 					s, m := sha256.Sum256(data), md5.Sum(data)
 					o.size, o.sha, o.etag = size, hex.EncodeToString(s[:]), `"`+hex.EncodeToString(m[:])+`"`
-					r, o.err = s3Do(k, base, "PUT", path, data)
-					if o.err == nil && r.status != 200 {
-						o.err = fmt.Errorf("PUT: %d %s", r.status, r.body)
+					r, o.err = testenv.S3Do(k, base, "PUT", path, data)
+					if o.err == nil && r.Status != 200 {
+						o.err = fmt.Errorf("PUT: %d %s", r.Status, r.Body)
 					}
-					o.version = r.header.Get("X-Amz-Version-Id")
-					if o.err == nil && !isVersionID(o.version) {
+					o.version = r.Header.Get("X-Amz-Version-Id")
+					if o.err == nil && !testenv.IsVersionID(o.version) {
 						o.err = fmt.Errorf("PUT answered version %q", o.version)
 					}
 				case "delete":
-					r, o.err = s3Do(k, base, "DELETE", path, nil)
-					if o.err == nil && r.status != 204 {
-						o.err = fmt.Errorf("DELETE: %d %s", r.status, r.body)
+					r, o.err = testenv.S3Do(k, base, "DELETE", path, nil)
+					if o.err == nil && r.Status != 204 {
+						o.err = fmt.Errorf("DELETE: %d %s", r.Status, r.Body)
 					}
-					o.version = r.header.Get("X-Amz-Version-Id")
-					if o.err == nil && (!isVersionID(o.version) || r.header.Get("X-Amz-Delete-Marker") != "true") {
-						o.err = fmt.Errorf("DELETE answered version %q, marker %q", o.version, r.header.Get("X-Amz-Delete-Marker"))
+					o.version = r.Header.Get("X-Amz-Version-Id")
+					if o.err == nil && (!testenv.IsVersionID(o.version) || r.Header.Get("X-Amz-Delete-Marker") != "true") {
+						o.err = fmt.Errorf("DELETE answered version %q, marker %q", o.version, r.Header.Get("X-Amz-Delete-Marker"))
 					}
 				case "get":
-					r, o.err = s3Do(k, base, "GET", path, nil)
-					o.version, o.marker = r.header.Get("X-Amz-Version-Id"), r.header.Get("X-Amz-Delete-Marker") == "true"
-					sum := sha256.Sum256(r.body)
+					r, o.err = testenv.S3Do(k, base, "GET", path, nil)
+					o.version, o.marker = r.Header.Get("X-Amz-Version-Id"), r.Header.Get("X-Amz-Delete-Marker") == "true"
+					sum := sha256.Sum256(r.Body)
 					o.sha = hex.EncodeToString(sum[:])
-					if o.err == nil && !(r.status == 200 && isVersionID(o.version) && !o.marker || r.status == 404 && (o.marker == isVersionID(o.version))) {
-						o.err = fmt.Errorf("GET: %d, version %q, marker %v", r.status, o.version, o.marker)
+					if o.err == nil && !(r.Status == 200 && testenv.IsVersionID(o.version) && !o.marker || r.Status == 404 && (o.marker == testenv.IsVersionID(o.version))) {
+						o.err = fmt.Errorf("GET: %d, version %q, marker %v", r.Status, o.version, o.marker)
 					}
 				case "delete-version":
-					r, o.err = s3Do(k, base, "DELETE", path+"?versionId="+o.version, nil)
-					if o.err == nil && r.status != 204 {
-						o.err = fmt.Errorf("DELETE ?versionId: %d %s", r.status, r.body)
+					r, o.err = testenv.S3Do(k, base, "DELETE", path+"?versionId="+o.version, nil)
+					if o.err == nil && r.Status != 204 {
+						o.err = fmt.Errorf("DELETE ?versionId: %d %s", r.Status, r.Body)
 					}
 				case "delete-objects":
 					body := []byte(`<Delete><Object><Key>` + o.key + `</Key><VersionId>` + o.version + `</VersionId></Object></Delete>`)
 					sum := md5.Sum(body)
-					r, o.err = s3Do(k, base, "POST", bucket+"?delete", body, "Content-MD5", base64.StdEncoding.EncodeToString(sum[:]))
-					if o.err == nil && (r.status != 200 || !bytes.Contains(r.body, []byte("<Deleted>")) || bytes.Contains(r.body, []byte("<Error>"))) {
-						o.err = fmt.Errorf("DeleteObjects: %d %s", r.status, r.body)
+					r, o.err = testenv.S3Do(k, base, "POST", bucket+"?delete", body, "Content-MD5", base64.StdEncoding.EncodeToString(sum[:]))
+					if o.err == nil && (r.Status != 200 || !bytes.Contains(r.Body, []byte("<Deleted>")) || bytes.Contains(r.Body, []byte("<Error>"))) {
+						o.err = fmt.Errorf("DeleteObjects: %d %s", r.Status, r.Body)
 					}
 				}
 				o.end = time.Now()
@@ -422,9 +271,13 @@ func TestVersionsAcrossNodes(t *testing.T) {
 		t.FailNow()
 	}
 
-	listed := listVersions(t, k, nodes, bucket, 7)
+	var bases []string
+	for _, n := range nodes {
+		bases = append(bases, n.S3URL)
+	}
+	listed := testenv.ListVersions(t, k, bases, bucket, 7)
 	seen := map[string]bool{}
-	byKey := map[string][]listedVersion{}
+	byKey := map[string][]testenv.ListedVersion{}
 	var objects, bytesSum int64
 	prevKey := ""
 	for _, v := range listed {
@@ -488,24 +341,24 @@ func TestVersionsAcrossNodes(t *testing.T) {
 		vs := byKey[key]
 		for ni, n := range nodes {
 			for _, method := range []string{"GET", "HEAD"} {
-				r, err := s3Do(k, n.S3URL, method, bucket+"/"+testenv.EscapeKey(key), nil)
+				r, err := testenv.S3Do(k, n.S3URL, method, bucket+"/"+testenv.EscapeKey(key), nil)
 				if err != nil {
 					t.Fatal(err)
 				}
-				vid, dm := r.header.Get("X-Amz-Version-Id"), r.header.Get("X-Amz-Delete-Marker")
+				vid, dm := r.Header.Get("X-Amz-Version-Id"), r.Header.Get("X-Amz-Delete-Marker")
 				switch {
 				case len(vs) == 0:
-					if r.status != 404 || dm != "" {
-						t.Errorf("%s %s on node %d (no versions): %d, marker %q", method, key, ni+1, r.status, dm)
+					if r.Status != 404 || dm != "" {
+						t.Errorf("%s %s on node %d (no versions): %d, marker %q", method, key, ni+1, r.Status, dm)
 					}
 				case vs[0].Marker:
-					if r.status != 404 || dm != "true" || vid != vs[0].VersionID {
-						t.Errorf("%s %s on node %d (latest is the marker %s): %d, marker %q, version %q", method, key, ni+1, vs[0].VersionID, r.status, dm, vid)
+					if r.Status != 404 || dm != "true" || vid != vs[0].VersionID {
+						t.Errorf("%s %s on node %d (latest is the marker %s): %d, marker %q, version %q", method, key, ni+1, vs[0].VersionID, r.Status, dm, vid)
 					}
 				default:
-					sum := sha256.Sum256(r.body)
-					if r.status != 200 || vid != vs[0].VersionID || method == "GET" && hex.EncodeToString(sum[:]) != made[vid].sha {
-						t.Errorf("%s %s on node %d: %d, version %q, want the latest %s", method, key, ni+1, r.status, vid, vs[0].VersionID)
+					sum := sha256.Sum256(r.Body)
+					if r.Status != 200 || vid != vs[0].VersionID || method == "GET" && hex.EncodeToString(sum[:]) != made[vid].sha {
+						t.Errorf("%s %s on node %d: %d, version %q, want the latest %s", method, key, ni+1, r.Status, vid, vs[0].VersionID)
 					}
 				}
 			}
@@ -517,27 +370,27 @@ func TestVersionsAcrossNodes(t *testing.T) {
 	for _, v := range listed {
 		i++
 		path := bucket + "/" + testenv.EscapeKey(v.Key) + "?versionId=" + v.VersionID
-		r, err := s3Do(k, nodes[i%len(nodes)].S3URL, "GET", path, nil)
+		r, err := testenv.S3Do(k, nodes[i%len(nodes)].S3URL, "GET", path, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		sum := sha256.Sum256(r.body)
+		sum := sha256.Sum256(r.Body)
 		switch {
-		case v.Marker && r.status != 405:
-			t.Errorf("GET of the marker %s@%s: %d, want 405", v.Key, v.VersionID, r.status)
-		case !v.Marker && (r.status != 200 || hex.EncodeToString(sum[:]) != made[v.VersionID].sha):
-			t.Errorf("GET %s@%s on node %d: %d, intact %v", v.Key, v.VersionID, i%len(nodes)+1, r.status, hex.EncodeToString(sum[:]) == made[v.VersionID].sha)
+		case v.Marker && r.Status != 405:
+			t.Errorf("GET of the marker %s@%s: %d, want 405", v.Key, v.VersionID, r.Status)
+		case !v.Marker && (r.Status != 200 || hex.EncodeToString(sum[:]) != made[v.VersionID].sha):
+			t.Errorf("GET %s@%s on node %d: %d, intact %v", v.Key, v.VersionID, i%len(nodes)+1, r.Status, hex.EncodeToString(sum[:]) == made[v.VersionID].sha)
 		}
 	}
 	for id := range deleted {
 		i++
 		key, vid, _ := strings.Cut(id, "@")
-		r, err := s3Do(k, nodes[i%len(nodes)].S3URL, "GET", bucket+"/"+testenv.EscapeKey(key)+"?versionId="+vid, nil)
+		r, err := testenv.S3Do(k, nodes[i%len(nodes)].S3URL, "GET", bucket+"/"+testenv.EscapeKey(key)+"?versionId="+vid, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.status != 404 || !bytes.Contains(r.body, []byte("NoSuchVersion")) {
-			t.Errorf("GET of %s, deleted by its ID, on node %d: %d %s", id, i%len(nodes)+1, r.status, r.body)
+		if r.Status != 404 || !bytes.Contains(r.Body, []byte("NoSuchVersion")) {
+			t.Errorf("GET of %s, deleted by its ID, on node %d: %d %s", id, i%len(nodes)+1, r.Status, r.Body)
 		}
 	}
 
@@ -584,10 +437,10 @@ func TestVersionsAcrossNodes(t *testing.T) {
 func TestVersionDeletesReachEveryNode(t *testing.T) {
 	b := testenv.NewBackends(t)
 	nodes := []*testenv.Server{testenv.StartNode(t, b), testenv.StartNode(t, b), testenv.StartNode(t, b)}
-	k := newS3Key(t, nodes[0].NewUser(t))
+	k := testenv.NewS3Key(t, nodes[0].NewUser(t))
 	bucket := "/dels-" + testenvHex(t)
-	mustS3(t, k, nodes[0].S3URL, "PUT", bucket, nil, 200)
-	mustS3(t, k, nodes[0].S3URL, "PUT", bucket+"?versioning", versioningBody("Enabled"), 200)
+	testenv.MustS3(t, k, nodes[0].S3URL, "PUT", bucket, nil, 200)
+	testenv.MustS3(t, k, nodes[0].S3URL, "PUT", bucket+"?versioning", testenv.VersioningBody("Enabled"), 200)
 	stale := 0
 	for i := range 20 {
 		w := nodes[i%3]
@@ -597,25 +450,25 @@ func TestVersionDeletesReachEveryNode(t *testing.T) {
 		expect := func(step, want string, marker bool) {
 			t.Helper()
 			for _, n := range readers {
-				r := mustS3(t, k, n.S3URL, "GET", bucket+"/k", nil, map[bool]int{true: 200, false: 404}[want != "" && !marker])
-				if got := r.header.Get("X-Amz-Version-Id"); got != want || (r.header.Get("X-Amz-Delete-Marker") == "true") != marker {
+				r := testenv.MustS3(t, k, n.S3URL, "GET", bucket+"/k", nil, map[bool]int{true: 200, false: 404}[want != "" && !marker])
+				if got := r.Header.Get("X-Amz-Version-Id"); got != want || (r.Header.Get("X-Amz-Delete-Marker") == "true") != marker {
 					stale++
-					t.Errorf("round %d, %s: GET answered version %q (marker %q), want %q (marker %v)", i, step, got, r.header.Get("X-Amz-Delete-Marker"), want, marker)
+					t.Errorf("round %d, %s: GET answered version %q (marker %q), want %q (marker %v)", i, step, got, r.Header.Get("X-Amz-Delete-Marker"), want, marker)
 				}
 			}
 		}
-		v1 := mustS3(t, k, w.S3URL, "PUT", bucket+"/k", []byte(fmt.Sprintf("round %d one", i)), 200).header.Get("X-Amz-Version-Id")
-		v2 := mustS3(t, k, w.S3URL, "PUT", bucket+"/k", []byte(fmt.Sprintf("round %d two", i)), 200).header.Get("X-Amz-Version-Id")
+		v1 := testenv.MustS3(t, k, w.S3URL, "PUT", bucket+"/k", []byte(fmt.Sprintf("round %d one", i)), 200).Header.Get("X-Amz-Version-Id")
+		v2 := testenv.MustS3(t, k, w.S3URL, "PUT", bucket+"/k", []byte(fmt.Sprintf("round %d two", i)), 200).Header.Get("X-Amz-Version-Id")
 		expect("after two PUTs", v2, false)
-		mustS3(t, k, w.S3URL, "DELETE", bucket+"/k?versionId="+v2, nil, 204)
+		testenv.MustS3(t, k, w.S3URL, "DELETE", bucket+"/k?versionId="+v2, nil, 204)
 		expect("after deleting the latest by its ID", v1, false)
-		m := mustS3(t, k, w.S3URL, "DELETE", bucket+"/k", nil, 204).header.Get("X-Amz-Version-Id")
+		m := testenv.MustS3(t, k, w.S3URL, "DELETE", bucket+"/k", nil, 204).Header.Get("X-Amz-Version-Id")
 		expect("after a DELETE (a marker)", m, true)
-		mustS3(t, k, w.S3URL, "DELETE", bucket+"/k?versionId="+m, nil, 204)
+		testenv.MustS3(t, k, w.S3URL, "DELETE", bucket+"/k?versionId="+m, nil, 204)
 		expect("after deleting the marker", v1, false)
 		body := []byte(`<Delete><Object><Key>k</Key><VersionId>` + v1 + `</VersionId></Object></Delete>`)
 		sum := md5.Sum(body)
-		mustS3(t, k, w.S3URL, "POST", bucket+"?delete", body, 200, "Content-MD5", base64.StdEncoding.EncodeToString(sum[:]))
+		testenv.MustS3(t, k, w.S3URL, "POST", bucket+"?delete", body, 200, "Content-MD5", base64.StdEncoding.EncodeToString(sum[:]))
 		expect("after DeleteObjects of the last version", "", false)
 	}
 	if stale > 0 {
