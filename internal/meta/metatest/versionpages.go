@@ -86,7 +86,7 @@ func BenchVersionPages(b *testing.B, s meta.Objects, bucket string, keys, perKey
 		{"middle", meta.VersionListOptions{KeyMarker: mid}, perPage},
 		{"middle-version", meta.VersionListOptions{KeyMarker: mid, VersionIDMarker: midVersion}, perPage},
 		{"end", meta.VersionListOptions{KeyMarker: VersionPageKey(keys - perPage/perKey - 1)}, perPage},
-		{"prefix", meta.VersionListOptions{Prefix: VersionPageKey(keys/2)[:5]}, min(perPage, perKey*min(1000, keys))},
+		{"prefix", meta.VersionListOptions{Prefix: VersionPageKey(keys / 2)[:5]}, min(perPage, perKey*min(1000, keys))},
 		{"delimiter", meta.VersionListOptions{Delimiter: "/"}, (keys + 999) / 1000},
 	}
 	for _, pl := range places {
@@ -102,7 +102,9 @@ func BenchVersionPages(b *testing.B, s meta.Objects, bucket string, keys, perKey
 				}
 			}
 			slices.Sort(d)
-			q := func(f float64) float64 { return float64(d[min(len(d)-1, int(f*float64(len(d))))].Microseconds()) / 1000 }
+			q := func(f float64) float64 {
+				return float64(d[min(len(d)-1, int(f*float64(len(d))))].Microseconds()) / 1000
+			}
 			b.ReportMetric(q(0.50), "p50-ms")
 			b.ReportMetric(q(0.95), "p95-ms")
 			b.ReportMetric(q(0.99), "p99-ms")
