@@ -59,29 +59,18 @@ if [ "${SWAP:-0}" = 1 ]; then AV=0 BV=1; else AV=1 BV=0; fi
 read -r AK AS < <(setup 18080 $AV)
 read -r BK BS < <(setup 28080 $BV)
 echo "machine: $(nproc) cores; $("$BIN" version); A's bucket versioned: $AV, B's: $BV"
-cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-TICKS=$(getconf CLK_TCK)
+source scripts/lib/compare.sh
 for sc in $SCENARIOS; do
   for size in $SIZES; do
     for c in $CONCS; do
       echo
       echo "### $sc size=$size concurrency=$c (A: versioned $AV; B: versioned $BV)"
-      A0=$(cpu "$APID"); B0=$(cpu "$BPID")
-      "$BIN" bench "$sc" --target http://127.0.0.1:18080 --s3-target http://127.0.0.1:19000 --bucket bench \
+      compare_cell "$APID" "$BPID" "$DUR" "$ROUNDS" "$WORK/cell.txt" -- \
+        "$BIN" bench "$sc" --target http://127.0.0.1:18080 --s3-target http://127.0.0.1:19000 --bucket bench \
         --access-key "$AK" --secret-key "$AS" \
         --compare http://127.0.0.1:29000 --compare-access-key "$BK" --compare-secret-key "$BS" \
-        --vus "$c" --duration "$DUR" --size "$size" --rounds "$ROUNDS" --objects 200 --audit=false --metrics-url off 2>&1 |
-        sed -n '/alternating rounds/,$p' | tee "$WORK/cell.txt" || true
-      read -r RA RB < <(awk '/^ *requests\/s /{print $2, $3}' "$WORK/cell.txt")
-      python3 - "$TICKS" "$A0" "$(cpu "$APID")" "$B0" "$(cpu "$BPID")" "${RA:-0}" "${RB:-0}" "$DUR" "$ROUNDS" <<'PY'
-import sys, re
-t, a0, a1, b0, b1, ra, rb, dur, rounds = sys.argv[1:]
-t = float(t); secs = float(re.sub(r"[a-z]+$", "", dur)) * (60 if dur.endswith("m") else 1) * int(rounds)
-def per(c0, c1, rate):
-    reqs = float(rate) * secs
-    return (float(c1) - float(c0)) / t / reqs * 1e6 if reqs else float("nan")
-print(f"    server CPU µs/req   A {per(a0, a1, ra):.0f}   B {per(b0, b1, rb):.0f}")
-PY
+        --vus "$c" --duration "$DUR" --size "$size" --rounds "$ROUNDS" --objects 200 --audit=false --metrics-url off
     done
   done
 done
+

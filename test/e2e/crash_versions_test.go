@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -92,10 +91,7 @@ func TestCrashVersions(t *testing.T) {
 		}
 		all = append(all, attempts...)
 		killAfter := 20 + rng.IntN(80)
-		var acked atomic.Int64
-		killed := make(chan struct{})
-		var once sync.Once
-		kill := func() { once.Do(func() { srv.Kill(); close(killed) }) }
+		killer := newMidwayKill(srv, killAfter)
 		var wg sync.WaitGroup
 		for _, a := range attempts {
 			wg.Go(func() {
@@ -120,15 +116,11 @@ func TestCrashVersions(t *testing.T) {
 				if a.kind != "delete-version" && !testenv.IsVersionID(a.version) {
 					t.Errorf("%s %s acknowledged with version %q", a.kind, a.key, a.version)
 				}
-				if acked.Add(1) == int64(killAfter) {
-					kill()
-				}
+				killer.ack()
 			})
 		}
-		go func() { time.Sleep(5 * time.Second); kill() }()
 		wg.Wait()
-		kill()
-		<-killed
+		killer.wait()
 		n := 0
 		for _, a := range attempts {
 			if a.acked {

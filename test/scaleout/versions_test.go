@@ -22,11 +22,8 @@ import (
 // both had just cached the bucket's record (a write and a read each),
 // round after round.
 func TestVersioningStateReachesEveryNode(t *testing.T) {
-	b := testenv.NewBackends(t)
-	nodes := []*testenv.Server{testenv.StartNode(t, b), testenv.StartNode(t, b), testenv.StartNode(t, b)}
-	k := testenv.NewS3Key(t, nodes[0].NewUser(t))
-	bucket := "/toggle-" + testenvHex(t)
-	testenv.MustS3(t, k, nodes[0].S3URL, "PUT", bucket, nil, 200)
+	nodes, _, k, name := bucketOnThreeNodes(t, "toggle", false)
+	bucket := "/" + name
 	// Nodes 2 and 3 cache the bucket as never versioned.
 	for _, n := range nodes[1:] {
 		r := testenv.MustS3(t, k, n.S3URL, "PUT", bucket+"/k", []byte("unversioned"), 200)
@@ -61,7 +58,22 @@ func TestVersioningStateReachesEveryNode(t *testing.T) {
 	}
 }
 
-func testenvHex(t *testing.T) string { return hex.EncodeToString(randBytes(t, 4)) }
+// bucketOnThreeNodes starts three nodes on fresh backends, a user with an
+// S3 key, and a bucket named prefix-RANDOM made through node 1 (versioning
+// Enabled if enabled).
+func bucketOnThreeNodes(t *testing.T, prefix string, enabled bool) ([]*testenv.Server, *testenv.Client, testenv.S3Key, string) {
+	t.Helper()
+	b := testenv.NewBackends(t)
+	nodes := []*testenv.Server{testenv.StartNode(t, b), testenv.StartNode(t, b), testenv.StartNode(t, b)}
+	u := nodes[0].NewUser(t)
+	k := testenv.NewS3Key(t, u)
+	name := prefix + "-" + hex.EncodeToString(randBytes(t, 4))
+	testenv.MustS3(t, k, nodes[0].S3URL, "PUT", "/"+name, nil, 200)
+	if enabled {
+		testenv.MustS3(t, k, nodes[0].S3URL, "PUT", "/"+name+"?versioning", testenv.VersioningBody("Enabled"), 200)
+	}
+	return nodes, u, k, name
+}
 
 // vop is one operation of TestVersionsAcrossNodes, as its client saw it.
 type vop struct {
@@ -90,14 +102,8 @@ type vop struct {
 // version reads back intact by its ID on every node; and the bucket's
 // Objects/Bytes and the owner's usage equal the sum over the versions.
 func TestVersionsAcrossNodes(t *testing.T) {
-	b := testenv.NewBackends(t)
-	nodes := []*testenv.Server{testenv.StartNode(t, b), testenv.StartNode(t, b), testenv.StartNode(t, b)}
-	u := nodes[0].NewUser(t)
-	k := testenv.NewS3Key(t, u)
-	name := "vers-" + testenvHex(t)
+	nodes, u, k, name := bucketOnThreeNodes(t, "vers", true)
 	bucket := "/" + name
-	testenv.MustS3(t, k, nodes[0].S3URL, "PUT", bucket, nil, 200)
-	testenv.MustS3(t, k, nodes[0].S3URL, "PUT", bucket+"?versioning", testenv.VersioningBody("Enabled"), 200)
 
 	keys := []string{"hot", "hot", "hot", "k/1", "k/2", "k/3 with space"}
 	const workers, opsEach = 12, 50
@@ -435,12 +441,8 @@ func TestVersionsAcrossNodes(t *testing.T) {
 // the other two on the very next GET, although both had just read (and
 // cached) the key's latest version, round after round.
 func TestVersionDeletesReachEveryNode(t *testing.T) {
-	b := testenv.NewBackends(t)
-	nodes := []*testenv.Server{testenv.StartNode(t, b), testenv.StartNode(t, b), testenv.StartNode(t, b)}
-	k := testenv.NewS3Key(t, nodes[0].NewUser(t))
-	bucket := "/dels-" + testenvHex(t)
-	testenv.MustS3(t, k, nodes[0].S3URL, "PUT", bucket, nil, 200)
-	testenv.MustS3(t, k, nodes[0].S3URL, "PUT", bucket+"?versioning", testenv.VersioningBody("Enabled"), 200)
+	nodes, _, k, name := bucketOnThreeNodes(t, "dels", true)
+	bucket := "/" + name
 	stale := 0
 	for i := range 20 {
 		w := nodes[i%3]

@@ -3,7 +3,9 @@ package metatest
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -16,6 +18,20 @@ import (
 // and the end of the key space, in the middle of a key's versions, under
 // a prefix, and rolled up by a delimiter. Each backend calls it from a
 // benchmark of its own (BenchmarkListVersionPages).
+
+// VersionBenchKeys is the number of keys of the measurement:
+// COFFER_VERSIONS_BENCH_KEYS (100,000 for 1 M versions), default 2,000.
+func VersionBenchKeys(b *testing.B) int {
+	v := os.Getenv("COFFER_VERSIONS_BENCH_KEYS")
+	if v == "" {
+		return 2000
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1000 {
+		b.Fatalf("COFFER_VERSIONS_BENCH_KEYS=%q: a number ≥ 1000", v)
+	}
+	return n
+}
 
 // VersionPageKey is the name of key i of the measurement: 100 folders of
 // keys/100 keys each ("d042/k0042123").

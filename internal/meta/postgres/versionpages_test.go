@@ -2,8 +2,6 @@ package postgres_test
 
 import (
 	"context"
-	"os"
-	"strconv"
 	"testing"
 
 	"github.com/coffer-storage/coffer/internal/meta/metatest"
@@ -18,14 +16,7 @@ import (
 //
 //	COFFER_VERSIONS_BENCH_KEYS=100000 go test -run '^$' -bench BenchmarkListVersionPages -benchtime 300x ./internal/meta/postgres/
 func BenchmarkListVersionPages(b *testing.B) {
-	keys := 2000
-	if v := os.Getenv("COFFER_VERSIONS_BENCH_KEYS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1000 {
-			b.Fatalf("COFFER_VERSIONS_BENCH_KEYS=%q: a number ≥ 1000", v)
-		}
-		keys = n
-	}
+	keys := metatest.VersionBenchKeys(b)
 	s := open(b, testbackend.SharedPostgres(b).CreateDatabase(b), postgres.Options{})
 	addAlice(b, s, 0)
 	if err := metatest.FillVersions(context.Background(), s.Stores(), "alice", keys, 10, b.Logf); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
 
 	"github.com/coffer-storage/coffer/internal/meta"
@@ -19,14 +18,7 @@ import (
 //	COFFER_VERSIONS_BENCH_KEYS=100000 COFFER_VERSIONS_BENCH_DB=/tmp/versions.db \
 //	  go test -run '^$' -bench BenchmarkListVersionPages -benchtime 300x ./internal/meta/sqlite/
 func BenchmarkListVersionPages(b *testing.B) {
-	keys := 2000
-	if v := os.Getenv("COFFER_VERSIONS_BENCH_KEYS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1000 {
-			b.Fatalf("COFFER_VERSIONS_BENCH_KEYS=%q: a number ≥ 1000", v)
-		}
-		keys = n
-	}
+	keys := metatest.VersionBenchKeys(b)
 	path := os.Getenv("COFFER_VERSIONS_BENCH_DB")
 	if path == "" {
 		path = filepath.Join(b.TempDir(), "meta.db")
