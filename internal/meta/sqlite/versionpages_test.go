@@ -2,8 +2,10 @@ package sqlite
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"github.com/coffer-storage/coffer/internal/meta"
@@ -34,4 +36,28 @@ func BenchmarkListVersionPages(b *testing.B) {
 		b.Fatal(err)
 	}
 	metatest.BenchVersionPages(b, s, "alice", keys, 10)
+}
+
+// New keys, as coffer bench's s3-put writes them (16 writers, each its own
+// run of keys), in a bucket never versioned and in an Enabled one: what a
+// version costs a write that adds a key (docs/PERFORMANCE.md, "Versioning
+// (issue 20)").
+func BenchmarkHotNewKeys(b *testing.B)          { hotNewKeys(b, hotStore(b, nil)) }
+func BenchmarkHotVersionedNewKeys(b *testing.B) { hotNewKeys(b, versionedHotStore(b)) }
+
+func hotNewKeys(b *testing.B, s *Store) {
+	data := make([]byte, 4096)
+	var writers atomic.Int64
+	b.SetParallelism(8) // × GOMAXPROCS 2: 16 writers
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		w := writers.Add(1)
+		for i := 0; pb.Next(); i++ {
+			o := meta.Object{Bucket: "alice", Key: fmt.Sprintf("new/vu%04d/%08d", w, i), Size: 4096, ETag: "etag", Inline: data}
+			if _, err := s.PutObjects(context.Background(), []meta.Put{{Object: o}}); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
 }
