@@ -91,9 +91,11 @@ type vop struct {
 	err       error
 }
 
-// TestVersionsAcrossNodes: many clients on three nodes PUT and DELETE
+// TestVersionsAcrossNodes: many clients on three nodes PUT, GET and DELETE
 // (with and without versionId, single and DeleteObjects) one hot key and a
-// few others of an Enabled bucket at once. Afterwards ListObjectVersions
+// few others of an Enabled bucket at once. No GET during the run answers
+// a version deleted, or older than one acknowledged, before it began.
+// Afterwards ListObjectVersions
 // holds exactly the acknowledged versions and markers not deleted by
 // version ID, with unique IDs, one IsLatest per key, listed first, and in
 // the order the writes happened (a write acknowledged before another
