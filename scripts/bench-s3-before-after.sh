@@ -43,31 +43,17 @@ TOKEN=$(curl -sf -H "$J" -d '{"email":"bench@example.com","password":"bench pass
 read -r KID KSECRET < <(curl -sf -X POST -H "$J" -H "Authorization: Bearer $TOKEN" -d '{"name":"bench"}' $B/keys |
   python3 -c 'import json,sys; k=json.load(sys.stdin); print(k["access_key_id"], k["secret_access_key"])')
 echo "machine: $(nproc) cores; new: $("$NEW" version); old: $("$OLD" version)"
-# cpu PID: the process's user+system CPU time so far, in clock ticks.
-cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-TICKS=$(getconf CLK_TCK)
+source scripts/lib/compare.sh
 for sc in $SCENARIOS; do
   for size in $SIZES; do
     for c in $CONCS; do
       echo
       echo "### $sc size=$size concurrency=$c (target: this checkout; compare: $OLD)"
-      N0=$(cpu "$NPID"); O0=$(cpu "$OPID")
-      "$NEW" bench "$sc" --target http://127.0.0.1:18080 --s3-target http://127.0.0.1:19000 \
+      compare_cell "$NPID" "$OPID" "$DUR" "$ROUNDS" "$WORK/cell.txt" -- \
+        "$NEW" bench "$sc" --target http://127.0.0.1:18080 --s3-target http://127.0.0.1:19000 \
         --compare http://127.0.0.1:29000 --compare-access-key "$KID" --compare-secret-key "$KSECRET" \
-        --vus "$c" --duration "$DUR" --size "$size" --rounds "$ROUNDS" --objects 200 --audit=false --metrics-url off 2>&1 |
-        sed -n '/alternating rounds/,$p' | tee "$WORK/cell.txt" || true
-      # Server CPU per request (setup included: small against the cell),
-      # the steadiest comparison on a shared machine.
-      read -r NA NB < <(awk '/^ *requests\/s /{print $2, $3}' "$WORK/cell.txt")
-      python3 - "$TICKS" "$N0" "$(cpu "$NPID")" "$O0" "$(cpu "$OPID")" "${NA:-0}" "${NB:-0}" "$DUR" "$ROUNDS" <<'PY'
-import sys, re
-t, n0, n1, o0, o1, ra, rb, dur, rounds = sys.argv[1:]
-t = float(t); secs = float(re.sub(r"[a-z]+$", "", dur)) * (60 if dur.endswith("m") else 1) * int(rounds)
-def per(c0, c1, rate):
-    reqs = float(rate) * secs
-    return (float(c1) - float(c0)) / t / reqs * 1e6 if reqs else float("nan")
-print(f"    server CPU µs/req   A {per(n0, n1, ra):.0f}   B {per(o0, o1, rb):.0f}")
-PY
+        --vus "$c" --duration "$DUR" --size "$size" --rounds "$ROUNDS" --objects 200 --audit=false --metrics-url off
     done
   done
 done
+

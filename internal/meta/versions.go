@@ -253,8 +253,15 @@ func ListVersions(ctx context.Context, scan VersionScanFunc, nullSeq func(ctx co
 		return page, nil
 	}
 	n := 0
+	rolledUp := false
 	for {
 		want := min(limit-n+1, 1001) // one extra tells whether the page is truncated
+		if rolledUp {
+			// Right after a common prefix the next row is often
+			// another one (a folder per row of the page): a few rows
+			// first, not the rest of the page each time.
+			want = min(want, rollUpScan)
+		}
 		batch, err := scan(ctx, fromKey, fromSeq, inclusive, end, want)
 		if err != nil {
 			return VersionPage{}, err
@@ -284,5 +291,10 @@ func ListVersions(ctx context.Context, scan VersionScanFunc, nullSeq func(ctx co
 		if !jumped && len(batch) < want {
 			return page, nil
 		}
+		rolledUp = jumped
 	}
 }
+
+// rollUpScan is how many rows ListVersions asks for right after rolling
+// up a common prefix.
+const rollUpScan = 16

@@ -1,6 +1,9 @@
 package meta
 
 import (
+	"context"
+	"fmt"
+	"sort"
 	"testing"
 	"time"
 )
@@ -112,6 +115,59 @@ func TestCheckVersionListOptions(t *testing.T) {
 	} {
 		if got := CheckVersionListOptions(tc.opts) == nil; got != tc.ok {
 			t.Errorf("CheckVersionListOptions(%+v) ok = %v, want %v", tc.opts, got, tc.ok)
+		}
+	}
+}
+
+// TestListVersionsRollUpReadsLittle: a page of common prefixes, each
+// folder holding thousands of versions, reads a few rows per prefix — not
+// the rest of the page each time (which made a page of 100 prefixes over
+// 1 M versions read 100,000 rows: docs/PERFORMANCE.md, "Versioning
+// (issue 20)") — and still pages exactly.
+func TestListVersionsRollUpReadsLittle(t *testing.T) {
+	const folders, perFolder = 100, 2000
+	key := func(i int) string { return fmt.Sprintf("d%03d/k%05d", i/perFolder, i) }
+	var rows []Versioned
+	for i := range folders * perFolder {
+		rows = append(rows, Versioned{Object: Object{Key: key(i), VersionID: "v"}, Seq: "s"})
+	}
+	read := 0
+	scan := func(_ context.Context, fromKey, fromSeq string, inclusive bool, end string, limit int) ([]Versioned, error) {
+		i := sort.Search(len(rows), func(i int) bool {
+			r := rows[i]
+			if inclusive {
+				return r.Key > fromKey || r.Key == fromKey && r.Seq >= fromSeq
+			}
+			return r.Key > fromKey || r.Key == fromKey && r.Seq > fromSeq
+		})
+		var out []Versioned
+		for ; i < len(rows) && len(out) < limit && (end == "" || rows[i].Key < end); i++ {
+			out = append(out, rows[i])
+		}
+		read += len(out)
+		return out, nil
+	}
+	noNull := func(context.Context, string) (string, bool, error) { return "", false, nil }
+	for _, limit := range []int{1000, 7} {
+		read = 0
+		var got []string
+		opts := VersionListOptions{Delimiter: "/", Limit: limit}
+		for {
+			p, err := ListVersions(context.Background(), scan, noNull, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, p.CommonPrefixes...)
+			if !p.Truncated {
+				break
+			}
+			opts.KeyMarker, opts.VersionIDMarker = p.NextKeyMarker, p.NextVersionIDMarker
+		}
+		if len(got) != folders || got[0] != "d000/" || got[folders-1] != fmt.Sprintf("d%03d/", folders-1) {
+			t.Fatalf("pages of %d: %d prefixes: %q", limit, len(got), got)
+		}
+		if most := 1001 + folders*(rollUpScan+1); limit == 1000 && read > most {
+			t.Errorf("a page of %d prefixes read %d rows, want at most %d", folders, read, most)
 		}
 	}
 }

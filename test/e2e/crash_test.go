@@ -65,10 +65,7 @@ func TestCrashDurability(t *testing.T) {
 			all[key] = attempts[i]
 		}
 		killAfter := 20 + rng.IntN(100)
-		var acked atomic.Int64
-		killed := make(chan struct{})
-		var once sync.Once
-		kill := func() { once.Do(func() { srv.Kill(); close(killed) }) }
+		killer := newMidwayKill(srv, killAfter)
 		var wg sync.WaitGroup
 		for _, a := range attempts {
 			wg.Add(1)
@@ -91,15 +88,11 @@ func TestCrashDurability(t *testing.T) {
 					return
 				}
 				a.acked, a.ackSHA = true, f.SHA256
-				if acked.Add(1) == int64(killAfter) {
-					kill()
-				}
+				killer.ack()
 			}()
 		}
-		go func() { time.Sleep(5 * time.Second); kill() }()
 		wg.Wait()
-		kill()
-		<-killed
+		killer.wait()
 		nAcked := 0
 		for _, a := range attempts {
 			if a.acked {
@@ -129,6 +122,37 @@ func TestCrashDurability(t *testing.T) {
 	}
 	srv.Restart()
 	verifyAll(t, c, all)
+}
+
+// midwayKill SIGKILLs a server once: when the writes acknowledged reach
+// a target (ack), or 5 s after it was made, or at wait.
+type midwayKill struct {
+	srv    *testenv.Server
+	target int64
+	acked  atomic.Int64
+	once   sync.Once
+	killed chan struct{}
+}
+
+func newMidwayKill(srv *testenv.Server, target int) *midwayKill {
+	k := &midwayKill{srv: srv, target: int64(target), killed: make(chan struct{})}
+	go func() { time.Sleep(5 * time.Second); k.kill() }()
+	return k
+}
+
+func (k *midwayKill) kill() { k.once.Do(func() { k.srv.Kill(); close(k.killed) }) }
+
+// ack counts an acknowledged write.
+func (k *midwayKill) ack() {
+	if k.acked.Add(1) == k.target {
+		k.kill()
+	}
+}
+
+// wait kills the server unless it was, and waits until it is dead.
+func (k *midwayKill) wait() {
+	k.kill()
+	<-k.killed
 }
 
 func seedOf(key string) uint64 {

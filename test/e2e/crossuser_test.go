@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"mime/multipart"
+	"slices"
 	"strings"
 	"testing"
 
@@ -19,8 +20,27 @@ func TestCrossUser(t *testing.T) {
 	srv := testenv.Start(t)
 	a, b := srv.NewUser(t), srv.NewUser(t)
 	secret := randBytes(t, 10_000)
+	// A's bucket is versioned (through S3): secret.txt has an older
+	// version, which B's requests must neither read nor remove, and B's
+	// deletes must not bury under a delete marker.
+	var aKey struct {
+		ID     string `json:"access_key_id"`
+		Secret string `json:"secret_access_key"`
+	}
+	if st := a.JSON(t, "POST", "/api/v1/keys", map[string]string{"name": "a"}, &aKey); st != 201 {
+		t.Fatal("setup key")
+	}
+	aS3 := testenv.S3Key{ID: aKey.ID, Secret: aKey.Secret}
+	testenv.MustS3(t, aS3, srv.S3URL, "PUT", "/"+a.Bucket+"?versioning", testenv.VersioningBody("Enabled"), 200)
+	if st, _, _ := put(t, a, a.Bucket, "secret.txt", []byte("an older secret")); st != 201 {
+		t.Fatal("setup put")
+	}
 	if st, _, _ := put(t, a, a.Bucket, "secret.txt", secret); st != 201 {
 		t.Fatal("setup put")
+	}
+	secretVersions := testenv.ListVersions(t, aS3, []string{srv.S3URL}, "/"+a.Bucket, 1000)
+	if len(secretVersions) != 2 {
+		t.Fatalf("setup: versions %+v", secretVersions)
 	}
 	emptyA := "empty-" + strings.ToLower(a.Bucket)
 	if st := a.JSON(t, "POST", "/api/v1/buckets", map[string]any{"name": emptyA}, nil); st != 201 {
@@ -29,13 +49,7 @@ func TestCrossUser(t *testing.T) {
 	if st, _, _ := put(t, b, b.Bucket, "mine.txt", []byte("b's file")); st != 201 {
 		t.Fatal("setup put b")
 	}
-	// A's S3 key and direct-upload session.
-	var aKey struct {
-		ID string `json:"access_key_id"`
-	}
-	if st := a.JSON(t, "POST", "/api/v1/keys", map[string]string{"name": "a"}, &aKey); st != 201 {
-		t.Fatal("setup key")
-	}
+	// A's direct-upload session.
 	var aUpload struct {
 		UploadID string `json:"upload_id"`
 	}
@@ -468,6 +482,19 @@ func TestCrossUser(t *testing.T) {
 	resp, body := get(t, a, a.Bucket, "secret.txt")
 	if resp.StatusCode != 200 || !bytes.Equal(body, secret) {
 		t.Errorf("A's file changed: %d", resp.StatusCode)
+	}
+	// secret.txt has the same two versions, no delete marker on top.
+	var now []testenv.ListedVersion
+	for _, v := range testenv.ListVersions(t, aS3, []string{srv.S3URL}, "/"+a.Bucket, 1000) {
+		if v.Key == "secret.txt" {
+			now = append(now, v)
+		}
+	}
+	if !slices.Equal(now, secretVersions) {
+		t.Errorf("A's versions of secret.txt changed: %+v, were %+v", now, secretVersions)
+	}
+	if r := testenv.MustS3(t, aS3, srv.S3URL, "GET", "/"+a.Bucket+"/secret.txt?versionId="+secretVersions[1].VersionID, nil, 200); string(r.Body) != "an older secret" {
+		t.Errorf("A's older version reads %q", r.Body)
 	}
 	if got := strings.Join(keysOf(list(t, a, a.Bucket, "")), ","); got != "secret.txt,shared-not/x.txt,shared/pub.txt,shared/sub/deep.txt" {
 		t.Errorf("A's bucket holds %q", got)

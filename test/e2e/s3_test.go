@@ -324,6 +324,15 @@ func TestS3CrossUser(t *testing.T) {
 		t.Fatalf("setup versions: %d %s", lv.status, lv.body)
 	}
 	old := versions.Version[1].VersionID
+	// A's deleted key: its latest version is a marker, which B must not
+	// remove (that would bring the object back).
+	a.s3(t, "PUT", "/"+ab+"/gone.bin", []byte("deleted by alice"), "")
+	marker := a.s3(t, "DELETE", "/"+ab+"/gone.bin", nil, "").header.Get("X-Amz-Version-Id")
+	if marker == "" {
+		t.Fatal("setup delete marker")
+	}
+	// B's own upload, to copy A's version into.
+	bUpload := "uploadId=" + url.QueryEscape(b.createUpload(t, "/"+bb+"/bmp.bin"))
 	delVersion := `<Delete><Object><Key>secret.bin</Key><VersionId>` + old + `</VersionId></Object></Delete>`
 	delVersionMD5 := md5.Sum([]byte(delVersion))
 	b.s3(t, "PUT", "/"+bb+"/mine.bin", []byte("bob's"), "")
@@ -387,11 +396,16 @@ func TestS3CrossUser(t *testing.T) {
 		{"GetBucketVersioning", "GET", "/" + ab + "?versioning", "", nil},
 		{"PutBucketVersioning", "PUT", "/" + ab + "?versioning", `<VersioningConfiguration><Status>Suspended</Status></VersioningConfiguration>`, nil},
 		{"CopyObject of A's version", "PUT", "/" + bb + "/stolen.bin", "", []string{"X-Amz-Copy-Source", "/" + ab + "/secret.bin?versionId=" + old}},
+		{"UploadPartCopy of A's version", "PUT", "/" + bb + "/bmp.bin?partNumber=1&" + bUpload, "", []string{"X-Amz-Copy-Source", "/" + ab + "/secret.bin?versionId=" + old}},
+		{"DeleteObject of A's delete marker", "DELETE", "/" + ab + "/gone.bin?versionId=" + marker, "", nil},
+		{"HeadObject of A's delete marker", "HEAD", "/" + ab + "/gone.bin?versionId=" + marker, "", nil},
+		{"GetObject of A's deleted key", "GET", "/" + ab + "/gone.bin", "", nil},
 		{"GetObjectTagging", "GET", "/" + ab + "/secret.bin?tagging", "", nil},
 		{"GetObjectTagging version", "GET", "/" + ab + "/secret.bin?tagging&versionId=" + old, "", nil},
 		{"PutObjectTagging", "PUT", "/" + ab + "/secret.bin?tagging", tagging, nil},
 		{"PutObjectTagging version", "PUT", "/" + ab + "/secret.bin?tagging&versionId=" + old, tagging, nil},
 		{"DeleteObjectTagging", "DELETE", "/" + ab + "/secret.bin?tagging", "", nil},
+		{"DeleteObjectTagging version", "DELETE", "/" + ab + "/secret.bin?tagging&versionId=" + old, "", nil},
 		{"GetBucketTagging", "GET", "/" + ab + "?tagging", "", nil},
 		{"PutBucketTagging", "PUT", "/" + ab + "?tagging", tagging, nil},
 		{"DeleteBucketTagging", "DELETE", "/" + ab + "?tagging", "", nil},
@@ -414,8 +428,17 @@ func TestS3CrossUser(t *testing.T) {
 	if r := a.s3(t, "GET", "/"+ab+"/secret.bin?versionId="+old, nil, ""); r.status != 200 || string(r.body) != "an older secret" {
 		t.Errorf("A's older version changed: %d", r.status)
 	}
-	if r := a.s3(t, "GET", "/"+ab+"?versions", nil, ""); r.status != 200 || strings.Count(string(r.body), "<Version>") != 2 || strings.Contains(string(r.body), "DeleteMarker") {
+	if r := a.s3(t, "GET", "/"+ab+"?versions", nil, ""); r.status != 200 || strings.Count(string(r.body), "<Version>") != 3 || strings.Count(string(r.body), "<DeleteMarker>") != 1 {
 		t.Errorf("A's versions changed: %d %s", r.status, r.body)
+	}
+	if r := a.s3(t, "GET", "/"+ab+"/gone.bin", nil, ""); r.status != 404 || r.header.Get("X-Amz-Delete-Marker") != "true" || r.header.Get("X-Amz-Version-Id") != marker {
+		t.Errorf("A's deleted key: %d, marker %q, version %q", r.status, r.header.Get("X-Amz-Delete-Marker"), r.header.Get("X-Amz-Version-Id"))
+	}
+	if r := a.s3(t, "GET", "/"+ab+"/secret.bin?tagging&versionId="+old, nil, ""); r.status != 200 || strings.Contains(string(r.body), "bob") {
+		t.Errorf("A's older version's tags changed: %d %s", r.status, r.body)
+	}
+	if lp := b.s3(t, "GET", "/"+bb+"/bmp.bin?"+bUpload, nil, ""); lp.status != 200 || strings.Contains(string(lp.body), "<Part>") {
+		t.Errorf("B's upload holds a part copied from A's version: %d %s", lp.status, lp.body)
 	}
 	if r := a.s3(t, "GET", "/"+ab+"?versioning", nil, ""); !strings.Contains(string(r.body), "<Status>Enabled</Status>") {
 		t.Errorf("A's versioning changed: %s", r.body)
