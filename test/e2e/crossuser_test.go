@@ -190,7 +190,7 @@ func TestCrossUser(t *testing.T) {
 		},
 		"PATCH /api/v1/buckets/{bucket}": func(t *testing.T) {
 			denied(t, "make A's bucket public", jsonDo("PATCH", aBucket, map[string]any{"visibility": "public-read"}))
-			denied(t, "switch A's versioning on", jsonDo("PATCH", aBucket, map[string]any{"versioning": "Enabled"}))
+			denied(t, "suspend A's versioning", jsonDo("PATCH", aBucket, map[string]any{"versioning": "Suspended"}))
 		},
 		"DELETE /api/v1/buckets/{bucket}": func(t *testing.T) {
 			denied(t, "delete A's empty bucket", jsonDo("DELETE", "/api/v1/buckets/"+emptyA, nil))
@@ -215,8 +215,8 @@ func TestCrossUser(t *testing.T) {
 			denied(t, "read", do("GET", testenv.FileURL(a.Bucket, "secret.txt"), nil))
 			denied(t, "head", do("HEAD", testenv.FileURL(a.Bucket, "secret.txt"), nil))
 			denied(t, "range", do("GET", testenv.FileURL(a.Bucket, "secret.txt"), nil, "Range", "bytes=0-0"))
-			denied(t, "read a version", do("GET", testenv.FileURL(a.Bucket, "secret.txt")+"?version_id=null", nil))
-			denied(t, "read A's version in B's bucket", do("GET", testenv.FileURL(b.Bucket, "secret.txt")+"?version_id=null", nil))
+			denied(t, "read a version", do("GET", testenv.FileURL(a.Bucket, "secret.txt")+"?version_id="+secretVersions[1].VersionID, nil))
+			denied(t, "read A's version in B's bucket", do("GET", testenv.FileURL(b.Bucket, "secret.txt")+"?version_id="+secretVersions[1].VersionID, nil))
 			// No existence oracle: a missing key answers like an existing one.
 			if x, y := do("GET", testenv.FileURL(a.Bucket, "secret.txt"), nil), do("GET", testenv.FileURL(a.Bucket, "missing.txt"), nil); x != y {
 				t.Errorf("existing key %d vs missing key %d: existence leaks", x, y)
@@ -224,14 +224,14 @@ func TestCrossUser(t *testing.T) {
 		},
 		"DELETE /api/v1/buckets/{bucket}/files/{key...}": func(t *testing.T) {
 			denied(t, "delete", do("DELETE", testenv.FileURL(a.Bucket, "secret.txt"), nil))
-			denied(t, "delete a version", do("DELETE", testenv.FileURL(a.Bucket, "secret.txt")+"?version_id=null", nil))
+			denied(t, "delete a version", do("DELETE", testenv.FileURL(a.Bucket, "secret.txt")+"?version_id="+secretVersions[1].VersionID, nil))
 		},
 		"GET /api/v1/buckets/{bucket}/versions/{key...}": func(t *testing.T) {
 			denied(t, "list A's versions", jsonDo("GET", aBucket+"/versions/secret.txt", nil))
 		},
 		"POST /api/v1/buckets/{bucket}/restore": func(t *testing.T) {
-			denied(t, "restore in A's bucket", jsonDo("POST", aBucket+"/restore", map[string]any{"key": "secret.txt", "version_id": "null"}))
-			denied(t, "restore A's version into B's bucket", jsonDo("POST", "/api/v1/buckets/"+b.Bucket+"/restore", map[string]any{"key": "secret.txt", "version_id": "null"}))
+			denied(t, "restore in A's bucket", jsonDo("POST", aBucket+"/restore", map[string]any{"key": "secret.txt", "version_id": secretVersions[1].VersionID}))
+			denied(t, "restore A's version into B's bucket", jsonDo("POST", "/api/v1/buckets/"+b.Bucket+"/restore", map[string]any{"key": "secret.txt", "version_id": secretVersions[1].VersionID}))
 		},
 		"GET /api/v1/buckets/{bucket}/trash": func(t *testing.T) {
 			denied(t, "A's deleted files", jsonDo("GET", aBucket+"/trash", nil))
@@ -501,7 +501,7 @@ func TestCrossUser(t *testing.T) {
 	}
 	var bk struct{ Visibility, Versioning string }
 	a.JSON(t, "GET", aBucket, nil, &bk)
-	if bk.Visibility != "private" || bk.Versioning != "" {
+	if bk.Visibility != "private" || bk.Versioning != "Enabled" {
 		t.Errorf("A's bucket visibility = %q, versioning %q", bk.Visibility, bk.Versioning)
 	}
 	if st := a.JSON(t, "GET", "/api/v1/buckets/"+emptyA, nil, nil); st != 200 {
