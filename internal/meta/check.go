@@ -213,6 +213,10 @@ func CheckUpload(u Upload, now time.Time) (Upload, error) {
 	if err := CheckTags(u.Tags, MaxObjectTags); err != nil {
 		return u, err
 	}
+	if err := CheckRetention(u.Retention); err != nil {
+		return u, err
+	}
+	u.Retention.Until = StoredTime(u.Retention.Until)
 	u.CreatedAt = OrNow(u.CreatedAt, now)
 	return u, nil
 }

@@ -662,6 +662,10 @@ type Upload struct {
 	Metadata    map[string]string
 	// Tags is the tag set the completed object gets (nil: none).
 	Tags []Tag
+	// Retention and LegalHold are the lock the completed object gets
+	// (lock.go; CheckUpload checks the retention).
+	Retention Retention
+	LegalHold bool
 	// ChecksumAlgorithm and ChecksumType as announced at creation (S3
 	// x-amz-checksum-algorithm / -type); may be "".
 	ChecksumAlgorithm string

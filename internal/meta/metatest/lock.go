@@ -21,6 +21,7 @@ var lockTests = []test{
 	{name: "LegalHold", fn: testLegalHold},
 	{name: "InPlaceKeepsLock", fn: testInPlaceKeepsLock},
 	{name: "PurgeRefused", fn: testPurgeRefused},
+	{name: "Upload", fn: testUploadLock},
 }
 
 // lockBucket creates bucket name of owner with object lock and default
@@ -334,4 +335,21 @@ func testPurgeRefused(t *testing.T, s store) {
 	if res.Buckets != 2 {
 		t.Errorf("DeleteUser deleted %d buckets, want 2", res.Buckets)
 	}
+}
+
+func testUploadLock(t *testing.T, s store) {
+	ctx := t.Context()
+	addUser(t, s, "alice", 0)
+	lockBucket(t, s, "alice", "locked", meta.DefaultRetention{})
+	r := meta.Retention{Mode: meta.Compliance, Until: baseTime.AddDate(50, 0, 0)}
+	u := meta.Upload{ID: "up1", Bucket: "locked", Key: "k", InitiatorID: "alice", Retention: r, LegalHold: true,
+		CreatedAt: baseTime, ExpiresAt: baseTime.Add(time.Hour)}
+	ok(t, s.CreateUpload(ctx, u), "CreateUpload with a lock")
+	got, err := s.GetUpload(ctx, "up1")
+	ok(t, err, "GetUpload")
+	if got.Retention.Mode != r.Mode || !sameTime(got.Retention.Until, r.Until) || !got.LegalHold {
+		t.Errorf("the upload's lock: %+v hold %v, want %+v hold true", got.Retention, got.LegalHold, r)
+	}
+	u.ID, u.Retention = "up2", meta.Retention{Mode: "forever", Until: r.Until}
+	wantCode(t, s.CreateUpload(ctx, u), errcode.InvalidArgument, "CreateUpload with an invalid retention")
 }

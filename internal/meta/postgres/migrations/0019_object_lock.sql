@@ -6,7 +6,8 @@
 -- lock_days or lock_years (one of them positive): its default retention.
 --
 -- objects.lock_mode and lock_until (unix nanoseconds; 0 with no mode):
--- the version's retention; legal_hold: its legal hold. Columns with
+-- the version's retention; legal_hold: its legal hold. The same columns
+-- of uploads: the lock a multipart upload's object gets on completion. Columns with
 -- constant defaults rewrite no table.
 
 ALTER TABLE buckets ADD COLUMN object_lock boolean NOT NULL DEFAULT false;
@@ -17,3 +18,7 @@ ALTER TABLE buckets ADD COLUMN lock_years integer NOT NULL DEFAULT 0;
 ALTER TABLE objects ADD COLUMN lock_mode text NOT NULL DEFAULT '' CHECK (lock_mode IN ('', 'GOVERNANCE', 'COMPLIANCE'));
 ALTER TABLE objects ADD COLUMN lock_until bigint NOT NULL DEFAULT 0;
 ALTER TABLE objects ADD COLUMN legal_hold boolean NOT NULL DEFAULT false;
+
+ALTER TABLE uploads ADD COLUMN lock_mode text NOT NULL DEFAULT '' CHECK (lock_mode IN ('', 'GOVERNANCE', 'COMPLIANCE'));
+ALTER TABLE uploads ADD COLUMN lock_until bigint NOT NULL DEFAULT 0;
+ALTER TABLE uploads ADD COLUMN legal_hold boolean NOT NULL DEFAULT false;

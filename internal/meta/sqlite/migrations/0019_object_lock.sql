@@ -5,7 +5,8 @@
 -- lock_days or lock_years (one of them positive): its default retention.
 --
 -- objects.lock_mode and lock_until (unix nanoseconds; 0 with no mode):
--- the version's retention; legal_hold: its legal hold. Columns with
+-- the version's retention; legal_hold: its legal hold. The same columns
+-- of uploads: the lock a multipart upload's object gets on completion. Columns with
 -- constant defaults: no table is rewritten.
 
 ALTER TABLE buckets ADD COLUMN object_lock INTEGER NOT NULL DEFAULT 0;
@@ -16,3 +17,7 @@ ALTER TABLE buckets ADD COLUMN lock_years INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE objects ADD COLUMN lock_mode TEXT NOT NULL DEFAULT '' CHECK (lock_mode IN ('', 'GOVERNANCE', 'COMPLIANCE'));
 ALTER TABLE objects ADD COLUMN lock_until INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE objects ADD COLUMN legal_hold INTEGER NOT NULL DEFAULT 0;
+
+ALTER TABLE uploads ADD COLUMN lock_mode TEXT NOT NULL DEFAULT '' CHECK (lock_mode IN ('', 'GOVERNANCE', 'COMPLIANCE'));
+ALTER TABLE uploads ADD COLUMN lock_until INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE uploads ADD COLUMN legal_hold INTEGER NOT NULL DEFAULT 0;
