@@ -76,9 +76,9 @@ func CheckDefaultRetention(d DefaultRetention) error {
 	case d.Days != 0 && d.Years != 0:
 		return errcode.New(errcode.InvalidArgument, "a default retention has Days or Years, not both")
 	case d.Days < 0 || d.Years < 0 || d.Days == 0 && d.Years == 0:
-		return errcode.New(errcode.InvalidArgument, "the default retention period must be a positive integer value")
+		return errcode.New(errcode.InvalidArgument, "Default retention period must be a positive integer value.")
 	case d.Days > MaxRetentionDays || d.Years > MaxRetentionYears:
-		return errcode.New(errcode.InvalidArgument, "the default retention period is longer than %d years", MaxRetentionYears)
+		return errcode.New(errcode.InvalidArgument, "Default retention period too large.")
 	}
 	return nil
 }
@@ -172,8 +172,8 @@ func CheckRetentionChange(o Object, next Retention, bypass bool, now time.Time) 
 // lock: InvalidArgument with Detail["reason"] = "object_lock_disabled"
 // (S3's InvalidRequest, "Bucket is missing Object Lock Configuration").
 func ErrLockNotEnabled(bucket string) error {
-	return &errcode.Error{Code: errcode.InvalidArgument, Message: fmt.Sprintf("Bucket is missing Object Lock Configuration (bucket %q)", bucket),
-		Detail: map[string]any{"reason": "object_lock_disabled"}}
+	return &errcode.Error{Code: errcode.InvalidArgument, Message: "Bucket is missing Object Lock Configuration",
+		Detail: map[string]any{"reason": "object_lock_disabled", "bucket": bucket}}
 }
 
 // IsLockNotEnabled reports whether err is ErrLockNotEnabled.
