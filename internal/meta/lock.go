@@ -21,7 +21,7 @@ import (
 // (CheckUnlocked). GOVERNANCE retention yields to Cond.BypassGovernance;
 // COMPLIANCE retention and legal holds yield to nobody, administrators
 // included. Retention may always be lengthened; GOVERNANCE retention may be
-// shortened or removed only with the bypass; COMPLIANCE retention never
+// shortened, removed or made COMPLIANCE only with the bypass; COMPLIANCE retention never
 // (CheckRetentionChange). A delete without a version ID only adds a delete
 // marker, and is always allowed. The janitor frees only the blobs of
 // removed versions, so it never frees a locked one.
@@ -143,10 +143,11 @@ func CheckUnlocked(o Object, bypass bool, now time.Time) error {
 
 // CheckRetentionChange decides SetObjectRetention on version o at now:
 // next must be valid (CheckRetention); lengthening o's retention (the
-// same mode or GOVERNANCE to COMPLIANCE, a date not earlier) is always
-// allowed, as is anything once it has expired; shortening or removing
-// GOVERNANCE retention needs bypass (ErrLocked otherwise); COMPLIANCE
-// retention is never shortened, removed or weakened to GOVERNANCE.
+// same mode, a date not earlier) is always allowed, as is anything once
+// it has expired; shortening, removing or changing the mode of
+// GOVERNANCE retention (to COMPLIANCE too, as S3 does) needs bypass
+// (ErrLocked otherwise); COMPLIANCE retention is never shortened, removed
+// or weakened to GOVERNANCE.
 func CheckRetentionChange(o Object, next Retention, bypass bool, now time.Time) error {
 	if err := CheckRetention(next); err != nil {
 		return err
@@ -155,7 +156,7 @@ func CheckRetentionChange(o Object, next Retention, bypass bool, now time.Time) 
 	if !cur.Active(now) {
 		return nil
 	}
-	lengthens := next.Mode != "" && !next.Until.Before(cur.Until) && (next.Mode == cur.Mode || next.Mode == Compliance)
+	lengthens := next.Mode == cur.Mode && !next.Until.Before(cur.Until)
 	switch {
 	case lengthens:
 		return nil

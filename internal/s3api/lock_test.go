@@ -85,7 +85,10 @@ func TestObjectLockAPI(t *testing.T) {
 	if r.want(t, 400, s3err.InvalidArgument); r.message != "x-amz-object-lock-retain-until-date and x-amz-object-lock-mode must both be supplied." {
 		t.Errorf("a mode without a date: %q", r.message)
 	}
-	e.alice("PUT", "/b/k2", data, "X-Amz-Object-Lock-Legal-Hold", "ON").want(t, 400, s3err.InvalidRequest)
+	r = e.alice("PUT", "/b/k2", data, "X-Amz-Object-Lock-Legal-Hold", "ON")
+	if r.want(t, 400, s3err.InvalidRequest); r.message != "Bucket is missing ObjectLockConfiguration" {
+		t.Errorf("a lock in a bucket without object lock: %q", r.message)
+	}
 
 	// Retention: read, lengthened, never shortened when COMPLIANCE.
 	r = e.alice("GET", "/vault/k?retention&versionId="+vid, nil)

@@ -31,7 +31,7 @@ func (api *API) createMultipartUpload(q *request) (response, error) {
 		ChecksumType: q.Header.Get("X-Amz-Checksum-Type"), SSE: sse,
 	})
 	if err != nil {
-		return nil, err
+		return nil, writeLockErr(err)
 	}
 	h := http.Header{}
 	if u.ChecksumAlgorithm != "" { // the canonical name of the one asked for

@@ -160,7 +160,7 @@ func (api *API) putObject(q *request) (response, error) {
 		ChecksumAlgorithm: alg.String(), ChecksumWant: want, Cond: cond, SSE: sse,
 	})
 	if err != nil {
-		return nil, err
+		return nil, writeLockErr(err)
 	}
 	h := http.Header{"Etag": {`"` + o.ETag + `"`}}
 	versionHeader(h, o.VersionID)
@@ -441,7 +441,7 @@ func (api *API) copyObject(q *request) (response, error) {
 	}
 	o, err := api.objects.CopyFrom(ctxOf(q), q.actor, src, in)
 	if err != nil {
-		return nil, err
+		return nil, writeLockErr(err)
 	}
 	h := http.Header{}
 	versionHeader(h, o.VersionID)

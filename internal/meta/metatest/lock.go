@@ -237,7 +237,10 @@ func testRetentionChange(t *testing.T, s store) {
 	o = setRetention(t, s, o, meta.Retention{}, true)
 	// COMPLIANCE: lengthened, never shortened, removed or weakened, bypass or not.
 	o = setRetention(t, s, o, meta.Retention{Mode: meta.Governance, Until: t1}, false)
-	o = setRetention(t, s, o, meta.Retention{Mode: meta.Compliance, Until: t2}, false) // GOVERNANCE to COMPLIANCE: stronger
+	// GOVERNANCE to COMPLIANCE: with the bypass only, as S3.
+	_, err := s.SetObjectRetention(ctx, "locked", "k", "", meta.Retention{Mode: meta.Compliance, Until: t2}, false)
+	wantLocked(t, err, "GOVERNANCE to COMPLIANCE without the bypass")
+	o = setRetention(t, s, o, meta.Retention{Mode: meta.Compliance, Until: t2}, true)
 	for _, r := range []meta.Retention{{Mode: meta.Compliance, Until: t1}, {Mode: meta.Governance, Until: t3}, {}} {
 		_, err := s.SetObjectRetention(ctx, "locked", "k", "", r, true)
 		wantLocked(t, err, fmt.Sprintf("changing COMPLIANCE retention to %+v with the bypass", r))
@@ -251,7 +254,7 @@ func testRetentionChange(t *testing.T, s store) {
 		wantCode(t, err, errcode.InvalidArgument, fmt.Sprintf("SetObjectRetention %+v", r))
 	}
 	r := meta.Retention{Mode: meta.Governance, Until: t3}
-	_, err := s.SetObjectRetention(ctx, "locked", "k", "0000000000000000ffffffffffffffff", r, false)
+	_, err = s.SetObjectRetention(ctx, "locked", "k", "0000000000000000ffffffffffffffff", r, false)
 	wantCode(t, err, errcode.NotFound, "SetObjectRetention of a missing version")
 	_, err = s.SetObjectRetention(ctx, "locked", "nokey", "", r, false)
 	wantCode(t, err, errcode.NotFound, "SetObjectRetention of a missing key")
