@@ -514,11 +514,13 @@ func missingKey(err error) bool {
 const maxDeleteObjects = 1000
 
 func (api *API) deleteObjects(q *request) (response, error) {
-	if err := requireChecksum(q); err != nil {
-		return nil, err
-	}
 	var req deleteRequest
 	if err := api.readXML(q, &req); err != nil {
+		return nil, err
+	}
+	// S3 requires Content-MD5 or a checksum (checked once the body is
+	// verified, before anything is deleted).
+	if err := requireChecksum(q); err != nil {
 		return nil, err
 	}
 	if len(req.Objects) > maxDeleteObjects {
