@@ -323,6 +323,19 @@ func (api *API) getObjectLockConfiguration(q *request) (response, error) {
 }
 
 func (api *API) putObjectRetention(q *request) (response, error) {
+	return api.putVersionLock(q, func(vid string, data []byte) (meta.Object, error) {
+		r, err := parseRetention(data)
+		if err != nil {
+			return meta.Object{}, err
+		}
+		return api.objects.SetRetention(ctxOf(q), q.actor, q.bucket, q.key, vid, r, bypassGovernance(q))
+	})
+}
+
+// putVersionLock reads the version and the body of PutObjectRetention or
+// PutObjectLegalHold, lets set change the version's lock, and answers its
+// x-amz-version-id.
+func (api *API) putVersionLock(q *request, set func(vid string, data []byte) (meta.Object, error)) (response, error) {
 	vid, err := lockVersionParam(q)
 	if err != nil {
 		return nil, err
@@ -331,11 +344,7 @@ func (api *API) putObjectRetention(q *request) (response, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := parseRetention(data)
-	if err != nil {
-		return nil, err
-	}
-	o, err := api.objects.SetRetention(ctxOf(q), q.actor, q.bucket, q.key, vid, r, bypassGovernance(q))
+	o, err := set(vid, data)
 	if err != nil {
 		return nil, err
 	}
@@ -356,25 +365,13 @@ func (api *API) getObjectRetention(q *request) (response, error) {
 }
 
 func (api *API) putObjectLegalHold(q *request) (response, error) {
-	vid, err := lockVersionParam(q)
-	if err != nil {
-		return nil, err
-	}
-	data, err := api.lockedObjectBody(q)
-	if err != nil {
-		return nil, err
-	}
-	on, err := parseLegalHold(data)
-	if err != nil {
-		return nil, err
-	}
-	o, err := api.objects.SetLegalHold(ctxOf(q), q.actor, q.bucket, q.key, vid, on)
-	if err != nil {
-		return nil, err
-	}
-	h := http.Header{}
-	versionHeader(h, o.VersionID)
-	return empty{header: h}, nil
+	return api.putVersionLock(q, func(vid string, data []byte) (meta.Object, error) {
+		on, err := parseLegalHold(data)
+		if err != nil {
+			return meta.Object{}, err
+		}
+		return api.objects.SetLegalHold(ctxOf(q), q.actor, q.bucket, q.key, vid, on)
+	})
 }
 
 func (api *API) getObjectLegalHold(q *request) (response, error) {
