@@ -62,12 +62,16 @@ if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$VENV/.coffer-reqs" 2>/dev/null)" !=
   "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check $PY_REQS
   printf '%s' "$PY_REQS" >"$VENV/.coffer-reqs"
 fi
-if ! command -v rclone >/dev/null; then
-  SUDO=; [ "$(id -u)" -ne 0 ] && SUDO=sudo
-  export DEBIAN_FRONTEND=noninteractive
-  $SUDO apt-get install -y -qq rclone >/dev/null ||
-    { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq rclone >/dev/null; }
-fi
+# rclone, and restic (a backup into a bucket with object lock,
+# test/s3compat/restic_test.go), from Debian's packages.
+for pkg in rclone restic; do
+  if ! command -v "$pkg" >/dev/null; then
+    SUDO=; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+    export DEBIAN_FRONTEND=noninteractive
+    $SUDO apt-get install -y -qq "$pkg" >/dev/null ||
+      { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq "$pkg" >/dev/null; }
+  fi
+done
 # The README's commands, which test/readme runs as written: curl and jq;
 # rsync and sqlite3 for the online backup of docs/operations.md.
 README_TOOLS=""
@@ -103,7 +107,7 @@ export PATH="$VENV/bin:$PATH"
 export COFFER_PYTHON="$VENV/bin/python"
 export COFFER_REQUIRE_CLIENTS=1
 "$VENV/bin/aws" --version
-echo "boto3 $("$VENV/bin/python" -c 'import boto3; print(boto3.__version__)'), $("$VENV/bin/s3cmd" --version), $(rclone --version | head -1)"
+echo "boto3 $("$VENV/bin/python" -c 'import boto3; print(boto3.__version__)'), $("$VENV/bin/s3cmd" --version), $(rclone --version | head -1), $(restic version)"
 
 step "PostgreSQL and MinIO for the scale-out suites"
 # Real servers, started by the tests themselves (internal/testbackend) on
@@ -263,6 +267,9 @@ fuzz_all() {
   fuzz ./internal/s3api FuzzVersioningXML 5
   fuzz ./internal/s3api FuzzTagging 5
   fuzz ./internal/s3api FuzzLifecycle 5
+  fuzz ./internal/s3api FuzzObjectLockConfigurationXML 5
+  fuzz ./internal/s3api FuzzRetentionXML 5
+  fuzz ./internal/s3api FuzzLegalHoldXML 5
   fuzz ./internal/tlscert FuzzParse 5
   fuzz ./internal/config FuzzParseRate 5
   fuzz ./internal/config FuzzParseDuration 5

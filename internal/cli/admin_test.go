@@ -6,8 +6,12 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/coffer-storage/coffer/internal/meta"
+	"github.com/coffer-storage/coffer/internal/meta/sqlite"
 )
 
 // runCLI runs the coffer command line in process with env as its
@@ -75,5 +79,40 @@ func TestAdminMissingDataFolder(t *testing.T) {
 		if _, err := os.Stat("missing"); !errors.Is(err, fs.ErrNotExist) {
 			t.Fatalf("%v made the data folder: %v", args, err)
 		}
+	}
+}
+
+// TestUserDeletePurgeLocked: user delete --purge refuses an account that
+// owns locked object versions, and says why; nothing is deleted.
+func TestUserDeletePurgeLocked(t *testing.T) {
+	t.Chdir(t.TempDir())
+	const email = "locked@example.com"
+	if code, _, stderr := runCLI(t, nil, "user", "create", "--data", "data", "--email", email, "--password", "correct horse battery"); code != 0 {
+		t.Fatalf("user create: exit %d\n%s", code, stderr)
+	}
+	func() {
+		m, err := sqlite.Open(t.Context(), filepath.Join("data", "meta.db"), sqlite.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		u, err := m.GetUserByEmail(t.Context(), email)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.CreateBucket(t.Context(), meta.Bucket{Name: "vault", OwnerID: u.ID, ObjectLock: meta.ObjectLock{Enabled: true}}); err != nil {
+			t.Fatal(err)
+		}
+		o := meta.Object{Bucket: "vault", Key: "k", ETag: "e", ContentType: "x", Inline: []byte{}, LegalHold: true}
+		if _, err := m.PutObjects(t.Context(), []meta.Put{{Object: o}}); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	code, _, stderr := runCLI(t, nil, "user", "delete", "--data", "data", "--email", email, "--purge")
+	if code != 1 || !strings.Contains(stderr, "1 locked object version") || !strings.Contains(stderr, "vault") {
+		t.Errorf("user delete --purge of an account with a locked version: exit %d, want 1 saying why:\n%s", code, stderr)
+	}
+	if code, _, stderr := runCLI(t, nil, "key", "list", "--data", "data", "--email", email); code != 0 {
+		t.Errorf("the account is gone after a refused delete: exit %d\n%s", code, stderr)
 	}
 }

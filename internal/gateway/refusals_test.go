@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coffer-storage/coffer/internal/crypt"
 	"github.com/coffer-storage/coffer/internal/errcode"
@@ -84,6 +85,20 @@ func TestGatewayRefusals(t *testing.T) {
 		check(t, "GetTags", err, unsupported)
 		_, err = e.svc.GetBucketTags(ctx, e.alice, "gate")
 		check(t, "GetBucketTags", err, unsupported)
+		// Object lock: the backend's own.
+		lock := object.Lock{LegalHold: true}
+		_, err = e.svc.Put(ctx, e.alice, object.PutInput{Bucket: "gate", Key: "held", Body: strings.NewReader("x"), Size: 1, Lock: lock})
+		check(t, "Put with a lock", err, orUnsupported(write))
+		_, err = e.svc.GetObjectLock(ctx, e.alice, "gate")
+		check(t, "GetObjectLock", err, unsupported)
+		_, err = e.svc.SetObjectLock(ctx, e.alice, "gate", meta.DefaultRetention{Mode: meta.Governance, Days: 1})
+		check(t, "SetObjectLock", err, orUnsupported(write))
+		_, err = e.svc.GetLock(ctx, e.alice, "gate", "k", "")
+		check(t, "GetLock", err, unsupported)
+		_, err = e.svc.SetRetention(ctx, e.alice, "gate", "k", "", meta.Retention{Mode: meta.Governance, Until: time.Now().Add(time.Hour)}, false)
+		check(t, "SetRetention", err, orUnsupported(write))
+		_, err = e.svc.SetLegalHold(ctx, e.alice, "gate", "k", "", true)
+		check(t, "SetLegalHold", err, orUnsupported(write))
 	}
 	t.Run("ro", func(t *testing.T) {
 		ops(t, newEnv(t, testbackend.SharedMinIO(t), "ro", "", testConfig(nil)), readOnly, readOnly)

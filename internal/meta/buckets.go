@@ -9,6 +9,10 @@ type Buckets interface {
 	// CreateBucket: AlreadyExists if the name is taken (by a native or a
 	// gateway bucket); NotFound if the owner does not exist. It makes
 	// native buckets only (b.Gateway is ignored; see PutGatewayBucket).
+	// With b.ObjectLock.Enabled the bucket has object lock, its default
+	// retention b.ObjectLock.Default (InvalidArgument unless
+	// CheckDefaultRetention), and versioning Enabled whatever
+	// b.Versioning says; without, its Versioning is Unversioned.
 	CreateBucket(ctx context.Context, b Bucket) error
 	GetBucket(ctx context.Context, name string) (Bucket, error)
 	// ListBuckets returns the owner's buckets sorted by name.
@@ -20,8 +24,16 @@ type Buckets interface {
 	SetBucketEncryption(ctx context.Context, name, enc, kmsKey string) error
 	// SetBucketVersioning sets a native bucket's versioning state:
 	// InvalidArgument unless CheckVersioning; NotFound if missing;
-	// Conflict for a gateway bucket (its versions are its backend's).
+	// Conflict for a gateway bucket (its versions are its backend's);
+	// ErrLockedBucketVersioning for Suspended on a bucket with object
+	// lock.
 	SetBucketVersioning(ctx context.Context, name string, v Versioning) error
+	// SetBucketObjectLock sets the default retention of a bucket with
+	// object lock (the zero DefaultRetention: none): InvalidArgument
+	// unless CheckDefaultRetention; NotFound if missing;
+	// ErrLockNotEnabled for a bucket without object lock (a gateway
+	// bucket included). GetBucket returns it (Bucket.ObjectLock).
+	SetBucketObjectLock(ctx context.Context, name string, d DefaultRetention) error
 	// GetBucketTags returns a bucket's tag set: NotFound if the bucket is
 	// missing, ErrNoTagSet if it has none. GetBucket does not read it.
 	GetBucketTags(ctx context.Context, name string) ([]Tag, error)

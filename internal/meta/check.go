@@ -84,12 +84,21 @@ func CheckRefreshToken(t RefreshToken, now time.Time) (RefreshToken, error) {
 }
 
 // CheckBucket checks a native bucket to be created, and returns it with an
-// empty visibility defaulted to private.
+// empty visibility defaulted to private, and its versioning as it starts:
+// Enabled with object lock, else Unversioned.
 func CheckBucket(b Bucket) (Bucket, error) {
 	if b.Visibility == "" {
 		b.Visibility = Private
 	}
+	b.Versioning = Unversioned
+	if b.ObjectLock.Enabled {
+		b.Versioning = VersioningEnabled
+	}
 	switch {
+	case !b.ObjectLock.Enabled && b.ObjectLock.Default != (DefaultRetention{}):
+		return b, ErrLockNotEnabled(b.Name)
+	case CheckDefaultRetention(b.ObjectLock.Default) != nil:
+		return b, CheckDefaultRetention(b.ObjectLock.Default)
 	case b.Name == "":
 		return b, errcode.New(errcode.InvalidArgument, "bucket name is required")
 	case b.OwnerID == "":
@@ -204,6 +213,10 @@ func CheckUpload(u Upload, now time.Time) (Upload, error) {
 	if err := CheckTags(u.Tags, MaxObjectTags); err != nil {
 		return u, err
 	}
+	if err := CheckRetention(u.Retention); err != nil {
+		return u, err
+	}
+	u.Retention.Until = StoredTime(u.Retention.Until)
 	u.CreatedAt = OrNow(u.CreatedAt, now)
 	return u, nil
 }

@@ -362,6 +362,11 @@ type Bucket struct {
 	// Versioning is the bucket's versioning state (S3's): Unversioned
 	// until SetBucketVersioning enables it; never Unversioned again.
 	Versioning Versioning
+	// ObjectLock is the bucket's object lock state (lock.go): enabled
+	// only at creation (CreateBucket then makes the bucket versioning
+	// Enabled), never disabled; its default retention is set by
+	// SetBucketObjectLock.
+	ObjectLock ObjectLock
 	// Objects and Bytes are how many object versions a native bucket holds
 	// (delete markers left out) and their total size, kept by the store in
 	// the transaction of every object write (so never out of step with the
@@ -439,6 +444,12 @@ type Object struct {
 	// it was given. GetObject and GetObjectVersion return it, listings
 	// leave it nil; SetObjectTags replaces it.
 	Tags []Tag
+	// Retention and LegalHold lock the version (lock.go): set by the write
+	// that makes it (or by the bucket's default retention), then only by
+	// SetObjectRetention and SetObjectLegalHold. GetObject and
+	// GetObjectVersion return them, listings leave them zero.
+	Retention Retention
+	LegalHold bool
 }
 
 // IsInline reports whether the object's bytes live in the metadata store.
@@ -494,6 +505,12 @@ type Cond struct {
 	// Detail["reason"] = "object_changed" otherwise, or if there is no
 	// object.
 	IfTags string
+	// BypassGovernance lets a removal (DeleteVersion) remove a version
+	// under GOVERNANCE retention (never COMPLIANCE, never a legal hold):
+	// S3's x-amz-bypass-governance-retention, which the caller may grant
+	// only to the bucket owner or an administrator. It is no
+	// precondition: Check and Any ignore it.
+	BypassGovernance bool
 }
 
 // TagsKey is the Cond.IfTags of a tag set (nil and empty alike).
@@ -675,6 +692,10 @@ type Upload struct {
 	Metadata    map[string]string
 	// Tags is the tag set the completed object gets (nil: none).
 	Tags []Tag
+	// Retention and LegalHold are the lock the completed object gets
+	// (lock.go; CheckUpload checks the retention).
+	Retention Retention
+	LegalHold bool
 	// ChecksumAlgorithm and ChecksumType as announced at creation (S3
 	// x-amz-checksum-algorithm / -type); may be "".
 	ChecksumAlgorithm string

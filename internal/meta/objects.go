@@ -25,7 +25,11 @@ type Objects interface {
 	// bucket is missing; PreconditionFailed if its Cond fails on the key's
 	// latest version (a delete marker is no object); QuotaExceeded if the
 	// bucket owner's usage would pass its quota (growth only: a put that
-	// shrinks usage always passes). Returns, per put, the version as
+	// shrinks usage always passes); ErrLockNotEnabled if it carries a
+	// retention or a legal hold and the bucket has no object lock, and a
+	// new version without a retention of its own gets the bucket's
+	// default (LockVersion, at commit time; an InPlace rewrite keeps the
+	// version's lock, as its tags). Returns, per put, the version as
 	// stored and the one it replaced (blobs enqueued as garbage).
 	PutObjects(ctx context.Context, puts []Put) ([]PutResult, error)
 	// DeleteObject is a delete without a version ID, if cond holds for
@@ -39,7 +43,9 @@ type Objects interface {
 	// marker too), if cond holds for it (a marker is no object), enqueues
 	// its blobs and returns it; if it was the latest, the key's next
 	// newest version becomes the latest. NotFound if the bucket is
-	// missing, ErrNoVersion if there is no such version.
+	// missing, ErrNoVersion if there is no such version; ErrLocked if
+	// the version is locked (CheckUnlocked with cond.BypassGovernance, at
+	// the store's time, in the removal's transaction).
 	DeleteVersion(ctx context.Context, bucket, key, versionID string, cond Cond) (Object, error)
 	// MoveObject renames src to dst (buckets may differ), keeping the blob.
 	// dstCond applies to the object currently at dst, which is replaced
@@ -57,6 +63,18 @@ type Objects interface {
 	// "reason" = "delete_marker") for a named delete marker, which has no
 	// tags.
 	SetObjectTags(ctx context.Context, bucket, key, versionID string, tags []Tag) (Object, error)
+	// SetObjectRetention sets the retention of version versionID ("":
+	// the latest) of the key, in place, and returns the version as it is
+	// now: ErrLockNotEnabled if the bucket has no object lock; NotFound
+	// as SetObjectTags (a delete marker is MethodNotAllowed);
+	// InvalidArgument or ErrLocked unless CheckRetentionChange (with
+	// bypass, at the store's time, in the write's transaction).
+	SetObjectRetention(ctx context.Context, bucket, key, versionID string, r Retention, bypass bool) (Object, error)
+	// SetObjectLegalHold sets or clears the legal hold of version
+	// versionID ("": the latest) of the key, in place, and returns the
+	// version as it is now: ErrLockNotEnabled if the bucket has no object
+	// lock; NotFound and MethodNotAllowed as SetObjectRetention.
+	SetObjectLegalHold(ctx context.Context, bucket, key, versionID string, on bool) (Object, error)
 	// ListObjects returns one page of the latest versions that are not
 	// delete markers (IsLatest set, VersionID left empty:
 	// ListObjectVersions names versions); with opts.DeleteMarkers, of the

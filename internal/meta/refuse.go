@@ -130,15 +130,26 @@ func NextRefreshToken(old, next RefreshToken, now time.Time) RefreshToken {
 }
 
 // CheckDeleteUser decides DeleteUser once the user's data is counted:
-// without purge, a user owning objects or uploads in progress is refused
-// with Conflict (see Store.DeleteUser); buckets are the names of (at most
-// 10 of) the buckets holding them.
-func CheckDeleteUser(purge bool, objects, uploads int64, buckets []string) error {
-	if purge || objects+uploads == 0 {
-		return nil
-	}
+// a user owning locked object versions (locked: under a legal hold or
+// retained after the store's now, lock.go) is refused, purge or not, with
+// Conflict (Detail "reason" = "objects_locked"): object lock binds
+// administrators too. Without purge, a user owning objects or uploads in
+// progress is refused with Conflict (see Store.DeleteUser); buckets are
+// the names of (at most 10 of) the buckets holding them.
+func CheckDeleteUser(purge bool, objects, uploads, locked int64, buckets []string) error {
 	if buckets == nil {
 		buckets = []string{}
+	}
+	if locked > 0 {
+		return &errcode.Error{
+			Code: errcode.Conflict,
+			Message: "the account owns " + plural(locked, "locked object version") + " (in buckets " + strings.Join(buckets, ", ") +
+				"), under retention or a legal hold: object lock forbids deleting them, by anyone, until every retention ends and every legal hold is removed",
+			Detail: map[string]any{"reason": "objects_locked", "locked": locked, "buckets": buckets},
+		}
+	}
+	if purge || objects+uploads == 0 {
+		return nil
 	}
 	what := plural(objects, "object")
 	if uploads > 0 {

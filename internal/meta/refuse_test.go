@@ -51,22 +51,26 @@ func TestCheckRotation(t *testing.T) {
 
 func TestCheckDeleteUser(t *testing.T) {
 	for _, c := range []struct {
-		purge            bool
-		objects, uploads int64
-		ok               bool
-	}{{false, 0, 0, true}, {true, 3, 1, true}, {false, 1, 0, false}, {false, 0, 2, false}} {
-		err := CheckDeleteUser(c.purge, c.objects, c.uploads, nil)
+		purge                    bool
+		objects, uploads, locked int64
+		ok                       bool
+	}{{false, 0, 0, 0, true}, {true, 3, 1, 0, true}, {false, 1, 0, 0, false}, {false, 0, 2, 0, false}, {true, 3, 0, 1, false}} {
+		err := CheckDeleteUser(c.purge, c.objects, c.uploads, c.locked, nil)
 		if (err == nil) != c.ok {
-			t.Errorf("CheckDeleteUser(%v, %d, %d) = %v", c.purge, c.objects, c.uploads, err)
+			t.Errorf("CheckDeleteUser(%v, %d, %d, %d) = %v", c.purge, c.objects, c.uploads, c.locked, err)
 		}
 	}
-	e := errcode.As(CheckDeleteUser(false, 2, 1, []string{"a", "b"}))
+	e := errcode.As(CheckDeleteUser(true, 5, 0, 2, []string{"a"}))
+	if e == nil || e.Code != errcode.Conflict || e.Detail["reason"] != "objects_locked" || e.Detail["locked"] != int64(2) {
+		t.Errorf("CheckDeleteUser with locked versions = %+v", e)
+	}
+	e = errcode.As(CheckDeleteUser(false, 2, 1, 0, []string{"a", "b"}))
 	if e == nil || e.Code != errcode.Conflict || e.Detail["reason"] != "user_owns_data" || e.Detail["objects"] != int64(2) ||
 		e.Detail["uploads"] != int64(1) || !slices.Equal(e.Detail["buckets"].([]string), []string{"a", "b"}) ||
 		e.Message != "the account still owns 2 objects and 1 upload in progress (in buckets a, b); delete them first, or delete the account with purge" {
 		t.Errorf("CheckDeleteUser error = %+v", e)
 	}
-	if e := errcode.As(CheckDeleteUser(false, 1, 0, nil)); e.Detail["buckets"] == nil {
+	if e := errcode.As(CheckDeleteUser(false, 1, 0, 0, nil)); e.Detail["buckets"] == nil {
 		t.Error("no buckets is not an empty list")
 	}
 }

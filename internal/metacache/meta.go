@@ -206,6 +206,14 @@ func (b buckets) SetBucketVersioning(ctx context.Context, name string, v meta.Ve
 	})
 }
 
+// SetBucketObjectLock implements meta.Buckets, invalidating the bucket:
+// its record carries the default retention new versions get.
+func (b buckets) SetBucketObjectLock(ctx context.Context, name string, d meta.DefaultRetention) error {
+	return b.c.write(ctx, []meta.Change{bucketChange(name)}, func(ctx context.Context) error {
+		return b.Buckets.SetBucketObjectLock(ctx, name, d)
+	})
+}
+
 // DeleteBucket implements meta.Buckets, invalidating the bucket (it holds
 // no object: deleting each invalidated it).
 func (b buckets) DeleteBucket(ctx context.Context, name string) error {
@@ -289,6 +297,29 @@ func (o objects) SetObjectTags(ctx context.Context, bucket, key, versionID strin
 	var obj meta.Object
 	err := o.c.write(ctx, []meta.Change{objectChange(bucket, key)}, func(ctx context.Context) (err error) {
 		obj, err = o.Objects.SetObjectTags(ctx, bucket, key, versionID, tags)
+		return err
+	})
+	return obj, err
+}
+
+// SetObjectRetention implements meta.Objects, invalidating the key: the
+// cached latest version carries its lock (GET and HEAD answer it), as
+// SetObjectTags.
+func (o objects) SetObjectRetention(ctx context.Context, bucket, key, versionID string, r meta.Retention, bypass bool) (meta.Object, error) {
+	var obj meta.Object
+	err := o.c.write(ctx, []meta.Change{objectChange(bucket, key)}, func(ctx context.Context) (err error) {
+		obj, err = o.Objects.SetObjectRetention(ctx, bucket, key, versionID, r, bypass)
+		return err
+	})
+	return obj, err
+}
+
+// SetObjectLegalHold implements meta.Objects, invalidating the key, as
+// SetObjectRetention.
+func (o objects) SetObjectLegalHold(ctx context.Context, bucket, key, versionID string, on bool) (meta.Object, error) {
+	var obj meta.Object
+	err := o.c.write(ctx, []meta.Change{objectChange(bucket, key)}, func(ctx context.Context) (err error) {
+		obj, err = o.Objects.SetObjectLegalHold(ctx, bucket, key, versionID, on)
 		return err
 	})
 	return obj, err
@@ -411,7 +442,7 @@ var writeTopics = map[string]map[string]string{
 	"Buckets": {
 		"GetBucket": "", "CreateBucket": "", "ListBuckets": "", "ListGatewayBuckets": "",
 		"SetBucketVisibility": meta.TopicBucket, "SetBucketEncryption": meta.TopicBucket, "DeleteBucket": meta.TopicBucket,
-		"PutGatewayBucket": meta.TopicBucket, "SetBucketVersioning": meta.TopicBucket,
+		"PutGatewayBucket": meta.TopicBucket, "SetBucketVersioning": meta.TopicBucket, "SetBucketObjectLock": meta.TopicBucket,
 		// A bucket's tags are not in its record (GetBucket does not read
 		// them), and GetBucketTags is not cached.
 		"GetBucketTags": "", "SetBucketTags": "",
@@ -419,7 +450,7 @@ var writeTopics = map[string]map[string]string{
 	"Objects": {
 		"GetObject": "", "GetObjectVersion": "", "ListObjects": "", "ListObjectVersions": "",
 		"PutObjects": meta.TopicObject, "DeleteObject": meta.TopicObject, "DeleteVersion": meta.TopicObject, "MoveObject": meta.TopicObject,
-		"SetObjectTags": meta.TopicObject,
+		"SetObjectTags": meta.TopicObject, "SetObjectRetention": meta.TopicObject, "SetObjectLegalHold": meta.TopicObject,
 	},
 	"Uploads": {
 		"CreateUpload": "", "GetUpload": "", "PutPart": "", "ListParts": "", "ListUploads": "", "ListExpiredUploads": "", "AbortUpload": "",

@@ -57,6 +57,15 @@ type backend interface {
 	// bucketTags returns the bucket's tags; setBucketTags replaces them.
 	bucketTags(ctx context.Context) ([]meta.Tag, error)
 	setBucketTags(ctx context.Context, tags []meta.Tag) error
+	// objectLock returns the bucket's object lock state; setObjectLock
+	// sets its default retention (lock.go).
+	objectLock() (meta.ObjectLock, error)
+	setObjectLock(ctx context.Context, d meta.DefaultRetention) error
+	// lockedVersion returns version versionID ("": the latest) of key
+	// with its lock; setRetention and setLegalHold change it in place.
+	lockedVersion(ctx context.Context, key, versionID string) (meta.Object, error)
+	setRetention(ctx context.Context, key, versionID string, r meta.Retention, bypass bool) (meta.Object, error)
+	setLegalHold(ctx context.Context, key, versionID string, on bool) (meta.Object, error)
 	// moveOut renames srcKey to dstKey of dst, as dst.moveIn does it.
 	moveOut(ctx context.Context, srcKey string, dst backend, dstKey string, cond meta.Cond) (meta.Object, error)
 	// moveIn renames srcKey of the native bucket src to dstKey here.

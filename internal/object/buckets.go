@@ -10,6 +10,11 @@ import (
 
 // CreateBucket creates a bucket owned by a.
 func (s *Service) CreateBucket(ctx context.Context, a Actor, name string, v meta.Visibility) (meta.Bucket, error) {
+	return s.createBucket(ctx, a, name, v, meta.ObjectLock{})
+}
+
+// createBucket creates a bucket owned by a with object lock l.
+func (s *Service) createBucket(ctx context.Context, a Actor, name string, v meta.Visibility, l meta.ObjectLock) (meta.Bucket, error) {
 	if a.UserID == "" {
 		return meta.Bucket{}, errcode.New(errcode.Unauthenticated, "authentication required")
 	}
@@ -23,7 +28,10 @@ func (s *Service) CreateBucket(ctx context.Context, a Actor, name string, v meta
 	if !v.Valid() {
 		return meta.Bucket{}, errcode.New(errcode.InvalidArgument, "visibility must be %q or %q", meta.Private, meta.PublicRead)
 	}
-	b := meta.Bucket{Name: name, OwnerID: a.UserID, Visibility: v, CreatedAt: s.now().UTC()}
+	b, err := meta.CheckBucket(meta.Bucket{Name: name, OwnerID: a.UserID, Visibility: v, CreatedAt: s.now().UTC(), ObjectLock: l})
+	if err != nil {
+		return meta.Bucket{}, err
+	}
 	if err := s.meta.CreateBucket(ctx, b); err != nil {
 		if errcode.Is(err, errcode.AlreadyExists) {
 			e := &errcode.Error{Code: errcode.AlreadyExists, Message: fmt.Sprintf("bucket name %q is taken", name)}

@@ -101,6 +101,9 @@ type CopyInput struct {
 	// version's tags (S3's tagging directive, COPY by default).
 	ReplaceTags bool
 	Tags        []meta.Tag
+	// Lock is the copy's lock (PutInput.Lock); the source's is not
+	// copied.
+	Lock Lock
 	// SSE asks for the copy's encryption (the zero value: the server's
 	// default), whatever the source's.
 	SSE SSE
@@ -138,6 +141,7 @@ func (s *Service) CopyFrom(ctx context.Context, a Actor, src *Reader, in CopyInp
 	in2 := PutInput{
 		Bucket: in.DstBucket, Key: in.DstKey, Size: src.Object.Size,
 		ContentType: ct, Metadata: md, Tags: tags, SHA256: sum, MD5: src.backend.md5(src.Object), Cond: in.Cond, SSE: in.SSE,
+		Lock: in.Lock,
 	}
 	if c := src.Object.Checksum; c.Algorithm != "" && c.Type == "FULL_OBJECT" {
 		if want, err := base64.StdEncoding.DecodeString(c.Value); err == nil {

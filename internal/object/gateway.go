@@ -264,6 +264,9 @@ func (g *gatewayBackend) put(ctx context.Context, w *incoming) (meta.Object, err
 	if len(w.Tags) > 0 {
 		return meta.Object{}, errGatewayUnsupported("object tagging")
 	}
+	if w.Lock.set() {
+		return meta.Object{}, errGatewayUnsupported("object lock")
+	}
 	if w.Cond.IfNoneMatch || w.Cond.IfMatch != "" {
 		// Checked before the write; the backend write itself is not
 		// conditional (docs/gateway.md).

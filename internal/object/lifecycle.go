@@ -581,17 +581,10 @@ func (w *LifecycleWorker) apply(ctx context.Context, b meta.Bucket, lc meta.Life
 	}
 }
 
-// isLocked reports whether err is object lock's refusal of a delete
-// (meta's delete paths: PermissionDenied with reason object_locked).
-func isLocked(err error) bool {
-	e := errcode.As(err)
-	return e != nil && e.Detail["reason"] == "object_locked"
-}
-
 // skip counts a delete that did not happen.
 func (w *LifecycleWorker) skip(err error, key string) {
 	switch {
-	case isLocked(err):
+	case meta.IsLocked(err):
 		w.stats.SkippedLocked.Add(1)
 	case errcode.Of(err) == errcode.PreconditionFailed:
 		w.stats.SkippedChanged.Add(1)

@@ -39,6 +39,7 @@ type CreateUploadInput struct {
 	ContentType       string
 	Metadata          map[string]string
 	Tags              []meta.Tag // the object's, on completion (meta.CheckTags)
+	Lock              Lock       // the object's, on completion (PutInput.Lock)
 	ChecksumAlgorithm string     // S3 x-amz-checksum-algorithm, or ""
 	ChecksumType      string     // S3 x-amz-checksum-type, or "" (integrity.ParseChecksumType)
 	// Size and PartSize are declared by direct-upload sessions (0 if
@@ -93,6 +94,9 @@ func (s *Uploads) CreateUpload(ctx context.Context, a Actor, in CreateUploadInpu
 	if err := meta.CheckTags(in.Tags, meta.MaxObjectTags); err != nil {
 		return meta.Upload{}, err
 	}
+	if err := checkLock(in.Lock, s.now()); err != nil {
+		return meta.Upload{}, err
+	}
 	alg, err := integrity.ParseAlgorithm(in.ChecksumAlgorithm)
 	if err != nil {
 		return meta.Upload{}, err
@@ -118,6 +122,9 @@ func (s *Uploads) CreateUpload(ctx context.Context, a Actor, in CreateUploadInpu
 // to the blob backend, starts the backend's multipart upload).
 func (n *native) createUpload(ctx context.Context, a Actor, in CreateUploadInput) (meta.Upload, error) {
 	s, b := n.s, n.bucket
+	if in.Lock.set() && !b.ObjectLock.Enabled {
+		return meta.Upload{}, meta.ErrLockNotEnabled(b.Name)
+	}
 	if in.Size < 0 || in.Size > MaxParts*MaxPartSize || in.Size > s.cfg.MaxObjectSize {
 		return meta.Upload{}, errcode.New(errcode.TooLarge, "declared size %d is over the limit", in.Size)
 	}
@@ -132,7 +139,7 @@ func (n *native) createUpload(ctx context.Context, a Actor, in CreateUploadInput
 	now := s.now().UTC()
 	u := meta.Upload{
 		ID: newUploadID(), Bucket: b.Name, Key: in.Key, InitiatorID: a.UserID,
-		ContentType: ct, Metadata: in.Metadata, Tags: in.Tags,
+		ContentType: ct, Metadata: in.Metadata, Tags: in.Tags, Retention: in.Lock.Retention, LegalHold: in.Lock.LegalHold,
 		ChecksumAlgorithm: in.ChecksumAlgorithm, ChecksumType: in.ChecksumType,
 		Size: in.Size, PartSize: in.PartSize,
 		CreatedAt: now, ExpiresAt: now.Add(ttl),
@@ -540,6 +547,8 @@ func (s *Uploads) complete(ctx context.Context, u meta.Upload, parts []meta.Comp
 		ContentType: u.ContentType,
 		Metadata:    u.Metadata,
 		Tags:        u.Tags,
+		Retention:   u.Retention,
+		LegalHold:   u.LegalHold,
 		ModTime:     s.now().UTC(),
 	}
 	if obj.Checksum, err = MultipartChecksum(u, parts, stored); err != nil {
@@ -742,6 +751,8 @@ func (s *Uploads) completeBackend(ctx context.Context, u meta.Upload, parts []me
 		ContentType: u.ContentType,
 		Metadata:    u.Metadata,
 		Tags:        u.Tags,
+		Retention:   u.Retention,
+		LegalHold:   u.LegalHold,
 		ModTime:     s.now().UTC(),
 	}
 	o, err := s.meta.CompleteBackendUpload(cctx, u.ID, obj, cond)

@@ -146,7 +146,9 @@ func (s *Service) Delete(ctx context.Context, a Actor, bucket, key string, cond 
 
 // DeleteVersion removes version versionID of bucket/key for good (a
 // delete marker too: the key's next newest version is then the latest)
-// and returns it; ErrNoVersion if there is none.
+// and returns it; ErrNoVersion if there is none; meta.ErrLocked if the
+// version is locked (cond.BypassGovernance, granted to the bucket's
+// owner only, lets GOVERNANCE retention yield).
 func (s *Service) DeleteVersion(ctx context.Context, a Actor, bucket, key, versionID string, cond meta.Cond) (meta.Object, error) {
 	b, err := s.authorize(ctx, a, bucket, write)
 	if err != nil {
@@ -159,6 +161,9 @@ func (s *Service) DeleteVersion(ctx context.Context, a Actor, bucket, key, versi
 		return meta.Object{}, validVersion("-")
 	}
 	if err := validVersion(versionID); err != nil {
+		return meta.Object{}, err
+	}
+	if err := checkBypass(a, b, cond.BypassGovernance); err != nil {
 		return meta.Object{}, err
 	}
 	return b.deleteVersion(ctx, key, versionID, cond)

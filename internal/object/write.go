@@ -40,6 +40,10 @@ type PutInput struct {
 	Metadata    map[string]string
 	// Tags is the new version's tag set (nil: none; meta.CheckTags).
 	Tags []meta.Tag
+	// Lock is the new version's lock (lock.go): only in a bucket with
+	// object lock (meta.ErrLockNotEnabled otherwise), a retention in the
+	// future (ErrRetentionPast).
+	Lock Lock
 	// Client-announced digests (raw bytes), checked at EOF.
 	SHA256, MD5 []byte
 	// ChecksumAlgorithm, if set, makes the service compute and store that
@@ -90,6 +94,9 @@ func (s *core) newIncoming(ctx context.Context, a Actor, in PutInput, from *copy
 		return nil, err
 	}
 	if err := meta.CheckTags(in.Tags, meta.MaxObjectTags); err != nil {
+		return nil, err
+	}
+	if err := checkLock(in.Lock, s.now()); err != nil {
 		return nil, err
 	}
 	b, err := s.authorize(ctx, a, in.Bucket, write)
@@ -179,8 +186,12 @@ func (n *native) put(ctx context.Context, w *incoming) (meta.Object, error) {
 // others to a fresh staged blob.
 func (n *native) stage(ctx context.Context, w *incoming) (staged, error) {
 	s := n.s
-	// Fail fast, before reading the body: create-only on an existing key,
-	// If-Match on a missing or different object.
+	// Fail fast, before reading the body: a lock in a bucket without
+	// object lock, create-only on an existing key, If-Match on a missing
+	// or different object.
+	if w.Lock.set() && !n.bucket.ObjectLock.Enabled {
+		return staged{}, meta.ErrLockNotEnabled(n.bucket.Name)
+	}
 	var old meta.Object
 	looked := w.Cond.IfNoneMatch || w.Cond.IfMatch != "" // old is the current object, if any
 	if looked {
@@ -213,6 +224,7 @@ func (n *native) stage(ctx context.Context, w *incoming) (staged, error) {
 	out := staged{put: meta.Put{
 		Object: meta.Object{
 			Bucket: n.bucket.Name, Key: w.Key, ContentType: w.ContentType, Metadata: w.Metadata, Tags: w.Tags,
+			Retention: w.Lock.Retention, LegalHold: w.Lock.LegalHold,
 		},
 		Cond:        w.Cond,
 		BucketOwner: n.bucket.OwnerID,

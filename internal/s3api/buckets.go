@@ -99,7 +99,11 @@ func (api *API) createBucket(q *request) (response, error) {
 	if strings.EqualFold(strings.TrimSpace(q.Header.Get("X-Amz-Acl")), "public-read") {
 		vis = meta.PublicRead
 	}
-	if _, err := api.buckets.CreateBucket(ctxOf(q), q.actor, q.bucket, vis); err != nil {
+	create := api.buckets.CreateBucket
+	if lockEnabledHeader(q) {
+		create = api.buckets.CreateLockedBucket
+	}
+	if _, err := create(ctxOf(q), q.actor, q.bucket, vis); err != nil {
 		return nil, err
 	}
 	return empty{header: http.Header{"Location": {"/" + q.bucket}}}, nil

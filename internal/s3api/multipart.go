@@ -21,13 +21,17 @@ func (api *API) createMultipartUpload(q *request) (response, error) {
 	if err != nil {
 		return nil, err
 	}
+	lock, err := headerLock(q, false)
+	if err != nil {
+		return nil, err
+	}
 	u, err := api.uploads.CreateUpload(ctxOf(q), q.actor, object.CreateUploadInput{
 		Bucket: q.bucket, Key: q.key, ContentType: contentType(q.Header),
-		Metadata: userMetadata(q.Header), Tags: tags, ChecksumAlgorithm: q.Header.Get("X-Amz-Checksum-Algorithm"),
+		Metadata: userMetadata(q.Header), Tags: tags, Lock: lock, ChecksumAlgorithm: q.Header.Get("X-Amz-Checksum-Algorithm"),
 		ChecksumType: q.Header.Get("X-Amz-Checksum-Type"), SSE: sse,
 	})
 	if err != nil {
-		return nil, err
+		return nil, writeLockErr(err)
 	}
 	h := http.Header{}
 	if u.ChecksumAlgorithm != "" { // the canonical name of the one asked for

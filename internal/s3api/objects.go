@@ -150,13 +150,17 @@ func (api *API) putObject(q *request) (response, error) {
 	if err != nil {
 		return nil, err
 	}
+	lock, err := headerLock(q, true)
+	if err != nil {
+		return nil, err
+	}
 	o, err := api.objects.Put(ctxOf(q), q.actor, object.PutInput{
 		Bucket: q.bucket, Key: q.key, Body: body, Size: size, ContentType: ct,
-		Metadata: userMetadata(q.Header), Tags: tags, MD5: md5sum, SHA256: q.pay.sha256,
+		Metadata: userMetadata(q.Header), Tags: tags, Lock: lock, MD5: md5sum, SHA256: q.pay.sha256,
 		ChecksumAlgorithm: alg.String(), ChecksumWant: want, Cond: cond, SSE: sse,
 	})
 	if err != nil {
-		return nil, err
+		return nil, writeLockErr(err)
 	}
 	h := http.Header{"Etag": {`"` + o.ETag + `"`}}
 	versionHeader(h, o.VersionID)
@@ -278,6 +282,7 @@ func (or *objectResponse) respond(w http.ResponseWriter, q *request) {
 	}
 	taggingCount(h, o)
 	or.api.expirationHeader(h, or.rd.Bucket, o)
+	lockHeaders(h, or.rd.Bucket, o)
 	var fixed *httpx.Span
 	if or.part > 0 {
 		s, n, count, ok := partRange(o, or.part)
@@ -429,13 +434,18 @@ func (api *API) copyObject(q *request) (response, error) {
 	if err != nil {
 		return nil, err
 	}
-	in := object.CopyInput{DstBucket: q.bucket, DstKey: q.key, Cond: cond, ReplaceMetadata: replace, ReplaceTags: replaceTags, Tags: tags, SSE: sse}
+	lock, err := headerLock(q, false)
+	if err != nil {
+		return nil, err
+	}
+	in := object.CopyInput{DstBucket: q.bucket, DstKey: q.key, Cond: cond, ReplaceMetadata: replace, ReplaceTags: replaceTags, Tags: tags,
+		Lock: lock, SSE: sse}
 	if replace {
 		in.ContentType, in.Metadata = contentType(q.Header), userMetadata(q.Header)
 	}
 	o, err := api.objects.CopyFrom(ctxOf(q), q.actor, src, in)
 	if err != nil {
-		return nil, err
+		return nil, writeLockErr(err)
 	}
 	h := http.Header{}
 	versionHeader(h, o.VersionID)
@@ -479,6 +489,7 @@ func (api *API) deleteObject(q *request) (response, error) {
 	if err != nil {
 		return nil, err
 	}
+	cond.BypassGovernance = bypassGovernance(q)
 	vid, err := versionParam(q)
 	if err != nil {
 		return nil, err
@@ -511,6 +522,11 @@ func (api *API) deleteObjects(q *request) (response, error) {
 	if err := api.readXML(q, &req); err != nil {
 		return nil, err
 	}
+	// S3 requires Content-MD5 or a checksum (checked once the body is
+	// verified, before anything is deleted).
+	if err := requireChecksum(q); err != nil {
+		return nil, err
+	}
 	if len(req.Objects) > maxDeleteObjects {
 		return nil, s3err.New(s3err.MalformedXML, "at most 1000 keys per request")
 	}
@@ -524,7 +540,7 @@ func (api *API) deleteObjects(q *request) (response, error) {
 	for _, o := range req.Objects {
 		var err error
 		var del meta.Object
-		cond := meta.Cond{IfMatch: strings.Trim(strings.TrimSpace(o.ETag), `"`)}
+		cond := meta.Cond{IfMatch: strings.Trim(strings.TrimSpace(o.ETag), `"`), BypassGovernance: bypassGovernance(q)}
 		switch {
 		case o.VersionID != "" && !meta.ValidVersionID(o.VersionID):
 			err = s3err.New(s3err.InvalidArgument, "Invalid version id specified")

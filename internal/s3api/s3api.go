@@ -302,6 +302,10 @@ func (api *API) dispatch(q *request) (string, handlerFunc) {
 				if op, h := putGetDelete(m, "BucketEncryption", api.putBucketEncryption, api.getBucketEncryption, api.deleteBucketEncryption); h != nil {
 					return op, h
 				}
+			case "object-lock":
+				if op, h := api.lockSubresource(m, sub); h != nil {
+					return op, h
+				}
 			}
 			return strings.ToUpper(m[:1]) + strings.ToLower(m[1:]) + "Bucket?" + sub, nil
 		}
@@ -335,6 +339,9 @@ func (api *API) dispatch(q *request) (string, handlerFunc) {
 			if op, h := putGetDelete(m, "ObjectTagging", api.putObjectTagging, api.getObjectTagging, api.deleteObjectTagging); h != nil {
 				return op, h
 			}
+		}
+		if op, h := api.lockSubresource(m, sub); h != nil {
+			return op, h
 		}
 		return strings.ToUpper(m[:1]) + strings.ToLower(m[1:]) + "Object?" + sub, nil
 	}

@@ -18,6 +18,9 @@ import (
 type Buckets interface {
 	ListBuckets(ctx context.Context, a object.Actor) ([]meta.Bucket, error)
 	CreateBucket(ctx context.Context, a object.Actor, name string, v meta.Visibility) (meta.Bucket, error)
+	CreateLockedBucket(ctx context.Context, a object.Actor, name string, v meta.Visibility) (meta.Bucket, error)
+	GetObjectLock(ctx context.Context, a object.Actor, name string) (meta.ObjectLock, error)
+	SetObjectLock(ctx context.Context, a object.Actor, name string, d meta.DefaultRetention) (meta.Bucket, error)
 	GetBucket(ctx context.Context, a object.Actor, name string) (meta.Bucket, error)
 	DeleteBucket(ctx context.Context, a object.Actor, name string) error
 	SetBucketEncryption(ctx context.Context, a object.Actor, name, enc, kmsKey string) (meta.Bucket, error)
@@ -43,6 +46,9 @@ type Objects interface {
 	DeleteVersion(ctx context.Context, a object.Actor, bucket, key, versionID string, cond meta.Cond) (meta.Object, error)
 	GetTags(ctx context.Context, a object.Actor, bucket, key, versionID string) (meta.Object, error)
 	SetTags(ctx context.Context, a object.Actor, bucket, key, versionID string, tags []meta.Tag) (meta.Object, error)
+	GetLock(ctx context.Context, a object.Actor, bucket, key, versionID string) (meta.Object, error)
+	SetRetention(ctx context.Context, a object.Actor, bucket, key, versionID string, r meta.Retention, bypass bool) (meta.Object, error)
+	SetLegalHold(ctx context.Context, a object.Actor, bucket, key, versionID string, on bool) (meta.Object, error)
 }
 
 // Uploads is what the multipart upload operations call.

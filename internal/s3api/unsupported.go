@@ -55,6 +55,8 @@ var (
 		"PutBucketVersioning", "GetObjectTagging", "PutObjectTagging", "DeleteObjectTagging",
 		"GetBucketTagging", "PutBucketTagging", "DeleteBucketTagging",
 		"PutBucketLifecycleConfiguration", "GetBucketLifecycleConfiguration", "DeleteBucketLifecycle",
+		"PutObjectLockConfiguration", "GetObjectLockConfiguration", "PutObjectRetention", "GetObjectRetention",
+		"PutObjectLegalHold", "GetObjectLegalHold",
 	}
 )
 
@@ -63,7 +65,7 @@ func rules() []rule {
 	const (
 		sse   = "this server-side encryption option is not implemented by Coffer"
 		sseC  = "server-side encryption with customer keys (SSE-C) applies to PutObject, GetObject, HeadObject, CopyObject and the multipart upload operations only"
-		lock  = "object lock and retention are not implemented by Coffer"
+		lock  = "the x-amz-object-lock-* headers apply to PutObject, CopyObject and CreateMultipartUpload only"
 		acl   = "Coffer supports no ACLs beyond the bucket's private or public-read visibility"
 		stdMD = "Coffer stores Content-Type and x-amz-meta-* only; it would not return this header on GET"
 	)
@@ -91,9 +93,12 @@ func rules() []rule {
 			"x-amz-server-side-encryption-aws-kms-key-id", "x-amz-server-side-encryption-bucket-key-enabled",
 			"x-amz-server-side-encryption-context", "x-amz-server-side-encryption-customer-algorithm",
 			"x-amz-server-side-encryption-customer-key", "x-amz-server-side-encryption-customer-key-md5"}},
-		// Object lock, legal hold, retention.
-		{name: "x-amz-object-lock-*", why: lock},
-		{name: "x-amz-bucket-object-lock-enabled", ops: []string{"CreateBucket"}, allow: []string{"false"}, why: lock},
+		// Object lock, legal hold, retention (lock.go): the writes read
+		// the x-amz-object-lock-* headers; CreateBucket makes a bucket
+		// with object lock.
+		{name: "x-amz-object-lock-*", notOps: objectWrites, why: lock},
+		{name: "x-amz-bucket-object-lock-enabled", ops: []string{"CreateBucket"}, allow: []string{"true", "false"},
+			code: s3err.InvalidArgument, why: "x-amz-bucket-object-lock-enabled must be true or false"},
 		// Ownership: only a bucket's owner can write into it, so the
 		// writer is always the bucket owner and the three settings agree.
 		{name: "x-amz-object-ownership", ops: []string{"CreateBucket"},
@@ -142,9 +147,8 @@ func rules() []rule {
 		// have: a client relying on them is told so.
 		{name: "x-amz-request-payer", why: "Requester Pays is not implemented by Coffer"},
 		{name: "x-amz-mfa", ops: []string{"DeleteObject", "DeleteObjects", "PutBucketVersioning"}, why: "MFA delete is not implemented by Coffer"},
-		// Accepted: no object is ever under retention, so there is nothing
-		// to bypass (cleanup tools send it unconditionally).
-		{name: "x-amz-bypass-governance-retention", ops: []string{"DeleteObject", "DeleteObjects"}, allow: []string{"true", "false"},
+		// Read by the removals and PutObjectRetention (lock.go).
+		{name: "x-amz-bypass-governance-retention", ops: []string{"DeleteObject", "DeleteObjects", "PutObjectRetention"}, allow: []string{"true", "false"},
 			code: s3err.InvalidArgument, why: "x-amz-bypass-governance-retention must be true or false"},
 		// No object is ever archived: no RestoreStatus is the right answer.
 		{name: "x-amz-optional-object-attributes", ops: []string{"ListObjects", "ListObjectsV2"}, allow: []string{"RestoreStatus"},

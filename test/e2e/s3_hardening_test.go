@@ -223,7 +223,10 @@ func TestS3SignedBodyIntegrity(t *testing.T) {
 				}
 			}
 		})
-		if r := u.s3(t, "POST", b+"?delete", []byte(signed), ""); r.status != 200 {
+		if r := u.s3(t, "POST", b+"?delete", []byte(signed), ""); r.status != 400 || !strings.Contains(string(r.body), "<Code>InvalidRequest</Code>") {
+			t.Errorf("DeleteObjects without Content-MD5 or a checksum: %d %s, want 400 InvalidRequest", r.status, r.body)
+		}
+		if r := u.s3(t, "POST", b+"?delete", []byte(signed), "", "Content-MD5", md5b64([]byte(signed))); r.status != 200 {
 			t.Fatalf("delete with the signed body: %d %s", r.status, r.body)
 		}
 		u.absent(t, b+"/keep-a")
@@ -499,7 +502,7 @@ func TestS3RefusedHeaders(t *testing.T) {
 			`<Object><Key>k</Key><Size>8</Size></Object>` +
 			`<Object><Key>k</Key><LastModifiedTime>2020-01-01T00:00:00Z</LastModifiedTime></Object>` +
 			`<Object><Key>ok2</Key><ETag>` + etag + `</ETag></Object></Delete>`
-		r := u.s3(t, "POST", b+"?delete", []byte(del), "")
+		r := u.s3(t, "POST", b+"?delete", []byte(del), "", "Content-MD5", md5b64([]byte(del)))
 		body := string(r.body)
 		if r.status != 200 || strings.Count(body, "<Code>PreconditionFailed</Code>") != 1 || strings.Count(body, "<Code>NotImplemented</Code>") != 2 ||
 			!strings.Contains(body, "<Deleted><Key>ok2</Key></Deleted>") {
@@ -650,7 +653,7 @@ func TestS3ListObjectVersions(t *testing.T) {
 		}
 		u.absent(t, b+"/a.txt")
 		del := `<Delete><Object><Key>e.txt</Key><VersionId>null</VersionId></Object><Object><Key>g.txt</Key><VersionId>abc</VersionId></Object></Delete>`
-		r = u.s3(t, "POST", b+"?delete", []byte(del), "")
+		r = u.s3(t, "POST", b+"?delete", []byte(del), "", "Content-MD5", md5b64([]byte(del)))
 		if r.status != 200 || !strings.Contains(string(r.body), "<Deleted><Key>e.txt</Key><VersionId>null</VersionId></Deleted>") ||
 			!strings.Contains(string(r.body), "<Key>g.txt</Key><VersionId>abc</VersionId><Code>InvalidArgument</Code>") {
 			t.Errorf("DeleteObjects with versions: %d %s", r.status, r.body)

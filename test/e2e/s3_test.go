@@ -238,7 +238,11 @@ func TestS3BadInput(t *testing.T) {
 		if r := u.s3(t, "GET", "/"+bucket+"?policy", nil, ""); r.status != 501 || r.code != "NotImplemented" {
 			t.Errorf("GetBucketPolicy: %d %s", r.status, r.code)
 		}
-		if r := u.s3(t, "PUT", "/"+bucket+"/x?retention", []byte("<Retention/>"), ""); r.status != 501 || r.code != "NotImplemented" {
+		if r := u.s3(t, "PUT", "/"+bucket+"/x?torrent", []byte("<Torrent/>"), ""); r.status != 501 || r.code != "NotImplemented" {
+			t.Errorf("PutObjectTorrent: %d %s", r.status, r.code)
+		}
+		// Object lock in a bucket made without it: S3's InvalidRequest.
+		if r := u.s3(t, "PUT", "/"+bucket+"/x?retention", []byte("<Retention/>"), "", "Content-MD5", md5b64([]byte("<Retention/>"))); r.status != 400 || r.code != "InvalidRequest" {
 			t.Errorf("PutObjectRetention: %d %s", r.status, r.code)
 		}
 		u.absent(t, "/"+bucket+"/x")

@@ -1,4 +1,5 @@
-// Package s3compat runs real S3 clients (boto3, aws cli, rclone, s3cmd)
+// Package s3compat runs real S3 clients (boto3, aws cli, rclone, s3cmd,
+// restic)
 // against a real `coffer serve` on loopback, plus cross-API checks between
 // the file API and the S3 API.
 //
@@ -68,6 +69,7 @@ func TestClients(t *testing.T) {
 			{"boto3", (*env).testBoto3},
 			{"awscli", (*env).testAWSCLI},
 			{"rclone", (*env).testRclone},
+			{"restic", (*env).testRestic},
 			{"s3cmd", (*env).testS3cmd},
 			{"crossapi", (*env).testCrossAPI},
 			{"sigv2", (*env).testSigV2},

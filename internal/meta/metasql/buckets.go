@@ -9,16 +9,19 @@ import (
 )
 
 // bucketCols are the columns of a bucket, in scanBucket's order.
-const bucketCols = "name, owner_id, visibility, created_at, sse_default, sse_kms_key, gateway, object_count, byte_count, versioning, lifecycle"
+const bucketCols = "name, owner_id, visibility, created_at, sse_default, sse_kms_key, gateway, object_count, byte_count, versioning, lifecycle, " +
+	"object_lock, lock_mode, lock_days, lock_years"
 
 // scanBucket reads a bucket selected with bucketCols.
 func scanBucket(r Row) (meta.Bucket, error) {
 	var b meta.Bucket
-	var vis, versioning string
+	var vis, versioning, lockMode string
 	var created int64
 	var lifecycle *string
-	err := r.Scan(&b.Name, &b.OwnerID, &vis, &created, &b.Encryption, &b.EncryptionKMSKey, &b.Gateway, &b.Objects, &b.Bytes, &versioning, &lifecycle)
+	err := r.Scan(&b.Name, &b.OwnerID, &vis, &created, &b.Encryption, &b.EncryptionKMSKey, &b.Gateway, &b.Objects, &b.Bytes, &versioning, &lifecycle,
+		&b.ObjectLock.Enabled, &lockMode, &b.ObjectLock.Default.Days, &b.ObjectLock.Default.Years)
 	b.Visibility, b.Versioning = meta.Visibility(vis), meta.Versioning(versioning)
+	b.ObjectLock.Default.Mode = meta.RetentionMode(lockMode)
 	b.CreatedAt = FromNanos(created)
 	if err == nil && lifecycle != nil && *lifecycle != "" {
 		lc, derr := decodeLifecycle(*lifecycle)
@@ -29,13 +32,16 @@ func scanBucket(r Row) (meta.Bucket, error) {
 
 // insertBucketSQL inserts a native bucket: arguments bucketArgs.
 func insertBucketSQL(ph PH) string {
-	return "INSERT INTO buckets (name, owner_id, visibility, created_at) VALUES (" + values(ph, 1, 4) + ")"
+	return "INSERT INTO buckets (name, owner_id, visibility, created_at, versioning, object_lock, lock_mode, lock_days, lock_years) VALUES (" +
+		values(ph, 1, 9) + ")"
 }
 
 // bucketArgs are insertBucketSQL's arguments for b (as meta.CheckBucket
 // returned it), created at now unless it says when.
 func bucketArgs(b meta.Bucket, now time.Time) []any {
-	return []any{b.Name, b.OwnerID, string(b.Visibility), ToNanos(meta.OrNow(b.CreatedAt, now))}
+	d := b.ObjectLock.Default
+	return []any{b.Name, b.OwnerID, string(b.Visibility), ToNanos(meta.OrNow(b.CreatedAt, now)), string(b.Versioning),
+		b.ObjectLock.Enabled, string(d.Mode), d.Days, d.Years}
 }
 
 // upsertGatewayBucketSQL creates a gateway bucket or updates the gateway
@@ -50,7 +56,7 @@ func upsertGatewayBucketSQL(ph PH) string {
 // gatewayBucketArgs are upsertGatewayBucketSQL's arguments for b (as
 // meta.CheckGatewayBucket returned it).
 func gatewayBucketArgs(b meta.Bucket, now time.Time) []any {
-	return append(bucketArgs(b, now), b.Gateway)
+	return []any{b.Name, b.OwnerID, string(b.Visibility), ToNanos(meta.OrNow(b.CreatedAt, now)), b.Gateway}
 }
 
 // listGatewayBucketsSQL lists the gateway buckets by name (scanBucket).
@@ -90,7 +96,8 @@ func (o bucketOps) SetBucketEncryption(ctx context.Context, name, enc, kmsKey st
 
 // SetBucketVersioning implements meta.Buckets: a native bucket's state
 // changes in one statement; when it changes nothing, the bucket is
-// missing (NotFound) or a gateway bucket (Conflict).
+// missing (NotFound), a gateway bucket (Conflict) or has object lock and
+// is not to be Enabled (ErrLockedBucketVersioning).
 func (o bucketOps) SetBucketVersioning(ctx context.Context, name string, v meta.Versioning) error {
 	if err := meta.CheckVersioning(v); err != nil {
 		return err
@@ -99,10 +106,31 @@ func (o bucketOps) SetBucketVersioning(ctx context.Context, name string, v meta.
 	if err != nil || n > 0 {
 		return err
 	}
+	b, err := o.GetBucket(ctx, name)
+	switch {
+	case err != nil:
+		return err
+	case b.ObjectLock.Enabled:
+		return meta.ErrLockedBucketVersioning(name)
+	}
+	return errcode.New(errcode.Conflict, "bucket %q is a gateway bucket: its versions are its backend's", name)
+}
+
+// SetBucketObjectLock implements meta.Buckets: one statement; when it
+// changes nothing, the bucket is missing (NotFound) or has no object lock
+// (ErrLockNotEnabled).
+func (o bucketOps) SetBucketObjectLock(ctx context.Context, name string, d meta.DefaultRetention) error {
+	if err := meta.CheckDefaultRetention(d); err != nil {
+		return err
+	}
+	n, err := o.run.Exec(ctx, "set bucket object lock", o.sql.buckets.setObjectLock, []any{string(d.Mode), d.Days, d.Years, name}, nil)
+	if err != nil || n > 0 {
+		return err
+	}
 	if _, err := o.GetBucket(ctx, name); err != nil {
 		return err
 	}
-	return errcode.New(errcode.Conflict, "bucket %q is a gateway bucket: its versions are its backend's", name)
+	return meta.ErrLockNotEnabled(name)
 }
 
 // bucketSQL are the buckets statements of Ops.
@@ -111,7 +139,8 @@ type bucketSQL struct {
 	insert, putGateway string // bucketArgs; gatewayBucketArgs
 	setVisibility      string // args visibility, name
 	setEncryption      string // args sse_default, sse_kms_key, name
-	setVersioning      string // args versioning, name (native buckets only)
+	setVersioning      string // args versioning, name (native buckets only; Enabled only with object lock)
+	setObjectLock      string // args lock_mode, lock_days, lock_years, name (buckets with object lock only)
 }
 
 func newBucketSQL(ph PH) bucketSQL {
@@ -122,7 +151,10 @@ func newBucketSQL(ph PH) bucketSQL {
 		putGateway:    upsertGatewayBucketSQL(ph),
 		setVisibility: "UPDATE buckets SET visibility = " + ph(1) + " WHERE name = " + ph(2),
 		setEncryption: "UPDATE buckets SET sse_default = " + ph(1) + ", sse_kms_key = " + ph(2) + " WHERE name = " + ph(3),
-		setVersioning: "UPDATE buckets SET versioning = " + ph(1) + " WHERE name = " + ph(2) + " AND gateway = ''",
+		setVersioning: "UPDATE buckets SET versioning = " + ph(1) + " WHERE name = " + ph(2) + " AND gateway = ''" +
+			" AND (" + ph(1) + " = 'Enabled' OR NOT object_lock)",
+		setObjectLock: "UPDATE buckets SET lock_mode = " + ph(1) + ", lock_days = " + ph(2) + ", lock_years = " + ph(3) +
+			" WHERE name = " + ph(4) + " AND object_lock",
 	}
 }
 

@@ -19,7 +19,8 @@
 //     to apply.
 //
 // Files go by role, like meta's: users.go (accounts, refresh tokens),
-// accesskeys.go, invites.go, buckets.go, objects.go, uploads.go (uploads
+// accesskeys.go, invites.go, buckets.go, objects.go, lock.go (the reads
+// and removals of one version, and object lock), uploads.go (uploads
 // and their parts), staging.go (reservations), garbage.go (blob
 // references), shares.go, tus.go, limits.go (user limits, rates),
 // encryptionjobs.go, kmsgrants.go, serverkey.go; ops.go and statements.go hold

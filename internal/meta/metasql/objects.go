@@ -289,13 +289,15 @@ func UpsertObjectSQL(inlineCol string, place bool, ph PH) string {
 	if place {
 		set = " seq = excluded.seq, is_latest = excluded.is_latest,"
 	}
-	return "INSERT INTO objects (bucket, " + objectCols + ", " + inlineCol + ", sse, sse_kek, tags) VALUES (" + values(ph, 1, 22) + ")" +
+	return "INSERT INTO objects (bucket, " + objectCols + ", " + inlineCol + ", sse, sse_kek, tags, lock_mode, lock_until, legal_hold) VALUES (" +
+		values(ph, 1, 25) + ")" +
 		" ON CONFLICT (bucket, key, version_id) DO UPDATE SET size = excluded.size, etag = excluded.etag, sha256 = excluded.sha256," +
 		" content_type = excluded.content_type, metadata = excluded.metadata, blob_key = excluded.blob_key, mod_time = excluded.mod_time," +
 		" checksum_algorithm = excluded.checksum_algorithm, checksum_type = excluded.checksum_type, checksum_value = excluded.checksum_value," +
 		" parts_id = excluded.parts_id, part_count = excluded.part_count," + set +
 		" delete_marker = excluded.delete_marker, " + inlineCol + " = excluded." + inlineCol +
-		", sse = excluded.sse, sse_kek = excluded.sse_kek, tags = excluded.tags"
+		", sse = excluded.sse, sse_kek = excluded.sse_kek, tags = excluded.tags, lock_mode = excluded.lock_mode," +
+		" lock_until = excluded.lock_until, legal_hold = excluded.legal_hold"
 }
 
 // ObjectArgs are UpsertObjectSQL's arguments for o (its VersionID,
@@ -320,7 +322,7 @@ func ObjectArgs(o meta.Object, seq string, partsID int64, inline any, key func(s
 	}
 	return []any{o.Bucket, key(o.Key), o.Size, o.ETag, o.SHA256, o.ContentType, md, o.BlobKey, ToNanos(o.ModTime),
 		o.Checksum.Algorithm, o.Checksum.Type, o.Checksum.Value, pid, len(o.Parts), o.VersionID, seq, o.IsLatest, o.DeleteMarker,
-		inline, o.Encryption, o.EncryptionKEK, tags}, nil
+		inline, o.Encryption, o.EncryptionKEK, tags, string(o.Retention.Mode), ToNanos(o.Retention.Until), o.LegalHold}, nil
 }
 
 // PutObjects implements meta.Objects: the puts are checked
@@ -339,7 +341,7 @@ func (o objectOps) PutObjects(ctx context.Context, puts []meta.Put) ([]meta.PutR
 // MoveObject implements meta.Objects: the decisions before the move
 // (meta.PrecheckMove), then the driver's move.
 func (o objectOps) MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, dstKey string, dstCond meta.Cond) (meta.Object, error) {
-	if obj, done, err := meta.PrecheckMove(ctx, o.drv.GetObject, srcBucket, srcKey, dstBucket, dstKey, dstCond); done {
+	if obj, done, err := meta.PrecheckMove(ctx, o.GetObject, srcBucket, srcKey, dstBucket, dstKey, dstCond); done {
 		return obj, err
 	}
 	return o.drv.MoveObject(ctx, srcBucket, srcKey, dstBucket, dstKey, dstCond)

@@ -37,8 +37,13 @@ type Runner interface {
 // of the role method (package meta) of the same name: Ops calls each only with
 // arguments that passed them (go-cloud's driver under a portable type).
 type Driver interface {
-	// GetObject is meta.Objects', which the backend implements itself.
-	GetObject(ctx context.Context, bucket, key string) (meta.Object, error)
+	// GetVersion reads version ("": the latest) of bucket/key, with its
+	// parts or inline bytes, as meta.Objects' GetObject and
+	// GetObjectVersion say.
+	GetVersion(ctx context.Context, bucket, key, version string) (meta.Object, error)
+	// DeleteVersion is meta.Objects' (a version named): in its
+	// transaction, it decides with CheckRemoval.
+	DeleteVersion(ctx context.Context, bucket, key, versionID string, cond meta.Cond) (meta.Object, error)
 	// PutObjects writes puts (meta.CheckPuts); staged are the blob keys
 	// whose stagings the write releases.
 	PutObjects(ctx context.Context, puts []meta.Put, staged []string) ([]meta.PutResult, error)
@@ -102,6 +107,10 @@ type Dialect struct {
 	// INDEXED BY): without statistics SQLite's planner prefers the
 	// primary key, and reads every row of the range instead.
 	IndexedBy bool
+	// ForUpdate ends a SELECT whose rows the transaction must lock
+	// (PostgreSQL's " FOR UPDATE"; "" in SQLite, whose single writer
+	// serialises every write).
+	ForUpdate string
 }
 
 // List runs query on r and returns every row, as scan reads it.
@@ -214,6 +223,7 @@ type opSQL struct {
 	grants    grantSQL
 	tags      tagSQL
 	lifecycle lifecycleSQL
+	lock      lockSQL
 
 	listGarbage, claimGarbage, deleteGarbage, deleteExpiredStaging, renewStaging, unstage, claimKey string
 }
@@ -235,6 +245,7 @@ func NewOps(b Backend, d Dialect) Ops {
 		grants:               newGrantSQL(ph),
 		tags:                 newTagSQL(ph),
 		lifecycle:            newLifecycleSQL(ph),
+		lock:                 newLockSQL(d),
 		listGarbage:          "SELECT " + garbageCols + " FROM garbage WHERE created_at < " + ph(1) + " ORDER BY created_at, id LIMIT " + ph(2),
 		claimGarbage:         claimGarbageQuery(ph(1), ph(2)),
 		deleteGarbage:        "DELETE FROM garbage WHERE " + d.In("id", 1),

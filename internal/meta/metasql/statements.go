@@ -6,9 +6,10 @@ package metasql
 // role, says its arguments.
 type Statements struct {
 	// Users and refresh tokens (users.go).
-	InsertToken                           string
-	UserData, DataBuckets, BackendUploads string   // of the user ph(1), for DeleteUser
-	DeleteUser                            []string // deleteUserStatements of the user ph(1) at ph(2)
+	InsertToken                 string
+	UserData                    string   // of the user ph(1) at ph(2), for DeleteUser
+	DataBuckets, BackendUploads string   // of the user ph(1), for DeleteUser
+	DeleteUser                  []string // deleteUserStatements of the user ph(1) at ph(2)
 	// Objects (objects.go): the range scans of the latest versions and the
 	// version scans by inclusive and bounded.
 	RangeScans, VersionScans [2][2]string
@@ -43,7 +44,7 @@ func NewStatements(d Dialect) Statements {
 	ph := d.PH
 	return Statements{
 		InsertToken:    insertTokenSQL(ph),
-		UserData:       userDataQuery(ph(1)),
+		UserData:       userDataQuery(ph(1), ph(2)),
 		DataBuckets:    dataBucketsQuery(ph(1)),
 		BackendUploads: backendUploadsQuery(ph(1)),
 		DeleteUser:     deleteUserStatements(ph(1), ph(2), d.InlineTable),

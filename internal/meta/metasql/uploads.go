@@ -9,7 +9,8 @@ import (
 )
 
 // UploadCols are the columns of an upload, in ScanUpload's order.
-const UploadCols = "id, bucket, key, initiator_id, content_type, metadata, checksum_algorithm, checksum_type, size, part_size, created_at, expires_at, blob_key, backend_upload_id, sse_mode, sse_kms_key, sse_c_check, tags"
+const UploadCols = "id, bucket, key, initiator_id, content_type, metadata, checksum_algorithm, checksum_type, size, part_size, created_at, expires_at, blob_key, backend_upload_id, sse_mode, sse_kms_key, sse_c_check, tags, " +
+	"lock_mode, lock_until, legal_hold"
 
 // ScanUpload reads an upload selected with UploadCols.
 func ScanUpload(r Row) (meta.Upload, error) {
@@ -18,11 +19,15 @@ func ScanUpload(r Row) (meta.Upload, error) {
 		key              []byte
 		md, tags         *string
 		created, expires int64
+		lockMode         string
+		lockUntil        int64
 	)
 	if err := r.Scan(&u.ID, &u.Bucket, &key, &u.InitiatorID, &u.ContentType, &md, &u.ChecksumAlgorithm, &u.ChecksumType,
-		&u.Size, &u.PartSize, &created, &expires, &u.BlobKey, &u.BackendUploadID, &u.EncryptionMode, &u.EncryptionKMSKey, &u.CustomerKeyCheck, &tags); err != nil {
+		&u.Size, &u.PartSize, &created, &expires, &u.BlobKey, &u.BackendUploadID, &u.EncryptionMode, &u.EncryptionKMSKey, &u.CustomerKeyCheck, &tags,
+		&lockMode, &lockUntil, &u.LegalHold); err != nil {
 		return meta.Upload{}, err
 	}
+	u.Retention = meta.Retention{Mode: meta.RetentionMode(lockMode), Until: FromNanos(lockUntil)}
 	u.Key = string(key)
 	u.CreatedAt, u.ExpiresAt = FromNanos(created), FromNanos(expires)
 	var err error
@@ -35,7 +40,7 @@ func ScanUpload(r Row) (meta.Upload, error) {
 
 // insertUploadSQL inserts an upload: arguments uploadArgs.
 func insertUploadSQL(ph PH) string {
-	return "INSERT INTO uploads (" + UploadCols + ") VALUES (" + values(ph, 1, 18) + ")"
+	return "INSERT INTO uploads (" + UploadCols + ") VALUES (" + values(ph, 1, 21) + ")"
 }
 
 // uploadArgs are insertUploadSQL's arguments for u (as meta.CheckUpload
@@ -51,7 +56,7 @@ func uploadArgs(u meta.Upload, key func(string) any) ([]any, error) {
 	}
 	return []any{u.ID, u.Bucket, key(u.Key), u.InitiatorID, u.ContentType, md, u.ChecksumAlgorithm, u.ChecksumType,
 		u.Size, u.PartSize, ToNanos(u.CreatedAt), ToNanos(u.ExpiresAt), u.BlobKey, u.BackendUploadID,
-		u.EncryptionMode, u.EncryptionKMSKey, u.CustomerKeyCheck, tags}, nil
+		u.EncryptionMode, u.EncryptionKMSKey, u.CustomerKeyCheck, tags, string(u.Retention.Mode), ToNanos(u.Retention.Until), u.LegalHold}, nil
 }
 
 // uploadPlaceSQL reads where upload ph(1) goes, for a write on it

@@ -118,12 +118,14 @@ func escapeLike(s string) string {
 func owned(owner string) string { return "(SELECT name FROM buckets WHERE owner_id = " + owner + ")" }
 
 // userDataQuery reads, for DeleteUser, how many buckets owner owns, how
-// many objects and multipart uploads in progress they hold. Columns:
-// buckets, objects, uploads.
-func userDataQuery(owner string) string {
+// many objects and multipart uploads in progress they hold, and how many
+// of the objects are locked at now (unix nanoseconds: under a legal hold,
+// or retained after now). Columns: buckets, objects, uploads, locked.
+func userDataQuery(owner, now string) string {
 	return "SELECT CAST((SELECT count(*) FROM buckets WHERE owner_id = " + owner + ") AS bigint)," +
 		" CAST((SELECT count(*) FROM objects WHERE bucket IN " + owned(owner) + ") AS bigint)," +
-		" CAST((SELECT count(*) FROM uploads WHERE bucket IN " + owned(owner) + ") AS bigint)"
+		" CAST((SELECT count(*) FROM uploads WHERE bucket IN " + owned(owner) + ") AS bigint)," +
+		" CAST((SELECT count(*) FROM objects WHERE bucket IN " + owned(owner) + " AND (legal_hold OR lock_until > " + now + ")) AS bigint)"
 }
 
 // dataBucketsQuery lists the names of up to 10 of owner's buckets that
@@ -188,9 +190,10 @@ func scanCounts(r Row) (meta.Counts, error) {
 	return c, err
 }
 
-// ScanUserData reads a row of userDataQuery: buckets, objects, uploads.
-func ScanUserData(r Row) (data [3]int64, err error) {
-	err = r.Scan(&data[0], &data[1], &data[2])
+// ScanUserData reads a row of userDataQuery: buckets, objects, uploads,
+// locked.
+func ScanUserData(r Row) (data [4]int64, err error) {
+	err = r.Scan(&data[0], &data[1], &data[2], &data[3])
 	return data, err
 }
 

@@ -134,6 +134,7 @@ func Run(t *testing.T, newStore func(t *testing.T) (meta.Stores, func() error)) 
 		{"Move", moveTests},
 		{"Versions", versionTests},
 		{"Tags", tagTests},
+		{"Lock", lockTests},
 		{"Quota", quotaTests},
 		{"List", listTests},
 		{"AccessKeys", accessKeyTests},
@@ -371,6 +372,12 @@ func diffObject(got, want meta.Object) string {
 	}
 	if got.EncryptionKEK != want.EncryptionKEK {
 		add("EncryptionKEK", got.EncryptionKEK, want.EncryptionKEK)
+	}
+	if got.Retention.Mode != want.Retention.Mode || !sameTime(got.Retention.Until, want.Retention.Until) {
+		add("Retention", got.Retention, want.Retention)
+	}
+	if got.LegalHold != want.LegalHold {
+		add("LegalHold", got.LegalHold, want.LegalHold)
 	}
 	return d
 }

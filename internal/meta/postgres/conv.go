@@ -25,6 +25,8 @@ var dialect = metasql.Dialect{
 	Key:  key,
 	In:   func(col string, n int) string { return col + " = ANY(" + ph(n) + ")" },
 	List: func(v any) (any, error) { return v, nil },
+	// Lock writes take the owner's row lock, as removals do.
+	ForUpdate: " FOR UPDATE",
 }
 
 // rowTo adapts a metasql scanner to pgx.CollectRows.

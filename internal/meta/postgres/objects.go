@@ -104,6 +104,7 @@ type found struct {
 	bucket     bool   // the bucket exists
 	owner      string // its owner
 	versioning meta.Versioning
+	lock       meta.ObjectLock
 	exists     bool // the version looked up is there
 	row        metasql.ObjectRow
 }
@@ -128,7 +129,8 @@ func lookupSQL(cond string) string {
 	return `SELECT b.owner_id, b.versioning, o.size, o.etag, o.sha256, o.content_type, o.metadata, o.blob_key, o.mod_time,
 		o.checksum_algorithm, o.checksum_type, o.checksum_value, o.parts_id, o.part_count, o.inline_data,
 		p.blob_key, p.size, p.etag, p.checksum, o.sse, o.sse_kek, p.sse, p.sse_kek,
-		o.version_id, o.seq, o.is_latest, o.delete_marker, o.tags
+		o.version_id, o.seq, o.is_latest, o.delete_marker, o.tags,
+		o.lock_mode, o.lock_until, o.legal_hold, b.object_lock, b.lock_mode, b.lock_days, b.lock_years
 	FROM buckets b
 	LEFT JOIN objects o ON o.bucket = b.name AND o.key = $2 AND ` + cond + `
 	LEFT JOIN object_parts p ON p.parts_id = o.parts_id
@@ -146,6 +148,7 @@ var (
 type lookupRow struct {
 	owner      string
 	versioning string
+	lock       meta.ObjectLock
 	obj        metasql.ObjectRow
 	has        bool // a version is there
 	part       meta.ObjectPart
@@ -164,13 +167,18 @@ func scanLookup(bucket, k string) func(metasql.Row) (lookupRow, error) {
 			etag, sha, ctype, md, blob, calg, ctyp, cv pgtype.Text
 			pblob, petag, pcheck, kek, pkek            pgtype.Text
 			vid, seq                                   pgtype.Text
-			latest, marker                             pgtype.Bool
+			latest, marker, hold                       pgtype.Bool
 			inline, sse, psse                          []byte
+			lockMode                                   pgtype.Text
+			lockUntil                                  pgtype.Int8
+			bucketMode                                 string
 		)
 		if err := r.Scan(&l.owner, &l.versioning, &size, &etag, &sha, &ctype, &md, &blob, &mod, &calg, &ctyp, &cv, &pid, &pcount, &inline,
-			&pblob, &psize, &petag, &pcheck, &sse, &kek, &psse, &pkek, &vid, &seq, &latest, &marker, &l.tags); err != nil {
+			&pblob, &psize, &petag, &pcheck, &sse, &kek, &psse, &pkek, &vid, &seq, &latest, &marker, &l.tags,
+			&lockMode, &lockUntil, &hold, &l.lock.Enabled, &bucketMode, &l.lock.Default.Days, &l.lock.Default.Years); err != nil {
 			return lookupRow{}, err
 		}
+		l.lock.Default.Mode = meta.RetentionMode(bucketMode)
 		if l.pHas = pblob.Valid; l.pHas {
 			l.part = meta.ObjectPart{BlobKey: pblob.String, Size: psize.Int64, ETag: petag.String, Checksum: pcheck.String,
 				Encryption: psse, EncryptionKEK: pkek.String}
@@ -194,6 +202,8 @@ func scanLookup(bucket, k string) func(metasql.Row) (lookupRow, error) {
 			ModTime:       metasql.FromNanos(mod.Int64),
 			Encryption:    sse,
 			EncryptionKEK: kek.String,
+			Retention:     meta.Retention{Mode: meta.RetentionMode(lockMode.String), Until: metasql.FromNanos(lockUntil.Int64)},
+			LegalHold:     hold.Bool,
 		}
 		o.PartsID, o.PartCount, o.Seq = pid.Int64, int(pcount.Int32), seq.String
 		if md.Valid {
@@ -218,7 +228,7 @@ func foundOf(rows []lookupRow) (found, error) {
 	var f found
 	for i, l := range rows {
 		if i == 0 {
-			f.bucket, f.owner, f.versioning, f.exists = true, l.owner, meta.Versioning(l.versioning), l.has
+			f.bucket, f.owner, f.versioning, f.lock, f.exists = true, l.owner, meta.Versioning(l.versioning), l.lock, l.has
 			if f.exists {
 				f.row = l.obj
 				if l.tags.Valid {
@@ -263,21 +273,8 @@ func (t *txn) lookup(f *found, bucket, k, version string) {
 	})
 }
 
-// GetObject implements meta.Objects in one statement.
-func (s *Store) GetObject(ctx context.Context, bucket, k string) (meta.Object, error) {
-	return s.getVersion(ctx, bucket, k, "")
-}
-
-// GetObjectVersion implements meta.Objects in one statement.
-func (s *Store) GetObjectVersion(ctx context.Context, bucket, k, versionID string) (meta.Object, error) {
-	if versionID == "" {
-		return meta.Object{}, meta.ErrNoVersion(bucket, k, versionID)
-	}
-	return s.getVersion(ctx, bucket, k, versionID)
-}
-
-// getVersion reads version ("": the latest) of bucket/k.
-func (s *Store) getVersion(ctx context.Context, bucket, k, version string) (meta.Object, error) {
+// GetVersion implements metasql.Driver in one statement.
+func (s driver) GetVersion(ctx context.Context, bucket, k, version string) (meta.Object, error) {
 	var f found
 	query, args := lookupArgs(bucket, k, version)
 	err := s.read(ctx, "get object", func(c *pgx.Conn) error {
@@ -388,6 +385,10 @@ func (t *txn) newVersion(f found, o meta.Object, cond meta.Cond, delta int64, st
 	if err := cond.Check(f.row.Object, f.live()); err != nil {
 		return meta.PutResult{}, err
 	}
+	o, err := meta.LockVersion(o, f.lock, t.now)
+	if err != nil {
+		return meta.PutResult{}, err
+	}
 	nv, old, hasOld, err := t.place(f, o.Bucket, o.Key)
 	if err != nil {
 		return meta.PutResult{}, err
@@ -427,6 +428,7 @@ func (t *txn) rewriteVersion(f found, o meta.Object, cond meta.Cond, store func(
 	}
 	store()
 	o.VersionID, o.IsLatest, o.Tags = f.row.VersionID, f.row.IsLatest, f.row.Tags
+	o.Retention, o.LegalHold = f.row.Retention, f.row.LegalHold
 	if err := writeObject(t, o, f.row.Seq, partsID); err != nil {
 		return meta.PutResult{}, err
 	}
@@ -527,10 +529,7 @@ func (s *Store) DeleteObject(ctx context.Context, bucket, k string, cond meta.Co
 			out = res.Object
 			return err
 		}
-		if !cur.exists {
-			return meta.ErrNoObject(bucket, k)
-		}
-		if err := cond.Check(cur.row.Object, true); err != nil {
+		if err := metasql.CheckRemoval(bucket, k, "", cur.row.Object, cur.exists, cond, t.now); err != nil {
 			return err
 		}
 		out = cur.row.Object
@@ -555,11 +554,8 @@ func (t *txn) removeVersion(f found) error {
 	return nil
 }
 
-// DeleteVersion implements meta.Objects.
-func (s *Store) DeleteVersion(ctx context.Context, bucket, k, versionID string, cond meta.Cond) (meta.Object, error) {
-	if versionID == "" {
-		return meta.Object{}, meta.ErrNoVersion(bucket, k, versionID)
-	}
+// DeleteVersion implements metasql.Driver.
+func (s driver) DeleteVersion(ctx context.Context, bucket, k, versionID string, cond meta.Cond) (meta.Object, error) {
 	var out meta.Object
 	err := s.write(ctx, "delete version", func(t *txn) error {
 		t.lockOwners([]string{bucket})
@@ -568,13 +564,13 @@ func (s *Store) DeleteVersion(ctx context.Context, bucket, k, versionID string, 
 		if err := t.flush(); err != nil {
 			return err
 		}
-		if err := cur.missing(bucket, k, versionID); err != nil {
-			return err
+		if !cur.bucket {
+			return meta.ErrNoBucket(bucket)
 		}
 		if err := t.checkLocked(cur.owner); err != nil {
 			return err
 		}
-		if err := cond.Check(cur.row.Object, cur.live()); err != nil {
+		if err := metasql.CheckRemoval(bucket, k, versionID, cur.row.Object, cur.exists, cond, t.now); err != nil {
 			return err
 		}
 		out = cur.row.Object

@@ -80,9 +80,9 @@
 // Store embeds: this package holds how PostgreSQL runs a statement (a pool
 // connection, or a pipelined transaction, with pgx.CollectRows as the row
 // collector) and the transactions of its own (the metasql.Driver methods,
-// and GetObject, ListObjects, ListUploads, DeleteObject, CompleteUpload,
-// AbortUpload, DeleteBucket, DeleteUser, DeleteAccessKey, GrowStaging,
-// ReferencedBlobs).
+// among them the read of one version and DeleteVersion, and ListObjects,
+// ListUploads, DeleteObject, CompleteUpload, AbortUpload, DeleteBucket,
+// DeleteUser, DeleteAccessKey, GrowStaging, ReferencedBlobs).
 package postgres
 
 import (

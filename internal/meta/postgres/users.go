@@ -75,7 +75,7 @@ func (s *Store) DeleteUser(ctx context.Context, userID string, purge bool) (meta
 		res = meta.DeleteUserResult{}
 		var found bool
 		var id string
-		var data [3]int64
+		var data [4]int64
 		var names, keys []string
 		queueRow(t, &id, &found, metasql.ScanString, "SELECT id FROM users WHERE id = $1 FOR UPDATE", userID)
 		if err := t.flush(); err != nil {
@@ -84,14 +84,14 @@ func (s *Store) DeleteUser(ctx context.Context, userID string, purge bool) (meta
 		if !found {
 			return meta.ErrNoUser(userID)
 		}
-		queueRow(t, &data, &found, metasql.ScanUserData, sq.UserData, userID)
+		queueRow(t, &data, &found, metasql.ScanUserData, sq.UserData, userID, metasql.ToNanos(t.now))
 		queueRows(t, &names, metasql.ScanString, sq.DataBuckets, userID)
 		queueRows(t, &res.BackendUploads, metasql.ScanBackendUpload, sq.BackendUploads, userID)
 		queueRows(t, &keys, metasql.ScanString, "SELECT id FROM access_keys WHERE user_id = $1", userID)
 		if err := t.flush(); err != nil {
 			return err
 		}
-		if err := meta.CheckDeleteUser(purge, data[1], data[2], names); err != nil {
+		if err := meta.CheckDeleteUser(purge, data[1], data[2], data[3], names); err != nil {
 			return err
 		}
 		now := metasql.ToNanos(t.now)

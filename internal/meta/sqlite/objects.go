@@ -22,11 +22,12 @@ type row struct {
 	inlineID int64 // the inline_data row of an inline object, else 0
 }
 
-// found is what a lookup read: the bucket's owner and versioning, and the
-// version looked up, if there is one.
+// found is what a lookup read: the bucket's owner and versioning (and, for
+// a write, its object lock), and the version looked up, if there is one.
 type found struct {
 	owner      string
 	versioning meta.Versioning
+	lock       meta.ObjectLock
 	row        row
 	exists     bool
 }
@@ -45,22 +46,9 @@ var (
 	overwriteObjectSQL = metasql.UpsertObjectSQL("inline_id", false, ph)
 )
 
-// GetObject implements meta.Objects. A single-blob object takes one query; a
-// multipart object a second one for its parts.
-func (s *Store) GetObject(ctx context.Context, bucket, key string) (meta.Object, error) {
-	return s.getVersion(ctx, bucket, key, "")
-}
-
-// GetObjectVersion implements meta.Objects, as GetObject.
-func (s *Store) GetObjectVersion(ctx context.Context, bucket, key, versionID string) (meta.Object, error) {
-	if versionID == "" {
-		return meta.Object{}, meta.ErrNoVersion(bucket, key, versionID)
-	}
-	return s.getVersion(ctx, bucket, key, versionID)
-}
-
-// getVersion reads version ("": the latest) of bucket/key.
-func (s *Store) getVersion(ctx context.Context, bucket, key, version string) (meta.Object, error) {
+// GetVersion implements metasql.Driver. A single-blob object takes one
+// query; a multipart object a second one for its parts.
+func (s driver) GetVersion(ctx context.Context, bucket, key, version string) (meta.Object, error) {
 	if err := s.ready(); err != nil {
 		return meta.Object{}, err
 	}
@@ -122,18 +110,22 @@ func lookup(ctx context.Context, q querier, bucket, key, version string, read bo
 		data, sse                   []byte
 		kek, vid, seq               sql.NullString
 		latest, marker              sql.NullBool
+		lockMode, bucketLockMode    sql.NullString
+		lockUntil                   sql.NullInt64
+		hold                        sql.NullBool
 	)
 	query, args := lookupQuery, []any{bucket, key}
 	if version != "" {
 		query, args = lookupVersionQuery, append(args, version)
 	}
-	dest := []any{&f.owner, &k, &size, &etag, &sha, &ctype, &md, &blob, &mod, &calg, &ctyp, &cval, &pid, &pcount, &iid, &data, &sse, &kek, &tags, &vid}
+	dest := []any{&f.owner, &k, &size, &etag, &sha, &ctype, &md, &blob, &mod, &calg, &ctyp, &cval, &pid, &pcount, &iid, &data, &sse, &kek, &tags,
+		&lockMode, &lockUntil, &hold, &vid}
 	if read && version == "" {
 		// The hot path of every read: no column more than it needs (each
 		// costs), the marker flag folded into the version.
 		query = readLatestQuery
 	} else {
-		dest = append(dest, &versioning, &seq, &latest, &marker)
+		dest = append(dest, &versioning, &seq, &latest, &marker, &f.lock.Enabled, &bucketLockMode, &f.lock.Default.Days, &f.lock.Default.Years)
 	}
 	err := q.QueryRowContext(ctx, query, args...).Scan(dest...)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -143,6 +135,7 @@ func lookup(ctx context.Context, q querier, bucket, key, version string, read bo
 		return found{}, classify(err, "get object %q", key)
 	}
 	f.versioning = meta.Versioning(versioning)
+	f.lock.Default.Mode = meta.RetentionMode(bucketLockMode.String)
 	if !k.Valid {
 		return f, nil
 	}
@@ -167,6 +160,8 @@ func lookup(ctx context.Context, q querier, bucket, key, version string, read bo
 			ModTime:       metasql.FromNanos(mod.Int64),
 			Encryption:    sse,
 			EncryptionKEK: kek.String,
+			Retention:     meta.Retention{Mode: meta.RetentionMode(lockMode.String), Until: metasql.FromNanos(lockUntil.Int64)},
+			LegalHold:     hold.Bool,
 		},
 		PartsID:   pid.Int64,
 		PartCount: int(pcount.Int64),
@@ -194,13 +189,13 @@ func lookup(ctx context.Context, q querier, bucket, key, version string, read bo
 func lookupSQL(cond, version string) string {
 	return `SELECT b.owner_id, o.key, o.size, o.etag, o.sha256, o.content_type, o.metadata, o.blob_key, o.mod_time,
 		o.checksum_algorithm, o.checksum_type, o.checksum_value, o.parts_id, o.part_count, o.inline_id, i.data, o.sse, o.sse_kek, o.tags,
-		` + version + `
+		o.lock_mode, o.lock_until, o.legal_hold, ` + version + `
 	FROM buckets b LEFT JOIN objects o ON o.bucket = b.name AND o.key = ?2 AND ` + cond + `
 	LEFT JOIN inline_data i ON i.id = o.inline_id
 	WHERE b.name = ?1`
 }
 
-const versionCols = "o.version_id, b.versioning, o.seq, o.is_latest, o.delete_marker"
+const versionCols = "o.version_id, b.versioning, o.seq, o.is_latest, o.delete_marker, b.object_lock, b.lock_mode, b.lock_days, b.lock_years"
 
 // latestCond selects a key's latest version by its primary key
 // (metasql's LatestID): in a bucket never versioned it is the null
@@ -355,6 +350,10 @@ func newVersion(ctx context.Context, c *conn, f found, o meta.Object, cond meta.
 	if err := cond.Check(f.row.Object, f.live()); err != nil {
 		return meta.PutResult{}, err
 	}
+	o, err := meta.LockVersion(o, f.lock, now)
+	if err != nil {
+		return meta.PutResult{}, err
+	}
 	nv, old, hasOld, err := place(ctx, c, f, o.Bucket, o.Key, now)
 	if err != nil {
 		return meta.PutResult{}, err
@@ -498,6 +497,7 @@ func rewriteVersion(ctx context.Context, c *conn, f found, o meta.Object, cond m
 		return meta.PutResult{}, err
 	}
 	o.VersionID, o.IsLatest, o.Tags = f.row.VersionID, f.row.IsLatest, f.row.Tags
+	o.Retention, o.LegalHold = f.row.Retention, f.row.LegalHold
 	if err := writeObject(ctx, c, o, f.row.Seq, pid, iid, true); err != nil {
 		return meta.PutResult{}, err
 	}
@@ -521,10 +521,7 @@ func (s *Store) DeleteObject(ctx context.Context, bucket, key string, cond meta.
 			out = res.Object
 			return err
 		}
-		if !f.exists {
-			return meta.ErrNoObject(bucket, key)
-		}
-		if err := cond.Check(f.row.Object, true); err != nil {
+		if err := metasql.CheckRemoval(bucket, key, "", f.row.Object, f.exists, cond, now); err != nil {
 			return err
 		}
 		out = f.row.Object
@@ -555,25 +552,20 @@ func removeVersion(ctx context.Context, c *conn, f found, now time.Time) error {
 	return nil
 }
 
-// DeleteVersion implements meta.Objects.
-func (s *Store) DeleteVersion(ctx context.Context, bucket, key, versionID string, cond meta.Cond) (meta.Object, error) {
-	if versionID == "" {
-		return meta.Object{}, meta.ErrNoVersion(bucket, key, versionID)
-	}
+// DeleteVersion implements metasql.Driver.
+func (s driver) DeleteVersion(ctx context.Context, bucket, key, versionID string, cond meta.Cond) (meta.Object, error) {
 	var out meta.Object
 	err := s.write(ctx, func(ctx context.Context, c *conn) error {
+		now := time.Now()
 		f, err := lookupFull(ctx, c, bucket, key, versionID)
 		if err != nil {
 			return err
 		}
-		if !f.exists {
-			return meta.ErrNoVersion(bucket, key, versionID)
-		}
-		if err := cond.Check(f.row.Object, f.live()); err != nil {
+		if err := metasql.CheckRemoval(bucket, key, versionID, f.row.Object, f.exists, cond, now); err != nil {
 			return err
 		}
 		out = f.row.Object
-		return removeVersion(ctx, c, f, time.Now())
+		return removeVersion(ctx, c, f, now)
 	})
 	return metasql.Result(out, err)
 }

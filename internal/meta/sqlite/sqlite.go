@@ -61,9 +61,9 @@
 // operations whose SQL is the same in both backends are metasql.Ops, which
 // Store embeds: this package holds how SQLite runs a statement (the writer
 // and the reader pool, with one row collector, queryRows) and the
-// transactions of its own (the metasql.Driver methods, and GetObject,
-// GetObjectVersion, ListObjects, ListObjectVersions, ListUploads,
-// DeleteObject, DeleteVersion, CompleteUpload, AbortUpload, DeleteBucket,
+// transactions of its own (the metasql.Driver methods, among them the
+// read of one version and DeleteVersion, and ListObjects,
+// ListObjectVersions, ListUploads, DeleteObject, CompleteUpload, AbortUpload, DeleteBucket,
 // DeleteUser, DeleteAccessKey, GrowStaging, ReferencedBlobs).
 //
 // Every objects row is a version of its key (migration 0017, package

@@ -87,7 +87,7 @@ func (s *Store) deleteUser(ctx context.Context, c *conn, userID string, purge bo
 		}
 		return err
 	}
-	data, err := queryRow(ctx, c, metasql.ScanUserData, nil, sq.UserData, userID)
+	data, err := queryRow(ctx, c, metasql.ScanUserData, nil, sq.UserData, userID, metasql.ToNanos(time.Now()))
 	if err != nil {
 		return err
 	}
@@ -95,7 +95,7 @@ func (s *Store) deleteUser(ctx context.Context, c *conn, userID string, purge bo
 	if err != nil {
 		return err
 	}
-	if err := meta.CheckDeleteUser(purge, data[1], data[2], names); err != nil {
+	if err := meta.CheckDeleteUser(purge, data[1], data[2], data[3], names); err != nil {
 		return err
 	}
 	if res.BackendUploads, err = queryRows(ctx, c, metasql.ScanBackendUpload, sq.BackendUploads, userID); err != nil {

@@ -458,12 +458,18 @@ func (f *Service) Put(_ context.Context, a object.Actor, in object.PutInput) (me
 	if err := f.Fail["Put"]; err != nil {
 		return meta.Object{}, err
 	}
+	if b, ok := f.Buckets[in.Bucket]; ok && in.Lock != (object.Lock{}) && !b.ObjectLock.Enabled {
+		return meta.Object{}, meta.ErrLockNotEnabled(in.Bucket)
+	}
 	o, err := f.write(a, in.Bucket, in.Key, in.Cond, in.Body, integrity.Options{Size: in.Size, SHA256: in.SHA256, MD5: in.MD5,
 		ChecksumAlgorithm: in.ChecksumAlgorithm, ChecksumWant: in.ChecksumWant}, in.ContentType, in.Metadata, in.Tags, in.SSE)
 	if err != nil {
 		return meta.Object{}, err
 	}
 	f.wrote("Put " + in.Bucket + "/" + in.Key)
+	if in.Lock != (object.Lock{}) {
+		o = f.update(Object{Object: o}, func(o *meta.Object) { o.Retention, o.LegalHold = in.Lock.Retention, in.Lock.LegalHold })
+	}
 	return o, nil
 }
 
@@ -595,6 +601,9 @@ func (f *Service) DeleteVersion(_ context.Context, a object.Actor, bucket, key, 
 	if err := cond.Check(cur.Object, !cur.DeleteMarker); err != nil {
 		return meta.Object{}, err
 	}
+	if err := meta.CheckUnlocked(cur.Object, cond.BypassGovernance, f.Now); err != nil {
+		return meta.Object{}, err
+	}
 	k := bucket + "/" + key
 	delete(f.Objects, k)
 	vs := slices.DeleteFunc(f.Versions[k], func(v Object) bool { return v.VersionID == versionID })
@@ -616,10 +625,13 @@ func (f *Service) SetBucketVersioning(_ context.Context, a object.Actor, name st
 		return meta.Bucket{}, err
 	}
 	f.mu.Lock()
-	gateway := f.Buckets[name].IsGateway()
+	b := f.Buckets[name]
 	f.mu.Unlock()
-	if gateway {
+	if b.IsGateway() {
 		return meta.Bucket{}, errcode.New(errcode.NotImplemented, "versioning is not supported in gateway buckets")
+	}
+	if b.ObjectLock.Enabled && v != meta.VersioningEnabled {
+		return meta.Bucket{}, meta.ErrLockedBucketVersioning(name)
 	}
 	return f.setBucket(a, name, "SetBucketVersioning", func(b *meta.Bucket) { b.Versioning = v })
 }

@@ -45,6 +45,10 @@ var (
 	IllegalLocationConstraint         = def("IllegalLocationConstraintException", 400, "The location constraint is incompatible with the region of this endpoint.")
 	InvalidAccessKeyID                = def("InvalidAccessKeyId", 403, "The AWS access key Id you provided does not exist in our records.")
 	InvalidArgument                   = def("InvalidArgument", 400, "Invalid Argument.")
+	InvalidBucketState                = def("InvalidBucketState", 409, "The request is not valid with the current state of the bucket.")
+	MissingRequestBody                = def("MissingRequestBodyError", 400, "Request Body is empty")
+	ObjectLockConfigurationNotFound   = def("ObjectLockConfigurationNotFoundError", 404, "Object Lock configuration does not exist for this bucket.")
+	NoSuchObjectLockConfiguration     = def("NoSuchObjectLockConfiguration", 400, "The specified object does not have a ObjectLock configuration.")
 	SSEConfigNotFound                 = def("ServerSideEncryptionConfigurationNotFoundError", 404, "The server side encryption configuration was not found.")
 	KMSNotFound                       = def("KMS.NotFoundException", 400, "Invalid keyId.")
 	KMSDisabled                       = def("KMS.DisabledException", 400, "The KMS key is disabled or not usable.")
@@ -160,6 +164,8 @@ func Translate(err error) APIError {
 			return row(MalformedXML)
 		case "invalid_tag":
 			return row(InvalidTag)
+		case "object_lock_disabled":
+			return row(InvalidRequest)
 		}
 		return row(InvalidArgument)
 	case errcode.NotFound:
@@ -181,8 +187,14 @@ func Translate(err error) APIError {
 	case errcode.AlreadyExists:
 		return row(BucketAlreadyExists)
 	case errcode.Conflict:
-		if reason == "bucket_not_empty" {
+		switch reason {
+		case "bucket_not_empty":
 			return Table[BucketNotEmpty]
+		case "object_lock_enabled":
+			// S3 answers 400 here, not InvalidBucketState's usual 409.
+			r := withMessage(Table[InvalidBucketState], "An Object Lock configuration is present on this bucket, so the versioning state cannot be changed.")
+			r.Status = http.StatusBadRequest
+			return r
 		}
 		return row(InvalidRequest)
 	case errcode.PreconditionFailed:
@@ -192,8 +204,11 @@ func Translate(err error) APIError {
 	case errcode.RangeNotSatisfiable:
 		return Table[InvalidRange]
 	case errcode.Unauthenticated, errcode.PermissionDenied:
-		if resource == "kms_key" {
+		switch {
+		case resource == "kms_key":
 			return row(KMSDisabled)
+		case reason == "object_locked":
+			return withMessage(Table[AccessDenied], "Access Denied because object protected by object lock.")
 		}
 		return Table[AccessDenied]
 	case errcode.TooLarge:

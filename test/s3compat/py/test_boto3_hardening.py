@@ -111,13 +111,18 @@ def test_other_unimplemented_refused(s3, bucket):
     for extra in (
         dict(StorageClass="GLACIER"),
         dict(ACL="public-read"),
-        dict(ObjectLockMode="GOVERNANCE", ObjectLockRetainUntilDate="2040-01-01T00:00:00Z"),
         dict(WebsiteRedirectLocation="/elsewhere"),
         dict(CacheControl="max-age=60"),
     ):
         with pytest.raises(ClientError) as ei:
             s3.put_object(Bucket=bucket, Key="refused/k", Body=b"x", **extra)
         assert err(ei) == ("NotImplemented", 501), (extra, ei.value.response)
+    # A lock in a bucket made without object lock: S3's InvalidRequest.
+    with pytest.raises(ClientError) as ei:
+        s3.put_object(Bucket=bucket, Key="refused/k", Body=b"x", ObjectLockMode="GOVERNANCE",
+                      ObjectLockRetainUntilDate="2040-01-01T00:00:00Z")
+    assert err(ei) == ("InvalidRequest", 400), ei.value.response
+    assert "ObjectLockConfiguration" in ei.value.response["Error"]["Message"], ei.value.response
     absent(s3, bucket, "refused/k")
     # What Coffer does honour passes.
     s3.put_object(Bucket=bucket, Key="refused/ok", Body=b"x", StorageClass="STANDARD", ACL="private")
