@@ -405,3 +405,45 @@ func TestLifecycleGatewayBucket(t *testing.T) {
 		t.Errorf("SetBucketLifecycle of another's bucket: %v, want PermissionDenied", err)
 	}
 }
+
+// TestLifecycleRealLock: with object lock itself (not a fake refusal),
+// the worker removes no version under retention or a legal hold, however
+// far its own clock has run: the store decides a lock at its own clock,
+// inside the delete's transaction. A delete marker on top is allowed (S3:
+// a delete without a version ID is never refused by a lock).
+func TestLifecycleRealLock(t *testing.T) {
+	f := newFixture(t, 0)
+	ctx := context.Background()
+	if _, err := f.svc.CreateLockedBucket(ctx, f.alice, "locked", meta.Private); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.SetObjectLock(ctx, f.alice, "locked", meta.DefaultRetention{Mode: meta.Governance, Days: 30}); err != nil {
+		t.Fatal(err)
+	}
+	setRules(t, f, "locked", expireRule("exp", "", 1),
+		meta.LifecycleRule{ID: "nc", Status: "Enabled", Filter: &meta.LifecycleFilter{},
+			NoncurrentVersionExpiration: &meta.NoncurrentExpiration{NoncurrentDays: ptr(1)}})
+	for _, n := range []string{"1", "2", "3"} {
+		f.putN(t, "locked", "k", n)
+	}
+	if _, err := f.svc.SetObjectLock(ctx, f.alice, "locked", meta.DefaultRetention{}); err != nil {
+		t.Fatal(err)
+	}
+	h := f.putN(t, "locked", "h", "1") // no retention: a legal hold only
+	if _, err := f.svc.SetLegalHold(ctx, f.alice, "locked", "h", h.VersionID, true); err != nil {
+		t.Fatal(err)
+	}
+	var st *LifecycleStats
+	for _, days := range []int{2, 40, 400} {
+		st = runAt(t, f, time.Now().Add(time.Duration(days)*24*time.Hour), nil)
+	}
+	if got := keyVersions(t, f, "locked", "k"); got != "m,v3,v2,v1" {
+		t.Errorf("versions under GOVERNANCE retention: %q, want m,v3,v2,v1 (a marker on top, every version kept)", got)
+	}
+	if got := keyVersions(t, f, "locked", "h"); got != "m,v1" {
+		t.Errorf("a version under a legal hold: %q, want m,v1", got)
+	}
+	if st.SkippedLocked.Load() == 0 || st.VersionsRemoved.Load() != 0 {
+		t.Errorf("skipped (locked) %d, versions removed %d; want some skipped, none removed", st.SkippedLocked.Load(), st.VersionsRemoved.Load())
+	}
+}
