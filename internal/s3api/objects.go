@@ -560,9 +560,15 @@ func (api *API) deleteObjects(q *request) (response, error) {
 			continue
 		}
 		d := deletedObject{Key: o.Key, VersionID: o.VersionID}
-		if err == nil && del.DeleteMarker {
+		switch {
+		case err == nil && del.DeleteMarker:
 			// A marker written (no version named), or removed.
-			d.DeleteMarker, d.DeleteMarkerVersionID = true, del.VersionID
+			d.DeleteMarker, d.DeleteMarkerVersionID = new(true), del.VersionID
+		case err == nil && o.VersionID != "":
+			// A version removed that was not a marker: S3 says so
+			// (DeletedObject's DeleteMarker: "was (true) or was not
+			// (false) a delete marker before deletion").
+			d.DeleteMarker = new(false)
 		}
 		res.Deleted = append(res.Deleted, d)
 	}

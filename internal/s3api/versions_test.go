@@ -203,6 +203,11 @@ func TestVersionedCopyAndDeleteObjects(t *testing.T) {
 		res.Deleted[1].VersionId != v1 || res.Deleted[1].DeleteMarker || len(res.Error) != 1 || res.Error[0].Code != s3err.InvalidArgument {
 		t.Errorf("DeleteObjects: %+v %+v", res.Deleted, res.Error)
 	}
+	// A removed version that was not a marker says so (false), as S3's
+	// DeletedObject does; a key without a version says nothing of it.
+	if got := r.Body.String(); !strings.Contains(got, "<VersionId>"+v1+"</VersionId><DeleteMarker>false</DeleteMarker>") {
+		t.Errorf("DeleteObjects of a version that is no marker does not say DeleteMarker false: %s", got)
+	}
 	e.alice("GET", "/b/dst", nil).want(t, 404, s3err.NoSuchKey)
 	e.alice("GET", "/b/src?versionId="+v1, nil).want(t, 404, s3err.NoSuchVersion)
 }

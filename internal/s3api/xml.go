@@ -137,7 +137,7 @@ type deleteRequest struct {
 type deletedObject struct {
 	Key                   string `xml:"Key"`
 	VersionID             string `xml:"VersionId,omitempty"`
-	DeleteMarker          bool   `xml:"DeleteMarker,omitempty"`
+	DeleteMarker          *bool  `xml:"DeleteMarker,omitempty"` // nil: not said (no version named, none written)
 	DeleteMarkerVersionID string `xml:"DeleteMarkerVersionId,omitempty"`
 }
 
