@@ -118,6 +118,12 @@ func (api *API) headBucket(q *request) (response, error) {
 
 func (api *API) deleteBucket(q *request) (response, error) {
 	if err := api.buckets.DeleteBucket(ctxOf(q), q.actor, q.bucket); err != nil {
+		if s3err.Translate(err).Code == s3err.BucketNotEmpty {
+			// A bucket ever versioned: S3's message says what empties it.
+			if b, berr := api.buckets.GetBucket(ctxOf(q), q.actor, q.bucket); berr == nil && b.Versioning != meta.Unversioned {
+				return nil, s3err.New(s3err.BucketNotEmpty, "The bucket you tried to delete is not empty. You must delete all versions in the bucket.")
+			}
+		}
 		return nil, err
 	}
 	return empty{status: http.StatusNoContent}, nil

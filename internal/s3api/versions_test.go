@@ -231,3 +231,25 @@ func TestUnversionedAnswersNoVersion(t *testing.T) {
 	}
 	e.alice("GET", "/b/k", nil).want(t, 404, s3err.NoSuchKey)
 }
+
+// TestVersionedBucketNotEmpty: DeleteBucket of a bucket ever versioned that
+// still holds versions answers S3's message for it, which says to delete
+// every version; an unversioned one the plain message.
+func TestVersionedBucketNotEmpty(t *testing.T) {
+	const versioned = "The bucket you tried to delete is not empty. You must delete all versions in the bucket."
+	e := newS3Env(t)
+	e.alice("PUT", "/b/k", []byte("x"))
+	r := e.alice("DELETE", "/b", nil)
+	r.want(t, 409, s3err.BucketNotEmpty)
+	if r.message != s3err.Table[s3err.BucketNotEmpty].Message {
+		t.Errorf("unversioned bucket: message %q", r.message)
+	}
+	for _, status := range []string{"Enabled", "Suspended"} {
+		e.setVersioning(t, status)
+		r = e.alice("DELETE", "/b", nil)
+		r.want(t, 409, s3err.BucketNotEmpty)
+		if r.message != versioned {
+			t.Errorf("%s bucket: message %q, want %q", status, r.message, versioned)
+		}
+	}
+}
