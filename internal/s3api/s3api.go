@@ -340,6 +340,9 @@ func (api *API) dispatch(q *request) (string, handlerFunc) {
 				return op, h
 			}
 		}
+		if sub == "attributes" && m == http.MethodGet {
+			return "GetObjectAttributes", api.getObjectAttributes
+		}
 		if op, h := api.lockSubresource(m, sub); h != nil {
 			return op, h
 		}

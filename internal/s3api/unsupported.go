@@ -56,7 +56,7 @@ var (
 		"GetBucketTagging", "PutBucketTagging", "DeleteBucketTagging",
 		"PutBucketLifecycleConfiguration", "GetBucketLifecycleConfiguration", "DeleteBucketLifecycle",
 		"PutObjectLockConfiguration", "GetObjectLockConfiguration", "PutObjectRetention", "GetObjectRetention",
-		"PutObjectLegalHold", "GetObjectLegalHold",
+		"PutObjectLegalHold", "GetObjectLegalHold", "GetObjectAttributes",
 	}
 )
 
