@@ -104,11 +104,7 @@ func (api *API) getObjectAttributes(q *request) (response, error) {
 	if err != nil {
 		return nil, err
 	}
-	vid, err := versionParam(q)
-	if err != nil {
-		return nil, err
-	}
-	rd, err := api.objects.GetVersion(ctxOf(q), q.actor, q.bucket, q.key, vid)
+	rd, vid, err := api.namedVersion(q)
 	if err != nil {
 		return nil, err
 	}

@@ -221,6 +221,17 @@ func checksumHeaders(h http.Header, c meta.Checksum) {
 	}
 }
 
+// namedVersion reads the version q's versionId names (the latest if none)
+// and returns it with that versionId.
+func (api *API) namedVersion(q *request) (*object.Reader, string, error) {
+	vid, err := versionParam(q)
+	if err != nil {
+		return nil, "", err
+	}
+	rd, err := api.objects.GetVersion(ctxOf(q), q.actor, q.bucket, q.key, vid)
+	return rd, vid, err
+}
+
 // getObject serves GetObject and HeadObject.
 func (api *API) getObject(q *request) (response, error) {
 	v := q.URL.Query()
@@ -233,11 +244,7 @@ func (api *API) getObject(q *request) (response, error) {
 	if err != nil {
 		return nil, err
 	}
-	vid, err := versionParam(q)
-	if err != nil {
-		return nil, err
-	}
-	rd, err := api.objects.GetVersion(ctxOf(q), q.actor, q.bucket, q.key, vid)
+	rd, vid, err := api.namedVersion(q)
 	if err != nil {
 		return nil, err
 	}
