@@ -226,3 +226,30 @@ func TestUnversionedAnswersNoVersion(t *testing.T) {
 	}
 	e.alice("GET", "/b/k", nil).want(t, 404, s3err.NoSuchKey)
 }
+
+// TestSuspendedPutNamesNoVersion: a PutObject into a suspended bucket
+// writes the null version and, as S3 does (its PutObject reference's
+// "versioning suspended" example), answers without x-amz-version-id;
+// reads of that version still name it "null".
+func TestSuspendedPutNamesNoVersion(t *testing.T) {
+	e := newS3Env(t)
+	e.setVersioning(t, "Enabled")
+	v1 := e.alice("PUT", "/b/k", []byte("one")).Header().Get("X-Amz-Version-Id")
+	if v1 == "" || v1 == meta.NullVersion {
+		t.Fatalf("PUT in an enabled bucket: version %q", v1)
+	}
+	e.setVersioning(t, "Suspended")
+	r := e.alice("PUT", "/b/k", []byte("two"))
+	r.want(t, 200, "")
+	if v, ok := r.Header()["X-Amz-Version-Id"]; ok {
+		t.Errorf("PUT in a suspended bucket: x-amz-version-id %q, want none", v)
+	}
+	for _, m := range []string{"GET", "HEAD"} {
+		if v := e.alice(m, "/b/k", nil).Header().Get("X-Amz-Version-Id"); v != meta.NullVersion {
+			t.Errorf("%s of the null version: x-amz-version-id %q, want null", m, v)
+		}
+	}
+	if got := e.alice("GET", "/b/k?versionId="+v1, nil).Body.String(); got != "one" {
+		t.Errorf("the enabled version after the suspended PUT: %q", got)
+	}
+}
