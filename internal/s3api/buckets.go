@@ -155,11 +155,11 @@ func (api *API) putBucketVersioning(q *request) (response, error) {
 	case "Enabled":
 		return nil, s3err.New(s3err.NotImplemented, "MfaDelete: MFA delete is not implemented by Coffer")
 	default:
-		return nil, s3err.New(s3err.MalformedXML, "MfaDelete must be Enabled or Disabled")
+		return nil, s3err.New(s3err.MalformedXML, "") // as S3: its generic schema message
 	}
 	v := meta.Versioning(conf.Status)
 	if meta.CheckVersioning(v) != nil {
-		return nil, s3err.New(s3err.MalformedXML, "Status must be Enabled or Suspended")
+		return nil, s3err.New(s3err.MalformedXML, "") // as S3: its generic schema message
 	}
 	if _, err := api.buckets.SetBucketVersioning(ctxOf(q), q.actor, q.bucket, v); err != nil {
 		return nil, err
