@@ -313,6 +313,11 @@ func (api *API) listObjectsV1(q *request) (response, error) {
 // listObjectVersions lists a bucket's versions and delete markers (an
 // unversioned bucket's objects are each their only version, "null").
 func (api *API) listObjectVersions(q *request) (response, error) {
+	if n, err := strconv.Atoi(q.URL.Query().Get("max-keys")); err == nil && n < 0 {
+		// S3's words for ListObjectVersions (its listings each word it
+		// their own way).
+		return nil, s3err.New(s3err.InvalidArgument, "max-keys cannot be negative")
+	}
 	p, err := parseListParams(q)
 	if err != nil {
 		return nil, err

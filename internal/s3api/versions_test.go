@@ -261,3 +261,15 @@ func TestSuspendedPutNamesNoVersion(t *testing.T) {
 		t.Errorf("the enabled version after the suspended PUT: %q", got)
 	}
 }
+
+// TestListVersionsNegativeMaxKeys: ListObjectVersions refuses a negative
+// max-keys with S3's message for that operation.
+func TestListVersionsNegativeMaxKeys(t *testing.T) {
+	e := newS3Env(t)
+	r := e.alice("GET", "/b?versions&max-keys=-123", nil)
+	r.want(t, 400, s3err.InvalidArgument)
+	if r.message != "max-keys cannot be negative" {
+		t.Errorf("message %q, want S3's", r.message)
+	}
+	e.alice("GET", "/b?versions&max-keys=0", nil).want(t, 200, "")
+}
