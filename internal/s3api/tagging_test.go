@@ -230,8 +230,8 @@ func FuzzTagging(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte, header string) {
 		parsedStrictly[tagging](t, body)
 		if tags, err := parseTagging(body); err == nil {
-			if c := s3err.Translate(meta.CheckTags(tags, meta.MaxObjectTags)).Code; c != "" && c != s3err.InvalidTag && c != s3err.BadRequest {
-				t.Fatalf("CheckTags of a parsed body: %q, want InvalidTag or BadRequest", c)
+			if err := meta.CheckTags(tags, meta.MaxObjectTags); err != nil && s3err.Translate(err).Code != s3err.InvalidTag && s3err.Translate(err).Code != s3err.BadRequest {
+				t.Fatalf("CheckTags of a parsed body: %v, want InvalidTag or BadRequest", err)
 			}
 		}
 		tags, err := parseTaggingHeader(header)
