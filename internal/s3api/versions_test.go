@@ -53,6 +53,7 @@ func TestBucketVersioning(t *testing.T) {
 		})
 	}
 	e.do(req{method: "PUT", target: "/b?versioning", body: versioning("Enabled"), as: bobKey}).want(t, 403, s3err.AccessDenied)
+	e.do(req{method: "GET", target: "/b?versioning", as: bobKey}).want(t, 403, s3err.AccessDenied)
 	e.noWrites(t)
 	for _, status := range []string{"Enabled", "Suspended"} {
 		e.setVersioning(t, status)
