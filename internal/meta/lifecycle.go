@@ -338,6 +338,11 @@ func (f *LifecycleFilter) check(id string) error {
 		if n < 2 {
 			return malformed("rule %q: And needs at least two predicates", id)
 		}
+		if len(a.Tags) > MaxObjectTags {
+			// InvalidTag here, not CheckTags' BadRequest (that is the
+			// answer of the tagging operations).
+			return ErrInvalidTag("rule %q: And holds at most %d tags", id, MaxObjectTags)
+		}
 		if err := CheckTags(a.Tags, MaxObjectTags); err != nil {
 			return err
 		}

@@ -58,6 +58,7 @@ func TestCheckLifecycle(t *testing.T) {
 		{"abort with tags", rule("<Filter><Tag><Key>k</Key><Value>v</Value></Tag></Filter><AbortIncompleteMultipartUpload><DaysAfterInitiation>1</DaysAfterInitiation></AbortIncompleteMultipartUpload>"), errcode.InvalidArgument, "invalid_request"},
 		{"sizes crossed", rule("<Filter><And><ObjectSizeGreaterThan>20</ObjectSizeGreaterThan><ObjectSizeLessThan>10</ObjectSizeLessThan></And></Filter>" + exp), errcode.InvalidArgument, ""},
 		{"bad tag", rule("<Filter><Tag><Key>aws:x</Key><Value>v</Value></Tag></Filter>" + exp), errcode.InvalidArgument, "invalid_tag"},
+		{"eleven And tags", rule("<Filter><And>" + strings.Repeat("<Tag><Key>k</Key><Value>v</Value></Tag>", 11) + "</And></Filter>" + exp), errcode.InvalidArgument, "invalid_tag"},
 		{"transition", ruleF(exp + "<Transition><Days>1</Days><StorageClass>GLACIER</StorageClass></Transition>"), errcode.NotImplemented, ""},
 		{"noncurrent transition", ruleF(exp + "<NoncurrentVersionTransition><NoncurrentDays>1</NoncurrentDays></NoncurrentVersionTransition>"), errcode.NotImplemented, ""},
 	} {

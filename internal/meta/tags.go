@@ -54,35 +54,42 @@ func ErrMarkerHasNoTags(versionID string) error {
 // CheckTags checks a tag set as S3 does: at most max tags; each key 1 to
 // MaxTagKeyLen Unicode characters, each value at most MaxTagValueLen;
 // only letters, digits, white space and + - = . _ : / @ (valid UTF-8);
-// keys unique, none starting with "aws:" (reserved). ErrInvalidTag
-// otherwise.
+// keys unique, none starting with "aws:" (reserved). ErrTagCount for too
+// many tags, ErrInvalidTag otherwise, with S3's own messages (the
+// messages AWS answers, which clients and conformance suites compare).
 func CheckTags(tags []Tag, max int) error {
 	if len(tags) > max {
-		return ErrInvalidTag("a tag set holds at most %d tags", max)
+		return ErrTagCount(max)
 	}
 	seen := make(map[string]bool, len(tags))
 	for _, t := range tags {
-		switch n := utf8.RuneCountInString(t.Key); {
-		case n == 0:
-			return ErrInvalidTag("a tag key must not be empty")
-		case n > MaxTagKeyLen:
-			return ErrInvalidTag("the tag key %q is longer than %d characters", t.Key, MaxTagKeyLen)
+		if n := utf8.RuneCountInString(t.Key); n == 0 || n > MaxTagKeyLen || !tagText(t.Key) {
+			return ErrInvalidTag("The TagKey you have provided is invalid")
 		}
-		if utf8.RuneCountInString(t.Value) > MaxTagValueLen {
-			return ErrInvalidTag("the value of tag %q is longer than %d characters", t.Key, MaxTagValueLen)
-		}
-		if !tagText(t.Key) || !tagText(t.Value) {
-			return ErrInvalidTag("the tag %q holds a character a tag may not hold", t.Key)
+		if utf8.RuneCountInString(t.Value) > MaxTagValueLen || !tagText(t.Value) {
+			return ErrInvalidTag("The TagValue you have provided is invalid")
 		}
 		if strings.HasPrefix(strings.ToLower(t.Key), "aws:") {
-			return ErrInvalidTag("the tag key %q uses the reserved prefix aws:", t.Key)
+			return ErrInvalidTag("Your TagKey cannot be prefixed with aws:")
 		}
 		if seen[t.Key] {
-			return ErrInvalidTag("the tag key %q appears twice", t.Key)
+			return ErrInvalidTag("Cannot provide multiple Tags with the same key")
 		}
 		seen[t.Key] = true
 	}
 	return nil
+}
+
+// ErrTagCount is CheckTags' error for a set of more than max tags:
+// InvalidArgument with Detail["reason"] = "tag_count" (S3 answers
+// BadRequest here, not InvalidTag), in S3's words for an object's or a
+// bucket's set.
+func ErrTagCount(max int) error {
+	msg := fmt.Sprintf("Object tags cannot be greater than %d", max)
+	if max == MaxBucketTags {
+		msg = fmt.Sprintf("Bucket tag count cannot be greater than %d", max)
+	}
+	return &errcode.Error{Code: errcode.InvalidArgument, Message: msg, Detail: map[string]any{"reason": "tag_count"}}
 }
 
 // tagText reports whether s holds only what a tag key or value may.

@@ -49,8 +49,12 @@ func TestCheckTags(t *testing.T) {
 		err := CheckTags(c.tags, c.max)
 		wantChecked(t, c.name, err, c.ok)
 		if err != nil {
-			if e := errcode.As(err); e == nil || e.Detail["reason"] != "invalid_tag" {
-				t.Errorf("%s: %v, want reason invalid_tag", c.name, err)
+			want := "invalid_tag"
+			if len(c.tags) > c.max {
+				want = "tag_count"
+			}
+			if e := errcode.As(err); e == nil || e.Detail["reason"] != want {
+				t.Errorf("%s: %v, want reason %s", c.name, err, want)
 			}
 		}
 	}

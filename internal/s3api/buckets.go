@@ -161,11 +161,11 @@ func (api *API) putBucketVersioning(q *request) (response, error) {
 	case "Enabled":
 		return nil, s3err.New(s3err.NotImplemented, "MfaDelete: MFA delete is not implemented by Coffer")
 	default:
-		return nil, s3err.New(s3err.MalformedXML, "MfaDelete must be Enabled or Disabled")
+		return nil, s3err.New(s3err.MalformedXML, "") // as S3: its generic schema message
 	}
 	v := meta.Versioning(conf.Status)
 	if meta.CheckVersioning(v) != nil {
-		return nil, s3err.New(s3err.MalformedXML, "Status must be Enabled or Suspended")
+		return nil, s3err.New(s3err.MalformedXML, "") // as S3: its generic schema message
 	}
 	if _, err := api.buckets.SetBucketVersioning(ctxOf(q), q.actor, q.bucket, v); err != nil {
 		return nil, err
@@ -319,6 +319,11 @@ func (api *API) listObjectsV1(q *request) (response, error) {
 // listObjectVersions lists a bucket's versions and delete markers (an
 // unversioned bucket's objects are each their only version, "null").
 func (api *API) listObjectVersions(q *request) (response, error) {
+	if n, err := strconv.Atoi(q.URL.Query().Get("max-keys")); err == nil && n < 0 {
+		// S3's words for ListObjectVersions (its listings each word it
+		// their own way).
+		return nil, s3err.New(s3err.InvalidArgument, "max-keys cannot be negative")
+	}
 	p, err := parseListParams(q)
 	if err != nil {
 		return nil, err

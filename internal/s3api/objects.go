@@ -163,7 +163,12 @@ func (api *API) putObject(q *request) (response, error) {
 		return nil, writeLockErr(err)
 	}
 	h := http.Header{"Etag": {`"` + o.ETag + `"`}}
-	versionHeader(h, o.VersionID)
+	if o.VersionID != meta.NullVersion {
+		// S3 names no version on a PUT into a suspended bucket (the
+		// null version): its PutObject reference's "versioning
+		// suspended" example answers without x-amz-version-id.
+		versionHeader(h, o.VersionID)
+	}
 	checksumHeaders(h, o.Checksum)
 	sseHeaders(h, object.EncryptionOf(o))
 	if keyMD5 != "" {

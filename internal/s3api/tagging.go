@@ -88,7 +88,7 @@ func parseTaggingHeader(v string) ([]meta.Tag, error) {
 			return nil, s3err.New(s3err.InvalidArgument, "x-amz-tagging must be URL-encoded key=value pairs joined by &")
 		}
 		if len(tags) == meta.MaxObjectTags {
-			return nil, s3err.New(s3err.InvalidTag, "Object tags cannot be greater than 10")
+			return nil, meta.ErrTagCount(meta.MaxObjectTags)
 		}
 		tags = append(tags, meta.Tag{Key: key, Value: value})
 	}

@@ -1,6 +1,7 @@
 package s3api
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -48,7 +49,7 @@ func TestParseTaggingHeader(t *testing.T) {
 		{"aws%3Ax=1", nil, s3err.InvalidTag},
 		{"a=%zz", nil, s3err.InvalidArgument},
 		{"a=b?c", nil, s3err.InvalidTag},
-		{"k0&k1&k2&k3&k4&k5&k6&k7&k8&k9&k10", nil, s3err.InvalidTag},
+		{"k0&k1&k2&k3&k4&k5&k6&k7&k8&k9&k10", nil, s3err.BadRequest},
 		{strings.Repeat("k", 129) + "=v", nil, s3err.InvalidTag},
 	} {
 		got, err := parseTaggingHeader(tc.in)
@@ -109,7 +110,7 @@ func TestObjectTagging(t *testing.T) {
 		status               int
 		code                 string
 	}{
-		{"eleven tags", "PUT", "/b/k?tagging", taggingBody(eleven...), nil, 400, s3err.InvalidTag},
+		{"eleven tags", "PUT", "/b/k?tagging", taggingBody(eleven...), nil, 400, s3err.BadRequest},
 		{"duplicate keys", "PUT", "/b/k?tagging", taggingBody("a", "1", "a", "2"), nil, 400, s3err.InvalidTag},
 		{"aws: key", "PUT", "/b/k?tagging", taggingBody("aws:x", "1"), nil, 400, s3err.InvalidTag},
 		{"long value", "PUT", "/b/k?tagging", taggingBody("a", strings.Repeat("v", 257)), nil, 400, s3err.InvalidTag},
@@ -208,7 +209,7 @@ func TestBucketTagging(t *testing.T) {
 	for i := range 51 {
 		fiftyOne = append(fiftyOne, "k"+strings.Repeat("x", i), "v")
 	}
-	e.alice("PUT", "/b?tagging", taggingBody(fiftyOne...)).want(t, 400, s3err.InvalidTag)
+	e.alice("PUT", "/b?tagging", taggingBody(fiftyOne...)).want(t, 400, s3err.BadRequest)
 	e.alice("PUT", "/b?tagging", []byte("<Tagging/>")).want(t, 400, s3err.MalformedXML)
 	e.do(req{method: "PUT", target: "/b?tagging", body: body, as: bobKey}).want(t, 403, s3err.AccessDenied)
 	e.do(req{method: "GET", target: "/b?tagging", as: bobKey}).want(t, 403, s3err.AccessDenied)
@@ -220,7 +221,8 @@ func TestBucketTagging(t *testing.T) {
 
 // FuzzTagging: the Tagging body and x-amz-tagging parsers never panic;
 // what they accept is a tag set CheckTags then accepts or refuses as
-// InvalidTag, and a header parsed is one CheckTags accepts.
+// InvalidTag (BadRequest if too many), and a header parsed is one
+// CheckTags accepts.
 func FuzzTagging(f *testing.F) {
 	f.Add([]byte(`<Tagging xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><TagSet><Tag><Key>a</Key><Value>b</Value></Tag></TagSet></Tagging>`), "a=b&c=d")
 	f.Add([]byte(`<Tagging><TagSet><Tag><Value>v</Value></Tag></TagSet></Tagging>`), "k%20=v+w&&x")
@@ -228,13 +230,13 @@ func FuzzTagging(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte, header string) {
 		parsedStrictly[tagging](t, body)
 		if tags, err := parseTagging(body); err == nil {
-			if err := meta.CheckTags(tags, meta.MaxObjectTags); err != nil && s3err.Translate(err).Code != s3err.InvalidTag {
-				t.Fatalf("CheckTags of a parsed body: %v, want InvalidTag", err)
+			if err := meta.CheckTags(tags, meta.MaxObjectTags); err != nil && s3err.Translate(err).Code != s3err.InvalidTag && s3err.Translate(err).Code != s3err.BadRequest {
+				t.Fatalf("CheckTags of a parsed body: %v, want InvalidTag or BadRequest", err)
 			}
 		}
 		tags, err := parseTaggingHeader(header)
 		if err != nil {
-			if c := s3err.Translate(err).Code; c != s3err.InvalidTag && c != s3err.InvalidArgument {
+			if c := s3err.Translate(err).Code; c != s3err.InvalidTag && c != s3err.BadRequest && c != s3err.InvalidArgument {
 				t.Fatalf("parseTaggingHeader(%q): %v", header, err)
 			}
 			return
@@ -243,4 +245,54 @@ func FuzzTagging(f *testing.F) {
 			t.Fatalf("parseTaggingHeader(%q) accepted %v, which CheckTags refuses: %v", header, tags, err)
 		}
 	})
+}
+
+// TestTagErrorsInS3Words: a refused tag set answers S3's code and S3's
+// own message for each fault (clients and versitygw's suite compare
+// them): too many tags is BadRequest, not InvalidTag, on the object and
+// bucket operations and in x-amz-tagging.
+func TestTagErrorsInS3Words(t *testing.T) {
+	e := newS3Env(t)
+	e.alice("PUT", "/b/k", []byte("data")).want(t, 200, "")
+	e.store.Writes = nil
+	many := func(n int) []string {
+		var kv []string
+		for i := range n {
+			kv = append(kv, fmt.Sprintf("k%d", i), "v")
+		}
+		return kv
+	}
+	const (
+		badKey   = "The TagKey you have provided is invalid"
+		badValue = "The TagValue you have provided is invalid"
+		dup      = "Cannot provide multiple Tags with the same key"
+	)
+	for _, tc := range []struct {
+		name, target string
+		body         []byte
+		hdr          []string
+		code, msg    string
+	}{
+		{"object: eleven tags", "/b/k?tagging", taggingBody(many(11)...), nil, s3err.BadRequest, "Object tags cannot be greater than 10"},
+		{"bucket: 51 tags", "/b?tagging", taggingBody(many(51)...), nil, s3err.BadRequest, "Bucket tag count cannot be greater than 50"},
+		{"header: eleven tags", "/b/k2", []byte("x"), []string{"X-Amz-Tagging", "k0&k1&k2&k3&k4&k5&k6&k7&k8&k9&k10"}, s3err.BadRequest, "Object tags cannot be greater than 10"},
+		{"object: duplicate key", "/b/k?tagging", taggingBody("a", "1", "a", "2"), nil, s3err.InvalidTag, dup},
+		{"bucket: duplicate key", "/b?tagging", taggingBody("a", "1", "a", "2"), nil, s3err.InvalidTag, dup},
+		{"object: key character", "/b/k?tagging", taggingBody("user!name", "v"), nil, s3err.InvalidTag, badKey},
+		{"bucket: key character", "/b?tagging", taggingBody("ok", "v", "a*b", "v"), nil, s3err.InvalidTag, badKey},
+		{"object: long key", "/b/k?tagging", taggingBody(strings.Repeat("k", 129), "v"), nil, s3err.InvalidTag, badKey},
+		{"bucket: long key", "/b?tagging", taggingBody(strings.Repeat("k", 129), "v"), nil, s3err.InvalidTag, badKey},
+		{"object: value character", "/b/k?tagging", taggingBody("k", "name?test"), nil, s3err.InvalidTag, badValue},
+		{"bucket: long value", "/b?tagging", taggingBody("k", strings.Repeat("v", 257)), nil, s3err.InvalidTag, badValue},
+		{"object: aws: prefix", "/b/k?tagging", taggingBody("aws:x", "v"), nil, s3err.InvalidTag, "Your TagKey cannot be prefixed with aws:"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := e.alice("PUT", tc.target, tc.body, tc.hdr...)
+			r.want(t, 400, tc.code)
+			if r.message != tc.msg {
+				t.Errorf("message %q, want %q", r.message, tc.msg)
+			}
+			e.noWrites(t)
+		})
+	}
 }

@@ -68,6 +68,7 @@ var (
 	NoSuchBucket                      = def("NoSuchBucket", 404, "The specified bucket does not exist.")
 	NoSuchKey                         = def("NoSuchKey", 404, "The specified key does not exist.")
 	InvalidTag                        = def("InvalidTag", 400, "The tag provided was not a valid tag.")
+	BadRequest                        = def("BadRequest", 400, "Bad Request")
 	NoSuchLifecycleConfiguration      = def("NoSuchLifecycleConfiguration", 404, "The lifecycle configuration does not exist.")
 	NoSuchTagSet                      = def("NoSuchTagSet", 404, "The TagSet does not exist.")
 	NoSuchVersion                     = def("NoSuchVersion", 404, "The specified version does not exist.")
@@ -164,6 +165,8 @@ func Translate(err error) APIError {
 			return row(MalformedXML)
 		case "invalid_tag":
 			return row(InvalidTag)
+		case "tag_count":
+			return row(BadRequest)
 		case "object_lock_disabled":
 			return row(InvalidRequest)
 		}
