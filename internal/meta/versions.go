@@ -28,7 +28,15 @@ import (
 // ID; for a null version, one made the same way when it was written): a
 // new version's sequence always sorts before the key's latest one's
 // (NewVersionID), whatever the clocks of the nodes say, so "latest" and
-// "first in the order" agree.
+// "first in the order" agree. The SQL stores key their rows by (bucket,
+// key, sequence) (migration 0022): the latest version is the key's first
+// row, one seek with no index of its own; a version that is not null is
+// the seek of its ID (its sequence); the null version is found among its
+// key's rows (the only one in a bucket never versioned), and a write that
+// gives it a new sequence removes its old row (one null version per key
+// is the stores' rule, not an index's). A null version that replaces the
+// latest keeps its sequence (PlanVersion), so an overwrite in a bucket
+// never versioned rewrites its row in place.
 
 // Versioning is a bucket's versioning state.
 type Versioning string

@@ -159,7 +159,15 @@ func listPlaintextObjectsSQL(oneBucket, after bool, ph PH) string {
 		n++
 	}
 	if after {
-		cond += fmt.Sprintf(" AND (o.bucket, o.key, o.version_id) > (%s, %s, %s)", ph(n), ph(n+1), ph(n+2))
+		// The bound on (bucket, key) is a range of the primary key
+		// (bucket, key, seq); a key's version IDs are then sorted. With
+		// one bucket the cursor is a row of it (the job's own), so the
+		// bound is on the key.
+		bound := fmt.Sprintf("(o.bucket, o.key) >= (%s, %s)", ph(n), ph(n+1))
+		if oneBucket {
+			bound = "o.key >= " + ph(n+1)
+		}
+		cond += fmt.Sprintf(" AND %s AND (o.bucket, o.key, o.version_id) > (%s, %s, %s)", bound, ph(n), ph(n+1), ph(n+2))
 	}
 	return fmt.Sprintf(`SELECT o.bucket, o.key, o.version_id FROM objects o WHERE o.sse IS NULL AND NOT o.delete_marker%s
 	AND NOT EXISTS (SELECT 1 FROM object_parts p WHERE p.parts_id = o.parts_id AND p.sse IS NOT NULL)

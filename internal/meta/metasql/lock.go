@@ -77,9 +77,9 @@ func newLockSQL(d Dialect) lockSQL {
 	return lockSQL{
 		owner:   "SELECT id FROM users WHERE id = (SELECT owner_id FROM buckets WHERE name = " + ph(1) + ")" + d.ForUpdate,
 		latest:  state(latestIDCond(ph)),
-		version: state("o.version_id = " + ph(3)),
+		version: state(VersionIs("o.", ph(3))),
 		set: "UPDATE objects SET lock_mode = " + ph(1) + ", lock_until = " + ph(2) + ", legal_hold = " + ph(3) +
-			" WHERE bucket = " + ph(4) + " AND key = " + ph(5) + " AND version_id = " + ph(6),
+			" WHERE bucket = " + ph(4) + " AND key = " + ph(5) + " AND " + VersionIs("", ph(6)),
 	}
 }
 

@@ -168,14 +168,25 @@ func versionScanSQL(inclusive, bounded bool, ph PH) string {
 
 // latestIDCond is Statements.LatestID.
 func latestIDCond(ph PH) string {
-	return "o.is_latest AND o.version_id = " + LatestIDOf(ph)
+	return "o.seq = " + LatestSeqOf(ph)
 }
 
-// LatestIDOf is the version ID of the latest version of bucket ph(1),
-// key ph(2): the one objects_latest finds, else the null version's.
-func LatestIDOf(ph PH) string {
-	return "COALESCE((SELECT l.version_id FROM objects l WHERE l.bucket = " + ph(1) +
-		" AND l.key = " + ph(2) + " AND l.is_latest AND l.version_id <> 'null'), 'null')"
+// LatestSeqOf is the seq of the latest version of bucket ph(1), key
+// ph(2): the key's first row in primary-key order (bucket, key, seq), one
+// seek (meta's versions.go: a new version's seq sorts before the latest's).
+func LatestSeqOf(ph PH) string {
+	return "(SELECT l.seq FROM objects l WHERE l.bucket = " + ph(1) + " AND l.key = " + ph(2) + " ORDER BY l.seq LIMIT 1)"
+}
+
+// VersionIs is the condition "the row (columns prefixed by p, "o." or "")
+// is the version v of its key", given the row's bucket and key: a seq
+// range the primary key (bucket, key, seq) serves. A non-null version's
+// seq is its version ID, a seek; the null version's seq is any, a scan
+// of the key's versions (one row in a bucket never versioned). Seqs are
+// hexadecimal digits, all between "" and "g".
+func VersionIs(p, v string) string {
+	return p + "seq >= CASE WHEN " + v + " = 'null' THEN '' ELSE " + v + " END AND " +
+		p + "seq <= CASE WHEN " + v + " = 'null' THEN 'g' ELSE " + v + " END AND " + p + "version_id = " + v
 }
 
 // VersionScanArgs are versionScanSQL's arguments (bounded when end !=
@@ -278,20 +289,22 @@ func Objects(os []ObjectRow) []meta.Object {
 	return out
 }
 
-// UpsertObjectSQL writes an object version at its bucket, key and
-// version ID, replacing the row of that version if there is one:
-// arguments ObjectArgs. inlineCol is the column that holds (or names) its
-// inline bytes. Unless place, a replaced row keeps its seq and latest
-// flag (an overwrite in place: SQLite then rewrites no index of the
-// order, which it would for any column named in the SET list).
+// UpsertObjectSQL writes an object version at its bucket, key and seq,
+// replacing the row of that seq if there is one (an overwrite of the null
+// version in its place; a write that moves the null version deletes the
+// old row first): arguments ObjectArgs. inlineCol is the column that holds
+// (or names) its inline bytes. Unless place, a replaced row keeps its
+// latest flag (an overwrite in place: SQLite then rewrites no partial
+// index that names it, which it would for any column named in the SET
+// list).
 func UpsertObjectSQL(inlineCol string, place bool, ph PH) string {
 	set := ""
 	if place {
-		set = " seq = excluded.seq, is_latest = excluded.is_latest,"
+		set = " is_latest = excluded.is_latest,"
 	}
 	return "INSERT INTO objects (bucket, " + objectCols + ", " + inlineCol + ", sse, sse_kek, tags, lock_mode, lock_until, legal_hold) VALUES (" +
 		values(ph, 1, 25) + ")" +
-		" ON CONFLICT (bucket, key, version_id) DO UPDATE SET size = excluded.size, etag = excluded.etag, sha256 = excluded.sha256," +
+		" ON CONFLICT (bucket, key, seq) DO UPDATE SET size = excluded.size, etag = excluded.etag, sha256 = excluded.sha256," +
 		" content_type = excluded.content_type, metadata = excluded.metadata, blob_key = excluded.blob_key, mod_time = excluded.mod_time," +
 		" checksum_algorithm = excluded.checksum_algorithm, checksum_type = excluded.checksum_type, checksum_value = excluded.checksum_value," +
 		" parts_id = excluded.parts_id, part_count = excluded.part_count," + set +

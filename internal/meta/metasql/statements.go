@@ -20,8 +20,8 @@ type Statements struct {
 	// DeleteObject deletes the version ph(3) of bucket ph(1), key ph(2).
 	DeleteObject string
 	// LatestID is the condition "version_id is the latest version's of
-	// bucket ph(1), key ph(2)" (on objects o): the one objects_latest
-	// finds, else the null version, which must then be latest.
+	// bucket ph(1), key ph(2)" (on objects o): the key's first row in
+	// primary-key order.
 	LatestID string
 	// Demote makes version ph(3) of bucket ph(1), key ph(2) no longer
 	// latest; Promote makes the key's newest version the latest.
@@ -60,11 +60,10 @@ func NewStatements(d Dialect) Statements {
 			{versionScanSQL(false, false, ph), versionScanSQL(false, true, ph)},
 			{versionScanSQL(true, false, ph), versionScanSQL(true, true, ph)},
 		},
-		DeleteObject: "DELETE FROM objects WHERE bucket = " + ph(1) + " AND key = " + ph(2) + " AND version_id = " + ph(3),
-		LatestID:     latestIDCond(ph),
-		Demote:       "UPDATE objects SET is_latest = false WHERE bucket = " + ph(1) + " AND key = " + ph(2) + " AND version_id = " + ph(3),
-		Promote: "UPDATE objects SET is_latest = true WHERE bucket = " + ph(1) + " AND key = " + ph(2) +
-			" AND version_id = (SELECT version_id FROM objects WHERE bucket = " + ph(1) + " AND key = " + ph(2) + " ORDER BY seq LIMIT 1)",
+		DeleteObject:   "DELETE FROM objects WHERE bucket = " + ph(1) + " AND key = " + ph(2) + " AND " + VersionIs("", ph(3)),
+		LatestID:       latestIDCond(ph),
+		Demote:         "UPDATE objects SET is_latest = false WHERE bucket = " + ph(1) + " AND key = " + ph(2) + " AND " + VersionIs("", ph(3)),
+		Promote:        "UPDATE objects SET is_latest = true WHERE bucket = " + ph(1) + " AND key = " + ph(2) + " AND seq = " + LatestSeqOf(ph),
 		NullSeq:        "SELECT seq FROM objects WHERE bucket = " + ph(1) + " AND key = " + ph(2) + " AND version_id = 'null'",
 		PartsOf:        partsOfSQL(d.In("parts_id", 1)),
 		CopyParts:      copyPartsSQL(d.In("number", 3), ph),

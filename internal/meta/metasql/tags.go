@@ -61,9 +61,9 @@ func newTagSQL(ph PH) tagSQL {
 	}
 	return tagSQL{
 		setLatest:  set("is_latest"),
-		setVersion: set("version_id = " + ph(4)),
+		setVersion: set(VersionIs("", ph(4))),
 		whyLatest:  why("o.is_latest"),
-		whyVersion: why("o.version_id = " + ph(3)),
+		whyVersion: why(VersionIs("o.", ph(3))),
 		getBucket:  "SELECT tags FROM buckets WHERE name = " + ph(1),
 		setBucket:  "UPDATE buckets SET tags = " + ph(1) + " WHERE name = " + ph(2) + " AND gateway = ''",
 	}

@@ -139,8 +139,8 @@ func lookupSQL(cond string) string {
 }
 
 var (
-	lookupQuery        = lookupSQL(sq.LatestID)         // the latest version
-	lookupVersionQuery = lookupSQL("o.version_id = $3") // version $3
+	lookupQuery        = lookupSQL(sq.LatestID)                   // the latest version
+	lookupVersionQuery = lookupSQL(metasql.VersionIs("o.", "$3")) // version $3
 )
 
 // lookupRow is a row of a lookup: the bucket's owner and versioning, the
@@ -402,6 +402,11 @@ func (t *txn) newVersion(f found, o meta.Object, cond meta.Cond, delta int64, st
 	if f.exists && !(hasOld && old.VersionID == f.row.VersionID) {
 		t.exec(sq.Demote, o.Bucket, key(o.Key), f.row.VersionID)
 	}
+	if hasOld && nv.Seq != old.Seq {
+		// The null version moves to the top: its old row goes (the
+		// primary key holds the seq).
+		t.exec(sq.DeleteObject, o.Bucket, key(o.Key), old.VersionID)
+	}
 	o.VersionID, o.IsLatest = nv.VersionID, true
 	if err := writeObject(t, o, nv.Seq, partsID); err != nil {
 		return meta.PutResult{}, err
@@ -613,7 +618,7 @@ func (s driver) MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, ds
 		if dst.exists {
 			t.exec(sq.DeleteObject, dstBucket, key(dstKey), dst.row.VersionID)
 		}
-		t.exec("UPDATE objects SET bucket = $3, key = $4 WHERE bucket = $1 AND key = $2 AND version_id = $5",
+		t.exec("UPDATE objects SET bucket = $3, key = $4 WHERE bucket = $1 AND key = $2 AND "+metasql.VersionIs("", "$5"),
 			srcBucket, key(srcKey), dstBucket, key(dstKey), src.row.VersionID)
 		// Usage: src leaves its owner, it replaces dst at dst's owner.
 		for _, d := range meta.MoveUsage(src.owner, src.row.Size, dst.owner, dst.row.Size) {

@@ -59,8 +59,8 @@
 // Times are bigint unix nanoseconds UTC. Object and upload keys are bytea,
 // so they hold any bytes and compare as raw bytes (memcmp order), and a
 // prefix is the range [prefix, meta.PrefixEnd(prefix)) of the primary key
-// (bucket, key, version_id: every objects row is a version of its key,
-// migration 0017).
+// (bucket, key, seq: every objects row is a version of its key, newest
+// first, migrations 0017 and 0022; meta's versions.go).
 // Names and identifiers are text COLLATE "C". Text columns cannot hold NUL
 // bytes or invalid UTF-8: such a value (a Content-Type, a bucket name) is
 // InvalidArgument.

@@ -183,31 +183,32 @@ func lookup(ctx context.Context, q querier, bucket, key, version string, read bo
 }
 
 // lookupSQL reads a bucket and the version of a key that cond (on o)
-// selects, with its inline bytes, and version (its version_id, and for
-// a write the bucket's versioning and the version's seq, is_latest and
+// selects ("": the latest, the key's first row in primary-key order
+// (bucket, key, seq): one seek, as meta's versions.go orders versions),
+// with its inline bytes, and version (its version_id, and for a write the
+// bucket's versioning and the version's seq, is_latest and
 // delete_marker): bucket ?1, key ?2.
 func lookupSQL(cond, version string) string {
+	on, tail := "", " ORDER BY o.seq LIMIT 1"
+	if cond != "" {
+		on, tail = " AND "+cond, ""
+	}
 	return `SELECT b.owner_id, o.key, o.size, o.etag, o.sha256, o.content_type, o.metadata, o.blob_key, o.mod_time,
 		o.checksum_algorithm, o.checksum_type, o.checksum_value, o.parts_id, o.part_count, o.inline_id, i.data, o.sse, o.sse_kek, o.tags,
 		o.lock_mode, o.lock_until, o.legal_hold, ` + version + `
-	FROM buckets b LEFT JOIN objects o ON o.bucket = b.name AND o.key = ?2 AND ` + cond + `
+	FROM buckets b LEFT JOIN objects o ON o.bucket = b.name AND o.key = ?2` + on + `
 	LEFT JOIN inline_data i ON i.id = o.inline_id
-	WHERE b.name = ?1`
+	WHERE b.name = ?1` + tail
 }
 
 const versionCols = "o.version_id, b.versioning, o.seq, o.is_latest, o.delete_marker, b.object_lock, b.lock_mode, b.lock_days, b.lock_years"
 
-// latestCond selects a key's latest version by its primary key
-// (metasql's LatestID): in a bucket never versioned it is the null
-// version, the only one there is, without a look at objects_latest.
-var latestCond = "o.version_id = CASE WHEN b.versioning = '' THEN 'null' ELSE " + metasql.LatestIDOf(ph) + " END AND (b.versioning = '' OR o.is_latest)"
-
 var (
-	lookupQuery        = lookupSQL(latestCond, versionCols)          // the latest version
-	lookupVersionQuery = lookupSQL("o.version_id = ?3", versionCols) // version ?3
+	lookupQuery        = lookupSQL("", versionCols)                            // the latest version
+	lookupVersionQuery = lookupSQL(metasql.VersionIs("o.", "?3"), versionCols) // version ?3
 	// readLatestQuery is lookupQuery for a GetObject: its version ID,
 	// prefixed with "!" for a delete marker.
-	readLatestQuery = lookupSQL(latestCond, "CASE WHEN o.delete_marker THEN '!' || o.version_id ELSE o.version_id END")
+	readLatestQuery = lookupSQL("", "CASE WHEN o.delete_marker THEN '!' || o.version_id ELSE o.version_id END")
 )
 
 const readPartsQuery = "SELECT blob_key, size, etag, checksum, sse, sse_kek FROM object_parts WHERE parts_id = ? ORDER BY idx"
@@ -330,6 +331,13 @@ func putVersion(ctx context.Context, c *conn, f found, nv meta.NewVersion, old r
 	}
 	o.VersionID, o.IsLatest = nv.VersionID, true
 	inPlace := hasOld && old.VersionID == f.row.VersionID && nv.Seq == old.Seq
+	if hasOld && nv.Seq != old.Seq {
+		// The null version moves to the top: its old row goes (the
+		// primary key holds the seq).
+		if _, err := c.ExecContext(ctx, sq.DeleteObject, o.Bucket, key(o.Key), old.VersionID); err != nil {
+			return meta.Object{}, classify(err, "put object %q", o.Key)
+		}
+	}
 	if err := writeObject(ctx, c, o, nv.Seq, partsID, inlineID, inPlace); err != nil {
 		return meta.Object{}, err
 	}
@@ -600,7 +608,11 @@ func (s driver) MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, ds
 		}
 		o := src.row.Object
 		o.Bucket, o.Key = dstBucket, dstKey
-		if err := writeObject(ctx, c, o, src.row.Seq, src.row.PartsID, src.row.inlineID, false); err != nil {
+		seq := src.row.Seq
+		if dst.exists {
+			seq = dst.row.Seq // in dst's place: the row of that seq is replaced
+		}
+		if err := writeObject(ctx, c, o, seq, src.row.PartsID, src.row.inlineID, false); err != nil {
 			return err
 		}
 		// Usage: src leaves its owner, it replaces dst at dst's owner.

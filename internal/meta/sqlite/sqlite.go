@@ -66,12 +66,12 @@
 // ListObjectVersions, ListUploads, DeleteObject, CompleteUpload, AbortUpload, DeleteBucket,
 // DeleteUser, DeleteAccessKey, GrowStaging, ReferencedBlobs).
 //
-// Every objects row is a version of its key (migration 0017, package
-// meta's versions.go): its primary key is (bucket, key, version_id); the
-// unique partial index objects_latest on (bucket, key) WHERE is_latest
-// AND version_id <> 'null' names a key's latest version when it is not
-// the null one, which a bucket never versioned never needs (its reads and
-// writes seek the primary key, as before versions).
+// Every objects row is a version of its key (migrations 0017 and 0022,
+// package meta's versions.go): its primary key is (bucket, key, seq), a
+// key's versions newest first, so its latest version is its first row
+// (one seek, no index of its own), a version that is not null is a seek
+// of its seq (its version ID), and the null version is found among its
+// key's rows (the only one in a bucket never versioned).
 package sqlite
 
 import (
