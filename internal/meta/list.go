@@ -45,9 +45,16 @@ func List(ctx context.Context, scan ScanFunc, opts ListOptions) (ListPage, error
 		return page, nil
 	}
 	n := 0
+	rolledUp := false
 	for {
-		want := limit - n + 1 // one extra tells whether the page is truncated
-		batch, err := scan(ctx, from, inclusive, end, min(want, 1001))
+		want := min(limit-n+1, 1001) // one extra tells whether the page is truncated
+		if rolledUp {
+			// Right after a common prefix the next row is often another
+			// one (a folder per entry of the page): a few rows first, not
+			// the rest of the page each time (as ListVersions does).
+			want = min(want, rollUpScan)
+		}
+		batch, err := scan(ctx, from, inclusive, end, want)
 		if err != nil {
 			return ListPage{}, err
 		}
@@ -73,9 +80,10 @@ func List(ctx context.Context, scan ScanFunc, opts ListOptions) (ListPage, error
 			n++
 			from, inclusive = o.Key, false
 		}
-		if !jumped && len(batch) < min(want, 1001) {
+		if !jumped && len(batch) < want {
 			return page, nil
 		}
+		rolledUp = jumped
 	}
 }
 
