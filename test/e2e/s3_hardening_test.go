@@ -654,7 +654,7 @@ func TestS3ListObjectVersions(t *testing.T) {
 		u.absent(t, b+"/a.txt")
 		del := `<Delete><Object><Key>e.txt</Key><VersionId>null</VersionId></Object><Object><Key>g.txt</Key><VersionId>abc</VersionId></Object></Delete>`
 		r = u.s3(t, "POST", b+"?delete", []byte(del), "", "Content-MD5", md5b64([]byte(del)))
-		if r.status != 200 || !strings.Contains(string(r.body), "<Deleted><Key>e.txt</Key><VersionId>null</VersionId></Deleted>") ||
+		if r.status != 200 || !strings.Contains(string(r.body), "<Deleted><Key>e.txt</Key><VersionId>null</VersionId><DeleteMarker>false</DeleteMarker></Deleted>") ||
 			!strings.Contains(string(r.body), "<Key>g.txt</Key><VersionId>abc</VersionId><Code>InvalidArgument</Code>") {
 			t.Errorf("DeleteObjects with versions: %d %s", r.status, r.body)
 		}

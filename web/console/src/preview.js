@@ -91,8 +91,11 @@ export function Preview({ bucket, entry, prev, next, onMove, onClose, onDownload
           // Loaded by the element from /s/ (Range for media, the server's
           // sandbox for SVG), never from a blob: of the console's origin.
           const g = await grant(bucket, entry.key, { expiresIn: 3600, note: 'console preview' });
+          // Closed (or moved on) before the grant came back: the clean-up
+          // found no grant to revoke, so revoke it here, never leave it.
+          if (!live) return call('DELETE', `shares/${g.id}`).catch(() => {});
           shareId = g.id;
-          if (live) setState({ url: g.url });
+          setState({ url: g.url });
         } else if (kind === 'text' || kind === 'markdown') {
           const res = await request('GET', fileURL(bucket, entry.key), undefined, { headers: { Range: `bytes=0-${TEXT_LIMIT - 1}` } });
           const text = await res.text();
