@@ -493,6 +493,9 @@ func (o Object) BlobKeys() []string {
 type Cond struct {
 	IfNoneMatch bool   // the key must not exist (create-only)
 	IfMatch     string // the current object's ETag must equal this; "*" means any existing object
+	// IfNoneMatchETag: the current object's ETag, if there is one, must
+	// not equal this (If-None-Match with an ETag; a missing key passes).
+	IfNoneMatchETag string
 	// IfVersion, if set, requires the current object to be the version
 	// Version returned (a compare-and-swap of a whole object: a
 	// background job replacing an object's bytes never clobbers a
@@ -542,7 +545,12 @@ func (c Cond) Check(cur Object, exists bool) error {
 		return errcode.New(errcode.PreconditionFailed, "%q already exists", cur.Key)
 	}
 	if c.IfMatch != "" && !exists {
-		return errcode.New(errcode.PreconditionFailed, "there is no object to match the ETag %q", c.IfMatch)
+		// S3 answers NoSuchKey here; HTTP (the file API) 412.
+		return &errcode.Error{Code: errcode.PreconditionFailed, Message: fmt.Sprintf("there is no object to match the ETag %q", c.IfMatch),
+			Detail: map[string]any{"reason": "no_object"}}
+	}
+	if c.IfNoneMatchETag != "" && exists && cur.ETag == c.IfNoneMatchETag {
+		return errcode.New(errcode.PreconditionFailed, "the current object matches the ETag %q", c.IfNoneMatchETag)
 	}
 	if c.IfMatch != "" && c.IfMatch != "*" && cur.ETag != c.IfMatch {
 		return errcode.New(errcode.PreconditionFailed, "the current object does not match the ETag %q", c.IfMatch)
@@ -556,7 +564,7 @@ func (c Cond) Check(cur Object, exists bool) error {
 
 // Any reports whether c asks for anything.
 func (c Cond) Any() bool {
-	return c.IfNoneMatch || c.IfMatch != "" || c.IfVersion != "" || c.IfTags != ""
+	return c.IfNoneMatch || c.IfMatch != "" || c.IfNoneMatchETag != "" || c.IfVersion != "" || c.IfTags != ""
 }
 
 // Put is one object write for PutObjects.

@@ -267,7 +267,7 @@ func (g *gatewayBackend) put(ctx context.Context, w *incoming) (meta.Object, err
 	if w.Lock.set() {
 		return meta.Object{}, errGatewayUnsupported("object lock")
 	}
-	if w.Cond.IfNoneMatch || w.Cond.IfMatch != "" {
+	if w.Cond.IfNoneMatch || w.Cond.IfMatch != "" || w.Cond.IfNoneMatchETag != "" {
 		// Checked before the write; the backend write itself is not
 		// conditional (docs/gateway.md).
 		old, err := st.Head(ctx, w.Key)

@@ -193,7 +193,7 @@ func (n *native) stage(ctx context.Context, w *incoming) (staged, error) {
 		return staged{}, meta.ErrLockNotEnabled(n.bucket.Name)
 	}
 	var old meta.Object
-	looked := w.Cond.IfNoneMatch || w.Cond.IfMatch != "" // old is the current object, if any
+	looked := w.Cond.IfNoneMatch || w.Cond.IfMatch != "" || w.Cond.IfNoneMatchETag != "" // old is the current object, if any
 	if looked {
 		cur, err := s.meta.GetObject(ctx, n.bucket.Name, w.Key)
 		if err != nil && !errcode.Is(err, errcode.NotFound) {

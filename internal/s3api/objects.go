@@ -100,11 +100,12 @@ func storedAlgorithm(name string) integrity.Algorithm {
 
 func writeCond(h http.Header) (meta.Cond, error) {
 	var c meta.Cond
-	if inm := strings.TrimSpace(h.Get("If-None-Match")); inm != "" {
-		if inm != "*" {
-			return c, s3err.New(s3err.NotImplemented, "If-None-Match on writes supports only *")
-		}
+	switch inm := strings.TrimSpace(h.Get("If-None-Match")); inm {
+	case "":
+	case "*":
 		c.IfNoneMatch = true
+	default:
+		c.IfNoneMatchETag = strings.Trim(inm, `"`)
 	}
 	if im := strings.TrimSpace(h.Get("If-Match")); im != "" {
 		c.IfMatch = strings.Trim(im, `"`)

@@ -201,6 +201,9 @@ func Translate(err error) APIError {
 		}
 		return row(InvalidRequest)
 	case errcode.PreconditionFailed:
+		if reason == "no_object" {
+			return Table[NoSuchKey] // If-Match on a missing key: S3's 404
+		}
 		return Table[PreconditionFailed]
 	case errcode.NotModified:
 		return Table[NotModified]
