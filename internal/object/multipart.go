@@ -427,13 +427,68 @@ func (s *Uploads) abortUpload(ctx context.Context, u meta.Upload) error {
 // at the key, as S3 answers 200 for an upload completed a moment ago: see
 // completedWith.
 func (s *Uploads) CompleteUpload(ctx context.Context, a Actor, bucket, key, id string, parts []meta.CompletePart, cond meta.Cond) (meta.Object, error) {
-	o, err := s.completeUpload(ctx, a, bucket, key, id, parts, cond)
+	return s.CompleteUploadExpecting(ctx, a, bucket, key, id, parts, cond, Expect{Size: -1})
+}
+
+// CompleteUploadExpecting is CompleteUpload that first checks what the
+// client asserts of the object (want, CheckExpect): a mismatch changes
+// nothing.
+func (s *Uploads) CompleteUploadExpecting(ctx context.Context, a Actor, bucket, key, id string, parts []meta.CompletePart, cond meta.Cond, want Expect) (meta.Object, error) {
+	o, err := s.completeUpload(ctx, a, bucket, key, id, parts, cond, want)
 	if e := errcode.As(err); e != nil && e.Code == errcode.NotFound && e.Detail["resource"] == "upload" {
 		if done, ok := s.completedWith(ctx, a, bucket, key, parts); ok {
+			if err := CheckExpect(done.Checksum, done.Size, want); err != nil {
+				return meta.Object{}, err
+			}
 			return done, nil
 		}
 	}
 	return o, err
+}
+
+// Expect is what a client asserts of the object a completion makes, in
+// S3's CompleteMultipartUpload headers: the whole-object checksum
+// (x-amz-checksum-ALG, with x-amz-checksum-type) and the size
+// (x-amz-mp-object-size).
+type Expect struct {
+	// Checksum: Algorithm "" asserts none; Type "" any type; a COMPOSITE
+	// Value may leave out its "-N".
+	Checksum meta.Checksum
+	// Size is -1 when not asserted.
+	Size int64
+}
+
+// CheckExpect compares the checksum and size a completion makes (got,
+// size) with want: a checksum of another algorithm or type, or one the
+// upload cannot make (created without a checksum algorithm), is
+// InvalidArgument (reason invalid_request); another value ChecksumMismatch
+// (S3's BadDigest); another size InvalidArgument.
+func CheckExpect(got meta.Checksum, size int64, want Expect) error {
+	if want.Size >= 0 && want.Size != size {
+		return &errcode.Error{Code: errcode.InvalidArgument, Message: fmt.Sprintf("x-amz-mp-object-size %d does not match the parts' %d bytes", want.Size, size),
+			Detail: map[string]any{"reason": "invalid_request"}}
+	}
+	w := want.Checksum
+	if w.Algorithm == "" {
+		return nil
+	}
+	switch {
+	case got.Algorithm == "":
+		return &errcode.Error{Code: errcode.InvalidArgument, Message: fmt.Sprintf("the upload was created without a checksum algorithm: it cannot make the %s checksum asserted", w.Algorithm),
+			Detail: map[string]any{"reason": "invalid_request"}}
+	case !strings.EqualFold(got.Algorithm, w.Algorithm):
+		return &errcode.Error{Code: errcode.InvalidArgument, Message: fmt.Sprintf("the upload's checksum algorithm is %s, not %s", got.Algorithm, w.Algorithm),
+			Detail: map[string]any{"reason": "invalid_request"}}
+	case w.Type != "" && !strings.EqualFold(got.Type, w.Type):
+		return &errcode.Error{Code: errcode.InvalidArgument, Message: fmt.Sprintf("the upload's checksum type is %s, not %s", got.Type, w.Type),
+			Detail: map[string]any{"reason": "invalid_request"}}
+	}
+	value, _, _ := strings.Cut(got.Value, "-")
+	if w.Value != got.Value && w.Value != value {
+		return &errcode.Error{Code: errcode.ChecksumMismatch, Message: fmt.Sprintf("the %s checksum of the object the parts make is not the one asserted", got.Algorithm),
+			Detail: map[string]any{"s3_code": "BadDigest"}}
+	}
+	return nil
 }
 
 // completedWith returns the object at bucket/key if it is the one the
@@ -493,20 +548,23 @@ func madeOf(o meta.Object, parts []meta.CompletePart) bool {
 	return true
 }
 
-func (s *Uploads) completeUpload(ctx context.Context, a Actor, bucket, key, id string, parts []meta.CompletePart, cond meta.Cond) (meta.Object, error) {
+func (s *Uploads) completeUpload(ctx context.Context, a Actor, bucket, key, id string, parts []meta.CompletePart, cond meta.Cond, want Expect) (meta.Object, error) {
 	u, b, err := s.getUpload(ctx, a, bucket, key, id)
 	if err != nil {
 		return meta.Object{}, err
 	}
-	o, err := s.complete(ctx, u, parts, cond)
+	o, err := s.complete(ctx, u, parts, cond, want)
 	return reported(b, o), err
 }
 
 // complete is CompleteUpload of the authorised upload u.
-func (s *Uploads) complete(ctx context.Context, u meta.Upload, parts []meta.CompletePart, cond meta.Cond) (meta.Object, error) {
+func (s *Uploads) complete(ctx context.Context, u meta.Upload, parts []meta.CompletePart, cond meta.Cond, want Expect) (meta.Object, error) {
 	id := u.ID
 	var err error
 	if u.BackendUploadID != "" {
+		if want.Checksum.Algorithm != "" || want.Size >= 0 {
+			return meta.Object{}, errcode.New(errcode.NotImplemented, "a whole-object checksum or size cannot be checked for an upload the blob store assembles")
+		}
 		return s.completeBackend(ctx, u, parts, cond)
 	}
 	if len(parts) == 0 || len(parts) > MaxParts {
@@ -524,7 +582,7 @@ func (s *Uploads) complete(ctx context.Context, u meta.Upload, parts []meta.Comp
 		h.Write(raw)
 	}
 	var stored map[int]meta.Part
-	if u.Size > 0 || u.ChecksumAlgorithm != "" {
+	if u.Size > 0 || u.ChecksumAlgorithm != "" || want.Size >= 0 || want.Checksum.Algorithm != "" {
 		if stored, err = s.storedParts(ctx, u.ID); err != nil {
 			return meta.Object{}, err
 		}
@@ -553,6 +611,22 @@ func (s *Uploads) complete(ctx context.Context, u meta.Upload, parts []meta.Comp
 	}
 	if obj.Checksum, err = MultipartChecksum(u, parts, stored); err != nil {
 		return meta.Object{}, err
+	}
+	if want.Checksum.Algorithm != "" || want.Size >= 0 {
+		// A listed part that is not stored fails the commit (invalid_part)
+		// before anything is compared.
+		var size int64
+		all := true
+		for _, p := range parts {
+			sp, ok := stored[p.Number]
+			size += sp.Size
+			all = all && ok
+		}
+		if all {
+			if err := CheckExpect(obj.Checksum, size, want); err != nil {
+				return meta.Object{}, err
+			}
+		}
 	}
 	cctx, cancel := detach.Context(ctx)
 	defer cancel()

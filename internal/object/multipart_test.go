@@ -218,3 +218,80 @@ func TestCompleteUploadAgainCached(t *testing.T) {
 		t.Fatalf("completing again through the cache: %q, %v; want %q", again.ETag, err, done.ETag)
 	}
 }
+
+// TestCompleteExpecting: the whole-object checksum and size a completion
+// asserts are compared with what the parts make before the commit; a
+// mismatch completes nothing, and the upload still completes afterwards.
+func TestCompleteExpecting(t *testing.T) {
+	f := newFixture(t, 0)
+	ctx := t.Context()
+	a, b := bytes.Repeat([]byte("a"), MinPartSize), []byte("tail")
+	crc := func(p []byte) []byte { return binary.BigEndian.AppendUint32(nil, crc32.ChecksumIEEE(p)) }
+	full := base64.StdEncoding.EncodeToString(crc(append(slices.Clone(a), b...)))
+	composite := base64.StdEncoding.EncodeToString(crc(append(crc(a), crc(b)...)))
+	upload := func(key, typ string) (meta.Upload, []meta.CompletePart) {
+		u, err := f.svc.CreateUpload(ctx, f.alice, CreateUploadInput{Bucket: "alice-bucket", Key: key, ChecksumAlgorithm: "CRC32", ChecksumType: typ})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var parts []meta.CompletePart
+		for i, body := range [][]byte{a, b} {
+			p, err := f.svc.PutPart(ctx, f.alice, PartInput{Bucket: "alice-bucket", Key: key, UploadID: u.ID, Number: i + 1, Body: bytes.NewReader(body), Size: int64(len(body))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			parts = append(parts, meta.CompletePart{Number: i + 1, ETag: p.ETag})
+		}
+		return u, parts
+	}
+	size := int64(len(a) + len(b))
+	for _, tc := range []struct {
+		name, typ string
+		want      Expect
+		code      errcode.Code // 0: completes
+	}{
+		{"full object", "FULL_OBJECT", Expect{Checksum: meta.Checksum{Algorithm: "CRC32", Value: full}, Size: size}, 0},
+		{"full object, typed", "FULL_OBJECT", Expect{Checksum: meta.Checksum{Algorithm: "CRC32", Type: "FULL_OBJECT", Value: full}, Size: -1}, 0},
+		{"composite with -N", "COMPOSITE", Expect{Checksum: meta.Checksum{Algorithm: "CRC32", Value: composite + "-2"}, Size: -1}, 0},
+		{"composite without -N", "COMPOSITE", Expect{Checksum: meta.Checksum{Algorithm: "CRC32", Value: composite}, Size: -1}, 0},
+		{"another value", "FULL_OBJECT", Expect{Checksum: meta.Checksum{Algorithm: "CRC32", Value: composite}, Size: -1}, errcode.ChecksumMismatch},
+		{"another algorithm", "FULL_OBJECT", Expect{Checksum: meta.Checksum{Algorithm: "CRC32C", Value: full}, Size: -1}, errcode.InvalidArgument},
+		{"another type", "FULL_OBJECT", Expect{Checksum: meta.Checksum{Algorithm: "CRC32", Type: "COMPOSITE", Value: full}, Size: -1}, errcode.InvalidArgument},
+		{"another size", "FULL_OBJECT", Expect{Size: size + 1}, errcode.InvalidArgument},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			key := "exp-" + strings.ReplaceAll(tc.name, " ", "-")
+			u, parts := upload(key, tc.typ)
+			_, err := f.svc.CompleteUploadExpecting(ctx, f.alice, "alice-bucket", key, u.ID, slices.Clone(parts), meta.Cond{}, tc.want)
+			if tc.code == 0 {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if !errcode.Is(err, tc.code) {
+				t.Fatalf("completion = %v, want %v", err, tc.code)
+			}
+			if _, err := f.svc.Get(ctx, f.alice, "alice-bucket", key); !errcode.Is(err, errcode.NotFound) {
+				t.Errorf("a refused completion made the object: %v", err)
+			}
+			if _, err := f.svc.CompleteUpload(ctx, f.alice, "alice-bucket", key, u.ID, parts, meta.Cond{}); err != nil {
+				t.Errorf("the upload does not complete after a refused completion: %v", err)
+			}
+		})
+	}
+	// An upload without a checksum algorithm cannot make the one asserted.
+	u, err := f.svc.CreateUpload(ctx, f.alice, CreateUploadInput{Bucket: "alice-bucket", Key: "plain"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := f.svc.PutPart(ctx, f.alice, PartInput{Bucket: "alice-bucket", Key: "plain", UploadID: u.ID, Number: 1, Body: bytes.NewReader(b), Size: int64(len(b))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.svc.CompleteUploadExpecting(ctx, f.alice, "alice-bucket", "plain", u.ID, []meta.CompletePart{{Number: 1, ETag: p.ETag}}, meta.Cond{},
+		Expect{Checksum: meta.Checksum{Algorithm: "CRC32", Value: full}, Size: -1})
+	if e := errcode.As(err); e == nil || e.Code != errcode.InvalidArgument || e.Detail["reason"] != "invalid_request" {
+		t.Errorf("plain upload with an asserted checksum: %v", err)
+	}
+}

@@ -817,8 +817,6 @@ func TestRefusedHeaders(t *testing.T) {
 		"CopyObject Cache-Control":                 cp(ni, "Cache-Control", "no-store"),
 		"CopyObject checksum algorithm":            cp(ni, "X-Amz-Checksum-Algorithm", "SHA256"),
 		"PutObject write offset":                   put(ni, "X-Amz-Write-Offset-Bytes", "8"),
-		"Complete whole-object checksum":           {"POST", "/b/mp?uploadId=up1", complete, []string{"X-Amz-Checksum-Crc32", "AAAAAA=="}, ni},
-		"Complete object size":                     {"POST", "/b/mp?uploadId=up1", complete, []string{"X-Amz-Mp-Object-Size", "4"}, ni},
 		"Abort if-match-initiated-time":            {"DELETE", "/b/mp?uploadId=up1", nil, []string{"X-Amz-If-Match-Initiated-Time", "Thu, 01 Dec 2044 16:00:00 GMT"}, ni},
 		"GetObject malformed versionId":            {"GET", "/b/k?versionId=3HL4kqtJlcpXroDTDmJ", nil, nil, ia},
 		"DeleteObject malformed versionId":         {"DELETE", "/b/k?versionId=3HL4kqtJlcpXroDTDmJ", nil, nil, ia},

@@ -212,7 +212,11 @@ func (api *API) completeMultipartUpload(q *request) (response, error) {
 			return nil, err
 		}
 	}
-	o, err := api.uploads.CompleteUpload(ctxOf(q), q.actor, q.bucket, q.key, q.URL.Query().Get("uploadId"), parts, cond)
+	want, err := completionExpect(q.Header)
+	if err != nil {
+		return nil, err
+	}
+	o, err := api.uploads.CompleteUploadExpecting(ctxOf(q), q.actor, q.bucket, q.key, q.URL.Query().Get("uploadId"), parts, cond, want)
 	if err != nil {
 		return nil, err
 	}
@@ -318,4 +322,48 @@ func (api *API) listMultipartUploads(q *request) (response, error) {
 		res.NextKeyMarker, res.NextUploadIDMarker = p.enc(last.Key), last.ID
 	}
 	return xmlResponse{body: res}, nil
+}
+
+// completionExpect reads what a CompleteMultipartUpload asserts of the
+// object: one x-amz-checksum-ALG (a COMPOSITE value ends in "-N"), its
+// x-amz-checksum-type, and x-amz-mp-object-size.
+func completionExpect(h http.Header) (object.Expect, error) {
+	want := object.Expect{Size: -1}
+	for _, a := range integrity.Algorithms {
+		v := h.Get(a.Header())
+		if v == "" {
+			continue
+		}
+		if want.Checksum.Algorithm != "" {
+			return want, s3err.New(s3err.InvalidRequest, "Expecting a single x-amz-checksum- header")
+		}
+		value, n, composite := strings.Cut(v, "-")
+		if _, ok := a.Decode(value); !ok || composite && !validPartCount(n) {
+			return want, s3err.New(s3err.InvalidDigest, a.Header()+" is malformed")
+		}
+		want.Checksum = meta.Checksum{Algorithm: a.String(), Value: v}
+	}
+	if t := h.Get("X-Amz-Checksum-Type"); t != "" {
+		if want.Checksum.Algorithm == "" {
+			return want, s3err.New(s3err.InvalidRequest, "x-amz-checksum-type needs an x-amz-checksum- header")
+		}
+		if !strings.EqualFold(t, "COMPOSITE") && !strings.EqualFold(t, "FULL_OBJECT") {
+			return want, s3err.New(s3err.InvalidRequest, "Value for x-amz-checksum-type header is invalid.")
+		}
+		want.Checksum.Type = strings.ToUpper(t)
+	}
+	if v := h.Get("X-Amz-Mp-Object-Size"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return want, s3err.New(s3err.InvalidArgument, "x-amz-mp-object-size must be a non-negative integer")
+		}
+		want.Size = n
+	}
+	return want, nil
+}
+
+// validPartCount reports whether n is a composite checksum's part count.
+func validPartCount(n string) bool {
+	c, err := strconv.Atoi(n)
+	return err == nil && c >= 1 && c <= 10000
 }

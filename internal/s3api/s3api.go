@@ -105,6 +105,7 @@ func New(svc Services, cfg Config, log *slog.Logger) *API {
 type request struct {
 	*http.Request
 	bucket, key string
+	op          string // the operation dispatch named
 	actor       object.Actor
 	keyID       string // the access key that signed the request, if any
 	authed      bool
@@ -134,6 +135,7 @@ func (api *API) Handler() http.Handler {
 		w.Header().Set("Server", "Coffer")
 		q.bucket, q.key = api.address(r)
 		op, h := api.dispatch(q)
+		q.op = op
 		httpx.SetRoute(r.Context(), op)
 		if h == nil {
 			api.fail(w, q, s3err.New(s3err.NotImplemented, op+" is not implemented by Coffer"))

@@ -58,7 +58,7 @@ type Uploads interface {
 	PutPart(ctx context.Context, a object.Actor, in object.PartInput) (meta.Part, error)
 	CopyPart(ctx context.Context, a object.Actor, in object.PartInput, src *object.Reader, offset, length int64) (meta.Part, error)
 	GetUpload(ctx context.Context, a object.Actor, bucket, key, id string) (meta.Upload, error)
-	CompleteUpload(ctx context.Context, a object.Actor, bucket, key, id string, parts []meta.CompletePart, cond meta.Cond) (meta.Object, error)
+	CompleteUploadExpecting(ctx context.Context, a object.Actor, bucket, key, id string, parts []meta.CompletePart, cond meta.Cond, want object.Expect) (meta.Object, error)
 	AbortUpload(ctx context.Context, a object.Actor, bucket, key, id string) error
 	ListParts(ctx context.Context, a object.Actor, bucket, key, id string, after, limit int) (meta.Upload, []meta.Part, bool, error)
 	ListUploads(ctx context.Context, a object.Actor, bucket string, opts meta.ListUploadsOptions) ([]meta.Upload, bool, error)

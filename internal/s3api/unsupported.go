@@ -139,13 +139,10 @@ func rules() []rule {
 		// Checksums Coffer would not verify.
 		{name: "x-amz-checksum-algorithm", ops: []string{"CopyObject"},
 			why: "a copy keeps the source's checksum; Coffer does not compute another one"},
-		{name: "x-amz-checksum-*", ops: []string{"CompleteMultipartUpload"},
-			why: "Coffer does not verify a whole-object checksum at CompleteMultipartUpload (the parts' checksums are verified as they arrive)"},
-		{name: "x-amz-mp-object-size", ops: []string{"CompleteMultipartUpload"}, why: "Coffer does not verify x-amz-mp-object-size"},
 		// A checksum of an algorithm Coffer does not verify (S3's SHA512,
 		// MD5, XXHASH64, XXHASH3, XXHASH128, or a name S3 does not know):
 		// refused, never stored as if it had been checked.
-		{name: "x-amz-checksum-*", notOps: []string{"CompleteMultipartUpload"}, except: readChecksumHeaders(),
+		{name: "x-amz-checksum-*", except: readChecksumHeaders(),
 			why: "Coffer verifies CRC32, CRC32C, CRC64NVME, SHA1 and SHA256 checksums only"},
 		// Appends and conditions Coffer does not evaluate.
 		{name: "x-amz-write-offset-bytes", ops: []string{"PutObject"}, why: "appending to objects is not implemented by Coffer"},

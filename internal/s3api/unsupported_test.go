@@ -57,8 +57,7 @@ func TestCheckRequest(t *testing.T) {
 		{"PutObject", "/b/k", []string{"Content-Language", "en"}, s3err.NotImplemented},
 		{"PutObject", "/b/k", []string{"X-Amz-Write-Offset-Bytes", "0"}, s3err.NotImplemented},
 		{"CopyObject", "/b/k", []string{"X-Amz-Checksum-Algorithm", "SHA256"}, s3err.NotImplemented},
-		{"CompleteMultipartUpload", "/b/k?uploadId=u", []string{"X-Amz-Checksum-Crc32", "AAAAAA=="}, s3err.NotImplemented},
-		{"CompleteMultipartUpload", "/b/k?uploadId=u", []string{"X-Amz-Mp-Object-Size", "5"}, s3err.NotImplemented},
+		{"CompleteMultipartUpload", "/b/k?uploadId=u", []string{"X-Amz-Checksum-Xxhash64", "AAAAAA=="}, s3err.NotImplemented},
 		// S3's newer checksum algorithms, which Coffer does not verify.
 		{"PutObject", "/b/k", []string{"X-Amz-Checksum-Sha512", "AAAA", "X-Amz-Sdk-Checksum-Algorithm", "SHA512"}, s3err.NotImplemented},
 		{"UploadPart", "/b/k?partNumber=1&uploadId=u", []string{"X-Amz-Checksum-Md5", "AAAA"}, s3err.NotImplemented},

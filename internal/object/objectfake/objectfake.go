@@ -809,7 +809,13 @@ func (f *Service) GetUpload(_ context.Context, a object.Actor, bucket, key, id s
 // CompleteUpload makes the object of an upload under cond, without its
 // bytes; with a checksum algorithm, its checksum is the service's
 // (object.MultipartChecksum of the stored parts).
-func (f *Service) CompleteUpload(_ context.Context, a object.Actor, bucket, key, id string, parts []meta.CompletePart, cond meta.Cond) (meta.Object, error) {
+func (f *Service) CompleteUpload(ctx context.Context, a object.Actor, bucket, key, id string, parts []meta.CompletePart, cond meta.Cond) (meta.Object, error) {
+	return f.CompleteUploadExpecting(ctx, a, bucket, key, id, parts, cond, object.Expect{Size: -1})
+}
+
+// CompleteUploadExpecting is CompleteUpload checking want
+// (object.CheckExpect) before anything changes.
+func (f *Service) CompleteUploadExpecting(_ context.Context, a object.Actor, bucket, key, id string, parts []meta.CompletePart, cond meta.Cond, want object.Expect) (meta.Object, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.LastCond = cond
@@ -830,6 +836,13 @@ func (f *Service) CompleteUpload(_ context.Context, a object.Actor, bucket, key,
 		stored[p.Number] = p
 	}
 	if o.Checksum, err = object.MultipartChecksum(u, parts, stored); err != nil {
+		return meta.Object{}, err
+	}
+	var size int64
+	for _, p := range parts {
+		size += stored[p.Number].Size
+	}
+	if err := object.CheckExpect(o.Checksum, size, want); err != nil {
 		return meta.Object{}, err
 	}
 	o = f.store(Object{o, nil})
