@@ -270,6 +270,7 @@ fuzz_all() {
   fuzz ./internal/s3api FuzzObjectLockConfigurationXML 5
   fuzz ./internal/s3api FuzzRetentionXML 5
   fuzz ./internal/s3api FuzzLegalHoldXML 5
+  fuzz ./internal/s3api FuzzParseCORS 5
   fuzz ./internal/tlscert FuzzParse 5
   fuzz ./internal/config FuzzParseRate 5
   fuzz ./internal/config FuzzParseDuration 5

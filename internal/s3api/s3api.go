@@ -130,8 +130,17 @@ func (api *API) Handler() http.Handler {
 		q.bucket, q.key = api.address(r)
 		op, h := api.dispatch(q)
 		httpx.SetRoute(r.Context(), op)
+		if origin := r.Header.Get("Origin"); origin != "" && q.bucket != "" && op != preflightOp {
+			api.setCORS(w, q, origin)
+		}
 		if h == nil {
 			api.fail(w, q, s3err.New(s3err.NotImplemented, op+" is not implemented by Coffer"))
+			return
+		}
+		if op == preflightOp {
+			// A browser's preflight carries no credentials (a presigned
+			// URL's query included): answered by the bucket's rules alone.
+			api.serve(w, q, h)
 			return
 		}
 		if err := api.authenticate(q); err != nil {
@@ -150,13 +159,21 @@ func (api *API) Handler() http.Handler {
 			api.fail(w, q, err)
 			return
 		}
-		resp, err := h(q)
-		if err != nil {
-			api.fail(w, q, err)
-			return
-		}
-		resp.respond(w, q)
+		api.serve(w, q, h)
 	})
+}
+
+// preflightOp names CORS preflights (OPTIONS on a bucket or an object).
+const preflightOp = "PreflightRequest"
+
+// serve runs h and writes its response or its error.
+func (api *API) serve(w http.ResponseWriter, q *request, h handlerFunc) {
+	resp, err := h(q)
+	if err != nil {
+		api.fail(w, q, err)
+		return
+	}
+	resp.respond(w, q)
 }
 
 // streamingOps move object bytes: the server's request timeout does not
@@ -271,6 +288,8 @@ func firstOf(q *request, names []string) string {
 func (api *API) dispatch(q *request) (string, handlerFunc) {
 	m := q.Method
 	switch {
+	case m == http.MethodOptions && q.bucket != "":
+		return preflightOp, api.preflight
 	case q.bucket == "":
 		if m == http.MethodGet {
 			return "ListBuckets", api.listBuckets
@@ -296,6 +315,10 @@ func (api *API) dispatch(q *request) (string, handlerFunc) {
 					if op == "DeleteBucketLifecycleConfiguration" {
 						op = "DeleteBucketLifecycle" // S3's name
 					}
+					return op, h
+				}
+			case "cors":
+				if op, h := putGetDelete(m, "BucketCors", api.putBucketCors, api.getBucketCors, api.deleteBucketCors); h != nil {
 					return op, h
 				}
 			case "encryption":
