@@ -125,10 +125,10 @@ func CheckCORS(c *CORS) error {
 		}
 		for _, o := range r.AllowedOrigins {
 			if strings.Count(o, "*") > 1 {
-				return corsErr("invalid_request", "AllowedOrigin %q can not have more than one wildcard.", o)
+				return corsErr("invalid_request", `AllowedOrigin "%s" can not have more than one wildcard.`, o)
 			}
 			if !utf8.ValidString(o) {
-				return corsErr("invalid_request", "AllowedOrigin %q is not valid UTF-8.", o)
+				return corsErr("invalid_request", `AllowedOrigin "%s" is not valid UTF-8.`, o)
 			}
 		}
 		for _, m := range r.AllowedMethods {
@@ -139,7 +139,7 @@ func CheckCORS(c *CORS) error {
 		for _, hs := range [][]string{r.AllowedHeaders, r.ExposeHeaders} {
 			for _, h := range hs {
 				if !ValidCORSHeader(h) {
-					return corsErr("invalid_request", "AllowedHeader %q contains invalid character.", h)
+					return corsErr("invalid_request", `AllowedHeader "%s" contains invalid character.`, h)
 				}
 			}
 		}

@@ -3,6 +3,8 @@ package object
 import (
 	"context"
 
+	"github.com/coffer-storage/coffer/internal/errcode"
+
 	"github.com/coffer-storage/coffer/internal/meta"
 )
 
@@ -54,6 +56,9 @@ func (s *Service) BucketCORS(ctx context.Context, name string) (*meta.CORS, erro
 		return nil, ErrNoBucket(name)
 	}
 	b, err := s.meta.GetBucket(ctx, name)
+	if errcode.Is(err, errcode.NotFound) {
+		return nil, ErrNoBucket(name)
+	}
 	if err != nil {
 		return nil, err
 	}
