@@ -3,6 +3,7 @@ package s3api
 import (
 	"encoding/xml"
 	"fmt"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -211,6 +212,15 @@ func TestPreflight(t *testing.T) {
 		})
 	}
 	e.noWrites(t)
+	// The guards count a preflight as a request without credentials,
+	// whatever its URL's query says.
+	const presigned = "http://s3.test/b/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature=x&X-Amz-Credential=x"
+	if k := e.api.Classify(httptest.NewRequest("OPTIONS", presigned, nil)); k.Credentials || k.Route != preflightOp {
+		t.Errorf("Classify of a preflight: %+v", k)
+	}
+	if k := e.api.Classify(httptest.NewRequest("GET", presigned, nil)); !k.Credentials {
+		t.Errorf("Classify of a presigned GET: %+v", k)
+	}
 }
 
 // TestCORSActualRequests: every answer of a bucket with a CORS

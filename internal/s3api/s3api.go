@@ -192,7 +192,8 @@ func (api *API) Classify(r *http.Request) httpx.Kind {
 	q.bucket, q.key = api.address(r)
 	op, _ := api.dispatch(q)
 	k := httpx.Kind{Route: op, Class: ratelimit.Control,
-		Credentials: r.Header.Get("Authorization") != "" || sigv4.IsPresigned(r.URL.Query()) || r.URL.Query().Has("AWSAccessKeyId")}
+		// A preflight is never authenticated, whatever its URL's query.
+		Credentials: op != preflightOp && (r.Header.Get("Authorization") != "" || sigv4.IsPresigned(r.URL.Query()) || r.URL.Query().Has("AWSAccessKeyId"))}
 	if c, ok := streamingOps[op]; ok {
 		k.Class, k.Streams = c, true
 	}
