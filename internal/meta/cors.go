@@ -200,10 +200,20 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// wildcardMatch reports whether s matches pattern, in which "*" stands
-// for any run of bytes (greedy with backtracking to the last star: linear
-// for the one-wildcard patterns S3 allows, O(len(p)·len(s)) at worst).
+// wildcardMatch reports whether s matches pattern p, in which "*" stands
+// for any run of bytes: a comparison, a prefix and suffix for one
+// wildcard, else greedy with backtracking to the last star
+// (O(len(p)·len(s)) at worst).
 func wildcardMatch(p, s string) bool {
+	before, after, found := strings.Cut(p, "*")
+	if !found {
+		return p == s
+	}
+	if !strings.Contains(after, "*") {
+		// One wildcard (every origin): a prefix and a suffix that do
+		// not overlap.
+		return len(s) >= len(before)+len(after) && strings.HasPrefix(s, before) && strings.HasSuffix(s, after)
+	}
 	pi, si, star, mark := 0, 0, -1, 0
 	for si < len(s) {
 		switch {
