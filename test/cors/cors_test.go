@@ -1,10 +1,11 @@
 // Package cors_test proves CORS in a real Chromium (Debian's chromium,
 // through Playwright from PyPI) against the real binary: a page served
 // from another loopback origin uploads with a presigned PUT and with the
-// file API's presigned multipart flow (--cors-origins), and reads both
-// back with presigned GETs; a page of an origin the rules do not allow is
-// blocked by the browser, while the same requests without CORS (from this
-// test) succeed. testdata/app.html is the page, cors_flow.py drives it.
+// file API's presigned multipart flow (--cors-origins), reads both back
+// with presigned GETs, and reads a file through a share link; a page of
+// an origin the rules do not allow is blocked by the browser, while the
+// same requests without CORS (from this test) succeed. testdata/app.html
+// is the page, cors_flow.py drives it.
 //
 // It needs COFFER_CHROMIUM and COFFER_PLAYWRIGHT_PYTHON (scripts/test.sh
 // sets them); without them it skips, or fails with
@@ -50,6 +51,7 @@ type pageConfig struct {
 	Size     int    `json:"size,omitempty"`
 	PartSize int    `json:"part_size,omitempty"`
 	MultiGet string `json:"multi_get_url,omitempty"`
+	ShareURL string `json:"share_url"`
 }
 
 // step is one step's outcome in the page.
@@ -60,8 +62,8 @@ type step struct {
 }
 
 type pageResult struct {
-	Put, Get, Direct *step
-	Console          []string
+	Put, Get, Share, Direct *step
+	Console                 []string
 }
 
 func TestCORSInChromium(t *testing.T) {
@@ -116,12 +118,25 @@ func TestCORSInChromium(t *testing.T) {
 		}
 		return r.URL
 	}
+	// A share link to a file the test puts.
+	if _, err := cl.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(c.Bucket), Key: aws.String("shared.txt"),
+		Body: strings.NewReader("shared across origins")}); err != nil {
+		t.Fatal(err)
+	}
+	var share struct{ URL string }
+	if st := c.JSON(t, "POST", "/api/v1/shares", map[string]string{"bucket": c.Bucket, "key": "shared.txt"}, &share); st != 201 {
+		t.Fatalf("create share: %d", st)
+	}
+	shareURL := share.URL
+	if !strings.HasPrefix(shareURL, "http") {
+		shareURL = srv.URL + shareURL
+	}
 	const size, partSize = 6 << 20, 5 << 20 // two parts: 5 MiB and 1 MiB
 	cfg := map[string]pageConfig{
 		"allowed": {Page: app.URL, PutURL: presign("PUT", "hello.txt"), GetURL: presign("GET", "hello.txt"), Text: "hello from another origin",
-			API: srv.URL, Token: c.Token, Bucket: c.Bucket, Key: "multi.bin", Size: size, PartSize: partSize, MultiGet: presign("GET", "multi.bin")},
+			API: srv.URL, Token: c.Token, Bucket: c.Bucket, Key: "multi.bin", Size: size, PartSize: partSize, MultiGet: presign("GET", "multi.bin"), ShareURL: shareURL},
 		"blocked": {Page: other.URL, PutURL: presign("PUT", "blocked.txt"), GetURL: presign("GET", "hello.txt"), Text: "must not arrive",
-			API: srv.URL, Token: c.Token, Bucket: c.Bucket, Key: "blocked.bin", Size: size, PartSize: partSize, MultiGet: presign("GET", "multi.bin")},
+			API: srv.URL, Token: c.Token, Bucket: c.Bucket, Key: "blocked.bin", Size: size, PartSize: partSize, MultiGet: presign("GET", "multi.bin"), ShareURL: shareURL},
 	}
 	dir := t.TempDir()
 	cfgFile := filepath.Join(dir, "config.json")
@@ -150,7 +165,7 @@ func TestCORSInChromium(t *testing.T) {
 	// The allowed origin: every step worked, the ETags were readable, and
 	// the bytes read back are those sent.
 	a := res["allowed"]
-	for name, s := range map[string]*step{"presigned PUT": a.Put, "presigned GET": a.Get, "direct multipart upload": a.Direct} {
+	for name, s := range map[string]*step{"presigned PUT": a.Put, "presigned GET": a.Get, "share link": a.Share, "direct multipart upload": a.Direct} {
 		if s == nil || !s.OK {
 			t.Errorf("allowed origin, %s: %+v", name, s)
 		}
@@ -158,6 +173,7 @@ func TestCORSInChromium(t *testing.T) {
 	var (
 		put    struct{ ETag string }
 		get    struct{ Body string }
+		shared struct{ Body string }
 		direct struct {
 			Parts int
 			ETags []string
@@ -166,7 +182,7 @@ func TestCORSInChromium(t *testing.T) {
 	for _, v := range []struct {
 		s   *step
 		out any
-	}{{a.Put, &put}, {a.Get, &get}, {a.Direct, &direct}} {
+	}{{a.Put, &put}, {a.Get, &get}, {a.Share, &shared}, {a.Direct, &direct}} {
 		if v.s != nil && v.s.OK {
 			if err := json.Unmarshal(v.s.Value, v.out); err != nil {
 				t.Errorf("step value %s: %v", v.s.Value, err)
@@ -179,6 +195,9 @@ func TestCORSInChromium(t *testing.T) {
 	if get.Body != "hello from another origin" {
 		t.Errorf("allowed origin, presigned GET read %q", get.Body)
 	}
+	if shared.Body != "shared across origins" {
+		t.Errorf("allowed origin, share link read %q", shared.Body)
+	}
 	if direct.Parts != 2 || len(direct.ETags) != 2 {
 		t.Errorf("allowed origin, direct upload: %+v", direct)
 	}
@@ -190,7 +209,7 @@ func TestCORSInChromium(t *testing.T) {
 	// The other origin: the browser refused every step (fetch rejects);
 	// nothing it tried to write arrived.
 	o := res["blocked"]
-	for name, s := range map[string]*step{"presigned PUT": o.Put, "presigned GET": o.Get, "direct multipart upload": o.Direct} {
+	for name, s := range map[string]*step{"presigned PUT": o.Put, "presigned GET": o.Get, "share link": o.Share, "direct multipart upload": o.Direct} {
 		if s == nil || s.OK || !strings.Contains(s.Error, "TypeError") {
 			t.Errorf("other origin, %s: %+v, want a fetch the browser blocks (TypeError)", name, s)
 		}
@@ -209,6 +228,11 @@ func TestCORSInChromium(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 || string(body) != "hello from another origin" {
 		t.Errorf("the blocked page's presigned GET, sent by the test: %d %q", resp.StatusCode, body)
+	}
+	if resp, err := srv.HTTPClient().Get(shareURL); err != nil || resp.StatusCode != 200 {
+		t.Errorf("the share link, read by the test: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
 	}
 	req, err := http.NewRequest("PUT", cfg["blocked"].PutURL, strings.NewReader("sent without a browser"))
 	if err != nil {
