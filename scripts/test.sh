@@ -168,10 +168,10 @@ if [ -z "${COFFER_MOTO:-}" ]; then
 fi
 echo "moto $("${COFFER_MOTO%/*}/python" -c 'import moto; print(moto.__version__)' 2>/dev/null || echo '?'): $COFFER_MOTO"
 
-step "Chromium and Playwright for the web console's browser test"
+step "Chromium and Playwright for the browser tests (the web console, CORS)"
 # Debian's chromium (apt) driven by Playwright from PyPI, in its own venv in
 # ~/.cache/coffer-tools/browser (Playwright's own browser download is not used).
-# test/console fails, not skips, without them (COFFER_REQUIRE_CLIENTS=1).
+# test/console and test/cors fail, not skip, without them (COFFER_REQUIRE_CLIENTS=1).
 # The run saves its screenshots of the main pages into .tools/console-shots
 # (ignored); scripts/console-shots.sh updates the committed docs/console.
 if ! command -v chromium >/dev/null; then
@@ -270,6 +270,7 @@ fuzz_all() {
   fuzz ./internal/s3api FuzzObjectLockConfigurationXML 5
   fuzz ./internal/s3api FuzzRetentionXML 5
   fuzz ./internal/s3api FuzzLegalHoldXML 5
+  fuzz ./internal/s3api FuzzParseCORS 5
   fuzz ./internal/tlscert FuzzParse 5
   fuzz ./internal/config FuzzParseRate 5
   fuzz ./internal/config FuzzParseDuration 5

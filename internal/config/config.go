@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -88,10 +89,15 @@ type Config struct {
 	AdmissionFloor       int           // --admission-floor: concurrency per listener and class never shed for overload; default 0 = 8 × cores (AdmissionMinLimit)
 
 	TrustedProxies []netip.Prefix // --trusted-proxies: CIDRs allowed to set X-Forwarded-For; default none
-	PublicMaxAge   time.Duration  // --public-max-age: Cache-Control max-age for public-read objects; default 60s
-	ShareMaxExpiry time.Duration  // --share-max-expiry: the longest lifetime of a share link; default 90 days
-	MetricsToken   string         // --metrics-token: bearer token for /metrics from non-loopback clients; default none (loopback only)
-	DebugListen    string         // --debug-listen: loopback address serving net/http/pprof; default none
+	// CORSOrigins are the web origins (scheme://host[:port], or "*") whose
+	// pages may call the file API's share-link and direct-upload routes
+	// (docs/cors.md); the console needs none. --cors-origins,
+	// COFFER_CORS_ORIGINS: comma-separated; default none.
+	CORSOrigins    []string
+	PublicMaxAge   time.Duration // --public-max-age: Cache-Control max-age for public-read objects; default 60s
+	ShareMaxExpiry time.Duration // --share-max-expiry: the longest lifetime of a share link; default 90 days
+	MetricsToken   string        // --metrics-token: bearer token for /metrics from non-loopback clients; default none (loopback only)
+	DebugListen    string        // --debug-listen: loopback address serving net/http/pprof; default none
 
 	// Quotas: token buckets per identity (internal/ratelimit, Quotas).
 	// Requests per period, and request body MiB per period; 0 = unlimited
@@ -515,6 +521,7 @@ func (c *Config) FlagSet(name string) *flag.FlagSet {
 	fs.DurationVar(&c.OverloadTarget, "overload-target", c.OverloadTarget, "CPU scheduling delay (90th percentile per 100ms) above which adaptive admission sheds load")
 	fs.IntVar(&c.AdmissionFloor, "admission-floor", c.AdmissionFloor, "concurrent requests per listener and class that adaptive admission never sheds (0 = 8 x cores)")
 	fs.Var((*prefixesValue)(&c.TrustedProxies), "trusted-proxies", "comma-separated CIDRs whose X-Forwarded-For is trusted")
+	fs.Var((*originsValue)(&c.CORSOrigins), "cors-origins", "comma-separated web origins (https://app.example.com, or *) whose pages may use share links and direct uploads of the file API across origins (docs/cors.md)")
 	fs.BoolVar(&c.Console, "console", c.Console, "serve the web console at / of the file API listener (false: / answers 404)")
 	fs.StringVar(&c.Signup, "signup", c.Signup, "who may create an account through the API: open (anyone who reaches it), invite (with a code from 'coffer invite create') or closed (administrators only)")
 	fs.Var(&c.RateUser, "rate-user", "requests one authenticated user may make, e.g. 600/m (0 = unlimited)")
@@ -648,6 +655,44 @@ func ParseBytes(s string) (int64, error) {
 		return 0, fmt.Errorf("invalid size unit in %q", s)
 	}
 	return int64(f * mult), nil
+}
+
+// originsValue is a comma-separated list of web origins.
+type originsValue []string
+
+// Type names the value in the help.
+func (*originsValue) Type() string { return "origins" }
+
+func (o *originsValue) String() string { return strings.Join(*o, ",") }
+
+func (o *originsValue) Set(s string) error {
+	*o = nil
+	for part := range strings.SplitSeq(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		if err := ValidOrigin(part); err != nil {
+			return err
+		}
+		*o = append(*o, part)
+	}
+	return nil
+}
+
+// ValidOrigin checks a web origin as browsers send it in Origin:
+// scheme://host[:port] with scheme http or https and nothing after, or
+// "*" (any origin).
+func ValidOrigin(o string) error {
+	if o == "*" {
+		return nil
+	}
+	u, err := url.Parse(o)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+		u.Path != "" || u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(o, "?") || strings.HasSuffix(o, "#") || o != u.Scheme+"://"+strings.ToLower(u.Host) {
+		return fmt.Errorf("%q is not a web origin (scheme://host[:port], lower-case, no path, or *)", o)
+	}
+	return nil
 }
 
 type prefixesValue []netip.Prefix

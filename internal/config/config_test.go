@@ -515,3 +515,37 @@ func TestLifecycleFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestCORSOriginsFlag: --cors-origins and COFFER_CORS_ORIGINS take
+// comma-separated web origins (or *); anything else is refused at parse.
+func TestCORSOriginsFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		want []string // nil with ok false: refused
+		ok   bool
+	}{
+		{nil, nil, nil, true},
+		{[]string{"--cors-origins", "https://app.example.com, http://127.0.0.1:5173"}, nil, []string{"https://app.example.com", "http://127.0.0.1:5173"}, true},
+		{nil, map[string]string{"COFFER_CORS_ORIGINS": "*"}, []string{"*"}, true},
+		{[]string{"--cors-origins", "https://app.example.com/"}, nil, nil, false},
+		{[]string{"--cors-origins", "app.example.com"}, nil, nil, false},
+		{[]string{"--cors-origins", "ftp://app.example.com"}, nil, nil, false},
+		{[]string{"--cors-origins", "https://App.example.com"}, nil, nil, false},
+		{[]string{"--cors-origins", "https://u@app.example.com"}, nil, nil, false},
+	} {
+		c := Defaults()
+		fs := c.FlagSet("coffer serve")
+		err := fs.Parse(tc.args)
+		if err == nil {
+			err = ApplyEnv(fs, func(k string) string { return tc.env[k] })
+		}
+		if (err == nil) != tc.ok {
+			t.Errorf("%v %v: %v, want ok %v", tc.args, tc.env, err, tc.ok)
+			continue
+		}
+		if tc.ok && strings.Join(c.CORSOrigins, " ") != strings.Join(tc.want, " ") {
+			t.Errorf("%v %v: CORSOrigins %q, want %q", tc.args, tc.env, c.CORSOrigins, tc.want)
+		}
+	}
+}

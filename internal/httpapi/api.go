@@ -79,6 +79,10 @@ type Config struct {
 
 	// Tus enables the tus 1.0 endpoint at TusBase when Store is set.
 	Tus TusConfig
+
+	// CORSOrigins may call the CORS routes across origins (cors.go,
+	// --cors-origins); empty: none.
+	CORSOrigins []string
 }
 
 // TusConfig configures the tus endpoint (internal/tus): ConfigFrom fills
@@ -133,6 +137,7 @@ func ConfigFrom(c config.Config) Config {
 		ZipPlanTimeout:     c.RequestTimeout,
 		DirectUploadExpiry: c.DirectUploadExpiry,
 		Tus:                TusConfig{TTL: t.TTL, LockLease: t.LockLease},
+		CORSOrigins:        c.CORSOrigins,
 	}
 }
 
@@ -197,7 +202,10 @@ type Route struct {
 	// server's request timeout; bounded by minimum transfer rates and the
 	// write-idle deadline instead).
 	Streams bool
-	handle  handlerFunc
+	// CORS routes answer pages of Config.CORSOrigins across origins
+	// (cors.go): share links and the direct-upload flow.
+	CORS   bool
+	handle handlerFunc
 }
 
 type handlerFunc func(r *http.Request, p auth.Principal) (response, error)
@@ -253,19 +261,19 @@ func (api *API) Routes() []Route {
 
 		// Anonymous access through share links: Share routes never look
 		// at the Authorization header; the link is the credential.
-		{Method: "GET", Pattern: "/s/{token}", Access: Share, Streams: true, handle: api.links.shareGet},
-		{Method: "GET", Pattern: "/s/{token}/{path...}", Access: Share, Streams: true, handle: api.links.shareGetPath},
-		{Method: "PUT", Pattern: "/s/{token}/{path...}", Access: Share, Streams: true, handle: api.links.sharePut},
-		{Method: "POST", Pattern: "/s/{token}/{path...}", Access: Share, handle: api.links.sharePost},
+		{Method: "GET", Pattern: "/s/{token}", Access: Share, Streams: true, CORS: true, handle: api.links.shareGet},
+		{Method: "GET", Pattern: "/s/{token}/{path...}", Access: Share, Streams: true, CORS: true, handle: api.links.shareGetPath},
+		{Method: "PUT", Pattern: "/s/{token}/{path...}", Access: Share, Streams: true, CORS: true, handle: api.links.sharePut},
+		{Method: "POST", Pattern: "/s/{token}/{path...}", Access: Share, CORS: true, handle: api.links.sharePost},
 
 		{Method: "GET", Pattern: "/api/v1/keys", Access: User, handle: api.keys.listKeys},
 		{Method: "POST", Pattern: "/api/v1/keys", Access: User, handle: api.keys.createKey},
 		{Method: "DELETE", Pattern: "/api/v1/keys/{id}", Access: User, handle: api.keys.deleteKey},
 
-		{Method: "POST", Pattern: "/api/v1/uploads", Access: User, handle: api.uploads.createUpload},
-		{Method: "GET", Pattern: "/api/v1/uploads/{id}", Access: User, handle: api.uploads.getUpload},
-		{Method: "DELETE", Pattern: "/api/v1/uploads/{id}", Access: User, handle: api.uploads.abortUpload},
-		{Method: "POST", Pattern: "/api/v1/uploads/{id}/complete", Access: User, handle: api.uploads.completeUpload},
+		{Method: "POST", Pattern: "/api/v1/uploads", Access: User, CORS: true, handle: api.uploads.createUpload},
+		{Method: "GET", Pattern: "/api/v1/uploads/{id}", Access: User, CORS: true, handle: api.uploads.getUpload},
+		{Method: "DELETE", Pattern: "/api/v1/uploads/{id}", Access: User, CORS: true, handle: api.uploads.abortUpload},
+		{Method: "POST", Pattern: "/api/v1/uploads/{id}/complete", Access: User, CORS: true, handle: api.uploads.completeUpload},
 
 		{Method: "GET", Pattern: "/api/v1/admin/invites", Access: Admin, handle: api.admin.listInvites},
 		{Method: "POST", Pattern: "/api/v1/admin/invites", Access: Admin, handle: api.admin.createInvite},
@@ -318,6 +326,9 @@ func (api *API) Routes() []Route {
 func (api *API) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		route, err := api.router.match(r)
+		if origin := r.Header.Get("Origin"); origin != "" && len(api.cfg.CORSOrigins) > 0 && api.cors(w, r, origin, route, err) {
+			return
+		}
 		if err != nil {
 			if errcode.Is(err, errcode.MethodNotAllowed) {
 				w.Header().Set("Allow", route.Method)

@@ -377,6 +377,9 @@ type Bucket struct {
 	// nil if none; read with the record, shared by the copies a cache
 	// hands out (never modify it).
 	Lifecycle *Lifecycle
+	// CORS is the bucket's CORS configuration (cors.go), nil if none;
+	// shared like Lifecycle (never modify it).
+	CORS *CORS
 }
 
 // IsGateway reports whether b fronts a bucket of another store.

@@ -78,6 +78,7 @@ func (s *Store) Stores() meta.Stores {
 	m.Accounts = accounts{m.Accounts, s}
 	m.EncryptionJobs = encryptionJobs{m.EncryptionJobs, s}
 	m.Lifecycles = lifecycles{m.Lifecycles, s}
+	m.CORSConfigs = corsConfigs{m.CORSConfigs, s}
 	return m
 }
 
@@ -96,6 +97,16 @@ func bucketSize(key string, b meta.Bucket) int {
 	if b.Lifecycle != nil {
 		for _, r := range b.Lifecycle.Rules {
 			n += 256 + len(r.ID)
+		}
+	}
+	if b.CORS != nil {
+		for _, r := range b.CORS.Rules {
+			n += 256 + len(r.ID)
+			for _, l := range [][]string{r.AllowedOrigins, r.AllowedMethods, r.AllowedHeaders, r.ExposeHeaders} {
+				for _, v := range l {
+					n += 16 + len(v)
+				}
+			}
 		}
 	}
 	return n
@@ -194,6 +205,20 @@ type lifecycles struct {
 func (l lifecycles) SetBucketLifecycle(ctx context.Context, name string, lc *meta.Lifecycle) error {
 	return l.c.write(ctx, []meta.Change{bucketChange(name)}, func(ctx context.Context) error {
 		return l.Lifecycles.SetBucketLifecycle(ctx, name, lc)
+	})
+}
+
+// corsConfigs wraps meta.CORSConfigs: a configuration is part of the
+// bucket record (the S3 API answers requests carrying Origin from it).
+type corsConfigs struct {
+	meta.CORSConfigs
+	c *Store
+}
+
+// SetBucketCORS implements meta.CORSConfigs, invalidating the bucket.
+func (cc corsConfigs) SetBucketCORS(ctx context.Context, name string, c *meta.CORS) error {
+	return cc.c.write(ctx, []meta.Change{bucketChange(name)}, func(ctx context.Context) error {
+		return cc.CORSConfigs.SetBucketCORS(ctx, name, c)
 	})
 }
 
@@ -477,6 +502,8 @@ var writeTopics = map[string]map[string]string{
 		"GetBucketLifecycle": "", "ListLifecycleBuckets": "", "AcquireLifecycleRun": "", "SaveLifecycleRun": "",
 		"SetBucketLifecycle": meta.TopicBucket,
 	},
+	// A bucket's CORS configuration is in its record.
+	"CORSConfigs": {"SetBucketCORS": meta.TopicBucket},
 
 	// Not wrapped: they change no cached record.
 	"Sessions":   {"CreateRefreshToken": "", "RotateRefreshToken": "", "RevokeRefreshFamily": "", "DeleteExpiredRefreshTokens": ""},

@@ -137,8 +137,17 @@ func (api *API) Handler() http.Handler {
 		op, h := api.dispatch(q)
 		q.op = op
 		httpx.SetRoute(r.Context(), op)
+		if origin := r.Header.Get("Origin"); origin != "" && q.bucket != "" && op != preflightOp {
+			api.setCORS(w, q, origin)
+		}
 		if h == nil {
 			api.fail(w, q, s3err.New(s3err.NotImplemented, op+" is not implemented by Coffer"))
+			return
+		}
+		if op == preflightOp {
+			// A browser's preflight carries no credentials (a presigned
+			// URL's query included): answered by the bucket's rules alone.
+			api.serve(w, q, h)
 			return
 		}
 		if err := api.authenticate(q); err != nil {
@@ -158,13 +167,21 @@ func (api *API) Handler() http.Handler {
 			api.fail(w, q, err)
 			return
 		}
-		resp, err := h(q)
-		if err != nil {
-			api.fail(w, q, err)
-			return
-		}
-		resp.respond(w, q)
+		api.serve(w, q, h)
 	})
+}
+
+// preflightOp names CORS preflights (OPTIONS on a bucket or an object).
+const preflightOp = "PreflightRequest"
+
+// serve runs h and writes its response or its error.
+func (api *API) serve(w http.ResponseWriter, q *request, h handlerFunc) {
+	resp, err := h(q)
+	if err != nil {
+		api.fail(w, q, err)
+		return
+	}
+	resp.respond(w, q)
 }
 
 // streamingOps move object bytes: the server's request timeout does not
@@ -183,7 +200,8 @@ func (api *API) Classify(r *http.Request) httpx.Kind {
 	q.bucket, q.key = api.address(r)
 	op, _ := api.dispatch(q)
 	k := httpx.Kind{Route: op, Class: ratelimit.Control,
-		Credentials: r.Header.Get("Authorization") != "" || sigv4.IsPresigned(r.URL.Query()) || r.URL.Query().Has("AWSAccessKeyId")}
+		// A preflight is never authenticated, whatever its URL's query.
+		Credentials: op != preflightOp && (r.Header.Get("Authorization") != "" || sigv4.IsPresigned(r.URL.Query()) || r.URL.Query().Has("AWSAccessKeyId"))}
 	if c, ok := streamingOps[op]; ok {
 		k.Class, k.Streams = c, true
 	}
@@ -279,6 +297,8 @@ func firstOf(q *request, names []string) string {
 func (api *API) dispatch(q *request) (string, handlerFunc) {
 	m := q.Method
 	switch {
+	case m == http.MethodOptions && q.bucket != "":
+		return preflightOp, api.preflight
 	case q.bucket == "":
 		if m == http.MethodGet {
 			return "ListBuckets", api.listBuckets
@@ -304,6 +324,10 @@ func (api *API) dispatch(q *request) (string, handlerFunc) {
 					if op == "DeleteBucketLifecycleConfiguration" {
 						op = "DeleteBucketLifecycle" // S3's name
 					}
+					return op, h
+				}
+			case "cors":
+				if op, h := putGetDelete(m, "BucketCors", api.putBucketCors, api.getBucketCors, api.deleteBucketCors); h != nil {
 					return op, h
 				}
 			case "encryption":

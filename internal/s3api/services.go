@@ -34,6 +34,11 @@ type Buckets interface {
 	SetBucketTags(ctx context.Context, a object.Actor, name string, tags []meta.Tag) error
 	GetBucketLifecycle(ctx context.Context, a object.Actor, name string) (meta.Lifecycle, error)
 	SetBucketLifecycle(ctx context.Context, a object.Actor, name string, lc *meta.Lifecycle) error
+	GetBucketCORS(ctx context.Context, a object.Actor, name string) (meta.CORS, error)
+	SetBucketCORS(ctx context.Context, a object.Actor, name string, c *meta.CORS) error
+	// BucketCORS returns a bucket's CORS configuration (nil: none) to
+	// anyone, from the cached bucket record.
+	BucketCORS(ctx context.Context, name string) (*meta.CORS, error)
 }
 
 // Objects is what the object operations call (and the copies, which read

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/coffer-storage/coffer/internal/testbackend"
 	"github.com/coffer-storage/coffer/test/testenv"
@@ -302,6 +303,15 @@ func TestGatewayBuckets(t *testing.T) {
 		_, err = cl.CreateMultipartUpload(t.Context(), &s3.CreateMultipartUploadInput{Bucket: aws.String(rw), Key: aws.String("mp")})
 		if err == nil || !strings.Contains(err.Error(), "NotImplemented") {
 			t.Errorf("S3 CreateMultipartUpload in the rw gateway: %v; want NotImplemented", err)
+		}
+		// Bucket documents are the backend's: CORS too.
+		_, err = cl.PutBucketCors(t.Context(), &s3.PutBucketCorsInput{Bucket: aws.String(rw), CORSConfiguration: &types.CORSConfiguration{
+			CORSRules: []types.CORSRule{{AllowedOrigins: []string{"*"}, AllowedMethods: []string{"GET"}}}}})
+		if err == nil || !strings.Contains(err.Error(), "NotImplemented") {
+			t.Errorf("S3 PutBucketCors on the rw gateway: %v; want NotImplemented", err)
+		}
+		if _, err := cl.GetBucketCors(t.Context(), &s3.GetBucketCorsInput{Bucket: aws.String(rw)}); err == nil || !strings.Contains(err.Error(), "NotImplemented") {
+			t.Errorf("S3 GetBucketCors on the rw gateway: %v; want NotImplemented", err)
 		}
 		if _, err := cl.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String(rw), Key: aws.String("s3put"), Body: strings.NewReader("via s3")}); err != nil {
 			t.Errorf("S3 PutObject to the rw gateway: %v", err)

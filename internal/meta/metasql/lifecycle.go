@@ -75,29 +75,16 @@ func (o lifecycleOps) GetBucketLifecycle(ctx context.Context, bucket string) (me
 	return decodeLifecycle(*s)
 }
 
-// SetBucketLifecycle implements meta.Lifecycles: one statement; when it
-// changes nothing, the bucket is missing (NotFound) or a gateway bucket
-// (Conflict).
+// SetBucketLifecycle implements meta.Lifecycles (setDocument).
 func (o lifecycleOps) SetBucketLifecycle(ctx context.Context, bucket string, lc *meta.Lifecycle) error {
-	var arg any
+	var doc any
 	if lc != nil {
 		if err := meta.CheckLifecycle(lc); err != nil {
 			return err
 		}
-		b, err := json.Marshal(lc)
-		if err != nil {
-			return errcode.Wrap(errcode.InvalidArgument, err, "invalid lifecycle configuration")
-		}
-		arg = string(b)
+		doc = lc
 	}
-	n, err := o.run.Exec(ctx, "set bucket lifecycle", o.sql.lifecycle.set, []any{arg, bucket}, nil)
-	if err != nil || n > 0 {
-		return err
-	}
-	if _, err := bucketOps(o).GetBucket(ctx, bucket); err != nil {
-		return err
-	}
-	return errcode.New(errcode.Conflict, "bucket %q is a gateway bucket: its lifecycle is its backend's", bucket)
+	return bucketOps(o).setDocument(ctx, "lifecycle", o.sql.lifecycle.set, bucket, doc)
 }
 
 // ListLifecycleBuckets implements meta.Lifecycles.

@@ -63,6 +63,7 @@ type Service struct {
 	versions   int              // version IDs made so far
 	Fail       map[string]error // method name ("Put", "Get", "Open" for a Reader's bytes...) → its error
 	Writes     []string         // "Put b/k", "CreateBucket b", ... in order
+	CORSReads  int              // calls of BucketCORS
 
 	LastPut    object.PutInput
 	LastCopy   object.CopyInput
@@ -1057,4 +1058,58 @@ func (f *Service) SetBucketLifecycle(_ context.Context, a object.Actor, name str
 	f.Buckets[name] = b
 	f.wrote("SetBucketLifecycle " + name)
 	return nil
+}
+
+// GetBucketCORS returns a bucket's CORS configuration (in its record):
+// NotFound (resource cors) if it has none.
+func (f *Service) GetBucketCORS(_ context.Context, a object.Actor, name string) (meta.CORS, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b, err := f.authorize(a, name, true)
+	if err != nil {
+		return meta.CORS{}, err
+	}
+	if b.CORS == nil {
+		return meta.CORS{}, meta.ErrNoCORS(name)
+	}
+	return *b.CORS, nil
+}
+
+// SetBucketCORS replaces a bucket's CORS configuration (nil: none),
+// checked by meta.CheckCORS.
+func (f *Service) SetBucketCORS(_ context.Context, a object.Actor, name string, c *meta.CORS) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.Fail["SetBucketCORS"]; err != nil {
+		return err
+	}
+	b, err := f.authorize(a, name, true)
+	if err != nil {
+		return err
+	}
+	if c != nil {
+		if err := meta.CheckCORS(c); err != nil {
+			return err
+		}
+	}
+	b.CORS = c
+	f.Buckets[name] = b
+	f.wrote("SetBucketCORS " + name)
+	return nil
+}
+
+// BucketCORS returns a bucket's CORS configuration (nil if none), to
+// anyone; NotFound if the bucket is missing. CORSReads counts the calls.
+func (f *Service) BucketCORS(_ context.Context, name string) (*meta.CORS, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.CORSReads++
+	if err := f.Fail["BucketCORS"]; err != nil {
+		return nil, err
+	}
+	b, ok := f.Buckets[name]
+	if !ok {
+		return nil, object.ErrNoBucket(name)
+	}
+	return b.CORS, nil
 }

@@ -31,6 +31,8 @@ func def(code string, status int, msg string) string {
 // S3 error codes.
 var (
 	AccessDenied                      = def("AccessDenied", 403, "Access Denied.")
+	AccessForbidden                   = def("AccessForbidden", 403, "CORSResponse: This CORS request is not allowed.")
+	NoSuchCORSConfiguration           = def("NoSuchCORSConfiguration", 404, "The CORS configuration does not exist")
 	AuthorizationHeaderMalformed      = def("AuthorizationHeaderMalformed", 400, "The authorization header is malformed.")
 	AuthorizationQueryParametersError = def("AuthorizationQueryParametersError", 400, "Error parsing the X-Amz-Credential parameter.")
 	BadDigest                         = def("BadDigest", 400, "The Content-MD5 or checksum you specified did not match what we received.")
@@ -185,6 +187,8 @@ func Translate(err error) APIError {
 			return Table[NoSuchTagSet]
 		case "lifecycle":
 			return Table[NoSuchLifecycleConfiguration]
+		case "cors":
+			return Table[NoSuchCORSConfiguration]
 		}
 		return Table[NoSuchKey]
 	case errcode.AlreadyExists:
