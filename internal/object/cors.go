@@ -17,7 +17,7 @@ import (
 // NotFound (resource cors) if it has none; NotImplemented for a gateway
 // bucket.
 func (s *Service) GetBucketCORS(ctx context.Context, a Actor, name string) (meta.CORS, error) {
-	b, err := s.authorize(ctx, a, name, write)
+	b, err := s.authorize(ctx, a, name, "s3:GetBucketCORS", "")
 	if err != nil {
 		return meta.CORS{}, err
 	}
@@ -33,7 +33,7 @@ func (s *Service) GetBucketCORS(ctx context.Context, a Actor, name string) (meta
 // SetBucketCORS replaces the CORS configuration of a bucket a owns (nil:
 // none), checked by meta.CheckCORS; NotImplemented for a gateway bucket.
 func (s *Service) SetBucketCORS(ctx context.Context, a Actor, name string, c *meta.CORS) error {
-	b, err := s.authorize(ctx, a, name, write)
+	b, err := s.authorize(ctx, a, name, "s3:PutBucketCORS", "")
 	if err != nil {
 		return err
 	}
