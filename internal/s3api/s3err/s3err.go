@@ -59,6 +59,10 @@ var (
 	InvalidPartOrder                  = def("InvalidPartOrder", 400, "The list of parts was not in ascending order. The parts list must be specified in order by part number.")
 	InvalidRange                      = def("InvalidRange", 416, "The requested range is not satisfiable.")
 	InvalidRequest                    = def("InvalidRequest", 400, "Invalid Request.")
+	InvalidPolicyDocument             = def("InvalidPolicyDocument", 400, "The content of the form does not meet the conditions specified in the policy document.")
+	MalformedPOSTRequest              = def("MalformedPOSTRequest", 400, "The body of your POST request is not well-formed multipart/form-data.")
+	MaxPostPreDataLengthExceeded      = def("MaxPostPreDataLengthExceededError", 400, "Your POST request fields preceding the upload file were too large.")
+	IncorrectNumberOfFiles            = def("IncorrectNumberOfFilesInPostRequest", 400, "POST requires exactly one file upload per request.")
 	KeyTooLongError                   = def("KeyTooLongError", 400, "Your key is too long.")
 	MetadataTooLarge                  = def("MetadataTooLarge", 400, "Your metadata headers exceed the maximum allowed metadata size.")
 	MalformedXML                      = def("MalformedXML", 400, "The XML you provided was not well-formed or did not validate against our published schema.")
@@ -266,6 +270,40 @@ type ErrorResponse struct {
 	Resource   string   `xml:"Resource,omitempty"`
 	RequestID  string   `xml:"RequestId"`
 	HostID     string   `xml:"HostId"`
+	// Extra are the elements S3 adds for some errors (ArgumentName,
+	// ProposedSize, Condition, ...), from the error's details (extraFields).
+	Extra []Element `xml:",any"`
+}
+
+// Element is one extra element of an error body.
+type Element struct {
+	XMLName xml.Name
+	Value   string `xml:",chardata"`
+}
+
+// extraFields maps error details to the elements S3 names them with, in
+// the order they are written.
+var extraFields = [...]struct{ detail, element string }{
+	{"argument_name", "ArgumentName"},
+	{"argument_value", "ArgumentValue"},
+	{"condition", "Condition"},
+	{"proposed_size", "ProposedSize"},
+	{"min_size_allowed", "MinSizeAllowed"},
+	{"max_size_allowed", "MaxSizeAllowed"},
+}
+
+func extra(err error) []Element {
+	e := errcode.As(err)
+	if e == nil {
+		return nil
+	}
+	var out []Element
+	for _, f := range extraFields {
+		if v, ok := e.Detail[f.detail]; ok {
+			out = append(out, Element{XMLName: xml.Name{Local: f.element}, Value: fmt.Sprint(v)})
+		}
+	}
+	return out
 }
 
 // Write sends err as an S3 error. HEAD responses carry no body. It
@@ -303,7 +341,7 @@ func Write(w http.ResponseWriter, r *http.Request, err error, bucket, key, reque
 		return row
 	}
 	body := ErrorResponse{Code: row.Code, Message: row.Message, Key: key, BucketName: bucket,
-		Resource: r.URL.Path, RequestID: requestID, HostID: requestID}
+		Resource: r.URL.Path, RequestID: requestID, HostID: requestID, Extra: extra(err)}
 	w.Write([]byte(xml.Header))
 	_ = xml.NewEncoder(w).Encode(body)
 	return row
