@@ -4,10 +4,12 @@
 package s3err
 
 import (
+	"encoding/hex"
 	"encoding/xml"
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/coffer-storage/coffer/internal/errcode"
@@ -43,7 +45,7 @@ var (
 	IncompleteBody                    = def("IncompleteBody", 400, "You did not provide the number of bytes specified by the Content-Length HTTP header.")
 	InternalError                     = def("InternalError", 500, "We encountered an internal error. Please try again.")
 	IllegalLocationConstraint         = def("IllegalLocationConstraintException", 400, "The location constraint is incompatible with the region of this endpoint.")
-	InvalidAccessKeyID                = def("InvalidAccessKeyId", 403, "The AWS access key Id you provided does not exist in our records.")
+	InvalidAccessKeyID                = def("InvalidAccessKeyId", 403, "The AWS Access Key Id you provided does not exist in our records.")
 	InvalidArgument                   = def("InvalidArgument", 400, "Invalid Argument.")
 	InvalidBucketState                = def("InvalidBucketState", 409, "The request is not valid with the current state of the bucket.")
 	MissingRequestBody                = def("MissingRequestBodyError", 400, "Request Body is empty")
@@ -282,7 +284,9 @@ type Element struct {
 }
 
 // extraFields maps error details to the elements S3 names them with, in
-// the order they are written.
+// the order they are written ("bytes" elements are the hex bytes, space
+// separated, of the detail before them: StringToSignBytes,
+// CanonicalRequestBytes).
 var extraFields = [...]struct{ detail, element string }{
 	{"argument_name", "ArgumentName"},
 	{"argument_value", "ArgumentValue"},
@@ -290,6 +294,16 @@ var extraFields = [...]struct{ detail, element string }{
 	{"proposed_size", "ProposedSize"},
 	{"min_size_allowed", "MinSizeAllowed"},
 	{"max_size_allowed", "MaxSizeAllowed"},
+	{"access_key_id", "AWSAccessKeyId"},
+	{"string_to_sign", "StringToSign"},
+	{"signature_provided", "SignatureProvided"},
+	{"string_to_sign", "StringToSignBytes"},
+	{"canonical_request", "CanonicalRequest"},
+	{"canonical_request", "CanonicalRequestBytes"},
+	{"x_amz_expires", "X-Amz-Expires"},
+	{"expires", "Expires"},
+	{"server_time", "ServerTime"},
+	{"headers_not_signed", "HeadersNotSigned"},
 }
 
 func extra(err error) []Element {
@@ -299,11 +313,30 @@ func extra(err error) []Element {
 	}
 	var out []Element
 	for _, f := range extraFields {
-		if v, ok := e.Detail[f.detail]; ok {
-			out = append(out, Element{XMLName: xml.Name{Local: f.element}, Value: fmt.Sprint(v)})
+		v, ok := e.Detail[f.detail]
+		if !ok {
+			continue
 		}
+		s := fmt.Sprint(v)
+		if strings.HasSuffix(f.element, "Bytes") {
+			s = hexBytes(s)
+		}
+		out = append(out, Element{XMLName: xml.Name{Local: f.element}, Value: s})
 	}
 	return out
+}
+
+// hexBytes is s as S3 shows a string's bytes: two hex digits each, space
+// separated.
+func hexBytes(s string) string {
+	b := make([]byte, 0, 3*len(s))
+	for i := 0; i < len(s); i++ {
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		b = hex.AppendEncode(b, []byte{s[i]})
+	}
+	return string(b)
 }
 
 // Write sends err as an S3 error. HEAD responses carry no body. It

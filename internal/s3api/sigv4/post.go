@@ -2,7 +2,6 @@ package sigv4
 
 import (
 	"crypto/subtle"
-	"strings"
 
 	"github.com/coffer-storage/coffer/internal/errcode"
 )
@@ -38,10 +37,8 @@ func VerifyPost(f PostForm, lookup Lookup, opts Options) (Result, error) {
 	}
 	if err := checkScope(a, &opts, ErrInvalidArgument, ""); err != nil {
 		// The same check as every SigV4 request; a POST form's answer
-		// names the field and ends without a period, as S3's does.
-		e := errcode.As(err)
-		e.Message = strings.TrimSuffix(e.Message, ".")
-		return Result{}, argument(e, "x-amz-credential", f.Credential)
+		// names the field.
+		return Result{}, argument(errcode.As(err), "x-amz-credential", f.Credential)
 	}
 	if d := f.Date[:8]; d != a.Date {
 		return Result{}, argument(newError(ErrInvalidArgument, "Invalid credential date %q. This date is not the same as X-Amz-Date: %q.", a.Date, d), "x-amz-credential", f.Credential)
@@ -49,7 +46,7 @@ func VerifyPost(f PostForm, lookup Lookup, opts Options) (Result, error) {
 	secret, err := lookup(a.AccessKeyID)
 	switch {
 	case errcode.Is(err, errcode.NotFound), err == nil && secret == "":
-		return Result{}, with(newError(ErrInvalidAccessKeyID, "The AWS access key Id you provided does not exist in our records."), "access_key_id", a.AccessKeyID)
+		return Result{}, with(newError(ErrInvalidAccessKeyID, "The AWS Access Key Id you provided does not exist in our records."), "access_key_id", a.AccessKeyID)
 	case err != nil:
 		return Result{}, err
 	}
