@@ -12,26 +12,32 @@ import (
 // answers, content-length-range refusals that store nothing, an expired
 // policy, an extra field, a wrong signature.
 func (e *env) testPost(t *testing.T) {
-	b := e.bucket("post")
+	e.pytest(t, "test_post.py", e.bucket("post"), "POST policy")
+}
+
+// pytest runs one file of py/ with the environment of test_boto3.py
+// (COFFER_S3_ENDPOINT, _ACCESS_KEY, _SECRET_KEY and _BUCKET = bucket).
+func (e *env) pytest(t *testing.T, file, bucket, what string) {
+	t.Helper()
 	py := python(t)
 	pydir, err := filepath.Abs("py")
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := &runner{
-		e: e, name: "pytest", bin: py, dir: pydir, bucket: b, timeout: 5 * time.Minute,
+		e: e, name: "pytest", bin: py, dir: pydir, bucket: bucket, timeout: 5 * time.Minute,
 		pre: []string{"-m", "pytest", "-q", "-p", "no:cacheprovider", "--basetemp", filepath.Join(t.TempDir(), "pytest"), "-rfE"},
 		env: childEnv(map[string]string{
 			"HOME":                 t.TempDir(),
 			"COFFER_S3_ENDPOINT":   e.srv.S3URL,
 			"COFFER_S3_ACCESS_KEY": e.accessKey,
 			"COFFER_S3_SECRET_KEY": e.secretKey,
-			"COFFER_S3_BUCKET":     b,
+			"COFFER_S3_BUCKET":     bucket,
 		}),
 	}
-	res := r.try(t, "test_post.py")
+	res := r.try(t, file)
 	if res.err != nil {
-		t.Errorf("POST policy suite failed:\n%s\n%s", res, e.evidence(b))
+		t.Errorf("%s suite failed:\n%s\n%s", what, res, e.evidence(bucket))
 		return
 	}
 	t.Logf("pytest: %s", lastLine(res.stdout))

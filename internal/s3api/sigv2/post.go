@@ -1,10 +1,6 @@
 package sigv2
 
-import (
-	"crypto/subtle"
-
-	"github.com/coffer-storage/coffer/internal/errcode"
-)
+import "crypto/subtle"
 
 // VerifyPolicy authenticates a browser POST form signed with SigV2: the
 // form's signature field must be the base64 HMAC-SHA1 of its (still
@@ -13,11 +9,8 @@ import (
 // ErrSignatureDoesNotMatch, as for Verify. The policy itself (expiry,
 // conditions) is the caller's to check.
 func VerifyPolicy(accessKeyID, signature, policy string, lookup Lookup) (Result, error) {
-	secret, err := lookup(accessKeyID)
-	switch {
-	case errcode.Is(err, errcode.NotFound), err == nil && secret == "":
-		return Result{}, with(newError(ErrInvalidAccessKeyID, "The AWS Access Key Id you provided does not exist in our records."), "access_key_id", accessKeyID)
-	case err != nil:
+	secret, err := secretOf(lookup, accessKeyID)
+	if err != nil {
 		return Result{}, err
 	}
 	if subtle.ConstantTimeCompare([]byte(Sign(secret, []byte(policy))), []byte(signature)) != 1 {

@@ -43,11 +43,8 @@ func VerifyPost(f PostForm, lookup Lookup, opts Options) (Result, error) {
 	if d := f.Date[:8]; d != a.Date {
 		return Result{}, argument(newError(ErrInvalidArgument, "Invalid credential date %q. This date is not the same as X-Amz-Date: %q.", a.Date, d), "x-amz-credential", f.Credential)
 	}
-	secret, err := lookup(a.AccessKeyID)
-	switch {
-	case errcode.Is(err, errcode.NotFound), err == nil && secret == "":
-		return Result{}, with(newError(ErrInvalidAccessKeyID, "The AWS Access Key Id you provided does not exist in our records."), "access_key_id", a.AccessKeyID)
-	case err != nil:
+	secret, err := secretOf(lookup, a.AccessKeyID)
+	if err != nil {
 		return Result{}, err
 	}
 	key := opts.Keys.signingKey(secret, a.Date, a.Region, a.Service)

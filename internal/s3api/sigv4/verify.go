@@ -337,14 +337,9 @@ func checkUnsignedHeaders(req *http.Request, a Authorization, presigned bool, op
 
 // finish looks the secret up and checks the signature.
 func finish(req *http.Request, a Authorization, res Result, lookup Lookup, opts *Options) (Result, error) {
-	secret, err := lookup(a.AccessKeyID)
-	switch {
-	case errcode.Is(err, errcode.NotFound):
-		return Result{}, with(newError(ErrInvalidAccessKeyID, "The AWS Access Key Id you provided does not exist in our records."), "access_key_id", a.AccessKeyID)
-	case err != nil:
+	secret, err := secretOf(lookup, a.AccessKeyID)
+	if err != nil {
 		return Result{}, err
-	case secret == "":
-		return Result{}, with(newError(ErrInvalidAccessKeyID, "The AWS Access Key Id you provided does not exist in our records."), "access_key_id", a.AccessKeyID)
 	}
 	key := opts.Keys.signingKey(secret, a.Date, a.Region, a.Service)
 	scope := a.Scope()
@@ -378,6 +373,19 @@ func finish(req *http.Request, a Authorization, res Result, lookup Lookup, opts 
 	res.Scope = scope
 	res.SignedHeaders = a.SignedHeaders
 	return res, nil
+}
+
+// secretOf looks the secret of id up: ErrInvalidAccessKeyID for a key the
+// lookup does not know.
+func secretOf(lookup Lookup, id string) (string, error) {
+	secret, err := lookup(id)
+	switch {
+	case errcode.Is(err, errcode.NotFound), err == nil && secret == "":
+		return "", with(newError(ErrInvalidAccessKeyID, "The AWS Access Key Id you provided does not exist in our records."), "access_key_id", id)
+	case err != nil:
+		return "", err
+	}
+	return secret, nil
 }
 
 // payloadMode classifies an x-amz-content-sha256 value.
