@@ -14,6 +14,7 @@ import (
 
 	"github.com/coffer-storage/coffer/internal/httpx"
 	"github.com/coffer-storage/coffer/internal/meta"
+	"github.com/coffer-storage/coffer/internal/ratelimit"
 	"github.com/coffer-storage/coffer/internal/s3api/s3err"
 	"github.com/coffer-storage/coffer/internal/s3api/sigv2"
 	"github.com/coffer-storage/coffer/internal/s3api/sigv4"
@@ -340,4 +341,18 @@ func FuzzPostForm(f *testing.F) {
 			t.Fatalf("%d %s, yet wrote %v", r.Code, r.code, e.store.Writes)
 		}
 	})
+}
+
+// TestClassifyPostObject: the guards treat a form upload as PutObject (a
+// streaming write, exempt from the request timeout), and as anonymous
+// until the API has verified the form's signature.
+func TestClassifyPostObject(t *testing.T) {
+	api := New(Services{}, testConfig(nil), nil)
+	k := api.Classify(httptest.NewRequest("POST", "/b", nil))
+	if k.Route != "PostObject" || !k.Streams || k.Class != ratelimit.Write || k.Credentials {
+		t.Errorf("%+v", k)
+	}
+	if k := api.Classify(httptest.NewRequest("POST", "/b?delete", nil)); k.Streams {
+		t.Errorf("DeleteObjects: %+v", k)
+	}
 }
