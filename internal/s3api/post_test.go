@@ -160,6 +160,10 @@ func TestPostObject(t *testing.T) {
 			return append([]postField{{"key", "up/a.txt"}}, v4Fields(aliceKey, aliceSecret, "%%%")...)
 		}(), data, 400, s3err.InvalidPolicyDocument, "Invalid Policy: invalid Base64 encoding."},
 		{"anonymous into a private bucket", []postField{{"key", "up/a.txt"}}, data, 403, s3err.AccessDenied, ""},
+		{"another user's bucket", func() []postField {
+			p := policyB64(t, future, append(v4Conditions(bobKey), map[string]string{"bucket": "b"}, []any{"starts-with", "$key", ""})...)
+			return append([]postField{{"key", "up/a.txt"}}, v4Fields(bobKey, bobSecret, p)...)
+		}(), data, 403, s3err.AccessDenied, ""},
 		{"public-read object", signed(base(map[string]string{"acl": "public-read"}), postField{"acl", "public-read"}), data,
 			501, s3err.NotImplemented, "x-amz-acl"},
 		{"Cache-Control", signed(base([]any{"starts-with", "$Cache-Control", ""}), postField{"Cache-Control", "no-cache"}), data,
