@@ -447,3 +447,18 @@ func Clip(s string) string {
 	}
 	return s
 }
+
+// Secret looks the secret of access key id up for the signing packages:
+// an error of kind unknown (their ErrInvalidAccessKeyID) for a key lookup
+// does not know (errcode.NotFound, or no secret); lookup's other errors
+// unchanged.
+func Secret(lookup func(id string) (string, error), id string, unknown error) (string, error) {
+	secret, err := lookup(id)
+	switch {
+	case errcode.Is(err, errcode.NotFound), err == nil && secret == "":
+		return "", With(Wrap(unknown, "The AWS Access Key Id you provided does not exist in our records."), "access_key_id", id)
+	case err != nil:
+		return "", err
+	}
+	return secret, nil
+}

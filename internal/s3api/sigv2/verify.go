@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/s3api/s3err"
 )
 
 // Lookup returns the secret of an access key. It must return an error with
@@ -353,12 +353,5 @@ func parseTime(s string) (time.Time, bool) {
 // secretOf looks the secret of id up: ErrInvalidAccessKeyID for a key the
 // lookup does not know.
 func secretOf(lookup Lookup, id string) (string, error) {
-	secret, err := lookup(id)
-	switch {
-	case errcode.Is(err, errcode.NotFound), err == nil && secret == "":
-		return "", with(newError(ErrInvalidAccessKeyID, "The AWS Access Key Id you provided does not exist in our records."), "access_key_id", id)
-	case err != nil:
-		return "", err
-	}
-	return secret, nil
+	return s3err.Secret(lookup, id, ErrInvalidAccessKeyID)
 }

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/s3api/s3err"
 )
 
 // PayloadMode says how the body of a verified request is protected, from
@@ -375,19 +375,6 @@ func finish(req *http.Request, a Authorization, res Result, lookup Lookup, opts 
 	return res, nil
 }
 
-// secretOf looks the secret of id up: ErrInvalidAccessKeyID for a key the
-// lookup does not know.
-func secretOf(lookup Lookup, id string) (string, error) {
-	secret, err := lookup(id)
-	switch {
-	case errcode.Is(err, errcode.NotFound), err == nil && secret == "":
-		return "", with(newError(ErrInvalidAccessKeyID, "The AWS Access Key Id you provided does not exist in our records."), "access_key_id", id)
-	case err != nil:
-		return "", err
-	}
-	return secret, nil
-}
-
 // payloadMode classifies an x-amz-content-sha256 value.
 func payloadMode(v string) (PayloadMode, error) {
 	switch v {
@@ -407,4 +394,10 @@ func payloadMode(v string) (PayloadMode, error) {
 		return 0, newError(ErrUnsupportedAuth, "SigV4a streaming payloads (%s) are not supported.", clip(v))
 	}
 	return 0, newError(ErrInvalidArgument, "x-amz-content-sha256 must be UNSIGNED-PAYLOAD, STREAMING-AWS4-HMAC-SHA256-PAYLOAD, STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER, STREAMING-UNSIGNED-PAYLOAD-TRAILER or a valid sha256 value.")
+}
+
+// secretOf looks the secret of id up: ErrInvalidAccessKeyID for a key the
+// lookup does not know.
+func secretOf(lookup Lookup, id string) (string, error) {
+	return s3err.Secret(lookup, id, ErrInvalidAccessKeyID)
 }
