@@ -4,10 +4,7 @@ default signature at a custom endpoint), and SigV2 forms made by hand as
 boto2 made them (AWSAccessKeyId, policy, signature = base64 HMAC-SHA1 of the
 policy), posted with requests as a browser posts a form.
 
-Run by post_test.go (TestClients/post) with the same environment as
-test_boto3.py:
-  COFFER_S3_ENDPOINT, COFFER_S3_ACCESS_KEY, COFFER_S3_SECRET_KEY,
-  COFFER_S3_BUCKET (a bucket name this run owns; created here).
+Run by post_test.go (TestClients/post); environment: s3env.py.
 """
 
 import base64
@@ -19,30 +16,10 @@ import os
 import urllib.parse
 import xml.etree.ElementTree as ET
 
-import boto3
 import pytest
-import requests
-from botocore.config import Config
 from botocore.exceptions import ClientError
 
-ENDPOINT = os.environ["COFFER_S3_ENDPOINT"]
-ACCESS_KEY = os.environ["COFFER_S3_ACCESS_KEY"]
-SECRET_KEY = os.environ["COFFER_S3_SECRET_KEY"]
-BUCKET = os.environ["COFFER_S3_BUCKET"]
-
-HTTP = requests.Session()
-HTTP.trust_env = False
-
-
-def client(**config):
-    return boto3.client(
-        "s3",
-        endpoint_url=ENDPOINT,
-        aws_access_key_id=ACCESS_KEY,
-        aws_secret_access_key=SECRET_KEY,
-        region_name="us-east-1",
-        config=Config(**config) if config else None,
-    )
+from s3env import ACCESS_KEY, BUCKET, ENDPOINT, HTTP, SECRET_KEY, client
 
 
 @pytest.fixture(scope="session")
