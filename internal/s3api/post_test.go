@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coffer-storage/coffer/internal/crypt"
 	"github.com/coffer-storage/coffer/internal/httpx"
 	"github.com/coffer-storage/coffer/internal/meta"
 	"github.com/coffer-storage/coffer/internal/ratelimit"
@@ -288,6 +289,22 @@ func TestPostObject(t *testing.T) {
 		if got := r.Header().Get("Location"); got != want {
 			t.Errorf("Location %q, want %q", got, want)
 		}
+	})
+	t.Run("SSE and lock fields as PutObject's headers", func(t *testing.T) {
+		e := newS3Env(t)
+		f := signed(base(map[string]string{"x-amz-server-side-encryption": "aws:kms"},
+			map[string]string{"x-amz-server-side-encryption-aws-kms-key-id": "alias/k1"}),
+			postField{"x-amz-server-side-encryption", "aws:kms"}, postField{"x-amz-server-side-encryption-aws-kms-key-id", "alias/k1"})
+		body, ct := postBody(t, f, "a.txt", data)
+		e.post("/b", body, ct).want(t, 204, "")
+		if got := e.store.LastPut.SSE; got.Mode != crypt.ModeKMSKey || got.KMSKeyID != "alias/k1" {
+			t.Errorf("SSE %+v", got)
+		}
+		e = newS3Env(t)
+		f = signed(base(map[string]string{"x-amz-object-lock-mode": "GOVERNANCE"}), postField{"x-amz-object-lock-mode", "GOVERNANCE"})
+		body, ct = postBody(t, f, "a.txt", data)
+		e.post("/b", body, ct).want(t, 400, s3err.InvalidArgument) // a mode without a date, as PutObject answers
+		e.noWrites(t)
 	})
 	t.Run("sigv2", func(t *testing.T) {
 		e := newS3Env(t)
