@@ -289,6 +289,8 @@ fuzz_all() {
   fuzz ./internal/integrity FuzzParseChecksumType 5
   fuzz ./internal/integrity FuzzCombine 5
   fuzz ./internal/s3api FuzzCustomerKeyHeaders 5
+  fuzz ./internal/s3api/postpolicy FuzzParse 10
+  fuzz ./internal/s3api FuzzPostForm 5
   fuzz ./internal/gateway FuzzParseGateway 5
   fuzz ./internal/console FuzzAccepts 5
   fuzz ./internal/meta FuzzParseCursor 5

@@ -456,7 +456,7 @@ func TestErrorMapping(t *testing.T) {
 		{"failing open", "GET", "/b/k", "Open", object.ErrNoObject("k"), 404, s3err.NoSuchKey, "", false},
 		{"unknown operation", "GET", "/b?policy", "", nil, 501, s3err.NotImplemented, "", false},
 		{"unknown object operation", "PUT", "/b/k?torrent", "", nil, 501, s3err.NotImplemented, "", false},
-		{"post object", "POST", "/b", "", nil, 501, s3err.NotImplemented, "", false},
+		{"post to an object", "POST", "/b/k", "", nil, 501, s3err.NotImplemented, "", false},
 		{"method", "PATCH", "/b/k", "", nil, 405, s3err.MethodNotAllowed, "", false},
 	} {
 		for _, method := range []string{tc.method, "HEAD"} {

@@ -2,6 +2,7 @@ package s3api
 
 import (
 	"encoding/base64"
+	"io"
 	"mime"
 	"net/http"
 	"net/url"
@@ -74,7 +75,7 @@ func headerChecksum(h http.Header) (alg integrity.Algorithm, want []byte, err er
 			continue
 		}
 		if alg != integrity.NoChecksum {
-			return 0, nil, s3err.New(s3err.InvalidRequest, "Expecting a single x-amz-checksum- header")
+			return 0, nil, s3err.New(s3err.InvalidRequest, "Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.")
 		}
 		alg = a
 	}
@@ -124,36 +125,50 @@ func (api *API) putObject(q *request) (response, error) {
 	if size > MaxPutSize {
 		return nil, s3err.New(s3err.EntityTooLarge, "")
 	}
-	md5sum, err := contentMD5(q.Header)
+	_, h, err := api.storeObject(q, body, size)
 	if err != nil {
 		return nil, err
 	}
+	return empty{header: h}, nil
+}
+
+// storeObject writes body (size bytes, -1 if unknown) as the object q
+// addresses, with the object headers of q (Content-MD5, checksums,
+// Content-Type, SSE, tags, lock, metadata, write conditions): PutObject's
+// path, which PostObject takes too. It returns the object and the
+// response headers that describe it.
+func (api *API) storeObject(q *request, body io.Reader, size int64) (meta.Object, http.Header, error) {
+	fail := func(err error) (meta.Object, http.Header, error) { return meta.Object{}, nil, err }
+	md5sum, err := contentMD5(q.Header)
+	if err != nil {
+		return fail(err)
+	}
 	alg, want, err := headerChecksum(q.Header)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	if q.pay.trailerAlg != integrity.NoChecksum {
 		alg, want = q.pay.trailerAlg, nil // verified by the trailer decoder
 	}
 	cond, err := writeCond(q.Header)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	ct := contentType(q.Header)
 	if _, _, err := mime.ParseMediaType(ct); err != nil {
-		return nil, s3err.New(s3err.InvalidArgument, "Content-Type is malformed")
+		return fail(s3err.New(s3err.InvalidArgument, "Content-Type is malformed"))
 	}
 	sse, keyMD5, err := writeSSE(q)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	tags, err := headerTags(q)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	lock, err := headerLock(q, true)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	o, err := api.objects.Put(ctxOf(q), q.actor, object.PutInput{
 		Bucket: q.bucket, Key: q.key, Body: body, Size: size, ContentType: ct,
@@ -161,7 +176,7 @@ func (api *API) putObject(q *request) (response, error) {
 		ChecksumAlgorithm: alg.String(), ChecksumWant: want, Cond: cond, SSE: sse,
 	})
 	if err != nil {
-		return nil, writeLockErr(err)
+		return fail(writeLockErr(err))
 	}
 	h := http.Header{"Etag": {`"` + o.ETag + `"`}}
 	if o.VersionID != meta.NullVersion {
@@ -178,7 +193,7 @@ func (api *API) putObject(q *request) (response, error) {
 	if b, err := api.buckets.GetBucket(ctxOf(q), q.actor, q.bucket); err == nil {
 		api.expirationHeader(h, b, o)
 	}
-	return empty{header: h}, nil
+	return o, h, nil
 }
 
 // versionHeader sets x-amz-version-id to id, the version a write made or

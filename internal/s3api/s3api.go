@@ -189,7 +189,7 @@ func (api *API) serve(w http.ResponseWriter, q *request, h handlerFunc) {
 // them instead).
 var streamingOps = map[string]ratelimit.Class{
 	"GetObject": ratelimit.Read,
-	"PutObject": ratelimit.Write, "UploadPart": ratelimit.Write,
+	"PutObject": ratelimit.Write, "UploadPart": ratelimit.Write, "PostObject": ratelimit.Write,
 	"CopyObject": ratelimit.Write, "UploadPartCopy": ratelimit.Write,
 }
 
@@ -362,7 +362,7 @@ func (api *API) dispatch(q *request) (string, handlerFunc) {
 			if has(q, "delete") {
 				return "DeleteObjects", api.deleteObjects
 			}
-			return "PostObject", nil
+			return "PostObject", api.postObject
 		}
 		return "UnknownBucketOperation", methodNotAllowed
 	}

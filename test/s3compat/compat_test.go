@@ -73,6 +73,7 @@ func TestClients(t *testing.T) {
 			{"s3cmd", (*env).testS3cmd},
 			{"crossapi", (*env).testCrossAPI},
 			{"sigv2", (*env).testSigV2},
+			{"post", (*env).testPost},
 		} {
 			t.Run(c.name, func(t *testing.T) {
 				t.Parallel()

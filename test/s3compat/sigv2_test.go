@@ -18,30 +18,7 @@ import (
 func (e *env) testSigV2(t *testing.T) {
 	b := e.bucket("sigv2")
 
-	t.Run("boto3", func(t *testing.T) {
-		py := python(t)
-		pydir, err := filepath.Abs("py")
-		if err != nil {
-			t.Fatal(err)
-		}
-		r := &runner{
-			e: e, name: "pytest", bin: py, dir: pydir, bucket: b, timeout: 5 * time.Minute,
-			pre: []string{"-m", "pytest", "-q", "-p", "no:cacheprovider", "--basetemp", filepath.Join(t.TempDir(), "pytest"), "-rfE"},
-			env: childEnv(map[string]string{
-				"HOME":                 t.TempDir(),
-				"COFFER_S3_ENDPOINT":   e.srv.S3URL,
-				"COFFER_S3_ACCESS_KEY": e.accessKey,
-				"COFFER_S3_SECRET_KEY": e.secretKey,
-				"COFFER_S3_BUCKET":     b,
-			}),
-		}
-		res := r.try(t, "test_sigv2.py")
-		if res.err != nil {
-			t.Errorf("boto3 SigV2 suite failed:\n%s\n%s", res, e.evidence(b))
-			return
-		}
-		t.Logf("pytest: %s", lastLine(res.stdout))
-	})
+	t.Run("boto3", func(t *testing.T) { e.pytest(t, "test_sigv2.py", b, "boto3 SigV2") })
 
 	t.Run("awscli presign", func(t *testing.T) {
 		aws := e.defaultAWSRunner(t, b)

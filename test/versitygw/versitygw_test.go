@@ -66,8 +66,8 @@ import (
 const Version = "v1.8.0"
 
 // selected are the name patterns (path.Match) of the chosen tests: the
-// groups of the S3 operations Coffer claims, and those of issue 20
-// (versioning, object lock, tagging, lifecycle).
+// groups of the S3 operations Coffer claims, those of issue 20
+// (versioning, object lock, tagging, lifecycle) and of issue 21.
 var selected = []string{
 	"PutObject_*", "GetObject_*", "HeadObject_*", "CopyObject_*",
 	"DeleteObject_*", "DeleteObjects_*", "ListObjects_*", "ListObjectsV2_*",
@@ -81,6 +81,8 @@ var selected = []string{
 	"PutObjectLockConfiguration_*", "*Tagging*", "*Lifecycle*",
 	// issue 21: CORS
 	"PutBucketCors_*", "GetBucketCors*", "DeleteBucketCors*", "PreflightOPTIONS_*",
+	// issue 21: browser POST policy uploads, presigned authentication
+	"PostObject_*", "PresignedAuth_*",
 }
 
 // versioned are the tests versitygw's full-flow runs only against a

@@ -4,10 +4,12 @@
 package s3err
 
 import (
+	"encoding/hex"
 	"encoding/xml"
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/coffer-storage/coffer/internal/errcode"
@@ -45,7 +47,7 @@ var (
 	IncompleteBody                    = def("IncompleteBody", 400, "You did not provide the number of bytes specified by the Content-Length HTTP header.")
 	InternalError                     = def("InternalError", 500, "We encountered an internal error. Please try again.")
 	IllegalLocationConstraint         = def("IllegalLocationConstraintException", 400, "The location constraint is incompatible with the region of this endpoint.")
-	InvalidAccessKeyID                = def("InvalidAccessKeyId", 403, "The AWS access key Id you provided does not exist in our records.")
+	InvalidAccessKeyID                = def("InvalidAccessKeyId", 403, "The AWS Access Key Id you provided does not exist in our records.")
 	InvalidArgument                   = def("InvalidArgument", 400, "Invalid Argument.")
 	InvalidBucketState                = def("InvalidBucketState", 409, "The request is not valid with the current state of the bucket.")
 	MissingRequestBody                = def("MissingRequestBodyError", 400, "Request Body is empty")
@@ -61,6 +63,10 @@ var (
 	InvalidPartOrder                  = def("InvalidPartOrder", 400, "The list of parts was not in ascending order. The parts list must be specified in order by part number.")
 	InvalidRange                      = def("InvalidRange", 416, "The requested range is not satisfiable.")
 	InvalidRequest                    = def("InvalidRequest", 400, "Invalid Request.")
+	InvalidPolicyDocument             = def("InvalidPolicyDocument", 400, "The content of the form does not meet the conditions specified in the policy document.")
+	MalformedPOSTRequest              = def("MalformedPOSTRequest", 400, "The body of your POST request is not well-formed multipart/form-data.")
+	MaxPostPreDataLengthExceeded      = def("MaxPostPreDataLengthExceededError", 400, "Your POST request fields preceding the upload file were too large.")
+	IncorrectNumberOfFiles            = def("IncorrectNumberOfFilesInPostRequest", 400, "POST requires exactly one file upload per request.")
 	KeyTooLongError                   = def("KeyTooLongError", 400, "Your key is too long.")
 	MetadataTooLarge                  = def("MetadataTooLarge", 400, "Your metadata headers exceed the maximum allowed metadata size.")
 	MalformedXML                      = def("MalformedXML", 400, "The XML you provided was not well-formed or did not validate against our published schema.")
@@ -273,6 +279,71 @@ type ErrorResponse struct {
 	Resource   string   `xml:"Resource,omitempty"`
 	RequestID  string   `xml:"RequestId"`
 	HostID     string   `xml:"HostId"`
+	// Extra are the elements S3 adds for some errors (ArgumentName,
+	// ProposedSize, Condition, ...), from the error's details (extraFields).
+	Extra []Element `xml:",any"`
+}
+
+// Element is one extra element of an error body.
+type Element struct {
+	XMLName xml.Name
+	Value   string `xml:",chardata"`
+}
+
+// extraFields maps error details to the elements S3 names them with, in
+// the order they are written ("bytes" elements are the hex bytes, space
+// separated, of the detail before them: StringToSignBytes,
+// CanonicalRequestBytes).
+var extraFields = [...]struct{ detail, element string }{
+	{"argument_name", "ArgumentName"},
+	{"argument_value", "ArgumentValue"},
+	{"condition", "Condition"},
+	{"proposed_size", "ProposedSize"},
+	{"min_size_allowed", "MinSizeAllowed"},
+	{"max_size_allowed", "MaxSizeAllowed"},
+	{"access_key_id", "AWSAccessKeyId"},
+	{"string_to_sign", "StringToSign"},
+	{"signature_provided", "SignatureProvided"},
+	{"string_to_sign", "StringToSignBytes"},
+	{"canonical_request", "CanonicalRequest"},
+	{"canonical_request", "CanonicalRequestBytes"},
+	{"x_amz_expires", "X-Amz-Expires"},
+	{"expires", "Expires"},
+	{"server_time", "ServerTime"},
+	{"headers_not_signed", "HeadersNotSigned"},
+}
+
+func extra(err error) []Element {
+	e := errcode.As(err)
+	if e == nil {
+		return nil
+	}
+	var out []Element
+	for _, f := range extraFields {
+		v, ok := e.Detail[f.detail]
+		if !ok {
+			continue
+		}
+		s := fmt.Sprint(v)
+		if strings.HasSuffix(f.element, "Bytes") {
+			s = hexBytes(s)
+		}
+		out = append(out, Element{XMLName: xml.Name{Local: f.element}, Value: s})
+	}
+	return out
+}
+
+// hexBytes is s as S3 shows a string's bytes: two hex digits each, space
+// separated.
+func hexBytes(s string) string {
+	b := make([]byte, 0, 3*len(s))
+	for i := 0; i < len(s); i++ {
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		b = hex.AppendEncode(b, []byte{s[i]})
+	}
+	return string(b)
 }
 
 // Write sends err as an S3 error. HEAD responses carry no body. It
@@ -310,7 +381,7 @@ func Write(w http.ResponseWriter, r *http.Request, err error, bucket, key, reque
 		return row
 	}
 	body := ErrorResponse{Code: row.Code, Message: row.Message, Key: key, BucketName: bucket,
-		Resource: r.URL.Path, RequestID: requestID, HostID: requestID}
+		Resource: r.URL.Path, RequestID: requestID, HostID: requestID, Extra: extra(err)}
 	w.Write([]byte(xml.Header))
 	_ = xml.NewEncoder(w).Encode(body)
 	return row
@@ -382,4 +453,19 @@ func Clip(s string) string {
 		return s[:max] + "..."
 	}
 	return s
+}
+
+// Secret looks the secret of access key id up for the signing packages:
+// an error of kind unknown (their ErrInvalidAccessKeyID) for a key lookup
+// does not know (errcode.NotFound, or no secret); lookup's other errors
+// unchanged.
+func Secret(lookup func(id string) (string, error), id string, unknown error) (string, error) {
+	secret, err := lookup(id)
+	switch {
+	case errcode.Is(err, errcode.NotFound), err == nil && secret == "":
+		return "", With(Wrap(unknown, "The AWS Access Key Id you provided does not exist in our records."), "access_key_id", id)
+	case err != nil:
+		return "", err
+	}
+	return secret, nil
 }

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/s3api/s3err"
 )
 
 // Lookup returns the secret of an access key. It must return an error with
@@ -239,11 +239,8 @@ func verifyPresigned(req *http.Request, vhostBucket string, lookup Lookup, opts 
 // candidate string to sign (the documented one first), with the resource
 // filled in. Only the documented candidate is reported on mismatch.
 func finish(req *http.Request, a Authorization, vhostBucket string, tries []stringToSign, res Result, lookup Lookup) (Result, error) {
-	secret, err := lookup(a.AccessKeyID)
-	switch {
-	case errcode.Is(err, errcode.NotFound), err == nil && secret == "":
-		return Result{}, with(newError(ErrInvalidAccessKeyID, "The AWS Access Key Id you provided does not exist in our records."), "access_key_id", a.AccessKeyID)
-	case err != nil:
+	secret, err := secretOf(lookup, a.AccessKeyID)
+	if err != nil {
 		return Result{}, err
 	}
 	// The resource: as documented, then the variants clients sign.
@@ -351,4 +348,10 @@ func parseTime(s string) (time.Time, bool) {
 		}
 	}
 	return time.Time{}, false
+}
+
+// secretOf looks the secret of id up: ErrInvalidAccessKeyID for a key the
+// lookup does not know.
+func secretOf(lookup Lookup, id string) (string, error) {
+	return s3err.Secret(lookup, id, ErrInvalidAccessKeyID)
 }

@@ -120,13 +120,13 @@ func (a *Authorization) parseCredential(cred string) string {
 		return form
 	}
 	if parts[3] != terminator {
-		return "incorrect terminal " + strconv.Quote(clip(parts[3])) + "; this endpoint uses \"aws4_request\"."
+		return "incorrect terminal " + strconv.Quote(clip(parts[3])) + ". This endpoint uses \"aws4_request\"."
 	}
 	if len(parts[0]) != 8 {
-		return "invalid credential date " + strconv.Quote(clip(parts[0])) + "; expecting yyyymmdd."
+		return "incorrect date format " + strconv.Quote(clip(parts[0])) + ". This date in the credential must be in the format \"yyyyMMdd\"."
 	}
 	if _, err := time.Parse(dateLayout, parts[0]); err != nil {
-		return "invalid credential date " + strconv.Quote(clip(parts[0])) + "; expecting yyyymmdd."
+		return "incorrect date format " + strconv.Quote(clip(parts[0])) + ". This date in the credential must be in the format \"yyyyMMdd\"."
 	}
 	a.AccessKeyID, a.Date, a.Region, a.Service = rest, parts[0], parts[1], parts[2]
 	return ""
@@ -202,7 +202,7 @@ func ParsePresigned(query url.Values) (Presigned, error) {
 		vs := query[name]
 		switch len(vs) {
 		case 0:
-			return "", newError(ErrAuthorizationQueryParameters, "Query-string authentication version 4 requires the X-Amz-Algorithm, X-Amz-Credential, X-Amz-Signature, X-Amz-Date, X-Amz-SignedHeaders, and X-Amz-Expires parameters; %s is missing.", name)
+			return "", newError(ErrAuthorizationQueryParameters, "Query-string authentication version 4 requires the X-Amz-Algorithm, X-Amz-Credential, X-Amz-Signature, X-Amz-Date, X-Amz-SignedHeaders, and X-Amz-Expires parameters.")
 		case 1:
 			return vs[0], nil
 		}
@@ -216,7 +216,7 @@ func ParsePresigned(query url.Values) (Presigned, error) {
 		return p, err
 	}
 	if alg != Algorithm {
-		return p, newError(ErrAuthorizationQueryParameters, "X-Amz-Algorithm only supports %q.", Algorithm)
+		return p, newError(ErrAuthorizationQueryParameters, "X-Amz-Algorithm only supports %q", Algorithm)
 	}
 	cred, err := get("X-Amz-Credential")
 	if err != nil {
@@ -240,12 +240,14 @@ func ParsePresigned(query url.Values) (Presigned, error) {
 	}
 	secs, err := strconv.ParseInt(exp, 10, 64)
 	switch {
+	case err == nil && secs < 0:
+		return p, newError(ErrAuthorizationQueryParameters, "X-Amz-Expires must be non-negative")
 	case err != nil || exp == "" || exp[0] < '0' || exp[0] > '9':
-		return p, newError(ErrAuthorizationQueryParameters, "X-Amz-Expires should be a number.")
+		return p, newError(ErrAuthorizationQueryParameters, "X-Amz-Expires should be a number")
 	case secs < 1:
 		return p, newError(ErrAuthorizationQueryParameters, "X-Amz-Expires must be at least one second.")
 	case secs > int64(MaxPresignExpiry/time.Second):
-		return p, newError(ErrAuthorizationQueryParameters, "X-Amz-Expires must be less than a week (in seconds) that is; 604800.")
+		return p, newError(ErrAuthorizationQueryParameters, "X-Amz-Expires must be less than a week (in seconds); that is, the given X-Amz-Expires must be less than 604800 seconds")
 	}
 	p.Expires = time.Duration(secs) * time.Second
 	signed, err := get("X-Amz-SignedHeaders")

@@ -4,10 +4,11 @@ import (
 	"crypto/subtle"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
-	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/s3api/s3err"
 )
 
 // PayloadMode says how the body of a verified request is protected, from
@@ -267,6 +268,7 @@ func verifyPresigned(req *http.Request, query url.Values, lookup Lookup, opts *O
 	expires := p.Time.Add(p.Expires)
 	if now.After(expires) {
 		e := newError(ErrRequestExpired, "Request has expired.")
+		with(e, "x_amz_expires", int64(p.Expires/time.Second))
 		with(e, "expires", expires.Format(amzDateLayout))
 		return Result{}, with(e, "server_time", now.UTC().Format(amzDateLayout))
 	}
@@ -291,10 +293,10 @@ func verifyPresigned(req *http.Request, query url.Values, lookup Lookup, opts *O
 // checkScope checks the region and service of the credential scope.
 func checkScope(a Authorization, opts *Options, k error, prefix string) error {
 	if a.Region != opts.Region {
-		return with(newError(k, "%sthe region %q is wrong; expecting %q.", prefix, clip(a.Region), opts.Region), "region", opts.Region)
+		return with(newError(k, "%sthe region %q is wrong; expecting %q", prefix, clip(a.Region), opts.Region), "region", opts.Region)
 	}
 	if a.Service != opts.Service {
-		return newError(k, "%sthe service %q is wrong; expecting %q.", prefix, clip(a.Service), opts.Service)
+		return newError(k, "%sincorrect service %q. This endpoint belongs to %q.", prefix, clip(a.Service), opts.Service)
 	}
 	return nil
 }
@@ -306,6 +308,7 @@ func checkUnsignedHeaders(req *http.Request, a Authorization, presigned bool, op
 	if opts.AllowUnsignedAmzHeaders {
 		return nil
 	}
+	var unsigned []string
 	for k := range req.Header {
 		if len(k) < 6 || !strings.EqualFold(k[:6], "x-amz-") {
 			continue
@@ -321,22 +324,22 @@ func checkUnsignedHeaders(req *http.Request, a Authorization, presigned bool, op
 			}
 		}
 		if !signed {
-			return with(newError(ErrHeadersNotSigned, "There were headers present in the request which were not signed: %s.", strings.ToLower(clip(k))), "header", strings.ToLower(k))
+			unsigned = append(unsigned, strings.ToLower(clip(k)))
 		}
 	}
-	return nil
+	if unsigned == nil {
+		return nil
+	}
+	// S3 names them all, sorted, in HeadersNotSigned.
+	slices.Sort(unsigned)
+	return with(newError(ErrHeadersNotSigned, "There were headers present in the request which were not signed"), "headers_not_signed", strings.Join(unsigned, ", "))
 }
 
 // finish looks the secret up and checks the signature.
 func finish(req *http.Request, a Authorization, res Result, lookup Lookup, opts *Options) (Result, error) {
-	secret, err := lookup(a.AccessKeyID)
-	switch {
-	case errcode.Is(err, errcode.NotFound):
-		return Result{}, with(newError(ErrInvalidAccessKeyID, "The AWS access key Id you provided does not exist in our records."), "access_key_id", a.AccessKeyID)
-	case err != nil:
+	secret, err := secretOf(lookup, a.AccessKeyID)
+	if err != nil {
 		return Result{}, err
-	case secret == "":
-		return Result{}, with(newError(ErrInvalidAccessKeyID, "The AWS access key Id you provided does not exist in our records."), "access_key_id", a.AccessKeyID)
 	}
 	key := opts.Keys.signingKey(secret, a.Date, a.Region, a.Service)
 	scope := a.Scope()
@@ -391,4 +394,10 @@ func payloadMode(v string) (PayloadMode, error) {
 		return 0, newError(ErrUnsupportedAuth, "SigV4a streaming payloads (%s) are not supported.", clip(v))
 	}
 	return 0, newError(ErrInvalidArgument, "x-amz-content-sha256 must be UNSIGNED-PAYLOAD, STREAMING-AWS4-HMAC-SHA256-PAYLOAD, STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER, STREAMING-UNSIGNED-PAYLOAD-TRAILER or a valid sha256 value.")
+}
+
+// secretOf looks the secret of id up: ErrInvalidAccessKeyID for a key the
+// lookup does not know.
+func secretOf(lookup Lookup, id string) (string, error) {
+	return s3err.Secret(lookup, id, ErrInvalidAccessKeyID)
 }

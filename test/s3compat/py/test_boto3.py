@@ -20,24 +20,17 @@ import zlib
 
 import boto3
 import pytest
-import requests
 from boto3.s3.transfer import TransferConfig
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-ENDPOINT = os.environ["COFFER_S3_ENDPOINT"]
-ACCESS_KEY = os.environ["COFFER_S3_ACCESS_KEY"]
-SECRET_KEY = os.environ["COFFER_S3_SECRET_KEY"]
-BUCKET = os.environ["COFFER_S3_BUCKET"]
-MiB = 1 << 20
+from s3env import ACCESS_KEY, BUCKET, ENDPOINT, HTTP, SECRET_KEY, client
 
-# requests must not pick up a proxy or a netrc for loopback.
-HTTP = requests.Session()
-HTTP.trust_env = False
+MiB = 1 << 20
 
 
 def make_client(**extra):
-    cfg = Config(
+    return client(
         region_name="us-east-1",
         signature_version="s3v4",
         s3={"addressing_style": "path"},
@@ -46,14 +39,6 @@ def make_client(**extra):
         connect_timeout=10,
         read_timeout=120,
         **extra,
-    )
-    return boto3.client(
-        "s3",
-        endpoint_url=ENDPOINT,
-        aws_access_key_id=ACCESS_KEY,
-        aws_secret_access_key=SECRET_KEY,
-        region_name="us-east-1",
-        config=cfg,
     )
 
 

@@ -5,10 +5,7 @@ are used with plain HTTP, as a browser or curl would. Also boto3 with
 signature_version "s3" (SigV2 Authorization headers) for a whole object
 life cycle.
 
-Run by sigv2_test.go (TestClients/sigv2) with the same environment as
-test_boto3.py:
-  COFFER_S3_ENDPOINT, COFFER_S3_ACCESS_KEY, COFFER_S3_SECRET_KEY,
-  COFFER_S3_BUCKET (a bucket name this run owns; created here).
+Run by sigv2_test.go (TestClients/sigv2); environment: s3env.py.
 """
 
 import io
@@ -18,30 +15,17 @@ import urllib.parse
 
 import boto3
 import pytest
-import requests
 from boto3.s3.transfer import TransferConfig
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-ENDPOINT = os.environ["COFFER_S3_ENDPOINT"]
-ACCESS_KEY = os.environ["COFFER_S3_ACCESS_KEY"]
-SECRET_KEY = os.environ["COFFER_S3_SECRET_KEY"]
-BUCKET = os.environ["COFFER_S3_BUCKET"]
-
-HTTP = requests.Session()
-HTTP.trust_env = False
+from s3env import ACCESS_KEY, BUCKET, ENDPOINT, HTTP, SECRET_KEY, client
 
 
 @pytest.fixture(scope="session")
 def s3():
     # What a user writes: no Config, so botocore's defaults apply.
-    return boto3.client(
-        "s3",
-        endpoint_url=ENDPOINT,
-        aws_access_key_id=ACCESS_KEY,
-        aws_secret_access_key=SECRET_KEY,
-        region_name="us-east-1",
-    )
+    return client()
 
 
 @pytest.fixture(scope="session")
