@@ -377,6 +377,10 @@ type Bucket struct {
 	// nil if none; read with the record, shared by the copies a cache
 	// hands out (never modify it).
 	Lifecycle *Lifecycle
+	// ACL is the bucket's grants and object ownership setting (acl.go),
+	// nil for the defaults (private, no ownership setting); read with the
+	// record, shared by the copies a cache hands out (never modify it).
+	ACL *BucketACL
 }
 
 // IsGateway reports whether b fronts a bucket of another store.
@@ -450,6 +454,12 @@ type Object struct {
 	// GetObjectVersion return them, listings leave them zero.
 	Retention Retention
 	LegalHold bool
+	// Owner is the account that wrote the version ("": the bucket's
+	// owner) and ACL its grants (acl.go; nil: private, the owner's
+	// FULL_CONTROL). GetObject and GetObjectVersion return them, listings
+	// leave them empty; SetObjectACL replaces ACL.
+	Owner string
+	ACL   []Grant
 }
 
 // IsInline reports whether the object's bytes live in the metadata store.
@@ -692,6 +702,9 @@ type Upload struct {
 	Metadata    map[string]string
 	// Tags is the tag set the completed object gets (nil: none).
 	Tags []Tag
+	// ACL is the grants the completed object gets (nil: private); its
+	// owner is the initiator.
+	ACL []Grant
 	// Retention and LegalHold are the lock the completed object gets
 	// (lock.go; CheckUpload checks the retention).
 	Retention Retention

@@ -1,0 +1,177 @@
+package metasql
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/meta"
+)
+
+// ACLs (migration 0024): a bucket's grants are JSON in buckets.acl (NULL:
+// private) and its ownership setting is buckets.object_ownership; a
+// version's owner and grants are JSON in objects.acl ({"o","g"}; NULL: the
+// bucket owner's, private), read with the row; an upload's grants are
+// JSON in uploads.acl.
+
+// aclSQL are the statements of the ACL operations.
+type aclSQL struct {
+	// setBucket: args grants, name; setOwnership: args ownership, name
+	// (native buckets only).
+	setBucket, setOwnership string
+	// setObject: a version's owner and grants (versionSQL).
+	setObject versionSQL
+	// ownerLatest, ownerVersion: the objects.acl and version ID of the
+	// latest version (or version ph(3)) of bucket ph(1), key ph(2) that
+	// is not a delete marker, for SetObjectACL to keep its owner.
+	ownerLatest, ownerVersion string
+}
+
+func newACLSQL(ph PH) aclSQL {
+	owner := func(cond string) string {
+		return "SELECT acl, version_id FROM objects WHERE bucket = " + ph(1) + " AND key = " + ph(2) + " AND " + cond + " AND NOT delete_marker"
+	}
+	return aclSQL{
+		setBucket:    "UPDATE buckets SET acl = " + ph(1) + " WHERE name = " + ph(2) + " AND gateway = ''",
+		setOwnership: "UPDATE buckets SET object_ownership = " + ph(1) + " WHERE name = " + ph(2) + " AND gateway = ''",
+		setObject:    newVersionSQL(ph, "acl"),
+		ownerLatest:  owner("is_latest"),
+		ownerVersion: owner(VersionIs("", ph(3))),
+	}
+}
+
+// GrantsArg is a bucket's or upload's grants as an argument: JSON, or nil
+// (NULL) for none.
+func GrantsArg(grants []meta.Grant) (any, error) {
+	if grants == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(grants)
+	if err != nil {
+		return nil, errcode.Wrap(errcode.InvalidArgument, err, "invalid ACL")
+	}
+	return string(b), nil
+}
+
+// DecodeGrants is the inverse of GrantsArg.
+func DecodeGrants(s *string) ([]meta.Grant, error) {
+	if s == nil || *s == "" {
+		return nil, nil
+	}
+	var g []meta.Grant
+	if err := json.Unmarshal([]byte(*s), &g); err != nil {
+		return nil, errcode.Wrap(errcode.Internal, err, "corrupt ACL")
+	}
+	return g, nil
+}
+
+// objectACL is a version's objects.acl.
+type objectACL struct {
+	Owner  string       `json:"o,omitempty"`
+	Grants []meta.Grant `json:"g,omitempty"`
+}
+
+// ObjectACLArg is o's objects.acl: nil (NULL) when the bucket's owner
+// wrote it without grants.
+func ObjectACLArg(o meta.Object) (any, error) {
+	if o.Owner == "" && o.ACL == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(objectACL{Owner: o.Owner, Grants: o.ACL})
+	if err != nil {
+		return nil, errcode.Wrap(errcode.InvalidArgument, err, "invalid ACL")
+	}
+	return string(b), nil
+}
+
+// DecodeObjectACL sets o's Owner and ACL from its objects.acl.
+func DecodeObjectACL(s *string, o *meta.Object) error {
+	if s == nil || *s == "" {
+		return nil
+	}
+	var a objectACL
+	if err := json.Unmarshal([]byte(*s), &a); err != nil {
+		return errcode.Wrap(errcode.Internal, err, "corrupt object ACL")
+	}
+	o.Owner, o.ACL = a.Owner, a.Grants
+	return nil
+}
+
+// SetBucketACL implements meta.ACLs.
+func (o aclOps) SetBucketACL(ctx context.Context, name string, grants []meta.Grant) error {
+	if err := meta.CheckGrants(grants); err != nil {
+		return err
+	}
+	arg, err := GrantsArg(grants)
+	if err != nil {
+		return err
+	}
+	return o.setBucket(ctx, "set bucket ACL", o.sql.acl.setBucket, arg, name)
+}
+
+// SetBucketOwnership implements meta.ACLs.
+func (o aclOps) SetBucketOwnership(ctx context.Context, name string, own meta.ObjectOwnership) error {
+	if !own.Valid() {
+		return errcode.New(errcode.InvalidArgument, "unknown object ownership %q", own)
+	}
+	return o.setBucket(ctx, "set bucket ownership", o.sql.acl.setOwnership, string(own), name)
+}
+
+// setBucket runs a bucket's update (args arg, name): when it changes
+// nothing, the bucket is missing (NotFound) or a gateway bucket
+// (Conflict).
+func (o aclOps) setBucket(ctx context.Context, what, query string, arg any, name string) error {
+	n, err := o.run.Exec(ctx, what, query, []any{arg, name}, nil)
+	if err != nil || n > 0 {
+		return err
+	}
+	if _, err := (bucketOps(o)).GetBucket(ctx, name); err != nil {
+		return err
+	}
+	return errcode.New(errcode.Conflict, "bucket %q is a gateway bucket: its ACL is its backend's", name)
+}
+
+// SetObjectACL implements meta.ACLs: the version's owner and ID are
+// read, then that version's objects.acl replaced with the same owner and
+// the new grants (setVersion). When the version is gone in between (a
+// new latest replaced it, or it was deleted), it starts again.
+func (o aclOps) SetObjectACL(ctx context.Context, bucket, key, versionID string, grants []meta.Grant) (meta.Object, error) {
+	if err := meta.CheckGrants(grants); err != nil {
+		return meta.Object{}, err
+	}
+	q, args := o.sql.acl.ownerLatest, []any{bucket, o.key(key)}
+	if versionID != "" {
+		q, args = o.sql.acl.ownerVersion, append(args, versionID)
+	}
+	type current struct {
+		acl     *string
+		version string
+	}
+	for range 3 {
+		cur, err := Get(ctx, o.run, "get object ACL", func(r Row) (c current, err error) {
+			return c, r.Scan(&c.acl, &c.version)
+		}, func() error { return nil }, q, args...)
+		if err != nil {
+			return meta.Object{}, err
+		}
+		out := meta.Object{Bucket: bucket, Key: key}
+		if err := DecodeObjectACL(cur.acl, &out); err != nil {
+			return meta.Object{}, err
+		}
+		out.ACL = grants
+		arg, err := ObjectACLArg(out)
+		if err != nil {
+			return meta.Object{}, err
+		}
+		at := versionID
+		if cur.version != "" {
+			at = cur.version // none: setVersion says what is missing
+		}
+		res, err := (objectOps(o)).setVersion(ctx, "set object ACL", o.sql.acl.setObject, arg, out, at)
+		if cur.version != "" && versionID == "" && errcode.Is(err, errcode.NotFound) {
+			continue // the latest changed under us
+		}
+		return res, err
+	}
+	return meta.Object{}, errcode.New(errcode.Unavailable, "the ACL of %q could not be set: its versions keep changing", key)
+}
