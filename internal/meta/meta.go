@@ -702,9 +702,10 @@ type Upload struct {
 	Metadata    map[string]string
 	// Tags is the tag set the completed object gets (nil: none).
 	Tags []Tag
-	// ACL is the grants the completed object gets (nil: private); its
-	// owner is the initiator.
-	ACL []Grant
+	// Owner and ACL are the owner ("": the bucket's) and grants (nil:
+	// private) the completed object gets (Object.Owner, Object.ACL).
+	Owner string
+	ACL   []Grant
 	// Retention and LegalHold are the lock the completed object gets
 	// (lock.go; CheckUpload checks the retention).
 	Retention Retention

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/coffer-storage/coffer/internal/meta"
+	"github.com/coffer-storage/coffer/internal/object"
 	"github.com/coffer-storage/coffer/internal/s3api/s3err"
 )
 
@@ -94,16 +95,19 @@ func (api *API) createBucket(q *request) (response, error) {
 	if lc := conf.LocationConstraint; lc != "" && lc != api.cfg.Region {
 		return nil, s3err.New(s3err.IllegalLocationConstraint, "")
 	}
-	// x-amz-acl is restricted to these two by the table (unsupported.go).
-	vis := meta.Private
-	if strings.EqualFold(strings.TrimSpace(q.Header.Get("X-Amz-Acl")), "public-read") {
-		vis = meta.PublicRead
+	// x-amz-acl and x-amz-grant-* are the bucket's ACL (acl.go): a
+	// canned public-read lets anyone list the bucket, as on S3, not read
+	// its objects (the file API's public-read visibility; docs/acl.md).
+	acl, err := aclHeaders(q.Header)
+	if err != nil {
+		return nil, err
 	}
-	create := api.buckets.CreateBucket
-	if lockEnabledHeader(q) {
-		create = api.buckets.CreateLockedBucket
+	in := object.CreateBucketInput{Name: q.bucket, ObjectLock: lockEnabledHeader(q), ACL: acl}
+	if v := q.Header.Get("X-Amz-Object-Ownership"); v != "" {
+		// Its values are checked by the table (unsupported.go).
+		in.Ownership = meta.ObjectOwnership(strings.TrimSpace(v))
 	}
-	if _, err := create(ctxOf(q), q.actor, q.bucket, vis); err != nil {
+	if _, err := api.buckets.CreateBucketWith(ctxOf(q), q.actor, in); err != nil {
 		return nil, err
 	}
 	return empty{header: http.Header{"Location": {"/" + q.bucket}}}, nil

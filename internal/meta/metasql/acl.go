@@ -11,8 +11,8 @@ import (
 // ACLs (migration 0024): a bucket's grants are JSON in buckets.acl (NULL:
 // private) and its ownership setting is buckets.object_ownership; a
 // version's owner and grants are JSON in objects.acl ({"o","g"}; NULL: the
-// bucket owner's, private), read with the row; an upload's grants are
-// JSON in uploads.acl.
+// bucket owner's, private), read with the row; an upload's (the owner and
+// grants its object gets) likewise in uploads.acl.
 
 // aclSQL are the statements of the ACL operations.
 type aclSQL struct {
@@ -73,11 +73,14 @@ type objectACL struct {
 
 // ObjectACLArg is o's objects.acl: nil (NULL) when the bucket's owner
 // wrote it without grants.
-func ObjectACLArg(o meta.Object) (any, error) {
-	if o.Owner == "" && o.ACL == nil {
+func ObjectACLArg(o meta.Object) (any, error) { return ACLArg(o.Owner, o.ACL) }
+
+// ACLArg is an owner and grants as an objects.acl or uploads.acl.
+func ACLArg(owner string, grants []meta.Grant) (any, error) {
+	if owner == "" && grants == nil {
 		return nil, nil
 	}
-	b, err := json.Marshal(objectACL{Owner: o.Owner, Grants: o.ACL})
+	b, err := json.Marshal(objectACL{Owner: owner, Grants: grants})
 	if err != nil {
 		return nil, errcode.Wrap(errcode.InvalidArgument, err, "invalid ACL")
 	}
@@ -85,16 +88,21 @@ func ObjectACLArg(o meta.Object) (any, error) {
 }
 
 // DecodeObjectACL sets o's Owner and ACL from its objects.acl.
-func DecodeObjectACL(s *string, o *meta.Object) error {
+func DecodeObjectACL(s *string, o *meta.Object) (err error) {
+	o.Owner, o.ACL, err = DecodeACL(s)
+	return err
+}
+
+// DecodeACL is the inverse of ACLArg.
+func DecodeACL(s *string) (string, []meta.Grant, error) {
 	if s == nil || *s == "" {
-		return nil
+		return "", nil, nil
 	}
 	var a objectACL
 	if err := json.Unmarshal([]byte(*s), &a); err != nil {
-		return errcode.Wrap(errcode.Internal, err, "corrupt object ACL")
+		return "", nil, errcode.Wrap(errcode.Internal, err, "corrupt ACL")
 	}
-	o.Owner, o.ACL = a.Owner, a.Grants
-	return nil
+	return a.Owner, a.Grants, nil
 }
 
 // SetBucketACL implements meta.ACLs.

@@ -37,7 +37,7 @@ func ScanUpload(r Row) (meta.Upload, error) {
 	if u.Tags, err = DecodeTags(tags); err != nil {
 		return meta.Upload{}, err
 	}
-	u.ACL, err = DecodeGrants(acl)
+	u.Owner, u.ACL, err = DecodeACL(acl)
 	return u, err
 }
 
@@ -57,7 +57,7 @@ func uploadArgs(u meta.Upload, key func(string) any) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	acl, err := GrantsArg(u.ACL)
+	acl, err := ACLArg(u.Owner, u.ACL)
 	if err != nil {
 		return nil, err
 	}

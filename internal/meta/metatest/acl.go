@@ -138,17 +138,17 @@ func testUploadACL(t *testing.T, s store) {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	u := newUpload("alice", "mp")
-	u.ACL = grantsPublic
+	u.Owner, u.ACL = "bob", grantsPublic
 	ok(t, s.CreateUpload(ctx, u), "CreateUpload with an ACL")
 	got, err := s.GetUpload(ctx, u.ID)
 	ok(t, err, "GetUpload")
-	if !slices.Equal(got.ACL, grantsPublic) {
-		t.Errorf("GetUpload ACL = %v, want %v", got.ACL, grantsPublic)
+	if got.Owner != "bob" || !slices.Equal(got.ACL, grantsPublic) {
+		t.Errorf("GetUpload owner %q ACL = %v, want bob's %v", got.Owner, got.ACL, grantsPublic)
 	}
 	// What the object service completes it with.
 	ps := putParts(t, s, u.ID, 5, 7)
 	in := completion(len(ps))
-	in.Owner, in.ACL = "bob", got.ACL
+	in.Owner, in.ACL = got.Owner, got.ACL
 	o, err := s.CompleteUpload(ctx, u.ID, in, completeOf(ps...), 0, meta.Cond{})
 	ok(t, err, "CompleteUpload")
 	want := completed(u, in, ps...)
