@@ -1,8 +1,10 @@
 package s3api
 
 import (
+	"cmp"
 	"encoding/xml"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/coffer-storage/coffer/internal/meta"
@@ -58,8 +60,15 @@ type aclPolicyIn struct {
 }
 
 // policyOf is the AccessControlPolicy of a resource owned by ownerID.
+// Group grants come first, then user grants, each in their stored order
+// (as RGW lists them; ceph's s3-tests index the owner's grant after the
+// groups').
 func policyOf(ownerID string, grants []meta.Grant) accessControlPolicy {
 	p := accessControlPolicy{Xmlns: s3NS, Owner: ownerOf(ownerID), Grants: make([]grantOut, 0, len(grants))}
+	grants = slices.Clone(grants)
+	slices.SortStableFunc(grants, func(a, b meta.Grant) int {
+		return cmp.Compare(boolInt(a.Type != meta.GranteeGroup), boolInt(b.Type != meta.GranteeGroup))
+	})
 	for _, g := range grants {
 		ge := granteeOut{XmlnsXsi: xsiNS, Type: g.Type}
 		if g.Type == meta.GranteeUser {
@@ -70,6 +79,13 @@ func policyOf(ownerID string, grants []meta.Grant) accessControlPolicy {
 		p.Grants = append(p.Grants, grantOut{Grantee: ge, Permission: string(g.Permission)})
 	}
 	return p
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // grantHeaders are the x-amz-grant-* headers and their permissions.
