@@ -100,10 +100,32 @@ var grantHeaders = []struct {
 	{"X-Amz-Grant-Full-Control", meta.PermFullControl},
 }
 
+// hasACLHeaders reports whether h names an ACL (x-amz-acl or an
+// x-amz-grant-* header).
+func hasACLHeaders(h http.Header) (canned, grants bool) {
+	for _, gh := range grantHeaders {
+		grants = grants || len(h.Values(gh.name)) > 0
+	}
+	return h.Get("X-Amz-Acl") != "", grants
+}
+
 // aclHeaders reads the ACL a request's headers ask for: nil if none.
-// x-amz-acl and x-amz-grant-* together are InvalidRequest.
+// x-amz-acl and x-amz-grant-* together are InvalidRequest (before either
+// is read).
 func aclHeaders(h http.Header) (*object.ACL, error) {
-	canned := strings.TrimSpace(h.Get("X-Amz-Acl"))
+	hasCanned, hasGrants := hasACLHeaders(h)
+	switch {
+	case hasCanned && hasGrants:
+		return nil, s3err.New(s3err.InvalidRequest, "Specifying both Canned ACLs and Header Grants is not allowed.")
+	case hasCanned:
+		canned := strings.TrimSpace(h.Get("X-Amz-Acl"))
+		if _, err := meta.CannedACL(canned, "x", "x"); err != nil {
+			return nil, s3err.New(s3err.InvalidArgument, err.Error())
+		}
+		return &object.ACL{Canned: canned}, nil
+	case !hasGrants:
+		return nil, nil
+	}
 	var grants []meta.Grant
 	for _, gh := range grantHeaders {
 		for _, v := range h.Values(gh.name) {
@@ -114,18 +136,7 @@ func aclHeaders(h http.Header) (*object.ACL, error) {
 			grants = append(grants, gs...)
 		}
 	}
-	switch {
-	case canned != "" && grants != nil:
-		return nil, s3err.New(s3err.InvalidRequest, "Specifying both Canned ACLs and Header Grants is not allowed")
-	case canned != "":
-		if _, err := meta.CannedACL(canned, "x", "x"); err != nil {
-			return nil, s3err.New(s3err.InvalidArgument, err.Error())
-		}
-		return &object.ACL{Canned: canned}, nil
-	case grants != nil:
-		return &object.ACL{Grants: grants}, nil
-	}
-	return nil, nil
+	return &object.ACL{Grants: grants}, nil
 }
 
 // parseGrantHeader reads an x-amz-grant-* value: grantees separated by
@@ -171,7 +182,11 @@ func parseACLBody(data []byte) (*object.ACL, error) {
 	if err := parseXML(data, &in); err != nil {
 		return nil, err
 	}
-	malformed := func(why string) error { return s3err.New(s3err.MalformedACLError, why) }
+	// S3's one message for every malformed ACL (clients compare it).
+	malformed := func(string) error { return s3err.New(s3err.MalformedACLError, "") }
+	if in.Owner == nil || strings.TrimSpace(in.Owner.ID) == "" {
+		return nil, malformed("the AccessControlPolicy names no Owner")
+	}
 	grants := make([]meta.Grant, 0, len(in.Grants))
 	for _, g := range in.Grants {
 		if g.Grantee == nil {
@@ -207,29 +222,50 @@ func parseACLBody(data []byte) (*object.ACL, error) {
 
 // aclOfRequest is the ACL a Put*Acl request asks for: by its headers or
 // its body, never both (UnexpectedContent), never neither
-// (MissingSecurityHeader).
-func (api *API) aclOfRequest(q *request) (object.ACL, error) {
+// (MissingSecurityHeader). A request it refuses gets, before that
+// refusal, the one its target gets (NoSuchBucket, AccessDenied): check
+// says it (the bucket's, as the operation's actor).
+func (api *API) aclOfRequest(q *request, check func() error) (object.ACL, error) {
+	acl, err := api.readACLRequest(q)
+	if err != nil {
+		if cerr := check(); cerr != nil {
+			return object.ACL{}, cerr
+		}
+	}
+	return acl, err
+}
+
+func (api *API) readACLRequest(q *request) (object.ACL, error) {
 	data, err := api.readBody(q)
 	if err != nil {
 		return object.ACL{}, err
 	}
-	h, err := aclHeaders(q.Header)
-	if err != nil {
-		return object.ACL{}, err
-	}
+	canned, grants := hasACLHeaders(q.Header)
 	switch {
-	case h != nil && len(data) > 0:
-		return object.ACL{}, s3err.New(s3err.UnexpectedContent, "This request does not support content")
-	case h != nil:
+	case (canned || grants) && len(data) > 0:
+		return object.ACL{}, s3err.New(s3err.UnexpectedContent, "")
+	case canned || grants:
+		h, err := aclHeaders(q.Header)
+		if err != nil {
+			return object.ACL{}, err
+		}
 		return *h, nil
 	case len(data) == 0:
-		return object.ACL{}, s3err.New(s3err.MissingSecurityHeader, "Your request was missing a required header")
+		return object.ACL{}, s3err.New(s3err.MissingSecurityHeader, "Your request was missing a required header.")
 	}
 	b, err := parseACLBody(data)
 	if err != nil {
 		return object.ACL{}, err
 	}
 	return *b, nil
+}
+
+// bucketCheck is aclOfRequest's check of q's bucket.
+func (api *API) bucketCheck(q *request) func() error {
+	return func() error {
+		_, err := api.buckets.GetBucket(ctxOf(q), q.actor, q.bucket)
+		return err
+	}
 }
 
 func (api *API) getBucketACL(q *request) (response, error) {
@@ -241,7 +277,7 @@ func (api *API) getBucketACL(q *request) (response, error) {
 }
 
 func (api *API) putBucketACL(q *request) (response, error) {
-	acl, err := api.aclOfRequest(q)
+	acl, err := api.aclOfRequest(q, api.bucketCheck(q))
 	if err != nil {
 		return nil, err
 	}
@@ -270,7 +306,7 @@ func (api *API) putObjectACL(q *request) (response, error) {
 	if err != nil {
 		return nil, err
 	}
-	acl, err := api.aclOfRequest(q)
+	acl, err := api.aclOfRequest(q, api.bucketCheck(q))
 	if err != nil {
 		return nil, err
 	}

@@ -15,7 +15,7 @@ import (
 
 func (api *API) requireAuth(q *request) error {
 	if !q.authed {
-		return s3err.New(s3err.AccessDenied, "anonymous access is not allowed here")
+		return s3err.New(s3err.AccessDenied, "") // S3's own text: clients compare it
 	}
 	return nil
 }
