@@ -2,7 +2,6 @@ package metasql
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
@@ -42,33 +41,18 @@ func newACLSQL(ph PH) aclSQL {
 
 // GrantsArg is a bucket's or upload's grants as an argument: JSON, or nil
 // (NULL) for none.
-func GrantsArg(grants []meta.Grant) (any, error) {
-	if grants == nil {
-		return nil, nil
-	}
-	b, err := json.Marshal(grants)
-	if err != nil {
-		return nil, errcode.Wrap(errcode.InvalidArgument, err, "invalid ACL")
-	}
-	return string(b), nil
-}
+// (An empty list, which grants no one, is "[]", not NULL.)
+func GrantsArg(grants []meta.Grant) (any, error) { return jsonArg(grants, grants == nil, "ACL") }
 
 // DecodeGrants is the inverse of GrantsArg.
-func DecodeGrants(s *string) ([]meta.Grant, error) {
-	if s == nil || *s == "" {
-		return nil, nil
-	}
-	var g []meta.Grant
-	if err := json.Unmarshal([]byte(*s), &g); err != nil {
-		return nil, errcode.Wrap(errcode.Internal, err, "corrupt ACL")
-	}
-	return g, nil
+func DecodeGrants(s *string) (g []meta.Grant, err error) {
+	return g, decodeJSON(s, &g, "ACL")
 }
 
 // objectACL is a version's objects.acl.
 type objectACL struct {
 	Owner  string       `json:"o,omitempty"`
-	Grants []meta.Grant `json:"g,omitempty"`
+	Grants []meta.Grant `json:"g"`
 }
 
 // ObjectACLArg is o's objects.acl: nil (NULL) when the bucket's owner
@@ -77,14 +61,7 @@ func ObjectACLArg(o meta.Object) (any, error) { return ACLArg(o.Owner, o.ACL) }
 
 // ACLArg is an owner and grants as an objects.acl or uploads.acl.
 func ACLArg(owner string, grants []meta.Grant) (any, error) {
-	if owner == "" && grants == nil {
-		return nil, nil
-	}
-	b, err := json.Marshal(objectACL{Owner: owner, Grants: grants})
-	if err != nil {
-		return nil, errcode.Wrap(errcode.InvalidArgument, err, "invalid ACL")
-	}
-	return string(b), nil
+	return jsonArg(objectACL{Owner: owner, Grants: grants}, owner == "" && grants == nil, "ACL")
 }
 
 // DecodeObjectACL sets o's Owner and ACL from its objects.acl.
@@ -95,14 +72,9 @@ func DecodeObjectACL(s *string, o *meta.Object) (err error) {
 
 // DecodeACL is the inverse of ACLArg.
 func DecodeACL(s *string) (string, []meta.Grant, error) {
-	if s == nil || *s == "" {
-		return "", nil, nil
-	}
 	var a objectACL
-	if err := json.Unmarshal([]byte(*s), &a); err != nil {
-		return "", nil, errcode.Wrap(errcode.Internal, err, "corrupt ACL")
-	}
-	return a.Owner, a.Grants, nil
+	err := decodeJSON(s, &a, "ACL")
+	return a.Owner, a.Grants, err
 }
 
 // SetBucketACL implements meta.ACLs.

@@ -14,27 +14,34 @@ import (
 
 // TagsArg is a tag set as an argument: its JSON, or nil (NULL) when
 // empty.
-func TagsArg(tags []meta.Tag) (any, error) {
-	if len(tags) == 0 {
+func TagsArg(tags []meta.Tag) (any, error) { return jsonArg(tags, len(tags) == 0, "tags") }
+
+// DecodeTags is the inverse of TagsArg (nil or "": none).
+func DecodeTags(s *string) (tags []meta.Tag, err error) {
+	return tags, decodeJSON(s, &tags, "tags")
+}
+
+// jsonArg is v as a JSON text argument, or nil (NULL) when null.
+func jsonArg(v any, null bool, what string) (any, error) {
+	if null {
 		return nil, nil
 	}
-	b, err := json.Marshal(tags)
+	b, err := json.Marshal(v)
 	if err != nil {
-		return nil, errcode.Wrap(errcode.InvalidArgument, err, "invalid tags")
+		return nil, errcode.Wrap(errcode.InvalidArgument, err, "invalid %s", what)
 	}
 	return string(b), nil
 }
 
-// DecodeTags is the inverse of TagsArg (nil or "": none).
-func DecodeTags(s *string) ([]meta.Tag, error) {
+// decodeJSON reads a JSON text column into v (NULL or "": v unchanged).
+func decodeJSON(s *string, v any, what string) error {
 	if s == nil || *s == "" {
-		return nil, nil
+		return nil
 	}
-	var tags []meta.Tag
-	if err := json.Unmarshal([]byte(*s), &tags); err != nil {
-		return nil, errcode.Wrap(errcode.Internal, err, "corrupt tags")
+	if err := json.Unmarshal([]byte(*s), v); err != nil {
+		return errcode.Wrap(errcode.Internal, err, "corrupt %s", what)
 	}
-	return tags, nil
+	return nil
 }
 
 // tagSQL are the statements of the tag operations.
