@@ -133,3 +133,42 @@ func FuzzACL(f *testing.F) {
 		}
 	})
 }
+
+// TestACLOperations: the ACL and ownership operations through the
+// handler, on the service's fake: canned and body ACLs written and read
+// back, versionId, the ownership controls' round trip and errors.
+func TestACLOperations(t *testing.T) {
+	e := newS3Env(t)
+	r := e.alice("GET", "/b?acl", nil)
+	r.want(t, 200, "")
+	if body := r.Body.String(); !strings.Contains(body, `<Owner><ID>alice</ID><DisplayName>alice</DisplayName></Owner>`) ||
+		!strings.Contains(body, `xsi:type="CanonicalUser"><ID>alice</ID>`) || !strings.Contains(body, "<Permission>FULL_CONTROL</Permission>") {
+		t.Errorf("GetBucketAcl of a new bucket:\n%s", body)
+	}
+	e.alice("PUT", "/b?acl", nil, "X-Amz-Acl", "public-read").want(t, 200, "")
+	if body := e.alice("GET", "/b?acl", nil).Body.String(); !strings.Contains(body, `xsi:type="Group"><URI>`+meta.AllUsers+`</URI></Grantee><Permission>READ</Permission>`) {
+		t.Errorf("GetBucketAcl after public-read:\n%s", body)
+	}
+	e.alice("PUT", "/b?acl", nil).want(t, 400, s3err.MissingSecurityHeader)
+	e.alice("PUT", "/b?acl", []byte("<AccessControlPolicy><Owner><ID>alice</ID></Owner></AccessControlPolicy>"), "X-Amz-Acl", "private").want(t, 400, s3err.UnexpectedContent)
+	e.alice("PUT", "/nope?acl", nil).want(t, 404, s3err.NoSuchBucket)
+	e.alice("PUT", "/b/k", []byte("data"), "X-Amz-Acl", "authenticated-read").want(t, 200, "")
+	if body := e.alice("GET", "/b/k?acl", nil).Body.String(); !strings.Contains(body, meta.AuthenticatedUsers) {
+		t.Errorf("GetObjectAcl after a PutObject with authenticated-read:\n%s", body)
+	}
+	policy := `<AccessControlPolicy><Owner><ID>alice</ID></Owner><AccessControlList><Grant><Grantee xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:type="CanonicalUser"><ID>bob</ID></Grantee><Permission>READ</Permission></Grant></AccessControlList></AccessControlPolicy>`
+	e.alice("PUT", "/b/k?acl", []byte(policy)).want(t, 200, "")
+	if body := e.alice("GET", "/b/k?acl", nil).Body.String(); !strings.Contains(body, "<ID>bob</ID>") || strings.Contains(body, meta.AuthenticatedUsers) {
+		t.Errorf("GetObjectAcl after PutObjectAcl:\n%s", body)
+	}
+	e.alice("GET", "/b/k?acl&versionId=bad", nil).want(t, 400, s3err.InvalidArgument)
+	e.alice("GET", "/b?ownershipControls", nil).want(t, 404, s3err.OwnershipControlsNotFound)
+	oc := `<OwnershipControls><Rule><ObjectOwnership>BucketOwnerPreferred</ObjectOwnership></Rule></OwnershipControls>`
+	e.alice("PUT", "/b?ownershipControls", []byte(oc)).want(t, 200, "")
+	if body := e.alice("GET", "/b?ownershipControls", nil).Body.String(); !strings.Contains(body, "<ObjectOwnership>BucketOwnerPreferred</ObjectOwnership>") {
+		t.Errorf("GetBucketOwnershipControls:\n%s", body)
+	}
+	e.alice("PUT", "/b?ownershipControls", []byte(strings.Replace(oc, "BucketOwnerPreferred", "Everyone", 1))).want(t, 400, s3err.MalformedXML)
+	e.alice("DELETE", "/b?ownershipControls", nil).want(t, 204, "")
+	e.alice("GET", "/b?ownershipControls", nil).want(t, 404, s3err.OwnershipControlsNotFound)
+}

@@ -65,23 +65,30 @@ func (f *Service) GetBucketACL(_ context.Context, a object.Actor, name string) (
 
 // SetBucketACL replaces the grants of a bucket a owns.
 func (f *Service) SetBucketACL(_ context.Context, a object.Actor, name string, req object.ACL) error {
+	return f.changeACL(a, name, "SetBucketACL", func(acl *meta.BucketACL, owner string) (err error) {
+		acl.Grants, err = fakeGrants(&req, owner)
+		return err
+	})
+}
+
+// changeACL changes the ACL of a bucket a owns with change.
+func (f *Service) changeACL(a object.Actor, name, what string, change func(acl *meta.BucketACL, owner string) error) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	b, err := f.authorize(a, name, true)
 	if err != nil {
 		return err
 	}
-	grants, err := fakeGrants(&req, b.OwnerID)
-	if err != nil {
-		return err
-	}
-	acl := meta.BucketACL{Grants: grants}
+	var acl meta.BucketACL
 	if b.ACL != nil {
-		acl.Ownership = b.ACL.Ownership
+		acl = *b.ACL
+	}
+	if err := change(&acl, b.OwnerID); err != nil {
+		return err
 	}
 	b.ACL = &acl
 	f.Buckets[name] = b
-	f.wrote("SetBucketACL " + name)
+	f.wrote(what + " " + name)
 	return nil
 }
 
@@ -102,20 +109,10 @@ func (f *Service) GetBucketOwnership(_ context.Context, a object.Actor, name str
 
 // SetBucketOwnership sets the ownership setting of a bucket a owns.
 func (f *Service) SetBucketOwnership(_ context.Context, a object.Actor, name string, o meta.ObjectOwnership) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	b, err := f.authorize(a, name, true)
-	if err != nil {
-		return err
-	}
-	acl := meta.BucketACL{Ownership: o}
-	if b.ACL != nil {
-		acl.Grants = b.ACL.Grants
-	}
-	b.ACL = &acl
-	f.Buckets[name] = b
-	f.wrote("SetBucketOwnership " + name)
-	return nil
+	return f.changeACL(a, name, "SetBucketOwnership", func(acl *meta.BucketACL, _ string) error {
+		acl.Ownership = o
+		return nil
+	})
 }
 
 // GetObjectACL returns the version of an object in a bucket a owns, with
