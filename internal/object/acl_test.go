@@ -117,8 +117,12 @@ func TestBucketACLAndOwnership(t *testing.T) {
 	if err := f.svc.SetBucketACL(ctx, f.alice, "alice-bucket", ACL{Canned: "public-read-write"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.svc.List(ctx, anon, "alice-bucket", meta.ListOptions{}); err != nil {
-		t.Errorf("anonymous lists a public-read-write bucket: %v", err)
+	if _, err := f.put(t, f.alice, "alice-bucket", "alices", "x"); err != nil {
+		t.Fatal(err)
+	}
+	page, err := f.svc.List(ctx, anon, "alice-bucket", meta.ListOptions{})
+	if err != nil || len(page.Objects) != 1 || page.Objects[0].Owner != "alice" {
+		t.Errorf("anonymous lists a public-read-write bucket: %+v, %v; want alice's object, owner named", page.Objects, err)
 	}
 	if _, grants, err := f.svc.GetBucketACL(ctx, f.bob, "alice-bucket"); !errcode.Is(err, errcode.PermissionDenied) {
 		t.Errorf("bob reads the bucket's ACL (%v): %v", grants, err)

@@ -207,7 +207,20 @@ func (s *Service) List(ctx context.Context, a Actor, bucket string, opts meta.Li
 	if err != nil {
 		return meta.ListPage{}, err
 	}
-	return b.list(ctx, opts)
+	page, err := b.list(ctx, opts)
+	listedOwners(b.Bucket, page.Objects)
+	return page, err
+}
+
+// listedOwners sets the Owner of listed objects, which listings do not
+// read: the bucket's owner (an object another account wrote is listed
+// under the bucket's owner too; its GetObjectAcl names its writer).
+func listedOwners(b meta.Bucket, os []meta.Object) {
+	for i := range os {
+		if os[i].Owner == "" {
+			os[i].Owner = b.OwnerID
+		}
+	}
 }
 
 // ListVersions lists the versions and delete markers of a bucket a owns.
@@ -216,5 +229,7 @@ func (s *Service) ListVersions(ctx context.Context, a Actor, bucket string, opts
 	if err != nil {
 		return meta.VersionPage{}, err
 	}
-	return b.listVersions(ctx, opts)
+	page, err := b.listVersions(ctx, opts)
+	listedOwners(b.Bucket, page.Versions)
+	return page, err
 }

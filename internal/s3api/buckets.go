@@ -1,6 +1,7 @@
 package s3api
 
 import (
+	"cmp"
 	"encoding/base64"
 	"net/http"
 	"slices"
@@ -249,7 +250,7 @@ func (p listParams) contents(q *request, page meta.ListPage) ([]objectInfo, []co
 		oi := objectInfo{Key: p.enc(o.Key), LastModified: iso8601(o.ModTime), ETag: `"` + o.ETag + `"`, Size: o.Size, StorageClass: "STANDARD",
 			ChecksumAlgorithm: o.Checksum.Algorithm, ChecksumType: o.Checksum.Type}
 		if p.fetchOwner {
-			ow := ownerOf(q.actor.UserID)
+			ow := ownerOf(cmp.Or(o.Owner, q.actor.UserID))
 			oi.Owner = &ow
 		}
 		objs = append(objs, oi)
@@ -302,6 +303,7 @@ func (api *API) listObjectsV1(q *request) (response, error) {
 		return nil, err
 	}
 	marker := q.URL.Query().Get("marker")
+	p.fetchOwner = true // ListObjects (v1) names every object's owner, as S3 does
 	page, err := api.list(q, p, marker)
 	if err != nil {
 		return nil, err
@@ -359,12 +361,11 @@ func (api *API) listObjectVersions(q *request) (response, error) {
 	if p.encode {
 		res.EncodingType = "url"
 	}
-	// Only the owner may list (object.Service.ListVersions), so the actor
-	// owns every version listed.
-	ow := ownerOf(q.actor.UserID)
+	// The service names each version's owner (the bucket's: listings
+	// do not read a version's writer).
 	for _, o := range page.Versions {
 		e := versionInfo{marker: o.DeleteMarker, Key: p.enc(o.Key), VersionID: o.VersionID, IsLatest: o.IsLatest,
-			LastModified: iso8601(o.ModTime), Owner: ow}
+			LastModified: iso8601(o.ModTime), Owner: ownerOf(cmp.Or(o.Owner, q.actor.UserID))}
 		if !o.DeleteMarker {
 			size := o.Size
 			e.ETag, e.Size, e.StorageClass = `"`+o.ETag+`"`, &size, "STANDARD"
