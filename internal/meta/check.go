@@ -105,6 +105,10 @@ func CheckBucket(b Bucket) (Bucket, error) {
 		return b, errcode.New(errcode.InvalidArgument, "bucket owner is required")
 	case !b.Visibility.Valid():
 		return b, CheckVisibility(b.Visibility)
+	case b.ACL != nil && !b.ACL.Ownership.Valid():
+		return b, aclError("invalid_ownership", "unknown object ownership %q", b.ACL.Ownership)
+	case b.ACL != nil:
+		return b, CheckGrants(b.ACL.Grants)
 	}
 	return b, nil
 }
@@ -147,6 +151,9 @@ func CheckObject(o Object) error {
 		return errcode.New(errcode.InvalidArgument, "an object with a blob key or parts has no inline bytes")
 	}
 	if err := CheckTags(o.Tags, MaxObjectTags); err != nil {
+		return err
+	}
+	if err := CheckGrants(o.ACL); err != nil {
 		return err
 	}
 	if len(o.Parts) == 0 {
@@ -211,6 +218,9 @@ func CheckUpload(u Upload, now time.Time) (Upload, error) {
 		return u, errcode.New(errcode.InvalidArgument, "upload sizes must not be negative")
 	}
 	if err := CheckTags(u.Tags, MaxObjectTags); err != nil {
+		return u, err
+	}
+	if err := CheckGrants(u.ACL); err != nil {
 		return u, err
 	}
 	if err := CheckRetention(u.Retention); err != nil {

@@ -380,6 +380,10 @@ type Bucket struct {
 	// CORS is the bucket's CORS configuration (cors.go), nil if none;
 	// shared like Lifecycle (never modify it).
 	CORS *CORS
+	// ACL is the bucket's grants and object ownership setting (acl.go),
+	// nil for the defaults (private, no ownership setting); read with the
+	// record, shared by the copies a cache hands out (never modify it).
+	ACL *BucketACL
 }
 
 // IsGateway reports whether b fronts a bucket of another store.
@@ -453,6 +457,12 @@ type Object struct {
 	// GetObjectVersion return them, listings leave them zero.
 	Retention Retention
 	LegalHold bool
+	// Owner is the account that wrote the version ("": the bucket's
+	// owner) and ACL its grants (acl.go; nil: private, the owner's
+	// FULL_CONTROL). GetObject and GetObjectVersion return them, listings
+	// leave them empty; SetObjectACL replaces ACL.
+	Owner string
+	ACL   []Grant
 }
 
 // IsInline reports whether the object's bytes live in the metadata store.
@@ -703,6 +713,10 @@ type Upload struct {
 	Metadata    map[string]string
 	// Tags is the tag set the completed object gets (nil: none).
 	Tags []Tag
+	// Owner and ACL are the owner ("": the bucket's) and grants (nil:
+	// private) the completed object gets (Object.Owner, Object.ACL).
+	Owner string
+	ACL   []Grant
 	// Retention and LegalHold are the lock the completed object gets
 	// (lock.go; CheckUpload checks the retention).
 	Retention Retention

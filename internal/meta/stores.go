@@ -27,6 +27,7 @@ type Stores struct {
 	Cluster        Cluster
 	Lifecycles     Lifecycles
 	CORSConfigs    CORSConfigs
+	ACLs           ACLs
 	// Changes is the store's ChangeListener when several processes share
 	// it (PostgreSQL); nil when it has none (SQLite).
 	Changes ChangeListener

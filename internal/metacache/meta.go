@@ -79,6 +79,7 @@ func (s *Store) Stores() meta.Stores {
 	m.EncryptionJobs = encryptionJobs{m.EncryptionJobs, s}
 	m.Lifecycles = lifecycles{m.Lifecycles, s}
 	m.CORSConfigs = corsConfigs{m.CORSConfigs, s}
+	m.ACLs = acls{m.ACLs, s}
 	return m
 }
 
@@ -109,6 +110,9 @@ func bucketSize(key string, b meta.Bucket) int {
 			}
 		}
 	}
+	if b.ACL != nil {
+		n += 32 + 64*len(b.ACL.Grants)
+	}
 	return n
 }
 
@@ -121,6 +125,7 @@ func objectSize(key string, o meta.Object) int {
 	for _, t := range o.Tags {
 		n += len(t.Key) + len(t.Value) + 32
 	}
+	n += len(o.Owner) + 64*len(o.ACL)
 	for _, p := range o.Parts {
 		n += 64 + len(p.BlobKey) + len(p.ETag) + len(p.Checksum) + len(p.Encryption) + len(p.EncryptionKEK)
 	}
@@ -222,6 +227,38 @@ func (cc corsConfigs) SetBucketCORS(ctx context.Context, name string, c *meta.CO
 	})
 }
 
+// acls wraps meta.ACLs: a bucket's grants and ownership setting are part
+// of its record, a version's grants of the cached latest version.
+type acls struct {
+	meta.ACLs
+	c *Store
+}
+
+// SetBucketACL implements meta.ACLs, invalidating the bucket.
+func (a acls) SetBucketACL(ctx context.Context, name string, grants []meta.Grant) error {
+	return a.c.write(ctx, []meta.Change{bucketChange(name)}, func(ctx context.Context) error {
+		return a.ACLs.SetBucketACL(ctx, name, grants)
+	})
+}
+
+// SetBucketOwnership implements meta.ACLs, invalidating the bucket.
+func (a acls) SetBucketOwnership(ctx context.Context, name string, o meta.ObjectOwnership) error {
+	return a.c.write(ctx, []meta.Change{bucketChange(name)}, func(ctx context.Context) error {
+		return a.ACLs.SetBucketOwnership(ctx, name, o)
+	})
+}
+
+// SetObjectACL implements meta.ACLs, invalidating the key (as
+// SetObjectTags).
+func (a acls) SetObjectACL(ctx context.Context, bucket, key, versionID string, grants []meta.Grant) (meta.Object, error) {
+	var obj meta.Object
+	err := a.c.write(ctx, []meta.Change{objectChange(bucket, key)}, func(ctx context.Context) (err error) {
+		obj, err = a.ACLs.SetObjectACL(ctx, bucket, key, versionID, grants)
+		return err
+	})
+	return obj, err
+}
+
 // SetBucketVersioning implements meta.Buckets, invalidating the bucket
 // (a cached record must not keep a suspended or unversioned state: the
 // object service reads it to answer and to decide).
@@ -272,6 +309,7 @@ func (o objects) GetObject(ctx context.Context, bucket, key string) (meta.Object
 	obj.Metadata = maps.Clone(obj.Metadata)
 	obj.Parts = slices.Clone(obj.Parts)
 	obj.Tags = slices.Clone(obj.Tags)
+	obj.ACL = slices.Clone(obj.ACL)
 	return obj, nil
 }
 
@@ -504,6 +542,9 @@ var writeTopics = map[string]map[string]string{
 	},
 	// A bucket's CORS configuration is in its record.
 	"CORSConfigs": {"SetBucketCORS": meta.TopicBucket},
+	"ACLs": {
+		"SetBucketACL": meta.TopicBucket, "SetBucketOwnership": meta.TopicBucket, "SetObjectACL": meta.TopicObject,
+	},
 
 	// Not wrapped: they change no cached record.
 	"Sessions":   {"CreateRefreshToken": "", "RotateRefreshToken": "", "RevokeRefreshFamily": "", "DeleteExpiredRefreshTokens": ""},

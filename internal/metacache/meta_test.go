@@ -138,6 +138,7 @@ type roles struct {
 	meta.Objects
 	meta.Uploads
 	meta.EncryptionJobs
+	meta.ACLs
 }
 
 type fixture struct {
@@ -156,7 +157,7 @@ func newFixture(t *testing.T) *fixture {
 	st.Objects, st.Buckets = inner, inner
 	c := NewStore(st, NewBus(), StoreOptions{Objects: Options{TTL: time.Hour}, Buckets: Options{TTL: time.Hour}})
 	ws := c.Stores()
-	f := &fixture{inner: inner, c: c, s: roles{ws.Accounts, ws.Buckets, ws.Objects, ws.Uploads, ws.EncryptionJobs}, ctx: t.Context()}
+	f := &fixture{inner: inner, c: c, s: roles{ws.Accounts, ws.Buckets, ws.Objects, ws.Uploads, ws.EncryptionJobs, ws.ACLs}, ctx: t.Context()}
 	for _, id := range []string{"alice", "bob"} {
 		u := meta.User{ID: id, Email: id + "@example.com", PasswordHash: "x"}
 		if err := f.s.CreateUser(f.ctx, u, meta.Bucket{Name: id, OwnerID: id, Visibility: meta.Private}); err != nil {
@@ -335,6 +336,21 @@ func TestStoreWritesInvalidate(t *testing.T) {
 				t.Errorf("after the swap, the envelope read is %q under %q (%v), want envelope-v2 under local:v2", o.Encryption, o.EncryptionKEK, err)
 			}
 		}}},
+		{"object ACL", func(t *testing.T, f *fixture) error {
+			_, err := f.s.SetObjectACL(f.ctx, "alice", "k", "", meta.PrivateACL("bob"))
+			return err
+		}, []check{func(t *testing.T, f *fixture) {
+			o, err := f.s.GetObject(f.ctx, "alice", "k")
+			if err != nil || len(o.ACL) != 1 || o.ACL[0].ID != "bob" {
+				t.Errorf("after SetObjectACL, the object read has grants %v (%v), want bob's", o.ACL, err)
+			}
+		}}},
+		{"bucket ACL", func(t *testing.T, f *fixture) error {
+			return f.s.SetBucketACL(f.ctx, "alice", meta.PrivateACL("bob"))
+		}, []check{bucketIs("alice", func(b meta.Bucket, err error) bool { return err == nil && b.ACL != nil && len(b.ACL.Grants) == 1 })}},
+		{"bucket ownership", func(t *testing.T, f *fixture) error {
+			return f.s.SetBucketOwnership(f.ctx, "alice", meta.OwnershipEnforced)
+		}, []check{bucketIs("alice", func(b meta.Bucket, err error) bool { return err == nil && b.ACL.ObjectACLDisabled() })}},
 		{"object tags", func(t *testing.T, f *fixture) error {
 			_, err := f.s.SetObjectTags(f.ctx, "alice", "k", "", []meta.Tag{{Key: "a", Value: "b"}})
 			return err

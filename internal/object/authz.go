@@ -58,23 +58,34 @@ func (s *core) authorize(ctx context.Context, a Actor, name, action, key string)
 	if err := ValidBucketName(name); err != nil {
 		return bucket{}, ErrNoBucket(name)
 	}
-	b, err := s.meta.GetBucket(ctx, name)
+	b, err := s.loadBucket(ctx, a, name)
 	if err != nil {
-		if errcode.Is(err, errcode.NotFound) {
-			if a.UserID == "" {
-				return bucket{}, errcode.New(errcode.Unauthenticated, "authentication required")
-			}
-			return bucket{}, ErrNoBucket(name)
-		}
 		return bucket{}, err
-	}
-	if a.Share && b.OwnerID != a.UserID {
-		return bucket{}, ErrNoBucket(name)
 	}
 	if err := s.decide(ctx, b, a, action, key); err != nil {
 		return bucket{}, err
 	}
 	return bucket{Bucket: b, backend: s.backendOf(b)}, nil
+}
+
+// loadBucket reads bucket name for a request of a: NotFound if missing
+// (Unauthenticated for anonymous), and for a share link a bucket its
+// owner does not own.
+func (s *core) loadBucket(ctx context.Context, a Actor, name string) (meta.Bucket, error) {
+	b, err := s.meta.GetBucket(ctx, name)
+	if err != nil {
+		if errcode.Is(err, errcode.NotFound) {
+			if a.UserID == "" {
+				return meta.Bucket{}, errcode.New(errcode.Unauthenticated, "authentication required")
+			}
+			return meta.Bucket{}, ErrNoBucket(name)
+		}
+		return meta.Bucket{}, err
+	}
+	if a.Share && b.OwnerID != a.UserID {
+		return meta.Bucket{}, ErrNoBucket(name)
+	}
+	return b, nil
 }
 
 // decide answers whether a may do action on bucket b (on key, for object
@@ -91,19 +102,40 @@ func (s *core) authorize(ctx context.Context, a Actor, name, action, key string)
 // The owner may always read, replace and delete the bucket policy, so a
 // policy can never lock its owner out.
 func (s *core) decide(ctx context.Context, b meta.Bucket, a Actor, action, key string) error {
+	v, err := s.verdictOf(ctx, b, a, action, key)
+	if err == nil && v == refused {
+		err = denied(a, b.Name)
+	}
+	return err
+}
+
+// verdict is why decide allows an action, or refused.
+type verdict int
+
+const (
+	refused  verdict = iota // nothing allows it (no explicit Deny either)
+	byOwner                 // a owns the bucket
+	byPolicy                // the bucket policy allows it
+	byACL                   // the bucket's ACL allows it
+	byPublic                // the bucket's public-read visibility allows it
+)
+
+// verdictOf is decide's answer and why: an error for an explicit Deny
+// (or a scope that does not allow), refused when nothing allows it.
+func (s *core) verdictOf(ctx context.Context, b meta.Bucket, a Actor, action, key string) (verdict, error) {
 	owner := a.UserID != "" && a.UserID == b.OwnerID
 	bp, err := s.bucketPolicy(b)
 	if err != nil {
-		return err
+		return refused, err
 	}
 	if a.Scope == nil && bp == nil && owner {
-		return nil // the common case: no document to consult
+		return byOwner, nil // the common case: no document to consult
 	}
 	req := s.policyRequest(a, b.Name, action, key)
 	scope := policy.NoMatch
 	if a.Scope != nil {
 		if scope = a.Scope.Evaluate(req); scope != policy.Allow {
-			return denied(a, b.Name)
+			return refused, denied(a, b.Name)
 		}
 	}
 	bucketSays := policy.NoMatch
@@ -112,17 +144,19 @@ func (s *core) decide(ctx context.Context, b meta.Bucket, a Actor, action, key s
 	}
 	switch {
 	case owner && isPolicyAction(action):
-		return nil
+		return byOwner, nil
 	case bucketSays == policy.Deny:
-		return denied(a, b.Name)
-	case owner, bucketSays == policy.Allow:
-		return nil
+		return refused, denied(a, b.Name)
+	case owner:
+		return byOwner, nil
+	case bucketSays == policy.Allow:
+		return byPolicy, nil
 	case s.aclAllows(ctx, b, a, action, key):
-		return nil
+		return byACL, nil
 	case (action == "s3:GetObject" || action == "s3:GetObjectVersion") && b.Visibility == meta.PublicRead:
-		return nil
+		return byPublic, nil
 	}
-	return denied(a, b.Name)
+	return refused, nil
 }
 
 // checkScope decides an action on no existing bucket (CreateBucket,
@@ -166,6 +200,8 @@ func versioned(action, versionID string) string {
 	switch action {
 	case "s3:GetObject", "s3:DeleteObject":
 		return action + "Version"
+	case "s3:GetObjectAcl", "s3:PutObjectAcl":
+		return strings.Replace(action, "Object", "ObjectVersion", 1)
 	case "s3:GetObjectTagging", "s3:PutObjectTagging", "s3:DeleteObjectTagging":
 		return strings.Replace(action, "Object", "ObjectVersion", 1)
 	}
@@ -193,9 +229,4 @@ func denied(a Actor, name string) error {
 // bucketPolicy returns b's bucket policy, nil if it has none.
 func (s *core) bucketPolicy(b meta.Bucket) (policy.Evaluator, error) {
 	return nil, nil
-}
-
-// aclAllows reports whether an ACL grant lets a do action on b (on key).
-func (s *core) aclAllows(ctx context.Context, b meta.Bucket, a Actor, action, key string) bool {
-	return false
 }

@@ -10,11 +10,26 @@ import (
 
 // CreateBucket creates a bucket owned by a.
 func (s *Service) CreateBucket(ctx context.Context, a Actor, name string, v meta.Visibility) (meta.Bucket, error) {
-	return s.createBucket(ctx, a, name, v, meta.ObjectLock{})
+	return s.CreateBucketWith(ctx, a, CreateBucketInput{Name: name, Visibility: v})
 }
 
-// createBucket creates a bucket owned by a with object lock l.
-func (s *Service) createBucket(ctx context.Context, a Actor, name string, v meta.Visibility, l meta.ObjectLock) (meta.Bucket, error) {
+// CreateBucketInput is a new bucket's settings.
+type CreateBucketInput struct {
+	Name       string
+	Visibility meta.Visibility // "": private
+	// ObjectLock makes a bucket with object lock (lock.go).
+	ObjectLock bool
+	// ACL is the bucket's ACL (nil: private); Ownership its object
+	// ownership setting ("": none, see docs/acl.md). With
+	// BucketOwnerEnforced, an ACL beyond the owner's FULL_CONTROL is
+	// InvalidBucketAclWithObjectOwnership.
+	ACL       *ACL
+	Ownership meta.ObjectOwnership
+}
+
+// CreateBucketWith creates a bucket owned by a, as in says.
+func (s *Service) CreateBucketWith(ctx context.Context, a Actor, in CreateBucketInput) (meta.Bucket, error) {
+	name, v := in.Name, in.Visibility
 	if a.UserID == "" {
 		return meta.Bucket{}, errcode.New(errcode.Unauthenticated, "authentication required")
 	}
@@ -31,7 +46,12 @@ func (s *Service) createBucket(ctx context.Context, a Actor, name string, v meta
 	if !v.Valid() {
 		return meta.Bucket{}, errcode.New(errcode.InvalidArgument, "visibility must be %q or %q", meta.Private, meta.PublicRead)
 	}
-	b, err := meta.CheckBucket(meta.Bucket{Name: name, OwnerID: a.UserID, Visibility: v, CreatedAt: s.now().UTC(), ObjectLock: l})
+	acl, err := s.newBucketACL(ctx, a, in)
+	if err != nil {
+		return meta.Bucket{}, err
+	}
+	b, err := meta.CheckBucket(meta.Bucket{Name: name, OwnerID: a.UserID, Visibility: v, CreatedAt: s.now().UTC(),
+		ObjectLock: meta.ObjectLock{Enabled: in.ObjectLock}, ACL: acl})
 	if err != nil {
 		return meta.Bucket{}, err
 	}

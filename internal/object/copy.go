@@ -107,6 +107,8 @@ type CopyInput struct {
 	// SSE asks for the copy's encryption (the zero value: the server's
 	// default), whatever the source's.
 	SSE SSE
+	// ACL is the copy's ACL (PutInput.ACL); the source's is not copied.
+	ACL *ACL
 }
 
 // Copy copies an object a may read into a bucket a owns. The bytes are
@@ -141,7 +143,7 @@ func (s *Service) CopyFrom(ctx context.Context, a Actor, src *Reader, in CopyInp
 	in2 := PutInput{
 		Bucket: in.DstBucket, Key: in.DstKey, Size: src.Object.Size,
 		ContentType: ct, Metadata: md, Tags: tags, SHA256: sum, MD5: src.backend.md5(src.Object), Cond: in.Cond, SSE: in.SSE,
-		Lock: in.Lock,
+		Lock: in.Lock, ACL: in.ACL,
 	}
 	if c := src.Object.Checksum; c.Algorithm != "" && c.Type == "FULL_OBJECT" {
 		if want, err := base64.StdEncoding.DecodeString(c.Value); err == nil {

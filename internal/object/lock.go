@@ -59,7 +59,7 @@ func checkBypass(a Actor, b bucket, bypass bool) error {
 // versioning is Enabled and never suspended; it has no default retention
 // until SetObjectLock gives it one.
 func (s *Service) CreateLockedBucket(ctx context.Context, a Actor, name string, v meta.Visibility) (meta.Bucket, error) {
-	return s.createBucket(ctx, a, name, v, meta.ObjectLock{Enabled: true})
+	return s.CreateBucketWith(ctx, a, CreateBucketInput{Name: name, Visibility: v, ObjectLock: true})
 }
 
 // GetObjectLock returns the object lock state of a bucket a owns

@@ -59,6 +59,11 @@ type CreateUploadInput struct {
 	// own data key; SSE-C uploads keep only a salted check of the key,
 	// and every part must bring the same key (PartInput.CustomerKey).
 	SSE SSE
+	// ACL is the ACL the object asks for on completion (PutInput.ACL).
+	ACL *ACL
+	// owner and grants are ACL resolved (writeACL).
+	owner  string
+	grants []meta.Grant
 }
 
 // BackendDirect reports whether direct uploads can send their parts
@@ -115,6 +120,9 @@ func (s *Uploads) CreateUpload(ctx context.Context, a Actor, in CreateUploadInpu
 	if err != nil {
 		return meta.Upload{}, err
 	}
+	if in.owner, in.grants, err = s.writeACL(ctx, a, b.Bucket, in.ACL); err != nil {
+		return meta.Upload{}, err
+	}
 	return b.createUpload(ctx, a, in)
 }
 
@@ -140,6 +148,7 @@ func (n *native) createUpload(ctx context.Context, a Actor, in CreateUploadInput
 	u := meta.Upload{
 		ID: newUploadID(), Bucket: b.Name, Key: in.Key, InitiatorID: a.UserID,
 		ContentType: ct, Metadata: in.Metadata, Tags: in.Tags, Retention: in.Lock.Retention, LegalHold: in.Lock.LegalHold,
+		Owner: in.owner, ACL: in.grants,
 		ChecksumAlgorithm: in.ChecksumAlgorithm, ChecksumType: in.ChecksumType,
 		Size: in.Size, PartSize: in.PartSize,
 		CreatedAt: now, ExpiresAt: now.Add(ttl),
@@ -605,6 +614,8 @@ func (s *Uploads) complete(ctx context.Context, u meta.Upload, parts []meta.Comp
 		ContentType: u.ContentType,
 		Metadata:    u.Metadata,
 		Tags:        u.Tags,
+		Owner:       u.Owner,
+		ACL:         u.ACL,
 		Retention:   u.Retention,
 		LegalHold:   u.LegalHold,
 		ModTime:     s.now().UTC(),
@@ -825,6 +836,8 @@ func (s *Uploads) completeBackend(ctx context.Context, u meta.Upload, parts []me
 		ContentType: u.ContentType,
 		Metadata:    u.Metadata,
 		Tags:        u.Tags,
+		Owner:       u.Owner,
+		ACL:         u.ACL,
 		Retention:   u.Retention,
 		LegalHold:   u.LegalHold,
 		ModTime:     s.now().UTC(),

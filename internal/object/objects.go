@@ -49,29 +49,19 @@ func (s *Service) Get(ctx context.Context, a Actor, bucket, key string) (*Reader
 // ErrNoVersion if there is none, ErrVersionIsDeleteMarker if it is a
 // delete marker, InvalidArgument for a malformed version ID.
 func (s *Service) GetVersion(ctx context.Context, a Actor, bucket, key, versionID string) (*Reader, error) {
-	b, err := s.authorize(ctx, a, bucket, versioned("s3:GetObject", versionID), key)
+	b, o, err := s.aclTarget(ctx, a, bucket, key, versionID, versioned("s3:GetObject", versionID))
 	if err != nil {
 		return nil, err
-	}
-	if err := ValidKey(key); err != nil {
-		return nil, err
-	}
-	if err := validVersion(versionID); err != nil {
-		return nil, err
-	}
-	var o meta.Object
-	if versionID == "" {
-		o, err = b.lookup(ctx, key)
-	} else {
-		o, err = b.lookupVersion(ctx, key, versionID)
-	}
-	if err != nil {
-		return nil, notFound(err, key, versionID)
-	}
-	if o.DeleteMarker {
-		return nil, ErrVersionIsDeleteMarker(o.VersionID)
 	}
 	return &Reader{Object: o, Bucket: b.Bucket, s: s.core, backend: b.backend}, nil
+}
+
+// load looks up version versionID ("": the latest) of key.
+func (b bucket) load(ctx context.Context, key, versionID string) (meta.Object, error) {
+	if versionID == "" {
+		return b.lookup(ctx, key)
+	}
+	return b.lookupVersion(ctx, key, versionID)
 }
 
 // validVersion checks a version ID a client named ("": none).
@@ -217,7 +207,20 @@ func (s *Service) List(ctx context.Context, a Actor, bucket string, opts meta.Li
 	if err != nil {
 		return meta.ListPage{}, err
 	}
-	return b.list(ctx, opts)
+	page, err := b.list(ctx, opts)
+	listedOwners(b.Bucket, page.Objects)
+	return page, err
+}
+
+// listedOwners sets the Owner of listed objects, which listings do not
+// read: the bucket's owner (an object another account wrote is listed
+// under the bucket's owner too; its GetObjectAcl names its writer).
+func listedOwners(b meta.Bucket, os []meta.Object) {
+	for i := range os {
+		if os[i].Owner == "" {
+			os[i].Owner = b.OwnerID
+		}
+	}
 }
 
 // ListVersions lists the versions and delete markers of a bucket a owns.
@@ -226,5 +229,7 @@ func (s *Service) ListVersions(ctx context.Context, a Actor, bucket string, opts
 	if err != nil {
 		return meta.VersionPage{}, err
 	}
-	return b.listVersions(ctx, opts)
+	page, err := b.listVersions(ctx, opts)
+	listedOwners(b.Bucket, page.Versions)
+	return page, err
 }

@@ -15,6 +15,7 @@ type Stores struct {
 	meta.KeyGrants
 	meta.Lifecycles
 	meta.CORSConfigs
+	meta.ACLs
 }
 
 // StoresOf picks the roles the object service uses from m.
@@ -23,5 +24,6 @@ func StoresOf(m meta.Stores) Stores {
 		Accounts: m.Accounts, Buckets: m.Buckets, Objects: m.Objects, Uploads: m.Uploads, Stagings: m.Stagings,
 		Reclamation: m.Reclamation, Shares: m.Shares, EncryptionJobs: m.EncryptionJobs, KeyGrants: m.KeyGrants, Lifecycles: m.Lifecycles,
 		CORSConfigs: m.CORSConfigs,
+		ACLs:        m.ACLs,
 	}
 }

@@ -53,6 +53,10 @@ type PutInput struct {
 	Cond              meta.Cond
 	// SSE asks for encryption (the zero value: the server's default).
 	SSE SSE
+	// ACL is the ACL the new version asks for (acl.go; nil: none, the
+	// writer's FULL_CONTROL alone). S3's x-amz-acl and x-amz-grant-*
+	// headers, the POST form's acl field.
+	ACL *ACL
 }
 
 // Put streams one object into storage and commits it.
@@ -83,6 +87,9 @@ type incoming struct {
 	// all.
 	from   *copySource
 	opened io.Closer
+	// owner and grants are the new version's Owner and ACL (writeACL).
+	owner  string
+	grants []meta.Grant
 }
 
 // newIncoming is the first step of every upload (see above).
@@ -106,6 +113,10 @@ func (s *core) newIncoming(ctx context.Context, a Actor, in PutInput, from *copy
 	if in.Size > s.cfg.MaxObjectSize {
 		return nil, errTooLarge(s.cfg.MaxObjectSize)
 	}
+	owner, grants, err := s.writeACL(ctx, a, b.Bucket, in.ACL)
+	if err != nil {
+		return nil, err
+	}
 	if in.SSE, err = s.writeSSE(ctx, a, b.Bucket, in.SSE); err != nil {
 		return nil, err
 	}
@@ -115,7 +126,7 @@ func (s *core) newIncoming(ctx context.Context, a Actor, in PutInput, from *copy
 	if in.Body == nil && from == nil {
 		in.Body = strings.NewReader("")
 	}
-	return &incoming{PutInput: in, bucket: b, limit: s.cfg.MaxObjectSize, from: from}, nil
+	return &incoming{PutInput: in, bucket: b, limit: s.cfg.MaxObjectSize, from: from, owner: owner, grants: grants}, nil
 }
 
 func errTooLarge(limit int64) error {
@@ -224,7 +235,7 @@ func (n *native) stage(ctx context.Context, w *incoming) (staged, error) {
 	out := staged{put: meta.Put{
 		Object: meta.Object{
 			Bucket: n.bucket.Name, Key: w.Key, ContentType: w.ContentType, Metadata: w.Metadata, Tags: w.Tags,
-			Retention: w.Lock.Retention, LegalHold: w.Lock.LegalHold,
+			Retention: w.Lock.Retention, LegalHold: w.Lock.LegalHold, Owner: w.owner, ACL: w.grants,
 		},
 		Cond:        w.Cond,
 		BucketOwner: n.bucket.OwnerID,

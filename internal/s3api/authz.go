@@ -65,6 +65,8 @@ var versionedActions = map[string]string{
 	"s3:PutObjectTagging":    "s3:PutObjectVersionTagging",
 	"s3:DeleteObjectTagging": "s3:DeleteObjectVersionTagging",
 	"s3:GetObjectAttributes": "s3:GetObjectVersionAttributes",
+	"s3:GetObjectAcl":        "s3:GetObjectVersionAcl",
+	"s3:PutObjectAcl":        "s3:PutObjectVersionAcl",
 }
 
 // s3Action is the IAM action of operation op in request q.

@@ -1,6 +1,7 @@
 package s3api
 
 import (
+	"cmp"
 	"encoding/base64"
 	"net/http"
 	"slices"
@@ -9,12 +10,13 @@ import (
 	"unicode/utf8"
 
 	"github.com/coffer-storage/coffer/internal/meta"
+	"github.com/coffer-storage/coffer/internal/object"
 	"github.com/coffer-storage/coffer/internal/s3api/s3err"
 )
 
 func (api *API) requireAuth(q *request) error {
 	if !q.authed {
-		return s3err.New(s3err.AccessDenied, "anonymous access is not allowed here")
+		return s3err.New(s3err.AccessDenied, "") // S3's own text: clients compare it
 	}
 	return nil
 }
@@ -94,16 +96,19 @@ func (api *API) createBucket(q *request) (response, error) {
 	if lc := conf.LocationConstraint; lc != "" && lc != api.cfg.Region {
 		return nil, s3err.New(s3err.IllegalLocationConstraint, "")
 	}
-	// x-amz-acl is restricted to these two by the table (unsupported.go).
-	vis := meta.Private
-	if strings.EqualFold(strings.TrimSpace(q.Header.Get("X-Amz-Acl")), "public-read") {
-		vis = meta.PublicRead
+	// x-amz-acl and x-amz-grant-* are the bucket's ACL (acl.go): a
+	// canned public-read lets anyone list the bucket, as on S3, not read
+	// its objects (the file API's public-read visibility; docs/acl.md).
+	acl, err := aclHeaders(q.Header)
+	if err != nil {
+		return nil, err
 	}
-	create := api.buckets.CreateBucket
-	if lockEnabledHeader(q) {
-		create = api.buckets.CreateLockedBucket
+	in := object.CreateBucketInput{Name: q.bucket, ObjectLock: lockEnabledHeader(q), ACL: acl}
+	if v := q.Header.Get("X-Amz-Object-Ownership"); v != "" {
+		// Its values are checked by the table (unsupported.go).
+		in.Ownership = meta.ObjectOwnership(strings.TrimSpace(v))
 	}
-	if _, err := create(ctxOf(q), q.actor, q.bucket, vis); err != nil {
+	if _, err := api.buckets.CreateBucketWith(ctxOf(q), q.actor, in); err != nil {
 		return nil, err
 	}
 	return empty{header: http.Header{"Location": {"/" + q.bucket}}}, nil
@@ -245,7 +250,7 @@ func (p listParams) contents(q *request, page meta.ListPage) ([]objectInfo, []co
 		oi := objectInfo{Key: p.enc(o.Key), LastModified: iso8601(o.ModTime), ETag: `"` + o.ETag + `"`, Size: o.Size, StorageClass: "STANDARD",
 			ChecksumAlgorithm: o.Checksum.Algorithm, ChecksumType: o.Checksum.Type}
 		if p.fetchOwner {
-			ow := ownerOf(q.actor.UserID)
+			ow := ownerOf(cmp.Or(o.Owner, q.actor.UserID))
 			oi.Owner = &ow
 		}
 		objs = append(objs, oi)
@@ -298,6 +303,7 @@ func (api *API) listObjectsV1(q *request) (response, error) {
 		return nil, err
 	}
 	marker := q.URL.Query().Get("marker")
+	p.fetchOwner = true // ListObjects (v1) names every object's owner, as S3 does
 	page, err := api.list(q, p, marker)
 	if err != nil {
 		return nil, err
@@ -355,12 +361,11 @@ func (api *API) listObjectVersions(q *request) (response, error) {
 	if p.encode {
 		res.EncodingType = "url"
 	}
-	// Only the owner may list (object.Service.ListVersions), so the actor
-	// owns every version listed.
-	ow := ownerOf(q.actor.UserID)
+	// The service names each version's owner (the bucket's: listings
+	// do not read a version's writer).
 	for _, o := range page.Versions {
 		e := versionInfo{marker: o.DeleteMarker, Key: p.enc(o.Key), VersionID: o.VersionID, IsLatest: o.IsLatest,
-			LastModified: iso8601(o.ModTime), Owner: ow}
+			LastModified: iso8601(o.ModTime), Owner: ownerOf(cmp.Or(o.Owner, q.actor.UserID))}
 		if !o.DeleteMarker {
 			size := o.Size
 			e.ETag, e.Size, e.StorageClass = `"`+o.ETag+`"`, &size, "STANDARD"

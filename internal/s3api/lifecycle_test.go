@@ -80,13 +80,6 @@ func TestBucketLifecycle(t *testing.T) {
 	}
 }
 
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
 // FuzzLifecycle: parseLifecycle never panics; what it accepts encodes
 // and parses back to the same configuration, accepted again.
 func FuzzLifecycle(f *testing.F) {

@@ -170,10 +170,14 @@ func (api *API) storeObject(q *request, body io.Reader, size int64) (meta.Object
 	if err != nil {
 		return fail(err)
 	}
+	acl, err := aclHeaders(q.Header)
+	if err != nil {
+		return fail(err)
+	}
 	o, err := api.objects.Put(ctxOf(q), q.actor, object.PutInput{
 		Bucket: q.bucket, Key: q.key, Body: body, Size: size, ContentType: ct,
 		Metadata: userMetadata(q.Header), Tags: tags, Lock: lock, MD5: md5sum, SHA256: q.pay.sha256,
-		ChecksumAlgorithm: alg.String(), ChecksumWant: want, Cond: cond, SSE: sse,
+		ChecksumAlgorithm: alg.String(), ChecksumWant: want, Cond: cond, SSE: sse, ACL: acl,
 	})
 	if err != nil {
 		return fail(writeLockErr(err))
@@ -466,8 +470,12 @@ func (api *API) copyObject(q *request) (response, error) {
 	if err != nil {
 		return nil, err
 	}
+	acl, err := aclHeaders(q.Header)
+	if err != nil {
+		return nil, err
+	}
 	in := object.CopyInput{DstBucket: q.bucket, DstKey: q.key, Cond: cond, ReplaceMetadata: replace, ReplaceTags: replaceTags, Tags: tags,
-		Lock: lock, SSE: sse}
+		Lock: lock, SSE: sse, ACL: acl}
 	if replace {
 		in.ContentType, in.Metadata = contentType(q.Header), userMetadata(q.Header)
 	}

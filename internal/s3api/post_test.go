@@ -165,8 +165,8 @@ func TestPostObject(t *testing.T) {
 			p := policyB64(t, future, append(v4Conditions(bobKey), map[string]string{"bucket": "b"}, []any{"starts-with", "$key", ""})...)
 			return append([]postField{{"key", "up/a.txt"}}, v4Fields(bobKey, bobSecret, p)...)
 		}(), data, 403, s3err.AccessDenied, ""},
-		{"public-read object", signed(base(map[string]string{"acl": "public-read"}), postField{"acl", "public-read"}), data,
-			501, s3err.NotImplemented, "x-amz-acl"},
+		{"unknown canned ACL", signed(base(map[string]string{"acl": "everyone-may"}), postField{"acl", "everyone-may"}), data,
+			400, s3err.InvalidArgument, ""},
 		{"Cache-Control", signed(base([]any{"starts-with", "$Cache-Control", ""}), postField{"Cache-Control", "no-cache"}), data,
 			501, s3err.NotImplemented, "cache-control"},
 		{"bad tagging", signed(base([]any{"starts-with", "$tagging", ""}), postField{"tagging", "color=red"}), data,
@@ -232,11 +232,11 @@ func TestPostObject(t *testing.T) {
 	t.Run("stored", func(t *testing.T) {
 		e := newS3Env(t)
 		conds := base(map[string]string{"Content-Type": "text/plain"}, []any{"starts-with", "$x-amz-meta-color", ""},
-			[]any{"content-length-range", 1, 100}, map[string]string{"acl": "private"},
+			[]any{"content-length-range", 1, 100}, map[string]string{"acl": "public-read"},
 			[]any{"starts-with", "$tagging", ""}, []any{"eq", "$success_action_status", "201"})
 		tagging := "<Tagging><TagSet><Tag><Key>k1</Key><Value>v 1</Value></Tag></TagSet></Tagging>"
 		fields := signed(conds, postField{"Content-Type", "text/plain"}, postField{"x-amz-meta-color", "red"},
-			postField{"acl", "private"}, postField{"tagging", tagging}, postField{"success_action_status", "201"},
+			postField{"acl", "public-read"}, postField{"tagging", tagging}, postField{"success_action_status", "201"},
 			postField{"x-ignore-me", "1"}, postField{"x-amz-checksum-crc32", crc32B64(data)})
 		fields[0].value = "up/${filename}"
 		body, ct := postBody(t, fields, "photo.txt", data, postField{"after", "the file: ignored"})
@@ -251,6 +251,9 @@ func TestPostObject(t *testing.T) {
 		}
 		if got := e.store.LastPut.Tags; len(got) != 1 || got[0] != (meta.Tag{Key: "k1", Value: "v 1"}) {
 			t.Errorf("tags %v", got)
+		}
+		if got := e.store.LastPut.ACL; got == nil || got.Canned != "public-read" {
+			t.Errorf("the form's acl reached the service as %+v", got)
 		}
 		var resp struct{ Location, Bucket, Key, ETag string }
 		if err := xmlUnmarshal(r.Body.Bytes(), &resp); err != nil {

@@ -338,6 +338,14 @@ func (api *API) dispatch(q *request) (string, handlerFunc) {
 				if op, h := api.lockSubresource(m, sub); h != nil {
 					return op, h
 				}
+			case "acl":
+				if op, h := putGetDelete(m, "BucketAcl", api.putBucketACL, api.getBucketACL, nil); h != nil {
+					return op, h
+				}
+			case "ownershipControls":
+				if op, h := putGetDelete(m, "BucketOwnershipControls", api.putBucketOwnership, api.getBucketOwnership, api.deleteBucketOwnership); h != nil {
+					return op, h
+				}
 			}
 			return strings.ToUpper(m[:1]) + strings.ToLower(m[1:]) + "Bucket?" + sub, nil
 		}
@@ -374,6 +382,11 @@ func (api *API) dispatch(q *request) (string, handlerFunc) {
 		}
 		if sub == "attributes" && m == http.MethodGet {
 			return "GetObjectAttributes", api.getObjectAttributes
+		}
+		if sub == "acl" {
+			if op, h := putGetDelete(m, "ObjectAcl", api.putObjectACL, api.getObjectACL, nil); h != nil {
+				return op, h
+			}
 		}
 		if op, h := api.lockSubresource(m, sub); h != nil {
 			return op, h

@@ -19,6 +19,11 @@ type Buckets interface {
 	ListBuckets(ctx context.Context, a object.Actor) ([]meta.Bucket, error)
 	CreateBucket(ctx context.Context, a object.Actor, name string, v meta.Visibility) (meta.Bucket, error)
 	CreateLockedBucket(ctx context.Context, a object.Actor, name string, v meta.Visibility) (meta.Bucket, error)
+	CreateBucketWith(ctx context.Context, a object.Actor, in object.CreateBucketInput) (meta.Bucket, error)
+	GetBucketACL(ctx context.Context, a object.Actor, name string) (meta.Bucket, []meta.Grant, error)
+	SetBucketACL(ctx context.Context, a object.Actor, name string, acl object.ACL) error
+	GetBucketOwnership(ctx context.Context, a object.Actor, name string) (meta.ObjectOwnership, error)
+	SetBucketOwnership(ctx context.Context, a object.Actor, name string, o meta.ObjectOwnership) error
 	GetObjectLock(ctx context.Context, a object.Actor, name string) (meta.ObjectLock, error)
 	SetObjectLock(ctx context.Context, a object.Actor, name string, d meta.DefaultRetention) (meta.Bucket, error)
 	GetBucket(ctx context.Context, a object.Actor, name string) (meta.Bucket, error)
@@ -54,6 +59,8 @@ type Objects interface {
 	GetLock(ctx context.Context, a object.Actor, bucket, key, versionID string) (meta.Object, error)
 	SetRetention(ctx context.Context, a object.Actor, bucket, key, versionID string, r meta.Retention, bypass bool) (meta.Object, error)
 	SetLegalHold(ctx context.Context, a object.Actor, bucket, key, versionID string, on bool) (meta.Object, error)
+	GetObjectACL(ctx context.Context, a object.Actor, bucket, key, versionID string) (meta.Object, error)
+	SetObjectACL(ctx context.Context, a object.Actor, bucket, key, versionID string, acl object.ACL) (meta.Object, error)
 }
 
 // Uploads is what the multipart upload operations call.

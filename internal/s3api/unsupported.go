@@ -46,6 +46,7 @@ type rule struct {
 
 // Operation groups of the table.
 var (
+	aclOps       = []string{"CreateBucket", "PutObject", "CopyObject", "CreateMultipartUpload", "PutBucketAcl", "PutObjectAcl", "PostObject"}
 	objectWrites = []string{"PutObject", "CopyObject", "CreateMultipartUpload"}
 	// sseOps have rows of their own for x-amz-server-side-encryption.
 	sseOps    = append(slices.Clip(objectWrites), "UploadPart", "CompleteMultipartUpload", "GetObject", "HeadObject")
@@ -70,7 +71,7 @@ func rules() []rule {
 		sse   = "this server-side encryption option is not implemented by Coffer"
 		sseC  = "server-side encryption with customer keys (SSE-C) applies to PutObject, GetObject, HeadObject, CopyObject and the multipart upload operations only"
 		lock  = "the x-amz-object-lock-* headers apply to PutObject, CopyObject and CreateMultipartUpload only"
-		acl   = "Coffer supports no ACLs beyond the bucket's private or public-read visibility"
+		acl   = "x-amz-acl and x-amz-grant-* apply to CreateBucket, PutObject, CopyObject, CreateMultipartUpload, PutBucketAcl and PutObjectAcl only"
 		stdMD = "Coffer stores Content-Type and x-amz-meta-* only; it would not return this header on GET"
 	)
 	return []rule{
@@ -112,18 +113,14 @@ func rules() []rule {
 		{name: "x-amz-object-lock-*", notOps: objectWrites, why: lock},
 		{name: "x-amz-bucket-object-lock-enabled", ops: []string{"CreateBucket"}, allow: []string{"true", "false"},
 			code: s3err.InvalidArgument, why: "x-amz-bucket-object-lock-enabled must be true or false"},
-		// Ownership: only a bucket's owner can write into it, so the
-		// writer is always the bucket owner and the three settings agree.
+		// Object ownership (acl.go) at creation.
 		{name: "x-amz-object-ownership", ops: []string{"CreateBucket"},
 			allow: []string{"BucketOwnerEnforced", "BucketOwnerPreferred", "ObjectWriter"}, code: s3err.InvalidArgument,
 			why: "x-amz-object-ownership must be BucketOwnerEnforced, BucketOwnerPreferred or ObjectWriter"},
-		// ACLs.
-		{name: "x-amz-acl", ops: []string{"CreateBucket"}, allow: []string{"private", "public-read"}, why: acl},
-		// The writer is the bucket owner: bucket-owner-full-control is
-		// what private already means.
-		{name: "x-amz-acl", ops: objectWrites, allow: []string{"private", "bucket-owner-full-control"},
-			why: "objects have no ACL of their own in Coffer (they are as private or public as their bucket)"},
-		{name: "x-amz-grant-*", why: acl},
+		// ACLs (acl.go): read by CreateBucket, the object writes and
+		// Put*Acl; refused elsewhere, never ignored.
+		{name: "x-amz-acl", notOps: aclOps, why: acl},
+		{name: "x-amz-grant-*", notOps: aclOps, why: acl},
 		// Tags: x-amz-tagging is read by PutObject, CopyObject and
 		// CreateMultipartUpload (tagging.go).
 		{name: "x-amz-tagging-directive", ops: []string{"CopyObject"}, allow: []string{"COPY", "REPLACE"},

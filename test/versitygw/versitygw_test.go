@@ -83,6 +83,8 @@ var selected = []string{
 	"PutBucketCors_*", "GetBucketCors*", "DeleteBucketCors*", "PreflightOPTIONS_*",
 	// issue 21: browser POST policy uploads, presigned authentication
 	"PostObject_*", "PresignedAuth_*",
+	// issue 21: ACLs
+	"PutBucketAcl_*", "GetBucketAcl*", "PutObjectAcl_*", "GetObjectAcl_*", "PublicBucket_*",
 }
 
 // versioned are the tests versitygw's full-flow runs only against a

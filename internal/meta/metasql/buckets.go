@@ -10,16 +10,17 @@ import (
 
 // bucketCols are the columns of a bucket, in scanBucket's order.
 const bucketCols = "name, owner_id, visibility, created_at, sse_default, sse_kms_key, gateway, object_count, byte_count, versioning, lifecycle, " +
-	"object_lock, lock_mode, lock_days, lock_years, cors"
+	"object_lock, lock_mode, lock_days, lock_years, cors, acl, object_ownership"
 
 // scanBucket reads a bucket selected with bucketCols.
 func scanBucket(r Row) (meta.Bucket, error) {
 	var b meta.Bucket
 	var vis, versioning, lockMode string
 	var created int64
-	var lifecycle, cors *string
+	var lifecycle, cors, acl *string
+	var ownership string
 	err := r.Scan(&b.Name, &b.OwnerID, &vis, &created, &b.Encryption, &b.EncryptionKMSKey, &b.Gateway, &b.Objects, &b.Bytes, &versioning, &lifecycle,
-		&b.ObjectLock.Enabled, &lockMode, &b.ObjectLock.Default.Days, &b.ObjectLock.Default.Years, &cors)
+		&b.ObjectLock.Enabled, &lockMode, &b.ObjectLock.Default.Days, &b.ObjectLock.Default.Years, &cors, &acl, &ownership)
 	b.Visibility, b.Versioning = meta.Visibility(vis), meta.Versioning(versioning)
 	b.ObjectLock.Default.Mode = meta.RetentionMode(lockMode)
 	b.CreatedAt = FromNanos(created)
@@ -30,21 +31,36 @@ func scanBucket(r Row) (meta.Bucket, error) {
 	if err == nil && cors != nil && *cors != "" {
 		b.CORS, err = decodeCORS(*cors)
 	}
+	if err == nil && (acl != nil || ownership != "") {
+		grants, derr := DecodeGrants(acl)
+		b.ACL, err = &meta.BucketACL{Grants: grants, Ownership: meta.ObjectOwnership(ownership)}, derr
+	}
 	return b, err
 }
 
 // insertBucketSQL inserts a native bucket: arguments bucketArgs.
 func insertBucketSQL(ph PH) string {
-	return "INSERT INTO buckets (name, owner_id, visibility, created_at, versioning, object_lock, lock_mode, lock_days, lock_years) VALUES (" +
-		values(ph, 1, 9) + ")"
+	return "INSERT INTO buckets (name, owner_id, visibility, created_at, versioning, object_lock, lock_mode, lock_days, lock_years, acl, object_ownership) VALUES (" +
+		values(ph, 1, 11) + ")"
 }
 
 // bucketArgs are insertBucketSQL's arguments for b (as meta.CheckBucket
 // returned it), created at now unless it says when.
-func bucketArgs(b meta.Bucket, now time.Time) []any {
+func bucketArgs(b meta.Bucket, now time.Time) ([]any, error) {
 	d := b.ObjectLock.Default
+	var (
+		acl       any
+		ownership string
+		err       error
+	)
+	if b.ACL != nil {
+		if acl, err = GrantsArg(b.ACL.Grants); err != nil {
+			return nil, err
+		}
+		ownership = string(b.ACL.Ownership)
+	}
 	return []any{b.Name, b.OwnerID, string(b.Visibility), ToNanos(meta.OrNow(b.CreatedAt, now)), string(b.Versioning),
-		b.ObjectLock.Enabled, string(d.Mode), d.Days, d.Years}
+		b.ObjectLock.Enabled, string(d.Mode), d.Days, d.Years, acl, ownership}, nil
 }
 
 // upsertGatewayBucketSQL creates a gateway bucket or updates the gateway
@@ -170,7 +186,11 @@ func (o bucketOps) CreateBucket(ctx context.Context, b meta.Bucket) error {
 	if err != nil {
 		return err
 	}
-	return noUser(o.exec(ctx, "create bucket "+b.Name, o.sql.buckets.insert, bucketArgs(b, time.Now())...), b.OwnerID)
+	args, err := bucketArgs(b, time.Now())
+	if err != nil {
+		return err
+	}
+	return noUser(o.exec(ctx, "create bucket "+b.Name, o.sql.buckets.insert, args...), b.OwnerID)
 }
 
 // PutGatewayBucket implements meta.Buckets. A missing owner fails the

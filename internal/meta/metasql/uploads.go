@@ -10,21 +10,21 @@ import (
 
 // UploadCols are the columns of an upload, in ScanUpload's order.
 const UploadCols = "id, bucket, key, initiator_id, content_type, metadata, checksum_algorithm, checksum_type, size, part_size, created_at, expires_at, blob_key, backend_upload_id, sse_mode, sse_kms_key, sse_c_check, tags, " +
-	"lock_mode, lock_until, legal_hold"
+	"lock_mode, lock_until, legal_hold, acl"
 
 // ScanUpload reads an upload selected with UploadCols.
 func ScanUpload(r Row) (meta.Upload, error) {
 	var (
 		u                meta.Upload
 		key              []byte
-		md, tags         *string
+		md, tags, acl    *string
 		created, expires int64
 		lockMode         string
 		lockUntil        int64
 	)
 	if err := r.Scan(&u.ID, &u.Bucket, &key, &u.InitiatorID, &u.ContentType, &md, &u.ChecksumAlgorithm, &u.ChecksumType,
 		&u.Size, &u.PartSize, &created, &expires, &u.BlobKey, &u.BackendUploadID, &u.EncryptionMode, &u.EncryptionKMSKey, &u.CustomerKeyCheck, &tags,
-		&lockMode, &lockUntil, &u.LegalHold); err != nil {
+		&lockMode, &lockUntil, &u.LegalHold, &acl); err != nil {
 		return meta.Upload{}, err
 	}
 	u.Retention = meta.Retention{Mode: meta.RetentionMode(lockMode), Until: FromNanos(lockUntil)}
@@ -34,13 +34,16 @@ func ScanUpload(r Row) (meta.Upload, error) {
 	if u.Metadata, err = DecodeMetadata(md); err != nil {
 		return meta.Upload{}, err
 	}
-	u.Tags, err = DecodeTags(tags)
+	if u.Tags, err = DecodeTags(tags); err != nil {
+		return meta.Upload{}, err
+	}
+	u.Owner, u.ACL, err = DecodeACL(acl)
 	return u, err
 }
 
 // insertUploadSQL inserts an upload: arguments uploadArgs.
 func insertUploadSQL(ph PH) string {
-	return "INSERT INTO uploads (" + UploadCols + ") VALUES (" + values(ph, 1, 21) + ")"
+	return "INSERT INTO uploads (" + UploadCols + ") VALUES (" + values(ph, 1, 22) + ")"
 }
 
 // uploadArgs are insertUploadSQL's arguments for u (as meta.CheckUpload
@@ -54,9 +57,13 @@ func uploadArgs(u meta.Upload, key func(string) any) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
+	acl, err := ACLArg(u.Owner, u.ACL)
+	if err != nil {
+		return nil, err
+	}
 	return []any{u.ID, u.Bucket, key(u.Key), u.InitiatorID, u.ContentType, md, u.ChecksumAlgorithm, u.ChecksumType,
 		u.Size, u.PartSize, ToNanos(u.CreatedAt), ToNanos(u.ExpiresAt), u.BlobKey, u.BackendUploadID,
-		u.EncryptionMode, u.EncryptionKMSKey, u.CustomerKeyCheck, tags, string(u.Retention.Mode), ToNanos(u.Retention.Until), u.LegalHold}, nil
+		u.EncryptionMode, u.EncryptionKMSKey, u.CustomerKeyCheck, tags, string(u.Retention.Mode), ToNanos(u.Retention.Until), u.LegalHold, acl}, nil
 }
 
 // uploadPlaceSQL reads where upload ph(1) goes, for a write on it

@@ -316,7 +316,11 @@ func (o *core) createUser(ctx context.Context, u meta.User, b meta.Bucket, befor
 		if err := w.Queue(nil, o.sql.users.insert, userArgs(u, now)...); err != nil {
 			return err
 		}
-		return w.Queue(nil, o.sql.buckets.insert, bucketArgs(b, now)...)
+		args, err := bucketArgs(b, now)
+		if err != nil {
+			return err
+		}
+		return w.Queue(nil, o.sql.buckets.insert, args...)
 	})
 }
 

@@ -153,6 +153,7 @@ func Run(t *testing.T, newStore func(t *testing.T) (meta.Stores, func() error)) 
 		{"KMSGrants", kmsGrantTests},
 		{"Lifecycle", lifecycleTests},
 		{"CORS", corsTests},
+		{"ACL", aclTests},
 	}
 	mk := func(t *testing.T) store {
 		t.Helper()
@@ -161,7 +162,7 @@ func Run(t *testing.T, newStore func(t *testing.T) (meta.Stores, func() error)) 
 			t.Fatal("newStore returned no close function")
 		}
 		s := store{st.Accounts, st.Sessions, st.Invites, st.AccessKeys, st.Limits, st.Buckets, st.Objects, st.Uploads,
-			st.Stagings, st.Reclamation, st.Shares, st.Tus, st.EncryptionJobs, st.KeyGrants, st.Cluster, st.Lifecycles, st.CORSConfigs, closeStore}
+			st.Stagings, st.Reclamation, st.Shares, st.Tus, st.EncryptionJobs, st.KeyGrants, st.Cluster, st.Lifecycles, st.CORSConfigs, st.ACLs, closeStore}
 		for f, v := range reflect.ValueOf(st).Fields() {
 			if v.IsNil() && f.Name != "Changes" {
 				t.Fatalf("newStore returned no %s", f.Name)
@@ -205,6 +206,7 @@ type store struct {
 	meta.Cluster
 	meta.Lifecycles
 	meta.CORSConfigs
+	meta.ACLs
 	close func() error
 }
 
@@ -358,6 +360,9 @@ func diffObject(got, want meta.Object) string {
 	}
 	if !slices.Equal(got.Tags, want.Tags) { // nil and empty are equal
 		add("Tags", got.Tags, want.Tags)
+	}
+	if got.Owner != want.Owner || !slices.Equal(got.ACL, want.ACL) {
+		add("Owner/ACL", fmt.Sprint(got.Owner, got.ACL), fmt.Sprint(want.Owner, want.ACL))
 	}
 	// Nil Parts is a single-blob object (BlobKeys depends on it).
 	if (got.Parts == nil) != (want.Parts == nil) || !slices.EqualFunc(got.Parts, want.Parts, samePart) {

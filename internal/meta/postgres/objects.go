@@ -130,7 +130,7 @@ func lookupSQL(cond string) string {
 		o.checksum_algorithm, o.checksum_type, o.checksum_value, o.parts_id, o.part_count, o.inline_data,
 		p.blob_key, p.size, p.etag, p.checksum, o.sse, o.sse_kek, p.sse, p.sse_kek,
 		o.version_id, o.seq, o.is_latest, o.delete_marker, o.tags,
-		o.lock_mode, o.lock_until, o.legal_hold, b.object_lock, b.lock_mode, b.lock_days, b.lock_years
+		o.lock_mode, o.lock_until, o.legal_hold, b.object_lock, b.lock_mode, b.lock_days, b.lock_years, o.acl
 	FROM buckets b
 	LEFT JOIN objects o ON o.bucket = b.name AND o.key = $2 AND ` + cond + `
 	LEFT JOIN object_parts p ON p.parts_id = o.parts_id
@@ -154,6 +154,7 @@ type lookupRow struct {
 	part       meta.ObjectPart
 	pHas       bool        // the row holds a part
 	tags       pgtype.Text // the version's tags (every row repeats them: foundOf decodes the first)
+	acl        pgtype.Text // the version's objects.acl (as tags)
 }
 
 // scanLookup returns the scanner of a lookup's rows for bucket/key.
@@ -175,7 +176,7 @@ func scanLookup(bucket, k string) func(metasql.Row) (lookupRow, error) {
 		)
 		if err := r.Scan(&l.owner, &l.versioning, &size, &etag, &sha, &ctype, &md, &blob, &mod, &calg, &ctyp, &cv, &pid, &pcount, &inline,
 			&pblob, &psize, &petag, &pcheck, &sse, &kek, &psse, &pkek, &vid, &seq, &latest, &marker, &l.tags,
-			&lockMode, &lockUntil, &hold, &l.lock.Enabled, &bucketMode, &l.lock.Default.Days, &l.lock.Default.Years); err != nil {
+			&lockMode, &lockUntil, &hold, &l.lock.Enabled, &bucketMode, &l.lock.Default.Days, &l.lock.Default.Years, &l.acl); err != nil {
 			return lookupRow{}, err
 		}
 		l.lock.Default.Mode = meta.RetentionMode(bucketMode)
@@ -234,6 +235,11 @@ func foundOf(rows []lookupRow) (found, error) {
 				if l.tags.Valid {
 					var err error
 					if f.row.Tags, err = metasql.DecodeTags(&l.tags.String); err != nil {
+						return found{}, err
+					}
+				}
+				if l.acl.Valid {
+					if err := metasql.DecodeObjectACL(&l.acl.String, &f.row.Object); err != nil {
 						return found{}, err
 					}
 				}
@@ -432,7 +438,7 @@ func (t *txn) rewriteVersion(f found, o meta.Object, cond meta.Cond, store func(
 		return meta.PutResult{}, err
 	}
 	store()
-	o.VersionID, o.IsLatest, o.Tags = f.row.VersionID, f.row.IsLatest, f.row.Tags
+	o.VersionID, o.IsLatest, o.Tags, o.Owner, o.ACL = f.row.VersionID, f.row.IsLatest, f.row.Tags, f.row.Owner, f.row.ACL
 	o.Retention, o.LegalHold = f.row.Retention, f.row.LegalHold
 	if err := writeObject(t, o, f.row.Seq, partsID); err != nil {
 		return meta.PutResult{}, err

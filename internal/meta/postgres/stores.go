@@ -23,6 +23,7 @@ func (s *Store) Stores() meta.Stores {
 		Cluster:        s,
 		Lifecycles:     s,
 		CORSConfigs:    s,
+		ACLs:           s,
 		Changes:        s,
 	}
 }

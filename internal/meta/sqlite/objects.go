@@ -104,7 +104,7 @@ func lookup(ctx context.Context, q querier, bucket, key, version string, read bo
 		f                           found
 		versioning                  string
 		k, etag, sha, ctype, blob   sql.NullString
-		md, tags                    *string
+		md, tags, acl               *string
 		calg, ctyp, cval            sql.NullString
 		size, mod, pid, pcount, iid sql.NullInt64
 		data, sse                   []byte
@@ -119,7 +119,7 @@ func lookup(ctx context.Context, q querier, bucket, key, version string, read bo
 		query, args = lookupVersionQuery, append(args, version)
 	}
 	dest := []any{&f.owner, &k, &size, &etag, &sha, &ctype, &md, &blob, &mod, &calg, &ctyp, &cval, &pid, &pcount, &iid, &data, &sse, &kek, &tags,
-		&lockMode, &lockUntil, &hold, &vid}
+		&lockMode, &lockUntil, &hold, &acl, &vid}
 	if read && version == "" {
 		// The hot path of every read: no column more than it needs (each
 		// costs), the marker flag folded into the version.
@@ -179,6 +179,9 @@ func lookup(ctx context.Context, q querier, bucket, key, version string, read bo
 	if f.row.Tags, err = metasql.DecodeTags(tags); err != nil {
 		return found{}, err
 	}
+	if err = metasql.DecodeObjectACL(acl, &f.row.Object); err != nil {
+		return found{}, err
+	}
 	return f, nil
 }
 
@@ -195,7 +198,7 @@ func lookupSQL(cond, version string) string {
 	}
 	return `SELECT b.owner_id, o.key, o.size, o.etag, o.sha256, o.content_type, o.metadata, o.blob_key, o.mod_time,
 		o.checksum_algorithm, o.checksum_type, o.checksum_value, o.parts_id, o.part_count, o.inline_id, i.data, o.sse, o.sse_kek, o.tags,
-		o.lock_mode, o.lock_until, o.legal_hold, ` + version + `
+		o.lock_mode, o.lock_until, o.legal_hold, o.acl, ` + version + `
 	FROM buckets b LEFT JOIN objects o ON o.bucket = b.name AND o.key = ?2` + on + `
 	LEFT JOIN inline_data i ON i.id = o.inline_id
 	WHERE b.name = ?1` + tail
@@ -504,7 +507,7 @@ func rewriteVersion(ctx context.Context, c *conn, f found, o meta.Object, cond m
 	if err != nil {
 		return meta.PutResult{}, err
 	}
-	o.VersionID, o.IsLatest, o.Tags = f.row.VersionID, f.row.IsLatest, f.row.Tags
+	o.VersionID, o.IsLatest, o.Tags, o.Owner, o.ACL = f.row.VersionID, f.row.IsLatest, f.row.Tags, f.row.Owner, f.row.ACL
 	o.Retention, o.LegalHold = f.row.Retention, f.row.LegalHold
 	if err := writeObject(ctx, c, o, f.row.Seq, pid, iid, true); err != nil {
 		return meta.PutResult{}, err

@@ -22,5 +22,6 @@ func (s *Store) Stores() meta.Stores {
 		Cluster:        s,
 		Lifecycles:     s,
 		CORSConfigs:    s,
+		ACLs:           s,
 	}
 }

@@ -462,12 +462,19 @@ func (f *Service) Put(_ context.Context, a object.Actor, in object.PutInput) (me
 	if b, ok := f.Buckets[in.Bucket]; ok && in.Lock != (object.Lock{}) && !b.ObjectLock.Enabled {
 		return meta.Object{}, meta.ErrLockNotEnabled(in.Bucket)
 	}
+	grants, err := fakeGrants(in.ACL, f.Buckets[in.Bucket].OwnerID)
+	if err != nil {
+		return meta.Object{}, err
+	}
 	o, err := f.write(a, in.Bucket, in.Key, in.Cond, in.Body, integrity.Options{Size: in.Size, SHA256: in.SHA256, MD5: in.MD5,
 		ChecksumAlgorithm: in.ChecksumAlgorithm, ChecksumWant: in.ChecksumWant}, in.ContentType, in.Metadata, in.Tags, in.SSE)
 	if err != nil {
 		return meta.Object{}, err
 	}
 	f.wrote("Put " + in.Bucket + "/" + in.Key)
+	if grants != nil {
+		o = f.update(Object{Object: o}, func(o *meta.Object) { o.ACL = grants })
+	}
 	if in.Lock != (object.Lock{}) {
 		o = f.update(Object{Object: o}, func(o *meta.Object) { o.Retention, o.LegalHold = in.Lock.Retention, in.Lock.LegalHold })
 	}

@@ -35,6 +35,12 @@ var (
 	AccessDenied                      = def("AccessDenied", 403, "Access Denied.")
 	AccessForbidden                   = def("AccessForbidden", 403, "CORSResponse: This CORS request is not allowed.")
 	NoSuchCORSConfiguration           = def("NoSuchCORSConfiguration", 404, "The CORS configuration does not exist")
+	AccessControlListNotSupported     = def("AccessControlListNotSupported", 400, "The bucket does not allow ACLs.")
+	InvalidBucketAclWithOwnership     = def("InvalidBucketAclWithObjectOwnership", 400, "Bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced setting.")
+	MalformedACLError                 = def("MalformedACLError", 400, "The XML you provided was not well-formed or did not validate against our published schema.")
+	OwnershipControlsNotFound         = def("OwnershipControlsNotFoundError", 404, "The bucket ownership controls were not found.")
+	UnexpectedContent                 = def("UnexpectedContent", 400, "This request does not support content.")
+	UnresolvableGrantByEmailAddress   = def("UnresolvableGrantByEmailAddress", 400, "The e-mail address you provided does not match any account on record.")
 	AuthorizationHeaderMalformed      = def("AuthorizationHeaderMalformed", 400, "The authorization header is malformed.")
 	AuthorizationQueryParametersError = def("AuthorizationQueryParametersError", 400, "Error parsing the X-Amz-Credential parameter.")
 	BadDigest                         = def("BadDigest", 400, "The Content-MD5 or checksum you specified did not match what we received.")
@@ -175,6 +181,8 @@ func Translate(err error) APIError {
 			return row(InvalidTag)
 		case "tag_count":
 			return row(BadRequest)
+		case "malformed_acl":
+			return row(MalformedACLError)
 		case "object_lock_disabled":
 			return row(InvalidRequest)
 		}
