@@ -61,6 +61,8 @@ var (
 	InvalidRequest                    = def("InvalidRequest", 400, "Invalid Request.")
 	KeyTooLongError                   = def("KeyTooLongError", 400, "Your key is too long.")
 	MetadataTooLarge                  = def("MetadataTooLarge", 400, "Your metadata headers exceed the maximum allowed metadata size.")
+	MalformedPolicy                   = def("MalformedPolicy", 400, "Policy has invalid resource.")
+	PolicyTooLarge                    = def("PolicyTooLarge", 400, "Policy exceeds the maximum allowed document size.")
 	MalformedXML                      = def("MalformedXML", 400, "The XML you provided was not well-formed or did not validate against our published schema.")
 	MethodNotAllowed                  = def("MethodNotAllowed", 405, "The specified method is not allowed against this resource.")
 	MissingContentLength              = def("MissingContentLength", 411, "You must provide the Content-Length HTTP header.")
