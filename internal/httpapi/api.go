@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"strings"
 	"time"
 
@@ -355,6 +356,7 @@ func (api *API) serve(w http.ResponseWriter, r *http.Request, rt Route) {
 		return
 	}
 	httpx.SetUser(r.Context(), p.UserID)
+	r = r.WithContext(context.WithValue(r.Context(), conditionsKey{}, api.conditions(r, p)))
 	resp, err := rt.handle(r, p)
 	if err != nil {
 		WriteProblem(w, r, api.log, err)
@@ -377,7 +379,42 @@ func (api *API) principal(r *http.Request) (auth.Principal, error) {
 	return api.accounts.Authenticate(r.Context(), strings.TrimSpace(token))
 }
 
-func actor(p auth.Principal) object.Actor { return object.Actor{UserID: p.UserID} }
+// actor is who request r acts for: p, with the request's condition keys
+// (conditions) for the policies the object service consults.
+func actor(r *http.Request, p auth.Principal) object.Actor {
+	c, _ := r.Context().Value(conditionsKey{}).(map[string][]string)
+	return object.Actor{UserID: p.UserID, Context: c}
+}
+
+type conditionsKey struct{}
+
+// conditions collects the policy condition keys of a file-API request
+// (object.Actor.Context): the global ones S3 defines.
+func (api *API) conditions(r *http.Request, p auth.Principal) map[string][]string {
+	c := make(map[string][]string, 6)
+	if ip := httpx.ClientIP(r, api.cfg.TrustedProxies); ip.IsValid() {
+		c["aws:sourceip"] = []string{ip.String()}
+	}
+	secure := r.TLS != nil
+	if _, ok := httpx.ForwardedClient(r, api.cfg.TrustedProxies); ok && !secure {
+		secure = strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
+	}
+	c["aws:securetransport"] = []string{strconv.FormatBool(secure)}
+	if ua := r.Header.Get("User-Agent"); ua != "" {
+		c["aws:useragent"] = []string{ua}
+	}
+	if ref := r.Header.Get("Referer"); ref != "" {
+		c["aws:referer"] = []string{ref}
+	}
+	if p.UserID != "" {
+		c["aws:userid"] = []string{p.UserID}
+		c["aws:username"] = []string{p.UserID}
+		c["aws:principaltype"] = []string{"User"}
+	} else {
+		c["aws:principaltype"] = []string{"Anonymous"}
+	}
+	return c
+}
 
 // jsonDecoder reads the JSON bodies of requests, bounded by
 // Config.MaxJSONBody; every group of handlers that takes one embeds it.

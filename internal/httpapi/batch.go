@@ -53,10 +53,10 @@ func (h *fileHandlers) batchDelete(r *http.Request, p auth.Principal) (response,
 	bucket := r.PathValue("bucket")
 	// Authorised before the first line: a refusal is a problem, not a
 	// stream of errors.
-	if _, err := h.files.List(r.Context(), actor(p), bucket, meta.ListOptions{Limit: 1}); err != nil {
+	if _, err := h.files.List(r.Context(), actor(r, p), bucket, meta.ListOptions{Limit: 1}); err != nil {
 		return nil, err
 	}
-	return &batchDeleteResponse{files: h.files, a: actor(p), bucket: bucket, keys: b.Keys, prefix: b.Prefix}, nil
+	return &batchDeleteResponse{files: h.files, a: actor(r, p), bucket: bucket, keys: b.Keys, prefix: b.Prefix}, nil
 }
 
 // batchDeleteResponse streams one NDJSON line per key, then the totals.

@@ -47,7 +47,7 @@ func toBucketJSON(b meta.Bucket) bucketJSON {
 }
 
 func (h *bucketHandlers) listBuckets(r *http.Request, p auth.Principal) (response, error) {
-	bs, err := h.buckets.ListBuckets(r.Context(), actor(p))
+	bs, err := h.buckets.ListBuckets(r.Context(), actor(r, p))
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +72,7 @@ func (h *bucketHandlers) createBucket(r *http.Request, p auth.Principal) (respon
 	if err := h.decodeJSON(r, &body); err != nil {
 		return nil, err
 	}
-	b, err := h.buckets.CreateBucket(r.Context(), actor(p), body.Name, body.Visibility)
+	b, err := h.buckets.CreateBucket(r.Context(), actor(r, p), body.Name, body.Visibility)
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +80,7 @@ func (h *bucketHandlers) createBucket(r *http.Request, p auth.Principal) (respon
 }
 
 func (h *bucketHandlers) getBucket(r *http.Request, p auth.Principal) (response, error) {
-	b, err := h.buckets.GetBucket(r.Context(), actor(p), r.PathValue("bucket"))
+	b, err := h.buckets.GetBucket(r.Context(), actor(r, p), r.PathValue("bucket"))
 	if err != nil {
 		return nil, err
 	}
@@ -108,22 +108,22 @@ func (h *bucketHandlers) patchBucket(r *http.Request, p auth.Principal) (respons
 		}
 	}
 	name := r.PathValue("bucket")
-	b, err := h.buckets.GetBucket(r.Context(), actor(p), name)
+	b, err := h.buckets.GetBucket(r.Context(), actor(r, p), name)
 	if err != nil {
 		return nil, err
 	}
 	if body.Versioning != nil {
-		if b, err = h.buckets.SetBucketVersioning(r.Context(), actor(p), name, *body.Versioning); err != nil {
+		if b, err = h.buckets.SetBucketVersioning(r.Context(), actor(r, p), name, *body.Versioning); err != nil {
 			return nil, err
 		}
 	}
 	if e := body.Encryption; e != nil {
-		if b, err = h.buckets.SetBucketEncryption(r.Context(), actor(p), name, e.Default, e.KMSKeyID); err != nil {
+		if b, err = h.buckets.SetBucketEncryption(r.Context(), actor(r, p), name, e.Default, e.KMSKeyID); err != nil {
 			return nil, err
 		}
 	}
 	if body.Visibility != nil {
-		if b, err = h.buckets.SetBucketVisibility(r.Context(), actor(p), name, *body.Visibility); err != nil {
+		if b, err = h.buckets.SetBucketVisibility(r.Context(), actor(r, p), name, *body.Visibility); err != nil {
 			return nil, err
 		}
 	}
@@ -132,7 +132,7 @@ func (h *bucketHandlers) patchBucket(r *http.Request, p auth.Principal) (respons
 }
 
 func (h *bucketHandlers) deleteBucket(r *http.Request, p auth.Principal) (response, error) {
-	if err := h.buckets.DeleteBucket(r.Context(), actor(p), r.PathValue("bucket")); err != nil {
+	if err := h.buckets.DeleteBucket(r.Context(), actor(r, p), r.PathValue("bucket")); err != nil {
 		return nil, err
 	}
 	return noContent{}, nil

@@ -150,7 +150,7 @@ func (h *fileHandlers) putFile(r *http.Request, p auth.Principal) (response, err
 			ct = ""
 		}
 	}
-	o, err := h.files.Put(r.Context(), actor(p), object.PutInput{
+	o, err := h.files.Put(r.Context(), actor(r, p), object.PutInput{
 		Bucket: r.PathValue("bucket"), Key: r.PathValue("key"),
 		Body: r.Body, Size: r.ContentLength, ContentType: ct,
 		SHA256: sha, MD5: md5sum, Cond: cond,
@@ -168,7 +168,7 @@ func (h *fileHandlers) uploadForm(r *http.Request, p auth.Principal) (response, 
 		return nil, errcode.New(errcode.InvalidArgument, "body must be multipart/form-data")
 	}
 	bucket := r.PathValue("bucket")
-	batch := h.files.NewBatch(actor(p))
+	batch := h.files.NewBatch(actor(r, p))
 	defer batch.Abort()
 	prefix := ""
 	n := 0
@@ -242,7 +242,7 @@ func (h *fileHandlers) getFile(r *http.Request, p auth.Principal) (response, err
 	if err != nil {
 		return nil, err
 	}
-	rd, err := h.files.GetVersion(r.Context(), actor(p), r.PathValue("bucket"), r.PathValue("key"), versionID)
+	rd, err := h.files.GetVersion(r.Context(), actor(r, p), r.PathValue("bucket"), r.PathValue("key"), versionID)
 	if err != nil {
 		return nil, markerNotFound(err)
 	}
@@ -293,12 +293,12 @@ func (h *fileHandlers) deleteFile(r *http.Request, p auth.Principal) (response, 
 		if cond.IfNoneMatch {
 			return nil, errcode.New(errcode.InvalidArgument, "If-None-Match has no meaning on a delete")
 		}
-		if _, err := h.files.DeleteVersion(r.Context(), actor(p), r.PathValue("bucket"), r.PathValue("key"), versionID, cond); err != nil {
+		if _, err := h.files.DeleteVersion(r.Context(), actor(r, p), r.PathValue("bucket"), r.PathValue("key"), versionID, cond); err != nil {
 			return nil, err
 		}
 		return noContent{}, nil
 	}
-	if err := deleteFile(r.Context(), h.files, actor(p), r.PathValue("bucket"), r.PathValue("key"), cond); err != nil {
+	if err := deleteFile(r.Context(), h.files, actor(r, p), r.PathValue("bucket"), r.PathValue("key"), cond); err != nil {
 		return nil, err
 	}
 	return noContent{}, nil
@@ -329,7 +329,7 @@ func (h *fileHandlers) listFiles(r *http.Request, p auth.Principal) (response, e
 	if len(opts.Delimiter) > 32 || !utf8.ValidString(opts.Delimiter) {
 		return nil, errcode.New(errcode.InvalidArgument, "delimiter must be valid UTF-8 of at most 32 bytes")
 	}
-	page, err := h.files.List(r.Context(), actor(p), r.PathValue("bucket"), opts)
+	page, err := h.files.List(r.Context(), actor(r, p), r.PathValue("bucket"), opts)
 	if err != nil {
 		return nil, err
 	}
@@ -415,7 +415,7 @@ func (h *fileHandlers) moveFile(r *http.Request, p auth.Principal) (response, er
 	if err != nil {
 		return nil, err
 	}
-	o, err := h.files.Move(r.Context(), actor(p), r.PathValue("bucket"), b.From, b.ToBucket, b.To, cond)
+	o, err := h.files.Move(r.Context(), actor(r, p), r.PathValue("bucket"), b.From, b.ToBucket, b.To, cond)
 	if err != nil {
 		return nil, err
 	}
@@ -427,7 +427,7 @@ func (h *fileHandlers) copyFile(r *http.Request, p auth.Principal) (response, er
 	if err != nil {
 		return nil, err
 	}
-	o, err := h.files.Copy(r.Context(), actor(p), object.CopyInput{
+	o, err := h.files.Copy(r.Context(), actor(r, p), object.CopyInput{
 		SrcBucket: r.PathValue("bucket"), SrcKey: b.From, DstBucket: b.ToBucket, DstKey: b.To, Cond: cond,
 	})
 	if err != nil {
@@ -470,7 +470,7 @@ func (h *fileHandlers) zipFiles(r *http.Request, p auth.Principal) (response, er
 			Detail: map[string]any{"reason": "zip_too_large", "max_entries": h.zips.limits.Entries}}
 	}
 	bucket := r.PathValue("bucket")
-	a := actor(p)
+	a := actor(r, p)
 	ctx, done := h.zips.planning(r)
 	plan, err := h.zips.plan(ctx, a, bucket, keys, prefixes)
 	if err = done(err); err != nil {

@@ -136,7 +136,7 @@ func (h *shareHandlers) createShare(r *http.Request, p auth.Principal) (response
 			return nil, errcode.New(errcode.InvalidArgument, "password is longer than 256 bytes")
 		}
 		// Checked before hashing, so a bad request costs no argon2id.
-		if _, err := h.buckets.GetBucket(r.Context(), actor(p), b.Bucket); err != nil {
+		if _, err := h.buckets.GetBucket(r.Context(), actor(r, p), b.Bucket); err != nil {
 			return nil, err
 		}
 		ns.PasswordHash, err = h.shareAuth.HashPassword(r.Context(), b.Password)
@@ -144,7 +144,7 @@ func (h *shareHandlers) createShare(r *http.Request, p auth.Principal) (response
 			return nil, err
 		}
 	}
-	sh, token, err := h.shares.CreateShare(r.Context(), actor(p), ns)
+	sh, token, err := h.shares.CreateShare(r.Context(), actor(r, p), ns)
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +158,7 @@ func (h *shareHandlers) listShares(r *http.Request, p auth.Principal) (response,
 	if err != nil {
 		return nil, err
 	}
-	shs, err := h.shares.ListShares(r.Context(), actor(p), grants)
+	shs, err := h.shares.ListShares(r.Context(), actor(r, p), grants)
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +171,7 @@ func (h *shareHandlers) listShares(r *http.Request, p auth.Principal) (response,
 }
 
 func (h *shareHandlers) getShare(r *http.Request, p auth.Principal) (response, error) {
-	sh, err := h.shares.GetShare(r.Context(), actor(p), r.PathValue("id"))
+	sh, err := h.shares.GetShare(r.Context(), actor(r, p), r.PathValue("id"))
 	if err != nil {
 		return nil, err
 	}
@@ -194,7 +194,7 @@ func (h *shareHandlers) patchShare(r *http.Request, p auth.Principal) (response,
 	if err != nil {
 		return nil, err
 	}
-	sh, err := h.shares.SetShareExpiry(r.Context(), actor(p), r.PathValue("id"), exp)
+	sh, err := h.shares.SetShareExpiry(r.Context(), actor(r, p), r.PathValue("id"), exp)
 	if err != nil {
 		return nil, err
 	}
@@ -205,7 +205,7 @@ func (h *shareHandlers) patchShare(r *http.Request, p auth.Principal) (response,
 // stays listed, revoked); a link that no longer works, and any download
 // grant, is removed.
 func (h *shareHandlers) revokeShare(r *http.Request, p auth.Principal) (response, error) {
-	if _, err := h.shares.DeleteShare(r.Context(), actor(p), r.PathValue("id"), time.Now()); err != nil {
+	if _, err := h.shares.DeleteShare(r.Context(), actor(r, p), r.PathValue("id"), time.Now()); err != nil {
 		return nil, err
 	}
 	return noContent{}, nil

@@ -49,7 +49,7 @@ type tusResponse struct {
 }
 
 func (t tusResponse) respond(w http.ResponseWriter, r *http.Request) {
-	t.h.ServeHTTP(w, r, actor(t.p))
+	t.h.ServeHTTP(w, r, actor(r, t.p))
 }
 
 // bufferWriter captures a response written by WriteProblem.

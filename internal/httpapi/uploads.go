@@ -100,7 +100,7 @@ func (h *uploadHandlers) createUpload(r *http.Request, p auth.Principal) (respon
 	if err != nil {
 		return nil, err
 	}
-	u, err := h.uploads.CreateUpload(r.Context(), actor(p), object.CreateUploadInput{
+	u, err := h.uploads.CreateUpload(r.Context(), actor(r, p), object.CreateUploadInput{
 		Bucket: body.Bucket, Key: body.Key, ContentType: body.ContentType,
 		Size: max(body.Size, 0), PartSize: ps, TTL: h.ttl, Backend: backend,
 	})
@@ -110,7 +110,7 @@ func (h *uploadHandlers) createUpload(r *http.Request, p auth.Principal) (respon
 	// An encrypted upload (the bucket's default) is not assembled by the
 	// backend even where it could be: its bytes must pass through Coffer.
 	if backend = u.BackendUploadID != ""; !backend && h.presign == nil {
-		_ = h.uploads.AbortUpload(r.Context(), actor(p), u.Bucket, u.Key, u.ID)
+		_ = h.uploads.AbortUpload(r.Context(), actor(r, p), u.Bucket, u.Key, u.ID)
 		return nil, errcode.New(errcode.NotImplemented, "encrypted direct uploads need the S3 listener")
 	}
 	out := uploadJSON{UploadID: u.ID, Bucket: u.Bucket, Key: u.Key, Size: body.Size, PartSize: ps, ExpiresAt: u.ExpiresAt}
@@ -118,7 +118,7 @@ func (h *uploadHandlers) createUpload(r *http.Request, p auth.Principal) (respon
 	for i := 1; i <= n; i++ {
 		var url string
 		if backend {
-			url, err = h.uploads.PresignBackendPart(r.Context(), actor(p), u, i, ttl)
+			url, err = h.uploads.PresignBackendPart(r.Context(), actor(r, p), u, i, ttl)
 		} else {
 			url, err = h.presign(r.Context(), p.UserID, u.Bucket, u.Key, u.ID, i, ttl)
 		}
@@ -136,7 +136,7 @@ func (h *uploadHandlers) getUpload(r *http.Request, p auth.Principal) (response,
 	var u meta.Upload
 	after := 0
 	for {
-		up, ps, more, err := h.uploads.ListParts(r.Context(), actor(p), "", "", id, after, 1000)
+		up, ps, more, err := h.uploads.ListParts(r.Context(), actor(r, p), "", "", id, after, 1000)
 		if err != nil {
 			return nil, err
 		}
@@ -168,7 +168,7 @@ func (h *uploadHandlers) completeUpload(r *http.Request, p auth.Principal) (resp
 	for i, pt := range body.Parts {
 		parts[i] = meta.CompletePart{Number: pt.PartNumber, ETag: pt.ETag}
 	}
-	o, err := h.uploads.CompleteUpload(r.Context(), actor(p), "", "", r.PathValue("id"), parts, meta.Cond{})
+	o, err := h.uploads.CompleteUpload(r.Context(), actor(r, p), "", "", r.PathValue("id"), parts, meta.Cond{})
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +176,7 @@ func (h *uploadHandlers) completeUpload(r *http.Request, p auth.Principal) (resp
 }
 
 func (h *uploadHandlers) abortUpload(r *http.Request, p auth.Principal) (response, error) {
-	if err := h.uploads.AbortUpload(r.Context(), actor(p), "", "", r.PathValue("id")); err != nil {
+	if err := h.uploads.AbortUpload(r.Context(), actor(r, p), "", "", r.PathValue("id")); err != nil {
 		return nil, err
 	}
 	return noContent{}, nil

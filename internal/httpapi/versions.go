@@ -166,10 +166,10 @@ func (h *fileHandlers) listVersions(r *http.Request, p auth.Principal) (response
 	if err := object.ValidKey(key); err != nil {
 		return nil, err
 	}
-	if err := h.versioned(r.Context(), actor(p), bucket); err != nil {
+	if err := h.versioned(r.Context(), actor(r, p), bucket); err != nil {
 		return nil, err
 	}
-	vs, next, err := h.keyVersions(r.Context(), actor(p), bucket, key, after, limit)
+	vs, next, err := h.keyVersions(r.Context(), actor(r, p), bucket, key, after, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -205,7 +205,7 @@ func (h *fileHandlers) restoreVersion(r *http.Request, p auth.Principal) (respon
 	if !meta.ValidVersionID(b.VersionID) {
 		return nil, errInvalidVersion()
 	}
-	bucket, a := r.PathValue("bucket"), actor(p)
+	bucket, a := r.PathValue("bucket"), actor(r, p)
 	if err := h.versioned(r.Context(), a, bucket); err != nil {
 		return nil, err
 	}
@@ -236,7 +236,7 @@ func (h *fileHandlers) listTrash(r *http.Request, p auth.Principal) (response, e
 		return nil, err
 	}
 	opts.DeleteMarkers = true
-	page, err := h.files.List(r.Context(), actor(p), r.PathValue("bucket"), opts)
+	page, err := h.files.List(r.Context(), actor(r, p), r.PathValue("bucket"), opts)
 	if err != nil {
 		return nil, err
 	}
@@ -264,7 +264,7 @@ func (h *fileHandlers) undelete(r *http.Request, p auth.Principal) (response, er
 	if b.Key == "" || b.VersionID != "" {
 		return nil, errcode.New(errcode.InvalidArgument, "key is required (and nothing else)")
 	}
-	bucket, a := r.PathValue("bucket"), actor(p)
+	bucket, a := r.PathValue("bucket"), actor(r, p)
 	if err := object.ValidKey(b.Key); err != nil {
 		return nil, err
 	}

@@ -18,6 +18,9 @@ func (s *Service) createBucket(ctx context.Context, a Actor, name string, v meta
 	if a.UserID == "" {
 		return meta.Bucket{}, errcode.New(errcode.Unauthenticated, "authentication required")
 	}
+	if err := s.checkScope(a, "s3:CreateBucket", name); err != nil {
+		return meta.Bucket{}, err
+	}
 	if err := ValidBucketName(name); err != nil {
 		e := errcode.As(err)
 		return meta.Bucket{}, &errcode.Error{Code: errcode.InvalidArgument, Message: e.Message, Detail: map[string]any{"reason": "invalid_bucket_name"}}
@@ -51,18 +54,21 @@ func (s *Service) ListBuckets(ctx context.Context, a Actor) ([]meta.Bucket, erro
 	if a.UserID == "" {
 		return nil, errcode.New(errcode.Unauthenticated, "authentication required")
 	}
+	if err := s.checkScope(a, "s3:ListAllMyBuckets", ""); err != nil {
+		return nil, err
+	}
 	return s.meta.ListBuckets(ctx, a.UserID)
 }
 
 // GetBucket returns a bucket a owns.
 func (s *Service) GetBucket(ctx context.Context, a Actor, name string) (meta.Bucket, error) {
-	b, err := s.authorize(ctx, a, name, write)
+	b, err := s.authorize(ctx, a, name, a.opOr("s3:ListBucket"), "")
 	return b.Bucket, err
 }
 
 // SetBucketVisibility changes who may read a bucket's objects.
 func (s *Service) SetBucketVisibility(ctx context.Context, a Actor, name string, v meta.Visibility) (meta.Bucket, error) {
-	b, err := s.authorize(ctx, a, name, write)
+	b, err := s.authorize(ctx, a, name, "s3:PutBucketPolicy", "")
 	if err != nil {
 		return meta.Bucket{}, err
 	}
@@ -82,7 +88,7 @@ func (s *Service) SetBucketVisibility(ctx context.Context, a Actor, name string,
 // provider's default key), which must exist and be one a may use
 // (checkKMSKey).
 func (s *Service) SetBucketEncryption(ctx context.Context, a Actor, name, enc, kmsKey string) (meta.Bucket, error) {
-	b, err := s.authorize(ctx, a, name, write)
+	b, err := s.authorize(ctx, a, name, "s3:PutEncryptionConfiguration", "")
 	if err != nil {
 		return meta.Bucket{}, err
 	}
@@ -105,7 +111,7 @@ func (s *Service) SetBucketEncryption(ctx context.Context, a Actor, name, enc, k
 // (meta.CheckVersioning: never back to unversioned). Gateway buckets:
 // NotImplemented.
 func (s *Service) SetBucketVersioning(ctx context.Context, a Actor, name string, v meta.Versioning) (meta.Bucket, error) {
-	b, err := s.authorize(ctx, a, name, write)
+	b, err := s.authorize(ctx, a, name, "s3:PutBucketVersioning", "")
 	if err != nil {
 		return meta.Bucket{}, err
 	}
@@ -121,7 +127,7 @@ func (s *Service) SetBucketVersioning(ctx context.Context, a Actor, name string,
 
 // DeleteBucket deletes an empty bucket a owns.
 func (s *Service) DeleteBucket(ctx context.Context, a Actor, name string) error {
-	b, err := s.authorize(ctx, a, name, write)
+	b, err := s.authorize(ctx, a, name, "s3:DeleteBucket", "")
 	if err != nil {
 		return err
 	}

@@ -108,7 +108,7 @@ func (w *LifecycleWorker) Stats() *LifecycleStats { return &w.stats }
 // owns: NotFound (resource lifecycle) if it has none; NotImplemented for
 // a gateway bucket.
 func (s *Service) GetBucketLifecycle(ctx context.Context, a Actor, name string) (meta.Lifecycle, error) {
-	b, err := s.authorize(ctx, a, name, write)
+	b, err := s.authorize(ctx, a, name, "s3:GetLifecycleConfiguration", "")
 	if err != nil {
 		return meta.Lifecycle{}, err
 	}
@@ -122,7 +122,7 @@ func (s *Service) GetBucketLifecycle(ctx context.Context, a Actor, name string) 
 // owns (nil: none), checked by meta.CheckLifecycle; NotImplemented for a
 // gateway bucket.
 func (s *Service) SetBucketLifecycle(ctx context.Context, a Actor, name string, lc *meta.Lifecycle) error {
-	b, err := s.authorize(ctx, a, name, write)
+	b, err := s.authorize(ctx, a, name, "s3:PutLifecycleConfiguration", "")
 	if err != nil {
 		return err
 	}

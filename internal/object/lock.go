@@ -65,7 +65,7 @@ func (s *Service) CreateLockedBucket(ctx context.Context, a Actor, name string, 
 // GetObjectLock returns the object lock state of a bucket a owns
 // (Enabled false: it has none).
 func (s *Service) GetObjectLock(ctx context.Context, a Actor, name string) (meta.ObjectLock, error) {
-	b, err := s.authorize(ctx, a, name, write)
+	b, err := s.authorize(ctx, a, name, "s3:GetBucketObjectLockConfiguration", "")
 	if err != nil {
 		return meta.ObjectLock{}, err
 	}
@@ -75,7 +75,7 @@ func (s *Service) GetObjectLock(ctx context.Context, a Actor, name string) (meta
 // SetObjectLock sets the default retention of a bucket a owns, which must
 // have object lock (meta.ErrLockNotEnabled), and returns the bucket.
 func (s *Service) SetObjectLock(ctx context.Context, a Actor, name string, d meta.DefaultRetention) (meta.Bucket, error) {
-	b, err := s.authorize(ctx, a, name, write)
+	b, err := s.authorize(ctx, a, name, "s3:PutBucketObjectLockConfiguration", "")
 	if err != nil {
 		return meta.Bucket{}, err
 	}
@@ -94,7 +94,7 @@ func (s *Service) SetObjectLock(ctx context.Context, a Actor, name string, d met
 // meta.ErrLockNotEnabled in a bucket without object lock; a delete marker
 // is ErrVersionIsDeleteMarker.
 func (s *Service) GetLock(ctx context.Context, a Actor, bucket, key, versionID string) (meta.Object, error) {
-	b, err := s.tagged(ctx, a, bucket, key, versionID)
+	b, err := s.tagged(ctx, a, bucket, key, versionID, a.opOr("s3:GetObjectRetention"))
 	if err != nil {
 		return meta.Object{}, err
 	}
@@ -114,7 +114,7 @@ func (s *Service) GetLock(ctx context.Context, a Actor, bucket, key, versionID s
 // meta.CheckRetentionChange's to decide, with bypass granted only to the
 // bucket's owner.
 func (s *Service) SetRetention(ctx context.Context, a Actor, bucket, key, versionID string, r meta.Retention, bypass bool) (meta.Object, error) {
-	b, err := s.tagged(ctx, a, bucket, key, versionID)
+	b, err := s.tagged(ctx, a, bucket, key, versionID, "s3:PutObjectRetention")
 	if err != nil {
 		return meta.Object{}, err
 	}
@@ -134,7 +134,7 @@ func (s *Service) SetRetention(ctx context.Context, a Actor, bucket, key, versio
 // SetLegalHold sets or clears the legal hold of version versionID ("":
 // the latest) of bucket/key and returns the version.
 func (s *Service) SetLegalHold(ctx context.Context, a Actor, bucket, key, versionID string, on bool) (meta.Object, error) {
-	b, err := s.tagged(ctx, a, bucket, key, versionID)
+	b, err := s.tagged(ctx, a, bucket, key, versionID, "s3:PutObjectLegalHold")
 	if err != nil {
 		return meta.Object{}, err
 	}

@@ -111,7 +111,7 @@ func (s *Uploads) CreateUpload(ctx context.Context, a Actor, in CreateUploadInpu
 		// applies at completion (MultipartChecksum).
 		in.ChecksumType = typ.String()
 	}
-	b, err := s.authorize(ctx, a, in.Bucket, write)
+	b, err := s.authorize(ctx, a, in.Bucket, "s3:PutObject", in.Key)
 	if err != nil {
 		return meta.Upload{}, err
 	}
@@ -194,7 +194,7 @@ func (s *Uploads) getUpload(ctx context.Context, a Actor, bucket, key, id string
 	}
 	var b meta.Bucket
 	if bucket != "" {
-		rb, err := s.authorize(ctx, a, bucket, write)
+		rb, err := s.authorize(ctx, a, bucket, a.opOr("s3:PutObject"), key)
 		if err != nil {
 			return meta.Upload{}, meta.Bucket{}, err
 		}
@@ -210,7 +210,7 @@ func (s *Uploads) getUpload(ctx context.Context, a Actor, bucket, key, id string
 	if bucket == "" {
 		// Looked up by ID alone (file API): authorise against its bucket,
 		// and answer "not found" rather than reveal another user's upload.
-		rb, err := s.authorize(ctx, a, u.Bucket, write)
+		rb, err := s.authorize(ctx, a, u.Bucket, a.opOr("s3:PutObject"), u.Key)
 		if err != nil {
 			if errcode.Is(err, errcode.PermissionDenied) {
 				return meta.Upload{}, meta.Bucket{}, ErrNoUpload(id)
@@ -388,7 +388,7 @@ func (s *Uploads) ListParts(ctx context.Context, a Actor, bucket, key, id string
 
 // ListUploads lists a bucket's uploads in progress.
 func (s *Uploads) ListUploads(ctx context.Context, a Actor, bucket string, opts meta.ListUploadsOptions) ([]meta.Upload, bool, error) {
-	if _, err := s.authorize(ctx, a, bucket, write); err != nil {
+	if _, err := s.authorize(ctx, a, bucket, "s3:ListBucketMultipartUploads", ""); err != nil {
 		return nil, false, err
 	}
 	return s.meta.ListUploads(ctx, bucket, opts)
@@ -453,7 +453,7 @@ func (s *Uploads) completedWith(ctx context.Context, a Actor, bucket, key string
 	if bucket == "" || key == "" || len(parts) == 0 {
 		return meta.Object{}, false
 	}
-	b, err := s.authorize(ctx, a, bucket, write)
+	b, err := s.authorize(ctx, a, bucket, "s3:PutObject", key)
 	if err != nil {
 		return meta.Object{}, false
 	}

@@ -37,7 +37,6 @@
 package object
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
@@ -53,15 +52,6 @@ import (
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
 )
-
-// Actor is who an operation acts for: a user ID, or "" for anonymous.
-type Actor struct {
-	UserID string
-	// Share: the actor acts through a share link of UserID's, which reads
-	// only buckets UserID owns (never a public-read bucket of another
-	// account that took the name of a bucket the link's owner deleted).
-	Share bool
-}
 
 // Config of the service. New takes it as given: build it with ConfigFrom
 // (from config.Defaults() for the defaults), which reads config.Config's
@@ -162,48 +152,10 @@ func New(m Stores, b blob.Store, cfg Config, log *slog.Logger) *Service {
 	return &Service{core: c, Uploads: &Uploads{c}, Shares: &Shares{c}, EncryptionJobs: &EncryptionJobs{core: c}, lifecycle: &LifecycleWorker{core: c}}
 }
 
-// action is what an actor wants to do to a bucket.
-type action int
-
-const (
-	read  action = iota // read objects (GET/HEAD)
-	write               // anything else: list, put, delete, configure
-)
-
 // bucket is an authorised bucket and the backend its objects live in.
 type bucket struct {
 	meta.Bucket
 	backend
-}
-
-// authorize loads bucket name, checks that a may perform act on it, and
-// resolves its backend. Owners may do anything; anyone may read objects
-// of public-read buckets.
-func (s *core) authorize(ctx context.Context, a Actor, name string, act action) (bucket, error) {
-	if err := ValidBucketName(name); err != nil {
-		return bucket{}, ErrNoBucket(name)
-	}
-	b, err := s.meta.GetBucket(ctx, name)
-	if err != nil {
-		if errcode.Is(err, errcode.NotFound) {
-			if a.UserID == "" {
-				return bucket{}, errcode.New(errcode.Unauthenticated, "authentication required")
-			}
-			return bucket{}, ErrNoBucket(name)
-		}
-		return bucket{}, err
-	}
-	switch {
-	case a.UserID != "" && b.OwnerID == a.UserID:
-	case a.Share:
-		return bucket{}, ErrNoBucket(name)
-	case act == read && b.Visibility == meta.PublicRead:
-	case a.UserID == "":
-		return bucket{}, errcode.New(errcode.Unauthenticated, "authentication required")
-	default:
-		return bucket{}, errcode.New(errcode.PermissionDenied, "access to bucket %q denied", name)
-	}
-	return bucket{Bucket: b, backend: s.backendOf(b)}, nil
 }
 
 // MaxObjectSize is the largest object an upload may make.

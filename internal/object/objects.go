@@ -49,7 +49,7 @@ func (s *Service) Get(ctx context.Context, a Actor, bucket, key string) (*Reader
 // ErrNoVersion if there is none, ErrVersionIsDeleteMarker if it is a
 // delete marker, InvalidArgument for a malformed version ID.
 func (s *Service) GetVersion(ctx context.Context, a Actor, bucket, key, versionID string) (*Reader, error) {
-	b, err := s.authorize(ctx, a, bucket, read)
+	b, err := s.authorize(ctx, a, bucket, versioned("s3:GetObject", versionID), key)
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +133,7 @@ func (r *Reader) gone(err error) error {
 // delete marker as the key's latest version and returns it (DeleteMarker,
 // VersionID), whether or not an object was there.
 func (s *Service) Delete(ctx context.Context, a Actor, bucket, key string, cond meta.Cond) (meta.Object, error) {
-	b, err := s.authorize(ctx, a, bucket, write)
+	b, err := s.authorize(ctx, a, bucket, "s3:DeleteObject", key)
 	if err != nil {
 		return meta.Object{}, err
 	}
@@ -150,7 +150,7 @@ func (s *Service) Delete(ctx context.Context, a Actor, bucket, key string, cond 
 // version is locked (cond.BypassGovernance, granted to the bucket's
 // owner only, lets GOVERNANCE retention yield).
 func (s *Service) DeleteVersion(ctx context.Context, a Actor, bucket, key, versionID string, cond meta.Cond) (meta.Object, error) {
-	b, err := s.authorize(ctx, a, bucket, write)
+	b, err := s.authorize(ctx, a, bucket, versioned("s3:DeleteObject", versionID), key)
 	if err != nil {
 		return meta.Object{}, err
 	}
@@ -169,16 +169,21 @@ func (s *Service) DeleteVersion(ctx context.Context, a Actor, bucket, key, versi
 	return b.deleteVersion(ctx, key, versionID, cond)
 }
 
-// Move renames srcBucket/srcKey to dstBucket/dstKey (both owned by a). A
+// Move renames srcBucket/srcKey to dstBucket/dstKey (a must be allowed to
+// read and delete the source and to write the destination). A
 // move that involves a versioned bucket is a copy of the latest version
 // and a delete (a delete marker in a versioned source): a rename would
 // take a version out of its key's history.
 func (s *Service) Move(ctx context.Context, a Actor, srcBucket, srcKey, dstBucket, dstKey string, cond meta.Cond) (meta.Object, error) {
-	sb, err := s.authorize(ctx, a, srcBucket, write)
+	sb, err := s.authorize(ctx, a, srcBucket, "s3:DeleteObject", srcKey)
 	if err != nil {
 		return meta.Object{}, err
 	}
-	db, err := s.authorize(ctx, a, dstBucket, write)
+	// A move reads the source too.
+	if err := s.decide(ctx, sb.Bucket, a, "s3:GetObject", srcKey); err != nil {
+		return meta.Object{}, err
+	}
+	db, err := s.authorize(ctx, a, dstBucket, "s3:PutObject", dstKey)
 	if err != nil {
 		return meta.Object{}, err
 	}
@@ -208,7 +213,7 @@ func (s *Service) moveByCopy(ctx context.Context, a Actor, srcBucket, srcKey, ds
 
 // List lists a bucket a owns.
 func (s *Service) List(ctx context.Context, a Actor, bucket string, opts meta.ListOptions) (meta.ListPage, error) {
-	b, err := s.authorize(ctx, a, bucket, write)
+	b, err := s.authorize(ctx, a, bucket, "s3:ListBucket", "")
 	if err != nil {
 		return meta.ListPage{}, err
 	}
@@ -217,7 +222,7 @@ func (s *Service) List(ctx context.Context, a Actor, bucket string, opts meta.Li
 
 // ListVersions lists the versions and delete markers of a bucket a owns.
 func (s *Service) ListVersions(ctx context.Context, a Actor, bucket string, opts meta.VersionListOptions) (meta.VersionPage, error) {
-	b, err := s.authorize(ctx, a, bucket, write)
+	b, err := s.authorize(ctx, a, bucket, "s3:ListBucketVersions", "")
 	if err != nil {
 		return meta.VersionPage{}, err
 	}

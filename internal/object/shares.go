@@ -65,7 +65,7 @@ func (s *Shares) CreateShare(ctx context.Context, a Actor, ns NewShare) (meta.Sh
 	if a.UserID == "" {
 		return meta.Share{}, "", errcode.New(errcode.Unauthenticated, "authentication required")
 	}
-	b, err := s.authorize(ctx, a, ns.Bucket, write)
+	b, err := s.authorize(ctx, a, ns.Bucket, actionCreateShare, "")
 	if err != nil {
 		return meta.Share{}, "", err
 	}

@@ -16,7 +16,7 @@ import (
 // GetTags returns version versionID ("": the latest) of bucket/key with
 // its tags: as GetVersion, for the bucket's owner only.
 func (s *Service) GetTags(ctx context.Context, a Actor, bucket, key, versionID string) (meta.Object, error) {
-	b, err := s.tagged(ctx, a, bucket, key, versionID)
+	b, err := s.tagged(ctx, a, bucket, key, versionID, versioned("s3:GetObjectTagging", versionID))
 	if err != nil {
 		return meta.Object{}, err
 	}
@@ -36,7 +36,11 @@ func (s *Service) GetTags(ctx context.Context, a Actor, bucket, key, versionID s
 // key whose latest version is a delete marker is ErrDeleteMarker, a
 // named delete marker MethodNotAllowed.
 func (s *Service) SetTags(ctx context.Context, a Actor, bucket, key, versionID string, tags []meta.Tag) (meta.Object, error) {
-	b, err := s.tagged(ctx, a, bucket, key, versionID)
+	action := "s3:PutObjectTagging"
+	if tags == nil {
+		action = "s3:DeleteObjectTagging"
+	}
+	b, err := s.tagged(ctx, a, bucket, key, versionID, versioned(action, versionID))
 	if err != nil {
 		return meta.Object{}, err
 	}
@@ -50,9 +54,10 @@ func (s *Service) SetTags(ctx context.Context, a Actor, bucket, key, versionID s
 	return reported(b.Bucket, o), nil
 }
 
-// tagged authorises a tag operation on bucket/key (owner only).
-func (s *Service) tagged(ctx context.Context, a Actor, name, key, versionID string) (bucket, error) {
-	b, err := s.authorize(ctx, a, name, write)
+// tagged authorises action, an operation on the tags or lock of
+// bucket/key's version versionID.
+func (s *Service) tagged(ctx context.Context, a Actor, name, key, versionID, action string) (bucket, error) {
+	b, err := s.authorize(ctx, a, name, action, key)
 	if err != nil {
 		return bucket{}, err
 	}
@@ -65,7 +70,7 @@ func (s *Service) tagged(ctx context.Context, a Actor, name, key, versionID stri
 // GetBucketTags returns the tag set of a bucket a owns: NotFound
 // (resource tag_set) if it has none.
 func (s *Service) GetBucketTags(ctx context.Context, a Actor, name string) ([]meta.Tag, error) {
-	b, err := s.authorize(ctx, a, name, write)
+	b, err := s.authorize(ctx, a, name, "s3:GetBucketTagging", "")
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +81,7 @@ func (s *Service) GetBucketTags(ctx context.Context, a Actor, name string) ([]me
 // InvalidArgument (reason invalid_tag) unless meta.CheckTags with
 // meta.MaxBucketTags.
 func (s *Service) SetBucketTags(ctx context.Context, a Actor, name string, tags []meta.Tag) error {
-	b, err := s.authorize(ctx, a, name, write)
+	b, err := s.authorize(ctx, a, name, "s3:PutBucketTagging", "")
 	if err != nil {
 		return err
 	}

@@ -99,7 +99,7 @@ func (s *core) newIncoming(ctx context.Context, a Actor, in PutInput, from *copy
 	if err := checkLock(in.Lock, s.now()); err != nil {
 		return nil, err
 	}
-	b, err := s.authorize(ctx, a, in.Bucket, write)
+	b, err := s.authorize(ctx, a, in.Bucket, "s3:PutObject", in.Key)
 	if err != nil {
 		return nil, err
 	}

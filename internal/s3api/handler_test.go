@@ -701,6 +701,26 @@ func TestSSE(t *testing.T) {
 		e.noWrites(t)
 		e.alice("POST", "/b/mp?uploadId=up1", complete, ssec...).want(t, 200, "")
 	})
+	t.Run("SSE-KMS upload parts repeat the upload's encryption", func(t *testing.T) {
+		e := newS3Env(t)
+		e.alice("POST", "/b/mp?uploads", nil, sseH, "aws:kms", kmsH, "alias/k1").want(t, 200, "")
+		e.alice("PUT", "/b/mp?partNumber=1&uploadId=up1", []byte("part"), sseH, "aws:kms", kmsH, "alias/k1").want(t, 200, "")
+		e.alice("PUT", "/b/mp?partNumber=2&uploadId=up1", []byte("part"), sseH, "aws:kms").want(t, 200, "")
+		e.store.Writes = nil
+		e.alice("PUT", "/b/mp?partNumber=3&uploadId=up1", []byte("part"), sseH, "aws:kms", kmsH, "alias/other").want(t, 400, s3err.InvalidArgument)
+		e.alice("PUT", "/b/mp?partNumber=3&uploadId=up1", []byte("part"), sseH, "AES256").want(t, 400, s3err.InvalidArgument)
+		e.alice("PUT", "/b/mp?partNumber=3&uploadId=up1", []byte("part"), sseH, "aws:kms:dsse").want(t, 501, s3err.NotImplemented)
+		complete := []byte(`<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>"e"</ETag></Part></CompleteMultipartUpload>`)
+		e.alice("POST", "/b/mp?uploadId=up1", complete, sseH, "AES256").want(t, 400, s3err.InvalidArgument)
+		e.noWrites(t)
+		e.alice("POST", "/b/mp?uploadId=up1", complete, sseH, "aws:kms", kmsH, "alias/k1").want(t, 200, "")
+	})
+	t.Run("SSE headers on reads", func(t *testing.T) {
+		e := newS3Env(t)
+		e.store.add("b", "k", []byte("v"))
+		e.alice("GET", "/b/k", nil, sseH, "aws:kms").want(t, 400, s3err.InvalidArgument)
+		e.alice("HEAD", "/b/k", nil, sseH, "AES256").want(t, 400, "")
+	})
 	t.Run("bucket default", func(t *testing.T) {
 		e := newS3Env(t)
 		e.alice("GET", "/b?encryption", nil).want(t, 404, s3err.SSEConfigNotFound)
@@ -755,15 +775,15 @@ func TestRefusedHeaders(t *testing.T) {
 		"CopyObject DSSE":                          cp(ni, "X-Amz-Server-Side-Encryption", "aws:kms:dsse"),
 		"CopyObject copy-source SSE-C without key": cp(ia, "X-Amz-Copy-Source-Server-Side-Encryption-Customer-Algorithm", "AES256"),
 		"CreateMultipartUpload DSSE":               mpu(ni, "X-Amz-Server-Side-Encryption", "aws:kms:dsse"),
-		"UploadPart SSE-S3":                        {"PUT", "/b/mp?partNumber=2&uploadId=up1", []byte("p2"), []string{"X-Amz-Server-Side-Encryption", "AES256"}, ni},
+		"UploadPart SSE-S3":                        {"PUT", "/b/mp?partNumber=2&uploadId=up1", []byte("p2"), []string{"X-Amz-Server-Side-Encryption", "AES256"}, ia}, // the upload is plain
 		"UploadPart copy-source SSE-C":             {"PUT", "/b/mp?partNumber=2&uploadId=up1", []byte("p2"), []string{"X-Amz-Copy-Source-Server-Side-Encryption-Customer-Algorithm", "AES256"}, ni},
 		"UploadPartCopy copy-source SSE-C without key": {"PUT", "/b/mp?partNumber=2&uploadId=up1", nil,
 			[]string{"X-Amz-Copy-Source", "/b/src", "X-Amz-Copy-Source-Server-Side-Encryption-Customer-Algorithm", "AES256"}, ia},
 		"ListParts SSE-C":                          {"GET", "/b/mp?uploadId=up1", nil, ssec, ni},
 		"AbortMultipartUpload SSE-C":               {"DELETE", "/b/mp?uploadId=up1", nil, ssec, ni},
-		"Complete SSE-S3":                          {"POST", "/b/mp?uploadId=up1", complete, []string{"X-Amz-Server-Side-Encryption", "AES256"}, ni},
+		"Complete SSE-S3":                          {"POST", "/b/mp?uploadId=up1", complete, []string{"X-Amz-Server-Side-Encryption", "AES256"}, ia}, // the upload is plain
 		"DeleteObject SSE-KMS key":                 {"DELETE", "/b/k", nil, []string{"X-Amz-Server-Side-Encryption-Aws-Kms-Key-Id", "k"}, ni},
-		"GetObject SSE-S3":                         {"GET", "/b/k", nil, []string{"X-Amz-Server-Side-Encryption", "AES256"}, ni},
+		"GetObject SSE-S3":                         {"GET", "/b/k", nil, []string{"X-Amz-Server-Side-Encryption", "AES256"}, ia},
 		"GetObject SSE-C of a plain object":        {"GET", "/b/k", nil, ssec, ireq},
 		"PutObject object lock without a checksum": put(ireq, "X-Amz-Object-Lock-Mode", "GOVERNANCE", "X-Amz-Object-Lock-Retain-Until-Date", "2040-01-01T00:00:00Z"),
 		"PutObject legal hold, no object lock":     put(ireq, "X-Amz-Object-Lock-Legal-Hold", "ON"),

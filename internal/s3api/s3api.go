@@ -31,6 +31,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -63,12 +64,16 @@ type Config struct {
 	// LifecycleDay is the lifecycle day x-amz-expiration is computed with
 	// (0: 24 hours; shorter only in tests, --lifecycle-day).
 	LifecycleDay time.Duration
+	// TrustedProxies may set X-Forwarded-For and X-Forwarded-Proto
+	// (aws:SourceIp, aws:SecureTransport); empty trusts nobody.
+	TrustedProxies []netip.Prefix
 }
 
 // ConfigFrom returns the S3 API's configuration in c: its region, domain,
 // public URL and XML body bound.
 func ConfigFrom(c config.Config) Config {
-	return Config{Region: c.Region, Domain: c.S3Domain, PublicURL: c.S3PublicURL, MaxXMLBody: c.MaxXMLBody, LifecycleDay: c.LifecycleDay}
+	return Config{Region: c.Region, Domain: c.S3Domain, PublicURL: c.S3PublicURL, MaxXMLBody: c.MaxXMLBody, LifecycleDay: c.LifecycleDay,
+		TrustedProxies: c.TrustedProxies}
 }
 
 // API is the S3 API.
@@ -139,6 +144,7 @@ func (api *API) Handler() http.Handler {
 			return
 		}
 		httpx.SetUser(r.Context(), q.actor.UserID)
+		api.describe(q, op)
 		if q.authed {
 			// The per-access-key quota, charged once the signature holds.
 			if err := httpx.Limit(r.Context(), ratelimit.DimKey, q.keyID); err != nil {

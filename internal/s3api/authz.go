@@ -1,0 +1,171 @@
+package s3api
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/coffer-storage/coffer/internal/httpx"
+)
+
+// s3Actions maps the operations whose IAM action is not "s3:" + their
+// name (AWS's "Actions, resources, and condition keys for Amazon S3").
+var s3Actions = map[string]string{
+	"HeadBucket":                         "s3:ListBucket",
+	"ListObjects":                        "s3:ListBucket",
+	"ListObjectsV2":                      "s3:ListBucket",
+	"ListObjectVersions":                 "s3:ListBucketVersions",
+	"ListMultipartUploads":               "s3:ListBucketMultipartUploads",
+	"ListParts":                          "s3:ListMultipartUploadParts",
+	"HeadObject":                         "s3:GetObject",
+	"CopyObject":                         "s3:PutObject",
+	"UploadPart":                         "s3:PutObject",
+	"UploadPartCopy":                     "s3:PutObject",
+	"CreateMultipartUpload":              "s3:PutObject",
+	"CompleteMultipartUpload":            "s3:PutObject",
+	"PostObject":                         "s3:PutObject",
+	"DeleteObjects":                      "s3:DeleteObject",
+	"AbortMultipartUpload":               "s3:AbortMultipartUpload",
+	"GetBucketEncryption":                "s3:GetEncryptionConfiguration",
+	"PutBucketEncryption":                "s3:PutEncryptionConfiguration",
+	"DeleteBucketEncryption":             "s3:PutEncryptionConfiguration",
+	"GetBucketLifecycleConfiguration":    "s3:GetLifecycleConfiguration",
+	"PutBucketLifecycleConfiguration":    "s3:PutLifecycleConfiguration",
+	"DeleteBucketLifecycle":              "s3:PutLifecycleConfiguration",
+	"GetObjectLockConfiguration":         "s3:GetBucketObjectLockConfiguration",
+	"PutObjectLockConfiguration":         "s3:PutBucketObjectLockConfiguration",
+	"DeleteBucketTagging":                "s3:PutBucketTagging",
+	"GetBucketCors":                      "s3:GetBucketCORS",
+	"PutBucketCors":                      "s3:PutBucketCORS",
+	"DeleteBucketCors":                   "s3:PutBucketCORS",
+	"GetBucketPolicyStatus":              "s3:GetBucketPolicyStatus",
+	"GetBucketOwnershipControls":         "s3:GetBucketOwnershipControls",
+	"PutBucketOwnershipControls":         "s3:PutBucketOwnershipControls",
+	"DeleteBucketOwnershipControls":      "s3:PutBucketOwnershipControls",
+	"GetPublicAccessBlock":               "s3:GetBucketPublicAccessBlock",
+	"PutPublicAccessBlock":               "s3:PutBucketPublicAccessBlock",
+	"DeletePublicAccessBlock":            "s3:PutBucketPublicAccessBlock",
+	"GetObjectAttributes":                "s3:GetObjectAttributes",
+	"ListBuckets":                        "s3:ListAllMyBuckets",
+	"GetObjectRetention":                 "s3:GetObjectRetention",
+	"PutObjectRetention":                 "s3:PutObjectRetention",
+	"GetObjectLegalHold":                 "s3:GetObjectLegalHold",
+	"PutObjectLegalHold":                 "s3:PutObjectLegalHold",
+	"GetBucketLifecycle":                 "s3:GetLifecycleConfiguration",
+	"PutBucketLifecycle":                 "s3:PutLifecycleConfiguration",
+	"DeleteBucketLifecycleConfiguration": "s3:PutLifecycleConfiguration",
+}
+
+// versionedActions are the actions S3 names differently on a named
+// version (?versionId=).
+var versionedActions = map[string]string{
+	"s3:GetObject":           "s3:GetObjectVersion",
+	"s3:DeleteObject":        "s3:DeleteObjectVersion",
+	"s3:GetObjectTagging":    "s3:GetObjectVersionTagging",
+	"s3:PutObjectTagging":    "s3:PutObjectVersionTagging",
+	"s3:DeleteObjectTagging": "s3:DeleteObjectVersionTagging",
+	"s3:GetObjectAttributes": "s3:GetObjectVersionAttributes",
+}
+
+// s3Action is the IAM action of operation op in request q.
+func s3Action(op string, q *request) string {
+	a, ok := s3Actions[op]
+	if !ok {
+		a = "s3:" + op
+	}
+	if q.URL.Query().Get("versionId") != "" {
+		if v, ok := versionedActions[a]; ok {
+			a = v
+		}
+	}
+	return a
+}
+
+// describe names the request's action for the object service and
+// collects the condition keys policies may test (object.Actor.Context):
+// the global ones, the listing parameters and every x-amz-* header.
+func (api *API) describe(q *request, op string) {
+	r := q.Request
+	q.actor.Op = s3Action(op, q)
+	q.actor.KeyID = q.keyID
+	c := make(map[string][]string, 12)
+	if ip := httpx.ClientIP(r, api.cfg.TrustedProxies); ip.IsValid() {
+		c["aws:sourceip"] = []string{ip.String()}
+	}
+	c["aws:securetransport"] = []string{boolString(api.secure(r))}
+	if ua := r.Header.Get("User-Agent"); ua != "" {
+		c["aws:useragent"] = []string{ua}
+	}
+	if ref := r.Header.Get("Referer"); ref != "" {
+		c["aws:referer"] = []string{ref}
+	}
+	if q.actor.UserID != "" {
+		c["aws:userid"] = []string{q.actor.UserID}
+		c["aws:username"] = []string{q.actor.UserID}
+		c["aws:principaltype"] = []string{"User"}
+	} else {
+		c["aws:principaltype"] = []string{"Anonymous"}
+	}
+	switch {
+	case !q.authed:
+	case strings.HasPrefix(r.Header.Get("Authorization"), "AWS4-"), r.URL.Query().Has("X-Amz-Algorithm"):
+		c["s3:signatureversion"] = []string{"AWS4-HMAC-SHA256"}
+	default:
+		c["s3:signatureversion"] = []string{"AWS"}
+	}
+	switch {
+	case !q.authed:
+	case r.Header.Get("Authorization") != "":
+		c["s3:authtype"] = []string{"REST-HEADER"}
+	default:
+		c["s3:authtype"] = []string{"REST-QUERY-STRING"}
+	}
+	query := r.URL.Query()
+	if q.actor.Op == "s3:ListBucket" || q.actor.Op == "s3:ListBucketVersions" {
+		for _, k := range []string{"prefix", "delimiter", "max-keys"} {
+			if query.Has(k) {
+				c["s3:"+k] = []string{query.Get(k)}
+			}
+		}
+	}
+	if v := query.Get("versionId"); v != "" {
+		c["s3:versionid"] = []string{v}
+	}
+	for k, vs := range r.Header {
+		lk := strings.ToLower(k)
+		if strings.HasPrefix(lk, "x-amz-") && lk != "x-amz-date" && lk != "x-amz-security-token" &&
+			!strings.HasPrefix(lk, "x-amz-server-side-encryption-customer-key") {
+			c["s3:"+lk] = vs
+		}
+	}
+	if t := r.Header.Get("X-Amz-Tagging"); t != "" {
+		if tags, err := url.ParseQuery(t); err == nil {
+			keys := make([]string, 0, len(tags))
+			for k, v := range tags {
+				c["s3:requestobjecttag/"+strings.ToLower(k)] = v
+				keys = append(keys, k)
+			}
+			c["s3:requestobjecttagkeys"] = keys
+		}
+	}
+	q.actor.Context = c
+}
+
+// secure reports whether r reached Coffer over TLS (or, through a trusted
+// proxy, that the client spoke TLS to the proxy).
+func (api *API) secure(r *http.Request) bool {
+	if r.TLS != nil {
+		return true
+	}
+	if _, ok := httpx.ForwardedClient(r, api.cfg.TrustedProxies); ok {
+		return strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
+	}
+	return false
+}
+
+func boolString(b bool) string {
+	if b {
+		return "true"
+	}
+	return "false"
+}
