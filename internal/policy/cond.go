@@ -131,11 +131,19 @@ func conditions(raw json.RawMessage, version string) ([]condition, error) {
 		for _, key := range sortedKeys(keys) {
 			k := strings.ToLower(key)
 			if !validConditionKey(k) {
-				return nil, malformed("Policy has an invalid condition key: %s", key)
+				return nil, malformed("Policy has an invalid condition key")
 			}
 			vals, ok := conditionValues(keys[key])
 			if !ok {
 				return nil, malformed("Invalid Condition value for %s %s", full, key)
+			}
+			if k == "aws:sourceip" {
+				// S3 checks the addresses whatever the operator (Null too).
+				for _, v := range vals {
+					if _, ok := parsePrefix(v); !ok {
+						return nil, malformed("Invalid IP address in Conditions")
+					}
+				}
 			}
 			cc := c
 			cc.key = k
@@ -253,7 +261,7 @@ func (c *condition) compile(vals []string, op operator, version string) error {
 		case famIP:
 			p, ok := parsePrefix(v)
 			if !ok {
-				return bad(v)
+				return malformed("Invalid IP address in Conditions")
 			}
 			c.nets = append(c.nets, p)
 		case famNull:

@@ -8,7 +8,7 @@ import (
 // bkt/* under the given Condition block.
 func condPolicy(t *testing.T, block string) *Policy {
 	t.Helper()
-	p, err := Parse([]byte(stmt(okStmt+`,"Condition":`+block)), ParseOptions{Bucket: "bkt"})
+	p, err := Parse([]byte(stmt(condStmt+`,"Condition":`+block)), ParseOptions{Bucket: "bkt"})
 	if err != nil {
 		t.Fatalf("Parse %s: %v", block, err)
 	}
@@ -248,7 +248,7 @@ func TestIsPublic(t *testing.T) {
 	for doc, want := range map[string]bool{
 		stmt(`"Effect":"Deny","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::bkt/*"`):                             false,
 		stmt(`"Effect":"Allow","Principal":{"AWS":"u1"},"Action":"s3:GetObject","Resource":"arn:aws:s3:::bkt/*"`):                   false,
-		stmt(`"Effect":"Allow","Principal":{"AWS":["u1","*"]},"Action":"s3:GetObject","Resource":"arn:aws:s3:::bkt/*"`):             true,
+		stmt(`"Effect":"Allow","Principal":{"AWS":["*"]},"Action":"s3:GetObject","Resource":"arn:aws:s3:::bkt/*"`):                  true,
 		stmt(`"Effect":"Allow","NotPrincipal":{"AWS":"u1"},"Action":"s3:GetObject","Resource":"arn:aws:s3:::bkt/*"`):                true,
 		stmt(`"Effect":"Allow","Principal":{"CanonicalUser":"c1"},"Action":"s3:GetObject","Resource":"arn:aws:s3:::bkt/*"`):         false,
 		stmt(`"Effect":"Allow","Principal":{"Service":"logging.s3.amazonaws.com"},"Action":"s3:*","Resource":"arn:aws:s3:::bkt/*"`): false,

@@ -251,3 +251,24 @@ func validConditionKey(key string) bool {
 	}
 	return false
 }
+
+// keyActions lists, for the S3 condition keys that S3 ties to some
+// actions, the actions (lower case, without "s3:") a statement naming the
+// key may name outright: S3 refuses a statement whose condition no named
+// action can have ("Conditions do not apply to combination of actions and
+// resources in statement").
+var keyActions = map[string][]string{
+	"s3:prefix":    {"listbucket", "listbucketversions"},
+	"s3:delimiter": {"listbucket", "listbucketversions"},
+	"s3:max-keys":  {"listbucket", "listbucketversions"},
+	"s3:x-amz-acl": {"putobject", "putobjectacl", "putobjectversionacl", "putbucketacl", "createbucket"},
+	"s3:versionid": {"getobjectversion", "deleteobjectversion", "getobjectversionacl", "putobjectversionacl",
+		"getobjectversiontagging", "putobjectversiontagging", "deleteobjectversiontagging", "getobjectversionattributes",
+		"getobjectversiontorrent", "getobjectversionforreplication", "putobjectversiontagging"},
+}
+
+func init() {
+	for _, g := range []string{"full-control", "read", "read-acp", "write", "write-acp"} {
+		keyActions["s3:x-amz-grant-"+g] = keyActions["s3:x-amz-acl"]
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -191,8 +192,10 @@ func (p *Policy) statement(raw json.RawMessage, o ParseOptions) (statement, erro
 	var effect string
 	if v, ok := m["Effect"]; !ok {
 		return s, malformed("Missing required field Effect")
-	} else if json.Unmarshal(v, &effect) != nil || (effect != "Allow" && effect != "Deny") {
+	} else if json.Unmarshal(v, &effect) != nil {
 		return s, malformed("Invalid effect: %s", bytes.TrimSpace(v))
+	} else if effect != "Allow" && effect != "Deny" {
+		return s, malformed("Invalid effect: %s", effect)
 	}
 	s.deny = effect == "Deny"
 
@@ -208,6 +211,11 @@ func (p *Policy) statement(raw json.RawMessage, o ParseOptions) (statement, erro
 	if v, ok := m["Condition"]; ok {
 		if s.conds, err = conditions(v, p.Version); err != nil {
 			return s, err
+		}
+		if o.Bucket != "" && !s.notAction {
+			if err := s.conditionsApply(); err != nil {
+				return s, err
+			}
 		}
 	}
 	return s, nil
@@ -229,13 +237,10 @@ func (s *statement) principal(m map[string]json.RawMessage, o ParseOptions) erro
 		s.anyPrincipal = true
 		return nil
 	}
-	var star string
-	if json.Unmarshal(v, &star) == nil {
-		if star != "*" {
-			return malformed("Invalid principal in policy")
-		}
-		s.anyPrincipal = true
-		return nil
+	if t := bytes.TrimSpace(v); len(t) > 0 && t[0] != '{' {
+		// "*", or (versitygw's shorthand, which AWS refuses) an ID or a
+		// list of IDs: as {"AWS": …}.
+		v = json.RawMessage(`{"AWS":` + string(t) + `}`)
 	}
 	pm, err := object(v)
 	if err != nil || len(pm) == 0 {
@@ -243,7 +248,7 @@ func (s *statement) principal(m map[string]json.RawMessage, o ParseOptions) erro
 	}
 	for typ, ids := range pm {
 		list, ok := stringList(ids)
-		if !ok {
+		if !ok || len(list) > 1 && slices.Contains(list, "*") {
 			return malformed("Invalid principal in policy")
 		}
 		for _, id := range list {
@@ -448,4 +453,26 @@ func (p *Policy) Uses(prefix string) bool {
 		}
 	}
 	return false
+}
+
+// conditionsApply refuses a condition on a key that an action the
+// statement names outright cannot have (S3's check; wildcards are not
+// checked).
+func (s *statement) conditionsApply() error {
+	for _, c := range s.conds {
+		allowed, ok := keyActions[c.key]
+		if !ok {
+			continue
+		}
+		for i := range s.actionPat {
+			a, lit := s.actionPat[i].literal()
+			if !lit || a == "*" {
+				continue
+			}
+			if !slices.Contains(allowed, strings.TrimPrefix(a, "s3:")) {
+				return malformed("Conditions do not apply to combination of actions and resources in statement")
+			}
+		}
+	}
+	return nil
 }

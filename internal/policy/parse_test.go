@@ -14,6 +14,10 @@ func stmt(members string) string {
 
 const okStmt = `"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::bkt/*"`
 
+// condStmt names its actions with a wildcard, so any condition key
+// applies (S3 checks keys only against actions named outright).
+const condStmt = `"Effect":"Allow","Principal":"*","Action":"s3:Get*","Resource":"arn:aws:s3:::bkt/*"`
+
 func TestParseErrors(t *testing.T) {
 	cases := []struct {
 		name, doc, msg string
@@ -30,7 +34,7 @@ func TestParseErrors(t *testing.T) {
 		{"no effect", stmt(`"Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::bkt/*"`), "Missing required field Effect"},
 		{"bad effect", stmt(`"Effect":"allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::bkt/*"`), "Invalid effect"},
 		{"no principal", stmt(`"Effect":"Allow","Action":"s3:GetObject","Resource":"arn:aws:s3:::bkt/*"`), "Missing required field Principal"},
-		{"bad principal", stmt(`"Effect":"Allow","Principal":"someone","Action":"s3:GetObject","Resource":"arn:aws:s3:::bkt/*"`), "Invalid principal"},
+		{"bad principal", stmt(`"Effect":"Allow","Principal":"some*one","Action":"s3:GetObject","Resource":"arn:aws:s3:::bkt/*"`), "Invalid principal"},
 		{"principal type", stmt(`"Effect":"Allow","Principal":{"Federated":"cognito-identity.amazonaws.com"},"Action":"s3:GetObject","Resource":"arn:aws:s3:::bkt/*"`), "Invalid principal"},
 		{"principal wildcard arn", stmt(`"Effect":"Allow","Principal":{"AWS":"arn:aws:iam::*:root"},"Action":"s3:GetObject","Resource":"arn:aws:s3:::bkt/*"`), "Invalid principal"},
 		{"unknown principal", stmt(`"Effect":"Allow","Principal":{"AWS":"nobody"},"Action":"s3:GetObject","Resource":"arn:aws:s3:::bkt/*"`), "Invalid principal"},
@@ -55,7 +59,16 @@ func TestParseErrors(t *testing.T) {
 		{"bad number", stmt(okStmt + `,"Condition":{"NumericLessThan":{"s3:max-keys":"ten"}}`), "Invalid Condition value"},
 		{"bad date", stmt(okStmt + `,"Condition":{"DateLessThan":{"aws:CurrentTime":"yesterday"}}`), "Invalid Condition value"},
 		{"bad bool", stmt(okStmt + `,"Condition":{"Bool":{"aws:SecureTransport":"yes"}}`), "Invalid Condition value"},
-		{"bad cidr", stmt(okStmt + `,"Condition":{"IpAddress":{"aws:SourceIp":"10.0.0.0/33"}}`), "Invalid Condition value"},
+		{"bad cidr", stmt(okStmt + `,"Condition":{"IpAddress":{"aws:SourceIp":"10.0.0.0/33"}}`), "Invalid IP address in Conditions"},
+		{"source ip not an address under Null", stmt(okStmt + `,"Condition":{"Null":{"aws:SourceIp":"true"}}`), "Invalid IP address in Conditions"},
+		{"star among principals", stmt(`"Effect":"Allow","Principal":["*","u1"],"Action":"s3:GetObject","Resource":"arn:aws:s3:::bkt/*"`), "Invalid principal"},
+		{"empty principal", stmt(`"Effect":"Allow","Principal":"","Action":"s3:GetObject","Resource":"arn:aws:s3:::bkt/*"`), "Invalid principal"},
+		{"empty principal list", stmt(`"Effect":"Allow","Principal":{"AWS":[]},"Action":"s3:GetObject","Resource":"arn:aws:s3:::bkt/*"`), "Invalid principal"},
+		{"prefix on GetObject", stmt(okStmt + `,"Condition":{"StringEquals":{"s3:prefix":"foo"}}`), "Conditions do not apply"},
+		{"acl on one of two actions", stmt(`"Effect":"Allow","Principal":"*","Action":["s3:GetObject","s3:PutObject"],"Resource":"arn:aws:s3:::bkt/*","Condition":{"StringEquals":{"s3:x-amz-acl":"private"}}`), "Conditions do not apply"},
+		{"version id on GetObject", stmt(okStmt + `,"Condition":{"StringEquals":{"s3:VersionId":"v"}}`), "Conditions do not apply"},
+		{"lower-case operator", stmt(okStmt + `,"Condition":{"stringequals":{"aws:UserAgent":"x"}}`), "Invalid Condition type : stringequals"},
+		{"unknown set qualifier", stmt(okStmt + `,"Condition":{"ForSomeValues:StringEquals":{"aws:UserAgent":"x"}}`), "Invalid Condition type : ForSomeValues:StringEquals"},
 		{"bad arn", stmt(okStmt + `,"Condition":{"ArnLike":{"aws:SourceArn":"arn:aws"}}`), "Invalid Condition value"},
 		{"object value", stmt(okStmt + `,"Condition":{"StringEquals":{"aws:UserAgent":{"a":1}}}`), "Invalid Condition value"},
 		{"empty value list", stmt(okStmt + `,"Condition":{"StringEquals":{"aws:UserAgent":[]}}`), "Invalid Condition value"},
@@ -81,27 +94,29 @@ func TestParseErrors(t *testing.T) {
 
 func TestParseAccepts(t *testing.T) {
 	for name, doc := range map[string]string{
-		"statement object":  `{"Version":"2012-10-17","Statement":{` + okStmt + `}}`,
-		"old version":       `{"Version":"2008-10-17","Statement":[{` + okStmt + `}]}`,
-		"no version":        `{"Statement":[{` + okStmt + `}]}`,
-		"AWS star":          stmt(`"Effect":"Allow","Principal":{"AWS":"*"},"Action":"s3:GetObject","Resource":"arn:aws:s3:::bkt/*"`),
-		"service":           stmt(`"Effect":"Allow","Principal":{"Service":"logging.s3.amazonaws.com"},"Action":"s3:PutObject","Resource":"arn:aws:s3:::bkt/*"`),
-		"canonical user":    stmt(`"Effect":"Allow","Principal":{"CanonicalUser":"abc"},"Action":"s3:GetObject","Resource":"arn:aws:s3:::bkt/*"`),
-		"principal list":    stmt(`"Effect":"Allow","Principal":{"AWS":["a","arn:aws:iam::b:root","arn:aws:iam::c:user/K"]},"Action":"s3:GetObject","Resource":"arn:aws:s3:::bkt/*"`),
-		"s3 star":           stmt(`"Effect":"Allow","Principal":"*","Action":"s3:*","Resource":"arn:aws:s3:::bkt/*"`),
-		"star action":       stmt(`"Effect":"Allow","Principal":"*","Action":"*","Resource":"arn:aws:s3:::bkt/*"`),
-		"lower-case action": stmt(`"Effect":"Allow","Principal":"*","Action":"s3:getobject","Resource":"arn:aws:s3:::bkt/*"`),
-		"NotAction":         stmt(`"Effect":"Deny","Principal":"*","NotAction":"s3:GetObject","Resource":"arn:aws:s3:::bkt/*"`),
-		"NotResource":       stmt(`"Effect":"Deny","Principal":"*","Action":"s3:GetObject","NotResource":"arn:aws:s3:::bkt/public/*"`),
-		"wildcard key":      stmt(`"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::bkt/a?c/*"`),
-		"IfExists":          stmt(okStmt + `,"Condition":{"StringEqualsIfExists":{"aws:UserAgent":"x"}}`),
-		"ForAllValues":      stmt(okStmt + `,"Condition":{"ForAllValues:StringEquals":{"s3:RequestObjectTagKeys":["a","b"]}}`),
-		"ForAnyValue IfEx":  stmt(okStmt + `,"Condition":{"ForAnyValue:StringLikeIfExists":{"s3:RequestObjectTagKeys":["a*"]}}`),
-		"epoch date":        stmt(okStmt + `,"Condition":{"DateGreaterThan":{"aws:EpochTime":1700000000}}`),
-		"number value":      stmt(okStmt + `,"Condition":{"NumericEquals":{"s3:max-keys":[10,"20"]}}`),
-		"bool value":        stmt(okStmt + `,"Condition":{"Bool":{"aws:SecureTransport":true}}`),
-		"escaped variable":  stmt(`"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::bkt/${*}/${aws:username, 'anon'}"`),
-		"grant keys":        stmt(okStmt + `,"Condition":{"StringEquals":{"s3:x-amz-grant-read":"id=1","s3:object-lock-mode":"GOVERNANCE"}}`),
+		"statement object":    `{"Version":"2012-10-17","Statement":{` + okStmt + `}}`,
+		"old version":         `{"Version":"2008-10-17","Statement":[{` + okStmt + `}]}`,
+		"no version":          `{"Statement":[{` + okStmt + `}]}`,
+		"principal shorthand": stmt(`"Effect":"Allow","Principal":["u1","u2"],"Action":"s3:GetObject","Resource":"arn:aws:s3:::bkt/*"`),
+		"acl on PutObject":    stmt(`"Effect":"Allow","Principal":"*","Action":"s3:PutObject","Resource":"arn:aws:s3:::bkt/*","Condition":{"StringEquals":{"s3:x-amz-acl":"private"}}`),
+		"AWS star":            stmt(`"Effect":"Allow","Principal":{"AWS":"*"},"Action":"s3:GetObject","Resource":"arn:aws:s3:::bkt/*"`),
+		"service":             stmt(`"Effect":"Allow","Principal":{"Service":"logging.s3.amazonaws.com"},"Action":"s3:PutObject","Resource":"arn:aws:s3:::bkt/*"`),
+		"canonical user":      stmt(`"Effect":"Allow","Principal":{"CanonicalUser":"abc"},"Action":"s3:GetObject","Resource":"arn:aws:s3:::bkt/*"`),
+		"principal list":      stmt(`"Effect":"Allow","Principal":{"AWS":["a","arn:aws:iam::b:root","arn:aws:iam::c:user/K"]},"Action":"s3:GetObject","Resource":"arn:aws:s3:::bkt/*"`),
+		"s3 star":             stmt(`"Effect":"Allow","Principal":"*","Action":"s3:*","Resource":"arn:aws:s3:::bkt/*"`),
+		"star action":         stmt(`"Effect":"Allow","Principal":"*","Action":"*","Resource":"arn:aws:s3:::bkt/*"`),
+		"lower-case action":   stmt(`"Effect":"Allow","Principal":"*","Action":"s3:getobject","Resource":"arn:aws:s3:::bkt/*"`),
+		"NotAction":           stmt(`"Effect":"Deny","Principal":"*","NotAction":"s3:GetObject","Resource":"arn:aws:s3:::bkt/*"`),
+		"NotResource":         stmt(`"Effect":"Deny","Principal":"*","Action":"s3:GetObject","NotResource":"arn:aws:s3:::bkt/public/*"`),
+		"wildcard key":        stmt(`"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::bkt/a?c/*"`),
+		"IfExists":            stmt(okStmt + `,"Condition":{"StringEqualsIfExists":{"aws:UserAgent":"x"}}`),
+		"ForAllValues":        stmt(okStmt + `,"Condition":{"ForAllValues:StringEquals":{"s3:RequestObjectTagKeys":["a","b"]}}`),
+		"ForAnyValue IfEx":    stmt(okStmt + `,"Condition":{"ForAnyValue:StringLikeIfExists":{"s3:RequestObjectTagKeys":["a*"]}}`),
+		"epoch date":          stmt(okStmt + `,"Condition":{"DateGreaterThan":{"aws:EpochTime":1700000000}}`),
+		"number value":        stmt(condStmt + `,"Condition":{"NumericEquals":{"s3:max-keys":[10,"20"]}}`),
+		"bool value":          stmt(okStmt + `,"Condition":{"Bool":{"aws:SecureTransport":true}}`),
+		"escaped variable":    stmt(`"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::bkt/${*}/${aws:username, 'anon'}"`),
+		"grant keys":          stmt(condStmt + `,"Condition":{"StringEquals":{"s3:x-amz-grant-read":"id=1","s3:object-lock-mode":"GOVERNANCE"}}`),
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := Parse([]byte(doc), ParseOptions{Bucket: "bkt"}); err != nil {

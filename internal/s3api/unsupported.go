@@ -60,6 +60,7 @@ var (
 		"PutBucketLifecycleConfiguration", "GetBucketLifecycleConfiguration", "DeleteBucketLifecycle",
 		"PutObjectLockConfiguration", "GetObjectLockConfiguration", "PutObjectRetention", "GetObjectRetention",
 		"PutObjectLegalHold", "GetObjectLegalHold", "GetObjectAttributes",
+		"PutBucketPolicy", "GetBucketPolicy", "DeleteBucketPolicy", "GetBucketPolicyStatus",
 	}
 )
 
