@@ -50,8 +50,8 @@ func (s *Service) GetBucketPolicy(ctx context.Context, a Actor, name string) (st
 	return b.Policy, nil
 }
 
-// DeleteBucketPolicy removes bucket name's policy: NotFound (resource
-// "bucket_policy") if it has none, as S3 answers.
+// DeleteBucketPolicy removes bucket name's policy (none: nothing to do,
+// as S3 answers 204 then too).
 func (s *Service) DeleteBucketPolicy(ctx context.Context, a Actor, name string) error {
 	b, err := s.authorize(ctx, a, name, "s3:DeleteBucketPolicy", "")
 	if err != nil {
@@ -61,7 +61,7 @@ func (s *Service) DeleteBucketPolicy(ctx context.Context, a Actor, name string) 
 		return errGatewayUnsupported("bucket policies")
 	}
 	if b.Policy == "" {
-		return meta.ErrNoBucketPolicy(name)
+		return nil
 	}
 	return s.meta.SetBucketPolicy(ctx, name, "")
 }

@@ -54,7 +54,8 @@ type statement struct {
 	notPrincipal bool
 
 	actions   actionSet
-	actionPat []glob // the Action patterns, for an action not in actionNames
+	actionPat []glob   // the Action patterns, for an action not in actionNames
+	actionSrc []string // the patterns as written
 	notAction bool
 
 	anyResource bool
@@ -62,6 +63,8 @@ type statement struct {
 	notResource bool
 
 	conds []condition
+
+	hasBucket, hasObject bool // Resource names the bucket, objects (Parse's checks)
 }
 
 // malformed is S3's MalformedPolicy with the reason.
@@ -218,6 +221,11 @@ func (p *Policy) statement(raw json.RawMessage, o ParseOptions) (statement, erro
 			}
 		}
 	}
+	if o.Bucket != "" && !s.notAction && !s.notResource {
+		if err := s.actionsApply(); err != nil {
+			return s, err
+		}
+	}
 	return s, nil
 }
 
@@ -356,6 +364,7 @@ func (s *statement) action(m map[string]json.RawMessage) error {
 			return malformed("Policy has invalid action")
 		}
 		s.actionPat = append(s.actionPat, g)
+		s.actionSrc = append(s.actionSrc, a)
 	}
 	return nil
 }
@@ -407,37 +416,36 @@ func (s *statement) resource(m map[string]json.RawMessage, version string, o Par
 		}
 		s.resources = append(s.resources, g)
 	}
-	if o.Bucket == "" || s.notAction || s.notResource {
-		return nil
-	}
-	// Each action named outright must apply to a resource named.
-	for i, name := range actionNames {
-		if !s.actions.has(i) || !explicit(s.actionPat, name) {
-			continue
-		}
-		switch actionKind(name) {
-		case kindBucket:
-			if !hasBucket {
-				return malformed("Action does not apply to any resource(s) in statement")
-			}
-		case kindObject:
-			if !hasObject {
-				return malformed("Action does not apply to any resource(s) in statement")
-			}
-		}
-	}
+	s.hasBucket, s.hasObject = hasBucket, hasObject
 	return nil
 }
 
-// explicit reports whether the action patterns name action without a
-// wildcard.
-func explicit(pats []glob, action string) bool {
-	for i := range pats {
-		if t, ok := pats[i].literal(); ok && t == asciiLower(action) {
-			return true
+// actionsApply refuses, in a bucket policy, an action pattern that names
+// no resource of the statement: a pattern matching an object action needs
+// an object resource (BUCKET/…), one matching only bucket actions the
+// bucket; "*" and "s3:*" need neither (S3's check, as versitygw's suite
+// records it).
+func (s *statement) actionsApply() error {
+	for i := range s.actionPat {
+		if t := s.actionSrc[i]; t == "*" || strings.EqualFold(t, "s3:*") {
+			continue
+		}
+		obj, bkt := false, false
+		for _, name := range actionNames {
+			if s.actionPat[i].match(name, nil) {
+				switch actionKind(name) {
+				case kindObject:
+					obj = true
+				case kindBucket:
+					bkt = true
+				}
+			}
+		}
+		if obj && !s.hasObject || !obj && bkt && !s.hasBucket {
+			return malformed("Action does not apply to any resource(s) in statement")
 		}
 	}
-	return false
+	return nil
 }
 
 // Statements is the number of statements.

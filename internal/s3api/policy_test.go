@@ -14,7 +14,7 @@ import (
 func TestBucketPolicy(t *testing.T) {
 	e := newS3Env(t)
 	e.alice("GET", "/b?policy", nil).want(t, 404, s3err.NoSuchBucketPolicy)
-	e.alice("DELETE", "/b?policy", nil).want(t, 404, s3err.NoSuchBucketPolicy)
+	e.alice("DELETE", "/b?policy", nil).want(t, 204, "") // nothing to delete: 204, as S3
 	e.alice("GET", "/b?policyStatus", nil).want(t, 404, s3err.NoSuchBucketPolicy)
 	doc := `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::b/*"}]}`
 	e.alice("PUT", "/b?policy", []byte(doc)).want(t, 204, "")

@@ -79,6 +79,8 @@ var selected = []string{
 	"Versioning_*", "ListObjectVersions_*", "PutBucketVersioning_*", "GetBucketVersioning_*",
 	"WORMProtection_*", "PutObjectRetention_*", "PutObjectLegalHold_*",
 	"PutObjectLockConfiguration_*", "*Tagging*", "*Lifecycle*",
+	// issue 21
+	"PutBucketPolicy_*", "GetBucketPolicy*", "DeleteBucketPolicy*",
 }
 
 // versioned are the tests versitygw's full-flow runs only against a

@@ -1080,7 +1080,7 @@ func (f *Service) GetBucketPolicy(_ context.Context, a object.Actor, name string
 	return b.Policy, nil
 }
 
-// DeleteBucketPolicy removes a bucket's policy: NotFound if it has none.
+// DeleteBucketPolicy removes a bucket's policy (none: nothing to do).
 func (f *Service) DeleteBucketPolicy(_ context.Context, a object.Actor, name string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -1089,7 +1089,7 @@ func (f *Service) DeleteBucketPolicy(_ context.Context, a object.Actor, name str
 		return err
 	}
 	if b.Policy == "" {
-		return meta.ErrNoBucketPolicy(name)
+		return nil
 	}
 	b.Policy = ""
 	f.Buckets[name] = b

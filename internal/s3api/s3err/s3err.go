@@ -71,7 +71,7 @@ var (
 	NoSuchKey                         = def("NoSuchKey", 404, "The specified key does not exist.")
 	InvalidTag                        = def("InvalidTag", 400, "The tag provided was not a valid tag.")
 	BadRequest                        = def("BadRequest", 400, "Bad Request")
-	NoSuchBucketPolicy                = def("NoSuchBucketPolicy", 404, "The bucket policy does not exist")
+	NoSuchBucketPolicy                = def("NoSuchBucketPolicy", 404, "The bucket policy does not exist.")
 	NoSuchLifecycleConfiguration      = def("NoSuchLifecycleConfiguration", 404, "The lifecycle configuration does not exist.")
 	NoSuchTagSet                      = def("NoSuchTagSet", 404, "The TagSet does not exist.")
 	NoSuchVersion                     = def("NoSuchVersion", 404, "The specified version does not exist.")
