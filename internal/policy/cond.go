@@ -2,6 +2,7 @@ package policy
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"math"
 	"net/netip"
@@ -381,17 +382,17 @@ func (c *condition) matchOne(v string, ctx map[string][]string) bool {
 			return false
 		}
 		for _, n := range c.nums {
-			if compare(c.cmp, cmpFloat(f, n)) {
+			if compare(c.cmp, cmp.Compare(f, n)) {
 				return true
 			}
 		}
 	case famDate:
-		t, ok := requestDate(v)
+		t, ok := parseDate(v) // RFC 3339 (aws:CurrentTime) or epoch seconds (aws:EpochTime)
 		if !ok {
 			return false
 		}
 		for _, n := range c.times {
-			if compare(c.cmp, cmpInt(t, n)) {
+			if compare(c.cmp, cmp.Compare(t, n)) {
 				return true
 			}
 		}
@@ -414,41 +415,6 @@ func (c *condition) matchOne(v string, ctx map[string][]string) bool {
 		}
 	}
 	return false
-}
-
-// requestDate reads a request's date value: RFC 3339 (aws:CurrentTime)
-// or epoch seconds (aws:EpochTime).
-func requestDate(v string) (int64, bool) {
-	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if n > maxEpoch || n < -maxEpoch {
-			return 0, false
-		}
-		return n * 1e9, true
-	}
-	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
-		return t.UnixNano(), true
-	}
-	return parseDate(v)
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // compare applies k to the sign of (request value - policy value).

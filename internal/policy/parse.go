@@ -229,22 +229,35 @@ func (p *Policy) statement(raw json.RawMessage, o ParseOptions) (statement, erro
 	return s, nil
 }
 
-func (s *statement) principal(m map[string]json.RawMessage, o ParseOptions) error {
-	v, ok := m["Principal"]
-	nv, nok := m["NotPrincipal"]
+// element returns a statement's element name or its Not form (not):
+// exactly one of the two must be there.
+func element(m map[string]json.RawMessage, name string) (v json.RawMessage, not bool, err error) {
+	v, ok := m[name]
+	nv, nok := m["Not"+name]
 	switch {
 	case ok && nok:
-		return malformed("A statement cannot have both Principal and NotPrincipal")
+		return nil, false, malformed("A statement cannot have both %s and Not%s", name, name)
 	case nok:
-		v, s.notPrincipal = nv, true
+		return nv, true, nil
 	case !ok:
-		if o.Bucket != "" {
-			return malformed("Missing required field Principal")
-		}
+		return nil, false, malformed("Missing required field %s", name)
+	}
+	return v, false, nil
+}
+
+func (s *statement) principal(m map[string]json.RawMessage, o ParseOptions) error {
+	_, p := m["Principal"]
+	_, np := m["NotPrincipal"]
+	if !p && !np && o.Bucket == "" {
 		// A key's own policy names no principal: it is the key's.
 		s.anyPrincipal = true
 		return nil
 	}
+	v, not, err := element(m, "Principal")
+	if err != nil {
+		return err
+	}
+	s.notPrincipal = not
 	if t := bytes.TrimSpace(v); len(t) > 0 && t[0] != '{' {
 		// "*", or (versitygw's shorthand, which AWS refuses) an ID or a
 		// list of IDs: as {"AWS": …}.
@@ -334,16 +347,11 @@ func principalID(s string) (principalRef, bool) {
 }
 
 func (s *statement) action(m map[string]json.RawMessage) error {
-	v, ok := m["Action"]
-	nv, nok := m["NotAction"]
-	switch {
-	case ok && nok:
-		return malformed("A statement cannot have both Action and NotAction")
-	case nok:
-		v, s.notAction = nv, true
-	case !ok:
-		return malformed("Missing required field Action")
+	v, not, err := element(m, "Action")
+	if err != nil {
+		return err
 	}
+	s.notAction = not
 	list, ok := stringList(v)
 	if !ok {
 		return malformed("Policy has invalid action")
@@ -370,16 +378,11 @@ func (s *statement) action(m map[string]json.RawMessage) error {
 }
 
 func (s *statement) resource(m map[string]json.RawMessage, version string, o ParseOptions) error {
-	v, ok := m["Resource"]
-	nv, nok := m["NotResource"]
-	switch {
-	case ok && nok:
-		return malformed("A statement cannot have both Resource and NotResource")
-	case nok:
-		v, s.notResource = nv, true
-	case !ok:
-		return malformed("Missing required field Resource")
+	v, not, err := element(m, "Resource")
+	if err != nil {
+		return err
 	}
+	s.notResource = not
 	list, ok := stringList(v)
 	if !ok {
 		return malformed("Policy has invalid resource")
