@@ -378,8 +378,10 @@ type Bucket struct {
 	// hands out (never modify it).
 	Lifecycle *Lifecycle
 	// Policy is the bucket's policy document (JSON, policy.go), "" if
+	// none; PublicAccessBlock its S3 Block Public Access settings, nil if
 	// none.
-	Policy string
+	Policy            string
+	PublicAccessBlock *PublicAccessBlock
 }
 
 // IsGateway reports whether b fronts a bucket of another store.

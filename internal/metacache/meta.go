@@ -213,6 +213,14 @@ func (p policies) SetBucketPolicy(ctx context.Context, name, doc string) error {
 	})
 }
 
+// SetBucketPublicAccessBlock implements meta.Policies, invalidating the
+// bucket (its settings are in the record).
+func (p policies) SetBucketPublicAccessBlock(ctx context.Context, name string, pab *meta.PublicAccessBlock) error {
+	return p.c.write(ctx, []meta.Change{bucketChange(name)}, func(ctx context.Context) error {
+		return p.Policies.SetBucketPublicAccessBlock(ctx, name, pab)
+	})
+}
+
 // SetBucketVersioning implements meta.Buckets, invalidating the bucket
 // (a cached record must not keep a suspended or unversioned state: the
 // object service reads it to answer and to decide).
@@ -494,7 +502,7 @@ var writeTopics = map[string]map[string]string{
 		"SetBucketLifecycle": meta.TopicBucket,
 	},
 	// A bucket policy is in its record.
-	"Policies": {"SetBucketPolicy": meta.TopicBucket},
+	"Policies": {"SetBucketPolicy": meta.TopicBucket, "SetBucketPublicAccessBlock": meta.TopicBucket},
 
 	// Not wrapped: they change no cached record.
 	"Sessions":   {"CreateRefreshToken": "", "RotateRefreshToken": "", "RevokeRefreshFamily": "", "DeleteExpiredRefreshTokens": ""},

@@ -117,6 +117,9 @@ func (s *core) decide(ctx context.Context, b meta.Bucket, a Actor, action, key s
 	bucketSays := policy.NoMatch
 	if bp != nil {
 		bucketSays = bp.Evaluate(req)
+		if bucketSays == policy.Allow && restricted(b, bp, owner) {
+			bucketSays = policy.NoMatch // RestrictPublicBuckets: a public policy grants no one else
+		}
 	}
 	switch {
 	case owner && isPolicyAction(action):

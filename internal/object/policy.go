@@ -30,6 +30,9 @@ func (s *Service) PutBucketPolicy(ctx context.Context, a Actor, name string, doc
 	if err != nil {
 		return err
 	}
+	if b.PublicAccessBlock != nil && b.PublicAccessBlock.BlockPublicPolicy && p.IsPublic() {
+		return errcode.New(errcode.PermissionDenied, "the bucket's BlockPublicPolicy setting refuses a public policy")
+	}
 	s.policies.put(string(doc), p)
 	return s.meta.SetBucketPolicy(ctx, name, string(doc))
 }
@@ -182,4 +185,44 @@ func (s *core) addObjectTags(ctx context.Context, b meta.Bucket, key string, req
 		req.Context["s3:existingobjecttag/"+strings.ToLower(t.Key)] = []string{t.Value}
 	}
 	return nil
+}
+
+// GetPublicAccessBlock returns bucket name's Block Public Access settings:
+// NotFound (resource "public_access_block") if it has none.
+func (s *Service) GetPublicAccessBlock(ctx context.Context, a Actor, name string) (meta.PublicAccessBlock, error) {
+	b, err := s.authorize(ctx, a, name, "s3:GetBucketPublicAccessBlock", "")
+	if err != nil {
+		return meta.PublicAccessBlock{}, err
+	}
+	if b.IsGateway() {
+		return meta.PublicAccessBlock{}, errGatewayUnsupported("public access blocks")
+	}
+	if b.PublicAccessBlock == nil {
+		return meta.PublicAccessBlock{}, meta.ErrNoPublicAccessBlock(name)
+	}
+	return *b.PublicAccessBlock, nil
+}
+
+// SetPublicAccessBlock replaces bucket name's Block Public Access settings
+// (nil: none; S3's DeletePublicAccessBlock, which needs
+// s3:PutBucketPublicAccessBlock too).
+func (s *Service) SetPublicAccessBlock(ctx context.Context, a Actor, name string, pab *meta.PublicAccessBlock) error {
+	b, err := s.authorize(ctx, a, name, "s3:PutBucketPublicAccessBlock", "")
+	if err != nil {
+		return err
+	}
+	if b.IsGateway() {
+		return errGatewayUnsupported("public access blocks")
+	}
+	return s.meta.SetBucketPublicAccessBlock(ctx, name, pab)
+}
+
+// restricted reports whether b's RestrictPublicBuckets setting voids the
+// Allows of its policy p for a (anyone but the owner), p being public.
+func restricted(b meta.Bucket, p policy.Evaluator, owner bool) bool {
+	if owner || b.PublicAccessBlock == nil || !b.PublicAccessBlock.RestrictPublicBuckets {
+		return false
+	}
+	pub, ok := p.(interface{ IsPublic() bool })
+	return ok && pub.IsPublic()
 }

@@ -103,3 +103,76 @@ func TestBucketPolicyDecides(t *testing.T) {
 		t.Errorf("bob reads the object tagged for him = %q", got)
 	}
 }
+
+// TestPublicAccessBlockDecides: BlockPublicPolicy refuses a public policy
+// (and nothing else); RestrictPublicBuckets makes a public policy grant
+// nobody but the owner, while its Denies still hold.
+func TestPublicAccessBlockDecides(t *testing.T) {
+	f := newFixture(t, 0)
+	ctx := t.Context()
+	if _, err := f.put(t, f.alice, "alice-bucket", "k", "v"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.GetPublicAccessBlock(ctx, f.alice, "alice-bucket"); !errcode.Is(err, errcode.NotFound) {
+		t.Errorf("GetPublicAccessBlock without one: %v", err)
+	}
+	if err := f.svc.SetPublicAccessBlock(ctx, f.bob, "alice-bucket", &meta.PublicAccessBlock{}); !errcode.Is(err, errcode.PermissionDenied) {
+		t.Errorf("bob's SetPublicAccessBlock: %v", err)
+	}
+	set := func(p meta.PublicAccessBlock) {
+		t.Helper()
+		if err := f.svc.SetPublicAccessBlock(ctx, f.alice, "alice-bucket", &p); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := f.svc.GetPublicAccessBlock(ctx, f.alice, "alice-bucket"); err != nil || got != p {
+			t.Fatalf("GetPublicAccessBlock = %+v, %v; want %+v", got, err, p)
+		}
+	}
+	put := func(doc string) error { return f.svc.PutBucketPolicy(ctx, f.alice, "alice-bucket", []byte(doc)) }
+	public := `{"Statement":{"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::alice-bucket/*"}}`
+	bound := `{"Statement":{"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::alice-bucket/*","Condition":{"IpAddress":{"aws:SourceIp":"10.0.0.0/8"}}}}`
+
+	set(meta.PublicAccessBlock{BlockPublicPolicy: true})
+	if err := put(public); !errcode.Is(err, errcode.PermissionDenied) {
+		t.Errorf("public policy under BlockPublicPolicy: %v", err)
+	}
+	if _, err := f.svc.GetBucketPolicy(ctx, f.alice, "alice-bucket"); !errcode.Is(err, errcode.NotFound) {
+		t.Errorf("the refused policy was stored: %v", err)
+	}
+	if err := put(bound); err != nil {
+		t.Errorf("non-public policy under BlockPublicPolicy: %v", err)
+	}
+
+	// RestrictPublicBuckets: the public policy (stored before) grants
+	// anonymous nothing; the owner keeps the bucket.
+	set(meta.PublicAccessBlock{})
+	if err := put(public); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.read(t, Actor{}, "alice-bucket", "k"); got != "v" {
+		t.Fatalf("anonymous read by the public policy = %q", got)
+	}
+	set(meta.PublicAccessBlock{RestrictPublicBuckets: true})
+	if _, err := f.svc.Get(ctx, Actor{}, "alice-bucket", "k"); !errcode.Is(err, errcode.Unauthenticated) {
+		t.Errorf("anonymous read under RestrictPublicBuckets: %v", err)
+	}
+	if _, err := f.svc.Get(ctx, f.bob, "alice-bucket", "k"); !errcode.Is(err, errcode.PermissionDenied) {
+		t.Errorf("bob's read under RestrictPublicBuckets: %v", err)
+	}
+	if got := f.read(t, f.alice, "alice-bucket", "k"); got != "v" {
+		t.Errorf("owner's read under RestrictPublicBuckets = %q", got)
+	}
+	// A policy that is not public still grants under RestrictPublicBuckets.
+	if err := put(bound); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.Get(ctx, Actor{Context: map[string][]string{"aws:sourceip": {"10.1.1.1"}}}, "alice-bucket", "k"); err != nil {
+		t.Errorf("non-public policy's grant under RestrictPublicBuckets: %v", err)
+	}
+	if err := f.svc.SetPublicAccessBlock(ctx, f.alice, "alice-bucket", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.GetPublicAccessBlock(ctx, f.alice, "alice-bucket"); !errcode.Is(err, errcode.NotFound) {
+		t.Errorf("GetPublicAccessBlock after delete: %v", err)
+	}
+}

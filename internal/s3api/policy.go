@@ -5,6 +5,8 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+
+	"github.com/coffer-storage/coffer/internal/meta"
 )
 
 // Bucket policies (docs/policies.md): the document is JSON, stored as
@@ -62,4 +64,44 @@ func (d jsonDoc) respond(w http.ResponseWriter, q *request) {
 	if q.Method != http.MethodHead {
 		io.WriteString(w, string(d))
 	}
+}
+
+// publicAccessBlockConfiguration is S3's PublicAccessBlockConfiguration
+// (Put's body, Get's answer).
+type publicAccessBlockConfiguration struct {
+	XMLName               xml.Name `xml:"PublicAccessBlockConfiguration"`
+	Xmlns                 string   `xml:"xmlns,attr,omitempty"`
+	BlockPublicAcls       bool     `xml:"BlockPublicAcls"`
+	IgnorePublicAcls      bool     `xml:"IgnorePublicAcls"`
+	BlockPublicPolicy     bool     `xml:"BlockPublicPolicy"`
+	RestrictPublicBuckets bool     `xml:"RestrictPublicBuckets"`
+}
+
+func (api *API) putPublicAccessBlock(q *request) (response, error) {
+	var c publicAccessBlockConfiguration
+	if err := api.readXML(q, &c); err != nil {
+		return nil, err
+	}
+	pab := meta.PublicAccessBlock{BlockPublicAcls: c.BlockPublicAcls, IgnorePublicAcls: c.IgnorePublicAcls,
+		BlockPublicPolicy: c.BlockPublicPolicy, RestrictPublicBuckets: c.RestrictPublicBuckets}
+	if err := api.buckets.SetPublicAccessBlock(ctxOf(q), q.actor, q.bucket, &pab); err != nil {
+		return nil, err
+	}
+	return empty{}, nil
+}
+
+func (api *API) getPublicAccessBlock(q *request) (response, error) {
+	p, err := api.buckets.GetPublicAccessBlock(ctxOf(q), q.actor, q.bucket)
+	if err != nil {
+		return nil, err
+	}
+	return xmlResponse{body: publicAccessBlockConfiguration{Xmlns: s3NS, BlockPublicAcls: p.BlockPublicAcls,
+		IgnorePublicAcls: p.IgnorePublicAcls, BlockPublicPolicy: p.BlockPublicPolicy, RestrictPublicBuckets: p.RestrictPublicBuckets}}, nil
+}
+
+func (api *API) deletePublicAccessBlock(q *request) (response, error) {
+	if err := api.buckets.SetPublicAccessBlock(ctxOf(q), q.actor, q.bucket, nil); err != nil {
+		return nil, err
+	}
+	return empty{status: http.StatusNoContent}, nil
 }

@@ -68,3 +68,30 @@ func TestBucketPolicy(t *testing.T) {
 	e.alice("DELETE", "/b?policy", nil).want(t, 204, "")
 	e.alice("GET", "/b?policy", nil).want(t, 404, s3err.NoSuchBucketPolicy)
 }
+
+// TestPublicAccessBlock: Put/Get/DeletePublicAccessBlock on the wire, and
+// BlockPublicPolicy refusing a public policy with AccessDenied.
+func TestPublicAccessBlock(t *testing.T) {
+	e := newS3Env(t)
+	e.alice("GET", "/b?publicAccessBlock", nil).want(t, 404, s3err.NoSuchPublicAccessBlock)
+	conf := `<PublicAccessBlockConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><BlockPublicAcls>true</BlockPublicAcls>` +
+		`<IgnorePublicAcls>false</IgnorePublicAcls><BlockPublicPolicy>true</BlockPublicPolicy><RestrictPublicBuckets>false</RestrictPublicBuckets></PublicAccessBlockConfiguration>`
+	e.alice("PUT", "/b?publicAccessBlock", []byte(conf)).want(t, 200, "")
+	r := e.alice("GET", "/b?publicAccessBlock", nil)
+	r.want(t, 200, "")
+	for _, want := range []string{"<BlockPublicAcls>true</BlockPublicAcls>", "<IgnorePublicAcls>false</IgnorePublicAcls>",
+		"<BlockPublicPolicy>true</BlockPublicPolicy>", "<RestrictPublicBuckets>false</RestrictPublicBuckets>"} {
+		if !strings.Contains(r.Body.String(), want) {
+			t.Errorf("GetPublicAccessBlock = %s, want %s", r.Body, want)
+		}
+	}
+	public := `{"Statement":{"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::b/*"}}`
+	e.store.Writes = nil
+	e.alice("PUT", "/b?policy", []byte(public)).want(t, 403, s3err.AccessDenied)
+	e.alice("PUT", "/b?publicAccessBlock", []byte(`<PublicAccessBlockConfiguration><Nope>true</Nope></PublicAccessBlockConfiguration>`)).want(t, 400, s3err.MalformedXML)
+	e.do(req{method: "PUT", target: "/b?publicAccessBlock", body: []byte(conf), as: bobKey}).want(t, 403, s3err.AccessDenied)
+	e.noWrites(t)
+	e.alice("DELETE", "/b?publicAccessBlock", nil).want(t, 204, "")
+	e.alice("GET", "/b?publicAccessBlock", nil).want(t, 404, s3err.NoSuchPublicAccessBlock)
+	e.alice("PUT", "/b?policy", []byte(public)).want(t, 204, "")
+}

@@ -38,6 +38,8 @@ type Buckets interface {
 	GetBucketPolicy(ctx context.Context, a object.Actor, name string) (string, error)
 	DeleteBucketPolicy(ctx context.Context, a object.Actor, name string) error
 	GetBucketPolicyStatus(ctx context.Context, a object.Actor, name string) (bool, error)
+	GetPublicAccessBlock(ctx context.Context, a object.Actor, name string) (meta.PublicAccessBlock, error)
+	SetPublicAccessBlock(ctx context.Context, a object.Actor, name string, pab *meta.PublicAccessBlock) error
 }
 
 // Objects is what the object operations call (and the copies, which read

@@ -61,6 +61,7 @@ var (
 		"PutObjectLockConfiguration", "GetObjectLockConfiguration", "PutObjectRetention", "GetObjectRetention",
 		"PutObjectLegalHold", "GetObjectLegalHold", "GetObjectAttributes",
 		"PutBucketPolicy", "GetBucketPolicy", "DeleteBucketPolicy", "GetBucketPolicyStatus",
+		"PutPublicAccessBlock", "GetPublicAccessBlock", "DeletePublicAccessBlock",
 	}
 )
 

@@ -227,6 +227,8 @@ type opSQL struct {
 	lifecycle lifecycleSQL
 	lock      lockSQL
 	policy    string
+	// publicAccessBlock sets a bucket's Block Public Access bits.
+	publicAccessBlock string
 
 	listGarbage, claimGarbage, deleteGarbage, deleteExpiredStaging, renewStaging, unstage, claimKey string
 }
@@ -249,7 +251,8 @@ func NewOps(b Backend, d Dialect) Ops {
 		tags:                 newTagSQL(ph),
 		lifecycle:            newLifecycleSQL(ph),
 		lock:                 newLockSQL(d),
-		policy:               setPolicySQL(ph),
+		policy:               setBucketColumnSQL(ph, "policy"),
+		publicAccessBlock:    setBucketColumnSQL(ph, "public_access_block"),
 		listGarbage:          "SELECT " + garbageCols + " FROM garbage WHERE created_at < " + ph(1) + " ORDER BY created_at, id LIMIT " + ph(2),
 		claimGarbage:         claimGarbageQuery(ph(1), ph(2)),
 		deleteGarbage:        "DELETE FROM garbage WHERE " + d.In("id", 1),

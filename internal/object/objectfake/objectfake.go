@@ -1056,8 +1056,12 @@ func (f *Service) PutBucketPolicy(_ context.Context, a object.Actor, name string
 	if err != nil {
 		return err
 	}
-	if _, err := policy.Parse(doc, policy.ParseOptions{Bucket: name}); err != nil {
+	p, err := policy.Parse(doc, policy.ParseOptions{Bucket: name})
+	if err != nil {
 		return err
+	}
+	if b.PublicAccessBlock != nil && b.PublicAccessBlock.BlockPublicPolicy && p.IsPublic() {
+		return errcode.New(errcode.PermissionDenied, "BlockPublicPolicy")
 	}
 	b.Policy = string(doc)
 	f.Buckets[name] = b
@@ -1113,4 +1117,34 @@ func (f *Service) GetBucketPolicyStatus(_ context.Context, a object.Actor, name 
 		return false, err
 	}
 	return p.IsPublic(), nil
+}
+
+// GetPublicAccessBlock returns a bucket's Block Public Access settings:
+// NotFound (resource public_access_block) if it has none.
+func (f *Service) GetPublicAccessBlock(_ context.Context, a object.Actor, name string) (meta.PublicAccessBlock, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b, err := f.authorize(a, name, true)
+	if err != nil {
+		return meta.PublicAccessBlock{}, err
+	}
+	if b.PublicAccessBlock == nil {
+		return meta.PublicAccessBlock{}, meta.ErrNoPublicAccessBlock(name)
+	}
+	return *b.PublicAccessBlock, nil
+}
+
+// SetPublicAccessBlock replaces a bucket's Block Public Access settings
+// (nil: none).
+func (f *Service) SetPublicAccessBlock(_ context.Context, a object.Actor, name string, pab *meta.PublicAccessBlock) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b, err := f.authorize(a, name, true)
+	if err != nil {
+		return err
+	}
+	b.PublicAccessBlock = pab
+	f.Buckets[name] = b
+	f.wrote("SetPublicAccessBlock " + name)
+	return nil
 }

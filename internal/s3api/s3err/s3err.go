@@ -71,6 +71,7 @@ var (
 	NoSuchKey                         = def("NoSuchKey", 404, "The specified key does not exist.")
 	InvalidTag                        = def("InvalidTag", 400, "The tag provided was not a valid tag.")
 	BadRequest                        = def("BadRequest", 400, "Bad Request")
+	NoSuchPublicAccessBlock           = def("NoSuchPublicAccessBlockConfiguration", 404, "The public access block configuration was not found")
 	NoSuchBucketPolicy                = def("NoSuchBucketPolicy", 404, "The bucket policy does not exist.")
 	NoSuchLifecycleConfiguration      = def("NoSuchLifecycleConfiguration", 404, "The lifecycle configuration does not exist.")
 	NoSuchTagSet                      = def("NoSuchTagSet", 404, "The TagSet does not exist.")
@@ -190,6 +191,8 @@ func Translate(err error) APIError {
 			return Table[NoSuchLifecycleConfiguration]
 		case "bucket_policy":
 			return Table[NoSuchBucketPolicy]
+		case "public_access_block":
+			return Table[NoSuchPublicAccessBlock]
 		}
 		return Table[NoSuchKey]
 	case errcode.AlreadyExists:
