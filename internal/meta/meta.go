@@ -384,6 +384,11 @@ type Bucket struct {
 	// nil for the defaults (private, no ownership setting); read with the
 	// record, shared by the copies a cache hands out (never modify it).
 	ACL *BucketACL
+	// Policy is the bucket's policy document (JSON, policy.go), "" if
+	// none; PublicAccessBlock its S3 Block Public Access settings, nil if
+	// none.
+	Policy            string
+	PublicAccessBlock *PublicAccessBlock
 }
 
 // IsGateway reports whether b fronts a bucket of another store.

@@ -28,6 +28,7 @@ type Stores struct {
 	Lifecycles     Lifecycles
 	CORSConfigs    CORSConfigs
 	ACLs           ACLs
+	Policies       Policies
 	// Changes is the store's ChangeListener when several processes share
 	// it (PostgreSQL); nil when it has none (SQLite).
 	Changes ChangeListener

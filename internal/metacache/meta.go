@@ -80,6 +80,7 @@ func (s *Store) Stores() meta.Stores {
 	m.Lifecycles = lifecycles{m.Lifecycles, s}
 	m.CORSConfigs = corsConfigs{m.CORSConfigs, s}
 	m.ACLs = acls{m.ACLs, s}
+	m.Policies = policies{m.Policies, s}
 	return m
 }
 
@@ -94,7 +95,7 @@ func (s *Store) Objects() *Map[meta.Object] { return s.objects }
 const entryOverhead = 256
 
 func bucketSize(key string, b meta.Bucket) int {
-	n := entryOverhead + len(key) + len(b.Name) + len(b.OwnerID) + len(b.Visibility) + len(b.Encryption) + len(b.EncryptionKMSKey)
+	n := entryOverhead + len(key) + len(b.Name) + len(b.OwnerID) + len(b.Visibility) + len(b.Encryption) + len(b.EncryptionKMSKey) + len(b.Policy)
 	if b.Lifecycle != nil {
 		for _, r := range b.Lifecycle.Rules {
 			n += 256 + len(r.ID)
@@ -257,6 +258,29 @@ func (a acls) SetObjectACL(ctx context.Context, bucket, key, versionID string, g
 		return err
 	})
 	return obj, err
+}
+
+// policies wraps meta.Policies: a bucket policy is part of the bucket
+// record.
+type policies struct {
+	meta.Policies
+	c *Store
+}
+
+// SetBucketPolicy implements meta.Policies, invalidating the bucket (the
+// object service decides every request on the record's policy).
+func (p policies) SetBucketPolicy(ctx context.Context, name, doc string) error {
+	return p.c.write(ctx, []meta.Change{bucketChange(name)}, func(ctx context.Context) error {
+		return p.Policies.SetBucketPolicy(ctx, name, doc)
+	})
+}
+
+// SetBucketPublicAccessBlock implements meta.Policies, invalidating the
+// bucket (its settings are in the record).
+func (p policies) SetBucketPublicAccessBlock(ctx context.Context, name string, pab *meta.PublicAccessBlock) error {
+	return p.c.write(ctx, []meta.Change{bucketChange(name)}, func(ctx context.Context) error {
+		return p.Policies.SetBucketPublicAccessBlock(ctx, name, pab)
+	})
 }
 
 // SetBucketVersioning implements meta.Buckets, invalidating the bucket
@@ -545,6 +569,8 @@ var writeTopics = map[string]map[string]string{
 	"ACLs": {
 		"SetBucketACL": meta.TopicBucket, "SetBucketOwnership": meta.TopicBucket, "SetObjectACL": meta.TopicObject,
 	},
+	// A bucket policy is in its record.
+	"Policies": {"SetBucketPolicy": meta.TopicBucket, "SetBucketPublicAccessBlock": meta.TopicBucket},
 
 	// Not wrapped: they change no cached record.
 	"Sessions":   {"CreateRefreshToken": "", "RotateRefreshToken": "", "RevokeRefreshFamily": "", "DeleteExpiredRefreshTokens": ""},

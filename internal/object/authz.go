@@ -126,12 +126,20 @@ func (s *core) verdictOf(ctx context.Context, b meta.Bucket, a Actor, action, ke
 	owner := a.UserID != "" && a.UserID == b.OwnerID
 	bp, err := s.bucketPolicy(b)
 	if err != nil {
-		return refused, err
+		if !owner || !isPolicyAction(action) {
+			return refused, err
+		}
+		bp = nil // the owner may still replace or delete a broken policy
 	}
 	if a.Scope == nil && bp == nil && owner {
 		return byOwner, nil // the common case: no document to consult
 	}
 	req := s.policyRequest(a, b.Name, action, key)
+	if key != "" && needsObjectTags(bp, a.Scope) {
+		if err := s.addObjectTags(ctx, b, key, req); err != nil {
+			return refused, err
+		}
+	}
 	scope := policy.NoMatch
 	if a.Scope != nil {
 		if scope = a.Scope.Evaluate(req); scope != policy.Allow {
@@ -141,6 +149,9 @@ func (s *core) verdictOf(ctx context.Context, b meta.Bucket, a Actor, action, ke
 	bucketSays := policy.NoMatch
 	if bp != nil {
 		bucketSays = bp.Evaluate(req)
+		if bucketSays == policy.Allow && restricted(b, bp, owner) {
+			bucketSays = policy.NoMatch // RestrictPublicBuckets: a public policy grants no one else
+		}
 	}
 	switch {
 	case owner && isPolicyAction(action):
@@ -228,5 +239,9 @@ func denied(a Actor, name string) error {
 
 // bucketPolicy returns b's bucket policy, nil if it has none.
 func (s *core) bucketPolicy(b meta.Bucket) (policy.Evaluator, error) {
-	return nil, nil
+	p, err := s.policies.get(b)
+	if p == nil || err != nil {
+		return nil, err // never a typed nil in the interface
+	}
+	return p, nil
 }

@@ -16,6 +16,8 @@ type Stores struct {
 	meta.Lifecycles
 	meta.CORSConfigs
 	meta.ACLs
+	meta.Policies
+	meta.AccessKeys // GetAccessKey: a bucket policy's principals
 }
 
 // StoresOf picks the roles the object service uses from m.
@@ -25,5 +27,6 @@ func StoresOf(m meta.Stores) Stores {
 		Reclamation: m.Reclamation, Shares: m.Shares, EncryptionJobs: m.EncryptionJobs, KeyGrants: m.KeyGrants, Lifecycles: m.Lifecycles,
 		CORSConfigs: m.CORSConfigs,
 		ACLs:        m.ACLs,
+		Policies:    m.Policies, AccessKeys: m.AccessKeys,
 	}
 }

@@ -394,7 +394,7 @@ func TestErrorMessages(t *testing.T) {
 	}{
 		{"refused header", "PUT", "/b/k", []string{"Cache-Control", "max-age=60"}, "", nil, 501, "cache-control: "},
 		{"malformed version", "GET", "/b/k?versionId=v2", nil, "", nil, 400, "Invalid version id specified"},
-		{"unknown operation", "GET", "/b?policy", nil, "", nil, 501, "is not implemented by Coffer"},
+		{"unknown operation", "GET", "/b?website", nil, "", nil, 501, "is not implemented by Coffer"},
 		{"refused by the service", "PUT", "/b/k", nil, "Put", errcode.New(errcode.NotImplemented, "this thing is not implemented"), 501, "this thing is not implemented"},
 		{"internal", "PUT", "/b/k", nil, "Put", errcode.New(errcode.Internal, "disk /var/lib/x on fire"), 500, ""},
 		{"unavailable", "PUT", "/b/k", nil, "Put", errcode.New(errcode.Unavailable, "pool of db7 exhausted"), 503, ""},
@@ -454,7 +454,7 @@ func TestErrorMapping(t *testing.T) {
 		{"internal", "GET", "/b/k", "Get", errcode.New(errcode.Internal, "disk /var/lib/secret on fire"), 500, s3err.InternalError, "", true},
 		{"unclassified", "GET", "/b/k", "Get", fmt.Errorf("driver said /var/lib/secret"), 500, s3err.InternalError, "", true},
 		{"failing open", "GET", "/b/k", "Open", object.ErrNoObject("k"), 404, s3err.NoSuchKey, "", false},
-		{"unknown operation", "GET", "/b?policy", "", nil, 501, s3err.NotImplemented, "", false},
+		{"unknown operation", "GET", "/b?website", "", nil, 501, s3err.NotImplemented, "", false},
 		{"unknown object operation", "PUT", "/b/k?torrent", "", nil, 501, s3err.NotImplemented, "", false},
 		{"post to an object", "POST", "/b/k", "", nil, 501, s3err.NotImplemented, "", false},
 		{"method", "PATCH", "/b/k", "", nil, 405, s3err.MethodNotAllowed, "", false},

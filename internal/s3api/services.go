@@ -44,6 +44,12 @@ type Buckets interface {
 	// BucketCORS returns a bucket's CORS configuration (nil: none) to
 	// anyone, from the cached bucket record.
 	BucketCORS(ctx context.Context, name string) (*meta.CORS, error)
+	PutBucketPolicy(ctx context.Context, a object.Actor, name string, doc []byte) error
+	GetBucketPolicy(ctx context.Context, a object.Actor, name string) (string, error)
+	DeleteBucketPolicy(ctx context.Context, a object.Actor, name string) error
+	GetBucketPolicyStatus(ctx context.Context, a object.Actor, name string) (bool, error)
+	GetPublicAccessBlock(ctx context.Context, a object.Actor, name string) (meta.PublicAccessBlock, error)
+	SetPublicAccessBlock(ctx context.Context, a object.Actor, name string, pab *meta.PublicAccessBlock) error
 }
 
 // Objects is what the object operations call (and the copies, which read

@@ -62,6 +62,8 @@ var (
 		"PutObjectLockConfiguration", "GetObjectLockConfiguration", "PutObjectRetention", "GetObjectRetention",
 		"PutObjectLegalHold", "GetObjectLegalHold", "GetObjectAttributes",
 		"PutBucketCors", "GetBucketCors", "DeleteBucketCors",
+		"PutBucketPolicy", "GetBucketPolicy", "DeleteBucketPolicy", "GetBucketPolicyStatus",
+		"PutPublicAccessBlock", "GetPublicAccessBlock", "DeletePublicAccessBlock",
 	}
 )
 

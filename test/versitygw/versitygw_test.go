@@ -85,6 +85,8 @@ var selected = []string{
 	"PostObject_*", "PresignedAuth_*",
 	// issue 21: ACLs
 	"PutBucketAcl_*", "GetBucketAcl*", "PutObjectAcl_*", "GetObjectAcl_*", "PublicBucket_*",
+	// issue 21
+	"PutBucketPolicy_*", "GetBucketPolicy*", "DeleteBucketPolicy*",
 }
 
 // versioned are the tests versitygw's full-flow runs only against a

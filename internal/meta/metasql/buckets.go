@@ -10,17 +10,22 @@ import (
 
 // bucketCols are the columns of a bucket, in scanBucket's order.
 const bucketCols = "name, owner_id, visibility, created_at, sse_default, sse_kms_key, gateway, object_count, byte_count, versioning, lifecycle, " +
-	"object_lock, lock_mode, lock_days, lock_years, cors, acl, object_ownership"
+	"object_lock, lock_mode, lock_days, lock_years, cors, acl, object_ownership, policy, public_access_block"
 
 // scanBucket reads a bucket selected with bucketCols.
 func scanBucket(r Row) (meta.Bucket, error) {
 	var b meta.Bucket
 	var vis, versioning, lockMode string
 	var created int64
-	var lifecycle, cors, acl *string
+	var lifecycle, cors, acl, policy *string
 	var ownership string
+	var pab int64
 	err := r.Scan(&b.Name, &b.OwnerID, &vis, &created, &b.Encryption, &b.EncryptionKMSKey, &b.Gateway, &b.Objects, &b.Bytes, &versioning, &lifecycle,
-		&b.ObjectLock.Enabled, &lockMode, &b.ObjectLock.Default.Days, &b.ObjectLock.Default.Years, &cors, &acl, &ownership)
+		&b.ObjectLock.Enabled, &lockMode, &b.ObjectLock.Default.Days, &b.ObjectLock.Default.Years, &cors, &acl, &ownership, &policy, &pab)
+	if policy != nil {
+		b.Policy = *policy
+	}
+	b.PublicAccessBlock = meta.PublicAccessBlockOf(pab)
 	b.Visibility, b.Versioning = meta.Visibility(vis), meta.Versioning(versioning)
 	b.ObjectLock.Default.Mode = meta.RetentionMode(lockMode)
 	b.CreatedAt = FromNanos(created)

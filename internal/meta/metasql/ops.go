@@ -177,6 +177,7 @@ type Ops struct {
 	clusterOps
 	lifecycleOps
 	aclOps
+	policyOps
 }
 
 // The roles of Ops.
@@ -198,6 +199,7 @@ type (
 	clusterOps     struct{ *core }
 	lifecycleOps   struct{ *core }
 	aclOps         struct{ *core }
+	policyOps      struct{ *core }
 )
 
 // core is what every role of Ops works with.
@@ -227,6 +229,9 @@ type opSQL struct {
 	lifecycle lifecycleSQL
 	lock      lockSQL
 	acl       aclSQL
+	policy    string
+	// publicAccessBlock sets a bucket's Block Public Access bits.
+	publicAccessBlock string
 
 	listGarbage, claimGarbage, deleteGarbage, deleteExpiredStaging, renewStaging, unstage, claimKey string
 }
@@ -250,6 +255,8 @@ func NewOps(b Backend, d Dialect) Ops {
 		lifecycle:            newLifecycleSQL(ph),
 		lock:                 newLockSQL(d),
 		acl:                  newACLSQL(ph),
+		policy:               setBucketColumnSQL(ph, "policy"),
+		publicAccessBlock:    setBucketColumnSQL(ph, "public_access_block"),
 		listGarbage:          "SELECT " + garbageCols + " FROM garbage WHERE created_at < " + ph(1) + " ORDER BY created_at, id LIMIT " + ph(2),
 		claimGarbage:         claimGarbageQuery(ph(1), ph(2)),
 		deleteGarbage:        "DELETE FROM garbage WHERE " + d.In("id", 1),
@@ -260,7 +267,7 @@ func NewOps(b Backend, d Dialect) Ops {
 		claimKey: claimKeySQL(ph),
 	}}
 	return Ops{accountOps{c}, sessionOps{c}, inviteOps{c}, accessKeyOps{c}, limitOps{c}, bucketOps{c}, objectOps{c}, uploadOps{c},
-		stagingOps{c}, reclamationOps{c}, shareOps{c}, tusOps{c}, jobOps{c}, keyGrantOps{c}, clusterOps{c}, lifecycleOps{c}, aclOps{c}}
+		stagingOps{c}, reclamationOps{c}, shareOps{c}, tusOps{c}, jobOps{c}, keyGrantOps{c}, clusterOps{c}, lifecycleOps{c}, aclOps{c}, policyOps{c}}
 }
 
 // exec runs a write statement.

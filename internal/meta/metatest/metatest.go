@@ -154,6 +154,7 @@ func Run(t *testing.T, newStore func(t *testing.T) (meta.Stores, func() error)) 
 		{"Lifecycle", lifecycleTests},
 		{"CORS", corsTests},
 		{"ACL", aclTests},
+		{"Policy", policyTests},
 	}
 	mk := func(t *testing.T) store {
 		t.Helper()
@@ -162,7 +163,7 @@ func Run(t *testing.T, newStore func(t *testing.T) (meta.Stores, func() error)) 
 			t.Fatal("newStore returned no close function")
 		}
 		s := store{st.Accounts, st.Sessions, st.Invites, st.AccessKeys, st.Limits, st.Buckets, st.Objects, st.Uploads,
-			st.Stagings, st.Reclamation, st.Shares, st.Tus, st.EncryptionJobs, st.KeyGrants, st.Cluster, st.Lifecycles, st.CORSConfigs, st.ACLs, closeStore}
+			st.Stagings, st.Reclamation, st.Shares, st.Tus, st.EncryptionJobs, st.KeyGrants, st.Cluster, st.Lifecycles, st.CORSConfigs, st.ACLs, st.Policies, closeStore}
 		for f, v := range reflect.ValueOf(st).Fields() {
 			if v.IsNil() && f.Name != "Changes" {
 				t.Fatalf("newStore returned no %s", f.Name)
@@ -207,6 +208,7 @@ type store struct {
 	meta.Lifecycles
 	meta.CORSConfigs
 	meta.ACLs
+	meta.Policies
 	close func() error
 }
 

@@ -24,6 +24,7 @@ func (s *Store) Stores() meta.Stores {
 		Lifecycles:     s,
 		CORSConfigs:    s,
 		ACLs:           s,
+		Policies:       s,
 		Changes:        s,
 	}
 }

@@ -23,5 +23,6 @@ func (s *Store) Stores() meta.Stores {
 		Lifecycles:     s,
 		CORSConfigs:    s,
 		ACLs:           s,
+		Policies:       s,
 	}
 }

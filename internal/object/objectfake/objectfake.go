@@ -44,6 +44,7 @@ import (
 	"github.com/coffer-storage/coffer/internal/integrity"
 	"github.com/coffer-storage/coffer/internal/meta"
 	"github.com/coffer-storage/coffer/internal/object"
+	"github.com/coffer-storage/coffer/internal/policy"
 )
 
 // Service is the fake. Set its fields before the first call; New
@@ -1119,4 +1120,106 @@ func (f *Service) BucketCORS(_ context.Context, name string) (*meta.CORS, error)
 		return nil, object.ErrNoBucket(name)
 	}
 	return b.CORS, nil
+}
+
+// PutBucketPolicy validates doc with policy.Parse and stores it in the
+// bucket's record.
+func (f *Service) PutBucketPolicy(_ context.Context, a object.Actor, name string, doc []byte) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b, err := f.authorize(a, name, true)
+	if err != nil {
+		return err
+	}
+	p, err := policy.Parse(doc, policy.ParseOptions{Bucket: name})
+	if err != nil {
+		return err
+	}
+	if b.PublicAccessBlock != nil && b.PublicAccessBlock.BlockPublicPolicy && p.IsPublic() {
+		return errcode.New(errcode.PermissionDenied, "BlockPublicPolicy")
+	}
+	b.Policy = string(doc)
+	f.Buckets[name] = b
+	f.wrote("PutBucketPolicy " + name)
+	return nil
+}
+
+// GetBucketPolicy returns a bucket's policy: NotFound (resource
+// bucket_policy) if it has none.
+func (f *Service) GetBucketPolicy(_ context.Context, a object.Actor, name string) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b, err := f.authorize(a, name, true)
+	if err != nil {
+		return "", err
+	}
+	if b.Policy == "" {
+		return "", meta.ErrNoBucketPolicy(name)
+	}
+	return b.Policy, nil
+}
+
+// DeleteBucketPolicy removes a bucket's policy (none: nothing to do).
+func (f *Service) DeleteBucketPolicy(_ context.Context, a object.Actor, name string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b, err := f.authorize(a, name, true)
+	if err != nil {
+		return err
+	}
+	if b.Policy == "" {
+		return nil
+	}
+	b.Policy = ""
+	f.Buckets[name] = b
+	f.wrote("DeleteBucketPolicy " + name)
+	return nil
+}
+
+// GetBucketPolicyStatus reports whether a bucket's policy is public.
+func (f *Service) GetBucketPolicyStatus(_ context.Context, a object.Actor, name string) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b, err := f.authorize(a, name, true)
+	if err != nil {
+		return false, err
+	}
+	if b.Policy == "" {
+		return false, meta.ErrNoBucketPolicy(name)
+	}
+	p, err := policy.Parse([]byte(b.Policy), policy.ParseOptions{Bucket: name})
+	if err != nil {
+		return false, err
+	}
+	return p.IsPublic(), nil
+}
+
+// GetPublicAccessBlock returns a bucket's Block Public Access settings:
+// NotFound (resource public_access_block) if it has none.
+func (f *Service) GetPublicAccessBlock(_ context.Context, a object.Actor, name string) (meta.PublicAccessBlock, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b, err := f.authorize(a, name, true)
+	if err != nil {
+		return meta.PublicAccessBlock{}, err
+	}
+	if b.PublicAccessBlock == nil {
+		return meta.PublicAccessBlock{}, meta.ErrNoPublicAccessBlock(name)
+	}
+	return *b.PublicAccessBlock, nil
+}
+
+// SetPublicAccessBlock replaces a bucket's Block Public Access settings
+// (nil: none).
+func (f *Service) SetPublicAccessBlock(_ context.Context, a object.Actor, name string, pab *meta.PublicAccessBlock) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b, err := f.authorize(a, name, true)
+	if err != nil {
+		return err
+	}
+	b.PublicAccessBlock = pab
+	f.Buckets[name] = b
+	f.wrote("SetPublicAccessBlock " + name)
+	return nil
 }
