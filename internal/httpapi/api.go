@@ -383,7 +383,7 @@ func (api *API) principal(r *http.Request) (auth.Principal, error) {
 // (conditions) for the policies the object service consults.
 func actor(r *http.Request, p auth.Principal) object.Actor {
 	c, _ := r.Context().Value(conditionsKey{}).(map[string][]string)
-	return object.Actor{UserID: p.UserID, Context: c}
+	return object.Actor{UserID: p.UserID, KeyID: p.KeyID, Scope: p.Scope, Context: c}
 }
 
 type conditionsKey struct{}

@@ -821,6 +821,16 @@ func flowKeys(e *oasEnv) {
 	}
 	e.want(201, call{method: "POST", path: "/api/v1/keys", token: s.AccessToken, json: map[string]any{"name": "laptop"}}, &k)
 	e.want(201, call{method: "POST", path: "/api/v1/keys", token: s.AccessToken}, nil) // no body: no name
+	e.want(201, call{method: "POST", path: "/api/v1/keys", token: s.AccessToken, json: map[string]any{"name": "ro",
+		"scope": map[string]any{"bucket": "photos", "prefix": "in/", "access": "read"}, "expires_in": 30 * 24 * 3600}}, nil)
+	e.want(201, call{method: "POST", path: "/api/v1/keys", token: s.AccessToken, json: map[string]any{
+		"scope": map[string]any{"access": "write"}, "expires_at": time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}}, nil)
+	e.want(400, call{method: "POST", path: "/api/v1/keys", token: s.AccessToken, json: map[string]any{
+		"scope": map[string]any{"prefix": "in/", "access": "read"}}}, nil, "invalid_argument")
+	e.want(400, call{method: "POST", path: "/api/v1/keys", token: s.AccessToken, json: map[string]any{
+		"scope": map[string]any{"bucket": "photos", "access": "everything"}, "expires_in": 60}, invalid: true}, nil, "invalid_argument")
+	e.want(400, call{method: "POST", path: "/api/v1/keys", token: s.AccessToken, json: map[string]any{
+		"expires_at": time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)}}, nil, "invalid_argument")
 	e.want(200, call{method: "GET", path: "/api/v1/keys", token: s.AccessToken}, nil)
 	e.want(204, call{method: "DELETE", path: "/api/v1/keys/" + k.ID, token: s.AccessToken}, nil)
 	e.want(404, call{method: "DELETE", path: "/api/v1/keys/" + k.ID, token: s.AccessToken}, nil, "not_found")

@@ -35,7 +35,7 @@ type Accounts interface {
 
 // AccessKeys is what the S3 key routes call (auth).
 type AccessKeys interface {
-	CreateAccessKey(ctx context.Context, userID, name string) (auth.AccessKey, error)
+	CreateAccessKey(ctx context.Context, userID string, o auth.KeyOptions) (auth.AccessKey, error)
 	ListAccessKeys(ctx context.Context, userID string) ([]auth.AccessKey, error)
 	DeleteAccessKey(ctx context.Context, userID, id string) error
 }
