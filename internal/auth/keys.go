@@ -292,11 +292,12 @@ func (s *Keys) LookupKey(ctx context.Context, id string) (secret string, p Princ
 	if k.token {
 		return "", Principal{}, errcode.New(errcode.NotFound, "access key %q not found", id)
 	}
+	s.touch(id)
 	return k.secret, Principal{UserID: k.userID, KeyID: id, Scope: k.scope}, nil
 }
 
 // use returns the cached key or app token id if it may be used now: its
-// user exists and is enabled, and it has not expired. It records the use.
+// user exists and is enabled, and it has not expired.
 func (s *Keys) use(ctx context.Context, id string) (keyEntry, error) {
 	k, err := s.keys.Get(ctx, id, s.loadKey)
 	if err != nil {
@@ -312,7 +313,6 @@ func (s *Keys) use(ctx context.Context, id string) (keyEntry, error) {
 	if expired(k.expires, s.now()) {
 		return keyEntry{}, errExpired(id)
 	}
-	s.touch(id)
 	return k, nil
 }
 

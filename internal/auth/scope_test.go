@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -193,5 +194,79 @@ func TestScopedKeyLifecycle(t *testing.T) {
 	}
 	if keys, _ := s.Keys.ListAccessKeys(ctx, u.ID); len(keys) != 1 {
 		t.Errorf("refused keys were stored: %+v", keys)
+	}
+}
+
+// TestAppTokens: an app token authenticates with its scope; a wrong
+// secret, another form, an expired or a deleted token is Unauthenticated
+// at once; S3 never takes a token's ID for a key; tokens and keys are
+// listed apart.
+func TestAppTokens(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "meta.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	cfg := ConfigFrom(config.Defaults())
+	cfg.Params = testParams
+	cfg.Cache.TTL = time.Hour
+	s := NewService(StoresOf(st.Stores()), []byte("0123456789abcdef0123456789abcdef"), cfg)
+	now := time.Now()
+	s.core.now = func() time.Time { return now }
+	u, _, err := s.Signups.Signup(ctx, "a@example.com", "correct horse battery")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scope := meta.KeyScope{Bucket: "b", Prefix: "p/", Access: meta.AccessWrite}
+	tok, err := s.Keys.CreateAppToken(ctx, u.ID, KeyOptions{Name: "app", Scope: scope, ExpiresAt: now.Add(time.Hour)})
+	if err != nil || !IsAppToken(tok.Secret) {
+		t.Fatalf("CreateAppToken = %+v, %v", tok, err)
+	}
+	p, err := s.Keys.AuthenticateToken(ctx, tok.Secret)
+	if err != nil || p.UserID != u.ID || p.KeyID != tok.ID || p.Scope == nil {
+		t.Fatalf("AuthenticateToken = %+v, %v", p, err)
+	}
+	if _, _, err := s.Keys.LookupKey(ctx, tok.ID); !errcode.Is(err, errcode.NotFound) {
+		t.Errorf("LookupKey of an app token's ID = %v, want NotFound", err)
+	}
+	last := tok.Secret[len(tok.Secret)-1]
+	for _, bad := range []string{
+		tok.Secret[:len(tok.Secret)-1] + string("01"[(last-'0'+1)%2]), // another secret
+		tok.Secret + "0", AppTokenPrefix + tok.ID, AppTokenPrefix + "_" + tok.Secret[len(AppTokenPrefix)+len(tok.ID)+1:],
+		strings.Replace(tok.Secret, "CT", "CF", 1),
+	} {
+		if _, err := s.Keys.AuthenticateToken(ctx, bad); !errcode.Is(err, errcode.Unauthenticated) {
+			t.Errorf("AuthenticateToken(%q) = %v, want Unauthenticated", bad, err)
+		}
+	}
+	key, err := s.Keys.CreateAccessKey(ctx, u.ID, KeyOptions{Name: "s3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Keys.AuthenticateToken(ctx, AppTokenPrefix+key.ID+"_"+strings.Repeat("0", 64)); !errcode.Is(err, errcode.Unauthenticated) {
+		t.Errorf("AuthenticateToken with an S3 key's ID = %v", err)
+	}
+	if toks, _ := s.Keys.ListAppTokens(ctx, u.ID); len(toks) != 1 || toks[0].ID != tok.ID || toks[0].Scope != scope {
+		t.Errorf("ListAppTokens = %+v", toks)
+	}
+	if keys, _ := s.Keys.ListAccessKeys(ctx, u.ID); len(keys) != 1 || keys[0].ID != key.ID {
+		t.Errorf("ListAccessKeys = %+v", keys)
+	}
+	if err := s.Keys.DeleteAccessKey(ctx, u.ID, tok.ID); !errcode.Is(err, errcode.NotFound) {
+		t.Errorf("DeleteAccessKey of an app token = %v", err)
+	}
+
+	now = now.Add(time.Hour)
+	_, err = s.Keys.AuthenticateToken(ctx, tok.Secret)
+	if e := errcode.As(err); e.Code != errcode.Unauthenticated || e.Detail["s3_code"] != "ExpiredToken" {
+		t.Errorf("AuthenticateToken of an expired token = %v", err)
+	}
+	now = now.Add(-time.Minute)
+	if err := s.Keys.DeleteAppToken(ctx, u.ID, tok.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Keys.AuthenticateToken(ctx, tok.Secret); !errcode.Is(err, errcode.Unauthenticated) {
+		t.Errorf("AuthenticateToken of a deleted token = %v", err)
 	}
 }

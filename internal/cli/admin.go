@@ -308,7 +308,7 @@ func (c *gcCmd) Run(ctx context.Context, args []string) error {
 type keyCmd struct{ env Env }
 
 func (*keyCmd) Synopsis() string {
-	return "S3 access keys: 'key create --email E [--name N] [--bucket B [--prefix P]] [--read-only|--write-only] [--expires 30d|DATE] [--policy FILE]', 'key list --email E', 'key delete --email E --id ID'"
+	return "S3 access keys and app tokens: 'key create --email E [--name N] [--bucket B [--prefix P]] [--read-only|--write-only] [--expires 30d|DATE] [--policy FILE] [--app-token]', 'key list --email E [--app-token]', 'key delete --email E --id ID [--app-token]'"
 }
 
 func (c *keyCmd) Run(ctx context.Context, args []string) error {
@@ -321,6 +321,7 @@ func (c *keyCmd) Run(ctx context.Context, args []string) error {
 	email := fs.String("email", "", "account email")
 	name := fs.String("name", "", "key name (create)")
 	id := fs.String("id", "", "access key ID (delete)")
+	token := fs.Bool("app-token", false, "an app token for the file API (a bearer token, scoped and expiring alike) instead of an S3 key")
 	var sf scopeFlags
 	sf.register(fs)
 	if err := data.parse(fs, args[1:]); err != nil {
@@ -362,6 +363,15 @@ func (c *keyCmd) Run(ctx context.Context, args []string) error {
 	}
 	switch args[0] {
 	case "create":
+		if *token {
+			k, err := as.Keys.CreateAppToken(ctx, u.ID, opts)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(c.env.Stdout, "id:      %s\ntoken:   %s\nscope:   %s\nexpires: %s\n(the token is shown only now)\n",
+				k.ID, k.Secret, describeScope(k.Scope), describeExpiry(k.ExpiresAt, time.Now()))
+			return nil
+		}
 		k, err := as.Keys.CreateAccessKey(ctx, u.ID, opts)
 		if err != nil {
 			return err
@@ -369,7 +379,11 @@ func (c *keyCmd) Run(ctx context.Context, args []string) error {
 		fmt.Fprintf(c.env.Stdout, "access_key_id:     %s\nsecret_access_key: %s\nscope:             %s\nexpires:           %s\n(the secret is shown only now)\n",
 			k.ID, k.Secret, describeScope(k.Scope), describeExpiry(k.ExpiresAt, time.Now()))
 	case "list":
-		keys, err := as.Keys.ListAccessKeys(ctx, u.ID)
+		list := as.Keys.ListAccessKeys
+		if *token {
+			list = as.Keys.ListAppTokens
+		}
+		keys, err := list(ctx, u.ID)
 		if err != nil {
 			return err
 		}
@@ -378,7 +392,11 @@ func (c *keyCmd) Run(ctx context.Context, args []string) error {
 				describeScope(k.Scope), describeExpiry(k.ExpiresAt, time.Now()))
 		}
 	case "delete":
-		if err := as.Keys.DeleteAccessKey(ctx, u.ID, *id); err != nil {
+		del := as.Keys.DeleteAccessKey
+		if *token {
+			del = as.Keys.DeleteAppToken
+		}
+		if err := del(ctx, u.ID, *id); err != nil {
 			return err
 		}
 		fmt.Fprintf(c.env.Stdout, "deleted %s\n", *id)

@@ -80,6 +80,9 @@ func (f *scopeFlags) options(name string, now time.Time) (auth.KeyOptions, error
 // parseExpiry reads --expires: a duration (30d, 12h, 90m, 45s) from now,
 // or a date (2026-12-31, midnight UTC) or an RFC 3339 time.
 func parseExpiry(s string, now time.Time) (time.Time, error) {
+	if len(s) < 2 {
+		return time.Time{}, errorf("--expires %q: give a duration (30d, 12h, 90m) or a date (2026-12-31 or RFC 3339)", s)
+	}
 	if n, unit := s[:len(s)-1], s[len(s)-1]; strings.IndexByte("dhms", unit) >= 0 {
 		if v, err := strconv.ParseInt(n, 10, 64); err == nil {
 			per := map[byte]time.Duration{'d': 24 * time.Hour, 'h': time.Hour, 'm': time.Minute, 's': time.Second}[unit]

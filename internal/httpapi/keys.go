@@ -132,3 +132,53 @@ func (h *keyHandlers) deleteKey(r *http.Request, p auth.Principal) (response, er
 	}
 	return noContent{}, nil
 }
+
+// tokenJSON is an app token as its owner sees it; Token only in the
+// answer that created it.
+type tokenJSON struct {
+	ID        string         `json:"id"`
+	Token     string         `json:"token,omitempty"`
+	Name      string         `json:"name"`
+	Scope     *meta.KeyScope `json:"scope,omitempty"`
+	ExpiresAt *time.Time     `json:"expires_at,omitempty"`
+	Expired   bool           `json:"expired,omitempty"`
+	CreatedAt time.Time      `json:"created_at"`
+	LastUsed  *time.Time     `json:"last_used,omitempty"`
+}
+
+func toTokenJSON(k auth.AccessKey, now time.Time) tokenJSON {
+	j := toKeyJSON(k, now)
+	return tokenJSON{ID: j.AccessKeyID, Token: j.SecretAccessKey, Name: j.Name, Scope: j.Scope, ExpiresAt: j.ExpiresAt,
+		Expired: j.Expired, CreatedAt: j.CreatedAt, LastUsed: j.LastUsed}
+}
+
+func (h *keyHandlers) createToken(r *http.Request, p auth.Principal) (response, error) {
+	o, err := h.decodeKeyRequest(r)
+	if err != nil {
+		return nil, err
+	}
+	k, err := h.accessKeys.CreateAppToken(r.Context(), p.UserID, o)
+	if err != nil {
+		return nil, err
+	}
+	return created(toTokenJSON(k, time.Now())), nil
+}
+
+func (h *keyHandlers) listTokens(r *http.Request, p auth.Principal) (response, error) {
+	tokens, err := h.accessKeys.ListAppTokens(r.Context(), p.UserID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]tokenJSON, len(tokens))
+	for i, k := range tokens {
+		out[i] = toTokenJSON(k, time.Now())
+	}
+	return ok(map[string]any{"tokens": out}), nil
+}
+
+func (h *keyHandlers) deleteToken(r *http.Request, p auth.Principal) (response, error) {
+	if err := h.accessKeys.DeleteAppToken(r.Context(), p.UserID, r.PathValue("id")); err != nil {
+		return nil, err
+	}
+	return noContent{}, nil
+}
