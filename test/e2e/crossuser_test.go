@@ -32,6 +32,10 @@ func TestCrossUser(t *testing.T) {
 		t.Fatal("setup key")
 	}
 	aS3 := testenv.S3Key{ID: aKey.ID, Secret: aKey.Secret}
+	var aToken struct{ ID, Token string }
+	if st := a.JSON(t, "POST", "/api/v1/tokens", map[string]string{"name": "a"}, &aToken); st != 201 {
+		t.Fatal("setup app token")
+	}
 	testenv.MustS3(t, aS3, srv.S3URL, "PUT", "/"+a.Bucket+"?versioning", testenv.VersioningBody("Enabled"), 200)
 	if st, _, _ := put(t, a, a.Bucket, "secret.txt", []byte("an older secret")); st != 201 {
 		t.Fatal("setup put")
@@ -272,6 +276,39 @@ func TestCrossUser(t *testing.T) {
 		},
 		"DELETE /api/v1/keys/{id}": func(t *testing.T) {
 			denied(t, "delete A's key", jsonDo("DELETE", "/api/v1/keys/"+aKey.ID, nil))
+		},
+		"GET /api/v1/tokens": func(t *testing.T) {
+			var l struct {
+				Tokens []struct{ ID string } `json:"tokens"`
+			}
+			b.JSON(t, "GET", "/api/v1/tokens", nil, &l)
+			for _, tk := range l.Tokens {
+				if tk.ID == aToken.ID {
+					t.Errorf("B's token list shows A's app token")
+				}
+			}
+		},
+		"POST /api/v1/tokens": func(t *testing.T) {
+			// B's own token, even scoped to A's bucket, reaches nothing of A's.
+			var tk struct{ Token string }
+			if st := b.JSON(t, "POST", "/api/v1/tokens", map[string]any{"scope": map[string]any{"bucket": a.Bucket, "access": "read-write"}}, &tk); st != 201 {
+				t.Fatalf("B creating its own token: %d", st)
+			}
+			bt := testenv.NewClient(srv.URL)
+			bt.Token = tk.Token
+			resp := bt.Do(t, "GET", testenv.FileURL(a.Bucket, "secret.txt"), nil)
+			resp.Body.Close()
+			denied(t, "B's token scoped to A's bucket", resp.StatusCode)
+			// A's token is refused on the account routes, including making
+			// another token.
+			at := testenv.NewClient(srv.URL)
+			at.Token = aToken.Token
+			if st := at.JSON(t, "POST", "/api/v1/tokens", nil, nil); st != 403 {
+				t.Errorf("an app token making a token: %d, want 403", st)
+			}
+		},
+		"DELETE /api/v1/tokens/{id}": func(t *testing.T) {
+			denied(t, "delete A's app token", jsonDo("DELETE", "/api/v1/tokens/"+aToken.ID, nil))
 		},
 		"POST /api/v1/uploads": func(t *testing.T) {
 			denied(t, "direct upload into A's bucket", jsonDo("POST", "/api/v1/uploads", map[string]any{"bucket": a.Bucket, "key": "planted.bin", "size": 10}))
@@ -525,6 +562,11 @@ func TestCrossUser(t *testing.T) {
 	a.JSON(t, "GET", "/api/v1/keys", nil, &ak)
 	if len(ak.Keys) != 1 || ak.Keys[0].ID != aKey.ID {
 		t.Errorf("A's keys: %+v", ak.Keys)
+	}
+	at := testenv.NewClient(srv.URL)
+	at.Token = aToken.Token
+	if resp, body := get(t, at, a.Bucket, "secret.txt"); resp.StatusCode != 200 || !bytes.Equal(body, secret) {
+		t.Errorf("A's app token after the matrix: %d", resp.StatusCode)
 	}
 	a.Login(t, "correct horse battery")
 	// A is still enabled, not an administrator, with its quota; nobody
