@@ -28,7 +28,7 @@ type AccessKeys interface {
 // The accesses of a KeyScope's simple form.
 const (
 	AccessRead      = "read"       // read and list
-	AccessWrite     = "write"      // write, and delete (see docs/keys.md)
+	AccessWrite     = "write"      // write only: no reads, no deletes (docs/keys.md)
 	AccessReadWrite = "read-write" // both
 )
 
