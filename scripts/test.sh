@@ -296,6 +296,7 @@ fuzz_all() {
   fuzz ./internal/object FuzzOpenUploadState 5
   fuzz ./internal/auth FuzzDefaultBucketNames 5
   fuzz ./internal/integrity FuzzParseAlgorithm 5
+  fuzz ./internal/policy FuzzParse 10
 }
 
 par "end-to-end tests against the binary (embedded shape; scale-out cluster, faults, real clients, the console in Chromium, overload)" \

@@ -260,7 +260,9 @@ type fileResponse struct {
 func (f *fileResponse) respond(w http.ResponseWriter, r *http.Request) {
 	o := f.rd.Object
 	h := w.Header()
-	if f.rd.Bucket.Visibility == meta.PublicRead {
+	// Shared caches may keep what anyone may read; a bucket policy may
+	// refuse some readers (by address, transport, time), so not then.
+	if f.rd.Bucket.Visibility == meta.PublicRead && f.rd.Bucket.Policy == "" {
 		h.Set("Cache-Control", "public, max-age="+strconv.Itoa(int(f.maxAge.Seconds())))
 	} else {
 		h.Set("Cache-Control", "private, no-cache")

@@ -377,6 +377,9 @@ type Bucket struct {
 	// nil if none; read with the record, shared by the copies a cache
 	// hands out (never modify it).
 	Lifecycle *Lifecycle
+	// Policy is the bucket's policy document (JSON, policy.go), "" if
+	// none.
+	Policy string
 }
 
 // IsGateway reports whether b fronts a bucket of another store.

@@ -26,6 +26,7 @@ type Stores struct {
 	KeyGrants      KeyGrants
 	Cluster        Cluster
 	Lifecycles     Lifecycles
+	Policies       Policies
 	// Changes is the store's ChangeListener when several processes share
 	// it (PostgreSQL); nil when it has none (SQLite).
 	Changes ChangeListener

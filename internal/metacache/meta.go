@@ -78,6 +78,7 @@ func (s *Store) Stores() meta.Stores {
 	m.Accounts = accounts{m.Accounts, s}
 	m.EncryptionJobs = encryptionJobs{m.EncryptionJobs, s}
 	m.Lifecycles = lifecycles{m.Lifecycles, s}
+	m.Policies = policies{m.Policies, s}
 	return m
 }
 
@@ -92,7 +93,7 @@ func (s *Store) Objects() *Map[meta.Object] { return s.objects }
 const entryOverhead = 256
 
 func bucketSize(key string, b meta.Bucket) int {
-	n := entryOverhead + len(key) + len(b.Name) + len(b.OwnerID) + len(b.Visibility) + len(b.Encryption) + len(b.EncryptionKMSKey)
+	n := entryOverhead + len(key) + len(b.Name) + len(b.OwnerID) + len(b.Visibility) + len(b.Encryption) + len(b.EncryptionKMSKey) + len(b.Policy)
 	if b.Lifecycle != nil {
 		for _, r := range b.Lifecycle.Rules {
 			n += 256 + len(r.ID)
@@ -194,6 +195,21 @@ type lifecycles struct {
 func (l lifecycles) SetBucketLifecycle(ctx context.Context, name string, lc *meta.Lifecycle) error {
 	return l.c.write(ctx, []meta.Change{bucketChange(name)}, func(ctx context.Context) error {
 		return l.Lifecycles.SetBucketLifecycle(ctx, name, lc)
+	})
+}
+
+// policies wraps meta.Policies: a bucket policy is part of the bucket
+// record.
+type policies struct {
+	meta.Policies
+	c *Store
+}
+
+// SetBucketPolicy implements meta.Policies, invalidating the bucket (the
+// object service decides every request on the record's policy).
+func (p policies) SetBucketPolicy(ctx context.Context, name, doc string) error {
+	return p.c.write(ctx, []meta.Change{bucketChange(name)}, func(ctx context.Context) error {
+		return p.Policies.SetBucketPolicy(ctx, name, doc)
 	})
 }
 
@@ -477,6 +493,8 @@ var writeTopics = map[string]map[string]string{
 		"GetBucketLifecycle": "", "ListLifecycleBuckets": "", "AcquireLifecycleRun": "", "SaveLifecycleRun": "",
 		"SetBucketLifecycle": meta.TopicBucket,
 	},
+	// A bucket policy is in its record.
+	"Policies": {"SetBucketPolicy": meta.TopicBucket},
 
 	// Not wrapped: they change no cached record.
 	"Sessions":   {"CreateRefreshToken": "", "RotateRefreshToken": "", "RevokeRefreshFamily": "", "DeleteExpiredRefreshTokens": ""},

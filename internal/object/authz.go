@@ -111,12 +111,20 @@ func (s *core) decide(ctx context.Context, b meta.Bucket, a Actor, action, key s
 	owner := a.UserID != "" && a.UserID == b.OwnerID
 	bp, err := s.bucketPolicy(b)
 	if err != nil {
-		return err
+		if !owner || !isPolicyAction(action) {
+			return err
+		}
+		bp = nil // the owner may still replace or delete a broken policy
 	}
 	if a.Scope == nil && bp == nil && owner {
 		return nil // the common case: no document to consult
 	}
 	req := s.policyRequest(a, b.Name, action, key)
+	if key != "" && needsObjectTags(bp, a.Scope) {
+		if err := s.addObjectTags(ctx, b, key, req); err != nil {
+			return err
+		}
+	}
 	scope := policy.NoMatch
 	if a.Scope != nil {
 		if scope = a.Scope.Evaluate(req); scope != policy.Allow {
@@ -209,7 +217,11 @@ func denied(a Actor, name string) error {
 
 // bucketPolicy returns b's bucket policy, nil if it has none.
 func (s *core) bucketPolicy(b meta.Bucket) (policy.Evaluator, error) {
-	return nil, nil
+	p, err := s.policies.get(b)
+	if p == nil || err != nil {
+		return nil, err // never a typed nil in the interface
+	}
+	return p, nil
 }
 
 // aclAllows reports whether an ACL grant lets a do action on b (on key).

@@ -140,6 +140,8 @@ type core struct {
 	stagedBytes atomic.Int64
 
 	gw gateways // the opened backends of gateway buckets
+
+	policies policyCache // parsed bucket policies (policy.go)
 }
 
 // New returns a Service over m and b, configured by cfg as it is (see

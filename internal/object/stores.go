@@ -14,6 +14,8 @@ type Stores struct {
 	meta.EncryptionJobs
 	meta.KeyGrants
 	meta.Lifecycles
+	meta.Policies
+	meta.AccessKeys // GetAccessKey: a bucket policy's principals
 }
 
 // StoresOf picks the roles the object service uses from m.
@@ -21,5 +23,6 @@ func StoresOf(m meta.Stores) Stores {
 	return Stores{
 		Accounts: m.Accounts, Buckets: m.Buckets, Objects: m.Objects, Uploads: m.Uploads, Stagings: m.Stagings,
 		Reclamation: m.Reclamation, Shares: m.Shares, EncryptionJobs: m.EncryptionJobs, KeyGrants: m.KeyGrants, Lifecycles: m.Lifecycles,
+		Policies: m.Policies, AccessKeys: m.AccessKeys,
 	}
 }

@@ -392,7 +392,7 @@ func TestErrorMessages(t *testing.T) {
 	}{
 		{"refused header", "PUT", "/b/k", []string{"Cache-Control", "max-age=60"}, "", nil, 501, "cache-control: "},
 		{"malformed version", "GET", "/b/k?versionId=v2", nil, "", nil, 400, "Invalid version id specified"},
-		{"unknown operation", "GET", "/b?policy", nil, "", nil, 501, "is not implemented by Coffer"},
+		{"unknown operation", "GET", "/b?website", nil, "", nil, 501, "is not implemented by Coffer"},
 		{"refused by the service", "PUT", "/b/k", nil, "Put", errcode.New(errcode.NotImplemented, "this thing is not implemented"), 501, "this thing is not implemented"},
 		{"internal", "PUT", "/b/k", nil, "Put", errcode.New(errcode.Internal, "disk /var/lib/x on fire"), 500, ""},
 		{"unavailable", "PUT", "/b/k", nil, "Put", errcode.New(errcode.Unavailable, "pool of db7 exhausted"), 503, ""},
@@ -452,7 +452,7 @@ func TestErrorMapping(t *testing.T) {
 		{"internal", "GET", "/b/k", "Get", errcode.New(errcode.Internal, "disk /var/lib/secret on fire"), 500, s3err.InternalError, "", true},
 		{"unclassified", "GET", "/b/k", "Get", fmt.Errorf("driver said /var/lib/secret"), 500, s3err.InternalError, "", true},
 		{"failing open", "GET", "/b/k", "Open", object.ErrNoObject("k"), 404, s3err.NoSuchKey, "", false},
-		{"unknown operation", "GET", "/b?policy", "", nil, 501, s3err.NotImplemented, "", false},
+		{"unknown operation", "GET", "/b?website", "", nil, 501, s3err.NotImplemented, "", false},
 		{"unknown object operation", "PUT", "/b/k?torrent", "", nil, 501, s3err.NotImplemented, "", false},
 		{"post object", "POST", "/b", "", nil, 501, s3err.NotImplemented, "", false},
 		{"method", "PATCH", "/b/k", "", nil, 405, s3err.MethodNotAllowed, "", false},
@@ -701,6 +701,26 @@ func TestSSE(t *testing.T) {
 		e.noWrites(t)
 		e.alice("POST", "/b/mp?uploadId=up1", complete, ssec...).want(t, 200, "")
 	})
+	t.Run("SSE-KMS upload parts repeat the upload's encryption", func(t *testing.T) {
+		e := newS3Env(t)
+		e.alice("POST", "/b/mp?uploads", nil, sseH, "aws:kms", kmsH, "alias/k1").want(t, 200, "")
+		e.alice("PUT", "/b/mp?partNumber=1&uploadId=up1", []byte("part"), sseH, "aws:kms", kmsH, "alias/k1").want(t, 200, "")
+		e.alice("PUT", "/b/mp?partNumber=2&uploadId=up1", []byte("part"), sseH, "aws:kms").want(t, 200, "")
+		e.store.Writes = nil
+		e.alice("PUT", "/b/mp?partNumber=3&uploadId=up1", []byte("part"), sseH, "aws:kms", kmsH, "alias/other").want(t, 400, s3err.InvalidArgument)
+		e.alice("PUT", "/b/mp?partNumber=3&uploadId=up1", []byte("part"), sseH, "AES256").want(t, 400, s3err.InvalidArgument)
+		e.alice("PUT", "/b/mp?partNumber=3&uploadId=up1", []byte("part"), sseH, "aws:kms:dsse").want(t, 501, s3err.NotImplemented)
+		complete := []byte(`<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>"e"</ETag></Part></CompleteMultipartUpload>`)
+		e.alice("POST", "/b/mp?uploadId=up1", complete, sseH, "AES256").want(t, 400, s3err.InvalidArgument)
+		e.noWrites(t)
+		e.alice("POST", "/b/mp?uploadId=up1", complete, sseH, "aws:kms", kmsH, "alias/k1").want(t, 200, "")
+	})
+	t.Run("SSE headers on reads", func(t *testing.T) {
+		e := newS3Env(t)
+		e.store.add("b", "k", []byte("v"))
+		e.alice("GET", "/b/k", nil, sseH, "aws:kms").want(t, 400, s3err.InvalidArgument)
+		e.alice("HEAD", "/b/k", nil, sseH, "AES256").want(t, 400, "")
+	})
 	t.Run("bucket default", func(t *testing.T) {
 		e := newS3Env(t)
 		e.alice("GET", "/b?encryption", nil).want(t, 404, s3err.SSEConfigNotFound)
@@ -755,15 +775,15 @@ func TestRefusedHeaders(t *testing.T) {
 		"CopyObject DSSE":                          cp(ni, "X-Amz-Server-Side-Encryption", "aws:kms:dsse"),
 		"CopyObject copy-source SSE-C without key": cp(ia, "X-Amz-Copy-Source-Server-Side-Encryption-Customer-Algorithm", "AES256"),
 		"CreateMultipartUpload DSSE":               mpu(ni, "X-Amz-Server-Side-Encryption", "aws:kms:dsse"),
-		"UploadPart SSE-S3":                        {"PUT", "/b/mp?partNumber=2&uploadId=up1", []byte("p2"), []string{"X-Amz-Server-Side-Encryption", "AES256"}, ni},
+		"UploadPart SSE-S3":                        {"PUT", "/b/mp?partNumber=2&uploadId=up1", []byte("p2"), []string{"X-Amz-Server-Side-Encryption", "AES256"}, ia}, // the upload is plain
 		"UploadPart copy-source SSE-C":             {"PUT", "/b/mp?partNumber=2&uploadId=up1", []byte("p2"), []string{"X-Amz-Copy-Source-Server-Side-Encryption-Customer-Algorithm", "AES256"}, ni},
 		"UploadPartCopy copy-source SSE-C without key": {"PUT", "/b/mp?partNumber=2&uploadId=up1", nil,
 			[]string{"X-Amz-Copy-Source", "/b/src", "X-Amz-Copy-Source-Server-Side-Encryption-Customer-Algorithm", "AES256"}, ia},
 		"ListParts SSE-C":                          {"GET", "/b/mp?uploadId=up1", nil, ssec, ni},
 		"AbortMultipartUpload SSE-C":               {"DELETE", "/b/mp?uploadId=up1", nil, ssec, ni},
-		"Complete SSE-S3":                          {"POST", "/b/mp?uploadId=up1", complete, []string{"X-Amz-Server-Side-Encryption", "AES256"}, ni},
+		"Complete SSE-S3":                          {"POST", "/b/mp?uploadId=up1", complete, []string{"X-Amz-Server-Side-Encryption", "AES256"}, ia}, // the upload is plain
 		"DeleteObject SSE-KMS key":                 {"DELETE", "/b/k", nil, []string{"X-Amz-Server-Side-Encryption-Aws-Kms-Key-Id", "k"}, ni},
-		"GetObject SSE-S3":                         {"GET", "/b/k", nil, []string{"X-Amz-Server-Side-Encryption", "AES256"}, ni},
+		"GetObject SSE-S3":                         {"GET", "/b/k", nil, []string{"X-Amz-Server-Side-Encryption", "AES256"}, ia},
 		"GetObject SSE-C of a plain object":        {"GET", "/b/k", nil, ssec, ireq},
 		"PutObject object lock without a checksum": put(ireq, "X-Amz-Object-Lock-Mode", "GOVERNANCE", "X-Amz-Object-Lock-Retain-Until-Date", "2040-01-01T00:00:00Z"),
 		"PutObject legal hold, no object lock":     put(ireq, "X-Amz-Object-Lock-Legal-Hold", "ON"),

@@ -304,6 +304,14 @@ func (api *API) dispatch(q *request) (string, handlerFunc) {
 					}
 					return op, h
 				}
+			case "policy":
+				if op, h := putGetDelete(m, "BucketPolicy", api.putBucketPolicy, api.getBucketPolicy, api.deleteBucketPolicy); h != nil {
+					return op, h
+				}
+			case "policyStatus":
+				if m == http.MethodGet {
+					return "GetBucketPolicyStatus", api.getBucketPolicyStatus
+				}
 			case "encryption":
 				if op, h := putGetDelete(m, "BucketEncryption", api.putBucketEncryption, api.getBucketEncryption, api.deleteBucketEncryption); h != nil {
 					return op, h

@@ -69,7 +69,7 @@ func TestDispatch(t *testing.T) {
 		{"PUT", "/b", "", "CreateBucket", true, "b", ""},
 		{"GET", "/b?list-type=2&x-id=ListObjectsV2", "", "ListObjectsV2", true, "b", ""},
 		{"GET", "/b?location", "", "GetBucketLocation", true, "b", ""},
-		{"GET", "/b?policy", "", "GetBucket?policy", false, "b", ""},
+		{"GET", "/b?policy", "", "GetBucketPolicy", true, "b", ""},
 		{"GET", "/b?versions", "", "ListObjectVersions", true, "b", ""},
 		{"POST", "/b?delete", "", "DeleteObjects", true, "b", ""},
 		{"PUT", "/b/a//c/../d", "", "PutObject", true, "b", "a//c/../d"},

@@ -34,6 +34,10 @@ type Buckets interface {
 	SetBucketTags(ctx context.Context, a object.Actor, name string, tags []meta.Tag) error
 	GetBucketLifecycle(ctx context.Context, a object.Actor, name string) (meta.Lifecycle, error)
 	SetBucketLifecycle(ctx context.Context, a object.Actor, name string, lc *meta.Lifecycle) error
+	PutBucketPolicy(ctx context.Context, a object.Actor, name string, doc []byte) error
+	GetBucketPolicy(ctx context.Context, a object.Actor, name string) (string, error)
+	DeleteBucketPolicy(ctx context.Context, a object.Actor, name string) error
+	GetBucketPolicyStatus(ctx context.Context, a object.Actor, name string) (bool, error)
 }
 
 // Objects is what the object operations call (and the copies, which read

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/coffer-storage/coffer/internal/crypt"
 	"github.com/coffer-storage/coffer/internal/integrity"
 	"github.com/coffer-storage/coffer/internal/s3api/s3err"
 )
@@ -46,7 +47,9 @@ type rule struct {
 // Operation groups of the table.
 var (
 	objectWrites = []string{"PutObject", "CopyObject", "CreateMultipartUpload"}
-	bucketOps    = []string{
+	// sseOps have rows of their own for x-amz-server-side-encryption.
+	sseOps    = append(slices.Clip(objectWrites), "UploadPart", "CompleteMultipartUpload", "GetObject", "HeadObject")
+	bucketOps = []string{
 		"HeadBucket", "DeleteBucket", "GetBucketLocation", "GetBucketVersioning",
 		"ListObjects", "ListObjectsV2", "ListObjectVersions", "ListMultipartUploads", "DeleteObjects",
 		"PutObject", "CopyObject", "GetObject", "HeadObject", "DeleteObject",
@@ -57,6 +60,7 @@ var (
 		"PutBucketLifecycleConfiguration", "GetBucketLifecycleConfiguration", "DeleteBucketLifecycle",
 		"PutObjectLockConfiguration", "GetObjectLockConfiguration", "PutObjectRetention", "GetObjectRetention",
 		"PutObjectLegalHold", "GetObjectLegalHold", "GetObjectAttributes",
+		"PutBucketPolicy", "GetBucketPolicy", "DeleteBucketPolicy", "GetBucketPolicyStatus",
 	}
 )
 
@@ -83,8 +87,17 @@ func rules() []rule {
 		{name: "x-amz-server-side-encryption-customer-*", notOps: []string{"PutObject", "GetObject", "HeadObject", "CopyObject",
 			"CreateMultipartUpload", "UploadPart", "UploadPartCopy", "CompleteMultipartUpload"}, why: sseC},
 		{name: "x-amz-copy-source-server-side-encryption-customer-*", notOps: []string{"CopyObject", "UploadPartCopy"}, why: sseC},
-		{name: "x-amz-server-side-encryption", notOps: objectWrites, why: sse},
-		{name: "x-amz-server-side-encryption-aws-kms-key-id", notOps: objectWrites, why: sse},
+		// A part is written under its upload's encryption: a part upload
+		// may repeat it (SDKs and ceph's s3-tests send it), never change it.
+		{name: "x-amz-server-side-encryption", ops: []string{"UploadPart", "CompleteMultipartUpload"}, valid: anyValue, check: checkPartSSE},
+		{name: "x-amz-server-side-encryption-aws-kms-key-id", ops: []string{"UploadPart", "CompleteMultipartUpload"}, valid: anyValue, check: checkPartSSE},
+		// On a read, S3 answers 400: the object's encryption decides.
+		{name: "x-amz-server-side-encryption", ops: []string{"GetObject", "HeadObject"}, code: s3err.InvalidArgument,
+			why: "x-amz-server-side-encryption is not supported on GET and HEAD: an object is read as it was written"},
+		{name: "x-amz-server-side-encryption-aws-kms-key-id", ops: []string{"GetObject", "HeadObject"}, code: s3err.InvalidArgument,
+			why: "x-amz-server-side-encryption-aws-kms-key-id is not supported on GET and HEAD: an object is read as it was written"},
+		{name: "x-amz-server-side-encryption", notOps: sseOps, why: sse},
+		{name: "x-amz-server-side-encryption-aws-kms-key-id", notOps: sseOps, why: sse},
 		{name: "x-amz-server-side-encryption-bucket-key-enabled", notOps: []string{"PutObject", "CopyObject", "CreateMultipartUpload"}, why: sse},
 		{name: "x-amz-server-side-encryption-context", why: sse},
 		// Any other x-amz-server-side-encryption-* header is one Coffer
@@ -331,6 +344,29 @@ func checkSSE(_ *API, _ *request, v string) error {
 		return s3err.New(s3err.NotImplemented, "x-amz-server-side-encryption: aws:kms:dsse (dual-layer SSE-KMS) is not implemented by Coffer")
 	}
 	return s3err.New(s3err.InvalidArgument, "x-amz-server-side-encryption: the encryption method specified is not supported")
+}
+
+// checkPartSSE admits the x-amz-server-side-encryption (and KMS key id)
+// of an UploadPart or CompleteMultipartUpload only when they name the encryption the upload was created
+// with: the part is written under that one, whatever the headers say.
+func checkPartSSE(api *API, q *request, _ string) error {
+	if err := checkSSE(api, q, q.Header.Get("X-Amz-Server-Side-Encryption")); err != nil {
+		return err
+	}
+	want := requestSSE(q.Header)
+	u, err := api.uploads.GetUpload(ctxOf(q), q.actor, q.bucket, q.key, q.URL.Query().Get("uploadId"))
+	if err != nil {
+		return err
+	}
+	mode := crypt.Mode(u.EncryptionMode)
+	switch {
+	case want.Mode == crypt.ModeKMSKey && mode == crypt.ModeKMSKey && (want.KMSKeyID == "" || want.KMSKeyID == u.EncryptionKMSKey):
+	case want.Mode == crypt.ModeServer && want.KMSKeyID == "" && q.Header.Get("X-Amz-Server-Side-Encryption-Aws-Kms-Key-Id") == "" &&
+		(mode == crypt.ModeServer || mode == 0 && api.buckets.EncryptsByDefault()):
+	default:
+		return s3err.New(s3err.InvalidArgument, "The server-side encryption headers of this part do not match the encryption the multipart upload was created with.")
+	}
+	return nil
 }
 
 // checkKMSKeyID admits a KMS key id only with aws:kms (as S3 does); the

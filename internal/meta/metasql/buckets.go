@@ -10,16 +10,19 @@ import (
 
 // bucketCols are the columns of a bucket, in scanBucket's order.
 const bucketCols = "name, owner_id, visibility, created_at, sse_default, sse_kms_key, gateway, object_count, byte_count, versioning, lifecycle, " +
-	"object_lock, lock_mode, lock_days, lock_years"
+	"object_lock, lock_mode, lock_days, lock_years, policy"
 
 // scanBucket reads a bucket selected with bucketCols.
 func scanBucket(r Row) (meta.Bucket, error) {
 	var b meta.Bucket
 	var vis, versioning, lockMode string
 	var created int64
-	var lifecycle *string
+	var lifecycle, policy *string
 	err := r.Scan(&b.Name, &b.OwnerID, &vis, &created, &b.Encryption, &b.EncryptionKMSKey, &b.Gateway, &b.Objects, &b.Bytes, &versioning, &lifecycle,
-		&b.ObjectLock.Enabled, &lockMode, &b.ObjectLock.Default.Days, &b.ObjectLock.Default.Years)
+		&b.ObjectLock.Enabled, &lockMode, &b.ObjectLock.Default.Days, &b.ObjectLock.Default.Years, &policy)
+	if policy != nil {
+		b.Policy = *policy
+	}
 	b.Visibility, b.Versioning = meta.Visibility(vis), meta.Versioning(versioning)
 	b.ObjectLock.Default.Mode = meta.RetentionMode(lockMode)
 	b.CreatedAt = FromNanos(created)

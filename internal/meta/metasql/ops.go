@@ -176,6 +176,7 @@ type Ops struct {
 	keyGrantOps
 	clusterOps
 	lifecycleOps
+	policyOps
 }
 
 // The roles of Ops.
@@ -196,6 +197,7 @@ type (
 	keyGrantOps    struct{ *core }
 	clusterOps     struct{ *core }
 	lifecycleOps   struct{ *core }
+	policyOps      struct{ *core }
 )
 
 // core is what every role of Ops works with.
@@ -224,6 +226,7 @@ type opSQL struct {
 	tags      tagSQL
 	lifecycle lifecycleSQL
 	lock      lockSQL
+	policy    string
 
 	listGarbage, claimGarbage, deleteGarbage, deleteExpiredStaging, renewStaging, unstage, claimKey string
 }
@@ -246,6 +249,7 @@ func NewOps(b Backend, d Dialect) Ops {
 		tags:                 newTagSQL(ph),
 		lifecycle:            newLifecycleSQL(ph),
 		lock:                 newLockSQL(d),
+		policy:               setPolicySQL(ph),
 		listGarbage:          "SELECT " + garbageCols + " FROM garbage WHERE created_at < " + ph(1) + " ORDER BY created_at, id LIMIT " + ph(2),
 		claimGarbage:         claimGarbageQuery(ph(1), ph(2)),
 		deleteGarbage:        "DELETE FROM garbage WHERE " + d.In("id", 1),
@@ -256,7 +260,7 @@ func NewOps(b Backend, d Dialect) Ops {
 		claimKey: claimKeySQL(ph),
 	}}
 	return Ops{accountOps{c}, sessionOps{c}, inviteOps{c}, accessKeyOps{c}, limitOps{c}, bucketOps{c}, objectOps{c}, uploadOps{c},
-		stagingOps{c}, reclamationOps{c}, shareOps{c}, tusOps{c}, jobOps{c}, keyGrantOps{c}, clusterOps{c}, lifecycleOps{c}}
+		stagingOps{c}, reclamationOps{c}, shareOps{c}, tusOps{c}, jobOps{c}, keyGrantOps{c}, clusterOps{c}, lifecycleOps{c}, policyOps{c}}
 }
 
 // exec runs a write statement.

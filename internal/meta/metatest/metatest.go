@@ -152,6 +152,7 @@ func Run(t *testing.T, newStore func(t *testing.T) (meta.Stores, func() error)) 
 		{"Tus", tusTests},
 		{"KMSGrants", kmsGrantTests},
 		{"Lifecycle", lifecycleTests},
+		{"Policy", policyTests},
 	}
 	mk := func(t *testing.T) store {
 		t.Helper()
@@ -160,7 +161,7 @@ func Run(t *testing.T, newStore func(t *testing.T) (meta.Stores, func() error)) 
 			t.Fatal("newStore returned no close function")
 		}
 		s := store{st.Accounts, st.Sessions, st.Invites, st.AccessKeys, st.Limits, st.Buckets, st.Objects, st.Uploads,
-			st.Stagings, st.Reclamation, st.Shares, st.Tus, st.EncryptionJobs, st.KeyGrants, st.Cluster, st.Lifecycles, closeStore}
+			st.Stagings, st.Reclamation, st.Shares, st.Tus, st.EncryptionJobs, st.KeyGrants, st.Cluster, st.Lifecycles, st.Policies, closeStore}
 		for f, v := range reflect.ValueOf(st).Fields() {
 			if v.IsNil() && f.Name != "Changes" {
 				t.Fatalf("newStore returned no %s", f.Name)
@@ -203,6 +204,7 @@ type store struct {
 	meta.KeyGrants
 	meta.Cluster
 	meta.Lifecycles
+	meta.Policies
 	close func() error
 }
 

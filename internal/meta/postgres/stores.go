@@ -22,6 +22,7 @@ func (s *Store) Stores() meta.Stores {
 		KeyGrants:      s,
 		Cluster:        s,
 		Lifecycles:     s,
+		Policies:       s,
 		Changes:        s,
 	}
 }

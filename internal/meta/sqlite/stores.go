@@ -21,5 +21,6 @@ func (s *Store) Stores() meta.Stores {
 		KeyGrants:      s,
 		Cluster:        s,
 		Lifecycles:     s,
+		Policies:       s,
 	}
 }

@@ -44,6 +44,7 @@ import (
 	"github.com/coffer-storage/coffer/internal/integrity"
 	"github.com/coffer-storage/coffer/internal/meta"
 	"github.com/coffer-storage/coffer/internal/object"
+	"github.com/coffer-storage/coffer/internal/policy"
 )
 
 // Service is the fake. Set its fields before the first call; New
@@ -1044,4 +1045,72 @@ func (f *Service) SetBucketLifecycle(_ context.Context, a object.Actor, name str
 	f.Buckets[name] = b
 	f.wrote("SetBucketLifecycle " + name)
 	return nil
+}
+
+// PutBucketPolicy validates doc with policy.Parse and stores it in the
+// bucket's record.
+func (f *Service) PutBucketPolicy(_ context.Context, a object.Actor, name string, doc []byte) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b, err := f.authorize(a, name, true)
+	if err != nil {
+		return err
+	}
+	if _, err := policy.Parse(doc, policy.ParseOptions{Bucket: name}); err != nil {
+		return err
+	}
+	b.Policy = string(doc)
+	f.Buckets[name] = b
+	f.wrote("PutBucketPolicy " + name)
+	return nil
+}
+
+// GetBucketPolicy returns a bucket's policy: NotFound (resource
+// bucket_policy) if it has none.
+func (f *Service) GetBucketPolicy(_ context.Context, a object.Actor, name string) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b, err := f.authorize(a, name, true)
+	if err != nil {
+		return "", err
+	}
+	if b.Policy == "" {
+		return "", meta.ErrNoBucketPolicy(name)
+	}
+	return b.Policy, nil
+}
+
+// DeleteBucketPolicy removes a bucket's policy: NotFound if it has none.
+func (f *Service) DeleteBucketPolicy(_ context.Context, a object.Actor, name string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b, err := f.authorize(a, name, true)
+	if err != nil {
+		return err
+	}
+	if b.Policy == "" {
+		return meta.ErrNoBucketPolicy(name)
+	}
+	b.Policy = ""
+	f.Buckets[name] = b
+	f.wrote("DeleteBucketPolicy " + name)
+	return nil
+}
+
+// GetBucketPolicyStatus reports whether a bucket's policy is public.
+func (f *Service) GetBucketPolicyStatus(_ context.Context, a object.Actor, name string) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b, err := f.authorize(a, name, true)
+	if err != nil {
+		return false, err
+	}
+	if b.Policy == "" {
+		return false, meta.ErrNoBucketPolicy(name)
+	}
+	p, err := policy.Parse([]byte(b.Policy), policy.ParseOptions{Bucket: name})
+	if err != nil {
+		return false, err
+	}
+	return p.IsPublic(), nil
 }

@@ -61,6 +61,8 @@ var (
 	InvalidRequest                    = def("InvalidRequest", 400, "Invalid Request.")
 	KeyTooLongError                   = def("KeyTooLongError", 400, "Your key is too long.")
 	MetadataTooLarge                  = def("MetadataTooLarge", 400, "Your metadata headers exceed the maximum allowed metadata size.")
+	MalformedPolicy                   = def("MalformedPolicy", 400, "Policy has invalid resource.")
+	PolicyTooLarge                    = def("PolicyTooLarge", 400, "Policy exceeds the maximum allowed document size.")
 	MalformedXML                      = def("MalformedXML", 400, "The XML you provided was not well-formed or did not validate against our published schema.")
 	MethodNotAllowed                  = def("MethodNotAllowed", 405, "The specified method is not allowed against this resource.")
 	MissingContentLength              = def("MissingContentLength", 411, "You must provide the Content-Length HTTP header.")
@@ -69,6 +71,7 @@ var (
 	NoSuchKey                         = def("NoSuchKey", 404, "The specified key does not exist.")
 	InvalidTag                        = def("InvalidTag", 400, "The tag provided was not a valid tag.")
 	BadRequest                        = def("BadRequest", 400, "Bad Request")
+	NoSuchBucketPolicy                = def("NoSuchBucketPolicy", 404, "The bucket policy does not exist")
 	NoSuchLifecycleConfiguration      = def("NoSuchLifecycleConfiguration", 404, "The lifecycle configuration does not exist.")
 	NoSuchTagSet                      = def("NoSuchTagSet", 404, "The TagSet does not exist.")
 	NoSuchVersion                     = def("NoSuchVersion", 404, "The specified version does not exist.")
@@ -185,6 +188,8 @@ func Translate(err error) APIError {
 			return Table[NoSuchTagSet]
 		case "lifecycle":
 			return Table[NoSuchLifecycleConfiguration]
+		case "bucket_policy":
+			return Table[NoSuchBucketPolicy]
 		}
 		return Table[NoSuchKey]
 	case errcode.AlreadyExists:

@@ -1,0 +1,105 @@
+package object
+
+import (
+	"testing"
+	"time"
+
+	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/meta"
+	"github.com/coffer-storage/coffer/internal/metacache"
+)
+
+// TestBucketPolicyDecides: a bucket policy decides requests through the
+// metadata cache as coffer serve runs it (a new policy holds at once): an
+// Allow lets anonymous read, a Deny beats the owner for any action but
+// the policy's own, conditions see the request's keys, an unknown
+// principal is MalformedPolicy, and ExistingObjectTag conditions see the
+// object's tags.
+func TestBucketPolicyDecides(t *testing.T) {
+	f := newFixtureOver(t, 0, func(m meta.Stores) meta.Stores {
+		return metacache.NewStore(m, metacache.NewBus(), metacache.StoreOptions{Buckets: metacache.Options{TTL: time.Minute}}).Stores()
+	})
+	ctx := t.Context()
+	anon := Actor{}
+	if _, err := f.put(t, f.alice, "alice-bucket", "pub/k", "v"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.Get(ctx, anon, "alice-bucket", "pub/k"); !errcode.Is(err, errcode.Unauthenticated) {
+		t.Fatalf("anonymous read without a policy: %v", err)
+	}
+	put := func(doc string) error { return f.svc.PutBucketPolicy(ctx, f.alice, "alice-bucket", []byte(doc)) }
+	if err := put(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::alice-bucket/pub/*"}]}`); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.read(t, anon, "alice-bucket", "pub/k"); got != "v" {
+		t.Errorf("anonymous read allowed by the policy = %q", got)
+	}
+	if _, err := f.put(t, anon, "alice-bucket", "pub/new", "x"); !errcode.Is(err, errcode.Unauthenticated) {
+		t.Errorf("anonymous write under a read policy: %v", err)
+	}
+	if public, err := f.svc.GetBucketPolicyStatus(ctx, f.alice, "alice-bucket"); err != nil || !public {
+		t.Errorf("GetBucketPolicyStatus = %v, %v", public, err)
+	}
+	// bob may not manage alice's policy.
+	if err := f.svc.PutBucketPolicy(ctx, f.bob, "alice-bucket", []byte(`{}`)); !errcode.Is(err, errcode.PermissionDenied) {
+		t.Errorf("bob's PutBucketPolicy: %v", err)
+	}
+
+	// A Deny of everything to everyone: the owner loses the bucket but
+	// keeps the policy actions.
+	deny := `{"Version":"2012-10-17","Statement":[{"Effect":"Deny","Principal":"*","Action":"s3:*","Resource":["arn:aws:s3:::alice-bucket","arn:aws:s3:::alice-bucket/*"]}]}`
+	if err := put(deny); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.Get(ctx, f.alice, "alice-bucket", "pub/k"); !errcode.Is(err, errcode.PermissionDenied) {
+		t.Errorf("owner's read under a Deny: %v", err)
+	}
+	if doc, err := f.svc.GetBucketPolicy(ctx, f.alice, "alice-bucket"); err != nil || doc != deny {
+		t.Errorf("owner's GetBucketPolicy under a Deny: %q, %v", doc, err)
+	}
+	if err := f.svc.DeleteBucketPolicy(ctx, f.alice, "alice-bucket"); err != nil {
+		t.Errorf("owner's DeleteBucketPolicy under a Deny: %v", err)
+	}
+	if got := f.read(t, f.alice, "alice-bucket", "pub/k"); got != "v" {
+		t.Errorf("owner's read after the Deny was removed = %q", got)
+	}
+	if err := f.svc.DeleteBucketPolicy(ctx, f.alice, "alice-bucket"); !errcode.Is(err, errcode.NotFound) {
+		t.Errorf("DeleteBucketPolicy without one: %v", err)
+	}
+
+	// Conditions see the request's keys.
+	if err := put(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::alice-bucket/*",
+		"Condition":{"IpAddress":{"aws:SourceIp":"10.0.0.0/8"},"Bool":{"aws:SecureTransport":"true"}}}]}`); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		ip, tls string
+		ok      bool
+	}{{"10.1.2.3", "true", true}, {"10.1.2.3", "false", false}, {"192.0.2.1", "true", false}} {
+		a := Actor{Context: map[string][]string{"aws:sourceip": {c.ip}, "aws:securetransport": {c.tls}}}
+		_, err := f.svc.Get(ctx, a, "alice-bucket", "pub/k")
+		if (err == nil) != c.ok {
+			t.Errorf("anonymous read from %s tls=%s: %v, want allowed %v", c.ip, c.tls, err, c.ok)
+		}
+	}
+
+	// A principal must exist.
+	err := put(`{"Statement":[{"Effect":"Allow","Principal":{"AWS":"nobody"},"Action":"s3:GetObject","Resource":"arn:aws:s3:::alice-bucket/*"}]}`)
+	if e := errcode.As(err); e == nil || e.Detail["s3_code"] != "MalformedPolicy" {
+		t.Errorf("policy naming an unknown principal: %v", err)
+	}
+	// bob, named, reads objects tagged for him.
+	if err := put(`{"Statement":[{"Effect":"Allow","Principal":{"AWS":"bob"},"Action":"s3:GetObject","Resource":"arn:aws:s3:::alice-bucket/*",
+		"Condition":{"StringEquals":{"s3:ExistingObjectTag/Reader":"bob"}}}]}`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.Get(ctx, f.bob, "alice-bucket", "pub/k"); !errcode.Is(err, errcode.PermissionDenied) {
+		t.Errorf("bob reads an untagged object: %v", err)
+	}
+	if _, err := f.svc.SetTags(ctx, f.alice, "alice-bucket", "pub/k", "", []meta.Tag{{Key: "Reader", Value: "bob"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.read(t, f.bob, "alice-bucket", "pub/k"); got != "v" {
+		t.Errorf("bob reads the object tagged for him = %q", got)
+	}
+}
