@@ -3,7 +3,6 @@ package auth
 import (
 	"strings"
 
-	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
 	"github.com/coffer-storage/coffer/internal/policy"
 )
@@ -35,22 +34,17 @@ func ScopeOf(s meta.KeyScope) (policy.Evaluator, error) {
 	}, nil
 }
 
-// keyPolicy parses a key's inline policy. It is the one place the policy
-// language plugs in: once package policy has Parse, this becomes
-//
-//	p, err := policy.Parse([]byte(doc), policy.ParseOptions{})
-//	if err != nil {
-//		return nil, err
-//	}
-//	return p, nil
-//
-// (a key's policy names no bucket of its own: ParseOptions.Bucket stays
-// ""). Until then an inline policy is refused, when the key is created
-// and (should one be stored) when it is used.
+// keyPolicy parses a key's inline policy with the policy language: an
+// identity policy (it names no bucket of its own, and a statement without
+// a Principal is the key's), at most meta.MaxKeyPolicy bytes. A policy
+// that does not parse is InvalidArgument (S3 code MalformedPolicy) with
+// the reason.
 func keyPolicy(doc string) (policy.Evaluator, error) {
-	_ = doc
-	return nil, &errcode.Error{Code: errcode.NotImplemented,
-		Message: "inline key policies are not implemented yet: use --bucket, --prefix and --read-only or --write-only"}
+	p, err := policy.Parse([]byte(doc), policy.ParseOptions{MaxSize: meta.MaxKeyPolicy})
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // simpleScope is the simple form of a key's scope: one bucket (or every

@@ -109,7 +109,8 @@ func TestScopeOfRefuses(t *testing.T) {
 		{meta.KeyScope{Bucket: "b"}, errcode.InvalidArgument},
 		{meta.KeyScope{Prefix: "p", Access: meta.AccessRead}, errcode.InvalidArgument},
 		{meta.KeyScope{Bucket: "b", Access: "all"}, errcode.InvalidArgument},
-		{meta.KeyScope{Policy: `{"Version":"2012-10-17","Statement":[]}`}, errcode.NotImplemented},
+		{meta.KeyScope{Policy: `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"s3:NoSuchAction","Resource":"*"}]}`}, errcode.InvalidArgument},
+		{meta.KeyScope{Policy: `not json`}, errcode.InvalidArgument},
 	} {
 		if _, err := ScopeOf(c.s); errcode.Of(err) != c.code {
 			t.Errorf("ScopeOf(%+v) = %v, want code %v", c.s, err, c.code)
@@ -117,6 +118,33 @@ func TestScopeOfRefuses(t *testing.T) {
 	}
 	if ev, err := ScopeOf(meta.KeyScope{}); ev != nil || err != nil {
 		t.Errorf("ScopeOf(unscoped) = %v, %v; want nil, nil", ev, err)
+	}
+}
+
+// TestInlineKeyPolicy: a key's inline policy is parsed by the policy
+// language and evaluated as the key's scope: its Allow, its explicit
+// Deny, nothing else.
+func TestInlineKeyPolicy(t *testing.T) {
+	ev, err := ScopeOf(meta.KeyScope{Policy: `{"Version":"2012-10-17","Statement":[
+		{"Effect":"Allow","Action":["s3:GetObject","s3:PutObject"],"Resource":"arn:aws:s3:::b/in/*"},
+		{"Effect":"Deny","Action":"s3:*","Resource":"arn:aws:s3:::b/in/secret*"}]}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		action, resource string
+		want             policy.Decision
+	}{
+		{"s3:GetObject", "arn:aws:s3:::b/in/a", policy.Allow},
+		{"s3:PutObject", "arn:aws:s3:::b/in/a", policy.Allow},
+		{"s3:DeleteObject", "arn:aws:s3:::b/in/a", policy.NoMatch},
+		{"s3:GetObject", "arn:aws:s3:::b/out", policy.NoMatch},
+		{"s3:GetObject", "arn:aws:s3:::b/in/secret.txt", policy.Deny},
+		{"s3:ListAllMyBuckets", "arn:aws:s3:::", policy.NoMatch},
+	} {
+		if got := ev.Evaluate(&policy.Request{Principal: policy.Principal{UserID: "u", KeyID: "k"}, Action: c.action, Resource: c.resource}); got != c.want {
+			t.Errorf("%s on %s = %v, want %v", c.action, c.resource, got, c.want)
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -30,7 +31,17 @@ func TestKeyCreateScoped(t *testing.T) {
 			t.Errorf("key create %v: exit %d\n%s%s", c.args, code, stdout, stderr)
 		}
 	}
+	if err := os.WriteFile("policy.json", []byte(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"s3:GetObject","Resource":"arn:aws:s3:::photos/*"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile("bad.json", []byte(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"s3:Fly","Resource":"*"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, stdout, stderr := runCLI(t, nil, "key", "create", "--data", "data", "--email", email, "--policy", "policy.json"); code != 0 || !strings.Contains(stdout, "inline policy") {
+		t.Errorf("key create --policy: exit %d\n%s%s", code, stdout, stderr)
+	}
 	for _, bad := range [][]string{
+		{"--policy", "bad.json"},
 		{"--read-only", "--write-only"},
 		{"--prefix", "in/"},
 		{"--bucket", "Not_A_Bucket"},
@@ -45,7 +56,7 @@ func TestKeyCreateScoped(t *testing.T) {
 		}
 	}
 	code, stdout, stderr := runCLI(t, nil, "key", "list", "--data", "data", "--email", email)
-	if code != 0 || strings.Count(stdout, "\n") != 4 || !strings.Contains(stdout, "scope read photos/in/*") || !strings.Contains(stdout, "expires 2099-01-02T00:00:00Z") {
+	if code != 0 || strings.Count(stdout, "\n") != 5 || !strings.Contains(stdout, "scope read photos/in/*") || !strings.Contains(stdout, "expires 2099-01-02T00:00:00Z") {
 		t.Errorf("key list: exit %d\n%s%s", code, stdout, stderr)
 	}
 	if code, stdout, _ := runCLI(t, nil, "key", "create", "--data", "data", "--email", email, "--app-token", "--bucket", "photos", "--read-only"); code != 0 || !strings.Contains(stdout, "token:   coffer_CT") {

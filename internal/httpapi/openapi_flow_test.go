@@ -844,8 +844,10 @@ func flowKeys(e *oasEnv) {
 	e.want(201, call{method: "POST", path: "/api/v1/tokens", token: s.AccessToken, json: map[string]any{"name": "app",
 		"scope": map[string]any{"bucket": bucket, "prefix": "in/", "access": "read-write"}, "expires_in": 3600}}, &tok)
 	e.want(201, call{method: "POST", path: "/api/v1/tokens", token: s.AccessToken}, nil)
-	e.want(501, call{method: "POST", path: "/api/v1/tokens", token: s.AccessToken, json: map[string]any{
-		"scope": map[string]any{"policy": `{"Version":"2012-10-17","Statement":[]}`}}}, nil, "not_implemented")
+	e.want(201, call{method: "POST", path: "/api/v1/tokens", token: s.AccessToken, json: map[string]any{
+		"scope": map[string]any{"policy": `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"s3:GetObject","Resource":"arn:aws:s3:::` + bucket + `/*"}]}`}}}, nil)
+	e.want(400, call{method: "POST", path: "/api/v1/keys", token: s.AccessToken, json: map[string]any{
+		"scope": map[string]any{"policy": `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"s3:Nothing","Resource":"*"}]}`}}}, nil, "invalid_argument")
 	e.want(400, call{method: "POST", path: "/api/v1/tokens", token: s.AccessToken, json: map[string]any{"expires_in": 0}, invalid: true}, nil, "invalid_argument")
 	e.want(200, call{method: "GET", path: "/api/v1/tokens", token: s.AccessToken}, nil)
 	e.want(201, call{method: "PUT", path: "/api/v1/buckets/" + bucket + "/files/in/a.txt", token: tok.Token, body: []byte("by the app"), ctype: "text/plain"}, nil)

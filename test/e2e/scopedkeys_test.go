@@ -58,7 +58,9 @@ func wantS3Code(t *testing.T, err error, code, what string) {
 // prefix P, read-only, for 30 days reads under P and lists with prefix P,
 // and cannot read outside P, write, delete, create buckets, list all
 // buckets or touch another bucket; a write-only key writes under P (PUT
-// and multipart) and can do nothing else; an expired key is ExpiredToken;
+// and multipart) and can do nothing else; a key with an inline policy
+// does what its Allow statements say minus its Deny; an expired key is
+// ExpiredToken;
 // a deleted key is InvalidAccessKeyId on the next request.
 func TestScopedKeysSDK(t *testing.T) {
 	srv := testenv.Start(t)
@@ -168,6 +170,28 @@ func TestScopedKeysSDK(t *testing.T) {
 		never(t, wo, "write-only")
 		if resp, body := get(t, owner, bkt, "P/mp.bin"); resp.StatusCode != 200 || string(body) != "one part" {
 			t.Errorf("the multipart upload: %d %q", resp.StatusCode, body)
+		}
+	})
+
+	t.Run("inline policy", func(t *testing.T) {
+		// Read under P/ and list with a prefix under P/, except P/sub/,
+		// which an explicit Deny closes.
+		doc := `{"Version":"2012-10-17","Statement":[
+			{"Effect":"Allow","Action":"s3:GetObject","Resource":"arn:aws:s3:::` + bkt + `/P/*"},
+			{"Effect":"Allow","Action":"s3:ListBucket","Resource":"arn:aws:s3:::` + bkt + `","Condition":{"StringLike":{"s3:prefix":"P/*"}}},
+			{"Effect":"Deny","Action":"s3:*","Resource":"arn:aws:s3:::` + bkt + `/P/sub/*"}]}`
+		cl, _ := scopedClient(t, srv, owner, map[string]any{"policy": doc}, 0)
+		wantS3Code(t, getOf(cl, bkt, "P/a.txt"), "", "GET under P")
+		wantS3Code(t, getOf(cl, bkt, "P/sub/b.txt"), "AccessDenied", "GET under the denied P/sub/")
+		keys, err := listOf(cl, bkt, "P/")
+		if err != nil || len(keys) == 0 || keys[0] != "P/a.txt" {
+			t.Errorf("list with prefix P: %v, %v", keys, err)
+		}
+		wantS3Code(t, putIn(cl, bkt, "P/new.txt"), "AccessDenied", "PUT under P")
+		never(t, cl, "inline policy")
+		var bad struct{ Code, Detail string }
+		if st := owner.JSON(t, "POST", "/api/v1/keys", map[string]any{"scope": map[string]any{"policy": `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"s3:Fly","Resource":"*"}]}`}}, &bad); st != 400 || bad.Code != "invalid_argument" {
+			t.Errorf("a key with a policy naming an unknown action: %d %+v", st, bad)
 		}
 	})
 
