@@ -33,6 +33,23 @@ func IsAppToken(token string) bool { return strings.HasPrefix(token, AppTokenPre
 
 func newTokenID() string { return "CT" + newKeyID()[2:] }
 
+// parseAppToken splits an app token into its ID and secret: "coffer_",
+// an ID starting with "CT" and holding no "_", "_", 64 hex digits.
+func parseAppToken(token string) (id, secret string, ok bool) {
+	rest, ok := strings.CutPrefix(token, AppTokenPrefix)
+	if !ok {
+		return "", "", false
+	}
+	id, secret, ok = strings.Cut(rest, "_")
+	if !ok || len(id) < 3 || len(id) > 64 || !strings.HasPrefix(id, "CT") || len(secret) != 64 {
+		return "", "", false
+	}
+	if _, err := hex.DecodeString(secret); err != nil || strings.ToLower(secret) != secret {
+		return "", "", false
+	}
+	return id, secret, true
+}
+
 // CreateAppToken makes an app token for userID, scoped and expiring as o
 // says. The token is in the result's Secret and nowhere else in clear.
 func (s *Keys) CreateAppToken(ctx context.Context, userID string, o KeyOptions) (AccessKey, error) {
@@ -94,8 +111,8 @@ func (s *Keys) DeleteAppToken(ctx context.Context, userID, id string) error {
 // too (S3 code ExpiredToken).
 func (s *Keys) AuthenticateToken(ctx context.Context, token string) (Principal, error) {
 	bad := errcode.New(errcode.Unauthenticated, "invalid app token")
-	id, secret, ok := strings.Cut(strings.TrimPrefix(token, AppTokenPrefix), "_")
-	if !IsAppToken(token) || !ok || !strings.HasPrefix(id, "CT") || len(secret) != 64 {
+	id, secret, ok := parseAppToken(token)
+	if !ok {
 		return Principal{}, bad
 	}
 	k, err := s.use(ctx, id)

@@ -90,3 +90,18 @@ func TestParseExpiry(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseExpiry: --expires never panics, and a duration it accepts is
+// in the future.
+func FuzzParseExpiry(f *testing.F) {
+	for _, s := range []string{"30d", "12h", "2026-12-31", "2026-12-31T10:00:00Z", "d", "", "-1s", "9223372036854775807s"} {
+		f.Add(s)
+	}
+	now := time.Date(2026, 11, 27, 6, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := parseExpiry(s, now)
+		if err == nil && len(s) > 1 && strings.IndexByte("dhms", s[len(s)-1]) >= 0 && !got.After(now) {
+			t.Fatalf("parseExpiry(%q) = %v, not after now", s, got)
+		}
+	})
+}
