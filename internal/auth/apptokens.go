@@ -76,33 +76,14 @@ func (s *Keys) CreateAppToken(ctx context.Context, userID string, o KeyOptions) 
 // ListAppTokens returns the user's app tokens (never the tokens
 // themselves).
 func (s *Keys) ListAppTokens(ctx context.Context, userID string) ([]AccessKey, error) {
-	keys, err := s.meta.ListAccessKeys(ctx, userID)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]AccessKey, 0, len(keys))
-	for _, k := range keys {
-		if k.Token {
-			out = append(out, shown(k))
-		}
-	}
-	return out, nil
+	return s.listShown(ctx, userID, func(k meta.AccessKey) bool { return k.Token })
 }
 
 // DeleteAppToken revokes one of the user's app tokens; it stops working
 // at once (on other nodes, when the store's announcement arrives; within
 // the cache TTL at worst).
 func (s *Keys) DeleteAppToken(ctx context.Context, userID, id string) error {
-	k, err := s.meta.GetAccessKey(ctx, id)
-	if errcode.Is(err, errcode.NotFound) || err == nil && (k.UserID != userID || !k.Token) {
-		return errcode.New(errcode.NotFound, "no such app token")
-	}
-	if err != nil {
-		return err
-	}
-	return s.publish(ctx, meta.Change{Topic: meta.TopicAccessKey, Key: id}, func() error {
-		return s.meta.DeleteAccessKey(ctx, userID, id)
-	})
+	return s.deleteKey(ctx, userID, id, "app token", func(k meta.AccessKey) bool { return k.Token })
 }
 
 // AuthenticateToken returns the principal of an app token: its user,

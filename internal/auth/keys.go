@@ -215,13 +215,18 @@ func (s *Keys) createKey(ctx context.Context, userID string, o KeyOptions, inter
 // ListAccessKeys returns the user's keys without secrets (internal keys
 // and app tokens excluded).
 func (s *Keys) ListAccessKeys(ctx context.Context, userID string) ([]AccessKey, error) {
+	return s.listShown(ctx, userID, func(k meta.AccessKey) bool { return !k.Internal && !k.Token })
+}
+
+// listShown returns the user's keys that keep says, as shown (no secrets).
+func (s *Keys) listShown(ctx context.Context, userID string, keep func(meta.AccessKey) bool) ([]AccessKey, error) {
 	keys, err := s.meta.ListAccessKeys(ctx, userID)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]AccessKey, 0, len(keys))
 	for _, k := range keys {
-		if !k.Internal && !k.Token {
+		if keep(k) {
 			out = append(out, shown(k))
 		}
 	}
@@ -232,9 +237,16 @@ func (s *Keys) ListAccessKeys(ctx context.Context, userID string) ([]AccessKey, 
 // (on other nodes, when the store's announcement arrives; within the
 // cache TTL at worst).
 func (s *Keys) DeleteAccessKey(ctx context.Context, userID, id string) error {
+	return s.deleteKey(ctx, userID, id, "access key", func(k meta.AccessKey) bool { return !k.Internal && !k.Token })
+}
+
+// deleteKey deletes the user's key or app token id if it is one of what
+// deletable says (NotFound "no such what" otherwise), once every node
+// dropped it from its cache.
+func (s *Keys) deleteKey(ctx context.Context, userID, id, what string, deletable func(meta.AccessKey) bool) error {
 	k, err := s.meta.GetAccessKey(ctx, id)
-	if errcode.Is(err, errcode.NotFound) || err == nil && (k.UserID != userID || k.Internal || k.Token) {
-		return errcode.New(errcode.NotFound, "no such access key")
+	if errcode.Is(err, errcode.NotFound) || err == nil && (k.UserID != userID || !deletable(k)) {
+		return errcode.New(errcode.NotFound, "no such %s", what)
 	}
 	if err != nil {
 		return err

@@ -153,21 +153,7 @@ func TestInlineKeyPolicy(t *testing.T) {
 // ExpiredToken at once, cached or not; a deleted key is NotFound at once.
 func TestScopedKeyLifecycle(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "meta.db"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	cfg := ConfigFrom(config.Defaults())
-	cfg.Params = testParams
-	cfg.Cache.TTL = time.Hour // expiry must not wait for the cache
-	s := NewService(StoresOf(st.Stores()), []byte("0123456789abcdef0123456789abcdef"), cfg)
-	now := time.Now()
-	s.core.now = func() time.Time { return now }
-	u, _, err := s.Signups.Signup(ctx, "a@example.com", "correct horse battery")
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, u, now := keyService(t)
 
 	scope := meta.KeyScope{Bucket: "photos", Prefix: "in/", Access: meta.AccessRead}
 	k, err := s.Keys.CreateAccessKey(ctx, u.ID, KeyOptions{Name: "ro", Scope: scope, ExpiresAt: now.Add(30 * 24 * time.Hour)})
@@ -186,11 +172,11 @@ func TestScopedKeyLifecycle(t *testing.T) {
 		t.Fatalf("ListAccessKeys = %+v, %v", keys, err)
 	}
 
-	now = now.Add(30*24*time.Hour - time.Second)
+	*now = now.Add(30*24*time.Hour - time.Second)
 	if _, _, err := s.Keys.LookupKey(ctx, k.ID); err != nil {
 		t.Fatalf("LookupKey a second before the expiry: %v", err)
 	}
-	now = now.Add(time.Second)
+	*now = now.Add(time.Second)
 	_, _, err = s.Keys.LookupKey(ctx, k.ID)
 	if e := errcode.As(err); e.Code != errcode.Unauthenticated || e.Detail["s3_code"] != "ExpiredToken" {
 		t.Fatalf("LookupKey of an expired key = %v, want Unauthenticated ExpiredToken", err)
@@ -211,7 +197,7 @@ func TestScopedKeyLifecycle(t *testing.T) {
 	}
 
 	for _, o := range []KeyOptions{
-		{ExpiresAt: now},
+		{ExpiresAt: *now},
 		{ExpiresAt: now.Add(-time.Hour)},
 		{Scope: meta.KeyScope{Bucket: "b", Access: "everything"}},
 		{Scope: meta.KeyScope{Policy: "{}"}},
@@ -231,21 +217,7 @@ func TestScopedKeyLifecycle(t *testing.T) {
 // listed apart.
 func TestAppTokens(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "meta.db"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	cfg := ConfigFrom(config.Defaults())
-	cfg.Params = testParams
-	cfg.Cache.TTL = time.Hour
-	s := NewService(StoresOf(st.Stores()), []byte("0123456789abcdef0123456789abcdef"), cfg)
-	now := time.Now()
-	s.core.now = func() time.Time { return now }
-	u, _, err := s.Signups.Signup(ctx, "a@example.com", "correct horse battery")
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, u, now := keyService(t)
 	scope := meta.KeyScope{Bucket: "b", Prefix: "p/", Access: meta.AccessWrite}
 	tok, err := s.Keys.CreateAppToken(ctx, u.ID, KeyOptions{Name: "app", Scope: scope, ExpiresAt: now.Add(time.Hour)})
 	if err != nil || !IsAppToken(tok.Secret) {
@@ -285,16 +257,40 @@ func TestAppTokens(t *testing.T) {
 		t.Errorf("DeleteAccessKey of an app token = %v", err)
 	}
 
-	now = now.Add(time.Hour)
+	*now = now.Add(time.Hour)
 	_, err = s.Keys.AuthenticateToken(ctx, tok.Secret)
 	if e := errcode.As(err); e.Code != errcode.Unauthenticated || e.Detail["s3_code"] != "ExpiredToken" {
 		t.Errorf("AuthenticateToken of an expired token = %v", err)
 	}
-	now = now.Add(-time.Minute)
+	*now = now.Add(-time.Minute)
 	if err := s.Keys.DeleteAppToken(ctx, u.ID, tok.ID); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Keys.AuthenticateToken(ctx, tok.Secret); !errcode.Is(err, errcode.Unauthenticated) {
 		t.Errorf("AuthenticateToken of a deleted token = %v", err)
 	}
+}
+
+// keyService is an account service on a fresh SQLite store whose clock is
+// *now (which the test moves), caching for an hour (an expiry must not
+// wait for the cache), and a user of it.
+func keyService(t *testing.T) (*Service, meta.User, *time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "meta.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	cfg := ConfigFrom(config.Defaults())
+	cfg.Params = testParams
+	cfg.Cache.TTL = time.Hour
+	s := NewService(StoresOf(st.Stores()), []byte("0123456789abcdef0123456789abcdef"), cfg)
+	now := time.Now()
+	s.core.now = func() time.Time { return now }
+	u, _, err := s.Signups.Signup(ctx, "a@example.com", "correct horse battery")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, u, &now
 }

@@ -97,15 +97,23 @@ func (h *keyHandlers) decodeKeyRequest(r *http.Request) (auth.KeyOptions, error)
 }
 
 func (h *keyHandlers) createKey(r *http.Request, p auth.Principal) (response, error) {
+	return createWith(h, r, p, h.accessKeys.CreateAccessKey, toKeyJSON)
+}
+
+// createWith answers the creation of a key or app token: the request's
+// options, create, the result as view shows it.
+func createWith[T any](h *keyHandlers, r *http.Request, p auth.Principal,
+	create func(ctx context.Context, userID string, o auth.KeyOptions) (auth.AccessKey, error),
+	view func(auth.AccessKey, time.Time) T) (response, error) {
 	o, err := h.decodeKeyRequest(r)
 	if err != nil {
 		return nil, err
 	}
-	k, err := h.accessKeys.CreateAccessKey(r.Context(), p.UserID, o)
+	k, err := create(r.Context(), p.UserID, o)
 	if err != nil {
 		return nil, err
 	}
-	return created(toKeyJSON(k, time.Now())), nil
+	return created(view(k, time.Now())), nil
 }
 
 func (h *keyHandlers) listKeys(r *http.Request, p auth.Principal) (response, error) {
@@ -153,15 +161,7 @@ func toTokenJSON(k auth.AccessKey, now time.Time) tokenJSON {
 }
 
 func (h *keyHandlers) createToken(r *http.Request, p auth.Principal) (response, error) {
-	o, err := h.decodeKeyRequest(r)
-	if err != nil {
-		return nil, err
-	}
-	k, err := h.accessKeys.CreateAppToken(r.Context(), p.UserID, o)
-	if err != nil {
-		return nil, err
-	}
-	return created(toTokenJSON(k, time.Now())), nil
+	return createWith(h, r, p, h.accessKeys.CreateAppToken, toTokenJSON)
 }
 
 func (h *keyHandlers) listTokens(r *http.Request, p auth.Principal) (response, error) {
