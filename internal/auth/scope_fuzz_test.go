@@ -78,3 +78,18 @@ func FuzzParseAppToken(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkSimpleScope is the cost a scoped key adds to each request: one
+// evaluation of the simple form (docs/keys.md).
+func BenchmarkSimpleScope(b *testing.B) {
+	ev, err := ScopeOf(meta.KeyScope{Bucket: "photos", Prefix: "uploads/2026/", Access: meta.AccessReadWrite})
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := &policy.Request{Action: "s3:GetObject", Resource: "arn:aws:s3:::photos/uploads/2026/11/27/IMG_0001.jpg"}
+	for b.Loop() {
+		if ev.Evaluate(r) != policy.Allow {
+			b.Fatal("refused")
+		}
+	}
+}
