@@ -301,6 +301,9 @@ fuzz_all() {
   fuzz ./internal/integrity FuzzParseAlgorithm 5
   fuzz ./internal/s3api FuzzACL 5
   fuzz ./internal/policy FuzzParse 10
+  fuzz ./internal/auth FuzzSimpleScope 5
+  fuzz ./internal/auth FuzzParseAppToken 5
+  fuzz ./internal/cli FuzzParseExpiry 5
 }
 
 par "end-to-end tests against the binary (embedded shape; scale-out cluster, faults, real clients, the console in Chromium, overload)" \

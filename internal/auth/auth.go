@@ -48,11 +48,16 @@ import (
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
 	"github.com/coffer-storage/coffer/internal/metacache"
+	"github.com/coffer-storage/coffer/internal/policy"
 )
 
 // Principal is who a request acts as. The zero value is anonymous.
 type Principal struct {
 	UserID string
+	// KeyID is the access key or app token the request presented, if any;
+	// Scope narrows what it may do (nil: unscoped; see ScopeOf).
+	KeyID string
+	Scope policy.Evaluator
 }
 
 // Anonymous reports whether p carries no identity.

@@ -14,16 +14,53 @@ import (
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
 	"github.com/coffer-storage/coffer/internal/metacache"
+	"github.com/coffer-storage/coffer/internal/policy"
 )
 
 // AccessKey is an S3 credential as shown to its owner. Secret is set only
 // when the key is created: it is shown once.
 type AccessKey struct {
-	ID        string
-	Secret    string
-	Name      string
+	ID     string
+	Secret string // for an app token: the bearer token
+	Name   string
+	// Scope narrows the key (the zero KeyScope: unscoped); ExpiresAt is
+	// when it stops working (zero: never).
+	Scope     meta.KeyScope
+	ExpiresAt time.Time
 	CreatedAt time.Time
 	LastUsed  time.Time
+}
+
+// Expired reports whether k has expired at now.
+func (k AccessKey) Expired(now time.Time) bool { return expired(k.ExpiresAt, now) }
+
+func expired(at, now time.Time) bool { return !at.IsZero() && !now.Before(at) }
+
+// KeyOptions are what a new access key or app token carries besides its
+// user.
+type KeyOptions struct {
+	Name      string        // at most 128 bytes
+	Scope     meta.KeyScope // see ScopeOf; zero: unscoped
+	ExpiresAt time.Time     // zero: never; else in the future
+}
+
+// check refuses options a key cannot be made with.
+func (o KeyOptions) check(now time.Time) error {
+	if len(o.Name) > 128 {
+		return errcode.New(errcode.InvalidArgument, "key name is longer than 128 bytes")
+	}
+	if !o.ExpiresAt.IsZero() && !o.ExpiresAt.After(now) {
+		return errcode.New(errcode.InvalidArgument, "the key's expiry %s is not in the future", o.ExpiresAt.UTC().Format(time.RFC3339))
+	}
+	_, err := ScopeOf(o.Scope)
+	return err
+}
+
+// errExpired refuses an expired key or app token: S3's ExpiredToken (the
+// answer to expired temporary credentials), 401 on the file API.
+func errExpired(id string) error {
+	return &errcode.Error{Code: errcode.Unauthenticated, Message: "the access key " + id + " has expired",
+		Detail: map[string]any{"s3_code": "ExpiredToken"}}
 }
 
 // keySealer encrypts access-key secrets at rest with AES-256-GCM under a
@@ -133,23 +170,32 @@ func newKeys(c *core, sealer *keySealer) *Keys {
 // maxKeysPerUser bounds how many (visible) access keys a user may hold.
 const maxKeysPerUser = 100
 
-// CreateAccessKey makes a new S3 key pair for userID. The secret is in the
-// result and nowhere else in clear.
-func (s *Keys) CreateAccessKey(ctx context.Context, userID, name string) (AccessKey, error) {
-	if len(name) > 128 {
-		return AccessKey{}, errcode.New(errcode.InvalidArgument, "key name is longer than 128 bytes")
+// CreateAccessKey makes a new S3 key pair for userID, scoped and expiring
+// as o says. The secret is in the result and nowhere else in clear.
+func (s *Keys) CreateAccessKey(ctx context.Context, userID string, o KeyOptions) (AccessKey, error) {
+	if err := s.checkNew(ctx, userID, o); err != nil {
+		return AccessKey{}, err
+	}
+	return s.createKey(ctx, userID, o, false)
+}
+
+// checkNew refuses options a key cannot be made with, and a user's key
+// beyond maxKeysPerUser.
+func (s *Keys) checkNew(ctx context.Context, userID string, o KeyOptions) error {
+	if err := o.check(s.now()); err != nil {
+		return err
 	}
 	keys, err := s.meta.ListAccessKeys(ctx, userID)
 	if err != nil {
-		return AccessKey{}, err
+		return err
 	}
 	if len(keys) >= maxKeysPerUser {
-		return AccessKey{}, errcode.New(errcode.Conflict, "at most %d access keys per user", maxKeysPerUser)
+		return errcode.New(errcode.Conflict, "at most %d access keys and app tokens per user", maxKeysPerUser)
 	}
-	return s.createKey(ctx, userID, name, false)
+	return nil
 }
 
-func (s *Keys) createKey(ctx context.Context, userID, name string, internal bool) (AccessKey, error) {
+func (s *Keys) createKey(ctx context.Context, userID string, o KeyOptions, internal bool) (AccessKey, error) {
 	id, secret := newKeyID(), newSecret()
 	now := s.now().UTC()
 	sealed, err := s.sealer.seal(id, secret)
@@ -157,25 +203,31 @@ func (s *Keys) createKey(ctx context.Context, userID, name string, internal bool
 		return AccessKey{}, err
 	}
 	err = s.meta.CreateAccessKey(ctx, meta.AccessKey{
-		ID: id, UserID: userID, SecretEnc: sealed, Name: name, Internal: internal, CreatedAt: now,
+		ID: id, UserID: userID, SecretEnc: sealed, Name: o.Name, Internal: internal, CreatedAt: now,
+		Scope: o.Scope, ExpiresAt: o.ExpiresAt,
 	})
 	if err != nil {
 		return AccessKey{}, err
 	}
-	return AccessKey{ID: id, Secret: secret, Name: name, CreatedAt: now}, nil
+	return AccessKey{ID: id, Secret: secret, Name: o.Name, Scope: o.Scope, ExpiresAt: meta.StoredTime(o.ExpiresAt), CreatedAt: now}, nil
 }
 
 // ListAccessKeys returns the user's keys without secrets (internal keys
-// excluded).
+// and app tokens excluded).
 func (s *Keys) ListAccessKeys(ctx context.Context, userID string) ([]AccessKey, error) {
+	return s.listShown(ctx, userID, func(k meta.AccessKey) bool { return !k.Internal && !k.Token })
+}
+
+// listShown returns the user's keys that keep says, as shown (no secrets).
+func (s *Keys) listShown(ctx context.Context, userID string, keep func(meta.AccessKey) bool) ([]AccessKey, error) {
 	keys, err := s.meta.ListAccessKeys(ctx, userID)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]AccessKey, 0, len(keys))
 	for _, k := range keys {
-		if !k.Internal {
-			out = append(out, AccessKey{ID: k.ID, Name: k.Name, CreatedAt: k.CreatedAt, LastUsed: k.LastUsed})
+		if keep(k) {
+			out = append(out, shown(k))
 		}
 	}
 	return out, nil
@@ -185,9 +237,16 @@ func (s *Keys) ListAccessKeys(ctx context.Context, userID string) ([]AccessKey, 
 // (on other nodes, when the store's announcement arrives; within the
 // cache TTL at worst).
 func (s *Keys) DeleteAccessKey(ctx context.Context, userID, id string) error {
+	return s.deleteKey(ctx, userID, id, "access key", func(k meta.AccessKey) bool { return !k.Internal && !k.Token })
+}
+
+// deleteKey deletes the user's key or app token id if it is one of what
+// deletable says (NotFound "no such what" otherwise), once every node
+// dropped it from its cache.
+func (s *Keys) deleteKey(ctx context.Context, userID, id, what string, deletable func(meta.AccessKey) bool) error {
 	k, err := s.meta.GetAccessKey(ctx, id)
-	if errcode.Is(err, errcode.NotFound) || err == nil && (k.UserID != userID || k.Internal) {
-		return errcode.New(errcode.NotFound, "no such access key")
+	if errcode.Is(err, errcode.NotFound) || err == nil && (k.UserID != userID || !deletable(k)) {
+		return errcode.New(errcode.NotFound, "no such %s", what)
 	}
 	if err != nil {
 		return err
@@ -197,9 +256,21 @@ func (s *Keys) DeleteAccessKey(ctx context.Context, userID, id string) error {
 	})
 }
 
-// keyEntry is a cached access key: its owner and its secret in clear.
+// shown is k as its owner sees it (no secret).
+func shown(k meta.AccessKey) AccessKey {
+	return AccessKey{ID: k.ID, Name: k.Name, Scope: k.Scope, ExpiresAt: k.ExpiresAt, CreatedAt: k.CreatedAt, LastUsed: k.LastUsed}
+}
+
+// keyEntry is a cached access key or app token: its owner, its secret in
+// clear (an app token's: the SHA-256 of its secret), its scope and
+// expiry. A key never changes once made (it is only deleted), so the
+// cache holds it until its deletion is announced; the expiry is checked
+// on every use.
 type keyEntry struct {
 	userID, secret string
+	token          bool
+	scope          policy.Evaluator
+	expires        time.Time
 }
 
 func (s *Keys) loadKey(ctx context.Context, id string) (keyEntry, error) {
@@ -207,31 +278,54 @@ func (s *Keys) loadKey(ctx context.Context, id string) (keyEntry, error) {
 	if err != nil {
 		return keyEntry{}, err // NotFound too: unknown IDs are not cached
 	}
-	secret, err := s.sealer.open(k.ID, k.SecretEnc)
-	if err != nil {
-		return keyEntry{}, err
+	e := keyEntry{userID: k.UserID, token: k.Token, expires: k.ExpiresAt, secret: string(k.SecretEnc)}
+	if !k.Token {
+		if e.secret, err = s.sealer.open(k.ID, k.SecretEnc); err != nil {
+			return keyEntry{}, err
+		}
 	}
-	return keyEntry{userID: k.UserID, secret: secret}, nil
+	if e.scope, err = ScopeOf(k.Scope); err != nil {
+		return keyEntry{}, errcode.Wrap(errcode.Internal, err, "access key %s: stored scope", id)
+	}
+	return e, nil
 }
 
 // LookupKey returns the secret and owner of an access key, for SigV4 and
-// SigV2 verification (headers and presigned URLs alike). Unknown keys and
-// keys of disabled or deleted users are NotFound. Keys and their owners'
-// state come from the caches (see the package doc).
+// SigV2 verification (headers and presigned URLs alike), and the key's
+// scope in the Principal. Unknown keys, app tokens and keys of disabled
+// or deleted users are NotFound; an expired key is Unauthenticated with
+// S3 code ExpiredToken. Keys and their owners' state come from the caches
+// (see the package doc).
 func (s *Keys) LookupKey(ctx context.Context, id string) (secret string, p Principal, err error) {
-	k, err := s.keys.Get(ctx, id, s.loadKey)
+	k, err := s.use(ctx, id)
 	if err != nil {
 		return "", Principal{}, err
 	}
-	st, err := s.state(ctx, k.userID)
-	if err != nil {
-		return "", Principal{}, err
-	}
-	if !st.found || st.disabled {
+	if k.token {
 		return "", Principal{}, errcode.New(errcode.NotFound, "access key %q not found", id)
 	}
 	s.touch(id)
-	return k.secret, Principal{UserID: k.userID}, nil
+	return k.secret, Principal{UserID: k.userID, KeyID: id, Scope: k.scope}, nil
+}
+
+// use returns the cached key or app token id if it may be used now: its
+// user exists and is enabled, and it has not expired.
+func (s *Keys) use(ctx context.Context, id string) (keyEntry, error) {
+	k, err := s.keys.Get(ctx, id, s.loadKey)
+	if err != nil {
+		return keyEntry{}, err
+	}
+	st, err := s.state(ctx, k.userID)
+	if err != nil {
+		return keyEntry{}, err
+	}
+	if !st.found || st.disabled {
+		return keyEntry{}, errcode.New(errcode.NotFound, "access key %q not found", id)
+	}
+	if expired(k.expires, s.now()) {
+		return keyEntry{}, errExpired(id)
+	}
+	return k, nil
 }
 
 // touch records a key's last use, at most once a minute per key.
@@ -278,7 +372,7 @@ func (s *Keys) InternalKey(ctx context.Context, userID string) (id, secret strin
 			return k.ID, secret, nil
 		}
 	}
-	k, err := s.createKey(ctx, userID, "coffer direct uploads", true)
+	k, err := s.createKey(ctx, userID, KeyOptions{Name: "coffer direct uploads"}, true)
 	if err != nil {
 		return "", "", err
 	}

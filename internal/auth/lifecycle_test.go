@@ -63,7 +63,7 @@ func signup(t *testing.T, s *auth.Service, email string) account {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err := s.Keys.CreateAccessKey(ctx, u.ID, "k")
+	k, err := s.Keys.CreateAccessKey(ctx, u.ID, auth.KeyOptions{Name: "k"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -328,7 +328,7 @@ func BenchmarkAccountCheck(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	k, err := s.Keys.CreateAccessKey(ctx, u.ID, "k")
+	k, err := s.Keys.CreateAccessKey(ctx, u.ID, auth.KeyOptions{Name: "k"})
 	if err != nil {
 		b.Fatal(err)
 	}

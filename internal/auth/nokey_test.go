@@ -24,7 +24,7 @@ func TestServiceWithoutServerKey(t *testing.T) {
 	if _, err := nokey.Users.SetQuota(ctx, u.ID, 1<<20); err != nil {
 		t.Errorf("SetQuota without the server key: %v", err)
 	}
-	if _, err := nokey.Keys.CreateAccessKey(ctx, u.ID, "k"); !errcode.Is(err, errcode.Internal) {
+	if _, err := nokey.Keys.CreateAccessKey(ctx, u.ID, auth.KeyOptions{Name: "k"}); !errcode.Is(err, errcode.Internal) {
 		t.Errorf("CreateAccessKey without the server key: %v, want an Internal error", err)
 	}
 	if keys, err := nokey.Keys.ListAccessKeys(ctx, u.ID); err != nil || len(keys) != 0 {
@@ -32,7 +32,7 @@ func TestServiceWithoutServerKey(t *testing.T) {
 	}
 
 	keyed := newService(m, nil)
-	k, err := keyed.Keys.CreateAccessKey(ctx, u.ID, "k")
+	k, err := keyed.Keys.CreateAccessKey(ctx, u.ID, auth.KeyOptions{Name: "k"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/coffer-storage/coffer/internal/auth"
 	"github.com/coffer-storage/coffer/internal/config"
@@ -307,7 +308,7 @@ func (c *gcCmd) Run(ctx context.Context, args []string) error {
 type keyCmd struct{ env Env }
 
 func (*keyCmd) Synopsis() string {
-	return "S3 access keys: 'key create --email E [--name N]', 'key list --email E', 'key delete --email E --id ID'"
+	return "S3 access keys and app tokens: 'key create --email E [--name N] [--bucket B [--prefix P]] [--read-only|--write-only] [--expires 30d|DATE] [--policy FILE] [--app-token]', 'key list --email E [--app-token]', 'key delete --email E --id ID [--app-token]'"
 }
 
 func (c *keyCmd) Run(ctx context.Context, args []string) error {
@@ -320,6 +321,9 @@ func (c *keyCmd) Run(ctx context.Context, args []string) error {
 	email := fs.String("email", "", "account email")
 	name := fs.String("name", "", "key name (create)")
 	id := fs.String("id", "", "access key ID (delete)")
+	token := fs.Bool("app-token", false, "an app token for the file API (a bearer token, scoped and expiring alike) instead of an S3 key")
+	var sf scopeFlags
+	sf.register(fs)
 	if err := data.parse(fs, args[1:]); err != nil {
 		return err
 	}
@@ -330,6 +334,15 @@ func (c *keyCmd) Run(ctx context.Context, args []string) error {
 	}
 	if *email == "" {
 		return usageError{errorf("--email is required")}
+	}
+	var opts auth.KeyOptions
+	if args[0] == "create" {
+		var err error
+		if opts, err = sf.options(*name, time.Now()); err != nil {
+			return err
+		}
+	} else if sf.set() {
+		return usageError{errorf("--bucket, --prefix, --read-only, --write-only, --expires and --policy are for create")}
 	}
 	var m *server.Stores
 	var key []byte // only create seals a secret
@@ -350,21 +363,40 @@ func (c *keyCmd) Run(ctx context.Context, args []string) error {
 	}
 	switch args[0] {
 	case "create":
-		k, err := as.Keys.CreateAccessKey(ctx, u.ID, *name)
+		if *token {
+			k, err := as.Keys.CreateAppToken(ctx, u.ID, opts)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(c.env.Stdout, "id:      %s\ntoken:   %s\nscope:   %s\nexpires: %s\n(the token is shown only now)\n",
+				k.ID, k.Secret, describeScope(k.Scope), describeExpiry(k.ExpiresAt, time.Now()))
+			return nil
+		}
+		k, err := as.Keys.CreateAccessKey(ctx, u.ID, opts)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(c.env.Stdout, "access_key_id:     %s\nsecret_access_key: %s\n(the secret is shown only now)\n", k.ID, k.Secret)
+		fmt.Fprintf(c.env.Stdout, "access_key_id:     %s\nsecret_access_key: %s\nscope:             %s\nexpires:           %s\n(the secret is shown only now)\n",
+			k.ID, k.Secret, describeScope(k.Scope), describeExpiry(k.ExpiresAt, time.Now()))
 	case "list":
-		keys, err := as.Keys.ListAccessKeys(ctx, u.ID)
+		list := as.Keys.ListAccessKeys
+		if *token {
+			list = as.Keys.ListAppTokens
+		}
+		keys, err := list(ctx, u.ID)
 		if err != nil {
 			return err
 		}
 		for _, k := range keys {
-			fmt.Fprintf(c.env.Stdout, "%s\t%s\tcreated %s\n", k.ID, k.Name, k.CreatedAt.Format("2006-01-02 15:04:05"))
+			fmt.Fprintf(c.env.Stdout, "%s\t%s\tcreated %s\tscope %s\texpires %s\n", k.ID, k.Name, k.CreatedAt.Format("2006-01-02 15:04:05"),
+				describeScope(k.Scope), describeExpiry(k.ExpiresAt, time.Now()))
 		}
 	case "delete":
-		if err := as.Keys.DeleteAccessKey(ctx, u.ID, *id); err != nil {
+		del := as.Keys.DeleteAccessKey
+		if *token {
+			del = as.Keys.DeleteAppToken
+		}
+		if err := del(ctx, u.ID, *id); err != nil {
 			return err
 		}
 		fmt.Fprintf(c.env.Stdout, "deleted %s\n", *id)

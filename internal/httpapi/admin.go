@@ -237,7 +237,7 @@ func (h *adminHandlers) adminListKeys(r *http.Request, _ auth.Principal) (respon
 	if _, err := h.accounts.User(r.Context(), id); err != nil {
 		return nil, err
 	}
-	return keysResponse(r.Context(), h.accessKeys, id)
+	return keysResponse(r.Context(), h.accessKeys, id, time.Now())
 }
 
 func (h *adminHandlers) adminDeleteKey(r *http.Request, _ auth.Principal) (response, error) {

@@ -269,6 +269,9 @@ func (api *API) Routes() []Route {
 		{Method: "GET", Pattern: "/api/v1/keys", Access: User, handle: api.keys.listKeys},
 		{Method: "POST", Pattern: "/api/v1/keys", Access: User, handle: api.keys.createKey},
 		{Method: "DELETE", Pattern: "/api/v1/keys/{id}", Access: User, handle: api.keys.deleteKey},
+		{Method: "GET", Pattern: "/api/v1/tokens", Access: User, handle: api.keys.listTokens},
+		{Method: "POST", Pattern: "/api/v1/tokens", Access: User, handle: api.keys.createToken},
+		{Method: "DELETE", Pattern: "/api/v1/tokens/{id}", Access: User, handle: api.keys.deleteToken},
 
 		{Method: "POST", Pattern: "/api/v1/uploads", Access: User, CORS: true, handle: api.uploads.createUpload},
 		{Method: "GET", Pattern: "/api/v1/uploads/{id}", Access: User, CORS: true, handle: api.uploads.getUpload},
@@ -353,6 +356,9 @@ func (api *API) serve(w http.ResponseWriter, r *http.Request, rt Route) {
 	if err == nil && (rt.Access == User || rt.Access == Admin) && p.Anonymous() {
 		err = errcode.New(errcode.Unauthenticated, "authentication required")
 	}
+	if err == nil && p.KeyID != "" && !appTokenRoute(rt) {
+		err = errcode.New(errcode.PermissionDenied, "an app token may use only the bucket, file and upload routes")
+	}
 	if err == nil && !p.Anonymous() {
 		// The per-user quota, charged once the token holds. (A share
 		// link's requests are charged to the share: ratelimit.DimShare.)
@@ -387,14 +393,31 @@ func (api *API) principal(r *http.Request) (auth.Principal, error) {
 	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
 		return auth.Principal{}, errcode.New(errcode.Unauthenticated, "Authorization must be \"Bearer <access token>\"")
 	}
-	return api.accounts.Authenticate(r.Context(), strings.TrimSpace(token))
+	token = strings.TrimSpace(token)
+	if auth.IsAppToken(token) {
+		return api.keys.accessKeys.AuthenticateToken(r.Context(), token)
+	}
+	return api.accounts.Authenticate(r.Context(), token)
+}
+
+// appTokenRoute reports whether an app token may call rt: the routes of
+// buckets, files and uploads, whose every action the object service
+// decides with the token's scope. Accounts, keys, tokens, shares and
+// administration need the user's own session.
+func appTokenRoute(rt Route) bool {
+	for _, p := range []string{"/api/v1/buckets", "/api/v1/uploads", TusBase} {
+		if rt.Pattern == p || strings.HasPrefix(rt.Pattern, strings.TrimSuffix(p, "/")+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // actor is who request r acts for: p, with the request's condition keys
 // (conditions) for the policies the object service consults.
 func actor(r *http.Request, p auth.Principal) object.Actor {
 	c, _ := r.Context().Value(conditionsKey{}).(map[string][]string)
-	return object.Actor{UserID: p.UserID, Context: c}
+	return object.Actor{UserID: p.UserID, KeyID: p.KeyID, Scope: p.Scope, Context: c}
 }
 
 type conditionsKey struct{}

@@ -815,15 +815,48 @@ func manyPrefixes(n int) []string {
 }
 
 func flowKeys(e *oasEnv) {
-	s, _ := e.signup("carol@example.com")
+	s, bucket := e.signup("carol@example.com")
 	var k struct {
 		ID string `json:"access_key_id"`
 	}
 	e.want(201, call{method: "POST", path: "/api/v1/keys", token: s.AccessToken, json: map[string]any{"name": "laptop"}}, &k)
 	e.want(201, call{method: "POST", path: "/api/v1/keys", token: s.AccessToken}, nil) // no body: no name
+	e.want(201, call{method: "POST", path: "/api/v1/keys", token: s.AccessToken, json: map[string]any{"name": "ro",
+		"scope": map[string]any{"bucket": "photos", "prefix": "in/", "access": "read"}, "expires_in": 30 * 24 * 3600}}, nil)
+	e.want(201, call{method: "POST", path: "/api/v1/keys", token: s.AccessToken, json: map[string]any{
+		"scope": map[string]any{"access": "write"}, "expires_at": time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}}, nil)
+	e.want(400, call{method: "POST", path: "/api/v1/keys", token: s.AccessToken, json: map[string]any{
+		"scope": map[string]any{"prefix": "in/", "access": "read"}}}, nil, "invalid_argument")
+	e.want(400, call{method: "POST", path: "/api/v1/keys", token: s.AccessToken, json: map[string]any{
+		"scope": map[string]any{"bucket": "photos", "access": "everything"}, "expires_in": 60}, invalid: true}, nil, "invalid_argument")
+	e.want(400, call{method: "POST", path: "/api/v1/keys", token: s.AccessToken, json: map[string]any{
+		"expires_at": time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)}}, nil, "invalid_argument")
 	e.want(200, call{method: "GET", path: "/api/v1/keys", token: s.AccessToken}, nil)
 	e.want(204, call{method: "DELETE", path: "/api/v1/keys/" + k.ID, token: s.AccessToken}, nil)
 	e.want(404, call{method: "DELETE", path: "/api/v1/keys/" + k.ID, token: s.AccessToken}, nil, "not_found")
+
+	// App tokens: made, listed, used on a file route within their scope,
+	// refused outside it and on the account's routes, revoked.
+	var tok struct {
+		ID    string `json:"id"`
+		Token string `json:"token"`
+	}
+	e.want(201, call{method: "POST", path: "/api/v1/tokens", token: s.AccessToken, json: map[string]any{"name": "app",
+		"scope": map[string]any{"bucket": bucket, "prefix": "in/", "access": "read-write"}, "expires_in": 3600}}, &tok)
+	e.want(201, call{method: "POST", path: "/api/v1/tokens", token: s.AccessToken}, nil)
+	e.want(201, call{method: "POST", path: "/api/v1/tokens", token: s.AccessToken, json: map[string]any{
+		"scope": map[string]any{"policy": `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"s3:GetObject","Resource":"arn:aws:s3:::` + bucket + `/*"}]}`}}}, nil)
+	e.want(400, call{method: "POST", path: "/api/v1/keys", token: s.AccessToken, json: map[string]any{
+		"scope": map[string]any{"policy": `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"s3:Nothing","Resource":"*"}]}`}}}, nil, "invalid_argument")
+	e.want(400, call{method: "POST", path: "/api/v1/tokens", token: s.AccessToken, json: map[string]any{"expires_in": 0}, invalid: true}, nil, "invalid_argument")
+	e.want(200, call{method: "GET", path: "/api/v1/tokens", token: s.AccessToken}, nil)
+	e.want(201, call{method: "PUT", path: "/api/v1/buckets/" + bucket + "/files/in/a.txt", token: tok.Token, body: []byte("by the app"), ctype: "text/plain"}, nil)
+	e.want(403, call{method: "PUT", path: "/api/v1/buckets/" + bucket + "/files/out.txt", token: tok.Token, body: []byte("outside"), ctype: "text/plain"}, nil, "permission_denied")
+	e.want(403, call{method: "GET", path: "/api/v1/tokens", token: tok.Token}, nil, "permission_denied")
+	e.want(403, call{method: "POST", path: "/api/v1/tokens", token: tok.Token}, nil, "permission_denied")
+	e.want(204, call{method: "DELETE", path: "/api/v1/tokens/" + tok.ID, token: s.AccessToken}, nil)
+	e.want(401, call{method: "GET", path: "/api/v1/buckets/" + bucket + "/files/in/a.txt", token: tok.Token}, nil, "unauthenticated")
+	e.want(404, call{method: "DELETE", path: "/api/v1/tokens/" + tok.ID, token: s.AccessToken}, nil, "not_found")
 }
 
 func flowShares(e *oasEnv) {

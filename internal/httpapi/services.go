@@ -33,11 +33,16 @@ type Accounts interface {
 	DeleteAccount(ctx context.Context, id, password string, purge bool, clientIP string) (meta.DeleteUserResult, error)
 }
 
-// AccessKeys is what the S3 key routes call (auth).
+// AccessKeys is what the S3 key and app token routes call, and the
+// authentication of app tokens (auth).
 type AccessKeys interface {
-	CreateAccessKey(ctx context.Context, userID, name string) (auth.AccessKey, error)
+	CreateAccessKey(ctx context.Context, userID string, o auth.KeyOptions) (auth.AccessKey, error)
 	ListAccessKeys(ctx context.Context, userID string) ([]auth.AccessKey, error)
 	DeleteAccessKey(ctx context.Context, userID, id string) error
+	CreateAppToken(ctx context.Context, userID string, o auth.KeyOptions) (auth.AccessKey, error)
+	ListAppTokens(ctx context.Context, userID string) ([]auth.AccessKey, error)
+	DeleteAppToken(ctx context.Context, userID, id string) error
+	AuthenticateToken(ctx context.Context, token string) (auth.Principal, error)
 }
 
 // UserAdmin is what the administrators' user and invite routes call

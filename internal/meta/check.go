@@ -201,6 +201,9 @@ func CheckAccessKey(k AccessKey, now time.Time) (AccessKey, error) {
 	if k.ID == "" || k.UserID == "" {
 		return k, errcode.New(errcode.InvalidArgument, "access key id and user are required")
 	}
+	if err := CheckKeyScope(k.Scope); err != nil {
+		return k, err
+	}
 	if k.SecretEnc == nil {
 		k.SecretEnc = []byte{}
 	}

@@ -703,7 +703,14 @@ type AccessKey struct {
 	Name      string
 	// Internal keys are made by Coffer itself (to presign direct-upload
 	// URLs); they are hidden from the user's key list.
-	Internal  bool
+	Internal bool
+	// Token: the row is a file-API app token, not an S3 key; SecretEnc is
+	// the SHA-256 of its secret (the token is never stored in clear).
+	Token bool
+	// Scope narrows what the key may do (the zero KeyScope: as its user);
+	// ExpiresAt is when it stops working (zero: never).
+	Scope     KeyScope
+	ExpiresAt time.Time
 	CreatedAt time.Time
 	LastUsed  time.Time // zero if never; updated at most coarsely
 }

@@ -36,6 +36,23 @@ type Actor struct {
 	Context map[string][]string
 }
 
+// listing returns a as it asks for a listing of prefix: the condition key
+// s3:prefix is the prefix the listing uses, whichever API asked (S3 sets
+// it from the query, the file API does not), so that a scope bound to a
+// prefix answers both alike.
+func (a Actor) listing(prefix string) Actor {
+	if prefix == "" {
+		return a
+	}
+	c := make(map[string][]string, len(a.Context)+1)
+	for k, v := range a.Context {
+		c[k] = v
+	}
+	c["s3:prefix"] = []string{prefix}
+	a.Context = c
+	return a
+}
+
 // opOr returns a.Op, or def if the API named no action.
 func (a Actor) opOr(def string) string {
 	if a.Op != "" {

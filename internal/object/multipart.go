@@ -397,7 +397,7 @@ func (s *Uploads) ListParts(ctx context.Context, a Actor, bucket, key, id string
 
 // ListUploads lists a bucket's uploads in progress.
 func (s *Uploads) ListUploads(ctx context.Context, a Actor, bucket string, opts meta.ListUploadsOptions) ([]meta.Upload, bool, error) {
-	if _, err := s.authorize(ctx, a, bucket, "s3:ListBucketMultipartUploads", ""); err != nil {
+	if _, err := s.authorize(ctx, a.listing(opts.Prefix), bucket, "s3:ListBucketMultipartUploads", ""); err != nil {
 		return nil, false, err
 	}
 	return s.meta.ListUploads(ctx, bucket, opts)

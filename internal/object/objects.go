@@ -203,7 +203,7 @@ func (s *Service) moveByCopy(ctx context.Context, a Actor, srcBucket, srcKey, ds
 
 // List lists a bucket a owns.
 func (s *Service) List(ctx context.Context, a Actor, bucket string, opts meta.ListOptions) (meta.ListPage, error) {
-	b, err := s.authorize(ctx, a, bucket, "s3:ListBucket", "")
+	b, err := s.authorize(ctx, a.listing(opts.Prefix), bucket, "s3:ListBucket", "")
 	if err != nil {
 		return meta.ListPage{}, err
 	}
@@ -225,7 +225,7 @@ func listedOwners(b meta.Bucket, os []meta.Object) {
 
 // ListVersions lists the versions and delete markers of a bucket a owns.
 func (s *Service) ListVersions(ctx context.Context, a Actor, bucket string, opts meta.VersionListOptions) (meta.VersionPage, error) {
-	b, err := s.authorize(ctx, a, bucket, "s3:ListBucketVersions", "")
+	b, err := s.authorize(ctx, a.listing(opts.Prefix), bucket, "s3:ListBucketVersions", "")
 	if err != nil {
 		return meta.VersionPage{}, err
 	}

@@ -47,7 +47,7 @@ func (api *API) authenticate(q *request) error {
 	if err != nil {
 		return err
 	}
-	q.actor, q.authed = object.Actor{UserID: principal.UserID}, true
+	q.actor, q.authed = object.Actor{UserID: principal.UserID, KeyID: principal.KeyID, Scope: principal.Scope}, true
 	q.pay.res, q.pay.signed = res, true
 	if res.Payload == sigv4.PayloadSHA256 {
 		sum, err := hex.DecodeString(res.PayloadHash)
@@ -95,7 +95,7 @@ func (api *API) authenticateV2(q *request) error {
 			return s3err.New(s3err.InvalidRequest, "The query parameters of this presigned URL turn "+op+" into "+op2+"; send them as headers.")
 		}
 	}
-	q.actor, q.authed = object.Actor{UserID: principal.UserID}, true
+	q.actor, q.authed = object.Actor{UserID: principal.UserID, KeyID: principal.KeyID, Scope: principal.Scope}, true
 	if res.PayloadSHA256 != "" {
 		sum, err := hex.DecodeString(res.PayloadSHA256)
 		if err != nil || len(sum) != 32 {

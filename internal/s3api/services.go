@@ -83,7 +83,8 @@ type Uploads interface {
 }
 
 // Keys finds the secret of an access key, for SigV4 and SigV2: unknown
-// keys and keys of disabled users are InvalidAccessKeyId.
+// keys and keys of disabled users are InvalidAccessKeyId, expired keys
+// ExpiredToken. The principal carries the key's scope.
 type Keys interface {
 	LookupKey(ctx context.Context, id string) (secret string, p auth.Principal, err error)
 }

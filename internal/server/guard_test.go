@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coffer-storage/coffer/internal/auth"
 	"github.com/coffer-storage/coffer/internal/config"
 	"github.com/coffer-storage/coffer/internal/httpapi"
 	"github.com/coffer-storage/coffer/internal/s3api"
@@ -134,7 +135,7 @@ func TestLogPathHidesShareTokens(t *testing.T) {
 // (the guard sets it once, before any handler runs).
 func TestNosniffOnEveryResponse(t *testing.T) {
 	e := newShareEnv(t)
-	key, err := e.s.auth.Keys.CreateAccessKey(context.Background(), e.a.id, "nosniff")
+	key, err := e.s.auth.Keys.CreateAccessKey(context.Background(), e.a.id, auth.KeyOptions{Name: "nosniff"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +185,7 @@ func TestNosniffOnEveryResponse(t *testing.T) {
 // larger one is EntityTooLarge.
 func TestS3ListenerConfig(t *testing.T) {
 	e := newShareEnv(t)
-	key, err := e.s.auth.Keys.CreateAccessKey(context.Background(), e.a.id, "xml")
+	key, err := e.s.auth.Keys.CreateAccessKey(context.Background(), e.a.id, auth.KeyOptions{Name: "xml"})
 	if err != nil {
 		t.Fatal(err)
 	}

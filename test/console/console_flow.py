@@ -1170,6 +1170,37 @@ def main():
         shot(page, "keys")
         axe(page, "S3 keys")
         page.get_by_role("button", name="Done").click()
+        # A scoped key: bucket, folder, read only, 30 days; the list shows
+        # them; the API agrees. Then an app token of the same scope.
+        page.get_by_label("Bucket (optional)").fill(BUCKET)
+        page.get_by_label("Folder prefix (optional)").fill("in/")
+        page.get_by_label("Access").select_option("read")
+        page.get_by_label("Expires in days (optional)").fill("30")
+        page.get_by_role("button", name="Create key").click()
+        expect(page.get_by_label("Secret access key")).to_be_visible()
+        scoped_id = page.get_by_label("Access key ID").input_value()
+        page.get_by_role("button", name="Done").click()
+        row = page.locator('tr[data-key-id="%s"]' % scoped_id)
+        expect(row).to_contain_text("read %s/in/*" % BUCKET)
+        expect(row.locator("td").nth(3)).not_to_have_text("never")  # Expires
+        st, listed = api("GET", "/api/v1/keys", token=admin_token)
+        k = [k for k in listed["keys"] if k["access_key_id"] == scoped_id][0]
+        assert k["scope"] == {"bucket": BUCKET, "prefix": "in/", "access": "read"}, k
+        left = calendar.timegm(time.strptime(k["expires_at"][:19], "%Y-%m-%dT%H:%M:%S")) - time.time()
+        assert 29.9 * 86400 < left <= 30 * 86400, k
+        page.get_by_label("Kind").select_option("tokens")
+        page.get_by_label("Access").select_option("write")
+        page.get_by_label("Bucket (optional)").fill(BUCKET)
+        page.get_by_role("button", name="Create app token").click()
+        token = page.get_by_label("App token", exact=True).input_value()
+        assert token.startswith("coffer_"), token
+        page.get_by_role("button", name="Done").click()
+        expect(page.locator("table.tokens")).to_contain_text("write %s/*" % BUCKET)
+        st, _ = api("GET", "/api/v1/buckets/" + BUCKET + "/files", token=token)
+        assert st == 403, ("a write-only app token listed the bucket", st)
+        shot(page, "keys-scoped")
+        axe(page, "S3 keys with scopes")
+        log("scoped key and app token made in the console:", scoped_id)
         page.get_by_role("link", name="Account").click()
         expect(page.get_by_text("used", exact=False).first).to_be_visible()
         # "Signed in since" is this session's start, not the account's.

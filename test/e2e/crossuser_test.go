@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coffer-storage/coffer/internal/config"
 	"github.com/coffer-storage/coffer/internal/httpapi"
@@ -31,6 +32,10 @@ func TestCrossUser(t *testing.T) {
 		t.Fatal("setup key")
 	}
 	aS3 := testenv.S3Key{ID: aKey.ID, Secret: aKey.Secret}
+	var aToken struct{ ID, Token string }
+	if st := a.JSON(t, "POST", "/api/v1/tokens", map[string]string{"name": "a"}, &aToken); st != 201 {
+		t.Fatal("setup app token")
+	}
 	testenv.MustS3(t, aS3, srv.S3URL, "PUT", "/"+a.Bucket+"?versioning", testenv.VersioningBody("Enabled"), 200)
 	if st, _, _ := put(t, a, a.Bucket, "secret.txt", []byte("an older secret")); st != 201 {
 		t.Fatal("setup put")
@@ -271,6 +276,39 @@ func TestCrossUser(t *testing.T) {
 		},
 		"DELETE /api/v1/keys/{id}": func(t *testing.T) {
 			denied(t, "delete A's key", jsonDo("DELETE", "/api/v1/keys/"+aKey.ID, nil))
+		},
+		"GET /api/v1/tokens": func(t *testing.T) {
+			var l struct {
+				Tokens []struct{ ID string } `json:"tokens"`
+			}
+			b.JSON(t, "GET", "/api/v1/tokens", nil, &l)
+			for _, tk := range l.Tokens {
+				if tk.ID == aToken.ID {
+					t.Errorf("B's token list shows A's app token")
+				}
+			}
+		},
+		"POST /api/v1/tokens": func(t *testing.T) {
+			// B's own token, even scoped to A's bucket, reaches nothing of A's.
+			var tk struct{ Token string }
+			if st := b.JSON(t, "POST", "/api/v1/tokens", map[string]any{"scope": map[string]any{"bucket": a.Bucket, "access": "read-write"}}, &tk); st != 201 {
+				t.Fatalf("B creating its own token: %d", st)
+			}
+			bt := testenv.NewClient(srv.URL)
+			bt.Token = tk.Token
+			resp := bt.Do(t, "GET", testenv.FileURL(a.Bucket, "secret.txt"), nil)
+			resp.Body.Close()
+			denied(t, "B's token scoped to A's bucket", resp.StatusCode)
+			// A's token is refused on the account routes, including making
+			// another token.
+			at := testenv.NewClient(srv.URL)
+			at.Token = aToken.Token
+			if st := at.JSON(t, "POST", "/api/v1/tokens", nil, nil); st != 403 {
+				t.Errorf("an app token making a token: %d, want 403", st)
+			}
+		},
+		"DELETE /api/v1/tokens/{id}": func(t *testing.T) {
+			denied(t, "delete A's app token", jsonDo("DELETE", "/api/v1/tokens/"+aToken.ID, nil))
 		},
 		"POST /api/v1/uploads": func(t *testing.T) {
 			denied(t, "direct upload into A's bucket", jsonDo("POST", "/api/v1/uploads", map[string]any{"bucket": a.Bucket, "key": "planted.bin", "size": 10}))
@@ -525,6 +563,11 @@ func TestCrossUser(t *testing.T) {
 	if len(ak.Keys) != 1 || ak.Keys[0].ID != aKey.ID {
 		t.Errorf("A's keys: %+v", ak.Keys)
 	}
+	at := testenv.NewClient(srv.URL)
+	at.Token = aToken.Token
+	if resp, body := get(t, at, a.Bucket, "secret.txt"); resp.StatusCode != 200 || !bytes.Equal(body, secret) {
+		t.Errorf("A's app token after the matrix: %d", resp.StatusCode)
+	}
 	a.Login(t, "correct horse battery")
 	// A is still enabled, not an administrator, with its quota; nobody
 	// was planted.
@@ -538,4 +581,195 @@ func TestCrossUser(t *testing.T) {
 		t.Errorf("the planted account logs in: %d", st)
 	}
 	b.Login(t, "correct horse battery")
+}
+
+// TestCrossUserScopedKeys: the cross-user matrix for scoped credentials.
+// A user's S3 key and app token with the same scope (bucket B, prefix
+// in/, read | write | read-write) reach outside their prefix, their
+// bucket and their verb through every kind of request, on both APIs:
+// each request is allowed exactly when the scope allows it (docs/keys.md),
+// the two APIs agree on every one, and nothing outside the scope is read
+// or changed (0 leaks). Then an expired scoped key and app token are
+// refused everything (S3 ExpiredToken, file API 401).
+func TestCrossUserScopedKeys(t *testing.T) {
+	srv := testenv.Start(t)
+	owner := srv.NewUser(t)
+	bkt, other, empty := owner.Bucket, "other-"+strings.ToLower(owner.Bucket), "empty-"+strings.ToLower(owner.Bucket)
+	for _, name := range []string{other, empty} {
+		if st := owner.JSON(t, "POST", "/api/v1/buckets", map[string]any{"name": name}, nil); st != 201 {
+			t.Fatalf("setup bucket %s: %d", name, st)
+		}
+	}
+	secret := randBytes(t, 1000)
+	seed := map[string][]byte{bkt + "/in/a.txt": []byte("inside"), bkt + "/out.txt": secret, bkt + "/inx.txt": secret,
+		other + "/in/a.txt": secret}
+	for _, access := range []string{"read", "write", "read-write"} {
+		for _, api := range []string{"s3", "file"} {
+			seed[bkt+"/in/del-"+access+"-"+api] = []byte("to delete")
+		}
+	}
+	for bk, data := range seed {
+		b, k, _ := strings.Cut(bk, "/")
+		if st, _, _ := put(t, owner, b, k, data); st != 201 {
+			t.Fatalf("setup put %s: %d", bk, st)
+		}
+	}
+
+	type creds struct {
+		key   testenv.S3Key
+		token *testenv.Client
+	}
+	newCreds := func(t *testing.T, access string, expiresIn int) creds {
+		t.Helper()
+		body := map[string]any{"scope": map[string]any{"bucket": bkt, "prefix": "in/", "access": access}, "expires_in": expiresIn}
+		var k struct {
+			ID     string `json:"access_key_id"`
+			Secret string `json:"secret_access_key"`
+		}
+		if st := owner.JSON(t, "POST", "/api/v1/keys", body, &k); st != 201 {
+			t.Fatalf("create %s key: %d", access, st)
+		}
+		var tok struct{ Token string }
+		if st := owner.JSON(t, "POST", "/api/v1/tokens", body, &tok); st != 201 {
+			t.Fatalf("create %s token: %d", access, st)
+		}
+		c := testenv.NewClient(srv.URL)
+		c.HTTP, c.Token = srv.HTTPClient(), tok.Token
+		return creds{testenv.S3Key{ID: k.ID, Secret: k.Secret}, c}
+	}
+	s3 := func(c creds, method, path string, body []byte) (int, []byte) {
+		r, err := testenv.S3Do(c.key, srv.S3URL, method, path, body)
+		if err != nil {
+			t.Fatalf("S3 %s %s: %v", method, path, err)
+		}
+		return r.Status, r.Body
+	}
+	file := func(c creds, method, path string, body []byte) (int, []byte) {
+		var rd io.Reader
+		if body != nil {
+			rd = bytes.NewReader(body)
+		}
+		resp := c.token.Do(t, method, path, rd)
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, data
+	}
+	fileURL := testenv.FileURL
+	// Each request in both APIs, and what it needs: "read", "write",
+	// "delete" (read-write only) or "" (no scope of B/in/ allows it).
+	type request struct {
+		name     string
+		needs    string
+		s3, file func(c creds, access, api string) (int, []byte)
+	}
+	s3Req := func(method, path string, body []byte) func(creds, string, string) (int, []byte) {
+		return func(c creds, access, api string) (int, []byte) {
+			return s3(c, method, strings.NewReplacer("{access}", access, "{api}", api).Replace(path), body)
+		}
+	}
+	fileReq := func(method, path string, body []byte) func(creds, string, string) (int, []byte) {
+		return func(c creds, access, api string) (int, []byte) {
+			// (FileURL escaped the braces.)
+			return file(c, method, strings.NewReplacer("{access}", access, "{api}", api, "%7Baccess%7D", access, "%7Bapi%7D", api).Replace(path), body)
+		}
+	}
+	createBucket := func(c creds, access, api string) (int, []byte) {
+		name := "new-" + access + "-" + api + "-" + strings.ToLower(bkt)
+		if api == "s3" {
+			return s3(c, "PUT", "/"+name, nil)
+		}
+		st := c.token.JSON(t, "POST", "/api/v1/buckets", map[string]any{"name": name}, nil)
+		return st, nil
+	}
+	requests := []request{
+		{"read inside the prefix", "read", s3Req("GET", "/"+bkt+"/in/a.txt", nil), fileReq("GET", fileURL(bkt, "in/a.txt"), nil)},
+		{"head inside the prefix", "read", s3Req("HEAD", "/"+bkt+"/in/a.txt", nil), fileReq("HEAD", fileURL(bkt, "in/a.txt"), nil)},
+		{"list the prefix", "read", s3Req("GET", "/"+bkt+"?list-type=2&prefix=in/", nil), fileReq("GET", "/api/v1/buckets/"+bkt+"/files?prefix=in/", nil)},
+		{"write inside the prefix", "write", s3Req("PUT", "/"+bkt+"/in/new-{access}-{api}.txt", []byte("new")), fileReq("PUT", fileURL(bkt, "in/new-{access}-{api}.txt"), []byte("new"))},
+		{"delete inside the prefix", "delete", s3Req("DELETE", "/"+bkt+"/in/del-{access}-{api}", nil), fileReq("DELETE", fileURL(bkt, "in/del-{access}-{api}"), nil)},
+		{"read outside the prefix", "", s3Req("GET", "/"+bkt+"/out.txt", nil), fileReq("GET", fileURL(bkt, "out.txt"), nil)},
+		{"read a sibling of the prefix", "", s3Req("GET", "/"+bkt+"/inx.txt", nil), fileReq("GET", fileURL(bkt, "inx.txt"), nil)},
+		{"list the bucket", "", s3Req("GET", "/"+bkt+"?list-type=2", nil), fileReq("GET", "/api/v1/buckets/"+bkt+"/files", nil)},
+		{"list a sibling prefix", "", s3Req("GET", "/"+bkt+"?list-type=2&prefix=i", nil), fileReq("GET", "/api/v1/buckets/"+bkt+"/files?prefix=i", nil)},
+		{"write outside the prefix", "", s3Req("PUT", "/"+bkt+"/out.txt", []byte("overwritten")), fileReq("PUT", fileURL(bkt, "out.txt"), []byte("overwritten"))},
+		{"delete outside the prefix", "", s3Req("DELETE", "/"+bkt+"/out.txt", nil), fileReq("DELETE", fileURL(bkt, "out.txt"), nil)},
+		{"read another bucket", "", s3Req("GET", "/"+other+"/in/a.txt", nil), fileReq("GET", fileURL(other, "in/a.txt"), nil)},
+		{"list another bucket", "", s3Req("GET", "/"+other+"?list-type=2&prefix=in/", nil), fileReq("GET", "/api/v1/buckets/"+other+"/files?prefix=in/", nil)},
+		{"write another bucket", "", s3Req("PUT", "/"+other+"/in/a.txt", []byte("overwritten")), fileReq("PUT", fileURL(other, "in/a.txt"), []byte("overwritten"))},
+		{"delete in another bucket", "", s3Req("DELETE", "/"+other+"/in/a.txt", nil), fileReq("DELETE", fileURL(other, "in/a.txt"), nil)},
+		{"create a bucket", "", createBucket, createBucket},
+		{"list all buckets", "", s3Req("GET", "/", nil), fileReq("GET", "/api/v1/buckets", nil)},
+		{"delete an empty bucket", "", s3Req("DELETE", "/"+empty, nil), fileReq("DELETE", "/api/v1/buckets/"+empty, nil)},
+		{"change the bucket's versioning", "", s3Req("PUT", "/"+bkt+"?versioning", testenv.VersioningBody("Enabled")), fileReq("PATCH", "/api/v1/buckets/"+bkt, []byte(`{"versioning":"Enabled"}`))},
+	}
+	allows := func(access, needs string) bool {
+		switch needs {
+		case "read":
+			return access == "read" || access == "read-write"
+		case "write":
+			return access == "write" || access == "read-write"
+		case "delete":
+			return access == "read-write"
+		}
+		return false
+	}
+	leaks := 0
+	for _, access := range []string{"read", "write", "read-write"} {
+		c := newCreds(t, access, 30*24*3600)
+		for _, rq := range requests {
+			want := allows(access, rq.needs)
+			s3st, s3body := rq.s3(c, access, "s3")
+			filest, filebody := rq.file(c, access, "file")
+			if got := s3st < 300; got != want || !want && s3st != 403 {
+				leaks++
+				t.Errorf("%s key, %s: S3 %d %.200s (allowed: %v)", access, rq.name, s3st, s3body, want)
+			}
+			if got := filest < 300; got != want || !want && filest != 403 {
+				leaks++
+				t.Errorf("%s app token, %s: file API %d %.200s (allowed: %v)", access, rq.name, filest, filebody, want)
+			}
+			if !want && (bytes.Contains(s3body, secret) || bytes.Contains(filebody, secret)) {
+				leaks++
+				t.Errorf("%s, %s: a refusal carries the secret", access, rq.name)
+			}
+		}
+	}
+
+	// Expired: everything refused, S3 with ExpiredToken, the file API 401.
+	expiring := newCreds(t, "read-write", 1)
+	time.Sleep(1500 * time.Millisecond) // until the expiry has passed (a clock, not a latency)
+	for _, rq := range requests {
+		if st, body := rq.s3(expiring, "expired", "s3"); st != 400 || !bytes.Contains(body, []byte("<Code>ExpiredToken</Code>")) && !strings.HasPrefix(rq.name, "head") {
+			leaks++
+			t.Errorf("expired key, %s: S3 %d %.200s, want 400 ExpiredToken", rq.name, st, body)
+		}
+		if st, body := rq.file(expiring, "expired", "file"); st != 401 {
+			leaks++
+			t.Errorf("expired app token, %s: file API %d %.200s, want 401", rq.name, st, body)
+		}
+	}
+	if leaks > 0 {
+		t.Errorf("%d leaks", leaks)
+	}
+
+	// Nothing outside the scope changed.
+	for bk, data := range map[string][]byte{bkt + "/out.txt": secret, bkt + "/inx.txt": secret, other + "/in/a.txt": secret, bkt + "/in/a.txt": []byte("inside")} {
+		b, k, _ := strings.Cut(bk, "/")
+		if resp, body := get(t, owner, b, k); resp.StatusCode != 200 || !bytes.Equal(body, data) {
+			t.Errorf("%s changed: %d", bk, resp.StatusCode)
+		}
+	}
+	var l struct{ Buckets []struct{ Name string } }
+	owner.JSON(t, "GET", "/api/v1/buckets", nil, &l)
+	if len(l.Buckets) != 3 {
+		t.Errorf("the owner's buckets: %+v, want %s, %s, %s", l.Buckets, bkt, other, empty)
+	}
+	var bk struct{ Versioning string }
+	owner.JSON(t, "GET", "/api/v1/buckets/"+bkt, nil, &bk)
+	if bk.Versioning != "" && bk.Versioning != "Unversioned" {
+		t.Errorf("the bucket's versioning changed to %q", bk.Versioning)
+	}
+	if got := strings.Join(keysOf(list(t, owner, bkt, "")), ","); got != "in/a.txt,in/del-read-file,in/del-read-s3,in/del-write-file,in/del-write-s3,in/new-read-write-file.txt,in/new-read-write-s3.txt,in/new-write-file.txt,in/new-write-s3.txt,inx.txt,out.txt" {
+		t.Errorf("the bucket holds %s", got)
+	}
 }

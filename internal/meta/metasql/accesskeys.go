@@ -2,33 +2,52 @@ package metasql
 
 import (
 	"context"
+	"encoding/json"
 	"time"
+
+	"github.com/coffer-storage/coffer/internal/errcode"
 
 	"github.com/coffer-storage/coffer/internal/meta"
 )
 
 // accessKeyCols are the columns of an access key, in scanAccessKey's
 // order.
-const accessKeyCols = "id, user_id, secret_enc, name, internal, created_at, last_used"
+const accessKeyCols = "id, user_id, secret_enc, name, internal, created_at, last_used, token, scope, expires_at"
 
 // scanAccessKey reads an access key selected with accessKeyCols.
 func scanAccessKey(r Row) (meta.AccessKey, error) {
 	var k meta.AccessKey
-	var created, used int64
-	err := r.Scan(&k.ID, &k.UserID, &k.SecretEnc, &k.Name, &k.Internal, &created, &used)
-	k.CreatedAt, k.LastUsed = FromNanos(created), FromNanos(used)
+	var created, used, expires int64
+	var scope string
+	err := r.Scan(&k.ID, &k.UserID, &k.SecretEnc, &k.Name, &k.Internal, &created, &used, &k.Token, &scope, &expires)
+	k.CreatedAt, k.LastUsed, k.ExpiresAt = FromNanos(created), FromNanos(used), FromNanos(expires)
+	if err == nil && scope != "" {
+		if jerr := json.Unmarshal([]byte(scope), &k.Scope); jerr != nil {
+			return k, errcode.Wrap(errcode.Internal, jerr, "access key %s: stored scope is malformed", k.ID)
+		}
+	}
 	return k, err
+}
+
+// encodeScope is how a key's scope is stored: JSON, "" when unscoped.
+func encodeScope(s meta.KeyScope) string {
+	if !s.Scoped() {
+		return ""
+	}
+	b, _ := json.Marshal(s) // strings only: cannot fail
+	return string(b)
 }
 
 // insertAccessKeySQL inserts an access key: arguments accessKeyArgs.
 func insertAccessKeySQL(ph PH) string {
-	return "INSERT INTO access_keys (" + accessKeyCols + ") VALUES (" + values(ph, 1, 7) + ")"
+	return "INSERT INTO access_keys (" + accessKeyCols + ") VALUES (" + values(ph, 1, 10) + ")"
 }
 
 // accessKeyArgs are insertAccessKeySQL's arguments for k (as
 // meta.CheckAccessKey returned it).
 func accessKeyArgs(k meta.AccessKey) []any {
-	return []any{k.ID, k.UserID, k.SecretEnc, k.Name, k.Internal, ToNanos(k.CreatedAt), ToNanos(k.LastUsed)}
+	return []any{k.ID, k.UserID, k.SecretEnc, k.Name, k.Internal, ToNanos(k.CreatedAt), ToNanos(k.LastUsed),
+		k.Token, encodeScope(k.Scope), ToNanos(k.ExpiresAt)}
 }
 
 // GetAccessKey implements meta.AccessKeys.

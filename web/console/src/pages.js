@@ -50,32 +50,85 @@ export function Shares() {
   </section>`;
 }
 
+// scopeText is a key's or app token's scope in a few words.
+export function scopeText(sc) {
+  if (!sc) return 'everything';
+  if (sc.policy) return 'inline policy';
+  return `${sc.access} ${sc.bucket ? `${sc.bucket}/${sc.prefix || ''}*` : 'every bucket'}`;
+}
+
+// keyRequest is the body creating a key or app token from the form: a
+// bucket without an access is read-write in it.
+function keyRequest(f) {
+  const body = {};
+  if (f.name) body.name = f.name;
+  if (f.bucket || f.access) {
+    body.scope = { access: f.access || 'read-write' };
+    if (f.bucket) body.scope.bucket = f.bucket;
+    if (f.bucket && f.prefix) body.scope.prefix = f.prefix;
+  }
+  if (f.days) body.expires_in = Math.round(Number(f.days) * 86400);
+  return body;
+}
+
+const NO_FORM = { name: '', kind: 'keys', bucket: '', prefix: '', access: '', days: '' };
+
 export function Keys() {
   const list = useAsync(() => call('GET', 'keys'), []);
-  const { act, banners, setMsg } = useActions(list.reload);
+  const tokens = useAsync(() => call('GET', 'tokens'), []);
+  const reload = () => {
+    list.reload();
+    tokens.reload();
+  };
+  const { act, banners, setMsg } = useActions(reload);
   const dialog = useDialog();
-  const [name, setName] = useState('');
+  const [form, setForm] = useState(NO_FORM);
   const [made, setMade] = useState(null);
   const keys = (list.data && list.data.keys) || [];
+  const apps = (tokens.data && tokens.data.tokens) || [];
+  const field = (k) => (e) => setForm({ ...form, [k]: e.target.value });
   const create = async (e) => {
     e.preventDefault();
-    const k = await act(() => call('POST', 'keys', name ? { name } : {}));
+    const k = await act(() => call('POST', form.kind, keyRequest(form)));
     if (k) {
-      setMade(k);
-      setName('');
+      setMade({ ...k, kind: form.kind });
+      setForm(NO_FORM);
     }
   };
+  const revoke = (kind, id) =>
+    dialog.open({
+      title: `Revoke ${id}?`,
+      text: kind === 'keys' ? 'Every client using this key stops working at once.' : 'Every app using this token stops working at once.',
+      submit: kind === 'keys' ? 'Revoke key' : 'Revoke token',
+      danger: true,
+      onSubmit: async () => {
+        await call('DELETE', `${kind}/${enc(id)}`);
+        setMsg(kind === 'keys' ? 'Key revoked.' : 'App token revoked.');
+        reload();
+      },
+    });
+  const expiry = (k) => (k.expired ? html`<span class="state expired">expired</span> ${formatDate(k.expires_at)}` : formatDate(k.expires_at) || 'never');
   const s3 = `http://${location.hostname}:9000`;
   return html`<section>
     <h1>S3 access keys</h1>
-    ${banners}<${Banner} error=${list.error} />
+    <p class="muted">A key (or an app token, a bearer token for the file API) may be limited to one bucket, a folder in it,
+      and reading or writing, and may expire. It never does more than you can.</p>
+    ${banners}<${Banner} error=${list.error || tokens.error} />
     <form class="inline card" onSubmit=${create}>
-      <label>Name (optional) <input value=${name} onInput=${(e) => setName(e.target.value)} placeholder="laptop backup" /></label>
-      <button class="primary" type="submit">Create key</button>
+      <label>Name (optional) <input value=${form.name} onInput=${field('name')} placeholder="laptop backup" /></label>
+      <label>Kind <select value=${form.kind} onChange=${field('kind')}>
+        <option value="keys">S3 key</option><option value="tokens">App token (file API)</option></select></label>
+      <label>Bucket (optional) <input value=${form.bucket} onInput=${field('bucket')} placeholder="every bucket" /></label>
+      <label>Folder prefix (optional) <input value=${form.prefix} onInput=${field('prefix')} placeholder="uploads/" disabled=${!form.bucket} /></label>
+      <label>Access <select value=${form.access} onChange=${field('access')}>
+        <option value="">${form.bucket ? 'read and write' : 'everything you can'}</option>
+        <option value="read">read only</option><option value="write">write only</option><option value="read-write">read and write</option></select></label>
+      <label>Expires in days (optional) <input type="number" min="1" step="1" value=${form.days} onInput=${field('days')} placeholder="never" /></label>
+      <button class="primary" type="submit">${form.kind === 'keys' ? 'Create key' : 'Create app token'}</button>
     </form>
-    ${made && html`<div class="card secret" role="status">
+    ${made && made.kind === 'keys' && html`<div class="card secret" role="status">
       <h2>New key ${made.name}</h2>
-      <p><strong>The secret is shown only now.</strong> Copy it somewhere safe.</p>
+      <p><strong>The secret is shown only now.</strong> Copy it somewhere safe. Scope: ${scopeText(made.scope)}; expires: ${formatDate(made.expires_at) || 'never'}.</p>
       <${CopyField} id="key-id" label="Access key ID" value=${made.access_key_id} />
       <${CopyField} id="key-secret" label="Secret access key" value=${made.secret_access_key} />
       <${CopyField} id="key-aws" label="aws cli" value=${`AWS_ACCESS_KEY_ID=${made.access_key_id} AWS_SECRET_ACCESS_KEY=${made.secret_access_key} aws --endpoint-url ${s3} s3 ls`} />
@@ -83,25 +136,35 @@ export function Keys() {
       <p class="muted">The S3 endpoint is the server's --s3-listen (default port 9000); adjust it if yours differs.</p>
       <button onClick=${() => setMade(null)}>Done</button>
     </div>`}
-    <table class="list">
-      <thead><tr><th>Access key ID</th><th>Name</th><th class="hide-s">Created</th><th class="hide-s">Last used</th><th><span class="sr">Actions</span></th></tr></thead>
-      <tbody>${keys.map((k) => html`<tr key=${k.access_key_id}>
-        <td><code>${k.access_key_id}</code></td><td>${k.name}</td>
+    ${made && made.kind === 'tokens' && html`<div class="card secret" role="status">
+      <h2>New app token ${made.name}</h2>
+      <p><strong>The token is shown only now.</strong> Copy it somewhere safe. Scope: ${scopeText(made.scope)}; expires: ${formatDate(made.expires_at) || 'never'}.</p>
+      <${CopyField} id="token" label="App token" value=${made.token} />
+      <${CopyField} id="token-curl" label="curl" value=${`curl -H 'Authorization: Bearer ${made.token}' ${location.origin}/api/v1/buckets`} />
+      <button onClick=${() => setMade(null)}>Done</button>
+    </div>`}
+    <table class="list keys">
+      <thead><tr><th>Access key ID</th><th class="hide-s">Name</th><th>Scope</th><th class="hide-s">Expires</th><th class="hide-s">Created</th><th class="hide-s">Last used</th><th><span class="sr">Actions</span></th></tr></thead>
+      <tbody>${keys.map((k) => html`<tr key=${k.access_key_id} data-key-id=${k.access_key_id}>
+        <td><code>${k.access_key_id}</code></td><td class="hide-s">${k.name}</td><td class="wrap">${scopeText(k.scope)}</td>
+        <td class="hide-s">${expiry(k)}</td>
         <td class="hide-s">${formatDate(k.created_at)}</td><td class="hide-s">${formatDate(k.last_used) || 'never'}</td>
         <td class="actions"><button class="danger" aria-label=${'Revoke key ' + k.access_key_id}
-          onClick=${() => dialog.open({
-            title: `Revoke ${k.access_key_id}?`,
-            text: 'Every client using this key stops working at once.',
-            submit: 'Revoke key',
-            danger: true,
-            onSubmit: async () => {
-              await call('DELETE', `keys/${enc(k.access_key_id)}`);
-              setMsg('Key revoked.');
-              list.reload();
-            },
-          })}>Revoke</button></td>
+          onClick=${() => revoke('keys', k.access_key_id)}>Revoke</button></td>
       </tr>`)}</tbody>
     </table>
+    <h2>App tokens</h2>
+    <table class="list tokens">
+      <thead><tr><th>Token ID</th><th class="hide-s">Name</th><th>Scope</th><th class="hide-s">Expires</th><th class="hide-s">Created</th><th class="hide-s">Last used</th><th><span class="sr">Actions</span></th></tr></thead>
+      <tbody>${apps.map((k) => html`<tr key=${k.id} data-token-id=${k.id}>
+        <td><code>${k.id}</code></td><td class="hide-s">${k.name}</td><td class="wrap">${scopeText(k.scope)}</td>
+        <td class="hide-s">${expiry(k)}</td>
+        <td class="hide-s">${formatDate(k.created_at)}</td><td class="hide-s">${formatDate(k.last_used) || 'never'}</td>
+        <td class="actions"><button class="danger" aria-label=${'Revoke app token ' + k.id}
+          onClick=${() => revoke('tokens', k.id)}>Revoke</button></td>
+      </tr>`)}</tbody>
+    </table>
+    ${tokens.data && !apps.length ? html`<p class="muted">No app tokens.</p>` : null}
     ${dialog.node}
   </section>`;
 }
