@@ -151,8 +151,8 @@ func (s *core) verdictOf(ctx context.Context, b meta.Bucket, a Actor, action, ke
 	if a.Scope == nil && bp == nil && owner {
 		return byOwner, nil // the common case: no document to consult
 	}
-	req := s.policyRequest(a, b.Name, action, key)
-	if key != "" && needsObjectTags(bp, a.Scope) {
+	req := s.policyRequest(a, b.Name, action, key, bp, a.Scope)
+	if key != "" && uses(objectTagKeys, bp, a.Scope) {
 		if err := s.addObjectTags(ctx, b, key, req); err != nil {
 			return refused, err
 		}
@@ -193,25 +193,32 @@ func (s *core) checkScope(a Actor, action, name string) error {
 	if a.Scope == nil {
 		return nil
 	}
-	if a.Scope.Evaluate(s.policyRequest(a, name, action, "")) != policy.Allow {
+	if a.Scope.Evaluate(s.policyRequest(a, name, action, "", a.Scope)) != policy.Allow {
 		return errcode.New(errcode.PermissionDenied, "this key may not %s", strings.TrimPrefix(action, "s3:"))
 	}
 	return nil
 }
 
-// policyRequest is the question a policy is asked.
-func (s *core) policyRequest(a Actor, name, action, key string) *policy.Request {
+// policyRequest is the question the evaluators evs are asked. The
+// request's keys are a's, with aws:CurrentTime and aws:EpochTime added
+// (in a copy: a.Context is the API layer's) only when an evaluator may
+// use them, or the object's tags to come: the common request shares a's
+// map.
+func (s *core) policyRequest(a Actor, name, action, key string, evs ...policy.Evaluator) *policy.Request {
 	res := "arn:aws:s3:::" + name
 	if key != "" {
 		res += "/" + key
 	}
-	now := s.now().UTC()
-	ctx := make(map[string][]string, len(a.Context)+2)
-	for k, v := range a.Context {
-		ctx[k] = v
+	ctx := a.Context
+	if uses(timeKeys, evs...) || key != "" && uses(objectTagKeys, evs...) {
+		now := s.now().UTC()
+		ctx = make(map[string][]string, len(a.Context)+2)
+		for k, v := range a.Context {
+			ctx[k] = v
+		}
+		ctx["aws:currenttime"] = []string{now.Format("2006-01-02T15:04:05Z")}
+		ctx["aws:epochtime"] = []string{strconv.FormatInt(now.Unix(), 10)}
 	}
-	ctx["aws:currenttime"] = []string{now.Format("2006-01-02T15:04:05Z")}
-	ctx["aws:epochtime"] = []string{strconv.FormatInt(now.Unix(), 10)}
 	return &policy.Request{
 		Principal: policy.Principal{Anonymous: a.UserID == "", UserID: a.UserID, KeyID: a.KeyID},
 		Action:    action, Resource: res, Context: ctx,

@@ -111,10 +111,20 @@ func (s *core) knownPrincipal(ctx context.Context) func(string) bool {
 const policyCacheSize = 512
 
 // policyCache keeps parsed policies by their document's text, so a
-// request evaluates a compiled policy and never parses JSON.
+// request evaluates a compiled policy and never parses JSON. byBucket
+// remembers each bucket's last document: a request finds it by the
+// bucket's short name, and the document compares equal at once while the
+// record (and so the string) is the cached one, instead of hashing the
+// whole document (up to 20 KiB) on every request.
 type policyCache struct {
-	mu sync.RWMutex
-	m  map[string]*policy.Policy
+	mu       sync.RWMutex
+	m        map[string]*policy.Policy
+	byBucket map[string]lastPolicy
+}
+
+type lastPolicy struct {
+	doc string
+	p   *policy.Policy
 }
 
 // get returns b's parsed policy, nil if it has none.
@@ -123,9 +133,14 @@ func (c *policyCache) get(b meta.Bucket) (*policy.Policy, error) {
 		return nil, nil
 	}
 	c.mu.RLock()
+	if e, ok := c.byBucket[b.Name]; ok && e.doc == b.Policy {
+		c.mu.RUnlock()
+		return e.p, nil
+	}
 	p := c.m[b.Policy]
 	c.mu.RUnlock()
 	if p != nil {
+		c.remember(b, p)
 		return p, nil
 	}
 	// Validated when written: parse it again without the principal check
@@ -135,7 +150,18 @@ func (c *policyCache) get(b meta.Bucket) (*policy.Policy, error) {
 		return nil, errcode.Wrap(errcode.Internal, err, "the stored policy of bucket %q does not parse", b.Name)
 	}
 	c.put(b.Policy, p)
+	c.remember(b, p)
 	return p, nil
+}
+
+// remember makes p b's last document.
+func (c *policyCache) remember(b meta.Bucket, p *policy.Policy) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.byBucket == nil || len(c.byBucket) >= policyCacheSize {
+		c.byBucket = make(map[string]lastPolicy)
+	}
+	c.byBucket[b.Name] = lastPolicy{b.Policy, p}
 }
 
 func (c *policyCache) put(doc string, p *policy.Policy) {
@@ -153,15 +179,30 @@ func (c *policyCache) put(doc string, p *policy.Policy) {
 	c.m[doc] = p
 }
 
-// tagUser is what a policy offers to say which condition keys it needs.
-type tagUser interface{ Uses(prefix string) bool }
+// keyUser is what a policy offers to say which condition keys it names.
+type keyUser interface{ Uses(prefix string) bool }
 
-// needsObjectTags reports whether an evaluator conditions on the object's
-// existing tags.
-func needsObjectTags(evs ...policy.Evaluator) bool {
+// The condition keys the decision adds to the API layer's.
+var (
+	objectTagKeys = []string{"s3:existingobjecttag/"}
+	timeKeys      = []string{"aws:currenttime", "aws:epochtime"}
+)
+
+// uses reports whether an evaluator may condition on a key with one of
+// the prefixes: it says it does, or it cannot say (it has no Uses).
+func uses(prefixes []string, evs ...policy.Evaluator) bool {
 	for _, e := range evs {
-		if u, ok := e.(tagUser); ok && u.Uses("s3:existingobjecttag/") {
+		if e == nil {
+			continue
+		}
+		u, ok := e.(keyUser)
+		if !ok {
 			return true
+		}
+		for _, p := range prefixes {
+			if u.Uses(p) {
+				return true
+			}
 		}
 	}
 	return false

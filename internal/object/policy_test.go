@@ -83,6 +83,24 @@ func TestBucketPolicyDecides(t *testing.T) {
 		}
 	}
 
+	// The decision adds aws:CurrentTime and aws:EpochTime for a policy
+	// that names them.
+	for _, c := range []struct {
+		cond string
+		ok   bool
+	}{
+		{`{"DateGreaterThan":{"aws:CurrentTime":"2000-01-01T00:00:00Z"}}`, true},
+		{`{"DateLessThan":{"aws:CurrentTime":"2000-01-01T00:00:00Z"}}`, false},
+		{`{"DateGreaterThan":{"aws:EpochTime":"946684800"}}`, true},
+	} {
+		if err := put(`{"Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::alice-bucket/*","Condition":` + c.cond + `}]}`); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.svc.Get(ctx, anon, "alice-bucket", "pub/k"); (err == nil) != c.ok {
+			t.Errorf("anonymous read under %s: %v, want allowed %v", c.cond, err, c.ok)
+		}
+	}
+
 	// A principal must exist.
 	err := put(`{"Statement":[{"Effect":"Allow","Principal":{"AWS":"nobody"},"Action":"s3:GetObject","Resource":"arn:aws:s3:::alice-bucket/*"}]}`)
 	if e := errcode.As(err); e == nil || e.Detail["s3_code"] != "MalformedPolicy" {
