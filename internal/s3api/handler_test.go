@@ -1116,7 +1116,8 @@ func TestChecksumHeaders(t *testing.T) {
 			if !strings.Contains(r.Body.String(), "<Checksum"+alg+">"+sum+"</Checksum"+alg+">") || !strings.Contains(r.Body.String(), "<ChecksumAlgorithm>"+alg+"</ChecksumAlgorithm>") {
 				t.Errorf("ListParts: %s", r.Body)
 			}
-			r = e.alice("POST", "/b/mp?uploadId=up1", []byte(`<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>"e"</ETag></Part></CompleteMultipartUpload>`))
+			r = e.alice("POST", "/b/mp?uploadId=up1", []byte(`<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>"e"</ETag><Checksum`+
+				alg+`>`+sum+`</Checksum`+alg+`></Part></CompleteMultipartUpload>`))
 			if !strings.Contains(r.Body.String(), "<Checksum"+alg+">"+whole+"</Checksum"+alg+"><ChecksumType>"+typ+"</ChecksumType>") {
 				t.Errorf("CompleteMultipartUpload: %s", r.Body)
 			}

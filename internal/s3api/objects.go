@@ -74,7 +74,7 @@ func headerChecksum(h http.Header) (alg integrity.Algorithm, want []byte, err er
 			continue
 		}
 		if alg != integrity.NoChecksum {
-			return 0, nil, s3err.New(s3err.InvalidRequest, "Expecting a single x-amz-checksum- header")
+			return 0, nil, s3err.New(s3err.InvalidRequest, multipleChecksums)
 		}
 		alg = a
 	}
