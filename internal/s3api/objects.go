@@ -250,6 +250,18 @@ func (api *API) getObject(q *request) (response, error) {
 	if err != nil {
 		return nil, err
 	}
+	// partNumber is checked before the key is looked up, as S3 does.
+	part := 0
+	if s := v.Get("partNumber"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > object.MaxParts {
+			return nil, s3err.New(s3err.InvalidArgument, "Part number must be an integer between 1 and 10000, inclusive.")
+		}
+		if q.Header.Get("Range") != "" {
+			return nil, s3err.New(s3err.InvalidRequest, "Cannot specify both Range header and partNumber query parameter")
+		}
+		part = n
+	}
 	rd, vid, err := api.namedVersion(q)
 	if err != nil {
 		return nil, err
@@ -259,17 +271,6 @@ func (api *API) getObject(q *request) (response, error) {
 		return nil, err
 	}
 	rd.CustomerKey = key
-	part := 0
-	if s := v.Get("partNumber"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > object.MaxParts {
-			return nil, s3err.New(s3err.InvalidArgument, "Part number must be an integer between 1 and 10000, inclusive")
-		}
-		if q.Header.Get("Range") != "" {
-			return nil, s3err.New(s3err.InvalidRequest, "Cannot specify both Range header and partNumber query parameter")
-		}
-		part = n
-	}
 	return &objectResponse{api: api, rd: rd, part: part, keyMD5: keyMD5, version: readVersion(rd, vid)}, nil
 }
 
@@ -298,15 +299,21 @@ func (or *objectResponse) respond(w http.ResponseWriter, q *request) {
 	lockHeaders(h, or.rd.Bucket, o)
 	var fixed *httpx.Span
 	if or.part > 0 {
+		// A part is a range of the object (206 with its Content-Range;
+		// a single-blob object is its own part 1), with the part count
+		// of a multipart object only, as S3 answers; an empty object is
+		// answered whole (no range of it exists).
 		s, n, count, ok := partRange(o, or.part)
 		if !ok {
-			or.api.fail(w, q, s3err.New(s3err.InvalidPartNumber, "The requested partnumber is not satisfiable"))
+			or.api.fail(w, q, s3err.New(s3err.InvalidPartNumber, ""))
 			return
 		}
-		h.Set("X-Amz-Mp-Parts-Count", strconv.Itoa(count))
-		fixed = &httpx.Span{Status: http.StatusOK, Start: s, Length: n}
 		if o.Parts != nil {
-			fixed.Status = http.StatusPartialContent
+			h.Set("X-Amz-Mp-Parts-Count", strconv.Itoa(count))
+		}
+		fixed = &httpx.Span{Status: http.StatusPartialContent, Start: s, Length: n}
+		if o.Size == 0 {
+			fixed.Status = http.StatusOK
 		}
 	}
 	sp, ok, err := httpx.PlanDownload(w, q.Request, httpx.Representation{ETag: o.ETag, ModTime: o.ModTime, Size: o.Size}, fixed)
