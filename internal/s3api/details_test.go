@@ -1,6 +1,7 @@
 package s3api
 
 import (
+	"net/http"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -44,6 +45,41 @@ func TestMetadataTooLarge(t *testing.T) {
 		e := newS3Env(t)
 		e.alice("PUT", "/b/k", []byte("x"), "X-Amz-Meta-Ab", strings.Repeat("v", 2046)).want(t, 200, "")
 	})
+}
+
+// TestNonASCIIMetadata: user metadata with non-US-ASCII characters is
+// answered RFC 2047-encoded (headers stay ASCII), and a value sent as
+// RFC 2047 encoded words is stored decoded, as S3 documents.
+func TestNonASCIIMetadata(t *testing.T) {
+	const word = "=?UTF-8?B?SGVsbG8gV29ybGTDqQ==?=" // "Hello Worldé"
+	e := newS3Env(t)
+	e.alice("PUT", "/b/raw", []byte("x"), "X-Amz-Meta-M", "Hello Worldé", "X-Amz-Meta-A", "plain").want(t, 200, "")
+	e.alice("PUT", "/b/encoded", []byte("x"), "X-Amz-Meta-M", "=?utf-8?q?Hello_World=C3=A9?=").want(t, 200, "")
+	if got := e.store.LastPut.Metadata["m"]; got != "Hello Worldé" {
+		t.Errorf("an encoded word was stored as %q", got)
+	}
+	for _, key := range []string{"raw", "encoded"} {
+		for _, method := range []string{"GET", "HEAD"} {
+			r := e.alice(method, "/b/"+key, nil)
+			if got := rawHeader(r.Header(), "x-amz-meta-m"); got != word {
+				t.Errorf("%s %s: x-amz-meta-m %q, want %q", method, key, got, word)
+			}
+		}
+	}
+	if got := rawHeader(e.alice("GET", "/b/raw", nil).Header(), "x-amz-meta-a"); got != "plain" {
+		t.Errorf("an ASCII value is answered as %q", got)
+	}
+}
+
+// rawHeader is h's value of name, whatever case its key is stored in
+// (the metadata headers keep S3's lower-case names).
+func rawHeader(h http.Header, name string) string {
+	for k, v := range h {
+		if strings.EqualFold(k, name) && len(v) == 1 {
+			return v[0]
+		}
+	}
+	return ""
 }
 
 // TestDefaultContentType: an object written through S3 without a

@@ -22,7 +22,8 @@ import (
 const MaxPutSize = 5 << 30
 
 // userMetadata collects x-amz-meta-* headers (names lower-cased, prefix
-// removed).
+// removed). A value of RFC 2047 encoded words is stored decoded, as S3
+// does (metadataHeader encodes it again on the way out).
 func userMetadata(h http.Header) map[string]string {
 	var md map[string]string
 	for k, v := range h {
@@ -32,9 +33,24 @@ func userMetadata(h http.Header) map[string]string {
 				md = map[string]string{}
 			}
 			md[name] = strings.Join(v, ",")
+			if d, err := new(mime.WordDecoder).DecodeHeader(md[name]); err == nil {
+				md[name] = d // an unknown charset: kept as sent
+			}
 		}
 	}
 	return md
+}
+
+// metadataHeader is a stored metadata value as S3 answers it: a value
+// with non-US-ASCII characters RFC 2047-encoded (one UTF-8 base64
+// encoded word), so that headers stay ASCII.
+func metadataHeader(v string) string {
+	for i := 0; i < len(v); i++ {
+		if v[i] >= utf8.RuneSelf {
+			return "=?UTF-8?B?" + base64.StdEncoding.EncodeToString([]byte(v)) + "?="
+		}
+	}
+	return v
 }
 
 // defaultContentType is what S3 stores for an object written without a
@@ -292,7 +308,7 @@ func (or *objectResponse) respond(w http.ResponseWriter, q *request) {
 		sseCHeaders(h, or.keyMD5)
 	}
 	for k, val := range o.Metadata {
-		h["X-Amz-Meta-"+k] = []string{val}
+		h["X-Amz-Meta-"+k] = []string{metadataHeader(val)}
 	}
 	taggingCount(h, o)
 	or.api.expirationHeader(h, or.rd.Bucket, o)
