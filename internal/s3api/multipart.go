@@ -25,9 +25,13 @@ func (api *API) createMultipartUpload(q *request) (response, error) {
 	if err != nil {
 		return nil, err
 	}
+	md, err := objectMetadata(q.Header)
+	if err != nil {
+		return nil, err
+	}
 	u, err := api.uploads.CreateUpload(ctxOf(q), q.actor, object.CreateUploadInput{
 		Bucket: q.bucket, Key: q.key, ContentType: contentType(q.Header),
-		Metadata: userMetadata(q.Header), Tags: tags, Lock: lock, ChecksumAlgorithm: q.Header.Get("X-Amz-Checksum-Algorithm"),
+		Metadata: md, Tags: tags, Lock: lock, ChecksumAlgorithm: q.Header.Get("X-Amz-Checksum-Algorithm"),
 		ChecksumType: q.Header.Get("X-Amz-Checksum-Type"), SSE: sse,
 	})
 	if err != nil {

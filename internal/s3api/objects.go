@@ -21,24 +21,66 @@ import (
 // MaxPutSize is the largest single PutObject (S3's limit).
 const MaxPutSize = 5 << 30
 
-// userMetadata collects x-amz-meta-* headers (names lower-cased, prefix
-// removed). A value of RFC 2047 encoded words is stored decoded, as S3
-// does (metadataHeader encodes it again on the way out).
-func userMetadata(h http.Header) map[string]string {
+// objectMetadata is the metadata an object write keeps: its x-amz-meta-*
+// headers (names lower-cased, prefix removed; a value of RFC 2047 encoded
+// words stored decoded, as S3 does: metadataHeader encodes it again on
+// the way out), and the standard headers S3 keeps with an object
+// (standardHeaders, under object.StandardMetadataPrefix). A user
+// metadata name under that prefix is InvalidArgument.
+func objectMetadata(h http.Header) (map[string]string, error) {
 	var md map[string]string
+	set := func(k, v string) {
+		if md == nil {
+			md = map[string]string{}
+		}
+		md[k] = v
+	}
 	for k, v := range h {
 		lk := strings.ToLower(k)
 		if name, ok := strings.CutPrefix(lk, "x-amz-meta-"); ok && name != "" {
-			if md == nil {
-				md = map[string]string{}
+			if strings.HasPrefix(name, object.StandardMetadataPrefix) {
+				return nil, s3err.New(s3err.InvalidArgument, "the x-amz-meta-"+object.StandardMetadataPrefix+"* names are reserved by Coffer")
 			}
-			md[name] = strings.Join(v, ",")
-			if d, err := new(mime.WordDecoder).DecodeHeader(md[name]); err == nil {
-				md[name] = d // an unknown charset: kept as sent
+			val := strings.Join(v, ",")
+			if d, err := new(mime.WordDecoder).DecodeHeader(val); err == nil {
+				val = d // an unknown charset: kept as sent
 			}
+			set(name, val)
 		}
 	}
-	return md
+	for _, name := range standardHeaders {
+		v := strings.Join(h.Values(name), ",")
+		if name == "Content-Encoding" {
+			v = contentEncoding(v)
+		}
+		if v != "" {
+			set(object.StandardMetadataPrefix+strings.ToLower(name), v)
+		}
+	}
+	return md, nil
+}
+
+// standardHeaders are the HTTP headers S3 keeps with an object besides
+// Content-Type, and answers on GET and HEAD (docs/s3.md).
+var standardHeaders = []string{"Cache-Control", "Content-Disposition", "Content-Encoding", "Content-Language", "Expires"}
+
+// contentEncoding is a Content-Encoding as S3 keeps it: without
+// aws-chunked (the body's framing, not the object's encoding), otherwise
+// as sent.
+func contentEncoding(v string) string {
+	var keep []string
+	for t := range strings.SplitSeq(v, ",") {
+		if t = strings.TrimSpace(t); t != "" && !strings.EqualFold(t, "aws-chunked") {
+			keep = append(keep, t)
+		}
+	}
+	if len(keep) == 0 {
+		return ""
+	}
+	if !strings.Contains(strings.ToLower(v), "aws-chunked") {
+		return strings.TrimSpace(v)
+	}
+	return strings.Join(keep, ", ")
 }
 
 // metadataHeader is a stored metadata value as S3 answers it: a value
@@ -171,9 +213,13 @@ func (api *API) putObject(q *request) (response, error) {
 	if err != nil {
 		return nil, err
 	}
+	md, err := objectMetadata(q.Header)
+	if err != nil {
+		return nil, err
+	}
 	o, err := api.objects.Put(ctxOf(q), q.actor, object.PutInput{
 		Bucket: q.bucket, Key: q.key, Body: body, Size: size, ContentType: ct,
-		Metadata: userMetadata(q.Header), Tags: tags, Lock: lock, MD5: md5sum, SHA256: q.pay.sha256,
+		Metadata: md, Tags: tags, Lock: lock, MD5: md5sum, SHA256: q.pay.sha256,
 		ChecksumAlgorithm: alg.String(), ChecksumWant: want, Cond: cond, SSE: sse,
 	})
 	if err != nil {
@@ -308,6 +354,10 @@ func (or *objectResponse) respond(w http.ResponseWriter, q *request) {
 		sseCHeaders(h, or.keyMD5)
 	}
 	for k, val := range o.Metadata {
+		if name, ok := strings.CutPrefix(k, object.StandardMetadataPrefix); ok {
+			h.Set(name, val) // a standard header S3 keeps (objectMetadata)
+			continue
+		}
 		h["X-Amz-Meta-"+k] = []string{metadataHeader(val)}
 	}
 	taggingCount(h, o)
@@ -477,7 +527,10 @@ func (api *API) copyObject(q *request) (response, error) {
 	in := object.CopyInput{DstBucket: q.bucket, DstKey: q.key, Cond: cond, ReplaceMetadata: replace, ReplaceTags: replaceTags, Tags: tags,
 		Lock: lock, SSE: sse}
 	if replace {
-		in.ContentType, in.Metadata = contentType(q.Header), userMetadata(q.Header)
+		in.ContentType = contentType(q.Header)
+		if in.Metadata, err = objectMetadata(q.Header); err != nil {
+			return nil, err
+		}
 	}
 	o, err := api.objects.CopyFrom(ctxOf(q), q.actor, src, in)
 	if err != nil {

@@ -830,7 +830,7 @@ func (f *Service) CompleteUploadExpecting(_ context.Context, a object.Actor, buc
 	if err := cond.Check(cur.Object, exists); err != nil {
 		return meta.Object{}, err
 	}
-	o := meta.Object{Bucket: bucket, Key: key, ETag: fmt.Sprintf("%x-%d", md5.Sum([]byte(id)), len(parts)), ContentType: u.ContentType, Tags: u.Tags, ModTime: f.Now}
+	o := meta.Object{Bucket: bucket, Key: key, ETag: fmt.Sprintf("%x-%d", md5.Sum([]byte(id)), len(parts)), ContentType: u.ContentType, Metadata: u.Metadata, Tags: u.Tags, ModTime: f.Now}
 	stored := map[int]meta.Part{}
 	for _, p := range f.Parts[id] {
 		stored[p.Number] = p
