@@ -639,8 +639,8 @@ func (s *Uploads) complete(ctx context.Context, u meta.Upload, parts []meta.Comp
 	id := u.ID
 	var err error
 	if u.BackendUploadID != "" {
-		if want.Checksum.Algorithm != "" || want.Size >= 0 {
-			return meta.Object{}, errcode.New(errcode.NotImplemented, "a whole-object checksum or size cannot be checked for an upload the blob store assembles")
+		if want.Checksum != (meta.Checksum{}) || want.Size >= 0 || listsChecksums(parts) {
+			return meta.Object{}, errcode.New(errcode.NotImplemented, "a checksum, checksum type or size asserted cannot be checked for an upload the blob store assembles")
 		}
 		return s.completeBackend(ctx, u, parts, cond)
 	}
