@@ -42,7 +42,7 @@ type fileJSON struct {
 func toFileJSON(o meta.Object) fileJSON {
 	return fileJSON{
 		Bucket: o.Bucket, Key: o.Key, Size: o.Size, SHA256: o.SHA256, ETag: o.ETag,
-		ContentType: o.ContentType, LastModified: o.ModTime, Metadata: o.Metadata, VersionID: o.VersionID,
+		ContentType: o.ContentType, LastModified: o.ModTime, Metadata: object.UserMetadata(o.Metadata), VersionID: o.VersionID,
 	}
 }
 

@@ -62,7 +62,7 @@ func TestAssembleUpload(t *testing.T) {
 	have := []Part{testPart(5, 3), testPart(2, 10), testPart(4, 10), testPart(1, 10), testPart(3, 7)}
 	in := Object{Bucket: "other", Key: "other", BlobKey: "caller's", Size: 99, ETag: "x-2", ContentType: "text/plain",
 		Metadata: map[string]string{"a": "b"}, Inline: []byte("stale"), Checksum: Checksum{Algorithm: "CRC32", Type: "COMPOSITE", Value: "v-2"}}
-	a, err := AssembleUpload(in, "b", "k", have, []CompletePart{{1, "e1"}, {4, `"e4"`}}, 10, now)
+	a, err := AssembleUpload(in, "b", "k", have, []CompletePart{{Number: 1, ETag: "e1"}, {Number: 4, ETag: `"e4"`}}, 10, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestAssembleUpload(t *testing.T) {
 	}
 	given := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
 	in.ModTime = given
-	if a, _ := AssembleUpload(in, "b", "k", have, []CompletePart{{5, "e5"}}, 10, now); !a.Object.ModTime.Equal(given) {
+	if a, _ := AssembleUpload(in, "b", "k", have, []CompletePart{{Number: 5, ETag: "e5"}}, 10, now); !a.Object.ModTime.Equal(given) {
 		t.Errorf("ModTime = %v, want the caller's %v", a.Object.ModTime, given)
 	}
 }

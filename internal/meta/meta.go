@@ -784,6 +784,11 @@ type Part struct {
 type CompletePart struct {
 	Number int
 	ETag   string
+	// Checksum is the part checksum the client lists (S3's
+	// ChecksumALG element; Algorithm "" if none, no Type): the object
+	// service compares it with the stored part's (object.CheckCompletion);
+	// AssembleUpload ignores it.
+	Checksum Checksum
 }
 
 // ListUploadsOptions selects a page of a bucket's multipart uploads, in

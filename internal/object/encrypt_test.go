@@ -688,6 +688,47 @@ func TestEncryptedUploadNotBackendDirect(t *testing.T) {
 	}
 }
 
+// TestBackendUploadAssertions: a completion of an upload the blob store
+// assembles cannot check what the client asserts of the object or lists
+// of its parts (a checksum type alone, a part checksum, a size, a whole
+// checksum): NotImplemented, never a completion that ignores it.
+func TestBackendUploadAssertions(t *testing.T) {
+	m := testbackend.SharedMinIO(t)
+	opts, err := s3blob.ParseURL(m.BlobURL(m.CreateBucket(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.AccessKey, opts.SecretKey = m.AccessKey, m.SecretKey
+	blobs, err := s3blob.Open(t.Context(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, keys := encFixture(t)
+	ctx := t.Context()
+	f.svc = New(f.meta, blobs, testConfig(func(c *Config) { c.GarbageGrace, c.Keys = time.Nanosecond, keys }), nil)
+	u, err := f.svc.CreateUpload(ctx, f.alice, CreateUploadInput{Bucket: "alice-bucket", Key: "direct", Backend: true})
+	if err != nil || u.BackendUploadID == "" {
+		t.Fatalf("backend upload: id %q, %v", u.BackendUploadID, err)
+	}
+	part := meta.CompletePart{Number: 1, ETag: strings.Repeat("a", 32)}
+	listed := part
+	listed.Checksum = meta.Checksum{Algorithm: "CRC32", Value: "AAAAAA=="}
+	for name, tc := range map[string]struct {
+		parts []meta.CompletePart
+		want  Expect
+	}{
+		"a checksum type": {[]meta.CompletePart{part}, Expect{Checksum: meta.Checksum{Type: "COMPOSITE"}, Size: -1}},
+		"a part checksum": {[]meta.CompletePart{listed}, Expect{Size: -1}},
+		"a size":          {[]meta.CompletePart{part}, Expect{Size: 1}},
+		"a checksum":      {[]meta.CompletePart{part}, Expect{Checksum: meta.Checksum{Algorithm: "CRC32", Value: "AAAAAA=="}, Size: -1}},
+	} {
+		_, err := f.svc.CompleteUploadExpecting(ctx, f.alice, "alice-bucket", "direct", u.ID, tc.parts, meta.Cond{}, tc.want)
+		if !errcode.Is(err, errcode.NotImplemented) {
+			t.Errorf("%s: %v, want NotImplemented", name, err)
+		}
+	}
+}
+
 // TestUploadStateSealed: a tus upload's hash state is sealed when the
 // upload's parts are encrypted (never containing its plaintext), opens only
 // for the same upload and offset, and is left as it is for a plaintext

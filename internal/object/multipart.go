@@ -446,6 +446,14 @@ func (s *Uploads) CompleteUploadExpecting(ctx context.Context, a Actor, bucket, 
 	o, err := s.completeUpload(ctx, a, bucket, key, id, parts, cond, want)
 	if e := errcode.As(err); e != nil && e.Code == errcode.NotFound && e.Detail["resource"] == "upload" {
 		if done, ok := s.completedWith(ctx, a, bucket, key, parts); ok {
+			// The same checks, of the parts the object holds.
+			stored := make(map[int]meta.Part, len(parts))
+			for i, p := range parts {
+				stored[p.Number] = meta.Part{Number: p.Number, Size: done.Parts[i].Size, Checksum: done.Parts[i].Checksum}
+			}
+			if err := checkListed(done.Checksum.Algorithm, done.Checksum.Type, parts, stored); err != nil {
+				return meta.Object{}, err
+			}
 			if err := CheckExpect(done.Checksum, done.Size, want); err != nil {
 				return meta.Object{}, err
 			}
@@ -460,44 +468,113 @@ func (s *Uploads) CompleteUploadExpecting(ctx context.Context, a Actor, bucket, 
 // (x-amz-checksum-ALG, with x-amz-checksum-type) and the size
 // (x-amz-mp-object-size).
 type Expect struct {
-	// Checksum: Algorithm "" asserts none; Type "" any type; a COMPOSITE
-	// Value may leave out its "-N".
+	// Checksum: Algorithm "" asserts none; Type "" any type (a Type
+	// without an Algorithm asserts the upload's type); a COMPOSITE Value
+	// may leave out its "-N".
 	Checksum meta.Checksum
 	// Size is -1 when not asserted.
 	Size int64
 }
 
+// CheckCompletion returns the checksum of the object that the listed
+// parts (in order; stored by number) of upload u make
+// (MultipartChecksum), after checking what the client asserts: the part
+// checksums it lists (checkListed), then want (CheckExpect). A listed part
+// that is not stored is left to the assembly (invalid_part): nothing is
+// compared for it, and want is not compared at all. Every completion
+// check of checksums and size is here, for the service and its fake.
+func CheckCompletion(u meta.Upload, parts []meta.CompletePart, stored map[int]meta.Part, want Expect) (meta.Checksum, error) {
+	if err := checkListed(u.ChecksumAlgorithm, u.ChecksumType, parts, stored); err != nil {
+		return meta.Checksum{}, err
+	}
+	sum, err := MultipartChecksum(u, parts, stored)
+	if err != nil {
+		return meta.Checksum{}, err
+	}
+	var size int64
+	for _, p := range parts {
+		sp, ok := stored[p.Number]
+		if !ok {
+			return sum, nil
+		}
+		size += sp.Size
+	}
+	return sum, CheckExpect(sum, size, want)
+}
+
+// checkListed compares the part checksums a completion lists with the
+// stored parts' (of algorithm alg and checksum type typ, as in
+// meta.Upload), as S3 does: a checksum of another algorithm is BadDigest,
+// another value (or any checksum when the upload has none) InvalidPart,
+// and a COMPOSITE upload's completion must list every part's checksum
+// (InvalidRequest). Parts not stored are skipped.
+func checkListed(alg, typ string, parts []meta.CompletePart, stored map[int]meta.Part) error {
+	a, _ := integrity.ParseAlgorithm(alg)
+	t, _ := integrity.ParseChecksumType(typ, a)
+	for _, p := range parts {
+		sp, ok := stored[p.Number]
+		if !ok {
+			continue
+		}
+		l := p.Checksum
+		switch {
+		case l.Algorithm == "":
+			if a != integrity.NoChecksum && t == integrity.Composite {
+				return invalidRequest("The upload was created using a %s checksum. The complete request must include the checksum for each part. It was missing for part %d in the request.",
+					strings.ToLower(a.String()), p.Number)
+			}
+		case a != integrity.NoChecksum && !strings.EqualFold(l.Algorithm, a.String()):
+			return &errcode.Error{Code: errcode.ChecksumMismatch,
+				Message: fmt.Sprintf("The %s you specified for part %d did not match what we received.", strings.ToLower(l.Algorithm), p.Number),
+				Detail:  map[string]any{"s3_code": "BadDigest"}}
+		case a == integrity.NoChecksum || l.Value != sp.Checksum:
+			return &errcode.Error{Code: errcode.InvalidArgument, Message: fmt.Sprintf("the %s checksum listed for part %d is not the part's", l.Algorithm, p.Number),
+				Detail: map[string]any{"reason": "invalid_part", "part_number": p.Number}}
+		}
+	}
+	return nil
+}
+
 // CheckExpect compares the checksum and size a completion makes (got,
-// size) with want: a checksum of another algorithm or type, or one the
-// upload cannot make (created without a checksum algorithm), is
-// InvalidArgument (reason invalid_request); another value ChecksumMismatch
-// (S3's BadDigest); another size InvalidArgument.
+// size) with want, in S3's words: another size, a type other than the
+// upload's, a checksum of another algorithm, or one the upload cannot
+// make (created without a checksum algorithm) is InvalidArgument (reason
+// invalid_request: S3's InvalidRequest); another value ChecksumMismatch
+// (S3's BadDigest).
 func CheckExpect(got meta.Checksum, size int64, want Expect) error {
 	if want.Size >= 0 && want.Size != size {
-		return &errcode.Error{Code: errcode.InvalidArgument, Message: fmt.Sprintf("x-amz-mp-object-size %d does not match the parts' %d bytes", want.Size, size),
-			Detail: map[string]any{"reason": "invalid_request"}}
+		// S3's text, its values in the order versitygw's tests record
+		// (the size the parts make first).
+		return invalidRequest("The provided 'x-amz-mp-object-size' header value %d does not match what was computed: %d", size, want.Size)
 	}
 	w := want.Checksum
-	if w.Algorithm == "" {
-		return nil
+	if w.Type != "" && !strings.EqualFold(got.Type, w.Type) {
+		t := got.Type
+		if t == "" {
+			t = "null" // S3's word for an upload without a checksum
+		}
+		return invalidRequest("The upload was created using the %s checksum mode. The complete request must use the same checksum mode.", t)
 	}
 	switch {
+	case w.Algorithm == "":
+		return nil
 	case got.Algorithm == "":
-		return &errcode.Error{Code: errcode.InvalidArgument, Message: fmt.Sprintf("the upload was created without a checksum algorithm: it cannot make the %s checksum asserted", w.Algorithm),
-			Detail: map[string]any{"reason": "invalid_request"}}
+		return invalidRequest("the upload was created without a checksum algorithm: it cannot make the %s checksum asserted", w.Algorithm)
 	case !strings.EqualFold(got.Algorithm, w.Algorithm):
-		return &errcode.Error{Code: errcode.InvalidArgument, Message: fmt.Sprintf("the upload's checksum algorithm is %s, not %s", got.Algorithm, w.Algorithm),
-			Detail: map[string]any{"reason": "invalid_request"}}
-	case w.Type != "" && !strings.EqualFold(got.Type, w.Type):
-		return &errcode.Error{Code: errcode.InvalidArgument, Message: fmt.Sprintf("the upload's checksum type is %s, not %s", got.Type, w.Type),
-			Detail: map[string]any{"reason": "invalid_request"}}
+		return invalidRequest("the upload's checksum algorithm is %s, not %s", got.Algorithm, w.Algorithm)
 	}
 	value, _, _ := strings.Cut(got.Value, "-")
 	if w.Value != got.Value && w.Value != value {
-		return &errcode.Error{Code: errcode.ChecksumMismatch, Message: fmt.Sprintf("the %s checksum of the object the parts make is not the one asserted", got.Algorithm),
+		return &errcode.Error{Code: errcode.ChecksumMismatch, Message: fmt.Sprintf("The %s you specified did not match the calculated checksum.", got.Algorithm),
 			Detail: map[string]any{"s3_code": "BadDigest"}}
 	}
 	return nil
+}
+
+// invalidRequest is an InvalidArgument that S3 names InvalidRequest.
+func invalidRequest(format string, args ...any) error {
+	return &errcode.Error{Code: errcode.InvalidArgument, Message: fmt.Sprintf(format, args...),
+		Detail: map[string]any{"reason": "invalid_request"}}
 }
 
 // completedWith returns the object at bucket/key if it is the one the
@@ -571,8 +648,8 @@ func (s *Uploads) complete(ctx context.Context, u meta.Upload, parts []meta.Comp
 	id := u.ID
 	var err error
 	if u.BackendUploadID != "" {
-		if want.Checksum.Algorithm != "" || want.Size >= 0 {
-			return meta.Object{}, errcode.New(errcode.NotImplemented, "a whole-object checksum or size cannot be checked for an upload the blob store assembles")
+		if want.Checksum != (meta.Checksum{}) || want.Size >= 0 || listsChecksums(parts) {
+			return meta.Object{}, errcode.New(errcode.NotImplemented, "a checksum, checksum type or size asserted cannot be checked for an upload the blob store assembles")
 		}
 		return s.completeBackend(ctx, u, parts, cond)
 	}
@@ -591,7 +668,7 @@ func (s *Uploads) complete(ctx context.Context, u meta.Upload, parts []meta.Comp
 		h.Write(raw)
 	}
 	var stored map[int]meta.Part
-	if u.Size > 0 || u.ChecksumAlgorithm != "" || want.Size >= 0 || want.Checksum.Algorithm != "" {
+	if u.Size > 0 || u.ChecksumAlgorithm != "" || want.Size >= 0 || want.Checksum != (meta.Checksum{}) || listsChecksums(parts) {
 		if stored, err = s.storedParts(ctx, u.ID); err != nil {
 			return meta.Object{}, err
 		}
@@ -620,24 +697,8 @@ func (s *Uploads) complete(ctx context.Context, u meta.Upload, parts []meta.Comp
 		LegalHold:   u.LegalHold,
 		ModTime:     s.now().UTC(),
 	}
-	if obj.Checksum, err = MultipartChecksum(u, parts, stored); err != nil {
+	if obj.Checksum, err = CheckCompletion(u, parts, stored, want); err != nil {
 		return meta.Object{}, err
-	}
-	if want.Checksum.Algorithm != "" || want.Size >= 0 {
-		// A listed part that is not stored fails the commit (invalid_part)
-		// before anything is compared.
-		var size int64
-		all := true
-		for _, p := range parts {
-			sp, ok := stored[p.Number]
-			size += sp.Size
-			all = all && ok
-		}
-		if all {
-			if err := CheckExpect(obj.Checksum, size, want); err != nil {
-				return meta.Object{}, err
-			}
-		}
 	}
 	cctx, cancel := detach.Context(ctx)
 	defer cancel()
@@ -704,6 +765,16 @@ func MultipartChecksum(u meta.Upload, listed []meta.CompletePart, stored map[int
 		h.Write(raw)
 	}
 	return meta.Checksum{Algorithm: alg.String(), Type: typ.String(), Value: fmt.Sprintf("%s-%d", alg.Encode(h.Sum(nil)), len(listed))}, nil
+}
+
+// listsChecksums reports whether a completion lists a part checksum.
+func listsChecksums(parts []meta.CompletePart) bool {
+	for _, p := range parts {
+		if p.Checksum.Algorithm != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // storedParts returns every uploaded part of upload id by number.

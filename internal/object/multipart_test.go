@@ -76,7 +76,7 @@ func TestMultipartChecksumType(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				parts = append(parts, meta.CompletePart{Number: i + 1, ETag: p.ETag})
+				parts = append(parts, meta.CompletePart{Number: i + 1, ETag: p.ETag, Checksum: meta.Checksum{Algorithm: tc.alg, Value: p.Checksum}})
 				partSums = append(partSums, crc(tc.alg, b)...)
 			}
 			o, err := f.svc.CompleteUpload(ctx, f.alice, "alice-bucket", key, u.ID, parts, meta.Cond{})
@@ -240,7 +240,7 @@ func TestCompleteExpecting(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			parts = append(parts, meta.CompletePart{Number: i + 1, ETag: p.ETag})
+			parts = append(parts, meta.CompletePart{Number: i + 1, ETag: p.ETag, Checksum: meta.Checksum{Algorithm: "CRC32", Value: p.Checksum}})
 		}
 		return u, parts
 	}
@@ -293,5 +293,69 @@ func TestCompleteExpecting(t *testing.T) {
 		Expect{Checksum: meta.Checksum{Algorithm: "CRC32", Value: full}, Size: -1})
 	if e := errcode.As(err); e == nil || e.Code != errcode.InvalidArgument || e.Detail["reason"] != "invalid_request" {
 		t.Errorf("plain upload with an asserted checksum: %v", err)
+	}
+}
+
+// TestCompleteListedChecksums: the part checksums a completion lists are
+// compared with the stored parts', as S3 does (CheckCompletion): another
+// algorithm is BadDigest, another value InvalidPart, a COMPOSITE upload
+// must list every part's; x-amz-checksum-type alone must be the upload's.
+// A refused completion changes nothing.
+func TestCompleteListedChecksums(t *testing.T) {
+	f := newFixture(t, 0)
+	ctx := t.Context()
+	body := []byte("part")
+	sha256sum := "n2alat9FhKiZXkZO18V2LLcZFM3IT8R7DjSMvK//7WU="
+	for _, tc := range []struct {
+		name, alg, typ string
+		listed         func(stored string) meta.Checksum
+		want           Expect
+		code           errcode.Code // 0: completes
+		reason, msg    string
+	}{
+		{"listed", "SHA1", "COMPOSITE", func(s string) meta.Checksum { return meta.Checksum{Algorithm: "SHA1", Value: s} }, Expect{Size: -1}, 0, "", ""},
+		{"composite, missing", "SHA1", "COMPOSITE", func(string) meta.Checksum { return meta.Checksum{} }, Expect{Size: -1}, errcode.InvalidArgument, "invalid_request",
+			"The upload was created using a sha1 checksum. The complete request must include the checksum for each part. It was missing for part 1 in the request."},
+		{"full object, missing", "CRC32C", "FULL_OBJECT", func(string) meta.Checksum { return meta.Checksum{} }, Expect{Size: -1}, 0, "", ""},
+		{"another algorithm", "CRC32C", "FULL_OBJECT", func(string) meta.Checksum { return meta.Checksum{Algorithm: "SHA256", Value: sha256sum} }, Expect{Size: -1},
+			errcode.ChecksumMismatch, "", "The sha256 you specified for part 1 did not match what we received."},
+		{"another value", "SHA256", "COMPOSITE", func(string) meta.Checksum { return meta.Checksum{Algorithm: "SHA256", Value: sha256sum} }, Expect{Size: -1},
+			errcode.InvalidArgument, "invalid_part", ""},
+		{"upload without a checksum", "", "", func(string) meta.Checksum { return meta.Checksum{Algorithm: "SHA256", Value: sha256sum} }, Expect{Size: -1},
+			errcode.InvalidArgument, "invalid_part", ""},
+		{"the upload's type", "CRC32", "FULL_OBJECT", func(string) meta.Checksum { return meta.Checksum{} }, Expect{Checksum: meta.Checksum{Type: "FULL_OBJECT"}, Size: -1}, 0, "", ""},
+		{"another type", "CRC32", "FULL_OBJECT", func(string) meta.Checksum { return meta.Checksum{} }, Expect{Checksum: meta.Checksum{Type: "COMPOSITE"}, Size: -1},
+			errcode.InvalidArgument, "invalid_request", "The upload was created using the FULL_OBJECT checksum mode. The complete request must use the same checksum mode."},
+		{"a type, no checksum", "", "", func(string) meta.Checksum { return meta.Checksum{} }, Expect{Checksum: meta.Checksum{Type: "COMPOSITE"}, Size: -1},
+			errcode.InvalidArgument, "invalid_request", "The upload was created using the null checksum mode. The complete request must use the same checksum mode."},
+		{"another size", "", "", func(string) meta.Checksum { return meta.Checksum{} }, Expect{Size: 5}, errcode.InvalidArgument, "invalid_request",
+			"The provided 'x-amz-mp-object-size' header value 4 does not match what was computed: 5"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			key := "listed-" + strings.ReplaceAll(tc.name, " ", "-")
+			u, err := f.svc.CreateUpload(ctx, f.alice, CreateUploadInput{Bucket: "alice-bucket", Key: key, ChecksumAlgorithm: tc.alg, ChecksumType: tc.typ})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := f.svc.PutPart(ctx, f.alice, PartInput{Bucket: "alice-bucket", Key: key, UploadID: u.ID, Number: 1, Body: bytes.NewReader(body), Size: int64(len(body))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			parts := []meta.CompletePart{{Number: 1, ETag: p.ETag, Checksum: tc.listed(p.Checksum)}}
+			_, err = f.svc.CompleteUploadExpecting(ctx, f.alice, "alice-bucket", key, u.ID, parts, meta.Cond{}, tc.want)
+			if tc.code == 0 {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			e := errcode.As(err)
+			if e == nil || e.Code != tc.code || tc.reason != "" && e.Detail["reason"] != tc.reason || tc.msg != "" && e.Message != tc.msg {
+				t.Fatalf("completion = %v, want %v %s %q", err, tc.code, tc.reason, tc.msg)
+			}
+			if _, err := f.svc.Get(ctx, f.alice, "alice-bucket", key); !errcode.Is(err, errcode.NotFound) {
+				t.Errorf("a refused completion made the object: %v", err)
+			}
+		})
 	}
 }

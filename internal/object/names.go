@@ -99,19 +99,56 @@ func looksLikeIPv4(s string) bool {
 // MaxMetadataSize bounds user metadata (names + values), like S3's 2 KiB.
 const MaxMetadataSize = 2048
 
+// StandardMetadataPrefix names, in an object's Metadata, the standard
+// HTTP headers S3 keeps with an object besides Content-Type
+// (Cache-Control, Content-Disposition, Content-Encoding, Content-Language,
+// Expires): StandardMetadataPrefix + the lower-case header name. They
+// travel with the metadata (uploads, copies, versions) without a column of
+// their own; the S3 API refuses user metadata under this prefix, answers
+// the entries as their headers, and UserMetadata leaves them out.
+const StandardMetadataPrefix = "coffer-std-"
+
+// MaxStandardMetadataSize bounds the standard headers kept (values in
+// all), apart from the user metadata's 2 KiB, as S3 counts them.
+const MaxStandardMetadataSize = 8192
+
+// UserMetadata is m without the standard headers kept in it (a new map,
+// nil if none is left).
+func UserMetadata(m map[string]string) map[string]string {
+	var u map[string]string
+	for k, v := range m {
+		if !strings.HasPrefix(k, StandardMetadataPrefix) {
+			if u == nil {
+				u = make(map[string]string, len(m))
+			}
+			u[k] = v
+		}
+	}
+	return u
+}
+
 // ValidMetadata checks user metadata: non-empty UTF-8 names, UTF-8
 // values, MaxMetadataSize bytes in all (TooLarge with Detail["reason"]
-// "metadata_too_large": S3's MetadataTooLarge).
+// "metadata_too_large": S3's MetadataTooLarge); the standard headers in
+// it, MaxStandardMetadataSize bytes of values.
 func ValidMetadata(m map[string]string) error {
-	n := 0
+	n, std := 0, 0
 	for k, v := range m {
-		n += len(k) + len(v)
 		if k == "" || !utf8.ValidString(k) || !utf8.ValidString(v) {
 			return errcode.New(errcode.InvalidArgument, "metadata names and values must be non-empty UTF-8")
+		}
+		if strings.HasPrefix(k, StandardMetadataPrefix) {
+			std += len(v)
+		} else {
+			n += len(k) + len(v)
 		}
 	}
 	if n > MaxMetadataSize {
 		return &errcode.Error{Code: errcode.TooLarge, Message: fmt.Sprintf("user metadata exceeds %d bytes", MaxMetadataSize),
+			Detail: map[string]any{"reason": "metadata_too_large"}}
+	}
+	if std > MaxStandardMetadataSize {
+		return &errcode.Error{Code: errcode.TooLarge, Message: fmt.Sprintf("the standard headers kept with an object exceed %d bytes", MaxStandardMetadataSize),
 			Detail: map[string]any{"reason": "metadata_too_large"}}
 	}
 	return nil

@@ -1,9 +1,12 @@
 package object
 
 import (
+	"maps"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/coffer-storage/coffer/internal/errcode"
 )
 
 func TestValidKey(t *testing.T) {
@@ -51,5 +54,28 @@ func TestValidBucketName(t *testing.T) {
 		if ValidBucketName(n) == nil {
 			t.Errorf("ValidBucketName(%q) = nil, want error", n)
 		}
+	}
+}
+
+// TestStandardMetadata: the standard headers kept in an object's metadata
+// (StandardMetadataPrefix) are left out of UserMetadata and counted apart
+// from the user metadata's 2 KiB, within their own bound.
+func TestStandardMetadata(t *testing.T) {
+	cc := StandardMetadataPrefix + "cache-control"
+	md := map[string]string{"a": "b", cc: "max-age=60"}
+	if got := UserMetadata(md); !maps.Equal(got, map[string]string{"a": "b"}) {
+		t.Errorf("UserMetadata = %v", got)
+	}
+	if got := UserMetadata(map[string]string{cc: "x"}); got != nil {
+		t.Errorf("UserMetadata of standard headers only = %v, want nil", got)
+	}
+	// 2 KiB of user metadata and a long Content-Disposition: fine.
+	full := map[string]string{"ab": strings.Repeat("v", MaxMetadataSize-2), StandardMetadataPrefix + "content-disposition": strings.Repeat("d", 4000)}
+	if err := ValidMetadata(full); err != nil {
+		t.Errorf("user metadata at its bound with a standard header: %v", err)
+	}
+	full[StandardMetadataPrefix+"expires"] = strings.Repeat("e", MaxStandardMetadataSize)
+	if err := ValidMetadata(full); !errcode.Is(err, errcode.TooLarge) {
+		t.Errorf("standard headers over their bound: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package s3api
 
 import (
+	"net/http"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -44,6 +45,98 @@ func TestMetadataTooLarge(t *testing.T) {
 		e := newS3Env(t)
 		e.alice("PUT", "/b/k", []byte("x"), "X-Amz-Meta-Ab", strings.Repeat("v", 2046)).want(t, 200, "")
 	})
+}
+
+// TestNonASCIIMetadata: user metadata with non-US-ASCII characters is
+// answered RFC 2047-encoded (headers stay ASCII), and a value sent as
+// RFC 2047 encoded words is stored decoded, as S3 documents.
+func TestNonASCIIMetadata(t *testing.T) {
+	const word = "=?UTF-8?B?SGVsbG8gV29ybGTDqQ==?=" // "Hello Worldé"
+	e := newS3Env(t)
+	e.alice("PUT", "/b/raw", []byte("x"), "X-Amz-Meta-M", "Hello Worldé", "X-Amz-Meta-A", "plain").want(t, 200, "")
+	e.alice("PUT", "/b/encoded", []byte("x"), "X-Amz-Meta-M", "=?utf-8?q?Hello_World=C3=A9?=").want(t, 200, "")
+	if got := e.store.LastPut.Metadata["m"]; got != "Hello Worldé" {
+		t.Errorf("an encoded word was stored as %q", got)
+	}
+	for _, key := range []string{"raw", "encoded"} {
+		for _, method := range []string{"GET", "HEAD"} {
+			r := e.alice(method, "/b/"+key, nil)
+			if got := rawHeader(r.Header(), "x-amz-meta-m"); got != word {
+				t.Errorf("%s %s: x-amz-meta-m %q, want %q", method, key, got, word)
+			}
+		}
+	}
+	if got := rawHeader(e.alice("GET", "/b/raw", nil).Header(), "x-amz-meta-a"); got != "plain" {
+		t.Errorf("an ASCII value is answered as %q", got)
+	}
+}
+
+// TestStandardHeaders: Cache-Control, Content-Disposition,
+// Content-Encoding (but aws-chunked), Content-Language and Expires are
+// kept with an object written by PutObject, CreateMultipartUpload and
+// CopyObject (REPLACE; COPY keeps the source's) and answered on GET and
+// HEAD, as S3 does; never as user metadata, whose names cannot take
+// their place.
+func TestStandardHeaders(t *testing.T) {
+	std := []string{"Cache-Control", "max-age=60", "Content-Disposition", `attachment; filename="a.txt"`, "Content-Encoding", "gzip",
+		"Content-Language", "de", "Expires", "Thu, 01 Dec 2044 16:00:00 GMT"}
+	want := func(t *testing.T, r s3Result, kv ...string) {
+		t.Helper()
+		for i := 0; i+1 < len(kv); i += 2 {
+			if got := rawHeader(r.Header(), kv[i]); got != kv[i+1] {
+				t.Errorf("%s %q, want %q", kv[i], got, kv[i+1])
+			}
+		}
+		for k := range r.Header() {
+			if strings.Contains(strings.ToLower(k), "coffer-std") {
+				t.Errorf("header %s answered", k)
+			}
+		}
+	}
+	e := newS3Env(t)
+	e.alice("PUT", "/b/k", []byte("x"), append([]string{"X-Amz-Meta-A", "b"}, std...)...).want(t, 200, "")
+	for _, m := range []string{"GET", "HEAD"} {
+		r := e.alice(m, "/b/k", nil)
+		r.want(t, 200, "")
+		want(t, r, append([]string{"X-Amz-Meta-A", "b"}, std...)...)
+	}
+	want(t, e.alice("GET", "/b/k?response-cache-control=no-store", nil), "Cache-Control", "no-store")
+
+	// Multipart: kept by the upload, given to the object.
+	e.alice("POST", "/b/mp?uploads", nil, "Content-Language", "fr", "Content-Encoding", "aws-chunked").want(t, 200, "")
+	e.alice("PUT", "/b/mp?partNumber=1&uploadId=up1", []byte("x")).want(t, 200, "")
+	e.alice("POST", "/b/mp?uploadId=up1", []byte(`<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>"e"</ETag></Part></CompleteMultipartUpload>`)).want(t, 200, "")
+	want(t, e.alice("HEAD", "/b/mp", nil), "Content-Language", "fr", "Content-Encoding", "")
+
+	// Copies: COPY keeps the source's, REPLACE takes the request's.
+	e.alice("PUT", "/b/copy", nil, "X-Amz-Copy-Source", "/b/k").want(t, 200, "")
+	want(t, e.alice("HEAD", "/b/copy", nil), std...)
+	e.alice("PUT", "/b/copy", nil, "X-Amz-Copy-Source", "/b/k", "X-Amz-Metadata-Directive", "REPLACE", "Content-Language", "en").want(t, 200, "")
+	want(t, e.alice("HEAD", "/b/copy", nil), "Content-Language", "en", "Cache-Control", "", "X-Amz-Meta-A", "")
+
+	// Their stored names are not user metadata names.
+	e.alice("PUT", "/b/x", []byte("x"), "X-Amz-Meta-Coffer-Std-Cache-Control", "no-store").want(t, 400, s3err.InvalidArgument)
+}
+
+func TestContentEncoding(t *testing.T) {
+	for in, want := range map[string]string{
+		"": "", "aws-chunked": "", "aws-chunked, aws-chunked": "", "aws-chunked,gzip": "gzip", "gzip, AWS-CHUNKED ,br": "gzip, br", "deflate, gzip": "deflate, gzip",
+	} {
+		if got := contentEncoding(in); got != want {
+			t.Errorf("contentEncoding(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// rawHeader is h's value of name, whatever case its key is stored in
+// (the metadata headers keep S3's lower-case names).
+func rawHeader(h http.Header, name string) string {
+	for k, v := range h {
+		if strings.EqualFold(k, name) && len(v) == 1 {
+			return v[0]
+		}
+	}
+	return ""
 }
 
 // TestDefaultContentType: an object written through S3 without a

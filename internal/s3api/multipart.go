@@ -29,9 +29,13 @@ func (api *API) createMultipartUpload(q *request) (response, error) {
 	if err != nil {
 		return nil, err
 	}
+	md, err := objectMetadata(q.Header)
+	if err != nil {
+		return nil, err
+	}
 	u, err := api.uploads.CreateUpload(ctxOf(q), q.actor, object.CreateUploadInput{
 		Bucket: q.bucket, Key: q.key, ContentType: contentType(q.Header),
-		Metadata: userMetadata(q.Header), Tags: tags, Lock: lock, ChecksumAlgorithm: q.Header.Get("X-Amz-Checksum-Algorithm"),
+		Metadata: md, Tags: tags, Lock: lock, ChecksumAlgorithm: q.Header.Get("X-Amz-Checksum-Algorithm"),
 		ChecksumType: q.Header.Get("X-Amz-Checksum-Type"), SSE: sse, ACL: acl,
 	})
 	if err != nil {
@@ -193,9 +197,9 @@ func (api *API) completeMultipartUpload(q *request) (response, error) {
 	if err := api.readXML(q, &req); err != nil {
 		return nil, err
 	}
-	parts := make([]meta.CompletePart, len(req.Parts))
-	for i, p := range req.Parts {
-		parts[i] = meta.CompletePart{Number: p.PartNumber, ETag: p.ETag}
+	parts, err := completedParts(req)
+	if err != nil {
+		return nil, err
 	}
 	cond, err := writeCond(q.Header)
 	if err != nil {
@@ -328,9 +332,43 @@ func (api *API) listMultipartUploads(q *request) (response, error) {
 	return xmlResponse{body: res}, nil
 }
 
+// completedParts reads a CompleteMultipartUpload body's parts as S3
+// does: at least one, each with its PartNumber (at least 1) and ETag
+// (else MalformedXML), and at most one well-formed part checksum.
+func completedParts(req completeMultipartUpload) ([]meta.CompletePart, error) {
+	if len(req.Parts) == 0 {
+		return nil, s3err.New(s3err.MalformedXML, "")
+	}
+	parts := make([]meta.CompletePart, len(req.Parts))
+	for i, p := range req.Parts {
+		if p.PartNumber == nil || p.ETag == nil {
+			return nil, s3err.New(s3err.MalformedXML, "")
+		}
+		if *p.PartNumber < 1 {
+			return nil, s3err.New(s3err.InvalidArgument, "PartNumber must be >= 1")
+		}
+		parts[i] = meta.CompletePart{Number: *p.PartNumber, ETag: *p.ETag}
+		for _, c := range [...]struct {
+			alg   integrity.Algorithm
+			value string
+		}{{integrity.CRC32, p.ChecksumCRC32}, {integrity.CRC32C, p.ChecksumCRC32C}, {integrity.CRC64NVME, p.ChecksumCRC64NVME},
+			{integrity.SHA1, p.ChecksumSHA1}, {integrity.SHA256, p.ChecksumSHA256}} {
+			if c.value == "" {
+				continue
+			}
+			if _, ok := c.alg.Decode(c.value); !ok || parts[i].Checksum.Algorithm != "" {
+				return nil, s3err.New(s3err.InvalidArgument, "Invalid Base64 or multiple checksums present in request")
+			}
+			parts[i].Checksum = meta.Checksum{Algorithm: c.alg.String(), Value: c.value}
+		}
+	}
+	return parts, nil
+}
+
 // completionExpect reads what a CompleteMultipartUpload asserts of the
 // object: one x-amz-checksum-ALG (a COMPOSITE value ends in "-N"), its
-// x-amz-checksum-type, and x-amz-mp-object-size.
+// x-amz-checksum-type (alone, the upload's), and x-amz-mp-object-size.
+// Malformed values are InvalidRequest, in S3's words.
 func completionExpect(h http.Header) (object.Expect, error) {
 	want := object.Expect{Size: -1}
 	for _, a := range integrity.Algorithms {
@@ -339,18 +377,15 @@ func completionExpect(h http.Header) (object.Expect, error) {
 			continue
 		}
 		if want.Checksum.Algorithm != "" {
-			return want, s3err.New(s3err.InvalidRequest, "Expecting a single x-amz-checksum- header")
+			return want, s3err.New(s3err.InvalidRequest, multipleChecksums)
 		}
 		value, n, composite := strings.Cut(v, "-")
 		if _, ok := a.Decode(value); !ok || composite && !validPartCount(n) {
-			return want, s3err.New(s3err.InvalidDigest, a.Header()+" is malformed")
+			return want, s3err.New(s3err.InvalidRequest, "Value for "+a.Header()+" header is invalid.")
 		}
 		want.Checksum = meta.Checksum{Algorithm: a.String(), Value: v}
 	}
 	if t := h.Get("X-Amz-Checksum-Type"); t != "" {
-		if want.Checksum.Algorithm == "" {
-			return want, s3err.New(s3err.InvalidRequest, "x-amz-checksum-type needs an x-amz-checksum- header")
-		}
 		if !strings.EqualFold(t, "COMPOSITE") && !strings.EqualFold(t, "FULL_OBJECT") {
 			return want, s3err.New(s3err.InvalidRequest, "Value for x-amz-checksum-type header is invalid.")
 		}
@@ -358,13 +393,20 @@ func completionExpect(h http.Header) (object.Expect, error) {
 	}
 	if v := h.Get("X-Amz-Mp-Object-Size"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 0 {
-			return want, s3err.New(s3err.InvalidArgument, "x-amz-mp-object-size must be a non-negative integer")
+		switch {
+		case err != nil:
+			return want, s3err.New(s3err.InvalidRequest, "Value for x-amz-mp-object-size header is invalid: '"+v+"'")
+		case n < 0:
+			return want, s3err.New(s3err.InvalidRequest, "Value for x-amz-mp-object-size header is less than zero: '"+v+"'")
 		}
 		want.Size = n
 	}
 	return want, nil
 }
+
+// multipleChecksums is S3's refusal of a request with several
+// x-amz-checksum-ALG headers.
+const multipleChecksums = "Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed."
 
 // validPartCount reports whether n is a composite checksum's part count.
 func validPartCount(n string) bool {

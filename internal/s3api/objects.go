@@ -22,20 +22,78 @@ import (
 // MaxPutSize is the largest single PutObject (S3's limit).
 const MaxPutSize = 5 << 30
 
-// userMetadata collects x-amz-meta-* headers (names lower-cased, prefix
-// removed).
-func userMetadata(h http.Header) map[string]string {
+// objectMetadata is the metadata an object write keeps: its x-amz-meta-*
+// headers (names lower-cased, prefix removed; a value of RFC 2047 encoded
+// words stored decoded, as S3 does: metadataHeader encodes it again on
+// the way out), and the standard headers S3 keeps with an object
+// (standardHeaders, under object.StandardMetadataPrefix). A user
+// metadata name under that prefix is InvalidArgument.
+func objectMetadata(h http.Header) (map[string]string, error) {
 	var md map[string]string
+	set := func(k, v string) {
+		if md == nil {
+			md = map[string]string{}
+		}
+		md[k] = v
+	}
 	for k, v := range h {
 		lk := strings.ToLower(k)
 		if name, ok := strings.CutPrefix(lk, "x-amz-meta-"); ok && name != "" {
-			if md == nil {
-				md = map[string]string{}
+			if strings.HasPrefix(name, object.StandardMetadataPrefix) {
+				return nil, s3err.New(s3err.InvalidArgument, "the x-amz-meta-"+object.StandardMetadataPrefix+"* names are reserved by Coffer")
 			}
-			md[name] = strings.Join(v, ",")
+			val := strings.Join(v, ",")
+			if d, err := new(mime.WordDecoder).DecodeHeader(val); err == nil {
+				val = d // an unknown charset: kept as sent
+			}
+			set(name, val)
 		}
 	}
-	return md
+	for _, name := range standardHeaders {
+		v := strings.Join(h.Values(name), ",")
+		if name == "Content-Encoding" {
+			v = contentEncoding(v)
+		}
+		if v != "" {
+			set(object.StandardMetadataPrefix+strings.ToLower(name), v)
+		}
+	}
+	return md, nil
+}
+
+// standardHeaders are the HTTP headers S3 keeps with an object besides
+// Content-Type, and answers on GET and HEAD (docs/s3.md).
+var standardHeaders = []string{"Cache-Control", "Content-Disposition", "Content-Encoding", "Content-Language", "Expires"}
+
+// contentEncoding is a Content-Encoding as S3 keeps it: without
+// aws-chunked (the body's framing, not the object's encoding), otherwise
+// as sent.
+func contentEncoding(v string) string {
+	var keep []string
+	for t := range strings.SplitSeq(v, ",") {
+		if t = strings.TrimSpace(t); t != "" && !strings.EqualFold(t, "aws-chunked") {
+			keep = append(keep, t)
+		}
+	}
+	if len(keep) == 0 {
+		return ""
+	}
+	if !strings.Contains(strings.ToLower(v), "aws-chunked") {
+		return strings.TrimSpace(v)
+	}
+	return strings.Join(keep, ", ")
+}
+
+// metadataHeader is a stored metadata value as S3 answers it: a value
+// with non-US-ASCII characters RFC 2047-encoded (one UTF-8 base64
+// encoded word), so that headers stay ASCII.
+func metadataHeader(v string) string {
+	for i := 0; i < len(v); i++ {
+		if v[i] >= utf8.RuneSelf {
+			return "=?UTF-8?B?" + base64.StdEncoding.EncodeToString([]byte(v)) + "?="
+		}
+	}
+	return v
 }
 
 // defaultContentType is what S3 stores for an object written without a
@@ -75,7 +133,7 @@ func headerChecksum(h http.Header) (alg integrity.Algorithm, want []byte, err er
 			continue
 		}
 		if alg != integrity.NoChecksum {
-			return 0, nil, s3err.New(s3err.InvalidRequest, "Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.")
+			return 0, nil, s3err.New(s3err.InvalidRequest, multipleChecksums)
 		}
 		alg = a
 	}
@@ -174,9 +232,13 @@ func (api *API) storeObject(q *request, body io.Reader, size int64) (meta.Object
 	if err != nil {
 		return fail(err)
 	}
+	md, err := objectMetadata(q.Header)
+	if err != nil {
+		return fail(err)
+	}
 	o, err := api.objects.Put(ctxOf(q), q.actor, object.PutInput{
 		Bucket: q.bucket, Key: q.key, Body: body, Size: size, ContentType: ct,
-		Metadata: userMetadata(q.Header), Tags: tags, Lock: lock, MD5: md5sum, SHA256: q.pay.sha256,
+		Metadata: md, Tags: tags, Lock: lock, MD5: md5sum, SHA256: q.pay.sha256,
 		ChecksumAlgorithm: alg.String(), ChecksumWant: want, Cond: cond, SSE: sse, ACL: acl,
 	})
 	if err != nil {
@@ -269,6 +331,18 @@ func (api *API) getObject(q *request) (response, error) {
 	if err != nil {
 		return nil, err
 	}
+	// partNumber is checked before the key is looked up, as S3 does.
+	part := 0
+	if s := v.Get("partNumber"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > object.MaxParts {
+			return nil, s3err.New(s3err.InvalidArgument, "Part number must be an integer between 1 and 10000, inclusive.")
+		}
+		if q.Header.Get("Range") != "" {
+			return nil, s3err.New(s3err.InvalidRequest, "Cannot specify both Range header and partNumber query parameter")
+		}
+		part = n
+	}
 	rd, vid, err := api.namedVersion(q)
 	if err != nil {
 		return nil, err
@@ -278,17 +352,6 @@ func (api *API) getObject(q *request) (response, error) {
 		return nil, err
 	}
 	rd.CustomerKey = key
-	part := 0
-	if s := v.Get("partNumber"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > object.MaxParts {
-			return nil, s3err.New(s3err.InvalidArgument, "Part number must be an integer between 1 and 10000, inclusive")
-		}
-		if q.Header.Get("Range") != "" {
-			return nil, s3err.New(s3err.InvalidRequest, "Cannot specify both Range header and partNumber query parameter")
-		}
-		part = n
-	}
 	return &objectResponse{api: api, rd: rd, part: part, keyMD5: keyMD5, version: readVersion(rd, vid)}, nil
 }
 
@@ -310,22 +373,32 @@ func (or *objectResponse) respond(w http.ResponseWriter, q *request) {
 		sseCHeaders(h, or.keyMD5)
 	}
 	for k, val := range o.Metadata {
-		h["X-Amz-Meta-"+k] = []string{val}
+		if name, ok := strings.CutPrefix(k, object.StandardMetadataPrefix); ok {
+			h.Set(name, val) // a standard header S3 keeps (objectMetadata)
+			continue
+		}
+		h["X-Amz-Meta-"+k] = []string{metadataHeader(val)}
 	}
 	taggingCount(h, o)
 	or.api.expirationHeader(h, or.rd.Bucket, o)
 	lockHeaders(h, or.rd.Bucket, o)
 	var fixed *httpx.Span
 	if or.part > 0 {
+		// A part is a range of the object (206 with its Content-Range;
+		// a single-blob object is its own part 1), with the part count
+		// of a multipart object only, as S3 answers; an empty object is
+		// answered whole (no range of it exists).
 		s, n, count, ok := partRange(o, or.part)
 		if !ok {
-			or.api.fail(w, q, s3err.New(s3err.InvalidPartNumber, "The requested partnumber is not satisfiable"))
+			or.api.fail(w, q, s3err.New(s3err.InvalidPartNumber, ""))
 			return
 		}
-		h.Set("X-Amz-Mp-Parts-Count", strconv.Itoa(count))
-		fixed = &httpx.Span{Status: http.StatusOK, Start: s, Length: n}
 		if o.Parts != nil {
-			fixed.Status = http.StatusPartialContent
+			h.Set("X-Amz-Mp-Parts-Count", strconv.Itoa(count))
+		}
+		fixed = &httpx.Span{Status: http.StatusPartialContent, Start: s, Length: n}
+		if o.Size == 0 {
+			fixed.Status = http.StatusOK
 		}
 	}
 	sp, ok, err := httpx.PlanDownload(w, q.Request, httpx.Representation{ETag: o.ETag, ModTime: o.ModTime, Size: o.Size}, fixed)
@@ -477,7 +550,10 @@ func (api *API) copyObject(q *request) (response, error) {
 	in := object.CopyInput{DstBucket: q.bucket, DstKey: q.key, Cond: cond, ReplaceMetadata: replace, ReplaceTags: replaceTags, Tags: tags,
 		Lock: lock, SSE: sse, ACL: acl}
 	if replace {
-		in.ContentType, in.Metadata = contentType(q.Header), userMetadata(q.Header)
+		in.ContentType = contentType(q.Header)
+		if in.Metadata, err = objectMetadata(q.Header); err != nil {
+			return nil, err
+		}
 	}
 	o, err := api.objects.CopyFrom(ctxOf(q), q.actor, src, in)
 	if err != nil {

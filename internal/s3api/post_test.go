@@ -167,8 +167,6 @@ func TestPostObject(t *testing.T) {
 		}(), data, 403, s3err.AccessDenied, ""},
 		{"unknown canned ACL", signed(base(map[string]string{"acl": "everyone-may"}), postField{"acl", "everyone-may"}), data,
 			400, s3err.InvalidArgument, ""},
-		{"Cache-Control", signed(base([]any{"starts-with", "$Cache-Control", ""}), postField{"Cache-Control", "no-cache"}), data,
-			501, s3err.NotImplemented, "cache-control"},
 		{"bad tagging", signed(base([]any{"starts-with", "$tagging", ""}), postField{"tagging", "color=red"}), data,
 			400, s3err.MalformedXML, ""},
 		{"bad checksum", signed(base(), postField{"x-amz-checksum-crc32", crc32B64([]byte("other"))}), data,
@@ -231,11 +229,11 @@ func TestPostObject(t *testing.T) {
 
 	t.Run("stored", func(t *testing.T) {
 		e := newS3Env(t)
-		conds := base(map[string]string{"Content-Type": "text/plain"}, []any{"starts-with", "$x-amz-meta-color", ""},
+		conds := base(map[string]string{"Content-Type": "text/plain"}, []any{"starts-with", "$x-amz-meta-color", ""}, []any{"starts-with", "$Cache-Control", ""},
 			[]any{"content-length-range", 1, 100}, map[string]string{"acl": "public-read"},
 			[]any{"starts-with", "$tagging", ""}, []any{"eq", "$success_action_status", "201"})
 		tagging := "<Tagging><TagSet><Tag><Key>k1</Key><Value>v 1</Value></Tag></TagSet></Tagging>"
-		fields := signed(conds, postField{"Content-Type", "text/plain"}, postField{"x-amz-meta-color", "red"},
+		fields := signed(conds, postField{"Content-Type", "text/plain"}, postField{"x-amz-meta-color", "red"}, postField{"Cache-Control", "no-cache"},
 			postField{"acl", "public-read"}, postField{"tagging", tagging}, postField{"success_action_status", "201"},
 			postField{"x-ignore-me", "1"}, postField{"x-amz-checksum-crc32", crc32B64(data)})
 		fields[0].value = "up/${filename}"

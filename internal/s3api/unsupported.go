@@ -70,11 +70,10 @@ var (
 // rules is the table. The first rule a request breaks answers it.
 func rules() []rule {
 	const (
-		sse   = "this server-side encryption option is not implemented by Coffer"
-		sseC  = "server-side encryption with customer keys (SSE-C) applies to PutObject, GetObject, HeadObject, CopyObject and the multipart upload operations only"
-		lock  = "the x-amz-object-lock-* headers apply to PutObject, CopyObject and CreateMultipartUpload only"
-		acl   = "x-amz-acl and x-amz-grant-* apply to CreateBucket, PutObject, CopyObject, CreateMultipartUpload, PutBucketAcl and PutObjectAcl only"
-		stdMD = "Coffer stores Content-Type and x-amz-meta-* only; it would not return this header on GET"
+		sse  = "this server-side encryption option is not implemented by Coffer"
+		sseC = "server-side encryption with customer keys (SSE-C) applies to PutObject, GetObject, HeadObject, CopyObject and the multipart upload operations only"
+		lock = "the x-amz-object-lock-* headers apply to PutObject, CopyObject and CreateMultipartUpload only"
+		acl  = "x-amz-acl and x-amz-grant-* apply to CreateBucket, PutObject, CopyObject, CreateMultipartUpload, PutBucketAcl and PutObjectAcl only"
 	)
 	return []rule{
 		// Encryption (docs/encryption.md): SSE-S3 and SSE-KMS on the
@@ -131,11 +130,6 @@ func rules() []rule {
 		{name: "x-amz-storage-class", ops: objectWrites, allow: []string{"STANDARD"}, why: "Coffer has one storage class, STANDARD"},
 		{name: "x-amz-website-redirect-location", ops: objectWrites, why: "website hosting is not implemented by Coffer"},
 		// Standard headers S3 stores with an object.
-		{name: "Cache-Control", ops: objectWrites, why: stdMD},
-		{name: "Content-Disposition", ops: objectWrites, why: stdMD},
-		{name: "Content-Language", ops: objectWrites, why: stdMD},
-		{name: "Expires", ops: objectWrites, why: stdMD},
-		{name: "Content-Encoding", ops: objectWrites, valid: onlyAWSChunked, why: stdMD},
 		// Checksums Coffer would not verify.
 		{name: "x-amz-checksum-algorithm", ops: []string{"CopyObject"},
 			why: "a copy keeps the source's checksum; Coffer does not compute another one"},
@@ -176,17 +170,6 @@ func readChecksumHeaders() []string {
 }
 
 func anyValue(string) bool { return true }
-
-// onlyAWSChunked accepts a Content-Encoding that only says how the body
-// is framed (aws-chunked), not how the object is encoded.
-func onlyAWSChunked(v string) bool {
-	for _, t := range strings.Split(v, ",") {
-		if t = strings.TrimSpace(t); !strings.EqualFold(t, "aws-chunked") && !strings.EqualFold(t, "identity") && t != "" {
-			return false
-		}
-	}
-	return true
-}
 
 func expectedBucketOwner(api *API, q *request, want string) error {
 	return api.checkOwner(q, q.bucket, want)

@@ -167,11 +167,11 @@ type initiateMultipartUploadResult struct {
 type completeMultipartUpload struct {
 	XMLName xml.Name `xml:"CompleteMultipartUpload"`
 	Parts   []struct {
-		PartNumber int    `xml:"PartNumber"`
-		ETag       string `xml:"ETag"`
-		// The part checksums S3 defines here (boto3 sends them): taken,
-		// not compared with the parts' (each part's checksum was
-		// verified when it was uploaded).
+		PartNumber *int    `xml:"PartNumber"` // nil: missing (MalformedXML)
+		ETag       *string `xml:"ETag"`
+		// The part checksums S3 defines here (SDKs send the ones
+		// UploadPart answered): at most one, compared with the part's
+		// (object.CheckCompletion).
 		ChecksumCRC32     string `xml:"ChecksumCRC32"`
 		ChecksumCRC32C    string `xml:"ChecksumCRC32C"`
 		ChecksumCRC64NVME string `xml:"ChecksumCRC64NVME"`

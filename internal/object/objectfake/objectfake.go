@@ -823,7 +823,7 @@ func (f *Service) CompleteUpload(ctx context.Context, a object.Actor, bucket, ke
 }
 
 // CompleteUploadExpecting is CompleteUpload checking want
-// (object.CheckExpect) before anything changes.
+// (object.CheckCompletion) before anything changes.
 func (f *Service) CompleteUploadExpecting(_ context.Context, a object.Actor, bucket, key, id string, parts []meta.CompletePart, cond meta.Cond, want object.Expect) (meta.Object, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -839,19 +839,12 @@ func (f *Service) CompleteUploadExpecting(_ context.Context, a object.Actor, buc
 	if err := cond.Check(cur.Object, exists); err != nil {
 		return meta.Object{}, err
 	}
-	o := meta.Object{Bucket: bucket, Key: key, ETag: fmt.Sprintf("%x-%d", md5.Sum([]byte(id)), len(parts)), ContentType: u.ContentType, Tags: u.Tags, ModTime: f.Now}
+	o := meta.Object{Bucket: bucket, Key: key, ETag: fmt.Sprintf("%x-%d", md5.Sum([]byte(id)), len(parts)), ContentType: u.ContentType, Metadata: u.Metadata, Tags: u.Tags, ModTime: f.Now}
 	stored := map[int]meta.Part{}
 	for _, p := range f.Parts[id] {
 		stored[p.Number] = p
 	}
-	if o.Checksum, err = object.MultipartChecksum(u, parts, stored); err != nil {
-		return meta.Object{}, err
-	}
-	var size int64
-	for _, p := range parts {
-		size += stored[p.Number].Size
-	}
-	if err := object.CheckExpect(o.Checksum, size, want); err != nil {
+	if o.Checksum, err = object.CheckCompletion(u, parts, stored, want); err != nil {
 		return meta.Object{}, err
 	}
 	o = f.store(Object{o, nil})
