@@ -67,7 +67,26 @@ func (s *core) aclAllows(_ context.Context, b meta.Bucket, a Actor, action, _ st
 	if p == "" || b.ACL == nil || b.ACL.ObjectACLDisabled() {
 		return false
 	}
-	return meta.Allows(b.ACL.Grants, meta.Grantee{UserID: a.UserID}, p)
+	return meta.Allows(usableGrants(b, b.ACL.Grants), meta.Grantee{UserID: a.UserID}, p)
+}
+
+// usableGrants are the grants of b's ACL or of an object's in b that may
+// allow anything: all of them, or, when b's Block Public Access says
+// IgnorePublicAcls, those that are not public (meta.IsPublic).
+func usableGrants(b meta.Bucket, grants []meta.Grant) []meta.Grant {
+	if !b.IgnoresPublicAcls() || !meta.IsPublic(grants) {
+		return grants
+	}
+	return slices.DeleteFunc(slices.Clone(grants), func(g meta.Grant) bool { return meta.IsPublic([]meta.Grant{g}) })
+}
+
+// blockPublic refuses to store public grants in b when its Block Public
+// Access says BlockPublicAcls (S3's 403 AccessDenied).
+func blockPublic(b meta.Bucket, grants []meta.Grant) error {
+	if b.BlocksPublicAcls() && meta.IsPublic(grants) {
+		return errcode.New(errcode.PermissionDenied, "the bucket's public access block (BlockPublicAcls) refuses public ACLs")
+	}
+	return nil
 }
 
 // objectGate is the part of a decision on an object action that needs
@@ -111,7 +130,7 @@ func (g objectGate) check(o meta.Object) error {
 	if g.a.UserID != "" && g.a.UserID == ownerOf(g.b, o) {
 		return nil // the common case: no allocation
 	}
-	if _, grants := effectiveACL(g.b, o); meta.Allows(grants, meta.Grantee{UserID: g.a.UserID}, objectPermissions[g.action]) {
+	if _, grants := effectiveACL(g.b, o); meta.Allows(usableGrants(g.b, grants), meta.Grantee{UserID: g.a.UserID}, objectPermissions[g.action]) {
 		return nil
 	}
 	return denied(g.a, g.b.Name)
@@ -175,6 +194,9 @@ func (s *core) writeACL(ctx context.Context, a Actor, b meta.Bucket, req *ACL) (
 	}
 	grants, err := s.grantsOf(ctx, req, cmpOr(owner, b.OwnerID), b.OwnerID)
 	if err != nil {
+		return "", nil, err
+	}
+	if err := blockPublic(b, grants); err != nil {
 		return "", nil, err
 	}
 	return owner, grants, nil
@@ -303,6 +325,9 @@ func (s *Service) SetBucketACL(ctx context.Context, a Actor, name string, req AC
 	if err != nil {
 		return err
 	}
+	if err := blockPublic(b.Bucket, grants); err != nil {
+		return err
+	}
 	return s.meta.SetBucketACL(ctx, name, grants)
 }
 
@@ -336,6 +361,9 @@ func (s *Service) SetObjectACL(ctx context.Context, a Actor, bucket, key, versio
 	}
 	grants, err := s.grantsOf(ctx, &req, owner, b.OwnerID)
 	if err != nil {
+		return meta.Object{}, err
+	}
+	if err := blockPublic(b.Bucket, grants); err != nil {
 		return meta.Object{}, err
 	}
 	if versionID == "" {

@@ -1,6 +1,7 @@
 package object
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -192,5 +193,59 @@ func TestPublicAccessBlockDecides(t *testing.T) {
 	}
 	if _, err := f.svc.GetPublicAccessBlock(ctx, f.alice, "alice-bucket"); !errcode.Is(err, errcode.NotFound) {
 		t.Errorf("GetPublicAccessBlock after delete: %v", err)
+	}
+}
+
+// TestPublicAccessBlockACLs: BlockPublicAcls refuses public grants on the
+// bucket and its objects (PutBucketAcl, PutObjectAcl, an ACL with a
+// write) and keeps private ones; IgnorePublicAcls makes public grants
+// already stored allow nothing, and they allow again once it is off.
+func TestPublicAccessBlockACLs(t *testing.T) {
+	f := newFixture(t, 0)
+	ctx := t.Context()
+	if _, err := f.put(t, f.alice, "alice-bucket", "k", "v"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.SetObjectACL(ctx, f.alice, "alice-bucket", "k", "", ACL{Canned: meta.CannedPublicRead}); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.read(t, Actor{}, "alice-bucket", "k"); got != "v" {
+		t.Fatalf("anonymous read of a public-read object = %q", got)
+	}
+	set := func(p meta.PublicAccessBlock) {
+		t.Helper()
+		if err := f.svc.SetPublicAccessBlock(ctx, f.alice, "alice-bucket", &p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set(meta.PublicAccessBlock{IgnorePublicAcls: true})
+	if _, err := f.svc.Get(ctx, Actor{}, "alice-bucket", "k"); !errcode.Is(err, errcode.Unauthenticated) {
+		t.Errorf("anonymous read under IgnorePublicAcls: %v", err)
+	}
+	if err := f.svc.SetBucketACL(ctx, f.alice, "alice-bucket", ACL{Canned: meta.CannedPublicRead}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.List(ctx, Actor{}, "alice-bucket", meta.ListOptions{}); !errcode.Is(err, errcode.Unauthenticated) {
+		t.Errorf("anonymous list of a public-read bucket under IgnorePublicAcls: %v", err)
+	}
+	set(meta.PublicAccessBlock{BlockPublicAcls: true})
+	if err := f.svc.SetBucketACL(ctx, f.alice, "alice-bucket", ACL{Canned: meta.CannedPublicReadWrite}); !errcode.Is(err, errcode.PermissionDenied) {
+		t.Errorf("public bucket ACL under BlockPublicAcls: %v", err)
+	}
+	if _, err := f.svc.SetObjectACL(ctx, f.alice, "alice-bucket", "k", "", ACL{Canned: meta.CannedAuthenticatedRead}); !errcode.Is(err, errcode.PermissionDenied) {
+		t.Errorf("public object ACL under BlockPublicAcls: %v", err)
+	}
+	if _, err := f.svc.Put(ctx, f.alice, PutInput{Bucket: "alice-bucket", Key: "new", Body: strings.NewReader("x"), Size: 1,
+		ACL: &ACL{Canned: meta.CannedPublicRead}}); !errcode.Is(err, errcode.PermissionDenied) {
+		t.Errorf("a write with a public ACL under BlockPublicAcls: %v", err)
+	}
+	if _, err := f.svc.Get(ctx, f.alice, "alice-bucket", "new"); !errcode.Is(err, errcode.NotFound) {
+		t.Errorf("the refused write stored: %v", err)
+	}
+	if _, err := f.svc.SetObjectACL(ctx, f.alice, "alice-bucket", "k", "", ACL{Canned: meta.CannedPrivate}); err != nil {
+		t.Errorf("private object ACL under BlockPublicAcls: %v", err)
+	}
+	if _, err := f.svc.Get(ctx, Actor{}, "alice-bucket", "k"); !errcode.Is(err, errcode.Unauthenticated) {
+		t.Errorf("anonymous read of the object made private: %v", err)
 	}
 }
