@@ -36,7 +36,7 @@ func (api *API) authenticate(q *request) error {
 		return api.authenticateV2(q)
 	}
 	if authz == "" && !sigv4.IsPresigned(query) {
-		return nil
+		return anonymousPayload(q)
 	}
 	var principal auth.Principal
 	res, err := sigv4.Verify(r, func(id string) (string, error) {
@@ -123,4 +123,29 @@ func (q *request) body() (io.Reader, int64, error) {
 	}
 	q.pay.decodedLength = pr.DecodedLength()
 	return pr, pr.DecodedLength(), nil
+}
+
+// anonymousPayload reads an unsigned request's x-amz-content-sha256: a
+// signed streaming body needs a signature (S3's InvalidRequest); a hex
+// SHA-256 is verified at EOF as a signed one is; UNSIGNED-PAYLOAD is
+// nothing to check. An anonymous request cannot carry what it does not
+// sign, so a body it declares is never taken unchecked.
+func anonymousPayload(q *request) error {
+	v := q.Header.Get("X-Amz-Content-Sha256")
+	switch {
+	case v == "" || v == sigv4.UnsignedPayload:
+		return nil
+	case v == sigv4.StreamingUnsignedPayloadTrailer:
+		// Its aws-chunked body is decoded for signed requests only.
+		return s3err.New(s3err.NotImplemented, "x-amz-content-sha256: STREAMING-UNSIGNED-PAYLOAD-TRAILER is not implemented by Coffer for anonymous requests; use UNSIGNED-PAYLOAD")
+	case strings.HasPrefix(v, "STREAMING-"):
+		return s3err.New(s3err.InvalidRequest, "Anonymous requests don't support this x-amz-content-sha256 value. Please use UNSIGNED-PAYLOAD or STREAMING-UNSIGNED-PAYLOAD-TRAILER.")
+	}
+	sum, err := hex.DecodeString(v)
+	if err != nil || len(sum) != 32 {
+		// No body has this SHA-256 (S3 compares and answers so too).
+		return s3err.New(s3err.XAmzContentSHA256Mismatch, "")
+	}
+	q.pay.sha256 = sum
+	return nil
 }
