@@ -1,7 +1,6 @@
 package s3api
 
 import (
-	"encoding/hex"
 	"testing"
 
 	"github.com/coffer-storage/coffer/internal/s3api/s3err"
