@@ -85,6 +85,8 @@ var selected = []string{
 	"PostObject_*", "PresignedAuth_*",
 	// issue 21: ACLs
 	"PutBucketAcl_*", "GetBucketAcl*", "PutObjectAcl_*", "GetObjectAcl_*", "PublicBucket_*",
+	// issue 21: access control with a second user (versitygw's IAM)
+	"AccessControl_*",
 	// issue 21
 	"PutBucketPolicy_*", "GetBucketPolicy*", "DeleteBucketPolicy*",
 }
