@@ -436,7 +436,7 @@ func TestS3RefusedHeaders(t *testing.T) {
 		"CreateBucket public ACL, owner enforced":  withCode(mk("X-Amz-Acl", "public-read", "X-Amz-Object-Ownership", "BucketOwnerEnforced"), "InvalidBucketAclWithObjectOwnership"),
 		"PutObject bad tagging":                    withCode(put("X-Amz-Tagging", "aws%3Ax=1"), "InvalidTag"),
 		"CreateMultipartUpload storage":            mpu("X-Amz-Storage-Class", "ONEZONE_IA"),
-		"Complete whole-object checksum":           {"POST", b + "/mp?" + up, complete, []string{"X-Amz-Checksum-Crc32", "AAAAAA=="}, ni, uploadOpen},
+		"Complete whole-object checksum":           {"POST", b + "/mp?" + up, complete, []string{"X-Amz-Checksum-Xxhash64", "AAAAAAAAAAA="}, ni, uploadOpen},
 		"HeadObject malformed versionId":           {"HEAD", b + "/k?versionId=3HL4kqtJlcpXroDTDmJ", nil, nil, ia, nothing},
 		"DeleteObject malformed versionId":         {"DELETE", b + "/k?versionId=3HL4kqtJlcpXroDTDmJ", nil, nil, ia, kUnchanged},
 		"PutObject wrong bucket owner":             withCode(put("X-Amz-Expected-Bucket-Owner", "111122223333"), ad),

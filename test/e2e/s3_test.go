@@ -235,8 +235,8 @@ func TestS3BadInput(t *testing.T) {
 		}
 	})
 	t.Run("unknown operation", func(t *testing.T) {
-		if r := u.s3(t, "GET", "/"+bucket+"?policy", nil, ""); r.status != 501 || r.code != "NotImplemented" {
-			t.Errorf("GetBucketPolicy: %d %s", r.status, r.code)
+		if r := u.s3(t, "GET", "/"+bucket+"?website", nil, ""); r.status != 501 || r.code != "NotImplemented" {
+			t.Errorf("GetBucketWebsite: %d %s", r.status, r.code)
 		}
 		if r := u.s3(t, "PUT", "/"+bucket+"/x?torrent", []byte("<Torrent/>"), ""); r.status != 501 || r.code != "NotImplemented" {
 			t.Errorf("PutObjectTorrent: %d %s", r.status, r.code)

@@ -110,9 +110,7 @@ def test_get_with_sse_c_key_refused(s3, bucket):
 def test_other_unimplemented_refused(s3, bucket):
     for extra in (
         dict(StorageClass="GLACIER"),
-        dict(ACL="public-read"),
         dict(WebsiteRedirectLocation="/elsewhere"),
-        dict(CacheControl="max-age=60"),
     ):
         with pytest.raises(ClientError) as ei:
             s3.put_object(Bucket=bucket, Key="refused/k", Body=b"x", **extra)
