@@ -334,7 +334,7 @@ func (s *Service) SetBucketACL(ctx context.Context, a Actor, name string, req AC
 // GetObjectACL returns version versionID ("": the latest) of bucket/key
 // with its effective Owner and ACL (see effectiveACL).
 func (s *Service) GetObjectACL(ctx context.Context, a Actor, bucket, key, versionID string) (meta.Object, error) {
-	b, o, err := s.aclTarget(ctx, a, bucket, key, versionID, versioned("s3:GetObjectAcl", versionID))
+	b, o, err := s.aclTarget(ctx, a, bucket, key, versionID, VersionedAction("s3:GetObjectAcl", versionID))
 	if err != nil {
 		return meta.Object{}, err
 	}
@@ -345,7 +345,7 @@ func (s *Service) GetObjectACL(ctx context.Context, a Actor, bucket, key, versio
 // SetObjectACL replaces the grants of version versionID ("": the latest)
 // of bucket/key with req's, in place; its owner stays.
 func (s *Service) SetObjectACL(ctx context.Context, a Actor, bucket, key, versionID string, req ACL) (meta.Object, error) {
-	b, o, err := s.aclTarget(ctx, a, bucket, key, versionID, versioned("s3:PutObjectAcl", versionID))
+	b, o, err := s.aclTarget(ctx, a, bucket, key, versionID, VersionedAction("s3:PutObjectAcl", versionID))
 	if err != nil {
 		return meta.Object{}, err
 	}

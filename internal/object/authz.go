@@ -225,20 +225,25 @@ func (s *core) policyRequest(a Actor, name, action, key string, evs ...policy.Ev
 	}
 }
 
-// versioned returns the action on a named version of an object (S3's
-// s3:GetObjectVersion for s3:GetObject), or action itself for the latest
-// (versionID "").
-func versioned(action, versionID string) string {
-	if versionID == "" {
-		return action
-	}
-	switch action {
-	case "s3:GetObject", "s3:DeleteObject":
-		return action + "Version"
-	case "s3:GetObjectAcl", "s3:PutObjectAcl":
-		return strings.Replace(action, "Object", "ObjectVersion", 1)
-	case "s3:GetObjectTagging", "s3:PutObjectTagging", "s3:DeleteObjectTagging":
-		return strings.Replace(action, "Object", "ObjectVersion", 1)
+// versionActions are the actions S3 names differently on a named
+// version of an object (?versionId=).
+var versionActions = map[string]string{
+	"s3:GetObject":           "s3:GetObjectVersion",
+	"s3:DeleteObject":        "s3:DeleteObjectVersion",
+	"s3:GetObjectAcl":        "s3:GetObjectVersionAcl",
+	"s3:PutObjectAcl":        "s3:PutObjectVersionAcl",
+	"s3:GetObjectTagging":    "s3:GetObjectVersionTagging",
+	"s3:PutObjectTagging":    "s3:PutObjectVersionTagging",
+	"s3:DeleteObjectTagging": "s3:DeleteObjectVersionTagging",
+	"s3:GetObjectAttributes": "s3:GetObjectVersionAttributes",
+}
+
+// VersionedAction returns the action on a named version of an object
+// (S3's s3:GetObjectVersion for s3:GetObject), or action itself for the
+// latest (versionID "") and for actions S3 does not rename.
+func VersionedAction(action, versionID string) string {
+	if v, ok := versionActions[action]; ok && versionID != "" {
+		return v
 	}
 	return action
 }

@@ -49,7 +49,7 @@ func (s *Service) Get(ctx context.Context, a Actor, bucket, key string) (*Reader
 // ErrNoVersion if there is none, ErrVersionIsDeleteMarker if it is a
 // delete marker, InvalidArgument for a malformed version ID.
 func (s *Service) GetVersion(ctx context.Context, a Actor, bucket, key, versionID string) (*Reader, error) {
-	b, o, err := s.aclTarget(ctx, a, bucket, key, versionID, versioned("s3:GetObject", versionID))
+	b, o, err := s.aclTarget(ctx, a, bucket, key, versionID, VersionedAction("s3:GetObject", versionID))
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +140,7 @@ func (s *Service) Delete(ctx context.Context, a Actor, bucket, key string, cond 
 // version is locked (cond.BypassGovernance, granted to the bucket's
 // owner only, lets GOVERNANCE retention yield).
 func (s *Service) DeleteVersion(ctx context.Context, a Actor, bucket, key, versionID string, cond meta.Cond) (meta.Object, error) {
-	b, err := s.authorize(ctx, a, bucket, versioned("s3:DeleteObject", versionID), key)
+	b, err := s.authorize(ctx, a, bucket, VersionedAction("s3:DeleteObject", versionID), key)
 	if err != nil {
 		return meta.Object{}, err
 	}

@@ -16,7 +16,7 @@ import (
 // GetTags returns version versionID ("": the latest) of bucket/key with
 // its tags: as GetVersion, for the bucket's owner only.
 func (s *Service) GetTags(ctx context.Context, a Actor, bucket, key, versionID string) (meta.Object, error) {
-	b, err := s.tagged(ctx, a, bucket, key, versionID, versioned("s3:GetObjectTagging", versionID))
+	b, err := s.tagged(ctx, a, bucket, key, versionID, VersionedAction("s3:GetObjectTagging", versionID))
 	if err != nil {
 		return meta.Object{}, err
 	}
@@ -40,7 +40,7 @@ func (s *Service) SetTags(ctx context.Context, a Actor, bucket, key, versionID s
 	if tags == nil {
 		action = "s3:DeleteObjectTagging"
 	}
-	b, err := s.tagged(ctx, a, bucket, key, versionID, versioned(action, versionID))
+	b, err := s.tagged(ctx, a, bucket, key, versionID, VersionedAction(action, versionID))
 	if err != nil {
 		return meta.Object{}, err
 	}

@@ -6,67 +6,45 @@ import (
 	"strings"
 
 	"github.com/coffer-storage/coffer/internal/httpx"
+	"github.com/coffer-storage/coffer/internal/object"
 )
 
 // s3Actions maps the operations whose IAM action is not "s3:" + their
 // name (AWS's "Actions, resources, and condition keys for Amazon S3").
 var s3Actions = map[string]string{
-	"HeadBucket":                         "s3:ListBucket",
-	"ListObjects":                        "s3:ListBucket",
-	"ListObjectsV2":                      "s3:ListBucket",
-	"ListObjectVersions":                 "s3:ListBucketVersions",
-	"ListMultipartUploads":               "s3:ListBucketMultipartUploads",
-	"ListParts":                          "s3:ListMultipartUploadParts",
-	"HeadObject":                         "s3:GetObject",
-	"CopyObject":                         "s3:PutObject",
-	"UploadPart":                         "s3:PutObject",
-	"UploadPartCopy":                     "s3:PutObject",
-	"CreateMultipartUpload":              "s3:PutObject",
-	"CompleteMultipartUpload":            "s3:PutObject",
-	"PostObject":                         "s3:PutObject",
-	"DeleteObjects":                      "s3:DeleteObject",
-	"AbortMultipartUpload":               "s3:AbortMultipartUpload",
-	"GetBucketEncryption":                "s3:GetEncryptionConfiguration",
-	"PutBucketEncryption":                "s3:PutEncryptionConfiguration",
-	"DeleteBucketEncryption":             "s3:PutEncryptionConfiguration",
-	"GetBucketLifecycleConfiguration":    "s3:GetLifecycleConfiguration",
-	"PutBucketLifecycleConfiguration":    "s3:PutLifecycleConfiguration",
-	"DeleteBucketLifecycle":              "s3:PutLifecycleConfiguration",
-	"GetObjectLockConfiguration":         "s3:GetBucketObjectLockConfiguration",
-	"PutObjectLockConfiguration":         "s3:PutBucketObjectLockConfiguration",
-	"DeleteBucketTagging":                "s3:PutBucketTagging",
-	"GetBucketCors":                      "s3:GetBucketCORS",
-	"PutBucketCors":                      "s3:PutBucketCORS",
-	"DeleteBucketCors":                   "s3:PutBucketCORS",
-	"GetBucketPolicyStatus":              "s3:GetBucketPolicyStatus",
-	"GetBucketOwnershipControls":         "s3:GetBucketOwnershipControls",
-	"PutBucketOwnershipControls":         "s3:PutBucketOwnershipControls",
-	"DeleteBucketOwnershipControls":      "s3:PutBucketOwnershipControls",
-	"GetPublicAccessBlock":               "s3:GetBucketPublicAccessBlock",
-	"PutPublicAccessBlock":               "s3:PutBucketPublicAccessBlock",
-	"DeletePublicAccessBlock":            "s3:PutBucketPublicAccessBlock",
-	"GetObjectAttributes":                "s3:GetObjectAttributes",
-	"ListBuckets":                        "s3:ListAllMyBuckets",
-	"GetObjectRetention":                 "s3:GetObjectRetention",
-	"PutObjectRetention":                 "s3:PutObjectRetention",
-	"GetObjectLegalHold":                 "s3:GetObjectLegalHold",
-	"PutObjectLegalHold":                 "s3:PutObjectLegalHold",
-	"GetBucketLifecycle":                 "s3:GetLifecycleConfiguration",
-	"PutBucketLifecycle":                 "s3:PutLifecycleConfiguration",
-	"DeleteBucketLifecycleConfiguration": "s3:PutLifecycleConfiguration",
-}
-
-// versionedActions are the actions S3 names differently on a named
-// version (?versionId=).
-var versionedActions = map[string]string{
-	"s3:GetObject":           "s3:GetObjectVersion",
-	"s3:DeleteObject":        "s3:DeleteObjectVersion",
-	"s3:GetObjectTagging":    "s3:GetObjectVersionTagging",
-	"s3:PutObjectTagging":    "s3:PutObjectVersionTagging",
-	"s3:DeleteObjectTagging": "s3:DeleteObjectVersionTagging",
-	"s3:GetObjectAttributes": "s3:GetObjectVersionAttributes",
-	"s3:GetObjectAcl":        "s3:GetObjectVersionAcl",
-	"s3:PutObjectAcl":        "s3:PutObjectVersionAcl",
+	"HeadBucket":                      "s3:ListBucket",
+	"ListObjects":                     "s3:ListBucket",
+	"ListObjectsV2":                   "s3:ListBucket",
+	"ListObjectVersions":              "s3:ListBucketVersions",
+	"ListMultipartUploads":            "s3:ListBucketMultipartUploads",
+	"ListParts":                       "s3:ListMultipartUploadParts",
+	"HeadObject":                      "s3:GetObject",
+	"CopyObject":                      "s3:PutObject",
+	"UploadPart":                      "s3:PutObject",
+	"UploadPartCopy":                  "s3:PutObject",
+	"CreateMultipartUpload":           "s3:PutObject",
+	"CompleteMultipartUpload":         "s3:PutObject",
+	"PostObject":                      "s3:PutObject",
+	"DeleteObjects":                   "s3:DeleteObject",
+	"GetBucketEncryption":             "s3:GetEncryptionConfiguration",
+	"PutBucketEncryption":             "s3:PutEncryptionConfiguration",
+	"DeleteBucketEncryption":          "s3:PutEncryptionConfiguration",
+	"GetBucketLifecycleConfiguration": "s3:GetLifecycleConfiguration",
+	"PutBucketLifecycleConfiguration": "s3:PutLifecycleConfiguration",
+	"DeleteBucketLifecycle":           "s3:PutLifecycleConfiguration",
+	"GetObjectLockConfiguration":      "s3:GetBucketObjectLockConfiguration",
+	"PutObjectLockConfiguration":      "s3:PutBucketObjectLockConfiguration",
+	"DeleteBucketTagging":             "s3:PutBucketTagging",
+	"GetBucketCors":                   "s3:GetBucketCORS",
+	"PutBucketCors":                   "s3:PutBucketCORS",
+	"DeleteBucketCors":                "s3:PutBucketCORS",
+	"GetBucketOwnershipControls":      "s3:GetBucketOwnershipControls",
+	"PutBucketOwnershipControls":      "s3:PutBucketOwnershipControls",
+	"DeleteBucketOwnershipControls":   "s3:PutBucketOwnershipControls",
+	"GetPublicAccessBlock":            "s3:GetBucketPublicAccessBlock",
+	"PutPublicAccessBlock":            "s3:PutBucketPublicAccessBlock",
+	"DeletePublicAccessBlock":         "s3:PutBucketPublicAccessBlock",
+	"ListBuckets":                     "s3:ListAllMyBuckets",
 }
 
 // s3Action is the IAM action of operation op in request q.
@@ -75,12 +53,7 @@ func s3Action(op string, q *request) string {
 	if !ok {
 		a = "s3:" + op
 	}
-	if q.URL.Query().Get("versionId") != "" {
-		if v, ok := versionedActions[a]; ok {
-			a = v
-		}
-	}
-	return a
+	return object.VersionedAction(a, q.URL.Query().Get("versionId"))
 }
 
 // describe names the request's action for the object service and
