@@ -66,6 +66,12 @@ func (s *Shares) ShareGrant(shareID string, expires time.Time) string {
 // CheckShareGrant reports whether grant is a grant of shareID that has not
 // expired at now.
 func (s *Shares) CheckShareGrant(shareID, grant string, now time.Time) bool {
+	// Go's base64 decoders skip '\r' and '\n' even in Strict mode, so
+	// a grant with a line break would decode to a valid one: only the
+	// canonical spelling (base64url and one dot) is accepted.
+	if strings.IndexFunc(grant, notGrantChar) >= 0 {
+		return false
+	}
 	e, mac, ok := strings.Cut(grant, ".")
 	if !ok {
 		return false
@@ -79,6 +85,10 @@ func (s *Shares) CheckShareGrant(shareID, grant string, now time.Time) bool {
 		return false
 	}
 	return now.Unix() < int64(binary.BigEndian.Uint64(raw))
+}
+
+func notGrantChar(r rune) bool {
+	return !(r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.')
 }
 
 func (s *Shares) grantMAC(shareID, exp string) []byte {

@@ -26,6 +26,8 @@ func TestShareGrant(t *testing.T) {
 		{"tampered mac", s, "sh_1", g[:len(g)-2] + "AA", now, false},
 		{"empty", s, "sh_1", "", now, false},
 		{"no dot", s, "sh_1", "abc", now, false},
+		{"line break in mac", s, "sh_1", g[:len(g)-4] + "\n" + g[len(g)-4:], now, false},
+		{"line break in expiry", s, "sh_1", g[:3] + "\r" + g[3:], now, false},
 	} {
 		if got := tc.s.CheckShareGrant(tc.share, tc.grant, tc.at); got != tc.want {
 			t.Errorf("%s: CheckShareGrant = %v, want %v", tc.name, got, tc.want)

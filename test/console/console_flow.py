@@ -890,6 +890,15 @@ def main():
         page.get_by_role("button", name="Close preview").click()
         page.wait_for_timeout(500)
 
+        # Leaving the page with a preview open (a navigation, a closed
+        # tab) runs no clean-up: the grant is revoked on pagehide, by a
+        # keepalive request that outlives the page. Checked below.
+        rows.get_by_role("button", name="paper.pdf").click()
+        expect(page.locator("dialog.preview iframe.preview-pdf")).to_be_visible()
+        page.goto(base + "/b/" + BUCKET + "/")
+        rows = page.locator(".rows")
+        expect(rows.get_by_role("button", name="paper.pdf")).to_be_visible()
+
         # The console's own grants (downloads, previews) are no share
         # links: none in the list, none left active, the spent ones gone.
         st, shares = api("GET", "/api/v1/shares", token=admin_token)

@@ -163,6 +163,9 @@ export async function request(method, path, body, opts = {}) {
       body: payload,
       credentials: 'same-origin',
       signal: opts.signal,
+      // keepalive: the request outlives the page (a clean-up sent just
+      // before a navigation or a closed tab still reaches the server).
+      keepalive: !!opts.keepalive,
     });
   };
   let res = await send();

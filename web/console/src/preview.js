@@ -73,6 +73,12 @@ export function Preview({ bucket, entry, prev, next, onMove, onClose, onDownload
     let url = null;
     let shareId = null;
     let live = true;
+    // The page goes away (a navigation, a closed tab) with the preview
+    // open: no clean-up runs then, so revoke the grant on pagehide.
+    const leave = () => {
+      if (shareId) revokeGrant(shareId);
+      shareId = null;
+    };
     (async () => {
       try {
         if (kind === 'image') {
@@ -93,8 +99,9 @@ export function Preview({ bucket, entry, prev, next, onMove, onClose, onDownload
           const g = await grant(bucket, entry.key, { expiresIn: 3600, note: 'console preview' });
           // Closed (or moved on) before the grant came back: the clean-up
           // found no grant to revoke, so revoke it here, never leave it.
-          if (!live) return call('DELETE', `shares/${g.id}`).catch(() => {});
+          if (!live) return revokeGrant(g.id);
           shareId = g.id;
+          window.addEventListener('pagehide', leave);
           setState({ url: g.url });
         } else if (kind === 'text' || kind === 'markdown') {
           const res = await request('GET', fileURL(bucket, entry.key), undefined, { headers: { Range: `bytes=0-${TEXT_LIMIT - 1}` } });
@@ -108,7 +115,9 @@ export function Preview({ bucket, entry, prev, next, onMove, onClose, onDownload
     return () => {
       live = false;
       if (url) URL.revokeObjectURL(url);
-      if (shareId) call('DELETE', `shares/${shareId}`).catch(() => {});
+      window.removeEventListener('pagehide', leave);
+      if (shareId) revokeGrant(shareId);
+      shareId = null;
     };
   }, [entry.key]);
   const revoke = (e) => {
@@ -160,6 +169,12 @@ export function Preview({ bucket, entry, prev, next, onMove, onClose, onDownload
  * of user data is never assigned to innerHTML; the console's CSP blocks
  * what is left anyway (no inline script, images only from this origin).
  */
+// revokeGrant deletes a preview's short-lived grant with a keepalive
+// request, which the browser completes even when the page is being left.
+function revokeGrant(id) {
+  call('DELETE', `shares/${id}`, undefined, { keepalive: true }).catch(() => {});
+}
+
 function Markdown({ text }) {
   const box = useRef(null);
   const [error, setError] = useState(null);
