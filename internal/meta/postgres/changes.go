@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,9 +21,14 @@ var _ meta.ChangeListener = (*Store)(nil)
 // with the payload Topic + ":" + Key.
 const ChangesChannel = "coffer_changes"
 
+// BarrierTopic is the topic of the barriers ExpectChange announces on
+// ChangesChannel (the key a random nonce): no change, a point in the
+// order of commits that every listener acknowledges.
+const BarrierTopic = "sync"
+
 // AcksChannel is the channel on which each listener acknowledges that it
-// handled a change, with the payload ListenerID + " " + the change's
-// payload.
+// handled a barrier (and so every change committed before it), with the
+// payload ListenerID + " " + the barrier's payload.
 const AcksChannel = "coffer_change_acks"
 
 // ListenerApplicationName is the application_name of the connection that
@@ -33,12 +37,12 @@ const AcksChannel = "coffer_change_acks"
 // a network cut).
 const ListenerApplicationName = "coffer-listen"
 
-// acks tracks this store's listening state and the changes it waits for.
+// acks tracks this store's listening state and the barriers it waits for.
 type acks struct {
 	id        string // this listener's identity in acknowledgements
 	listening atomic.Bool
 	mu        sync.Mutex
-	waiters   map[string][]*ackWaiter // by change payload
+	waiters   map[string]*ackWaiter // by barrier payload
 }
 
 type ackWaiter struct {
@@ -168,10 +172,16 @@ func (s *Store) listenOnce(ctx context.Context, h meta.ChangeHandler, listening 
 		}
 		switch n.Channel {
 		case ChangesChannel:
-			if c, ok := parseChange(n.Payload); ok && h.Changed != nil {
+			c, ok := parseChange(n.Payload)
+			switch {
+			case !ok:
+			case c.Topic == BarrierTopic:
+				// Every change committed before the barrier was
+				// handled above (ExpectChange).
+				s.ack(ctx, n.Payload)
+			case h.Changed != nil:
 				h.Changed(c)
 			}
-			s.ack(ctx, n.Payload)
 		case AcksChannel:
 			if from, payload, ok := strings.Cut(n.Payload, " "); ok {
 				s.acked(from, payload)
@@ -180,8 +190,9 @@ func (s *Store) listenOnce(ctx context.Context, h meta.ChangeHandler, listening 
 	}
 }
 
-// ack tells the process that made a change that this one handled it (on a
-// pool connection: the listening one is busy waiting). Best effort.
+// ack tells the process that announced a barrier that this one handled
+// every change committed before it (on a pool connection: the listening
+// one is busy waiting). Best effort.
 func (s *Store) ack(ctx context.Context, payload string) {
 	actx, cancel := context.WithTimeout(ctx, s.opts.AcquireTimeout)
 	defer cancel()
@@ -195,74 +206,70 @@ func (s *Store) ack(ctx context.Context, payload string) {
 func (s *Store) acked(from, payload string) {
 	s.acks.mu.Lock()
 	defer s.acks.mu.Unlock()
-	for _, w := range s.acks.waiters[payload] {
+	if w := s.acks.waiters[payload]; w != nil {
 		w.from[from] = true
 		w.check()
 	}
 }
 
-// ExpectChange implements meta.ChangeListener: the waiter collects the
-// acknowledgements of c from the listeners, and wait counts the listening
-// connections (pg_stat_activity, application_name coffer-listen, this
-// database) to know how many to expect.
+// ExpectChange implements meta.ChangeListener with a barrier. An
+// acknowledgement of the change itself (its payload Topic:Key) cannot
+// tell two writes of one entry apart: when two nodes change it at
+// overlapping times, a listener's acknowledgement of the one change would
+// count as its acknowledgement of the other, which it may not have
+// handled yet. So wait, after the write committed, announces a barrier of
+// its own (BarrierTopic + ":" + a random nonce) on ChangesChannel, and
+// waits for every listener's acknowledgement of that nonce: PostgreSQL
+// delivers the notifications of different transactions to each listener
+// in the order the transactions committed, and a listener handles them
+// one at a time in that order, so a listener that acknowledges the
+// barrier has handled every change committed before it, the write's
+// included. The same statement counts the listening connections
+// (pg_stat_activity, application_name coffer-listen, this database) to
+// know how many acknowledgements to expect. Only barriers are
+// acknowledged: one round trip per listener and write, however many
+// changes it made.
 func (s *Store) ExpectChange(cs ...meta.Change) (wait func(ctx context.Context, max time.Duration), cancel func()) {
 	if !s.acks.listening.Load() || len(cs) == 0 {
 		return func(context.Context, time.Duration) {}, func() {}
 	}
-	type pending struct {
-		payload string
-		w       *ackWaiter
-	}
-	ps := make([]pending, 0, len(cs))
+	return s.barrier, func() {}
+}
+
+// barrier announces a barrier and waits (at most max) until every
+// listening connection acknowledged it (see ExpectChange).
+func (s *Store) barrier(ctx context.Context, max time.Duration) {
+	ctx, stop := context.WithTimeout(ctx, max)
+	defer stop()
+	payload := BarrierTopic + ":" + newListenerID()
+	w := &ackWaiter{from: map[string]bool{}, done: make(chan struct{})}
 	s.acks.mu.Lock()
 	if s.acks.waiters == nil {
-		s.acks.waiters = map[string][]*ackWaiter{}
+		s.acks.waiters = map[string]*ackWaiter{}
 	}
-	for _, c := range cs {
-		p := pending{c.Topic + ":" + c.Key, &ackWaiter{from: map[string]bool{}, done: make(chan struct{})}}
-		s.acks.waiters[p.payload] = append(s.acks.waiters[p.payload], p.w)
-		ps = append(ps, p)
-	}
+	s.acks.waiters[payload] = w
 	s.acks.mu.Unlock()
-	var once sync.Once
-	cancel = func() {
-		once.Do(func() {
-			s.acks.mu.Lock()
-			defer s.acks.mu.Unlock()
-			for _, p := range ps {
-				ws := slices.DeleteFunc(s.acks.waiters[p.payload], func(x *ackWaiter) bool { return x == p.w })
-				if len(ws) == 0 {
-					delete(s.acks.waiters, p.payload)
-				} else {
-					s.acks.waiters[p.payload] = ws
-				}
-			}
-		})
-	}
-	wait = func(ctx context.Context, max time.Duration) {
-		defer cancel()
-		ctx, stop := context.WithTimeout(ctx, max)
-		defer stop()
-		n, err := metasql.Get(ctx, driver{s}, "count listeners", metasql.ScanInt64, nil,
-			"SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database()", ListenerApplicationName)
-		if err != nil || n == 0 {
-			return
-		}
+	defer func() {
 		s.acks.mu.Lock()
-		for _, p := range ps {
-			p.w.want = int(n)
-			p.w.check()
-		}
-		s.acks.mu.Unlock()
-		for _, p := range ps {
-			select {
-			case <-p.w.done:
-			case <-ctx.Done():
-				return
-			}
-		}
+		defer s.acks.mu.Unlock()
+		delete(s.acks.waiters, payload)
+	}()
+	// pg_notify in FROM runs once, whatever the count; the announcement
+	// is delivered when the statement's transaction commits.
+	n, err := metasql.Get(ctx, driver{s}, "announce barrier", metasql.ScanInt64, nil,
+		"SELECT (SELECT count(*) FROM pg_stat_activity WHERE application_name = $3 AND datname = current_database()) FROM pg_notify($1, $2)",
+		ChangesChannel, payload, ListenerApplicationName)
+	if err != nil || n == 0 {
+		return
 	}
-	return wait, cancel
+	s.acks.mu.Lock()
+	w.want = int(n)
+	w.check()
+	s.acks.mu.Unlock()
+	select {
+	case <-w.done:
+	case <-ctx.Done():
+	}
 }
 
 // listenPingEvery is how long the listening connection may stay silent

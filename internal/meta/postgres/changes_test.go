@@ -2,6 +2,8 @@ package postgres_test
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -196,5 +198,113 @@ func TestExpectChangeWaitsForEveryListener(t *testing.T) {
 	wait(ctx, 10*time.Second)
 	if d := time.Since(start); d > time.Second {
 		t.Errorf("a store not listening waited %v", d)
+	}
+}
+
+// TestExpectChangeOverlappingWrites: two nodes change one entry at
+// overlapping times. A prepares to wait for its change (ExpectChange)
+// before its write; B's change of the same entry commits first, and every
+// listener handles and acknowledges it; then A's change commits, and
+// listener C is slow to handle it (held for a second). A's wait must not
+// return before C handled A's change, or A's client could read the old
+// record from C's cache. When acknowledgements were matched by the
+// payload topic:key, C's acknowledgement of B's change counted as its
+// acknowledgement of A's, and A's wait returned at once.
+func TestExpectChangeOverlappingWrites(t *testing.T) {
+	db := testbackend.SharedPostgres(t).CreateDatabase(t)
+	a, b, c := open(t, db, postgres.Options{}), open(t, db, postgres.Options{}), open(t, db, postgres.Options{})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	change := meta.Change{Topic: meta.TopicUser, Key: "alice"}
+	var seenByC atomic.Int32
+	var handledByC atomic.Bool // A's change, by C
+	holding, release := make(chan struct{}, 1), make(chan struct{})
+	var releaseOnce sync.Once
+	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
+	for _, l := range []*postgres.Store{a, b, c} {
+		ready := make(chan struct{}, 1)
+		go l.ListenChanges(ctx, meta.ChangeHandler{
+			Changed: func(got meta.Change) {
+				if l != c || got != change {
+					return
+				}
+				if seenByC.Add(1) == 2 { // A's change (B's came first)
+					holding <- struct{}{}
+					<-release
+					handledByC.Store(true)
+				}
+			},
+			Reset: func() {
+				select {
+				case ready <- struct{}{}:
+				default:
+				}
+			},
+		})
+		<-ready
+	}
+	if err := a.CreateUser(ctx, meta.User{ID: "alice", Email: "alice@example.com", PasswordHash: "x"}, meta.Bucket{Name: "alice", OwnerID: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	waitA, _ := a.ExpectChange(change)
+	waitB, _ := b.ExpectChange(change)
+	yes, no := true, false
+	if _, err := b.UpdateUser(ctx, "alice", meta.UserUpdate{Disabled: &yes}); err != nil {
+		t.Fatal(err)
+	}
+	waitB(ctx, 30*time.Second)
+	if got := seenByC.Load(); got != 1 {
+		t.Fatalf("B's wait returned when C had handled %d changes, want 1", got)
+	}
+	if _, err := a.UpdateUser(ctx, "alice", meta.UserUpdate{Disabled: &no}); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		select {
+		case <-holding:
+		case <-ctx.Done():
+		}
+		time.Sleep(time.Second)
+		releaseOnce.Do(func() { close(release) })
+	}()
+	waitA(ctx, 30*time.Second)
+	if !handledByC.Load() {
+		t.Error("A's wait returned before listener C handled A's change")
+	}
+}
+
+// BenchmarkChangeWait is the cost of a write that waits for every
+// listener (three listening stores on one database): ExpectChange, the
+// write (an UpdateUser announcing one change), and the wait.
+func BenchmarkChangeWait(b *testing.B) {
+	db := testbackend.SharedPostgres(b).CreateDatabase(b)
+	ctx, cancel := context.WithCancel(b.Context())
+	defer cancel()
+	var stores []*postgres.Store
+	for range 3 {
+		s := open(b, db, postgres.Options{})
+		ready := make(chan struct{}, 1)
+		go s.ListenChanges(ctx, meta.ChangeHandler{Reset: func() {
+			select {
+			case ready <- struct{}{}:
+			default:
+			}
+		}})
+		<-ready
+		stores = append(stores, s)
+	}
+	s := stores[0]
+	if err := s.CreateUser(ctx, meta.User{ID: "alice", Email: "alice@example.com", PasswordHash: "x"}, meta.Bucket{Name: "alice", OwnerID: "alice"}); err != nil {
+		b.Fatal(err)
+	}
+	change := meta.Change{Topic: meta.TopicUser, Key: "alice"}
+	b.ResetTimer()
+	for i := range b.N {
+		wait, _ := s.ExpectChange(change)
+		on := i%2 == 0
+		if _, err := s.UpdateUser(ctx, "alice", meta.UserUpdate{Disabled: &on}); err != nil {
+			b.Fatal(err)
+		}
+		wait(ctx, 10*time.Second)
 	}
 }
