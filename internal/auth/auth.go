@@ -334,16 +334,12 @@ func (s *core) createAccount(ctx context.Context, email, password, inviteHash st
 	return meta.User{}, meta.Bucket{}, errcode.New(errcode.AlreadyExists, "an account with this email exists")
 }
 
-// syncWait bounds how long a change waits for the other nodes to
-// acknowledge it (a node that does not answer in time still drops the
-// entry within the cache TTL).
-const syncWait = 250 * time.Millisecond
-
 // publish runs write, a change of c in the store, then publishes c on
 // this process's bus and, on a store shared by listening nodes, waits (at
-// most syncWait) until every node has handled the store's announcement of
-// it: the client's next request sees the change on whichever node it
-// reaches.
+// most the bus's SyncBound) until every node has handled the store's
+// announcement of it: the client's next request sees the change on
+// whichever node it reaches (a node that did not answer has stopped
+// trusting its caches by then: its lease ran out).
 func (s *core) publish(ctx context.Context, c meta.Change, write func() error) error {
 	wait, cancel := func(context.Context, time.Duration) {}, func() {}
 	if s.meta.Changes != nil {
@@ -354,7 +350,7 @@ func (s *core) publish(ctx context.Context, c meta.Change, write func() error) e
 		return err
 	}
 	s.bus.Publish(c)
-	wait(ctx, syncWait)
+	wait(ctx, s.bus.SyncBound())
 	return nil
 }
 

@@ -41,6 +41,12 @@ type Config struct {
 	Gateways      []string
 	ServerKeyFile string // --server-key-file, COFFER_SERVER_KEY_FILE: the 32-byte key (hex) shared by every node; default Data/server.key
 
+	// MetaCacheLease (--meta-cache-lease; scale-out): a node trusts its
+	// caches only this long after its listening connection last proved
+	// alive (it does so every third of it), and a write waits 1.25× it
+	// for a node that does not acknowledge; default 1s.
+	MetaCacheLease time.Duration
+
 	// The blob read cache (internal/blob/cacheblob), per node.
 	Cache       string // --cache, COFFER_CACHE: auto|on|off; default auto (on when --blob names a remote store, off for the local disk; gateway reads are cached unless off)
 	CacheDir    string // --cache-dir: the disk tier's folder (owned by the cache); default Data/cache
@@ -196,6 +202,7 @@ func Defaults() Config {
 		MetaCache:       "on",
 		MetaCacheSize:   64 << 20,
 		MetaCacheTTL:    10 * time.Second,
+		MetaCacheLease:  time.Second,
 		Cache:           "auto",
 		CacheSize:       4 << 30,
 		CacheMemory:     64 << 20,
@@ -349,6 +356,9 @@ func (c Config) Validate() error {
 	if c.MetaCacheSize < 1<<20 || c.MetaCacheTTL < time.Millisecond {
 		errs = append(errs, errors.New("meta-cache-size and meta-cache-ttl: must be at least 1MiB and 1ms"))
 	}
+	if c.MetaCacheLease < 30*time.Millisecond || c.MetaCacheLease > time.Minute {
+		errs = append(errs, errors.New("meta-cache-lease: must be between 30ms and 1m"))
+	}
 	switch c.Encryption {
 	case "off", "on":
 	default:
@@ -490,6 +500,7 @@ func (c *Config) FlagSet(name string) *flag.FlagSet {
 	fs.DurationVar(&c.MetaWait, "meta-wait", c.MetaWait, "longest wait for a PostgreSQL connection before answering 503 (0 = 5s)")
 	fs.StringVar(&c.MetaCache, "meta-cache", c.MetaCache, "on: cache bucket and object records on each node, invalidated on every node before a write returns; off: every read asks the metadata store")
 	fs.Var((*bytesValue)(&c.MetaCacheSize), "meta-cache-size", "bytes of bucket and object records cached per node, e.g. 64MiB")
+	fs.DurationVar(&c.MetaCacheLease, "meta-cache-lease", c.MetaCacheLease, "scale-out: a node trusts its caches only this long after its listening connection to PostgreSQL last proved alive; a write waits 1.25× it for a node that does not acknowledge")
 	fs.DurationVar(&c.MetaCacheTTL, "meta-cache-ttl", c.MetaCacheTTL, "longest life of a cached record: how stale a record can be if an invalidation is lost (e.g. a write by another process on SQLite)")
 	fs.Var((*gatewaysValue)(&c.Gateways), "gateway", "gateway bucket (repeatable): NAME=s3://BUCKET[/PREFIX]?endpoint=URL&region=R&mode=ro|rw&owner=EMAIL[&public=true][&credentials_file=FILE] exposes an existing bucket as Coffer bucket NAME (docs/gateway.md); COFFER_GATEWAY: several separated by whitespace")
 	fs.StringVar(&c.Cache, "cache", c.Cache, "blob read cache: auto (on when --blob names a remote store; gateway buckets' reads always), on or off")

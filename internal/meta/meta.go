@@ -190,6 +190,18 @@ type ChangeHandler struct {
 	// Reset): while it is down announcements may be lost, so caches must
 	// not keep what they load. May be nil.
 	Listening func(up bool)
+	// Alive, if set, reports that every change committed before since
+	// (by this process's clock) has been handled: Changed returned for
+	// it. The listener reports it at least every AliveEvery while its
+	// connection works, and stops when it does not (a connection cut
+	// silently, without an error, included), so a cache that trusts its
+	// entries only for a lease after the last since stops trusting them
+	// within that lease. A listener reports it after every Reset too (with
+	// a since before the Reset: what the caches load afterwards is newer).
+	Alive func(since time.Time)
+	// AliveEvery is how often Alive should be reported (0: as the
+	// listener pleases).
+	AliveEvery time.Duration
 }
 
 // ChangeListener is implemented by stores that several processes share

@@ -25,9 +25,11 @@
 //     with NOTIFY in the transaction of the change, so it is delivered
 //     exactly when it commits, and every node's listener (meta.ChangeListener,
 //     wired to Bus.Handler) publishes it on its own Bus. The node that made
-//     the change waits (meta.ChangeListener.ExpectChange, at most a bound)
-//     until every listening node has handled it before it answers, so the
-//     client's next request, on any node, sees it. An announcement can be
+//     the change waits (meta.ChangeListener.ExpectChange, at most
+//     Bus.SyncBound) until every listening node has handled it before it
+//     answers, so the client's next request, on any node, sees it; a node
+//     that does not answer in time has stopped trusting its caches by then
+//     (the lease, below). An announcement can be
 //     lost while a node's listening connection is down: when it listens
 //     again the store reports Reset, which flushes every Map, so nothing
 //     loaded before or during the outage outlives it. It also reports
@@ -37,6 +39,35 @@
 //     changes to a PostgreSQL store's nodes, but does not wait for them.
 //     Against SQLite a second process can neither announce nor listen: its
 //     changes reach the server within the TTL.
+//
+// # The lease: a listening connection that dies silently
+//
+// A connection cut without an error (a partition, a paused peer, a lost
+// route) delivers nothing and reports nothing. So a node trusts its
+// caches only under a lease of L (Bus.SetLease, --meta-cache-lease,
+// default 1 s): the listener proves its connection every L/3 with a
+// heartbeat, a notification it sends itself that comes back after every
+// notification committed before it (PostgreSQL delivers to each listener
+// in commit order), and reports it (meta.ChangeHandler.Alive, Bus.Alive)
+// with the time t it sent it: every change committed before t has been
+// handled. A Get trusts the caches only while now < t + L for the latest
+// such t; otherwise it loads afresh and keeps nothing, as while the
+// connection is known to be down. A writer whose change a listening node
+// does not acknowledge waits W = 1.25 L after its commit (Bus.SyncBound,
+// the least StoreOptions.Sync) before it answers. Then any read that
+// reaches the silent node after the answer is correct: if the node's
+// latest heartbeat was sent after the commit, it has handled the change;
+// if before, the read comes more than W > L after it, so the lease has
+// run out and the read goes to PostgreSQL. Each side measures only its
+// own interval on its own monotonic clock (the quarter of L in W covers
+// the two clocks' rates and scheduling); no clock is compared with
+// another. The common case stays fast: every node acknowledges within
+// milliseconds and the writer waits only for that. A node counted by the
+// writers but silent makes every write wait W until PostgreSQL drops its
+// connection (the listening connection asks for TCP keepalives of about
+// 10 s) or the node reconnects (it then ends its old connection on the
+// server itself). A heartbeat not back within 6 × L/3 (at least 2 s)
+// fails the connection: it is reopened, with the Reset that follows.
 //
 // Topics name what changed (meta.TopicUser, meta.TopicAccessKey); keys are
 // the IDs of the entries. A Map subscribes to one topic and its keys are
@@ -75,10 +106,53 @@ type Bus struct {
 	// down is set while announcements may be lost (the store's listening
 	// connection is down): Maps then keep nothing they load.
 	down atomic.Bool
+	// lease is how long after an Alive's since the caches are trusted;
+	// leaseEnd is the end of the current lease (time since base, by the
+	// monotonic clock), 0 while no listener reported Alive (the bus is
+	// then trusted as SetListening says).
+	lease    time.Duration
+	base     time.Time
+	leaseEnd atomic.Int64
 }
 
-// NewBus returns an empty bus, up (see SetListening).
-func NewBus() *Bus { return &Bus{topics: map[string][]func(string){}} }
+// DefaultLease is a Bus's lease unless SetLease changes it.
+const DefaultLease = time.Second
+
+// NewBus returns an empty bus, up (see SetListening), with the
+// DefaultLease.
+func NewBus() *Bus {
+	return &Bus{topics: map[string][]func(string){}, lease: DefaultLease, base: time.Now()}
+}
+
+// SetLease sets the lease (see Alive). Call it before the bus is used.
+func (b *Bus) SetLease(d time.Duration) {
+	if d > 0 {
+		b.lease = d
+	}
+}
+
+// Lease returns the lease.
+func (b *Bus) Lease() time.Duration { return b.lease }
+
+// SyncBound is how long a writer must wait, when a listening node does
+// not acknowledge its change, before it may answer: the node's lease has
+// then certainly run out (see the package doc), with a quarter of the
+// lease as margin for the rates of two monotonic clocks and scheduling.
+func (b *Bus) SyncBound() time.Duration { return b.lease + b.lease/4 }
+
+// Alive says every change committed before since has been handled
+// (meta.ChangeHandler.Alive): the caches are trusted until since + the
+// lease, and afterwards, unless Alive is called again, every Get loads
+// afresh and keeps nothing, as while the bus is down.
+func (b *Bus) Alive(since time.Time) {
+	end := int64(since.Sub(b.base) + b.lease)
+	for {
+		old := b.leaseEnd.Load()
+		if end <= old || b.leaseEnd.CompareAndSwap(old, end) {
+			return
+		}
+	}
+}
 
 // Subscribe calls invalidate with the key of every change of topic, and
 // reset on every Reset (and every change of meta.TopicAll).
@@ -125,8 +199,16 @@ func (b *Bus) Reset() {
 // calls SetListening(false) before it starts listening to a shared one.
 func (b *Bus) SetListening(up bool) { b.down.Store(!up) }
 
-// Listening reports the state SetListening set.
-func (b *Bus) Listening() bool { return !b.down.Load() }
+// Listening reports whether the caches may keep and serve entries: the
+// state SetListening set, and, once a listener reported Alive, its lease
+// has not run out.
+func (b *Bus) Listening() bool {
+	if b.down.Load() {
+		return false
+	}
+	end := b.leaseEnd.Load()
+	return end == 0 || int64(time.Since(b.base)) < end
+}
 
 // Changes counts the changes published so far (for metrics).
 func (b *Bus) Changes() int64 { return b.changes.Load() }
@@ -134,7 +216,10 @@ func (b *Bus) Changes() int64 { return b.changes.Load() }
 // Handler returns the meta.ChangeHandler that feeds a store's
 // announcements into the bus; onError (may be nil) sees listening errors.
 func (b *Bus) Handler(onError func(error)) meta.ChangeHandler {
-	return meta.ChangeHandler{Changed: b.Publish, Reset: b.Reset, Error: onError, Listening: b.SetListening}
+	return meta.ChangeHandler{
+		Changed: b.Publish, Reset: b.Reset, Error: onError, Listening: b.SetListening,
+		Alive: b.Alive, AliveEvery: b.lease / 3,
+	}
 }
 
 // Options of a Map.

@@ -48,16 +48,15 @@ type StoreOptions struct {
 	// estimate of each record's size, inline bytes included).
 	Buckets, Objects Options
 	// Sync bounds how long a write waits for the other nodes'
-	// acknowledgements (default 250ms): a node that does not answer in
-	// time still drops the entry within the TTL.
+	// acknowledgements. It is at least the bus's SyncBound (the lease and
+	// a margin; the default), so that a node that does not answer in time
+	// no longer trusts its cache when the write returns.
 	Sync time.Duration
 }
 
 // NewStore returns caches of m's records subscribed to bus.
 func NewStore(m meta.Stores, bus *Bus, o StoreOptions) *Store {
-	if o.Sync <= 0 {
-		o.Sync = 250 * time.Millisecond
-	}
+	o.Sync = max(o.Sync, bus.SyncBound())
 	return &Store{
 		inner:   m,
 		bus:     bus,
@@ -153,8 +152,9 @@ func (s *Store) write(ctx context.Context, cs []meta.Change, fn func(ctx context
 		// This node's own listening connection is down, so it cannot
 		// collect the other nodes' acknowledgements (its ExpectChange
 		// waits for nothing); they still receive the announcement (it
-		// went with the commit). Give them the whole bound to drop the
-		// entry: writes are slower only while the connection is down.
+		// went with the commit). Wait the whole bound: each has then
+		// handled it or stopped trusting its cache (its lease ran out).
+		// Writes are slower only while the connection is down.
 		t := time.NewTimer(s.sync)
 		defer t.Stop()
 		select {

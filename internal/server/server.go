@@ -138,6 +138,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 		certs = c
 	}
 	s := &Server{cfg: cfg, log: log, metrics: metrics.New(), accessLevel: slog.LevelInfo, changes: metacache.NewBus(), started: time.Now()}
+	s.changes.SetLease(cfg.MetaCacheLease)
 	defer func() {
 		if err != nil {
 			s.Close() // what was opened; what was made stays, whole

@@ -4,6 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
+	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -41,6 +44,7 @@ const ListenerApplicationName = "coffer-listen"
 type acks struct {
 	id        string // this listener's identity in acknowledgements
 	listening atomic.Bool
+	pid       atomic.Uint32 // the server process of the listening connection
 	mu        sync.Mutex
 	waiters   map[string]*ackWaiter // by barrier payload
 }
@@ -116,9 +120,32 @@ func (s *Store) ListenChanges(ctx context.Context, h meta.ChangeHandler) error {
 
 // listenOnce opens a listening connection and delivers its notifications
 // until it fails or ctx is done.
+//
+// Every h.AliveEvery (listenPingEvery when 0) it sends a heartbeat on the
+// listening connection itself: a notification on this listener's own
+// channel, which comes back on the same connection after every
+// notification committed before it. When it is back, every change
+// committed before the heartbeat was sent has been handled, and h.Alive
+// says so with the time it was sent. A heartbeat not back within
+// beatLost fails the connection (it is reopened).
 func (s *Store) listenOnce(ctx context.Context, h meta.ChangeHandler, listening func()) error {
 	cfg := s.connConfig.Copy()
 	cfg.RuntimeParams["application_name"] = ListenerApplicationName
+	// The server drops a listener it can no longer reach within seconds,
+	// not the hours of the system's TCP defaults: until it does, writers
+	// count it and wait their whole bound for its acknowledgements.
+	cfg.RuntimeParams["tcp_keepalives_idle"] = "5"
+	cfg.RuntimeParams["tcp_keepalives_interval"] = "1"
+	cfg.RuntimeParams["tcp_keepalives_count"] = "5"
+	cfg.RuntimeParams["tcp_user_timeout"] = "10000"
+	// A heartbeat needs no durability: its commit need not wait for a
+	// WAL flush.
+	cfg.RuntimeParams["synchronous_commit"] = "off"
+	cfg.DialFunc = s.listenDial
+	if cfg.DialFunc == nil {
+		d := &net.Dialer{KeepAliveConfig: net.KeepAliveConfig{Enable: true, Idle: 5 * time.Second, Interval: time.Second, Count: 5}}
+		cfg.DialFunc = d.DialContext
+	}
 	cctx, cancel := context.WithTimeout(ctx, s.opts.AcquireTimeout)
 	conn, err := pgx.ConnectConfig(cctx, cfg)
 	cancel()
@@ -130,12 +157,25 @@ func (s *Store) listenOnce(ctx context.Context, h meta.ChangeHandler, listening 
 		defer cancel()
 		conn.Close(cctx)
 	}()
-	if _, err := conn.Exec(ctx, "LISTEN "+ChangesChannel+"; LISTEN "+AcksChannel); err != nil {
+	every := h.AliveEvery
+	if every <= 0 {
+		every = listenPingEvery
+	}
+	lost := max(6*every, beatLostMin)
+	beatChannel := "coffer_beat_" + s.acks.id
+	start := time.Now()
+	if _, err := conn.Exec(ctx, "LISTEN "+ChangesChannel+"; LISTEN "+AcksChannel+"; LISTEN "+beatChannel); err != nil {
 		return err
 	}
 	listening()
+	s.dropPreviousListener(ctx, conn.PgConn().PID())
 	if h.Reset != nil {
 		h.Reset()
+	}
+	if h.Alive != nil {
+		// The caches were flushed after the LISTEN: nothing in them
+		// predates a change committed since start.
+		h.Alive(start)
 	}
 	if h.Listening != nil {
 		h.Listening(true)
@@ -152,25 +192,48 @@ func (s *Store) listenOnce(ctx context.Context, h meta.ChangeHandler, listening 
 			h.Reset()
 		}
 	}()
+	var (
+		beat      string    // the heartbeat on its way back ("": none)
+		beatStart time.Time // when it was sent
+		beats     uint64
+		next      = time.Now().Add(every)
+	)
 	for {
-		// Wake up now and then to ping: a connection cut without a reset
-		// (a dead peer, a dropped route) would otherwise wait forever.
-		wctx, cancel := context.WithTimeout(ctx, listenPingEvery)
+		wctx, cancel := context.WithDeadline(ctx, next)
 		n, err := conn.WaitForNotification(wctx)
 		cancel()
 		if err != nil {
 			if ctx.Err() != nil || wctx.Err() == nil || conn.IsClosed() {
 				return err
 			}
-			pctx, cancel := context.WithTimeout(ctx, s.opts.AcquireTimeout)
-			err = conn.Ping(pctx)
-			cancel()
-			if err != nil {
-				return err
+			// Time for a heartbeat. A connection cut without a reset (a
+			// partition, a paused peer) shows no error: only a heartbeat
+			// that does not come back tells.
+			if beat != "" {
+				if time.Since(beatStart) > lost {
+					return fmt.Errorf("listening connection: no heartbeat back within %v", lost)
+				}
+			} else {
+				beats++
+				beat, beatStart = strconv.FormatUint(beats, 10), time.Now()
+				ectx, cancel := context.WithTimeout(ctx, lost)
+				_, err := conn.Exec(ectx, "SELECT pg_notify($1, $2)", beatChannel, beat)
+				cancel()
+				if err != nil {
+					return err
+				}
 			}
+			next = time.Now().Add(every)
 			continue
 		}
 		switch n.Channel {
+		case beatChannel:
+			if n.Payload == beat {
+				beat = ""
+				if h.Alive != nil {
+					h.Alive(beatStart)
+				}
+			}
 		case ChangesChannel:
 			c, ok := parseChange(n.Payload)
 			switch {
@@ -190,6 +253,24 @@ func (s *Store) listenOnce(ctx context.Context, h meta.ChangeHandler, listening 
 	}
 }
 
+// dropPreviousListener ends this store's previous listening connection
+// on the server (pid, best effort), once a new one listens: a connection
+// cut silently lives on there until the server's keepalives give up, and
+// writers would count it and wait for it.
+func (s *Store) dropPreviousListener(ctx context.Context, pid uint32) {
+	prev := s.acks.pid.Swap(pid)
+	if prev == 0 || prev == pid {
+		return
+	}
+	dctx, cancel := context.WithTimeout(ctx, s.opts.AcquireTimeout)
+	defer cancel()
+	_ = s.read(dctx, "drop previous listener", func(c *pgx.Conn) error {
+		_, err := c.Exec(dctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid = $1 AND application_name = $2 AND datname = current_database()",
+			int64(prev), ListenerApplicationName)
+		return err
+	})
+}
+
 // ack tells the process that announced a barrier that this one handled
 // every change committed before it (on a pool connection: the listening
 // one is busy waiting). Best effort.
@@ -197,7 +278,7 @@ func (s *Store) ack(ctx context.Context, payload string) {
 	actx, cancel := context.WithTimeout(ctx, s.opts.AcquireTimeout)
 	defer cancel()
 	_ = s.read(actx, "acknowledge change", func(c *pgx.Conn) error {
-		_, err := c.Exec(actx, "SELECT pg_notify($1, $2)", AcksChannel, s.acks.id+" "+payload)
+		_, err := c.Exec(actx, "SELECT pg_notify($1, $2) FROM "+asyncCommit, AcksChannel, s.acks.id+" "+payload)
 		return err
 	})
 }
@@ -255,9 +336,10 @@ func (s *Store) barrier(ctx context.Context, max time.Duration) {
 		delete(s.acks.waiters, payload)
 	}()
 	// pg_notify in FROM runs once, whatever the count; the announcement
-	// is delivered when the statement's transaction commits.
+	// is delivered when the statement's transaction commits, which need
+	// not wait for a WAL flush (asyncCommit).
 	n, err := metasql.Get(ctx, driver{s}, "announce barrier", metasql.ScanInt64, nil,
-		"SELECT (SELECT count(*) FROM pg_stat_activity WHERE application_name = $3 AND datname = current_database()) FROM pg_notify($1, $2)",
+		"SELECT (SELECT count(*) FROM pg_stat_activity WHERE application_name = $3 AND datname = current_database()) FROM pg_notify($1, $2), "+asyncCommit,
 		ChangesChannel, payload, ListenerApplicationName)
 	if err != nil || n == 0 {
 		return
@@ -272,9 +354,22 @@ func (s *Store) barrier(ctx context.Context, max time.Duration) {
 	}
 }
 
-// listenPingEvery is how long the listening connection may stay silent
-// before it is pinged.
+// asyncCommit, in the FROM list of a statement run on its own, makes its
+// transaction commit without waiting for the WAL flush: for barriers,
+// acknowledgements and heartbeats, which need no durability (the
+// notification is delivered at the commit all the same).
+const asyncCommit = "set_config('synchronous_commit', 'off', true)"
+
+// listenPingEvery is how often the listening connection sends a
+// heartbeat when the handler asks for none (no Alive).
 const listenPingEvery = 30 * time.Second
+
+// beatLostMin is the least time a heartbeat may take to come back before
+// the listening connection is given up (6 × the heartbeat interval when
+// that is longer): the lease (meta.ChangeHandler.Alive) protects the
+// caches meanwhile, so this only needs to tell a dead connection from a
+// slow server without reopening (and flushing) needlessly.
+const beatLostMin = 2 * time.Second
 
 // newListenerID returns a random identity for this store's listener.
 func newListenerID() string {

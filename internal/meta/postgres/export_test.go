@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -19,3 +20,7 @@ func (s *Store) ExecRaw(ctx context.Context, sql string) error {
 		return err
 	})
 }
+
+// SetListenDial makes the store dial its listening connection with dial
+// (a proxy that can cut it silently). Call it before ListenChanges.
+func (s *Store) SetListenDial(dial pgconn.DialFunc) { s.listenDial = dial }

@@ -150,6 +150,9 @@ type Store struct {
 	// connConfig opens the connection that listens for changes.
 	connConfig *pgx.ConnConfig
 	acks       acks
+	// listenDial dials the listening connection (nil: a dialer with
+	// tight TCP keepalives; tests put a proxy in between).
+	listenDial pgconn.DialFunc
 	closed     atomic.Bool
 	queries    *queryCounter
 }
