@@ -154,7 +154,7 @@ func (s *Users) ChangePassword(ctx context.Context, id, oldPassword, newPassword
 // clientIP (Unauthenticated), and a throttled caller gets RateLimited
 // before any hashing.
 func (s *Users) checkPassword(ctx context.Context, u meta.User, password, clientIP string) error {
-	a, wait := s.logins.begin(u.Email, clientIP)
+	a, wait := s.logins.begin(ctx, u.Email, clientIP)
 	if wait > 0 {
 		return errcode.Retry(errcode.RateLimited, wait, "too many failed logins; retry later")
 	}

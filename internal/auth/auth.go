@@ -33,8 +33,12 @@
 //
 // Failed logins are limited per (account, client address) and per client
 // address; the per-account ceiling is far higher and backs off instead of
-// locking, so a stranger cannot lock an owner out (LoginLimits). Throttle
-// state is in memory, per node.
+// locking, so a stranger cannot lock an owner out (LoginLimits). On a
+// store several nodes share (Stores.Changes set: PostgreSQL) the login and
+// signup throttles keep their state in it (meta.Limits' UpdateThrottles),
+// so every node counts together; otherwise (SQLite, one process), and
+// while the store cannot be reached, in this node's memory. The hashing
+// pool stays per node: it guards this node's CPU.
 package auth
 
 import (
@@ -117,6 +121,7 @@ type core struct {
 	hasher  *Hasher
 	tokens  *Tokens
 	logins  *loginGuard
+	shared  sharedThrottles // nil: the throttles are this node's
 	now     func() time.Time
 	newName func(email, userID string) []string
 
@@ -155,12 +160,18 @@ func NewService(m Stores, master []byte, cfg Config) *Service {
 	if cfg.Bus == nil {
 		cfg.Bus = metacache.NewBus()
 	}
+	var shared sharedThrottles
+	if m.Changes != nil && m.Limits != nil {
+		// Several nodes share the store: they throttle together.
+		shared = m.Limits.UpdateThrottles
+	}
 	c := &core{
 		meta:    m,
 		cfg:     cfg,
 		hasher:  NewHasher(cfg.Params, cfg.Pool),
 		tokens:  NewTokens(DeriveKey(master, "access-token"), cfg.AccessTTL),
-		logins:  newLoginGuard(cfg.Logins),
+		shared:  shared,
+		logins:  newLoginGuard(cfg.Logins, shared),
 		now:     time.Now,
 		newName: DefaultBucketNames,
 		bus:     cfg.Bus,

@@ -35,7 +35,7 @@ func TestDefaultConfig(t *testing.T) {
 	if c := s.core; c.cfg.AccessTTL != 0 || c.cfg.RefreshTTL != 0 || c.cfg.Signup != "" || s.Signups.signups != nil || c.tokens.ttl != 0 {
 		t.Errorf("NewService defaulted a zero value: %+v (signups %v, token TTL %v)", c.cfg, s.Signups.signups, c.tokens.ttl)
 	}
-	if g := newLoginGuard(LoginLimits{}); g.pair.Limit != 0 || g.addr.Limit != 0 || g.pair.Window != 0 || g.known.ttl != 0 {
+	if g := newLoginGuard(LoginLimits{}, nil); g.pair.Limit != 0 || g.addr.Limit != 0 || g.pair.Window != 0 || g.known.ttl != 0 {
 		t.Errorf("the login guard defaulted zero limits: %+v %+v", g.pair, g.known)
 	}
 	h := NewHasher(Params{Memory: 8 * 1024, Time: 1}, PoolConfig{Slots: 3})

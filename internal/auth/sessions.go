@@ -41,7 +41,7 @@ func (s *Sessions) Login(ctx context.Context, email, password, clientIP string) 
 // password a client sends (changing one's password).
 func (s *Sessions) verifyCounted(ctx context.Context, email, password, clientIP string) (meta.User, error) {
 	email = NormalizeEmail(email)
-	a, wait := s.logins.begin(email, clientIP)
+	a, wait := s.logins.begin(ctx, email, clientIP)
 	if wait > 0 {
 		return meta.User{}, errcode.Retry(errcode.RateLimited, wait, "too many failed logins; retry later")
 	}

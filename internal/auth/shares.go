@@ -35,7 +35,7 @@ func (s *Shares) HashPassword(ctx context.Context, password string) (string, err
 // login). Unauthenticated if it is wrong, RateLimited with a Retry-After
 // when a limit is reached.
 func (s *Shares) CheckSharePassword(ctx context.Context, shareID, password, encoded, clientIP string) error {
-	a, wait := s.logins.begin("share:"+shareID, clientIP)
+	a, wait := s.logins.begin(ctx, "share:"+shareID, clientIP)
 	if wait > 0 {
 		return errcode.Retry(errcode.RateLimited, wait, "too many wrong passwords; retry later")
 	}

@@ -112,16 +112,41 @@ func (s *Signups) SelfSignup(ctx context.Context, req SignupRequest) (meta.User,
 		return meta.User{}, meta.Bucket{}, err
 	}
 	addr := IPKey(req.ClientIP)
+	var shared bool
 	if s.signups != nil {
-		if wait := s.signups.Take(addr); wait > 0 {
+		var wait time.Duration
+		wait, shared = s.takeSignup(ctx, addr)
+		if wait > 0 {
 			return meta.User{}, meta.Bucket{}, errcode.Retry(errcode.RateLimited, wait, "too many signups from this address; retry later")
 		}
 	}
 	u, b, err := s.selfSignup(ctx, email, req.Password, req.InviteCode)
 	if err != nil && s.signups != nil && !clientsFault(err) {
-		s.signups.Release(addr)
+		if shared {
+			s.shared.update(ctx, s.signups.now(), []string{"signup:" + textKey(addr)}, func(st []meta.ThrottleState) []meta.ThrottleState {
+				release(&st[0])
+				return st
+			})
+		} else {
+			s.signups.Release(addr)
+		}
 	}
 	return u, b, err
+}
+
+// takeSignup counts a signup from addr: in the shared store when there is
+// one (shared true), every node's together, else in this node's throttle.
+func (s *Signups) takeSignup(ctx context.Context, addr string) (wait time.Duration, shared bool) {
+	now := s.signups.now()
+	if s.shared.update(ctx, now, []string{"signup:" + textKey(addr)}, func(st []meta.ThrottleState) []meta.ThrottleState {
+		if wait = s.signups.take(&st[0], now); wait > 0 {
+			return nil
+		}
+		return st
+	}) {
+		return wait, true
+	}
+	return s.signups.Take(addr), false
 }
 
 func (s *Signups) selfSignup(ctx context.Context, email, password, code string) (meta.User, meta.Bucket, error) {

@@ -1,9 +1,13 @@
 package auth
 
 import (
+	"context"
 	"net/netip"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/coffer-storage/coffer/internal/meta"
 )
 
 // Throttle counts attempts per key in a fixed window. An attempt is
@@ -22,18 +26,25 @@ type Throttle struct {
 	MaxKeys int
 
 	mu  sync.Mutex
-	m   map[string]*window
+	m   map[string]*meta.ThrottleState
 	now func() time.Time
-}
-
-type window struct {
-	start time.Time
-	count int
 }
 
 // NewThrottle returns a Throttle allowing limit attempts per window.
 func NewThrottle(limit int, per time.Duration) *Throttle {
-	return &Throttle{Limit: limit, Window: per, MaxKeys: defaultMaxKeys, m: map[string]*window{}, now: time.Now}
+	return &Throttle{Limit: limit, Window: per, MaxKeys: defaultMaxKeys, m: map[string]*meta.ThrottleState{}, now: time.Now}
+}
+
+// state returns key's state in m, a fresh one if it has none or it
+// expired (making room for it).
+func state(m map[string]*meta.ThrottleState, key string, maxKeys int, now time.Time) *meta.ThrottleState {
+	st := m[key]
+	if st == nil || !st.Expires.After(now) {
+		makeRoom(m, key, maxKeys, func(st *meta.ThrottleState) bool { return !st.Expires.After(now) })
+		st = &meta.ThrottleState{}
+		m[key] = st
+	}
+	return st
 }
 
 const defaultMaxKeys = 100_000
@@ -44,19 +55,18 @@ func (t *Throttle) Take(key string) time.Duration {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.now()
-	w := t.m[key]
-	if w != nil && now.Sub(w.start) >= t.Window {
-		w = nil
+	return t.take(state(t.m, key, t.MaxKeys, now), now)
+}
+
+// take is Take's rule on one key's state (the zero state: none yet).
+func (t *Throttle) take(st *meta.ThrottleState, now time.Time) time.Duration {
+	if !st.Expires.After(now) {
+		*st = meta.ThrottleState{Start: now, Expires: now.Add(t.Window)}
 	}
-	if w == nil {
-		makeRoom(t.m, key, t.MaxKeys, func(w *window) bool { return now.Sub(w.start) >= t.Window })
-		w = &window{start: now}
-		t.m[key] = w
+	if st.Count >= int64(t.Limit) {
+		return st.Expires.Sub(now)
 	}
-	if w.count >= t.Limit {
-		return w.start.Add(t.Window).Sub(now)
-	}
-	w.count++
+	st.Count++
 	return 0
 }
 
@@ -64,8 +74,15 @@ func (t *Throttle) Take(key string) time.Duration {
 func (t *Throttle) Release(key string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if w := t.m[key]; w != nil && w.count > 0 {
-		w.count--
+	if st := t.m[key]; st != nil {
+		release(st)
+	}
+}
+
+// release gives back one attempt counted in st.
+func release(st *meta.ThrottleState) {
+	if st.Count > 0 {
+		st.Count--
 	}
 }
 
@@ -113,21 +130,14 @@ type Backoff struct {
 	MaxKeys   int
 
 	mu  sync.Mutex
-	m   map[string]*backoffState
+	m   map[string]*meta.ThrottleState
 	now func() time.Time
-}
-
-type backoffState struct {
-	start time.Time
-	count int
-	delay time.Duration
-	until time.Time
 }
 
 // NewBackoff returns a Backoff allowing limit attempts per window before
 // delays of base, 2×base, … up to maxDelay.
 func NewBackoff(limit int, per, base, maxDelay time.Duration) *Backoff {
-	return &Backoff{Limit: limit, Window: per, Base: base, Max: maxDelay, MaxKeys: defaultMaxKeys, m: map[string]*backoffState{}, now: time.Now}
+	return &Backoff{Limit: limit, Window: per, Base: base, Max: maxDelay, MaxKeys: defaultMaxKeys, m: map[string]*meta.ThrottleState{}, now: time.Now}
 }
 
 // Take counts an attempt for key and returns 0, or, while a delay of key
@@ -136,25 +146,32 @@ func (b *Backoff) Take(key string) time.Duration {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := b.now()
-	over := func(st *backoffState) bool { return now.Sub(st.start) >= b.Window && !now.Before(st.until) }
-	st := b.m[key]
-	if st != nil && over(st) {
-		st = nil
+	return b.take(state(b.m, key, b.MaxKeys, now), now)
+}
+
+// take is Take's rule on one key's state (the zero state: none yet). The
+// state expires when both the window and the delay have passed.
+func (b *Backoff) take(st *meta.ThrottleState, now time.Time) time.Duration {
+	if !st.Expires.After(now) {
+		*st = meta.ThrottleState{Start: now, Expires: now.Add(b.Window)}
 	}
-	if st == nil {
-		makeRoom(b.m, key, b.MaxKeys, over)
-		st = &backoffState{start: now}
-		b.m[key] = st
+	if now.Before(st.Until) {
+		return st.Until.Sub(now)
 	}
-	if now.Before(st.until) {
-		return st.until.Sub(now)
-	}
-	st.count++
-	if st.count > b.Limit {
-		st.delay = min(max(2*st.delay, b.Base), b.Max)
-		st.until = now.Add(st.delay)
+	st.Count++
+	if st.Count > int64(b.Limit) {
+		st.Delay = min(max(2*st.Delay, b.Base), b.Max)
+		st.Until = now.Add(st.Delay)
+		st.Expires = later(st.Expires, st.Until)
 	}
 	return 0
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // Release gives back one attempt of key (it succeeded, or was not the
@@ -162,8 +179,8 @@ func (b *Backoff) Take(key string) time.Duration {
 func (b *Backoff) Release(key string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if st := b.m[key]; st != nil && st.count > 0 {
-		st.count--
+	if st := b.m[key]; st != nil {
+		release(st)
 	}
 }
 
@@ -214,42 +231,113 @@ type LoginLimits struct {
 	KnownFor      time.Duration // how long a successful login exempts its address from the account ceiling
 }
 
-// loginGuard applies LoginLimits. Its state is in memory, per node.
+// sharedThrottles keeps the throttles' state in the store that several
+// nodes share (meta.Limits' UpdateThrottles), so that they count every
+// node's attempts together: a client spreading its guesses over the nodes
+// behind a load balancer gets no more than from one node.
+type sharedThrottles func(ctx context.Context, now time.Time, keys []string, fn func([]meta.ThrottleState) []meta.ThrottleState) error
+
+// sharedTimeout bounds a throttle's round trip to the shared store; past
+// it (or on any failure) the node's own tables decide.
+const sharedTimeout = 5 * time.Second
+
+// update runs fn on keys' states in the shared store, and reports whether
+// it could (false: there is none, or it failed; the caller then uses this
+// node's tables, so a store outage never lifts the limits).
+func (sh sharedThrottles) update(ctx context.Context, now time.Time, keys []string, fn func([]meta.ThrottleState) []meta.ThrottleState) bool {
+	if sh == nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sharedTimeout)
+	defer cancel()
+	return sh(ctx, now, keys, fn) == nil
+}
+
+// loginGuard applies LoginLimits. Its state is in the shared store when
+// there is one (shared), else in memory, per node.
 type loginGuard struct {
 	pair    *Throttle // account + "\x00" + IPKey
 	addr    *Throttle // IPKey
 	account *Backoff  // account
 	known   *recent   // pair keys that logged in successfully
+	shared  sharedThrottles
+	now     func() time.Time
 }
 
-func newLoginGuard(l LoginLimits) *loginGuard {
+func newLoginGuard(l LoginLimits, shared sharedThrottles) *loginGuard {
 	return &loginGuard{
 		pair:    NewThrottle(l.PerPair, l.Window),
 		addr:    NewThrottle(l.PerAddress, l.Window),
 		account: NewBackoff(l.PerAccount, l.AccountWindow, l.BackoffBase, l.BackoffMax),
 		known:   newRecent(l.KnownFor),
+		shared:  shared,
+		now:     time.Now,
 	}
 }
 
 // setClock makes every table read now (tests).
 func (g *loginGuard) setClock(now func() time.Time) {
-	g.pair.now, g.addr.now, g.account.now, g.known.now = now, now, now, now
+	g.pair.now, g.addr.now, g.account.now, g.known.now, g.now = now, now, now, now, now
 }
 
 // attempt is a login attempt counted by begin; exactly one of succeeded,
 // failed and uncounted must follow.
 type attempt struct {
 	g                   *loginGuard
+	ctx                 context.Context
 	account, addr, pair string
 	ceiling             bool // counted against the account ceiling
+	shared              bool // counted in the shared store
+}
+
+// The keys of the login throttles in the shared store (text without NUL:
+// a pair is the address, which holds no space, a space and the account).
+func (a *attempt) sharedKeys() []string {
+	addr, account := textKey(a.addr), textKey(a.account)
+	pair := addr + " " + account
+	return []string{"login-addr:" + addr, "login-pair:" + pair, "login-account:" + account, "login-known:" + pair}
+}
+
+// textKey makes s storable as text (a client may send any bytes as an
+// email): NUL and invalid UTF-8 become U+FFFD. Keys that differ only there
+// share a throttle, which is harmless.
+func textKey(s string) string {
+	return strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", "\uFFFD"), "\uFFFD")
 }
 
 // begin counts an attempt on account (a normalised email, known or not)
 // from clientIP, before its password is checked. If a limit refuses it,
 // nothing is counted and the wait is returned.
-func (g *loginGuard) begin(account, clientIP string) (*attempt, time.Duration) {
-	a := &attempt{g: g, account: account, addr: IPKey(clientIP)}
+func (g *loginGuard) begin(ctx context.Context, account, clientIP string) (*attempt, time.Duration) {
+	a := &attempt{g: g, ctx: ctx, account: account, addr: IPKey(clientIP)}
 	a.pair = account + "\x00" + a.addr
+	var wait time.Duration
+	now := g.now()
+	a.shared = g.shared.update(ctx, now, a.sharedKeys(), func(st []meta.ThrottleState) []meta.ThrottleState {
+		// The same rules as below, on the stored states; a refusal
+		// stores nothing.
+		wait, a.ceiling = 0, false
+		addr, pair, account, known := &st[0], &st[1], &st[2], st[3]
+		if wait = g.addr.take(addr, now); wait > 0 {
+			return nil
+		}
+		if wait = g.pair.take(pair, now); wait > 0 {
+			return nil
+		}
+		if !known.Expires.After(now) {
+			if wait = g.account.take(account, now); wait > 0 {
+				return nil
+			}
+			a.ceiling = true
+		}
+		return st
+	})
+	if a.shared {
+		if wait > 0 {
+			return nil, wait
+		}
+		return a, 0
+	}
 	if wait := g.addr.Take(a.addr); wait > 0 {
 		return nil, wait
 	}
@@ -272,6 +360,16 @@ func (g *loginGuard) begin(account, clientIP string) (*attempt, time.Duration) {
 // remembered as known; the address and the account get their attempt
 // back.
 func (a *attempt) succeeded() {
+	if a.shared {
+		now := a.g.now()
+		a.g.shared.update(a.ctx, now, a.sharedKeys(), func(st []meta.ThrottleState) []meta.ThrottleState {
+			st[1] = meta.ThrottleState{}
+			st[3] = meta.ThrottleState{Start: now, Expires: now.Add(a.g.known.ttl)}
+			a.releaseShared(st)
+			return st
+		})
+		return
+	}
 	a.g.pair.Reset(a.pair)
 	a.g.known.add(a.pair)
 	a.release(false)
@@ -283,7 +381,26 @@ func (a *attempt) failed() {}
 
 // uncounted: the check did not happen (hashing pool busy, request
 // cancelled); nothing is counted.
-func (a *attempt) uncounted() { a.release(true) }
+func (a *attempt) uncounted() {
+	if a.shared {
+		a.g.shared.update(a.ctx, a.g.now(), a.sharedKeys(), func(st []meta.ThrottleState) []meta.ThrottleState {
+			release(&st[1])
+			a.releaseShared(st)
+			return st
+		})
+		return
+	}
+	a.release(true)
+}
+
+// releaseShared gives the address and the account (if counted) their
+// attempt back in the stored states st (sharedKeys).
+func (a *attempt) releaseShared(st []meta.ThrottleState) {
+	release(&st[0])
+	if a.ceiling {
+		release(&st[2])
+	}
+}
 
 func (a *attempt) release(pair bool) {
 	if pair {

@@ -77,7 +77,7 @@ func TestBackoff(t *testing.T) {
 // guard returns a loginGuard with the default limits on a fake clock.
 func guard(t *testing.T) (*loginGuard, *clock) {
 	t.Helper()
-	g := newLoginGuard(ConfigFrom(config.Defaults()).Logins)
+	g := newLoginGuard(ConfigFrom(config.Defaults()).Logins, nil)
 	c := newClock()
 	g.setClock(c.now)
 	return g, c
@@ -88,7 +88,7 @@ func guard(t *testing.T) (*loginGuard, *clock) {
 func fail(t *testing.T, g *loginGuard, account, ip string, n int) {
 	t.Helper()
 	for i := range n {
-		a, wait := g.begin(account, ip)
+		a, wait := g.begin(t.Context(), account, ip)
 		if wait > 0 {
 			t.Fatalf("%s from %s, attempt %d: refused for %v", account, ip, i+1, wait)
 		}
@@ -98,7 +98,7 @@ func fail(t *testing.T, g *loginGuard, account, ip string, n int) {
 
 func refused(t *testing.T, g *loginGuard, account, ip string, atMost time.Duration) {
 	t.Helper()
-	a, wait := g.begin(account, ip)
+	a, wait := g.begin(t.Context(), account, ip)
 	if wait <= 0 {
 		a.uncounted()
 		t.Fatalf("%s from %s: let through, want refused", account, ip)
@@ -110,7 +110,7 @@ func refused(t *testing.T, g *loginGuard, account, ip string, atMost time.Durati
 
 func allowed(t *testing.T, g *loginGuard, account, ip string) *attempt {
 	t.Helper()
-	a, wait := g.begin(account, ip)
+	a, wait := g.begin(t.Context(), account, ip)
 	if wait > 0 {
 		t.Fatalf("%s from %s: refused for %v, want let through", account, ip, wait)
 	}

@@ -576,7 +576,7 @@ var writeTopics = map[string]map[string]string{
 	"Sessions":   {"CreateRefreshToken": "", "RotateRefreshToken": "", "RevokeRefreshFamily": "", "DeleteExpiredRefreshTokens": ""},
 	"Invites":    {"CreateInvite": "", "GetInviteByHash": "", "ListInvites": "", "RevokeInvite": ""},
 	"AccessKeys": {"CreateAccessKey": "", "GetAccessKey": "", "ListAccessKeys": "", "DeleteAccessKey": "", "TouchAccessKey": ""},
-	"Limits":     {"SetUserLimits": "", "GetUserLimits": "", "ReserveRate": ""},
+	"Limits":     {"SetUserLimits": "", "GetUserLimits": "", "ReserveRate": "", "UpdateThrottles": ""},
 	"Stagings":   {"Stage": "", "GrowStaging": "", "RenewStaging": "", "Unstage": "", "DeleteExpiredStaging": ""},
 	"Reclamation": {
 		"ListGarbage": "", "ClaimGarbage": "", "DeleteGarbage": "", "ReferencedBlobs": "",

@@ -248,7 +248,7 @@ func NewOps(b Backend, d Dialect) Ops {
 		shares:               newShareSQL(ph),
 		uploads:              newUploadSQL(ph),
 		tus:                  newTusSQL(ph),
-		limits:               newLimitSQL(ph),
+		limits:               newLimitSQL(d),
 		jobs:                 newJobSQL(ph),
 		grants:               newGrantSQL(ph),
 		tags:                 newTagSQL(ph),

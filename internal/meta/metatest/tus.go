@@ -1,6 +1,7 @@
 package metatest
 
 import (
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ var tusTests = []test{
 	{name: "GoesWithUpload", fn: testTusGoesWithUpload},
 	{name: "UserLimits", fn: testUserLimits},
 	{name: "ReserveRate", fn: testReserveRate},
+	{name: "UpdateThrottles", fn: testUpdateThrottles},
 }
 
 func testTusState(t *testing.T, s store) {
@@ -155,5 +157,71 @@ func testReserveRate(t *testing.T, s store) {
 	}
 	if got, _ := s.ReserveRate(ctx, "user", "u2", 1000, 4, 10); got != 4 {
 		t.Errorf("another key: %d, want 4", got)
+	}
+}
+
+// testUpdateThrottles: states are stored by key and read back; nil stores
+// nothing; an expired state reads as the zero state and an unexpired one
+// returned with Expires not after now is forgotten; concurrent updates of
+// one key are serialised (none is lost).
+func testUpdateThrottles(t *testing.T, s store) {
+	ctx := t.Context()
+	now := time.UnixMilli(1_700_000_000_000)
+	read := func(keys ...string) []meta.ThrottleState {
+		t.Helper()
+		var got []meta.ThrottleState
+		ok(t, s.UpdateThrottles(ctx, now, keys, func(st []meta.ThrottleState) []meta.ThrottleState {
+			got = st
+			return nil
+		}), "UpdateThrottles (read)")
+		return got
+	}
+	a := meta.ThrottleState{Start: now, Count: 3, Delay: 2 * time.Second, Until: now.Add(2 * time.Second), Expires: now.Add(time.Minute)}
+	b := meta.ThrottleState{Start: now.Add(-time.Second), Count: 1, Expires: now.Add(time.Hour)}
+	ok(t, s.UpdateThrottles(ctx, now, []string{"b", "a"}, func(st []meta.ThrottleState) []meta.ThrottleState {
+		if st[0] != (meta.ThrottleState{}) || st[1] != (meta.ThrottleState{}) {
+			t.Errorf("new keys read %+v, want zero states", st)
+		}
+		return []meta.ThrottleState{b, a}
+	}), "UpdateThrottles")
+	if got := read("a", "b", "c"); !got[0].Start.Equal(a.Start) || got[0].Count != 3 || got[0].Delay != a.Delay ||
+		!got[0].Until.Equal(a.Until) || !got[0].Expires.Equal(a.Expires) || got[1].Count != 1 || got[2] != (meta.ThrottleState{}) {
+		t.Errorf("read back %+v, want a, b and a zero state", got)
+	}
+	// Forgotten: returned expired.
+	ok(t, s.UpdateThrottles(ctx, now, []string{"a"}, func([]meta.ThrottleState) []meta.ThrottleState {
+		return []meta.ThrottleState{{Count: 9}}
+	}), "UpdateThrottles (forget)")
+	if got := read("a"); got[0] != (meta.ThrottleState{}) {
+		t.Errorf("a forgotten reads %+v", got[0])
+	}
+	// Expired by the time of the read.
+	later := now.Add(2 * time.Hour)
+	ok(t, s.UpdateThrottles(ctx, later, []string{"b"}, func(st []meta.ThrottleState) []meta.ThrottleState {
+		if st[0] != (meta.ThrottleState{}) {
+			t.Errorf("b read %+v after it expired, want the zero state", st[0])
+		}
+		return nil
+	}), "UpdateThrottles (expired)")
+	// Concurrent increments of one key.
+	const n = 10
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			err := s.UpdateThrottles(ctx, now, []string{"x", "y"}, func(st []meta.ThrottleState) []meta.ThrottleState {
+				for i := range st {
+					st[i].Count++
+					st[i].Expires = now.Add(time.Hour)
+				}
+				return st
+			})
+			if err != nil {
+				t.Errorf("concurrent UpdateThrottles: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if got := read("y", "x"); got[0].Count != n || got[1].Count != n {
+		t.Errorf("after %d concurrent increments: %d and %d", n, got[0].Count, got[1].Count)
 	}
 }
