@@ -35,7 +35,8 @@ const BarrierTopic = "sync"
 const AcksChannel = "coffer_change_acks"
 
 // ListenerApplicationName is the application_name of the connection that
-// listens for changes: ExpectChange counts these connections to know how
+// listens for changes, set once it listens (until then it is this name
+// + "-starting"): ExpectChange counts these connections to know how
 // many acknowledgements to wait for (and tests terminate them to simulate
 // a network cut).
 const ListenerApplicationName = "coffer-listen"
@@ -130,7 +131,9 @@ func (s *Store) ListenChanges(ctx context.Context, h meta.ChangeHandler) error {
 // beatLost fails the connection (it is reopened).
 func (s *Store) listenOnce(ctx context.Context, h meta.ChangeHandler, listening func()) error {
 	cfg := s.connConfig.Copy()
-	cfg.RuntimeParams["application_name"] = ListenerApplicationName
+	// Named ListenerApplicationName only once it listens (below): writers
+	// count the connections of that name and wait for each.
+	cfg.RuntimeParams["application_name"] = ListenerApplicationName + "-starting"
 	// The server drops a listener it can no longer reach within seconds,
 	// not the hours of the system's TCP defaults: until it does, writers
 	// count it and wait their whole bound for its acknowledgements.
@@ -164,7 +167,8 @@ func (s *Store) listenOnce(ctx context.Context, h meta.ChangeHandler, listening 
 	lost := max(6*every, beatLostMin)
 	beatChannel := "coffer_beat_" + s.acks.id
 	start := time.Now()
-	if _, err := conn.Exec(ctx, "LISTEN "+ChangesChannel+"; LISTEN "+AcksChannel+"; LISTEN "+beatChannel); err != nil {
+	if _, err := conn.Exec(ctx, "LISTEN "+ChangesChannel+"; LISTEN "+AcksChannel+"; LISTEN "+beatChannel+
+		"; SET application_name = '"+ListenerApplicationName+"'"); err != nil {
 		return err
 	}
 	listening()
