@@ -361,7 +361,9 @@ func (s *core) publish(ctx context.Context, c meta.Change, write func() error) e
 		return err
 	}
 	s.bus.Publish(c)
-	wait(ctx, s.bus.SyncBound())
+	if s.meta.Changes != nil {
+		s.bus.Await(ctx, s.bus.SyncBound(), wait)
+	}
 	return nil
 }
 

@@ -140,6 +140,27 @@ func (b *Bus) Lease() time.Duration { return b.lease }
 // lease as margin for the rates of two monotonic clocks and scheduling.
 func (b *Bus) SyncBound() time.Duration { return b.lease + b.lease/4 }
 
+// Await waits, after a change of a store shared by listening processes
+// committed, until they all handled it: wait (meta.ChangeListener's
+// ExpectChange) collects their acknowledgements, at most max (at least
+// SyncBound). While this bus is not Listening (the connection is down,
+// or the lease ran out) acknowledgements cannot be collected, so it
+// waits the whole max: every process has then handled the change or
+// stopped trusting its caches (see the package doc). The other processes
+// still received the announcement with the commit.
+func (b *Bus) Await(ctx context.Context, max time.Duration, wait func(context.Context, time.Duration)) {
+	if b.Listening() {
+		wait(ctx, max)
+		return
+	}
+	t := time.NewTimer(max)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
 // Alive says every change committed before since has been handled
 // (meta.ChangeHandler.Alive): the caches are trusted until since + the
 // lease, and afterwards, unless Alive is called again, every Get loads

@@ -148,22 +148,10 @@ func (s *Store) write(ctx context.Context, cs []meta.Change, fn func(ctx context
 		cancel()
 		return err
 	}
-	if s.inner.Changes != nil && !s.bus.Listening() {
-		// This node's own listening connection is down, so it cannot
-		// collect the other nodes' acknowledgements (its ExpectChange
-		// waits for nothing); they still receive the announcement (it
-		// went with the commit). Wait the whole bound: each has then
-		// handled it or stopped trusting its cache (its lease ran out).
-		// Writes are slower only while the connection is down.
-		t := time.NewTimer(s.sync)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-		}
-		return nil
+	if s.inner.Changes != nil {
+		// Writes are slower only while this node does not listen.
+		s.bus.Await(ctx, s.sync, wait)
 	}
-	wait(ctx, s.sync)
 	return nil
 }
 

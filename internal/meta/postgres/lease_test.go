@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/coffer-storage/coffer/internal/auth"
 	"github.com/coffer-storage/coffer/internal/meta"
 	"github.com/coffer-storage/coffer/internal/meta/postgres"
 	"github.com/coffer-storage/coffer/internal/metacache"
@@ -103,6 +104,49 @@ func TestSilentListenerCut(t *testing.T) {
 		return get() == "v2" && cacheC.Stats().Hits > hits
 	})
 	eventually(t, "C's cut connection dropped on the server", listeners)
+}
+
+// TestAccountChangeWhileNotListening: node A's own listening connection
+// is down (here: it never listens), so it cannot collect the other nodes'
+// acknowledgements, when it disables a user; node C listens but is held
+// while it handles that change. When A's Disable returns, C has either
+// handled it or stopped trusting its caches (its lease ran out, since the
+// held listener processes no heartbeat either): A waited the whole bound.
+// Before, an account change from a node that did not listen did not wait
+// at all, and C's caches still held the user enabled.
+func TestAccountChangeWhileNotListening(t *testing.T) {
+	db := testbackend.SharedPostgres(t).CreateDatabase(t)
+	a, c := open(t, db, postgres.Options{}), open(t, db, postgres.Options{})
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }); cancel(); wg.Wait() })
+	busA, busC := metacache.NewBus(), metacache.NewBus()
+	busA.SetListening(false)
+	busC.SetListening(false)
+	var handled atomic.Bool
+	h := busC.Handler(nil)
+	changed := h.Changed
+	h.Changed = func(ch meta.Change) {
+		if ch == (meta.Change{Topic: meta.TopicUser, Key: "alice"}) {
+			<-release
+			handled.Store(true)
+		}
+		changed(ch)
+	}
+	wg.Go(func() { c.ListenChanges(ctx, h) })
+	eventually(t, "C listening", busC.Listening)
+	if err := a.CreateUser(ctx, meta.User{ID: "alice", Email: "alice@example.com", PasswordHash: "x"}, meta.Bucket{Name: "alice", OwnerID: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	svc := auth.NewService(auth.StoresOf(a.Stores()), nil, auth.Config{Bus: busA, Params: auth.Params{Memory: 8 * 1024, Time: 1}})
+	if _, err := svc.Users.Disable(ctx, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if !handled.Load() && busC.Listening() {
+		t.Error("A's Disable returned while C had not handled it and still trusted its caches")
+	}
 }
 
 // eventually waits (at most 30 s) until cond holds.
