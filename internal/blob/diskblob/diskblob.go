@@ -598,7 +598,7 @@ func classify(err error, op, key string) error {
 	case key != "" && (errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)):
 		return errcode.Wrap(errcode.NotFound, err, "%s not found", what)
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
-		return errcode.Wrap(errcode.Unavailable, err, "disk full")
+		return errcode.Wrap(errcode.StorageFull, err, "disk full")
 	case errors.Is(err, syscall.ENAMETOOLONG):
 		return errcode.Wrap(errcode.InvalidArgument, err, "blob key too long for the file system")
 	case errors.Is(err, os.ErrClosed):
