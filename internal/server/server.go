@@ -48,6 +48,7 @@ import (
 	"github.com/coffer-storage/coffer/internal/auth"
 	"github.com/coffer-storage/coffer/internal/blob"
 	"github.com/coffer-storage/coffer/internal/blob/cacheblob"
+	"github.com/coffer-storage/coffer/internal/blob/diskblob"
 	"github.com/coffer-storage/coffer/internal/blob/s3blob"
 	"github.com/coffer-storage/coffer/internal/config"
 	"github.com/coffer-storage/coffer/internal/console"
@@ -215,6 +216,11 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 		}
 	}
 	ocfg := object.ConfigFrom(cfg)
+	if d, ok := s.stores.Blobs.(*diskblob.Store); ok {
+		// The local disk: this process is its only reader, so the
+		// janitor may reclaim promptly when it fills (object/pressure.go).
+		ocfg.Pressure = d.Pressure
+	}
 	if s.keys != nil {
 		ocfg.Keys = s.keys
 	}
