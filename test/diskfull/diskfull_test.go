@@ -14,6 +14,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/json"
+	"encoding/xml"
 	"fmt"
 	"io"
 	"io/fs"
@@ -181,20 +182,8 @@ func TestFullDisk(t *testing.T) {
 	c := srv.NewUser(t)
 	s := newStore(t, c)
 
-	var refused []string
-	for i := 0; ; i++ {
-		if i == 200 {
-			t.Fatalf("200 uploads of 1 MiB fit on a 64 MiB file system")
-		}
-		key := fmt.Sprintf("fill/%03d", i)
-		st, p := s.put(key, mib)
-		if st == http.StatusCreated {
-			continue
-		}
-		wantFull(t, "the upload that found the disk full", st, p)
-		refused = append(refused, key)
-		break
-	}
+	fillThroughAPI(t, s)
+	refused := []string{fmt.Sprintf("fill/%03d", len(s.data))}
 	t.Logf("%d uploads of 1 MiB acknowledged, then refused; %d bytes free", len(s.data), sfs.Free(t))
 	filled := len(s.data)
 	if filled < 20 {
@@ -259,4 +248,165 @@ func TestFullDisk(t *testing.T) {
 	srv = testenv.StartIn(t, data, reserve...)
 	s.c.Base = srv.URL
 	s.check("after a restart")
+}
+
+// fillThroughAPI uploads 1 MiB files until the server refuses one (507
+// storage_full), and returns how many it acknowledged.
+func fillThroughAPI(t *testing.T, s *store) int {
+	t.Helper()
+	n := 0
+	for i := 0; ; i++ {
+		if i == 200 {
+			t.Fatalf("200 uploads of 1 MiB fit on a 64 MiB file system")
+		}
+		st, p := s.put(fmt.Sprintf("fill/%03d", i), mib)
+		if st != http.StatusCreated {
+			wantFull(t, "the upload that found the disk full", st, p)
+			return n
+		}
+		n++
+	}
+}
+
+// TestFullDiskMetadata: meta.db itself on a full disk (a file outside the
+// data folder takes every free block, the reserve included). Small uploads
+// (inline: only a row) and large ones are refused with 507 storage_full,
+// reads and listings are served, the server writes again by itself once
+// room is made, and after a restart meta.db passes integrity_check and
+// every acknowledged file is there.
+func TestFullDiskMetadata(t *testing.T) {
+	sfs := testbackend.NewSmallFS(t, 64*mib)
+	data := filepath.Join(sfs.Dir, "data")
+	srv := testenv.StartIn(t, data, reserve...)
+	s := newStore(t, srv.NewUser(t))
+	for i := range 3 {
+		if st, _ := s.put(fmt.Sprintf("big/%d", i), mib); st != http.StatusCreated {
+			t.Fatalf("upload %d: %d", i, st)
+		}
+		if st, _ := s.put(fmt.Sprintf("small/%d", i), 1024); st != http.StatusCreated {
+			t.Fatalf("small upload %d: %d", i, st)
+		}
+	}
+
+	filler := sfs.Fill(t, "filler")
+	t.Logf("filler of %d bytes; %d bytes free", filler, sfs.Free(t))
+	var refused []string
+	for i := 0; len(refused) == 0; i++ {
+		// The WAL may have room in frames already written: the first
+		// small writes can still fit.
+		if i == 500 {
+			t.Fatal("500 small uploads succeeded on a full disk")
+		}
+		key := fmt.Sprintf("small-full/%03d", i)
+		if st, p := s.put(key, 1024); st != http.StatusCreated {
+			wantFull(t, "a small upload on a full disk", st, p)
+			refused = append(refused, key)
+		}
+	}
+	st, p := s.put("big-full", mib)
+	wantFull(t, "a 1 MiB upload on a full disk", st, p)
+	refused = append(refused, "big-full")
+	s.check("meta.db on a full disk", refused...)
+
+	if err := os.Remove(filepath.Join(sfs.Dir, "filler")); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if st, p := s.put(fmt.Sprintf("after/%d", i), 1024); st != http.StatusCreated {
+			t.Fatalf("small upload %d once room was made: %d %+v", i, st, p)
+		}
+	}
+	if st, p := s.put("after/big", mib); st != http.StatusCreated {
+		t.Fatalf("1 MiB upload once room was made: %d %+v", st, p)
+	}
+	s.check("once room was made")
+
+	if err := srv.Term(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	integrityCheck(t, data)
+	srv = testenv.StartIn(t, data, reserve...)
+	s.c.Base = srv.URL
+	s.check("after a restart")
+}
+
+// TestDeleteUnderReader: under disk pressure, a multipart object deleted
+// while a GET streams it is not reclaimed under the reader: its parts
+// (opened one after another as the stream reaches them) stay pinned until
+// the response ends, and the download completes with the right bytes.
+// Another deleted file is reclaimed meanwhile (the janitor did run), and
+// the object's parts go once the reader is done.
+func TestDeleteUnderReader(t *testing.T) {
+	sfs := testbackend.NewSmallFS(t, 64*mib)
+	srv := testenv.StartIn(t, filepath.Join(sfs.Dir, "data"), reserve...)
+	c := srv.NewUser(t)
+	s := newStore(t, c)
+	key := testenv.NewS3Key(t, c)
+
+	// A two-part object (5 MiB + 1 MiB), through S3's multipart upload.
+	const part1, part2 = 5 * mib, mib
+	body := make([]byte, part1+part2)
+	rand.Read(body)
+	obj := "/" + c.Bucket + "/multi"
+	r := testenv.MustS3(t, key, srv.S3URL, "POST", obj+"?uploads", nil, http.StatusOK)
+	var created struct {
+		UploadID string `xml:"UploadId"`
+	}
+	if err := xml.Unmarshal(r.Body, &created); err != nil {
+		t.Fatal(err)
+	}
+	var complete strings.Builder
+	complete.WriteString("<CompleteMultipartUpload>")
+	for i, b := range [][]byte{body[:part1], body[part1:]} {
+		r := testenv.MustS3(t, key, srv.S3URL, "PUT", fmt.Sprintf("%s?partNumber=%d&uploadId=%s", obj, i+1, created.UploadID), b, http.StatusOK)
+		fmt.Fprintf(&complete, "<Part><PartNumber>%d</PartNumber><ETag>%s</ETag></Part>", i+1, r.Header.Get("ETag"))
+	}
+	complete.WriteString("</CompleteMultipartUpload>")
+	testenv.MustS3(t, key, srv.S3URL, "POST", obj+"?uploadId="+created.UploadID, []byte(complete.String()), http.StatusOK)
+
+	fillThroughAPI(t, s)
+	// The download starts; the client reads only its first bytes (the
+	// rest waits in socket buffers, the second part not yet opened).
+	resp := c.Do(t, "GET", testenv.FileURL(c.Bucket, "multi"), nil)
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET multi: %d", resp.StatusCode)
+	}
+	got := make([]byte, 4096)
+	if _, err := io.ReadFull(resp.Body, got); err != nil {
+		t.Fatal(err)
+	}
+	before := sfs.Free(t)
+	r, err := testenv.S3Do(key, srv.S3URL, "DELETE", obj, nil)
+	if err != nil || r.Status != http.StatusNoContent {
+		t.Fatalf("DeleteObject multi: %v %d", err, r.Status)
+	}
+	for i := range 4 {
+		s.del(fmt.Sprintf("fill/%03d", i))
+	}
+	// Wait until the janitor has reclaimed the 4 MiB of plain files: it
+	// took the multipart object's parts from the queue in the same pass.
+	deadline := time.Now().Add(20 * time.Second)
+	for sfs.Free(t) < before+4*mib-mib/2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("4 MiB of deleted files not reclaimed in 20 s (free %d, was %d)", sfs.Free(t), before)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	rest, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("the download of the deleted object broke after %d bytes: %v", 4096+len(rest), err)
+	}
+	if got = append(got, rest...); !bytes.Equal(got, body) {
+		t.Fatalf("the download of the deleted object: %d bytes, want %d, equal %v", len(got), len(body), bytes.Equal(got, body))
+	}
+	resp.Body.Close()
+	// Its parts go once the reader is done.
+	reclaimed := sfs.Free(t)
+	for sfs.Free(t) < reclaimed+part1+part2-mib/2 {
+		if time.Now().After(deadline.Add(20 * time.Second)) {
+			t.Fatalf("the deleted object's parts not reclaimed after its download ended (free %d, was %d)", sfs.Free(t), reclaimed)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
