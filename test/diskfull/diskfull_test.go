@@ -269,7 +269,7 @@ func fillThroughAPI(t *testing.T, s *store) int {
 }
 
 // TestFullDiskMetadata: meta.db itself on a full disk (a file outside the
-// data folder takes every free block, the reserve included). Small uploads
+// data folder takes every free block; no reserve). Small uploads
 // (inline: only a row) and large ones are refused with 507 storage_full,
 // reads and listings are served, the server writes again by itself once
 // room is made, and after a restart meta.db passes integrity_check and
@@ -277,7 +277,10 @@ func fillThroughAPI(t *testing.T, s *store) int {
 func TestFullDiskMetadata(t *testing.T) {
 	sfs := testbackend.NewSmallFS(t, 64*mib)
 	data := filepath.Join(sfs.Dir, "data")
-	srv := testenv.StartIn(t, data, reserve...)
+	// No reserve: the blob store meets ENOSPC itself (and must remove its
+	// temporary file).
+	noReserve := []string{"--min-free-space", "0"}
+	srv := testenv.StartIn(t, data, noReserve...)
 	s := newStore(t, srv.NewUser(t))
 	for i := range 3 {
 		if st, _ := s.put(fmt.Sprintf("big/%d", i), mib); st != http.StatusCreated {
@@ -307,6 +310,17 @@ func TestFullDiskMetadata(t *testing.T) {
 	wantFull(t, "a 1 MiB upload on a full disk", st, p)
 	refused = append(refused, "big-full")
 	s.check("meta.db on a full disk", refused...)
+	noLeftovers(t, data, 3)
+
+	// Room for rows but not for a 1 MiB blob: the blob store itself meets
+	// ENOSPC part way, and removes its temporary file.
+	if err := os.Truncate(filepath.Join(sfs.Dir, "filler"), filler-768<<10); err != nil {
+		t.Fatal(err)
+	}
+	st, p = s.put("big-enospc", mib)
+	wantFull(t, "a 1 MiB upload with 768 KiB free", st, p)
+	s.check("after ENOSPC in the blob store", append(refused, "big-enospc")...)
+	noLeftovers(t, data, 3)
 
 	if err := os.Remove(filepath.Join(sfs.Dir, "filler")); err != nil {
 		t.Fatal(err)
@@ -325,7 +339,7 @@ func TestFullDiskMetadata(t *testing.T) {
 		t.Fatal(err)
 	}
 	integrityCheck(t, data)
-	srv = testenv.StartIn(t, data, reserve...)
+	srv = testenv.StartIn(t, data, noReserve...)
 	s.c.Base = srv.URL
 	s.check("after a restart")
 }
