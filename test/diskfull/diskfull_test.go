@@ -152,6 +152,19 @@ func noLeftovers(t *testing.T, data string, blobs int) {
 	}
 }
 
+// restartAndCheck stops srv, checks its meta.db, starts the binary again
+// on the same data folder with flags, and checks that s's files are all
+// there.
+func restartAndCheck(t *testing.T, srv *testenv.Server, s *store, flags ...string) {
+	t.Helper()
+	if err := srv.Term(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	integrityCheck(t, srv.Data)
+	s.c.Base = testenv.StartIn(t, srv.Data, flags...).URL
+	s.check("after a restart")
+}
+
 // integrityCheck runs PRAGMA integrity_check on the data folder's meta.db
 // (the server stopped).
 func integrityCheck(t *testing.T, data string) {
@@ -240,14 +253,7 @@ func TestFullDisk(t *testing.T) {
 	s.check("after the delete")
 	noLeftovers(t, data, len(s.data))
 
-	// A restart finds everything acknowledged, and meta.db intact.
-	if err := srv.Term(30 * time.Second); err != nil {
-		t.Fatal(err)
-	}
-	integrityCheck(t, data)
-	srv = testenv.StartIn(t, data, reserve...)
-	s.c.Base = srv.URL
-	s.check("after a restart")
+	restartAndCheck(t, srv, s, reserve...)
 }
 
 // fillThroughAPI uploads 1 MiB files until the server refuses one (507
@@ -335,13 +341,7 @@ func TestFullDiskMetadata(t *testing.T) {
 	}
 	s.check("once room was made")
 
-	if err := srv.Term(30 * time.Second); err != nil {
-		t.Fatal(err)
-	}
-	integrityCheck(t, data)
-	srv = testenv.StartIn(t, data, noReserve...)
-	s.c.Base = srv.URL
-	s.check("after a restart")
+	restartAndCheck(t, srv, s, noReserve...)
 }
 
 // TestDeleteUnderReader: under disk pressure, a multipart object deleted
