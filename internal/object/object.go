@@ -70,6 +70,11 @@ type Config struct {
 	// that no other process reads (the embedded shape's local disk):
 	// another node's readers are not counted (see pressure.go).
 	Pressure func() bool
+	// Room, when set, fails with errcode.StorageFull if n more bytes
+	// would leave the disk short of its reserve (diskblob.Store.Room):
+	// asked before an inline object is written, whose bytes go to the
+	// metadata database on the same disk.
+	Room func(n int64) error
 	// PressureGrace is GarbageGrace under Pressure: it covers a reader
 	// between its lookup of the object and its opening of the blob.
 	PressureGrace time.Duration

@@ -219,7 +219,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 	if d, ok := s.stores.Blobs.(*diskblob.Store); ok {
 		// The local disk: this process is its only reader, so the
 		// janitor may reclaim promptly when it fills (object/pressure.go).
-		ocfg.Pressure = d.Pressure
+		ocfg.Pressure, ocfg.Room = d.Pressure, d.Room
 	}
 	if s.keys != nil {
 		ocfg.Keys = s.keys

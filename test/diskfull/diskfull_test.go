@@ -70,6 +70,18 @@ func (s *store) put(key string, size int) (int, testenv.Problem) {
 	return resp.StatusCode, p
 }
 
+// blobs returns how many acknowledged files are blob files (above the
+// default --inline-max, 64 KiB; smaller ones are rows in meta.db).
+func (s *store) blobs() int {
+	n := 0
+	for _, b := range s.data {
+		if len(b) > 64<<10 {
+			n++
+		}
+	}
+	return n
+}
+
 // del deletes key through the API.
 func (s *store) del(key string) {
 	s.t.Helper()
@@ -203,10 +215,25 @@ func TestFullDisk(t *testing.T) {
 		t.Fatalf("only %d MiB stored before the disk was full", filled)
 	}
 
-	// Still full: refused again, on both APIs.
+	// Still full: refused again, on both APIs; a small (inline) file too,
+	// whose bytes would go to meta.db and eat the room kept for deletes.
 	st, p := s.put("again", mib)
 	wantFull(t, "a second upload", st, p)
 	refused = append(refused, "again")
+	for i := 0; ; i++ {
+		if i == 200 {
+			t.Fatal("200 inline uploads of 60 KiB fit in the last 4.5 MiB")
+		}
+		key := fmt.Sprintf("small/%03d", i)
+		if st, p := s.put(key, 60<<10); st != http.StatusCreated {
+			wantFull(t, "a small upload", st, p)
+			refused = append(refused, key)
+			break
+		}
+	}
+	if free := sfs.Free(t); free < 2*mib {
+		t.Fatalf("inline uploads took the reserve kept for deletes: %d bytes free, the reserve is 4 MiB", free)
+	}
 	key := testenv.NewS3Key(t, c)
 	body := bytes.Repeat([]byte("x"), mib)
 	r, err := testenv.S3Do(key, srv.S3URL, "PUT", "/"+c.Bucket+"/s3-full", body)
@@ -219,7 +246,7 @@ func TestFullDisk(t *testing.T) {
 	refused = append(refused, "s3-full")
 
 	// Nothing half-written; reads and listings work on the full disk.
-	noLeftovers(t, data, len(s.data))
+	noLeftovers(t, data, s.blobs())
 	s.check("on the full disk", refused...)
 	if r, err := testenv.S3Do(key, srv.S3URL, "GET", "/"+c.Bucket+"/fill/000", nil); err != nil || r.Status != http.StatusOK || !bytes.Equal(r.Body, s.data["fill/000"]) {
 		t.Fatalf("S3 GetObject on the full disk: %v %d", err, r.Status)
@@ -251,7 +278,7 @@ func TestFullDisk(t *testing.T) {
 		}
 	}
 	s.check("after the delete")
-	noLeftovers(t, data, len(s.data))
+	noLeftovers(t, data, s.blobs())
 
 	restartAndCheck(t, srv, s, reserve...)
 }

@@ -258,7 +258,7 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64) (b
 	if err := ctx.Err(); err != nil {
 		return blob.Info{}, fmt.Errorf("diskblob: put %q: %w", key, err)
 	}
-	if err := s.room(max(size, 0)); err != nil {
+	if err := s.Room(max(size, 0)); err != nil {
 		return blob.Info{}, fmt.Errorf("diskblob: put %q: %w", key, err)
 	}
 	tmp := tmpDir + "/" + rand.Text()
@@ -305,7 +305,7 @@ func (s *Store) write(ctx context.Context, f *os.File, r io.Reader, size int64) 
 			if n/roomCheck != (n+int64(m))/roomCheck {
 				// Other writes share the disk: keep the reserve as this
 				// one grows.
-				if err := s.room(0); err != nil {
+				if err := s.Room(0); err != nil {
 					return blob.Info{}, err
 				}
 			}
@@ -358,10 +358,12 @@ func (s *Store) commit(ctx context.Context, tmp, rel string) error {
 // (with Options.MinFree).
 const roomCheck = 8 << 20
 
-// room fails with errcode.StorageFull if writing n more bytes would leave
+// Room fails with errcode.StorageFull if writing n more bytes would leave
 // less than Options.MinFree free. Without a reserve it never fails, nor
-// when the free space cannot be read (the write then finds out).
-func (s *Store) room(n int64) error {
+// when the free space cannot be read (the write then finds out). The
+// object service asks it before an inline object (bytes in the metadata
+// database, beside the blobs) too.
+func (s *Store) Room(n int64) error {
 	if s.minFree <= 0 {
 		return nil
 	}
