@@ -177,6 +177,21 @@ func restartAndCheck(t *testing.T, srv *testenv.Server, s *store, flags ...strin
 	s.check("after a restart")
 }
 
+// metrics returns srv's /metrics page.
+func metrics(t *testing.T, srv *testenv.Server) string {
+	t.Helper()
+	resp, err := http.Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("/metrics: %d %v", resp.StatusCode, err)
+	}
+	return string(b)
+}
+
 // integrityCheck runs PRAGMA integrity_check on the data folder's meta.db
 // (the server stopped).
 func integrityCheck(t *testing.T, data string) {
@@ -244,6 +259,10 @@ func TestFullDisk(t *testing.T) {
 		t.Fatalf("S3 PutObject on a full disk: %d %s, want 507 XMinioStorageFull", r.Status, r.Body)
 	}
 	refused = append(refused, "s3-full")
+
+	if m := metrics(t, srv); !strings.Contains(m, "\ncoffer_data_disk_pressure 1\n") || !strings.Contains(m, "\ncoffer_data_disk_free_bytes ") {
+		t.Fatalf("/metrics on a full disk lacks coffer_data_disk_pressure 1 or coffer_data_disk_free_bytes")
+	}
 
 	// Nothing half-written; reads and listings work on the full disk.
 	noLeftovers(t, data, s.blobs())
