@@ -128,6 +128,21 @@ func (s *store) check(what string, gone ...string) {
 			s.t.Fatalf("%s: the listing has %s, which was never acknowledged", what, f.Key)
 		}
 	}
+	// The owner's usage counts exactly the acknowledged bytes: a refused
+	// upload left no reservation and no bytes behind.
+	var me struct {
+		Usage int64 `json:"usage_bytes"`
+	}
+	if st := s.c.JSON(s.t, "GET", "/api/v1/me", nil, &me); st != http.StatusOK {
+		s.t.Fatalf("%s: GET /me: %d", what, st)
+	}
+	var sum int64
+	for _, b := range s.data {
+		sum += int64(len(b))
+	}
+	if me.Usage != sum {
+		s.t.Fatalf("%s: usage_bytes %d, the acknowledged files hold %d", what, me.Usage, sum)
+	}
 }
 
 // wantFull fails unless status and p are the documented full-disk refusal.
@@ -291,6 +306,13 @@ func TestFullDisk(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	t.Logf("an upload succeeded %v after deleting 10 MiB (%d tries)", time.Since(deleted).Round(10*time.Millisecond), tries)
+	// The rest of the 10 MiB follows (each blob 2 s after its delete).
+	for sfs.Free(t) < 10*mib {
+		if time.Since(deleted) > 20*time.Second {
+			t.Fatalf("20 s after deleting 10 MiB, only %d bytes free", sfs.Free(t))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	for i := range 5 {
 		if st, p := s.put(fmt.Sprintf("more/%d", i), mib); st != http.StatusCreated {
 			t.Fatalf("upload %d of 5 more MiB after deleting 10: %d %+v", i, st, p)

@@ -372,7 +372,7 @@ func (s *Store) Room(n int64) error {
 		return nil
 	}
 	s.lastFull.Store(time.Now().UnixNano())
-	return errcode.New(errcode.StorageFull, "disk full: %d bytes free, and %d are kept free for metadata (--min-free-space)", free, s.minFree)
+	return errcode.Wrap(errcode.StorageFull, fmt.Errorf("%d bytes free, %d kept free for metadata (--min-free-space)", free, s.minFree), "disk full")
 }
 
 // full returns err, noting when it says the disk is full (Pressure).
