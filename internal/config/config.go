@@ -82,6 +82,7 @@ type Config struct {
 	DefaultQuota  int64 // --default-quota: bytes for new accounts, 0 = unlimited; default 0
 	MaxObjectSize int64 // --max-object-size: largest single upload; default 64GiB
 	InlineMax     int64 // --inline-max: objects up to this size live in the metadata store (0 disables); default 64KiB
+	MinFreeSpace  int64 // --min-free-space: embedded shape: uploads are refused (507 storage_full) rather than leave less free on the data folder's file system, kept for metadata writes (deletes) and the janitor; the janitor reclaims deleted blobs at once below twice this; default 256MiB
 
 	ShutdownTimeout time.Duration // --shutdown-timeout: in-flight requests get this long on SIGTERM; default 30s
 	MaxInFlight     int           // --max-in-flight: concurrent requests before 503; default 4096
@@ -142,6 +143,7 @@ type Config struct {
 	// Fixed values, with no flag: written here so that Defaults is the one
 	// place a default is written (the services take them as given).
 	GarbageGrace       time.Duration // how long a replaced or deleted blob is kept for readers that looked it up just before; default 1m
+	PressureGrace      time.Duration // GarbageGrace when the data folder's disk is short of space (embedded shape; --min-free-space); default 2s
 	MaxJSONBody        int64         // largest JSON request body of the file API; default 64KiB
 	MaxFormFiles       int           // files in one multipart/form-data upload of the file API; default 1000
 	ShareDefaultExpiry time.Duration // lifetime of a share link created without one (at most ShareMaxExpiry); default 7 days
@@ -198,6 +200,7 @@ func Defaults() Config {
 		LogFormat:       "auto",
 		MaxObjectSize:   64 << 30,
 		InlineMax:       64 << 10,
+		MinFreeSpace:    256 << 20,
 		Encryption:      "off",
 		MetaCache:       "on",
 		MetaCacheSize:   64 << 20,
@@ -233,6 +236,7 @@ func Defaults() Config {
 		SignupRate:           Rate{N: 5, Per: time.Hour},
 
 		GarbageGrace:       time.Minute,
+		PressureGrace:      2 * time.Second,
 		MaxJSONBody:        64 << 10,
 		MaxFormFiles:       1000,
 		ShareDefaultExpiry: 7 * 24 * time.Hour,
@@ -375,6 +379,9 @@ func (c Config) Validate() error {
 	if c.InlineMax < 0 || c.InlineMax > 1<<20 {
 		errs = append(errs, errors.New("inline-max: must be between 0 and 1MiB"))
 	}
+	if c.MinFreeSpace < 0 {
+		errs = append(errs, errors.New("min-free-space: must be >= 0"))
+	}
 	if c.MaxObjectSize <= 0 {
 		errs = append(errs, errors.New("max-object-size: must be > 0"))
 	}
@@ -444,7 +451,7 @@ func (c Config) Validate() error {
 // fixedPositive reports whether every fixed value (no flag sets them) is
 // positive: none has a meaning for zero.
 func (c Config) fixedPositive() bool {
-	for _, d := range []time.Duration{c.GarbageGrace, c.ShareDefaultExpiry, c.ShareGrantTTL, c.DirectUploadExpiry, c.MultipartExpiry,
+	for _, d := range []time.Duration{c.GarbageGrace, c.PressureGrace, c.ShareDefaultExpiry, c.ShareGrantTTL, c.DirectUploadExpiry, c.MultipartExpiry,
 		c.TusLockLease, c.DeadRowGrace, c.AccessTokenTTL, c.RefreshTokenTTL, c.LoginWindow, c.LoginAccountWindow,
 		c.LoginBackoffBase, c.LoginBackoffMax, c.LoginKnownFor, c.PasswordWait, c.KMSJobLease, c.KMSJobPoll, c.KMSJobSettle, c.KMSKeyTTL} {
 		if d <= 0 {
@@ -522,6 +529,7 @@ func (c *Config) FlagSet(name string) *flag.FlagSet {
 	fs.Var((*bytesValue)(&c.DefaultQuota), "default-quota", "storage quota of new accounts, e.g. 10GiB (0 = unlimited)")
 	fs.Var((*bytesValue)(&c.MaxObjectSize), "max-object-size", "largest single upload, e.g. 64GiB")
 	fs.Var((*bytesValue)(&c.InlineMax), "inline-max", "objects up to this size are stored in the metadata store, not as files (0 disables)")
+	fs.Var((*bytesValue)(&c.MinFreeSpace), "min-free-space", "embedded shape: uploads are refused (507) rather than leave less than this free on the data folder's disk, kept for deletes and the janitor, which reclaims deleted files at once below twice this (0 = no reserve)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long in-flight requests may finish on SIGINT/SIGTERM")
 	fs.IntVar(&c.MaxInFlight, "max-in-flight", c.MaxInFlight, "concurrent requests served before new ones get 503")
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "deadline of requests that move no object bytes")

@@ -84,7 +84,7 @@ func TestFixedValuesRefuseZero(t *testing.T) {
 		"LoginKnownFor": func(c *Config) { c.LoginKnownFor = 0 }, "PasswordQueue": func(c *Config) { c.PasswordQueue = 0 },
 		"PasswordWait": func(c *Config) { c.PasswordWait = 0 }, "KMSJobLease": func(c *Config) { c.KMSJobLease = 0 },
 		"KMSJobPoll": func(c *Config) { c.KMSJobPoll = 0 }, "KMSJobSettle": func(c *Config) { c.KMSJobSettle = 0 },
-		"KMSKeyTTL": func(c *Config) { c.KMSKeyTTL = 0 },
+		"KMSKeyTTL": func(c *Config) { c.KMSKeyTTL = 0 }, "PressureGrace": func(c *Config) { c.PressureGrace = 0 },
 	} {
 		c := Defaults()
 		zero(&c)

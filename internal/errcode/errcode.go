@@ -40,6 +40,7 @@ const (
 	Canceled                        // the client went away
 	NotImplemented                  // a valid request for a feature Coffer does not have
 	MethodNotAllowed                // the resource exists but does not support the method
+	StorageFull                     // the server's own storage (disk, metadata database) has no room left; nothing was stored
 )
 
 var names = [...]string{
@@ -64,6 +65,7 @@ var names = [...]string{
 	Canceled:            "canceled",
 	NotImplemented:      "not_implemented",
 	MethodNotAllowed:    "method_not_allowed",
+	StorageFull:         "storage_full",
 }
 
 // All lists every code, for tables that must cover them all.

@@ -37,6 +37,7 @@ var statusOf = map[errcode.Code]int{
 	errcode.Canceled:            499, // client closed the request; never seen by it
 	errcode.NotImplemented:      http.StatusNotImplemented,
 	errcode.MethodNotAllowed:    http.StatusMethodNotAllowed,
+	errcode.StorageFull:         http.StatusInsufficientStorage,
 }
 
 // refinedTypes are the problems with a type of their own: an error whose
@@ -87,7 +88,8 @@ func WriteProblem(w http.ResponseWriter, r *http.Request, log *slog.Logger, err 
 	detail := errcode.Message(err)
 	// 5xx answers that are refusals, not failures (a full quota, an
 	// unavailable dependency, a missing feature), keep their detail.
-	if status >= 500 && code != errcode.Unavailable && code != errcode.NotImplemented && code != errcode.QuotaExceeded {
+	if status >= 500 && code != errcode.Unavailable && code != errcode.NotImplemented && code != errcode.QuotaExceeded &&
+		code != errcode.StorageFull {
 		log.Error("request failed", "request_id", reqID, "method", r.Method, "path", r.URL.Path, "code", code.String(), "err", err)
 		detail = "internal error; quote the request ID when reporting it"
 	}

@@ -302,10 +302,11 @@ func (s *EncryptionJobs) jobFailed(j *meta.EncryptionJob, what string, err error
 }
 
 // pauses reports whether err should pause the job rather than count a
-// failed row: the key or metadata service is unavailable, the context
-// ended.
+// failed row: the key or metadata service is unavailable, the disk is
+// full, the context ended.
 func pauses(ctx context.Context, err error) bool {
-	return ctx.Err() != nil || errcode.Is(err, errcode.Unavailable) || errors.Is(err, context.DeadlineExceeded)
+	return ctx.Err() != nil || errcode.Is(err, errcode.Unavailable) || errcode.Is(err, errcode.StorageFull) ||
+		errors.Is(err, context.DeadlineExceeded)
 }
 
 // rewrapPage re-wraps one page of the job's current table and moves its

@@ -8,18 +8,27 @@ import (
 )
 
 // CollectGarbage deletes blobs queued for reclamation longer than the grace
-// period ago and returns how many it reclaimed. Each is re-checked when it
-// is taken from the queue (meta.ClaimGarbage): a blob that a row points at
-// again is left alone.
+// period ago (GarbageGrace, or PressureGrace while the disk is short of
+// space) and returns how many it reclaimed. Each is re-checked when it is
+// taken from the queue (meta.ClaimGarbage): a blob that a row points at
+// again is left alone, and so is one a reader of this process has open
+// (it stays queued).
 func (s *Service) CollectGarbage(ctx context.Context) (int, error) {
+	grace := s.cfg.GarbageGrace
+	if s.underPressure() {
+		grace = min(grace, s.cfg.PressureGrace)
+	}
 	total := 0
 	for {
-		gs, err := s.meta.ClaimGarbage(ctx, s.now().Add(-s.cfg.GarbageGrace), 500)
+		gs, err := s.meta.ClaimGarbage(ctx, s.now().Add(-grace), 500)
 		if err != nil || len(gs) == 0 {
 			return total, err
 		}
 		ids := make([]int64, 0, len(gs))
 		for _, g := range gs {
+			if s.reading.pinned(g.BlobKey) {
+				continue
+			}
 			if err := s.blobs.Delete(ctx, g.BlobKey); err != nil {
 				s.log.Warn("reclaiming blob failed; will retry", "blob", g.BlobKey, "err", err)
 				continue
@@ -92,35 +101,65 @@ func (s *Service) CollectOrphans(ctx context.Context) (int, error) {
 	return deleted, err
 }
 
+// pressureProbe is how often the janitor asks Config.Pressure.
+const pressureProbe = time.Second
+
 // RunJanitor reclaims garbage every Config.JanitorInterval and orphans
-// every Config.OrphanInterval until ctx is done. Errors are logged, never
-// fatal.
+// every Config.OrphanInterval until ctx is done; with Config.Pressure, it
+// also reclaims garbage every second while the disk is short of space.
+// Errors are logged, never fatal.
 func (s *Service) RunJanitor(ctx context.Context) {
-	interval, orphanInterval := s.cfg.JanitorInterval, s.cfg.OrphanInterval
-	tick := time.NewTicker(interval)
+	tick := time.NewTicker(s.cfg.JanitorInterval)
 	defer tick.Stop()
+	var probe <-chan time.Time
+	if s.cfg.Pressure != nil {
+		t := time.NewTicker(pressureProbe)
+		defer t.Stop()
+		probe = t.C
+	}
 	lastOrphans := time.Time{}
+	pressed := false
 	for {
-		if n, err := s.CollectGarbage(ctx); err != nil && ctx.Err() == nil {
-			s.log.Warn("garbage collection failed", "err", err)
-		} else if n > 0 {
-			s.log.Info("reclaimed blobs", "count", n)
-		}
+		s.collectGarbage(ctx, "")
 		if n, err := s.CollectExpiredUploads(ctx); err != nil && ctx.Err() == nil {
 			s.log.Warn("aborting expired uploads failed", "err", err)
 		} else if n > 0 {
 			s.log.Info("aborted expired uploads", "count", n)
 		}
-		if time.Since(lastOrphans) >= orphanInterval {
+		if time.Since(lastOrphans) >= s.cfg.OrphanInterval {
 			lastOrphans = time.Now()
 			if _, err := s.CollectOrphans(ctx); err != nil && ctx.Err() == nil {
 				s.log.Warn("orphan collection failed", "err", err)
 			}
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
+		for next := false; !next; {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				next = true
+			case <-probe:
+				if now := s.underPressure(); now != pressed {
+					pressed = now
+					if now {
+						s.log.Warn("disk short of space: deleted files are reclaimed at once (--min-free-space)")
+					} else {
+						s.log.Info("disk space back: deleted files are reclaimed after the usual grace")
+					}
+				}
+				if pressed {
+					s.collectGarbage(ctx, " under disk pressure")
+				}
+			}
 		}
+	}
+}
+
+// collectGarbage is CollectGarbage, logged; when says when it runs.
+func (s *Service) collectGarbage(ctx context.Context, when string) {
+	if n, err := s.CollectGarbage(ctx); err != nil && ctx.Err() == nil {
+		s.log.Warn("garbage collection"+when+" failed", "err", err)
+	} else if n > 0 {
+		s.log.Info("reclaimed blobs"+when, "count", n)
 	}
 }

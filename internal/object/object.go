@@ -62,6 +62,22 @@ type Config struct {
 	// GarbageGrace is how long a replaced or deleted blob is kept before it
 	// is reclaimed, so readers that looked it up just before can open it.
 	GarbageGrace time.Duration
+	// Pressure, when set, reports whether the blob store's disk is short
+	// of space (diskblob.Store.Pressure). While it is, the janitor looks
+	// every second and reclaims deleted and replaced blobs PressureGrace
+	// after they were queued instead of GarbageGrace, except the blobs a
+	// reader of this process has open (readers). Set it only for a store
+	// that no other process reads (the embedded shape's local disk):
+	// another node's readers are not counted (see pressure.go).
+	Pressure func() bool
+	// Room, when set, fails with errcode.StorageFull if n more bytes
+	// would leave the disk short of its reserve (diskblob.Store.Room):
+	// asked before an inline object is written, whose bytes go to the
+	// metadata database on the same disk.
+	Room func(n int64) error
+	// PressureGrace is GarbageGrace under Pressure: it covers a reader
+	// between its lookup of the object and its opening of the blob.
+	PressureGrace time.Duration
 	// OrphanGrace is the minimum age of an unreferenced blob before it is
 	// collected as an orphan.
 	OrphanGrace time.Duration
@@ -101,7 +117,7 @@ type Config struct {
 // --encryption. Keys and OpenGateway are the caller's to add.
 func ConfigFrom(c config.Config) Config {
 	return Config{
-		MaxObjectSize: c.MaxObjectSize, GarbageGrace: c.GarbageGrace, OrphanGrace: c.OrphanGrace,
+		MaxObjectSize: c.MaxObjectSize, GarbageGrace: c.GarbageGrace, PressureGrace: c.PressureGrace, OrphanGrace: c.OrphanGrace,
 		InlineMax: c.InlineMax, StagingLease: c.StagingLease, Encrypt: c.Encryption == "on",
 		MultipartExpiry: c.MultipartExpiry, JanitorInterval: c.JanitorInterval, OrphanInterval: OrphanInterval(c),
 		LifecycleDay: c.LifecycleDay,
@@ -142,6 +158,8 @@ type core struct {
 	gw gateways // the opened backends of gateway buckets
 
 	policies policyCache // parsed bucket policies (policy.go)
+
+	reading readers // blobs open for reading in this process (pressure.go)
 }
 
 // New returns a Service over m and b, configured by cfg as it is (see

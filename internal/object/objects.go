@@ -94,7 +94,19 @@ func (r *Reader) Open(ctx context.Context, offset, length int64) (io.ReadCloser,
 	if r.open != nil {
 		return r.open(ctx, offset, length)
 	}
-	return r.backend.open(ctx, r, offset, length)
+	keys := r.blobKeys()
+	if len(keys) == 0 {
+		return r.backend.open(ctx, r, offset, length)
+	}
+	// Pinned before the first blob opens, until Close: the janitor's
+	// prompt reclaim leaves them alone (pressure.go).
+	unpin := r.s.reading.pin(keys)
+	rc, err := r.backend.open(ctx, r, offset, length)
+	if err != nil {
+		unpin()
+		return nil, err
+	}
+	return &pinnedReader{ReadCloser: rc, unpin: unpin}, nil
 }
 
 // opener opens bytes of the object version with envelope env (nil:

@@ -216,6 +216,11 @@ func (n *native) stage(ctx context.Context, w *incoming) (staged, error) {
 		old = cur
 	}
 	inline := s.cfg.InlineMax > 0 && w.Size >= 0 && w.Size <= s.cfg.InlineMax
+	if inline && s.cfg.Room != nil {
+		if err := s.cfg.Room(w.Size); err != nil {
+			return staged{}, err
+		}
+	}
 	if inline {
 		// Fail fast on the quota too (the commit checks it exactly).
 		owner, err := s.meta.GetUser(ctx, n.bucket.OwnerID)

@@ -37,6 +37,7 @@ func TestTranslateRefinements(t *testing.T) {
 		{&errcode.Error{Code: errcode.AlreadyExists, Detail: map[string]any{"s3_code": "BucketAlreadyOwnedByYou"}}, "BucketAlreadyOwnedByYou"},
 		{s3err.New(s3err.MalformedXML, ""), "MalformedXML"},
 		{errcode.New(errcode.Unknown, "boom"), "InternalError"},
+		{errcode.New(errcode.StorageFull, "disk full"), "XMinioStorageFull"},
 	}
 	for _, tc := range tests {
 		if got := s3err.Translate(tc.err).Code; got != tc.want {

@@ -48,6 +48,7 @@ import (
 	"github.com/coffer-storage/coffer/internal/auth"
 	"github.com/coffer-storage/coffer/internal/blob"
 	"github.com/coffer-storage/coffer/internal/blob/cacheblob"
+	"github.com/coffer-storage/coffer/internal/blob/diskblob"
 	"github.com/coffer-storage/coffer/internal/blob/s3blob"
 	"github.com/coffer-storage/coffer/internal/config"
 	"github.com/coffer-storage/coffer/internal/console"
@@ -216,6 +217,21 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 		}
 	}
 	ocfg := object.ConfigFrom(cfg)
+	if d, ok := s.stores.Blobs.(*diskblob.Store); ok {
+		// The local disk: this process is its only reader, so the
+		// janitor may reclaim promptly when it fills (object/pressure.go).
+		ocfg.Pressure, ocfg.Room = d.Pressure, d.Room
+		s.metrics.GaugeFunc("coffer_data_disk_free_bytes", "Bytes free on the data folder's file system.", func() float64 {
+			free, _ := d.Free()
+			return float64(free)
+		})
+		s.metrics.GaugeFunc("coffer_data_disk_pressure", "1 while the data folder's disk is short of space (below twice --min-free-space, or full in the last minute): deleted files are reclaimed at once.", func() float64 {
+			if d.Pressure() {
+				return 1
+			}
+			return 0
+		})
+	}
 	if s.keys != nil {
 		ocfg.Keys = s.keys
 	}

@@ -100,7 +100,7 @@ func OpenStores(ctx context.Context, cfg config.Config, o StoreOptions) (_ *Stor
 		inner = m.Stores()
 	}
 	if o.Blobs && cfg.Blob == "" {
-		if st.Blobs, err = diskblob.Open(filepath.Join(cfg.Data, "blobs")); err != nil {
+		if st.Blobs, err = diskblob.OpenWith(filepath.Join(cfg.Data, "blobs"), diskblob.Options{MinFree: cfg.MinFreeSpace}); err != nil {
 			return nil, fmt.Errorf("opening blob store: %w", err)
 		}
 		st.close(st.Blobs)

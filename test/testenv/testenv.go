@@ -131,6 +131,17 @@ func startShape(t testing.TB, defaults bool, extra []string) *Server {
 	return s
 }
 
+// StartIn is Start with the data folder dir (a small file system the test
+// mounted, say), always in the embedded shape: dir holds its metadata and
+// blobs.
+func StartIn(t testing.TB, dir string, extra ...string) *Server {
+	t.Helper()
+	s := &Server{t: t, Data: dir, Args: extra}
+	s.start("127.0.0.1:0", "127.0.0.1:0")
+	t.Cleanup(func() { s.Kill() })
+	return s
+}
+
 // StartTLS is Start for a server serving https: extra must carry
 // --tls-cert and --tls-key, and roots the CA that signed the certificate
 // (HTTPClient and NewUser trust it).

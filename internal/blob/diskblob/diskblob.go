@@ -59,7 +59,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/coffer-storage/coffer/internal/blob"
 	"github.com/coffer-storage/coffer/internal/errcode"
@@ -91,6 +93,20 @@ type Store struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	minFree  int64        // Options.MinFree
+	lastFull atomic.Int64 // when a write last found the disk full (Unix nanoseconds; 0: never)
+}
+
+// Options tunes a Store. The zero value is ready to use.
+type Options struct {
+	// MinFree is the space Put leaves free on the file system: a write
+	// that would leave less (by its declared size, or as it goes when its
+	// size is unknown) fails with errcode.StorageFull. The room kept is
+	// for the metadata database beside the blobs (deletes must still
+	// commit on a full disk) and for the janitor. 0: no reserve (writes
+	// fail only when the file system says ENOSPC).
+	MinFree int64
 }
 
 var (
@@ -102,7 +118,10 @@ var (
 // needed. It takes an exclusive lock on dir, failing with ErrLocked if
 // another process holds it, and removes temporary files a crash left
 // behind.
-func Open(dir string) (*Store, error) {
+func Open(dir string) (*Store, error) { return OpenWith(dir, Options{}) }
+
+// OpenWith is Open with options.
+func OpenWith(dir string, o Options) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("diskblob: creating %s: %w", dir, err)
 	}
@@ -117,6 +136,7 @@ func Open(dir string) (*Store, error) {
 		dir:     dir,
 		root:    root,
 		durable: make(map[string]struct{}),
+		minFree: o.MinFree,
 	}
 	s.bufs.New = func() any {
 		b := make([]byte, bufSize)
@@ -238,10 +258,13 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64) (b
 	if err := ctx.Err(); err != nil {
 		return blob.Info{}, fmt.Errorf("diskblob: put %q: %w", key, err)
 	}
+	if err := s.Room(max(size, 0)); err != nil {
+		return blob.Info{}, fmt.Errorf("diskblob: put %q: %w", key, err)
+	}
 	tmp := tmpDir + "/" + rand.Text()
 	f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return blob.Info{}, classify(err, "create a temporary file for", "")
+		return blob.Info{}, s.full(classify(err, "create a temporary file for", ""))
 	}
 	info, err := s.write(ctx, f, r, size)
 	if err == nil {
@@ -249,7 +272,7 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64) (b
 	}
 	if err != nil {
 		s.root.Remove(tmp)
-		return blob.Info{}, fmt.Errorf("diskblob: put %q: %w", key, err)
+		return blob.Info{}, fmt.Errorf("diskblob: put %q: %w", key, s.full(err))
 	}
 	info.Key = key
 	return info, nil
@@ -278,6 +301,13 @@ func (s *Store) write(ctx context.Context, f *os.File, r io.Reader, size int64) 
 		if m > 0 {
 			if _, err := f.Write(buf[:m]); err != nil {
 				return blob.Info{}, classify(err, "write", "")
+			}
+			if n/roomCheck != (n+int64(m))/roomCheck {
+				// Other writes share the disk: keep the reserve as this
+				// one grows.
+				if err := s.Room(0); err != nil {
+					return blob.Info{}, err
+				}
 			}
 			n += int64(m)
 		}
@@ -322,6 +352,63 @@ func (s *Store) commit(ctx context.Context, tmp, rel string) error {
 		return err
 	}
 	return nil
+}
+
+// roomCheck is how many bytes Put writes between checks of the free space
+// (with Options.MinFree).
+const roomCheck = 8 << 20
+
+// Room fails with errcode.StorageFull if writing n more bytes would leave
+// less than Options.MinFree free. Without a reserve it never fails, nor
+// when the free space cannot be read (the write then finds out). The
+// object service asks it before an inline object (bytes in the metadata
+// database, beside the blobs) too.
+func (s *Store) Room(n int64) error {
+	if s.minFree <= 0 {
+		return nil
+	}
+	free, err := s.Free()
+	if err != nil || free-n >= s.minFree {
+		return nil
+	}
+	s.lastFull.Store(time.Now().UnixNano())
+	return errcode.Wrap(errcode.StorageFull, fmt.Errorf("%d bytes free, %d kept free for metadata (--min-free-space)", free, s.minFree), "disk full")
+}
+
+// full returns err, noting when it says the disk is full (Pressure).
+func (s *Store) full(err error) error {
+	if errcode.Is(err, errcode.StorageFull) {
+		s.lastFull.Store(time.Now().UnixNano())
+	}
+	return err
+}
+
+// Free returns the bytes of the store's file system available to it.
+func (s *Store) Free() (int64, error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(s.dir, &st); err != nil {
+		return 0, err
+	}
+	return int64(st.Bavail) * int64(st.Bsize), nil
+}
+
+// pressureHold is how long Pressure stays true after a write found the
+// disk full.
+const pressureHold = time.Minute
+
+// Pressure reports whether the store's file system is short of space:
+// less than twice Options.MinFree free, or a write found it full in the
+// last minute. The janitor then reclaims deleted blobs at once
+// (object.Config.Pressure).
+func (s *Store) Pressure() bool {
+	if t := s.lastFull.Load(); t != 0 && time.Since(time.Unix(0, t)) < pressureHold {
+		return true
+	}
+	if s.minFree <= 0 {
+		return false
+	}
+	free, err := s.Free()
+	return err == nil && free < 2*s.minFree
 }
 
 // ensureDir creates dir (under blobs/) and its parents as needed and makes
@@ -598,7 +685,7 @@ func classify(err error, op, key string) error {
 	case key != "" && (errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)):
 		return errcode.Wrap(errcode.NotFound, err, "%s not found", what)
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
-		return errcode.Wrap(errcode.Unavailable, err, "disk full")
+		return errcode.Wrap(errcode.StorageFull, err, "disk full")
 	case errors.Is(err, syscall.ENAMETOOLONG):
 		return errcode.Wrap(errcode.InvalidArgument, err, "blob key too long for the file system")
 	case errors.Is(err, os.ErrClosed):

@@ -664,6 +664,8 @@ func classify(err error, format string, args ...any) error {
 		status = re.HTTPStatusCode()
 	}
 	switch {
+	case code == "XMinioStorageFull" || code == "XMinioDiskFull" || status == 507:
+		return errcode.Wrap(errcode.StorageFull, err, "%s: S3 store is full", msg)
 	case code == "NoSuchKey" || code == "NotFound" || code == "NoSuchUpload" || (status == 404 && code != "NoSuchBucket"):
 		return errcode.Wrap(errcode.NotFound, err, "%s: not found", msg)
 	case code == "InvalidRange" || status == 416:
@@ -675,8 +677,6 @@ func classify(err error, format string, args ...any) error {
 	case code == "SlowDown" || code == "ServiceUnavailable" || code == "InternalError" || code == "RequestTimeout" ||
 		code == "XMinioServerNotInitialized" || status == 429 || status >= 500:
 		return retryable(err, "%s: S3 store unavailable (%s)", msg, firstNonEmpty(code, strconv.Itoa(status)))
-	case code == "XMinioStorageFull" || code == "XMinioDiskFull":
-		return retryable(err, "%s: S3 store is full", msg)
 	}
 	var ne net.Error
 	var oe *net.OpError

@@ -49,7 +49,9 @@ func classify(err error, format string, args ...any) error {
 			e := errcode.As(errcode.Retry(errcode.Unavailable, retryAfter, "%s: database busy", msg))
 			e.Err = err
 			return e
-		case sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_NOMEM:
+		case sqlite3.SQLITE_FULL:
+			return errcode.Wrap(errcode.StorageFull, err, "%s: disk full", msg)
+		case sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_NOMEM:
 			return errcode.Wrap(errcode.Unavailable, err, "%s", msg)
 		}
 	}

@@ -8,6 +8,9 @@ import (
 	"sync/atomic"
 
 	"github.com/coffer-storage/coffer/internal/errcode"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // opFunc is one write operation. It runs on the writer connection inside a
@@ -276,7 +279,13 @@ func (s *Store) rollback(ctx context.Context) {
 	_, _ = s.wconn.ExecContext(ctx, "ROLLBACK")
 }
 
-// unavailable wraps a failure of the batch machinery.
+// unavailable wraps a failure of the batch machinery: StorageFull when the
+// disk is full (SQLITE_FULL, from an operation's statement or the COMMIT
+// that appends to the WAL), Unavailable otherwise.
 func unavailable(err error, msg string) error {
+	var se *sqlite.Error
+	if errcode.Is(err, errcode.StorageFull) || (errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_FULL) {
+		return errcode.Wrap(errcode.StorageFull, err, "%s: disk full", msg)
+	}
 	return errcode.Wrap(errcode.Unavailable, err, "%s", msg)
 }

@@ -100,6 +100,7 @@ var (
 	ServiceUnavailable                = def("ServiceUnavailable", 503, "Please reduce your request rate.")
 	SignatureDoesNotMatch             = def("SignatureDoesNotMatch", 403, "The request signature we calculated does not match the signature you provided. Check your key and signing method.")
 	SlowDown                          = def("SlowDown", 503, "Please reduce your request rate.")
+	StorageFull                       = def("XMinioStorageFull", 507, "The server's storage is full. Delete objects to make room, then retry.")
 	XAmzContentSHA256Mismatch         = def("XAmzContentSHA256Mismatch", 400, "The provided 'x-amz-content-sha256' header does not match what was computed.")
 	ClientClosedRequest               = def("ClientClosedRequest", 499, "The client closed the request.")
 )
@@ -135,6 +136,8 @@ func fallback(code string) errcode.Code {
 		return errcode.NotImplemented
 	case 503:
 		return errcode.Unavailable
+	case 507:
+		return errcode.StorageFull
 	}
 	return errcode.Internal
 }
@@ -271,6 +274,8 @@ func Translate(err error) APIError {
 		return row(NotImplemented)
 	case errcode.MethodNotAllowed:
 		return Table[MethodNotAllowed]
+	case errcode.StorageFull:
+		return Table[StorageFull]
 	}
 	return Table[InternalError]
 }
