@@ -9,6 +9,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/anishathalye/porcupine"
 )
@@ -114,15 +115,23 @@ type state struct {
 
 const unknownValue = "?"
 
-// etags maps a value's id to its ETag, memoised (valueBody is not free).
-type etags struct{ m map[string]string }
+// etags maps a value's id to its ETag, memoised (valueBody is not free);
+// porcupine checks the keys in parallel.
+type etags struct {
+	mu sync.Mutex
+	m  map[string]string
+}
 
 func (e *etags) of(id string) string {
-	if t, ok := e.m[id]; ok {
-		return t
+	e.mu.Lock()
+	t, ok := e.m[id]
+	e.mu.Unlock()
+	if !ok {
+		t = etagOf(id)
+		e.mu.Lock()
+		e.m[id] = t
+		e.mu.Unlock()
 	}
-	t := etagOf(id)
-	e.m[id] = t
 	return t
 }
 
@@ -201,6 +210,9 @@ func step(et *etags, st state, in input, out output) (bool, state) {
 	matches := func() bool {
 		return st.Present && (st.Value == unknownValue || et.of(st.Value) == in.Match)
 	}
+	if !out.Unknown && out.Status == 0 {
+		return true, st // never reached a server (a refused connection)
+	}
 	if out.Unknown {
 		switch in.Kind {
 		case opPut:
@@ -261,6 +273,9 @@ func step(et *etags, st state, in input, out output) (bool, state) {
 		if out.Status == 412 {
 			return !st.Present || st.Value == unknownValue || et.of(st.Value) != in.Match, st
 		}
+		if out.Status == 404 { // S3's answer to If-Match on a missing key
+			return !st.Present, st
+		}
 		return true, st
 	case opCopy:
 		if out.OK {
@@ -290,13 +305,16 @@ type record struct {
 	Call   int64  `json:"call"`
 	Return int64  `json:"return"`
 	Fault  string `json:"fault,omitempty"`
+	// Latency is how long the client waited, whatever the outcome.
+	Latency int64 `json:"latency"`
 	// List: the keys a ListObjectsV2 returned (In.Key is the prefix).
 	List   bool     `json:"list,omitempty"`
 	Listed []string `json:"listed,omitempty"`
 }
 
-// operations turns the records (lists left out) into porcupine's
-// operations; indeterminate ones return after every other.
+// operations turns the records into porcupine's operations: lists and
+// indeterminate reads (which constrain nothing) are left out, and
+// indeterminate writes return after every other operation.
 func operations(h []record) []porcupine.Operation {
 	var end int64
 	for _, r := range h {
@@ -304,7 +322,7 @@ func operations(h []record) []porcupine.Operation {
 	}
 	var ops []porcupine.Operation
 	for _, r := range h {
-		if r.List {
+		if r.List || r.Out.Unknown && r.In.Kind == opGet {
 			continue
 		}
 		ret := r.Return

@@ -1,0 +1,126 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// A fault kind: inject breaks something (on node n where it applies),
+// heal mends it.
+type fault struct {
+	name   string
+	inject func(c *cluster, n int)
+	heal   func(t *testing.T, c *cluster, n int)
+}
+
+var faults = []fault{
+	{"kill", func(c *cluster, n int) { c.nodes[n].Kill() },
+		func(t *testing.T, c *cluster, n int) { c.nodes[n].Restart() }},
+	{"pause", func(c *cluster, n int) { _ = syscall.Kill(c.nodes[n].PID(), syscall.SIGSTOP) },
+		func(t *testing.T, c *cluster, n int) { _ = syscall.Kill(c.nodes[n].PID(), syscall.SIGCONT) }},
+	{"partition-postgres", func(c *cluster, n int) { c.pgProxy[n].Set(blackhole, 0) },
+		func(t *testing.T, c *cluster, n int) { c.pgProxy[n].Set(pass, 0) }},
+	{"partition-minio", func(c *cluster, n int) { c.s3Proxy[n].Set(blackhole, 0) },
+		func(t *testing.T, c *cluster, n int) { c.s3Proxy[n].Set(pass, 0) }},
+	{"refuse-postgres", func(c *cluster, n int) { c.pgProxy[n].Set(refuse, 0) },
+		func(t *testing.T, c *cluster, n int) { c.pgProxy[n].Set(pass, 0) }},
+	{"slow-links", func(c *cluster, n int) {
+		c.pgProxy[n].Set(pass, 20*time.Millisecond)
+		c.s3Proxy[n].Set(pass, 20*time.Millisecond)
+	},
+		func(t *testing.T, c *cluster, n int) { c.pgProxy[n].Set(pass, 0); c.s3Proxy[n].Set(pass, 0) }},
+	{"restart-postgres", func(c *cluster, n int) { c.pg.Stop() },
+		func(t *testing.T, c *cluster, n int) {
+			if err := c.pg.Start(); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	{"restart-minio", func(c *cluster, n int) { c.minio.Stop() },
+		func(t *testing.T, c *cluster, n int) {
+			if err := c.minio.Start(); err != nil {
+				t.Fatal(err)
+			}
+		}},
+}
+
+// nemesis injects one fault at a time on a seeded schedule: a quiet
+// period, a fault window of a few seconds, the heal, and the wait until
+// every node serves again (the recovery time).
+type nemesis struct {
+	c          *cluster
+	r          *run
+	rng        *rand.Rand
+	log        []string
+	recoveries map[string][]time.Duration
+}
+
+func (m *nemesis) logf(t *testing.T, format string, args ...any) {
+	line := fmt.Sprintf("%8s ", ms(m.r.now())) + fmt.Sprintf(format, args...)
+	m.log = append(m.log, line)
+	t.Log(line)
+}
+
+func (m *nemesis) run(t *testing.T, d time.Duration) {
+	m.recoveries = map[string][]time.Duration{}
+	end := time.Now().Add(d)
+	var order []int
+	for time.Now().Before(end) {
+		if len(order) == 0 { // every kind once, in a seeded order, then again
+			order = m.rng.Perm(len(faults))
+		}
+		f := faults[order[0]]
+		order = order[1:]
+		quiet := time.Duration(3000+m.rng.Intn(3000)) * time.Millisecond
+		window := time.Duration(3000+m.rng.Intn(4000)) * time.Millisecond
+		n := m.rng.Intn(nodeCount)
+		time.Sleep(quiet)
+		if time.Now().Add(window).After(end) {
+			break
+		}
+		m.logf(t, "inject %s (node %d) for %v", f.name, n, window)
+		name := f.name
+		m.r.fault.Store(&name)
+		f.inject(m.c, n)
+		time.Sleep(window)
+		f.heal(t, m.c, n)
+		m.r.fault.Store(nil)
+		rec, ok := m.recovered()
+		m.logf(t, "healed %s (node %d): every node serves again after %v", f.name, n, rec)
+		if !ok {
+			t.Errorf("after healing %s on node %d, the nodes did not all serve again within %v", f.name, n, rec)
+		}
+		m.recoveries[f.name] = append(m.recoveries[f.name], rec)
+	}
+	time.Sleep(time.Until(end))
+}
+
+// recovered waits until every node answers a GET (200 or 404), up to a
+// minute, and returns how long it took.
+func (m *nemesis) recovered() (time.Duration, bool) {
+	begin := time.Now()
+	conns := make([]*s3conn, nodeCount)
+	for i := range conns {
+		conns[i] = m.c.conn(i)
+	}
+	for time.Since(begin) < time.Minute {
+		all := true
+		for _, cn := range conns {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			rep, err := cn.do(ctx, "GET", "/probe", nil)
+			cancel()
+			if err != nil || rep.status != 200 && rep.status != 404 {
+				all = false
+				break
+			}
+		}
+		if all {
+			return time.Since(begin).Round(time.Millisecond), true
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return time.Since(begin).Round(time.Millisecond), false
+}
