@@ -136,3 +136,40 @@ func TestValueBody(t *testing.T) {
 		}
 	}
 }
+
+// TestStaleCheck: the documented contract's check flags a read older
+// than an acknowledged write, and only that.
+func TestStaleCheck(t *testing.T) {
+	put := func(key, v string, call, ret int64) record {
+		return record{In: input{Kind: opPut, Key: key, Value: v}, Out: output{OK: true, Status: 200}, Call: call, Return: ret}
+	}
+	get := func(key, v string, call, ret int64) record {
+		if v == "" {
+			return record{In: input{Kind: opGet, Key: key}, Out: output{Status: 404}, Call: call, Return: ret}
+		}
+		return record{In: input{Kind: opGet, Key: key}, Out: output{OK: true, Status: 200, Value: v}, Call: call, Return: ret}
+	}
+	del := func(key string, call, ret int64) record {
+		return record{In: input{Kind: opDelete, Key: key}, Out: output{OK: true, Status: 204}, Call: call, Return: ret}
+	}
+	cases := []struct {
+		name string
+		bad  int
+		h    []record
+	}{
+		{"fresh", 0, []record{put("a", "1", 0, 10), put("a", "2", 20, 30), get("a", "2", 40, 50)}},
+		{"stale value", 1, []record{put("a", "1", 0, 10), put("a", "2", 20, 30), get("a", "1", 40, 50)}},
+		{"old value during the write (not the contract's business)", 0, []record{put("a", "1", 0, 10), put("a", "2", 20, 45), get("a", "1", 40, 50)}},
+		{"overlapping writes", 0, []record{put("a", "1", 0, 25), put("a", "2", 20, 30), get("a", "1", 40, 50)}},
+		{"lost write", 1, []record{put("a", "1", 0, 10), get("a", "", 40, 50)}},
+		{"deleted", 0, []record{put("a", "1", 0, 10), del("a", 15, 20), get("a", "", 40, 50)}},
+		{"read after delete", 1, []record{put("a", "1", 0, 10), del("a", 15, 20), get("a", "1", 40, 50)}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := checkStale(c.h); len(got) != c.bad {
+				t.Errorf("violations %q, want %d", got, c.bad)
+			}
+		})
+	}
+}

@@ -401,3 +401,89 @@ func checkLists(h []record) []string {
 }
 
 func ms(ns int64) string { return fmt.Sprintf("%.3fs", float64(ns)/1e9) }
+
+// checkStale checks Coffer's documented contract, which is weaker than
+// linearizability (docs/architecture.md, "Caching metadata"): a write
+// acknowledged by any node is never served stale by any node afterwards.
+// A GET returning the value of write w is stale when another write or
+// DELETE w2 of the key began after w ended and was acknowledged before
+// the GET began; a GET returning 404 is stale when a write was
+// acknowledged before it began and no DELETE could have taken effect
+// between them. It returns the violations.
+func checkStale(h []record) []string {
+	type span struct {
+		call, ret int64
+		value     string // "" for a DELETE
+	}
+	acked := map[string][]span{}     // acknowledged writes and deletes
+	lastEnd := map[[2]string]int64{} // (key, value) → the latest end of a write of it (copies repeat values)
+	deletes := map[string][]span{}   // every DELETE; ret MaxInt64 when indeterminate
+	for _, r := range h {
+		if r.List || r.In.Kind == opGet {
+			continue
+		}
+		ret := r.Return
+		if r.Out.Unknown || ret < 0 {
+			ret = math.MaxInt64
+		}
+		v := r.In.Value
+		if r.In.Kind == opCopy {
+			v = r.Out.Value
+			if r.Out.Unknown {
+				v = ""
+			}
+		}
+		if r.In.Kind == opDelete {
+			deletes[r.In.Key] = append(deletes[r.In.Key], span{r.Call, ret, ""})
+		} else if v != "" {
+			k := [2]string{r.In.Key, v}
+			lastEnd[k] = max(lastEnd[k], ret)
+		}
+		if !r.Out.Unknown && r.Out.OK {
+			acked[r.In.Key] = append(acked[r.In.Key], span{r.Call, ret, v})
+		}
+	}
+	var bad []string
+	for _, r := range h {
+		if r.List || r.In.Kind != opGet || r.Out.Unknown || r.Out.Status == 0 {
+			continue
+		}
+		for _, w2 := range acked[r.In.Key] {
+			if w2.ret >= r.Call {
+				continue
+			}
+			if r.Out.OK {
+				end, ok := lastEnd[[2]string{r.In.Key, r.Out.Value}]
+				if ok && w2.value != r.Out.Value && end < w2.call {
+					bad = append(bad, fmt.Sprintf("GET %s by client %d on node %d at %v–%v returned %s (last written by %v), older than %q acknowledged at %v–%v",
+						r.In.Key, r.Client, r.Node, ms(r.Call), ms(r.Return), r.Out.Value, ms(end), orDeleted(w2.value), ms(w2.call), ms(w2.ret)))
+					break
+				}
+				continue
+			}
+			if w2.value == "" {
+				continue
+			}
+			deleted := false
+			for _, d := range deletes[r.In.Key] {
+				if d.call < r.Return && d.ret > w2.call {
+					deleted = true
+					break
+				}
+			}
+			if !deleted {
+				bad = append(bad, fmt.Sprintf("GET %s by client %d on node %d at %v–%v returned 404, but %s was acknowledged at %v–%v and not deleted since",
+					r.In.Key, r.Client, r.Node, ms(r.Call), ms(r.Return), w2.value, ms(w2.call), ms(w2.ret)))
+				break
+			}
+		}
+	}
+	return bad
+}
+
+func orDeleted(v string) string {
+	if v == "" {
+		return "a DELETE"
+	}
+	return v
+}
