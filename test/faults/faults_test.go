@@ -26,8 +26,15 @@
 // blackhole (a partition: connections stay open and silent), refuse (a
 // dead peer: connections close) or delay traffic. Coffer nodes never talk
 // to each other directly (their only link is PostgreSQL, NOTIFY included),
-// so a partition from the other nodes is a partition from PostgreSQL. The
-// test logs the mode that ran.
+// so a partition from the other nodes is a partition from PostgreSQL.
+//
+// As root (mode netns), each node also runs in its own network namespace
+// (`ip netns exec`), joined by a veth pair to a bridge in the root
+// namespace, where the clients, the proxies, PostgreSQL and MinIO are; the
+// nemesis then also cuts a node's link (`ip link set DEV down`): a silent
+// partition from everything. Without root or namespaces the test falls
+// back to proxies on loopback (mode proxy); COFFER_FAULTS_MODE=proxy or
+// netns forces one. The test logs the mode that ran.
 package faults
 
 import (
@@ -80,19 +87,38 @@ type cluster struct {
 	s3Proxy []*proxy
 	key     testenv.S3Key
 	bucket  string
+	netns   *netns // nil in proxy mode
+	mode    string
 }
 
+// startCluster starts the backends, the proxies and the nodes: in
+// network namespaces when it can (mode netns), else all on loopback (mode
+// proxy). COFFER_FAULTS_MODE=proxy or netns chooses; netns then fails
+// rather than falls back.
 func startCluster(t *testing.T) *cluster {
 	pg := testbackend.StartPostgres(t)
 	m := testbackend.StartMinIO(t)
 	b := testenv.NewBackendsOn(t, pg, m)
-	c := &cluster{t: t, pg: pg, minio: m}
-	for range nodeCount {
-		pp, err := newProxy(fmt.Sprintf("127.0.0.1:%d", pg.Port))
+	c := &cluster{t: t, pg: pg, minio: m, mode: "proxy"}
+	want := os.Getenv("COFFER_FAULTS_MODE")
+	proxyHost := "127.0.0.1"
+	if want != "proxy" {
+		nn, err := setupNetns(t, nodeCount)
+		switch {
+		case err == nil:
+			c.netns, c.mode, proxyHost = nn, "netns", nn.hostIP
+		case want == "netns":
+			t.Fatalf("network namespaces: %v", err)
+		default:
+			t.Logf("network namespaces unavailable (%v): falling back to proxies on loopback", err)
+		}
+	}
+	for i := range nodeCount {
+		pp, err := newProxy(proxyHost, fmt.Sprintf("127.0.0.1:%d", pg.Port))
 		if err != nil {
 			t.Fatal(err)
 		}
-		sp, err := newProxy(fmt.Sprintf("127.0.0.1:%d", m.Port))
+		sp, err := newProxy(proxyHost, fmt.Sprintf("127.0.0.1:%d", m.Port))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -104,7 +130,13 @@ func startCluster(t *testing.T) *cluster {
 			e = strings.ReplaceAll(e, fmt.Sprintf("127.0.0.1:%d", m.Port), sp.Addr())
 			env = append(env, e)
 		}
-		n := testenv.StartNode(t, &testenv.Backends{Env: env, PG: pg, MinIO: m}, "--meta-cache-ttl", metaCacheTTL.String())
+		nb := &testenv.Backends{Env: env, PG: pg, MinIO: m}
+		var n *testenv.Server
+		if c.netns != nil {
+			n = testenv.StartNodeIn(t, nb, c.netns.wrap(i), c.netns.ip[i], "--meta-cache-ttl", metaCacheTTL.String())
+		} else {
+			n = testenv.StartNode(t, nb, "--meta-cache-ttl", metaCacheTTL.String())
+		}
 		// A paused node must not outlive the test stopped.
 		t.Cleanup(func() { _ = syscall.Kill(n.PID(), syscall.SIGCONT) })
 		c.nodes = append(c.nodes, n)
@@ -146,8 +178,12 @@ func settings(t *testing.T) (time.Duration, int64) {
 func TestFaults(t *testing.T) {
 	duration, seed := settings(t)
 	t.Logf("seed %d (COFFER_FAULTS_SEED=%d repeats this schedule), duration %v", seed, seed, duration)
-	t.Logf("mode: proxy (TCP proxies between each node and each backend; no tc netem here)")
 	c := startCluster(t)
+	if c.netns != nil {
+		t.Logf("mode: netns (each node in its own network namespace %s…, veth pairs on bridge %s; TCP proxies between each node and each backend for delay, loss and backend partitions: no tc netem here)", c.netns.ns[0], c.netns.bridge)
+	} else {
+		t.Logf("mode: proxy (every process on loopback; TCP proxies between each node and each backend; no tc netem here)")
+	}
 	r := &run{start: time.Now(), keysPer: 5, genLen: 15 * time.Second}
 	out := &artifacts{t: t, c: c}
 	defer out.saveIfFailed()

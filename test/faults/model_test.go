@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/anishathalye/porcupine"
 )
@@ -455,8 +456,8 @@ func checkStale(h []record) []string {
 			if r.Out.OK {
 				end, ok := lastEnd[[2]string{r.In.Key, r.Out.Value}]
 				if ok && w2.value != r.Out.Value && end < w2.call {
-					bad = append(bad, fmt.Sprintf("GET %s by client %d on node %d at %v–%v returned %s (last written by %v), older than %q acknowledged at %v–%v",
-						r.In.Key, r.Client, r.Node, ms(r.Call), ms(r.Return), r.Out.Value, ms(end), orDeleted(w2.value), ms(w2.call), ms(w2.ret)))
+					bad = append(bad, fmt.Sprintf("GET %s by client %d on node %d at %v–%v returned %s (last written by %v), older than %s acknowledged at %v–%v (%v before the GET)",
+						r.In.Key, r.Client, r.Node, ms(r.Call), ms(r.Return), r.Out.Value, ms(end), orDeleted(w2.value), ms(w2.call), ms(w2.ret), time.Duration(r.Call-w2.ret).Round(time.Millisecond)))
 					break
 				}
 				continue
@@ -472,8 +473,8 @@ func checkStale(h []record) []string {
 				}
 			}
 			if !deleted {
-				bad = append(bad, fmt.Sprintf("GET %s by client %d on node %d at %v–%v returned 404, but %s was acknowledged at %v–%v and not deleted since",
-					r.In.Key, r.Client, r.Node, ms(r.Call), ms(r.Return), w2.value, ms(w2.call), ms(w2.ret)))
+				bad = append(bad, fmt.Sprintf("GET %s by client %d on node %d at %v–%v returned 404, but %s was acknowledged at %v–%v (%v before the GET) and not deleted since",
+					r.In.Key, r.Client, r.Node, ms(r.Call), ms(r.Return), w2.value, ms(w2.call), ms(w2.ret), time.Duration(r.Call-w2.ret).Round(time.Millisecond)))
 				break
 			}
 		}

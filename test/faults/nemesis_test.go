@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -17,7 +18,26 @@ type fault struct {
 	heal   func(t *testing.T, c *cluster, n int)
 }
 
-var faults = []fault{
+// isolate cuts a node's link (netns mode only).
+var isolate = fault{"isolate", func(c *cluster, n int) {
+	if err := c.netns.setLink(n, false); err != nil {
+		c.t.Error(err)
+	}
+}, func(t *testing.T, c *cluster, n int) {
+	if err := c.netns.setLink(n, true); err != nil {
+		t.Fatal(err)
+	}
+}}
+
+// faults are the kinds of fault the cluster's mode can inject.
+func (c *cluster) faults() []fault {
+	if c.netns != nil {
+		return append(slices.Clip(proxyFaults), isolate)
+	}
+	return proxyFaults
+}
+
+var proxyFaults = []fault{
 	{"kill", func(c *cluster, n int) { c.nodes[n].Kill() },
 		func(t *testing.T, c *cluster, n int) { c.nodes[n].Restart() }},
 	{"pause", func(c *cluster, n int) { _ = syscall.Kill(c.nodes[n].PID(), syscall.SIGSTOP) },
@@ -68,6 +88,7 @@ func (m *nemesis) run(t *testing.T, d time.Duration) {
 	m.recoveries = map[string][]time.Duration{}
 	end := time.Now().Add(d)
 	var order []int
+	faults := m.c.faults()
 	for time.Now().Before(end) {
 		if len(order) == 0 { // every kind once, in a seeded order, then again
 			order = m.rng.Perm(len(faults))

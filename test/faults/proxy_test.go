@@ -31,8 +31,9 @@ type proxy struct {
 	done  bool
 }
 
-func newProxy(target string) (*proxy, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// newProxy listens on host (a free port) and forwards to target.
+func newProxy(host, target string) (*proxy, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		return nil, err
 	}
