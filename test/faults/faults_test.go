@@ -65,7 +65,7 @@ func TestMain(m *testing.M) { testbackend.Main(m) }
 // override them.
 const (
 	shortDuration = 120 * time.Second
-	shortSeed     = 1
+	shortSeed     = 2
 )
 
 const (
