@@ -215,6 +215,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 		}
 	}
 	ocfg := object.ConfigFrom(cfg)
+	if cfg.ClockOffset != 0 {
+		log.Warn("TEST ONLY: the clock of the object and account services is skewed by "+cfg.ClockOffset.String()+" (--clock-offset, COFFER_CLOCK_OFFSET); never set this in production",
+			"clock_offset", cfg.ClockOffset.String())
+	}
 	if s.keys != nil {
 		ocfg.Keys = s.keys
 	}
