@@ -22,7 +22,7 @@ func TestClockOffset(t *testing.T) {
 	c.ClockOffset = -2 * time.Hour
 	s := NewService(StoresOf(m.Stores()), []byte("master key for tests"), ConfigFrom(c))
 	for name, now := range map[string]func() time.Time{"core": s.core.now, "tokens": s.core.tokens.now} {
-		if d := now().Sub(time.Now()); d > -time.Hour || d < -3*time.Hour {
+		if d := time.Until(now()); d > -time.Hour || d < -3*time.Hour {
 			t.Errorf("%s clock with --clock-offset -2h is %v off", name, d)
 		}
 	}

@@ -12,11 +12,11 @@ import (
 func TestClockOffset(t *testing.T) {
 	f := newFixture(t, 0)
 	c := config.Defaults()
-	if d := New(f.meta, f.blobs, ConfigFrom(c), nil).now().Sub(time.Now()); d < -time.Minute || d > time.Minute {
+	if d := time.Until(New(f.meta, f.blobs, ConfigFrom(c), nil).now()); d < -time.Minute || d > time.Minute {
 		t.Errorf("clock without an offset is %v off", d)
 	}
 	c.ClockOffset = 2 * time.Hour
-	if d := New(f.meta, f.blobs, ConfigFrom(c), nil).now().Sub(time.Now()); d < time.Hour || d > 3*time.Hour {
+	if d := time.Until(New(f.meta, f.blobs, ConfigFrom(c), nil).now()); d < time.Hour || d > 3*time.Hour {
 		t.Errorf("clock with --clock-offset 2h is %v off", d)
 	}
 }
