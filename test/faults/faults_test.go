@@ -89,6 +89,8 @@ type cluster struct {
 	bucket  string
 	netns   *netns // nil in proxy mode
 	mode    string
+	rng     *rand.Rand // the nemesis's
+	note    string     // what the last injection chose (logged)
 }
 
 // startCluster starts the backends, the proxies and the nodes: in
@@ -203,6 +205,7 @@ func TestFaults(t *testing.T) {
 
 	// The nemesis, in this goroutine (it may fail the test).
 	nem := &nemesis{c: c, r: r, rng: rand.New(rand.NewSource(seed))}
+	c.rng = nem.rng
 	nem.run(t, duration)
 	stop()
 	wg.Wait()

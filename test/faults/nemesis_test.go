@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -59,12 +60,34 @@ var proxyFaults = []fault{
 				t.Fatal(err)
 			}
 		}},
+	{"clock-skew", func(c *cluster, n int) { c.restartNode(n, skews[c.rng.Intn(len(skews))]) },
+		func(t *testing.T, c *cluster, n int) { c.restartNode(n, 0) }},
 	{"restart-minio", func(c *cluster, n int) { c.minio.Stop() },
 		func(t *testing.T, c *cluster, n int) {
 			if err := c.minio.Start(); err != nil {
 				t.Fatal(err)
 			}
 		}},
+}
+
+// skews are the clock offsets of the clock-skew fault: small ones, and
+// ones past the garbage (1 min) and orphan (1 h) graces, which the
+// janitors compute from their node's clock.
+var skews = []time.Duration{-2 * time.Hour, -90 * time.Second, 90 * time.Second, 2 * time.Hour}
+
+// restartNode stops node n gracefully and starts it again with its clock
+// skewed by off (--clock-offset, through the environment), or not.
+func (c *cluster) restartNode(n int, off time.Duration) {
+	node := c.nodes[n]
+	node.Env = slices.DeleteFunc(node.Env, func(e string) bool { return strings.HasPrefix(e, "COFFER_CLOCK_OFFSET=") })
+	if off != 0 {
+		node.Env = append(node.Env, "COFFER_CLOCK_OFFSET="+off.String())
+		c.note = "clock " + off.String()
+	}
+	if err := node.Term(10 * time.Second); err != nil {
+		c.t.Logf("node %d: %v", n, err)
+	}
+	node.Restart()
 }
 
 // nemesis injects one fault at a time on a seeded schedule: a quiet
@@ -102,10 +125,11 @@ func (m *nemesis) run(t *testing.T, d time.Duration) {
 		if time.Now().Add(window).After(end) {
 			break
 		}
-		m.logf(t, "inject %s (node %d) for %v", f.name, n, window)
 		name := f.name
 		m.r.fault.Store(&name)
+		m.c.note = ""
 		f.inject(m.c, n)
+		m.logf(t, "inject %s (node %d) for %v %s", f.name, n, window, m.c.note)
 		time.Sleep(window)
 		f.heal(t, m.c, n)
 		m.r.fault.Store(nil)
