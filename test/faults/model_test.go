@@ -401,7 +401,7 @@ func checkLists(h []record) []string {
 	return bad
 }
 
-func ms(ns int64) string { return fmt.Sprintf("%.3fs", float64(ns)/1e9) }
+func ms(ns int64) string { return fmt.Sprintf("%.6fs", float64(ns)/1e9) }
 
 // checkStale checks Coffer's documented contract, which is weaker than
 // linearizability (docs/architecture.md, "Caching metadata"): a write
