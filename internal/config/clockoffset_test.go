@@ -16,17 +16,24 @@ func TestClockOffsetFlag(t *testing.T) {
 		{[]string{"--clock-offset", "25h"}, nil, false},
 		{nil, map[string]string{"COFFER_CLOCK_OFFSET": "-24h1s"}, false},
 	} {
-		c := Defaults()
-		fs := c.FlagSet("coffer serve")
-		if err := fs.Parse(tc.args); err != nil {
-			t.Fatalf("%v: %v", tc.args, err)
-		}
-		if err := ApplyEnv(fs, func(k string) string { return tc.env[k] }); err != nil {
-			t.Fatalf("%v: %v", tc.env, err)
-		}
-		err := c.Validate()
+		err := parseValidate(t, tc.args, tc.env)
 		if (err == nil) != tc.ok || err != nil && !contains(err.Error(), "clock-offset") {
 			t.Errorf("%v %v: Validate = %v, want ok %v", tc.args, tc.env, err, tc.ok)
 		}
 	}
+}
+
+// parseValidate parses the flags args and the environment env over the
+// defaults and returns Validate's verdict.
+func parseValidate(t *testing.T, args []string, env map[string]string) error {
+	t.Helper()
+	c := Defaults()
+	fs := c.FlagSet("coffer serve")
+	if err := fs.Parse(args); err != nil {
+		t.Fatalf("%v: %v", args, err)
+	}
+	if err := ApplyEnv(fs, func(k string) string { return env[k] }); err != nil {
+		t.Fatalf("%v: %v", env, err)
+	}
+	return c.Validate()
 }
