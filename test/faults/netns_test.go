@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -17,7 +20,8 @@ import (
 // the node from everything, clients included. PostgreSQL and MinIO stay in
 // the root namespace, behind the per-node proxies (their faults). Names
 // carry a random id, so parallel runs never collide; everything is
-// removed at cleanup, also after a failure.
+// removed at cleanup, also after a failure (and by the next run, if the
+// test process was killed before its cleanup).
 type netns struct {
 	id     string
 	bridge string
@@ -43,6 +47,7 @@ func setupNetns(t *testing.T, nodes int) (*netns, error) {
 	if _, err := exec.LookPath("ip"); err != nil {
 		return nil, err
 	}
+	sweepNetns()
 	b := make([]byte, 3)
 	_, _ = rand.Read(b)
 	id := hex.EncodeToString(b)
@@ -57,7 +62,7 @@ func setupNetns(t *testing.T, nodes int) (*netns, error) {
 		{"link", "set", n.bridge, "up"},
 	}
 	for i := range nodes {
-		ns := fmt.Sprintf("cf%s-n%d", id, i)
+		ns := fmt.Sprintf("coffer-faults-%d-%s-n%d", os.Getpid(), id, i)
 		root, peer := fmt.Sprintf("cf%sn%dr", id, i), fmt.Sprintf("cf%sn%dp", id, i)
 		ip := fmt.Sprintf("%s.%d", subnet, 10+i)
 		n.ns, n.ip, n.link = append(n.ns, ns), append(n.ip, ip), append(n.link, root)
@@ -78,6 +83,34 @@ func setupNetns(t *testing.T, nodes int) (*netns, error) {
 		}
 	}
 	return n, nil
+}
+
+// nsRE matches the namespaces of this harness: the test process's ID,
+// the run's id, the node.
+var nsRE = regexp.MustCompile(`^coffer-faults-(\d+)-([0-9a-f]{6})-n\d+$`)
+
+// sweepNetns removes what runs killed before their cleanup (a test
+// timeout) left: the namespaces of processes that no longer exist, and
+// their bridges.
+func sweepNetns() {
+	out, err := exec.Command("ip", "netns", "list").Output()
+	if err != nil {
+		return
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		m := nsRE.FindStringSubmatch(f[0])
+		if m == nil {
+			continue
+		}
+		if pid, _ := strconv.Atoi(m[1]); syscall.Kill(pid, 0) == syscall.ESRCH {
+			_ = ipCmd("netns", "del", m[0])
+			_ = ipCmd("link", "del", "cf"+m[2]+"b")
+		}
+	}
 }
 
 // remove deletes the namespaces (their veth pairs go with them) and the
