@@ -92,6 +92,9 @@ type Config struct {
 	// Cache bounds the caches of account state and access keys (default
 	// 100 000 entries each, TTL 1s).
 	Cache metacache.Options
+	// ClockOffset skews the clock of sessions, tokens and accounts (TEST
+	// ONLY, the fault harness: config.Config.ClockOffset).
+	ClockOffset time.Duration
 }
 
 // Service is the account service, one value per area, each holding only
@@ -140,8 +143,9 @@ func ConfigFrom(c config.Config) Config {
 			PerAccount: c.LoginPerAccount, AccountWindow: c.LoginAccountWindow,
 			BackoffBase: c.LoginBackoffBase, BackoffMax: c.LoginBackoffMax, KnownFor: c.LoginKnownFor},
 		Signup: SignupPolicy(c.Signup), SignupLimit: c.SignupRate.N, SignupWindow: c.SignupRate.Per,
-		Params: Params{Memory: c.Argon2Memory, Time: c.Argon2Time},
-		Pool:   PoolConfig{Slots: c.LoginSlots(), MaxQueue: c.PasswordQueue, MaxWait: c.PasswordWait},
+		Params:      Params{Memory: c.Argon2Memory, Time: c.Argon2Time},
+		Pool:        PoolConfig{Slots: c.LoginSlots(), MaxQueue: c.PasswordQueue, MaxWait: c.PasswordWait},
+		ClockOffset: c.ClockOffset,
 	}
 }
 
@@ -176,6 +180,10 @@ func NewService(m Stores, master []byte, cfg Config) *Service {
 		newName: DefaultBucketNames,
 		bus:     cfg.Bus,
 		states:  metacache.NewMap[userState](cfg.Bus, meta.TopicUser, cfg.Cache),
+	}
+	if off := cfg.ClockOffset; off != 0 {
+		c.now = func() time.Time { return time.Now().Add(off) }
+		c.tokens.now = c.now
 	}
 	return &Service{
 		Sessions: &Sessions{c},

@@ -135,6 +135,11 @@ type Config struct {
 	// most a minute (no production value is near it), and the server
 	// warns at start-up and at every run while it is set.
 	LifecycleDay time.Duration // --lifecycle-day, COFFER_LIFECYCLE_DAY: TEST ONLY; default 0 (24h)
+	// ClockOffset is TEST ONLY: added to the clock the object and account
+	// services read, so the fault harness (test/faults) can skew
+	// one node's clock. At most a day either way; the server warns at
+	// start-up while it is set.
+	ClockOffset time.Duration // --clock-offset, COFFER_CLOCK_OFFSET: TEST ONLY; default 0
 
 	LoginConcurrency int    // --login-concurrency: parallel password hashes; default 0 = max(1, cores/2) (LoginSlots)
 	Argon2Memory     uint32 // --argon2-memory: KiB; default 19456
@@ -423,6 +428,9 @@ func (c Config) Validate() error {
 	if c.LifecycleDay < 0 || c.LifecycleDay > time.Minute {
 		errs = append(errs, errors.New("lifecycle-day: TEST ONLY; 0 (a real day) or at most 1m"))
 	}
+	if c.ClockOffset < -24*time.Hour || c.ClockOffset > 24*time.Hour {
+		errs = append(errs, errors.New("clock-offset: TEST ONLY; at most 24h either way"))
+	}
 	if c.TusExpiry < time.Second {
 		errs = append(errs, errors.New("tus-expiry: must be >= 1s"))
 	}
@@ -565,6 +573,7 @@ func (c *Config) FlagSet(name string) *flag.FlagSet {
 	fs.DurationVar(&c.LifecycleInterval, "lifecycle-interval", c.LifecycleInterval, "time between the starts of two lifecycle runs (docs/lifecycle.md)")
 	fs.IntVar(&c.LifecyclePage, "lifecycle-page", c.LifecyclePage, "advanced: versions per page of a lifecycle run (its cursor is saved after each)")
 	fs.DurationVar(&c.LifecycleDay, "lifecycle-day", c.LifecycleDay, "TEST ONLY: length of a lifecycle day (0 = 24h; at most 1m), so tests expire objects in seconds; never set it in production")
+	fs.DurationVar(&c.ClockOffset, "clock-offset", c.ClockOffset, "TEST ONLY: skew the clock of the object and account services by this much (at most 24h either way), for fault tests; never set it in production")
 	fs.IntVar(&c.LoginConcurrency, "login-concurrency", c.LoginConcurrency, "password hashes run in parallel (0 = half the cores)")
 	fs.Func("argon2-memory", "argon2id memory in `KiB` (default 19456)", func(s string) error {
 		n, err := strconv.ParseUint(s, 10, 32)

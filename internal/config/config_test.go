@@ -501,15 +501,7 @@ func TestLifecycleFlags(t *testing.T) {
 		{[]string{"--lifecycle-page", "0"}, nil, false},
 		{[]string{"--lifecycle-page", "1001"}, nil, false},
 	} {
-		c := Defaults()
-		fs := c.FlagSet("coffer serve")
-		if err := fs.Parse(tc.args); err != nil {
-			t.Fatalf("%v: %v", tc.args, err)
-		}
-		if err := ApplyEnv(fs, func(k string) string { return tc.env[k] }); err != nil {
-			t.Fatalf("%v: %v", tc.env, err)
-		}
-		err := c.Validate()
+		err := parseValidate(t, tc.args, tc.env)
 		if (err == nil) != tc.ok || err != nil && !contains(err.Error(), "lifecycle") {
 			t.Errorf("%v %v: Validate = %v, want ok %v", tc.args, tc.env, err, tc.ok)
 		}

@@ -110,6 +110,9 @@ type Config struct {
 	// LifecycleDay is the length of a lifecycle day (0: 24 hours; shorter
 	// only in tests, config.Config.LifecycleDay).
 	LifecycleDay time.Duration
+	// ClockOffset skews the service's clock (TEST ONLY, the fault
+	// harness: config.Config.ClockOffset).
+	ClockOffset time.Duration
 }
 
 // ConfigFrom returns the service's configuration in c: its size limits,
@@ -120,7 +123,7 @@ func ConfigFrom(c config.Config) Config {
 		MaxObjectSize: c.MaxObjectSize, GarbageGrace: c.GarbageGrace, PressureGrace: c.PressureGrace, OrphanGrace: c.OrphanGrace,
 		InlineMax: c.InlineMax, StagingLease: c.StagingLease, Encrypt: c.Encryption == "on",
 		MultipartExpiry: c.MultipartExpiry, JanitorInterval: c.JanitorInterval, OrphanInterval: OrphanInterval(c),
-		LifecycleDay: c.LifecycleDay,
+		LifecycleDay: c.LifecycleDay, ClockOffset: c.ClockOffset,
 	}
 }
 
@@ -169,6 +172,9 @@ func New(m Stores, b blob.Store, cfg Config, log *slog.Logger) *Service {
 		log = slog.New(slog.DiscardHandler)
 	}
 	c := &core{meta: m, blobs: b, cfg: cfg, log: log, now: time.Now, staging: map[string]*staging{}}
+	if off := cfg.ClockOffset; off != 0 {
+		c.now = func() time.Time { return time.Now().Add(off) }
+	}
 	return &Service{core: c, Uploads: &Uploads{c}, Shares: &Shares{c}, EncryptionJobs: &EncryptionJobs{core: c}, lifecycle: &LifecycleWorker{core: c}}
 }
 

@@ -277,6 +277,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 		func() float64 { return float64(s.objects.StagedBytes()) })
 	acfg := auth.ConfigFrom(cfg)
 	acfg.Bus = s.changes
+	if cfg.ClockOffset != 0 {
+		log.Warn("TEST ONLY: the clock of the object and account services is skewed by "+cfg.ClockOffset.String()+" (--clock-offset, COFFER_CLOCK_OFFSET); never set this in production",
+			"clock_offset", cfg.ClockOffset.String())
+	}
 	s.auth = auth.NewService(auth.StoresOf(s.meta), key, acfg)
 	s.cacheMetrics("user", func() metacache.Stats { u, _ := s.auth.CacheStats(); return u })
 	s.cacheMetrics("key", func() metacache.Stats { _, k := s.auth.CacheStats(); return k })

@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -84,6 +85,10 @@ type Server struct {
 
 	// Defaults leaves out the relaxed flags (StartDefaults).
 	Defaults bool
+
+	// Wrap is a command the server runs under (StartNodeIn: `ip netns
+	// exec NS`); it must exec the server, keeping its process ID.
+	Wrap []string
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -214,6 +219,17 @@ func StartNode(t testing.TB, b *Backends, extra ...string) *Server {
 	return s
 }
 
+// StartNodeIn is StartNode for a node run under wrap (a command that
+// execs the server: `ip netns exec NS`), listening on host (an address
+// of its network namespace).
+func StartNodeIn(t testing.TB, b *Backends, wrap []string, host string, extra ...string) *Server {
+	t.Helper()
+	s := &Server{t: t, Data: t.TempDir(), Args: extra, Env: b.Env, Wrap: wrap}
+	s.start(host+":0", host+":0")
+	t.Cleanup(func() { s.Kill() })
+	return s
+}
+
 // Command is a coffer command (an admin CLI) on this server's stores.
 func (s *Server) Command(args ...string) *exec.Cmd {
 	cmd := exec.Command(Binary(s.t), args...)
@@ -230,7 +246,8 @@ func (s *Server) start(listen, s3listen string) {
 		args = append(args, relaxed...)
 	}
 	args = append(args, s.Args...)
-	cmd := exec.Command(Binary(s.t), args...)
+	argv := append(append(slices.Clip(s.Wrap), Binary(s.t)), args...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), s.Env...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
