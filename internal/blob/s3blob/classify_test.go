@@ -18,7 +18,11 @@ func TestClassifyStoreFull(t *testing.T) {
 			t.Errorf("%s: %v (%v), want storage_full", code, got, err)
 		}
 	}
-	if got := errcode.Of(classify(&smithy.GenericAPIError{Code: "SlowDown"}, "put")); got != errcode.Unavailable {
-		t.Errorf("SlowDown: %v, want unavailable", got)
+	// ClientDisconnected (MinIO's 499): the faults harness saw it as a 500
+	// after a partition from MinIO healed.
+	for _, code := range []string{"SlowDown", "ClientDisconnected"} {
+		if got := errcode.Of(classify(&smithy.GenericAPIError{Code: code}, "put")); got != errcode.Unavailable {
+			t.Errorf("%s: %v, want unavailable", code, got)
+		}
 	}
 }

@@ -675,7 +675,11 @@ func classify(err error, format string, args ...any) error {
 	case code == "EntityTooLarge":
 		return errcode.Wrap(errcode.TooLarge, err, "%s: too large", msg)
 	case code == "SlowDown" || code == "ServiceUnavailable" || code == "InternalError" || code == "RequestTimeout" ||
-		code == "XMinioServerNotInitialized" || status == 429 || status >= 500:
+		code == "XMinioServerNotInitialized" || status == 429 || status >= 500 ||
+		// The store lost our request's body on the way (MinIO's 499
+		// after a connection to it was cut mid-upload): a transfer
+		// fault, worth retrying, not an error of the request.
+		code == "ClientDisconnected" || status == 499:
 		return retryable(err, "%s: S3 store unavailable (%s)", msg, firstNonEmpty(code, strconv.Itoa(status)))
 	}
 	var ne net.Error
