@@ -94,6 +94,9 @@ type Config struct {
 	// LifecycleDay is the length of a lifecycle day (0: 24 hours; shorter
 	// only in tests, config.Config.LifecycleDay).
 	LifecycleDay time.Duration
+	// VerifyReads checks a whole read of a plaintext object against its
+	// SHA-256 while it streams (verify.go; --verify-reads).
+	VerifyReads bool
 }
 
 // ConfigFrom returns the service's configuration in c: its size limits,
@@ -104,7 +107,7 @@ func ConfigFrom(c config.Config) Config {
 		MaxObjectSize: c.MaxObjectSize, GarbageGrace: c.GarbageGrace, OrphanGrace: c.OrphanGrace,
 		InlineMax: c.InlineMax, StagingLease: c.StagingLease, Encrypt: c.Encryption == "on",
 		MultipartExpiry: c.MultipartExpiry, JanitorInterval: c.JanitorInterval, OrphanInterval: OrphanInterval(c),
-		LifecycleDay: c.LifecycleDay,
+		LifecycleDay: c.LifecycleDay, VerifyReads: c.VerifyReads,
 	}
 }
 
@@ -119,6 +122,7 @@ type Service struct {
 	*Shares
 	*EncryptionJobs
 	lifecycle *LifecycleWorker
+	scrubber  *Scrubber
 }
 
 // core is what every part of the service shares: the stores, the
@@ -142,6 +146,8 @@ type core struct {
 	gw gateways // the opened backends of gateway buckets
 
 	policies policyCache // parsed bucket policies (policy.go)
+
+	readStats ReadStats // damaged reads (verify.go)
 }
 
 // New returns a Service over m and b, configured by cfg as it is (see
@@ -151,7 +157,7 @@ func New(m Stores, b blob.Store, cfg Config, log *slog.Logger) *Service {
 		log = slog.New(slog.DiscardHandler)
 	}
 	c := &core{meta: m, blobs: b, cfg: cfg, log: log, now: time.Now, staging: map[string]*staging{}}
-	return &Service{core: c, Uploads: &Uploads{c}, Shares: &Shares{c}, EncryptionJobs: &EncryptionJobs{core: c}, lifecycle: &LifecycleWorker{core: c}}
+	return &Service{core: c, Uploads: &Uploads{c}, Shares: &Shares{c}, EncryptionJobs: &EncryptionJobs{core: c}, lifecycle: &LifecycleWorker{core: c}, scrubber: &Scrubber{core: c}}
 }
 
 // bucket is an authorised bucket and the backend its objects live in.
