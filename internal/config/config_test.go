@@ -516,6 +516,43 @@ func TestLifecycleFlags(t *testing.T) {
 	}
 }
 
+// TestScrubFlags: --scrub-every is 0 (off) or at least a minute,
+// --scrub-rate a size of at least 1KiB; --verify-reads is on by default
+// and COFFER_VERIFY_READS turns it off.
+func TestScrubFlags(t *testing.T) {
+	if c := Defaults(); !c.VerifyReads || c.ScrubEvery != 168*time.Hour || c.ScrubRate != 50<<20 {
+		t.Errorf("defaults: verify %v, every %v, rate %d", c.VerifyReads, c.ScrubEvery, c.ScrubRate)
+	}
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		ok   bool
+	}{
+		{[]string{"--scrub-every", "0"}, nil, true},
+		{[]string{"--scrub-every", "24h", "--scrub-rate", "10MiB"}, nil, true},
+		{nil, map[string]string{"COFFER_VERIFY_READS": "false"}, true},
+		{[]string{"--scrub-every", "30s"}, nil, false},
+		{[]string{"--scrub-every", "-1h"}, nil, false},
+		{[]string{"--scrub-rate", "100"}, nil, false},
+	} {
+		c := Defaults()
+		fs := c.FlagSet("coffer serve")
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if err := ApplyEnv(fs, func(k string) string { return tc.env[k] }); err != nil {
+			t.Fatalf("%v: %v", tc.env, err)
+		}
+		err := c.Validate()
+		if (err == nil) != tc.ok || err != nil && !contains(err.Error(), "scrub") {
+			t.Errorf("%v %v: Validate = %v, want ok %v", tc.args, tc.env, err, tc.ok)
+		}
+		if tc.env != nil && c.VerifyReads {
+			t.Errorf("COFFER_VERIFY_READS=false: VerifyReads still on")
+		}
+	}
+}
+
 // TestCORSOriginsFlag: --cors-origins and COFFER_CORS_ORIGINS take
 // comma-separated web origins (or *); anything else is refused at parse.
 func TestCORSOriginsFlag(t *testing.T) {

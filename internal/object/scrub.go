@@ -241,7 +241,8 @@ func (w *Scrubber) run(ctx context.Context, opts ScrubOptions, r meta.ScrubRun) 
 		pj, _ := json.Marshal(p)
 		r.Cursor, r.Progress = string(c), string(pj)
 		if done {
-			r.Cursor, r.Progress, r.Last, r.FinishedAt, until = "", "", string(pj), now, now
+			// The lease ends before now: anyone may take it at once.
+			r.Cursor, r.Progress, r.Last, r.FinishedAt, until = "", "", string(pj), now, now.Add(-time.Millisecond)
 		}
 		sctx, cancel := detach.Context(ctx)
 		defer cancel()
@@ -310,7 +311,7 @@ func (w *Scrubber) lost(err error) error {
 // release gives the lease back (a run that was not due).
 func (w *Scrubber) release(ctx context.Context, r meta.ScrubRun, opts ScrubOptions) {
 	now := opts.Now()
-	if err := w.meta.SaveScrubRun(ctx, r, opts.Owner, now, now); err != nil && errcode.Of(err) != errcode.Conflict {
+	if err := w.meta.SaveScrubRun(ctx, r, opts.Owner, now.Add(-time.Millisecond), now); err != nil && errcode.Of(err) != errcode.Conflict {
 		w.log.Warn("scrub: could not release the lease", "err", err)
 	}
 }

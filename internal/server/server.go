@@ -300,6 +300,7 @@ func newServer(ctx context.Context, cfg config.Config, log *slog.Logger, wrapBlo
 	}
 	apiCfg.Tus.Store = s.meta.Tus
 	apiCfg.Gateways = gws
+	apiCfg.Scrub = s.objects.Scrubber().ScrubStatus
 	if s.keys != nil {
 		apiCfg.RotateKeys = func(ctx context.Context) (string, string, error) {
 			prev := s.keys.Default().String()
