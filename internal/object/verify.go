@@ -265,23 +265,7 @@ var verifyBufs = sync.Pool{New: func() any { b := make([]byte, 128<<10); return 
 func (v *verifiedReader) WriteTo(w io.Writer) (int64, error) {
 	bp := verifyBufs.Get().(*[]byte)
 	defer verifyBufs.Put(bp)
-	var total int64
-	for {
-		n, err := v.Read(*bp)
-		if n > 0 {
-			m, werr := w.Write((*bp)[:n])
-			total += int64(m)
-			if werr != nil {
-				return total, werr
-			}
-		}
-		if err == io.EOF {
-			return total, nil
-		}
-		if err != nil {
-			return total, err
-		}
-	}
+	return io.CopyBuffer(w, struct{ io.Reader }{v}, *bp)
 }
 
 // readFailed logs, counts and records a read of blob key of o that found
