@@ -142,6 +142,9 @@ func (w *Scrubber) defaults(opts ScrubOptions) ScrubOptions {
 	}
 	if opts.Poll <= 0 {
 		opts.Poll = time.Minute
+		if opts.Every > 0 {
+			opts.Poll = min(opts.Every, time.Minute)
+		}
 	}
 	if opts.SaveEvery <= 0 {
 		opts.SaveEvery = 10 * time.Second

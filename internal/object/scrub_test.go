@@ -112,3 +112,37 @@ func TestScrub(t *testing.T) {
 		t.Errorf("RunOnce right after a pass: ran %v, %v", ran, err)
 	}
 }
+
+// TestRunScrub: the background scrub (RunScrub, as coffer serve runs it)
+// starts a run at once when none ever finished, finishes it, and does
+// nothing with Every 0.
+func TestRunScrub(t *testing.T) {
+	f := newFixture(t, 0)
+	if _, err := f.put(t, f.alice, "alice-bucket", "k", "some bytes"); err != nil {
+		t.Fatal(err)
+	}
+	w := f.svc.Scrubber()
+	w.RunScrub(t.Context(), ScrubOptions{}) // Every 0: returns at once
+	if r, _ := f.meta.GetScrubRun(t.Context()); r != (meta.ScrubRun{}) {
+		t.Fatalf("RunScrub with Every 0 ran: %+v", r)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); w.RunScrub(ctx, ScrubOptions{Owner: "n", Every: time.Hour, Poll: 10 * time.Millisecond}) }()
+	defer func() { cancel(); <-done }()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		st, err := w.ScrubStatus(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Last != nil {
+			if st.Last.Objects != 1 || st.Last.Bad() != 0 {
+				t.Errorf("background run: %+v, want 1 good object", st.Last)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the background scrub did not finish a run")
+		}
+	}
+}
