@@ -128,7 +128,10 @@ func TestRunScrub(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
-	go func() { defer close(done); w.RunScrub(ctx, ScrubOptions{Owner: "n", Every: time.Hour, Poll: 10 * time.Millisecond}) }()
+	go func() {
+		defer close(done)
+		w.RunScrub(ctx, ScrubOptions{Owner: "n", Every: time.Hour, Poll: 10 * time.Millisecond})
+	}()
 	defer func() { cancel(); <-done }()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		st, err := w.ScrubStatus(t.Context())
