@@ -109,7 +109,12 @@ func (r *Reader) blobOpener(ctx context.Context, blobKey string, size int64, env
 	return r.opener(env, blobKey, size, func(off, n int64) (io.ReadCloser, error) {
 		rc, err := r.s.blobs.Get(ctx, blobKey, off, n)
 		if err != nil {
-			if !errcode.Is(err, errcode.NotFound) && !errcode.Is(err, errcode.RangeNotSatisfiable) {
+			if errcode.Is(err, errcode.RangeNotSatisfiable) {
+				// The range lies within the recorded size: the blob is
+				// shorter than it (torn).
+				err = errCorrupt(blobKey, err)
+			}
+			if !errcode.Is(err, errcode.NotFound) {
 				r.s.readFailed(r.Object, blobKey, err)
 			}
 			return nil, err

@@ -90,6 +90,10 @@ func TestDamagedBlobNeverServedWhole(t *testing.T) {
 				if got, err := f.readRange(t, "k", 100, int64(len(data))-200); !IsCorrupt(err) {
 					t.Errorf("ranged read of a torn blob: %d bytes, err %v; want an integrity error", len(got), err)
 				}
+				// A range starting past the torn end is no client's error.
+				if got, err := f.readRange(t, "k", int64(len(data))-10, 5); !IsCorrupt(err) {
+					t.Errorf("ranged read past a torn blob's end: %d bytes, err %v; want an integrity error", len(got), err)
+				}
 			}
 		})
 	}
