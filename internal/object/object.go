@@ -148,6 +148,7 @@ type core struct {
 	policies policyCache // parsed bucket policies (policy.go)
 
 	readStats ReadStats // damaged reads (verify.go)
+	recorded  sync.Map  // blob key → when a read last recorded it damaged (verify.go)
 }
 
 // New returns a Service over m and b, configured by cfg as it is (see

@@ -295,6 +295,12 @@ func (c *core) recordFinding(f meta.ScrubFinding) {
 	if c.meta.Scrubs == nil {
 		return
 	}
+	// One write a minute per blob: a damaged object read in a loop must
+	// not turn every read into a write.
+	if last, ok := c.recorded.Load(f.BlobKey); ok && f.FoundAt.Sub(last.(time.Time)) < time.Minute {
+		return
+	}
+	c.recorded.Store(f.BlobKey, f.FoundAt)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	go func() {
 		defer cancel()
