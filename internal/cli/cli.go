@@ -38,6 +38,7 @@ func commands(env Env) map[string]command {
 		"serve":   &serveCmd{env: env},
 		"user":    &userCmd{env: env},
 		"gc":      &gcCmd{env: env},
+		"fsck":    &fsckCmd{env: env},
 		"key":     &keyCmd{env: env},
 		"invite":  &inviteCmd{env: env},
 		"kms":     &kmsCmd{env: env},

@@ -140,6 +140,12 @@ type Config struct {
 	// one node's clock. At most a day either way; the server warns at
 	// start-up while it is set.
 	ClockOffset time.Duration // --clock-offset, COFFER_CLOCK_OFFSET: TEST ONLY; default 0
+	// Integrity of stored bytes (docs/operations.md#integrity-of-stored-bytes):
+	// full reads of plaintext objects checked against their SHA-256, and
+	// the background scrub of every blob (coffer fsck runs one pass).
+	VerifyReads bool          // --verify-reads: check a whole-object read's SHA-256 while it streams; default true
+	ScrubEvery  time.Duration // --scrub-every: time between the starts of two background scrubs (0 = off); default 168h
+	ScrubRate   int64         // --scrub-rate: bytes per second the scrub reads, at most; default 50MiB
 
 	LoginConcurrency int    // --login-concurrency: parallel password hashes; default 0 = max(1, cores/2) (LoginSlots)
 	Argon2Memory     uint32 // --argon2-memory: KiB; default 19456
@@ -234,6 +240,9 @@ func Defaults() Config {
 		KMSJobPage:           100,
 		LifecycleInterval:    time.Hour,
 		LifecyclePage:        1000,
+		VerifyReads:          true,
+		ScrubEvery:           7 * 24 * time.Hour,
+		ScrubRate:            50 << 20,
 		Argon2Memory:         19456,
 		Argon2Time:           2,
 		Signup:               "open",
@@ -425,6 +434,9 @@ func (c Config) Validate() error {
 	if c.LifecycleInterval < time.Second || c.LifecyclePage < 1 || c.LifecyclePage > 1000 {
 		errs = append(errs, errors.New("lifecycle-interval: must be >= 1s; lifecycle-page: must be 1 to 1000"))
 	}
+	if c.ScrubEvery < 0 || (c.ScrubEvery > 0 && c.ScrubEvery < time.Minute) || c.ScrubRate < 1<<10 {
+		errs = append(errs, errors.New("scrub-every: 0 (off) or >= 1m; scrub-rate: must be >= 1KiB"))
+	}
 	if c.LifecycleDay < 0 || c.LifecycleDay > time.Minute {
 		errs = append(errs, errors.New("lifecycle-day: TEST ONLY; 0 (a real day) or at most 1m"))
 	}
@@ -572,6 +584,9 @@ func (c *Config) FlagSet(name string) *flag.FlagSet {
 	fs.DurationVar(&c.KMSJobPause, "kms-job-pause", c.KMSJobPause, "advanced: pause between pages of a key re-wrap or coffer encrypt job (a throttle)")
 	fs.DurationVar(&c.LifecycleInterval, "lifecycle-interval", c.LifecycleInterval, "time between the starts of two lifecycle runs (docs/lifecycle.md)")
 	fs.IntVar(&c.LifecyclePage, "lifecycle-page", c.LifecyclePage, "advanced: versions per page of a lifecycle run (its cursor is saved after each)")
+	fs.BoolVar(&c.VerifyReads, "verify-reads", c.VerifyReads, "check a whole-object read of a plaintext object against its SHA-256 while it streams; a damaged blob's response is cut, never completed (docs/operations.md)")
+	fs.DurationVar(&c.ScrubEvery, "scrub-every", c.ScrubEvery, "time between the starts of two background scrubs, which check every blob against its checksum (0 = off; coffer fsck runs one)")
+	fs.Var((*bytesValue)(&c.ScrubRate), "scrub-rate", "bytes per second the scrub reads, at most, e.g. 50MiB")
 	fs.DurationVar(&c.LifecycleDay, "lifecycle-day", c.LifecycleDay, "TEST ONLY: length of a lifecycle day (0 = 24h; at most 1m), so tests expire objects in seconds; never set it in production")
 	fs.DurationVar(&c.ClockOffset, "clock-offset", c.ClockOffset, "TEST ONLY: skew the clock of the object and account services by this much (at most 24h either way), for fault tests; never set it in production")
 	fs.IntVar(&c.LoginConcurrency, "login-concurrency", c.LoginConcurrency, "password hashes run in parallel (0 = half the cores)")

@@ -486,11 +486,7 @@ func TestGatewayCacheOn(t *testing.T) {
 // from COFFER_LIFECYCLE_DAY like every flag; interval and page size are
 // checked.
 func TestLifecycleFlags(t *testing.T) {
-	for _, tc := range []struct {
-		args []string
-		env  map[string]string
-		ok   bool
-	}{
+	checkFlags(t, "lifecycle", []flagCase{
 		{nil, nil, true},
 		{[]string{"--lifecycle-day", "2s"}, nil, true},
 		{nil, map[string]string{"COFFER_LIFECYCLE_DAY": "1m"}, true},
@@ -500,12 +496,59 @@ func TestLifecycleFlags(t *testing.T) {
 		{[]string{"--lifecycle-interval", "0s"}, nil, false},
 		{[]string{"--lifecycle-page", "0"}, nil, false},
 		{[]string{"--lifecycle-page", "1001"}, nil, false},
-	} {
-		err := parseValidate(t, tc.args, tc.env)
-		if (err == nil) != tc.ok || err != nil && !contains(err.Error(), "lifecycle") {
+	}, nil)
+}
+
+// flagCase is a command line and environment, and whether Validate
+// accepts them.
+type flagCase struct {
+	args []string
+	env  map[string]string
+	ok   bool
+}
+
+// checkFlags parses and validates each case from the defaults: a refusal
+// must name word; then check, if not nil, looks at the configuration.
+func checkFlags(t *testing.T, word string, cases []flagCase, check func(flagCase, Config)) {
+	t.Helper()
+	for _, tc := range cases {
+		c := Defaults()
+		fs := c.FlagSet("coffer serve")
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if err := ApplyEnv(fs, func(k string) string { return tc.env[k] }); err != nil {
+			t.Fatalf("%v: %v", tc.env, err)
+		}
+		err := c.Validate()
+		if (err == nil) != tc.ok || err != nil && !contains(err.Error(), word) {
 			t.Errorf("%v %v: Validate = %v, want ok %v", tc.args, tc.env, err, tc.ok)
 		}
+		if check != nil {
+			check(tc, c)
+		}
 	}
+}
+
+// TestScrubFlags: --scrub-every is 0 (off) or at least a minute,
+// --scrub-rate a size of at least 1KiB; --verify-reads is on by default
+// and COFFER_VERIFY_READS turns it off.
+func TestScrubFlags(t *testing.T) {
+	if c := Defaults(); !c.VerifyReads || c.ScrubEvery != 168*time.Hour || c.ScrubRate != 50<<20 {
+		t.Errorf("defaults: verify %v, every %v, rate %d", c.VerifyReads, c.ScrubEvery, c.ScrubRate)
+	}
+	checkFlags(t, "scrub", []flagCase{
+		{[]string{"--scrub-every", "0"}, nil, true},
+		{[]string{"--scrub-every", "24h", "--scrub-rate", "10MiB"}, nil, true},
+		{nil, map[string]string{"COFFER_VERIFY_READS": "false"}, true},
+		{[]string{"--scrub-every", "30s"}, nil, false},
+		{[]string{"--scrub-every", "-1h"}, nil, false},
+		{[]string{"--scrub-rate", "100"}, nil, false},
+	}, func(tc flagCase, c Config) {
+		if tc.env != nil && c.VerifyReads {
+			t.Errorf("COFFER_VERIFY_READS=false: VerifyReads still on")
+		}
+	})
 }
 
 // TestCORSOriginsFlag: --cors-origins and COFFER_CORS_ORIGINS take

@@ -10,6 +10,7 @@ import (
 	"github.com/coffer-storage/coffer/internal/auth"
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
+	"github.com/coffer-storage/coffer/internal/object"
 )
 
 // ServerInfo is what the server tells the admin API about itself.
@@ -49,6 +50,20 @@ type adminHandlers struct {
 	accessKeys AccessKeys
 	uploads    Uploads // a deleted user's direct uploads at the backend
 	info       ServerInfo
+	scrub      func(ctx context.Context) (object.ScrubStatus, error) // Config.Scrub
+}
+
+// adminScrub reports the scrub: the run in progress, the last finished
+// one and the damaged blobs on record (docs/operations.md).
+func (h *adminHandlers) adminScrub(r *http.Request, _ auth.Principal) (response, error) {
+	if h.scrub == nil {
+		return nil, errcode.New(errcode.NotImplemented, "this server does not report a scrub")
+	}
+	st, err := h.scrub(r.Context())
+	if err != nil {
+		return nil, err
+	}
+	return ok(st), nil
 }
 
 func (h *adminHandlers) adminServer(r *http.Request, _ auth.Principal) (response, error) {

@@ -54,6 +54,8 @@ type Config struct {
 	// Gateways manages gateway buckets (/api/v1/admin/gateways); nil:
 	// 501.
 	Gateways GatewayAdmin
+	// Scrub reports the scrub (GET /api/v1/admin/scrub); nil: 501.
+	Scrub func(ctx context.Context) (object.ScrubStatus, error)
 	// ShareDefaultExpiry is the lifetime of a share link created without
 	// one.
 	ShareDefaultExpiry time.Duration
@@ -164,7 +166,7 @@ func New(svc Services, cfg Config, log *slog.Logger) *API {
 	api.keys = &keyHandlers{jsonDecoder: body, accessKeys: svc.AccessKeys}
 	api.uploads = &uploadHandlers{jsonDecoder: body, uploads: svc.Uploads, presign: cfg.Presign, ttl: cfg.DirectUploadExpiry}
 	api.admin = &adminHandlers{jsonDecoder: body, accounts: svc.Accounts, userAdmin: svc.UserAdmin,
-		accessKeys: svc.AccessKeys, uploads: svc.Uploads, info: cfg.Info}
+		accessKeys: svc.AccessKeys, uploads: svc.Uploads, info: cfg.Info, scrub: cfg.Scrub}
 	api.gateways = &gatewayHandlers{jsonDecoder: body, gateways: cfg.Gateways}
 	api.encryption = &encryptionHandlers{jsonDecoder: body, encryption: svc.Encryption, rotateKeys: cfg.RotateKeys}
 	if cfg.Tus.Store != nil && svc.Tus != nil {
@@ -284,6 +286,7 @@ func (api *API) Routes() []Route {
 
 		// Under /api/v1/admin, every route is Admin.
 		{Method: "GET", Pattern: "/api/v1/admin/server", Access: Admin, handle: api.admin.adminServer},
+		{Method: "GET", Pattern: "/api/v1/admin/scrub", Access: Admin, handle: api.admin.adminScrub},
 		{Method: "GET", Pattern: "/api/v1/admin/users", Access: Admin, handle: api.admin.adminListUsers},
 		{Method: "POST", Pattern: "/api/v1/admin/users", Access: Admin, handle: api.admin.adminCreateUser},
 		{Method: "GET", Pattern: u, Access: Admin, handle: api.admin.adminGetUser},

@@ -1060,6 +1060,14 @@ func flowAdmin(e *oasEnv) {
 	e.want(403, call{method: "GET", path: "/api/v1/admin/server", token: user.AccessToken}, nil, "permission_denied")
 	e.want(401, call{method: "GET", path: "/api/v1/admin/server", invalid: true}, nil, "unauthenticated")
 	e.want(200, call{method: "GET", path: "/api/v1/admin/server", token: tok}, nil)
+	e.want(403, call{method: "GET", path: "/api/v1/admin/scrub", token: user.AccessToken}, nil, "permission_denied")
+	var scrub struct {
+		Running  bool
+		Findings []any
+	}
+	if e.want(200, call{method: "GET", path: "/api/v1/admin/scrub", token: tok}, &scrub); scrub.Running || scrub.Findings == nil {
+		e.t.Errorf("GET /admin/scrub of a new server: %+v, want no run and an empty list", scrub)
+	}
 	var me struct{ Admin bool }
 	if e.want(200, call{method: "GET", path: "/api/v1/me", token: tok}, &me); !me.Admin {
 		e.t.Error("GET /me of an administrator: admin false")

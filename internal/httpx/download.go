@@ -83,9 +83,13 @@ func PlanDownload(w http.ResponseWriter, r *http.Request, rep Representation, fi
 // headers (SetContentSafety) and Content-Length, then writes the status
 // and, for GET, the bytes, streamed from open (sendfile where the bytes
 // are a file). An error opening the bytes is returned before anything is
-// written, for the API to write in its format; a copy interrupted later
-// (the client went away, the write-idle deadline) is only logged, with
-// attrs.
+// written, for the API to write in its format. A copy interrupted later
+// (the bytes failed: a damaged blob, a store's I/O error; or the client
+// went away, the write-idle deadline) is logged with attrs, unless the
+// client left, and the response is aborted (panic(http.ErrAbortHandler)):
+// the connection is closed (HTTP/2: the stream reset) before the declared
+// Content-Length, so the client sees a broken transfer, never a complete
+// response.
 func SendSpan(w http.ResponseWriter, r *http.Request, open Opener, sp Span, log *slog.Logger, attrs ...any) error {
 	h := w.Header()
 	SetContentSafety(h)
@@ -102,8 +106,11 @@ func SendSpan(w http.ResponseWriter, r *http.Request, open Opener, sp Span, log 
 	}
 	defer rc.Close()
 	w.WriteHeader(sp.Status)
-	if n, err := io.Copy(w, rc); err != nil && r.Context().Err() == nil && log != nil {
-		log.Warn("download interrupted", append([]any{"request_id", RequestID(r.Context()), "sent", n, "of", sp.Length, "err", err}, attrs...)...)
+	if n, err := io.Copy(w, rc); err != nil {
+		if r.Context().Err() == nil && log != nil {
+			log.Warn("download interrupted", append([]any{"request_id", RequestID(r.Context()), "sent", n, "of", sp.Length, "err", err}, attrs...)...)
+		}
+		panic(http.ErrAbortHandler)
 	}
 	return nil
 }

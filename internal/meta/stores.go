@@ -29,6 +29,7 @@ type Stores struct {
 	CORSConfigs    CORSConfigs
 	ACLs           ACLs
 	Policies       Policies
+	Scrubs         Scrubs
 	// Changes is the store's ChangeListener when several processes share
 	// it (PostgreSQL); nil when it has none (SQLite).
 	Changes ChangeListener

@@ -579,4 +579,9 @@ var writeTopics = map[string]map[string]string{
 	},
 	"KeyGrants": {"AllowKMSKey": "", "DisallowKMSKey": "", "KMSKeyAllowed": "", "ListKMSKeyGrants": ""},
 	"Cluster":   {"ClaimKeyFingerprint": "", "Ping": ""},
+	// The scrub's own rows.
+	"Scrubs": {
+		"AcquireScrubRun": "", "SaveScrubRun": "", "GetScrubRun": "", "RecordScrubFinding": "", "ListScrubFindings": "", "DeleteScrubFinding": "",
+		"ListScrubVersions": "",
+	},
 }

@@ -192,6 +192,10 @@ func (n *native) open(ctx context.Context, r *Reader, offset, length int64) (io.
 		return r.opener(o.Encryption, inlineIdentity, o.Size, bytesFetcher(o.Inline)).open(ctx, offset, length)
 	}
 	if o.Parts == nil {
+		if sum := unhex(o.SHA256); o.Encryption == nil && offset == 0 && length == o.Size && sum != nil && r.s.cfg.VerifyReads {
+			rc, err := r.s.verified(ctx, o, o.BlobKey, sum)
+			return rc, r.gone(err)
+		}
 		return r.blobOpener(ctx, o.BlobKey, o.Size, o.Encryption).open(ctx, offset, length)
 	}
 	p := &partsReader{ctx: ctx, r: r, parts: o.Parts, offset: offset, remaining: length}

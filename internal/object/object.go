@@ -113,6 +113,9 @@ type Config struct {
 	// ClockOffset skews the service's clock (TEST ONLY, the fault
 	// harness: config.Config.ClockOffset).
 	ClockOffset time.Duration
+	// VerifyReads checks a whole read of a plaintext object against its
+	// SHA-256 while it streams (verify.go; --verify-reads).
+	VerifyReads bool
 }
 
 // ConfigFrom returns the service's configuration in c: its size limits,
@@ -123,7 +126,7 @@ func ConfigFrom(c config.Config) Config {
 		MaxObjectSize: c.MaxObjectSize, GarbageGrace: c.GarbageGrace, PressureGrace: c.PressureGrace, OrphanGrace: c.OrphanGrace,
 		InlineMax: c.InlineMax, StagingLease: c.StagingLease, Encrypt: c.Encryption == "on",
 		MultipartExpiry: c.MultipartExpiry, JanitorInterval: c.JanitorInterval, OrphanInterval: OrphanInterval(c),
-		LifecycleDay: c.LifecycleDay, ClockOffset: c.ClockOffset,
+		LifecycleDay: c.LifecycleDay, ClockOffset: c.ClockOffset, VerifyReads: c.VerifyReads,
 	}
 }
 
@@ -138,6 +141,7 @@ type Service struct {
 	*Shares
 	*EncryptionJobs
 	lifecycle *LifecycleWorker
+	scrubber  *Scrubber
 }
 
 // core is what every part of the service shares: the stores, the
@@ -162,7 +166,9 @@ type core struct {
 
 	policies policyCache // parsed bucket policies (policy.go)
 
-	reading readers // blobs open for reading in this process (pressure.go)
+	reading   readers   // blobs open for reading in this process (pressure.go)
+	readStats ReadStats // damaged reads (verify.go)
+	recorded  sync.Map  // blob key → when a read last recorded it damaged (verify.go)
 }
 
 // New returns a Service over m and b, configured by cfg as it is (see
@@ -175,7 +181,7 @@ func New(m Stores, b blob.Store, cfg Config, log *slog.Logger) *Service {
 	if off := cfg.ClockOffset; off != 0 {
 		c.now = func() time.Time { return time.Now().Add(off) }
 	}
-	return &Service{core: c, Uploads: &Uploads{c}, Shares: &Shares{c}, EncryptionJobs: &EncryptionJobs{core: c}, lifecycle: &LifecycleWorker{core: c}}
+	return &Service{core: c, Uploads: &Uploads{c}, Shares: &Shares{c}, EncryptionJobs: &EncryptionJobs{core: c}, lifecycle: &LifecycleWorker{core: c}, scrubber: &Scrubber{core: c}}
 }
 
 // bucket is an authorised bucket and the backend its objects live in.

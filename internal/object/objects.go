@@ -118,7 +118,24 @@ func (r *Reader) opener(env []byte, identity string, size int64, fetch func(off,
 
 // blobOpener opens the blob blobKey of plaintext size bytes.
 func (r *Reader) blobOpener(ctx context.Context, blobKey string, size int64, env []byte) opener {
-	return r.opener(env, blobKey, size, func(off, n int64) (io.ReadCloser, error) { return r.s.blobs.Get(ctx, blobKey, off, n) })
+	return r.opener(env, blobKey, size, func(off, n int64) (io.ReadCloser, error) {
+		rc, err := r.s.blobs.Get(ctx, blobKey, off, n)
+		if err != nil {
+			if errcode.Is(err, errcode.RangeNotSatisfiable) {
+				// The range lies within the recorded size: the blob is
+				// shorter than it (torn).
+				err = errCorrupt(blobKey, err)
+			}
+			if !errcode.Is(err, errcode.NotFound) {
+				r.s.readFailed(r.Object, blobKey, err)
+			}
+			return nil, err
+		}
+		if env != nil {
+			return rc, nil // crypt authenticates every segment
+		}
+		return &exactReader{ReadCloser: rc, c: r.s, o: r.Object, key: blobKey, n: n}, nil
+	})
 }
 
 // gone maps a missing blob to a missing object: the version was replaced

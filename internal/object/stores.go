@@ -18,6 +18,7 @@ type Stores struct {
 	meta.ACLs
 	meta.Policies
 	meta.AccessKeys // GetAccessKey: a bucket policy's principals
+	meta.Scrubs     // the scrub's run and findings (nil: none recorded)
 }
 
 // StoresOf picks the roles the object service uses from m.
@@ -27,6 +28,6 @@ func StoresOf(m meta.Stores) Stores {
 		Reclamation: m.Reclamation, Shares: m.Shares, EncryptionJobs: m.EncryptionJobs, KeyGrants: m.KeyGrants, Lifecycles: m.Lifecycles,
 		CORSConfigs: m.CORSConfigs,
 		ACLs:        m.ACLs,
-		Policies:    m.Policies, AccessKeys: m.AccessKeys,
+		Policies:    m.Policies, AccessKeys: m.AccessKeys, Scrubs: m.Scrubs,
 	}
 }

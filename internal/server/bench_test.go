@@ -16,9 +16,12 @@ import (
 
 // benchServer builds a full server (SQLite + disk in a temp folder, the
 // whole middleware stack) and a logged-in user.
-func benchServer(b *testing.B) (*Server, string, string) {
+func benchServer(b *testing.B, change ...func(*config.Config)) (*Server, string, string) {
 	b.Helper()
 	cfg := config.Defaults()
+	for _, c := range change {
+		c(&cfg)
+	}
 	cfg.Data = b.TempDir()
 	cfg.Argon2Memory, cfg.Argon2Time = 8192, 1
 	// The handler stack, not the load shedder: under adaptive admission a
@@ -110,42 +113,49 @@ func BenchmarkUploadParallel(b *testing.B) {
 }
 
 // BenchmarkDownload measures GET of one object through the whole handler
-// stack over a real loopback connection (so the sendfile path is the one
-// measured), client included.
+// stack over a real loopback connection, client included: with
+// --verify-reads (the default: the SHA-256 checked while streaming) and
+// without (the sendfile path).
 func BenchmarkDownload(b *testing.B) {
-	for _, size := range sizes {
-		b.Run(sizeName(size), func(b *testing.B) {
-			s, bucket, token := benchServer(b)
-			data := make([]byte, size)
-			rand.Read(data)
-			ts := httptest.NewServer(s.Handler())
-			defer ts.Close()
-			url := ts.URL + "/api/v1/buckets/" + bucket + "/files/obj"
-			req, _ := http.NewRequest("PUT", url, bytes.NewReader(data))
-			req.Header.Set("Authorization", "Bearer "+token)
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil || resp.StatusCode != 201 {
-				b.Fatal(err, resp)
-			}
-			resp.Body.Close()
-			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
-			buf := make([]byte, 256<<10)
-			b.SetBytes(int64(size))
-			b.ReportAllocs()
-			for b.Loop() {
-				req, _ := http.NewRequest("GET", url, nil)
-				req.Header.Set("Authorization", "Bearer "+token)
-				resp, err := client.Do(req)
-				if err != nil {
-					b.Fatal(err)
-				}
-				n, _ := io.CopyBuffer(io.Discard, resp.Body, buf)
-				resp.Body.Close()
-				if resp.StatusCode != 200 || n != int64(size) {
-					b.Fatalf("status %d, %d bytes", resp.StatusCode, n)
-				}
-			}
-		})
+	for _, size := range append(sizes, 16<<20) {
+		for _, verify := range []bool{true, false} {
+			b.Run(fmt.Sprintf("%s/verify=%v", sizeName(size), verify), func(b *testing.B) {
+				benchDownload(b, size, verify)
+			})
+		}
+	}
+}
+
+func benchDownload(b *testing.B, size int, verify bool) {
+	s, bucket, token := benchServer(b, func(c *config.Config) { c.VerifyReads, c.InlineMax = verify, 0 })
+	data := make([]byte, size)
+	rand.Read(data)
+	ts := httptest.NewServer(s.Handler())
+	defer ts.Close()
+	url := ts.URL + "/api/v1/buckets/" + bucket + "/files/obj"
+	req, _ := http.NewRequest("PUT", url, bytes.NewReader(data))
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 201 {
+		b.Fatal(err, resp)
+	}
+	resp.Body.Close()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+	buf := make([]byte, 256<<10)
+	b.SetBytes(int64(size))
+	b.ReportAllocs()
+	for b.Loop() {
+		req, _ := http.NewRequest("GET", url, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := client.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n, _ := io.CopyBuffer(io.Discard, resp.Body, buf)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || n != int64(size) {
+			b.Fatalf("status %d, %d bytes", resp.StatusCode, n)
+		}
 	}
 }
 

@@ -151,8 +151,19 @@ func (s *Server) observe(api string, next http.Handler) http.Handler {
 			r.Body = body
 		}
 		inFlight.Inc()
-		next.ServeHTTP(rec, r.WithContext(ctx))
+		// A handler may abort its response (http.ErrAbortHandler, the only
+		// panic recoverer passes on: a download whose bytes failed):
+		// counted and logged like any request, then passed on to net/http,
+		// which closes the connection.
+		var aborted any
+		func() {
+			defer func() { aborted = recover() }()
+			next.ServeHTTP(rec, r.WithContext(ctx))
+		}()
 		inFlight.Dec()
+		if aborted != nil {
+			defer panic(aborted)
+		}
 		d := time.Since(start)
 		status := rec.Status
 		if status == 0 {
@@ -184,6 +195,7 @@ func (s *Server) observe(api string, next http.Handler) http.Handler {
 			slog.String("user", slot.User),
 			slog.String("share", slot.Share),
 		)
+
 	})
 }
 

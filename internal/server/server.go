@@ -124,7 +124,13 @@ type Server struct {
 //  4. The metadata store records the server key's fingerprint last, when
 //     everything else has opened, so that a failed start never binds a
 //     cluster to a key.
-func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, err error) {
+func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, error) {
+	return newServer(ctx, cfg, log, nil)
+}
+
+// newServer is New with the blob store wrapped by wrapBlobs, if not nil
+// (tests: blob/faultblob).
+func newServer(ctx context.Context, cfg config.Config, log *slog.Logger, wrapBlobs func(blob.Store) blob.Store) (_ *Server, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -184,6 +190,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 		}
 	}
 	s.meta, s.blobs = s.stores.Meta, s.stores.Blobs
+	if wrapBlobs != nil {
+		s.blobs = wrapBlobs(s.blobs)
+	}
 	if st := s.stores.Pool; st != nil {
 		s.metrics.GaugeFunc("coffer_meta_pool_acquired", "PostgreSQL connections in use.", func() float64 { return float64(st().AcquiredConns) })
 		s.metrics.GaugeFunc("coffer_meta_pool_total", "PostgreSQL connections open.", func() float64 { return float64(st().TotalConns) })
@@ -250,6 +259,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 	s.objects = object.New(object.StoresOf(s.meta), s.blobs, ocfg, log)
 	js := s.objects.JobStats()
 	registerLifecycleMetrics(s.metrics, s.objects.Lifecycle().Stats())
+	registerIntegrityMetrics(s.metrics, s.objects.ReadStats(), s.objects.Scrubber().Stats())
 	s.metrics.CounterFunc("coffer_kms_rewrapped_keys_total", "Data keys this node re-wrapped under the current KEK version (rewrap job).",
 		func() float64 { return float64(js.Rewrapped.Load()) })
 	s.metrics.CounterFunc("coffer_kms_encrypted_objects_total", "Plaintext objects this node encrypted (coffer encrypt job).",
@@ -311,6 +321,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, e
 	}
 	apiCfg.Tus.Store = s.meta.Tus
 	apiCfg.Gateways = gws
+	apiCfg.Scrub = s.objects.Scrubber().ScrubStatus
 	if s.keys != nil {
 		apiCfg.RotateKeys = func(ctx context.Context) (string, string, error) {
 			prev := s.keys.Default().String()
@@ -569,6 +580,19 @@ func (s *Server) Run(ctx context.Context, announce io.Writer) error {
 			s.objects.Lifecycle().RunLifecycle(lcCtx, opts)
 		}()
 		defer func() { stopLifecycle(); <-lcDone }()
+	}
+	if s.cfg.ScrubEvery > 0 {
+		// The background scrub (docs/operations.md#the-scrub): leased in
+		// the metadata store like lifecycle, one node at a time.
+		scrubCtx, stopScrub := context.WithCancel(context.Background())
+		scrubDone := make(chan struct{})
+		opts := object.ScrubOptionsFrom(s.cfg)
+		opts.Owner = jobOwner(s.cfg.Data)
+		go func() {
+			defer close(scrubDone)
+			s.objects.Scrubber().RunScrub(scrubCtx, opts)
+		}()
+		defer func() { stopScrub(); <-scrubDone }()
 	}
 	if s.keys != nil {
 		// Background jobs of encryption at rest (key re-wrap after a

@@ -30,6 +30,10 @@ type StoreOptions struct {
 	PrepareData func() error
 	// Bus carries the metadata cache's invalidations (nil: a new one).
 	Bus *metacache.Bus
+	// ReadOnlyBlobs opens the local disk for reading only, beside the
+	// process that holds it (diskblob.OpenReadOnly: coffer fsck while
+	// coffer serve runs); an S3 store opens as always.
+	ReadOnlyBlobs bool
 }
 
 // Stores are the stores a Config names, as OpenStores opened them.
@@ -99,7 +103,12 @@ func OpenStores(ctx context.Context, cfg config.Config, o StoreOptions) (_ *Stor
 		st.closers = append(st.closers, m.Close)
 		inner = m.Stores()
 	}
-	if o.Blobs && cfg.Blob == "" {
+	if o.Blobs && cfg.Blob == "" && o.ReadOnlyBlobs {
+		if st.Blobs, err = diskblob.OpenReadOnly(filepath.Join(cfg.Data, "blobs")); err != nil {
+			return nil, fmt.Errorf("opening blob store: %w", err)
+		}
+		st.close(st.Blobs)
+	} else if o.Blobs && cfg.Blob == "" {
 		if st.Blobs, err = diskblob.OpenWith(filepath.Join(cfg.Data, "blobs"), diskblob.Options{MinFree: cfg.MinFreeSpace}); err != nil {
 			return nil, fmt.Errorf("opening blob store: %w", err)
 		}

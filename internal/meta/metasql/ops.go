@@ -178,6 +178,7 @@ type Ops struct {
 	lifecycleOps
 	aclOps
 	policyOps
+	scrubOps
 }
 
 // The roles of Ops.
@@ -200,6 +201,7 @@ type (
 	lifecycleOps   struct{ *core }
 	aclOps         struct{ *core }
 	policyOps      struct{ *core }
+	scrubOps       struct{ *core }
 )
 
 // core is what every role of Ops works with.
@@ -227,6 +229,7 @@ type opSQL struct {
 	grants    grantSQL
 	tags      tagSQL
 	lifecycle lifecycleSQL
+	scrub     scrubSQL
 	lock      lockSQL
 	acl       aclSQL
 	policy    string
@@ -253,6 +256,7 @@ func NewOps(b Backend, d Dialect) Ops {
 		grants:               newGrantSQL(ph),
 		tags:                 newTagSQL(ph),
 		lifecycle:            newLifecycleSQL(ph),
+		scrub:                newScrubSQL(ph),
 		lock:                 newLockSQL(d),
 		acl:                  newACLSQL(ph),
 		policy:               setBucketColumnSQL(ph, "policy"),
@@ -267,7 +271,7 @@ func NewOps(b Backend, d Dialect) Ops {
 		claimKey: claimKeySQL(ph),
 	}}
 	return Ops{accountOps{c}, sessionOps{c}, inviteOps{c}, accessKeyOps{c}, limitOps{c}, bucketOps{c}, objectOps{c}, uploadOps{c},
-		stagingOps{c}, reclamationOps{c}, shareOps{c}, tusOps{c}, jobOps{c}, keyGrantOps{c}, clusterOps{c}, lifecycleOps{c}, aclOps{c}, policyOps{c}}
+		stagingOps{c}, reclamationOps{c}, shareOps{c}, tusOps{c}, jobOps{c}, keyGrantOps{c}, clusterOps{c}, lifecycleOps{c}, aclOps{c}, policyOps{c}, scrubOps{c}}
 }
 
 // exec runs a write statement.

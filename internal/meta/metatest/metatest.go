@@ -155,6 +155,7 @@ func Run(t *testing.T, newStore func(t *testing.T) (meta.Stores, func() error)) 
 		{"CORS", corsTests},
 		{"ACL", aclTests},
 		{"Policy", policyTests},
+		{"Scrub", scrubTests},
 	}
 	mk := func(t *testing.T) store {
 		t.Helper()
@@ -163,7 +164,7 @@ func Run(t *testing.T, newStore func(t *testing.T) (meta.Stores, func() error)) 
 			t.Fatal("newStore returned no close function")
 		}
 		s := store{st.Accounts, st.Sessions, st.Invites, st.AccessKeys, st.Limits, st.Buckets, st.Objects, st.Uploads,
-			st.Stagings, st.Reclamation, st.Shares, st.Tus, st.EncryptionJobs, st.KeyGrants, st.Cluster, st.Lifecycles, st.CORSConfigs, st.ACLs, st.Policies, closeStore}
+			st.Stagings, st.Reclamation, st.Shares, st.Tus, st.EncryptionJobs, st.KeyGrants, st.Cluster, st.Lifecycles, st.CORSConfigs, st.ACLs, st.Policies, st.Scrubs, closeStore}
 		for f, v := range reflect.ValueOf(st).Fields() {
 			if v.IsNil() && f.Name != "Changes" {
 				t.Fatalf("newStore returned no %s", f.Name)
@@ -209,6 +210,7 @@ type store struct {
 	meta.CORSConfigs
 	meta.ACLs
 	meta.Policies
+	meta.Scrubs
 	close func() error
 }
 

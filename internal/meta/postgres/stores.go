@@ -25,6 +25,7 @@ func (s *Store) Stores() meta.Stores {
 		CORSConfigs:    s,
 		ACLs:           s,
 		Policies:       s,
+		Scrubs:         s,
 		Changes:        s,
 	}
 }

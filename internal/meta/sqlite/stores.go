@@ -24,5 +24,6 @@ func (s *Store) Stores() meta.Stores {
 		CORSConfigs:    s,
 		ACLs:           s,
 		Policies:       s,
+		Scrubs:         s,
 	}
 }

@@ -1,0 +1,311 @@
+package object
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/integrity"
+	"github.com/coffer-storage/coffer/internal/meta"
+)
+
+// Verified reads (docs/operations.md#integrity-of-stored-bytes)
+//
+// A blob is written once (temporary file, fsync, rename; or a durable
+// remote PUT) and never changed, so a blob whose bytes differ from what
+// was recorded at its write is damaged: a torn write, bit rot, a file
+// truncated or overwritten behind Coffer's back, a store that lost data.
+// What a read checks:
+//
+//   - every plaintext byte range read from a blob must come whole: a blob
+//     shorter than its recorded size is an error (exactReader), never a
+//     short range followed by the next part's bytes;
+//   - a full read of a plaintext single-blob object (a GET without Range,
+//     a copy, a zip entry) is checked against its recorded SHA-256 and
+//     size while it streams (verifiedReader), and its last byte is held
+//     back until the check passed: a damaged blob is never sent whole,
+//     the response is cut before its end (the client sees a broken
+//     transfer, never a clean 200);
+//   - encrypted bytes are authenticated segment by segment (crypt: every
+//     64 KiB segment carries an AEAD tag), on every read, ranged or not.
+//
+// A ranged read of a plaintext object cannot check the whole digest:
+// only the scrub (scrub.go, coffer fsck) finds bit rot there, and in
+// multipart objects (whose parts record an MD5, checked by the scrub).
+// Each failure is logged, counted (ReadStats) and recorded as a finding
+// the scrub's report lists (meta.Scrubs).
+
+// ReadStats are this node's counters of damaged reads (metrics).
+type ReadStats struct {
+	// Corrupt counts reads that found a blob whose size or digest differs
+	// from its record; Failed reads the blob store failed (an I/O error)
+	// after the object was found.
+	Corrupt, Failed atomic.Int64
+}
+
+// ReadStats returns this node's counters of damaged reads.
+func (s *Service) ReadStats() *ReadStats { return &s.readStats }
+
+// errCorrupt is the error of a blob whose bytes differ from its record.
+func errCorrupt(blobKey string, cause error) error {
+	return &errcode.Error{Code: errcode.Internal, Message: "stored object failed its integrity check",
+		Detail: map[string]any{"reason": "integrity", "blob": blobKey}, Err: cause}
+}
+
+// IsCorrupt reports whether err is a failed integrity check of stored
+// bytes (a damaged blob, or encrypted bytes that fail authentication).
+func IsCorrupt(err error) bool {
+	e := errcode.As(err)
+	return e != nil && e.Detail["reason"] == "integrity"
+}
+
+// exactReader reads a range of n bytes of blob key and fails if the blob
+// ends before (a torn or truncated blob); its WriteTo keeps the blob
+// store's (sendfile for a file).
+type exactReader struct {
+	io.ReadCloser
+	c    *core
+	o    meta.Object
+	key  string
+	n    int64 // bytes still expected
+	done bool  // reported
+}
+
+func (e *exactReader) Read(p []byte) (int, error) {
+	n, err := e.ReadCloser.Read(p)
+	e.n -= int64(n)
+	return n, e.check(err)
+}
+
+func (e *exactReader) WriteTo(w io.Writer) (int64, error) {
+	var (
+		n   int64
+		err error
+	)
+	if wt, ok := e.ReadCloser.(io.WriterTo); ok {
+		n, err = wt.WriteTo(w)
+		if err == nil {
+			err = io.EOF
+		}
+	} else {
+		n, err = io.Copy(w, struct{ io.Reader }{e.ReadCloser})
+		if err == nil {
+			err = io.EOF
+		}
+	}
+	e.n -= n
+	if err = e.check(err); err == io.EOF {
+		err = nil
+	}
+	return n, err
+}
+
+// check turns an early EOF into an integrity error, and reports store
+// failures.
+func (e *exactReader) check(err error) error {
+	switch {
+	case err == io.EOF && e.n > 0:
+		err = errCorrupt(e.key, errcode.New(errcode.IncompleteBody, "blob ended %d bytes before its recorded size", e.n))
+	case err == io.EOF && e.n < 0:
+		err = errCorrupt(e.key, errcode.New(errcode.TooLarge, "blob range longer than asked by %d bytes", -e.n))
+	case err == nil || err == io.EOF:
+		return err
+	}
+	if !e.done {
+		e.done = true
+		e.c.readFailed(e.o, e.key, err)
+	}
+	return err
+}
+
+// verifiedReader reads a whole plaintext blob through integrity.Reader
+// (its recorded size and SHA-256) and holds its last byte back until the
+// check at EOF passed.
+type verifiedReader struct {
+	rc   io.Closer
+	ir   *integrity.Reader
+	c    *core
+	o    meta.Object
+	key  string
+	left int64 // bytes not yet handed out
+	err  error // sticky
+	// storeErr is the blob store's read error, which integrity.Reader
+	// reports as a body's (IncompleteBody).
+	storeErr error
+}
+
+// storeReader records its reader's error (but io.EOF) in err.
+type storeReader struct {
+	r   io.Reader
+	err *error
+}
+
+func (s storeReader) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if err != nil && err != io.EOF {
+		*s.err = err
+	}
+	return n, err
+}
+
+// verified opens the whole blob key of o (plaintext, o.Size bytes, whose
+// SHA-256 is sum) for a verified read.
+func (c *core) verified(ctx context.Context, o meta.Object, key string, sum []byte) (io.ReadCloser, error) {
+	rc, err := c.blobs.Get(ctx, key, 0, -1)
+	if err != nil {
+		if !errcode.Is(err, errcode.NotFound) {
+			c.readFailed(o, key, err)
+		}
+		return nil, err
+	}
+	v := &verifiedReader{rc: rc, c: c, o: o, key: key, left: o.Size}
+	v.ir = integrity.NewReader(storeReader{rc, &v.storeErr}, integrity.Options{Size: o.Size, SHA256: sum, NoMD5: true})
+	if o.Size == 0 {
+		// Nothing to hold back: check now (a zero-byte object's blob must
+		// be empty), before any header is sent.
+		if err := v.finish(nil); err != nil {
+			rc.Close()
+			return nil, err
+		}
+	}
+	return v, nil
+}
+
+func (v *verifiedReader) Read(p []byte) (int, error) {
+	if v.err != nil {
+		return 0, v.err
+	}
+	if v.left == 0 {
+		return 0, io.EOF
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if v.left > 1 {
+		// Everything but the last byte passes through.
+		if int64(len(p)) > v.left-1 {
+			p = p[:v.left-1]
+		}
+		n, err := v.ir.Read(p)
+		v.left -= int64(n)
+		if err == io.EOF {
+			err = nil // short: finish says so at the last byte
+			if n == 0 {
+				return 0, v.finish(nil)
+			}
+		}
+		if err != nil {
+			v.err = v.fail(err)
+			return n, v.err
+		}
+		return n, nil
+	}
+	// The last byte: read it, then EOF, whose check it must pass.
+	var last [1]byte
+	n, err := io.ReadFull(v.ir, last[:])
+	if err != nil {
+		if err == io.ErrUnexpectedEOF || err == io.EOF {
+			err = nil
+		}
+		return 0, v.finish(err)
+	}
+	if err := v.finish(nil); err != nil {
+		return 0, err
+	}
+	p[0] = last[0]
+	v.left = 0
+	return n, nil
+}
+
+// finish reads on to EOF (the check) unless err already failed the read.
+func (v *verifiedReader) finish(err error) error {
+	if err == nil {
+		// integrity.Reader fails a byte past the recorded size (TooLarge)
+		// and checks the digest at EOF.
+		var extra [1]byte
+		for i := 0; err == nil && i < 100; i++ {
+			_, err = v.ir.Read(extra[:])
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err == nil {
+			err = errcode.New(errcode.Internal, "blob store gives no end of the blob")
+		}
+	}
+	v.err = v.fail(err)
+	return v.err
+}
+
+// fail classifies and reports a read's error.
+func (v *verifiedReader) fail(err error) error {
+	switch {
+	case v.storeErr != nil:
+		err = v.storeErr
+	case errcode.Of(err) == errcode.ChecksumMismatch, errcode.Of(err) == errcode.IncompleteBody, errcode.Of(err) == errcode.TooLarge:
+		err = errCorrupt(v.key, err)
+	}
+	if !errors.Is(err, context.Canceled) {
+		v.c.readFailed(v.o, v.key, err)
+	}
+	return err
+}
+
+func (v *verifiedReader) Close() error { return v.rc.Close() }
+
+// verifyBufs are WriteTo's buffers.
+var verifyBufs = sync.Pool{New: func() any { b := make([]byte, 128<<10); return &b }}
+
+// WriteTo copies the verified bytes to w through a pooled buffer (io.Copy
+// uses it: no buffer of its own per read).
+func (v *verifiedReader) WriteTo(w io.Writer) (int64, error) {
+	bp := verifyBufs.Get().(*[]byte)
+	defer verifyBufs.Put(bp)
+	return io.CopyBuffer(w, struct{ io.Reader }{v}, *bp)
+}
+
+// readFailed logs, counts and records a read of blob key of o that found
+// it damaged or could not read it (a cancelled read is neither).
+func (c *core) readFailed(o meta.Object, key string, err error) {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return
+	}
+	problem := meta.ScrubUnreadable
+	if IsCorrupt(err) {
+		problem = meta.ScrubCorrupt
+		c.readStats.Corrupt.Add(1)
+		c.log.Error("read of a damaged blob refused: its bytes differ from its record (coffer fsck lists it)",
+			"bucket", o.Bucket, "key", o.Key, "version_id", o.VersionID, "blob", key, "err", err)
+	} else {
+		c.readStats.Failed.Add(1)
+		c.log.Error("blob store failed a read (coffer fsck lists the blob)",
+			"bucket", o.Bucket, "key", o.Key, "version_id", o.VersionID, "blob", key, "err", err)
+	}
+	c.recordFinding(meta.ScrubFinding{Bucket: o.Bucket, Key: o.Key, VersionID: o.VersionID, BlobKey: key,
+		Problem: problem, Detail: err.Error(), FoundAt: c.now().UTC()})
+}
+
+// recordFinding records f for the scrub's report, in the background of
+// the read that found it (bounded; a failure is only logged).
+func (c *core) recordFinding(f meta.ScrubFinding) {
+	if c.meta.Scrubs == nil {
+		return
+	}
+	// One write a minute per blob: a damaged object read in a loop must
+	// not turn every read into a write.
+	if last, ok := c.recorded.Load(f.BlobKey); ok && f.FoundAt.Sub(last.(time.Time)) < time.Minute {
+		return
+	}
+	c.recorded.Store(f.BlobKey, f.FoundAt)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	go func() {
+		defer cancel()
+		if err := c.meta.RecordScrubFinding(ctx, f); err != nil {
+			c.log.Warn("could not record a damaged blob for coffer fsck", "blob", f.BlobKey, "err", err)
+		}
+	}()
+}
