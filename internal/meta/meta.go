@@ -167,6 +167,26 @@ func Announced(ctx context.Context) []Change {
 	return cs
 }
 
+type commitByKey struct{}
+
+// WithCommitBy returns ctx carrying a deadline, on the store's own clock
+// (see ChangeListener.BeginFlux), after which the write called with it
+// must not commit: a store that announces (PostgreSQL) checks it on its
+// server in the statement before COMMIT and fails the write (Unavailable,
+// retryable) instead. The zero time sets none.
+func WithCommitBy(ctx context.Context, by time.Time) context.Context {
+	if by.IsZero() {
+		return ctx
+	}
+	return context.WithValue(ctx, commitByKey{}, by)
+}
+
+// CommitBy returns the deadline WithCommitBy put in ctx (zero: none).
+func CommitBy(ctx context.Context) time.Time {
+	t, _ := ctx.Value(commitByKey{}).(time.Time)
+	return t
+}
+
 // Change names a committed change that caches of other processes must
 // drop: a Topic and the Key of the entry.
 type Change struct {
@@ -202,6 +222,13 @@ type ChangeHandler struct {
 	// AliveEvery is how often Alive should be reported (0: as the
 	// listener pleases).
 	AliveEvery time.Duration
+	// Flux, if set, reports that a process is about to change the entries
+	// cs (BeginFlux): caches must drop them and neither serve nor keep
+	// them until FluxOver(id), or until a bound of their own. May be nil.
+	Flux func(id string, cs []Change)
+	// FluxOver reports the end of the flux id, delivered after the write's
+	// own announcements (it is committed after them). May be nil.
+	FluxOver func(id string)
 }
 
 // ChangeListener is implemented by stores that several processes share
@@ -227,6 +254,14 @@ type ChangeListener interface {
 	// A store that is not listening itself returns no-ops.
 	// Several changes (of one write) may be expected together.
 	ExpectChange(cs ...Change) (wait func(ctx context.Context, max time.Duration), cancel func())
+	// BeginFlux announces, before a write of cs, that they are about to
+	// change (ChangeHandler.Flux on every listener), and waits until every
+	// listener that may still trust its caches acknowledged it, or max
+	// passed after the announcement committed. It returns the time of the
+	// announcement on the store's clock (for WithCommitBy; zero if it
+	// could not be announced) and over, to call once the write is done
+	// (committed or failed), which announces FluxOver without waiting.
+	BeginFlux(ctx context.Context, cs []Change, max time.Duration) (at time.Time, over func())
 }
 
 // RefreshToken is one link of a rotating refresh-token chain. Only the

@@ -113,6 +113,19 @@ type Bus struct {
 	lease    time.Duration
 	base     time.Time
 	leaseEnd atomic.Int64
+	// The entries in flux (see the package doc): fluxes by id, and how
+	// many fluxes hold each topic+"\x00"+key (all: of meta.TopicAll);
+	// fluxing counts the fluxes, so that Gets find none without a lock.
+	// holdEnd (since base) is the end of the hold after a (re)connection
+	// of the listener, during which no entry is kept or served.
+	fmu     sync.Mutex
+	fluxes  map[string][]meta.Change
+	inFlux  map[string]int
+	all     int
+	fluxing atomic.Int64
+	holdEnd atomic.Int64
+	// commitWithin: see CommitWithin.
+	commitWithin time.Duration
 }
 
 // DefaultLease is a Bus's lease unless SetLease changes it.
@@ -121,7 +134,7 @@ const DefaultLease = time.Second
 // NewBus returns an empty bus, up (see SetListening), with the
 // DefaultLease.
 func NewBus() *Bus {
-	return &Bus{topics: map[string][]func(string){}, lease: DefaultLease, base: time.Now()}
+	return &Bus{topics: map[string][]func(string){}, lease: DefaultLease, commitWithin: DefaultCommitWithin, base: time.Now()}
 }
 
 // SetLease sets the lease (see Alive). Call it before the bus is used.
@@ -133,6 +146,118 @@ func (b *Bus) SetLease(d time.Duration) {
 
 // Lease returns the lease.
 func (b *Bus) Lease() time.Duration { return b.lease }
+
+// DefaultCommitWithin is a Bus's CommitWithin unless SetCommitWithin
+// changes it.
+const DefaultCommitWithin = 7 * time.Second
+
+// SetCommitWithin sets CommitWithin (tests shorten it). Every node must
+// use the same, as the same lease. Call it before the bus is used.
+func (b *Bus) SetCommitWithin(d time.Duration) {
+	if d > 0 {
+		b.commitWithin = d
+	}
+}
+
+// CommitWithin is how long after its flux was announced a write may
+// still commit (meta.WithCommitBy); later, it fails (retryable). It is at
+// least the SyncBound (the longest wait for acknowledgements) and a
+// lease, for the write itself.
+func (b *Bus) CommitWithin() time.Duration { return max(b.commitWithin, b.SyncBound()+b.lease) }
+
+// FluxBound is how long a node keeps entries in flux when the writer
+// does not say the flux is over (it died): CommitWithin and three leases,
+// so that a node that ends a flux on its own has handled the write's
+// commit, or stopped trusting its caches (see the package doc).
+func (b *Bus) FluxBound() time.Duration { return b.CommitWithin() + 3*b.lease }
+
+// holdFor is how long a node keeps nothing after its listener
+// (re)connected: a flux announced before it listened, which it never
+// received, may still commit for CommitWithin; a quarter lease of margin.
+func (b *Bus) holdFor() time.Duration { return b.CommitWithin() + b.lease + b.lease/4 }
+
+// Flux puts the entries cs in flux (meta.ChangeHandler.Flux): they are
+// dropped now, and no Get serves or keeps them until FluxOver(id), or
+// FluxBound has passed.
+func (b *Bus) Flux(id string, cs []meta.Change) {
+	b.fmu.Lock()
+	if b.fluxes == nil {
+		b.fluxes, b.inFlux = map[string][]meta.Change{}, map[string]int{}
+	}
+	if _, ok := b.fluxes[id]; !ok {
+		b.fluxing.Add(1)
+		time.AfterFunc(b.FluxBound(), func() { b.FluxOver(id) })
+	}
+	b.fluxes[id] = append(b.fluxes[id], cs...)
+	for _, c := range cs {
+		if c.Topic == meta.TopicAll {
+			b.all++
+		} else {
+			b.inFlux[c.Topic+"\x00"+c.Key]++
+		}
+	}
+	b.fmu.Unlock()
+	// After the entries are in flux: a Get that loaded them before sees
+	// it when it ends (Map.Get), one that loads them after does not keep
+	// them.
+	for _, c := range cs {
+		b.publish(c)
+	}
+}
+
+// FluxOver ends the flux id (meta.ChangeHandler.FluxOver); an unknown id
+// (ended already, or announced before this node listened) is ignored.
+func (b *Bus) FluxOver(id string) {
+	b.fmu.Lock()
+	defer b.fmu.Unlock()
+	cs, ok := b.fluxes[id]
+	if !ok {
+		return
+	}
+	delete(b.fluxes, id)
+	b.fluxing.Add(-1)
+	for _, c := range cs {
+		if c.Topic == meta.TopicAll {
+			b.all--
+			continue
+		}
+		k := c.Topic + "\x00" + c.Key
+		if b.inFlux[k]--; b.inFlux[k] <= 0 {
+			delete(b.inFlux, k)
+		}
+	}
+}
+
+// cacheable reports whether a Get of key of topic may serve and keep the
+// cached entry: the bus is listening (Listening), no hold after a
+// (re)connection, and the entry is not in flux.
+func (b *Bus) cacheable(topic, key string) bool {
+	if !b.Listening() {
+		return false
+	}
+	if int64(time.Since(b.base)) < b.holdEnd.Load() {
+		return false
+	}
+	if b.fluxing.Load() == 0 {
+		return true
+	}
+	b.fmu.Lock()
+	defer b.fmu.Unlock()
+	return b.all == 0 && b.inFlux[topic+"\x00"+key] == 0
+}
+
+// hold keeps nothing for holdFor from now: the listener (re)connected,
+// and fluxes announced before it listened may still be running (their
+// writes commit within CommitWithin).
+func (b *Bus) hold() {
+	end := int64(time.Since(b.base) + b.holdFor())
+	for {
+		old := b.holdEnd.Load()
+		if end <= old || b.holdEnd.CompareAndSwap(old, end) {
+			return
+		}
+	}
+}
 
 // SyncBound is how long a writer must wait, when a listening node does
 // not acknowledge its change, before it may answer: the node's lease has
@@ -170,6 +295,10 @@ func (b *Bus) Subscribe(topic string, invalidate func(key string), reset func())
 // committed.
 func (b *Bus) Publish(c meta.Change) {
 	b.changes.Add(1)
+	b.publish(c)
+}
+
+func (b *Bus) publish(c meta.Change) {
 	if c.Topic == meta.TopicAll {
 		b.Reset()
 		return
@@ -217,8 +346,13 @@ func (b *Bus) Changes() int64 { return b.changes.Load() }
 // announcements into the bus; onError (may be nil) sees listening errors.
 func (b *Bus) Handler(onError func(error)) meta.ChangeHandler {
 	return meta.ChangeHandler{
-		Changed: b.Publish, Reset: b.Reset, Error: onError, Listening: b.SetListening,
+		Changed: b.Publish, Error: onError, Listening: b.SetListening,
+		Reset: func() {
+			b.hold()
+			b.Reset()
+		},
 		Alive: b.Alive, AliveEvery: b.lease / 3,
+		Flux:  b.Flux, FluxOver: b.FluxOver,
 	}
 }
 
@@ -251,8 +385,9 @@ type Stats struct {
 // invalidated by key or wholesale (see the package doc). Loads of one key
 // are coalesced: concurrent Gets of a missing key wait for one load.
 type Map[V any] struct {
-	c   *otter.Cache[string, V]
-	bus *Bus
+	c     *otter.Cache[string, V]
+	bus   *Bus
+	topic string
 	st  *stats.Counter
 	// gen counts flushes: a load that straddles one is not kept (otter
 	// discards a load straddling an Invalidate of its key, but its
@@ -271,7 +406,7 @@ func NewMap[V any](bus *Bus, topic string, o Options, weigh ...func(key string, 
 	if o.TTL <= 0 {
 		o.TTL = time.Second
 	}
-	m := &Map[V]{bus: bus, st: stats.NewCounter()}
+	m := &Map[V]{bus: bus, topic: topic, st: stats.NewCounter()}
 	opts := &otter.Options[string, V]{
 		MaximumSize:      o.MaxEntries,
 		ExpiryCalculator: otter.ExpiryWriting[string, V](o.TTL),
@@ -298,16 +433,17 @@ func NewMap[V any](bus *Bus, topic string, o Options, weigh ...func(key string, 
 // for a key whichever caller runs it (callers share loads). While the bus
 // is down (SetListening(false)) every Get loads and nothing is kept.
 func (m *Map[V]) Get(ctx context.Context, key string, load func(ctx context.Context, key string) (V, error)) (V, error) {
-	if m.bus != nil && !m.bus.Listening() {
+	if m.bus != nil && !m.bus.cacheable(m.topic, key) {
 		m.bypassed.Add(1)
 		return load(ctx, key)
 	}
 	g := m.gen.Load()
 	v, err := m.c.Get(ctx, key, otter.LoaderFunc[string, V](load))
-	if m.gen.Load() != g || (m.bus != nil && !m.bus.Listening()) {
-		// A flush ran meanwhile: the value may have been loaded before
-		// it and stored after it. Use it for this call (it was current
-		// when the call began) but do not keep it.
+	if m.gen.Load() != g || (m.bus != nil && !m.bus.cacheable(m.topic, key)) {
+		// A flush ran meanwhile, or the key went into flux: the value
+		// may have been loaded before it and stored after it. Use it for
+		// this call (it was current when the call began) but do not keep
+		// it.
 		m.c.Invalidate(key)
 	}
 	return v, err

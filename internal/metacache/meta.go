@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
 )
 
@@ -132,39 +133,30 @@ func objectSize(key string, o meta.Object) int {
 	return n
 }
 
-// write runs fn, a write of the changes cs, as the type's doc says.
+// write runs fn, a write of the changes cs, as the type's doc says: on a
+// shared store, the entries go into flux on every node before the write
+// (BeginFlux), the write must commit within the bus's CommitWithin of
+// that announcement, and the flux ends after it.
 func (s *Store) write(ctx context.Context, cs []meta.Change, fn func(ctx context.Context) error) error {
-	wait, cancel := func(context.Context, time.Duration) {}, func() {}
+	wctx := meta.WithAnnounce(ctx, cs)
 	if s.inner.Changes != nil {
-		wait, cancel = s.inner.Changes.ExpectChange(cs...)
+		at, over := s.inner.Changes.BeginFlux(ctx, cs, s.sync)
+		defer over()
+		if at.IsZero() {
+			// Not announced (the database unreachable, or ctx done): a
+			// write that committed now could leave another node serving
+			// the old record until the commit's announcement reached it.
+			return errcode.Retry(errcode.Unavailable, time.Second, "could not announce the change to the other nodes, try again")
+		}
+		wctx = meta.WithCommitBy(wctx, at.Add(s.bus.CommitWithin()))
 	}
-	err := fn(meta.WithAnnounce(ctx, cs))
+	err := fn(wctx)
 	// Published even when the write failed: it may have committed
 	// (a result checked after COMMIT), and dropping an entry is harmless.
 	for _, c := range cs {
 		s.bus.Publish(c)
 	}
-	if err != nil {
-		cancel()
-		return err
-	}
-	if s.inner.Changes != nil && !s.bus.Listening() {
-		// This node's own listening connection is down, so it cannot
-		// collect the other nodes' acknowledgements (its ExpectChange
-		// waits for nothing); they still receive the announcement (it
-		// went with the commit). Wait the whole bound: each has then
-		// handled it or stopped trusting its cache (its lease ran out).
-		// Writes are slower only while the connection is down.
-		t := time.NewTimer(s.sync)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-		}
-		return nil
-	}
-	wait(ctx, s.sync)
-	return nil
+	return err
 }
 
 func bucketChange(name string) meta.Change { return meta.Change{Topic: meta.TopicBucket, Key: name} }

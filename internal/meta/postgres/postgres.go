@@ -461,6 +461,15 @@ func (s *Store) tryTx(ctx context.Context, begin string, fn opFunc) (commitSent 
 	for _, c := range meta.Announced(ctx) {
 		t.notify(c.Topic, c.Key)
 	}
+	// A write announced in flux (meta.ChangeListener.BeginFlux) must
+	// commit before the other nodes may end the flux on their own: the
+	// server checks its clock right before COMMIT, in the same batch, so
+	// no pause of this process can come between (division by zero, 22012,
+	// rolls the transaction back).
+	commitBy := meta.CommitBy(ctx)
+	if !commitBy.IsZero() {
+		t.exec("SELECT 1 / (clock_timestamp() < $1)::int", commitBy)
+	}
 	t.batch.Queue("commit").Exec(func(ct pgconn.CommandTag) error {
 		if ct.String() != "COMMIT" {
 			return errors.New("postgres: the transaction was rolled back at commit")
@@ -469,6 +478,9 @@ func (s *Store) tryTx(ctx context.Context, begin string, fn opFunc) (commitSent 
 	})
 	t.commitSent = true
 	if err := t.flush(); err != nil {
+		if !commitBy.IsZero() && isSQLState(err, "22012") {
+			return true, errcode.Retry(errcode.Unavailable, retryAfter, "the write took too long to commit (its announcement to the other nodes ran out), try again")
+		}
 		return true, err
 	}
 	return true, ferr
