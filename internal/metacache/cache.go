@@ -352,7 +352,7 @@ func (b *Bus) Handler(onError func(error)) meta.ChangeHandler {
 			b.Reset()
 		},
 		Alive: b.Alive, AliveEvery: b.lease / 3,
-		Flux:  b.Flux, FluxOver: b.FluxOver,
+		Flux: b.Flux, FluxOver: b.FluxOver,
 	}
 }
 
@@ -388,7 +388,7 @@ type Map[V any] struct {
 	c     *otter.Cache[string, V]
 	bus   *Bus
 	topic string
-	st  *stats.Counter
+	st    *stats.Counter
 	// gen counts flushes: a load that straddles one is not kept (otter
 	// discards a load straddling an Invalidate of its key, but its
 	// InvalidateAll does not promise that).
