@@ -210,4 +210,3 @@ func TestTerminatedListenerStillWaitedFor(t *testing.T) {
 	}
 	once.Do(func() { close(release) })
 }
-
