@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"net/url"
 	"sync"
 	"testing"
 	"time"
@@ -209,4 +210,39 @@ func TestTerminatedListenerStillWaitedFor(t *testing.T) {
 		t.Errorf("when A's write returned, C served %q, want v2", got)
 	}
 	once.Do(func() { close(release) })
+}
+
+// TestCutWriterFreesItsLocks: node A is cut off from PostgreSQL (a proxy
+// stops forwarding, closing nothing) in the middle of a transaction that
+// locked a user's row, as a write does for the quota. Node B's write of
+// the same row must go through once the server gave A's transaction up,
+// within B's statement timeout (30 s): before, the server kept A's
+// transaction for idle_in_transaction_session_timeout = 60 s (and, its
+// TCP keepalives off, the connection for hours), and B's write failed.
+func TestCutWriterFreesItsLocks(t *testing.T) {
+	db := testbackend.SharedPostgres(t).CreateDatabase(t)
+	proxy := newFreezeProxy(t, db)
+	u, err := url.Parse(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Host = proxy.ln.Addr().String()
+	a, b := open(t, u.String(), postgres.Options{}), open(t, db, postgres.Options{})
+	ctx := t.Context()
+	if err := b.CreateUser(ctx, meta.User{ID: "bob", Email: "bob@example.com", PasswordHash: "x"}, meta.Bucket{Name: "bob", OwnerID: "bob"}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := a.AcquireRaw(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Release()
+	if _, err := c.Exec(ctx, "BEGIN; SELECT 1 FROM users WHERE id = 'bob' FOR UPDATE"); err != nil {
+		t.Fatal(err)
+	}
+	proxy.freeze()
+	yes := true
+	if _, err := b.UpdateUser(ctx, "bob", meta.UserUpdate{Disabled: &yes}); err != nil {
+		t.Fatalf("B's write while A's cut transaction held the row: %v", err)
+	}
 }
