@@ -45,6 +45,7 @@ package meta
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -167,25 +168,11 @@ func Announced(ctx context.Context) []Change {
 	return cs
 }
 
-type commitByKey struct{}
-
-// WithCommitBy returns ctx carrying a deadline, on the store's own clock
-// (see ChangeListener.BeginFlux), after which the write called with it
-// must not commit: a store that announces (PostgreSQL) checks it on its
-// server in the statement before COMMIT and fails the write (Unavailable,
-// retryable) instead. The zero time sets none.
-func WithCommitBy(ctx context.Context, by time.Time) context.Context {
-	if by.IsZero() {
-		return ctx
-	}
-	return context.WithValue(ctx, commitByKey{}, by)
-}
-
-// CommitBy returns the deadline WithCommitBy put in ctx (zero: none).
-func CommitBy(ctx context.Context) time.Time {
-	t, _ := ctx.Value(commitByKey{}).(time.Time)
-	return t
-}
+// ErrFenced is in the chain of the error of a write that BeginFlux's
+// fence refused (its transaction rolled back, nothing changed): it could
+// not commit within the bound, or a listener started listening after the
+// announcement. Announcing again and rerunning the write is safe.
+var ErrFenced = errors.New("meta: the write's announcement is spent")
 
 // Change names a committed change that caches of other processes must
 // drop: a Topic and the Key of the entry.
@@ -257,11 +244,14 @@ type ChangeListener interface {
 	// BeginFlux announces, before a write of cs, that they are about to
 	// change (ChangeHandler.Flux on every listener), and waits until every
 	// listener that may still trust its caches acknowledged it, or max
-	// passed after the announcement committed. It returns the time of the
-	// announcement on the store's clock (for WithCommitBy; zero if it
-	// could not be announced) and over, to call once the write is done
-	// (committed or failed), which announces FluxOver without waiting.
-	BeginFlux(ctx context.Context, cs []Change, max time.Duration) (at time.Time, over func())
+	// passed after the announcement committed. The write must then run
+	// with wctx: the store fails it (Unavailable, retryable) rather than
+	// commit it later than within after the announcement, or after a
+	// listener that missed the announcement started listening. over, to
+	// call once the write is done (committed or failed), announces
+	// FluxOver (one statement; no wait for acknowledgements). err: the
+	// announcement failed.
+	BeginFlux(ctx context.Context, cs []Change, max, within time.Duration) (wctx context.Context, over func(), err error)
 }
 
 // RefreshToken is one link of a rotating refresh-token chain. Only the

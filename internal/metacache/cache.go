@@ -116,14 +116,15 @@ type Bus struct {
 	// The entries in flux (see the package doc): fluxes by id, and how
 	// many fluxes hold each topic+"\x00"+key (all: of meta.TopicAll);
 	// fluxing counts the fluxes, so that Gets find none without a lock.
-	// holdEnd (since base) is the end of the hold after a (re)connection
-	// of the listener, during which no entry is kept or served.
+	// held (since base; 0: none) is when the listener last
+	// (re)connected: no entry is kept or served until it reports Alive
+	// for a heartbeat sent after that.
 	fmu     sync.Mutex
 	fluxes  map[string][]meta.Change
 	inFlux  map[string]int
 	all     int
 	fluxing atomic.Int64
-	holdEnd atomic.Int64
+	held    atomic.Int64
 	// commitWithin: see CommitWithin.
 	commitWithin time.Duration
 }
@@ -170,11 +171,6 @@ func (b *Bus) CommitWithin() time.Duration { return max(b.commitWithin, b.SyncBo
 // so that a node that ends a flux on its own has handled the write's
 // commit, or stopped trusting its caches (see the package doc).
 func (b *Bus) FluxBound() time.Duration { return b.CommitWithin() + 3*b.lease }
-
-// holdFor is how long a node keeps nothing after its listener
-// (re)connected: a flux announced before it listened, which it never
-// received, may still commit for CommitWithin; a quarter lease of margin.
-func (b *Bus) holdFor() time.Duration { return b.CommitWithin() + b.lease + b.lease/4 }
 
 // Flux puts the entries cs in flux (meta.ChangeHandler.Flux): they are
 // dropped now, and no Get serves or keeps them until FluxOver(id), or
@@ -235,7 +231,7 @@ func (b *Bus) cacheable(topic, key string) bool {
 	if !b.Listening() {
 		return false
 	}
-	if int64(time.Since(b.base)) < b.holdEnd.Load() {
+	if b.held.Load() != 0 {
 		return false
 	}
 	if b.fluxing.Load() == 0 {
@@ -246,17 +242,12 @@ func (b *Bus) cacheable(topic, key string) bool {
 	return b.all == 0 && b.inFlux[topic+"\x00"+key] == 0
 }
 
-// hold keeps nothing for holdFor from now: the listener (re)connected,
-// and fluxes announced before it listened may still be running (their
-// writes commit within CommitWithin).
+// hold keeps nothing until the listener reports Alive for a heartbeat
+// sent after now: it (re)connected, and a write in flux whose fence it
+// passed just before the listener's LISTEN came in force commits before
+// that heartbeat is delivered (see the package doc).
 func (b *Bus) hold() {
-	end := int64(time.Since(b.base) + b.holdFor())
-	for {
-		old := b.holdEnd.Load()
-		if end <= old || b.holdEnd.CompareAndSwap(old, end) {
-			return
-		}
-	}
+	b.held.Store(max(int64(time.Since(b.base)), 1))
 }
 
 // SyncBound is how long a writer must wait, when a listening node does
@@ -270,6 +261,9 @@ func (b *Bus) SyncBound() time.Duration { return b.lease + b.lease/4 }
 // lease, and afterwards, unless Alive is called again, every Get loads
 // afresh and keeps nothing, as while the bus is down.
 func (b *Bus) Alive(since time.Time) {
+	if h := b.held.Load(); h != 0 && int64(since.Sub(b.base)) > h {
+		b.held.CompareAndSwap(h, 0)
+	}
 	end := int64(since.Sub(b.base) + b.lease)
 	for {
 		old := b.leaseEnd.Load()

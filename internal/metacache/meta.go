@@ -2,11 +2,11 @@ package metacache
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"slices"
 	"time"
 
-	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
 )
 
@@ -138,19 +138,30 @@ func objectSize(key string, o meta.Object) int {
 // (BeginFlux), the write must commit within the bus's CommitWithin of
 // that announcement, and the flux ends after it.
 func (s *Store) write(ctx context.Context, cs []meta.Change, fn func(ctx context.Context) error) error {
-	wctx := meta.WithAnnounce(ctx, cs)
-	if s.inner.Changes != nil {
-		at, over := s.inner.Changes.BeginFlux(ctx, cs, s.sync)
-		defer over()
-		if at.IsZero() {
-			// Not announced (the database unreachable, or ctx done): a
-			// write that committed now could leave another node serving
-			// the old record until the commit's announcement reached it.
-			return errcode.Retry(errcode.Unavailable, time.Second, "could not announce the change to the other nodes, try again")
+	for attempt := 1; ; attempt++ {
+		err := s.writeOnce(ctx, cs, fn)
+		// A fenced write rolled back (a listener started listening since
+		// the announcement, which it missed): announce again.
+		if !errors.Is(err, meta.ErrFenced) || attempt >= 3 || ctx.Err() != nil {
+			return err
 		}
-		wctx = meta.WithCommitBy(wctx, at.Add(s.bus.CommitWithin()))
 	}
-	err := fn(wctx)
+}
+
+func (s *Store) writeOnce(ctx context.Context, cs []meta.Change, fn func(ctx context.Context) error) error {
+	wctx := ctx
+	if s.inner.Changes != nil {
+		fctx, over, err := s.inner.Changes.BeginFlux(ctx, cs, s.sync, s.bus.CommitWithin())
+		defer over()
+		if err != nil {
+			// Not announced: a write that committed now could leave
+			// another node serving the old record until the commit's
+			// announcement reached it.
+			return err
+		}
+		wctx = fctx
+	}
+	err := fn(meta.WithAnnounce(wctx, cs))
 	// Published even when the write failed: it may have committed
 	// (a result checked after COMMIT), and dropping an entry is harmless.
 	for _, c := range cs {

@@ -57,6 +57,11 @@ const BeatsChannel = "coffer_beats"
 // a network cut).
 const ListenerApplicationName = "coffer-listen"
 
+// listenerStartingName is the listening connection's application_name
+// until its LISTEN is in force: a connection named ListenerApplicationName
+// receives every announcement committed from then on (see BeginFlux).
+const listenerStartingName = "coffer-listen-starting"
+
 // acks tracks this store's listening state and the barriers it waits for.
 type acks struct {
 	id        string // this listener's identity in acknowledgements
@@ -165,7 +170,7 @@ func (s *Store) ListenChanges(ctx context.Context, h meta.ChangeHandler) error {
 // beatLost fails the connection (it is reopened).
 func (s *Store) listenOnce(ctx context.Context, h meta.ChangeHandler, listening func()) error {
 	cfg := s.connConfig.Copy()
-	cfg.RuntimeParams["application_name"] = ListenerApplicationName
+	cfg.RuntimeParams["application_name"] = listenerStartingName
 	// The server drops a listener it can no longer reach within seconds,
 	// not the hours of the system's TCP defaults: until it does, writers
 	// count it and wait their whole bound for its acknowledgements.
@@ -204,6 +209,9 @@ func (s *Store) listenOnce(ctx context.Context, h meta.ChangeHandler, listening 
 	if _, err := conn.Exec(ctx, "LISTEN "+ChangesChannel+"; LISTEN "+AcksChannel+"; LISTEN "+BeatsChannel); err != nil {
 		return err
 	}
+	if _, err := conn.Exec(ctx, "SELECT set_config('application_name', $1, false)", ListenerApplicationName); err != nil {
+		return err
+	}
 	listening()
 	s.dropPreviousListener(ctx, conn.PgConn().PID())
 	if h.Reset != nil {
@@ -233,7 +241,7 @@ func (s *Store) listenOnce(ctx context.Context, h meta.ChangeHandler, listening 
 		beat      string    // the heartbeat on its way back ("": none)
 		beatStart time.Time // when it was sent
 		beats     uint64
-		next      = time.Now().Add(every)
+		next      = time.Now() // the first at once: it ends the Reset's hold
 	)
 	for {
 		wctx, cancel := context.WithDeadline(ctx, next)
@@ -375,48 +383,71 @@ func (s *Store) ExpectChange(cs ...meta.Change) (wait func(ctx context.Context, 
 // barrier announces a barrier and waits (at most max) until every
 // listening connection acknowledged it (see ExpectChange).
 func (s *Store) barrier(ctx context.Context, max time.Duration) {
-	s.announce(ctx, newListenerID(), nil, max)
+	_, _, _ = s.announce(ctx, newListenerID(), nil, max)
 }
 
 // BeginFlux implements meta.ChangeListener. In one statement (one
 // transaction), it announces FluxTopic + ":" + id + " " + payload for
-// each change, then the barrier BarrierTopic + ":" + id, counts the
+// each change, then the barrier BarrierTopic + ":" + id, lists the
 // listening connections and reads the server's clock (at); then it waits
 // until the barrier is acknowledged as ExpectChange's (and by every
 // listener whose heartbeat this one received within the lease, see
 // BeatsChannel), or max passed after the statement returned. A store not
 // listening itself announces all the same and waits the whole max: it
 // cannot collect the acknowledgements.
-func (s *Store) BeginFlux(ctx context.Context, cs []meta.Change, max time.Duration) (at time.Time, over func()) {
+//
+// The write's transaction (wctx) checks on the server, in the statement
+// before its COMMIT, that its clock is before at + within and that every
+// connection named ListenerApplicationName was listed at the
+// announcement: a listener named so has its LISTEN in force, so one that
+// is not listed may have missed the announcement (it started listening
+// since). Either fails the write (Unavailable, retryable) instead.
+func (s *Store) BeginFlux(ctx context.Context, cs []meta.Change, max, within time.Duration) (wctx context.Context, over func(), err error) {
 	if len(cs) == 0 {
-		return time.Time{}, func() {}
+		return ctx, func() {}, nil
 	}
 	id := newListenerID()
 	payloads := make([]string, 0, len(cs))
 	for _, c := range cs {
 		payloads = append(payloads, FluxTopic+":"+id+" "+c.Topic+":"+c.Key)
 	}
-	at = s.announce(ctx, id, payloads, max)
-	return at, func() {
+	at, pids, err := s.announce(ctx, id, payloads, max)
+	over = func() {
 		// After the write's commit, so delivered after its announcements;
-		// without holding up the write's answer.
-		go func() {
-			octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.AcquireTimeout)
-			defer cancel()
-			_ = s.read(octx, "end flux", func(c *pgx.Conn) error {
-				_, err := c.Exec(octx, "SELECT pg_notify($1, $2) FROM "+asyncCommit, ChangesChannel, FluxOverTopic+":"+id)
-				return err
-			})
-		}()
+		// before the write answers (one statement, no flush, no wait for
+		// acknowledgements), so that the client's next read finds the
+		// entry cacheable again on most nodes.
+		octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.AcquireTimeout)
+		defer cancel()
+		_ = s.read(octx, "end flux", func(c *pgx.Conn) error {
+			_, err := c.Exec(octx, "SELECT pg_notify($1, $2) FROM "+asyncCommit, ChangesChannel, FluxOverTopic+":"+id)
+			return err
+		})
 	}
+	if err != nil {
+		return ctx, over, classify(ctx, err, "announce the change to the other nodes")
+	}
+	return context.WithValue(ctx, fenceKey{}, fence{by: at.Add(within), pids: pids}), over, nil
 }
+
+// fence is what a write in flux checks before its COMMIT (BeginFlux).
+type fence struct {
+	by   time.Time
+	pids []int32
+}
+
+type fenceKey struct{}
+
+// fenceSQL fails (division by zero, 22012) when the write may not commit.
+const fenceSQL = "SELECT 1 / ((clock_timestamp() < $1) AND NOT EXISTS (SELECT 1 FROM pg_stat_activity" +
+	" WHERE application_name = $2 AND datname = current_database() AND pid <> ALL($3::int4[])))::int"
 
 // announce announces payloads then the barrier of id on ChangesChannel
 // in one transaction, and waits until the barrier is acknowledged by
 // every listener that must, at most max after the announcement returned
 // (the whole max when this store is not listening). It returns the
 // server's clock at the announcement (zero if it failed).
-func (s *Store) announce(ctx context.Context, id string, payloads []string, bound time.Duration) time.Time {
+func (s *Store) announce(ctx context.Context, id string, payloads []string, bound time.Duration) (time.Time, []int32, error) {
 	payload := BarrierTopic + ":" + id
 	w := &ackWaiter{from: map[string]bool{}, done: make(chan struct{})}
 	s.acks.mu.Lock()
@@ -436,23 +467,24 @@ func (s *Store) announce(ctx context.Context, id string, payloads []string, boun
 	// transaction commits, which need not wait for a WAL flush
 	// (asyncCommit).
 	var (
-		n  int64
-		at time.Time
+		pids []int32
+		at   time.Time
 	)
 	err := s.read(ctx, "announce barrier", func(c *pgx.Conn) error {
 		return c.QueryRow(ctx,
-			"SELECT (SELECT count(*) FROM pg_stat_activity WHERE application_name = $3 AND datname = current_database()), clock_timestamp()"+
+			"SELECT ARRAY(SELECT pid FROM pg_stat_activity WHERE application_name = $3 AND datname = current_database()), clock_timestamp()"+
 				" FROM (SELECT count(pg_notify($1, p)) FROM unnest($2::text[]) WITH ORDINALITY AS u(p, i)) AS x, "+asyncCommit,
-			ChangesChannel, append(payloads, payload), ListenerApplicationName).Scan(&n, &at)
+			ChangesChannel, append(payloads, payload), ListenerApplicationName).Scan(&pids, &at)
 	})
+	n := len(pids)
 	if err != nil || (n == 0 && listening) || ctx.Err() != nil {
-		return at
+		return at, pids, err
 	}
 	ctx, stop := context.WithTimeout(ctx, bound)
 	defer stop()
 	if listening {
 		s.acks.mu.Lock()
-		w.want = max(int(n), 1)
+		w.want = max(n, 1)
 		s.acks.check(w)
 		s.acks.mu.Unlock()
 	}
@@ -460,7 +492,7 @@ func (s *Store) announce(ctx context.Context, id string, payloads []string, boun
 	case <-w.done:
 	case <-ctx.Done():
 	}
-	return at
+	return at, pids, nil
 }
 
 // asyncCommit, in the FROM list of a statement run on its own, makes its

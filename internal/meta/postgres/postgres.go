@@ -481,14 +481,12 @@ func (s *Store) tryTx(ctx context.Context, begin string, fn opFunc) (commitSent 
 	for _, c := range meta.Announced(ctx) {
 		t.notify(c.Topic, c.Key)
 	}
-	// A write announced in flux (meta.ChangeListener.BeginFlux) must
-	// commit before the other nodes may end the flux on their own: the
-	// server checks its clock right before COMMIT, in the same batch, so
-	// no pause of this process can come between (division by zero, 22012,
-	// rolls the transaction back).
-	commitBy := meta.CommitBy(ctx)
-	if !commitBy.IsZero() {
-		t.exec("SELECT 1 / (clock_timestamp() < $1)::int", commitBy)
+	// A write announced in flux (BeginFlux) checks its fence on the
+	// server right before COMMIT, in the same batch, so that no pause of
+	// this process can come between (22012 rolls the transaction back).
+	f, fenced := ctx.Value(fenceKey{}).(fence)
+	if fenced {
+		t.exec(fenceSQL, f.by, ListenerApplicationName, f.pids)
 	}
 	t.batch.Queue("commit").Exec(func(ct pgconn.CommandTag) error {
 		if ct.String() != "COMMIT" {
@@ -498,8 +496,11 @@ func (s *Store) tryTx(ctx context.Context, begin string, fn opFunc) (commitSent 
 	})
 	t.commitSent = true
 	if err := t.flush(); err != nil {
-		if !commitBy.IsZero() && isSQLState(err, "22012") {
-			return true, errcode.Retry(errcode.Unavailable, retryAfter, "the write took too long to commit (its announcement to the other nodes ran out), try again")
+		if fenced && isSQLState(err, "22012") {
+			e := errcode.Retry(errcode.Unavailable, retryAfter,
+				"the write could not commit in time, or a node started listening meanwhile (its announcement to the other nodes is spent), try again").(*errcode.Error)
+			e.Err = meta.ErrFenced
+			return true, e
 		}
 		return true, err
 	}
