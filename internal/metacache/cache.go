@@ -24,19 +24,23 @@
 //     notification takes (milliseconds): the store announces each change
 //     with NOTIFY in the transaction of the change, so it is delivered
 //     exactly when it commits, and every node's listener (meta.ChangeListener,
-//     wired to Bus.Handler) publishes it on its own Bus. The node that made
-//     the change waits (meta.ChangeListener.ExpectChange, at most
-//     Bus.SyncBound) until every listening node has handled it before it
-//     answers, so the client's next request, on any node, sees it; a node
-//     that does not answer in time has stopped trusting its caches by then
-//     (the lease, below). An announcement can be
+//     wired to Bus.Handler) publishes it on its own Bus. Store's writes put
+//     the entries in flux on every node before they commit (below), so
+//     that no node serves the old record once the new one is readable
+//     anywhere; auth's writes wait after the commit
+//     (meta.ChangeListener.ExpectChange, at most Bus.SyncBound) until every
+//     listening node has handled it, so the client's next request, on any
+//     node, sees it. A node that does not acknowledge in time has stopped
+//     trusting its caches by then (the lease, below). An announcement can be
 //     lost while a node's listening connection is down: when it listens
 //     again the store reports Reset, which flushes every Map, so nothing
 //     loaded before or during the outage outlives it. It also reports
 //     the drop itself (Bus.SetListening(false), then Reset): until it
 //     listens again, Maps keep nothing they load.
 //   - A process that does not listen (a CLI command) still announces its
-//     changes to a PostgreSQL store's nodes, but does not wait for them.
+//     changes (and puts Store's writes in flux) on a PostgreSQL store, but
+//     cannot collect acknowledgements: its Store writes wait the whole
+//     SyncBound, its account changes do not wait.
 //     Against SQLite a second process can neither announce nor listen: its
 //     changes reach the server within the TTL.
 //
@@ -68,6 +72,90 @@
 // 10 s) or the node reconnects (it then ends its old connection on the
 // server itself). A heartbeat not back within 6 × L/3 (at least 2 s)
 // fails the connection: it is reopened, with the Reset that follows.
+//
+// # Linearizable reads: entries in flux before a write commits
+//
+// Invalidating after the commit is not enough for single-key
+// linearizability: between the commit and the arrival of its
+// notification, a node reading PostgreSQL returns the new record while
+// another node still serves the old one from its cache, so a read that
+// begins after another read returned the new value could return the old
+// one. So Store's writes put their entries in flux on every node before
+// they commit (as Chubby's master invalidates every client cache before a
+// modification proceeds, and has reads go to it meanwhile):
+//
+//  1. The writer announces "flux id: the changes cs" and a barrier in one
+//     transaction (meta.ChangeListener.BeginFlux, at time A on the
+//     server's clock) and waits until every listener acknowledged the
+//     barrier, or W = SyncBound after the announcement returned. A node
+//     that handles the flux (Bus.Flux) drops the entries and, until the
+//     flux ends, neither serves nor keeps them: its reads go to
+//     PostgreSQL, which is linearizable.
+//  2. The write commits; its own announcement invalidates as before. Its
+//     transaction checks on the server, in the statement right before
+//     COMMIT (the same batch: no pause of the writer can come between),
+//     that the server's clock is before A + CommitWithin and that every
+//     listening connection (named coffer-listen only once its LISTEN is in
+//     force) was listed at the announcement; otherwise it rolls back
+//     (meta.ErrFenced) and the write announces again (at most 3 times,
+//     then 503).
+//  3. "flux id is over" is announced after the commit, so each node
+//     receives it after the commit's own announcement (PostgreSQL delivers
+//     in commit order): ending the flux there, the node has dropped the
+//     entry and discarded any load that straddled the drop. A node ends a
+//     flux on its own after FluxBound = CommitWithin + 3 leases (a writer
+//     that died).
+//
+// The write answers right after its commit: no second wait. Why a read R
+// served from node N's cache at time t, after the commit C, is never
+// stale:
+//
+//   - N acknowledged the flux: it is in flux at t unless the flux ended.
+//     By the "over" announcement: N handled C's announcement before it, and
+//     what it cached since was loaded after it, i.e. after C. By its own
+//     bound: t ≥ A + FluxBound and N serves from its cache only within a
+//     lease of a heartbeat sent at h ≥ t − L ≥ A + CommitWithin + 2L >
+//     C, and a heartbeat comes back after every notification committed
+//     before it: N handled C.
+//   - N did not acknowledge (it is slow, cut, or its listening connection
+//     was terminated and it has not noticed): the writer waited W = 1.25 L
+//     after the announcement committed, so C > A + 1.25 L, and N's cache
+//     trust at t > C needs a heartbeat sent after t − L > A: N received
+//     the flux before that heartbeat, and either still holds it or ended
+//     it as above. The writer must not stop waiting early for such a node:
+//     it waits for every listener PostgreSQL lists and every listener
+//     whose heartbeat it received within 1.25 L (heartbeats go on a shared
+//     channel), and for its own listener's acknowledgement, which
+//     guarantees it received every heartbeat committed before the
+//     barrier; a node left out last proved alive more than 1.25 L ago, so
+//     its lease has run out.
+//   - N started listening after the announcement (first start, or a
+//     reconnect) and missed the flux: if its listener was named
+//     coffer-listen when C's fence ran, the fence saw it unlisted and C
+//     did not happen. Otherwise its LISTEN came into force after the
+//     fence; after a Reset a node keeps nothing until a heartbeat sent
+//     after the Reset comes back, and that heartbeat is committed after
+//     the fence, hence (short of the server pausing between two
+//     statements of one batch for longer than that round trip) after C:
+//     N handled C before caching anything.
+//   - A load that began before the flux reached N and finishes after:
+//     the flux's drop discards it (otter discards a load straddling an
+//     Invalidate of its key), and Map.Get does not keep a value whose key
+//     went into flux meanwhile. A read served from the cache before N
+//     handled the flux read a record that was current then: C had not
+//     happened yet.
+//
+// Each side measures only its own intervals on its own clock (the
+// server's, for A and the fence); every node must run with the same lease
+// and CommitWithin. Costs: one statement before the write (the flux and
+// its barrier, committed without a WAL flush), the wait for the slowest
+// acknowledgement, the fence in the write's batch, one statement after
+// (the "over"); reads of an entry in flux go to PostgreSQL for the
+// milliseconds the flux lasts. The account caches of package auth do not
+// go through Store: they invalidate after the commit and wait for the
+// barrier (auth's publish), so a revocation is visible on every node
+// before the change answers, but two reads on two nodes during those
+// milliseconds may disagree.
 //
 // Topics name what changed (meta.TopicUser, meta.TopicAccessKey); keys are
 // the IDs of the entries. A Map subscribes to one topic and its keys are

@@ -22,9 +22,11 @@ import (
 // changes (meta.TopicBucket, meta.TopicObject, meta.TopicAll for a
 // user's deletion), hands them to the store with meta.WithAnnounce
 // (PostgreSQL announces them in the write's transaction, so other nodes
-// receive them exactly when it commits), publishes them on this process's
-// Bus after the write, and then, on a store shared by listening nodes,
-// waits until every node acknowledged them (at most StoreOptions.Sync).
+// receive them exactly when it commits), and publishes them on this
+// process's Bus after the write. On a store shared by listening nodes it
+// first puts them in flux on every node and waits until every node
+// acknowledged that (at most StoreOptions.Sync), and ends the flux after
+// the write (the argument: the package doc, "Linearizable reads").
 // Only the roles holding such writes are wrapped (Buckets, Objects,
 // Uploads, Accounts, EncryptionJobs); writeTopics classifies every method
 // of every role of meta.Stores, and a test checks that the classification
