@@ -133,10 +133,10 @@ func TestNoReadInversionDuringInvalidation(t *testing.T) {
 		_, err := a.m.Objects.DeleteObject(ctx, "bob", "k", meta.Cond{})
 		deleted <- err
 	}()
+	// The delete may return before C receives its notification (a write
+	// in flux does not wait after its commit) or after (it used to).
 	select {
 	case <-held: // the delete committed; C has not handled it
-	case err := <-deleted:
-		t.Fatalf("the delete returned (%v) before C received its notification", err)
 	case <-time.After(30 * time.Second):
 		t.Fatal("C never received the delete's notification")
 	}
