@@ -45,6 +45,7 @@ package meta
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -167,6 +168,12 @@ func Announced(ctx context.Context) []Change {
 	return cs
 }
 
+// ErrFenced is in the chain of the error of a write that BeginFlux's
+// fence refused (its transaction rolled back, nothing changed): it could
+// not commit within the bound, or a listener started listening after the
+// announcement. Announcing again and rerunning the write is safe.
+var ErrFenced = errors.New("meta: the write's announcement is spent")
+
 // Change names a committed change that caches of other processes must
 // drop: a Topic and the Key of the entry.
 type Change struct {
@@ -202,6 +209,13 @@ type ChangeHandler struct {
 	// AliveEvery is how often Alive should be reported (0: as the
 	// listener pleases).
 	AliveEvery time.Duration
+	// Flux, if set, reports that a process is about to change the entries
+	// cs (BeginFlux): caches must drop them and neither serve nor keep
+	// them until FluxOver(id), or until a bound of their own. May be nil.
+	Flux func(id string, cs []Change)
+	// FluxOver reports the end of the flux id, delivered after the write's
+	// own announcements (it is committed after them). May be nil.
+	FluxOver func(id string)
 }
 
 // ChangeListener is implemented by stores that several processes share
@@ -227,6 +241,17 @@ type ChangeListener interface {
 	// A store that is not listening itself returns no-ops.
 	// Several changes (of one write) may be expected together.
 	ExpectChange(cs ...Change) (wait func(ctx context.Context, max time.Duration), cancel func())
+	// BeginFlux announces, before a write of cs, that they are about to
+	// change (ChangeHandler.Flux on every listener), and waits until every
+	// listener that may still trust its caches acknowledged it, or max
+	// passed after the announcement committed. The write must then run
+	// with wctx: the store fails it (Unavailable, retryable) rather than
+	// commit it later than within after the announcement, or after a
+	// listener that missed the announcement started listening. over, to
+	// call once the write is done (committed or failed), announces
+	// FluxOver (one statement; no wait for acknowledgements). err: the
+	// announcement failed.
+	BeginFlux(ctx context.Context, cs []Change, max, within time.Duration) (wctx context.Context, over func(), err error)
 }
 
 // RefreshToken is one link of a rotating refresh-token chain. Only the

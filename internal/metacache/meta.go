@@ -2,6 +2,7 @@ package metacache
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"slices"
 	"time"
@@ -21,9 +22,11 @@ import (
 // changes (meta.TopicBucket, meta.TopicObject, meta.TopicAll for a
 // user's deletion), hands them to the store with meta.WithAnnounce
 // (PostgreSQL announces them in the write's transaction, so other nodes
-// receive them exactly when it commits), publishes them on this process's
-// Bus after the write, and then, on a store shared by listening nodes,
-// waits until every node acknowledged them (at most StoreOptions.Sync).
+// receive them exactly when it commits), and publishes them on this
+// process's Bus after the write. On a store shared by listening nodes it
+// first puts them in flux on every node and waits until every node
+// acknowledged that (at most StoreOptions.Sync), and ends the flux after
+// the write (the argument: the package doc, "Linearizable reads").
 // Only the roles holding such writes are wrapped (Buckets, Objects,
 // Uploads, Accounts, EncryptionJobs); writeTopics classifies every method
 // of every role of meta.Stores, and a test checks that the classification
@@ -132,27 +135,41 @@ func objectSize(key string, o meta.Object) int {
 	return n
 }
 
-// write runs fn, a write of the changes cs, as the type's doc says.
+// write runs fn, a write of the changes cs, as the type's doc says: on a
+// shared store, the entries go into flux on every node before the write
+// (BeginFlux), the write must commit within the bus's CommitWithin of
+// that announcement, and the flux ends after it.
 func (s *Store) write(ctx context.Context, cs []meta.Change, fn func(ctx context.Context) error) error {
-	wait, cancel := func(context.Context, time.Duration) {}, func() {}
-	if s.inner.Changes != nil {
-		wait, cancel = s.inner.Changes.ExpectChange(cs...)
+	for attempt := 1; ; attempt++ {
+		err := s.writeOnce(ctx, cs, fn)
+		// A fenced write rolled back (a listener started listening since
+		// the announcement, which it missed): announce again.
+		if !errors.Is(err, meta.ErrFenced) || attempt >= 3 || ctx.Err() != nil {
+			return err
+		}
 	}
-	err := fn(meta.WithAnnounce(ctx, cs))
+}
+
+func (s *Store) writeOnce(ctx context.Context, cs []meta.Change, fn func(ctx context.Context) error) error {
+	wctx := ctx
+	if s.inner.Changes != nil {
+		fctx, over, err := s.inner.Changes.BeginFlux(ctx, cs, s.sync, s.bus.CommitWithin())
+		defer over()
+		if err != nil {
+			// Not announced: a write that committed now could leave
+			// another node serving the old record until the commit's
+			// announcement reached it.
+			return err
+		}
+		wctx = fctx
+	}
+	err := fn(meta.WithAnnounce(wctx, cs))
 	// Published even when the write failed: it may have committed
 	// (a result checked after COMMIT), and dropping an entry is harmless.
 	for _, c := range cs {
 		s.bus.Publish(c)
 	}
-	if err != nil {
-		cancel()
-		return err
-	}
-	if s.inner.Changes != nil {
-		// Writes are slower only while this node does not listen.
-		s.bus.Await(ctx, s.sync, wait)
-	}
-	return nil
+	return err
 }
 
 func bucketChange(name string) meta.Change { return meta.Change{Topic: meta.TopicBucket, Key: name} }

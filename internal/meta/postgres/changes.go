@@ -15,7 +15,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/coffer-storage/coffer/internal/meta"
-	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
 
 var _ meta.ChangeListener = (*Store)(nil)
@@ -34,6 +33,24 @@ const BarrierTopic = "sync"
 // payload ListenerID + " " + the barrier's payload.
 const AcksChannel = "coffer_change_acks"
 
+// FluxTopic and FluxOverTopic are the topics of BeginFlux's
+// announcements on ChangesChannel: FluxTopic + ":" + id + " " + the
+// change's payload, one per change, then a barrier (BarrierTopic + ":" +
+// id); FluxOverTopic + ":" + id once the write is done.
+const (
+	FluxTopic     = "flux"
+	FluxOverTopic = "fluxover"
+)
+
+// BeatsChannel is the channel of every listener's heartbeats, with the
+// payload ListenerID + " " + a sequence number: each listener learns
+// from it which others were alive lately, and a barrier waits for the
+// acknowledgement of every listener seen within the lease, not only of
+// those PostgreSQL still lists (a connection just terminated is no longer
+// listed, but its node may not have noticed yet and still trusts its
+// caches).
+const BeatsChannel = "coffer_beats"
+
 // ListenerApplicationName is the application_name of the connection that
 // listens for changes, set once it listens (until then it is this name
 // + "-starting"): ExpectChange counts these connections to know how
@@ -41,28 +58,51 @@ const AcksChannel = "coffer_change_acks"
 // a network cut).
 const ListenerApplicationName = "coffer-listen"
 
+// listenerStartingName is the listening connection's application_name
+// until its LISTEN is in force: a connection named ListenerApplicationName
+// receives every announcement committed from then on (see BeginFlux).
+const listenerStartingName = "coffer-listen-starting"
+
 // acks tracks this store's listening state and the barriers it waits for.
 type acks struct {
 	id        string // this listener's identity in acknowledgements
 	listening atomic.Bool
 	pid       atomic.Uint32 // the server process of the listening connection
-	mu        sync.Mutex
-	waiters   map[string]*ackWaiter // by barrier payload
+	// trust is how long after a heartbeat was received its listener may
+	// still trust its caches (the lease and a margin; 0: unknown).
+	trust   atomic.Int64
+	mu      sync.Mutex
+	waiters map[string]*ackWaiter // by barrier payload
+	seen    map[string]time.Time  // each listener's last heartbeat received
 }
 
 type ackWaiter struct {
 	from map[string]bool // listeners that acknowledged
-	want int             // how many must (0: not known yet)
+	want int             // how many must at least (0: not known yet)
 	done chan struct{}
 }
 
-func (w *ackWaiter) check() {
-	if w.want > 0 && len(w.from) >= w.want {
-		select {
-		case <-w.done:
-		default:
-			close(w.done)
+// check closes w.done once w has all it needs (mu held): want
+// acknowledgements, this listener's own among them (so every heartbeat
+// committed before the barrier has been received here), and the
+// acknowledgement of every listener whose heartbeat was received within
+// the trust interval (it may still trust its caches).
+func (a *acks) check(w *ackWaiter) {
+	if w.want == 0 || len(w.from) < w.want || !w.from[a.id] {
+		return
+	}
+	now, trust := time.Now(), time.Duration(a.trust.Load())
+	for id, at := range a.seen {
+		if now.Sub(at) >= trust {
+			delete(a.seen, id)
+		} else if !w.from[id] {
+			return
 		}
+	}
+	select {
+	case <-w.done:
+	default:
+		close(w.done)
 	}
 }
 
@@ -131,9 +171,7 @@ func (s *Store) ListenChanges(ctx context.Context, h meta.ChangeHandler) error {
 // beatLost fails the connection (it is reopened).
 func (s *Store) listenOnce(ctx context.Context, h meta.ChangeHandler, listening func()) error {
 	cfg := s.connConfig.Copy()
-	// Named ListenerApplicationName only once it listens (below): writers
-	// count the connections of that name and wait for each.
-	cfg.RuntimeParams["application_name"] = ListenerApplicationName + "-starting"
+	cfg.RuntimeParams["application_name"] = listenerStartingName
 	// The server drops a listener it can no longer reach within seconds,
 	// not the hours of the system's TCP defaults: until it does, writers
 	// count it and wait their whole bound for its acknowledgements.
@@ -165,10 +203,14 @@ func (s *Store) listenOnce(ctx context.Context, h meta.ChangeHandler, listening 
 		every = listenPingEvery
 	}
 	lost := max(6*every, beatLostMin)
-	beatChannel := "coffer_beat_" + s.acks.id
+	// The lease a handler derives from every (metacache: every = L/3),
+	// and a quarter of it for two clocks' rates.
+	s.acks.trust.Store(int64(15 * every / 4))
 	start := time.Now()
-	if _, err := conn.Exec(ctx, "LISTEN "+ChangesChannel+"; LISTEN "+AcksChannel+"; LISTEN "+beatChannel+
-		"; SET application_name = '"+ListenerApplicationName+"'"); err != nil {
+	if _, err := conn.Exec(ctx, "LISTEN "+ChangesChannel+"; LISTEN "+AcksChannel+"; LISTEN "+BeatsChannel); err != nil {
+		return err
+	}
+	if _, err := conn.Exec(ctx, "SELECT set_config('application_name', $1, false)", ListenerApplicationName); err != nil {
 		return err
 	}
 	listening()
@@ -200,7 +242,7 @@ func (s *Store) listenOnce(ctx context.Context, h meta.ChangeHandler, listening 
 		beat      string    // the heartbeat on its way back ("": none)
 		beatStart time.Time // when it was sent
 		beats     uint64
-		next      = time.Now().Add(every)
+		next      = time.Now() // the first at once: it ends the Reset's hold
 	)
 	for {
 		wctx, cancel := context.WithDeadline(ctx, next)
@@ -221,7 +263,7 @@ func (s *Store) listenOnce(ctx context.Context, h meta.ChangeHandler, listening 
 				beats++
 				beat, beatStart = strconv.FormatUint(beats, 10), time.Now()
 				ectx, cancel := context.WithTimeout(ctx, lost)
-				_, err := conn.Exec(ectx, "SELECT pg_notify($1, $2)", beatChannel, beat)
+				_, err := conn.Exec(ectx, "SELECT pg_notify($1, $2)", BeatsChannel, s.acks.id+" "+beat)
 				cancel()
 				if err != nil {
 					return err
@@ -231,8 +273,17 @@ func (s *Store) listenOnce(ctx context.Context, h meta.ChangeHandler, listening 
 			continue
 		}
 		switch n.Channel {
-		case beatChannel:
-			if n.Payload == beat {
+		case BeatsChannel:
+			from, seq, _ := strings.Cut(n.Payload, " ")
+			switch {
+			case from != s.acks.id:
+				s.acks.mu.Lock()
+				if s.acks.seen == nil {
+					s.acks.seen = map[string]time.Time{}
+				}
+				s.acks.seen[from] = time.Now()
+				s.acks.mu.Unlock()
+			case seq == beat:
 				beat = ""
 				if h.Alive != nil {
 					h.Alive(beatStart)
@@ -244,8 +295,17 @@ func (s *Store) listenOnce(ctx context.Context, h meta.ChangeHandler, listening 
 			case !ok:
 			case c.Topic == BarrierTopic:
 				// Every change committed before the barrier was
-				// handled above (ExpectChange).
+				// handled above (ExpectChange, BeginFlux).
 				s.ack(ctx, n.Payload)
+			case c.Topic == FluxTopic:
+				id, payload, _ := strings.Cut(c.Key, " ")
+				if fc, ok := parseChange(payload); ok && h.Flux != nil {
+					h.Flux(id, []meta.Change{fc})
+				}
+			case c.Topic == FluxOverTopic:
+				if h.FluxOver != nil {
+					h.FluxOver(c.Key)
+				}
 			case h.Changed != nil:
 				h.Changed(c)
 			}
@@ -293,7 +353,7 @@ func (s *Store) acked(from, payload string) {
 	defer s.acks.mu.Unlock()
 	if w := s.acks.waiters[payload]; w != nil {
 		w.from[from] = true
-		w.check()
+		s.acks.check(w)
 	}
 }
 
@@ -324,9 +384,72 @@ func (s *Store) ExpectChange(cs ...meta.Change) (wait func(ctx context.Context, 
 // barrier announces a barrier and waits (at most max) until every
 // listening connection acknowledged it (see ExpectChange).
 func (s *Store) barrier(ctx context.Context, max time.Duration) {
-	ctx, stop := context.WithTimeout(ctx, max)
-	defer stop()
-	payload := BarrierTopic + ":" + newListenerID()
+	_, _, _ = s.announce(ctx, newListenerID(), nil, max)
+}
+
+// BeginFlux implements meta.ChangeListener. In one statement (one
+// transaction), it announces FluxTopic + ":" + id + " " + payload for
+// each change, then the barrier BarrierTopic + ":" + id, lists the
+// listening connections and reads the server's clock (at); then it waits
+// until the barrier is acknowledged as ExpectChange's (and by every
+// listener whose heartbeat this one received within the lease, see
+// BeatsChannel), or max passed after the statement returned. A store not
+// listening itself announces all the same and waits the whole max: it
+// cannot collect the acknowledgements.
+//
+// The write's transaction (wctx) checks on the server, in the statement
+// before its COMMIT, that its clock is before at + within and that every
+// connection named ListenerApplicationName was listed at the
+// announcement: a listener named so has its LISTEN in force, so one that
+// is not listed may have missed the announcement (it started listening
+// since). Either fails the write (Unavailable, retryable) instead.
+func (s *Store) BeginFlux(ctx context.Context, cs []meta.Change, max, within time.Duration) (wctx context.Context, over func(), err error) {
+	if len(cs) == 0 {
+		return ctx, func() {}, nil
+	}
+	id := newListenerID()
+	payloads := make([]string, 0, len(cs))
+	for _, c := range cs {
+		payloads = append(payloads, FluxTopic+":"+id+" "+c.Topic+":"+c.Key)
+	}
+	at, pids, err := s.announce(ctx, id, payloads, max)
+	over = func() {
+		// After the write's commit, so delivered after its announcements;
+		// before the write answers (one statement, no flush, no wait for
+		// acknowledgements), so that the client's next read finds the
+		// entry cacheable again on most nodes.
+		octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.AcquireTimeout)
+		defer cancel()
+		_ = s.read(octx, "end flux", func(c *pgx.Conn) error {
+			_, err := c.Exec(octx, "SELECT pg_notify($1, $2) FROM "+asyncCommit, ChangesChannel, FluxOverTopic+":"+id)
+			return err
+		})
+	}
+	if err != nil {
+		return ctx, over, classify(ctx, err, "announce the change to the other nodes")
+	}
+	return context.WithValue(ctx, fenceKey{}, fence{by: at.Add(within), pids: pids}), over, nil
+}
+
+// fence is what a write in flux checks before its COMMIT (BeginFlux).
+type fence struct {
+	by   time.Time
+	pids []int32
+}
+
+type fenceKey struct{}
+
+// fenceSQL fails (division by zero, 22012) when the write may not commit.
+const fenceSQL = "SELECT 1 / ((clock_timestamp() < $1) AND NOT EXISTS (SELECT 1 FROM pg_stat_activity" +
+	" WHERE application_name = $2 AND datname = current_database() AND pid <> ALL($3::int4[])))::int"
+
+// announce announces payloads then the barrier of id on ChangesChannel
+// in one transaction, and waits until the barrier is acknowledged by
+// every listener that must, at most max after the announcement returned
+// (the whole max when this store is not listening). It returns the
+// server's clock at the announcement (zero if it failed).
+func (s *Store) announce(ctx context.Context, id string, payloads []string, bound time.Duration) (time.Time, []int32, error) {
+	payload := BarrierTopic + ":" + id
 	w := &ackWaiter{from: map[string]bool{}, done: make(chan struct{})}
 	s.acks.mu.Lock()
 	if s.acks.waiters == nil {
@@ -339,23 +462,38 @@ func (s *Store) barrier(ctx context.Context, max time.Duration) {
 		defer s.acks.mu.Unlock()
 		delete(s.acks.waiters, payload)
 	}()
-	// pg_notify in FROM runs once, whatever the count; the announcement
-	// is delivered when the statement's transaction commits, which need
-	// not wait for a WAL flush (asyncCommit).
-	n, err := metasql.Get(ctx, driver{s}, "announce barrier", metasql.ScanInt64, nil,
-		"SELECT (SELECT count(*) FROM pg_stat_activity WHERE application_name = $3 AND datname = current_database()) FROM pg_notify($1, $2), "+asyncCommit,
-		ChangesChannel, payload, ListenerApplicationName)
-	if err != nil || n == 0 {
-		return
+	listening := s.acks.listening.Load()
+	// The notifications in FROM run once each, in the array's order,
+	// whatever the count; they are delivered when the statement's
+	// transaction commits, which need not wait for a WAL flush
+	// (asyncCommit).
+	var (
+		pids []int32
+		at   time.Time
+	)
+	err := s.read(ctx, "announce barrier", func(c *pgx.Conn) error {
+		return c.QueryRow(ctx,
+			"SELECT ARRAY(SELECT pid FROM pg_stat_activity WHERE application_name = $3 AND datname = current_database()), clock_timestamp()"+
+				" FROM (SELECT count(pg_notify($1, p)) FROM unnest($2::text[]) WITH ORDINALITY AS u(p, i)) AS x, "+asyncCommit,
+			ChangesChannel, append(payloads, payload), ListenerApplicationName).Scan(&pids, &at)
+	})
+	n := len(pids)
+	if err != nil || (n == 0 && listening) || ctx.Err() != nil {
+		return at, pids, err
 	}
-	s.acks.mu.Lock()
-	w.want = int(n)
-	w.check()
-	s.acks.mu.Unlock()
+	ctx, stop := context.WithTimeout(ctx, bound)
+	defer stop()
+	if listening {
+		s.acks.mu.Lock()
+		w.want = max(n, 1)
+		s.acks.check(w)
+		s.acks.mu.Unlock()
+	}
 	select {
 	case <-w.done:
 	case <-ctx.Done():
 	}
+	return at, pids, nil
 }
 
 // asyncCommit, in the FROM list of a statement run on its own, makes its

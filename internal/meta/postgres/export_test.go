@@ -24,3 +24,7 @@ func (s *Store) ExecRaw(ctx context.Context, sql string) error {
 // SetListenDial makes the store dial its listening connection with dial
 // (a proxy that can cut it silently). Call it before ListenChanges.
 func (s *Store) SetListenDial(dial pgconn.DialFunc) { s.listenDial = dial }
+
+// ListenerPID is the server process of the store's listening connection
+// (0 before it first listened).
+func (s *Store) ListenerPID() uint32 { return s.acks.pid.Load() }

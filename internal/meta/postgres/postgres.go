@@ -174,6 +174,12 @@ func (q *queryCounter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatc
 }
 func (q *queryCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 
+// IdleInTransactionTimeout is the pool connections'
+// idle_in_transaction_session_timeout (unless the URL sets it): the
+// longest a transaction whose client stopped sending (cut off, paused)
+// holds its locks.
+const IdleInTransactionTimeout = 5 * time.Second
+
 // Open connects to the database at url (a postgres:// URL or a key=value
 // connection string), applies pending migrations and returns the store.
 // Run-time parameters in url are kept, except statement_timeout, which
@@ -192,9 +198,23 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	rp := cfg.ConnConfig.RuntimeParams
 	rp["statement_timeout"] = strconv.FormatInt(opts.StatementTimeout.Milliseconds(), 10)
 	if _, ok := rp["idle_in_transaction_session_timeout"]; !ok {
-		// A transaction is never idle for long: its statements are sent
-		// back to back. This frees the locks of a node that hangs.
-		rp["idle_in_transaction_session_timeout"] = strconv.FormatInt(2*opts.StatementTimeout.Milliseconds(), 10)
+		// A transaction is never idle on purpose: its statements are sent
+		// back to back, the gaps are the client's work between two round
+		// trips (milliseconds). This frees the locks (a user's row, held
+		// for its quota) of a node that was cut off or paused
+		// mid-transaction within seconds, so other nodes' writes resume.
+		rp["idle_in_transaction_session_timeout"] = strconv.FormatInt(IdleInTransactionTimeout.Milliseconds(), 10)
+	}
+	// The server notices a client that vanished (a partition, a dead
+	// host: no RST) within about 10 s rather than the hours of the
+	// system's TCP defaults: keepalives while the connection is idle, and
+	// tcp_user_timeout while the server's results go unacknowledged.
+	for k, v := range map[string]string{
+		"tcp_keepalives_idle": "5", "tcp_keepalives_interval": "1", "tcp_keepalives_count": "5", "tcp_user_timeout": "10000",
+	} {
+		if _, ok := rp[k]; !ok {
+			rp[k] = v
+		}
 	}
 	if _, ok := rp["application_name"]; !ok {
 		rp["application_name"] = "coffer"
@@ -461,6 +481,13 @@ func (s *Store) tryTx(ctx context.Context, begin string, fn opFunc) (commitSent 
 	for _, c := range meta.Announced(ctx) {
 		t.notify(c.Topic, c.Key)
 	}
+	// A write announced in flux (BeginFlux) checks its fence on the
+	// server right before COMMIT, in the same batch, so that no pause of
+	// this process can come between (22012 rolls the transaction back).
+	f, fenced := ctx.Value(fenceKey{}).(fence)
+	if fenced {
+		t.exec(fenceSQL, f.by, ListenerApplicationName, f.pids)
+	}
 	t.batch.Queue("commit").Exec(func(ct pgconn.CommandTag) error {
 		if ct.String() != "COMMIT" {
 			return errors.New("postgres: the transaction was rolled back at commit")
@@ -469,6 +496,12 @@ func (s *Store) tryTx(ctx context.Context, begin string, fn opFunc) (commitSent 
 	})
 	t.commitSent = true
 	if err := t.flush(); err != nil {
+		if fenced && isSQLState(err, "22012") {
+			e := errcode.Retry(errcode.Unavailable, retryAfter,
+				"the write could not commit in time, or a node started listening meanwhile (its announcement to the other nodes is spent), try again").(*errcode.Error)
+			e.Err = meta.ErrFenced
+			return true, e
+		}
 		return true, err
 	}
 	return true, ferr
