@@ -274,6 +274,13 @@ func (c *core) readFailed(o meta.Object, key string, err error) {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return
 	}
+	if errcode.Of(err) == errcode.Unavailable {
+		// The store is unreachable or busy (a partition, a restart): no
+		// fault of this blob, and the client got a 503 with Retry-After.
+		// Recorded, it would make coffer fsck report a good blob.
+		c.log.Warn("blob store unavailable for a read", "bucket", o.Bucket, "key", o.Key, "blob", key, "err", err)
+		return
+	}
 	problem := meta.ScrubUnreadable
 	if IsCorrupt(err) {
 		problem = meta.ScrubCorrupt

@@ -395,7 +395,7 @@ func (a *artifacts) saveIfFailed() {
 	write("nemesis.log", []byte(strings.Join(a.nemesis, "\n")+"\n"))
 	if a.c != nil {
 		for i, n := range a.c.nodes {
-			write(fmt.Sprintf("node%d.log", i), []byte(n.Stderr()))
+			write(fmt.Sprintf("node%d.log", i), []byte(n.AllStderr()))
 		}
 	}
 	a.t.Errorf("the failing run's history, visualisation and logs are in %s", dir)

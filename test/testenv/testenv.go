@@ -93,6 +93,7 @@ type Server struct {
 	mu     sync.Mutex
 	cmd    *exec.Cmd
 	stderr *bytes.Buffer
+	before string // the standard error of the processes before a restart
 	exited chan error
 	addr   string
 	s3addr string
@@ -285,6 +286,9 @@ func (s *Server) start(listen, s3listen string) {
 		s.URL, s.S3URL = addrs[0], addrs[1]
 		_, file, _ := strings.Cut(addrs[0], "://")
 		_, s3, _ := strings.Cut(addrs[1], "://")
+		if s.stderr != nil {
+			s.before += s.stderr.String() + "--- restarted ---\n"
+		}
 		s.cmd, s.stderr, s.exited, s.addr, s.s3addr = cmd, stderr, exited, file, s3
 		s.mu.Unlock()
 	case err := <-exited:
@@ -313,7 +317,7 @@ func (s *Server) waitReady() {
 	s.t.Fatalf("server not ready in 15s\n%s", s.Stderr())
 }
 
-// Stderr returns what the server logged so far.
+// Stderr returns what the server's current process logged so far.
 func (s *Server) Stderr() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -321,6 +325,17 @@ func (s *Server) Stderr() string {
 		return ""
 	}
 	return s.stderr.String()
+}
+
+// AllStderr returns what the server logged so far, with what its
+// processes before every restart logged.
+func (s *Server) AllStderr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stderr == nil {
+		return s.before
+	}
+	return s.before + s.stderr.String()
 }
 
 // PID returns the server's process ID.

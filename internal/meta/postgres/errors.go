@@ -55,6 +55,10 @@ func classify(ctx context.Context, err error, format string, args ...any) error 
 		case code == "53300", code == "53400", // too_many_connections, configuration_limit_exceeded
 			code == "57P01", code == "57P02", code == "57P03", // admin_shutdown, crash_shutdown, cannot_connect_now
 			code == "40001", code == "40P01", // serialization_failure, deadlock_detected (after the retries)
+			// idle_in_transaction_session_timeout, idle_session_timeout:
+			// the server ended a session this node left silent (a pause, a
+			// partition); its transaction rolled back, nothing happened.
+			code == "25P03", code == "57P05",
 			strings.HasPrefix(code, "08"): // connection exceptions
 			return retry(err, "%s: database unavailable", msg)
 		case strings.HasPrefix(code, "53"): // insufficient resources (disk full, out of memory)
