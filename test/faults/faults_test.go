@@ -140,7 +140,7 @@ func startCluster(t *testing.T) *cluster {
 			n = testenv.StartNode(t, nb, "--meta-cache-ttl", metaCacheTTL.String())
 		}
 		// A paused node must not outlive the test stopped.
-		t.Cleanup(func() { _ = syscall.Kill(n.PID(), syscall.SIGCONT) })
+		t.Cleanup(func() { signal(n.PID(), syscall.SIGCONT) })
 		c.nodes = append(c.nodes, n)
 		c.pgProxy = append(c.pgProxy, pp)
 		c.s3Proxy = append(c.s3Proxy, sp)

@@ -41,8 +41,8 @@ func (c *cluster) faults() []fault {
 var proxyFaults = []fault{
 	{"kill", func(c *cluster, n int) { c.nodes[n].Kill() },
 		func(t *testing.T, c *cluster, n int) { c.nodes[n].Restart() }},
-	{"pause", func(c *cluster, n int) { _ = syscall.Kill(c.nodes[n].PID(), syscall.SIGSTOP) },
-		func(t *testing.T, c *cluster, n int) { _ = syscall.Kill(c.nodes[n].PID(), syscall.SIGCONT) }},
+	{"pause", func(c *cluster, n int) { signal(c.nodes[n].PID(), syscall.SIGSTOP) },
+		func(t *testing.T, c *cluster, n int) { signal(c.nodes[n].PID(), syscall.SIGCONT) }},
 	{"partition-postgres", func(c *cluster, n int) { c.pgProxy[n].Set(blackhole, 0) },
 		func(t *testing.T, c *cluster, n int) { c.pgProxy[n].Set(pass, 0) }},
 	{"partition-minio", func(c *cluster, n int) { c.s3Proxy[n].Set(blackhole, 0) },
@@ -168,4 +168,12 @@ func (m *nemesis) recovered() (time.Duration, bool) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	return time.Since(begin).Round(time.Millisecond), false
+}
+
+// signal sends sig to process pid, if one runs (never to pid 0: that is
+// the whole process group, the test included).
+func signal(pid int, sig syscall.Signal) {
+	if pid > 0 {
+		_ = syscall.Kill(pid, sig)
+	}
 }

@@ -338,10 +338,14 @@ func (s *Server) AllStderr() string {
 	return s.before + s.stderr.String()
 }
 
-// PID returns the server's process ID.
+// PID returns the server's process ID (0 while no process runs: a
+// restart that failed).
 func (s *Server) PID() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.cmd == nil || s.cmd.Process == nil {
+		return 0
+	}
 	return s.cmd.Process.Pid
 }
 
