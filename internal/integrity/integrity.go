@@ -37,6 +37,9 @@ type Options struct {
 	MD5    []byte
 	// NoMD5 skips MD5 (when the caller needs no ETag from it).
 	NoMD5 bool
+	// NoSHA256 skips SHA-256 unless SHA256 is announced (when the caller
+	// reads no SHA256 of it): SHA256 then returns nil.
+	NoSHA256 bool
 	// ChecksumAlgorithm, if set, also computes that S3 checksum (a name
 	// ParseAlgorithm accepts); ChecksumWant, if set, must match it at EOF.
 	ChecksumAlgorithm string
@@ -58,7 +61,10 @@ type Reader struct {
 // NewReader returns a Reader over r. An unknown ChecksumAlgorithm fails
 // the first Read with InvalidArgument.
 func NewReader(r io.Reader, opts Options) *Reader {
-	ir := &Reader{r: r, opts: opts, sha: sha256.New()}
+	ir := &Reader{r: r, opts: opts}
+	if !opts.NoSHA256 || opts.SHA256 != nil {
+		ir.sha = sha256.New()
+	}
 	if !opts.NoMD5 {
 		ir.md5 = md5.New()
 	}
@@ -83,7 +89,9 @@ func (ir *Reader) Read(p []byte) (int, error) {
 			ir.err = errcode.New(errcode.TooLarge, "body is longer than the announced %d bytes", ir.opts.Size)
 			return 0, ir.err
 		}
-		ir.sha.Write(p[:n])
+		if ir.sha != nil {
+			ir.sha.Write(p[:n])
+		}
 		if ir.md5 != nil {
 			ir.md5.Write(p[:n])
 		}
@@ -167,8 +175,14 @@ func Mismatch(alg string, want, got []byte) error {
 // N returns the number of bytes read so far.
 func (ir *Reader) N() int64 { return ir.n }
 
-// SHA256 returns the SHA-256 of the bytes read so far.
-func (ir *Reader) SHA256() []byte { return ir.sha.Sum(nil) }
+// SHA256 returns the SHA-256 of the bytes read so far (nil with NoSHA256
+// and no SHA256 announced).
+func (ir *Reader) SHA256() []byte {
+	if ir.sha == nil {
+		return nil
+	}
+	return ir.sha.Sum(nil)
+}
 
 // MD5 returns the MD5 of the bytes read so far (nil with NoMD5).
 func (ir *Reader) MD5() []byte {

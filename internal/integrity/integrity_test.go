@@ -108,3 +108,37 @@ func TestChecksums(t *testing.T) {
 		t.Errorf("unknown algorithm: %v", err)
 	}
 }
+
+// TestNoSHA256: with NoSHA256 the reader computes no SHA-256 (nobody
+// reads it: SHA256 is nil) unless one is announced, which is then still
+// checked; the MD5 is unaffected.
+func TestNoSHA256(t *testing.T) {
+	data := []byte(strings.Repeat("coffer", 1000))
+	sha, sum := sha256.Sum256(data), md5.Sum(data)
+	r := NewReader(bytes.NewReader(data), Options{Size: -1, NoSHA256: true})
+	if _, err := io.Copy(io.Discard, r); err != nil {
+		t.Fatal(err)
+	}
+	if r.SHA256() != nil || !bytes.Equal(r.MD5(), sum[:]) {
+		t.Errorf("SHA256 %x (want none), MD5 %x (want %x)", r.SHA256(), r.MD5(), sum)
+	}
+	for _, tc := range []struct {
+		want []byte
+		code errcode.Code
+	}{{sha[:], errcode.Unknown}, {make([]byte, 32), errcode.ChecksumMismatch}} {
+		r := NewReader(bytes.NewReader(data), Options{Size: -1, NoSHA256: true, SHA256: tc.want})
+		if _, err := io.Copy(io.Discard, r); errcode.Of(err) != tc.code && (err != nil || tc.code != errcode.Unknown) {
+			t.Errorf("announced %x: %v, want %v", tc.want, err, tc.code)
+		}
+	}
+	// Hashing nothing allocates nothing per Read.
+	buf := make([]byte, 4096)
+	src := bytes.NewReader(data)
+	r = NewReader(src, Options{Size: -1, NoSHA256: true, NoMD5: true})
+	if n := testing.AllocsPerRun(100, func() {
+		src.Reset(data)
+		r.Read(buf)
+	}); n != 0 {
+		t.Errorf("%v allocations per Read", n)
+	}
+}

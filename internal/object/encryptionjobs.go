@@ -3,9 +3,11 @@ package object
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"sync"
 	"sync/atomic"
@@ -556,16 +558,25 @@ func (s *EncryptionJobs) swapEncrypted(ctx context.Context, b meta.Bucket, o met
 	switch {
 	case len(o.Parts) > 0:
 		enc.Parts = make([]meta.ObjectPart, len(o.Parts))
-		for i, p := range o.Parts {
-			md5, err := hex.DecodeString(p.ETag)
-			if err != nil {
-				md5 = nil
+		// Parts without an MD5 of their own (a tus upload's) are checked
+		// together against the object's SHA-256 before the row changes.
+		var whole hash.Hash
+		for _, p := range o.Parts {
+			if unhexMD5(p.ETag) == nil && unhex(o.SHA256) != nil {
+				whole = sha256.New()
 			}
+		}
+		for i, p := range o.Parts {
+			md5 := unhexMD5(p.ETag)
 			src, err := s.blobs.Get(ctx, p.BlobKey, 0, p.Size)
 			if err != nil {
 				return fail(err)
 			}
-			r := integrity.NewReader(src, integrity.Options{Size: p.Size, MD5: md5})
+			var body io.Reader = src
+			if whole != nil {
+				body = io.TeeReader(src, whole)
+			}
+			r := integrity.NewReader(body, integrity.Options{Size: p.Size, MD5: md5, NoMD5: md5 == nil, NoSHA256: true})
 			key, sl, err := writeBlob(p.BlobKey, p.Size, r)
 			src.Close()
 			if err != nil {
@@ -574,6 +585,11 @@ func (s *EncryptionJobs) swapEncrypted(ctx context.Context, b meta.Bucket, o met
 			np := p
 			np.BlobKey, np.Encryption, np.EncryptionKEK = key, sl.envelope, sl.kek
 			enc.Parts[i] = np
+		}
+		if whole != nil {
+			if got, want := whole.Sum(nil), unhex(o.SHA256); !bytes.Equal(got, want) {
+				return fail(integrity.Mismatch("sha256", want, got))
+			}
 		}
 	case o.IsInline():
 		sl, err := s.newSealer(ctx, inlineIdentity, sse)

@@ -243,6 +243,12 @@ type PartInput struct {
 	// UploadPartCopy), or nil: it must be the upload's, and given exactly
 	// when the upload was created with one.
 	CustomerKey []byte
+	// WholeHashed says the caller hashes the whole upload itself (a tus
+	// upload: its running MD5 and SHA-256 become the object's ETag and
+	// SHA-256, CompleteWhole): the part gets no MD5 of its own (an empty
+	// ETag; MD5 is still checked if announced), and the object's parts are
+	// verified together against its SHA-256 (scrub, re-encryption).
+	WholeHashed bool
 }
 
 // PutPart streams one part into storage and records it.
@@ -302,15 +308,18 @@ func (s *Uploads) putPart(ctx context.Context, a Actor, in PartInput, from *copy
 			defer rc.Close()
 			in.Body = rc
 		}
+		// A part's SHA-256 is only checked (when announced), never kept.
 		r := integrity.NewReader(in.Body, integrity.Options{
 			Size: in.Size, Limit: MaxPartSize, LimitErr: errPartTooLarge,
-			SHA256: in.SHA256, MD5: in.MD5,
+			SHA256: in.SHA256, MD5: in.MD5, NoSHA256: true, NoMD5: in.WholeHashed && in.MD5 == nil,
 			ChecksumAlgorithm: u.ChecksumAlgorithm, ChecksumWant: in.ChecksumWant,
 		})
 		if rv, p.Size, err = s.writeStaged(ctx, st, r, in.Size, sl); err != nil {
 			return meta.Part{}, err
 		}
-		p.ETag = hex.EncodeToString(r.MD5())
+		if !in.WholeHashed {
+			p.ETag = hex.EncodeToString(r.MD5())
+		}
 		if sum := r.Checksum(); sum != nil {
 			p.Checksum = base64.StdEncoding.EncodeToString(sum)
 		}

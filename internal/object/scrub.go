@@ -1,10 +1,13 @@
 package object
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"hash"
 	"io"
 	"sync"
 	"sync/atomic"
@@ -386,6 +389,7 @@ func (w *Scrubber) check(ctx context.Context, opts ScrubOptions, lim *rate.Limit
 		sha, md5 []byte
 	}
 	var pieces []piece
+	var wholeWant []byte // the SHA-256 of the parts together, when they are checked so
 	switch {
 	case o.IsInline():
 		pieces = []piece{{size: o.Size, env: o.Encryption, sha: unhex(o.SHA256)}}
@@ -397,35 +401,26 @@ func (w *Scrubber) check(ctx context.Context, opts ScrubOptions, lim *rate.Limit
 		pieces = []piece{pc}
 	default:
 		for _, pt := range o.Parts {
-			pieces = append(pieces, piece{key: pt.BlobKey, size: pt.Size, env: pt.Encryption, md5: unhexMD5(pt.ETag)})
+			pc := piece{key: pt.BlobKey, size: pt.Size, env: pt.Encryption, md5: unhexMD5(pt.ETag)}
+			if pc.md5 == nil {
+				// A part without an MD5 of its own (a tus upload's):
+				// the parts are checked together against the object's
+				// SHA-256.
+				wholeWant = unhex(o.SHA256)
+			}
+			pieces = append(pieces, pc)
 		}
 	}
-	for _, pc := range pieces {
-		problem, n, err := w.checkBlob(ctx, lim, o, pc.key, pc.size, pc.env, pc.sha, pc.md5)
-		p.Bytes += n
-		w.stats.Bytes.Add(n)
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		switch problem {
-		case "":
-			if known[pc.key] && pc.key != "" {
-				if err := w.meta.DeleteScrubFinding(ctx, pc.key); err != nil {
-					return err
-				}
-				delete(known, pc.key)
-			}
-			continue
-		case "unverified":
-			p.Unverified++
-			w.stats.Unverified.Add(1)
-			continue
-		}
+	var whole hash.Hash
+	if wholeWant != nil {
+		whole = sha256.New()
+	}
+	record := func(pc piece, problem string, err error) error {
 		// Still the same version, with the same blob? (A delete since the
 		// record was read may have reclaimed it.)
 		again, gerr := w.meta.GetObjectVersion(ctx, v.Bucket, v.Key, v.VersionID)
 		if errcode.Is(gerr, errcode.NotFound) || gerr == nil && !holds(again, pc.key) {
-			continue
+			return nil
 		}
 		switch problem {
 		case meta.ScrubMissing:
@@ -450,6 +445,60 @@ func (w *Scrubber) check(ctx context.Context, opts ScrubOptions, lim *rate.Limit
 		if opts.Finding != nil {
 			opts.Finding(f)
 		}
+		return nil
+	}
+	for _, pc := range pieces {
+		var tee io.Writer
+		if whole != nil {
+			tee = whole
+		}
+		problem, n, err := w.checkBlob(ctx, lim, o, pc.key, pc.size, pc.env, pc.sha, pc.md5, tee)
+		p.Bytes += n
+		w.stats.Bytes.Add(n)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		switch problem {
+		case "":
+			if known[pc.key] && pc.key != "" && whole == nil {
+				if err := w.meta.DeleteScrubFinding(ctx, pc.key); err != nil {
+					return err
+				}
+				delete(known, pc.key)
+			}
+			continue
+		case "unverified":
+			p.Unverified++
+			w.stats.Unverified.Add(1)
+			whole = nil
+			continue
+		}
+		whole = nil // the whole check needs every part read
+		if err := record(pc, problem, err); err != nil {
+			return err
+		}
+	}
+	if whole == nil {
+		return nil
+	}
+	// Parts checked together: which one is damaged is unknown, so a
+	// mismatch is a finding on each; a match clears theirs.
+	got := whole.Sum(nil)
+	var mismatch error
+	if !bytes.Equal(got, wholeWant) {
+		mismatch = integrity.Mismatch("sha256", wholeWant, got)
+	}
+	for _, pc := range pieces {
+		if mismatch != nil {
+			if err := record(pc, meta.ScrubCorrupt, mismatch); err != nil {
+				return err
+			}
+		} else if known[pc.key] {
+			if err := w.meta.DeleteScrubFinding(ctx, pc.key); err != nil {
+				return err
+			}
+			delete(known, pc.key)
+		}
 	}
 	return nil
 }
@@ -470,8 +519,9 @@ func holds(o meta.Object, key string) bool {
 // checkBlob reads one blob (key; "" for o's inline bytes) of plaintext
 // size bytes, envelope env, against sha or md5 (either may be nil), at
 // most lim's rate: problem "" (good), "unverified", or a meta.Scrub*
-// problem with its error; n is the bytes read.
-func (w *Scrubber) checkBlob(ctx context.Context, lim *rate.Limiter, o meta.Object, key string, size int64, env, sha, md5 []byte) (problem string, n int64, err error) {
+// problem with its error; n is the bytes read. The plaintext read also
+// goes to tee, if not nil.
+func (w *Scrubber) checkBlob(ctx context.Context, lim *rate.Limiter, o meta.Object, key string, size int64, env, sha, md5 []byte, tee io.Writer) (problem string, n int64, err error) {
 	fetch := func(off, n int64) (io.ReadCloser, error) { return w.blobs.Get(ctx, key, off, n) }
 	identity := key
 	if key == "" {
@@ -515,6 +565,9 @@ func (w *Scrubber) checkBlob(ctx context.Context, lim *rate.Limiter, o meta.Obje
 		}
 		m, err := ir.Read(buf)
 		n += int64(m)
+		if tee != nil {
+			tee.Write(buf[:m])
+		}
 		if err == io.EOF {
 			return "", n, nil
 		}

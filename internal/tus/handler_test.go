@@ -431,3 +431,27 @@ func testConfig(change func(*object.Config)) object.Config {
 	}
 	return c
 }
+
+// TestPartsHashedOnce (issue 23): a PATCH's bytes are hashed once, into
+// the upload's running MD5/SHA-256: its part gets no MD5 of its own (an
+// empty ETag), and the object still has the whole MD5 and SHA-256.
+func TestPartsHashedOnce(t *testing.T) {
+	h := newHarness(t, testConfig(nil), 0)
+	data := markerBytes(3000, 7)
+	path := h.create(t, "alice", "once.bin", len(data))
+	h.patch(t, h.url, path, 0, data[:1000])
+	h.patch(t, h.url, path, 1000, data[1000:])
+	h.wantObject(t, "once.bin", data)
+	r, err := h.objects.Get(t.Context(), object.Actor{UserID: "alice"}, "alice-bucket", "once.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Object.Parts) != 2 {
+		t.Fatalf("%d parts, want 2", len(r.Object.Parts))
+	}
+	for i, p := range r.Object.Parts {
+		if p.ETag != "" {
+			t.Errorf("part %d has ETag %q: hashed again for itself", i+1, p.ETag)
+		}
+	}
+}

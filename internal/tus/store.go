@@ -14,7 +14,10 @@
 //     (object.Service.SealUploadState), so no node or restart needs more
 //     than the key provider to resume.
 //   - Every PATCH body becomes one part, streamed into the blob store; no
-//     temporary file. A body cut short is kept up to where it stopped (the
+//     temporary file. Its bytes are hashed once per algorithm: into the
+//     running MD5/SHA-256 (and the Upload-Checksum, if any); the part
+//     gets no MD5 of its own (object.PartInput.WholeHashed): the object's
+//     SHA-256 verifies its parts together. A body cut short is kept up to where it stopped (the
 //     client resumes from there) unless it carried Upload-Checksum, which
 //     is then checked over the whole body: a mismatch answers 460 and
 //     stores nothing.
@@ -388,7 +391,9 @@ func (up *upload) WriteChunk(ctx context.Context, offset int64, src io.Reader) (
 	if len(ps) > 0 {
 		next = ps[len(ps)-1].Number + 1
 	}
-	p, err := up.s.objects.PutPart(ctx, up.a, object.PartInput{UploadID: up.u.ID, Number: next, Body: br, Size: -1})
+	// The part needs no MD5 of its own: the running hashes (here, or read
+	// back at the end) are the object's, which verifies its parts whole.
+	p, err := up.s.objects.PutPart(ctx, up.a, object.PartInput{UploadID: up.u.ID, Number: next, Body: br, Size: -1, WholeHashed: true})
 	if st.mismatch {
 		return 0, ErrChecksumMismatch
 	}
@@ -520,7 +525,7 @@ func (up *upload) ConcatUploads(ctx context.Context, partials []handler.Upload) 
 		for _, src := range ps {
 			rc := up.s.objects.OpenParts(ctx, []meta.Part{src})
 			body := io.TeeReader(rc, io.MultiWriter(h.md5, h.sha))
-			_, err := up.s.objects.PutPart(ctx, up.a, object.PartInput{UploadID: up.u.ID, Number: next, Body: body, Size: src.Size})
+			_, err := up.s.objects.PutPart(ctx, up.a, object.PartInput{UploadID: up.u.ID, Number: next, Body: body, Size: src.Size, WholeHashed: true})
 			rc.Close()
 			if err != nil {
 				return up.s.mapErr(ctx, err)

@@ -13,6 +13,7 @@ import (
 	"archive/zip"
 	"bufio"
 	"bytes"
+	"crypto/md5"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -42,6 +43,8 @@ var (
 	zipFileSize = flag.Int64("zip-file-size", 1<<20, "size of each file of the zipped folder")
 	zipBig      = flag.Int64("zip-big", 5<<30, "size of the single big file zipped")
 	tusChunk    = flag.Int64("tus-chunk", 8<<20, "PATCH size of the tus measurement")
+	tusChecksum = flag.String("tus-checksum", "sha256", "Upload-Checksum algorithm of each tus PATCH (sha256, md5; empty: none)")
+	rounds      = flag.Int("rounds", 1, "rounds of the tus measurement (PUT and tus alternating)")
 	serverFlags = flag.String("server-flags", "", "extra flags for coffer serve, space-separated (e.g. \"--encryption on\")")
 )
 
@@ -273,40 +276,38 @@ func measureBig() {
 	fmt.Printf("VmHWM (process lifetime peak) %.1f MiB\n\n", float64(hwm)/1024)
 }
 
-// measureTus uploads -big bytes once with a plain PUT and once through
-// tus 1.0 in -tus-chunk PATCHes (each with a sha256 Upload-Checksum), and
-// reports time, throughput and peak server RSS of each; both objects'
-// SHA-256 must match what was sent.
+// measureTus uploads the same -big bytes on one server as a plain PUT and
+// with tus 1.0 in -tus-chunk PATCHes (each with an Upload-Checksum of
+// -tus-checksum, none if empty), alternating for -rounds rounds, and
+// reports each one's time, throughput, server CPU per MiB (utime+stime of
+// /proc/PID/stat) and peak RSS, the tus/PUT ratio of each round and the
+// load average; every object's SHA-256 must match what was sent.
 func measureTus() {
 	s := start()
 	defer s.close()
 	u := signup(s.url, "tus@example.com")
-	// Each generator has its own random pattern: hash what is sent.
-	sent := sha256.New()
-	want := func() string { return hex.EncodeToString(sent.Sum(nil)) }
-	report := func(what string, d time.Duration, peak int64, sha string) {
-		fmt.Printf("%-28s %.1f s, %.0f MiB/s, peak RSS %.1f MiB, sha256 ok %v\n", what, d.Seconds(), float64(*big)/(1<<20)/d.Seconds(), float64(peak)/1024, sha == want())
+	fmt.Printf("## tus vs PUT (%d MiB, PATCHes of %d MiB, Upload-Checksum %q, %d rounds)\n", *big>>20, *tusChunk>>20, *tusChecksum, *rounds)
+	var ratios []float64
+	for r := 0; r < *rounds; r++ {
+		la, _ := os.ReadFile("/proc/loadavg")
+		put := tusRound(s, u, "put", r)
+		tus := tusRound(s, u, "tus", r)
+		ratios = append(ratios, put.Seconds()/tus.Seconds())
+		fmt.Printf("round %d: tus/PUT throughput %.2f (load average at start %s)\n", r+1, put.Seconds()/tus.Seconds(), strings.Join(strings.Fields(string(la))[:3], " "))
 	}
-	fmt.Printf("## tus vs PUT (%d MiB, PATCHes of %d MiB)\n", *big>>20, *tusChunk>>20)
+	sort.Float64s(ratios)
+	fmt.Printf("tus/PUT median %.2f (min %.2f, max %.2f)\n\n", ratios[len(ratios)/2], ratios[0], ratios[len(ratios)-1])
+}
 
-	s.resetPeak()
-	t0 := time.Now()
-	req, _ := http.NewRequest("PUT", s.url+"/api/v1/buckets/"+u.bucket+"/files/put.bin", io.TeeReader(newGen(*big), sent))
-	req.ContentLength = *big
-	req.Header.Set("Authorization", "Bearer "+u.token)
-	resp, err := http.DefaultClient.Do(req)
-	must(err)
-	var f struct{ SHA256 string }
-	json.NewDecoder(resp.Body).Decode(&f)
-	resp.Body.Close()
-	report("plain PUT", time.Since(t0), s.peakKiB(), f.SHA256)
-
-	b64 := func(v string) string { return base64.StdEncoding.EncodeToString([]byte(v)) }
+// tusRound uploads -big bytes as key what-R.bin (what: "put" or "tus"),
+// reports it, deletes it and returns its time.
+func tusRound(s *server, u user, what string, r int) time.Duration {
+	sent := sha256.New()
+	key := fmt.Sprintf("%s-%d.bin", what, r)
 	do := func(method, url string, body io.Reader, n int64, hdr ...string) *http.Response {
 		req, _ := http.NewRequest(method, url, body)
 		req.ContentLength = n
 		req.Header.Set("Authorization", "Bearer "+u.token)
-		req.Header.Set("Tus-Resumable", "1.0.0")
 		for i := 0; i+1 < len(hdr); i += 2 {
 			req.Header.Set(hdr[i], hdr[i+1])
 		}
@@ -314,42 +315,81 @@ func measureTus() {
 		must(err)
 		return resp
 	}
+	file := s.url + "/api/v1/buckets/" + u.bucket + "/files/" + key
 	s.resetPeak()
-	t0 = time.Now()
-	resp = do("POST", s.url+"/api/v1/tus/", nil, 0, "Upload-Length", strconv.FormatInt(*big, 10),
-		"Upload-Metadata", "bucket "+b64(u.bucket)+",key "+b64("tus.bin"))
-	resp.Body.Close()
-	loc := resp.Header.Get("Location")
-	if resp.StatusCode != 201 || loc == "" {
-		fmt.Println("tus create failed", resp.StatusCode)
-		return
-	}
-	if !strings.HasPrefix(loc, "http") {
-		loc = s.url + loc
-	}
-	sent.Reset()
-	src := io.TeeReader(newGen(*big), sent)
-	buf := make([]byte, *tusChunk)
-	for off := int64(0); off < *big; {
-		n, _ := io.ReadFull(src, buf[:min(*tusChunk, *big-off)])
-		sum := sha256.Sum256(buf[:n])
-		resp = do("PATCH", loc, bytes.NewReader(buf[:n]), int64(n), "Content-Type", "application/offset+octet-stream",
-			"Upload-Offset", strconv.FormatInt(off, 10), "Upload-Checksum", "sha256 "+base64.StdEncoding.EncodeToString(sum[:]))
-		io.Copy(io.Discard, resp.Body)
+	cpu0 := s.cpu()
+	t0 := time.Now()
+	var sha string
+	if what == "put" {
+		resp := do("PUT", file, io.TeeReader(newGen(*big), sent), *big)
+		var f struct{ SHA256 string }
+		json.NewDecoder(resp.Body).Decode(&f)
 		resp.Body.Close()
-		if resp.StatusCode != 204 {
-			fmt.Println("tus PATCH failed", resp.StatusCode, "at", off)
-			return
+		sha = f.SHA256
+	} else {
+		b64 := func(v string) string { return base64.StdEncoding.EncodeToString([]byte(v)) }
+		resp := do("POST", s.url+"/api/v1/tus/", nil, 0, "Tus-Resumable", "1.0.0", "Upload-Length", strconv.FormatInt(*big, 10),
+			"Upload-Metadata", "bucket "+b64(u.bucket)+",key "+b64(key))
+		resp.Body.Close()
+		loc := resp.Header.Get("Location")
+		if resp.StatusCode != 201 || loc == "" {
+			fmt.Println("tus create failed", resp.StatusCode)
+			os.Exit(1)
 		}
-		off += int64(n)
+		if !strings.HasPrefix(loc, "http") {
+			loc = s.url + loc
+		}
+		src := io.TeeReader(newGen(*big), sent)
+		buf := make([]byte, min(*tusChunk, *big))
+		for off := int64(0); off < *big; {
+			n, _ := io.ReadFull(src, buf[:min(*tusChunk, *big-off)])
+			hdr := []string{"Tus-Resumable", "1.0.0", "Content-Type", "application/offset+octet-stream", "Upload-Offset", strconv.FormatInt(off, 10)}
+			if *tusChecksum != "" {
+				var sum []byte
+				switch *tusChecksum {
+				case "sha256":
+					s := sha256.Sum256(buf[:n])
+					sum = s[:]
+				case "md5":
+					s := md5.Sum(buf[:n])
+					sum = s[:]
+				default:
+					fmt.Println("-tus-checksum: sha256, md5 or empty")
+					os.Exit(2)
+				}
+				hdr = append(hdr, "Upload-Checksum", *tusChecksum+" "+base64.StdEncoding.EncodeToString(sum))
+			}
+			resp = do("PATCH", loc, bytes.NewReader(buf[:n]), int64(n), hdr...)
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 204 {
+				fmt.Println("tus PATCH failed", resp.StatusCode, "at", off)
+				os.Exit(1)
+			}
+			off += int64(n)
+		}
+		resp = do("HEAD", file, nil, 0)
+		resp.Body.Close()
+		sha = resp.Header.Get("X-Checksum-Sha256")
 	}
-	d, peak := time.Since(t0), s.peakKiB()
-	resp = do("GET", s.url+"/api/v1/buckets/"+u.bucket+"/files/tus.bin", nil, 0)
-	h := sha256.New()
-	io.Copy(h, resp.Body)
-	resp.Body.Close()
-	report("tus (create + PATCHes)", d, peak, hex.EncodeToString(h.Sum(nil)))
-	fmt.Println()
+	d, peak, cpu := time.Since(t0), s.peakKiB(), s.cpu()-cpu0
+	mib := float64(*big) / (1 << 20)
+	fmt.Printf("  %-4s %5.1f s, %4.0f MiB/s, server CPU %.2f ms/MiB, peak RSS %.1f MiB, sha256 ok %v\n",
+		what, d.Seconds(), mib/d.Seconds(), cpu.Seconds()*1000/mib, float64(peak)/1024, sha == hex.EncodeToString(sent.Sum(nil)))
+	do("DELETE", file, nil, 0).Body.Close()
+	return d
+}
+
+// cpu is the server's utime+stime so far.
+func (s *server) cpu() time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.pid))
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * 10 * time.Millisecond // USER_HZ 100
 }
 
 // measureZip measures zip downloads (POST /buckets/{bucket}/zip): a
