@@ -68,6 +68,52 @@ def browser_rss_kib(root_pid):
     return total
 
 
+def tree(root_pid):
+    """The pids of root_pid's process tree."""
+    out = subprocess.run(["ps", "-e", "-o", "pid=,ppid="], capture_output=True, text=True).stdout
+    kids = {}
+    for line in out.splitlines():
+        p, pp = (int(x) for x in line.split())
+        kids.setdefault(pp, []).append(p)
+    pids, todo = [], [root_pid]
+    while todo:
+        p = todo.pop()
+        pids.append(p)
+        todo += kids.get(p, [])
+    return pids
+
+
+def cpu_s(pids):
+    """utime+stime of pids, in seconds (USER_HZ 100)."""
+    total = 0
+    for p in pids:
+        try:
+            f = open("/proc/%s/stat" % p).read().rsplit(")", 1)[1].split()
+            total += int(f[11]) + int(f[12])
+        except (OSError, IndexError):
+            pass
+    return total / 100
+
+
+def cpu_by_type(pids):
+    """utime+stime of pids by Chromium process type (--type=...)."""
+    out = {}
+    for p in pids:
+        try:
+            cmd = open("/proc/%s/cmdline" % p).read().split("\0")
+        except OSError:
+            continue
+        name = os.path.basename(cmd[0]) if cmd and cmd[0] else "?"
+        if len(cmd) <= 2:  # Chromium rewrites its argv with spaces
+            cmd = cmd[0].split()
+            name = os.path.basename(cmd[0]) if cmd else "?"
+        kind = next((a.split("=", 1)[1] for a in cmd if a.startswith("--type=")), name)
+        if kind == "utility":
+            kind = next((a.split("=", 1)[1].split(".")[-1] for a in cmd if a.startswith("--utility-sub-type=")), kind)
+        out[kind] = out.get(kind, 0) + cpu_s([p])
+    return out
+
+
 def sign_in(page):
     page.goto(BASE + "/login")
     page.get_by_label("Email").fill(EMAIL)
@@ -151,6 +197,9 @@ def listing(browser, token):
 
 
 def upload(browser, token, pw_browser_pid):
+    """curl -T and the console upload the same 1 GiB file to the same
+    server, alternating for UPLOAD_ROUNDS rounds (default 1); each with its
+    time, the server's CPU and the browser's (or curl's) CPU."""
     path = os.path.join(WORK, "gib.bin")
     if not os.path.exists(path) or os.path.getsize(path) != 1 << 30:
         with open(path, "wb") as f:
@@ -161,31 +210,63 @@ def upload(browser, token, pw_browser_pid):
         api("POST", "/api/v1/buckets", {"name": bucket}, token)
     except urllib.error.HTTPError:
         pass
-    # curl -T: PUT /files, the same machine, the same bytes.
-    t0 = time.perf_counter()
-    subprocess.run(["curl", "-sS", "-o", "/dev/null", "-T", path, "-H", "Authorization: Bearer " + token,
-                    BASE + "/api/v1/buckets/%s/files/curl.bin" % bucket], check=True)
-    curl_s = time.perf_counter() - t0
-    srv_before = rss_kib(SERVER_PID, "VmHWM") if SERVER_PID else 0
-    ctx = browser.new_context(viewport={"width": 1440, "height": 900})
-    page = ctx.new_page()
-    sign_in(page)
-    page.goto(BASE + "/b/%s/" % bucket)
-    page.get_by_role("button", name="Upload").click()
-    peak_browser = [0]
-    t0 = time.perf_counter()
-    page.locator(".uppy-Dashboard-input").first.set_input_files([path])
-    while True:
-        peak_browser[0] = max(peak_browser[0], browser_rss_kib(pw_browser_pid))
-        if page.locator(".uppy-StatusBar.is-complete").count():
-            break
-        time.sleep(0.5)
-    ui_s = time.perf_counter() - t0
-    srv_peak = rss_kib(SERVER_PID, "VmHWM") if SERVER_PID else 0
-    print("1 GiB: curl -T (PUT /files) %.1f s = %.0f MiB/s; console (Uppy, tus, one PATCH) %.1f s = %.0f MiB/s; "
-          "server peak RSS %d MiB (before the console upload %d MiB); browser processes peak RSS %d MiB"
-          % (curl_s, 1024 / curl_s, ui_s, 1024 / ui_s, srv_peak // 1024, srv_before // 1024, peak_browser[0] // 1024))
-    ctx.close()
+    srv = [int(SERVER_PID)] if SERVER_PID else []
+    ratios = []
+    for r in range(int(os.environ.get("UPLOAD_ROUNDS", "1"))):
+        load = open("/proc/loadavg").read().split()[:3]
+        # curl -T: PUT /files, the same machine, the same bytes.
+        c0, s0, t0 = os.times().children_user + os.times().children_system, cpu_s(srv), time.perf_counter()
+        subprocess.run(["curl", "-sS", "-o", "/dev/null", "-T", path, "-H", "Authorization: Bearer " + token,
+                        BASE + "/api/v1/buckets/%s/files/curl.bin" % bucket], check=True)
+        curl_s, curl_srv = time.perf_counter() - t0, cpu_s(srv) - s0
+        curl_cpu = os.times().children_user + os.times().children_system - c0
+        srv_before = rss_kib(SERVER_PID, "VmHWM") if SERVER_PID else 0
+        ctx = browser.new_context(viewport={"width": 1440, "height": 900})
+        page = ctx.new_page()
+        sign_in(page)
+        page.goto(BASE + "/b/%s/" % bucket)
+        page.get_by_role("button", name="Upload").click()
+        peak_browser = [0]
+        b0, s0, t0 = cpu_s(tree(pw_browser_pid)), cpu_s(srv), time.perf_counter()
+        k0 = cpu_by_type(tree(pw_browser_pid))
+        page.locator(".uppy-Dashboard-input").first.set_input_files([path])
+        while True:
+            peak_browser[0] = max(peak_browser[0], browser_rss_kib(pw_browser_pid))
+            if page.locator(".uppy-StatusBar.is-complete").count():
+                break
+            time.sleep(0.2)
+        ui_s, ui_srv, ui_browser = time.perf_counter() - t0, cpu_s(srv) - s0, cpu_s(tree(pw_browser_pid)) - b0
+        k1 = cpu_by_type(tree(pw_browser_pid))
+        kinds = ", ".join("%s %.1f s" % (k, v - k0.get(k, 0)) for k, v in sorted(k1.items()) if v - k0.get(k, 0) >= 0.05)
+        # The browser's floor: the same File sent by one XHR PUT from a page
+        # with no upload UI (no Uppy, no progress rendering).
+        page.evaluate("""() => { const i = document.createElement('input'); i.type = 'file'; i.id = 'raw-file'; document.body.append(i); }""")
+        page.set_input_files("#raw-file", [path])
+        b0r, s0r = cpu_s(tree(pw_browser_pid)), cpu_s(srv)
+        raw_s = page.evaluate("""async ([url, token]) => {
+          const f = document.getElementById('raw-file').files[0];
+          const t0 = performance.now();
+          await new Promise((ok, fail) => { const x = new XMLHttpRequest(); x.open('PUT', url);
+            x.setRequestHeader('Authorization', 'Bearer ' + token); x.onload = ok; x.onerror = fail; x.send(f); });
+          return (performance.now() - t0) / 1000; }""", [BASE + "/api/v1/buckets/%s/files/raw.bin" % bucket, token])
+        raw_srv, raw_browser = cpu_s(srv) - s0r, cpu_s(tree(pw_browser_pid)) - b0r
+        srv_peak = rss_kib(SERVER_PID, "VmHWM") if SERVER_PID else 0
+        ratios.append(curl_s / ui_s)
+        print("round %d (load average %s): 1 GiB: curl -T (PUT /files) %.1f s = %.0f MiB/s (server CPU %.1f s, curl %.1f s); "
+              "console (Uppy, tus) %.1f s = %.0f MiB/s (server CPU %.1f s, browser %.1f s: %s): console/curl %.2f; "
+              "server peak RSS %d MiB (before the console upload %d MiB); browser processes peak RSS %d MiB"
+              % (r + 1, " ".join(load), curl_s, 1024 / curl_s, curl_srv, curl_cpu, ui_s, 1024 / ui_s, ui_srv, ui_browser, kinds,
+                 curl_s / ui_s, srv_peak // 1024, srv_before // 1024, peak_browser[0] // 1024), flush=True)
+        print("  browser floor: one XHR PUT of the File from a page without upload UI %.1f s = %.0f MiB/s (server CPU %.1f s, browser %.1f s)"
+              % (raw_s, 1024 / raw_s, raw_srv, raw_browser), flush=True)
+        ctx.close()
+        for key in ("curl.bin", "gib.bin", "raw.bin"):
+            try:
+                api("DELETE", "/api/v1/buckets/%s/files/%s" % (bucket, key), token=token)
+            except urllib.error.HTTPError:
+                pass
+    ratios.sort()
+    print("console/curl median %.2f (min %.2f, max %.2f)" % (ratios[len(ratios) // 2], ratios[0], ratios[-1]))
     os.remove(path)
 
 

@@ -8,6 +8,7 @@ import Tus from '@uppy/tus';
 import GoldenRetriever from '@uppy/golden-retriever';
 import { token, formatBytes } from './api.js';
 import { html, Banner } from './ui.js';
+import { throttleProgress } from './progress.js';
 
 // PENDING marks (in localStorage, a flag and nothing else) that uploads
 // started and have not all completed, so that the browser page opens the
@@ -124,6 +125,7 @@ export function Upload({ bucket, prefix, onDone, onClose }) {
   const [summary, setSummary] = useState('');
   useEffect(() => {
     const uppy = new Uppy({ autoProceed: true, id: 'console-upload' });
+    throttleProgress(uppy);
     // clock: when the batch's bytes started moving (start, with the bytes
     // already there: base), and when it ended.
     let clock = { start: 0, base: 0, end: 0 };

@@ -1,0 +1,25 @@
+package console_test
+
+import (
+	"os"
+	"os/exec"
+	"testing"
+)
+
+// TestProgressThrottle runs the console's unit test of its upload
+// progress throttle (web/console/src/progress.test.mjs) with node: the
+// dashboard and Golden Retriever see a file's progress at most every
+// PROGRESS_EVERY ms, and always its last.
+func TestProgressThrottle(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		if os.Getenv("COFFER_REQUIRE_CLIENTS") == "1" {
+			t.Fatal("node is required (scripts/test.sh installs it)")
+		}
+		t.Skip("node not found")
+	}
+	out, err := exec.Command(node, "--test", "../../web/console/src/progress.test.mjs").CombinedOutput()
+	if err != nil {
+		t.Fatalf("node --test: %v\n%s", err, out)
+	}
+}
