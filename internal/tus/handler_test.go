@@ -78,7 +78,7 @@ type harness struct {
 	lease   time.Duration
 }
 
-func newHarness(t *testing.T, cfg object.Config, lease time.Duration) *harness {
+func newHarness(t testing.TB, cfg object.Config, lease time.Duration) *harness {
 	t.Helper()
 	dbPath := filepath.Join(t.TempDir(), "meta.db")
 	m, err := sqlite.Open(t.Context(), dbPath, sqlite.Options{})
@@ -102,7 +102,7 @@ func newHarness(t *testing.T, cfg object.Config, lease time.Duration) *harness {
 // node starts another node over h's stores (as scale-out nodes share
 // PostgreSQL and the blob store), with its own object service and tus
 // handler, and returns them.
-func (h *harness) node(t *testing.T) (*object.Service, string) {
+func (h *harness) node(t testing.TB) (*object.Service, string) {
 	t.Helper()
 	objects := object.New(object.StoresOf(h.stores), h.blobs, h.cfg, nil)
 	cfg := ConfigFrom(config.Defaults())
@@ -134,7 +134,7 @@ func (h *harness) node(t *testing.T) (*object.Service, string) {
 }
 
 // do sends a tus request as user and returns the status and body.
-func (h *harness) do(t *testing.T, user, method, path string, body io.Reader, hdr ...string) (*http.Response, string) {
+func (h *harness) do(t testing.TB, user, method, path string, body io.Reader, hdr ...string) (*http.Response, string) {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), method, h.url+path, body)
 	if err != nil {
@@ -156,7 +156,7 @@ func (h *harness) do(t *testing.T, user, method, path string, body io.Reader, hd
 
 // create creates an upload of length bytes into user's bucket and returns
 // its path.
-func (h *harness) create(t *testing.T, user, key string, length int) string {
+func (h *harness) create(t testing.TB, user, key string, length int) string {
 	t.Helper()
 	md := "bucket " + base64.StdEncoding.EncodeToString([]byte(user+"-bucket")) + ",key " + base64.StdEncoding.EncodeToString([]byte(key))
 	resp, body := h.do(t, user, "POST", "/tus/", nil, "Upload-Length", strconv.Itoa(length), "Upload-Metadata", md)
@@ -321,7 +321,7 @@ func (h *harness) wantNoMarker(t *testing.T, when string) {
 	})
 }
 
-func (h *harness) patch(t *testing.T, url, path string, off int, chunk []byte) {
+func (h *harness) patch(t testing.TB, url, path string, off int, chunk []byte) {
 	t.Helper()
 	saved := h.url
 	h.url = url
@@ -453,5 +453,40 @@ func TestPartsHashedOnce(t *testing.T) {
 		if p.ETag != "" {
 			t.Errorf("part %d has ETag %q: hashed again for itself", i+1, p.ETag)
 		}
+	}
+}
+
+// BenchmarkPatch: a 64 MiB tus upload in 8 MiB PATCHes (optionally each
+// with a sha256 Upload-Checksum) through the whole endpoint over loopback
+// HTTP, real SQLite and an in-memory blob store: the per-PATCH cost of
+// issue 23's levers (each byte hashed once into the running hashes).
+func BenchmarkPatch(b *testing.B) {
+	for _, sum := range []bool{false, true} {
+		name := "no-checksum"
+		if sum {
+			name = "sha256-checksum"
+		}
+		b.Run(name, func(b *testing.B) {
+			h := newHarness(b, testConfig(nil), 0)
+			const chunk, total = 8 << 20, 64 << 20
+			data := markerBytes(total, 1)
+			b.SetBytes(total)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				path := h.create(b, "alice", "bench-"+strconv.Itoa(i), total)
+				for off := 0; off < total; off += chunk {
+					hdr := []string{"Upload-Offset", strconv.Itoa(off), "Content-Type", octets}
+					if sum {
+						s := sha256.Sum256(data[off : off+chunk])
+						hdr = append(hdr, "Upload-Checksum", "sha256 "+base64.StdEncoding.EncodeToString(s[:]))
+					}
+					if resp, body := h.do(b, "alice", "PATCH", path, bytes.NewReader(data[off:off+chunk]), hdr...); resp.StatusCode != http.StatusNoContent {
+						b.Fatalf("PATCH at %d: %d %s", off, resp.StatusCode, body)
+					}
+				}
+			}
+			b.ReportMetric(float64(h.meta.askedRelease.Load())/float64(b.N*total/chunk), "lock-waits/PATCH")
+		})
 	}
 }
