@@ -266,7 +266,8 @@ def upload(browser, token, pw_browser_pid):
             except urllib.error.HTTPError:
                 pass
     ratios.sort()
-    print("console/curl median %.2f (min %.2f, max %.2f)" % (ratios[len(ratios) // 2], ratios[0], ratios[-1]))
+    n = len(ratios)
+    print("console/curl median %.2f (min %.2f, max %.2f)" % ((ratios[(n - 1) // 2] + ratios[n // 2]) / 2, ratios[0], ratios[-1]))
     os.remove(path)
 
 

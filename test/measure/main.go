@@ -296,7 +296,8 @@ func measureTus() {
 		fmt.Printf("round %d: tus/PUT throughput %.2f (load average at start %s)\n", r+1, put.Seconds()/tus.Seconds(), strings.Join(strings.Fields(string(la))[:3], " "))
 	}
 	sort.Float64s(ratios)
-	fmt.Printf("tus/PUT median %.2f (min %.2f, max %.2f)\n\n", ratios[len(ratios)/2], ratios[0], ratios[len(ratios)-1])
+	n := len(ratios)
+	fmt.Printf("tus/PUT median %.2f (min %.2f, max %.2f)\n\n", (ratios[(n-1)/2]+ratios[n/2])/2, ratios[0], ratios[n-1])
 }
 
 // tusRound uploads -big bytes as key what-R.bin (what: "put" or "tus"),
