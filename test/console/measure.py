@@ -221,11 +221,13 @@ def upload(browser, token, pw_browser_pid):
         curl_s, curl_srv = time.perf_counter() - t0, cpu_s(srv) - s0
         curl_cpu = os.times().children_user + os.times().children_system - c0
         srv_before = rss_kib(SERVER_PID, "VmHWM") if SERVER_PID else 0
-        ctx = browser.new_context(viewport={"width": 1440, "height": 900})
+        ctx = browser.new_context(viewport={"width": 1440, "height": 900}, bypass_csp=bool(os.environ.get("UPLOAD_NO_ANIMATIONS")))
         page = ctx.new_page()
         sign_in(page)
         page.goto(BASE + "/b/%s/" % bucket)
         page.get_by_role("button", name="Upload").click()
+        if os.environ.get("UPLOAD_NO_ANIMATIONS"):  # an experiment: what the page's animations cost
+            page.add_style_tag(content="*, *::before, *::after { transition: none !important; animation: none !important; }")
         peak_browser = [0]
         b0, s0, t0 = cpu_s(tree(pw_browser_pid)), cpu_s(srv), time.perf_counter()
         k0 = cpu_by_type(tree(pw_browser_pid))
