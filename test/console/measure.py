@@ -216,7 +216,7 @@ def upload(browser, token, pw_browser_pid):
         load = open("/proc/loadavg").read().split()[:3]
         # curl -T: PUT /files, the same machine, the same bytes.
         c0, s0, t0 = os.times().children_user + os.times().children_system, cpu_s(srv), time.perf_counter()
-        subprocess.run(["curl", "-sS", "-o", "/dev/null", "-T", path, "-H", "Authorization: Bearer " + token,
+        subprocess.run(["curl", "-fsS", "-o", "/dev/null", "-T", path, "-H", "Authorization: Bearer " + token,
                         BASE + "/api/v1/buckets/%s/files/curl.bin" % bucket], check=True)
         curl_s, curl_srv = time.perf_counter() - t0, cpu_s(srv) - s0
         curl_cpu = os.times().children_user + os.times().children_system - c0
@@ -249,7 +249,7 @@ def upload(browser, token, pw_browser_pid):
           const f = document.getElementById('raw-file').files[0];
           const t0 = performance.now();
           await new Promise((ok, fail) => { const x = new XMLHttpRequest(); x.open('PUT', url);
-            x.setRequestHeader('Authorization', 'Bearer ' + token); x.onload = ok; x.onerror = fail; x.send(f); });
+            x.setRequestHeader('Authorization', 'Bearer ' + token); x.onload = () => (x.status < 300 ? ok() : fail(new Error('HTTP ' + x.status))); x.onerror = fail; x.send(f); });
           return (performance.now() - t0) / 1000; }""", [BASE + "/api/v1/buckets/%s/files/raw.bin" % bucket, token])
         raw_srv, raw_browser = cpu_s(srv) - s0r, cpu_s(tree(pw_browser_pid)) - b0r
         srv_peak = rss_kib(SERVER_PID, "VmHWM") if SERVER_PID else 0
