@@ -507,3 +507,63 @@ func TestPerClientShareOfClassLimit(t *testing.T) {
 	done(b)
 	done(fill(t, l, Read, 4)) // every share given back
 }
+
+// BenchmarkAdmit: the per-request cost of admission (Admit and Done of a
+// Write on a listener with the adaptive limit on), the guard every
+// request of every listener pays.
+func BenchmarkAdmit(b *testing.B) {
+	c := New(Config{MaxInFlight: 4096, MinLimit: 16, Target: 5 * time.Millisecond, Interval: time.Hour, Delay: (&fakeDelay{}).get}, nil)
+	defer c.Close()
+	l := c.Listener("file")
+	r := req(Write, "10.0.0.1")
+	b.ReportAllocs()
+	for b.Loop() {
+		t, err := l.Admit(r)
+		if err != nil {
+			b.Fatal(err)
+		}
+		t.Done()
+	}
+}
+
+// BenchmarkAdjust: one control interval with two listeners (the
+// controller's own cost, ten times a second).
+func BenchmarkAdjust(b *testing.B) {
+	var d fakeDelay
+	c := New(Config{MaxInFlight: 4096, MinLimit: 16, Target: 5 * time.Millisecond, Interval: time.Hour, Delay: d.get}, nil)
+	defer c.Close()
+	for _, name := range []string{"file", "s3"} {
+		l := c.Listener(name)
+		for _, class := range []Class{Control, Read, Write} {
+			t, err := l.Admit(req(class, "10.0.0.1"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer t.Done()
+		}
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		d.set(time.Duration(i%4) * 3 * time.Millisecond) // over and under the target
+		c.adjust()
+	}
+}
+
+// TestAdmitAllocs: admitting a request allocates its ticket and nothing
+// else (a ceiling, so a regression on the path every request takes shows).
+func TestAdmitAllocs(t *testing.T) {
+	c := newTest(t, Config{MaxInFlight: 4096, MinLimit: 16, Target: 5 * time.Millisecond, Delay: (&fakeDelay{}).get})
+	l := c.Listener("file")
+	r := req(Write, "10.0.0.1")
+	if n := testing.AllocsPerRun(1000, func() {
+		tk, err := l.Admit(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tk.Done()
+	}); n > 1 {
+		t.Fatalf("Admit+Done: %.1f allocations, want at most 1", n)
+	}
+}
