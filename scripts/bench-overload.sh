@@ -18,8 +18,10 @@
 # CAPACITY auto first runs the scenario closed-loop (CAP_VUS VUs, default 4,
 # for CAP_DURATION, default 6s, on its own fresh server) and takes its rate
 # and p99 as the capacity. Extra bench flags in BENCH_FLAGS (e.g.
-# --expect-continue). The load generator is always this checkout's coffer
-# bench (it reports the admitted and shed latencies apart); the server is
+# --expect-continue); VUS the generator's VUs (default 1000: each logs in
+# first, which is most of a cell's setup). The load generator is always
+# this checkout's coffer bench (it reports the admitted and shed latencies
+# apart); the server is
 # this checkout's build or the binary given (e.g. an older commit, for
 # before/after).
 set -euo pipefail
@@ -85,7 +87,7 @@ for m in $MULTS; do
   rate=$(python3 -c "print(round($CAPACITY*$m))")
   start_server "$OUT/$SCENARIO-$m.server.log"
   # shellcheck disable=SC2086 # BENCH_FLAGS is a list of flags
-  "$BENCH" bench "$SCENARIO" --target http://127.0.0.1:$PORT --rate "$rate/s" --vus 1000 --users 20 \
+  "$BENCH" bench "$SCENARIO" --target http://127.0.0.1:$PORT --rate "$rate/s" --vus "${VUS:-1000}" --users 20 \
     --duration "$DUR" --timeout 60s --json "$OUT/$SCENARIO-$m.json" "${extra[@]}" ${BENCH_FLAGS:-} >"$OUT/$SCENARIO-$m.txt" 2>&1 || true
   stop_server
   python3 - "$OUT/$SCENARIO-$m.json" "$SCENARIO" "$m" "$rate" "$CAPACITY" "$MAIN" "$CAP_P99" <<'EOF'
