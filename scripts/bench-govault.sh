@@ -9,6 +9,9 @@ set -euo pipefail
 # The bench signs up its users from 127.0.0.1, past the default --signup-rate
 # (an environment variable, so that older binaries started here ignore it).
 export COFFER_SIGNUP_RATE=0
+# Loopback ports of the server under test (PORT, S3_PORT: another run on the
+# same machine picks others).
+PORT=${PORT:-18080} S3_PORT=${S3_PORT:-19000}
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 DUR=${1:-30s}
@@ -25,11 +28,11 @@ printf '| scenario | VUs | req/s | uploads/s | upload p50 | upload p95 | iterati
 for sc in $SCENARIOS; do
   for vus in $LEVELS; do
     data=$(mktemp -d "${TMPDIR:-/tmp}/coffer-data.XXXXXX")
-    "$COFFER" serve --data "$data" --listen 127.0.0.1:18080 --s3-listen 127.0.0.1:19000 --log-level warn \
+    "$COFFER" serve --data "$data" --listen 127.0.0.1:$PORT --s3-listen 127.0.0.1:$S3_PORT --log-level warn \
       --max-in-flight 10000 --max-in-flight-per-client 0 ${SERVE_FLAGS:-} >"$OUT/$sc-$vus.server.log" 2>&1 &
     pid=$!
-    for _ in $(seq 100); do curl -sf http://127.0.0.1:18080/readyz >/dev/null && break; sleep 0.1; done
-    "$COFFER" bench "$sc" --target http://127.0.0.1:18080 --vus "$vus" --users 100 --duration "$DUR" \
+    for _ in $(seq 100); do curl -sf http://127.0.0.1:$PORT/readyz >/dev/null && break; sleep 0.1; done
+    "$COFFER" bench "$sc" --target http://127.0.0.1:$PORT --vus "$vus" --users 100 --duration "$DUR" \
       --json "$OUT/$sc-$vus.json" "${EXTRA[@]}" >"$OUT/$sc-$vus.txt" 2>&1 || true
     kill "$pid"; wait "$pid" 2>/dev/null || true
     rm -rf "$data"

@@ -18,14 +18,19 @@
 # CAPACITY auto first runs the scenario closed-loop (CAP_VUS VUs, default 4,
 # for CAP_DURATION, default 6s, on its own fresh server) and takes its rate
 # and p99 as the capacity. Extra bench flags in BENCH_FLAGS (e.g.
-# --expect-continue). The load generator is always this checkout's coffer
-# bench (it reports the admitted and shed latencies apart); the server is
+# --expect-continue); VUS the generator's VUs (default 1000: each logs in
+# first, which is most of a cell's setup). The load generator is always
+# this checkout's coffer bench (it reports the admitted and shed latencies
+# apart); the server is
 # this checkout's build or the binary given (e.g. an older commit, for
 # before/after).
 set -euo pipefail
 # The bench signs up its users from 127.0.0.1, past the default --signup-rate
 # (an environment variable, so that older binaries started here ignore it).
 export COFFER_SIGNUP_RATE=0
+# Loopback ports of the server under test (PORT, S3_PORT: another run on the
+# same machine picks others).
+PORT=${PORT:-18080} S3_PORT=${S3_PORT:-19000}
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 SCENARIO=${1:?scenario}
@@ -42,15 +47,15 @@ mkdir -p "$OUT"
 echo "reports in $OUT; server $SERVER ${FLAGS[*]:-}" >&2
 MAIN=$(case $SCENARIO in upload-proxy) echo upload ;; upload-direct) echo complete ;; s3-get) echo get ;; s3-put) echo put ;; esac)
 extra=()
-case $SCENARIO in s3-*) extra=(--s3-target http://127.0.0.1:19000 --objects 200) ;; esac
+case $SCENARIO in s3-*) extra=(--s3-target http://127.0.0.1:$S3_PORT --objects 200) ;; esac
 
 pid= data=
 start_server() { # log file
   data=$(mktemp -d "${TMPDIR:-/tmp}/coffer-data.XXXXXX")
-  "$SERVER" serve --data "$data" --listen 127.0.0.1:18080 --s3-listen 127.0.0.1:19000 --log-level warn \
+  "$SERVER" serve --data "$data" --listen 127.0.0.1:$PORT --s3-listen 127.0.0.1:$S3_PORT --log-level warn \
     "${FLAGS[@]}" >"$1" 2>&1 &
   pid=$!
-  for _ in $(seq 100); do curl -sf http://127.0.0.1:18080/readyz >/dev/null && break; sleep 0.1; done
+  for _ in $(seq 100); do curl -sf http://127.0.0.1:$PORT/readyz >/dev/null && break; sleep 0.1; done
 }
 stop_server() {
   kill "$pid" 2>/dev/null || true
@@ -62,7 +67,7 @@ CAP_P99=0
 if [ "$CAPACITY" = auto ]; then
   start_server "$OUT/$SCENARIO-capacity.server.log"
   # shellcheck disable=SC2086 # BENCH_FLAGS is a list of flags
-  "$BENCH" bench "$SCENARIO" --target http://127.0.0.1:18080 --vus "${CAP_VUS:-4}" --users "${CAP_VUS:-4}" \
+  "$BENCH" bench "$SCENARIO" --target http://127.0.0.1:$PORT --vus "${CAP_VUS:-4}" --users "${CAP_VUS:-4}" \
     --duration "${CAP_DURATION:-6s}" --json "$OUT/$SCENARIO-capacity.json" "${extra[@]}" ${BENCH_FLAGS:-} \
     >"$OUT/$SCENARIO-capacity.txt" 2>&1 || true
   stop_server
@@ -82,7 +87,7 @@ for m in $MULTS; do
   rate=$(python3 -c "print(round($CAPACITY*$m))")
   start_server "$OUT/$SCENARIO-$m.server.log"
   # shellcheck disable=SC2086 # BENCH_FLAGS is a list of flags
-  "$BENCH" bench "$SCENARIO" --target http://127.0.0.1:18080 --rate "$rate/s" --vus 1000 --users 20 \
+  "$BENCH" bench "$SCENARIO" --target http://127.0.0.1:$PORT --rate "$rate/s" --vus "${VUS:-1000}" --users 20 \
     --duration "$DUR" --timeout 60s --json "$OUT/$SCENARIO-$m.json" "${extra[@]}" ${BENCH_FLAGS:-} >"$OUT/$SCENARIO-$m.txt" 2>&1 || true
   stop_server
   python3 - "$OUT/$SCENARIO-$m.json" "$SCENARIO" "$m" "$rate" "$CAPACITY" "$MAIN" "$CAP_P99" <<'EOF'

@@ -38,9 +38,14 @@
 //     cheap requests (Control: lists, HEAD, token refresh) are cut only
 //     when no bulk work is left to cut (then they are the overload), so
 //     they neither queue behind uploads nor pay for them.
-//   - Delay below target: every class that refused requests in the last
-//     interval (its limit was what held it back) grows by Increase of its
-//     limit (at least 1), up to MaxInFlight.
+//   - Delay below target: every class grows by Increase of its limit (at
+//     least 1), up to MaxInFlight: the one that refused requests in the
+//     last interval because its limit held it back, and the one that did
+//     not use its limit too. A limit is the memory of an overload, and it
+//     fades while the node is healthy: a burst of logins that cut the
+//     Control class must not leave it throttled when the next load comes,
+//     shedding while the node has capacity to spare (issue 23: a bench's
+//     setup cut Control to 6, and its load then ran against that limit).
 //
 // Requests beyond a class's limit are refused at once, never queued, so a
 // refusal takes microseconds and admitted requests keep the latency of an
@@ -127,9 +132,13 @@ type Config struct {
 	// CPU to stay busy while transfers also wait for disks and networks
 	// (the server's is 8 × GOMAXPROCS unless --admission-floor says).
 	MinLimit int
-	// MinControl is the lowest limit of the Control class, whose requests
-	// are short: a few in flight keep the CPUs busy. Default MinLimit/4
-	// (at least 2).
+	// MinControl is the lowest limit of the Control class. Default
+	// MinLimit (at least 2). Its requests are short, but under load each
+	// waits for a CPU as long as a bulk one does, so by Little's law the
+	// concurrency that keeps up with the node's rate is the bulk classes'
+	// too: with a quarter of it (4 on 2 cores), 4 control slots held
+	// upload iterations (refresh, list, upload) to 105/s while the
+	// process used less than one of its two cores (issue 23).
 	MinControl int
 	// Sustain is how many consecutive intervals the delay must stay above
 	// the target before limits are cut (CoDel's "above target for an
@@ -160,7 +169,7 @@ func (c Config) withDefaults() Config {
 		c.Interval = 100 * time.Millisecond
 	}
 	if c.MinControl <= 0 {
-		c.MinControl = max(2, c.MinLimit/4)
+		c.MinControl = max(2, c.MinLimit)
 	}
 	if c.Sustain <= 0 {
 		c.Sustain = 3
@@ -286,7 +295,6 @@ type classLimit struct {
 	limit    float64
 	inFlight int
 	peak     int // highest inFlight this interval
-	refused  int // refusals this interval
 	admitted int
 	// clients counts each client's requests in flight in this class (with
 	// the per-client bound on), for its share of the limit.
@@ -347,7 +355,6 @@ func (l *Listener) Admit(r Request) (*Ticket, error) {
 	cl := l.classes[r.Class%numClasses]
 	cl.mu.Lock()
 	if !c.cfg.Fixed && float64(cl.inFlight) >= math.Floor(cl.limit) {
-		cl.refused++
 		cl.mu.Unlock()
 		c.inFlight.Add(-1)
 		t.releaseClient()
@@ -548,16 +555,16 @@ func (c *Controller) adjust() {
 	c.lmu.Unlock()
 
 	type snap struct {
-		cl                      *classLimit
-		class                   Class
-		peak, refused, inFlight int
+		cl             *classLimit
+		class          Class
+		peak, inFlight int
 	}
 	var all []snap
 	for _, l := range ls {
 		for class, cl := range l.classes {
 			cl.mu.Lock()
-			all = append(all, snap{cl: cl, class: Class(class), peak: cl.peak, refused: cl.refused, inFlight: cl.inFlight})
-			cl.peak, cl.refused, cl.admitted = cl.inFlight, 0, 0
+			all = append(all, snap{cl: cl, class: Class(class), peak: cl.peak, inFlight: cl.inFlight})
+			cl.peak, cl.admitted = cl.inFlight, 0
 			cl.mu.Unlock()
 		}
 	}
@@ -593,9 +600,6 @@ func (c *Controller) adjust() {
 		return
 	}
 	for _, s := range all {
-		if s.refused == 0 {
-			continue
-		}
 		s.cl.mu.Lock()
 		s.cl.limit = min(maxLimit, s.cl.limit+max(1, s.cl.limit*c.cfg.Increase))
 		s.cl.mu.Unlock()
