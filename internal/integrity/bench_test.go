@@ -195,3 +195,41 @@ func TestReaderAllocs(t *testing.T) {
 	}
 	t.Logf("%v allocations per 1 MiB read", allocs)
 }
+
+// TestMD5LanesReused runs many more md5-simd streams, one after another,
+// than the hashers that may exist: they are reused, never closed (a
+// closed one stays in md5-simd's server for good and slows it: 50,000
+// closed hashers stalled it for minutes), and every sum stays right after
+// reuse, including after a stream dropped midway.
+func TestMD5LanesReused(t *testing.T) {
+	old := simdFrom
+	simdFrom = -1 // every stream takes a lane
+	t.Cleanup(func() { simdFrom = old })
+	data := make([]byte, 200<<10+3)
+	for i := range data {
+		data[i] = byte(i * 31)
+	}
+	for i := range 20 * simdHashers {
+		body := data[:len(data)-i]
+		want := md5.Sum(body)
+		r := NewReader(bytes.NewReader(body), Options{Size: -1})
+		if i%5 == 4 {
+			// Dropped after a piece: its hasher must come back clean.
+			r.Read(make([]byte, 70000))
+			r.md5Done()
+			continue
+		}
+		if _, err := io.Copy(io.Discard, struct{ io.Reader }{r}); err != nil {
+			t.Fatal(err)
+		}
+		if got := r.MD5(); !bytes.Equal(got, want[:]) {
+			t.Fatalf("stream %d: MD5 %x, want %x", i, got, want)
+		}
+	}
+	if n := md5Made.Load(); n < 1 || n > simdHashers {
+		t.Errorf("%d md5-simd hashers made, want 1 to %d", n, simdHashers)
+	}
+	if n := md5Streams.Load(); n != 0 {
+		t.Errorf("%d MD5 streams still counted", n)
+	}
+}

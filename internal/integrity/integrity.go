@@ -223,23 +223,45 @@ func (ir *Reader) MD5() []byte {
 // md5-simd (a variable for tests).
 var simdFrom int64 = 8
 
+// simdHashers bounds the md5-simd hashers ever made. They are reused
+// (Reset), never closed: md5-simd v1.1.2's server never forgets a closed
+// client (it deletes the zero uid instead of the client's), so every
+// closed hasher would stay in its map and slow each of its cycles for
+// good (TestMD5LanesReused). A stream finding none free uses crypto/md5.
+const simdHashers = 32
+
 var (
 	md5Streams   atomic.Int64 // Readers hashing MD5 now
 	md5Server    md5simd.Server
 	md5ServerOne sync.Once
+	md5Made      atomic.Int64                             // md5-simd hashers made
+	md5Free      = make(chan md5simd.Hasher, simdHashers) // ... and idle
 )
 
 // newMD5 returns an MD5 hasher and the func that ends it (idempotent).
 func newMD5() (hash.Hash, func()) {
 	var once sync.Once
-	if md5Streams.Add(1) <= simdFrom {
+	stdlib := func() (hash.Hash, func()) {
 		return md5.New(), func() { once.Do(func() { md5Streams.Add(-1) }) }
 	}
-	md5ServerOne.Do(func() { md5Server = md5simd.NewServer() })
-	h := md5Server.NewHash()
+	if md5Streams.Add(1) <= simdFrom {
+		return stdlib()
+	}
+	var h md5simd.Hasher
+	select {
+	case h = <-md5Free:
+	default:
+		if md5Made.Add(1) > simdHashers {
+			md5Made.Add(-1)
+			return stdlib()
+		}
+		md5ServerOne.Do(func() { md5Server = md5simd.NewServer() })
+		h = md5Server.NewHash()
+	}
 	return h, func() {
 		once.Do(func() {
-			h.Close()
+			h.Reset()    // after the blocks still queued, in order
+			md5Free <- h // never blocks: at most simdHashers exist
 			md5Streams.Add(-1)
 		})
 	}
