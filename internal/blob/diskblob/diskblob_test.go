@@ -570,9 +570,9 @@ func (t *trickle) Read(p []byte) (int, error) {
 	return t.r.Read(p[:min(len(p), t.step)])
 }
 
-// TestPutFromSmallReads: a body arriving in small reads (and reads that
-// yield nothing), as from a slow socket, is the blob byte for byte, and
-// a body longer than declared still fails.
+// TestPutFromSmallReads: Put fills its buffer from many small reads (and
+// reads that yield nothing) before each write; the blob is the body,
+// byte for byte, and a body longer than declared still fails.
 func TestPutFromSmallReads(t *testing.T) {
 	const bufSize = 256 << 10 // diskblob's buffer
 	s := open(t, t.TempDir())
@@ -595,7 +595,7 @@ func TestPutFromSmallReads(t *testing.T) {
 }
 
 // BenchmarkPutFromSocket writes 10 MiB bodies that arrive in 64 KiB
-// reads, as from a socket: the user and system CPU per MiB (issue 23).
+// reads, as from a socket: the write calls per blob and the CPU per MiB.
 func BenchmarkPutFromSocket(b *testing.B) {
 	const size = 10 << 20
 	s := open(b, b.TempDir())
