@@ -333,8 +333,9 @@ func (s *Store) write(ctx context.Context, f *os.File, r io.Reader, size int64) 
 
 // fill reads into buf until it is full or r ends or fails: a socket yields
 // 16–64 KiB a read, and one write of a full buffer instead of one per read
-// makes a 10 MiB upload 40 write calls instead of ~300 (with the hashes
-// above r fed larger pieces too).
+// makes a 10 MiB upload 40 write calls instead of ~300, and the hashes
+// above r get 256 KiB pieces: md5-simd's lanes (integrity) pay only with
+// large ones (issue 23 in docs/PERFORMANCE.md).
 func fill(r io.Reader, buf []byte) (int, error) {
 	n := 0
 	for n < len(buf) {
