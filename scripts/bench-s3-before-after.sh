@@ -31,17 +31,10 @@ trap cleanup EXIT
 OPID=$!
 "$NEW" serve --data "$WORK/new" --listen 127.0.0.1:18080 --s3-listen 127.0.0.1:19000 --log-level warn ${NEW_FLAGS:-} >"$WORK/new.log" 2>&1 &
 NPID=$!
-for _ in $(seq 100); do
-  curl -sf http://127.0.0.1:28080/readyz >/dev/null && curl -sf http://127.0.0.1:18080/readyz >/dev/null && break
-  sleep 0.2
-done
+source scripts/lib/s3key.sh
+wait_ready http://127.0.0.1:28080 http://127.0.0.1:18080
 # A user and an S3 key on the old server (the bench makes its own on the new one).
-J='Content-Type: application/json'
-B=http://127.0.0.1:28080/api/v1
-curl -sf -H "$J" -d '{"email":"bench@example.com","password":"bench password 123"}' $B/auth/signup >/dev/null
-TOKEN=$(curl -sf -H "$J" -d '{"email":"bench@example.com","password":"bench password 123"}' $B/auth/login | python3 -c 'import json,sys; print(json.load(sys.stdin)["access_token"])')
-read -r KID KSECRET < <(curl -sf -X POST -H "$J" -H "Authorization: Bearer $TOKEN" -d '{"name":"bench"}' $B/keys |
-  python3 -c 'import json,sys; k=json.load(sys.stdin); print(k["access_key_id"], k["secret_access_key"])')
+read -r KID KSECRET < <(s3_key http://127.0.0.1:28080)
 echo "machine: $(nproc) cores; new: $("$NEW" version); old: $("$OLD" version)"
 source scripts/lib/compare.sh
 for sc in $SCENARIOS; do

@@ -16,9 +16,13 @@ import (
 	"errors"
 	"hash"
 	"io"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/coffer-storage/coffer/internal/errcode"
+	md5simd "github.com/minio/md5-simd"
 )
 
 // Options configure a Reader. Zero values disable each check.
@@ -56,6 +60,12 @@ type Reader struct {
 	alg  Algorithm // optional S3 checksum
 	sum  hash.Hash // computing alg
 	err  error     // sticky
+	// md5Sum is the MD5 once taken (at EOF, or by MD5 before it): the
+	// hasher is then released, and no byte may follow.
+	md5Sum []byte
+	// md5Done ends the MD5 hasher once: it releases a vector lane and
+	// leaves the count of streams hashing.
+	md5Done func()
 }
 
 // NewReader returns a Reader over r. An unknown ChecksumAlgorithm fails
@@ -66,7 +76,10 @@ func NewReader(r io.Reader, opts Options) *Reader {
 		ir.sha = sha256.New()
 	}
 	if !opts.NoMD5 {
-		ir.md5 = md5.New()
+		ir.md5, ir.md5Done = newMD5()
+		// A Reader dropped mid-stream (its consumer failed) still gives
+		// its lane back.
+		runtime.AddCleanup(ir, func(done func()) { done() }, ir.md5Done)
 	}
 	ir.alg, ir.err = ParseAlgorithm(opts.ChecksumAlgorithm)
 	ir.sum = ir.alg.New()
@@ -89,6 +102,11 @@ func (ir *Reader) Read(p []byte) (int, error) {
 			ir.err = errcode.New(errcode.TooLarge, "body is longer than the announced %d bytes", ir.opts.Size)
 			return 0, ir.err
 		}
+		if ir.md5Sum != nil {
+			// MD5 was asked for before the end: the sum must not change.
+			ir.err = errcode.New(errcode.Internal, "integrity: bytes read after the MD5 was taken")
+			return 0, ir.err
+		}
 		if ir.sha != nil {
 			ir.sha.Write(p[:n])
 		}
@@ -100,6 +118,7 @@ func (ir *Reader) Read(p []byte) (int, error) {
 		}
 	}
 	if err == io.EOF {
+		ir.MD5() // final: take it now and give the hasher back
 		if verr := ir.verify(); verr != nil {
 			ir.err = verr
 			return n, verr
@@ -115,6 +134,9 @@ func (ir *Reader) Read(p []byte) (int, error) {
 			err = errcode.Wrap(errcode.IncompleteBody, err, "reading the body failed")
 		}
 		ir.err = err
+		if ir.md5Done != nil {
+			ir.md5Done() // the MD5 of a failed body is never asked for
+		}
 	}
 	return n, err
 }
@@ -136,7 +158,7 @@ func (ir *Reader) verify() error {
 		}
 	}
 	if ir.opts.MD5 != nil && ir.md5 != nil {
-		if got := ir.md5.Sum(nil); !bytes.Equal(got, ir.opts.MD5) {
+		if got := ir.MD5(); !bytes.Equal(got, ir.opts.MD5) {
 			return Mismatch("md5", ir.opts.MD5, got)
 		}
 	}
@@ -184,10 +206,77 @@ func (ir *Reader) SHA256() []byte {
 	return ir.sha.Sum(nil)
 }
 
-// MD5 returns the MD5 of the bytes read so far (nil with NoMD5).
+// MD5 returns the MD5 of the bytes read so far (nil with NoMD5). Once it
+// is taken the Reader reads no more bytes (it fails with Internal).
 func (ir *Reader) MD5() []byte {
 	if ir.md5 == nil {
 		return nil
 	}
-	return ir.md5.Sum(nil)
+	if ir.md5Sum == nil {
+		ir.md5Sum = ir.md5.Sum(nil)
+		ir.md5Done()
+	}
+	return ir.md5Sum
+}
+
+// MD5 on many streams at once
+//
+// MD5 is the dearest hash of an upload (S3's ETag needs it; ~1.4 ms of a
+// core per MiB here, twice SHA-256 with SHA-NI). github.com/minio/md5-simd
+// hashes 8 (AVX2) or 16 (AVX-512) streams in the lanes of one vector
+// instruction stream, on one server goroutine per process: the writers
+// hand it 32 KiB blocks asynchronously and wait only for the sum. With
+// many streams hashing it halves MD5's CPU per byte; with few it costs
+// more than crypto/md5 (a copy, channel hand-offs, and lanes run mostly
+// empty): BenchmarkMD5Streams measured 0.54 vs 1.42 ms of CPU per MiB at
+// 16 streams, 1.0 vs 1.44 at 4, 1.8 vs 1.44 at 1. So a Reader takes a lane
+// only while at least simdFrom other streams are hashing, and
+// crypto/md5 otherwise.
+
+// simdFrom is how many MD5 streams must be running for a new one to use
+// md5-simd (a variable for tests).
+var simdFrom int64 = 8
+
+// simdHashers bounds the md5-simd hashers ever made. They are reused
+// (Reset), never closed: md5-simd v1.1.2's server never forgets a closed
+// client (it deletes the zero uid instead of the client's), so every
+// closed hasher would stay in its map and slow each of its cycles for
+// good (TestMD5LanesReused). A stream finding none free uses crypto/md5.
+const simdHashers = 32
+
+var (
+	md5Streams   atomic.Int64 // Readers hashing MD5 now
+	md5Server    md5simd.Server
+	md5ServerOne sync.Once
+	md5Made      atomic.Int64                             // md5-simd hashers made
+	md5Free      = make(chan md5simd.Hasher, simdHashers) // ... and idle
+)
+
+// newMD5 returns an MD5 hasher and the func that ends it (idempotent).
+func newMD5() (hash.Hash, func()) {
+	var once sync.Once
+	stdlib := func() (hash.Hash, func()) {
+		return md5.New(), func() { once.Do(func() { md5Streams.Add(-1) }) }
+	}
+	if md5Streams.Add(1) <= simdFrom {
+		return stdlib()
+	}
+	var h md5simd.Hasher
+	select {
+	case h = <-md5Free:
+	default:
+		if md5Made.Add(1) > simdHashers {
+			md5Made.Add(-1)
+			return stdlib()
+		}
+		md5ServerOne.Do(func() { md5Server = md5simd.NewServer() })
+		h = md5Server.NewHash()
+	}
+	return h, func() {
+		once.Do(func() {
+			h.Reset()    // after the blocks still queued, in order
+			md5Free <- h // never blocks: at most simdHashers exist
+			md5Streams.Add(-1)
+		})
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/coffer-storage/coffer/internal/blob"
@@ -551,4 +552,70 @@ func sizeName(n int) string {
 		return fmt.Sprintf("%dMiB", n>>20)
 	}
 	return fmt.Sprintf("%dKiB", n>>10)
+}
+
+// trickle yields at most step bytes a Read, and (0, nil) every third
+// call, as a slow socket can.
+type trickle struct {
+	r    io.Reader
+	step int
+	i    int
+}
+
+func (t *trickle) Read(p []byte) (int, error) {
+	t.i++
+	if t.i%3 == 0 {
+		return 0, nil
+	}
+	return t.r.Read(p[:min(len(p), t.step)])
+}
+
+// TestPutFromSmallReads: Put fills its buffer from many small reads (and
+// reads that yield nothing) before each write; the blob is the body,
+// byte for byte, and a body longer than declared still fails.
+func TestPutFromSmallReads(t *testing.T) {
+	const bufSize = 256 << 10 // diskblob's buffer
+	s := open(t, t.TempDir())
+	ctx := context.Background()
+	for _, size := range []int{0, 1, 16 << 10, bufSize - 1, bufSize, bufSize + 1, 3*bufSize + 12345} {
+		data := randBytes(size, 6)
+		key := fmt.Sprintf("small-reads/%d", size)
+		if _, err := s.Put(ctx, key, &trickle{r: bytes.NewReader(data), step: 16 << 10}, int64(size)); err != nil {
+			t.Fatalf("Put %d bytes: %v", size, err)
+		}
+		got, err := io.ReadAll(get(t, s, key, 0, -1))
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("blob of %d bytes reads back %d bytes (%v), not the body", size, len(got), err)
+		}
+	}
+	data := randBytes(bufSize+10, 7)
+	if _, err := s.Put(ctx, "small-reads/long", &trickle{r: bytes.NewReader(data), step: 16 << 10}, bufSize+9); !errcode.Is(err, errcode.TooLarge) {
+		t.Fatalf("Put of a body longer than declared = %v, want TooLarge", err)
+	}
+}
+
+// BenchmarkPutFromSocket writes 10 MiB bodies that arrive in 64 KiB
+// reads, as from a socket: the write calls per blob and the CPU per MiB.
+func BenchmarkPutFromSocket(b *testing.B) {
+	const size = 10 << 20
+	s := open(b, b.TempDir())
+	data := randBytes(size, 8)
+	ctx := context.Background()
+	b.SetBytes(size)
+	b.ReportAllocs()
+	var ru0, ru1 syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+	i := 0
+	for b.Loop() {
+		key := fmt.Sprintf("bench/%d", i)
+		i++
+		if _, err := s.Put(ctx, key, &trickle{r: bytes.NewReader(data), step: 64 << 10}, size); err != nil {
+			b.Fatal(err)
+		}
+		s.Delete(ctx, key)
+	}
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
+	mib := float64(b.N) * size / (1 << 20)
+	b.ReportMetric(float64(ru1.Utime.Nano()-ru0.Utime.Nano())/1e6/mib, "user-ms/MiB")
+	b.ReportMetric(float64(ru1.Stime.Nano()-ru0.Stime.Nano())/1e6/mib, "sys-ms/MiB")
 }
