@@ -13,6 +13,8 @@
 #   COFFER_OLD   a second Coffer binary measured alongside (before/after)
 #   PEERS        which peers to run (default "minio versitygw"; "" for none)
 #   COFFER_FLAGS extra flags for both Coffer servers
+#   COFFER_ENV, COFFER_OLD_ENV  environment for one of them (e.g. "GOGC=200"):
+#                the same binary twice compares settings
 set -euo pipefail
 export COFFER_SIGNUP_RATE=0 # the script signs up a user from 127.0.0.1
 cd "$(dirname "$0")/.."
@@ -53,8 +55,8 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 
 declare -A EP AK SK PID
 NAMES=()
-start_coffer() { # name binary http-port s3-port
-  "$2" serve --data "$WORK/$1" --listen "127.0.0.1:$3" --s3-listen "127.0.0.1:$4" --log-level warn ${COFFER_FLAGS:-} >"$WORK/$1.log" 2>&1 &
+start_coffer() { # name binary http-port s3-port [VAR=value...]
+  env "${@:5}" "$2" serve --data "$WORK/$1" --listen "127.0.0.1:$3" --s3-listen "127.0.0.1:$4" --log-level warn ${COFFER_FLAGS:-} >"$WORK/$1.log" 2>&1 &
   PIDS+=($!)
   PID[$1]=$!
   wait_http "http://127.0.0.1:$3/readyz" "$1"
@@ -68,8 +70,8 @@ start_coffer() { # name binary http-port s3-port
   NAMES+=("$1")
 }
 
-start_coffer coffer "$COFFER" "$(free_port)" "$(free_port)"
-[ -n "${COFFER_OLD:-}" ] && start_coffer coffer-old "$COFFER_OLD" "$(free_port)" "$(free_port)"
+start_coffer coffer "$COFFER" "$(free_port)" "$(free_port)" ${COFFER_ENV:-}
+[ -n "${COFFER_OLD:-}" ] && start_coffer coffer-old "$COFFER_OLD" "$(free_port)" "$(free_port)" ${COFFER_OLD_ENV:-}
 for peer in $PEERS; do
   port=$(free_port)
   case $peer in
