@@ -161,8 +161,12 @@ func TestS3SmallAllocs(t *testing.T) {
 	})
 }
 
-// The ceilings include the test's own request clone and response recorder.
+// The ceilings include the test's own request clone and response recorder
+// (and httptest's recorder refusing write deadlines: 8 fmt.Errorf a
+// request that a real connection does not make). Measured 418 and 119
+// (issue 23; before it, 471 and 163), with a little room for background
+// goroutines allocating during the runs.
 const (
-	putAllocCeiling = 100000
-	getAllocCeiling = 100000
+	putAllocCeiling = 430
+	getAllocCeiling = 125
 )
