@@ -31,7 +31,7 @@ func (api *API) authenticate(q *request) error {
 	q.pay.decodedLength = -1
 	r := q.Request
 	authz := r.Header.Get("Authorization")
-	query := r.URL.Query()
+	query := q.query()
 	if sigv2.IsSigned(authz, query) {
 		return api.authenticateV2(q)
 	}

@@ -53,7 +53,7 @@ func s3Action(op string, q *request) string {
 	if !ok {
 		a = "s3:" + op
 	}
-	return object.VersionedAction(a, q.URL.Query().Get("versionId"))
+	return object.VersionedAction(a, q.query().Get("versionId"))
 }
 
 // describe names the request's action for the object service and
@@ -83,7 +83,7 @@ func (api *API) describe(q *request, op string) {
 	}
 	switch {
 	case !q.authed:
-	case strings.HasPrefix(r.Header.Get("Authorization"), "AWS4-"), r.URL.Query().Has("X-Amz-Algorithm"):
+	case strings.HasPrefix(r.Header.Get("Authorization"), "AWS4-"), q.query().Has("X-Amz-Algorithm"):
 		c["s3:signatureversion"] = []string{"AWS4-HMAC-SHA256"}
 	default:
 		c["s3:signatureversion"] = []string{"AWS"}
@@ -95,7 +95,7 @@ func (api *API) describe(q *request, op string) {
 	default:
 		c["s3:authtype"] = []string{"REST-QUERY-STRING"}
 	}
-	query := r.URL.Query()
+	query := q.query()
 	if q.actor.Op == "s3:ListBucket" || q.actor.Op == "s3:ListBucketVersions" {
 		for _, k := range []string{"prefix", "delimiter", "max-keys"} {
 			if query.Has(k) {
@@ -107,8 +107,11 @@ func (api *API) describe(q *request, op string) {
 		c["s3:versionid"] = []string{v}
 	}
 	for k, vs := range r.Header {
+		if len(k) < 6 || !strings.EqualFold(k[:6], "x-amz-") {
+			continue // lowered only if it is one (an allocation per header otherwise)
+		}
 		lk := strings.ToLower(k)
-		if strings.HasPrefix(lk, "x-amz-") && lk != "x-amz-date" && lk != "x-amz-security-token" &&
+		if lk != "x-amz-date" && lk != "x-amz-security-token" &&
 			!strings.HasPrefix(lk, "x-amz-server-side-encryption-customer-key") {
 			c["s3:"+lk] = vs
 		}

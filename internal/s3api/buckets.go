@@ -27,7 +27,7 @@ func (api *API) listBuckets(q *request) (response, error) {
 	if err := api.requireAuth(q); err != nil {
 		return nil, err
 	}
-	v := q.URL.Query()
+	v := q.query()
 	limit := -1 // all
 	if v.Has("max-buckets") {
 		n, err := strconv.Atoi(v.Get("max-buckets"))
@@ -188,7 +188,7 @@ type listParams struct {
 }
 
 func parseListParams(q *request) (listParams, error) {
-	v := q.URL.Query()
+	v := q.query()
 	p := listParams{prefix: v.Get("prefix"), delimiter: v.Get("delimiter"), maxKeys: 1000}
 	if !utf8.ValidString(p.prefix) || !utf8.ValidString(p.delimiter) || len(p.prefix) > 1024 {
 		return p, s3err.New(s3err.InvalidArgument, "prefix and delimiter must be valid UTF-8")
@@ -267,7 +267,7 @@ func (api *API) listObjectsV2(q *request) (response, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := q.URL.Query()
+	v := q.query()
 	startAfter := v.Get("start-after")
 	token := v.Get("continuation-token")
 	from := startAfter
@@ -302,7 +302,7 @@ func (api *API) listObjectsV1(q *request) (response, error) {
 	if err != nil {
 		return nil, err
 	}
-	marker := q.URL.Query().Get("marker")
+	marker := q.query().Get("marker")
 	p.fetchOwner = true // ListObjects (v1) names every object's owner, as S3 does
 	page, err := api.list(q, p, marker)
 	if err != nil {
@@ -325,7 +325,7 @@ func (api *API) listObjectsV1(q *request) (response, error) {
 // listObjectVersions lists a bucket's versions and delete markers (an
 // unversioned bucket's objects are each their only version, "null").
 func (api *API) listObjectVersions(q *request) (response, error) {
-	if n, err := strconv.Atoi(q.URL.Query().Get("max-keys")); err == nil && n < 0 {
+	if n, err := strconv.Atoi(q.query().Get("max-keys")); err == nil && n < 0 {
 		// S3's words for ListObjectVersions (its listings each word it
 		// their own way).
 		return nil, s3err.New(s3err.InvalidArgument, "max-keys cannot be negative")
@@ -334,7 +334,7 @@ func (api *API) listObjectVersions(q *request) (response, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := q.URL.Query()
+	v := q.query()
 	keyMarker, vidMarker := v.Get("key-marker"), v.Get("version-id-marker")
 	switch {
 	case vidMarker != "" && keyMarker == "":

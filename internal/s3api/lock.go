@@ -242,7 +242,7 @@ func requireChecksum(q *request) error {
 // operation, where an empty versionId= means the latest version, as
 // versitygw's suite sends it (its cleanup of every lock test).
 func lockVersionParam(q *request) (string, error) {
-	if vs := q.URL.Query()["versionId"]; len(vs) > 0 && vs[0] == "" {
+	if vs := q.query()["versionId"]; len(vs) > 0 && vs[0] == "" {
 		return "", nil
 	}
 	return versionParam(q)

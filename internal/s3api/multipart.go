@@ -56,7 +56,7 @@ func (api *API) createMultipartUpload(q *request) (response, error) {
 }
 
 func partNumber(q *request) (int, error) {
-	n, err := strconv.Atoi(q.URL.Query().Get("partNumber"))
+	n, err := strconv.Atoi(q.query().Get("partNumber"))
 	if err != nil || n < 1 || n > object.MaxParts {
 		return 0, s3err.New(s3err.InvalidArgument, "Part number must be an integer between 1 and 10000, inclusive")
 	}
@@ -91,7 +91,7 @@ func (api *API) uploadPart(q *request) (response, error) {
 		return nil, err
 	}
 	p, err := api.uploads.PutPart(ctxOf(q), q.actor, object.PartInput{
-		Bucket: q.bucket, Key: q.key, UploadID: q.URL.Query().Get("uploadId"), Number: n,
+		Bucket: q.bucket, Key: q.key, UploadID: q.query().Get("uploadId"), Number: n,
 		Body: body, Size: size, MD5: md5sum, SHA256: q.pay.sha256, ChecksumWant: want, CustomerKey: key,
 	})
 	if err != nil {
@@ -161,7 +161,7 @@ func (api *API) uploadPartCopy(q *request) (response, error) {
 		return nil, s3err.New(s3err.EntityTooLarge, "")
 	}
 	p, err := api.uploads.CopyPart(ctxOf(q), q.actor, object.PartInput{
-		Bucket: q.bucket, Key: q.key, UploadID: q.URL.Query().Get("uploadId"), Number: n, CustomerKey: key,
+		Bucket: q.bucket, Key: q.key, UploadID: q.query().Get("uploadId"), Number: n, CustomerKey: key,
 	}, src, offset, length)
 	if err != nil {
 		return nil, err
@@ -212,7 +212,7 @@ func (api *API) completeMultipartUpload(q *request) (response, error) {
 		return nil, err
 	}
 	if key != nil {
-		u, err := api.uploads.GetUpload(ctxOf(q), q.actor, q.bucket, q.key, q.URL.Query().Get("uploadId"))
+		u, err := api.uploads.GetUpload(ctxOf(q), q.actor, q.bucket, q.key, q.query().Get("uploadId"))
 		if err != nil {
 			return nil, err
 		}
@@ -224,7 +224,7 @@ func (api *API) completeMultipartUpload(q *request) (response, error) {
 	if err != nil {
 		return nil, err
 	}
-	o, err := api.uploads.CompleteUploadExpecting(ctxOf(q), q.actor, q.bucket, q.key, q.URL.Query().Get("uploadId"), parts, cond, want)
+	o, err := api.uploads.CompleteUploadExpecting(ctxOf(q), q.actor, q.bucket, q.key, q.query().Get("uploadId"), parts, cond, want)
 	if err != nil {
 		return nil, err
 	}
@@ -237,14 +237,14 @@ func (api *API) completeMultipartUpload(q *request) (response, error) {
 }
 
 func (api *API) abortMultipartUpload(q *request) (response, error) {
-	if err := api.uploads.AbortUpload(ctxOf(q), q.actor, q.bucket, q.key, q.URL.Query().Get("uploadId")); err != nil {
+	if err := api.uploads.AbortUpload(ctxOf(q), q.actor, q.bucket, q.key, q.query().Get("uploadId")); err != nil {
 		return nil, err
 	}
 	return empty{status: http.StatusNoContent}, nil
 }
 
 func (api *API) listParts(q *request) (response, error) {
-	v := q.URL.Query()
+	v := q.query()
 	after, limit := 0, 1000
 	if s := v.Get("part-number-marker"); s != "" {
 		n, err := strconv.Atoi(s)
@@ -281,7 +281,7 @@ func (api *API) listParts(q *request) (response, error) {
 }
 
 func (api *API) listMultipartUploads(q *request) (response, error) {
-	v := q.URL.Query()
+	v := q.query()
 	limit := 1000
 	if s := v.Get("max-uploads"); s != "" {
 		n, err := strconv.Atoi(s)

@@ -273,7 +273,7 @@ func versionHeader(h http.Header, id string) {
 // versionParam returns the versionId parameter of q ("" if absent):
 // InvalidArgument if it is there but empty or malformed.
 func versionParam(q *request) (string, error) {
-	vs, ok := q.URL.Query()["versionId"]
+	vs, ok := q.query()["versionId"]
 	switch {
 	case !ok:
 		return "", nil
@@ -321,7 +321,7 @@ func (api *API) namedVersion(q *request) (*object.Reader, string, error) {
 
 // getObject serves GetObject and HeadObject.
 func (api *API) getObject(q *request) (response, error) {
-	v := q.URL.Query()
+	v := q.query()
 	for name := range v {
 		if strings.HasPrefix(name, "response-") && !q.authed {
 			return nil, s3err.New(s3err.InvalidRequest, "Request specific response headers cannot be used for anonymous GET requests.")
@@ -416,7 +416,7 @@ func (or *objectResponse) respond(w http.ResponseWriter, q *request) {
 		"response-expires": "Expires", "response-cache-control": "Cache-Control",
 		"response-content-disposition": "Content-Disposition", "response-content-encoding": "Content-Encoding",
 	} {
-		if val := q.URL.Query().Get(param); val != "" {
+		if val := q.query().Get(param); val != "" {
 			h.Set(header, val)
 		}
 	}

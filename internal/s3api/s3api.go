@@ -32,6 +32,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"strings"
 	"time"
 
@@ -111,6 +112,18 @@ type request struct {
 	authed      bool
 	pay         payload
 	id          string
+	vals        url.Values // the parsed query, once: see query
+}
+
+// query is the request's parsed query string. url.URL.Query parses it
+// anew (a map and its slices) on every call, and a request asks many
+// times (dispatch, authentication, policy keys, the handler). Callers
+// must not modify it.
+func (q *request) query() url.Values {
+	if q.vals == nil {
+		q.vals = q.URL.Query()
+	}
+	return q.vals
 }
 
 type handlerFunc func(q *request) (response, error)
@@ -201,7 +214,7 @@ func (api *API) Classify(r *http.Request) httpx.Kind {
 	op, _ := api.dispatch(q)
 	k := httpx.Kind{Route: op, Class: ratelimit.Control,
 		// A preflight is never authenticated, whatever its URL's query.
-		Credentials: op != preflightOp && (r.Header.Get("Authorization") != "" || sigv4.IsPresigned(r.URL.Query()) || r.URL.Query().Has("AWSAccessKeyId"))}
+		Credentials: op != preflightOp && (r.Header.Get("Authorization") != "" || sigv4.IsPresigned(q.query()) || q.query().Has("AWSAccessKeyId"))}
 	if c, ok := streamingOps[op]; ok {
 		k.Class, k.Streams = c, true
 	}
@@ -278,12 +291,12 @@ var bucketSubresources = []string{
 var objectSubresources = []string{"acl", "attributes", "legal-hold", "restore", "retention", "select", "tagging", "torrent"}
 
 func has(q *request, name string) bool {
-	_, ok := q.URL.Query()[name]
+	_, ok := q.query()[name]
 	return ok
 }
 
 func firstOf(q *request, names []string) string {
-	vals := q.URL.Query()
+	vals := q.query()
 	for _, n := range names {
 		if _, ok := vals[n]; ok {
 			return n
@@ -374,7 +387,7 @@ func (api *API) dispatch(q *request) (string, handlerFunc) {
 				return "GetBucketLocation", api.getBucketLocation
 			case has(q, "uploads"):
 				return "ListMultipartUploads", api.listMultipartUploads
-			case q.URL.Query().Get("list-type") == "2":
+			case q.query().Get("list-type") == "2":
 				return "ListObjectsV2", api.listObjectsV2
 			}
 			return "ListObjects", api.listObjectsV1

@@ -35,7 +35,13 @@ func requestSSE(h http.Header) object.SSE {
 // copy source's): nil when there are none; else the 256-bit key and the
 // base64 MD5 the client sent (echoed in responses), checked as S3 does.
 func customerKey(q *request, prefix string) (key []byte, keyMD5 string, err error) {
-	alg, k, m := q.Header.Get(prefix+"Algorithm"), q.Header.Get(prefix+"Key"), q.Header.Get(prefix+"Key-Md5")
+	n := sseCNames
+	if prefix == copySSECPrefix {
+		n = copySSECNames
+	} else if prefix != sseCPrefix {
+		n = [3]string{prefix + "Algorithm", prefix + "Key", prefix + "Key-Md5"}
+	}
+	alg, k, m := q.Header.Get(n[0]), q.Header.Get(n[1]), q.Header.Get(n[2])
 	if alg == "" && k == "" && m == "" {
 		return nil, "", nil
 	}
@@ -60,6 +66,13 @@ func customerKey(q *request, prefix string) (key []byte, keyMD5 string, err erro
 const (
 	sseCPrefix     = "X-Amz-Server-Side-Encryption-Customer-"
 	copySSECPrefix = "X-Amz-Copy-Source-Server-Side-Encryption-Customer-"
+)
+
+// The SSE-C header names customerKey reads, built once (three names made
+// per request were three allocations on every GET and PUT).
+var (
+	sseCNames     = [3]string{sseCPrefix + "Algorithm", sseCPrefix + "Key", sseCPrefix + "Key-Md5"}
+	copySSECNames = [3]string{copySSECPrefix + "Algorithm", copySSECPrefix + "Key", copySSECPrefix + "Key-Md5"}
 )
 
 // secureOrLoopback reports whether a customer key may travel on q's

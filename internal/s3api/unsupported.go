@@ -249,7 +249,7 @@ func (r *rule) values(q *request) []field {
 		if raw := q.URL.RawQuery; !strings.Contains(raw, r.name) && !strings.Contains(raw, "%") {
 			return nil
 		}
-		return fields(r.display(), q.URL.Query()[r.name])
+		return fields(r.display(), q.query()[r.name])
 	}
 	if r.canon != "" {
 		return fields(r.display(), q.Header[r.canon])
@@ -333,7 +333,7 @@ func checkPartSSE(api *API, q *request, _ string) error {
 		return err
 	}
 	want := requestSSE(q.Header)
-	u, err := api.uploads.GetUpload(ctxOf(q), q.actor, q.bucket, q.key, q.URL.Query().Get("uploadId"))
+	u, err := api.uploads.GetUpload(ctxOf(q), q.actor, q.bucket, q.key, q.query().Get("uploadId"))
 	if err != nil {
 		return err
 	}

@@ -16,7 +16,7 @@ import (
 
 // benchServer builds a full server (SQLite + disk in a temp folder, the
 // whole middleware stack) and a logged-in user.
-func benchServer(b *testing.B, change ...func(*config.Config)) (*Server, string, string) {
+func benchServer(b testing.TB, change ...func(*config.Config)) (*Server, string, string) {
 	b.Helper()
 	cfg := config.Defaults()
 	for _, c := range change {

@@ -100,8 +100,10 @@ func (s *Store) getObjectSnapshot(ctx context.Context, bucket, key, version stri
 // object; a read (not a write) reads no seq. NotFound if the bucket is
 // missing.
 func lookup(ctx context.Context, q querier, bucket, key, version string, read bool) (found, error) {
-	var (
-		f                           found
+	// The scan destinations in one struct: one allocation, not one each
+	// (every field escapes through Scan's []any).
+	var f found
+	var v struct {
 		versioning                  string
 		k, etag, sha, ctype, blob   sql.NullString
 		md, tags, acl               *string
@@ -113,19 +115,19 @@ func lookup(ctx context.Context, q querier, bucket, key, version string, read bo
 		lockMode, bucketLockMode    sql.NullString
 		lockUntil                   sql.NullInt64
 		hold                        sql.NullBool
-	)
+	}
 	query, args := lookupQuery, []any{bucket, key}
 	if version != "" {
 		query, args = lookupVersionQuery, append(args, version)
 	}
-	dest := []any{&f.owner, &k, &size, &etag, &sha, &ctype, &md, &blob, &mod, &calg, &ctyp, &cval, &pid, &pcount, &iid, &data, &sse, &kek, &tags,
-		&lockMode, &lockUntil, &hold, &acl, &vid}
+	dest := []any{&f.owner, &v.k, &v.size, &v.etag, &v.sha, &v.ctype, &v.md, &v.blob, &v.mod, &v.calg, &v.ctyp, &v.cval, &v.pid, &v.pcount, &v.iid, &v.data, &v.sse, &v.kek, &v.tags,
+		&v.lockMode, &v.lockUntil, &v.hold, &v.acl, &v.vid}
 	if read && version == "" {
 		// The hot path of every read: no column more than it needs (each
 		// costs), the marker flag folded into the version.
 		query = readLatestQuery
 	} else {
-		dest = append(dest, &versioning, &seq, &latest, &marker, &f.lock.Enabled, &bucketLockMode, &f.lock.Default.Days, &f.lock.Default.Years)
+		dest = append(dest, &v.versioning, &v.seq, &v.latest, &v.marker, &f.lock.Enabled, &v.bucketLockMode, &f.lock.Default.Days, &f.lock.Default.Years)
 	}
 	err := q.QueryRowContext(ctx, query, args...).Scan(dest...)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -134,52 +136,52 @@ func lookup(ctx context.Context, q querier, bucket, key, version string, read bo
 	if err != nil {
 		return found{}, classify(err, "get object %q", key)
 	}
-	f.versioning = meta.Versioning(versioning)
-	f.lock.Default.Mode = meta.RetentionMode(bucketLockMode.String)
-	if !k.Valid {
+	f.versioning = meta.Versioning(v.versioning)
+	f.lock.Default.Mode = meta.RetentionMode(v.bucketLockMode.String)
+	if !v.k.Valid {
 		return f, nil
 	}
 	f.exists = true
 	if query == readLatestQuery {
-		latest.Bool = true
-		vid.String, marker.Bool = strings.CutPrefix(vid.String, "!")
+		v.latest.Bool = true
+		v.vid.String, v.marker.Bool = strings.CutPrefix(v.vid.String, "!")
 	}
 	f.row = row{ObjectRow: metasql.ObjectRow{
 		Object: meta.Object{
 			Bucket:        bucket,
-			Key:           k.String,
-			VersionID:     vid.String,
-			IsLatest:      latest.Bool,
-			DeleteMarker:  marker.Bool,
-			Size:          size.Int64,
-			ETag:          etag.String,
-			SHA256:        sha.String,
-			ContentType:   ctype.String,
-			BlobKey:       blob.String,
-			Checksum:      meta.Checksum{Algorithm: calg.String, Type: ctyp.String, Value: cval.String},
-			ModTime:       metasql.FromNanos(mod.Int64),
-			Encryption:    sse,
-			EncryptionKEK: kek.String,
-			Retention:     meta.Retention{Mode: meta.RetentionMode(lockMode.String), Until: metasql.FromNanos(lockUntil.Int64)},
-			LegalHold:     hold.Bool,
+			Key:           v.k.String,
+			VersionID:     v.vid.String,
+			IsLatest:      v.latest.Bool,
+			DeleteMarker:  v.marker.Bool,
+			Size:          v.size.Int64,
+			ETag:          v.etag.String,
+			SHA256:        v.sha.String,
+			ContentType:   v.ctype.String,
+			BlobKey:       v.blob.String,
+			Checksum:      meta.Checksum{Algorithm: v.calg.String, Type: v.ctyp.String, Value: v.cval.String},
+			ModTime:       metasql.FromNanos(v.mod.Int64),
+			Encryption:    v.sse,
+			EncryptionKEK: v.kek.String,
+			Retention:     meta.Retention{Mode: meta.RetentionMode(v.lockMode.String), Until: metasql.FromNanos(v.lockUntil.Int64)},
+			LegalHold:     v.hold.Bool,
 		},
-		PartsID:   pid.Int64,
-		PartCount: int(pcount.Int64),
-		Seq:       seq.String,
-	}, inlineID: iid.Int64}
-	if iid.Valid {
-		f.row.Inline = data
+		PartsID:   v.pid.Int64,
+		PartCount: int(v.pcount.Int64),
+		Seq:       v.seq.String,
+	}, inlineID: v.iid.Int64}
+	if v.iid.Valid {
+		f.row.Inline = v.data
 		if f.row.Inline == nil {
 			f.row.Inline = []byte{}
 		}
 	}
-	if f.row.Metadata, err = metasql.DecodeMetadata(md); err != nil {
+	if f.row.Metadata, err = metasql.DecodeMetadata(v.md); err != nil {
 		return found{}, err
 	}
-	if f.row.Tags, err = metasql.DecodeTags(tags); err != nil {
+	if f.row.Tags, err = metasql.DecodeTags(v.tags); err != nil {
 		return found{}, err
 	}
-	if err = metasql.DecodeObjectACL(acl, &f.row.Object); err != nil {
+	if err = metasql.DecodeObjectACL(v.acl, &f.row.Object); err != nil {
 		return found{}, err
 	}
 	return f, nil
