@@ -107,7 +107,7 @@ func lookup(ctx context.Context, q querier, bucket, key, version string, read bo
 		md, tags, acl               *string
 		calg, ctyp, cval            sql.NullString
 		size, mod, pid, pcount, iid sql.NullInt64
-		data, sse                   []byte
+		data, sse, crc              []byte
 		kek, vid, seq               sql.NullString
 		latest, marker              sql.NullBool
 		lockMode, bucketLockMode    sql.NullString
@@ -119,7 +119,7 @@ func lookup(ctx context.Context, q querier, bucket, key, version string, read bo
 		query, args = lookupVersionQuery, append(args, version)
 	}
 	dest := []any{&f.owner, &k, &size, &etag, &sha, &ctype, &md, &blob, &mod, &calg, &ctyp, &cval, &pid, &pcount, &iid, &data, &sse, &kek, &tags,
-		&lockMode, &lockUntil, &hold, &acl, &vid}
+		&lockMode, &lockUntil, &hold, &acl, &crc, &vid}
 	if read && version == "" {
 		// The hot path of every read: no column more than it needs (each
 		// costs), the marker flag folded into the version.
@@ -154,6 +154,7 @@ func lookup(ctx context.Context, q querier, bucket, key, version string, read bo
 			Size:          size.Int64,
 			ETag:          etag.String,
 			SHA256:        sha.String,
+			CRC32C:        crc,
 			ContentType:   ctype.String,
 			BlobKey:       blob.String,
 			Checksum:      meta.Checksum{Algorithm: calg.String, Type: ctyp.String, Value: cval.String},
@@ -198,7 +199,7 @@ func lookupSQL(cond, version string) string {
 	}
 	return `SELECT b.owner_id, o.key, o.size, o.etag, o.sha256, o.content_type, o.metadata, o.blob_key, o.mod_time,
 		o.checksum_algorithm, o.checksum_type, o.checksum_value, o.parts_id, o.part_count, o.inline_id, i.data, o.sse, o.sse_kek, o.tags,
-		o.lock_mode, o.lock_until, o.legal_hold, o.acl, ` + version + `
+		o.lock_mode, o.lock_until, o.legal_hold, o.acl, o.crc32c, ` + version + `
 	FROM buckets b LEFT JOIN objects o ON o.bucket = b.name AND o.key = ?2` + on + `
 	LEFT JOIN inline_data i ON i.id = o.inline_id
 	WHERE b.name = ?1` + tail
