@@ -169,6 +169,8 @@ type core struct {
 	reading   readers   // blobs open for reading in this process (pressure.go)
 	readStats ReadStats // damaged reads (verify.go)
 	recorded  sync.Map  // blob key → when a read last recorded it damaged (verify.go)
+
+	streams streamCache // decryption streams of recently read encrypted blobs (keycache.go)
 }
 
 // New returns a Service over m and b, configured by cfg as it is (see
