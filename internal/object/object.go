@@ -114,7 +114,8 @@ type Config struct {
 	// harness: config.Config.ClockOffset).
 	ClockOffset time.Duration
 	// VerifyReads checks a whole read of a plaintext object against its
-	// SHA-256 while it streams (verify.go; --verify-reads).
+	// recorded CRC-32C (or SHA-256) while it streams (verify.go;
+	// --verify-reads).
 	VerifyReads bool
 }
 
