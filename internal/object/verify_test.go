@@ -1,14 +1,17 @@
 package object
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/coffer-storage/coffer/internal/blob/diskblob"
 	"github.com/coffer-storage/coffer/internal/blob/faultblob"
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
@@ -243,5 +246,89 @@ func BenchmarkWholeRead(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// fileSink is a writer whose ReadFrom counts the files it is handed (as a
+// TCP connection's does to use sendfile) and keeps what they hold.
+type fileSink struct {
+	bytes.Buffer
+	fileSends int
+}
+
+func (s *fileSink) ReadFrom(r io.Reader) (int64, error) {
+	if lr, ok := r.(*io.LimitedReader); ok {
+		if _, ok := lr.R.(*os.File); ok {
+			s.fileSends++
+		}
+	}
+	return s.Buffer.ReadFrom(r)
+}
+
+// TestVerifiedSendfile: a verified whole read of a blob in a file
+// (diskblob) copied with io.Copy (as a GET is) hands the file to the
+// writer (sendfile) after checking each window with pread, and the same
+// damages as TestDamagedBlobNeverServedWhole still fail it before the
+// last byte goes, as integrity errors. Without sendChecked no file is
+// handed over.
+func TestVerifiedSendfile(t *testing.T) {
+	data := strings.Repeat("0123456789abcdef", 200_000) // 3.2 MB: several windows
+	for _, tc := range []struct {
+		name   string
+		damage func(string) string
+	}{
+		{"intact", nil},
+		{"flipped byte", func(s string) string { return s[:100] + "X" + s[101:] }},
+		{"flipped in the last window", func(s string) string { return s[:len(s)-5] + "X" + s[len(s)-4:] }},
+		{"torn", func(s string) string { return s[:len(s)/2] }},
+		{"grown", func(s string) string { return s + "tail" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, 0)
+			disk, err := diskblob.Open(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.svc = New(f.meta, disk, testConfig(func(c *Config) { c.InlineMax = 0 }), nil)
+			o, err := f.put(t, f.alice, "alice-bucket", "k", data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.damage != nil {
+				bad := tc.damage(data)
+				if _, err := disk.Put(t.Context(), o.BlobKey, strings.NewReader(bad), int64(len(bad))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r, err := f.svc.Get(t.Context(), f.alice, "alice-bucket", "k")
+			if err != nil {
+				t.Fatal(err)
+			}
+			rc, err := r.Open(t.Context(), 0, -1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rc.Close()
+			var sink fileSink
+			n, err := io.Copy(&sink, rc)
+			if tc.damage == nil {
+				if err != nil || sink.String() != data || n != int64(len(data)) {
+					t.Fatalf("intact read: %d bytes, %v", n, err)
+				}
+				if sink.fileSends == 0 {
+					t.Error("the verified read handed no file to the writer (no sendfile)")
+				}
+				return
+			}
+			if !IsCorrupt(err) {
+				t.Fatalf("read of a damaged blob: %d bytes, err %v; want an integrity error", n, err)
+			}
+			if n >= int64(len(data)) || sink.Len() >= len(data) {
+				t.Errorf("read of a damaged blob sent %d of %d bytes: a response would complete", n, len(data))
+			}
+			if got := f.svc.ReadStats().Corrupt.Load(); got != 1 {
+				t.Errorf("corrupt reads counted: %d, want 1", got)
+			}
+		})
 	}
 }
