@@ -360,10 +360,10 @@ const sendWindow = 1 << 20
 // to w window by window: each window's bytes are read with pread into a
 // pooled buffer and added to the CRC-32C, then sent from the file by the
 // kernel (w's ReadFrom: sendfile to a TCP connection), so the bytes cross
-// into the process once instead of twice (read, then write). The last
-// window goes only after the whole CRC-32C and the size matched: as with
-// Read, a damaged blob is never sent whole. The bytes sent are the page
-// cache's pages the check just read (a blob is never rewritten).
+// into the process once instead of twice (read, then write). As with
+// Read, the last byte is held back until the whole CRC-32C and the size
+// matched: a damaged blob is never sent whole. The bytes sent are the
+// page cache's pages the check just read (a blob is never rewritten).
 func (v *verifiedReader) sendChecked(w io.Writer, f *os.File, want uint32) (int64, error) {
 	bp := verifyBufs.Get().(*[]byte)
 	defer verifyBufs.Put(bp)
@@ -371,8 +371,15 @@ func (v *verifiedReader) sendChecked(w io.Writer, f *os.File, want uint32) (int6
 	size := v.o.Size
 	var crc uint32
 	var sent int64
-	for off := int64(0); off < size; {
-		end := min(off+sendWindow, size)
+	failed := func(err error) (int64, error) {
+		if errcode.As(err) == nil {
+			v.storeErr = err // the store's (an I/O error), not the bytes'
+		}
+		v.err = v.fail(err)
+		return sent, v.err
+	}
+	for off := int64(0); off < size-1; {
+		end := min(off+sendWindow, size-1)
 		for pos := off; pos < end; {
 			n, err := f.ReadAt(buf[:min(int64(len(buf)), end-pos)], pos)
 			crc = crc32.Update(crc, castagnoli, buf[:n])
@@ -381,24 +388,7 @@ func (v *verifiedReader) sendChecked(w io.Writer, f *os.File, want uint32) (int6
 				err = errcode.New(errcode.IncompleteBody, "blob ended at %d bytes, %d recorded", pos, size)
 			}
 			if err != nil && err != io.EOF {
-				if errcode.As(err) == nil {
-					v.storeErr = err
-				}
-				v.err = v.fail(err)
-				return sent, v.err
-			}
-		}
-		if end == size {
-			// Nothing past the recorded size, and the CRC: before the
-			// last window goes.
-			var extra [1]byte
-			if n, _ := f.ReadAt(extra[:], size); n > 0 {
-				v.err = v.fail(errcode.New(errcode.TooLarge, "blob is longer than its recorded %d bytes", size))
-				return sent, v.err
-			}
-			if crc != want {
-				v.err = v.fail(integrity.Mismatch("crc32c", binary.BigEndian.AppendUint32(nil, want), binary.BigEndian.AppendUint32(nil, crc)))
-				return sent, v.err
+				return failed(err)
 			}
 		}
 		n, err := io.Copy(w, &io.LimitedReader{R: f, N: end - off})
@@ -413,7 +403,27 @@ func (v *verifiedReader) sendChecked(w io.Writer, f *os.File, want uint32) (int6
 		}
 		off = end
 	}
-	return sent, nil
+	// The last byte, and nothing after it: then the check.
+	var tail [2]byte
+	n, err := f.ReadAt(tail[:], size-1)
+	switch {
+	case n == 2:
+		return failed(errcode.New(errcode.TooLarge, "blob is longer than its recorded %d bytes", size))
+	case n == 0 && (err == nil || err == io.EOF):
+		return failed(errcode.New(errcode.IncompleteBody, "blob ended at %d bytes, %d recorded", size-1, size))
+	case err != nil && err != io.EOF:
+		return failed(err)
+	}
+	if crc = crc32.Update(crc, castagnoli, tail[:1]); crc != want {
+		return failed(integrity.Mismatch("crc32c", binary.BigEndian.AppendUint32(nil, want), binary.BigEndian.AppendUint32(nil, crc)))
+	}
+	m, err := w.Write(tail[:1])
+	sent += int64(m)
+	v.left -= int64(m)
+	if err != nil {
+		v.err = err
+	}
+	return sent, err
 }
 
 // readFailed logs, counts and records a read of blob key of o that found
