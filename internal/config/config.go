@@ -143,7 +143,7 @@ type Config struct {
 	// Integrity of stored bytes (docs/operations.md#integrity-of-stored-bytes):
 	// full reads of plaintext objects checked against their SHA-256, and
 	// the background scrub of every blob (coffer fsck runs one pass).
-	VerifyReads bool          // --verify-reads: check a whole-object read's SHA-256 while it streams; default true
+	VerifyReads bool          // --verify-reads: check a whole-object read's CRC-32C (SHA-256 if none recorded) while it streams; default true
 	ScrubEvery  time.Duration // --scrub-every: time between the starts of two background scrubs (0 = off); default 168h
 	ScrubRate   int64         // --scrub-rate: bytes per second the scrub reads, at most; default 50MiB
 
@@ -584,7 +584,7 @@ func (c *Config) FlagSet(name string) *flag.FlagSet {
 	fs.DurationVar(&c.KMSJobPause, "kms-job-pause", c.KMSJobPause, "advanced: pause between pages of a key re-wrap or coffer encrypt job (a throttle)")
 	fs.DurationVar(&c.LifecycleInterval, "lifecycle-interval", c.LifecycleInterval, "time between the starts of two lifecycle runs (docs/lifecycle.md)")
 	fs.IntVar(&c.LifecyclePage, "lifecycle-page", c.LifecyclePage, "advanced: versions per page of a lifecycle run (its cursor is saved after each)")
-	fs.BoolVar(&c.VerifyReads, "verify-reads", c.VerifyReads, "check a whole-object read of a plaintext object against its SHA-256 while it streams; a damaged blob's response is cut, never completed (docs/operations.md)")
+	fs.BoolVar(&c.VerifyReads, "verify-reads", c.VerifyReads, "check a whole-object read of a plaintext object against its recorded CRC-32C (or SHA-256) while it streams; a damaged blob's response is cut, never completed (docs/operations.md)")
 	fs.DurationVar(&c.ScrubEvery, "scrub-every", c.ScrubEvery, "time between the starts of two background scrubs, which check every blob against its checksum (0 = off; coffer fsck runs one)")
 	fs.Var((*bytesValue)(&c.ScrubRate), "scrub-rate", "bytes per second the scrub reads, at most, e.g. 50MiB")
 	fs.DurationVar(&c.LifecycleDay, "lifecycle-day", c.LifecycleDay, "TEST ONLY: length of a lifecycle day (0 = 24h; at most 1m), so tests expire objects in seconds; never set it in production")

@@ -143,6 +143,8 @@ func CheckObject(o Object) error {
 		return errcode.New(errcode.InvalidArgument, "object size must not be negative")
 	case len(o.Parts) > 0 && o.BlobKey != "":
 		return errcode.New(errcode.InvalidArgument, "a multipart object has no blob key of its own")
+	case o.CRC32C != nil && len(o.CRC32C) != 4:
+		return errcode.New(errcode.InvalidArgument, "a CRC-32C is 4 bytes, not %d", len(o.CRC32C))
 	case o.IsInline() && o.Encryption == nil && int64(len(o.Inline)) != o.Size:
 		// (Encrypted inline bytes are ciphertext, a little longer than
 		// Size: the object service checks them when it decrypts.)

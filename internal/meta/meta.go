@@ -476,6 +476,13 @@ type Object struct {
 	Parts    []ObjectPart
 	Checksum Checksum  // an S3 additional checksum, if one was supplied or computed
 	ModTime  time.Time // last modification (Last-Modified)
+	// CRC32C is the CRC-32C (Castagnoli) of the plaintext, 4 bytes
+	// big-endian, recorded by the write of a plaintext single-blob object:
+	// what a verified read checks (object/verify.go), at hardware speed.
+	// Nil when not recorded (objects written before, encrypted objects,
+	// multipart objects): a verified read then checks SHA256. GetObject
+	// and GetObjectVersion return it, listings leave it nil.
+	CRC32C []byte
 	// Inline holds the bytes of a small object stored in the metadata
 	// store itself (an object with neither BlobKey nor Parts is inline;
 	// len(Inline) == Size). GetObject returns them; listings leave them nil.

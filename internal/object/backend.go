@@ -227,7 +227,7 @@ func (n *native) blob(o meta.Object) (blobCopy, bool) {
 	if o.BlobKey == "" || o.Parts != nil || o.IsInline() || o.Encryption != nil || len(md5) != 16 || sha == nil {
 		return blobCopy{}, false
 	}
-	bc := blobCopy{key: o.BlobKey, object: o.Key, size: o.Size, md5: md5, sha256: sha}
+	bc := blobCopy{key: o.BlobKey, object: o.Key, size: o.Size, md5: md5, sha256: sha, crc32c: o.CRC32C}
 	if o.Checksum.Type == "FULL_OBJECT" {
 		bc.checksum = o.Checksum
 	}

@@ -36,6 +36,7 @@ type blobCopy struct {
 	size        int64
 	md5, sha256 []byte
 	checksum    meta.Checksum // FULL_OBJECT, or none
+	crc32c      []byte        // the source's recorded CRC-32C, or nil
 }
 
 // copySource is the source of a copy the store may make: its blob, and

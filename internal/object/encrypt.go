@@ -376,6 +376,46 @@ func (op opener) open(ctx context.Context, offset, length int64) (io.ReadCloser,
 		rc, err := op.fetch(offset, length)
 		return rc, op.plainOpenerErr(err)
 	}
+	st, err := op.stream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	fetch := func(off, n int64) (io.ReadCloser, error) {
+		rc, err := op.fetch(off, n)
+		return rc, op.plainOpenerErr(err)
+	}
+	rc, err := st.Open(fetch, op.size, offset, length)
+	if err != nil {
+		if crypt.IsIntegrity(err) {
+			return nil, op.integrity(err)
+		}
+		return nil, err
+	}
+	// Authenticate the first segment now: tampering there (or a blob
+	// shorter than its first segment) is an error before any header is
+	// sent (a 500), not a cut connection. (bufio passes large reads
+	// straight through once its buffer is drained.)
+	cr := &checkedReader{ReadCloser: rc, op: op}
+	br := bufio.NewReaderSize(cr, 512)
+	if _, err := br.Peek(1); err != nil && err != io.EOF {
+		rc.Close()
+		return nil, err
+	}
+	return peekedReader{br, rc}, nil
+}
+
+// stream returns the decryption stream of the envelope: from the cache
+// (keycache.go) for server and KMS keys, else parsed, unwrapped and
+// derived (and then cached).
+func (op opener) stream(ctx context.Context) (*crypt.Stream, error) {
+	var ck [32]byte
+	cacheable := len(op.envelope) > 1 && crypt.Mode(op.envelope[1]) != crypt.ModeCustomer
+	if cacheable {
+		ck = streamKey(op.identity, op.envelope)
+		if st := op.s.streams.get(ck, op.s.now()); st != nil {
+			return st, nil
+		}
+	}
 	env, err := crypt.ParseEnvelope(op.envelope)
 	if err != nil {
 		return nil, op.integrity(err)
@@ -411,28 +451,10 @@ func (op opener) open(ctx context.Context, offset, length int64) (io.ReadCloser,
 	if err != nil {
 		return nil, op.integrity(err)
 	}
-	fetch := func(off, n int64) (io.ReadCloser, error) {
-		rc, err := op.fetch(off, n)
-		return rc, op.plainOpenerErr(err)
+	if cacheable && env.Mode != crypt.ModeCustomer {
+		op.s.streams.put(ck, st, op.s.now())
 	}
-	rc, err := st.Open(fetch, op.size, offset, length)
-	if err != nil {
-		if crypt.IsIntegrity(err) {
-			return nil, op.integrity(err)
-		}
-		return nil, err
-	}
-	// Authenticate the first segment now: tampering there (or a blob
-	// shorter than its first segment) is an error before any header is
-	// sent (a 500), not a cut connection. (bufio passes large reads
-	// straight through once its buffer is drained.)
-	cr := &checkedReader{ReadCloser: rc, op: op}
-	br := bufio.NewReaderSize(cr, 512)
-	if _, err := br.Peek(1); err != nil && err != io.EOF {
-		rc.Close()
-		return nil, err
-	}
-	return peekedReader{br, rc}, nil
+	return st, nil
 }
 
 // peekedReader is open's reader of decrypted bytes: Read, and WriteTo (the

@@ -114,7 +114,8 @@ type Config struct {
 	// harness: config.Config.ClockOffset).
 	ClockOffset time.Duration
 	// VerifyReads checks a whole read of a plaintext object against its
-	// SHA-256 while it streams (verify.go; --verify-reads).
+	// recorded CRC-32C (or SHA-256) while it streams (verify.go;
+	// --verify-reads).
 	VerifyReads bool
 }
 
@@ -169,6 +170,8 @@ type core struct {
 	reading   readers   // blobs open for reading in this process (pressure.go)
 	readStats ReadStats // damaged reads (verify.go)
 	recorded  sync.Map  // blob key → when a read last recorded it damaged (verify.go)
+
+	streams streamCache // decryption streams of recently read encrypted blobs (keycache.go)
 }
 
 // New returns a Service over m and b, configured by cfg as it is (see

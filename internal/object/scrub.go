@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -557,7 +558,12 @@ func (w *Scrubber) checkBlob(ctx context.Context, lim *rate.Limiter, o meta.Obje
 		return classifyScrub(err, storeErr), 0, err
 	}
 	defer rc.Close()
-	ir := integrity.NewReader(storeReader{rc, &storeErr}, integrity.Options{Size: size, SHA256: sha, MD5: md5, NoMD5: md5 == nil})
+	var ir io.Reader = integrity.NewReader(storeReader{rc, &storeErr}, integrity.Options{Size: size, SHA256: sha, MD5: md5, NoMD5: md5 == nil})
+	if key != "" && env == nil && len(o.Parts) == 0 && len(o.CRC32C) == 4 {
+		// The CRC-32C verified reads check (verify.go), beside the
+		// SHA-256: a record the reads would refuse is found here too.
+		ir = &crcCheck{r: ir, size: size, want: binary.BigEndian.Uint32(o.CRC32C)}
+	}
 	buf := make([]byte, min(scrubChunk, lim.Burst()))
 	for {
 		if err := lim.WaitN(ctx, len(buf)); err != nil {

@@ -149,3 +149,35 @@ func TestRunScrub(t *testing.T) {
 		}
 	}
 }
+
+// TestScrubChecksCRC32C: the scrub checks the CRC-32C verified reads
+// check (beside the SHA-256), so a record the reads would refuse (here
+// a CRC-32C that is not the bytes', the SHA-256 intact) is a finding of
+// coffer fsck too, not a good object. Without the scrub's CRC check the
+// pass finds nothing.
+func TestScrubChecksCRC32C(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, 0)
+	data := strings.Repeat("crc me ", 1000)
+	if _, err := f.put(t, f.alice, "alice-bucket", "k", data); err != nil {
+		t.Fatal(err)
+	}
+	o, err := f.meta.GetObject(ctx, "alice-bucket", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.CRC32C[0] ^= 1
+	if _, err := f.meta.PutObjects(ctx, []meta.Put{{Object: o, InPlace: true}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.readRange(t, "k", 0, -1); !IsCorrupt(err) {
+		t.Fatalf("verified read against a wrong CRC-32C: %v, want an integrity error", err)
+	}
+	p, err := f.svc.Scrubber().Scrub(ctx, ScrubOptions{Owner: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Corrupt != 1 {
+		t.Errorf("scrub pass: %+v, want the object corrupt", p)
+	}
+}

@@ -270,6 +270,7 @@ func (n *native) stage(ctx context.Context, w *incoming) (staged, error) {
 		}
 		o.BlobKey, o.Size = blobKey, w.from.size
 		o.ETag, o.SHA256, o.Checksum = hex.EncodeToString(w.from.md5), hex.EncodeToString(w.from.sha256), w.from.checksum
+		o.CRC32C = w.from.crc32c
 		o.ModTime = s.now().UTC()
 		out.put.Staged, out.rv = true, rv
 		return out, nil
@@ -278,6 +279,7 @@ func (n *native) stage(ctx context.Context, w *incoming) (staged, error) {
 	if err != nil {
 		return staged{}, err
 	}
+	var crc *crcReader // a plaintext blob's CRC-32C, for verified reads (verify.go)
 	if inline {
 		// Small and of known size: keep the bytes for the metadata store.
 		buf := bytes.NewBuffer(make([]byte, 0, w.Size+1))
@@ -301,7 +303,12 @@ func (n *native) stage(ctx context.Context, w *incoming) (staged, error) {
 		// Staged before the first byte: reserved against the owner's
 		// quota (refused here, before reading, if it cannot fit), and
 		// safe from every node's orphan collection.
-		rv, size, err := s.writeStaged(ctx, st, r, w.Size, sl)
+		var body io.Reader = r
+		if sl == nil {
+			crc = &crcReader{r: r}
+			body = crc
+		}
+		rv, size, err := s.writeStaged(ctx, st, body, w.Size, sl)
 		if err != nil {
 			return staged{}, err
 		}
@@ -310,6 +317,9 @@ func (n *native) stage(ctx context.Context, w *incoming) (staged, error) {
 	}
 	o.ETag = hex.EncodeToString(r.MD5())
 	w.measured(o, r)
+	if crc != nil {
+		o.CRC32C = crc.sum()
+	}
 	o.ModTime = s.now().UTC()
 	return out, nil
 }

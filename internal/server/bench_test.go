@@ -114,7 +114,7 @@ func BenchmarkUploadParallel(b *testing.B) {
 
 // BenchmarkDownload measures GET of one object through the whole handler
 // stack over a real loopback connection, client included: with
-// --verify-reads (the default: the SHA-256 checked while streaming) and
+// --verify-reads (the default: the CRC-32C checked while streaming) and
 // without (the sendfile path).
 func BenchmarkDownload(b *testing.B) {
 	for _, size := range append(sizes, 16<<20) {

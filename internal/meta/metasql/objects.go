@@ -302,15 +302,15 @@ func UpsertObjectSQL(inlineCol string, place bool, ph PH) string {
 	if place {
 		set = " is_latest = excluded.is_latest,"
 	}
-	return "INSERT INTO objects (bucket, " + objectCols + ", " + inlineCol + ", sse, sse_kek, tags, lock_mode, lock_until, legal_hold, acl) VALUES (" +
-		values(ph, 1, 26) + ")" +
+	return "INSERT INTO objects (bucket, " + objectCols + ", " + inlineCol + ", sse, sse_kek, tags, lock_mode, lock_until, legal_hold, acl, crc32c) VALUES (" +
+		values(ph, 1, 27) + ")" +
 		" ON CONFLICT (bucket, key, seq) DO UPDATE SET size = excluded.size, etag = excluded.etag, sha256 = excluded.sha256," +
 		" content_type = excluded.content_type, metadata = excluded.metadata, blob_key = excluded.blob_key, mod_time = excluded.mod_time," +
 		" checksum_algorithm = excluded.checksum_algorithm, checksum_type = excluded.checksum_type, checksum_value = excluded.checksum_value," +
 		" parts_id = excluded.parts_id, part_count = excluded.part_count," + set +
 		" delete_marker = excluded.delete_marker, " + inlineCol + " = excluded." + inlineCol +
 		", sse = excluded.sse, sse_kek = excluded.sse_kek, tags = excluded.tags, lock_mode = excluded.lock_mode," +
-		" lock_until = excluded.lock_until, legal_hold = excluded.legal_hold, acl = excluded.acl"
+		" lock_until = excluded.lock_until, legal_hold = excluded.legal_hold, acl = excluded.acl, crc32c = excluded.crc32c"
 }
 
 // ObjectArgs are UpsertObjectSQL's arguments for o (its VersionID,
@@ -339,7 +339,15 @@ func ObjectArgs(o meta.Object, seq string, partsID int64, inline any, key func(s
 	}
 	return []any{o.Bucket, key(o.Key), o.Size, o.ETag, o.SHA256, o.ContentType, md, o.BlobKey, ToNanos(o.ModTime),
 		o.Checksum.Algorithm, o.Checksum.Type, o.Checksum.Value, pid, len(o.Parts), o.VersionID, seq, o.IsLatest, o.DeleteMarker,
-		inline, o.Encryption, o.EncryptionKEK, tags, string(o.Retention.Mode), ToNanos(o.Retention.Until), o.LegalHold, acl}, nil
+		inline, o.Encryption, o.EncryptionKEK, tags, string(o.Retention.Mode), ToNanos(o.Retention.Until), o.LegalHold, acl, crcArg(o.CRC32C)}, nil
+}
+
+// crcArg binds a CRC32C column: NULL when none was recorded.
+func crcArg(crc []byte) any {
+	if crc == nil {
+		return nil
+	}
+	return crc
 }
 
 // PutObjects implements meta.Objects: the puts are checked

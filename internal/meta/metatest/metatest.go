@@ -375,6 +375,9 @@ func diffObject(got, want meta.Object) string {
 	if got.Checksum != want.Checksum {
 		add("Checksum", got.Checksum, want.Checksum)
 	}
+	if (got.CRC32C == nil) != (want.CRC32C == nil) || !bytes.Equal(got.CRC32C, want.CRC32C) {
+		add("CRC32C", got.CRC32C, want.CRC32C)
+	}
 	if !sameTime(got.ModTime, want.ModTime) {
 		add("ModTime", got.ModTime, want.ModTime)
 	}

@@ -194,6 +194,34 @@ var objectTests = []test{
 	{name: "Delete", fn: testDeleteObject},
 	{name: "DeleteCond", fn: testDeleteCond},
 	{name: "DeleteSharedBlob", fn: testDeleteSharedBlob},
+	{name: "CRC32C", fn: testCRC32C},
+}
+
+// testCRC32C: the CRC-32C a write records (migration 0029) comes back
+// with the object, its version and the replaced object; a row without
+// one reads as nil (not empty), an overwrite without one clears it, and a
+// CRC of another size than 4 bytes is refused.
+func testCRC32C(t *testing.T, s store) {
+	addUser(t, s, "alice", 0)
+	with := obj("alice", "with", 10)
+	with.CRC32C = []byte{0xe3, 0x06, 0x92, 0x83}
+	without := obj("alice", "without", 10)
+	put(t, s, with, without)
+	wantObject(t, s, with)
+	wantObject(t, s, without)
+	got, err := s.GetObjectVersion(t.Context(), "alice", "with", meta.NullVersion)
+	ok(t, err, "GetObjectVersion")
+	sameObject(t, got, with, "the version")
+
+	next := obj("alice", "with", 12)
+	old := put(t, s, next)
+	sameObject(t, old[0], with, "the replaced object")
+	wantObject(t, s, next)
+
+	bad := obj("alice", "bad", 1)
+	bad.CRC32C = []byte{1, 2, 3}
+	_, err = s.PutObjects(t.Context(), []meta.Put{{Object: bad}})
+	wantCode(t, err, errcode.InvalidArgument, "a 3-byte CRC-32C")
 }
 
 func testRoundTrip(t *testing.T, s store) {

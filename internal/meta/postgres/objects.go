@@ -130,7 +130,7 @@ func lookupSQL(cond string) string {
 		o.checksum_algorithm, o.checksum_type, o.checksum_value, o.parts_id, o.part_count, o.inline_data,
 		p.blob_key, p.size, p.etag, p.checksum, o.sse, o.sse_kek, p.sse, p.sse_kek,
 		o.version_id, o.seq, o.is_latest, o.delete_marker, o.tags,
-		o.lock_mode, o.lock_until, o.legal_hold, b.object_lock, b.lock_mode, b.lock_days, b.lock_years, o.acl
+		o.lock_mode, o.lock_until, o.legal_hold, b.object_lock, b.lock_mode, b.lock_days, b.lock_years, o.acl, o.crc32c
 	FROM buckets b
 	LEFT JOIN objects o ON o.bucket = b.name AND o.key = $2 AND ` + cond + `
 	LEFT JOIN object_parts p ON p.parts_id = o.parts_id
@@ -169,14 +169,14 @@ func scanLookup(bucket, k string) func(metasql.Row) (lookupRow, error) {
 			pblob, petag, pcheck, kek, pkek            pgtype.Text
 			vid, seq                                   pgtype.Text
 			latest, marker, hold                       pgtype.Bool
-			inline, sse, psse                          []byte
+			inline, sse, psse, crc                     []byte
 			lockMode                                   pgtype.Text
 			lockUntil                                  pgtype.Int8
 			bucketMode                                 string
 		)
 		if err := r.Scan(&l.owner, &l.versioning, &size, &etag, &sha, &ctype, &md, &blob, &mod, &calg, &ctyp, &cv, &pid, &pcount, &inline,
 			&pblob, &psize, &petag, &pcheck, &sse, &kek, &psse, &pkek, &vid, &seq, &latest, &marker, &l.tags,
-			&lockMode, &lockUntil, &hold, &l.lock.Enabled, &bucketMode, &l.lock.Default.Days, &l.lock.Default.Years, &l.acl); err != nil {
+			&lockMode, &lockUntil, &hold, &l.lock.Enabled, &bucketMode, &l.lock.Default.Days, &l.lock.Default.Years, &l.acl, &crc); err != nil {
 			return lookupRow{}, err
 		}
 		l.lock.Default.Mode = meta.RetentionMode(bucketMode)
@@ -197,6 +197,7 @@ func scanLookup(bucket, k string) func(metasql.Row) (lookupRow, error) {
 			Size:          size.Int64,
 			ETag:          etag.String,
 			SHA256:        sha.String,
+			CRC32C:        crc,
 			ContentType:   ctype.String,
 			BlobKey:       blob.String,
 			Checksum:      meta.Checksum{Algorithm: calg.String, Type: ctyp.String, Value: cv.String},

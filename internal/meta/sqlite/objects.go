@@ -109,7 +109,7 @@ func lookup(ctx context.Context, q querier, bucket, key, version string, read bo
 		md, tags, acl               *string
 		calg, ctyp, cval            sql.NullString
 		size, mod, pid, pcount, iid sql.NullInt64
-		data, sse                   []byte
+		data, sse, crc              []byte
 		kek, vid, seq               sql.NullString
 		latest, marker              sql.NullBool
 		lockMode, bucketLockMode    sql.NullString
@@ -121,7 +121,7 @@ func lookup(ctx context.Context, q querier, bucket, key, version string, read bo
 		query, args = lookupVersionQuery, append(args, version)
 	}
 	dest := []any{&f.owner, &v.k, &v.size, &v.etag, &v.sha, &v.ctype, &v.md, &v.blob, &v.mod, &v.calg, &v.ctyp, &v.cval, &v.pid, &v.pcount, &v.iid, &v.data, &v.sse, &v.kek, &v.tags,
-		&v.lockMode, &v.lockUntil, &v.hold, &v.acl, &v.vid}
+		&v.lockMode, &v.lockUntil, &v.hold, &v.acl, &v.crc, &v.vid}
 	if read && version == "" {
 		// The hot path of every read: no column more than it needs (each
 		// costs), the marker flag folded into the version.
@@ -156,6 +156,7 @@ func lookup(ctx context.Context, q querier, bucket, key, version string, read bo
 			Size:          v.size.Int64,
 			ETag:          v.etag.String,
 			SHA256:        v.sha.String,
+			CRC32C:        v.crc,
 			ContentType:   v.ctype.String,
 			BlobKey:       v.blob.String,
 			Checksum:      meta.Checksum{Algorithm: v.calg.String, Type: v.ctyp.String, Value: v.cval.String},
@@ -200,7 +201,7 @@ func lookupSQL(cond, version string) string {
 	}
 	return `SELECT b.owner_id, o.key, o.size, o.etag, o.sha256, o.content_type, o.metadata, o.blob_key, o.mod_time,
 		o.checksum_algorithm, o.checksum_type, o.checksum_value, o.parts_id, o.part_count, o.inline_id, i.data, o.sse, o.sse_kek, o.tags,
-		o.lock_mode, o.lock_until, o.legal_hold, o.acl, ` + version + `
+		o.lock_mode, o.lock_until, o.legal_hold, o.acl, o.crc32c, ` + version + `
 	FROM buckets b LEFT JOIN objects o ON o.bucket = b.name AND o.key = ?2` + on + `
 	LEFT JOIN inline_data i ON i.id = o.inline_id
 	WHERE b.name = ?1` + tail
