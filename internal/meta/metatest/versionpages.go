@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -117,13 +116,7 @@ func BenchVersionPages(b *testing.B, s meta.Objects, bucket string, keys, perKey
 					b.Fatalf("%+v: %d versions, %d prefixes, %v; want %d", pl.opts, len(p.Versions), len(p.CommonPrefixes), err, pl.want)
 				}
 			}
-			slices.Sort(d)
-			q := func(f float64) float64 {
-				return float64(d[min(len(d)-1, int(f*float64(len(d))))].Microseconds()) / 1000
-			}
-			b.ReportMetric(q(0.50), "p50-ms")
-			b.ReportMetric(q(0.95), "p95-ms")
-			b.ReportMetric(q(0.99), "p99-ms")
+			ReportQuantiles(b, d)
 		})
 	}
 }
