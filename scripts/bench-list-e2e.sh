@@ -7,7 +7,8 @@
 # with curl: the file API's listing under a folder, and S3 ListObjectsV2
 # under a folder, with a delimiter under it, and with a delimiter at the
 # root (100 folders). End to end is curl's time_total; server side is the
-# access log's duration_ms of the same requests. Loopback only.
+# access log's duration_ms of the same requests, and the server's CPU
+# (utime + stime of /proc/PID/stat) over the cell a page. Loopback only.
 #   scripts/bench-list-e2e.sh A-BIN B-BIN [keys] [pages] [rounds]
 set -euo pipefail
 export COFFER_SIGNUP_RATE=0
@@ -55,28 +56,33 @@ print(f"copied {keys - 1} rows in {time.time() - t0:.0f}s")
 PY
 echo "machine: $(nproc) cores; $KEYS objects; $PAGES pages a cell"
 FOLDER=d050/
+EMPTY=e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855
 cell() { # side name url [curl args]
   local side=$1 name=$2 url=$3; shift 3
   : >"$WORK/t"
+  local c0 c1
+  c0=$(awk '{print $14 + $15}' /proc/$node/stat)
   for _ in $(seq "$PAGES"); do curl -sf -o /dev/null -w '%{time_total}\n' "$@" "$url" >>"$WORK/t"; done
+  c1=$(awk '{print $14 + $15}' /proc/$node/stat)
   sleep 0.5
-  python3 - "$WORK/t" "$WORK/node.log" "$side" "$name" "$PAGES" <<'PY'
+  python3 - "$WORK/t" "$WORK/node.log" "$side" "$name" "$PAGES" "$(( (c1 - c0) * 1000 / $(getconf CLK_TCK) ))" <<'PY'
 import json, sys
 e2e = sorted(float(x) * 1000 for x in open(sys.argv[1]))
 srv = []
 for line in open(sys.argv[2]):
     try: r = json.loads(line)
     except ValueError: continue
-    if "duration_ms" in r and ("files?" in r.get("uri", r.get("path", "")) or "list-type=2" in r.get("uri", r.get("query", ""))):
+    if r.get("route") in ("GET /api/v1/buckets/{bucket}/files", "ListObjectsV2") and r.get("status") == 200:
         srv.append(r["duration_ms"])
 srv = sorted(srv[-int(sys.argv[5]):])
 q = lambda v, f: v[min(len(v) - 1, int(f * len(v)))] if v else float("nan")
-print(f"| {sys.argv[4]} | {sys.argv[3]} | {q(srv, .5):.1f} | {q(srv, .95):.1f} | {q(e2e, .5):.1f} | {q(e2e, .95):.1f} | {q(e2e, .99):.1f} |")
+cpu = int(sys.argv[6]) / int(sys.argv[5])  # the server's CPU ms a page (utime + stime)
+print(f"| {sys.argv[4]} | {sys.argv[3]} | {cpu:.2f} | {q(srv, .5):.1f} | {q(srv, .95):.1f} | {q(e2e, .5):.1f} | {q(e2e, .95):.1f} | {q(e2e, .99):.1f} |")
 PY
 }
-echo "| page of 1,000 | binary | server p50 ms | server p95 ms | end to end p50 ms | p95 ms | p99 ms |"
-echo "|---|---|---:|---:|---:|---:|---:|"
-S3="http://127.0.0.1:$SPORT/$BUCKET?list-type=2"
+echo "| page of 1,000 | binary | server CPU ms/page | server p50 ms | server p95 ms | end to end p50 ms | p95 ms | p99 ms |"
+echo "|---|---|---:|---:|---:|---:|---:|---:|"
+S3="http://127.0.0.1:$SPORT/$BUCKET" # query parameters in SigV4's order (curl signs them as written)
 for r in $(seq "$ROUNDS"); do
   for side in A B; do
     bin=$([ $side = A ] && echo "$A" || echo "$B")
@@ -85,10 +91,10 @@ for r in $(seq "$ROUNDS"); do
     echo "round $r $side: load $(cut -d' ' -f1-3 /proc/loadavg)"
     for _ in 1 2 3; do curl -sf -o /dev/null -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:$PORT/api/v1/buckets/$BUCKET/files?prefix=$FOLDER&limit=1000"; done
     cell $side "file API, prefix" "http://127.0.0.1:$PORT/api/v1/buckets/$BUCKET/files?prefix=$FOLDER&limit=1000" -H "Authorization: Bearer $TOKEN"
-    SIG=(--aws-sigv4 "aws:amz:us-east-1:s3" --user "$AK:$SK")
-    cell $side "S3 V2, prefix" "$S3&prefix=$FOLDER&max-keys=1000" "${SIG[@]}"
-    cell $side "S3 V2, prefix + delimiter" "$S3&prefix=$FOLDER&delimiter=%2F&max-keys=1000" "${SIG[@]}"
-    cell $side "S3 V2, delimiter at the root (100 folders)" "$S3&delimiter=%2F&max-keys=1000" "${SIG[@]}"
+    SIG=(--aws-sigv4 "aws:amz:us-east-1:s3" --user "$AK:$SK" -H "x-amz-content-sha256: $EMPTY")
+    cell $side "S3 V2, prefix" "$S3?list-type=2&max-keys=1000&prefix=d050%2F" "${SIG[@]}"
+    cell $side "S3 V2, prefix + delimiter" "$S3?delimiter=%2F&list-type=2&max-keys=1000&prefix=d050%2F" "${SIG[@]}"
+    cell $side "S3 V2, delimiter at the root (100 folders)" "$S3?delimiter=%2F&list-type=2&max-keys=1000" "${SIG[@]}"
     stop
   done
 done
