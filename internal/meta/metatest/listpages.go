@@ -3,7 +3,6 @@ package metatest
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,13 +26,9 @@ import (
 // COFFER_LIST_BENCH_KEYS (1000000 for docs/PERFORMANCE.md), default
 // 100,000 (folders of 1,000: full pages).
 func ListBenchKeys(b *testing.B) int {
-	v := os.Getenv("COFFER_LIST_BENCH_KEYS")
-	if v == "" {
-		return 100_000
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 10_000 || n%100 != 0 {
-		b.Fatalf("COFFER_LIST_BENCH_KEYS=%q: a multiple of 100, ≥ 10000", v)
+	n := benchKeys(b, "COFFER_LIST_BENCH_KEYS", 100_000, 10_000)
+	if n%100 != 0 {
+		b.Fatalf("COFFER_LIST_BENCH_KEYS=%d: a multiple of 100", n)
 	}
 	return n
 }

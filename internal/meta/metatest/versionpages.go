@@ -21,13 +21,19 @@ import (
 // VersionBenchKeys is the number of keys of the measurement:
 // COFFER_VERSIONS_BENCH_KEYS (100,000 for 1 M versions), default 2,000.
 func VersionBenchKeys(b *testing.B) int {
-	v := os.Getenv("COFFER_VERSIONS_BENCH_KEYS")
+	return benchKeys(b, "COFFER_VERSIONS_BENCH_KEYS", 2000, 1000)
+}
+
+// benchKeys is the number in the environment variable env, def if it is
+// unset; a number below least fails b.
+func benchKeys(b *testing.B, env string, def, least int) int {
+	v := os.Getenv(env)
 	if v == "" {
-		return 2000
+		return def
 	}
 	n, err := strconv.Atoi(v)
-	if err != nil || n < 1000 {
-		b.Fatalf("COFFER_VERSIONS_BENCH_KEYS=%q: a number ≥ 1000", v)
+	if err != nil || n < least {
+		b.Fatalf("%s=%q: a number ≥ %d", env, v, least)
 	}
 	return n
 }

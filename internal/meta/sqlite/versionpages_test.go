@@ -23,17 +23,8 @@ import (
 //	  go test -run '^$' -bench BenchmarkListVersionPages -benchtime 300x ./internal/meta/sqlite/
 func BenchmarkListVersionPages(b *testing.B) {
 	keys := metatest.VersionBenchKeys(b)
-	path := os.Getenv("COFFER_VERSIONS_BENCH_DB")
-	if path == "" {
-		path = filepath.Join(b.TempDir(), "meta.db")
-	}
-	s := openAt(b, path, Options{})
+	s, _ := benchStore(b, "COFFER_VERSIONS_BENCH_DB")
 	ctx := context.Background()
-	if _, err := s.GetBucket(ctx, "alice"); err != nil {
-		if err := s.CreateUser(ctx, meta.User{ID: "alice", Email: "alice@example.com", PasswordHash: "x"}, meta.Bucket{Name: "alice"}); err != nil {
-			b.Fatal(err)
-		}
-	}
 	if err := metatest.FillVersions(ctx, s.Stores(), "alice", keys, 10, b.Logf); err != nil {
 		b.Fatal(err)
 	}
@@ -75,7 +66,19 @@ func hotNewKeys(b *testing.B, s *Store) {
 //	  go test -run '^$' -bench BenchmarkListPages -benchmem -benchtime 300x ./internal/meta/sqlite/
 func BenchmarkListPages(b *testing.B) {
 	keys := metatest.ListBenchKeys(b)
-	path := os.Getenv("COFFER_LIST_BENCH_DB")
+	s, path := benchStore(b, "COFFER_LIST_BENCH_DB")
+	ctx := context.Background()
+	if err := metatest.FillList(ctx, s.Stores(), "alice", keys, bulkCopy(path), b.Logf); err != nil {
+		b.Fatal(err)
+	}
+	metatest.BenchListPages(b, s, "alice", keys)
+}
+
+// benchStore opens the SQLite file the environment variable env names
+// (kept for the next run) or a temporary one, with user alice and her
+// bucket "alice".
+func benchStore(b *testing.B, env string) (*Store, string) {
+	path := os.Getenv(env)
 	if path == "" {
 		path = filepath.Join(b.TempDir(), "meta.db")
 	}
@@ -86,10 +89,7 @@ func BenchmarkListPages(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	if err := metatest.FillList(ctx, s.Stores(), "alice", keys, bulkCopy(path), b.Logf); err != nil {
-		b.Fatal(err)
-	}
-	metatest.BenchListPages(b, s, "alice", keys)
+	return s, path
 }
 
 // bulkCopy is metatest.BulkCopy on the SQLite file at path, through a
