@@ -12,8 +12,8 @@ import (
 
 // TestSoakRetriesShedDeletes: a delete the server sheds (503 with
 // Retry-After) is asked again by the VU's next write, so the soak's data
-// stays bounded under load (the VU never holds more than soakKeep
-// objects once every delete got through).
+// stays bounded under load: up to two deletes a write, the VU catches up
+// and holds at most a couple more than soakKeep.
 func TestSoakRetriesShedDeletes(t *testing.T) {
 	var mu sync.Mutex
 	stored := map[string]bool{}
@@ -49,7 +49,7 @@ func TestSoakRetriesShedDeletes(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(stored) > soakKeep+20 || len(s.soakOwn[0]) != len(stored) {
+	if len(stored) > soakKeep+2 || len(s.soakOwn[0]) != len(stored) {
 		t.Errorf("after 40 writes, half their deletes shed once: %d objects stored, the VU holds %d; want them the same and bounded",
 			len(stored), len(s.soakOwn[0]))
 	}
