@@ -20,6 +20,7 @@ type ledgerEntry struct {
 	size    int64
 	sha256  [32]byte
 	owner   int // index of the session that uploaded it (file API)
+	index   int // its place in the ledger (set on the copy add's caller keeps)
 	deleted bool
 }
 

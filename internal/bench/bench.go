@@ -57,7 +57,7 @@ var scenarios = map[string]scenarioInfo{
 		make: fileKind("ping")},
 	"stream": {doc: "download a --size (10 MiB) object, timing the first byte apart", size: streamSize, uploads: true,
 		make: fileKind("stream")},
-	"soak": {doc: "40% ping, 30% list, 30% download; watch the server's memory and goroutines", size: defaultSize, uploads: true,
+	"soak": {doc: "30% ping, 25% list, 25% download, 20% upload of --size (deleting the VU's oldest beyond 8); watch the server's memory and goroutines", size: defaultSize, uploads: true,
 		make: fileKind("soak")},
 	"s3-put": {doc: "SigV4 PUT of --size objects", s3: true, size: 1 << 20, uploads: true,
 		make: func(t *target) scenario { return &s3Scenario{t: t, kind: "s3-put"} }},

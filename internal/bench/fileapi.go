@@ -18,13 +18,19 @@ import (
 
 // Default sizes of the file API scenarios.
 const (
-	batchFiles    = 5
-	batchSize     = 50 << 10
-	readPageSize  = 10
-	listPageSize  = 20
-	streamSize    = 10 << 20
-	defaultSize   = 1 << 20
-	soakPingShare = 40 // percent of soak iterations that ping; lists and downloads split the rest
+	batchFiles   = 5
+	batchSize    = 50 << 10
+	readPageSize = 10
+	listPageSize = 20
+	streamSize   = 10 << 20
+	defaultSize  = 1 << 20
+	// The soak's mix, in percent of iterations: ping, list, download, and
+	// the rest writes (an upload of --size, then a delete of the VU's
+	// oldest upload once it holds more than soakKeep).
+	soakPing     = 30
+	soakList     = 25
+	soakDownload = 25
+	soakKeep     = 8
 )
 
 // fileScenario is one of the file API scenarios.
@@ -40,6 +46,9 @@ type fileScenario struct {
 	// links[u] is the path (/s/{token}) of the share link of user u's
 	// prepared object (share).
 	links []string
+	// soakOwn[v] is what VU v uploaded in the soak and has not deleted
+	// yet, oldest first (only VU v touches it).
+	soakOwn [][]ledgerEntry
 }
 
 // fileJSON is a file as the API describes it.
@@ -97,6 +106,7 @@ func (s *fileScenario) setup(ctx context.Context) error {
 		return fmt.Errorf("logging in %d sessions: %w", len(s.sessions), err)
 	}
 	t.setupStats.Sessions = len(s.sessions)
+	s.soakOwn = make([][]ledgerEntry, len(s.sessions))
 
 	// Data the reads need, per user, uploaded through the user's first
 	// session (session u belongs to user u).
@@ -215,7 +225,7 @@ func (s *fileScenario) upload(ctx context.Context, d doer, c *caller, name strin
 		return ledgerEntry{}, err
 	}
 	e := ledgerEntry{bucket: sess.u.bucket, key: key, size: p.size(), sha256: p.sha256, owner: si}
-	s.t.ledger.add(e)
+	e.index = s.t.ledger.add(e)
 	return e, nil
 }
 
@@ -239,17 +249,59 @@ func (s *fileScenario) iterate(ctx context.Context, v *vu) error {
 		return s.shareRead(ctx, v)
 	case "soak":
 		switch n := v.rng.IntN(100); {
-		case n < soakPingShare:
+		case n < soakPing:
 			return s.ping(ctx, v)
-		case n < soakPingShare+(100-soakPingShare)/2:
+		case n < soakPing+soakList:
 			_, err := s.list(ctx, v, "", listPageSize)
 			return err
-		default:
+		case n < soakPing+soakList+soakDownload:
 			objs := s.prepared[v.id%len(s.prepared)]
 			return s.download(ctx, v, v.sess.u.bucket, objs[v.rng.IntN(len(objs))], "")
+		default:
+			return s.soakWrite(ctx, v)
 		}
 	}
 	return fmt.Errorf("unknown scenario %q", s.kind)
+}
+
+// soakWrite uploads a new object of --size as the VU's user and, once the
+// VU holds more than soakKeep of its uploads, deletes the oldest: the soak
+// writes and deletes for as long as it runs while the stored data stays
+// bounded (50 VUs x soakKeep objects).
+func (s *fileScenario) soakWrite(ctx context.Context, v *vu) error {
+	seq := v.next()
+	p := s.t.payloads(s.t.opts.Size).make(s.t.runNum, v.id, seq)
+	e, err := s.upload(ctx, v.call, v.call, "upload", v.id, s.t.objectKey("soak", v.id, seq), p)
+	if err != nil {
+		return err
+	}
+	s.soakOwn[v.id] = append(s.soakOwn[v.id], e)
+	// Up to two deletes a write: the VU catches up after shed ones.
+	for range 2 {
+		own := s.soakOwn[v.id]
+		if len(own) <= soakKeep {
+			return nil
+		}
+		old := own[0]
+		auth, err := v.sess.bearer(ctx, v.call)
+		if err == nil {
+			_, err = v.call.do(ctx, &request{name: "delete", method: http.MethodDelete, url: s.fileURL(old.bucket, old.key),
+				header: http.Header{"Authorization": {auth}}, expect: http.StatusNoContent})
+		}
+		if err != nil && !isStatus(err, http.StatusNotFound) {
+			// Still there (a shed delete, 503) or unknown: the VU's next
+			// write deletes it again. Dropping it would leave it stored:
+			// a 1-hour soak at load left 38,609 objects behind and filled
+			// the disk.
+			return err
+		}
+		s.soakOwn[v.id] = append(own[:0], own[1:]...)
+		s.t.ledger.markDeleted(old.index)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (s *fileScenario) ping(ctx context.Context, v *vu) error {

@@ -46,17 +46,28 @@ func List(ctx context.Context, scan ScanFunc, opts ListOptions) (ListPage, error
 	}
 	n := 0
 	rolledUp := false
+	ask := 0 // with a delimiter: the rows the last scan asked for
 	for {
 		want := min(limit-n+1, 1001) // one extra tells whether the page is truncated
-		if rolledUp {
-			// Right after a common prefix the next row is often another
-			// one (a folder per entry of the page): a few rows first, not
-			// the rest of the page each time (as ListVersions does).
-			want = min(want, rollUpScan)
+		if delim != "" {
+			// With a delimiter the next row may roll up into a common
+			// prefix of many keys (a folder per entry of the page): a
+			// few rows first, at the start and right after each prefix
+			// (as ListVersions does), four times as many each time a
+			// scan rolled nothing up, not the rest of the page each time.
+			if rolledUp || ask == 0 {
+				ask = rollUpScan
+			} else {
+				ask *= 4
+			}
+			want = min(want, ask)
 		}
 		batch, err := scan(ctx, from, inclusive, end, want)
 		if err != nil {
 			return ListPage{}, err
+		}
+		if page.Objects == nil && delim == "" {
+			page.Objects = make([]Object, 0, min(len(batch), limit))
 		}
 		jumped := false
 		for _, o := range batch {

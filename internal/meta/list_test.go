@@ -50,7 +50,9 @@ func TestListRollUpReadsLittle(t *testing.T) {
 		if len(got) != folders || got[0] != "d000/" || got[folders-1] != fmt.Sprintf("d%03d/", folders-1) {
 			t.Fatalf("pages of %d: %d prefixes: %q", limit, len(got), got)
 		}
-		if most := 1001 + folders*(rollUpScan+1); limit == 1000 && read > most {
+		// A few rows a prefix, the first one included (it used to read
+		// the whole page, 1,001 rows, for the first prefix alone).
+		if most := folders * (rollUpScan + 1); limit == 1000 && read > most {
 			t.Errorf("a page of %d prefixes read %d rows, want at most %d", folders, read, most)
 		}
 	}

@@ -33,6 +33,10 @@ type benchReport struct {
 		Total  int64 `json:"total"`
 		Failed int64 `json:"failed"`
 	} `json:"requests"`
+	Endpoints []struct {
+		Name  string `json:"name"`
+		Count int64  `json:"count"`
+	} `json:"endpoints"`
 	Iterations struct {
 		Total   int64 `json:"total"`
 		Dropped int64 `json:"dropped"`
@@ -149,6 +153,20 @@ func TestEveryScenarioAgainstARealServer(t *testing.T) {
 			checkCleanup(t, r, c.uploads)
 			if c.scenario == "soak" && len(r.Server.Samples) < 3 {
 				t.Errorf("soak sampled the server %d times, want it sampled throughout", len(r.Server.Samples))
+			}
+			if c.scenario == "soak" {
+				// The soak mixes writes into its reads: uploads, and deletes
+				// of each VU's oldest upload beyond 8.
+				n := map[string]int64{}
+				for _, e := range r.Endpoints {
+					n[e.Name] = e.Count
+				}
+				if n["upload"] == 0 || n["list"] == 0 || n["download"] == 0 || n["ping"] == 0 {
+					t.Errorf("soak endpoints %v, want ping, list, download and upload", n)
+				}
+				if n["upload"] > 4*8+8 && n["delete"] == 0 {
+					t.Errorf("soak uploaded %d objects over 4 VUs and deleted none, want the oldest beyond 8 deleted", n["upload"])
+				}
 			}
 		})
 	}

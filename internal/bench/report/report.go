@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sort"
 	"time"
 
 	"github.com/coffer-storage/coffer/internal/bench/stats"
@@ -290,4 +291,44 @@ func Ratios(a, b *Result) []Ratio {
 		)
 	}
 	return out
+}
+
+// Growth is how the server's memory and goroutines moved after the
+// warm-up: the first sixth of the samples. Start is the median of the
+// next sixth, End the median of the last sixth (medians, so one sample
+// taken in a burst does not decide it), Max the highest after warm-up.
+type Growth struct {
+	WarmupS                  float64
+	StartRSS, EndRSS, MaxRSS float64
+	StartG, EndG, MaxG       float64
+	Samples                  int
+}
+
+// AfterWarmup measures the growth after the warm-up; ok is false with
+// fewer than 12 samples.
+func (s Server) AfterWarmup() (g Growth, ok bool) {
+	n := len(s.Samples)
+	if n < 12 {
+		return g, false
+	}
+	k := n / 6
+	after := s.Samples[k:]
+	med := func(ss []Sample, f func(Sample) float64) float64 {
+		v := make([]float64, len(ss))
+		for i, x := range ss {
+			v[i] = f(x)
+		}
+		sort.Float64s(v)
+		return v[len(v)/2]
+	}
+	rss := func(x Sample) float64 { return x.RSSBytes }
+	gor := func(x Sample) float64 { return x.Goroutines }
+	g = Growth{WarmupS: s.Samples[k].T, Samples: len(after),
+		StartRSS: med(s.Samples[k:2*k], rss), EndRSS: med(s.Samples[n-k:], rss),
+		StartG: med(s.Samples[k:2*k], gor), EndG: med(s.Samples[n-k:], gor)}
+	for _, x := range after {
+		g.MaxRSS = max(g.MaxRSS, x.RSSBytes)
+		g.MaxG = max(g.MaxG, x.Goroutines)
+	}
+	return g, true
 }

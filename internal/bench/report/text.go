@@ -177,6 +177,11 @@ func text(w io.Writer, r *Result) {
 		}
 		dots(w, "server_rss", fmt.Sprintf("start %s  end %s  max %s", IBytes(first.RSSBytes), IBytes(last.RSSBytes), IBytes(maxRSS)))
 		dots(w, "server_goroutines", fmt.Sprintf("start %.0f  end %.0f  max %.0f", first.Goroutines, last.Goroutines, maxG))
+		if g, ok := r.Server.AfterWarmup(); ok {
+			dots(w, "after_warmup", fmt.Sprintf("from %.0fs: rss %s -> %s (%+.1f MiB, max %s)  goroutines %.0f -> %.0f (%+.0f, max %.0f)",
+				g.WarmupS, IBytes(g.StartRSS), IBytes(g.EndRSS), (g.EndRSS-g.StartRSS)/(1<<20), IBytes(g.MaxRSS),
+				g.StartG, g.EndG, g.EndG-g.StartG, g.MaxG))
+		}
 	} else if r.Server.Note != "" {
 		dots(w, "server", r.Server.Note)
 	}

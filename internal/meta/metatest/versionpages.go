@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -22,13 +21,19 @@ import (
 // VersionBenchKeys is the number of keys of the measurement:
 // COFFER_VERSIONS_BENCH_KEYS (100,000 for 1 M versions), default 2,000.
 func VersionBenchKeys(b *testing.B) int {
-	v := os.Getenv("COFFER_VERSIONS_BENCH_KEYS")
+	return benchKeys(b, "COFFER_VERSIONS_BENCH_KEYS", 2000, 1000)
+}
+
+// benchKeys is the number in the environment variable env, def if it is
+// unset; a number below least fails b.
+func benchKeys(b *testing.B, env string, def, least int) int {
+	v := os.Getenv(env)
 	if v == "" {
-		return 2000
+		return def
 	}
 	n, err := strconv.Atoi(v)
-	if err != nil || n < 1000 {
-		b.Fatalf("COFFER_VERSIONS_BENCH_KEYS=%q: a number ≥ 1000", v)
+	if err != nil || n < least {
+		b.Fatalf("%s=%q: a number ≥ %d", env, v, least)
 	}
 	return n
 }
@@ -117,13 +122,7 @@ func BenchVersionPages(b *testing.B, s meta.Objects, bucket string, keys, perKey
 					b.Fatalf("%+v: %d versions, %d prefixes, %v; want %d", pl.opts, len(p.Versions), len(p.CommonPrefixes), err, pl.want)
 				}
 			}
-			slices.Sort(d)
-			q := func(f float64) float64 {
-				return float64(d[min(len(d)-1, int(f*float64(len(d))))].Microseconds()) / 1000
-			}
-			b.ReportMetric(q(0.50), "p50-ms")
-			b.ReportMetric(q(0.95), "p95-ms")
-			b.ReportMetric(q(0.99), "p99-ms")
+			ReportQuantiles(b, d)
 		})
 	}
 }

@@ -100,6 +100,10 @@ func (r driver) Exec(ctx context.Context, what, query string, args []any, row fu
 func queueRows[T any](t *txn, dst *[]T, scan func(metasql.Row) (T, error), query string, args ...any) {
 	t.batch.Queue(query, args...).Query(func(rows pgx.Rows) error {
 		var err error
+		if *dst != nil { // room made for the rows (a page of a listing)
+			*dst, err = pgx.AppendRows((*dst)[:0], rows, rowTo(scan))
+			return err
+		}
 		*dst, err = pgx.CollectRows(rows, rowTo(scan))
 		return err
 	})

@@ -36,7 +36,7 @@ func (s *Store) ListObjects(ctx context.Context, bucket string, opts meta.ListOp
 			return nil
 		}
 		scan := func(ctx context.Context, from string, inclusive bool, end string, limit int) ([]meta.Object, error) {
-			var os []metasql.ObjectRow
+			os := make([]metasql.ObjectRow, 0, limit)
 			query, scanRow := sq.ListScan(bucket, opts.DeleteMarkers, inclusive, end != "")
 			queueRows(t, &os, scanRow, query, metasql.RangeScanArgs(bucket, from, end, limit, key)...)
 			if err := t.flush(); err != nil {

@@ -58,7 +58,12 @@ func eachRow(ctx context.Context, q querier, query string, args []any, row func(
 
 // queryRows runs query on q and returns every row, as scan reads it.
 func queryRows[T any](ctx context.Context, q querier, scan func(metasql.Row) (T, error), query string, args ...any) ([]T, error) {
-	var out []T
+	return appendRows(ctx, nil, q, scan, query, args...)
+}
+
+// appendRows is queryRows appending to out (a page's rows into a slice
+// sized for them, not grown row by row).
+func appendRows[T any](ctx context.Context, out []T, q querier, scan func(metasql.Row) (T, error), query string, args ...any) ([]T, error) {
 	err := eachRow(ctx, q, query, args, func(r metasql.Row) error {
 		v, err := scan(r)
 		out = append(out, v)

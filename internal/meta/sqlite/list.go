@@ -104,7 +104,7 @@ func txReadQueries() []string {
 func rangeScan(q querier, bucket string, markers bool) meta.ScanFunc {
 	return func(ctx context.Context, from string, inclusive bool, end string, limit int) ([]meta.Object, error) {
 		query, scan := sq.ListScan(bucket, markers, inclusive, end != "")
-		os, err := queryRows(ctx, q, scan, query, metasql.RangeScanArgs(bucket, from, end, limit, key)...)
+		os, err := appendRows(ctx, make([]metasql.ObjectRow, 0, limit), q, scan, query, metasql.RangeScanArgs(bucket, from, end, limit, key)...)
 		if err != nil {
 			return nil, classify(err, "list %q", bucket)
 		}

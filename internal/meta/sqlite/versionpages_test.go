@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/coffer-storage/coffer/internal/meta"
+	"github.com/coffer-storage/coffer/internal/meta/metasql"
 	"github.com/coffer-storage/coffer/internal/meta/metatest"
 )
 
@@ -21,17 +23,8 @@ import (
 //	  go test -run '^$' -bench BenchmarkListVersionPages -benchtime 300x ./internal/meta/sqlite/
 func BenchmarkListVersionPages(b *testing.B) {
 	keys := metatest.VersionBenchKeys(b)
-	path := os.Getenv("COFFER_VERSIONS_BENCH_DB")
-	if path == "" {
-		path = filepath.Join(b.TempDir(), "meta.db")
-	}
-	s := openAt(b, path, Options{})
+	s, _ := benchStore(b, "COFFER_VERSIONS_BENCH_DB")
 	ctx := context.Background()
-	if _, err := s.GetBucket(ctx, "alice"); err != nil {
-		if err := s.CreateUser(ctx, meta.User{ID: "alice", Email: "alice@example.com", PasswordHash: "x"}, meta.Bucket{Name: "alice"}); err != nil {
-			b.Fatal(err)
-		}
-	}
 	if err := metatest.FillVersions(ctx, s.Stores(), "alice", keys, 10, b.Logf); err != nil {
 		b.Fatal(err)
 	}
@@ -60,4 +53,62 @@ func hotNewKeys(b *testing.B, s *Store) {
 			}
 		}
 	})
+}
+
+// BenchmarkListPages: ListObjects pages of 1,000 under a folder and of
+// the folders at the root, in a bucket of COFFER_LIST_BENCH_KEYS objects
+// (default 20,000) in 100 folders, on a real SQLite file:
+// COFFER_LIST_BENCH_DB (kept, and reused when it holds them already) or
+// a temporary one. docs/PERFORMANCE.md's numbers ("Issue 23: listing and
+// soak"):
+//
+//	COFFER_LIST_BENCH_KEYS=1000000 COFFER_LIST_BENCH_DB=/tmp/list.db \
+//	  go test -run '^$' -bench BenchmarkListPages -benchmem -benchtime 300x ./internal/meta/sqlite/
+func BenchmarkListPages(b *testing.B) {
+	keys := metatest.ListBenchKeys(b)
+	s, path := benchStore(b, "COFFER_LIST_BENCH_DB")
+	ctx := context.Background()
+	if err := metatest.FillList(ctx, s.Stores(), "alice", keys, bulkCopy(path), b.Logf); err != nil {
+		b.Fatal(err)
+	}
+	metatest.BenchListPages(b, s, "alice", keys)
+}
+
+// benchStore opens the SQLite file the environment variable env names
+// (kept for the next run) or a temporary one, with user alice and her
+// bucket "alice".
+func benchStore(b *testing.B, env string) (*Store, string) {
+	path := os.Getenv(env)
+	if path == "" {
+		path = filepath.Join(b.TempDir(), "meta.db")
+	}
+	s := openAt(b, path, Options{})
+	ctx := context.Background()
+	if _, err := s.GetBucket(ctx, "alice"); err != nil {
+		if err := s.CreateUser(ctx, meta.User{ID: "alice", Email: "alice@example.com", PasswordHash: "x"}, meta.Bucket{Name: "alice"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return s, path
+}
+
+// bulkCopy is metatest.BulkCopy on the SQLite file at path, through a
+// connection of its own (the store's writer is idle meanwhile).
+func bulkCopy(path string) metatest.BulkCopy {
+	return func(ctx context.Context, bucket, template string, keys, every int) error {
+		db, err := sql.Open("sqlite", dsn(path, "busy_timeout(60000)", "foreign_keys(ON)"))
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		cols, err := queryRows(ctx, db, metasql.ScanString, "SELECT name FROM pragma_table_info('objects') ORDER BY cid")
+		if err != nil {
+			return err
+		}
+		q := "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < ?1) " +
+			metatest.BulkCopySQL(cols, "n", fmt.Sprintf("printf('d%%03d/k%%07d', i / %d, i)", keys/100), "'bulk/' || i",
+				func(i int) string { return fmt.Sprintf("?%d", i) }, every)
+		_, err = db.ExecContext(ctx, q, keys, bucket, template)
+		return err
+	}
 }
