@@ -9,7 +9,7 @@
 #      Uppy, tus) on one `coffer serve`, ROUNDS rounds; server and browser
 #      CPU, and the browser's floor (one bare XHR PUT of the File).
 #   scripts/bench-uploads.sh [BINARY]   (ROUNDS=3 by default; needs
-#   `source /work/helper-env.sh` or COFFER_PLAYWRIGHT_PYTHON and chromium)
+#   COFFER_PLAYWRIGHT_PYTHON (the browser venv scripts/test.sh installs) and chromium)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}
