@@ -123,9 +123,9 @@ func cpuTime() time.Duration {
 // MD5 must be crypto/md5's, and every stream must give its hasher back
 // (the count of streams hashing returns to 0).
 func TestMD5Lanes(t *testing.T) {
-	old := simdFrom
-	simdFrom = 2
-	t.Cleanup(func() { simdFrom = old })
+	old, oldMin := simdFrom, simdMinSize
+	simdFrom, simdMinSize = 2, 0
+	t.Cleanup(func() { simdFrom, simdMinSize = old, oldMin })
 	data := make([]byte, 3<<20+17)
 	for i := range data {
 		data[i] = byte(i*7 + i>>9)
@@ -226,5 +226,26 @@ func TestMD5LanesReused(t *testing.T) {
 	}
 	if n := md5Streams.Load(); n != 0 {
 		t.Errorf("%d MD5 streams still counted", n)
+	}
+}
+
+// TestSmallBodiesNoLane: a body announced below simdMinSize hashes with
+// crypto/md5 even while many streams hash (GoVault's 1 MiB uploads were
+// slower on lanes), and so never counts as a stream that could take one.
+func TestSmallBodiesNoLane(t *testing.T) {
+	old := simdFrom
+	simdFrom = -1 // every eligible stream would take a lane
+	t.Cleanup(func() { simdFrom = old })
+	body := make([]byte, 1<<20)
+	before := md5Streams.Load()
+	r := NewReader(bytes.NewReader(body), Options{Size: int64(len(body))})
+	if n := md5Streams.Load() - before; n != 0 {
+		t.Fatalf("a 1 MiB body counts as %d md5-simd streams", n)
+	}
+	if _, err := io.Copy(io.Discard, r); err != nil {
+		t.Fatal(err)
+	}
+	if want := md5.Sum(body); !bytes.Equal(r.MD5(), want[:]) {
+		t.Fatalf("MD5 %x, want %x", r.MD5(), want)
 	}
 }

@@ -75,7 +75,9 @@ func NewReader(r io.Reader, opts Options) *Reader {
 	if !opts.NoSHA256 || opts.SHA256 != nil {
 		ir.sha = sha256.New()
 	}
-	if !opts.NoMD5 {
+	if !opts.NoMD5 && opts.Size >= 0 && opts.Size < simdMinSize {
+		ir.md5, ir.md5Done = md5.New(), func() {}
+	} else if !opts.NoMD5 {
 		ir.md5, ir.md5Done = newMD5()
 		// A Reader dropped mid-stream (its consumer failed) still gives
 		// its lane back.
@@ -236,6 +238,13 @@ func (ir *Reader) MD5() []byte {
 // simdFrom is how many MD5 streams must be running for a new one to use
 // md5-simd (a variable for tests).
 var simdFrom int64 = 8
+
+// simdMinSize is the smallest announced body that may take an md5-simd
+// lane (bodies of unknown size may too). Below it crypto/md5: GoVault's
+// scenario (1 MiB uploads at 200 VUs) measured 208-226 uploads/s with
+// lanes against 248-267 without (docs/PERFORMANCE.md, "Issue 23: the
+// merged code on a quiet machine"), while 10 MiB PUTs at c16 gained.
+var simdMinSize int64 = 4 << 20
 
 // simdHashers bounds the md5-simd hashers ever made. They are reused
 // (Reset), never closed: md5-simd v1.1.2's server never forgets a closed
