@@ -289,12 +289,16 @@ func (s *Store) write(ctx context.Context, f *os.File, r io.Reader, size int64) 
 	bp := s.bufs.Get().(*[]byte)
 	defer s.bufs.Put(bp)
 	buf := *bp
+	read := r.Read
+	if size >= fillMinSize {
+		read = func(p []byte) (int, error) { return fill(r, p) }
+	}
 	var n int64
 	for {
 		if err := ctx.Err(); err != nil {
 			return blob.Info{}, err
 		}
-		m, rerr := fill(r, buf)
+		m, rerr := read(buf)
 		if size >= 0 && n+int64(m) > size {
 			return blob.Info{}, errcode.New(errcode.TooLarge, "blob body is longer than the declared %d bytes", size)
 		}
@@ -330,6 +334,13 @@ func (s *Store) write(ctx context.Context, f *os.File, r io.Reader, size int64) 
 	}
 	return blob.Info{Size: n, ModTime: fi.ModTime()}, nil
 }
+
+// fillMinSize is the declared size from which write fills its buffer
+// before each write: integrity's md5-simd lanes take bodies from 4 MiB
+// (simdMinSize) and pay only with large pieces. Below it write passes on
+// what each read yields: filling cost 1 MiB uploads at 200 VUs 10-17 %
+// of their rate (issue 23 in docs/PERFORMANCE.md).
+const fillMinSize = 4 << 20
 
 // fill reads into buf until it is full or r ends or fails: a socket yields
 // 16–64 KiB a read, and one write of a full buffer instead of one per read
