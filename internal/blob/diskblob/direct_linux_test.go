@@ -12,6 +12,9 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/testbackend"
 )
 
 // residentPages reports how many of the file's pages are in the page cache.
@@ -95,5 +98,34 @@ func TestLargeBlobBypassesPageCache(t *testing.T) {
 		if err != nil || !bytes.Equal(got, data) {
 			t.Fatalf("blob of %d bytes in %d-byte reads reads back %d bytes (%v), not the body", tc.size, tc.step, len(got), err)
 		}
+	}
+}
+
+// TestDirectPutOnFullDisk: a direct write that runs out of space fails
+// with StorageFull and leaves no temporary file, and the disk's space
+// comes back (on tmpfs, where there is no loop device, the same through
+// the buffered fallback); a blob that fits is then written whole.
+func TestDirectPutOnFullDisk(t *testing.T) {
+	sfs := testbackend.NewSmallFS(t, 16<<20)
+	s := open(t, sfs.Dir)
+	ctx := context.Background()
+	data := randBytes(32<<20, 12)
+	free := sfs.Free(t)
+	if _, err := s.Put(ctx, "too-big", &trickle{r: bytes.NewReader(data), step: 64 << 10}, int64(len(data))); !errcode.Is(err, errcode.StorageFull) {
+		t.Fatalf("Put of 32 MiB on a 16 MiB %s = %v, want StorageFull", sfs.Kind, err)
+	}
+	if ents, err := os.ReadDir(filepath.Join(sfs.Dir, "tmp")); err != nil || len(ents) != 0 {
+		t.Fatalf("temporary files after the failed Put: %d (%v)", len(ents), err)
+	}
+	if got := sfs.Free(t); got < free-(1<<20) {
+		t.Fatalf("%d bytes free after the failed Put, %d before", got, free)
+	}
+	small := data[:5<<20+3]
+	if _, err := s.Put(ctx, "fits", &trickle{r: bytes.NewReader(small), step: 64 << 10}, int64(len(small))); err != nil {
+		t.Fatalf("Put of 5 MiB after the failure: %v", err)
+	}
+	got, err := io.ReadAll(get(t, s, "fits", 0, -1))
+	if err != nil || !bytes.Equal(got, small) {
+		t.Fatalf("the 5 MiB blob reads back %d bytes (%v), not the body", len(got), err)
 	}
 }
