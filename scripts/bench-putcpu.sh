@@ -11,6 +11,8 @@
 #   scripts/bench-putcpu.sh /tmp/coffer-old [duration-per-round] [sizes] [concurrencies] [rounds]
 #   scripts/bench-putcpu.sh /tmp/coffer-old 8s "10MiB 1MiB" "16 1" 2
 # NEW=path uses a prebuilt binary for this side instead of building one.
+# PORT, S3_PORT (default 18081, 19001): the new server's ports on
+# 127.0.0.1; the old one takes the next port of each.
 # Both servers run with --admission fixed: on this shared machine adaptive
 # admission sheds uploads when other jobs load the CPU, and a shed upload
 # is CPU without acknowledged bytes.
@@ -23,6 +25,8 @@ DUR=${2:-8s}
 SIZES=${3:-"10MiB 1MiB"}
 CONCS=${4:-"16 1"}
 ROUNDS=${5:-2}
+PORT=${PORT:-18081} S3_PORT=${S3_PORT:-19001}
+OPORT=$((PORT + 1)) OS3_PORT=$((S3_PORT + 1))
 if [ -z "${NEW:-}" ]; then
   go build -o "$ROOT/.tools/coffer" ./cmd/coffer
   NEW="$ROOT/.tools/coffer"
@@ -36,14 +40,14 @@ openssl speed -seconds 2 -bytes 1048576 md5 sha256 2>/dev/null | awk '/^(md5|sha
 go test -run '^$' -bench 'BenchmarkHash$' -benchmem ./internal/integrity/ | awk '/^BenchmarkHash/{print "go test " $0}'
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 
-"$OLD" serve --data "$WORK/old" --listen 127.0.0.1:28081 --s3-listen 127.0.0.1:29001 --admission fixed --log-level warn >"$WORK/old.log" 2>&1 &
+"$OLD" serve --data "$WORK/old" --listen 127.0.0.1:$OPORT --s3-listen 127.0.0.1:$OS3_PORT --admission fixed --log-level warn >"$WORK/old.log" 2>&1 &
 OPID=$!
-"$NEW" serve --data "$WORK/new" --listen 127.0.0.1:18081 --s3-listen 127.0.0.1:19001 --admission fixed --log-level warn >"$WORK/new.log" 2>&1 &
+"$NEW" serve --data "$WORK/new" --listen 127.0.0.1:$PORT --s3-listen 127.0.0.1:$S3_PORT --admission fixed --log-level warn >"$WORK/new.log" 2>&1 &
 NPID=$!
 source scripts/lib/s3key.sh
-wait_ready http://127.0.0.1:28081 http://127.0.0.1:18081
+wait_ready http://127.0.0.1:$OPORT http://127.0.0.1:$PORT
 # A user and an S3 key on the old server (the bench makes its own on the new one).
-read -r KID KSECRET < <(s3_key http://127.0.0.1:28081)
+read -r KID KSECRET < <(s3_key http://127.0.0.1:$OPORT)
 echo "machine: $(nproc) cores; A (new): $("$NEW" version); B (old): $("$OLD" version)"
 
 ticks() { awk '{print $14, $15}' "/proc/$1/stat"; }
@@ -53,8 +57,8 @@ for size in $SIZES; do
     echo "### s3-put size=$size concurrency=$c, $ROUNDS rounds of $DUR each (A: this checkout; B: $OLD)"
     read -r au0 as0 < <(ticks "$NPID")
     read -r bu0 bs0 < <(ticks "$OPID")
-    "$NEW" bench s3-put --target http://127.0.0.1:18081 --s3-target http://127.0.0.1:19001 \
-      --compare http://127.0.0.1:29001 --compare-access-key "$KID" --compare-secret-key "$KSECRET" \
+    "$NEW" bench s3-put --target http://127.0.0.1:$PORT --s3-target http://127.0.0.1:$S3_PORT \
+      --compare http://127.0.0.1:$OS3_PORT --compare-access-key "$KID" --compare-secret-key "$KSECRET" \
       --vus "$c" --duration "$DUR" --size "$size" --rounds "$ROUNDS" --audit=false --metrics-url off \
       --json "$WORK/cell.json" 2>&1 | sed -n '/alternating rounds/,$p' | grep -E 'requests/s|sent MiB|latency|p50|p95|alternating' || true
     read -r au1 as1 < <(ticks "$NPID")

@@ -645,27 +645,38 @@ func TestSmallBodyWrittenAsRead(t *testing.T) {
 }
 
 // BenchmarkPutFromSocket writes 10 MiB bodies that arrive in 64 KiB
-// reads, as from a socket: the write calls per blob and the CPU per MiB.
+// reads, as from a socket: the write calls per blob and the CPU per MiB,
+// with direct writes (the default from 4 MiB) and through the page cache.
+// Each blob is deleted at once, so the buffered case reuses warm page-cache
+// pages: a server keeping gigabytes of fresh blobs pays more per MiB for
+// them (issue 23, second pass, in docs/PERFORMANCE.md).
 func BenchmarkPutFromSocket(b *testing.B) {
-	const size = 10 << 20
-	s := open(b, b.TempDir())
-	data := randBytes(size, 8)
-	ctx := context.Background()
-	b.SetBytes(size)
-	b.ReportAllocs()
-	var ru0, ru1 syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
-	i := 0
-	for b.Loop() {
-		key := fmt.Sprintf("bench/%d", i)
-		i++
-		if _, err := s.Put(ctx, key, &trickle{r: bytes.NewReader(data), step: 64 << 10}, size); err != nil {
-			b.Fatal(err)
-		}
-		s.Delete(ctx, key)
+	for _, mode := range []string{"direct", "buffered"} {
+		b.Run(mode, func(b *testing.B) {
+			const size = 10 << 20
+			s := open(b, b.TempDir())
+			if mode == "buffered" {
+				diskblob.NoDirect(s)
+			}
+			data := randBytes(size, 8)
+			ctx := context.Background()
+			b.SetBytes(size)
+			b.ReportAllocs()
+			var ru0, ru1 syscall.Rusage
+			syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+			i := 0
+			for b.Loop() {
+				key := fmt.Sprintf("bench/%d", i)
+				i++
+				if _, err := s.Put(ctx, key, &trickle{r: bytes.NewReader(data), step: 64 << 10}, size); err != nil {
+					b.Fatal(err)
+				}
+				s.Delete(ctx, key)
+			}
+			syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
+			mib := float64(b.N) * size / (1 << 20)
+			b.ReportMetric(float64(ru1.Utime.Nano()-ru0.Utime.Nano())/1e6/mib, "user-ms/MiB")
+			b.ReportMetric(float64(ru1.Stime.Nano()-ru0.Stime.Nano())/1e6/mib, "sys-ms/MiB")
+		})
 	}
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
-	mib := float64(b.N) * size / (1 << 20)
-	b.ReportMetric(float64(ru1.Utime.Nano()-ru0.Utime.Nano())/1e6/mib, "user-ms/MiB")
-	b.ReportMetric(float64(ru1.Stime.Nano()-ru0.Stime.Nano())/1e6/mib, "sys-ms/MiB")
 }
