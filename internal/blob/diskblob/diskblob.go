@@ -308,9 +308,9 @@ func (s *Store) write(ctx context.Context, f *os.File, r io.Reader, size int64) 
 			if _, err := f.Write(buf[:m]); err != nil {
 				return blob.Info{}, classify(err, "write", "")
 			}
-			if n/writeBackChunk != (n+int64(m))/writeBackChunk {
+			if size < 0 && n/writeBackChunk != (n+int64(m))/writeBackChunk {
 				// Flush what is written while the rest arrives, so that
-				// the fsync below waits for the tail only.
+				// the fsync below waits for the tail only (see flusher).
 				fl.upTo((n + int64(m)) / writeBackChunk * writeBackChunk)
 			}
 			if n/roomCheck != (n+int64(m))/roomCheck {
@@ -407,7 +407,11 @@ var writeBack = startWriteBack
 // its own: sync_file_range may wait for the disk's queue, and the writer
 // must not (an in-line call made an 8 MiB streamed Put slower, not
 // faster: BenchmarkPutStreamedFsync). Ranges asked for while it is busy
-// are started together.
+// are started together. write uses it for bodies of unknown length only
+// (tus PATCHes, chunked uploads): a body of declared length is a PUT,
+// whose client does not wait between pieces, and the write-back's kernel
+// CPU would move from the kernel's flusher threads into the server (+3 %
+// CPU per MiB of a 1 GiB PUT, issue 23 second pass in PERFORMANCE.md).
 type flusher struct {
 	f      *os.File
 	target atomic.Int64
