@@ -293,8 +293,10 @@ func (s *Store) write(ctx context.Context, f *os.File, r io.Reader, size int64) 
 	if size >= fillMinSize {
 		read = func(p []byte) (int, error) { return fill(r, p) }
 	}
-	fl := &flusher{f: f}
-	defer fl.wait() // before f closes
+	// The flusher starts at the first full MiB of a body of unknown
+	// length; it is done before f closes.
+	var fl *flusher
+	defer func() { fl.wait() }()
 	var n int64
 	for {
 		if err := ctx.Err(); err != nil {
@@ -311,6 +313,9 @@ func (s *Store) write(ctx context.Context, f *os.File, r io.Reader, size int64) 
 			if size < 0 && n/writeBackChunk != (n+int64(m))/writeBackChunk {
 				// Flush what is written while the rest arrives, so that
 				// the fsync below waits for the tail only (see flusher).
+				if fl == nil {
+					fl = startFlusher(f)
+				}
 				fl.upTo((n + int64(m)) / writeBackChunk * writeBackChunk)
 			}
 			if n/roomCheck != (n+int64(m))/roomCheck {
@@ -419,13 +424,15 @@ type flusher struct {
 	done   chan struct{}
 }
 
+func startFlusher(f *os.File) *flusher {
+	fl := &flusher{f: f, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	go fl.run()
+	return fl
+}
+
 // upTo asks for the write-back of the file up to byte end.
 func (fl *flusher) upTo(end int64) {
 	fl.target.Store(end)
-	if fl.wake == nil {
-		fl.wake, fl.done = make(chan struct{}, 1), make(chan struct{})
-		go fl.run()
-	}
 	select {
 	case fl.wake <- struct{}{}:
 	default: // it will see the new target
@@ -443,9 +450,9 @@ func (fl *flusher) run() {
 	}
 }
 
-// wait waits for the flusher to finish (before the file closes).
+// wait waits for the flusher, if any, to finish (before the file closes).
 func (fl *flusher) wait() {
-	if fl.wake != nil {
+	if fl != nil {
 		close(fl.wake)
 		<-fl.done
 	}
