@@ -651,11 +651,7 @@ func TestSmallBodyWrittenAsRead(t *testing.T) {
 // reads, as from a socket: the write calls per blob and the CPU per MiB.
 func BenchmarkPutFromSocket(b *testing.B) {
 	const size = 10 << 20
-	s := open(b, b.TempDir())
-	data := randBytes(size, 8)
-	ctx := context.Background()
-	b.SetBytes(size)
-	b.ReportAllocs()
+	s, data, ctx := benchPut(b, size)
 	var ru0, ru1 syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
 	i := 0
@@ -765,11 +761,7 @@ func (w *waitAt) Read(p []byte) (int, error) {
 // which write-back during the stream shortens.
 func BenchmarkPutStreamedFsync(b *testing.B) {
 	const size = 8 << 20
-	s := open(b, b.TempDir())
-	data := randBytes(size, 8)
-	ctx := context.Background()
-	b.SetBytes(size)
-	b.ReportAllocs()
+	s, data, ctx := benchPut(b, size)
 	i := 0
 	var tail time.Duration
 	for b.Loop() {
@@ -798,4 +790,13 @@ func (l *lastByte) Read(p []byte) (int, error) {
 		l.eof = time.Now()
 	}
 	return n, err
+}
+
+// benchPut opens a store for a benchmark of Puts of size-byte bodies and
+// returns it with a body.
+func benchPut(b *testing.B, size int) (*diskblob.Store, []byte, context.Context) {
+	s := open(b, b.TempDir())
+	b.SetBytes(int64(size))
+	b.ReportAllocs()
+	return s, randBytes(size, 8), context.Background()
 }
