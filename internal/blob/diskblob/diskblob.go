@@ -299,6 +299,10 @@ func (s *Store) write(ctx context.Context, f *os.File, r io.Reader, size int64) 
 		// Large bodies bypass the page cache (see directAlign).
 		direct = !s.noDirect && setDirect(f, true) == nil
 	}
+	// The flusher starts at the first full MiB of a body of unknown
+	// length; it is done before f closes.
+	var fl *flusher
+	defer func() { fl.wait() }()
 	var n int64
 	held := 0 // bytes at the start of buf read but not yet written (direct only)
 	for {
@@ -332,6 +336,14 @@ func (s *Store) write(ctx context.Context, f *os.File, r io.Reader, size int64) 
 				}
 			}
 			held = copy(buf, buf[w:end])
+			if size < 0 && n/writeBackChunk != (n+int64(m))/writeBackChunk {
+				// Flush what is written while the rest arrives, so that
+				// the fsync below waits for the tail only (see flusher).
+				if fl == nil {
+					fl = startFlusher(f)
+				}
+				fl.upTo((n + int64(m)) / writeBackChunk * writeBackChunk)
+			}
 			if n/roomCheck != (n+int64(m))/roomCheck {
 				// Other writes share the disk: keep the reserve as this
 				// one grows.
@@ -446,6 +458,67 @@ func (s *Store) commit(ctx context.Context, tmp, rel string) error {
 		return err
 	}
 	return nil
+}
+
+// writeBackChunk is how many bytes write lets accumulate in the page cache
+// before it starts their write-back (startWriteBack): the fsync that ends
+// a write then waits for at most about this much, not for the whole body.
+// A tus PATCH's client waits for that fsync before it sends the next
+// PATCH, so a flush of the whole 8 MiB PATCH at the end alternated with
+// receiving (issue 23, second pass, in docs/PERFORMANCE.md).
+const writeBackChunk = 1 << 20
+
+// writeBack is startWriteBack (a variable for TestWriteBackWhileStreaming).
+var writeBack = startWriteBack
+
+// flusher starts the write-back of a file being written on a goroutine of
+// its own: sync_file_range may wait for the disk's queue, and the writer
+// must not (an in-line call made an 8 MiB streamed Put slower, not
+// faster: BenchmarkPutStreamedFsync). Ranges asked for while it is busy
+// are started together. write uses it for bodies of unknown length only
+// (tus PATCHes, chunked uploads): a body of declared length is a PUT,
+// whose client does not wait between pieces, and the write-back's kernel
+// CPU would move from the kernel's flusher threads into the server (+3 %
+// CPU per MiB of a 1 GiB PUT, issue 23 second pass in PERFORMANCE.md).
+type flusher struct {
+	f      *os.File
+	target atomic.Int64
+	wake   chan struct{}
+	done   chan struct{}
+}
+
+func startFlusher(f *os.File) *flusher {
+	fl := &flusher{f: f, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	go fl.run()
+	return fl
+}
+
+// upTo asks for the write-back of the file up to byte end.
+func (fl *flusher) upTo(end int64) {
+	fl.target.Store(end)
+	select {
+	case fl.wake <- struct{}{}:
+	default: // it will see the new target
+	}
+}
+
+func (fl *flusher) run() {
+	defer close(fl.done)
+	var from int64
+	for range fl.wake {
+		if to := fl.target.Load(); to > from {
+			writeBack(fl.f, from, to-from)
+			from = to
+		}
+	}
+}
+
+// wait waits for the flusher, if any, to finish (before the file closes).
+func (fl *flusher) wait() {
+	if fl != nil {
+		close(fl.wake)
+		<-fl.done
+	}
 }
 
 // roomCheck is how many bytes Put writes between checks of the free space

@@ -3,6 +3,7 @@ package diskblob_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -13,8 +14,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/coffer-storage/coffer/internal/blob"
 	"github.com/coffer-storage/coffer/internal/blob/blobtest"
@@ -654,14 +657,10 @@ func BenchmarkPutFromSocket(b *testing.B) {
 	for _, mode := range []string{"direct", "buffered"} {
 		b.Run(mode, func(b *testing.B) {
 			const size = 10 << 20
-			s := open(b, b.TempDir())
+			s, data, ctx := benchPut(b, size)
 			if mode == "buffered" {
 				diskblob.NoDirect(s)
 			}
-			data := randBytes(size, 8)
-			ctx := context.Background()
-			b.SetBytes(size)
-			b.ReportAllocs()
 			var ru0, ru1 syscall.Rusage
 			syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
 			i := 0
@@ -679,4 +678,136 @@ func BenchmarkPutFromSocket(b *testing.B) {
 			b.ReportMetric(float64(ru1.Stime.Nano()-ru0.Stime.Nano())/1e6/mib, "sys-ms/MiB")
 		})
 	}
+}
+
+// TestWriteBackWhileStreaming: for a body of unknown length (a tus PATCH)
+// Put starts the write-back of each full MiB while the body still streams
+// in, so the fsync at its end waits for the tail only (a tus client waits
+// for that fsync before it sends the next PATCH); the blob is the body.
+// The body stops after 3 MiB until a write-back has started (no timing:
+// it fails only if none ever starts). A body of declared length (a PUT)
+// is left to the kernel's own write-back.
+func TestWriteBackWhileStreaming(t *testing.T) {
+	var mu sync.Mutex
+	var kicks [][2]int64
+	started := make(chan struct{}, 1)
+	t.Cleanup(diskblob.SetWriteBack(func(_ *os.File, off, n int64) {
+		mu.Lock()
+		kicks = append(kicks, [2]int64{off, n})
+		mu.Unlock()
+		select {
+		case started <- struct{}{}:
+		default:
+		}
+	}))
+	s := open(t, t.TempDir())
+	const size = 5<<20 + 12345
+	data := randBytes(size, 10)
+	for _, declared := range []int64{-1, size} {
+		mu.Lock()
+		kicks = nil
+		mu.Unlock()
+		select {
+		case <-started:
+		default:
+		}
+		key := fmt.Sprintf("write-back/%d", declared)
+		at := int64(3 << 20)
+		if declared >= 0 {
+			at = -1
+		}
+		body := &waitAt{r: &trickle{r: bytes.NewReader(data), step: 16 << 10}, at: at, started: started, t: t}
+		if _, err := s.Put(context.Background(), key, body, declared); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		var end int64
+		for _, k := range kicks {
+			if k[0] != end || k[1] <= 0 || k[1]%(1<<20) != 0 {
+				t.Fatalf("size %d: write-back ranges %v, want contiguous whole MiBs from 0", declared, kicks)
+			}
+			end += k[1]
+		}
+		mu.Unlock()
+		want := int64(5 << 20)
+		if declared >= 0 {
+			want = 0
+		}
+		if end != want {
+			t.Fatalf("size %d: write-back started up to byte %d, want %d", declared, end, want)
+		}
+		got, err := io.ReadAll(get(t, s, key, 0, -1))
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("size %d: blob reads back %d bytes (%v), not the body", declared, len(got), err)
+		}
+	}
+}
+
+// waitAt reads r, waiting after byte at until started has a value.
+type waitAt struct {
+	r       io.Reader
+	at, n   int64
+	started chan struct{}
+	t       *testing.T
+}
+
+func (w *waitAt) Read(p []byte) (int, error) {
+	if w.n >= w.at && w.at >= 0 {
+		select {
+		case <-w.started:
+		case <-time.After(time.Minute):
+			w.t.Error("no write-back started while the body was streaming")
+		}
+		w.at = -1
+	}
+	n, err := w.r.Read(p)
+	w.n += int64(n)
+	return n, err
+}
+
+// BenchmarkPutStreamedFsync writes 8 MiB bodies of unknown size (a tus
+// PATCH) that arrive in 64 KiB reads, each hashed as the request path
+// does. tail-ms/op is the time from the body's last byte to Put's return
+// (the fsync, mostly): what a tus client waits for before its next PATCH,
+// which write-back during the stream shortens.
+func BenchmarkPutStreamedFsync(b *testing.B) {
+	const size = 8 << 20
+	s, data, ctx := benchPut(b, size)
+	i := 0
+	var tail time.Duration
+	for b.Loop() {
+		key := fmt.Sprintf("bench/%d", i)
+		i++
+		h := sha256.New()
+		body := &lastByte{r: io.TeeReader(&trickle{r: bytes.NewReader(data), step: 64 << 10}, h)}
+		if _, err := s.Put(ctx, key, body, -1); err != nil {
+			b.Fatal(err)
+		}
+		tail += time.Since(body.eof)
+		s.Delete(ctx, key)
+	}
+	b.ReportMetric(float64(tail.Microseconds())/1e3/float64(i), "tail-ms/op")
+}
+
+// lastByte notes when r ends.
+type lastByte struct {
+	r   io.Reader
+	eof time.Time
+}
+
+func (l *lastByte) Read(p []byte) (int, error) {
+	n, err := l.r.Read(p)
+	if err == io.EOF && l.eof.IsZero() {
+		l.eof = time.Now()
+	}
+	return n, err
+}
+
+// benchPut opens a store for a benchmark of Puts of size-byte bodies and
+// returns it with a body.
+func benchPut(b *testing.B, size int) (*diskblob.Store, []byte, context.Context) {
+	s := open(b, b.TempDir())
+	b.SetBytes(int64(size))
+	b.ReportAllocs()
+	return s, randBytes(size, 8), context.Background()
 }

@@ -1,5 +1,18 @@
 package diskblob
 
+import "os"
+
 // NoDirect makes s write every blob through the page cache, as before
 // direct writes (BenchmarkPutFromSocket compares both).
 func NoDirect(s *Store) { s.noDirect = true }
+
+// SetWriteBack makes Put call f, then the real write-back, for every
+// range whose write-back it starts; the returned func undoes it.
+func SetWriteBack(f func(file *os.File, off, n int64)) (restore func()) {
+	orig := writeBack
+	writeBack = func(file *os.File, off, n int64) {
+		f(file, off, n)
+		orig(file, off, n)
+	}
+	return func() { writeBack = orig }
+}
