@@ -210,3 +210,18 @@ func (s *Users) UserActive(ctx context.Context, id string) (bool, error) {
 	}
 	return st.found && !st.disabled, nil
 }
+
+// Unlimited reports whether user id exists and has no quota, from the
+// cached account state: SetQuota publishes its change, so within this
+// process a quota set is seen by the next call; another process's (the
+// admin CLI's on SQLite) within the cache's TTL. The object service asks
+// it before a small upload's quota check: an owner without a quota needs
+// no read of the user row before the body (the commit checks the quota
+// exactly, whatever this said).
+func (s *Users) Unlimited(ctx context.Context, id string) (bool, error) {
+	st, err := s.state(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	return st.found && st.quota == 0, nil
+}

@@ -379,6 +379,7 @@ func (s *core) publish(ctx context.Context, c meta.Change, write func() error) e
 type userState struct {
 	found, disabled, admin bool
 	sessionsAfter          time.Time
+	quota                  int64 // QuotaBytes (0: unlimited), for Users.Unlimited
 }
 
 // state returns the cached state of user id.
@@ -395,5 +396,5 @@ func (s *core) loadState(ctx context.Context, id string) (userState, error) {
 	if err != nil {
 		return userState{}, err
 	}
-	return userState{found: true, disabled: u.Disabled, admin: u.Admin, sessionsAfter: u.SessionsAfter}, nil
+	return userState{found: true, disabled: u.Disabled, admin: u.Admin, sessionsAfter: u.SessionsAfter, quota: u.QuotaBytes}, nil
 }

@@ -34,6 +34,19 @@ type Actor struct {
 	// policy.Request.Context), filled by the API layer; decide adds
 	// aws:currenttime and aws:epochtime.
 	Context map[string][]string
+	// Describe, when Context is nil, builds the condition keys on their
+	// first use (the S3 API: an owner's request on a bucket without a
+	// policy, by an unscoped key, is decided without them).
+	Describe func() map[string][]string
+}
+
+// conditions returns the request's condition keys: Context, or what
+// Describe builds.
+func (a Actor) conditions() map[string][]string {
+	if a.Context == nil && a.Describe != nil {
+		return a.Describe()
+	}
+	return a.Context
 }
 
 // listing returns a as it asks for a listing of prefix: the condition key
@@ -44,12 +57,13 @@ func (a Actor) listing(prefix string) Actor {
 	if prefix == "" {
 		return a
 	}
-	c := make(map[string][]string, len(a.Context)+1)
-	for k, v := range a.Context {
+	cur := a.conditions()
+	c := make(map[string][]string, len(cur)+1)
+	for k, v := range cur {
 		c[k] = v
 	}
 	c["s3:prefix"] = []string{prefix}
-	a.Context = c
+	a.Context, a.Describe = c, nil
 	return a
 }
 
@@ -209,11 +223,12 @@ func (s *core) policyRequest(a Actor, name, action, key string, evs ...policy.Ev
 	if key != "" {
 		res += "/" + key
 	}
-	ctx := a.Context
+	cur := a.conditions()
+	ctx := cur
 	if uses(timeKeys, evs...) || key != "" && uses(objectTagKeys, evs...) {
 		now := s.now().UTC()
-		ctx = make(map[string][]string, len(a.Context)+2)
-		for k, v := range a.Context {
+		ctx = make(map[string][]string, len(cur)+2)
+		for k, v := range cur {
 			ctx[k] = v
 		}
 		ctx["aws:currenttime"] = []string{now.Format("2006-01-02T15:04:05Z")}

@@ -37,6 +37,7 @@
 package object
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
@@ -86,6 +87,12 @@ type Config struct {
 	// one transaction, saving a file create and two fsyncs. 0 disables
 	// inlining (--inline-max 0).
 	InlineMax int64
+	// Unlimited, when set, reports from a cache whether a user exists
+	// and has no quota (auth.Users.Unlimited): a small upload to such an
+	// owner's bucket skips the read of the owner's row its fail-fast
+	// quota check makes before the body (10-15 % of a 1 KiB PUT's CPU).
+	// The commit checks the quota exactly either way. nil: always read.
+	Unlimited func(ctx context.Context, userID string) (bool, error)
 	// StagingLease is the lease of an upload in flight (meta.Staging): the
 	// writing node renews it every StagingLease/3; if the node dies, its
 	// reservations lapse and its blobs become orphans this long after.

@@ -221,7 +221,7 @@ func (n *native) stage(ctx context.Context, w *incoming) (staged, error) {
 			return staged{}, err
 		}
 	}
-	if inline {
+	if inline && !n.unlimited(ctx) {
 		// Fail fast on the quota too (the commit checks it exactly).
 		owner, err := s.meta.GetUser(ctx, n.bucket.OwnerID)
 		if err != nil {
@@ -322,6 +322,16 @@ func (n *native) stage(ctx context.Context, w *incoming) (staged, error) {
 	}
 	o.ModTime = s.now().UTC()
 	return out, nil
+}
+
+// unlimited reports whether the bucket's owner is known, from
+// Config.Unlimited's cache, to have no quota (false when not known).
+func (n *native) unlimited(ctx context.Context) bool {
+	if n.s.cfg.Unlimited == nil {
+		return false
+	}
+	ok, err := n.s.cfg.Unlimited(ctx, n.bucket.OwnerID)
+	return err == nil && ok
 }
 
 // replaced returns the version a write of key would replace, for a quota

@@ -57,12 +57,24 @@ func s3Action(op string, q *request) string {
 }
 
 // describe names the request's action for the object service and
-// collects the condition keys policies may test (object.Actor.Context):
-// the global ones, the listing parameters and every x-amz-* header.
+// how to collect the condition keys policies may test (object.Actor.Describe,
+// built once, on first use: most requests are decided without them).
 func (api *API) describe(q *request, op string) {
-	r := q.Request
 	q.actor.Op = s3Action(op, q)
 	q.actor.KeyID = q.keyID
+	q.actor.Context = nil
+	q.actor.Describe = func() map[string][]string {
+		if q.conds == nil { // a request's handler runs on one goroutine
+			q.conds = api.conditions(q)
+		}
+		return q.conds
+	}
+}
+
+// conditions builds the condition keys of q: the global ones, the
+// listing parameters and every x-amz-* header.
+func (api *API) conditions(q *request) map[string][]string {
+	r := q.Request
 	c := make(map[string][]string, 12)
 	if ip := httpx.ClientIP(r, api.cfg.TrustedProxies); ip.IsValid() {
 		c["aws:sourceip"] = []string{ip.String()}
@@ -126,7 +138,7 @@ func (api *API) describe(q *request, op string) {
 			c["s3:requestobjecttagkeys"] = keys
 		}
 	}
-	q.actor.Context = c
+	return c
 }
 
 // secure reports whether r reached Coffer over TLS (or, through a trusted

@@ -29,7 +29,7 @@ func TestDescribe(t *testing.T) {
 		if q.actor.Op != c.want {
 			t.Errorf("%s %s: action %q, want %q", c.method, c.target, q.actor.Op, c.want)
 		}
-		ctx := q.actor.Context
+		ctx := q.actor.Describe()
 		if ctx["aws:sourceip"][0] != "192.0.2.7" || ctx["aws:securetransport"][0] != "false" || ctx["aws:useragent"][0] != "ua/1" ||
 			ctx["s3:x-amz-acl"][0] != "public-read" || ctx["s3:requestobjecttag/color"][0] != "red" || ctx["aws:principaltype"][0] != "Anonymous" {
 			t.Errorf("%s %s: context %v", c.method, c.target, ctx)

@@ -112,7 +112,8 @@ type request struct {
 	authed      bool
 	pay         payload
 	id          string
-	vals        url.Values // the parsed query, once: see query
+	vals        url.Values          // the parsed query, once: see query
+	conds       map[string][]string // the condition keys, once: see describe
 }
 
 // query is the request's parsed query string. url.URL.Query parses it

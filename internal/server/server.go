@@ -256,6 +256,9 @@ func newServer(ctx context.Context, cfg config.Config, log *slog.Logger, wrapBlo
 	if err != nil {
 		return nil, err
 	}
+	// The account service (made below, before any request) caches each
+	// user's quota with its state, invalidated on every quota change.
+	ocfg.Unlimited = func(ctx context.Context, id string) (bool, error) { return s.auth.Users.Unlimited(ctx, id) }
 	s.objects = object.New(object.StoresOf(s.meta), s.blobs, ocfg, log)
 	js := s.objects.JobStats()
 	registerLifecycleMetrics(s.metrics, s.objects.Lifecycle().Stats())
