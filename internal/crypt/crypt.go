@@ -224,11 +224,12 @@ func (s *Stream) config(seq uint32) sio.Config {
 // on unchanged, so a failing source fails the ciphertext stream: a blob
 // Put consuming it stores nothing. A plaintext of n bytes yields exactly
 // CiphertextSize(n) bytes. For the best throughput, read it with buffers
-// of at least 64 KiB + 32 bytes (a full sealed segment is then written
-// straight into the caller's buffer).
+// of at least 64 KiB + 32 bytes: each Read then reads one segment's
+// plaintext straight into the caller's buffer and seals it there
+// (sealReader); it returns at most one sealed segment.
 func (s *Stream) Encrypt(plain io.Reader) io.Reader {
-	r, err := sio.EncryptReader(plain, s.config(0))
-	if err != nil { // only for an invalid config, which NewStream rules out
+	r, err := newSealReader(s.cipher, s.key[:], plain)
+	if err != nil { // only for an invalid key, which NewStream rules out
 		return errReader{errcode.Wrap(errcode.Internal, err, "encrypt")}
 	}
 	return r
