@@ -47,9 +47,11 @@
 //
 // # Memory
 //
-// An encrypting or decrypting stream holds one segment buffer (64 KiB + 32
-// bytes, pooled) besides the caller's own buffer: memory per stream is
-// bounded by about two segments whatever the object's size. A decrypting
+// A decrypting stream holds one segment buffer (64 KiB + 32 bytes, pooled)
+// besides the caller's own buffer; an encrypting one seals in the caller's
+// buffer and holds one only while serving a caller whose buffer is smaller
+// than a sealed segment: memory per stream is bounded by about two
+// segments whatever the object's size. A decrypting
 // reader's WriteTo (what io.Copy uses) adds one pooled buffer of four
 // segments, decrypted into directly and written out in one call; for a
 // rest of 1 MiB or more, two such buffers (one filled by a goroutine

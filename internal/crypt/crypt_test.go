@@ -360,14 +360,10 @@ func TestEncryptBoundedMemory(t *testing.T) {
 
 // TestEncryptReadsOneSegment: however large the caller's buffer (diskblob
 // reads with 256 KiB), a Read of the encrypting stream returns at most one
-// sealed segment, so each is written out while hot (segmentReader), and
+// sealed segment, so each is written out while hot (sealReader), and
 // the stream stays exactly the sealed ciphertext (it decrypts).
 func TestEncryptReadsOneSegment(t *testing.T) {
-	env := newEnvelope(t)
-	s, err := NewStream(NewDataKey(), &env, "k")
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newStreamK(t)
 	const size = 5*SegmentSize + 1000
 	plain := make([]byte, size)
 	for i := range plain {

@@ -94,11 +94,7 @@ func readAllBuf(r io.Reader, bufSize int) ([]byte, error) {
 // with that error; sio took it for the end of the plaintext and sealed a
 // complete, shorter stream.
 func TestEncryptSourceUnexpectedEOF(t *testing.T) {
-	env := newEnvelope(t)
-	s, err := NewStream(NewDataKey(), &env, "k")
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newStreamK(t)
 	src := &failingReader{r: bytes.NewReader(make([]byte, 1<<20)), n: 3*SegmentSize + 100, err: io.ErrUnexpectedEOF}
 	n, err := io.Copy(io.Discard, s.Encrypt(src))
 	if !errors.Is(err, io.ErrUnexpectedEOF) {
@@ -112,11 +108,7 @@ func TestEncryptSourceUnexpectedEOF(t *testing.T) {
 // that lost it whenever the final segment was sealed straight into the
 // caller's buffer, and a nonce per segment).
 func TestEncryptAllocs(t *testing.T) {
-	env := newEnvelope(t)
-	s, err := NewStream(NewDataKey(), &env, "k")
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newStreamK(t)
 	plain := make([]byte, 1<<20)
 	buf := make([]byte, 256<<10)
 	src := bytes.NewReader(plain)
@@ -131,4 +123,15 @@ func TestEncryptAllocs(t *testing.T) {
 		t.Errorf("%.0f allocations per 1 MiB encrypted, ceiling %d", n, ceiling)
 	}
 	t.Logf("%.0f allocations", n)
+}
+
+// newStreamK is a stream under a fresh data key for identity "k".
+func newStreamK(t testing.TB) *Stream {
+	t.Helper()
+	env := newEnvelope(t)
+	s, err := NewStream(NewDataKey(), &env, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
