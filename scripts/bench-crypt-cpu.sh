@@ -32,6 +32,9 @@ openssl speed -evp aes-256-gcm -seconds 1 -bytes 65536 2>/dev/null | tail -1 |
   awk '{printf "%-45s %9s            %8.1f µs CPU/MiB (openssl, %.2f GB/s a core)\n", "openssl aes-256-gcm 64 KiB", "", 1048576/($2*1000)*1e6, $2*1000/1e9}'
 cpu "$T/crypt.test" BenchmarkAESGCMLineRate $((N * 16)) 65536
 cpu "$T/crypt.test" 'BenchmarkDecrypt/1MiB/WriteTo' "$N" 1048576
+cpu "$T/crypt.test" 'BenchmarkEncrypt/1MiB' "$N" 1048576
+cpu "$T/object.test" 'BenchmarkEncryptedPut/1MiB/plain' "$N" 1048576
+cpu "$T/object.test" 'BenchmarkEncryptedPut/1MiB/encrypted' "$N" 1048576
 cpu "$T/object.test" 'BenchmarkEncryptedRead/1024KiB/cached=true' "$N" 1048576
 cpu "$T/object.test" 'BenchmarkEncryptedRead/1024KiB/cached=false' "$N" 1048576
 cpu "$T/object.test" 'BenchmarkEncryptedRead/4KiB/cached=true' $((N * 10)) 4096

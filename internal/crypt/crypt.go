@@ -47,9 +47,11 @@
 //
 // # Memory
 //
-// An encrypting or decrypting stream holds one segment buffer (64 KiB + 32
-// bytes, pooled) besides the caller's own buffer: memory per stream is
-// bounded by about two segments whatever the object's size. A decrypting
+// A decrypting stream holds one segment buffer (64 KiB + 32 bytes, pooled)
+// besides the caller's own buffer; an encrypting one seals in the caller's
+// buffer and holds one only while serving a caller whose buffer is smaller
+// than a sealed segment: memory per stream is bounded by about two
+// segments whatever the object's size. A decrypting
 // reader's WriteTo (what io.Copy uses) adds one pooled buffer of four
 // segments, decrypted into directly and written out in one call; for a
 // rest of 1 MiB or more, two such buffers (one filled by a goroutine
@@ -224,11 +226,12 @@ func (s *Stream) config(seq uint32) sio.Config {
 // on unchanged, so a failing source fails the ciphertext stream: a blob
 // Put consuming it stores nothing. A plaintext of n bytes yields exactly
 // CiphertextSize(n) bytes. For the best throughput, read it with buffers
-// of at least 64 KiB + 32 bytes (a full sealed segment is then written
-// straight into the caller's buffer).
+// of at least 64 KiB + 32 bytes: each Read then reads one segment's
+// plaintext straight into the caller's buffer and seals it there
+// (sealReader); it returns at most one sealed segment.
 func (s *Stream) Encrypt(plain io.Reader) io.Reader {
-	r, err := sio.EncryptReader(plain, s.config(0))
-	if err != nil { // only for an invalid config, which NewStream rules out
+	r, err := newSealReader(s.cipher, s.key[:], plain)
+	if err != nil { // only for an invalid key, which NewStream rules out
 		return errReader{errcode.Wrap(errcode.Internal, err, "encrypt")}
 	}
 	return r

@@ -358,6 +358,42 @@ func TestEncryptBoundedMemory(t *testing.T) {
 	}
 }
 
+// TestEncryptReadsOneSegment: however large the caller's buffer (diskblob
+// reads with 256 KiB), a Read of the encrypting stream returns at most one
+// sealed segment, so each is written out while hot (sealReader), and
+// the stream stays exactly the sealed ciphertext (it decrypts).
+func TestEncryptReadsOneSegment(t *testing.T) {
+	s := newStreamK(t)
+	const size = 5*SegmentSize + 1000
+	plain := make([]byte, size)
+	for i := range plain {
+		plain[i] = byte(i * 7)
+	}
+	r := s.Encrypt(bytes.NewReader(plain))
+	buf := make([]byte, 256<<10)
+	var ct []byte
+	for {
+		n, err := r.Read(buf)
+		if n > sealedSegment {
+			t.Fatalf("a Read returned %d bytes, more than one sealed segment (%d)", n, sealedSegment)
+		}
+		ct = append(ct, buf[:n]...)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want, _ := CiphertextSize(size); int64(len(ct)) != want {
+		t.Fatalf("%d bytes of ciphertext, want %d", len(ct), want)
+	}
+	got, err := readRange(s, ct, size, 0, -1)
+	if err != nil || !bytes.Equal(got, plain) {
+		t.Fatalf("round trip: %d bytes, %v", len(got), err)
+	}
+}
+
 type zeros struct{}
 
 func (zeros) Read(p []byte) (int, error) {

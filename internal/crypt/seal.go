@@ -1,0 +1,229 @@
+package crypt
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"io"
+	"sync"
+
+	"golang.org/x/crypto/chacha20poly1305"
+
+	"github.com/coffer-storage/coffer/internal/errcode"
+)
+
+// sealReader is Encrypt's reader: it writes DARE 2.0 byte for byte as
+// sio's encrypting reader does (TestSealMatchesSio), which reads what it
+// wrote (Decrypt, and every object stored before), but seals each segment
+// in place in the caller's buffer: the plaintext is read from the source
+// straight to where its ciphertext goes, with no intermediate buffer and
+// no copy. sio read each segment into a pooled buffer of its own, sealed
+// it from there and copied every segment that did not fit the rest of the
+// caller's buffer; it also never returned that buffer to its pool when the
+// final segment was sealed into the caller's (a fresh 64 KiB for the next
+// stream), and allocated a nonce per segment (issue 23,
+// docs/PERFORMANCE.md).
+//
+// A Read returns at most one sealed segment, written as soon as it is
+// sealed (diskblob writes what each Read yields). A caller buffer smaller
+// than a sealed segment is served from a pooled one.
+//
+// The format (sio's DARE 2.0, see the package doc): per segment a 16-byte
+// header — version 0x20, cipher, payload length - 1 (uint16, little
+// endian), the stream's 12-byte random value with the final flag in the
+// top bit of its first byte — then the AEAD ciphertext and tag of the
+// payload, with the header's first 4 bytes as associated data and the
+// header's 12 bytes, their last 4 XORed with the segment's index (uint32,
+// little endian), as the nonce. Every segment holds SegmentSize bytes but
+// the last, which carries the final flag and holds 1 to SegmentSize bytes;
+// an empty plaintext is an empty stream.
+type sealReader struct {
+	aead    cipher.AEAD
+	cipher  byte // sio's cipher id
+	randVal [12]byte
+	seq     uint64 // index of the next segment
+	src     io.Reader
+	// ahead is the byte read past the last segment (a segment is the
+	// final one when no byte follows it); started says it was read.
+	ahead   [1]byte
+	started bool
+	done    bool
+	err     error // sticky: io.EOF once the final segment is out
+	// pending is the rest of a segment sealed into buf for a caller
+	// whose buffer could not hold it.
+	pending []byte
+	buf     *[]byte
+	nonce   [12]byte // the segment's (a field: a local would escape to the heap through the AEAD interface)
+}
+
+const (
+	sioVersion20 = 0x20
+	headerSize   = 16
+	tagSize      = 16
+)
+
+var sealBufs = sync.Pool{New: func() any {
+	b := make([]byte, sealedSegment)
+	return &b
+}}
+
+// newSealReader returns the encrypting reader of plain under key.
+func newSealReader(c Cipher, key []byte, plain io.Reader) (*sealReader, error) {
+	var aead cipher.AEAD
+	var err error
+	if c == ChaCha20Poly1305 {
+		aead, err = chacha20poly1305.New(key)
+	} else {
+		var b cipher.Block
+		if b, err = aes.NewCipher(key); err == nil {
+			aead, err = cipher.NewGCM(b)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	r := &sealReader{aead: aead, cipher: c.sio(), src: plain}
+	rand.Read(r.randVal[:]) // never fails (crypto/rand)
+	return r, nil
+}
+
+func (r *sealReader) Read(p []byte) (int, error) {
+	if len(r.pending) > 0 {
+		n := copy(p, r.pending)
+		r.pending = r.pending[n:]
+		if len(r.pending) == 0 {
+			r.release()
+		}
+		return n, nil
+	}
+	if r.err != nil {
+		return 0, r.err
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if len(p) >= sealedSegment {
+		n, err := r.seal(p[:sealedSegment])
+		if err != nil {
+			r.err = err
+			if err != io.EOF || n == 0 {
+				return n, err
+			}
+		}
+		return n, nil
+	}
+	// A small buffer: seal into a pooled segment and hand it out in
+	// pieces.
+	if r.buf == nil {
+		r.buf = sealBufs.Get().(*[]byte)
+	}
+	n, err := r.seal(*r.buf)
+	if err != nil {
+		r.err = err
+		if err != io.EOF || n == 0 {
+			r.release()
+			return 0, err
+		}
+	}
+	m := copy(p, (*r.buf)[:n])
+	r.pending = (*r.buf)[m:n]
+	if len(r.pending) == 0 {
+		r.release()
+	}
+	return m, nil
+}
+
+// release returns the pooled buffer, if any.
+func (r *sealReader) release() {
+	if r.buf != nil {
+		r.pending = nil
+		sealBufs.Put(r.buf)
+		r.buf = nil
+	}
+}
+
+// errTooLong: the stream reached 2^32 segments, the format's limit
+// (MaxPlaintextSize).
+var errTooLong = errors.New("plaintext longer than the encryption format's limit")
+
+// seal reads the next segment's plaintext into dst (sealedSegment bytes)
+// after its header and seals it in place. It returns the sealed length,
+// or io.EOF once the stream is complete (with the final segment's length,
+// if it sealed it now), or the source's error unchanged.
+func (r *sealReader) seal(dst []byte) (int, error) {
+	if r.done {
+		return 0, io.EOF
+	}
+	if !r.started {
+		// The first byte, so that an empty source is an empty stream and
+		// every segment knows whether another follows it.
+		n, err := readFull(r.src, r.ahead[:])
+		if err != nil {
+			return 0, err
+		}
+		if n == 0 {
+			r.done = true
+			return 0, io.EOF
+		}
+		r.started = true
+	}
+	if r.seq >= 1<<32 {
+		return 0, errcode.Wrap(errcode.TooLarge, errTooLong, "encrypt")
+	}
+	// The payload is the byte read ahead and up to SegmentSize more: one
+	// more than a segment holds (it lands in the tag's place, overwritten
+	// by the seal), to learn whether a byte follows the segment.
+	payload := dst[headerSize : headerSize+SegmentSize+1]
+	payload[0] = r.ahead[0]
+	n, err := readFull(r.src, payload[1:])
+	if err != nil {
+		return 0, err
+	}
+	final := n < SegmentSize
+	size := 1 + n
+	if !final {
+		r.ahead[0] = payload[SegmentSize]
+		size = SegmentSize
+	}
+	h := dst[:headerSize]
+	h[0], h[1] = sioVersion20, r.cipher
+	binary.LittleEndian.PutUint16(h[2:4], uint16(size-1))
+	copy(h[4:], r.randVal[:])
+	if final {
+		h[4] |= 0x80
+	} else {
+		h[4] &= 0x7f
+	}
+	nonce := r.nonce[:]
+	copy(nonce, h[4:])
+	binary.LittleEndian.PutUint32(nonce[8:], binary.LittleEndian.Uint32(nonce[8:])^uint32(r.seq))
+	r.aead.Seal(dst[headerSize:headerSize], nonce, dst[headerSize:headerSize+size], h[:4])
+	r.seq++
+	out := headerSize + size + tagSize
+	if final {
+		r.done = true
+		return out, io.EOF
+	}
+	return out, nil
+}
+
+// readFull reads into p until it is full or src ends: (len(p), nil), or
+// (fewer, nil) at io.EOF, or the source's error as it is (io.ReadFull
+// would turn an early end into io.ErrUnexpectedEOF, and sio took a source's
+// own io.ErrUnexpectedEOF for the end of the stream).
+func readFull(src io.Reader, p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		m, err := src.Read(p[n:])
+		n += m
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
