@@ -283,11 +283,11 @@ func (c *Cloud) classify(ctx context.Context, err error, name string, unwrapping
 	return unavailable(err, c.retry)
 }
 
-// keeperCount is the number of open keepers (for tests).
-func (c *Cloud) keeperCount() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.keepers)
+// denied is the error of a key the service refuses (disabled, no
+// permission).
+func denied(keyID string, err error) error {
+	return &errcode.Error{Code: errcode.PermissionDenied, Message: fmt.Sprintf("KMS key %q cannot be used", keyID),
+		Err: err, Detail: map[string]any{"resource": "kms_key", "key_id": keyID}}
 }
 
 // Close implements Provider.

@@ -184,3 +184,10 @@ func TestAWSKMS(t *testing.T) {
 		roundTrip(t, strict, "")
 	})
 }
+
+// keeperCount is the number of open keepers (for tests).
+func (c *Cloud) keeperCount() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.keepers)
+}

@@ -235,11 +235,6 @@ func notFound(keyID string) error {
 		Err: ErrKeyNotFound, Detail: map[string]any{"resource": "kms_key", "key_id": keyID}}
 }
 
-func denied(keyID string, err error) error {
-	return &errcode.Error{Code: errcode.PermissionDenied, Message: fmt.Sprintf("KMS key %q cannot be used", keyID),
-		Err: err, Detail: map[string]any{"resource": "kms_key", "key_id": keyID}}
-}
-
 func unavailable(err error, retry time.Duration) error {
 	return &errcode.Error{Code: errcode.Unavailable, Message: "the key service is unavailable; retry",
 		Err: err, RetryAfter: retry, Detail: map[string]any{"resource": "kms"}}
