@@ -33,6 +33,7 @@ fi
 
 step "go vet"
 go vet ./...
+go vet -tags coffer_no_cloudkms ./internal/kms/ # the build without the cloud key services (internal/kms/drivers.go)
 
 step "staticcheck"
 STATICCHECK_VERSION=v0.8.2 # release 2026.2.2
@@ -40,6 +41,7 @@ if ! staticcheck -version 2>/dev/null | grep -q "(${STATICCHECK_VERSION#v})"; th
   GOBIN="$TOOLS" go install "honnef.co/go/tools/cmd/staticcheck@$STATICCHECK_VERSION"
 fi
 staticcheck ./...
+staticcheck -tags coffer_no_cloudkms ./internal/kms/
 
 step "S3 clients for the compatibility suite (boto3, aws cli, s3cmd, rclone)"
 # Real clients, installed here so a fresh machine passes: a Python venv in
@@ -222,6 +224,7 @@ par_wait() {
 
 par "unit tests (race detector)" go test -race -short -count=1 ./internal/...
 par "unit tests (full, incl. large-object conformance)" go test -count=1 ./internal/...
+par "unit tests, build without the cloud key services" go test -count=1 -tags coffer_no_cloudkms ./internal/kms/
 par_wait || { echo "unit tests failed"; exit 1; }
 
 # The fuzz targets, short runs with one worker each: beside the end-to-end

@@ -1,3 +1,5 @@
+//go:build !coffer_no_cloudkms
+
 package kms
 
 import (
@@ -11,11 +13,8 @@ import (
 	"sync"
 	"time"
 
-	vault "github.com/hashicorp/vault/api"
 	"gocloud.dev/gcerrors"
 	"gocloud.dev/secrets"
-	"gocloud.dev/secrets/awskms"
-	"gocloud.dev/secrets/hashivault"
 
 	"github.com/coffer-storage/coffer/internal/errcode"
 )
@@ -38,7 +37,11 @@ type Cloud struct {
 
 var _ Provider = (*Cloud)(nil)
 
-func openCloud(ctx context.Context, u *url.URL, opts Options) (*Cloud, error) {
+func openCloud(ctx context.Context, u *url.URL, opts Options) (Provider, error) {
+	if cloudOpeners[u.Scheme] == nil {
+		return nil, errcode.New(errcode.InvalidArgument,
+			"KMS URL %q: this coffer was built without the %s driver (build tag coffer_no_%s)", redact(u.String()), u.Scheme, u.Scheme)
+	}
 	c := &Cloud{scheme: u.Scheme, query: u.RawQuery, timeout: opts.Timeout, retry: opts.RetryAfter,
 		keepers: map[string]*secrets.Keeper{}}
 	c.def = strings.TrimPrefix(path.Join(u.Host, u.Path), "/")
@@ -55,6 +58,20 @@ func openCloud(ctx context.Context, u *url.URL, opts Options) (*Cloud, error) {
 	return c, nil
 }
 
+// cloudOpeners holds the opener of each key-service driver this build
+// links, by scheme; the files driver_*.go fill it, one a driver (build
+// tags: see drivers.go).
+var cloudOpeners = map[string]func(context.Context, *url.URL) (*secrets.Keeper, error){}
+
+// vaultStatus, set by the Vault driver, returns the HTTP status of a
+// Vault/OpenBao error answer (0 if err is none).
+var vaultStatus func(err error) int
+
+// openKeeper opens a gocloud keeper for u with its scheme's driver.
+func openKeeper(ctx context.Context, u *url.URL) (*secrets.Keeper, error) {
+	return cloudOpeners[u.Scheme](ctx, u)
+}
+
 // validCloudKeyName accepts key ids, ARNs, aliases and resource paths,
 // and nothing that could change the meaning of the keeper URL.
 var cloudKeyName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9:/_.\-+=@]*$`)
@@ -66,7 +83,7 @@ func validCloudKeyName(s string) bool {
 // keeperURL is the URL of key name under c's scheme and parameters.
 func (c *Cloud) keeperURL(name string) string {
 	sep := "://"
-	if c.scheme == awskms.Scheme {
+	if c.scheme == schemeAWS {
 		sep = ":///" // ARNs hold ':', which the host part cannot
 	}
 	s := c.scheme + sep + name
@@ -200,7 +217,7 @@ func (c *Cloud) Unwrap(ctx context.Context, kek KeyRef, ciphertext []byte) ([]by
 var vaultVersion = regexp.MustCompile(`^vault:v([0-9]+):`)
 
 func (c *Cloud) versionOf(ct []byte) string {
-	if c.scheme != hashivault.Scheme {
+	if c.scheme != schemeVault {
 		return ""
 	}
 	if m := vaultVersion.FindSubmatch(ct); m != nil {
@@ -214,7 +231,7 @@ func (c *Cloud) versionOf(ct []byte) string {
 // version with one probe wrap; other services version keys inside their
 // ciphertext, so there is nothing to switch.
 func (c *Cloud) Rotate(ctx context.Context) (KeyRef, error) {
-	if c.scheme == hashivault.Scheme {
+	if c.scheme == schemeVault {
 		if _, _, err := c.Wrap(ctx, "", make([]byte, 32)); err != nil {
 			return KeyRef{}, err
 		}
@@ -231,14 +248,13 @@ func (c *Cloud) classify(ctx context.Context, err error, name string, unwrapping
 		return ctx.Err() // the caller went away or ran out of time
 	}
 	code := gcerrors.Code(err)
-	var ve *vault.ResponseError
-	if errors.As(err, &ve) {
-		switch {
-		case ve.StatusCode == 400:
+	if vaultStatus != nil {
+		switch vaultStatus(err) {
+		case 400:
 			code = gcerrors.InvalidArgument
-		case ve.StatusCode == 403:
+		case 403:
 			code = gcerrors.PermissionDenied
-		case ve.StatusCode == 404:
+		case 404:
 			code = gcerrors.NotFound
 		}
 	}
@@ -267,11 +283,11 @@ func (c *Cloud) classify(ctx context.Context, err error, name string, unwrapping
 	return unavailable(err, c.retry)
 }
 
-// keeperCount is the number of open keepers (for tests).
-func (c *Cloud) keeperCount() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.keepers)
+// denied is the error of a key the service refuses (disabled, no
+// permission).
+func denied(keyID string, err error) error {
+	return &errcode.Error{Code: errcode.PermissionDenied, Message: fmt.Sprintf("KMS key %q cannot be used", keyID),
+		Err: err, Detail: map[string]any{"resource": "kms_key", "key_id": keyID}}
 }
 
 // Close implements Provider.

@@ -1,3 +1,5 @@
+//go:build !coffer_no_cloudkms && !coffer_no_awskms
+
 package kms
 
 import (
@@ -15,8 +17,6 @@ import (
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/testbackend"
 )
-
-func TestMain(m *testing.M) { testbackend.Main(m) }
 
 // motoKMS starts moto and returns it with a KMS client for setting keys up.
 func motoKMS(t *testing.T) (*testbackend.Moto, *awskmsapi.Client) {
@@ -183,4 +183,11 @@ func TestAWSKMS(t *testing.T) {
 		createKey(t, c, "alias/coffer-test")
 		roundTrip(t, strict, "")
 	})
+}
+
+// keeperCount is the number of open keepers (for tests).
+func (c *Cloud) keeperCount() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.keepers)
 }

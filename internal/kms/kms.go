@@ -70,12 +70,6 @@ import (
 	"strings"
 	"time"
 
-	"gocloud.dev/secrets"
-	"gocloud.dev/secrets/awskms"
-	"gocloud.dev/secrets/azurekeyvault"
-	"gocloud.dev/secrets/gcpkms"
-	"gocloud.dev/secrets/hashivault"
-
 	"github.com/coffer-storage/coffer/internal/errcode"
 )
 
@@ -208,21 +202,11 @@ func OpenProvider(ctx context.Context, rawURL string, opts Options) (Provider, e
 	switch u.Scheme {
 	case "local":
 		return openLocal(u, opts)
-	case awskms.Scheme, gcpkms.Scheme, azurekeyvault.Scheme, hashivault.Scheme:
+	case schemeAWS, schemeGCP, schemeAzure, schemeVault:
 		return openCloud(ctx, u, opts)
 	}
 	return nil, errcode.New(errcode.InvalidArgument,
 		"KMS URL %q: unknown scheme %q (want local, awskms, gcpkms, azurekeyvault or hashivault)", redact(rawURL), u.Scheme)
-}
-
-// openKeeper opens a gocloud keeper for u through an explicit switch: the
-// AWS opener is built here (its URL parameters, including endpoint=, come
-// from gocloud.dev/aws); the others are the drivers' default openers.
-func openKeeper(ctx context.Context, u *url.URL) (*secrets.Keeper, error) {
-	if u.Scheme == awskms.Scheme {
-		return (&awskms.URLOpener{}).OpenKeeperURL(ctx, u)
-	}
-	return secrets.DefaultURLMux().OpenKeeperURL(ctx, u)
 }
 
 // redact drops a URL's query (it may name credentials) for messages.
@@ -249,11 +233,6 @@ var ErrKeyNotFound = errors.New("KMS key not found")
 func notFound(keyID string) error {
 	return &errcode.Error{Code: errcode.NotFound, Message: fmt.Sprintf("KMS key %q does not exist", keyID),
 		Err: ErrKeyNotFound, Detail: map[string]any{"resource": "kms_key", "key_id": keyID}}
-}
-
-func denied(keyID string, err error) error {
-	return &errcode.Error{Code: errcode.PermissionDenied, Message: fmt.Sprintf("KMS key %q cannot be used", keyID),
-		Err: err, Detail: map[string]any{"resource": "kms_key", "key_id": keyID}}
 }
 
 func unavailable(err error, retry time.Duration) error {

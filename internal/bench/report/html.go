@@ -7,12 +7,13 @@ import (
 	"io"
 	"math"
 	"strings"
+	"sync"
 )
 
 // HTML writes r as one self-contained page: tables and charts (inline
 // SVG, no script, no external resource), viewable offline.
 func HTML(w io.Writer, r *Result) error {
-	return pageTmpl.Execute(w, pageData{R: r, Charts: charts(r), Text: textOf(r)})
+	return pageTmpl().Execute(w, pageData{R: r, Charts: charts(r), Text: textOf(r)})
 }
 
 type pageData struct {
@@ -255,14 +256,20 @@ func medianStep(xs []float64) float64 {
 	return d[len(d)/2]
 }
 
-var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
-	"ms":     ms,
-	"bytes":  IBytes,
-	"ibytes": func(n int64) string { return IBytes(float64(n)) },
-	"pct":    func(f float64) string { return fmt.Sprintf("%.3f%%", 100*f) },
-	"num":    num,
-	"f1":     func(f float64) string { return fmt.Sprintf("%.1f", f) },
-}).Parse(`<!doctype html>
+// pageTmpl is parsed on first use: parsing it at init cost every coffer
+// process, servers included, ~80 KB of heap and the template packages'
+// pages (docs/PERFORMANCE.md, "Issue 23, second pass: idle RSS").
+var pageTmpl = sync.OnceValue(func() *template.Template { return parsePage() })
+
+func parsePage() *template.Template {
+	return template.Must(template.New("page").Funcs(template.FuncMap{
+		"ms":     ms,
+		"bytes":  IBytes,
+		"ibytes": func(n int64) string { return IBytes(float64(n)) },
+		"pct":    func(f float64) string { return fmt.Sprintf("%.3f%%", 100*f) },
+		"num":    num,
+		"f1":     func(f float64) string { return fmt.Sprintf("%.1f", f) },
+	}).Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>coffer bench: {{.R.Scenario}}</title>
@@ -337,3 +344,4 @@ pre{background:#f6f6f6;padding:10px;overflow-x:auto;font-size:12px}
 <pre>{{.Text}}</pre>
 </body></html>
 `))
+}
