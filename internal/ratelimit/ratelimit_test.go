@@ -567,3 +567,37 @@ func TestAdmitAllocs(t *testing.T) {
 		t.Fatalf("Admit+Done: %.1f allocations, want at most 1", n)
 	}
 }
+
+// TestFinishingPassesTheClassLimit: a request that completes admitted work
+// (a multipart complete) is not shed by its class's adaptive limit, even
+// when the limit is cut and full; it is counted in the class, and
+// MaxInFlight still bounds it. (Issue 23: at 200 VUs a quarter of the
+// direct flow's completes were shed, each wasting a received part.)
+func TestFinishingPassesTheClassLimit(t *testing.T) {
+	var d fakeDelay
+	c := newTest(t, Config{MaxInFlight: 64, MinLimit: 4, Delay: d.get, Target: 5 * time.Millisecond, Sustain: 1})
+	l := c.Listener("file")
+	held := fill(t, l, Control, 40)
+	d.set(50 * time.Millisecond)
+	for range 5 {
+		c.adjust()
+	}
+	done(held)
+	limit := l.Limit(Control)
+	if limit >= 40 {
+		t.Fatalf("control limit not cut: %d", limit)
+	}
+	held = fill(t, l, Control, limit)
+	if _, err := l.Admit(req(Control, "10.0.0.1")); errcode.Of(err) != errcode.Unavailable {
+		t.Fatalf("an ordinary request beyond the limit %d: got %v, want Unavailable", limit, err)
+	}
+	fin := Request{Client: addr("10.0.0.1"), Credentials: true, Class: Control, Finishes: true}
+	held = append(held, admitN(t, l, fin, 64-limit)...)
+	if got := l.InFlight(Control); got != 64 {
+		t.Fatalf("in flight %d, want 64 (finishing requests are counted)", got)
+	}
+	if _, err := l.Admit(fin); errcode.Of(err) != errcode.Unavailable {
+		t.Fatalf("a finishing request beyond MaxInFlight: got %v, want Unavailable", err)
+	}
+	done(held)
+}
