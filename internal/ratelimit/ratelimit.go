@@ -49,7 +49,9 @@
 //
 // Requests beyond a class's limit are refused at once, never queued, so a
 // refusal takes microseconds and admitted requests keep the latency of an
-// unloaded node. Probes (health, readiness) are never shed.
+// unloaded node. Probes (health, readiness) are never shed, and requests
+// that finish admitted work (Request.Finishes: a multipart complete) pass
+// the adaptive limit.
 //
 // # Limits
 //
