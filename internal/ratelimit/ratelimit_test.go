@@ -301,6 +301,22 @@ func TestSpikesDoNotCut(t *testing.T) {
 	done(ws)
 }
 
+// controlOverload holds n Control requests while the delay is d for five
+// intervals, checks that the Control limit was cut below n, and returns
+// the requests still held.
+func controlOverload(t *testing.T, c *Controller, l *Listener, f *fakeDelay, n int, d time.Duration) []*Ticket {
+	t.Helper()
+	held := fill(t, l, Control, n)
+	f.set(d)
+	for range 5 {
+		c.adjust()
+	}
+	if got := l.Limit(Control); got >= n {
+		t.Fatalf("control limit not cut by a control-only overload: %d", got)
+	}
+	return held
+}
+
 // TestPastOverloadFades: a limit cut by an overload fades while the node
 // is healthy, whether or not requests press against it, so a later load
 // is not shed by what an earlier one taught the controller. Issue 23:
@@ -313,14 +329,7 @@ func TestPastOverloadFades(t *testing.T) {
 	c := newTest(t, Config{MaxInFlight: 4096, MinLimit: 16, Delay: d.get, Target: 5 * time.Millisecond, Sustain: 1})
 	l := c.Listener("file")
 	// The logins: 40 in flight while the delay is over the target.
-	logins := fill(t, l, Control, 40)
-	d.set(10 * time.Millisecond)
-	for range 5 {
-		c.adjust()
-	}
-	if got := l.Limit(Control); got >= 40 {
-		t.Fatalf("control limit not cut by a control-only overload: %d", got)
-	}
+	logins := controlOverload(t, c, l, &d, 40, 10*time.Millisecond)
 	// Healthy for 30 s, the setup's logins still using what they may.
 	d.set(time.Millisecond)
 	for range 300 {
@@ -577,17 +586,9 @@ func TestFinishingPassesTheClassLimit(t *testing.T) {
 	var d fakeDelay
 	c := newTest(t, Config{MaxInFlight: 64, MinLimit: 4, Delay: d.get, Target: 5 * time.Millisecond, Sustain: 1})
 	l := c.Listener("file")
-	held := fill(t, l, Control, 40)
-	d.set(50 * time.Millisecond)
-	for range 5 {
-		c.adjust()
-	}
-	done(held)
+	done(controlOverload(t, c, l, &d, 40, 50*time.Millisecond))
 	limit := l.Limit(Control)
-	if limit >= 40 {
-		t.Fatalf("control limit not cut: %d", limit)
-	}
-	held = fill(t, l, Control, limit)
+	held := fill(t, l, Control, limit)
 	if _, err := l.Admit(req(Control, "10.0.0.1")); errcode.Of(err) != errcode.Unavailable {
 		t.Fatalf("an ordinary request beyond the limit %d: got %v, want Unavailable", limit, err)
 	}
