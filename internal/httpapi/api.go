@@ -206,8 +206,12 @@ type Route struct {
 	Streams bool
 	// CORS routes answer pages of Config.CORSOrigins across origins
 	// (cors.go): share links and the direct-upload flow.
-	CORS   bool
-	handle handlerFunc
+	CORS bool
+	// Finishes routes complete work already admitted (the direct upload's
+	// complete): the adaptive admission limit does not shed them
+	// (ratelimit.Request.Finishes).
+	Finishes bool
+	handle   handlerFunc
 }
 
 type handlerFunc func(r *http.Request, p auth.Principal) (response, error)
@@ -278,7 +282,7 @@ func (api *API) Routes() []Route {
 		{Method: "POST", Pattern: "/api/v1/uploads", Access: User, CORS: true, handle: api.uploads.createUpload},
 		{Method: "GET", Pattern: "/api/v1/uploads/{id}", Access: User, CORS: true, handle: api.uploads.getUpload},
 		{Method: "DELETE", Pattern: "/api/v1/uploads/{id}", Access: User, CORS: true, handle: api.uploads.abortUpload},
-		{Method: "POST", Pattern: "/api/v1/uploads/{id}/complete", Access: User, CORS: true, handle: api.uploads.completeUpload},
+		{Method: "POST", Pattern: "/api/v1/uploads/{id}/complete", Access: User, CORS: true, Finishes: true, handle: api.uploads.completeUpload},
 
 		{Method: "GET", Pattern: "/api/v1/admin/invites", Access: Admin, handle: api.admin.listInvites},
 		{Method: "POST", Pattern: "/api/v1/admin/invites", Access: Admin, handle: api.admin.createInvite},
@@ -536,7 +540,7 @@ func (api *API) Classify(r *http.Request) httpx.Kind {
 	if err != nil {
 		return k
 	}
-	k.Route, k.Streams = rt.Method+" "+rt.Pattern, rt.Streams
+	k.Route, k.Streams, k.Finishes = rt.Method+" "+rt.Pattern, rt.Streams, rt.Finishes
 	if rt.Access == Share {
 		// Anonymous: the guard's per-address bounds apply; once the link
 		// resolves, openShare charges it to the link (ratelimit.DimShare).

@@ -197,3 +197,26 @@ func TestClassifyShareRoutes(t *testing.T) {
 		t.Errorf("share keys %q %q %q: want one key per link", a, b, c)
 	}
 }
+
+// TestClassifyCompleteFinishes: the direct upload's complete is marked as
+// finishing admitted work (not shed by the adaptive limit); the other
+// steps of the flow are not.
+func TestClassifyCompleteFinishes(t *testing.T) {
+	api := New(Services{}, testConfig(nil), nil)
+	for _, tc := range []struct {
+		method, path string
+		finishes     bool
+	}{
+		{"POST", "/api/v1/uploads/u1/complete", true},
+		{"POST", "/api/v1/uploads", false},
+		{"DELETE", "/api/v1/uploads/u1", false},
+		{"PUT", "/api/v1/buckets/b/files/k", false},
+		{"POST", "/api/v1/auth/refresh", false},
+	} {
+		r := httptest.NewRequest(tc.method, "http://x"+tc.path, nil)
+		r.Header.Set("Authorization", "Bearer x")
+		if k := api.Classify(r); k.Finishes != tc.finishes {
+			t.Errorf("%s %s: %+v, want Finishes %v", tc.method, tc.path, k, tc.finishes)
+		}
+	}
+}

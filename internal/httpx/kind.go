@@ -18,6 +18,10 @@ type Kind struct {
 	Credentials bool
 	// Probe marks health and readiness checks, which are never shed.
 	Probe bool
+	// Finishes marks the completion of work already paid for (a
+	// multipart complete): past the adaptive class limit
+	// (ratelimit.Request.Finishes).
+	Finishes bool
 	// Share is set on anonymous requests through a share link (/s/): a
 	// stable key of the link ("share:" and 16 hex digits of its token's
 	// SHA-256), known without a metadata lookup, for limits per link.

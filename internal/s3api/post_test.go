@@ -378,3 +378,23 @@ func TestClassifyPostObject(t *testing.T) {
 		t.Errorf("DeleteObjects: %+v", k)
 	}
 }
+
+// TestClassifyCompleteFinishes: CompleteMultipartUpload is marked as
+// finishing admitted work (not shed by the adaptive limit); UploadPart
+// and CreateMultipartUpload are not.
+func TestClassifyCompleteFinishes(t *testing.T) {
+	api := New(Services{}, testConfig(nil), nil)
+	for _, tc := range []struct {
+		method, target, op string
+		finishes           bool
+	}{
+		{"POST", "/b/k?uploadId=u1", "CompleteMultipartUpload", true},
+		{"POST", "/b/k?uploads", "CreateMultipartUpload", false},
+		{"PUT", "/b/k?uploadId=u1&partNumber=1", "UploadPart", false},
+		{"PUT", "/b/k", "PutObject", false},
+	} {
+		if k := api.Classify(httptest.NewRequest(tc.method, tc.target, nil)); k.Route != tc.op || k.Finishes != tc.finishes {
+			t.Errorf("%s %s: %+v, want %s finishing %v", tc.method, tc.target, k, tc.op, tc.finishes)
+		}
+	}
+}

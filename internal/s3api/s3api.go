@@ -219,6 +219,9 @@ func (api *API) Classify(r *http.Request) httpx.Kind {
 	if c, ok := streamingOps[op]; ok {
 		k.Class, k.Streams = c, true
 	}
+	// Completing a multipart upload keeps the parts already received
+	// (ratelimit.Request.Finishes).
+	k.Finishes = op == "CompleteMultipartUpload"
 	return k
 }
 

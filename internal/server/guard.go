@@ -70,7 +70,7 @@ func (s *Server) guard(api string, classify func(*http.Request) httpx.Kind, errw
 			httpx.SetLimiter(r.Context(), charge)
 		}
 		t, err := adm.Admit(ratelimit.Request{
-			Client: httpx.ClientIP(r, s.cfg.TrustedProxies), Credentials: k.Credentials, Class: k.Class, Probe: k.Probe,
+			Client: httpx.ClientIP(r, s.cfg.TrustedProxies), Credentials: k.Credentials, Class: k.Class, Probe: k.Probe, Finishes: k.Finishes,
 		})
 		if err != nil {
 			errw(w, r, err)
