@@ -75,9 +75,12 @@ func NewReader(r io.Reader, opts Options) *Reader {
 	if !opts.NoSHA256 || opts.SHA256 != nil {
 		ir.sha = sha256.New()
 	}
-	if !opts.NoMD5 && opts.Size >= 0 && opts.Size < simdMinSize {
+	switch {
+	case opts.NoMD5:
+	case opts.Size >= 0 && opts.Size < simdMinSize:
+		// A small announced body: a vector lane would not pay.
 		ir.md5, ir.md5Done = md5.New(), func() {}
-	} else if !opts.NoMD5 {
+	default:
 		ir.md5, ir.md5Done = newMD5()
 		// A Reader dropped mid-stream (its consumer failed) still gives
 		// its lane back.
