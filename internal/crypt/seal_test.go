@@ -112,10 +112,13 @@ func TestEncryptAllocs(t *testing.T) {
 	plain := make([]byte, 1<<20)
 	buf := make([]byte, 256<<10)
 	src := bytes.NewReader(plain)
-	const ceiling = 6 // 3 measured; sio: see the test's doc
+	const ceiling = 6 // 4 measured; sio: see the test's doc
 	n := testing.AllocsPerRun(50, func() {
 		src.Reset(plain)
-		if _, err := io.CopyBuffer(io.Discard, s.Encrypt(src), buf); err != nil {
+		// Not io.Discard: its ReadFrom reads in 8 KiB from a pool of its
+		// own, so segments would go through sealBufs, whose pooled buffers
+		// a GC (other tests of the run, -race) drops at will.
+		if _, err := io.CopyBuffer(struct{ io.Writer }{io.Discard}, s.Encrypt(src), buf); err != nil {
 			t.Fatal(err)
 		}
 	})
