@@ -15,6 +15,7 @@ test can cut the connections of an upload in flight.
 """
 
 import calendar
+import contextlib
 import hashlib
 import io
 import json
@@ -273,6 +274,24 @@ def upload_panel(page, open_it):
     if (button.get_attribute("aria-expanded") == "true") != open_it:
         button.click()
     expect(button).to_have_attribute("aria-expanded", "true" if open_it else "false")
+
+
+def slow_indexeddb(page, ms):
+    """Delays every IndexedDB open's success in the page by ms (until the
+    next navigation), as a loaded machine can."""
+    page.evaluate("""ms => {
+        const open = IDBFactory.prototype.open;
+        const success = Object.getOwnPropertyDescriptor(IDBRequest.prototype, 'onsuccess');
+        IDBFactory.prototype.open = function (...args) {
+            const req = open.apply(this, args);
+            Object.defineProperty(req, 'onsuccess', {
+                configurable: true,
+                get() { return success.get.call(req); },
+                set(fn) { success.set.call(req, fn && ((e) => setTimeout(() => fn.call(req, e), ms))); },
+            });
+            return req;
+        };
+    }""", ms)
 
 
 def wait_uploads_complete(page, n):
@@ -665,7 +684,7 @@ def main():
     assert st == 200, st
     overquota = write(os.path.join(WORK, "in4", "too-big.bin"), os.urandom(4096))
 
-    with sync_playwright() as pw:
+    with sync_playwright() as pw, capture_failure():
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         ctx = browser.new_context(viewport={"width": 1440, "height": 900}, accept_downloads=True)
         ctx.set_default_timeout(TIMEOUT)
@@ -818,10 +837,19 @@ def main():
         page.get_by_label("Select album/").uncheck()
         log("zip of the folder:", names)
 
-        # An uploaded HTML file, previewed, runs no script.
+        # An uploaded HTML file, previewed, runs no script. IndexedDB is
+        # slowed first: the panel's saved state (finished files only) must
+        # not come back over a file added meanwhile (Golden Retriever's
+        # restore replaced the file list and the upload vanished from the
+        # panel, CI under load).
+        assert "console-upload" in stored_state(page), "no saved panel state"
+        slow_indexeddb(page, 2000)
         upload_panel(page, True)
         page.locator(".uppy-Dashboard-input").first.set_input_files([evil])
         wait_uploads_complete(page, 1)
+        # The restore opens IndexedDB twice, one after the other: 4 s.
+        page.wait_for_timeout(5000)
+        expect(page.locator(".uppy-Dashboard-Item.is-complete")).to_have_count(1)
         upload_panel(page, False)
         rows.get_by_role("button", name="evil.html").click()
         expect(page.get_by_test_id("preview-text")).to_contain_text("<script>")
@@ -1308,14 +1336,30 @@ def main():
     log("OK")
 
 
-if __name__ == "__main__":
+@contextlib.contextmanager
+def capture_failure():
+    """At a failure, while Playwright still runs: each page's URL, a
+    screenshot, and what its upload panel says (the items' states, the
+    status bar, the error banner), so a failure in CI explains itself."""
     try:
-        main()
-    except Exception:
-        for p in PAGES:
+        yield
+    except BaseException:
+        for i, p in enumerate(PAGES):
             try:
                 log("page at failure:", p.url)
-                p.screenshot(path=os.path.join(WORK, "failure-%d.png" % PAGES.index(p)))
+                path = os.path.join(SHOTS or WORK, "failure-%d.png" % i)
+                p.screenshot(path=path)
+                log("screenshot:", path)
+                state = p.evaluate("""() => ({
+                    items: [...document.querySelectorAll('.uppy-Dashboard-Item')].map(e => e.className + ' ' + (e.innerText || '').replace(/\\s+/g, ' ').slice(0, 200)),
+                    status: [...document.querySelectorAll('.uppy-StatusBar')].map(e => e.className + ' ' + (e.innerText || '').replace(/\\s+/g, ' ').slice(0, 200)),
+                    banner: [...document.querySelectorAll('.upload .banner, [role=alert]')].map(e => (e.innerText || '').slice(0, 300)),
+                })""")
+                log("upload panel at failure:", json.dumps(state))
             except Exception as e:  # noqa: BLE001 - best effort
-                log("no screenshot:", e)
+                log("no capture:", e)
         raise
+
+
+if __name__ == "__main__":
+    main()

@@ -50,6 +50,32 @@ export function forgetUploads() {
   }
 }
 
+/**
+ * savedPanelState resolves whether Golden Retriever keeps a saved state
+ * for the panel id (its record in IndexedDB, not expired): only then does
+ * its restore come, announced by 'restored'. Unknown (an error): true.
+ */
+async function savedPanelState(id) {
+  const req = (r) =>
+    new Promise((ok, bad) => {
+      r.onsuccess = () => ok(r.result);
+      r.onerror = () => bad(r.error);
+    });
+  try {
+    if (!(await indexedDB.databases()).some((d) => d.name === 'uppy-blobs')) return false;
+    const db = await req(indexedDB.open('uppy-blobs'));
+    try {
+      if (!db.objectStoreNames.contains('metadata')) return false;
+      const rec = await req(db.transaction('metadata').objectStore('metadata').get(id));
+      return !!rec && !(rec.expires < Date.now());
+    } finally {
+      db.close();
+    }
+  } catch {
+    return true;
+  }
+}
+
 /** tusErrorText turns a tus error's response into title/detail text. */
 function tusErrorText(err) {
   const res = err && err.originalResponse;
@@ -124,7 +150,30 @@ export function Upload({ bucket, prefix, onDone, onClose }) {
   const [errors, setErrors] = useState([]);
   const [summary, setSummary] = useState('');
   useEffect(() => {
-    const uppy = new Uppy({ autoProceed: true, id: 'console-upload' });
+    // Golden Retriever's restore reads IndexedDB and then replaces Uppy's
+    // whole file list: a file added before that read ended vanished from
+    // the panel, its upload running on unseen (seen in CI under load). So
+    // files added while a restore may still come are held (held), and
+    // added once it is done, or known not to come, or after 10 s.
+    let held = [];
+    const uppy = new Uppy({
+      autoProceed: true,
+      id: 'console-upload',
+      onBeforeFileAdded: (file, files) => {
+        if (!held) return !Object.hasOwn(files, file.id); // Uppy's own: no duplicates
+        held.push(file);
+        return false;
+      },
+    });
+    const restoreDone = () => {
+      if (!held) return;
+      const files = held;
+      held = null;
+      clearTimeout(unhold);
+      if (files.length) uppy.addFiles(files.map(({ name, type, data, meta, source }) => ({ name, type, data, meta, source })));
+    };
+    const unhold = setTimeout(restoreDone, 10000);
+    savedPanelState('console-upload').then((saved) => saved || restoreDone());
     throttleProgress(uppy);
     // clock: when the batch's bytes started moving (start, with the bytes
     // already there: base), and when it ended.
@@ -164,6 +213,7 @@ export function Upload({ bucket, prefix, onDone, onClose }) {
     uppy.on('restored', () => {
       const files = uppy.getFiles();
       if (uploadsPending() && files.length && !files.some((f) => f.isGhost)) uppy.emit('restore-confirmed');
+      restoreDone();
       update();
     });
     uppy.on('upload', () => {
@@ -236,6 +286,7 @@ export function Upload({ bucket, prefix, onDone, onClose }) {
     const unfix = listRole(target.current);
     return () => {
       unfix();
+      clearTimeout(unhold);
       cancelAnimationFrame(frame);
       uppy.destroy();
     };
