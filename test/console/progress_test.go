@@ -23,3 +23,21 @@ func TestProgressThrottle(t *testing.T) {
 		t.Fatalf("node --test: %v\n%s", err, out)
 	}
 }
+
+// TestWholeFileReader runs the console's unit test of its tus file reader
+// (web/console/src/filesource.test.mjs): a PATCH of a whole file sends
+// the File itself, which Chromium's network service reads directly,
+// instead of a slice, which its browser process streams (issue 23).
+func TestWholeFileReader(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		if os.Getenv("COFFER_REQUIRE_CLIENTS") == "1" {
+			t.Fatal("node is required (scripts/test.sh installs it)")
+		}
+		t.Skip("node not found")
+	}
+	out, err := exec.Command(node, "--test", "../../web/console/src/filesource.test.mjs").CombinedOutput()
+	if err != nil {
+		t.Fatalf("node --test: %v\n%s", err, out)
+	}
+}
