@@ -318,7 +318,7 @@ func tusRound(s *server, u user, what string, r int) time.Duration {
 	}
 	file := s.url + "/api/v1/buckets/" + u.bucket + "/files/" + key
 	s.resetPeak()
-	cpu0 := s.cpu()
+	cpu0, rchar0 := s.cpu(), s.rchar()
 	t0 := time.Now()
 	var sha string
 	if what == "put" {
@@ -384,12 +384,29 @@ func tusRound(s *server, u user, what string, r int) time.Duration {
 		resp.Body.Close()
 		sha = resp.Header.Get("X-Checksum-Sha256")
 	}
-	d, peak, cpu := time.Since(t0), s.peakKiB(), s.cpu()-cpu0
+	d, peak, cpu, rchar := time.Since(t0), s.peakKiB(), s.cpu()-cpu0, s.rchar()-rchar0
 	mib := float64(*big) / (1 << 20)
-	fmt.Printf("  %-4s %5.1f s, %4.0f MiB/s, server CPU %.2f ms/MiB, peak RSS %.1f MiB, sha256 ok %v\n",
-		what, d.Seconds(), mib/d.Seconds(), cpu.Seconds()*1000/mib, float64(peak)/1024, sha == hex.EncodeToString(sent.Sum(nil)))
+	fmt.Printf("  %-4s %5.1f s, %4.0f MiB/s, server CPU %.2f ms/MiB, read %.2f× the body, peak RSS %.1f MiB, sha256 ok %v\n",
+		what, d.Seconds(), mib/d.Seconds(), cpu.Seconds()*1000/mib, float64(rchar)/float64(*big), float64(peak)/1024, sha == hex.EncodeToString(sent.Sum(nil)))
 	do("DELETE", file, nil, 0).Body.Close()
 	return d
+}
+
+// rchar is what the server has read so far (sockets and files:
+// /proc/PID/io rchar); a tus upload whose parts are read back to hash
+// them reads about twice its size.
+func (s *server) rchar() int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", s.pid))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "rchar: "); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	return 0
 }
 
 // cpu is the server's utime+stime so far.
