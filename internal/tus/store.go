@@ -25,7 +25,9 @@
 //     (object.Service.CompleteWhole) with the whole-object MD5 as ETag and
 //     its SHA-256, as a plain PUT would have.
 //   - Requests on one upload are serialised across nodes by a lease in the
-//     metadata store (Locker), never by process memory.
+//     metadata store (Locker), never by process memory. A PATCH's running
+//     hash state is recorded by its unlock, in the same commit
+//     (meta.Tus.UnlockTusHash), and only while it holds the lease.
 //   - Target bucket and key come from Upload-Metadata: "bucket", and "key"
 //     (or "filename"); "content-type" (or "filetype") sets the type.
 //     Partial uploads (concatenation) need "bucket" too: they are uploads
