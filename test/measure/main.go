@@ -318,7 +318,7 @@ func tusRound(s *server, u user, what string, r int) time.Duration {
 	}
 	file := s.url + "/api/v1/buckets/" + u.bucket + "/files/" + key
 	s.resetPeak()
-	cpu0, rchar0 := s.cpu(), s.rchar()
+	cpu0, sys0, rchar0 := s.cpu(), s.sysCPU(), s.rchar()
 	t0 := time.Now()
 	var sha string
 	if what == "put" {
@@ -384,10 +384,10 @@ func tusRound(s *server, u user, what string, r int) time.Duration {
 		resp.Body.Close()
 		sha = resp.Header.Get("X-Checksum-Sha256")
 	}
-	d, peak, cpu, rchar := time.Since(t0), s.peakKiB(), s.cpu()-cpu0, s.rchar()-rchar0
+	d, peak, cpu, sys, rchar := time.Since(t0), s.peakKiB(), s.cpu()-cpu0, s.sysCPU()-sys0, s.rchar()-rchar0
 	mib := float64(*big) / (1 << 20)
-	fmt.Printf("  %-4s %5.1f s, %4.0f MiB/s, server CPU %.2f ms/MiB, read %.2f× the body, peak RSS %.1f MiB, sha256 ok %v\n",
-		what, d.Seconds(), mib/d.Seconds(), cpu.Seconds()*1000/mib, float64(rchar)/float64(*big), float64(peak)/1024, sha == hex.EncodeToString(sent.Sum(nil)))
+	fmt.Printf("  %-4s %5.1f s, %4.0f MiB/s, server CPU %.2f ms/MiB (system %.2f), read %.2f× the body, peak RSS %.1f MiB, sha256 ok %v\n",
+		what, d.Seconds(), mib/d.Seconds(), cpu.Seconds()*1000/mib, sys.Seconds()*1000/mib, float64(rchar)/float64(*big), float64(peak)/1024, sha == hex.EncodeToString(sent.Sum(nil)))
 	do("DELETE", file, nil, 0).Body.Close()
 	return d
 }
@@ -411,14 +411,26 @@ func (s *server) rchar() int64 {
 
 // cpu is the server's utime+stime so far.
 func (s *server) cpu() time.Duration {
+	ut, st := s.times()
+	return ut + st
+}
+
+// sysCPU is the server's stime (kernel CPU) so far.
+func (s *server) sysCPU() time.Duration {
+	_, st := s.times()
+	return st
+}
+
+// times are the server's utime and stime so far.
+func (s *server) times() (user, sys time.Duration) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.pid))
 	if err != nil {
-		return 0
+		return 0, 0
 	}
 	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
 	ut, _ := strconv.ParseInt(f[11], 10, 64)
 	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * 10 * time.Millisecond // USER_HZ 100
+	return time.Duration(ut) * 10 * time.Millisecond, time.Duration(st) * 10 * time.Millisecond // USER_HZ 100
 }
 
 // measureZip measures zip downloads (POST /buckets/{bucket}/zip): a
