@@ -46,12 +46,20 @@ func testTusState(t *testing.T, s store) {
 	}
 }
 
-func testTusLock(t *testing.T, s store) {
+// newTus creates alice, an upload of hers and its tus state of length
+// bytes; it returns the upload.
+func newTus(t *testing.T, s store, length int64) meta.Upload {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	u := newUpload("alice", "t.bin")
 	ok(t, s.CreateUpload(ctx, u), "CreateUpload")
-	ok(t, s.CreateTus(ctx, meta.TusUpload{UploadID: u.ID, Length: 1, Info: []byte("{}")}), "CreateTus")
+	ok(t, s.CreateTus(ctx, meta.TusUpload{UploadID: u.ID, Length: length, Info: []byte("{}")}), "CreateTus")
+	return u
+}
+
+func testTusLock(t *testing.T, s store) {
+	ctx := t.Context()
+	u := newTus(t, s, 1)
 	lease := time.Now().Add(time.Minute)
 	steps := []struct {
 		name    string
@@ -104,10 +112,7 @@ func testTusLock(t *testing.T, s store) {
 // hash state in one write, only for the lock's holder.
 func testTusUnlockWithHash(t *testing.T, s store) {
 	ctx := t.Context()
-	addUser(t, s, "alice", 0)
-	u := newUpload("alice", "t.bin")
-	ok(t, s.CreateUpload(ctx, u), "CreateUpload")
-	ok(t, s.CreateTus(ctx, meta.TusUpload{UploadID: u.ID, Length: 100, Info: []byte("{}")}), "CreateTus")
+	u := newTus(t, s, 100)
 	lease := time.Now().Add(time.Minute)
 	if got, err := s.TryLockTus(ctx, u.ID, "h1", lease, false); err != nil || got != meta.TusLocked {
 		t.Fatalf("TryLockTus = %v, %v", got, err)
