@@ -3,6 +3,8 @@ package meta
 import (
 	"context"
 	"time"
+
+	"github.com/coffer-storage/coffer/internal/errcode"
 )
 
 // TusUpload is the tus state of a multipart upload that a tus client
@@ -54,4 +56,18 @@ type Tus interface {
 	RenewTusLock(ctx context.Context, id, holder string, until time.Time) (held, releaseRequested bool, err error)
 	// UnlockTus releases holder's lock (nothing if not held).
 	UnlockTus(ctx context.Context, id, holder string) error
+	// UnlockTusHash releases holder's lock and records the running hash
+	// state after offset bytes (as SetTusHash) in one commit: a PATCH's
+	// one tus write. If holder does not hold the lock, nothing changes
+	// (the state is not recorded either: whoever holds it may have moved
+	// the upload on). InvalidArgument for a negative offset (CheckTusHash).
+	UnlockTusHash(ctx context.Context, id, holder string, offset int64, state []byte) error
+}
+
+// CheckTusHash checks the offset of a recorded hash state (UnlockTusHash).
+func CheckTusHash(offset int64) error {
+	if offset < 0 {
+		return errcode.New(errcode.InvalidArgument, "a tus hash state's offset must not be negative")
+	}
+	return nil
 }

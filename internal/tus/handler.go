@@ -265,6 +265,7 @@ type lock struct {
 	l      *Locker
 	id     string
 	holder string
+	st     *reqState // the request's: the hash state to record at Unlock
 	stop   chan struct{}
 	done   chan struct{}
 }
@@ -275,8 +276,12 @@ func (k *lock) Lock(ctx context.Context, requestUnlock func()) error {
 	if err := k.l.owns(ctx, k.id); err != nil {
 		return err
 	}
+	k.st = stateOf(ctx)
 	wait := 20 * time.Millisecond
 	for asked := false; ; asked = true {
+		if asked {
+			k.st.looked = nil // read before another holder let go
+		}
 		got, err := k.l.meta.TryLockTus(ctx, k.id, k.holder, time.Now().Add(k.l.lease), asked)
 		if err != nil && ctx.Err() == nil {
 			return k.l.mapErr(ctx, err)
@@ -333,5 +338,12 @@ func (k *lock) Unlock() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	if k.st != nil && k.st.hash != nil {
+		// The PATCH's hash state, in the unlock's commit (recorded only
+		// while this holder has the lock).
+		h := k.st.hash
+		k.st.hash = nil
+		return k.l.meta.UnlockTusHash(ctx, k.id, k.holder, h.offset, h.sealed)
+	}
 	return k.l.meta.UnlockTus(ctx, k.id, k.holder)
 }

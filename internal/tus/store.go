@@ -25,7 +25,9 @@
 //     (object.Service.CompleteWhole) with the whole-object MD5 as ETag and
 //     its SHA-256, as a plain PUT would have.
 //   - Requests on one upload are serialised across nodes by a lease in the
-//     metadata store (Locker), never by process memory.
+//     metadata store (Locker), never by process memory. A PATCH's running
+//     hash state is recorded by its unlock, in the same commit
+//     (meta.Tus.UnlockTusHash), and only while it holds the lease.
 //   - Target bucket and key come from Upload-Metadata: "bucket", and "key"
 //     (or "filename"); "content-type" (or "filetype") sets the type.
 //     Partial uploads (concatenation) need "bucket" too: they are uploads
@@ -89,12 +91,33 @@ func WithActor(ctx context.Context, a object.Actor) context.Context {
 	return context.WithValue(ctx, actorKey, a)
 }
 
-// reqState is what a request's store calls tell the handler wrapper.
+// reqState is what a request's store calls tell the handler wrapper and
+// each other.
 type reqState struct {
 	checksum *checksum // Upload-Checksum of the request, if any
 	expires  time.Time // the upload's expiry (Upload-Expires)
 	finished bool
 	mismatch bool
+	// looked is the upload the lock's ownership check read, when the lock
+	// was then taken at once (Store.lookup reads it again otherwise).
+	looked *looked
+	// hash is the running hash state after this request's PATCH, which
+	// the unlock records (meta.Tus.UnlockTusHash): one tus write a PATCH.
+	hash *pendingHash
+}
+
+type looked struct {
+	id string
+	a  object.Actor
+	u  meta.Upload
+}
+
+// pendingHash is a hash state to record at the unlock: h after offset
+// bytes, sealed as stored (see saveRunning).
+type pendingHash struct {
+	offset int64
+	h      hashes
+	sealed []byte
 }
 
 func stateOf(ctx context.Context) *reqState {
@@ -195,6 +218,15 @@ func (s *Store) lookup(ctx context.Context, id string) (object.Actor, meta.Uploa
 	if err != nil {
 		return object.Actor{}, meta.Upload{}, err
 	}
+	st := stateOf(ctx)
+	if l := st.looked; l != nil && l.id == id && l.a.UserID == a.UserID {
+		// Read under this request's lock, taken right after: still so.
+		st.looked = nil
+		if !l.u.ExpiresAt.After(time.Now()) {
+			return object.Actor{}, meta.Upload{}, handler.ErrNotFound
+		}
+		return a, l.u, nil
+	}
 	u, err := s.objects.GetUpload(ctx, a, "", "", id)
 	if errcode.Is(err, errcode.NotFound) || err == nil && !u.ExpiresAt.After(time.Now()) {
 		return object.Actor{}, meta.Upload{}, handler.ErrNotFound
@@ -205,9 +237,13 @@ func (s *Store) lookup(ctx context.Context, id string) (object.Actor, meta.Uploa
 	return a, u, nil
 }
 
-// owns is Locker's check (see Locker.owns).
+// owns is Locker's check (see Locker.owns). What it read is kept for
+// GetUpload, if the lock is then taken at once (Lock clears it else).
 func (s *Store) owns(ctx context.Context, id string) error {
-	_, _, err := s.lookup(ctx, id)
+	a, u, err := s.lookup(ctx, id)
+	if err == nil {
+		stateOf(ctx).looked = &looked{id: id, a: a, u: u}
+	}
 	return err
 }
 
@@ -232,6 +268,14 @@ type upload struct {
 	u    meta.Upload
 	t    meta.TusUpload
 	info info
+	// listed is what GetInfo listed, for this request's WriteChunk (the
+	// request holds the upload's lock: nothing changed it since).
+	listed *listedParts
+}
+
+type listedParts struct {
+	ps  []meta.Part
+	off int64
 }
 
 func (up *upload) parts(ctx context.Context) ([]meta.Part, int64, error) {
@@ -251,10 +295,11 @@ func (up *upload) parts(ctx context.Context) ([]meta.Part, int64, error) {
 
 // GetInfo implements handler.Upload.
 func (up *upload) GetInfo(ctx context.Context) (handler.FileInfo, error) {
-	_, off, err := up.parts(ctx)
+	ps, off, err := up.parts(ctx)
 	if err != nil {
 		return handler.FileInfo{}, err
 	}
+	up.listed = &listedParts{ps: ps, off: off}
 	fi := handler.FileInfo{
 		ID: up.u.ID, Size: up.t.Length, SizeIsDeferred: up.t.Length < 0, Offset: off,
 		MetaData: up.info.Meta, IsPartial: up.info.Partial, IsFinal: up.info.Final, PartialUploads: up.info.Partials,
@@ -363,10 +408,17 @@ var ErrChecksumMismatch = handler.NewError("ERR_CHECKSUM_MISMATCH", "the body do
 
 // WriteChunk implements handler.Upload: the body becomes the next part.
 func (up *upload) WriteChunk(ctx context.Context, offset int64, src io.Reader) (int64, error) {
-	ps, have, err := up.parts(ctx)
-	if err != nil {
-		return 0, err
+	var ps []meta.Part
+	var have int64
+	if l := up.listed; l != nil {
+		ps, have = l.ps, l.off
+	} else {
+		var err error
+		if ps, have, err = up.parts(ctx); err != nil {
+			return 0, err
+		}
 	}
+	up.listed = nil // a part is added below
 	if have != offset {
 		return 0, handler.ErrMismatchOffset
 	}
@@ -405,8 +457,13 @@ func (up *upload) WriteChunk(ctx context.Context, offset int64, src io.Reader) (
 	}
 	if cr.h != nil {
 		// Best effort: a stale state only costs a read-back at the end.
+		// Under the handler, the unlock records it in its commit (Locker).
 		sctx, cancel := detach.Context(ctx)
-		_ = up.saveRunning(sctx, offset+p.Size, *cr.h)
+		if _, handled := ctx.Value(stateKey).(*reqState); !handled {
+			_ = up.saveRunning(sctx, offset+p.Size, *cr.h)
+		} else if sealed, err := up.s.objects.SealUploadState(sctx, up.u, offset+p.Size, cr.h.marshal()); err == nil {
+			st.hash = &pendingHash{offset: offset + p.Size, h: *cr.h, sealed: sealed}
+		}
 		cancel()
 	}
 	return p.Size, nil
@@ -465,12 +522,19 @@ func (up *upload) complete(ctx context.Context) error {
 			return up.s.mapErr(ctx, err)
 		}
 	}
-	t, err := up.s.meta.GetTus(ctx, up.u.ID)
-	if err != nil {
-		return up.s.mapErr(ctx, err)
+	var h hashes
+	ok := false
+	if ph := stateOf(ctx).hash; ph != nil && ph.offset == size {
+		// This request's PATCH ended the upload: its hashes are here.
+		h, ok = ph.h, true
+	} else {
+		t, err := up.s.meta.GetTus(ctx, up.u.ID)
+		if err != nil {
+			return up.s.mapErr(ctx, err)
+		}
+		up.t = t
+		h, ok = up.running(ctx, size)
 	}
-	up.t = t
-	h, ok := up.running(ctx, size)
 	if !ok {
 		// The running state is stale (a node died between a part and its
 		// hash update): read the bytes back once.

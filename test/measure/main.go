@@ -318,7 +318,7 @@ func tusRound(s *server, u user, what string, r int) time.Duration {
 	}
 	file := s.url + "/api/v1/buckets/" + u.bucket + "/files/" + key
 	s.resetPeak()
-	cpu0 := s.cpu()
+	cpu0, sys0, rchar0 := s.cpu(), s.sysCPU(), s.rchar()
 	t0 := time.Now()
 	var sha string
 	if what == "put" {
@@ -341,9 +341,20 @@ func tusRound(s *server, u user, what string, r int) time.Duration {
 			loc = s.url + loc
 		}
 		src := io.TeeReader(newGen(*big), sent)
-		buf := make([]byte, min(*tusChunk, *big))
+		// Without a checksum a PATCH streams from the generator, as the
+		// PUT does (a 1 GiB PATCH is not buffered first); with one, the
+		// chunk is read first to compute it.
+		var buf []byte
+		if *tusChecksum != "" {
+			buf = make([]byte, min(*tusChunk, *big))
+		}
 		for off := int64(0); off < *big; {
-			n, _ := io.ReadFull(src, buf[:min(*tusChunk, *big-off)])
+			n := int(min(*tusChunk, *big-off))
+			var body io.Reader = io.LimitReader(src, int64(n))
+			if buf != nil {
+				n, _ = io.ReadFull(src, buf[:n])
+				body = bytes.NewReader(buf[:n])
+			}
 			hdr := []string{"Tus-Resumable", "1.0.0", "Content-Type", "application/offset+octet-stream", "Upload-Offset", strconv.FormatInt(off, 10)}
 			if *tusChecksum != "" {
 				var sum []byte
@@ -360,7 +371,7 @@ func tusRound(s *server, u user, what string, r int) time.Duration {
 				}
 				hdr = append(hdr, "Upload-Checksum", *tusChecksum+" "+base64.StdEncoding.EncodeToString(sum))
 			}
-			resp = do("PATCH", loc, bytes.NewReader(buf[:n]), int64(n), hdr...)
+			resp = do("PATCH", loc, body, int64(n), hdr...)
 			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode != 204 {
@@ -373,24 +384,53 @@ func tusRound(s *server, u user, what string, r int) time.Duration {
 		resp.Body.Close()
 		sha = resp.Header.Get("X-Checksum-Sha256")
 	}
-	d, peak, cpu := time.Since(t0), s.peakKiB(), s.cpu()-cpu0
+	d, peak, cpu, sys, rchar := time.Since(t0), s.peakKiB(), s.cpu()-cpu0, s.sysCPU()-sys0, s.rchar()-rchar0
 	mib := float64(*big) / (1 << 20)
-	fmt.Printf("  %-4s %5.1f s, %4.0f MiB/s, server CPU %.2f ms/MiB, peak RSS %.1f MiB, sha256 ok %v\n",
-		what, d.Seconds(), mib/d.Seconds(), cpu.Seconds()*1000/mib, float64(peak)/1024, sha == hex.EncodeToString(sent.Sum(nil)))
+	fmt.Printf("  %-4s %5.1f s, %4.0f MiB/s, server CPU %.2f ms/MiB (system %.2f), read %.2f× the body, peak RSS %.1f MiB, sha256 ok %v\n",
+		what, d.Seconds(), mib/d.Seconds(), cpu.Seconds()*1000/mib, sys.Seconds()*1000/mib, float64(rchar)/float64(*big), float64(peak)/1024, sha == hex.EncodeToString(sent.Sum(nil)))
 	do("DELETE", file, nil, 0).Body.Close()
 	return d
 }
 
-// cpu is the server's utime+stime so far.
-func (s *server) cpu() time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.pid))
+// rchar is what the server has read so far (sockets and files:
+// /proc/PID/io rchar); a tus upload whose parts are read back to hash
+// them reads about twice its size.
+func (s *server) rchar() int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", s.pid))
 	if err != nil {
 		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "rchar: "); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// cpu is the server's utime+stime so far.
+func (s *server) cpu() time.Duration {
+	ut, st := s.times()
+	return ut + st
+}
+
+// sysCPU is the server's stime (kernel CPU) so far.
+func (s *server) sysCPU() time.Duration {
+	_, st := s.times()
+	return st
+}
+
+// times are the server's utime and stime so far.
+func (s *server) times() (user, sys time.Duration) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.pid))
+	if err != nil {
+		return 0, 0
 	}
 	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
 	ut, _ := strconv.ParseInt(f[11], 10, 64)
 	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * 10 * time.Millisecond // USER_HZ 100
+	return time.Duration(ut) * 10 * time.Millisecond, time.Duration(st) * 10 * time.Millisecond // USER_HZ 100
 }
 
 // measureZip measures zip downloads (POST /buckets/{bucket}/zip): a

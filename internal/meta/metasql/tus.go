@@ -62,6 +62,13 @@ func unlockTusSQL(ph PH) string {
 	return fmt.Sprintf("UPDATE tus_uploads SET lock_holder = '', lock_until = 0, release_requested = 0 WHERE upload_id = %s AND lock_holder = %s", ph(1), ph(2))
 }
 
+// unlockTusHashSQL releases the lock and records the hash state: args
+// offset, state, upload_id, holder.
+func unlockTusHashSQL(ph PH) string {
+	return fmt.Sprintf("UPDATE tus_uploads SET lock_holder = '', lock_until = 0, release_requested = 0, hash_offset = %s, hash_state = %s WHERE upload_id = %s AND lock_holder = %s",
+		ph(1), ph(2), ph(3), ph(4))
+}
+
 // touchTusSQL changes nothing of upload ph(1)'s tus state, and tells
 // whether it exists (a lock that was not free).
 func touchTusSQL(ph PH) string {
@@ -99,10 +106,18 @@ func (o tusOps) UnlockTus(ctx context.Context, id, holder string) error {
 	return o.exec(ctx, "unlock tus upload", o.sql.tus.unlock, id, holder)
 }
 
+// UnlockTusHash implements meta.Tus.
+func (o tusOps) UnlockTusHash(ctx context.Context, id, holder string, offset int64, state []byte) error {
+	if err := meta.CheckTusHash(offset); err != nil {
+		return err
+	}
+	return o.exec(ctx, "unlock tus upload with its hash", o.sql.tus.unlockHash, offset, state, id, holder)
+}
+
 // tusSQL are the tus_uploads statements of Ops.
 type tusSQL struct {
 	get, insert, setLength, setHash, renewLock, unlock string
-	lock, requestRelease, touch                        string
+	unlockHash, lock, requestRelease, touch            string
 }
 
 func newTusSQL(ph PH) tusSQL {
@@ -113,6 +128,7 @@ func newTusSQL(ph PH) tusSQL {
 		setHash:        setTusHashSQL(ph),
 		renewLock:      renewTusLockSQL(ph),
 		unlock:         unlockTusSQL(ph),
+		unlockHash:     unlockTusHashSQL(ph),
 		lock:           lockTusSQL(ph),
 		requestRelease: requestTusReleaseSQL(ph),
 		touch:          touchTusSQL(ph),

@@ -12,6 +12,7 @@ import (
 var tusTests = []test{
 	{name: "State", fn: testTusState},
 	{name: "Lock", fn: testTusLock},
+	{name: "UnlockWithHash", fn: testTusUnlockWithHash},
 	{name: "GoesWithUpload", fn: testTusGoesWithUpload},
 	{name: "UserLimits", fn: testUserLimits},
 	{name: "ReserveRate", fn: testReserveRate},
@@ -45,12 +46,20 @@ func testTusState(t *testing.T, s store) {
 	}
 }
 
-func testTusLock(t *testing.T, s store) {
+// newTus creates alice, an upload of hers and its tus state of length
+// bytes; it returns the upload.
+func newTus(t *testing.T, s store, length int64) meta.Upload {
 	ctx := t.Context()
 	addUser(t, s, "alice", 0)
 	u := newUpload("alice", "t.bin")
 	ok(t, s.CreateUpload(ctx, u), "CreateUpload")
-	ok(t, s.CreateTus(ctx, meta.TusUpload{UploadID: u.ID, Length: 1, Info: []byte("{}")}), "CreateTus")
+	ok(t, s.CreateTus(ctx, meta.TusUpload{UploadID: u.ID, Length: length, Info: []byte("{}")}), "CreateTus")
+	return u
+}
+
+func testTusLock(t *testing.T, s store) {
+	ctx := t.Context()
+	u := newTus(t, s, 1)
 	lease := time.Now().Add(time.Minute)
 	steps := []struct {
 		name    string
@@ -96,6 +105,38 @@ func testTusLock(t *testing.T, s store) {
 	}
 	if got, _ := s.TryLockTus(ctx, "missing", "h1", lease, true); got != meta.TusMissing {
 		t.Errorf("no upload: %v, want missing", got)
+	}
+}
+
+// testTusUnlockWithHash: UnlockTusHash releases the lock and records the
+// hash state in one write, only for the lock's holder.
+func testTusUnlockWithHash(t *testing.T, s store) {
+	ctx := t.Context()
+	u := newTus(t, s, 100)
+	lease := time.Now().Add(time.Minute)
+	if got, err := s.TryLockTus(ctx, u.ID, "h1", lease, false); err != nil || got != meta.TusLocked {
+		t.Fatalf("TryLockTus = %v, %v", got, err)
+	}
+	if err := s.UnlockTusHash(ctx, u.ID, "h1", -1, []byte{9}); !errcode.Is(err, errcode.InvalidArgument) {
+		t.Errorf("UnlockTusHash at a negative offset: %v, want InvalidArgument", err)
+	}
+	// Not the holder: neither unlocked nor recorded.
+	ok(t, s.UnlockTusHash(ctx, u.ID, "h2", 5, []byte{5}), "UnlockTusHash by a non-holder")
+	if got, _ := s.TryLockTus(ctx, u.ID, "h3", lease, false); got != meta.TusBusy {
+		t.Errorf("after a non-holder's UnlockTusHash: %v, want busy", got)
+	}
+	if got, err := s.GetTus(ctx, u.ID); err != nil || got.HashOffset != 0 || len(got.HashState) != 0 {
+		t.Errorf("after a non-holder's UnlockTusHash: %+v, %v; want no hash state", got, err)
+	}
+	ok(t, s.UnlockTusHash(ctx, u.ID, "h1", 42, []byte{1, 2, 3}), "UnlockTusHash")
+	if got, err := s.GetTus(ctx, u.ID); err != nil || got.HashOffset != 42 || string(got.HashState) != "\x01\x02\x03" || got.Length != 100 {
+		t.Errorf("after UnlockTusHash: %+v, %v; want the state after 42 bytes", got, err)
+	}
+	if got, _ := s.TryLockTus(ctx, u.ID, "h3", lease, false); got != meta.TusLocked {
+		t.Errorf("after UnlockTusHash: %v, want locked", got)
+	}
+	if err := s.UnlockTusHash(ctx, "missing", "h1", 1, []byte{1}); err != nil {
+		t.Errorf("UnlockTusHash of no upload: %v, want nothing", err)
 	}
 }
 

@@ -9,6 +9,7 @@ import GoldenRetriever from '@uppy/golden-retriever';
 import { token, formatBytes } from './api.js';
 import { html, Banner } from './ui.js';
 import { throttleProgress } from './progress.js';
+import { wholeFileReader } from './filesource.js';
 
 // PENDING marks (in localStorage, a flag and nothing else) that uploads
 // started and have not all completed, so that the browser page opens the
@@ -224,6 +225,9 @@ export function Upload({ bucket, prefix, onDone, onClose }) {
       endpoint: '/api/v1/tus/',
       retryDelays: [0, 1000, 3000, 5000, 10000],
       removeFingerprintOnSuccess: true,
+      // One PATCH per file (tus-js-client's chunkSize Infinity), and that
+      // PATCH sends the File itself unless it resumes (src/filesource.js).
+      fileReader: wholeFileReader,
       allowedMetaFields: ['bucket', 'key', 'filetype'],
       // Retry what a retry can fix: a dropped connection, 5xx, an offset
       // conflict (409, e.g. after the browser re-sent a cut PATCH) or a
