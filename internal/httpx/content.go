@@ -11,6 +11,15 @@ import (
 // anything.
 const SandboxCSP = "default-src 'none'; sandbox"
 
+// Header values made once and shared by every response: Header.Set
+// allocates a one-element slice a call. A Header's value slice is never
+// modified in place (Header.Add appends to a full slice, which copies), so
+// responses can share these; never change their elements.
+var (
+	Nosniff    = []string{"nosniff"} // X-Content-Type-Options
+	bytesRange = []string{"bytes"}   // Accept-Ranges
+)
+
 // SetContentSafety sets the headers that keep user content, served from
 // Coffer's own origins (the file API and the S3 API), from acting in those
 // origins. It must be called after the response's final Content-Type is in
@@ -23,7 +32,7 @@ const SandboxCSP = "default-src 'none'; sandbox"
 //
 // Both APIs call this one function, so they make the same decision.
 func SetContentSafety(h http.Header) {
-	h.Set("X-Content-Type-Options", "nosniff")
+	h["X-Content-Type-Options"] = Nosniff
 	if ActiveContent(h.Get("Content-Type")) {
 		h.Set("Content-Security-Policy", SandboxCSP)
 	} else {

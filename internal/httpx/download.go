@@ -50,7 +50,7 @@ func PlanDownload(w http.ResponseWriter, r *http.Request, rep Representation, fi
 	h := w.Header()
 	h.Set("ETag", QuoteETag(rep.ETag))
 	h.Set("Last-Modified", rep.ModTime.UTC().Format(http.TimeFormat))
-	h.Set("Accept-Ranges", "bytes")
+	h["Accept-Ranges"] = bytesRange
 	v := Validators{ETag: rep.ETag, ModTime: rep.ModTime, Exists: true}
 	switch CheckPreconditions(r, v) {
 	case NotModified:

@@ -297,12 +297,22 @@ func readVersion(rd *object.Reader, named string) string {
 	return rd.Object.VersionID
 }
 
+// checksumHeaderKeys is each algorithm's header in canonical form
+// (Header.Set would canonicalise, allocating, on every response).
+var checksumHeaderKeys = func() map[integrity.Algorithm]string {
+	m := map[integrity.Algorithm]string{}
+	for _, a := range integrity.Algorithms {
+		m[a] = http.CanonicalHeaderKey(a.Header())
+	}
+	return m
+}()
+
 func checksumHeaders(h http.Header, c meta.Checksum) {
 	a := storedAlgorithm(c.Algorithm)
 	if a == integrity.NoChecksum {
 		return
 	}
-	h.Set(a.Header(), c.Value)
+	h[checksumHeaderKeys[a]] = []string{c.Value}
 	if c.Type != "" {
 		h.Set("X-Amz-Checksum-Type", c.Type)
 	}
@@ -353,6 +363,14 @@ func (api *API) getObject(q *request) (response, error) {
 	}
 	rd.CustomerKey = key
 	return &objectResponse{api: api, rd: rd, part: part, keyMD5: keyMD5, version: readVersion(rd, vid)}, nil
+}
+
+// responseOverrides are the query parameters of a GetObject that set a
+// response header.
+var responseOverrides = []struct{ param, header string }{
+	{"response-content-type", "Content-Type"}, {"response-content-language", "Content-Language"},
+	{"response-expires", "Expires"}, {"response-cache-control", "Cache-Control"},
+	{"response-content-disposition", "Content-Disposition"}, {"response-content-encoding", "Content-Encoding"},
 }
 
 type objectResponse struct {
@@ -411,13 +429,11 @@ func (or *objectResponse) respond(w http.ResponseWriter, q *request) {
 	if sp.Status == http.StatusOK && strings.EqualFold(q.Header.Get("X-Amz-Checksum-Mode"), "ENABLED") {
 		checksumHeaders(h, o.Checksum)
 	}
-	for param, header := range map[string]string{
-		"response-content-type": "Content-Type", "response-content-language": "Content-Language",
-		"response-expires": "Expires", "response-cache-control": "Cache-Control",
-		"response-content-disposition": "Content-Disposition", "response-content-encoding": "Content-Encoding",
-	} {
-		if val := q.query().Get(param); val != "" {
-			h.Set(header, val)
+	if raw := q.URL.RawQuery; strings.Contains(raw, "response-") || strings.Contains(raw, "%") {
+		for _, o := range responseOverrides {
+			if val := q.query().Get(o.param); val != "" {
+				h.Set(o.header, val)
+			}
 		}
 	}
 	if err := httpx.SendSpan(w, q.Request, or.rd, sp, or.api.log, "bucket", o.Bucket, "key", o.Key); err != nil {

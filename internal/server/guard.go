@@ -112,7 +112,7 @@ func (s *Server) securityHeaders(api string, next http.Handler) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
-		h.Set("X-Content-Type-Options", "nosniff")
+		h["X-Content-Type-Options"] = httpx.Nosniff
 		if hsts != "" && r.TLS != nil {
 			h.Set("Strict-Transport-Security", hsts)
 		}

@@ -22,9 +22,9 @@ import (
 // (the writer's commit and the staging's deletion then exclude each other
 // on the staging row). The garbage queue does not count: this is the check
 // made before a queued blob is deleted (and before one is queued). Every
-// blob_key column is indexed.
+// blob_key column is indexed (objects' only on the rows that name a blob).
 func Referenced(k string) string {
-	return "(EXISTS (SELECT 1 FROM objects WHERE blob_key = " + k + ")" +
+	return "(EXISTS (SELECT 1 FROM objects WHERE blob_key = " + k + " AND blob_key <> '')" + // the partial index objects_blob_key (0032)
 		" OR EXISTS (SELECT 1 FROM object_parts WHERE blob_key = " + k + ")" +
 		" OR EXISTS (SELECT 1 FROM upload_parts WHERE blob_key = " + k + ")" +
 		" OR EXISTS (SELECT 1 FROM uploads WHERE blob_key = " + k + ")" +

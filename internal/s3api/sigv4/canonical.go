@@ -368,18 +368,51 @@ func deriveKey(secret, date, region, service string) [32]byte {
 }
 
 func hmacSHA256(key []byte, data string) (out [32]byte) {
-	m := hmac.New(sha256.New, key)
-	m.Write([]byte(data))
-	m.Sum(out[:0])
-	return out
+	if len(key) > sha256.BlockSize { // "AWS4" + a secret longer than 60 bytes
+		m := hmac.New(sha256.New, slices.Clone(key)) // a clone: key stays on the caller's stack
+		m.Write([]byte(data))
+		copy(out[:], m.Sum(nil))
+		return out
+	}
+	var buf [hmacStack]byte
+	return hmacSum(key, buf[:0], data)
 }
 
-// signature returns the hex HMAC-SHA256 of stringToSign under key.
+// hmacStack is the message size up to which hmacSum works in a buffer on
+// the stack (a string to sign is about 150 bytes).
+const hmacStack = 512
+
+// hmacSum is HMAC-SHA256 (RFC 2104) of msg under key, which must be at
+// most one SHA-256 block long, computed with sha256.Sum256 over buf
+// (grown if msg does not fit after a block). hmac.New costs five
+// allocations and two hash states a call, once or twice per request.
+func hmacSum[M string | []byte](key []byte, buf []byte, msg M) [32]byte {
+	var pad [sha256.BlockSize]byte
+	copy(pad[:], key)
+	for i := range pad {
+		pad[i] ^= 0x36 // ipad
+	}
+	buf = append(append(buf[:0], pad[:]...), msg...)
+	inner := sha256.Sum256(buf)
+	for i := range pad {
+		pad[i] ^= 0x36 ^ 0x5c // opad
+	}
+	buf = append(append(buf[:0], pad[:]...), inner[:]...)
+	return sha256.Sum256(buf)
+}
+
+// signature returns the hex HMAC-SHA256 of stringToSign under key (a
+// signing key: 32 bytes).
 func signature(key []byte, stringToSign []byte) [64]byte {
-	m := hmac.New(sha256.New, key)
-	m.Write(stringToSign)
 	var sum [32]byte
-	m.Sum(sum[:0])
+	if len(key) > sha256.BlockSize {
+		m := hmac.New(sha256.New, slices.Clone(key))
+		m.Write(stringToSign)
+		copy(sum[:], m.Sum(nil))
+	} else {
+		var buf [hmacStack]byte
+		sum = hmacSum(key, buf[:0], stringToSign)
+	}
 	var out [64]byte
 	hex.Encode(out[:], sum[:])
 	return out
