@@ -1178,3 +1178,39 @@ func TestChecksumHeaders(t *testing.T) {
 		})
 	}
 }
+
+// TestUploadPartDirect: an UploadPart is a direct upload's part
+// (object.PartInput.Direct: opaque ETag, no MD5 unless announced) only
+// when it comes through a URL presigned with the user's internal key,
+// which the file API presigns direct uploads with; the same URL presigned
+// with one of the user's own keys, or a header-signed request with
+// either, is S3's UploadPart and keeps its MD5 ETag.
+func TestUploadPartDirect(t *testing.T) {
+	const target = "/b/k?partNumber=1&uploadId=up1"
+	presign := func(key string) string {
+		u, err := sigv4.Presign("PUT", "http://s3.test"+target, nil, key, newFakeStore().keys[key].secret, "us-east-1", testNow, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimPrefix(u, "http://s3.test")
+	}
+	for _, tc := range []struct {
+		name   string
+		r      req
+		direct bool
+	}{
+		{"presigned with the internal key", req{method: "PUT", target: presign(aliceInternal), body: testData}, true},
+		{"presigned with the user's key", req{method: "PUT", target: presign(aliceKey), body: testData}, false},
+		{"header-signed with the internal key", req{method: "PUT", target: target, body: testData, as: aliceInternal}, false},
+		{"header-signed with the user's key", req{method: "PUT", target: target, body: testData, as: aliceKey}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newS3Env(t)
+			e.store.Uploads["up1"] = meta.Upload{ID: "up1", Bucket: "b", Key: "k", InitiatorID: alice}
+			e.do(tc.r).want(t, 200, "")
+			if got := e.store.LastPart.Direct; got != tc.direct {
+				t.Errorf("PartInput.Direct %v, want %v", got, tc.direct)
+			}
+		})
+	}
+}
