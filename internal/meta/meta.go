@@ -727,6 +727,11 @@ type ListOptions struct {
 	// its marker (DeleteMarker, VersionID and IsLatest set; ModTime when
 	// it was deleted).
 	DeleteMarkers bool
+	// NoParts leaves out the parts of multipart objects (Parts nil; one
+	// fewer query a page): for a listing only shown to a client, which
+	// reads no bytes and asks nothing of an object's blobs through it
+	// (IsInline, BlobKeys are not meaningful in such a page).
+	NoParts bool
 }
 
 // ListPage is one page of a listing, in byte order of keys.

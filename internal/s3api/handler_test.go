@@ -1214,3 +1214,16 @@ func TestUploadPartDirect(t *testing.T) {
 		})
 	}
 }
+
+// TestListObjectsNoParts: ListObjects (v1 and v2) asks the store for no
+// parts of multipart objects (meta.ListOptions.NoParts): the page shows
+// none of them.
+func TestListObjectsNoParts(t *testing.T) {
+	for _, target := range []string{"/b?list-type=2", "/b"} {
+		e := newS3Env(t)
+		e.alice("GET", target, nil).want(t, 200, "")
+		if o := e.store.LastList; !o.NoParts {
+			t.Errorf("%s listed with %+v, want NoParts", target, o)
+		}
+	}
+}
