@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/integrity"
 	"github.com/coffer-storage/coffer/internal/meta"
 )
 
@@ -208,6 +209,44 @@ func BenchmarkPutPartDirect(b *testing.B) {
 			for range b.N {
 				if _, err := f.svc.PutPart(ctx, f.alice, PartInput{UploadID: u.ID, Number: 1, Body: bytes.NewReader(data), Size: int64(len(data)), Direct: direct}); err != nil {
 					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkPartDigest: what a 1 MiB part's bytes cost to hash on their
+// way to the blob, without the store around it: S3's UploadPart (the
+// integrity reader's MD5, for the ETag) and a direct-upload part (the
+// reader without MD5, and the CRC-32C of directETag). The lever of
+// issue 23's third pass, isolated from PutPart's disk and commits
+// (BenchmarkPutPartDirect).
+func BenchmarkPartDigest(b *testing.B) {
+	data := markerData(1 << 20)
+	for _, direct := range []bool{false, true} {
+		name := "s3-md5"
+		if direct {
+			name = "direct-crc32c"
+		}
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			buf := make([]byte, 256<<10)
+			for range b.N {
+				r := integrity.NewReader(bytes.NewReader(data), integrity.Options{Size: int64(len(data)), Limit: MaxPartSize, NoSHA256: true, NoMD5: direct})
+				var body io.Reader = r
+				var crc *crcReader
+				if direct {
+					crc = &crcReader{r: r}
+					body = crc
+				}
+				if _, err := io.CopyBuffer(io.Discard, struct{ io.Reader }{body}, buf); err != nil {
+					b.Fatal(err)
+				}
+				if direct {
+					_ = directETag(crc.crc)
+				} else {
+					_ = hex.EncodeToString(r.MD5())
 				}
 			}
 		})
