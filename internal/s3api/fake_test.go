@@ -93,6 +93,17 @@ func (f *fakeStore) LookupKey(_ context.Context, id string) (string, auth.Princi
 
 // ---- requests ----
 
+// presigned is target (path and query) presigned for method with the
+// fixtures' key at now, valid for expires: the path and query to send.
+func presigned(t *testing.T, method, target, key string, now time.Time, expires time.Duration) string {
+	t.Helper()
+	u, err := sigv4.Presign(method, "http://s3.test"+target, nil, key, newFakeStore().keys[key].secret, "us-east-1", now, expires)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimPrefix(u, "http://s3.test")
+}
+
 // s3Env is an API over a fakeStore, with the request ID middleware the
 // server puts in front of it.
 type s3Env struct {
