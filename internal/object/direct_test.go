@@ -3,6 +3,7 @@ package object
 import (
 	"bytes"
 	"crypto/md5"
+	"encoding/binary"
 	"encoding/hex"
 	"io"
 	"regexp"
@@ -251,4 +252,34 @@ func BenchmarkPartDigest(b *testing.B) {
 			}
 		})
 	}
+}
+
+// FuzzPartDigest: what partDigest reads from a stored part ETag is an MD5
+// (16 bytes) for 32 hex digits, a CRC-32C (4 bytes) for 24, and nothing
+// for anything else; never a panic. A directETag always reads back as
+// its CRC-32C.
+func FuzzPartDigest(f *testing.F) {
+	for _, s := range []string{"", "d41d8cd98f00b204e9800998ecf8427e", "0123456789abcdef01234567", "zz", "0123456789abcdef0123456", directETag(42)} {
+		f.Add(s, uint32(7))
+	}
+	f.Fuzz(func(t *testing.T, etag string, crc uint32) {
+		m, c := partDigest(etag)
+		raw, err := hex.DecodeString(etag)
+		switch {
+		case err == nil && len(raw) == md5.Size:
+			if !bytes.Equal(m, raw) || c != nil {
+				t.Fatalf("%q: md5 %x crc %x, want the MD5", etag, m, c)
+			}
+		case err == nil && len(raw) == directETagSize:
+			if m != nil || !bytes.Equal(c, raw[:4]) {
+				t.Fatalf("%q: md5 %x crc %x, want the CRC-32C", etag, m, c)
+			}
+		case m != nil || c != nil:
+			t.Fatalf("%q: md5 %x crc %x, want neither", etag, m, c)
+		}
+		tag := directETag(crc)
+		if _, c := partDigest(tag); !directETagRE.MatchString(tag) || binary.BigEndian.Uint32(c) != crc {
+			t.Fatalf("directETag(%d) = %q reads back %x", crc, tag, c)
+		}
+	})
 }
