@@ -645,8 +645,10 @@ func invalidRequest(format string, args ...any) error {
 // completedWith returns the object at bucket/key if it is the one the
 // listed parts make: a multipart object whose parts are, in order, parts
 // with the listed ETags. No record of the completed upload is kept: the
-// object itself answers whether these parts made it (the ETags are the
-// parts' MD5s, so the bytes at the key are the bytes the parts held).
+// object itself answers whether these parts made it (the ETags identify
+// the parts' bytes: their MD5s, or a direct-upload part's CRC-32C and
+// random tag, directETag; so the bytes at the key are the bytes the parts
+// held).
 // bucket and key name the object (S3 names both; the file API's
 // completions by ID alone are not answered this way).
 //
