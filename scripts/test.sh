@@ -259,6 +259,7 @@ fuzz_all() {
   fuzz ./internal/httpapi FuzzRouter 10
   fuzz ./internal/httpapi FuzzClientDigests 5
   fuzz ./internal/object FuzzValidKey 5
+  fuzz ./internal/object FuzzPartDigest 5
   fuzz ./internal/meta/metasql FuzzDecodeMetadata 5
   fuzz ./internal/s3api/sigv4 FuzzParseAuthorization 10
   fuzz ./internal/s3api/sigv4 FuzzChunkedReader 10

@@ -62,6 +62,10 @@ type Principal struct {
 	// Scope narrows what it may do (nil: unscoped; see ScopeOf).
 	KeyID string
 	Scope policy.Evaluator
+	// Internal says KeyID is the user's internal key (Keys.InternalKey),
+	// whose secret never leaves the server: a request signed with it
+	// comes from a URL Coffer presigned for a direct upload.
+	Internal bool
 }
 
 // Anonymous reports whether p carries no identity.

@@ -269,6 +269,7 @@ func shown(k meta.AccessKey) AccessKey {
 type keyEntry struct {
 	userID, secret string
 	token          bool
+	internal       bool // Coffer's own key for presigned direct uploads
 	scope          policy.Evaluator
 	expires        time.Time
 }
@@ -278,7 +279,7 @@ func (s *Keys) loadKey(ctx context.Context, id string) (keyEntry, error) {
 	if err != nil {
 		return keyEntry{}, err // NotFound too: unknown IDs are not cached
 	}
-	e := keyEntry{userID: k.UserID, token: k.Token, expires: k.ExpiresAt, secret: string(k.SecretEnc)}
+	e := keyEntry{userID: k.UserID, token: k.Token, internal: k.Internal, expires: k.ExpiresAt, secret: string(k.SecretEnc)}
 	if !k.Token {
 		if e.secret, err = s.sealer.open(k.ID, k.SecretEnc); err != nil {
 			return keyEntry{}, err
@@ -292,7 +293,7 @@ func (s *Keys) loadKey(ctx context.Context, id string) (keyEntry, error) {
 
 // LookupKey returns the secret and owner of an access key, for SigV4 and
 // SigV2 verification (headers and presigned URLs alike), and the key's
-// scope in the Principal. Unknown keys, app tokens and keys of disabled
+// scope (and whether it is the user's internal key) in the Principal. Unknown keys, app tokens and keys of disabled
 // or deleted users are NotFound; an expired key is Unauthenticated with
 // S3 code ExpiredToken. Keys and their owners' state come from the caches
 // (see the package doc).
@@ -305,7 +306,7 @@ func (s *Keys) LookupKey(ctx context.Context, id string) (secret string, p Princ
 		return "", Principal{}, errcode.New(errcode.NotFound, "access key %q not found", id)
 	}
 	s.touch(id)
-	return k.secret, Principal{UserID: k.userID, KeyID: id, Scope: k.scope}, nil
+	return k.secret, Principal{UserID: k.userID, KeyID: id, Scope: k.scope, Internal: k.internal}, nil
 }
 
 // use returns the cached key or app token id if it may be used now: its

@@ -331,6 +331,7 @@ func (h *fileHandlers) listFiles(r *http.Request, p auth.Principal) (response, e
 	if len(opts.Delimiter) > 32 || !utf8.ValidString(opts.Delimiter) {
 		return nil, errcode.New(errcode.InvalidArgument, "delimiter must be valid UTF-8 of at most 32 bytes")
 	}
+	opts.NoParts = true // toFileJSON shows none of them
 	page, err := h.files.List(r.Context(), actor(r, p), r.PathValue("bucket"), opts)
 	if err != nil {
 		return nil, err

@@ -262,3 +262,13 @@ func TestProblems(t *testing.T) {
 		})
 	}
 }
+
+// TestListFilesNoParts: a page of files asks the store for no parts of
+// multipart objects (meta.ListOptions.NoParts): it shows none of them.
+func TestListFilesNoParts(t *testing.T) {
+	e := newAPIEnv(t)
+	e.do("GET", "/api/v1/buckets/b/files?prefix=x", "tok-alice", nil).want(t, 200, "")
+	if o := e.f.LastList; !o.NoParts || o.Prefix != "x" {
+		t.Errorf("listed with %+v, want NoParts", o)
+	}
+}

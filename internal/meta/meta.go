@@ -521,7 +521,7 @@ func (o Object) IsInline() bool { return !o.DeleteMarker && o.BlobKey == "" && l
 type ObjectPart struct {
 	BlobKey  string
 	Size     int64
-	ETag     string // the part's MD5 hex
+	ETag     string // the part's (Part.ETag)
 	Checksum string // the part's checksum in Object.Checksum.Algorithm, base64; may be ""
 	// Encryption and EncryptionKEK: as in Object, for this part's blob.
 	Encryption    []byte
@@ -727,6 +727,11 @@ type ListOptions struct {
 	// its marker (DeleteMarker, VersionID and IsLatest set; ModTime when
 	// it was deleted).
 	DeleteMarkers bool
+	// NoParts leaves out the parts of multipart objects (Parts nil; one
+	// fewer query a page): for a listing only shown to a client, which
+	// reads no bytes and asks nothing of an object's blobs through it
+	// (IsInline, BlobKeys are not meaningful in such a page).
+	NoParts bool
 }
 
 // ListPage is one page of a listing, in byte order of keys.
@@ -810,7 +815,7 @@ type Part struct {
 	UploadID string
 	Number   int // 1..10000
 	Size     int64
-	ETag     string // MD5 hex
+	ETag     string // MD5 hex; opaque for a direct-upload part (object.PartInput.Direct), "" for a tus part
 	Checksum string // base64 in the upload's ChecksumAlgorithm; may be ""
 	BlobKey  string
 	ModTime  time.Time

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -526,7 +527,7 @@ func (s *EncryptionJobs) swapEncrypted(ctx context.Context, b meta.Bucket, o met
 			rv.done()
 		}
 	}()
-	writeBlob := func(src string, size int64, r *integrity.Reader) (string, *sealer, error) {
+	writeBlob := func(src string, size int64, r io.Reader) (string, *sealer, error) {
 		key := newBlobKey()
 		sl, err := s.newSealer(ctx, key, sse)
 		if err != nil {
@@ -562,12 +563,12 @@ func (s *EncryptionJobs) swapEncrypted(ctx context.Context, b meta.Bucket, o met
 		// together against the object's SHA-256 before the row changes.
 		var whole hash.Hash
 		for _, p := range o.Parts {
-			if unhexMD5(p.ETag) == nil && unhex(o.SHA256) != nil {
+			if md5, crc := partDigest(p.ETag); md5 == nil && crc == nil && unhex(o.SHA256) != nil {
 				whole = sha256.New()
 			}
 		}
 		for i, p := range o.Parts {
-			md5 := unhexMD5(p.ETag)
+			md5, crc := partDigest(p.ETag)
 			src, err := s.blobs.Get(ctx, p.BlobKey, 0, p.Size)
 			if err != nil {
 				return fail(err)
@@ -576,7 +577,11 @@ func (s *EncryptionJobs) swapEncrypted(ctx context.Context, b meta.Bucket, o met
 			if whole != nil {
 				body = io.TeeReader(src, whole)
 			}
-			r := integrity.NewReader(body, integrity.Options{Size: p.Size, MD5: md5, NoMD5: md5 == nil, NoSHA256: true})
+			var r io.Reader = integrity.NewReader(body, integrity.Options{Size: p.Size, MD5: md5, NoMD5: md5 == nil, NoSHA256: true})
+			if crc != nil {
+				// A direct-upload part: its CRC-32C (directETag).
+				r = &crcCheck{r: r, size: p.Size, want: binary.BigEndian.Uint32(crc)}
+			}
 			key, sl, err := writeBlob(p.BlobKey, p.Size, r)
 			src.Close()
 			if err != nil {

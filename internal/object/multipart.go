@@ -5,6 +5,7 @@ import (
 	"crypto/md5"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -249,6 +250,15 @@ type PartInput struct {
 	// ETag; MD5 is still checked if announced), and the object's parts are
 	// verified together against its SHA-256 (scrub, re-encryption).
 	WholeHashed bool
+	// Direct says the part was sent to a URL the file API presigned for
+	// a direct upload (s3api: SigV4 query authentication with the user's
+	// internal key). Such a part gets no MD5 unless MD5 is announced
+	// (then it is checked): its ETag is opaque (directETag), and the
+	// CRC-32C it carries is what the scrub and re-encryption check the
+	// part's bytes against. Ignored for an upload the file API did not
+	// create (one without a declared PartSize): S3's UploadPart keeps its
+	// MD5 ETag.
+	Direct bool
 }
 
 // PutPart streams one part into storage and records it.
@@ -308,16 +318,26 @@ func (s *Uploads) putPart(ctx context.Context, a Actor, in PartInput, from *copy
 			defer rc.Close()
 			in.Body = rc
 		}
+		direct := in.Direct && u.PartSize > 0
 		// A part's SHA-256 is only checked (when announced), never kept.
 		r := integrity.NewReader(in.Body, integrity.Options{
 			Size: in.Size, Limit: MaxPartSize, LimitErr: errPartTooLarge,
-			SHA256: in.SHA256, MD5: in.MD5, NoSHA256: true, NoMD5: in.WholeHashed && in.MD5 == nil,
+			SHA256: in.SHA256, MD5: in.MD5, NoSHA256: true, NoMD5: (in.WholeHashed || direct) && in.MD5 == nil,
 			ChecksumAlgorithm: u.ChecksumAlgorithm, ChecksumWant: in.ChecksumWant,
 		})
-		if rv, p.Size, err = s.writeStaged(ctx, st, r, in.Size, sl); err != nil {
+		var body io.Reader = r
+		var crc *crcReader
+		if direct {
+			crc = &crcReader{r: r}
+			body = crc
+		}
+		if rv, p.Size, err = s.writeStaged(ctx, st, body, in.Size, sl); err != nil {
 			return meta.Part{}, err
 		}
-		if !in.WholeHashed {
+		switch {
+		case direct:
+			p.ETag = directETag(crc.crc)
+		case !in.WholeHashed:
 			p.ETag = hex.EncodeToString(r.MD5())
 		}
 		if sum := r.Checksum(); sum != nil {
@@ -342,6 +362,41 @@ func (s *Uploads) putPart(ctx context.Context, a Actor, in PartInput, from *copy
 	s.endStaging(key)
 	p.Staged = false
 	return p, nil
+}
+
+// directETagSize is the length in bytes of a direct-upload part's ETag:
+// its CRC-32C (4 bytes, big-endian), then 8 random bytes.
+const directETagSize = 12
+
+// directETag is the opaque ETag of a direct-upload part (PartInput.Direct)
+// whose bytes have CRC-32C crc: 24 hex digits, unique to this upload of
+// the part (a part sent again gets another, so a completion names the one
+// it means, as with S3's MD5 ETags), and never the 32 of an MD5, so that no
+// client takes it for one. The object such parts make keeps the multipart
+// form "<hex>-N" (the MD5 of the parts' ETag bytes, as S3's is of their
+// MD5s).
+func directETag(crc uint32) string {
+	var b [directETagSize]byte
+	binary.BigEndian.PutUint32(b[:4], crc)
+	rand.Read(b[4:])
+	return hex.EncodeToString(b[:])
+}
+
+// partDigest is what a part's ETag records of its plaintext: its MD5 (S3's
+// UploadPart), its CRC-32C (a direct-upload part: directETag), or neither
+// (a tus part, checked with its object's SHA-256). The scrub and
+// re-encryption check the part's bytes against it.
+func partDigest(etag string) (md5sum, crc []byte) {
+	b, err := hex.DecodeString(etag)
+	switch {
+	case err != nil:
+		return nil, nil
+	case len(b) == md5.Size:
+		return b, nil
+	case len(b) == directETagSize:
+		return nil, b[:4]
+	}
+	return nil, nil
 }
 
 // CopyPart uploads a byte range of an existing object as a part (the
@@ -437,8 +492,9 @@ func (s *Uploads) abortUpload(ctx context.Context, u meta.Upload) error {
 }
 
 // CompleteUpload assembles the listed parts into the upload's object. The
-// object's ETag is S3's: the MD5 of the concatenated binary part MD5s,
-// then "-" and the part count.
+// object's ETag is S3's: the MD5 of the concatenated binary part MD5s
+// (of direct-upload parts, their ETags' bytes: directETag), then "-" and
+// the part count.
 //
 // Completing again (a client whose first answer was lost retries, or two
 // completions race) answers the object the parts made while it is still
@@ -589,8 +645,10 @@ func invalidRequest(format string, args ...any) error {
 // completedWith returns the object at bucket/key if it is the one the
 // listed parts make: a multipart object whose parts are, in order, parts
 // with the listed ETags. No record of the completed upload is kept: the
-// object itself answers whether these parts made it (the ETags are the
-// parts' MD5s, so the bytes at the key are the bytes the parts held).
+// object itself answers whether these parts made it (the ETags identify
+// the parts' bytes: their MD5s, or a direct-upload part's CRC-32C and
+// random tag, directETag; so the bytes at the key are the bytes the parts
+// held).
 // bucket and key name the object (S3 names both; the file API's
 // completions by ID alone are not answered this way).
 //
@@ -670,7 +728,7 @@ func (s *Uploads) complete(ctx context.Context, u meta.Upload, parts []meta.Comp
 	for i := range parts {
 		parts[i].ETag = strings.Trim(strings.TrimSpace(parts[i].ETag), `"`)
 		raw, err := hex.DecodeString(parts[i].ETag)
-		if err != nil || len(raw) != md5.Size {
+		if err != nil || len(raw) != md5.Size && len(raw) != directETagSize {
 			return meta.Object{}, &errcode.Error{Code: errcode.InvalidArgument, Message: fmt.Sprintf("part %d has a malformed ETag", parts[i].Number),
 				Detail: map[string]any{"reason": "invalid_part", "part_number": parts[i].Number}}
 		}

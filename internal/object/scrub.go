@@ -32,7 +32,8 @@ import (
 // against the record, reading at most Rate bytes a second:
 //
 //   - a plaintext blob: its size, and its SHA-256 (single-blob objects) or
-//     MD5 (multipart parts: the part's ETag) recorded at the write;
+//     the digest its part's ETag records (partDigest: the MD5 of an S3
+//     part, the CRC-32C of a direct-upload part) at the write;
 //   - an encrypted blob, with the key service at hand: every segment
 //     authenticated (AEAD) while decrypting, and the plaintext's digest as
 //     above; without the key (an object stored with a customer key, SSE-C,
@@ -384,10 +385,10 @@ func (w *Scrubber) check(ctx context.Context, opts ScrubOptions, lim *rate.Limit
 	p.Objects++
 	w.stats.Objects.Add(1)
 	type piece struct {
-		key      string // blob key ("" inline)
-		size     int64
-		env      []byte
-		sha, md5 []byte
+		key           string // blob key ("" inline)
+		size          int64
+		env           []byte
+		sha, md5, crc []byte
 	}
 	var pieces []piece
 	var wholeWant []byte // the SHA-256 of the parts together, when they are checked so
@@ -402,8 +403,8 @@ func (w *Scrubber) check(ctx context.Context, opts ScrubOptions, lim *rate.Limit
 		pieces = []piece{pc}
 	default:
 		for _, pt := range o.Parts {
-			pc := piece{key: pt.BlobKey, size: pt.Size, env: pt.Encryption, md5: unhexMD5(pt.ETag)}
-			if pc.md5 == nil {
+			pc := piece{key: pt.BlobKey, size: pt.Size, env: pt.Encryption}
+			if pc.md5, pc.crc = partDigest(pt.ETag); pc.md5 == nil && pc.crc == nil {
 				// A part without an MD5 of its own (a tus upload's):
 				// the parts are checked together against the object's
 				// SHA-256.
@@ -453,7 +454,7 @@ func (w *Scrubber) check(ctx context.Context, opts ScrubOptions, lim *rate.Limit
 		if whole != nil {
 			tee = whole
 		}
-		problem, n, err := w.checkBlob(ctx, lim, o, pc.key, pc.size, pc.env, pc.sha, pc.md5, tee)
+		problem, n, err := w.checkBlob(ctx, lim, o, pc.key, pc.size, pc.env, pc.sha, pc.md5, pc.crc, tee)
 		p.Bytes += n
 		w.stats.Bytes.Add(n)
 		if ctx.Err() != nil {
@@ -518,11 +519,11 @@ func holds(o meta.Object, key string) bool {
 }
 
 // checkBlob reads one blob (key; "" for o's inline bytes) of plaintext
-// size bytes, envelope env, against sha or md5 (either may be nil), at
+// size bytes, envelope env, against sha, md5 or crc (a CRC-32C; any may be nil), at
 // most lim's rate: problem "" (good), "unverified", or a meta.Scrub*
 // problem with its error; n is the bytes read. The plaintext read also
 // goes to tee, if not nil.
-func (w *Scrubber) checkBlob(ctx context.Context, lim *rate.Limiter, o meta.Object, key string, size int64, env, sha, md5 []byte, tee io.Writer) (problem string, n int64, err error) {
+func (w *Scrubber) checkBlob(ctx context.Context, lim *rate.Limiter, o meta.Object, key string, size int64, env, sha, md5, crc []byte, tee io.Writer) (problem string, n int64, err error) {
 	fetch := func(off, n int64) (io.ReadCloser, error) { return w.blobs.Get(ctx, key, off, n) }
 	identity := key
 	if key == "" {
@@ -563,6 +564,9 @@ func (w *Scrubber) checkBlob(ctx context.Context, lim *rate.Limiter, o meta.Obje
 		// The CRC-32C verified reads check (verify.go), beside the
 		// SHA-256: a record the reads would refuse is found here too.
 		ir = &crcCheck{r: ir, size: size, want: binary.BigEndian.Uint32(o.CRC32C)}
+	}
+	if len(crc) == 4 {
+		ir = &crcCheck{r: ir, size: size, want: binary.BigEndian.Uint32(crc)}
 	}
 	buf := make([]byte, min(scrubChunk, lim.Burst()))
 	for {

@@ -45,7 +45,8 @@ import (
 //
 // A ranged read of a plaintext object cannot check the whole digest:
 // only the scrub (scrub.go, coffer fsck) finds bit rot there, and in
-// multipart objects (whose parts record an MD5, checked by the scrub).
+// multipart objects (whose parts record an MD5 or a CRC-32C in their
+// ETags, checked by the scrub: partDigest).
 // Each failure is logged, counted (ReadStats) and recorded as a finding
 // the scrub's report lists (meta.Scrubs).
 

@@ -49,6 +49,7 @@ func (api *API) authenticate(q *request) error {
 	}
 	q.actor, q.authed = object.Actor{UserID: principal.UserID, KeyID: principal.KeyID, Scope: principal.Scope}, true
 	q.pay.res, q.pay.signed = res, true
+	q.direct = principal.Internal && res.Presigned
 	if res.Payload == sigv4.PayloadSHA256 {
 		sum, err := hex.DecodeString(res.PayloadHash)
 		if err != nil || len(sum) != 32 {

@@ -239,8 +239,10 @@ func (api *API) list(q *request, p listParams, startAfter string) (meta.ListPage
 		_, err := api.buckets.List(ctxOf(q), q.actor, q.bucket, meta.ListOptions{Prefix: p.prefix, Limit: 1, StartAfter: "\U0010FFFF"})
 		return meta.ListPage{}, err
 	}
+	// The page shows each object's key, size, ETag, checksum and owner:
+	// none of its parts.
 	return api.buckets.List(ctxOf(q), q.actor, q.bucket, meta.ListOptions{
-		Prefix: p.prefix, Delimiter: p.delimiter, StartAfter: startAfter, Limit: p.maxKeys,
+		Prefix: p.prefix, Delimiter: p.delimiter, StartAfter: startAfter, Limit: p.maxKeys, NoParts: true,
 	})
 }
 

@@ -26,7 +26,10 @@ type fakeStore struct {
 	keys map[string]fakeKey // by access key ID
 }
 
-type fakeKey struct{ secret, user string }
+type fakeKey struct {
+	secret, user string
+	internal     bool // the user's internal key (auth.Principal.Internal)
+}
 
 var _ interface {
 	Buckets
@@ -39,6 +42,9 @@ var _ interface {
 const (
 	alice, aliceKey, aliceSecret = "alice", "CFALICE", "alice-secret"
 	bob, bobKey, bobSecret       = "bob", "CFBOB", "bob-secret"
+	// aliceInternal is alice's internal key, which presigns her direct
+	// uploads' part URLs.
+	aliceInternal = "CFALICEINTERNAL"
 )
 
 var (
@@ -51,7 +57,8 @@ var (
 // bob's bucket bb, and their keys.
 func newFakeStore() *fakeStore {
 	f := &fakeStore{Service: objectfake.New(testNow),
-		keys: map[string]fakeKey{aliceKey: {aliceSecret, alice}, bobKey: {bobSecret, bob}}}
+		keys: map[string]fakeKey{aliceKey: {secret: aliceSecret, user: alice}, bobKey: {secret: bobSecret, user: bob},
+			aliceInternal: {secret: "alice-internal-secret", user: alice, internal: true}}}
 	for _, b := range []meta.Bucket{
 		{Name: "b", OwnerID: alice, Visibility: meta.Private},
 		{Name: "pub", OwnerID: alice, Visibility: meta.PublicRead},
@@ -81,10 +88,21 @@ func (f *fakeStore) LookupKey(_ context.Context, id string) (string, auth.Princi
 	if !ok {
 		return "", auth.Principal{}, errcode.New(errcode.NotFound, "access key %q not found", id)
 	}
-	return k.secret, auth.Principal{UserID: k.user}, nil
+	return k.secret, auth.Principal{UserID: k.user, Internal: k.internal}, nil
 }
 
 // ---- requests ----
+
+// presigned is target (path and query) presigned for method with the
+// fixtures' key at now, valid for expires: the path and query to send.
+func presigned(t *testing.T, method, target, key string, now time.Time, expires time.Duration) string {
+	t.Helper()
+	u, err := sigv4.Presign(method, "http://s3.test"+target, nil, key, newFakeStore().keys[key].secret, "us-east-1", now, expires)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimPrefix(u, "http://s3.test")
+}
 
 // s3Env is an API over a fakeStore, with the request ID middleware the
 // server puts in front of it.

@@ -544,11 +544,7 @@ func TestErrorMapping(t *testing.T) {
 // sees them before any operation runs.
 func TestAuthentication(t *testing.T) {
 	presign := func(method, target string, now time.Time, expires time.Duration) string {
-		u, err := sigv4.Presign(method, "http://s3.test"+target, nil, aliceKey, aliceSecret, "us-east-1", now, expires)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return strings.TrimPrefix(u, "http://s3.test")
+		return presigned(t, method, target, aliceKey, now, expires)
 	}
 	for _, tc := range []struct {
 		name   string
@@ -1176,5 +1172,48 @@ func TestChecksumHeaders(t *testing.T) {
 				t.Errorf("response checksum %q", got)
 			}
 		})
+	}
+}
+
+// TestUploadPartDirect: an UploadPart is a direct upload's part
+// (object.PartInput.Direct: opaque ETag, no MD5 unless announced) only
+// when it comes through a URL presigned with the user's internal key,
+// which the file API presigns direct uploads with; the same URL presigned
+// with one of the user's own keys, or a header-signed request with
+// either, is S3's UploadPart and keeps its MD5 ETag.
+func TestUploadPartDirect(t *testing.T) {
+	const target = "/b/k?partNumber=1&uploadId=up1"
+	presign := func(key string) string { return presigned(t, "PUT", target, key, testNow, time.Hour) }
+	for _, tc := range []struct {
+		name   string
+		r      req
+		direct bool
+	}{
+		{"presigned with the internal key", req{method: "PUT", target: presign(aliceInternal), body: testData}, true},
+		{"presigned with the user's key", req{method: "PUT", target: presign(aliceKey), body: testData}, false},
+		{"header-signed with the internal key", req{method: "PUT", target: target, body: testData, as: aliceInternal}, false},
+		{"header-signed with the user's key", req{method: "PUT", target: target, body: testData, as: aliceKey}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newS3Env(t)
+			e.store.Uploads["up1"] = meta.Upload{ID: "up1", Bucket: "b", Key: "k", InitiatorID: alice}
+			e.do(tc.r).want(t, 200, "")
+			if got := e.store.LastPart.Direct; got != tc.direct {
+				t.Errorf("PartInput.Direct %v, want %v", got, tc.direct)
+			}
+		})
+	}
+}
+
+// TestListObjectsNoParts: ListObjects (v1 and v2) asks the store for no
+// parts of multipart objects (meta.ListOptions.NoParts): the page shows
+// none of them.
+func TestListObjectsNoParts(t *testing.T) {
+	for _, target := range []string{"/b?list-type=2", "/b"} {
+		e := newS3Env(t)
+		e.alice("GET", target, nil).want(t, 200, "")
+		if o := e.store.LastList; !o.NoParts {
+			t.Errorf("%s listed with %+v, want NoParts", target, o)
+		}
 	}
 }

@@ -93,6 +93,7 @@ func (api *API) uploadPart(q *request) (response, error) {
 	p, err := api.uploads.PutPart(ctxOf(q), q.actor, object.PartInput{
 		Bucket: q.bucket, Key: q.key, UploadID: q.query().Get("uploadId"), Number: n,
 		Body: body, Size: size, MD5: md5sum, SHA256: q.pay.sha256, ChecksumWant: want, CustomerKey: key,
+		Direct: q.direct,
 	})
 	if err != nil {
 		return nil, err

@@ -114,6 +114,10 @@ type request struct {
 	id          string
 	vals        url.Values          // the parsed query, once: see query
 	conds       map[string][]string // the condition keys, once: see describe
+	// direct says the request is a presigned URL Coffer made for a
+	// file-API direct upload (SigV4 query authentication with the user's
+	// internal key, whose secret never leaves the server).
+	direct bool
 }
 
 // query is the request's parsed query string. url.URL.Query parses it

@@ -494,6 +494,16 @@ func TestDirectUpload(t *testing.T) {
 	if testenv.ScaleOut() == strings.HasPrefix(s.Parts[0].URL, srv.S3URL) {
 		t.Fatalf("part URL %s (Coffer's S3 API is %s, scale-out %v)", s.Parts[0].URL, srv.S3URL, testenv.ScaleOut())
 	}
+	// A part whose Content-MD5 is not its bytes' is refused, and nothing
+	// is recorded (checked by the status below: 3 parts).
+	if !testenv.ScaleOut() {
+		other := md5.Sum([]byte("other bytes"))
+		req, _ := http.NewRequest("PUT", s.Parts[2].URL, bytes.NewReader(data[2*s.PartSize:]))
+		req.Header.Set("Content-MD5", base64.StdEncoding.EncodeToString(other[:]))
+		if r := doS3(t, req); r.status != 400 || r.code != "BadDigest" {
+			t.Fatalf("part with a wrong Content-MD5: %d %s", r.status, r.code)
+		}
+	}
 	// PUT the parts out of order and concurrently, straight to the URLs.
 	etags := make([]string, len(s.Parts))
 	errs := make(chan error, len(s.Parts))
@@ -521,6 +531,13 @@ func TestDirectUpload(t *testing.T) {
 	for range s.Parts {
 		if err := <-errs; err != nil {
 			t.Fatal(err)
+		}
+	}
+	// On Coffer's S3 API a direct upload's part ETag is opaque (24 hex
+	// digits: no MD5 is computed for it), never an MD5's 32.
+	for i, e := range etags {
+		if raw, err := hex.DecodeString(strings.Trim(e, `"`)); !testenv.ScaleOut() && (err != nil || len(raw) != 12) {
+			t.Errorf("part %d's ETag %s: want 24 hex digits", i+1, e)
 		}
 	}
 	var st session
@@ -559,6 +576,9 @@ func TestDirectUpload(t *testing.T) {
 	var f fileJSON
 	if code := c.JSON(t, "POST", "/api/v1/uploads/"+s.UploadID+"/complete", map[string]any{"parts": parts}, &f); code != 200 || f.Size != size {
 		t.Fatalf("complete: %d %+v", code, f)
+	}
+	if tag, n, ok := strings.Cut(strings.Trim(f.ETag, `"`), "-"); !ok || len(tag) != 32 || n != "3" {
+		t.Errorf("object ETag %s: want the multipart form <32 hex>-3", f.ETag)
 	}
 	resp, body := get(t, c, c.Bucket, "direct/big.bin")
 	if resp.StatusCode != 200 || sha(body) != sha(data) {

@@ -24,6 +24,7 @@ var multipartTests = []test{
 	{name: "Move", fn: testMoveMultipart},
 	{name: "MoveOntoMultipart", fn: testMoveOntoMultipart},
 	{name: "List", fn: testListMultipart},
+	{name: "ListNoParts", fn: testListNoParts},
 	{name: "ReferencedBlobs", fn: testReferencedParts},
 	{name: "ConsistentReads", fn: testConsistentMultipartReads},
 	{name: "CompleteIgnoresInline", fn: testCompleteIgnoresInline},
@@ -548,6 +549,29 @@ func testListMultipart(t *testing.T, s store) {
 	}
 	if got := len(listOnce(t, s, meta.ListOptions{}).Objects); got != 4 {
 		t.Errorf("ListObjects returned %d objects, want 4", got)
+	}
+}
+
+// testListNoParts: ListOptions.NoParts lists the same objects with the
+// same fields, the parts of multipart objects left out (Parts nil).
+func testListNoParts(t *testing.T, s store) {
+	addUser(t, s, "alice", 0)
+	a := put1(t, s, obj("alice", "a", 1))
+	b := addMultipart(t, s, "alice", "b", 2, 3)
+	d := addMultipart(t, s, "alice", "d/e", 5)
+	b.Parts, d.Parts = nil, nil
+	stored := map[string]meta.Object{"a": a, "b": b, "d/e": d}
+	for _, opts := range []meta.ListOptions{{NoParts: true}, {Limit: 1, NoParts: true}, {StartAfter: "a", Limit: 2, NoParts: true}, {Delimiter: "/", NoParts: true}} {
+		page := listOnce(t, s, opts)
+		for _, o := range page.Objects {
+			if o.Parts != nil {
+				t.Errorf("object %s listed with %+v: %d parts, want none", o.Key, opts, len(o.Parts))
+			}
+			sameObject(t, o, stored[o.Key], fmt.Sprintf("object %s listed with %+v", o.Key, opts))
+		}
+	}
+	if got := len(listOnce(t, s, meta.ListOptions{NoParts: true}).Objects); got != 3 {
+		t.Errorf("ListObjects returned %d objects, want 3", got)
 	}
 }
 

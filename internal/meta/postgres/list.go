@@ -45,7 +45,7 @@ func (s *Store) ListObjects(ctx context.Context, bucket string, opts meta.ListOp
 			if err := check(); err != nil {
 				return nil, err
 			}
-			if ids := metasql.MultipartIDs(os); len(ids) > 0 {
+			if ids := metasql.MultipartIDs(os); len(ids) > 0 && !opts.NoParts {
 				// In the transaction's snapshot.
 				var parts []metasql.PartOf
 				queueRows(t, &parts, metasql.ScanPartOf, sq.PartsOf, ids)

@@ -83,3 +83,31 @@ func hotPut(b *testing.B, s *Store) {
 		}
 	})
 }
+
+// BenchmarkListMultipartPage: a page of 100 multipart objects of one part
+// each (the file API's default page, of files a direct upload made), with
+// their parts read and without them (meta.ListOptions.NoParts, as the
+// file API and S3 listings ask since issue 23's third pass).
+func BenchmarkListMultipartPage(b *testing.B) {
+	s, _ := setup(b, Options{})
+	puts := make([]meta.Put, 0, 100)
+	for i := range 100 {
+		o := meta.Object{Bucket: "alice", Key: fmt.Sprintf("dir/k%05d", i), Size: 1 << 20, ETag: "etag-1",
+			Parts: []meta.ObjectPart{{BlobKey: fmt.Sprintf("o/p%05d", i), Size: 1 << 20, ETag: "0123456789abcdef01234567"}}}
+		puts = append(puts, meta.Put{Object: o})
+	}
+	if _, err := s.PutObjects(context.Background(), puts); err != nil {
+		b.Fatal(err)
+	}
+	for _, noParts := range []bool{false, true} {
+		b.Run(fmt.Sprintf("noparts=%v", noParts), func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				p, err := s.ListObjects(context.Background(), "alice", meta.ListOptions{Prefix: "dir/", Limit: 100, NoParts: noParts})
+				if err != nil || len(p.Objects) != 100 || (p.Objects[0].Parts == nil) != noParts {
+					b.Fatalf("%d objects, %v", len(p.Objects), err)
+				}
+			}
+		})
+	}
+}

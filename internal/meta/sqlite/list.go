@@ -35,7 +35,7 @@ func (s *Store) ListObjects(ctx context.Context, bucket string, opts meta.ListOp
 	if err != nil {
 		return meta.ListPage{}, classify(err, "list %q", bucket)
 	}
-	return meta.List(ctx, rangeScan(q, bucket, opts.DeleteMarkers), opts)
+	return meta.List(ctx, rangeScan(q, bucket, opts.DeleteMarkers, opts.NoParts), opts)
 }
 
 // ListObjectVersions implements meta.Objects with meta.ListVersions over
@@ -97,18 +97,19 @@ func txReadQueries() []string {
 }
 
 // rangeScan returns the range scan of bucket's objects (of its latest
-// delete markers if markers: metasql.ListScan). Bounds are bound as
+// delete markers if markers: metasql.ListScan), without their parts if
+// noParts (ListOptions.NoParts). Bounds are bound as
 // Go strings, that is as TEXT with their bytes unchanged, and keys use the
 // BINARY collation: SQLite compares them with memcmp even when a bound
 // (a PrefixEnd) is not valid UTF-8.
-func rangeScan(q querier, bucket string, markers bool) meta.ScanFunc {
+func rangeScan(q querier, bucket string, markers, noParts bool) meta.ScanFunc {
 	return func(ctx context.Context, from string, inclusive bool, end string, limit int) ([]meta.Object, error) {
 		query, scan := sq.ListScan(bucket, markers, inclusive, end != "")
 		os, err := appendRows(ctx, make([]metasql.ObjectRow, 0, limit), q, scan, query, metasql.RangeScanArgs(bucket, from, end, limit, key)...)
 		if err != nil {
 			return nil, classify(err, "list %q", bucket)
 		}
-		if ids := metasql.MultipartIDs(os); len(ids) > 0 {
+		if ids := metasql.MultipartIDs(os); len(ids) > 0 && !noParts {
 			list, err := dialect.List(ids)
 			if err != nil {
 				return nil, errcode.Wrap(errcode.Internal, err, "encode parts ids")

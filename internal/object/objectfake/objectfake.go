@@ -70,7 +70,8 @@ type Service struct {
 	LastCopy   object.CopyInput
 	LastCreate object.CreateUploadInput
 	LastPart   object.PartInput
-	LastCond   meta.Cond // of the last Delete or CompleteUpload
+	LastList   meta.ListOptions // of the last List
+	LastCond   meta.Cond        // of the last Delete or CompleteUpload
 }
 
 // Object is a stored object and its bytes.
@@ -352,6 +353,7 @@ func (f *Service) EncryptsByDefault() bool { return f.Encrypts }
 func (f *Service) List(_ context.Context, a object.Actor, bucket string, opts meta.ListOptions) (meta.ListPage, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.LastList = opts
 	if err := f.Fail["List"]; err != nil {
 		return meta.ListPage{}, err
 	}
