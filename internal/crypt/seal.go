@@ -69,24 +69,25 @@ var sealBufs = sync.Pool{New: func() any {
 	return &b
 }}
 
-// newSealReader returns the encrypting reader of plain under key.
-func newSealReader(c Cipher, key []byte, plain io.Reader) (*sealReader, error) {
-	var aead cipher.AEAD
-	var err error
+// newAEAD returns the segment cipher c under key. An AEAD of the standard
+// library (and x/crypto's ChaCha20-Poly1305) keeps no state between calls:
+// one serves every stream of its key, concurrently.
+func newAEAD(c Cipher, key []byte) (cipher.AEAD, error) {
 	if c == ChaCha20Poly1305 {
-		aead, err = chacha20poly1305.New(key)
-	} else {
-		var b cipher.Block
-		if b, err = aes.NewCipher(key); err == nil {
-			aead, err = cipher.NewGCM(b)
-		}
+		return chacha20poly1305.New(key)
 	}
+	b, err := aes.NewCipher(key)
 	if err != nil {
 		return nil, err
 	}
+	return cipher.NewGCM(b)
+}
+
+// newSealReader returns the encrypting reader of plain under aead (a c).
+func newSealReader(c Cipher, aead cipher.AEAD, plain io.Reader) *sealReader {
 	r := &sealReader{aead: aead, cipher: c.sio(), src: plain}
 	rand.Read(r.randVal[:]) // never fails (crypto/rand)
-	return r, nil
+	return r
 }
 
 func (r *sealReader) Read(p []byte) (int, error) {

@@ -44,10 +44,11 @@ func TestSealMatchesSio(t *testing.T) {
 						case "half":
 							in = iotest.HalfReader(in)
 						}
-						r, err := newSealReader(c, key, in)
+						aead, err := newAEAD(c, key)
 						if err != nil {
 							t.Fatal(err)
 						}
+						r := newSealReader(c, aead, in)
 						r.randVal = rv
 						got, err := readAllBuf(r, bufSize)
 						if err != nil {
