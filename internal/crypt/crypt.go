@@ -50,9 +50,10 @@
 // A decrypting stream holds one pooled ciphertext buffer besides the
 // caller's own buffer: one sealed segment (64 KiB + 32 bytes) for a range
 // within a segment, else four (256 KiB + 128 bytes: one read of the blob
-// per four segments, see unsealReader). An encrypting one seals in the
-// caller's buffer and holds one segment only while serving a caller whose
-// buffer is smaller than a sealed segment. Memory per stream is bounded
+// per four segments, see unsealReader). An encrypting one seals into the
+// caller's buffer from a pooled staging buffer of four segments (+1 byte)
+// of plaintext read ahead, and holds one more segment only while serving
+// a caller whose buffer is smaller than a sealed segment. Memory per stream is bounded
 // whatever the object's size. A decrypting reader's WriteTo (what io.Copy
 // uses) adds one pooled buffer of four segments, decrypted into directly
 // and written out in one call; for a rest of 1 MiB or more, two such
@@ -218,13 +219,13 @@ func NewStream(dataKey []byte, env *Envelope, identity string) (*Stream, error) 
 const hkdfLabel = "coffer/crypt object key v1\x00"
 
 // Encrypt returns a reader of the ciphertext of plain. It reads plain as
-// it is read (streaming, one segment buffered) and passes plain's errors
-// on unchanged, so a failing source fails the ciphertext stream: a blob
-// Put consuming it stores nothing. A plaintext of n bytes yields exactly
-// CiphertextSize(n) bytes. For the best throughput, read it with buffers
-// of at least 64 KiB + 32 bytes: each Read then reads one segment's
-// plaintext straight into the caller's buffer and seals it there
-// (sealReader); it returns at most one sealed segment.
+// it is read (streaming, at most four segments ahead) and passes plain's
+// errors on unchanged, so a failing source fails the ciphertext stream: a
+// blob Put consuming it stores nothing. A plaintext of n bytes yields
+// exactly CiphertextSize(n) bytes. For the best throughput, read it with
+// buffers of at least 64 KiB + 32 bytes: plain is then read in pieces of
+// up to four segments and each segment sealed from there straight into the
+// caller's buffer (sealReader); a Read returns at most one sealed segment.
 func (s *Stream) Encrypt(plain io.Reader) io.Reader {
 	return newSealReader(s.cipher, s.aead, plain)
 }

@@ -148,10 +148,10 @@ func TestUnsealMatchesSio(t *testing.T) {
 					if first > 0 {
 						b = b[int(first)*sealedSegment:]
 					}
-					for _, bufSize := range []int{7, 4096, SegmentSize, sealedSegment + 1, 256 << 10} {
+					for _, bufSize := range []int{7, 4096, SegmentSize, sealedSegment + 1, 256 << 10, 0} {
 						for _, chunk := range []int{0, 1000} {
 							t.Run(fmt.Sprintf("%v/%d/%s/from%d/buf%d/chunk%d", c, size, name, first, bufSize, chunk), func(t *testing.T) {
-								if bufSize < 4096 && size > 2*SegmentSize {
+								if bufSize != 0 && bufSize < 4096 && size > 2*SegmentSize {
 									t.Skip("slow")
 								}
 								want, got, wantErr, gotErr := unsealBoth(t, s, b, first, bufSize, chunk)
