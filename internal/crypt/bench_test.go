@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"path/filepath"
 	"syscall"
 	"testing"
 
@@ -188,14 +186,7 @@ func (s *Stream) config(seq uint32) sio.Config {
 func BenchmarkDecryptFile(b *testing.B) {
 	for _, size := range []int{1 << 20, 10 << 20} {
 		o := encryptObject(b, size, "o/ab/file")
-		path := filepath.Join(b.TempDir(), "blob")
-		if err := os.WriteFile(path, o.ct, 0o600); err != nil {
-			b.Fatal(err)
-		}
-		f, err := os.Open(path)
-		if err != nil {
-			b.Fatal(err)
-		}
+		f := ciphertextFile(b, o.ct)
 		b.Run(sizeName(size), func(b *testing.B) {
 			b.SetBytes(int64(size))
 			b.ReportAllocs()
@@ -220,7 +211,6 @@ func BenchmarkDecryptFile(b *testing.B) {
 			b.ReportMetric(float64(reads)/float64(b.N), "reads/op")
 			b.ReportMetric(float64(w.writes)/float64(b.N), "writes/op")
 		})
-		f.Close()
 	}
 }
 

@@ -303,24 +303,9 @@ func (r *sealReader) sealStaged(dst []byte) (int, error) {
 // source ends; each Read asks for all the room left. The source's errors
 // pass unchanged.
 func (r *sealReader) refill() error {
-	buf := *r.stage
-	if len(r.staged) > 0 && &r.staged[0] != &buf[0] {
-		r.staged = buf[:copy(buf, r.staged)]
-	} else {
-		r.staged = buf[:len(r.staged)]
-	}
-	for len(r.staged) <= SegmentSize {
-		m, err := r.src.Read(buf[len(r.staged):])
-		r.staged = buf[:len(r.staged)+m]
-		if err == io.EOF {
-			r.srcEOF = true
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	var err error
+	r.staged, r.srcEOF, err = readAhead(r.src, *r.stage, r.staged, SegmentSize+1)
+	return err
 }
 
 // readFull reads into p until it is full or src ends: (len(p), nil), or

@@ -158,24 +158,32 @@ func (r *unsealReader) fill() error {
 	if len(r.ct) >= sealedSegment || r.eof {
 		return nil
 	}
-	buf := *r.bufp
-	if len(r.ct) > 0 && &r.ct[0] != &buf[0] {
-		r.ct = buf[:copy(buf, r.ct)]
+	var err error
+	r.ct, r.eof, err = readAhead(r.src, *r.bufp, r.ct, sealedSegment)
+	return err
+}
+
+// readAhead moves have (unconsumed bytes in buf, possibly none) to buf's
+// start and reads src after them until at least least bytes are there or
+// src ends (eof) or fails (its error, unchanged); each Read asks for all
+// the room left. It returns the bytes in buf.
+func readAhead(src io.Reader, buf, have []byte, least int) (_ []byte, eof bool, _ error) {
+	if len(have) > 0 && &have[0] != &buf[0] {
+		have = buf[:copy(buf, have)]
 	} else {
-		r.ct = buf[:len(r.ct)]
+		have = buf[:len(have)]
 	}
-	for len(r.ct) < sealedSegment {
-		m, err := r.src.Read(buf[len(r.ct):])
-		r.ct = buf[:len(r.ct)+m]
+	for len(have) < least {
+		m, err := src.Read(buf[len(have):])
+		have = buf[:len(have)+m]
 		if err == io.EOF {
-			r.eof = true
-			return nil
+			return have, true, nil
 		}
 		if err != nil {
-			return err
+			return have, false, err
 		}
 	}
-	return nil
+	return have, false, nil
 }
 
 // check validates a package's header as sio's authDecV20.Open does before

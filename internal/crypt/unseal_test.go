@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/minio/sio"
@@ -197,16 +198,7 @@ func FuzzUnsealMatchesSio(f *testing.F) {
 func TestUnsealReadsBufferfuls(t *testing.T) {
 	const size = 16 * SegmentSize
 	o := encryptObject(t, size, "o/ab/reads")
-	path := filepath.Join(t.TempDir(), "blob")
-	if err := os.WriteFile(path, o.ct, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	file, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer file.Close()
-	cr := &countingReader{r: file}
+	cr := &countingReader{r: ciphertextFile(t, o.ct)}
 	rc, err := o.stream.Open(func(off, n int64) (io.ReadCloser, error) {
 		return io.NopCloser(io.LimitReader(cr, n)), nil
 	}, size, 0, -1)
@@ -221,6 +213,22 @@ func TestUnsealReadsBufferfuls(t *testing.T) {
 	if max := size/copyBufSize + 1; cr.reads > max {
 		t.Fatalf("%d reads of the ciphertext for %d segments, want at most %d", cr.reads, size/SegmentSize, max)
 	}
+}
+
+// ciphertextFile returns ct in a file of its own, open for reading (as
+// diskblob serves a blob), closed at the end of the test.
+func ciphertextFile(tb testing.TB, ct []byte) *os.File {
+	tb.Helper()
+	path := filepath.Join(tb.TempDir(), "blob")
+	if err := os.WriteFile(path, ct, 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { f.Close() })
+	return f
 }
 
 // countingReader counts the Reads of r.
@@ -265,4 +273,79 @@ func TestDecryptAllocs(t *testing.T) {
 		t.Errorf("%.0f allocations per 4 MiB decrypted, ceiling %d", n, ceiling)
 	}
 	t.Logf("%.0f allocations", n)
+}
+
+// blockingWriter accepts its first Write, then blocks the second until
+// release is closed (a client that stopped reading for a while), saying
+// so on blocked.
+type blockingWriter struct {
+	writes  int
+	blocked chan<- struct{}
+	release <-chan struct{}
+}
+
+func (w *blockingWriter) Write(p []byte) (int, error) {
+	w.writes++
+	if w.writes == 2 {
+		w.blocked <- struct{}{}
+		<-w.release
+	}
+	return len(p), nil
+}
+
+// TestDecryptMemoryPerStream measures the heap each whole-object read in
+// flight holds (the encrypted GET's path: WriteTo with its read-ahead):
+// 16 reads of 4 MiB stopped by their writers after the first buffer,
+// against none. The package doc's bound is 768 KiB + 128 bytes of pooled
+// buffers per stream (two of WriteTo's, the ciphertext buffer); the test
+// allows that and 64 KiB for the rest (the reader, its goroutine's stack).
+func TestDecryptMemoryPerStream(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's shadow memory")
+	}
+	const size, streams = 4 << 20, 16
+	o := encryptObject(t, size, "o/ab/mem")
+	fetch := func(off, n int64) (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(o.ct[off : off+n])), nil
+	}
+	heap := func() uint64 {
+		var m runtime.MemStats
+		runtime.GC()
+		runtime.GC() // and the pools' victim caches
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc + m.StackInuse // live objects after the GCs, and stacks
+	}
+	before := heap()
+	blocked := make(chan struct{})
+	release := make(chan struct{})
+	done := make(chan error, streams)
+	for range streams {
+		rc, err := o.stream.Open(fetch, size, 0, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			_, err := io.Copy(&blockingWriter{blocked: blocked, release: release}, rc)
+			rc.Close()
+			done <- err
+		}()
+	}
+	for range streams {
+		<-blocked
+	}
+	// Each read-ahead goroutine has filled (or is filling) the second
+	// buffer; the heap holds what every stream in flight holds.
+	during := heap()
+	close(release)
+	for range streams {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.KeepAlive(o) // its plaintext counts in before: not dead in during
+	per := (int64(during) - int64(before)) / streams
+	t.Logf("%d KiB per decrypting stream in flight", per>>10)
+	if bound := int64(unsealSegments*sealedSegment + 2*copyBufSize + 64<<10); per > bound {
+		t.Fatalf("%d bytes per stream in flight, bound %d", per, bound)
+	}
 }
