@@ -33,6 +33,8 @@ openssl speed -evp aes-256-gcm -seconds 1 -bytes 65536 2>/dev/null | tail -1 |
 cpu "$T/crypt.test" BenchmarkAESGCMLineRate $((N * 16)) 65536
 cpu "$T/crypt.test" 'BenchmarkDecrypt/1MiB/WriteTo' "$N" 1048576
 cpu "$T/crypt.test" 'BenchmarkEncrypt/1MiB' "$N" 1048576
+cpu "$T/crypt.test" 'BenchmarkDecryptFile/1MiB' "$N" 1048576
+cpu "$T/crypt.test" 'BenchmarkDecryptFile/10MiB' $((N / 10 + 1)) 10485760
 cpu "$T/object.test" 'BenchmarkEncryptedPut/1MiB/plain' "$N" 1048576
 cpu "$T/object.test" 'BenchmarkEncryptedPut/1MiB/encrypted' "$N" 1048576
 cpu "$T/object.test" 'BenchmarkEncryptedRead/1024KiB/cached=true' "$N" 1048576

@@ -281,6 +281,7 @@ fuzz_all() {
   fuzz ./internal/config FuzzParseDuration 5
   fuzz ./internal/crypt FuzzParseEnvelope 10
   fuzz ./internal/crypt FuzzDecrypt 10
+  fuzz ./internal/crypt FuzzUnsealMatchesSio 10
   fuzz ./internal/kms FuzzParseKeyring 5
   fuzz ./internal/kms FuzzUnwrap 5
   fuzz ./internal/tus FuzzParseChecksum 5

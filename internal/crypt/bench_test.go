@@ -6,6 +6,8 @@ import (
 	"crypto/cipher"
 	"fmt"
 	"io"
+	"net"
+	"syscall"
 	"testing"
 
 	"github.com/minio/sio"
@@ -164,4 +166,122 @@ func BenchmarkRangeEnd1GiB(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(g.served)/float64(b.N), "ct-bytes/read")
+}
+
+// config is sio's configuration of s's stream from segment seq on (for
+// the tests that compare with sio or make ciphertext with it).
+func (s *Stream) config(seq uint32) sio.Config {
+	return sio.Config{
+		MinVersion: sio.Version20, MaxVersion: sio.Version20,
+		CipherSuites:   []byte{s.cipher.sio()},
+		Key:            s.key[:],
+		SequenceNumber: seq,
+	}
+}
+
+// BenchmarkDecryptFile: a whole encrypted object read from a file as
+// diskblob serves it (an *os.File under a limit) through WriteTo, the
+// encrypted GET's path without the network: reads/op are the read(2)s
+// of the ciphertext, writes/op the socket writes.
+func BenchmarkDecryptFile(b *testing.B) {
+	for _, size := range []int{1 << 20, 10 << 20} {
+		o := encryptObject(b, size, "o/ab/file")
+		f := ciphertextFile(b, o.ct)
+		b.Run(sizeName(size), func(b *testing.B) {
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			var w writeCounter
+			reads := 0
+			for b.Loop() {
+				rc, err := o.stream.Open(func(off, n int64) (io.ReadCloser, error) {
+					cr := &countingReader{r: io.NewSectionReader(f, off, n)}
+					return struct {
+						io.Reader
+						io.Closer
+					}{cr, closeFunc(func() error { reads += cr.reads; return nil })}, nil
+				}, int64(size), 0, -1)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := io.Copy(&w, rc); err != nil {
+					b.Fatal(err)
+				}
+				rc.Close()
+			}
+			b.ReportMetric(float64(reads)/float64(b.N), "reads/op")
+			b.ReportMetric(float64(w.writes)/float64(b.N), "writes/op")
+		})
+	}
+}
+
+type closeFunc func() error
+
+func (c closeFunc) Close() error { return c() }
+
+// BenchmarkEncryptFromSocket: 10 MiB bodies arriving over a loopback TCP
+// connection, encrypted as diskblob reads an encrypted PUT (256 KiB
+// buffers, filled), with the plaintext staged four segments at a time
+// (the default) and sealed in place one segment a Read (before):
+// reads/op are the Reads of the connection; the CPU per MiB (getrusage)
+// includes the sending goroutine's, the same for both.
+func BenchmarkEncryptFromSocket(b *testing.B) {
+	const size = 10 << 20
+	for _, mode := range []string{"staged", "in-place"} {
+		b.Run(mode, func(b *testing.B) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer ln.Close()
+			body := make([]byte, size)
+			go func() {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				defer c.Close()
+				for {
+					if _, err := c.Write(body); err != nil {
+						return
+					}
+				}
+			}()
+			conn, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer conn.Close()
+			s := newStreamK(b)
+			buf := make([]byte, 256<<10)
+			reads := 0
+			var ru0, ru1 syscall.Rusage
+			syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+			for b.Loop() {
+				src := &countingReader{r: io.LimitReader(conn, size)}
+				r := newSealReader(s.cipher, s.aead, src)
+				r.inPlace = mode == "in-place"
+				for {
+					n := 0
+					var err error
+					for n < len(buf) && err == nil { // diskblob's fill
+						var m int
+						m, err = r.Read(buf[n:])
+						n += m
+					}
+					if err == io.EOF {
+						break
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+				reads += src.reads
+			}
+			syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
+			mib := float64(b.N) * size / (1 << 20)
+			b.ReportMetric(float64(reads)/float64(b.N), "reads/op")
+			b.ReportMetric(float64(ru1.Utime.Nano()-ru0.Utime.Nano())/1e6/mib, "user-ms/MiB")
+			b.ReportMetric(float64(ru1.Stime.Nano()-ru0.Stime.Nano())/1e6/mib, "sys-ms/MiB")
+		})
+	}
 }

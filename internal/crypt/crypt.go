@@ -47,18 +47,22 @@
 //
 // # Memory
 //
-// A decrypting stream holds one segment buffer (64 KiB + 32 bytes, pooled)
-// besides the caller's own buffer; an encrypting one seals in the caller's
-// buffer and holds one only while serving a caller whose buffer is smaller
-// than a sealed segment: memory per stream is bounded by about two
-// segments whatever the object's size. A decrypting
-// reader's WriteTo (what io.Copy uses) adds one pooled buffer of four
-// segments, decrypted into directly and written out in one call; for a
-// rest of 1 MiB or more, two such buffers (one filled by a goroutine
-// while the other is written): at most 512 KiB + one segment per stream.
+// A decrypting stream holds one pooled ciphertext buffer besides the
+// caller's own buffer: one sealed segment (64 KiB + 32 bytes) for a range
+// within a segment, else four (256 KiB + 128 bytes: one read of the blob
+// per four segments, see unsealReader). An encrypting one seals into the
+// caller's buffer from a pooled staging buffer of four segments (+1 byte)
+// of plaintext read ahead, and holds one more segment only while serving
+// a caller whose buffer is smaller than a sealed segment. Memory per stream is bounded
+// whatever the object's size. A decrypting reader's WriteTo (what io.Copy
+// uses) adds one pooled buffer of four segments, decrypted into directly
+// and written out in one call; for a rest of 1 MiB or more, two such
+// buffers (one filled by a goroutine while the other is written): at most
+// 768 KiB + 128 bytes per stream.
 package crypt
 
 import (
+	"crypto/cipher"
 	"crypto/hkdf"
 	"crypto/rand"
 	"crypto/sha256"
@@ -66,8 +70,6 @@ import (
 	"fmt"
 	"io"
 	"sync"
-
-	"github.com/minio/sio"
 
 	"github.com/coffer-storage/coffer/internal/errcode"
 )
@@ -185,6 +187,7 @@ func NewDataKey() []byte {
 type Stream struct {
 	cipher Cipher
 	key    [KeySize]byte
+	aead   cipher.AEAD // of key: built once per object key (a cached stream serves many reads)
 }
 
 // NewStream derives the object key of the object identified by identity
@@ -207,39 +210,25 @@ func NewStream(dataKey []byte, env *Envelope, identity string) (*Stream, error) 
 	}
 	s := &Stream{cipher: env.Cipher}
 	copy(s.key[:], k)
+	if s.aead, err = newAEAD(env.Cipher, s.key[:]); err != nil {
+		return nil, errcode.Wrap(errcode.Internal, err, "object cipher")
+	}
 	return s, nil
 }
 
 const hkdfLabel = "coffer/crypt object key v1\x00"
 
-func (s *Stream) config(seq uint32) sio.Config {
-	return sio.Config{
-		MinVersion: sio.Version20, MaxVersion: sio.Version20,
-		CipherSuites:   []byte{s.cipher.sio()},
-		Key:            s.key[:],
-		SequenceNumber: seq,
-	}
-}
-
 // Encrypt returns a reader of the ciphertext of plain. It reads plain as
-// it is read (streaming, one segment buffered) and passes plain's errors
-// on unchanged, so a failing source fails the ciphertext stream: a blob
-// Put consuming it stores nothing. A plaintext of n bytes yields exactly
-// CiphertextSize(n) bytes. For the best throughput, read it with buffers
-// of at least 64 KiB + 32 bytes: each Read then reads one segment's
-// plaintext straight into the caller's buffer and seals it there
-// (sealReader); it returns at most one sealed segment.
+// it is read (streaming, at most four segments ahead) and passes plain's
+// errors on unchanged, so a failing source fails the ciphertext stream: a
+// blob Put consuming it stores nothing. A plaintext of n bytes yields
+// exactly CiphertextSize(n) bytes. For the best throughput, read it with
+// buffers of at least 64 KiB + 32 bytes: plain is then read in pieces of
+// up to four segments and each segment sealed from there straight into the
+// caller's buffer (sealReader); a Read returns at most one sealed segment.
 func (s *Stream) Encrypt(plain io.Reader) io.Reader {
-	r, err := newSealReader(s.cipher, s.key[:], plain)
-	if err != nil { // only for an invalid key, which NewStream rules out
-		return errReader{errcode.Wrap(errcode.Internal, err, "encrypt")}
-	}
-	return r
+	return newSealReader(s.cipher, s.aead, plain)
 }
-
-type errReader struct{ err error }
-
-func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 
 // Fetcher returns a reader over the ciphertext bytes [off, off+n), as
 // blob.Store.Get does (a missing blob's error passes through).
@@ -300,18 +289,15 @@ func (s *Stream) Decrypt(ct io.Reader, skip, firstSegment, length int64) (io.Rea
 		return nil, errcode.New(errcode.InvalidArgument, "decrypt range out of bounds")
 	}
 	src := &source{r: ct}
-	r, err := sio.DecryptReader(src, s.config(uint32(firstSegment)))
-	if err != nil {
-		return nil, errcode.Wrap(errcode.Internal, err, "decrypt")
-	}
+	r := s.newUnsealReader(src, uint32(firstSegment), skip+length)
 	return &decReader{src: r, ct: src, skip: skip, remaining: length}, nil
 }
 
 // source wraps the ciphertext reader to tell its failures from the
 // format's: an error other than io.EOF is the source's own (a dropped
 // connection, a cancelled request) and must not pass for tampering. Its
-// io.ErrUnexpectedEOF is hidden from sio, which would take it for a short
-// segment.
+// io.ErrUnexpectedEOF is hidden from the format reader (sio took it for a
+// short segment).
 type source struct {
 	r   io.Reader
 	err error
@@ -365,11 +351,11 @@ func (d *decReader) Read(p []byte) (int, error) {
 	switch {
 	case d.remaining == 0:
 		d.err = io.EOF
-		// sio delivers only authenticated segments: whatever err says
-		// about later bytes, these n are the requested ones. Drain the
-		// rest of the last segment (already decrypted, less than one
-		// segment) so sio returns its pooled buffer and the source is
-		// read to its end (a connection can be reused).
+		// unsealReader delivers only authenticated segments: whatever
+		// err says about later bytes, these n are the requested ones.
+		// Drain the rest of the last segment (already decrypted, less
+		// than one segment) so the reader returns its pooled buffer and
+		// the source is read to its end (a connection can be reused).
 		if err == nil {
 			_, _ = io.Copy(io.Discard, d.src)
 		}
@@ -381,10 +367,10 @@ func (d *decReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// copyBufSize is WriteTo's buffer: four segments, which sio opens
-// straight into it (no intermediate copy), handed to the writer in one
-// call (a 1 MiB response is 4 socket writes, not 32 with io.Copy's 32 KiB
-// buffer, and no segment is decrypted into sio's buffer and copied).
+// copyBufSize is WriteTo's buffer: four segments, which unsealReader
+// opens straight into it (no intermediate copy) from one read of their
+// ciphertext, handed to the writer in one call (a 1 MiB response is 4
+// socket writes, not 32 with io.Copy's 32 KiB buffer).
 const copyBufSize = 4 * SegmentSize
 
 // smallRead is the largest read WriteTo serves with a buffer of its own
@@ -405,8 +391,9 @@ func (d *decReader) WriteTo(w io.Writer) (int64, error) {
 	}
 	var buf []byte
 	if d.remaining <= smallRead {
-		// A small object or range: less than one segment, which sio
-		// decrypts into its own buffer anyway; no large buffer for it.
+		// A small object or range: less than one segment, which
+		// unsealReader decrypts in its own buffer anyway; no large
+		// buffer for it.
 		buf = make([]byte, max(d.remaining, 1))
 	} else {
 		bp := copyBufs.Get().(*[]byte)
@@ -503,15 +490,15 @@ func (d *decReader) writeToAhead(w io.Writer) (int64, error) {
 	return total, err
 }
 
-// classify maps a decryption stream error: sio's own errors (and an early
+// classify maps a decryption stream error: the format's (and an early
 // end) are integrity errors, the underlying reader's pass through.
 func (d *decReader) classify(err error) error {
 	if d.ct.err != nil {
 		return d.ct.err
 	}
-	var se sio.Error
+	var ue *unsealError
 	switch {
-	case errors.As(err, &se), err == io.EOF, err == io.ErrUnexpectedEOF:
+	case errors.As(err, &ue), err == io.EOF, err == io.ErrUnexpectedEOF:
 		return integrityErr(err)
 	}
 	return err

@@ -17,13 +17,16 @@ import (
 // sealReader is Encrypt's reader: it writes DARE 2.0 byte for byte as
 // sio's encrypting reader does (TestSealMatchesSio), which reads what it
 // wrote (Decrypt, and every object stored before), but seals each segment
-// in place in the caller's buffer: the plaintext is read from the source
-// straight to where its ciphertext goes, with no intermediate buffer and
-// no copy. sio read each segment into a pooled buffer of its own, sealed
-// it from there and copied every segment that did not fit the rest of the
-// caller's buffer; it also never returned that buffer to its pool when the
-// final segment was sealed into the caller's (a fresh 64 KiB for the next
-// stream), and allocated a nonce per segment (issue 23,
+// straight into the caller's buffer: for a caller with whole-segment
+// buffers (diskblob) from a staging buffer that the source is read into up
+// to four segments at a time (sealStaged: the AEAD reads the plaintext
+// there and writes the ciphertext where it goes, no copy besides), for a
+// first segment read with a smaller buffer in place. sio read each segment
+// into a pooled buffer of its own, one Read of the source per segment,
+// sealed it from there and copied every segment that did not fit the rest
+// of the caller's buffer; it also never returned that buffer to its pool
+// when the final segment was sealed into the caller's (a fresh 64 KiB for
+// the next stream), and allocated a nonce per segment (issue 23,
 // docs/PERFORMANCE.md).
 //
 // A Read returns at most one sealed segment, written as soon as it is
@@ -56,6 +59,13 @@ type sealReader struct {
 	pending []byte
 	buf     *[]byte
 	nonce   [12]byte // the segment's (a field: a local would escape to the heap through the AEAD interface)
+	// stage holds plaintext read ahead for a caller with whole-segment
+	// buffers (diskblob): staged is its unsealed part, srcEOF says the
+	// source ended. See sealStaged.
+	stage   *[]byte
+	staged  []byte
+	srcEOF  bool
+	inPlace bool // never stage (benchmarks compare both ways)
 }
 
 const (
@@ -69,24 +79,37 @@ var sealBufs = sync.Pool{New: func() any {
 	return &b
 }}
 
-// newSealReader returns the encrypting reader of plain under key.
-func newSealReader(c Cipher, key []byte, plain io.Reader) (*sealReader, error) {
-	var aead cipher.AEAD
-	var err error
+// stageSize is the plaintext read ahead for a caller with whole-segment
+// buffers: four segments (and the byte that tells whether the fourth is
+// the last), so a body is read from its socket, and hashed above it, in
+// pieces of up to 256 KiB as a plaintext PUT's is (diskblob fills 256 KiB),
+// not one segment at a time.
+const stageSize = 4*SegmentSize + 1
+
+var stageBufs = sync.Pool{New: func() any {
+	b := make([]byte, stageSize)
+	return &b
+}}
+
+// newAEAD returns the segment cipher c under key. An AEAD of the standard
+// library (and x/crypto's ChaCha20-Poly1305) keeps no state between calls:
+// one serves every stream of its key, concurrently.
+func newAEAD(c Cipher, key []byte) (cipher.AEAD, error) {
 	if c == ChaCha20Poly1305 {
-		aead, err = chacha20poly1305.New(key)
-	} else {
-		var b cipher.Block
-		if b, err = aes.NewCipher(key); err == nil {
-			aead, err = cipher.NewGCM(b)
-		}
+		return chacha20poly1305.New(key)
 	}
+	b, err := aes.NewCipher(key)
 	if err != nil {
 		return nil, err
 	}
+	return cipher.NewGCM(b)
+}
+
+// newSealReader returns the encrypting reader of plain under aead (a c).
+func newSealReader(c Cipher, aead cipher.AEAD, plain io.Reader) *sealReader {
 	r := &sealReader{aead: aead, cipher: c.sio(), src: plain}
 	rand.Read(r.randVal[:]) // never fails (crypto/rand)
-	return r, nil
+	return r
 }
 
 func (r *sealReader) Read(p []byte) (int, error) {
@@ -105,9 +128,14 @@ func (r *sealReader) Read(p []byte) (int, error) {
 		return 0, nil
 	}
 	if len(p) >= sealedSegment {
-		n, err := r.seal(p[:sealedSegment])
+		seal := r.sealStaged
+		if r.inPlace {
+			seal = r.seal
+		}
+		n, err := seal(p[:sealedSegment])
 		if err != nil {
 			r.err = err
+			r.releaseStage()
 			if err != io.EOF || n == 0 {
 				return n, err
 			}
@@ -119,9 +147,16 @@ func (r *sealReader) Read(p []byte) (int, error) {
 	if r.buf == nil {
 		r.buf = sealBufs.Get().(*[]byte)
 	}
-	n, err := r.seal(*r.buf)
+	var n int
+	var err error
+	if r.stage != nil { // staged before, by a larger buffer
+		n, err = r.sealStaged(*r.buf)
+	} else {
+		n, err = r.seal(*r.buf)
+	}
 	if err != nil {
 		r.err = err
+		r.releaseStage()
 		if err != io.EOF || n == 0 {
 			r.release()
 			return 0, err
@@ -141,6 +176,14 @@ func (r *sealReader) release() {
 		r.pending = nil
 		sealBufs.Put(r.buf)
 		r.buf = nil
+	}
+}
+
+// releaseStage returns the staging buffer, if any.
+func (r *sealReader) releaseStage() {
+	if r.stage != nil {
+		stageBufs.Put(r.stage)
+		r.stage, r.staged = nil, nil
 	}
 }
 
@@ -187,6 +230,14 @@ func (r *sealReader) seal(dst []byte) (int, error) {
 		r.ahead[0] = payload[SegmentSize]
 		size = SegmentSize
 	}
+	return r.sealSegment(dst, dst[headerSize:headerSize+size], final)
+}
+
+// sealSegment writes the header of the next segment, whose plaintext is pt
+// (in place after the header in dst, or elsewhere), into dst and seals pt
+// after it. It returns what seal returns.
+func (r *sealReader) sealSegment(dst, pt []byte, final bool) (int, error) {
+	size := len(pt)
 	h := dst[:headerSize]
 	h[0], h[1] = sioVersion20, r.cipher
 	binary.LittleEndian.PutUint16(h[2:4], uint16(size-1))
@@ -199,7 +250,7 @@ func (r *sealReader) seal(dst []byte) (int, error) {
 	nonce := r.nonce[:]
 	copy(nonce, h[4:])
 	binary.LittleEndian.PutUint32(nonce[8:], binary.LittleEndian.Uint32(nonce[8:])^uint32(r.seq))
-	r.aead.Seal(dst[headerSize:headerSize], nonce, dst[headerSize:headerSize+size], h[:4])
+	r.aead.Seal(dst[headerSize:headerSize], nonce, pt, h[:4])
 	r.seq++
 	out := headerSize + size + tagSize
 	if final {
@@ -207,6 +258,54 @@ func (r *sealReader) seal(dst []byte) (int, error) {
 		return out, io.EOF
 	}
 	return out, nil
+}
+
+// sealStaged is seal for a caller with whole-segment buffers: the
+// plaintext is read ahead into the staging buffer with one Read of the
+// source for as much as it holds (up to four segments), and each segment
+// is sealed from there into dst (the AEAD reads it where it is and writes
+// the ciphertext: no more copies than sealing in place). Only the
+// unsealed rest of a segment, under 64 KiB, moves to the buffer's start
+// before the next read.
+func (r *sealReader) sealStaged(dst []byte) (int, error) {
+	if r.done {
+		return 0, io.EOF
+	}
+	if r.stage == nil {
+		r.stage = stageBufs.Get().(*[]byte)
+		r.staged = (*r.stage)[:0]
+		if r.started { // the byte seal read ahead
+			r.staged = append(r.staged, r.ahead[0])
+		}
+	}
+	if len(r.staged) <= SegmentSize && !r.srcEOF {
+		if err := r.refill(); err != nil {
+			return 0, err
+		}
+	}
+	if len(r.staged) == 0 { // an empty source: an empty stream
+		r.done = true
+		return 0, io.EOF
+	}
+	if r.seq >= 1<<32 {
+		return 0, errcode.Wrap(errcode.TooLarge, errTooLong, "encrypt")
+	}
+	// A segment is the last one when no byte follows it.
+	size := min(len(r.staged), SegmentSize)
+	final := r.srcEOF && len(r.staged) == size
+	pt := r.staged[:size]
+	r.staged = r.staged[size:]
+	return r.sealSegment(dst, pt, final)
+}
+
+// refill reads the source into the staging buffer until it holds more
+// than a segment (a segment and the byte that says one follows) or the
+// source ends; each Read asks for all the room left. The source's errors
+// pass unchanged.
+func (r *sealReader) refill() error {
+	var err error
+	r.staged, r.srcEOF, err = readAhead(r.src, *r.stage, r.staged, SegmentSize+1)
+	return err
 }
 
 // readFull reads into p until it is full or src ends: (len(p), nil), or

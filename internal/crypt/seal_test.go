@@ -31,23 +31,24 @@ func TestSealMatchesSio(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, bufSize := range []int{7, 4096, sealedSegment, 256 << 10} {
+			for _, bufSize := range []int{7, 4096, sealedSegment, 256 << 10, 0} {
 				for _, src := range []string{"whole", "one-byte", "half"} {
 					t.Run(fmt.Sprintf("%v/%d/buf%d/%s", c, size, bufSize, src), func(t *testing.T) {
 						var in io.Reader = bytes.NewReader(plain)
 						switch src {
 						case "one-byte":
-							if size > 3*SegmentSize || bufSize < 4096 {
+							if size > 3*SegmentSize || bufSize < 4096 && bufSize != 0 {
 								t.Skip("slow")
 							}
 							in = iotest.OneByteReader(in)
 						case "half":
 							in = iotest.HalfReader(in)
 						}
-						r, err := newSealReader(c, key, in)
+						aead, err := newAEAD(c, key)
 						if err != nil {
 							t.Fatal(err)
 						}
+						r := newSealReader(c, aead, in)
 						r.randVal = rv
 						got, err := readAllBuf(r, bufSize)
 						if err != nil {
@@ -73,12 +74,17 @@ func mustSio(t *testing.T, c Cipher, key []byte, rv [12]byte, plain []byte) io.R
 	return r
 }
 
-// readAllBuf reads r to its end with Reads of bufSize bytes.
+// readAllBuf reads r to its end with Reads of bufSize bytes; bufSize 0
+// cycles through small and whole-segment buffers.
 func readAllBuf(r io.Reader, bufSize int) ([]byte, error) {
 	var out []byte
-	buf := make([]byte, bufSize)
-	for {
-		n, err := r.Read(buf)
+	sizes := []int{bufSize}
+	if bufSize == 0 {
+		sizes = []int{7, sealedSegment, 100, 256 << 10, 4096, sealedSegment + 1}
+	}
+	buf := make([]byte, 256<<10)
+	for i := 0; ; i++ {
+		n, err := r.Read(buf[:sizes[i%len(sizes)]])
 		out = append(out, buf[:n]...)
 		if err == io.EOF {
 			return out, nil
@@ -137,4 +143,35 @@ func newStreamK(t testing.TB) *Stream {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// TestEncryptReadsAhead: read as diskblob reads it (256 KiB buffers), the
+// encrypting stream reads its source with Reads of up to four segments, so
+// a request body comes off its socket (and through the hashes above the
+// encryption) in pieces as large as a plaintext PUT's, not one segment at
+// a time: 17 Reads of at most 64 KiB for 1 MiB before the staging buffer.
+func TestEncryptReadsAhead(t *testing.T) {
+	s := newStreamK(t)
+	plain := make([]byte, 1<<20)
+	src := &sizeRecorder{r: bytes.NewReader(plain)}
+	n, err := io.CopyBuffer(struct{ io.Writer }{io.Discard}, s.Encrypt(src), make([]byte, 256<<10))
+	if want, _ := CiphertextSize(int64(len(plain))); err != nil || n != want {
+		t.Fatalf("%d bytes, %v", n, err)
+	}
+	if src.reads > 6 || src.largest < 3*SegmentSize {
+		t.Fatalf("%d Reads of the source, the largest asking %d bytes; want at most 6, asking for up to four segments", src.reads, src.largest)
+	}
+}
+
+// sizeRecorder counts the Reads of r and the largest buffer one asked to fill.
+type sizeRecorder struct {
+	r       io.Reader
+	reads   int
+	largest int
+}
+
+func (s *sizeRecorder) Read(p []byte) (int, error) {
+	s.reads++
+	s.largest = max(s.largest, len(p))
+	return s.r.Read(p)
 }

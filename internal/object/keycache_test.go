@@ -124,7 +124,7 @@ func TestEncryptedReadAllocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	encryptedRead(t, r, io.Discard) // caches the stream, fills the pools
-	const ceiling = 48              // 39 measured; 75 without the stream cache
+	const ceiling = 28              // 18 measured; 39 with sio's decrypting reader, 75 without the stream cache either
 	if n := testing.AllocsPerRun(20, func() { encryptedRead(t, r, io.Discard) }); n > ceiling {
 		t.Errorf("%.0f allocations per cached encrypted read of 1 MiB, ceiling %d", n, ceiling)
 	}

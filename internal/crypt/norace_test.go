@@ -1,0 +1,5 @@
+//go:build !race
+
+package crypt
+
+const raceEnabled = false
