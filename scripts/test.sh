@@ -298,6 +298,7 @@ fuzz_all() {
   fuzz ./internal/gateway FuzzParseGateway 5
   fuzz ./internal/console FuzzAccepts 5
   fuzz ./internal/meta FuzzParseCursor 5
+  fuzz ./internal/exemap FuzzParseMaps 5
   fuzz ./test/readme FuzzParse 5
   fuzz ./internal/auth FuzzAccessClaims 5
   fuzz ./internal/object FuzzOpenUploadState 5

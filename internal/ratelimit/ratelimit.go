@@ -158,6 +158,14 @@ type Config struct {
 	// Delay, if set, replaces the scheduler measurement (tests): it returns
 	// the delay quantile of the interval just ended.
 	Delay func() time.Duration
+
+	// OnIdle, if set, is called once the node has admitted no request and
+	// held none in flight for Idle, and again only after a request has
+	// come and gone. The control loop checks at the end of each interval
+	// (no timer of its own) and calls it; it must return promptly. Idle
+	// defaults to 10s.
+	OnIdle func()
+	Idle   time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -184,6 +192,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RetryAfter <= 0 {
 		c.RetryAfter = time.Second
+	}
+	if c.Idle <= 0 {
+		c.Idle = 10 * time.Second
 	}
 	return c
 }
@@ -223,6 +234,8 @@ type Controller struct {
 	runq     *runqSampler
 	overload atomic.Bool
 	recent   []time.Duration // the last Sustain delays, newest last (adjust only)
+	quiet    time.Duration   // how long nothing was admitted or in flight (idle only)
+	idled    bool            // OnIdle was called for this quiet period (idle only)
 	stop     chan struct{}
 	done     chan struct{}
 	sampler  *schedSampler
@@ -471,8 +484,22 @@ func (l *Listener) Name() string { return l.name }
 func (c *Controller) loop() {
 	defer close(c.done)
 	if c.cfg.Fixed {
-		<-c.stop
-		return
+		if c.cfg.OnIdle == nil {
+			<-c.stop
+			return
+		}
+		// No limits to adjust: wake only to notice idleness.
+		every := max(c.cfg.Interval, c.cfg.Idle/10)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-c.stop:
+				return
+			case <-t.C:
+				c.idle(c.activity(), every)
+			}
+		}
 	}
 	t := time.NewTicker(c.cfg.Interval)
 	defer t.Stop()
@@ -485,8 +512,23 @@ func (c *Controller) loop() {
 		case <-sample.C:
 			c.runq.sample()
 		case <-t.C:
-			c.adjust()
+			c.idle(c.adjust(), c.cfg.Interval)
 		}
+	}
+}
+
+// idle counts the quiet time (busy: whether the interval just ended, of
+// length d, admitted or held a request) and calls OnIdle once per quiet
+// period.
+func (c *Controller) idle(busy bool, d time.Duration) {
+	if busy || c.inFlight.Load() > 0 {
+		c.quiet, c.idled = 0, false
+		return
+	}
+	c.quiet += d
+	if c.cfg.OnIdle != nil && !c.idled && c.quiet >= c.cfg.Idle {
+		c.idled = true
+		c.cfg.OnIdle()
 	}
 }
 
@@ -524,8 +566,26 @@ func (r *runqSampler) perCPU() float64 {
 	return avg / float64(runtime.GOMAXPROCS(0))
 }
 
-// adjust runs once per interval: measure, then cut or grow the limits.
-func (c *Controller) adjust() {
+// activity reports whether any class admitted or held a request since
+// the last call (Fixed: adjust, which does the same, does not run).
+func (c *Controller) activity() (busy bool) {
+	c.lmu.Lock()
+	ls := append([]*Listener(nil), c.listeners...)
+	c.lmu.Unlock()
+	for _, l := range ls {
+		for _, cl := range l.classes {
+			cl.mu.Lock()
+			busy = busy || cl.peak > 0 || cl.admitted > 0
+			cl.peak, cl.admitted = cl.inFlight, 0
+			cl.mu.Unlock()
+		}
+	}
+	return busy
+}
+
+// adjust runs once per interval: measure, then cut or grow the limits. It
+// reports whether any class admitted or held a request in the interval.
+func (c *Controller) adjust() (busy bool) {
 	var d time.Duration
 	if c.cfg.Delay != nil {
 		d = c.cfg.Delay()
@@ -576,6 +636,7 @@ func (c *Controller) adjust() {
 		for class, cl := range l.classes {
 			cl.mu.Lock()
 			all = append(all, snap{cl: cl, class: Class(class), peak: cl.peak, inFlight: cl.inFlight})
+			busy = busy || cl.peak > 0 || cl.admitted > 0
 			cl.peak, cl.admitted = cl.inFlight, 0
 			cl.mu.Unlock()
 		}
@@ -609,13 +670,14 @@ func (c *Controller) adjust() {
 				break
 			}
 		}
-		return
+		return busy
 	}
 	for _, s := range all {
 		s.cl.mu.Lock()
 		s.cl.limit = min(maxLimit, s.cl.limit+max(1, s.cl.limit*c.cfg.Increase))
 		s.cl.mu.Unlock()
 	}
+	return busy
 }
 
 // schedSampler turns the runtime's cumulative histogram of scheduling

@@ -602,3 +602,78 @@ func TestFinishingPassesTheClassLimit(t *testing.T) {
 	}
 	done(held)
 }
+
+// TestOnIdleOncePerQuietPeriod: OnIdle is called once the node has been
+// quiet (nothing admitted, nothing in flight) for Idle, once per quiet
+// period; a request in flight or admitted in an interval restarts the
+// count.
+func TestOnIdleOncePerQuietPeriod(t *testing.T) {
+	var d fakeDelay
+	calls := 0
+	c := newTest(t, Config{MaxInFlight: 64, MinLimit: 4, Delay: d.get, Target: 5 * time.Millisecond,
+		Idle: 3 * time.Hour, OnIdle: func() { calls++ }})
+	l := c.Listener("file")
+	step := func(n int) {
+		for range n {
+			c.idle(c.adjust(), time.Hour) // Interval is an hour (newTest)
+		}
+	}
+	tk, err := l.Admit(req(Read, "10.0.0.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	step(5)
+	if calls != 0 {
+		t.Fatalf("OnIdle with a request in flight: %d calls", calls)
+	}
+	tk.Done()
+	step(3) // the first interval held the request: 2 h quiet
+	if calls != 0 {
+		t.Fatalf("OnIdle after 2 quiet hours of 3: %d calls", calls)
+	}
+	step(1)
+	if calls != 1 {
+		t.Fatalf("after 3 quiet hours: %d calls, want 1", calls)
+	}
+	step(10)
+	if calls != 1 {
+		t.Fatalf("still quiet: %d calls, want 1 (once per quiet period)", calls)
+	}
+	// A request that comes and goes between two adjustments still counts.
+	tk, err = l.Admit(req(Control, "10.0.0.2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk.Done()
+	step(3)
+	if calls != 1 {
+		t.Fatalf("2 quiet hours after a request: %d calls, want 1", calls)
+	}
+	step(1)
+	if calls != 2 {
+		t.Fatalf("3 quiet hours after a request: %d calls, want 2", calls)
+	}
+}
+
+// TestOnIdleFixed: with Fixed (no adjustments) the loop still notices a
+// quiet node.
+func TestOnIdleFixed(t *testing.T) {
+	called := make(chan struct{}, 1)
+	c := newTest(t, Config{MaxInFlight: 64, Fixed: true, Interval: time.Millisecond, Idle: 5 * time.Millisecond,
+		OnIdle: func() {
+			select {
+			case called <- struct{}{}:
+			default:
+			}
+		}})
+	tk, err := c.Listener("s3").Admit(req(Read, "10.0.0.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk.Done()
+	select {
+	case <-called:
+	case <-time.After(time.Minute):
+		t.Fatal("OnIdle not called on a quiet node with Fixed limits")
+	}
+}

@@ -252,6 +252,8 @@ func (s *Server) newAdmission() *ratelimit.Controller {
 		Fixed:       s.cfg.Admission == "fixed",
 		Target:      s.cfg.OverloadTarget,
 		MinLimit:    s.cfg.AdmissionMinLimit(),
+		Idle:        s.cfg.IdleTrim,
+		OnIdle:      s.onIdle(),
 	}, func(api string, class ratelimit.Class, reason ratelimit.Reason) {
 		s.metrics.Rejected.WithLabelValues(api, class.String(), string(reason)).Inc()
 	})
