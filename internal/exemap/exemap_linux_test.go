@@ -14,19 +14,32 @@ import (
 	"unsafe"
 )
 
-// smapsFlags returns the VmFlags of each mapping of the executable in
-// /proc/self/smaps, with its permissions.
-func smapsFlags(t *testing.T) map[string][]string {
+// exePath is the path of the test's executable as /proc/self/maps names it.
+func exePath(t *testing.T) string {
 	t.Helper()
 	exe, err := os.Readlink("/proc/self/exe")
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open("/proc/self/smaps")
+	return exe
+}
+
+// open opens path for reading until the test ends.
+func open(t *testing.T, path string) *os.File {
+	t.Helper()
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+// smapsFlags returns the VmFlags of each mapping of the executable in
+// /proc/self/smaps, with its permissions.
+func smapsFlags(t *testing.T) map[string][]string {
+	t.Helper()
+	exe, f := exePath(t), open(t, "/proc/self/smaps")
 	got := map[string][]string{}
 	var cur string
 	sc := bufio.NewScanner(f)
@@ -150,24 +163,12 @@ func TestOnlyTouchedPageMapped(t *testing.T) {
 func probe(t *testing.T) int {
 	t.Helper()
 	const page, block = 4096, 64 << 10
-	exe, err := os.Readlink("/proc/self/exe")
-	if err != nil {
-		t.Fatal(err)
-	}
+	exe := exePath(t)
 	maps, err := os.ReadFile("/proc/self/maps")
 	if err != nil {
 		t.Fatal(err)
 	}
-	pm, err := os.Open("/proc/self/pagemap")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pm.Close()
-	file, err := os.Open(exe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer file.Close()
+	pm, file := open(t, "/proc/self/pagemap"), open(t, exe)
 	present := func(addr uintptr, n int) []bool {
 		b := make([]byte, 8*n)
 		if _, err := pm.ReadAt(b, int64(addr/page*8)); err != nil {

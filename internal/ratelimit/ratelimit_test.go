@@ -613,46 +613,34 @@ func TestOnIdleOncePerQuietPeriod(t *testing.T) {
 	c := newTest(t, Config{MaxInFlight: 64, MinLimit: 4, Delay: d.get, Target: 5 * time.Millisecond,
 		Idle: 3 * time.Hour, OnIdle: func() { calls++ }})
 	l := c.Listener("file")
-	step := func(n int) {
+	// step runs n intervals of an hour (newTest's Interval) and checks
+	// the calls so far.
+	step := func(n, want int, when string) {
+		t.Helper()
 		for range n {
-			c.idle(c.adjust(), time.Hour) // Interval is an hour (newTest)
+			c.idle(c.adjust(), time.Hour)
+		}
+		if calls != want {
+			t.Fatalf("%s: %d calls of OnIdle, want %d", when, calls, want)
 		}
 	}
 	tk, err := l.Admit(req(Read, "10.0.0.1"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	step(5)
-	if calls != 0 {
-		t.Fatalf("OnIdle with a request in flight: %d calls", calls)
-	}
+	step(5, 0, "a request in flight")
 	tk.Done()
-	step(3) // the first interval held the request: 2 h quiet
-	if calls != 0 {
-		t.Fatalf("OnIdle after 2 quiet hours of 3: %d calls", calls)
-	}
-	step(1)
-	if calls != 1 {
-		t.Fatalf("after 3 quiet hours: %d calls, want 1", calls)
-	}
-	step(10)
-	if calls != 1 {
-		t.Fatalf("still quiet: %d calls, want 1 (once per quiet period)", calls)
-	}
+	step(3, 0, "2 quiet hours of 3") // the first interval held the request
+	step(1, 1, "3 quiet hours")
+	step(10, 1, "still quiet (once per quiet period)")
 	// A request that comes and goes between two adjustments still counts.
 	tk, err = l.Admit(req(Control, "10.0.0.2"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	tk.Done()
-	step(3)
-	if calls != 1 {
-		t.Fatalf("2 quiet hours after a request: %d calls, want 1", calls)
-	}
-	step(1)
-	if calls != 2 {
-		t.Fatalf("3 quiet hours after a request: %d calls, want 2", calls)
-	}
+	step(3, 1, "2 quiet hours after a request")
+	step(1, 2, "3 quiet hours after a request")
 }
 
 // TestOnIdleFixed: with Fixed (no adjustments) the loop still notices a
