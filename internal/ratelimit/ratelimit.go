@@ -235,7 +235,12 @@ type Controller struct {
 	overload atomic.Bool
 	recent   []time.Duration // the last Sustain delays, newest last (adjust only)
 	quiet    time.Duration   // how long nothing was admitted or in flight (idle only)
-	idled    bool            // OnIdle was called for this quiet period (idle only)
+	// The loop's buffers, reused each interval (adjust and activity): an
+	// idle node's loop allocates nothing, so its heap stays as small as
+	// the last idle trim left it.
+	ls       []*Listener
+	all      []snap
+	idled    bool // OnIdle was called for this quiet period (idle only)
 	stop     chan struct{}
 	done     chan struct{}
 	sampler  *schedSampler
@@ -570,9 +575,9 @@ func (r *runqSampler) perCPU() float64 {
 // the last call (Fixed: adjust, which does the same, does not run).
 func (c *Controller) activity() (busy bool) {
 	c.lmu.Lock()
-	ls := append([]*Listener(nil), c.listeners...)
+	c.ls = append(c.ls[:0], c.listeners...)
 	c.lmu.Unlock()
-	for _, l := range ls {
+	for _, l := range c.ls {
 		for _, cl := range l.classes {
 			cl.mu.Lock()
 			busy = busy || cl.peak > 0 || cl.admitted > 0
@@ -596,10 +601,10 @@ func (c *Controller) adjust() (busy bool) {
 	c.runnable.Store(math.Float64bits(c.runq.perCPU()))
 	// The delay that held for the last Sustain intervals: a spike (a GC
 	// cycle, a burst of connections) does not count as overload.
-	c.recent = append(c.recent, d)
-	if len(c.recent) > c.cfg.Sustain {
-		c.recent = c.recent[1:]
+	if len(c.recent) == c.cfg.Sustain {
+		c.recent = c.recent[:copy(c.recent, c.recent[1:])] // in place: no allocation per interval
 	}
+	c.recent = append(c.recent, d)
 	held := d
 	for _, x := range c.recent {
 		held = min(held, x)
@@ -623,16 +628,11 @@ func (c *Controller) adjust() (busy bool) {
 	}
 
 	c.lmu.Lock()
-	ls := append([]*Listener(nil), c.listeners...)
+	c.ls = append(c.ls[:0], c.listeners...)
 	c.lmu.Unlock()
 
-	type snap struct {
-		cl             *classLimit
-		class          Class
-		peak, inFlight int
-	}
-	var all []snap
-	for _, l := range ls {
+	all := c.all[:0]
+	for _, l := range c.ls {
 		for class, cl := range l.classes {
 			cl.mu.Lock()
 			all = append(all, snap{cl: cl, class: Class(class), peak: cl.peak, inFlight: cl.inFlight})
@@ -641,6 +641,7 @@ func (c *Controller) adjust() (busy bool) {
 			cl.mu.Unlock()
 		}
 	}
+	c.all = all
 	floor := func(cl Class) float64 {
 		if cl == Control {
 			return float64(c.cfg.MinControl)
@@ -680,11 +681,18 @@ func (c *Controller) adjust() (busy bool) {
 	return busy
 }
 
+// snap is one class's counters at the end of an interval.
+type snap struct {
+	cl             *classLimit
+	class          Class
+	peak, inFlight int
+}
+
 // schedSampler turns the runtime's cumulative histogram of scheduling
 // latencies into a quantile per interval.
 type schedSampler struct {
-	s    []metrics.Sample
-	prev []uint64
+	s           []metrics.Sample
+	prev, delta []uint64
 }
 
 const schedMetric = "/sched/latencies:seconds"
@@ -716,8 +724,11 @@ func (s *schedSampler) quantile(q float64) time.Duration {
 	if len(s.prev) != len(h.Counts) {
 		s.prev = make([]uint64, len(h.Counts))
 	}
+	if len(s.delta) != len(h.Counts) {
+		s.delta = make([]uint64, len(h.Counts))
+	}
 	var total uint64
-	delta := make([]uint64, len(h.Counts))
+	delta := s.delta
 	for i, n := range h.Counts {
 		delta[i] = n - s.prev[i]
 		total += delta[i]
