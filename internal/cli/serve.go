@@ -38,10 +38,10 @@ func (c *serveCmd) Run(ctx context.Context, args []string) error {
 	}
 	restrictUmask()
 	if cfg.DebugListen == "" {
-		// No heap profile can be asked for: sample no allocations. The
-		// samples' bucket table (1.4 MiB, hashed by stack) otherwise
-		// spreads over ~1.5 MiB of resident pages after a burst of
-		// requests (docs/PERFORMANCE.md, "Issue 23, third pass: idle RSS").
+		// No heap profile can be asked for: sample no allocations. Each
+		// sampled allocation site adds a bucket, hashed into a 1.45 MB
+		// table whose pages a burst of requests touches at random
+		// (docs/PERFORMANCE.md, "Issue 23, third pass: idle RSS").
 		runtime.MemProfileRate = 0
 	}
 	cfg.LogFormat = logFormat(cfg.LogFormat, c.env.Stderr)
