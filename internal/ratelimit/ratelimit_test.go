@@ -684,3 +684,18 @@ func TestLoopAllocatesNothing(t *testing.T) {
 		t.Errorf("%v allocations per interval, want 0", n)
 	}
 }
+
+// BenchmarkControlInterval: the control loop's work per interval (a
+// runnable sample, the scheduler histogram, the classes' snapshot and
+// adjustment, the idle count), with -benchmem: 0 allocations.
+func BenchmarkControlInterval(b *testing.B) {
+	c := New(Config{MaxInFlight: 64, MinLimit: 4, Target: 5 * time.Millisecond, Interval: time.Hour, OnIdle: func() {}}, nil)
+	defer c.Close()
+	c.Listener("file")
+	c.Listener("s3")
+	b.ReportAllocs()
+	for b.Loop() {
+		c.runq.sample()
+		c.idle(c.adjust(), c.cfg.Interval)
+	}
+}
