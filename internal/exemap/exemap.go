@@ -38,7 +38,7 @@ package exemap
 // Result says what the init did.
 type Result struct {
 	Mappings int    // the executable's mappings found in /proc/self/maps
-	Advised  int    // of those, given MADV_RANDOM and MADV_NOHUGEPAGE
+	Advised  int    // of those, given MADV_RANDOM (and MADV_NOHUGEPAGE where the kernel has huge pages)
 	Lazy     int    // read-only ones registered with the userfaultfd (fault-around off)
 	Off      bool   // COFFER_EXEC_ADVICE=off
 	Err      string // why it stopped early or skipped a step; empty if it did not

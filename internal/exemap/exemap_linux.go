@@ -39,9 +39,12 @@ func apply() Result {
 	r.Mappings = len(ms)
 	var ro []mapping
 	for _, m := range ms {
-		if madvise(m, syscall.MADV_RANDOM) != nil || madvise(m, syscall.MADV_NOHUGEPAGE) != nil {
+		if madvise(m, syscall.MADV_RANDOM) != nil {
 			continue
 		}
+		// Refused (EINVAL) by a kernel without transparent huge pages,
+		// which then maps no 2 MiB page either.
+		_ = madvise(m, syscall.MADV_NOHUGEPAGE)
 		r.Advised++
 		if !m.writable {
 			ro = append(ro, m)
