@@ -225,6 +225,7 @@ par_wait() {
 par "unit tests (race detector)" go test -race -short -count=1 ./internal/...
 par "unit tests (full, incl. large-object conformance)" go test -count=1 ./internal/...
 par "unit tests, build without the cloud key services" go test -count=1 -tags coffer_no_cloudkms ./internal/kms/
+par "unit tests, cmd/coffer (its init advises the executable's mappings)" go test -count=1 ./cmd/coffer/
 par_wait || { echo "unit tests failed"; exit 1; }
 
 # The fuzz targets, short runs with one worker each: beside the end-to-end
@@ -300,6 +301,7 @@ fuzz_all() {
   fuzz ./internal/gateway FuzzParseGateway 5
   fuzz ./internal/console FuzzAccepts 5
   fuzz ./internal/meta FuzzParseCursor 5
+  fuzz ./internal/exemap FuzzParseMaps 5
   fuzz ./test/readme FuzzParse 5
   fuzz ./internal/auth FuzzAccessClaims 5
   fuzz ./internal/object FuzzOpenUploadState 5

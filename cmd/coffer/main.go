@@ -2,6 +2,10 @@
 package main
 
 import (
+	// First, so that its init maps the executable's pages one at a time
+	// before the other packages' inits touch them (see the package doc).
+	_ "github.com/coffer-storage/coffer/internal/exemap"
+
 	"context"
 	"os"
 	"os/signal"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 
 	"github.com/coffer-storage/coffer/internal/config"
@@ -36,6 +37,13 @@ func (c *serveCmd) Run(ctx context.Context, args []string) error {
 		return usageError{err}
 	}
 	restrictUmask()
+	if cfg.DebugListen == "" {
+		// No heap profile can be asked for: sample no allocations. Each
+		// sampled allocation site adds a bucket, hashed into a 1.45 MB
+		// table whose pages a burst of requests touches at random
+		// (docs/PERFORMANCE.md, "Issue 23, third pass: idle RSS").
+		runtime.MemProfileRate = 0
+	}
 	cfg.LogFormat = logFormat(cfg.LogFormat, c.env.Stderr)
 	log := newLogger(c.env.Stderr, cfg.LogLevel, cfg.LogFormat)
 	srv, err := server.New(ctx, cfg, log)

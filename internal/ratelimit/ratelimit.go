@@ -158,6 +158,14 @@ type Config struct {
 	// Delay, if set, replaces the scheduler measurement (tests): it returns
 	// the delay quantile of the interval just ended.
 	Delay func() time.Duration
+
+	// OnIdle, if set, is called once the node has admitted no request and
+	// held none in flight for Idle, and again only after a request has
+	// come and gone. The control loop checks at the end of each interval
+	// (no timer of its own) and calls it; it must return promptly. Idle
+	// defaults to 10s.
+	OnIdle func()
+	Idle   time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -184,6 +192,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RetryAfter <= 0 {
 		c.RetryAfter = time.Second
+	}
+	if c.Idle <= 0 {
+		c.Idle = 10 * time.Second
 	}
 	return c
 }
@@ -223,6 +234,13 @@ type Controller struct {
 	runq     *runqSampler
 	overload atomic.Bool
 	recent   []time.Duration // the last Sustain delays, newest last (adjust only)
+	quiet    time.Duration   // how long nothing was admitted or in flight (idle only)
+	// The loop's buffers, reused each interval (adjust and activity): an
+	// idle node's loop allocates nothing, so its heap stays as small as
+	// the last idle trim left it.
+	ls       []*Listener
+	all      []snap
+	idled    bool // OnIdle was called for this quiet period (idle only)
 	stop     chan struct{}
 	done     chan struct{}
 	sampler  *schedSampler
@@ -471,8 +489,22 @@ func (l *Listener) Name() string { return l.name }
 func (c *Controller) loop() {
 	defer close(c.done)
 	if c.cfg.Fixed {
-		<-c.stop
-		return
+		if c.cfg.OnIdle == nil {
+			<-c.stop
+			return
+		}
+		// No limits to adjust: wake only to notice idleness.
+		every := max(c.cfg.Interval, c.cfg.Idle/10)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-c.stop:
+				return
+			case <-t.C:
+				c.idle(c.activity(), every)
+			}
+		}
 	}
 	t := time.NewTicker(c.cfg.Interval)
 	defer t.Stop()
@@ -485,8 +517,23 @@ func (c *Controller) loop() {
 		case <-sample.C:
 			c.runq.sample()
 		case <-t.C:
-			c.adjust()
+			c.idle(c.adjust(), c.cfg.Interval)
 		}
+	}
+}
+
+// idle counts the quiet time (busy: whether the interval just ended, of
+// length d, admitted or held a request) and calls OnIdle once per quiet
+// period.
+func (c *Controller) idle(busy bool, d time.Duration) {
+	if busy || c.inFlight.Load() > 0 {
+		c.quiet, c.idled = 0, false
+		return
+	}
+	c.quiet += d
+	if c.cfg.OnIdle != nil && !c.idled && c.quiet >= c.cfg.Idle {
+		c.idled = true
+		c.cfg.OnIdle()
 	}
 }
 
@@ -524,8 +571,26 @@ func (r *runqSampler) perCPU() float64 {
 	return avg / float64(runtime.GOMAXPROCS(0))
 }
 
-// adjust runs once per interval: measure, then cut or grow the limits.
-func (c *Controller) adjust() {
+// activity reports whether any class admitted or held a request since
+// the last call (Fixed: adjust, which does the same, does not run).
+func (c *Controller) activity() (busy bool) {
+	c.lmu.Lock()
+	c.ls = append(c.ls[:0], c.listeners...)
+	c.lmu.Unlock()
+	for _, l := range c.ls {
+		for _, cl := range l.classes {
+			cl.mu.Lock()
+			busy = busy || cl.peak > 0 || cl.admitted > 0
+			cl.peak, cl.admitted = cl.inFlight, 0
+			cl.mu.Unlock()
+		}
+	}
+	return busy
+}
+
+// adjust runs once per interval: measure, then cut or grow the limits. It
+// reports whether any class admitted or held a request in the interval.
+func (c *Controller) adjust() (busy bool) {
 	var d time.Duration
 	if c.cfg.Delay != nil {
 		d = c.cfg.Delay()
@@ -536,10 +601,10 @@ func (c *Controller) adjust() {
 	c.runnable.Store(math.Float64bits(c.runq.perCPU()))
 	// The delay that held for the last Sustain intervals: a spike (a GC
 	// cycle, a burst of connections) does not count as overload.
-	c.recent = append(c.recent, d)
-	if len(c.recent) > c.cfg.Sustain {
-		c.recent = c.recent[1:]
+	if len(c.recent) == c.cfg.Sustain {
+		c.recent = c.recent[:copy(c.recent, c.recent[1:])] // in place: no allocation per interval
 	}
+	c.recent = append(c.recent, d)
 	held := d
 	for _, x := range c.recent {
 		held = min(held, x)
@@ -563,23 +628,20 @@ func (c *Controller) adjust() {
 	}
 
 	c.lmu.Lock()
-	ls := append([]*Listener(nil), c.listeners...)
+	c.ls = append(c.ls[:0], c.listeners...)
 	c.lmu.Unlock()
 
-	type snap struct {
-		cl             *classLimit
-		class          Class
-		peak, inFlight int
-	}
-	var all []snap
-	for _, l := range ls {
+	all := c.all[:0]
+	for _, l := range c.ls {
 		for class, cl := range l.classes {
 			cl.mu.Lock()
 			all = append(all, snap{cl: cl, class: Class(class), peak: cl.peak, inFlight: cl.inFlight})
+			busy = busy || cl.peak > 0 || cl.admitted > 0
 			cl.peak, cl.admitted = cl.inFlight, 0
 			cl.mu.Unlock()
 		}
 	}
+	c.all = all
 	floor := func(cl Class) float64 {
 		if cl == Control {
 			return float64(c.cfg.MinControl)
@@ -609,20 +671,28 @@ func (c *Controller) adjust() {
 				break
 			}
 		}
-		return
+		return busy
 	}
 	for _, s := range all {
 		s.cl.mu.Lock()
 		s.cl.limit = min(maxLimit, s.cl.limit+max(1, s.cl.limit*c.cfg.Increase))
 		s.cl.mu.Unlock()
 	}
+	return busy
+}
+
+// snap is one class's counters at the end of an interval.
+type snap struct {
+	cl             *classLimit
+	class          Class
+	peak, inFlight int
 }
 
 // schedSampler turns the runtime's cumulative histogram of scheduling
 // latencies into a quantile per interval.
 type schedSampler struct {
-	s    []metrics.Sample
-	prev []uint64
+	s           []metrics.Sample
+	prev, delta []uint64
 }
 
 const schedMetric = "/sched/latencies:seconds"
@@ -654,8 +724,11 @@ func (s *schedSampler) quantile(q float64) time.Duration {
 	if len(s.prev) != len(h.Counts) {
 		s.prev = make([]uint64, len(h.Counts))
 	}
+	if len(s.delta) != len(h.Counts) {
+		s.delta = make([]uint64, len(h.Counts))
+	}
 	var total uint64
-	delta := make([]uint64, len(h.Counts))
+	delta := s.delta
 	for i, n := range h.Counts {
 		delta[i] = n - s.prev[i]
 		total += delta[i]

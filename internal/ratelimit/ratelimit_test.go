@@ -602,3 +602,100 @@ func TestFinishingPassesTheClassLimit(t *testing.T) {
 	}
 	done(held)
 }
+
+// TestOnIdleOncePerQuietPeriod: OnIdle is called once the node has been
+// quiet (nothing admitted, nothing in flight) for Idle, once per quiet
+// period; a request in flight or admitted in an interval restarts the
+// count.
+func TestOnIdleOncePerQuietPeriod(t *testing.T) {
+	var d fakeDelay
+	calls := 0
+	c := newTest(t, Config{MaxInFlight: 64, MinLimit: 4, Delay: d.get, Target: 5 * time.Millisecond,
+		Idle: 3 * time.Hour, OnIdle: func() { calls++ }})
+	l := c.Listener("file")
+	// step runs n intervals of an hour (newTest's Interval) and checks
+	// the calls so far.
+	step := func(n, want int, when string) {
+		t.Helper()
+		for range n {
+			c.idle(c.adjust(), time.Hour)
+		}
+		if calls != want {
+			t.Fatalf("%s: %d calls of OnIdle, want %d", when, calls, want)
+		}
+	}
+	tk, err := l.Admit(req(Read, "10.0.0.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	step(5, 0, "a request in flight")
+	tk.Done()
+	step(3, 0, "2 quiet hours of 3") // the first interval held the request
+	step(1, 1, "3 quiet hours")
+	step(10, 1, "still quiet (once per quiet period)")
+	// A request that comes and goes between two adjustments still counts.
+	tk, err = l.Admit(req(Control, "10.0.0.2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk.Done()
+	step(3, 1, "2 quiet hours after a request")
+	step(1, 2, "3 quiet hours after a request")
+}
+
+// TestOnIdleFixed: with Fixed (no adjustments) the loop still notices a
+// quiet node.
+func TestOnIdleFixed(t *testing.T) {
+	called := make(chan struct{}, 1)
+	c := newTest(t, Config{MaxInFlight: 64, Fixed: true, Interval: time.Millisecond, Idle: 5 * time.Millisecond,
+		OnIdle: func() {
+			select {
+			case called <- struct{}{}:
+			default:
+			}
+		}})
+	tk, err := c.Listener("s3").Admit(req(Read, "10.0.0.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk.Done()
+	select {
+	case <-called:
+	case <-time.After(time.Minute):
+		t.Fatal("OnIdle not called on a quiet node with Fixed limits")
+	}
+}
+
+// TestLoopAllocatesNothing: the control loop's work per interval (the
+// scheduler's histogram, the classes' snapshot, the idle count) and per
+// sample allocates nothing once warm, so an idle node's heap stays as
+// small as its idle trim left it (it allocated ~1.5 KiB every 100 ms).
+func TestLoopAllocatesNothing(t *testing.T) {
+	c := newTest(t, Config{MaxInFlight: 64, MinLimit: 4, Target: 5 * time.Millisecond, OnIdle: func() {}})
+	c.Listener("file")
+	c.Listener("s3")
+	for range 2 * c.cfg.Sustain {
+		c.idle(c.adjust(), c.cfg.Interval)
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		c.runq.sample()
+		c.idle(c.adjust(), c.cfg.Interval)
+	}); n != 0 {
+		t.Errorf("%v allocations per interval, want 0", n)
+	}
+}
+
+// BenchmarkControlInterval: the control loop's work per interval (a
+// runnable sample, the scheduler histogram, the classes' snapshot and
+// adjustment, the idle count), with -benchmem: 0 allocations.
+func BenchmarkControlInterval(b *testing.B) {
+	c := New(Config{MaxInFlight: 64, MinLimit: 4, Target: 5 * time.Millisecond, Interval: time.Hour, OnIdle: func() {}}, nil)
+	defer c.Close()
+	c.Listener("file")
+	c.Listener("s3")
+	b.ReportAllocs()
+	for b.Loop() {
+		c.runq.sample()
+		c.idle(c.adjust(), c.cfg.Interval)
+	}
+}

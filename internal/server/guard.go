@@ -252,12 +252,17 @@ func (s *Server) newAdmission() *ratelimit.Controller {
 		Fixed:       s.cfg.Admission == "fixed",
 		Target:      s.cfg.OverloadTarget,
 		MinLimit:    s.cfg.AdmissionMinLimit(),
+		Idle:        s.cfg.IdleTrim,
+		OnIdle:      s.onIdle(),
 	}, func(api string, class ratelimit.Class, reason ratelimit.Reason) {
 		s.metrics.Rejected.WithLabelValues(api, class.String(), string(reason)).Inc()
 	})
 	s.metrics.GaugeFunc("coffer_admission_sched_delay_seconds",
 		"CPU scheduling delay (the quantile adaptive admission compares with --overload-target) over the last interval.",
 		func() float64 { return c.Delay().Seconds() })
+	s.metrics.CounterFunc("coffer_idle_trims_total",
+		"Times this node gave its free memory back after --idle-trim without a request.",
+		func() float64 { return float64(s.idleTrims.Load()) })
 	s.metrics.GaugeFunc("coffer_admission_runnable_per_cpu",
 		"Goroutines waiting for a CPU, per CPU, averaged over the last admission interval.",
 		func() float64 { return c.Runnable() })

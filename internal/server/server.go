@@ -93,6 +93,7 @@ type Server struct {
 
 	inflight  sync.WaitGroup
 	admission *ratelimit.Controller
+	idleTrims atomic.Int64      // memory given back after --idle-trim without requests (idle.go)
 	quotas    *ratelimit.Quotas // nil when no quota is set
 
 	// accessLevel is the level of the access log (one line per request):

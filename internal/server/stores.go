@@ -51,6 +51,10 @@ type Stores struct {
 	// Pool reports the PostgreSQL connection pool (nil: SQLite, or no
 	// Meta).
 	Pool func() postgres.Stats
+	// ReleaseMemory frees what the metadata store caches in memory and
+	// can read again (SQLite's page caches); nil when there is nothing to
+	// free (PostgreSQL: its memory is the database server's).
+	ReleaseMemory func(context.Context) error
 
 	closers []func() error
 }
@@ -101,6 +105,7 @@ func OpenStores(ctx context.Context, cfg config.Config, o StoreOptions) (_ *Stor
 			return nil, fmt.Errorf("opening metadata: %w", err)
 		}
 		st.closers = append(st.closers, m.Close)
+		st.ReleaseMemory = m.ReleaseMemory
 		inner = m.Stores()
 	}
 	if o.Blobs && cfg.Blob == "" && o.ReadOnlyBlobs {

@@ -308,3 +308,41 @@ func (s *Store) Close() error {
 func (s *Store) read() reader { return reader{stmts: s.rstmts} }
 
 var errClosed = errcode.New(errcode.Unavailable, "sqlite: store is closed")
+
+// ReleaseMemory frees the page caches of every connection (PRAGMA
+// shrink_memory): what a burst of queries filled and an idle node does
+// not need; the next query reads its pages from the file again (the OS's
+// page cache, mostly). A connection in use is not waited for.
+func (s *Store) ReleaseMemory(ctx context.Context) error {
+	var errs []error
+	// The readers: every idle connection of the pool, each held until all
+	// are taken, so that no connection is shrunk twice.
+	var held []*sql.Conn
+	for range s.opts.ReadConns {
+		if s.readers.Stats().Idle == 0 {
+			break
+		}
+		c, err := s.readers.Conn(ctx)
+		if err != nil {
+			errs = append(errs, err)
+			break
+		}
+		held = append(held, c)
+		if _, err := c.ExecContext(ctx, "PRAGMA shrink_memory"); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, c := range held {
+		c.Close()
+	}
+	// The writer, in its own goroutine (an empty transaction: no write,
+	// no fsync).
+	errs = append(errs, s.write(ctx, func(ctx context.Context, c *conn) error {
+		_, err := c.raw.ExecContext(ctx, "PRAGMA shrink_memory")
+		return err
+	}))
+	if err := errors.Join(errs...); err != nil {
+		return classify(err, "sqlite: shrink memory")
+	}
+	return nil
+}

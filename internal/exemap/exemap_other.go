@@ -1,0 +1,5 @@
+//go:build !linux
+
+package exemap
+
+func init() { result.Err = "not Linux" }

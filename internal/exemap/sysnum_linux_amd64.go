@@ -1,0 +1,5 @@
+//go:build linux
+
+package exemap
+
+const sysUserfaultfd = 323 // SYS_userfaultfd

@@ -1,0 +1,45 @@
+package server
+
+import (
+	"context"
+	"runtime/debug"
+	"sync/atomic"
+	"time"
+)
+
+// onIdle returns what the admission controller calls once the node has
+// gone --idle-trim without a request (nil when it is 0: never). It gives
+// back what a burst left behind and a quiet node does not need: SQLite's
+// page caches (Stores.ReleaseMemory), and the Go heap's free memory (two
+// collections, then every free page returned to the OS at once rather
+// than over minutes by the runtime's background scavenger). Once per quiet
+// period, in a goroutine of its own; the next request finds the caches
+// cold (docs/operations.md, "Memory").
+func (s *Server) onIdle() func() {
+	if s.cfg.IdleTrim <= 0 {
+		return nil
+	}
+	var running atomic.Bool
+	return func() {
+		if !running.CompareAndSwap(false, true) {
+			return
+		}
+		go func() {
+			defer running.Store(false)
+			if s.stores.ReleaseMemory != nil {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				if err := s.stores.ReleaseMemory(ctx); err != nil {
+					s.log.Debug("idle: release the metadata store's memory", "err", err)
+				}
+				cancel()
+			}
+			// Twice: the first collection moves sync.Pools' contents to
+			// their victim caches and shrinks the goroutine stacks a
+			// burst grew, the second frees both; each returns the free
+			// pages at once.
+			debug.FreeOSMemory()
+			debug.FreeOSMemory()
+			s.idleTrims.Add(1)
+		}()
+	}
+}
