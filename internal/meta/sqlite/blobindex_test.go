@@ -86,7 +86,8 @@ func TestBlobKeyIndexPartial(t *testing.T) {
 // goroutines (the writer groups them), as small S3 PUTs do. cpu-µs/op is
 // the process's user+system CPU per put (getrusage), which survives a
 // loaded machine better than ns/op. Migration 0032 spares each put the
-// objects_blob_key entry '' (compare with the migration file removed).
+// objects_blob_key entry for an empty blob key (compare with the
+// migration file removed).
 func BenchmarkPutInlineParallel(b *testing.B) {
 	s, _ := setup(b, Options{})
 	ctx := context.Background()
