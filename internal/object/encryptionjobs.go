@@ -346,7 +346,7 @@ func (s *EncryptionJobs) rewrapPage(ctx context.Context, j *meta.EncryptionJob, 
 	}
 	for _, row := range rows {
 		if err := s.rewrapRow(ctx, rw, j, row); err != nil {
-			return err // the page is redone when the job resumes
+			return err // runJob saves the rows before it; the job resumes at this one
 		}
 		j.Cursor = row.Ref.Encode()
 	}
