@@ -146,8 +146,11 @@ type EncryptionJobs interface {
 	// SaveJob records j's progress (Phase, Cursor, Pass, PassChanged,
 	// counters, LastError, State; FinishedAt is set when State becomes
 	// done, and the lease is released) and extends the lease to until,
-	// if owner still holds job j.Name of j.Generation with a lease not
-	// expired at now; else ErrJobLeaseLost and nothing changes.
+	// if owner still holds job j.Name of j.Generation; else
+	// ErrJobLeaseLost and nothing changes. A lease that ran out still
+	// holds until another owner acquires the job: a save that comes late
+	// (a page longer than the lease, a stalled heartbeat) keeps the work
+	// it records, which no one else has saved over.
 	SaveJob(ctx context.Context, j EncryptionJob, owner string, until, now time.Time) error
 	// ListEnvelopes returns up to limit rows of table, after the row
 	// after (its keyset position; a zero ref of the table starts at the

@@ -34,7 +34,8 @@ import (
 // Every node runs RunEncryptionJobs. A node leases one job at a time, works in
 // keyset pages of JobOptions.PageSize rows and saves its cursor and
 // counters after each page (which renews the lease): a job resumes on any
-// node, after a crash at most one page is redone. Each row is changed by
+// node; a crash loses the counts of at most one page, never a row (the
+// rows it changed are changed, and are not listed again). Each row is changed by
 // compare-and-swap: a re-wrapped envelope replaces the old one only if the
 // row still holds it (meta.EncryptionJobs.SwapEnvelope); an encrypted object
 // replaces its plaintext version only if the row is still that version
@@ -197,10 +198,13 @@ func (s *EncryptionJobs) RunEncryptionJobs(ctx context.Context, opts JobOptions)
 }
 
 // runJob works on j (leased to opts.Owner) until it is done, the lease is
-// lost, or an error (the key service is down, ...) pauses it. A heartbeat
-// renews the lease every Lease/3 with the last saved state, so a page
-// that takes long (large objects to encrypt) or a long pause keeps the
-// job; if the heartbeat finds the lease lost, the page is abandoned.
+// lost, or an error (the key service is down, ...) pauses it; a pause
+// first saves the rows done before it. A heartbeat renews the lease every
+// Lease/3 with the last saved state, so a page that takes long (large
+// objects to encrypt) or a long pause keeps the job; a save that comes
+// after the lease ran out still counts if no other node took the job
+// meanwhile (meta.EncryptionJobs.SaveJob). If a save finds the lease lost,
+// the page is abandoned: the rows it changed stay changed, uncounted.
 func (s *EncryptionJobs) runJob(ctx context.Context, j meta.EncryptionJob, opts JobOptions) error {
 	s.log.Info("encryption job: working", "job", j.Name, "pass", j.Pass, "done", j.Done)
 	var (
@@ -212,6 +216,15 @@ func (s *EncryptionJobs) runJob(ctx context.Context, j meta.EncryptionJob, opts 
 		sctx, cancel := detach.Context(ctx)
 		defer cancel()
 		return s.meta.SaveJob(sctx, state, opts.Owner, now.Add(opts.Lease), now)
+	}
+	commit := func() error { // saves j as the page left it
+		mu.Lock()
+		defer mu.Unlock()
+		err := save(j)
+		if err == nil {
+			saved = j
+		}
+		return err
 	}
 	work, lost := context.WithCancelCause(ctx)
 	defer lost(nil)
@@ -251,15 +264,16 @@ func (s *EncryptionJobs) runJob(ctx context.Context, j meta.EncryptionJob, opts 
 			return nil
 		}
 		if err != nil {
+			// The rows before the one that paused the page are changed,
+			// and are not listed again (an encrypted object is no longer
+			// plaintext, a re-wrapped key no longer under an old
+			// version): keep their counts and the cursor past them.
+			if serr := commit(); serr != nil {
+				s.log.Warn("encryption job: saving the progress before the pause failed", "job", j.Name, "err", serr)
+			}
 			return err
 		}
-		mu.Lock()
-		err = save(j)
-		if err == nil {
-			saved = j
-		}
-		mu.Unlock()
-		if err != nil {
+		if err := commit(); err != nil {
 			if errcode.As(err).Detail["reason"] == "job_lease_lost" {
 				s.log.Info("encryption job: lease lost (restarted, or taken by another node)", "job", j.Name)
 				return nil
@@ -333,7 +347,7 @@ func (s *EncryptionJobs) rewrapPage(ctx context.Context, j *meta.EncryptionJob, 
 	}
 	for _, row := range rows {
 		if err := s.rewrapRow(ctx, rw, j, row); err != nil {
-			return err // the page is redone when the job resumes
+			return err // runJob saves the rows before it; the job resumes at this one
 		}
 		j.Cursor = row.Ref.Encode()
 	}

@@ -52,7 +52,10 @@ RETURNING `+jobCols, ph(1), ph(2), ph(3))
 
 // saveJobSQL records progress under the lease: args phase, cursor,
 // pass, pass_changed, done, skipped, failed, last_error, done (1 = the
-// job finished), until, now, name, generation, owner.
+// job finished), until, now, name, generation, owner. The lease's end is
+// not checked: a holder whose lease ran out is still lease_owner only if
+// no other node took the job since (AcquireJob sets lease_owner), so
+// nobody saved over its progress (meta.EncryptionJobs.SaveJob).
 func saveJobSQL(ph PH) string {
 	return fmt.Sprintf(`UPDATE kms_jobs SET phase = %s, cursor = %s, pass = %s, pass_changed = %s, done = %s, skipped = %s, failed = %s, last_error = %s,
 	state = CASE WHEN %[9]s = 1 THEN 'done' ELSE 'running' END,
@@ -60,7 +63,7 @@ func saveJobSQL(ph PH) string {
 	lease_until = CASE WHEN %[9]s = 1 THEN 0 ELSE CAST(%[10]s AS BIGINT) END,
 	finished_at = CASE WHEN %[9]s = 1 THEN CAST(%[11]s AS BIGINT) ELSE 0 END,
 	updated_at = CAST(%[11]s AS BIGINT)
-WHERE name = %[12]s AND generation = %[13]s AND lease_owner = %[14]s AND lease_until >= CAST(%[11]s AS BIGINT) AND state = 'running'`,
+WHERE name = %[12]s AND generation = %[13]s AND lease_owner = %[14]s AND state = 'running'`,
 		ph(1), ph(2), ph(3), ph(4), ph(5), ph(6), ph(7), ph(8), ph(9), ph(10), ph(11), ph(12), ph(13), ph(14))
 }
 

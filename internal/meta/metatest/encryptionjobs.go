@@ -64,15 +64,32 @@ func testJobLease(t *testing.T, s store) {
 		t.Fatalf("node-b after expiry: %v %+v", got, b)
 	}
 	wantCode(t, s.SaveJob(ctx, a, "node-a", later.Add(time.Minute), later), errcode.Conflict, "SaveJob after losing the lease")
-	// A save at a time past the lease fails even for the holder.
-	wantCode(t, s.SaveJob(ctx, b, "node-b", later.Add(5*time.Minute), later.Add(2*time.Minute)), errcode.Conflict, "SaveJob past the lease")
-	b2, got, err := s.AcquireJob(ctx, "node-b", later.Add(time.Minute), later) // the holder re-acquires its own
-	ok(t, err, "AcquireJob by the holder")
+	// A save that comes after the lease ran out, no one having taken the
+	// job meanwhile, records its progress and renews the lease: another
+	// node cannot take it then.
+	late := later.Add(2 * time.Minute)
+	b.Cursor, b.Done = meta.EnvelopeRef{Table: meta.EnvelopeObjectParts, PartsID: 8}.Encode(), 12
+	ok(t, s.SaveJob(ctx, b, "node-b", late.Add(time.Minute), late), "SaveJob by the holder past its lease, the job not taken")
+	if g, err := s.GetJob(ctx, meta.RewrapJobName); err != nil || g.Cursor != b.Cursor || g.Done != 12 || g.LeaseOwner != "node-b" || !g.LeaseUntil.After(late) {
+		t.Errorf("after the late save: %+v, %v; want cursor %q, 12 done, node-b's lease past %v", g, err, b.Cursor, late)
+	}
+	if _, got, err := s.AcquireJob(ctx, "node-c", late.Add(time.Minute), late); err != nil || got {
+		t.Fatalf("node-c took a job whose late save renewed the lease: %v, %v", got, err)
+	}
+	// Once another node took the expired job, the holder's late save fails.
+	expired := late.Add(2 * time.Minute)
+	c, got, err := s.AcquireJob(ctx, "node-c", expired.Add(time.Minute), expired)
+	if err != nil || !got || c.Done != 12 {
+		t.Fatalf("node-c after expiry: %v %+v %v", got, c, err)
+	}
+	wantCode(t, s.SaveJob(ctx, b, "node-b", expired.Add(time.Minute), expired.Add(time.Minute)), errcode.Conflict, "SaveJob past the lease, the job taken")
+	b2, got, err := s.AcquireJob(ctx, "node-b", expired.Add(3*time.Minute), expired.Add(2*time.Minute)) // node-c's lease ran out too
+	ok(t, err, "AcquireJob by node-b again")
 	if !got {
-		t.Fatal("the holder could not re-acquire its job")
+		t.Fatal("node-b could not take the job back")
 	}
 	b2.State, b2.Done = meta.JobDone, 20
-	ok(t, s.SaveJob(ctx, b2, "node-b", later.Add(time.Minute), later), "SaveJob done")
+	ok(t, s.SaveJob(ctx, b2, "node-b", expired.Add(3*time.Minute), expired.Add(2*time.Minute)), "SaveJob done")
 	g, err = s.GetJob(ctx, meta.RewrapJobName)
 	ok(t, err, "GetJob")
 	if g.State != meta.JobDone || g.FinishedAt.IsZero() || g.LeaseOwner != "" || g.Done != 20 {
