@@ -592,7 +592,7 @@ var writeTopics = map[string]map[string]string{
 		"DeleteExpiredShares": "",
 	},
 	"Tus": {
-		"CreateTus": "", "GetTus": "", "SetTusLength": "", "SetTusHash": "", "TryLockTus": "", "RenewTusLock": "", "UnlockTus": "",
+		"CreateTus": "", "GetTus": "", "SetTusLength": "", "SetTusHash": "", "TryLockTus": "", "RenewTusLock": "", "UnlockTus": "", "UnlockTusHash": "",
 	},
 	"KeyGrants": {"AllowKMSKey": "", "DisallowKMSKey": "", "KMSKeyAllowed": "", "ListKMSKeyGrants": ""},
 	"Cluster":   {"ClaimKeyFingerprint": "", "Ping": ""},
