@@ -129,3 +129,68 @@ func TestIdleWriterKeepsTheFile(t *testing.T) {
 		}
 	}
 }
+
+// deadlineCounter is a ResponseWriter that counts the write deadlines set
+// on it (http.ResponseController finds SetWriteDeadline).
+type deadlineCounter struct {
+	http.ResponseWriter
+	n int
+}
+
+func (d *deadlineCounter) SetWriteDeadline(time.Time) error { d.n++; return nil }
+
+// TestWriteIdleOneDeadlinePerShortResponse: a response written within a
+// second sets the write deadline once (it set three: cleared, moved by the
+// first write, left for net/http's flush). Each costs a runtime timer
+// change under the connection's lock, on every small request.
+func TestWriteIdleOneDeadlinePerShortResponse(t *testing.T) {
+	h := WriteIdle(time.Minute, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "5")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write([]byte("hello"))
+	}))
+	dc := &deadlineCounter{ResponseWriter: httptest.NewRecorder()}
+	h.ServeHTTP(dc, httptest.NewRequest("GET", "/", nil))
+	if dc.n != 1 {
+		t.Errorf("write deadlines set: %d, want 1", dc.n)
+	}
+}
+
+// TestWriteIdleHandlerSlowToWrite: a handler that starts writing after the
+// idle timeout (a long upload answered at its end) still gets its response
+// out: its first write moves the deadline the request began with.
+func TestWriteIdleHandlerSlowToWrite(t *testing.T) {
+	const idle = 50 * time.Millisecond
+	srv := httptest.NewServer(WriteIdle(idle, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(idle + time.Second + 100*time.Millisecond)
+		_, _ = w.Write([]byte("late"))
+	})))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || string(b) != "late" {
+		t.Fatalf("body %q, %v", b, err)
+	}
+}
+
+// BenchmarkWriteIdleShortResponse: the middleware around a 1 KiB response
+// (write deadlines set per request as a metric).
+func BenchmarkWriteIdleShortResponse(b *testing.B) {
+	body := make([]byte, 1024)
+	h := WriteIdle(time.Minute, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(body)
+	}))
+	req := httptest.NewRequest("GET", "/", nil)
+	dc := &deadlineCounter{ResponseWriter: httptest.NewRecorder()}
+	b.ReportAllocs()
+	for b.Loop() {
+		dc.ResponseWriter = httptest.NewRecorder()
+		h.ServeHTTP(dc, req)
+	}
+	b.ReportMetric(float64(dc.n)/float64(b.N), "deadlines/op")
+}

@@ -170,8 +170,10 @@ func TestS3SmallAllocs(t *testing.T) {
 // GET without it), with a little room for background goroutines
 // allocating during the runs. Third pass: 338 and 86 (HMAC-SHA256 without
 // hmac.New, 343 and 93 without it; shared constant header values, canonical
-// checksum header keys and no response-* map per GetObject).
+// checksum header keys and no response-* map per GetObject). Fourth pass:
+// PUT 313 (the SQLite writer grows an owner's usage in one UPDATE when
+// the owner has no quota: 338 with the quota read first).
 const (
-	putAllocCeiling = 345
+	putAllocCeiling = 320
 	getAllocCeiling = 90
 )

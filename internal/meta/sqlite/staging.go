@@ -15,6 +15,9 @@ import (
 
 var (
 	reservedQuery = metasql.ReservedQuery("owner_id = ?1", "?2")
+	// growUnlimitedQuery grows the usage of an owner without a quota
+	// (addUsage): ?1 bytes, owner ?2.
+	growUnlimitedQuery = "UPDATE users SET usage_bytes = usage_bytes + ? WHERE id = ? AND quota_bytes = 0"
 )
 
 // room reads owner's quota, usage and live reservations (without those the
@@ -47,6 +50,17 @@ func addUsage(ctx context.Context, c *conn, owner string, delta int64, now time.
 		return nil
 	}
 	if delta > 0 {
+		// An owner without a quota (the common case) grows in one
+		// statement: the row matches only if its quota_bytes, read in this
+		// transaction, is 0, so no check is skipped. Anyone else (a quota,
+		// or no such owner) takes the exact path below.
+		res, err := c.ExecContext(ctx, growUnlimitedQuery, delta, owner)
+		if err != nil {
+			return classify(err, "update usage of %q", owner)
+		}
+		if n, err := res.RowsAffected(); err == nil && n == 1 {
+			return nil
+		}
 		r, err := room(ctx, c, owner, now)
 		if err != nil {
 			return err
