@@ -34,6 +34,7 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/coffer-storage/coffer/internal/config"
@@ -126,9 +127,61 @@ type request struct {
 // must not modify it.
 func (q *request) query() url.Values {
 	if q.vals == nil {
-		q.vals = q.URL.Query()
+		q.vals = parseQuery(q.URL.RawQuery)
 	}
 	return q.vals
+}
+
+// opHints holds the parsed form of the query strings that name only the
+// operation ("x-id=GetObject": aws-sdk-go-v2 adds one to every request),
+// shared by the requests that send them: they are the same on every
+// request of an operation, and a parsed query is never modified (see
+// query). Copy on write, at most maxOpHints entries: an unknown hint is
+// parsed as any query once the table is full.
+var opHints atomic.Pointer[map[string]url.Values]
+
+const maxOpHints = 128
+
+// parseQuery is url.URL.Query of raw, shared for an operation hint.
+func parseQuery(raw string) url.Values {
+	if !isOpHint(raw) {
+		v, _ := url.ParseQuery(raw)
+		return v
+	}
+	var known map[string]url.Values
+	if m := opHints.Load(); m != nil {
+		known = *m
+		if v, ok := known[raw]; ok {
+			return v
+		}
+	}
+	v, _ := url.ParseQuery(raw)
+	if len(known) < maxOpHints {
+		next := make(map[string]url.Values, len(known)+1)
+		for k, kv := range known {
+			next[k] = kv
+		}
+		next[raw] = v
+		opHints.Store(&next) // a racing store loses an entry, parsed again later
+	}
+	return v
+}
+
+// isOpHint reports whether raw is "x-id=" and an operation name (1 to 64
+// ASCII letters and digits: "ListObjectsV2"): nothing to unescape, one
+// parameter.
+func isOpHint(raw string) bool {
+	name, ok := strings.CutPrefix(raw, "x-id=")
+	if !ok || name == "" || len(name) > 64 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if l := c | 0x20; (l < 'a' || l > 'z') && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
 }
 
 type handlerFunc func(q *request) (response, error)
