@@ -17,8 +17,13 @@ const (
 
 // RequestID returns the request's ID, or "".
 func RequestID(ctx context.Context) string {
-	s, _ := ctx.Value(reqIDKey).(string)
-	return s
+	switch v := ctx.Value(reqIDKey).(type) {
+	case string: // WithRequestID
+		return v
+	case *string: // WithRequest: a string in an interface would allocate on every call
+		return *v
+	}
+	return ""
 }
 
 // WithRequestID returns ctx carrying id.
@@ -52,11 +57,18 @@ func validRequestID(s string) bool {
 // in the context.
 func RequestIDMiddleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := r.Header.Get("X-Request-Id")
-		if !validRequestID(id) {
-			id = NewRequestID()
-		}
+		id := IncomingRequestID(r)
 		w.Header().Set("X-Request-Id", id)
 		next.ServeHTTP(w, r.WithContext(WithRequestID(r.Context(), id)))
 	})
+}
+
+// IncomingRequestID is the ID a request gets: the client's X-Request-Id if
+// it is sane, else a fresh one.
+func IncomingRequestID(r *http.Request) string {
+	id := r.Header.Get("X-Request-Id")
+	if !validRequestID(id) {
+		id = NewRequestID()
+	}
+	return id
 }
