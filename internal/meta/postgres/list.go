@@ -37,8 +37,8 @@ func (s *Store) ListObjects(ctx context.Context, bucket string, opts meta.ListOp
 		}
 		scan := func(ctx context.Context, from string, inclusive bool, end string, limit int) ([]meta.Object, error) {
 			os := make([]metasql.ObjectRow, 0, limit)
-			query, scanRow := sq.ListScan(bucket, opts.DeleteMarkers, inclusive, end != "")
-			queueRows(t, &os, scanRow, query, metasql.RangeScanArgs(bucket, from, end, limit, key)...)
+			query, _ := sq.ListScan(bucket, opts.DeleteMarkers, inclusive, end != "")
+			queueObjectRows(t, &os, bucket, opts.DeleteMarkers, query, metasql.RangeScanArgs(bucket, from, end, limit, key)...)
 			if err := t.flush(); err != nil {
 				return nil, err
 			}
@@ -90,8 +90,8 @@ func (s *Store) ListObjectVersions(ctx context.Context, bucket string, opts meta
 			return meta.ErrNoBucket(bucket)
 		}
 		scan := func(ctx context.Context, fromKey, fromSeq string, inclusive bool, end string, limit int) ([]meta.Versioned, error) {
-			var os []metasql.ObjectRow
-			queueRows(t, &os, metasql.ScanVersion(bucket), sq.VersionScans[b2i(inclusive)][b2i(end != "")],
+			os := make([]metasql.ObjectRow, 0, limit)
+			queueObjectRows(t, &os, bucket, true, sq.VersionScans[b2i(inclusive)][b2i(end != "")],
 				metasql.VersionScanArgs(bucket, fromKey, fromSeq, end, limit, key)...)
 			if err := t.flush(); err != nil {
 				return nil, err
