@@ -67,7 +67,13 @@ func List(ctx context.Context, scan ScanFunc, opts ListOptions) (ListPage, error
 			return ListPage{}, err
 		}
 		if page.Objects == nil && delim == "" {
-			page.Objects = make([]Object, 0, min(len(batch), limit))
+			// The first batch is most often the whole page: its objects
+			// stay where the scan put them (each append below writes at
+			// or before the batch's element being read).
+			page.Objects = batch[:0]
+			if batch == nil {
+				page.Objects = []Object{}
+			}
 		}
 		jumped := false
 		for _, o := range batch {

@@ -36,27 +36,27 @@ func (s *Store) ListObjects(ctx context.Context, bucket string, opts meta.ListOp
 			return nil
 		}
 		scan := func(ctx context.Context, from string, inclusive bool, end string, limit int) ([]meta.Object, error) {
-			os := make([]metasql.ObjectRow, 0, limit)
+			l := listed{objects: make([]meta.Object, 0, limit)}
 			query, _ := sq.ListScan(bucket, opts.DeleteMarkers, inclusive, end != "")
-			queueObjectRows(t, &os, bucket, opts.DeleteMarkers, query, metasql.RangeScanArgs(bucket, from, end, limit, key)...)
+			queueListRows(t, &l, bucket, opts.DeleteMarkers, query, metasql.RangeScanArgs(bucket, from, end, limit, key)...)
 			if err := t.flush(); err != nil {
 				return nil, err
 			}
 			if err := check(); err != nil {
 				return nil, err
 			}
-			if ids := metasql.MultipartIDs(os); len(ids) > 0 && !opts.NoParts {
+			if len(l.multipart) > 0 && !opts.NoParts {
 				// In the transaction's snapshot.
 				var parts []metasql.PartOf
-				queueRows(t, &parts, metasql.ScanPartOf, sq.PartsOf, ids)
+				queueRows(t, &parts, metasql.ScanPartOf, sq.PartsOf, l.partsIDs())
 				if err := t.flush(); err != nil {
 					return nil, err
 				}
-				if err := metasql.AttachParts(os, parts); err != nil {
+				if err := l.attachParts(parts); err != nil {
 					return nil, err
 				}
 			}
-			return metasql.Objects(os), nil
+			return l.objects, nil
 		}
 		p, err := meta.List(ctx, scan, opts)
 		if err != nil {
@@ -91,7 +91,7 @@ func (s *Store) ListObjectVersions(ctx context.Context, bucket string, opts meta
 		}
 		scan := func(ctx context.Context, fromKey, fromSeq string, inclusive bool, end string, limit int) ([]meta.Versioned, error) {
 			os := make([]metasql.ObjectRow, 0, limit)
-			queueObjectRows(t, &os, bucket, true, sq.VersionScans[b2i(inclusive)][b2i(end != "")],
+			queueObjectRows(t, &os, bucket, sq.VersionScans[b2i(inclusive)][b2i(end != "")],
 				metasql.VersionScanArgs(bucket, fromKey, fromSeq, end, limit, key)...)
 			if err := t.flush(); err != nil {
 				return nil, err

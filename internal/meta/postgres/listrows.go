@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/coffer-storage/coffer/internal/meta"
 	"github.com/coffer-storage/coffer/internal/meta/metasql"
 )
 
@@ -68,43 +69,115 @@ func rawDecodable(fields []pgconn.FieldDescription, versions bool) bool {
 	return true
 }
 
-// queueObjectRows queues query, a range scan of listCols (with
-// versions, objectCols) of bucket's rows, in t; once flushed, dst holds
-// its rows, appended to (*dst)[:0], as metasql.ScanObject (ScanVersion)
-// reads them.
-func queueObjectRows(t *txn, dst *[]metasql.ObjectRow, bucket string, versions bool, query string, args ...any) {
+// queueObjectRows queues query, a range scan of objectCols of bucket's
+// rows (metasql.ScanVersion), in t; once flushed, dst holds its rows,
+// appended to (*dst)[:0].
+func queueObjectRows(t *txn, dst *[]metasql.ObjectRow, bucket string, query string, args ...any) {
 	t.batch.Queue(query, args...).Query(func(rows pgx.Rows) error {
-		var err error
-		*dst, err = appendObjectRows((*dst)[:0], rows, bucket, versions)
-		return err
+		defer rows.Close()
+		*dst = (*dst)[:0]
+		if !rawDecodable(rows.FieldDescriptions(), true) {
+			var err error
+			*dst, err = pgx.AppendRows(*dst, rows, rowTo(metasql.ScanVersion(bucket)))
+			return err
+		}
+		for rows.Next() {
+			*dst = append(*dst, metasql.ObjectRow{})
+			o := &(*dst)[len(*dst)-1]
+			var err error
+			if o.PartsID, o.PartCount, o.Seq, err = decodeObjectRow(&o.Object, rows.RawValues(), bucket, true); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
 	})
 }
 
-// appendObjectRows appends the rows of rows to dst (see queueObjectRows).
-func appendObjectRows(dst []metasql.ObjectRow, rows pgx.Rows, bucket string, versions bool) ([]metasql.ObjectRow, error) {
-	defer rows.Close()
-	if !rawDecodable(rows.FieldDescriptions(), versions) {
-		scan := metasql.ScanObject(bucket)
-		if versions {
-			scan = metasql.ScanVersion(bucket)
+// listed is a page of a range scan of a listing: its objects, and the
+// places of the multipart ones among them (their parts not yet read).
+type listed struct {
+	objects   []meta.Object
+	multipart []multipartAt
+}
+
+type multipartAt struct {
+	i         int // in objects
+	partsID   int64
+	partCount int
+}
+
+// queueListRows queues query, a range scan of listCols of bucket's rows
+// (with markers, objectCols: metasql.ListScan), in t; once flushed, dst
+// holds its rows, appended to dst.objects[:0], each decoded in place (a
+// page of 1,000 objects is 400 kB: not copied from ObjectRows).
+func queueListRows(t *txn, dst *listed, bucket string, markers bool, query string, args ...any) {
+	t.batch.Queue(query, args...).Query(func(rows pgx.Rows) error {
+		defer rows.Close()
+		dst.objects, dst.multipart = dst.objects[:0], dst.multipart[:0]
+		if !rawDecodable(rows.FieldDescriptions(), markers) {
+			scan := metasql.ScanObject(bucket)
+			if markers {
+				scan = metasql.ScanVersion(bucket)
+			}
+			os, err := pgx.CollectRows(rows, rowTo(scan))
+			for _, o := range os {
+				dst.add(o.Object, o.PartsID, o.PartCount)
+			}
+			return err
 		}
-		return pgx.AppendRows(dst, rows, rowTo(scan))
-	}
-	for rows.Next() {
-		o, err := decodeObjectRow(rows.RawValues(), bucket, versions)
-		if err != nil {
-			return dst, err
+		for rows.Next() {
+			dst.objects = append(dst.objects, meta.Object{})
+			i := len(dst.objects) - 1
+			id, n, _, err := decodeObjectRow(&dst.objects[i], rows.RawValues(), bucket, markers)
+			if err != nil {
+				return err
+			}
+			if id != 0 {
+				dst.multipart = append(dst.multipart, multipartAt{i, id, n})
+			}
 		}
-		dst = append(dst, o)
+		return rows.Err()
+	})
+}
+
+func (l *listed) add(o meta.Object, partsID int64, partCount int) {
+	if partsID != 0 {
+		l.multipart = append(l.multipart, multipartAt{len(l.objects), partsID, partCount})
 	}
-	return dst, rows.Err()
+	l.objects = append(l.objects, o)
+}
+
+// partsIDs are the PartsIDs of the multipart objects of l.
+func (l *listed) partsIDs() []int64 {
+	ids := make([]int64, len(l.multipart))
+	for j, m := range l.multipart {
+		ids[j] = m.partsID
+	}
+	return ids
+}
+
+// attachParts gives the multipart objects of l their parts
+// (metasql.AttachParts).
+func (l *listed) attachParts(parts []metasql.PartOf) error {
+	os := make([]metasql.ObjectRow, len(l.multipart))
+	for j, m := range l.multipart {
+		os[j] = metasql.ObjectRow{Object: meta.Object{Key: l.objects[m.i].Key}, PartsID: m.partsID, PartCount: m.partCount}
+	}
+	if err := metasql.AttachParts(os, parts); err != nil {
+		return err
+	}
+	for j, m := range l.multipart {
+		l.objects[m.i].Parts = os[j].Parts
+	}
+	return nil
 }
 
 var errRawColumn = errors.New("postgres: a listed row's column has an unexpected size")
 
-// decodeObjectRow decodes the raw values of one row (rawDecodable).
-func decodeObjectRow(v [][]byte, bucket string, versions bool) (metasql.ObjectRow, error) {
-	var o metasql.ObjectRow
+// decodeObjectRow decodes the raw values v of one row (rawDecodable)
+// into o, as metasql.ScanObject (with versions, ScanVersion) does, and
+// returns the row's parts_id, part_count and (with versions) seq.
+func decodeObjectRow(o *meta.Object, v [][]byte, bucket string, versions bool) (partsID int64, partCount int, seq string, err error) {
 	// The row's string columns, in one allocation.
 	n := 0
 	for _, i := range rowStrings {
@@ -139,31 +212,26 @@ func decodeObjectRow(v [][]byte, bucket string, versions bool) (metasql.ObjectRo
 	o.Checksum.Type = next(9)
 	o.Checksum.Value = next(10)
 	if len(v[1]) != 8 || len(v[7]) != 8 || (v[11] != nil && len(v[11]) != 8) || len(v[12]) != 4 {
-		return o, errRawColumn
+		return 0, 0, "", errRawColumn
 	}
 	o.Size = int64(binary.BigEndian.Uint64(v[1]))
 	o.ModTime = metasql.FromNanos(int64(binary.BigEndian.Uint64(v[7])))
 	if v[11] != nil {
-		o.PartsID = int64(binary.BigEndian.Uint64(v[11]))
+		partsID = int64(binary.BigEndian.Uint64(v[11]))
 	}
-	o.PartCount = int(int32(binary.BigEndian.Uint32(v[12])))
+	partCount = int(int32(binary.BigEndian.Uint32(v[12])))
 	if versions {
 		o.VersionID = next(13)
-		o.Seq = next(14)
+		seq = next(14)
 		if len(v[15]) != 1 || len(v[16]) != 1 {
-			return o, errRawColumn
+			return 0, 0, "", errRawColumn
 		}
 		o.IsLatest, o.DeleteMarker = v[15][0] != 0, v[16][0] != 0
 	} else {
 		o.IsLatest = true
 	}
-	if v[5] != nil {
-		var err error
-		if o.Metadata, err = metasql.DecodeMetadata(&md); err != nil {
-			return o, err
-		}
-	}
-	return o, nil
+	o.Metadata, err = metasql.DecodeMetadata(&md)
+	return partsID, partCount, seq, err
 }
 
 // rowStrings are the string columns of listCols, in the order
