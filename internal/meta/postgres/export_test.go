@@ -37,3 +37,6 @@ func RawDecodable(fields []pgconn.FieldDescription, versions bool) bool {
 // ListScanSQL is a listing's range scan (bounded, from inclusive):
 // $1 bucket, $2 from, $3 limit, $4 end.
 var ListScanSQL = sq.RangeScans[1][1]
+
+// SkipScanSQL is a listing's skip scan (list.go), [inclusive][bounded].
+var SkipScanSQL = skipScans

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -102,4 +103,59 @@ func TestListPageAllocs(t *testing.T) {
 		t.Errorf("a page of 1,000 objects made %.0f allocations, want at most 5,000", allocs)
 	}
 	t.Logf("%.0f allocations a page of 1,000", allocs)
+}
+
+// TestSkipScanPlan: the skip scan of a listing with a delimiter
+// (list.go) seeks objects_pkey for each row, in a generic plan too (as
+// the prepared statement gets after a few runs): with sequential scans
+// off, a statement that cannot use the index plans a Seq Scan; and the
+// read of each row it found is a seek too, not a join over the bucket's
+// rows.
+func TestSkipScanPlan(t *testing.T) {
+	u := testbackend.SharedPostgres(t).CreateDatabase(t)
+	s := open(t, u, postgres.Options{})
+	addAlice(t, s, 0)
+	ctx := t.Context()
+	var puts []meta.Put
+	for _, k := range []string{"d000/a", "d000/b", "d001/a", "d050/k1", "d050/k1/a", "d050/k2", "e"} {
+		puts = append(puts, meta.Put{Object: object(k, 1)})
+	}
+	if _, err := s.PutObjects(ctx, puts); err != nil {
+		t.Fatal(err)
+	}
+	c, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	for _, set := range []string{"SET enable_seqscan = off", "SET plan_cache_mode = force_generic_plan"} {
+		if _, err := c.Exec(ctx, set); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, q := range []string{postgres.SkipScanSQL[1][0], postgres.SkipScanSQL[0][1]} {
+		types := "text, bytea, int, int, bytea, bytea"
+		args := "'alice', 'd0000', 256, 0, '/', '0'"
+		if i == 1 {
+			types = "text, bytea, int, bytea, int, bytea, bytea"
+			args = "'alice', 'd050/k1', 256, 'd0500', 5, '/', '0'"
+		}
+		if _, err := c.Exec(ctx, fmt.Sprintf("PREPARE skip%d(%s) AS %s", i, types, q)); err != nil {
+			t.Fatal(err)
+		}
+		// ANALYZE: the seek of each next row is a SubPlan of the
+		// recursion's target list, which EXPLAIN alone does not show.
+		rows, err := c.Query(ctx, fmt.Sprintf("EXPLAIN (ANALYZE, COSTS off) EXECUTE skip%d(%s)", i, args))
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		all := strings.Join(plan, "\n")
+		if strings.Count(all, "Index Scan using objects_pkey") != 3 || strings.Contains(all, "Seq Scan") || strings.Contains(all, "Hash") {
+			t.Errorf("the skip scan does not seek objects_pkey for each row:\n%s", all)
+		}
+	}
 }
