@@ -2,6 +2,7 @@ package meta
 
 import (
 	"context"
+	"slices"
 	"strings"
 )
 
@@ -109,7 +110,7 @@ func ListSkipping(ctx context.Context, scan ScanFunc, skip SkipScanFunc, opts Li
 			}
 		}
 		jumped := false
-		for _, o := range batch {
+		for i, o := range batch {
 			if skipping && jumped && o.Key < from {
 				continue // under the last common prefix (a skip scan need not skip it)
 			}
@@ -130,6 +131,13 @@ func ListSkipping(ctx context.Context, scan ScanFunc, skip SkipScanFunc, opts Li
 					break
 				}
 				continue
+			}
+			if len(page.Objects) == cap(page.Objects) {
+				// Room for the rest of the batch at once (with a delimiter
+				// the page grows batch by batch: 16, 64, 256, … rows),
+				// not doubling from one object: a page of 1,000 objects is
+				// 400 kB.
+				page.Objects = slices.Grow(page.Objects, min(len(batch)-i, limit-n))
 			}
 			page.Objects = append(page.Objects, o)
 			page.NextStartAfter = o.Key

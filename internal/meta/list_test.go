@@ -155,3 +155,36 @@ func TestListSkippingListsAlike(t *testing.T) {
 		t.Errorf("a page of 100 folders took %d scans and %d skip scans, want 1 and 1", scans, skips)
 	}
 }
+
+// TestListDelimiterPageGrowsByBatch: a page of 1,000 objects under a
+// prefix with a delimiter (scans of 16, 64, 256 and 665 rows, none
+// rolled up) makes room for each batch's objects at once, not by
+// doubling from one (11 allocations of up to 400 kB in all).
+func TestListDelimiterPageGrowsByBatch(t *testing.T) {
+	objs := make([]Object, 5000)
+	for i := range objs {
+		objs[i].Key = fmt.Sprintf("d/k%05d", i)
+	}
+	scan := func(_ context.Context, from string, inclusive bool, end string, limit int) ([]Object, error) {
+		i := sort.Search(len(objs), func(i int) bool {
+			if inclusive {
+				return objs[i].Key >= from
+			}
+			return objs[i].Key > from
+		})
+		j := i
+		for j < len(objs) && j-i < limit && (end == "" || objs[j].Key < end) {
+			j++
+		}
+		return objs[i:j:j], nil // no allocation: what List allocates is counted alone
+	}
+	opts := ListOptions{Prefix: "d/", Delimiter: "/", Limit: 1000}
+	allocs := testing.AllocsPerRun(10, func() {
+		if p, err := List(context.Background(), scan, opts); err != nil || len(p.Objects) != 1000 {
+			t.Fatalf("%d objects, %v", len(p.Objects), err)
+		}
+	})
+	if allocs > 5 {
+		t.Errorf("a page of 1,000 objects with a delimiter made %.0f allocations, want at most 5 (one a batch)", allocs)
+	}
+}
