@@ -10,6 +10,10 @@
 # access log's duration_ms of the same requests, and the server's CPU
 # (utime + stime of /proc/PID/stat) over the cell a page. Loopback only.
 #   scripts/bench-list-e2e.sh A-BIN B-BIN [keys] [pages] [rounds]
+# With META (the URL of an empty PostgreSQL database of a server you run,
+# e.g. META=postgres://postgres@127.0.0.1:15499/liste2e?sslmode=disable),
+# the metadata is there (--meta, the scale-out shape; blobs stay on disk)
+# and the rows are copied with psql (PG_BIN or PATH).
 set -euo pipefail
 export COFFER_SIGNUP_RATE=0
 cd "$(dirname "$0")/.."
@@ -18,8 +22,10 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/bench-list-e2e.XXXXXX")
 trap 'kill $node 2>/dev/null || true; wait 2>/dev/null; rm -rf "$WORK"' EXIT
 node=
 PORT=18580 SPORT=18581
+META=${META:-}
+PSQL=${PG_BIN:+$PG_BIN/}psql
 serve() { # binary
-  "$1" serve --data "$WORK/data" --listen 127.0.0.1:$PORT --s3-listen 127.0.0.1:$SPORT --log-format json --log-level info \
+  "$1" serve --data "$WORK/data" ${META:+--meta "$META"} --listen 127.0.0.1:$PORT --s3-listen 127.0.0.1:$SPORT --log-format json --log-level info \
     --max-in-flight-per-client 0 >"$WORK/node.log" 2>&1 &
   node=$!
   for _ in $(seq 200); do curl -sf http://127.0.0.1:$PORT/readyz >/dev/null && return 0; sleep 0.1; done
@@ -41,6 +47,25 @@ curl -sf -X PUT -H "Authorization: Bearer $TOKEN" --data-binary @"$WORK/body" \
 read -r AK SK < <(curl -sf -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' -d '{"name":"list"}' \
   http://127.0.0.1:$PORT/api/v1/keys | python3 -c 'import json,sys; k=json.load(sys.stdin); print(k["access_key_id"], k["secret_access_key"])')
 stop
+if [ -n "$META" ]; then
+  # As BenchmarkListPages's fill: the per-row count trigger off for the
+  # copy (a million updates of one buckets row), the counts set once.
+  cols=$("$PSQL" -X -q -At "$META" -c "SELECT string_agg(column_name, ',' ORDER BY ordinal_position) FROM information_schema.columns WHERE table_name = 'objects' AND table_schema = current_schema()")
+  sel=$(echo "$cols" | tr ',' '\n' | sed "s/^key\$/convert_to('d' || lpad((i \/ $((KEYS / 100)))::text, 3, '0') || '\/k' || lpad(i::text, 7, '0'), 'UTF8')/; t; s/^/t./" | paste -sd,)
+  t0=$(date +%s)
+  "$PSQL" -X -q -v ON_ERROR_STOP=1 "$META" <<SQL
+BEGIN;
+ALTER TABLE objects DISABLE TRIGGER objects_count_insert;
+INSERT INTO objects ($cols) SELECT $sel FROM generate_series(1, $KEYS - 1) AS g(i) CROSS JOIN objects t
+  WHERE t.bucket = '$BUCKET' AND t.key = 'd000/k0000000'::bytea ORDER BY i;
+ALTER TABLE objects ENABLE TRIGGER objects_count_insert;
+UPDATE buckets SET object_count = (SELECT count(*) FROM objects WHERE bucket = '$BUCKET'),
+  byte_count = (SELECT sum(size) FROM objects WHERE bucket = '$BUCKET') WHERE name = '$BUCKET';
+COMMIT;
+VACUUM ANALYZE objects;
+SQL
+  echo "copied $((KEYS - 1)) rows in $(( $(date +%s) - t0 ))s"
+else
 python3 - "$WORK/data/meta.db" "$BUCKET" "$KEYS" <<'PY'
 import sqlite3, sys, time
 db, bucket, keys = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -54,7 +79,8 @@ c.execute("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE 
 c.commit()
 print(f"copied {keys - 1} rows in {time.time() - t0:.0f}s")
 PY
-echo "machine: $(nproc) cores; $KEYS objects; $PAGES pages a cell"
+fi
+echo "machine: $(nproc) cores; $KEYS objects; $PAGES pages a cell; metadata: $([ -n "$META" ] && echo PostgreSQL || echo SQLite)"
 FOLDER=d050/
 EMPTY=e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855
 cell() { # side name url [curl args]

@@ -25,6 +25,10 @@ type ObjectRow struct {
 const listCols = "key, size, etag, sha256, content_type, metadata, blob_key, mod_time, " +
 	"checksum_algorithm, checksum_type, checksum_value, parts_id, part_count"
 
+// ListCols are listCols, for a backend's statements of its own (a skip
+// scan), in ScanObject's order.
+const ListCols = listCols
+
 // objectCols are listCols and the columns that place a row among its
 // key's versions, in ScanVersion's order.
 const objectCols = listCols + ", version_id, seq, is_latest, delete_marker"

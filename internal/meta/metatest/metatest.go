@@ -120,6 +120,12 @@ import (
 // call, by role, and the function that closes it; Run closes every store
 // it gets (newStore must not), and calls newStore once per subtest.
 func Run(t *testing.T, newStore func(t *testing.T) (meta.Stores, func() error)) {
+	RunGroups(t, newStore)
+}
+
+// RunGroups is Run of the named groups of tests only ("List",
+// "Versions", ...; none: all of them).
+func RunGroups(t *testing.T, newStore func(t *testing.T) (meta.Stores, func() error), names ...string) {
 	groups := []struct {
 		name  string
 		tests []test
@@ -173,6 +179,9 @@ func Run(t *testing.T, newStore func(t *testing.T) (meta.Stores, func() error)) 
 		return s
 	}
 	for _, g := range groups {
+		if len(names) > 0 && !slices.Contains(names, g.name) {
+			continue
+		}
 		t.Run(g.name, func(t *testing.T) {
 			for _, tc := range g.tests {
 				t.Run(tc.name, func(t *testing.T) {

@@ -28,3 +28,15 @@ func (s *Store) SetListenDial(dial pgconn.DialFunc) { s.listenDial = dial }
 // ListenerPID is the server process of the store's listening connection
 // (0 before it first listened).
 func (s *Store) ListenerPID() uint32 { return s.acks.pid.Load() }
+
+// RawDecodable is rawDecodable (listrows.go).
+func RawDecodable(fields []pgconn.FieldDescription, versions bool) bool {
+	return rawDecodable(fields, versions)
+}
+
+// ListScanSQL is a listing's range scan (bounded, from inclusive):
+// $1 bucket, $2 from, $3 limit, $4 end.
+var ListScanSQL = sq.RangeScans[1][1]
+
+// SkipScanSQL is a listing's skip scan (list.go), [inclusive][bounded].
+var SkipScanSQL = skipScans

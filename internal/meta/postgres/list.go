@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -35,30 +36,46 @@ func (s *Store) ListObjects(ctx context.Context, bucket string, opts meta.ListOp
 			}
 			return nil
 		}
-		scan := func(ctx context.Context, from string, inclusive bool, end string, limit int) ([]meta.Object, error) {
-			os := make([]metasql.ObjectRow, 0, limit)
-			query, scanRow := sq.ListScan(bucket, opts.DeleteMarkers, inclusive, end != "")
-			queueRows(t, &os, scanRow, query, metasql.RangeScanArgs(bucket, from, end, limit, key)...)
+		// finishScan flushes the scan queued into l, with the bucket
+		// check if not done yet, and reads the parts of its multipart
+		// objects in the same snapshot.
+		finishScan := func(l *listed) error {
 			if err := t.flush(); err != nil {
-				return nil, err
+				return err
 			}
 			if err := check(); err != nil {
+				return err
+			}
+			if len(l.multipart) > 0 && !opts.NoParts {
+				var parts []metasql.PartOf
+				queueRows(t, &parts, metasql.ScanPartOf, sq.PartsOf, l.partsIDs())
+				if err := t.flush(); err != nil {
+					return err
+				}
+				return l.attachParts(parts)
+			}
+			return nil
+		}
+		scan := func(ctx context.Context, from string, inclusive bool, end string, limit int) ([]meta.Object, error) {
+			l := listed{objects: make([]meta.Object, 0, limit)}
+			query, _ := sq.ListScan(bucket, opts.DeleteMarkers, inclusive, end != "")
+			queueListRows(t, &l, bucket, opts.DeleteMarkers, query, metasql.RangeScanArgs(bucket, from, end, limit, key)...)
+			if err := finishScan(&l); err != nil {
 				return nil, err
 			}
-			if ids := metasql.MultipartIDs(os); len(ids) > 0 && !opts.NoParts {
-				// In the transaction's snapshot.
-				var parts []metasql.PartOf
-				queueRows(t, &parts, metasql.ScanPartOf, sq.PartsOf, ids)
-				if err := t.flush(); err != nil {
-					return nil, err
-				}
-				if err := metasql.AttachParts(os, parts); err != nil {
-					return nil, err
-				}
-			}
-			return metasql.Objects(os), nil
+			return l.objects, nil
 		}
-		p, err := meta.List(ctx, scan, opts)
+		var skip meta.SkipScanFunc
+		if !opts.DeleteMarkers {
+			skip = func(ctx context.Context, from string, inclusive bool, end string, limit int, prefix, delim string) ([]meta.Object, error) {
+				l := listed{objects: make([]meta.Object, 0, limit)}
+				args := metasql.RangeScanArgs(bucket, from, end, limit, key)
+				args = append(args, len(prefix), key(delim), key(meta.PrefixEnd(delim)))
+				queueListRows(t, &l, bucket, false, skipScans[b2i(inclusive)][b2i(end != "")], args...)
+				return l.objects, finishScan(&l)
+			}
+		}
+		p, err := meta.ListSkipping(ctx, scan, skip, opts)
 		if err != nil {
 			return err
 		}
@@ -90,8 +107,8 @@ func (s *Store) ListObjectVersions(ctx context.Context, bucket string, opts meta
 			return meta.ErrNoBucket(bucket)
 		}
 		scan := func(ctx context.Context, fromKey, fromSeq string, inclusive bool, end string, limit int) ([]meta.Versioned, error) {
-			var os []metasql.ObjectRow
-			queueRows(t, &os, metasql.ScanVersion(bucket), sq.VersionScans[b2i(inclusive)][b2i(end != "")],
+			os := make([]metasql.ObjectRow, 0, limit)
+			queueObjectRows(t, &os, bucket, sq.VersionScans[b2i(inclusive)][b2i(end != "")],
 				metasql.VersionScanArgs(bucket, fromKey, fromSeq, end, limit, key)...)
 			if err := t.flush(); err != nil {
 				return nil, err
@@ -109,6 +126,40 @@ func (s *Store) ListObjectVersions(ctx context.Context, bucket string, opts meta
 		return err
 	})
 	return metasql.Result(page, err)
+}
+
+// skipScans are the skip scans of meta.SkipScanFunc, [inclusive][bounded]:
+// a loose index scan, each row found by one seek of the primary key
+// from the row before it, past its common prefix if it has one, then the
+// rows' listCols (metasql.ScanObject): bucket $1, from $2, limit $3, and
+// end $4 if bounded, then the prefix's length in bytes, the delimiter
+// and its PrefixEnd (not ""). A key's common prefix ends at the first
+// delimiter after the prefix; everything that starts with it sorts
+// before the key's bytes up to that delimiter followed by the
+// delimiter's PrefixEnd, for any bytes (keys are bytea). The LIMIT 1 of
+// the row's read (a key has one latest version) keeps the planner from
+// flattening it into a join, which it may make a hash join over the
+// bucket's rows (TestSkipScanPlan).
+var skipScans = [2][2]string{{skipScanSQL(false, false), skipScanSQL(false, true)}, {skipScanSQL(true, false), skipScanSQL(true, true)}}
+
+func skipScanSQL(inclusive, bounded bool) string {
+	bound, n := "", 4
+	if bounded {
+		bound, n = " AND key < $4", 5
+	}
+	plen, delim, delimEnd := fmt.Sprintf("$%d::int", n), fmt.Sprintf("$%d::bytea", n+1), fmt.Sprintf("$%d::bytea", n+2)
+	op := ">"
+	if inclusive {
+		op = ">="
+	}
+	at := "position(" + delim + " IN substring(s.k FROM " + plen + " + 1))"
+	next := "CASE WHEN " + at + " > 0 THEN substring(s.k FROM 1 FOR " + plen + " + " + at + " - 1) || " + delimEnd + " ELSE s.k END"
+	latest := " AND is_latest AND NOT delete_marker ORDER BY key LIMIT 1)"
+	return "WITH RECURSIVE s(k, n) AS (" +
+		"SELECT (SELECT key FROM objects WHERE bucket = $1 AND key " + op + " $2" + bound + latest + ", 1 " +
+		"UNION ALL SELECT (SELECT key FROM objects WHERE bucket = $1 AND key > s.k AND key >= " + next + bound + latest + ", s.n + 1 " +
+		"FROM s WHERE s.k IS NOT NULL AND s.n < $3) " +
+		"SELECT o.* FROM s CROSS JOIN LATERAL (SELECT " + metasql.ListCols + " FROM objects WHERE bucket = $1 AND key = s.k AND is_latest AND NOT delete_marker LIMIT 1) o ORDER BY s.n"
 }
 
 func b2i(b bool) int {
