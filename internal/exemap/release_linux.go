@@ -31,13 +31,15 @@ func Release() (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	smaps, err := readFile("/proc/self/smaps")
+	smaps, free, err := readOffHeap("/proc/self/smaps")
 	if err != nil {
 		return 0, err
 	}
+	ms := parseSmaps(smaps, exe)
+	free()
 	var released int64
 	var first error
-	for _, m := range parseSmaps(smaps, exe) {
+	for _, m := range ms {
 		if m.writable || m.anon != 0 {
 			continue
 		}
@@ -73,24 +75,19 @@ func parseSmaps(b []byte, exe string) []smapsMapping {
 		} else {
 			b = nil
 		}
-		f := fields(line, 6)
-		if len(f) == 0 {
-			continue
-		}
-		// A header: "start-end perms offset dev inode [path]"; a figure:
-		// "Name:  value kB".
-		if name := f[0]; name[len(name)-1] == ':' {
-			if cur < 0 || len(f) < 2 {
+		// A figure: "Name:  value kB" (without allocating: ~25 lines a
+		// mapping); a header: "start-end perms offset dev inode [path]".
+		if name, rest, ok := figure(line); ok {
+			if cur < 0 {
 				continue
 			}
-			v, ok := decimal(f[1])
-			switch string(name) {
-			case "Rss:":
-				if ok {
+			switch string(name) { // no allocation: compared only
+			case "Rss":
+				if v, ok := decimal(rest); ok {
 					ms[cur].rss = v << 10
 				}
-			case "Anonymous:":
-				if ok {
+			case "Anonymous":
+				if v, ok := decimal(rest); ok {
 					ms[cur].anon = v << 10
 				}
 			}
@@ -103,6 +100,29 @@ func parseSmaps(b []byte, exe string) []smapsMapping {
 		}
 	}
 	return ms
+}
+
+// figure splits "Name:   value kB" into the name and the value's digits;
+// ok is false for any other line (a mapping's header has no ':' in its
+// first field).
+func figure(line []byte) (name, value []byte, ok bool) {
+	i := 0
+	for i < len(line) && line[i] != ':' && line[i] != ' ' {
+		i++
+	}
+	if i == 0 || i == len(line) || line[i] != ':' {
+		return nil, nil, false
+	}
+	name = line[:i]
+	v := line[i+1:]
+	for len(v) > 0 && v[0] == ' ' {
+		v = v[1:]
+	}
+	j := 0
+	for j < len(v) && v[j] != ' ' {
+		j++
+	}
+	return name, v[:j], true
 }
 
 func decimal(b []byte) (int64, bool) {
@@ -126,15 +146,63 @@ func Resident() (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	smaps, err := readFile("/proc/self/smaps")
+	smaps, free, err := readOffHeap("/proc/self/smaps")
 	if err != nil {
 		return 0, err
 	}
+	defer free()
 	var n int64
 	for _, m := range parseSmaps(smaps, exe) {
 		if !m.writable {
 			n += m.rss
 		}
+	}
+	return n, nil
+}
+
+// readOffHeap reads a /proc file into memory mapped for the purpose, not
+// the Go heap: Release runs after the idle trim's last collection, and
+// the ~100 KiB of /proc/self/smaps (read through a growing buffer, several
+// times that) would stay in the heap, resident, until the next one. free
+// unmaps it.
+func readOffHeap(path string) (b []byte, free func(), err error) {
+	for size := 256 << 10; ; size *= 2 {
+		m, err := syscall.Mmap(-1, 0, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANONYMOUS)
+		if err != nil {
+			return nil, nil, err
+		}
+		n, err := readInto(path, m)
+		if err != nil || n == len(m) {
+			syscall.Munmap(m)
+			if err != nil {
+				return nil, nil, err
+			}
+			continue // it may not all have fitted: twice the room
+		}
+		return m[:n], func() { syscall.Munmap(m) }, nil
+	}
+}
+
+// readInto reads path into b until the end of the file or of b.
+func readInto(path string, b []byte) (int, error) {
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer syscall.Close(fd)
+	n := 0
+	for n < len(b) {
+		m, err := syscall.Read(fd, b[n:])
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		if m == 0 {
+			break
+		}
+		n += m
 	}
 	return n, nil
 }

@@ -5,6 +5,7 @@ package exemap
 import (
 	"encoding/binary"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -158,4 +159,23 @@ func FuzzParseSmaps(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestReleaseAllocatesLittle: Release reads /proc/self/smaps outside the
+// Go heap, which the idle trim has just collected and returned (through
+// the heap it allocated several hundred KiB, resident until the next
+// collection).
+func TestReleaseAllocatesLittle(t *testing.T) {
+	if Report().Off {
+		t.Skip("COFFER_EXEC_ADVICE=off")
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	if _, err := Release(); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	if got := after.TotalAlloc - before.TotalAlloc; got > 16<<10 {
+		t.Errorf("Release allocated %d KiB on the Go heap", got>>10)
+	}
 }
