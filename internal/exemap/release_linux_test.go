@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 	"unsafe"
 )
 
@@ -178,4 +179,69 @@ func TestReleaseAllocatesLittle(t *testing.T) {
 	if got := after.TotalAlloc - before.TotalAlloc; got > 16<<10 {
 		t.Errorf("Release allocated %d KiB on the Go heap", got>>10)
 	}
+}
+
+// BenchmarkRelease: what one idle trim's Release costs (reading
+// /proc/self/smaps, one madvise a mapping), with the faults that bring
+// back the pages the loop itself runs; -benchmem shows it allocates
+// next to nothing.
+func BenchmarkRelease(b *testing.B) {
+	if Report().Off {
+		b.Skip("COFFER_EXEC_ADVICE=off")
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Release(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkReleaseRefault: what a page of the executable costs to map back
+// after Release (a minor fault from the page cache, one page per fault
+// where fault-around is off): Release, then a read of one byte in each of
+// 256 pages of the executable's read-only data; ns/page is the time of
+// the reads divided by the pages.
+func BenchmarkReleaseRefault(b *testing.B) {
+	if Report().Off {
+		b.Skip("COFFER_EXEC_ADVICE=off")
+	}
+	const page, pages = 4096, 256
+	exe, err := os.Readlink("/proc/self/exe")
+	if err != nil {
+		b.Fatal(err)
+	}
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var start uint64
+	for _, line := range strings.Split(string(maps), "\n") {
+		fs := strings.Fields(line)
+		if len(fs) == 6 && fs[5] == exe && fs[1] == "r--p" {
+			lo, hi, _ := strings.Cut(fs[0], "-")
+			s, _ := strconv.ParseUint(lo, 16, 64)
+			e, _ := strconv.ParseUint(hi, 16, 64)
+			if e-s >= pages*page {
+				start = s
+				break
+			}
+		}
+	}
+	if start == 0 {
+		b.Skip("no read-only mapping large enough")
+	}
+	base := unsafe.Pointer(unsafe.StringData(rodata))
+	var reads time.Duration
+	for b.Loop() {
+		if _, err := Release(); err != nil {
+			b.Fatal(err)
+		}
+		t0 := time.Now()
+		for i := range pages {
+			sink += *(*byte)(unsafe.Add(base, int(uintptr(start)+uintptr(i*page))-int(uintptr(base))))
+		}
+		reads += time.Since(t0)
+	}
+	b.ReportMetric(float64(reads.Nanoseconds())/float64(b.N*pages), "ns/page")
 }
