@@ -312,8 +312,7 @@ var errClosed = errcode.New(errcode.Unavailable, "sqlite: store is closed")
 // ReleaseMemory frees the page caches of every connection (PRAGMA
 // shrink_memory): what a burst of queries filled and an idle node does
 // not need; the next query reads its pages from the file again (the OS's
-// page cache, mostly). A connection in use is not waited for. Then it
-// returns the memory SQLite's allocator retained for reuse (trimCHeap).
+// page cache, mostly). A connection in use is not waited for.
 func (s *Store) ReleaseMemory(ctx context.Context) error {
 	var errs []error
 	// The readers: every idle connection of the pool, each held until all
@@ -342,12 +341,6 @@ func (s *Store) ReleaseMemory(ctx context.Context) error {
 		_, err := c.raw.ExecContext(ctx, "PRAGMA shrink_memory")
 		return err
 	}))
-	// Then what those frees left in SQLite's allocator (libc's, shared by
-	// every connection of the process): without this it keeps up to 4 MiB
-	// of each size class resident for reuse.
-	if _, err := trimCHeap(); err != nil {
-		errs = append(errs, err)
-	}
 	if err := errors.Join(errs...); err != nil {
 		return classify(err, "sqlite: shrink memory")
 	}
