@@ -26,10 +26,13 @@
 //     userfaultfd is refused (a seccomp profile, an old kernel), only the
 //     two advices apply.
 //
-// None of this drops a page once it is mapped: pages touched are resident
+// The init drops no page once it is mapped: pages touched are resident
 // as before; pages never touched are not mapped. The price is one page
 // fault per 4 KiB page first touched instead of one per 64 KiB
-// (docs/PERFORMANCE.md, "Issue 23, third pass: idle RSS").
+// (docs/PERFORMANCE.md, "Issue 23, third pass: idle RSS"). Release, which
+// the server's idle trim calls, unmaps the read-only pages mapped so far
+// (the page cache keeps them; what runs next maps back what it touches:
+// "Issue 23, fourth pass: idle RSS after a burst").
 //
 // COFFER_EXEC_ADVICE=off leaves the kernel's defaults. On other systems
 // the package does nothing.

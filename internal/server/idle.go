@@ -5,16 +5,20 @@ import (
 	"runtime/debug"
 	"sync/atomic"
 	"time"
+
+	"github.com/coffer-storage/coffer/internal/exemap"
 )
 
 // onIdle returns what the admission controller calls once the node has
 // gone --idle-trim without a request (nil when it is 0: never). It gives
 // back what a burst left behind and a quiet node does not need: SQLite's
-// page caches (Stores.ReleaseMemory), and the Go heap's free memory (two
+// page caches (Stores.ReleaseMemory), the Go heap's free memory (two
 // collections, then every free page returned to the OS at once rather
-// than over minutes by the runtime's background scavenger). Once per quiet
-// period, in a goroutine of its own; the next request finds the caches
-// cold (docs/operations.md, "Memory").
+// than over minutes by the runtime's background scavenger), and this
+// process's mappings of the executable's read-only pages (exemap.Release:
+// the page cache keeps them, the next request maps back what it runs).
+// Once per quiet period, in a goroutine of its own; the next request finds
+// the caches cold (docs/operations.md, "Memory").
 func (s *Server) onIdle() func() {
 	if s.cfg.IdleTrim <= 0 {
 		return nil
@@ -39,6 +43,11 @@ func (s *Server) onIdle() func() {
 			// pages at once.
 			debug.FreeOSMemory()
 			debug.FreeOSMemory()
+			// Last: the collections above read the executable's stack
+			// maps, which this unmaps.
+			if n, err := exemap.Release(); err != nil {
+				s.log.Debug("idle: release the executable's pages", "released", n, "err", err)
+			}
 			s.idleTrims.Add(1)
 		}()
 	}

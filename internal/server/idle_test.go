@@ -4,10 +4,12 @@ import (
 	"context"
 	"log/slog"
 	"net/http/httptest"
+	"runtime"
 	"testing"
 	"time"
 
 	"github.com/coffer-storage/coffer/internal/config"
+	"github.com/coffer-storage/coffer/internal/exemap"
 )
 
 // TestIdleTrim: once the node has gone --idle-trim without a request, it
@@ -48,5 +50,39 @@ func TestIdleTrim(t *testing.T) {
 	defer u.Close()
 	if u.admission.Config().OnIdle != nil {
 		t.Error("--idle-trim 0: an idle hook is set")
+	}
+}
+
+// TestIdleTrimReleasesExecutable: the idle trim unmaps the executable's
+// read-only pages that this process had mapped (the inits' and the
+// requests' code), which the next request maps back as it runs them.
+func TestIdleTrimReleasesExecutable(t *testing.T) {
+	if runtime.GOOS != "linux" || exemap.Report().Off {
+		t.Skip("exemap does nothing here")
+	}
+	cfg := config.Defaults()
+	cfg.Data, cfg.IdleTrim = t.TempDir(), 300*time.Millisecond
+	s, err := New(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.handler.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/api/v1/me", nil))
+	before, err := exemap.Resident()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); s.idleTrims.Load() < 1; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no idle trim")
+		}
+	}
+	after, err := exemap.Resident()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the executable's read-only pages mapped: %d KiB before the trim, %d KiB after", before>>10, after>>10)
+	if after > before/2 {
+		t.Errorf("after the idle trim %d KiB of the executable still mapped (before: %d KiB)", after>>10, before>>10)
 	}
 }
