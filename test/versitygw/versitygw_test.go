@@ -7,8 +7,10 @@
 //
 // `versitygw test NAME` runs one test in its own process; every test uses
 // the bucket test-bucket-1, and `full-flow` stops at the first panic, so
-// the tests run one at a time, and the runner removes any leftover test-*
-// bucket (its versions, its uploads) before each. AWS_CA_BUNDLE is unset
+// the tests run one at a time on a server, and the runner removes any
+// leftover test-* bucket (its versions, its uploads) before each. The
+// runner splits the chosen tests into shards (COFFER_VERSITYGW_SHARDS,
+// default 4) that run side by side, each against a server of its own. AWS_CA_BUNDLE is unset
 // for them (the suite fails at once with "unable to add custom RootCAs"
 // otherwise). The tests of versitygw's own IAM service, website listener
 // and POSIX backend are not chosen; the chosen set is every other test
@@ -48,7 +50,9 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -147,61 +151,127 @@ func TestVersitygw(t *testing.T) {
 		t.FailNow()
 	}
 
-	var (
-		srv    *testenv.Server
-		ak, sk string
-		cl     *s3.Client
-	)
-	// fresh starts a server with an account that is empty, as versitygw's
-	// root account is: its default bucket would show in the ListBuckets
-	// tests.
-	fresh := func() {
-		srv = testenv.Start(t)
-		ak, sk = accessKey(t, srv)
-		cl = s3.NewFromConfig(aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider(ak, sk, "")},
-			func(o *s3.Options) { o.BaseEndpoint = aws.String(srv.S3URL); o.UsePathStyle = true })
-		if err := removeBuckets(t.Context(), cl, func(string) bool { return true }); err != nil {
-			t.Fatal(err)
-		}
+	// The tests run in shards side by side, each against a server of its
+	// own (its own data folder, or database and bucket on the scale-out
+	// shape), one test at a time within a shard: the suite's tests mostly
+	// wait (loopback round trips, fsync), so four shards take about a
+	// quarter of the time of one on two cores.
+	shards := 4
+	if v, err := strconv.Atoi(os.Getenv("COFFER_VERSITYGW_SHARDS")); err == nil && v > 0 {
+		shards = v
 	}
-	fresh()
-
 	start := time.Now()
+	var mu sync.Mutex
 	results := map[string]result{}
-	for _, name := range chosen {
-		t.Run(name, func(t *testing.T) {
-			err := removeBuckets(t.Context(), cl, isTestBucket)
-			if err != nil && strings.Contains(err.Error(), "protected by object lock") {
-				// A test that failed half-way left a version under
-				// COMPLIANCE retention (or its bucket's default), which
-				// no one can remove before its date, by design: the next
-				// tests need the bucket's name, so they get a new server.
-				t.Logf("a leftover version is locked (%v): starting a fresh server", err)
-				fresh()
-				err = nil
-			}
-			if err != nil {
-				t.Fatalf("removing leftover test buckets: %v", err)
-			}
-			r := run(t.Context(), bin, name, ak, sk, srv.S3URL)
-			results[name] = r
-			e := want[name]
-			switch {
-			case e.pass && !r.pass:
-				t.Errorf("expected to pass, failed:\n%s", r.output)
-			case !e.pass && r.pass:
-				t.Errorf("known failure (%s) passes now: change its line in testdata/expected.txt to pass", e.reason)
-			case !e.pass:
-				t.Logf("known failure: %s\n(it failed with: %s)", e.reason, failure(r.output))
-			}
+	// Not t.Parallel: -test.parallel (GOMAXPROCS) would run only two at
+	// a time; t.Run may be called from several goroutines at once.
+	var wg sync.WaitGroup
+	for i, mine := range split(chosen, shards) {
+		wg.Go(func() {
+			t.Run(fmt.Sprintf("shard%d", i+1), func(t *testing.T) {
+				sh := &shard{t: t}
+				sh.fresh()
+				for _, name := range mine {
+					t.Run(name, func(t *testing.T) {
+						r := sh.run(t, bin, name)
+						mu.Lock()
+						results[name] = r
+						mu.Unlock()
+						e := want[name]
+						switch {
+						case e.pass && !r.pass:
+							t.Errorf("expected to pass, failed:\n%s", r.output)
+						case !e.pass && r.pass:
+							t.Errorf("known failure (%s) passes now: change its line in testdata/expected.txt to pass", e.reason)
+						case !e.pass:
+							t.Logf("known failure: %s\n(it failed with: %s)", e.reason, failure(r.output))
+						}
+					})
+				}
+			})
 		})
 	}
+	wg.Wait()
 	t.Logf("%d tests of versitygw %s in %v\n%s", len(results), Version, time.Since(start).Round(time.Second), summary(results, want))
 	if p := os.Getenv("COFFER_VERSITYGW_WRITE"); p != "" {
 		if err := writeObserved(p, chosen, results, want); err != nil {
 			t.Error(err)
 		}
 	}
+}
+
+// slow are the tests that wait out an object lock's retention (the
+// suite's, or the runner's cleanup of what they leave): 3-20 s each, where
+// most tests take a fraction of a second.
+var slow = regexp.MustCompile(`(?i)retention|worm|object_lock|racey`)
+
+// split deals the tests into n shards of about equal time: the slow ones
+// first, each to the shard with the least so far (counted 10 against 1),
+// then the rest; each shard keeps the suite's order.
+func split(names []string, n int) [][]string {
+	shards := make([][]string, n)
+	load := make([]int, n)
+	for _, pass := range []bool{true, false} {
+		for _, name := range names {
+			if slow.MatchString(name) != pass {
+				continue
+			}
+			i := 0
+			for j := range load {
+				if load[j] < load[i] {
+					i = j
+				}
+			}
+			shards[i] = append(shards[i], name)
+			load[i] += map[bool]int{true: 10, false: 1}[pass]
+		}
+	}
+	for _, sh := range shards {
+		sort.Strings(sh)
+	}
+	return shards
+}
+
+// shard is one server and its account, on which a shard's tests run one
+// at a time.
+type shard struct {
+	t      *testing.T
+	srv    *testenv.Server
+	ak, sk string
+	cl     *s3.Client
+}
+
+// fresh starts a server with an account that is empty, as versitygw's
+// root account is: its default bucket would show in the ListBuckets
+// tests.
+func (sh *shard) fresh() {
+	t := sh.t
+	sh.srv = testenv.Start(t)
+	sh.ak, sh.sk = accessKey(t, sh.srv)
+	sh.cl = s3.NewFromConfig(aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider(sh.ak, sh.sk, "")},
+		func(o *s3.Options) { o.BaseEndpoint = aws.String(sh.srv.S3URL); o.UsePathStyle = true })
+	if err := removeBuckets(t.Context(), sh.cl, func(string) bool { return true }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// run runs one test of the suite on the shard's server (t is the test's
+// own), after removing what earlier tests left.
+func (sh *shard) run(t *testing.T, bin, name string) result {
+	err := removeBuckets(t.Context(), sh.cl, isTestBucket)
+	if err != nil && strings.Contains(err.Error(), "protected by object lock") {
+		// A test that failed half-way left a version under
+		// COMPLIANCE retention (or its bucket's default), which
+		// no one can remove before its date, by design: the next
+		// tests need the bucket's name, so they get a new server.
+		t.Logf("a leftover version is locked (%v): starting a fresh server", err)
+		sh.fresh()
+		err = nil
+	}
+	if err != nil {
+		t.Fatalf("removing leftover test buckets: %v", err)
+	}
+	return run(t.Context(), bin, name, sh.ak, sh.sk, sh.srv.S3URL)
 }
 
 // binary returns the versitygw binary: $COFFER_VERSITYGW, else the one

@@ -5,15 +5,26 @@
 //		blobtest.Run(t, func(t *testing.T) blob.Store { return memblob.New() })
 //	}
 //
-// A backend is done when Run passes, with and without -race.
+//	func TestLargeStreamed(t *testing.T) {
+//		if testing.Short() {
+//			t.Skip("256 MiB object skipped in -short mode")
+//		}
+//		blobtest.RunLarge(t, memblob.New())
+//	}
+//
+// A backend is done when Run passes, with and without -race, and RunLarge
+// passes. (RunLarge is a Test function of its own in each backend, with
+// its testing.Short check there: scripts/test.sh runs the tests -short
+// skips, and only those, without the race detector, finding them by the
+// Test function that calls testing.Short.)
 //
 // # What it checks
 //
 // Round trips of many sizes (known and unknown), ranged reads, size
 // enforcement, cancellation and reader failures, atomic visibility of
 // in-progress writes, concurrency, awkward and invalid keys, Delete while a
-// reader is open, List order and prefix filtering, and a 256 MiB streamed
-// object (skipped with -short).
+// reader is open, List order and prefix filtering; and, in RunLarge, a 256 MiB
+// streamed object.
 //
 // # Decisions the contract leaves open
 //
@@ -106,7 +117,6 @@ func RunWith(t *testing.T, newStore func(t *testing.T) blob.Store, opts Options)
 		{"ListOrder", testListOrder},
 		{"ListPrefix", testListPrefix},
 		{"ListStops", testListStops},
-		{"LargeStreamed", testLargeStreamed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -791,10 +801,10 @@ func testListStops(t *testing.T, s blob.Store) {
 	}
 }
 
-func testLargeStreamed(t *testing.T, s blob.Store) {
-	if testing.Short() {
-		t.Skip("256 MiB object skipped in -short mode")
-	}
+// RunLarge streams a 256 MiB object through s and reads it back, in
+// pieces and whole, without either side holding it. The caller skips it
+// with -short (see the package comment).
+func RunLarge(t *testing.T, s blob.Store) {
 	ctx := t.Context()
 	const size = 256 << 20
 	const seed = 42

@@ -62,19 +62,34 @@ func newStore(t *testing.T, opts Options, fsys fileSystem) (*Store, *countingSto
 	return New(back, c, nil).(*Store), back
 }
 
+// conformanceOptions are the cache's shapes the conformance suite runs on.
+var conformanceOptions = []struct {
+	name string
+	opts Options
+}{
+	{"disk", Options{}},
+	{"disk+memory", Options{MemoryBytes: 8 << 20, MemoryItemMax: 16 << 10}},
+}
+
 func TestConformance(t *testing.T) {
-	for _, tt := range []struct {
-		name string
-		opts Options
-	}{
-		{"disk", Options{}},
-		{"disk+memory", Options{MemoryBytes: 8 << 20, MemoryItemMax: 16 << 10}},
-	} {
+	for _, tt := range conformanceOptions {
 		t.Run(tt.name, func(t *testing.T) {
 			blobtest.Run(t, func(t *testing.T) blob.Store {
 				s, _ := newStore(t, tt.opts, nil)
 				return s
 			})
+		})
+	}
+}
+
+func TestLargeStreamed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("256 MiB object skipped in -short mode")
+	}
+	for _, tt := range conformanceOptions {
+		t.Run(tt.name, func(t *testing.T) {
+			s, _ := newStore(t, tt.opts, nil)
+			blobtest.RunLarge(t, s)
 		})
 	}
 }

@@ -29,6 +29,13 @@ func TestConformance(t *testing.T) {
 	blobtest.Run(t, func(t *testing.T) blob.Store { return open(t, t.TempDir()) })
 }
 
+func TestLargeStreamed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("256 MiB object skipped in -short mode")
+	}
+	blobtest.RunLarge(t, open(t, t.TempDir()))
+}
+
 func open(t testing.TB, dir string) *diskblob.Store {
 	t.Helper()
 	s, err := diskblob.Open(dir)

@@ -11,3 +11,10 @@ import (
 func TestConformance(t *testing.T) {
 	blobtest.Run(t, func(t *testing.T) blob.Store { return memblob.New() })
 }
+
+func TestLargeStreamed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("256 MiB object skipped in -short mode")
+	}
+	blobtest.RunLarge(t, memblob.New())
+}

@@ -52,6 +52,13 @@ func TestConformance(t *testing.T) {
 	}, blobtest.Options{NoNestedKeys: true})
 }
 
+func TestLargeStreamed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("256 MiB object skipped in -short mode")
+	}
+	blobtest.RunLarge(t, newStore(t, testbackend.SharedMinIO(t), Options{PartSize: 5 << 20}))
+}
+
 func TestConformanceWithPrefix(t *testing.T) {
 	m := testbackend.SharedMinIO(t)
 	s := newStore(t, m, Options{Prefix: "coffer/node/"})
