@@ -3,11 +3,11 @@
 # per cell, `coffer bench SCENARIO --rate` at 1x, 2x and 5x of a capacity
 # measured before, each for DURATION; prints one markdown row per cell
 # (goodput, shed, time to shed, admitted latency, errors, RSS, goroutines)
-# and whether the cell met the overload goals:
+# and whether the cell met the overload goals (issue 23's):
 #   - the excess is shed at once: time to shed p50 <= 50 ms, p99 <= 500 ms;
-#   - admitted requests keep a busy node's latency: their p99 <= 3 x the
-#     p99 at capacity + 100 ms (needs CAPACITY auto, which measures it);
-#   - goodput >= 60% of capacity.
+#   - admitted requests keep a busy node's latency: their p99 <= 2 x the
+#     p99 at capacity (needs CAPACITY auto, which measures it);
+#   - goodput >= 0.9 x capacity up to 2x, >= 0.8 x beyond.
 # These are measurements of a machine, not pass/fail tests (what else runs
 # on it moves them): test/bench's TestOverloadShedsEarly checks only the
 # behaviour (it sheds, with Retry-After, nothing fails, nothing is lost).
@@ -15,9 +15,15 @@
 #   scripts/bench-overload.sh upload-proxy 190 30s "1 2 5"
 #   scripts/bench-overload.sh upload-proxy auto 12s "2" "" --max-in-flight-per-client 0
 #   scripts/bench-overload.sh s3-get 1200 30s "1 2 5" /tmp/coffer-before
-# CAPACITY auto first runs the scenario closed-loop (CAP_VUS VUs, default 4,
-# for CAP_DURATION, default 6s, on its own fresh server) and takes its rate
-# and p99 as the capacity. Extra bench flags in BENCH_FLAGS (e.g.
+# CAPACITY auto first finds the capacity: the closed-loop rate at saturation
+# and its p99. It runs the scenario closed-loop at each concurrency of
+# CAP_VUS in turn (default "4 8 16 32 64", CAP_DURATION each, default 6s,
+# each on its own fresh server) until the rate grows by less than CAP_GAIN
+# (default 5 %) over the step before, and takes the step before that one:
+# the least concurrency at which the rate stops growing, with its p99.
+# (Until issue 23's fourth pass it was one run of 4 VUs, below saturation:
+# goodput at 2x then reached 115 % of it. CAP_VUS=4 gives that back; every
+# step is printed.) Extra bench flags in BENCH_FLAGS (e.g.
 # --expect-continue); VUS the generator's VUs (default 1000: each logs in
 # first, which is most of a cell's setup). The load generator is always
 # this checkout's coffer bench (it reports the admitted and shed latencies
@@ -65,20 +71,30 @@ stop_server() {
 
 CAP_P99=0
 if [ "$CAPACITY" = auto ]; then
-  start_server "$OUT/$SCENARIO-capacity.server.log"
-  # shellcheck disable=SC2086 # BENCH_FLAGS is a list of flags
-  "$BENCH" bench "$SCENARIO" --target http://127.0.0.1:$PORT --vus "${CAP_VUS:-4}" --users "${CAP_VUS:-4}" \
-    --duration "${CAP_DURATION:-6s}" --json "$OUT/$SCENARIO-capacity.json" "${extra[@]}" ${BENCH_FLAGS:-} \
-    >"$OUT/$SCENARIO-capacity.txt" 2>&1 || true
-  stop_server
-  read -r CAPACITY CAP_P99 < <(python3 - "$OUT/$SCENARIO-capacity.json" "$MAIN" <<'EOF'
+  best_rate=0 best_p99=0 best_v=0
+  for v in ${CAP_VUS:-4 8 16 32 64}; do
+    start_server "$OUT/$SCENARIO-capacity-$v.server.log"
+    # shellcheck disable=SC2086 # BENCH_FLAGS is a list of flags
+    "$BENCH" bench "$SCENARIO" --target http://127.0.0.1:$PORT --vus "$v" --users "$v" \
+      --duration "${CAP_DURATION:-6s}" --json "$OUT/$SCENARIO-capacity-$v.json" "${extra[@]}" ${BENCH_FLAGS:-} \
+      >"$OUT/$SCENARIO-capacity-$v.txt" 2>&1 || true
+    stop_server
+    read -r rate p99 < <(python3 - "$OUT/$SCENARIO-capacity-$v.json" "$MAIN" <<'EOF'
 import json, sys
 d = json.load(open(sys.argv[1]))
 ep = next(e for e in d["endpoints"] if e["name"] == sys.argv[2])
 print(f'{d["iterations"]["rate"]:.1f} {ep["ok_latency_ms"]["p99"]:.1f}')
 EOF
 )
-  echo "capacity (closed loop, ${CAP_VUS:-4} VUs): $CAPACITY it/s, $MAIN p99 $CAP_P99 ms" >&2
+    echo "closed loop, $v VUs: $rate it/s, $MAIN p99 $p99 ms (load $(cut -d' ' -f1 /proc/loadavg))" >&2
+    if python3 -c "import sys; sys.exit(0 if $rate > $best_rate * (1 + ${CAP_GAIN:-0.05}) else 1)"; then
+      best_rate=$rate best_p99=$p99 best_v=$v
+    else
+      break
+    fi
+  done
+  CAPACITY=$best_rate CAP_P99=$best_p99
+  echo "capacity (closed loop at saturation, $best_v VUs): $CAPACITY it/s, $MAIN p99 $CAP_P99 ms" >&2
 fi
 
 printf '| scenario | load | offered/s | goodput/s | of capacity | shed | time to shed p50 / p99 | admitted p50 / p99 | admitted p99 ÷ capacity p99 | failed (408) | RSS max | goroutines max | goals |\n'
@@ -108,9 +124,9 @@ ratio = f'{ok["p99"] / cap_p99:.1f}×' if cap_p99 > 0 else "—"
 missed = []
 if shed and (shed["p50"] > 50 or shed["p99"] > 500):
     missed.append("time to shed")
-if cap_p99 > 0 and ok["p99"] > 3 * cap_p99 + 100:
+if cap_p99 > 0 and ok["p99"] > 2 * cap_p99:
     missed.append("admitted p99")
-if good < 0.6 * cap:
+if good < (0.9 if float(m) <= 2 else 0.8) * cap:
     missed.append("goodput")
 if req["failed"]:
     missed.append("failures")
