@@ -79,6 +79,9 @@ func TestConformanceTextFormats(t *testing.T) {
 // with user metadata: 19,119 when pgx scanned each column (about 19 a
 // row), about 3 a row since listrows.go.
 func TestListPageAllocs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocation counts: run without -short (scripts/test.sh: without the race detector, which changes them)")
+	}
 	s := open(t, testbackend.SharedPostgres(t).CreateDatabase(t), postgres.Options{})
 	addAlice(t, s, 0)
 	ctx := context.Background()

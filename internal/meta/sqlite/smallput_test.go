@@ -20,6 +20,9 @@ import (
 const putInlineAllocCeiling = 200
 
 func TestPutInlineAllocs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocation counts: run without -short (scripts/test.sh: without the race detector, which changes them)")
+	}
 	s, _ := setup(t, Options{})
 	ctx := context.Background()
 	data := make([]byte, 1024)
