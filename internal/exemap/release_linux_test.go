@@ -167,6 +167,9 @@ func FuzzParseSmaps(f *testing.F) {
 // the heap it allocated several hundred KiB, resident until the next
 // collection).
 func TestReleaseAllocatesLittle(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocation counts: run without -short (scripts/test.sh: without the race detector, which changes them)")
+	}
 	if Report().Off {
 		t.Skip("COFFER_EXEC_ADVICE=off")
 	}
