@@ -107,18 +107,13 @@ func (w *IdleWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 func WriteIdle(idle time.Duration, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		iw := NewIdleWriter(w, idle)
-		// A fresh deadline replaces the one the previous request on this
-		// connection left (net/http only resets write deadlines when
-		// Server.WriteTimeout is set). The handler's writes move it as
-		// they go (at most once a second), the first one too if the
-		// handler took longer than a second to start writing.
-		iw.refresh()
+		// A deadline left by the previous request on this connection must
+		// not cut this one (net/http only resets write deadlines when
+		// Server.WriteTimeout is set).
+		_ = iw.rc.SetWriteDeadline(time.Time{})
 		next.ServeHTTP(iw, r)
 		// Bound what net/http still writes after the handler returns (the
-		// buffered tail of the body, the chunked terminator): a deadline
-		// moved within the last second is at least idle less a second
-		// away, as during the response, so a short request sets one
-		// deadline, not three.
-		iw.refresh()
+		// buffered tail of the body, the chunked terminator).
+		_ = iw.rc.SetWriteDeadline(time.Now().Add(idle))
 	})
 }

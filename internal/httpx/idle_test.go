@@ -139,23 +139,6 @@ type deadlineCounter struct {
 
 func (d *deadlineCounter) SetWriteDeadline(time.Time) error { d.n++; return nil }
 
-// TestWriteIdleOneDeadlinePerShortResponse: a response written within a
-// second sets the write deadline once (it set three: cleared, moved by the
-// first write, left for net/http's flush). Each costs a runtime timer
-// change under the connection's lock, on every small request.
-func TestWriteIdleOneDeadlinePerShortResponse(t *testing.T) {
-	h := WriteIdle(time.Minute, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Length", "5")
-		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write([]byte("hello"))
-	}))
-	dc := &deadlineCounter{ResponseWriter: httptest.NewRecorder()}
-	h.ServeHTTP(dc, httptest.NewRequest("GET", "/", nil))
-	if dc.n != 1 {
-		t.Errorf("write deadlines set: %d, want 1", dc.n)
-	}
-}
-
 // TestWriteIdleHandlerSlowToWrite: a handler that starts writing after the
 // idle timeout (a long upload answered at its end) still gets its response
 // out: its first write moves the deadline the request began with.
