@@ -17,13 +17,8 @@ const (
 
 // RequestID returns the request's ID, or "".
 func RequestID(ctx context.Context) string {
-	switch v := ctx.Value(reqIDKey).(type) {
-	case string: // WithRequestID
-		return v
-	case *string: // WithRequest: a string in an interface would allocate on every call
-		return *v
-	}
-	return ""
+	s, _ := ctx.Value(reqIDKey).(string)
+	return s
 }
 
 // WithRequestID returns ctx carrying id.
@@ -57,18 +52,11 @@ func validRequestID(s string) bool {
 // in the context.
 func RequestIDMiddleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := IncomingRequestID(r)
+		id := r.Header.Get("X-Request-Id")
+		if !validRequestID(id) {
+			id = NewRequestID()
+		}
 		w.Header().Set("X-Request-Id", id)
 		next.ServeHTTP(w, r.WithContext(WithRequestID(r.Context(), id)))
 	})
-}
-
-// IncomingRequestID is the ID a request gets: the client's X-Request-Id if
-// it is sane, else a fresh one.
-func IncomingRequestID(r *http.Request) string {
-	id := r.Header.Get("X-Request-Id")
-	if !validRequestID(id) {
-		id = NewRequestID()
-	}
-	return id
 }

@@ -42,33 +42,6 @@ func WithSlot(ctx context.Context) (context.Context, *Slot) {
 	return context.WithValue(ctx, userKey, s), s
 }
 
-// WithRequest returns ctx carrying the request ID id (RequestID) and a
-// fresh Slot, in one context node and one allocation: what
-// WithRequestID and WithSlot give in two each, on every request.
-func WithRequest(ctx context.Context, id string) (context.Context, *Slot) {
-	c := &requestCtx{Context: ctx, id: id}
-	return c, &c.slot
-}
-
-// requestCtx is a request's ID and Slot (WithRequest).
-type requestCtx struct {
-	context.Context
-	slot Slot
-	id   string
-}
-
-func (c *requestCtx) Value(key any) any {
-	switch key {
-	case reqIDKey:
-		return &c.id // see RequestID
-	case userKey:
-		return &c.slot
-	}
-	return c.Context.Value(key)
-}
-
-func (c *requestCtx) String() string { return "httpx.WithRequest(" + c.id + ")" }
-
 // SetUser records the authenticated user.
 func SetUser(ctx context.Context, id string) {
 	if s, ok := ctx.Value(userKey).(*Slot); ok {

@@ -95,7 +95,7 @@ func (s *Server) guard(api string, classify func(*http.Request) httpx.Kind, errw
 		}
 		next.ServeHTTP(w, r)
 	})
-	return s.securityHeaders(api, s.observe(api, httpx.WriteIdle(s.cfg.WriteIdle, s.recoverer(errw, admitted))))
+	return s.securityHeaders(api, httpx.RequestIDMiddleware(s.observe(api, httpx.WriteIdle(s.cfg.WriteIdle, s.recoverer(errw, admitted)))))
 }
 
 // securityHeaders sets the headers every response of every listener
@@ -138,17 +138,12 @@ func (s *Server) recoverer(errw errorWriter, next http.Handler) http.Handler {
 	})
 }
 
-// observe gives each request its ID (httpx.IncomingRequestID, echoed in
-// X-Request-Id, as httpx.RequestIDMiddleware does), records metrics and
-// writes one access-log line per request. The ID and the Slot share one
-// context node and one copy of the request.
+// observe records metrics and writes one access-log line per request.
 func (s *Server) observe(api string, next http.Handler) http.Handler {
 	inFlight := s.metrics.InFlight(api)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		id := httpx.IncomingRequestID(r)
-		w.Header().Set("X-Request-Id", id)
-		ctx, slot := httpx.WithRequest(r.Context(), id)
+		ctx, slot := httpx.WithSlot(r.Context())
 		rec := &httpx.Recorder{ResponseWriter: w}
 		var body *httpx.CountingBody
 		if r.Body != nil && r.Body != http.NoBody {

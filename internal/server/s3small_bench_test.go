@@ -173,10 +173,8 @@ func TestS3SmallAllocs(t *testing.T) {
 // checksum header keys and no response-* map per GetObject). Fourth pass:
 // PUT 307 and GET 80 (the SQLite writer grows an owner's usage in one
 // UPDATE when the owner has no quota, PUT 338 -> 313; aws-sdk-go-v2's
-// "?x-id=Operation" parsed once and shared, 313 -> 307 and 86 -> 80);
-// then 303 and 76 (the request ID and the Slot in one context node and
-// one copy of the request).
+// "?x-id=Operation" parsed once and shared, 313 -> 307 and 86 -> 80).
 const (
-	putAllocCeiling = 306
-	getAllocCeiling = 78
+	putAllocCeiling = 310
+	getAllocCeiling = 83
 )
