@@ -27,16 +27,10 @@ func Release() (int64, error) {
 	if result.Off {
 		return 0, nil
 	}
-	exe, err := readlink("/proc/self/exe")
+	ms, err := exeSmaps()
 	if err != nil {
 		return 0, err
 	}
-	smaps, free, err := readOffHeap("/proc/self/smaps")
-	if err != nil {
-		return 0, err
-	}
-	ms := parseSmaps(smaps, exe)
-	free()
 	var released int64
 	var first error
 	for _, m := range ms {
@@ -52,6 +46,21 @@ func Release() (int64, error) {
 		released += m.rss
 	}
 	return released, first
+}
+
+// exeSmaps returns the executable's mappings in /proc/self/smaps, read
+// off the Go heap (readOffHeap); the mappings hold no part of the file.
+func exeSmaps() ([]smapsMapping, error) {
+	exe, err := readlink("/proc/self/exe")
+	if err != nil {
+		return nil, err
+	}
+	smaps, free, err := readOffHeap("/proc/self/smaps")
+	if err != nil {
+		return nil, err
+	}
+	defer free()
+	return parseSmaps(smaps, exe), nil
 }
 
 // smapsMapping is one mapping of /proc/PID/smaps with its resident and
@@ -142,17 +151,12 @@ func decimal(b []byte) (int64, bool) {
 // Resident returns the bytes of the executable's read-only mappings that
 // this process has mapped (their Rss in /proc/self/smaps).
 func Resident() (int64, error) {
-	exe, err := readlink("/proc/self/exe")
+	ms, err := exeSmaps()
 	if err != nil {
 		return 0, err
 	}
-	smaps, free, err := readOffHeap("/proc/self/smaps")
-	if err != nil {
-		return 0, err
-	}
-	defer free()
 	var n int64
-	for _, m := range parseSmaps(smaps, exe) {
+	for _, m := range ms {
 		if !m.writable {
 			n += m.rss
 		}
