@@ -261,87 +261,72 @@ par_wait || { echo "unit tests failed"; exit 1; }
 # The fuzz targets, short runs with one worker each: beside the end-to-end
 # suites, which mostly wait (loopback, fsync, servers starting), they take
 # the core those leave idle instead of minutes of their own at the end.
-fuzz() { # package target seconds
-  local log; log=$(mktemp)
-  for attempt in 1 2; do
-    if go test -run '^$' -fuzz "^$2\$" -fuzztime "${3}s" -parallel 1 "$1" >"$log" 2>&1; then
-      echo "fuzz $2 ok"; rm -f "$log"; return
-    fi
-    echo "fuzz $2 failed (attempt $attempt):"; tail -25 "$log"
-    # A found input is saved under testdata/fuzz and fails the run at once;
-    # a failure without one (a worker lost under load) is retried once.
-    if [ -n "$(git status --porcelain -- "$1/testdata/fuzz" 2>/dev/null)" ]; then
-      go test -run "^$2\$" "$1"; exit 1
-    fi
-    # Go 1.26's coordinator can report its own -fuzztime deadline as a
-    # failure when a worker is mid-input as time runs out on a loaded
-    # machine (golang/go#75804, fixed in Go 1.27): a bare "context deadline
-    # exceeded" with no input written is the full run, not a finding.
-    if grep -q '^    context deadline exceeded$' "$log" && ! grep -q 'Failing input written' "$log"; then
-      echo "fuzz $2 ok (ran its time; Go's coordinator reported its own deadline, golang/go#75804, no input written)"
-      rm -f "$log"; return
-    fi
+# Each package's fuzzing test binary is built once (go test -c -fuzz) and
+# runs each of its targets, as go test -fuzz would (the package's folder,
+# the same corpus cache), without linking the binary again for each.
+fuzz_pkg() { # package target:seconds...
+  local pkg=$1 bin log spec target secs attempt; shift
+  bin=$(mktemp); log=$(mktemp)
+  if ! go test -c -fuzz . -o "$bin" "$pkg" >"$log" 2>&1; then
+    echo "fuzz: building $pkg failed:"; cat "$log"; exit 1
+  fi
+  local cache; cache="$(go env GOCACHE)/fuzz/$(go list "$pkg")"
+  for spec; do
+    target=${spec%:*}; secs=${spec#*:}
+    for attempt in 1 2; do
+      if (cd "$pkg" && "$bin" -test.run '^$' -test.fuzz "^$target\$" -test.fuzztime "${secs}s" -test.parallel 1 \
+        -test.fuzzcachedir "$cache" -test.paniconexit0) >"$log" 2>&1; then
+        echo "fuzz $target ok"; continue 2
+      fi
+      echo "fuzz $target failed (attempt $attempt):"; tail -25 "$log"
+      # A found input is saved under testdata/fuzz and fails the run at once;
+      # a failure without one (a worker lost under load) is retried once.
+      if [ -n "$(git status --porcelain -- "$pkg/testdata/fuzz" 2>/dev/null)" ]; then
+        go test -run "^$target\$" "$pkg"; exit 1
+      fi
+      # Go 1.26's coordinator can report its own -fuzztime deadline as a
+      # failure when a worker is mid-input as time runs out on a loaded
+      # machine (golang/go#75804, fixed in Go 1.27): a bare "context deadline
+      # exceeded" with no input written is the full run, not a finding.
+      if grep -q '^    context deadline exceeded$' "$log" && ! grep -q 'Failing input written' "$log"; then
+        echo "fuzz $target ok (ran its time; Go's coordinator reported its own deadline, golang/go#75804, no input written)"
+        continue 2
+      fi
+    done
+    exit 1
   done
-  exit 1
+  rm -f "$bin" "$log"
 }
 fuzz_all() {
-  fuzz ./internal/httpx FuzzParseRange 10
-  fuzz ./internal/httpx FuzzMatchETag 5
-  fuzz ./internal/httpapi FuzzRouter 10
-  fuzz ./internal/httpapi FuzzClientDigests 5
-  fuzz ./internal/object FuzzValidKey 5
-  fuzz ./internal/object FuzzPartDigest 5
-  fuzz ./internal/meta/metasql FuzzDecodeMetadata 5
-  fuzz ./internal/s3api/sigv4 FuzzParseAuthorization 10
-  fuzz ./internal/s3api/sigv4 FuzzChunkedReader 10
-  fuzz ./internal/s3api/sigv4 FuzzUnsignedTrailerReader 10
-  fuzz ./internal/s3api FuzzCompleteMultipartUploadXML 5
-  fuzz ./internal/s3api FuzzDeleteObjectsXML 5
-  fuzz ./internal/s3api/sigv2 FuzzParseV2 10
-  fuzz ./internal/s3api FuzzCreateBucketXML 5
-  fuzz ./internal/s3api FuzzCopySourceRange 5
-  fuzz ./internal/s3api FuzzVersioningXML 5
-  fuzz ./internal/s3api FuzzTagging 5
-  fuzz ./internal/s3api FuzzLifecycle 5
-  fuzz ./internal/s3api FuzzObjectLockConfigurationXML 5
-  fuzz ./internal/s3api FuzzRetentionXML 5
-  fuzz ./internal/s3api FuzzLegalHoldXML 5
-  fuzz ./internal/s3api FuzzParseCORS 5
-  fuzz ./internal/tlscert FuzzParse 5
-  fuzz ./internal/config FuzzParseRate 5
-  fuzz ./internal/config FuzzParseDuration 5
-  fuzz ./internal/crypt FuzzParseEnvelope 10
-  fuzz ./internal/crypt FuzzDecrypt 10
-  fuzz ./internal/crypt FuzzUnsealMatchesSio 10
-  fuzz ./internal/kms FuzzParseKeyring 5
-  fuzz ./internal/kms FuzzUnwrap 5
-  fuzz ./internal/tus FuzzParseChecksum 5
-  fuzz ./internal/meta/postgres FuzzParseChange 5
-  fuzz ./internal/meta/metasql FuzzEscapeLike 5
-  fuzz ./internal/blob/cacheblob FuzzParseName 5
-  fuzz ./internal/httpapi FuzzZipName 5
-  fuzz ./internal/object FuzzShareKey 5
-  fuzz ./internal/auth FuzzCheckShareGrant 5
-  fuzz ./internal/s3api FuzzBucketEncryptionXML 5
-  fuzz ./internal/integrity FuzzParseChecksumType 5
-  fuzz ./internal/integrity FuzzCombine 5
-  fuzz ./internal/s3api FuzzCustomerKeyHeaders 5
-  fuzz ./internal/s3api/postpolicy FuzzParse 10
-  fuzz ./internal/s3api FuzzPostForm 5
-  fuzz ./internal/gateway FuzzParseGateway 5
-  fuzz ./internal/console FuzzAccepts 5
-  fuzz ./internal/meta FuzzParseCursor 5
-  fuzz ./internal/exemap FuzzParseMaps 5
-  fuzz ./test/readme FuzzParse 5
-  fuzz ./internal/auth FuzzAccessClaims 5
-  fuzz ./internal/object FuzzOpenUploadState 5
-  fuzz ./internal/auth FuzzDefaultBucketNames 5
-  fuzz ./internal/integrity FuzzParseAlgorithm 5
-  fuzz ./internal/s3api FuzzACL 5
-  fuzz ./internal/policy FuzzParse 10
-  fuzz ./internal/auth FuzzSimpleScope 5
-  fuzz ./internal/auth FuzzParseAppToken 5
-  fuzz ./internal/cli FuzzParseExpiry 5
+  fuzz_pkg ./internal/httpx FuzzParseRange:10 FuzzMatchETag:5
+  fuzz_pkg ./internal/httpapi FuzzRouter:10 FuzzClientDigests:5 FuzzZipName:5
+  fuzz_pkg ./internal/object FuzzValidKey:5 FuzzPartDigest:5 FuzzShareKey:5 FuzzOpenUploadState:5
+  fuzz_pkg ./internal/meta/metasql FuzzDecodeMetadata:5 FuzzEscapeLike:5
+  fuzz_pkg ./internal/s3api/sigv4 FuzzParseAuthorization:10 FuzzChunkedReader:10 \
+    FuzzUnsignedTrailerReader:10
+  fuzz_pkg ./internal/s3api FuzzCompleteMultipartUploadXML:5 FuzzDeleteObjectsXML:5 \
+    FuzzCreateBucketXML:5 FuzzCopySourceRange:5 FuzzVersioningXML:5 FuzzTagging:5 FuzzLifecycle:5 \
+    FuzzObjectLockConfigurationXML:5 FuzzRetentionXML:5 FuzzLegalHoldXML:5 FuzzParseCORS:5 \
+    FuzzBucketEncryptionXML:5 FuzzCustomerKeyHeaders:5 FuzzPostForm:5 FuzzACL:5
+  fuzz_pkg ./internal/s3api/sigv2 FuzzParseV2:10
+  fuzz_pkg ./internal/tlscert FuzzParse:5
+  fuzz_pkg ./internal/config FuzzParseRate:5 FuzzParseDuration:5
+  fuzz_pkg ./internal/crypt FuzzParseEnvelope:10 FuzzDecrypt:10 FuzzUnsealMatchesSio:10
+  fuzz_pkg ./internal/kms FuzzParseKeyring:5 FuzzUnwrap:5
+  fuzz_pkg ./internal/tus FuzzParseChecksum:5
+  fuzz_pkg ./internal/meta/postgres FuzzParseChange:5
+  fuzz_pkg ./internal/blob/cacheblob FuzzParseName:5
+  fuzz_pkg ./internal/auth FuzzCheckShareGrant:5 FuzzAccessClaims:5 FuzzDefaultBucketNames:5 \
+    FuzzSimpleScope:5 FuzzParseAppToken:5
+  fuzz_pkg ./internal/integrity FuzzParseChecksumType:5 FuzzCombine:5 FuzzParseAlgorithm:5
+  fuzz_pkg ./internal/s3api/postpolicy FuzzParse:10
+  fuzz_pkg ./internal/gateway FuzzParseGateway:5
+  fuzz_pkg ./internal/console FuzzAccepts:5
+  fuzz_pkg ./internal/meta FuzzParseCursor:5
+  fuzz_pkg ./internal/exemap FuzzParseMaps:5
+  fuzz_pkg ./test/readme FuzzParse:5
+  fuzz_pkg ./internal/policy FuzzParse:10
+  fuzz_pkg ./internal/cli FuzzParseExpiry:5
 }
 
 par "end-to-end tests against the binary (embedded shape; scale-out cluster, faults, real clients, the console in Chromium, overload)" \
