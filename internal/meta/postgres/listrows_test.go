@@ -65,6 +65,11 @@ func TestListRowsRawDecodable(t *testing.T) {
 // which the raw decoder leaves to the generic scanner: both read a
 // listing alike.
 func TestConformanceTextFormats(t *testing.T) {
+	// Formats, not concurrency: the test command runs it once, without the
+	// race detector (~90 s under it, three conformance groups again).
+	if testing.Short() {
+		t.Skip("the simple protocol's conformance groups run without -short")
+	}
 	db := withQueryMode(t, testbackend.SharedPostgres(t).CreateDatabase(t), "simple_protocol")
 	metatest.RunGroups(t, func(t *testing.T) (meta.Stores, func() error) {
 		s, err := postgres.Open(t.Context(), freshSchema(t, db), postgres.Options{})
