@@ -258,9 +258,11 @@ par "unit tests, build without the cloud key services" go test -count=1 -tags co
 par "unit tests, cmd/coffer (its init advises the executable's mappings)" go test -count=1 ./cmd/coffer/
 par_wait || { echo "unit tests failed"; exit 1; }
 
-# The fuzz targets, short runs with one worker each: beside the end-to-end
-# suites, which mostly wait (loopback, fsync, servers starting), they take
-# the core those leave idle instead of minutes of their own at the end.
+# The fuzz targets, short runs with one worker each (3 s, 6 s for the
+# parsers with the widest input; their seeds run in every unit test run):
+# beside the end-to-end suites, which mostly wait (loopback, fsync, servers
+# starting), they take the core those leave idle instead of minutes of
+# their own at the end.
 # Each package's fuzzing test binary is built once (go test -c -fuzz) and
 # runs each of its targets, as go test -fuzz would (the package's folder,
 # the same corpus cache), without linking the binary again for each.
@@ -298,41 +300,63 @@ fuzz_pkg() { # package target:seconds...
   rm -f "$bin" "$log"
 }
 fuzz_all() {
-  fuzz_pkg ./internal/httpx FuzzParseRange:10 FuzzMatchETag:5
-  fuzz_pkg ./internal/httpapi FuzzRouter:10 FuzzClientDigests:5 FuzzZipName:5
-  fuzz_pkg ./internal/object FuzzValidKey:5 FuzzPartDigest:5 FuzzShareKey:5 FuzzOpenUploadState:5
-  fuzz_pkg ./internal/meta/metasql FuzzDecodeMetadata:5 FuzzEscapeLike:5
-  fuzz_pkg ./internal/s3api/sigv4 FuzzParseAuthorization:10 FuzzChunkedReader:10 \
-    FuzzUnsignedTrailerReader:10
-  fuzz_pkg ./internal/s3api FuzzCompleteMultipartUploadXML:5 FuzzDeleteObjectsXML:5 \
-    FuzzCreateBucketXML:5 FuzzCopySourceRange:5 FuzzVersioningXML:5 FuzzTagging:5 FuzzLifecycle:5 \
-    FuzzObjectLockConfigurationXML:5 FuzzRetentionXML:5 FuzzLegalHoldXML:5 FuzzParseCORS:5 \
-    FuzzBucketEncryptionXML:5 FuzzCustomerKeyHeaders:5 FuzzPostForm:5 FuzzACL:5
-  fuzz_pkg ./internal/s3api/sigv2 FuzzParseV2:10
-  fuzz_pkg ./internal/tlscert FuzzParse:5
-  fuzz_pkg ./internal/config FuzzParseRate:5 FuzzParseDuration:5
-  fuzz_pkg ./internal/crypt FuzzParseEnvelope:10 FuzzDecrypt:10 FuzzUnsealMatchesSio:10
-  fuzz_pkg ./internal/kms FuzzParseKeyring:5 FuzzUnwrap:5
-  fuzz_pkg ./internal/tus FuzzParseChecksum:5
-  fuzz_pkg ./internal/meta/postgres FuzzParseChange:5
-  fuzz_pkg ./internal/blob/cacheblob FuzzParseName:5
-  fuzz_pkg ./internal/auth FuzzCheckShareGrant:5 FuzzAccessClaims:5 FuzzDefaultBucketNames:5 \
-    FuzzSimpleScope:5 FuzzParseAppToken:5
-  fuzz_pkg ./internal/integrity FuzzParseChecksumType:5 FuzzCombine:5 FuzzParseAlgorithm:5
-  fuzz_pkg ./internal/s3api/postpolicy FuzzParse:10
-  fuzz_pkg ./internal/gateway FuzzParseGateway:5
-  fuzz_pkg ./internal/console FuzzAccepts:5
-  fuzz_pkg ./internal/meta FuzzParseCursor:5
-  fuzz_pkg ./internal/exemap FuzzParseMaps:5
-  fuzz_pkg ./test/readme FuzzParse:5
-  fuzz_pkg ./internal/policy FuzzParse:10
-  fuzz_pkg ./internal/cli FuzzParseExpiry:5
+  fuzz_pkg ./internal/httpx FuzzParseRange:6 FuzzMatchETag:3
+  fuzz_pkg ./internal/httpapi FuzzRouter:6 FuzzClientDigests:3 FuzzZipName:3
+  fuzz_pkg ./internal/object FuzzValidKey:3 FuzzPartDigest:3 FuzzShareKey:3 FuzzOpenUploadState:3
+  fuzz_pkg ./internal/meta/metasql FuzzDecodeMetadata:3 FuzzEscapeLike:3
+  fuzz_pkg ./internal/s3api/sigv4 FuzzParseAuthorization:6 FuzzChunkedReader:6 \
+    FuzzUnsignedTrailerReader:6
+  fuzz_pkg ./internal/s3api FuzzCompleteMultipartUploadXML:3 FuzzDeleteObjectsXML:3 \
+    FuzzCreateBucketXML:3 FuzzCopySourceRange:3 FuzzVersioningXML:3 FuzzTagging:3 FuzzLifecycle:3 \
+    FuzzObjectLockConfigurationXML:3 FuzzRetentionXML:3 FuzzLegalHoldXML:3 FuzzParseCORS:3 \
+    FuzzBucketEncryptionXML:3 FuzzCustomerKeyHeaders:3 FuzzPostForm:3 FuzzACL:3
+  fuzz_pkg ./internal/s3api/sigv2 FuzzParseV2:6
+  fuzz_pkg ./internal/tlscert FuzzParse:3
+  fuzz_pkg ./internal/config FuzzParseRate:3 FuzzParseDuration:3
+  fuzz_pkg ./internal/crypt FuzzParseEnvelope:6 FuzzDecrypt:6 FuzzUnsealMatchesSio:6
+  fuzz_pkg ./internal/kms FuzzParseKeyring:3 FuzzUnwrap:3
+  fuzz_pkg ./internal/tus FuzzParseChecksum:3
+  fuzz_pkg ./internal/meta/postgres FuzzParseChange:3
+  fuzz_pkg ./internal/blob/cacheblob FuzzParseName:3
+  fuzz_pkg ./internal/auth FuzzCheckShareGrant:3 FuzzAccessClaims:3 FuzzDefaultBucketNames:3 \
+    FuzzSimpleScope:3 FuzzParseAppToken:3
+  fuzz_pkg ./internal/integrity FuzzParseChecksumType:3 FuzzCombine:3 FuzzParseAlgorithm:3
+  fuzz_pkg ./internal/s3api/postpolicy FuzzParse:6
+  fuzz_pkg ./internal/gateway FuzzParseGateway:3
+  fuzz_pkg ./internal/console FuzzAccepts:3
+  fuzz_pkg ./internal/meta FuzzParseCursor:3
+  fuzz_pkg ./internal/exemap FuzzParseMaps:3
+  fuzz_pkg ./test/readme FuzzParse:3
+  fuzz_pkg ./internal/policy FuzzParse:6
+  fuzz_pkg ./internal/cli FuzzParseExpiry:3
 }
 
-par "end-to-end tests against the binary (embedded shape; scale-out cluster, faults, real clients, the console in Chromium, overload)" \
-  go test -count=1 -timeout 20m ./test/...
-par "end-to-end suites again on the scale-out shape (PostgreSQL + MinIO)" \
-  env COFFER_E2E_BACKEND=scaleout go test -count=1 -timeout 20m ./test/e2e/ ./test/versitygw/
+# test_shards N PACKAGE: N -run patterns that split the package's top-level
+# tests (and examples and fuzz seeds, as go test -list names them) between
+# N processes, round robin: each runs once, and test/e2e's suites, the
+# longest (273 s embedded, 501 s on the scale-out shape in one process),
+# run as N side by side. Each process starts its own servers.
+test_shards() {
+  local names
+  names=$(go test -list '.*' "$2" | grep -E '^(Test|Example|Fuzz)[A-Za-z0-9_]*$') || return 1
+  [ -n "$names" ] || { echo "test_shards: no tests in $2" >&2; return 1; }
+  awk -v n="$1" '{ i = (NR - 1) % n; g[i] = g[i] (g[i] == "" ? "" : "|") $0 }
+    END { for (i = 0; i < n; i++) if (g[i] != "") print "^(" g[i] ")$" }' <<<"$names"
+}
+E2E_SHARDS=${COFFER_E2E_SHARDS:-2}
+mapfile -t E2E_RUNS < <(test_shards "$E2E_SHARDS" ./test/e2e/)
+[ "${#E2E_RUNS[@]}" -gt 0 ] || { echo "no shards of test/e2e"; exit 1; }
+mapfile -t TEST_PKGS < <(go list ./test/... | grep -v '/test/e2e$')
+par "end-to-end tests against the binary (scale-out cluster, faults, real clients, the console in Chromium, overload)" \
+  go test -count=1 -timeout 20m "${TEST_PKGS[@]}"
+for i in "${!E2E_RUNS[@]}"; do
+  par "end-to-end suite test/e2e, embedded shape (shard $((i + 1))/${#E2E_RUNS[@]})" \
+    go test -count=1 -timeout 20m -run "${E2E_RUNS[$i]}" ./test/e2e/
+  par "end-to-end suite test/e2e, scale-out shape: PostgreSQL + MinIO (shard $((i + 1))/${#E2E_RUNS[@]})" \
+    env COFFER_E2E_BACKEND=scaleout go test -count=1 -timeout 20m -run "${E2E_RUNS[$i]}" ./test/e2e/
+done
+par "versitygw's suite again on the scale-out shape (PostgreSQL + MinIO)" \
+  env COFFER_E2E_BACKEND=scaleout go test -count=1 -timeout 20m ./test/versitygw/
 par "fuzz (short runs, one worker each)" fuzz_all
 par_wait || { echo "end-to-end tests or fuzzing failed"; exit 1; }
 
