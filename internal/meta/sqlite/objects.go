@@ -199,12 +199,31 @@ func lookupSQL(cond, version string) string {
 	if cond != "" {
 		on, tail = " AND "+cond, ""
 	}
-	return `SELECT b.owner_id, o.key, o.size, o.etag, o.sha256, o.content_type, o.metadata, o.blob_key, o.mod_time,
+	return `SELECT ` + terse(`b.owner_id, o.key, o.size, o.etag, o.sha256, o.content_type, o.metadata, o.blob_key, o.mod_time,
 		o.checksum_algorithm, o.checksum_type, o.checksum_value, o.parts_id, o.part_count, o.inline_id, i.data, o.sse, o.sse_kek, o.tags,
-		o.lock_mode, o.lock_until, o.legal_hold, o.acl, o.crc32c, ` + version + `
+		o.lock_mode, o.lock_until, o.legal_hold, o.acl, o.crc32c, `+version) + `
 	FROM buckets b LEFT JOIN objects o ON o.bucket = b.name AND o.key = ?2` + on + `
 	LEFT JOIN inline_data i ON i.id = o.inline_id
 	WHERE b.name = ?1` + tail
+}
+
+// terse rewrites a select list (expressions separated by commas, none
+// holding a comma itself) so that every result column is an expression
+// named "c": modernc.org/sqlite copies each result column's name and
+// declared type into Go strings on every execution of a query (newRows),
+// which costs two allocations a column unless the name is one byte
+// (a one-byte string is not allocated) and the declared type is NULL (as
+// it is for an expression: the unary + is a no-op that makes the column
+// one). The lookups below select up to 33 columns (issue 23, fifth pass);
+// nothing reads the names or declared types (rows are scanned by
+// position, and no column here is declared DATE, DATETIME or TIMESTAMP,
+// the types the driver parses by name).
+func terse(list string) string {
+	cols := strings.Split(list, ",")
+	for i, c := range cols {
+		cols[i] = "+" + strings.TrimSpace(c) + " AS c"
+	}
+	return strings.Join(cols, ", ")
 }
 
 const versionCols = "o.version_id, b.versioning, o.seq, o.is_latest, o.delete_marker, b.object_lock, b.lock_mode, b.lock_days, b.lock_years"
@@ -217,7 +236,7 @@ var (
 	readLatestQuery = lookupSQL("", "CASE WHEN o.delete_marker THEN '!' || o.version_id ELSE o.version_id END")
 )
 
-const readPartsQuery = "SELECT blob_key, size, etag, checksum, sse, sse_kek FROM object_parts WHERE parts_id = ? ORDER BY idx"
+var readPartsQuery = "SELECT " + terse("blob_key, size, etag, checksum, sse, sse_kek") + " FROM object_parts WHERE parts_id = ? ORDER BY idx"
 
 // scanObjectPart reads a row of readPartsQuery.
 func scanObjectPart(r metasql.Row) (meta.ObjectPart, error) {
@@ -303,7 +322,15 @@ func storeBytes(ctx context.Context, c *conn, o meta.Object) (partsID, inlineID 
 		if data == nil {
 			data = []byte{}
 		}
-		if err := c.QueryRowContext(ctx, "INSERT INTO inline_data (data) VALUES (?) RETURNING id", data).Scan(&inlineID); err != nil {
+		// Exec and the rowid SQLite reports, not RETURNING: a statement
+		// that returns rows costs the driver a rows object, its columns'
+		// names and a Scan (issue 23, fifth pass). The writer is the only
+		// connection that writes, so the last insert rowid is this row's.
+		res, err := c.ExecContext(ctx, "INSERT INTO inline_data (data) VALUES (?)", data)
+		if err == nil {
+			inlineID, err = res.LastInsertId()
+		}
+		if err != nil {
 			return 0, 0, classify(err, "store inline object %q", o.Key)
 		}
 	}
