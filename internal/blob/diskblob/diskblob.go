@@ -97,6 +97,7 @@ type Store struct {
 	bufs sync.Pool // *[]byte of bufSize + unitSlack
 
 	noDirect bool // never O_DIRECT (benchmarks compare both ways)
+	noUnits  bool // fill a blob.UnitReader's body as any other (benchmarks compare both ways)
 
 	// durable holds directories under blobs/ whose entry in their parent
 	// has been fsynced by this process, so Put syncs each parent once.
@@ -305,7 +306,7 @@ func (s *Store) write(ctx context.Context, f *os.File, r io.Reader, size int64) 
 	direct := false
 	if size >= fillMinSize {
 		read = func(p []byte) (int, error) { return fill(r, p) }
-		if u, ok := r.(blob.UnitReader); ok && u.ReadUnit() > 0 && 4*u.ReadUnit()+directAlign <= len(*bp) {
+		if u, ok := r.(blob.UnitReader); ok && !s.noUnits && u.ReadUnit() > 0 && 4*u.ReadUnit()+directAlign <= len(*bp) {
 			// Whole units only: four a fill, whatever tail was held
 			// back (see unitSlack).
 			unit := u.ReadUnit()
