@@ -92,6 +92,18 @@ type Copier interface {
 	Copy(ctx context.Context, src, dst string) (Info, error)
 }
 
+// UnitReader is implemented by a body whose Reads yield whole units of
+// ReadUnit bytes (the last may be shorter) and which serves a Read into
+// less than a unit through a buffer of its own and a copy: an encrypting
+// stream (crypt), whose unit is a sealed segment. A store that fills a
+// buffer before each write should then ask for whole units only
+// (diskblob does); a plain reader does not implement it.
+type UnitReader interface {
+	io.Reader
+	// ReadUnit is the unit in bytes (> 0).
+	ReadUnit() int
+}
+
 // Closer is implemented by stores that hold resources.
 type Closer interface {
 	Close() error

@@ -170,6 +170,15 @@ func (r *sealReader) Read(p []byte) (int, error) {
 	return m, nil
 }
 
+// ReadUnit is what a Read into a buffer of at least that size yields: one
+// sealed segment (the last may be shorter). A Read into less seals the
+// segment into a pooled buffer and copies it out, so a caller that fills
+// its buffer before each write (diskblob, through blob.UnitReader) leaves
+// room for whole segments only: without that, diskblob's 256 KiB buffer
+// took three segments and a copy of the fourth, a quarter of an encrypted
+// PUT's bytes (issue 23, fifth pass, in docs/PERFORMANCE.md).
+func (r *sealReader) ReadUnit() int { return sealedSegment }
+
 // release returns the pooled buffer, if any.
 func (r *sealReader) release() {
 	if r.buf != nil {

@@ -175,3 +175,56 @@ func (s *sizeRecorder) Read(p []byte) (int, error) {
 	s.largest = max(s.largest, len(p))
 	return s.r.Read(p)
 }
+
+// TestEncryptWholeSegmentFills: read as diskblob reads an encrypted body
+// (a blob.UnitReader: fills of whole ReadUnit-byte units after a held-back
+// tail of up to 4 KiB), every segment is sealed straight into the
+// caller's buffer: the stream's own segment buffer (a seal and a copy) is
+// never taken. A unit one byte smaller would split every segment.
+func TestEncryptWholeSegmentFills(t *testing.T) {
+	s := newStreamK(t)
+	plain := bytes.Repeat([]byte("whole segments "), (10<<20+12345)/15)
+	for _, short := range []int{0, 1} {
+		r := s.Encrypt(bytes.NewReader(plain)).(*sealReader)
+		unit := r.ReadUnit() - short
+		buf := make([]byte, 4*unit+8192)
+		var ct []byte
+		took, held := 0, 0
+		for done := false; !done; {
+			p := buf[held:]
+			p = p[:len(p)/unit*unit]
+			n := 0
+			for n < len(p) {
+				m, err := r.Read(p[n:])
+				n += m
+				if r.buf != nil {
+					took++
+				}
+				if err == io.EOF {
+					done = true
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			end := held + n
+			w := end &^ 4095
+			if done {
+				w = end
+			}
+			ct = append(ct, buf[:w]...)
+			held = copy(buf, buf[w:end])
+		}
+		if short == 0 && took > 0 {
+			t.Errorf("%d Reads took the stream's own segment buffer", took)
+		}
+		if short == 1 && took == 0 {
+			t.Errorf("units one byte short never split a segment: the test checks nothing")
+		}
+		got, err := readRange(s, ct, int64(len(plain)), 0, -1)
+		if err != nil || !bytes.Equal(got, plain) {
+			t.Fatalf("unit %d: decrypted %d bytes (%v), not the plaintext", unit, len(got), err)
+		}
+	}
+}

@@ -3,7 +3,8 @@
 # COMMAND…: runs the bench COMMAND (a --compare run of ROUNDS rounds of
 # DUR), shows its comparison table (saved in CELLFILE) and then each
 # server's CPU per request (user+system from /proc, setup included: small
-# against the cell), the steadiest comparison on a shared machine.
+# against the cell), the steadiest comparison on a shared machine, and the
+# load average at the start of each round.
 
 # cpu PID: the process's user+system CPU time so far, in clock ticks.
 cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
@@ -15,7 +16,15 @@ compare_cell() {
   local apid=$1 bpid=$2 dur=$3 rounds=$4 cell=$5 a0 b0 ua0 ub0 ra rb
   shift 6
   a0=$(cpu "$apid"); b0=$(cpu "$bpid"); ua0=$(ucpu "$apid"); ub0=$(ucpu "$bpid")
-  "$@" 2>&1 | sed -n '/alternating rounds/,$p' | tee "$cell" || true
+  # Each round's start is noted with the load average then (printed
+  # under the table): the machine is shared, and a round's load says how
+  # far to trust it.
+  rm -f "$cell.rounds"
+  "$@" 2>&1 | while IFS= read -r line; do
+    case $line in "bench: round "*) echo "    ${line#bench: }: load $(cut -d' ' -f1-3 /proc/loadavg)" >>"$cell.rounds" ;; esac
+    printf '%s\n' "$line"
+  done | sed -n '/alternating rounds/,$p' | tee "$cell" || true
+  if [ -f "$cell.rounds" ]; then cat "$cell.rounds"; fi
   read -r ra rb < <(awk '/^ *requests\/s /{print $2, $3}' "$cell")
   python3 - "$(getconf CLK_TCK)" "$a0" "$(cpu "$apid")" "$b0" "$(cpu "$bpid")" "${ra:-0}" "${rb:-0}" "$dur" "$rounds" \
     "$ua0" "$(ucpu "$apid")" "$ub0" "$(ucpu "$bpid")" <<'PY'

@@ -76,6 +76,15 @@ var ErrLocked = errors.New("diskblob: the directory is in use by another Coffer 
 // between checks of its context.
 const bufSize = 256 << 10
 
+// unitSlack is what a pooled buffer holds beyond bufSize: room for a body
+// of whole units (blob.UnitReader: an encrypted stream's sealed segments,
+// 64 KiB + 32 bytes) to fill four of them after the tail held back from
+// the last direct write (< directAlign), so that no unit is split across
+// two buffers (the reader would seal it into a buffer of its own and copy
+// it: a quarter of an encrypted PUT's bytes; issue 23, fifth pass, in
+// docs/PERFORMANCE.md). A plaintext body uses bufSize of it.
+const unitSlack = 2 * directAlign
+
 // maxDurableDirs bounds the cache of directories known to be durable.
 const maxDurableDirs = 1 << 16
 
@@ -85,9 +94,10 @@ type Store struct {
 	dir  string
 	root *os.Root
 	lock *os.File
-	bufs sync.Pool // *[]byte of bufSize
+	bufs sync.Pool // *[]byte of bufSize + unitSlack
 
 	noDirect bool // never O_DIRECT (benchmarks compare both ways)
+	noUnits  bool // fill a blob.UnitReader's body as any other (benchmarks compare both ways)
 
 	// durable holds directories under blobs/ whose entry in their parent
 	// has been fsynced by this process, so Put syncs each parent once.
@@ -142,7 +152,7 @@ func OpenWith(dir string, o Options) (*Store, error) {
 		minFree: o.MinFree,
 	}
 	s.bufs.New = func() any {
-		b := alignedBuf(bufSize)
+		b := alignedBuf(bufSize + unitSlack)
 		return &b
 	}
 	if err := s.open(); err != nil {
@@ -291,11 +301,18 @@ func (s *Store) write(ctx context.Context, f *os.File, r io.Reader, size int64) 
 	}()
 	bp := s.bufs.Get().(*[]byte)
 	defer s.bufs.Put(bp)
-	buf := *bp
+	buf := (*bp)[:bufSize]
 	read := r.Read
 	direct := false
 	if size >= fillMinSize {
 		read = func(p []byte) (int, error) { return fill(r, p) }
+		if u, ok := r.(blob.UnitReader); ok && !s.noUnits && u.ReadUnit() > 0 && 4*u.ReadUnit()+directAlign <= len(*bp) {
+			// Whole units only: four a fill, whatever tail was held
+			// back (see unitSlack).
+			unit := u.ReadUnit()
+			buf = *bp
+			read = func(p []byte) (int, error) { return fill(r, p[:len(p)/unit*unit]) }
+		}
 		// Large bodies bypass the page cache (see directAlign).
 		direct = !s.noDirect && setDirect(f, true) == nil
 	}

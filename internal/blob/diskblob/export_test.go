@@ -6,6 +6,10 @@ import "os"
 // direct writes (BenchmarkPutFromSocket compares both).
 func NoDirect(s *Store) { s.noDirect = true }
 
+// NoUnits makes s fill a blob.UnitReader's body as any other, as before
+// whole-unit fills (BenchmarkPutUnits compares both).
+func NoUnits(s *Store) { s.noUnits = true }
+
 // SetWriteBack makes Put call f, then the real write-back, for every
 // range whose write-back it starts; the returned func undoes it.
 func SetWriteBack(f func(file *os.File, off, n int64)) (restore func()) {
