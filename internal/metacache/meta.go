@@ -5,6 +5,7 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/coffer-storage/coffer/internal/meta"
@@ -74,8 +75,12 @@ func NewStore(m meta.Stores, bus *Bus, o StoreOptions) *Store {
 // the others, and Changes, are the store's own.
 func (s *Store) Stores() meta.Stores {
 	m := s.inner
-	m.Buckets = buckets{m.Buckets, s}
-	m.Objects = objects{m.Objects, s}
+	m.Buckets = buckets{m.Buckets, s, m.Buckets.GetBucket}
+	inner := m.Objects
+	m.Objects = objects{inner, s, func(ctx context.Context, k string) (meta.Object, error) {
+		bucket, key, _ := strings.Cut(k, "/") // meta.ObjectChangeKey of a bucket without "/"
+		return inner.GetObject(ctx, bucket, key)
+	}}
 	m.Uploads = uploads{m.Uploads, s}
 	m.Accounts = accounts{m.Accounts, s}
 	m.EncryptionJobs = encryptionJobs{m.EncryptionJobs, s}
@@ -182,11 +187,14 @@ func objectChange(bucket, key string) meta.Change {
 type buckets struct {
 	meta.Buckets
 	c *Store
+	// load is the store's GetBucket as a func value, made once (a method
+	// value made in GetBucket would be allocated on every call).
+	load func(ctx context.Context, name string) (meta.Bucket, error)
 }
 
 // GetBucket implements meta.Buckets from the cache.
 func (b buckets) GetBucket(ctx context.Context, name string) (meta.Bucket, error) {
-	return b.c.buckets.Get(ctx, name, b.Buckets.GetBucket)
+	return b.c.buckets.Get(ctx, name, b.load)
 }
 
 // SetBucketVisibility implements meta.Buckets, invalidating the bucket.
@@ -325,13 +333,21 @@ func (b buckets) PutGatewayBucket(ctx context.Context, bk meta.Bucket) error {
 type objects struct {
 	meta.Objects
 	c *Store
+	// load reads the object its cache key names, for a bucket whose name
+	// has no "/" (every valid one): made once, where a closure over the
+	// bucket and key would be allocated on every GetObject.
+	load func(ctx context.Context, k string) (meta.Object, error)
 }
 
 // GetObject implements meta.Objects from the cache.
 func (o objects) GetObject(ctx context.Context, bucket, key string) (meta.Object, error) {
-	obj, err := o.c.objects.Get(ctx, meta.ObjectChangeKey(bucket, key), func(ctx context.Context, _ string) (meta.Object, error) {
-		return o.Objects.GetObject(ctx, bucket, key)
-	})
+	load := o.load
+	if strings.Contains(bucket, "/") {
+		load = func(ctx context.Context, _ string) (meta.Object, error) {
+			return o.Objects.GetObject(ctx, bucket, key)
+		}
+	}
+	obj, err := o.c.objects.Get(ctx, meta.ObjectChangeKey(bucket, key), load)
 	if err != nil {
 		return meta.Object{}, err
 	}

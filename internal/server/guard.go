@@ -78,8 +78,12 @@ func (s *Server) guard(api string, classify func(*http.Request) httpx.Kind, errw
 			return
 		}
 		// A node serving requests collects at --heap-floor at the
-		// earliest (package gcfloor); the idle trim disarms it.
-		gcfloor.Arm(uint64(s.cfg.HeapFloor))
+		// earliest (package gcfloor); the idle trim disarms it. Probes
+		// and scrapes do not arm it: they come to idle nodes too, and
+		// do not end a quiet period (ratelimit).
+		if !k.Probe {
+			gcfloor.Arm(uint64(s.cfg.HeapFloor))
+		}
 		s.inflight.Add(1)
 		defer func() {
 			t.Done()
