@@ -40,6 +40,9 @@ import (
 var (
 	// armed is Arm's fast path: the floor in force (0: disarmed).
 	armed atomic.Uint64
+	// off is set once the process's GOGC is known to be off: Arm then
+	// returns at once.
+	off atomic.Bool
 
 	mu sync.Mutex
 	// base is the process's own GOGC, read at the first Arm (-1: off,
@@ -59,7 +62,7 @@ var (
 // Its cost once armed with the same floor is one atomic load, so a server
 // calls it for every request.
 func Arm(floor uint64) {
-	if armed.Load() == floor {
+	if armed.Load() == floor || off.Load() {
 		return
 	}
 	if floor == 0 {
@@ -77,7 +80,8 @@ func Arm(floor uint64) {
 		percent, known = base, true
 	}
 	if base < 0 {
-		return // GOGC=off: nothing to raise
+		off.Store(true) // GOGC=off: nothing to raise
+		return
 	}
 	gen++
 	armed.Store(floor)

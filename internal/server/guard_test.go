@@ -315,12 +315,13 @@ func TestMetricsOnlyForLocalClients(t *testing.T) {
 func TestRefusedBeforeContinue(t *testing.T) {
 	s := testServer(t)
 	srv := httptest.NewServer(s.s3)
-	defer srv.Close()
+	t.Cleanup(srv.Close) // after the connections' (cleanups run last first)
 	for _, method := range []string{"PUT", "POST"} {
 		c, err := net.Dial("tcp", srv.Listener.Addr().String())
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { c.Close() })
 		req := method + " /bucket/key HTTP/1.1\r\nHost: " + srv.Listener.Addr().String() + "\r\n" +
 			"Authorization: AWS4-HMAC-SHA256 Credential=AKIANOSUCHKEY0000000/20260101/us-east-1/s3/aws4_request, SignedHeaders=host;x-amz-content-sha256;x-amz-date, Signature=" + strings.Repeat("0", 64) + "\r\n" +
 			"X-Amz-Date: " + time.Now().UTC().Format("20060102T150405Z") + "\r\n" +
