@@ -44,6 +44,14 @@ type Store struct {
 	sync    time.Duration
 	buckets *Map[meta.Bucket]
 	objects *Map[meta.Object]
+	// loadBucket and loadObject read a record the caches miss: func
+	// values made once (a method value or a closure over the bucket and
+	// key, made on each lookup, would be allocated every time).
+	// loadObject takes the cache key, meta.ObjectChangeKey of a bucket
+	// without "/" (every valid name; GetObject makes a closure for any
+	// other).
+	loadBucket func(ctx context.Context, name string) (meta.Bucket, error)
+	loadObject func(ctx context.Context, k string) (meta.Object, error)
 }
 
 // StoreOptions configure a Store.
@@ -61,13 +69,21 @@ type StoreOptions struct {
 // NewStore returns caches of m's records subscribed to bus.
 func NewStore(m meta.Stores, bus *Bus, o StoreOptions) *Store {
 	o.Sync = max(o.Sync, bus.SyncBound())
-	return &Store{
-		inner:   m,
-		bus:     bus,
-		sync:    o.Sync,
-		buckets: NewMap(bus, meta.TopicBucket, o.Buckets, bucketSize),
-		objects: NewMap(bus, meta.TopicObject, o.Objects, objectSize),
+	s := &Store{
+		inner:      m,
+		bus:        bus,
+		sync:       o.Sync,
+		buckets:    NewMap(bus, meta.TopicBucket, o.Buckets, bucketSize),
+		objects:    NewMap(bus, meta.TopicObject, o.Objects, objectSize),
+		loadObject: func(ctx context.Context, k string) (meta.Object, error) {
+			bucket, key, _ := strings.Cut(k, "/")
+			return m.Objects.GetObject(ctx, bucket, key)
+		},
 	}
+	if m.Buckets != nil {
+		s.loadBucket = m.Buckets.GetBucket
+	}
+	return s
 }
 
 // Stores returns the store's roles, those whose writes change a cached
@@ -75,12 +91,8 @@ func NewStore(m meta.Stores, bus *Bus, o StoreOptions) *Store {
 // the others, and Changes, are the store's own.
 func (s *Store) Stores() meta.Stores {
 	m := s.inner
-	m.Buckets = buckets{m.Buckets, s, m.Buckets.GetBucket}
-	inner := m.Objects
-	m.Objects = objects{inner, s, func(ctx context.Context, k string) (meta.Object, error) {
-		bucket, key, _ := strings.Cut(k, "/") // meta.ObjectChangeKey of a bucket without "/"
-		return inner.GetObject(ctx, bucket, key)
-	}}
+	m.Buckets = buckets{m.Buckets, s}
+	m.Objects = objects{m.Objects, s}
 	m.Uploads = uploads{m.Uploads, s}
 	m.Accounts = accounts{m.Accounts, s}
 	m.EncryptionJobs = encryptionJobs{m.EncryptionJobs, s}
@@ -187,14 +199,11 @@ func objectChange(bucket, key string) meta.Change {
 type buckets struct {
 	meta.Buckets
 	c *Store
-	// load is the store's GetBucket as a func value, made once (a method
-	// value made in GetBucket would be allocated on every call).
-	load func(ctx context.Context, name string) (meta.Bucket, error)
 }
 
 // GetBucket implements meta.Buckets from the cache.
 func (b buckets) GetBucket(ctx context.Context, name string) (meta.Bucket, error) {
-	return b.c.buckets.Get(ctx, name, b.load)
+	return b.c.buckets.Get(ctx, name, b.c.loadBucket)
 }
 
 // SetBucketVisibility implements meta.Buckets, invalidating the bucket.
@@ -333,15 +342,11 @@ func (b buckets) PutGatewayBucket(ctx context.Context, bk meta.Bucket) error {
 type objects struct {
 	meta.Objects
 	c *Store
-	// load reads the object its cache key names, for a bucket whose name
-	// has no "/" (every valid one): made once, where a closure over the
-	// bucket and key would be allocated on every GetObject.
-	load func(ctx context.Context, k string) (meta.Object, error)
 }
 
 // GetObject implements meta.Objects from the cache.
 func (o objects) GetObject(ctx context.Context, bucket, key string) (meta.Object, error) {
-	load := o.load
+	load := o.c.loadObject
 	if strings.Contains(bucket, "/") {
 		load = func(ctx context.Context, _ string) (meta.Object, error) {
 			return o.Objects.GetObject(ctx, bucket, key)
