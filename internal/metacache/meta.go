@@ -70,11 +70,11 @@ type StoreOptions struct {
 func NewStore(m meta.Stores, bus *Bus, o StoreOptions) *Store {
 	o.Sync = max(o.Sync, bus.SyncBound())
 	s := &Store{
-		inner:      m,
-		bus:        bus,
-		sync:       o.Sync,
-		buckets:    NewMap(bus, meta.TopicBucket, o.Buckets, bucketSize),
-		objects:    NewMap(bus, meta.TopicObject, o.Objects, objectSize),
+		inner:   m,
+		bus:     bus,
+		sync:    o.Sync,
+		buckets: NewMap(bus, meta.TopicBucket, o.Buckets, bucketSize),
+		objects: NewMap(bus, meta.TopicObject, o.Objects, objectSize),
 		loadObject: func(ctx context.Context, k string) (meta.Object, error) {
 			bucket, key, _ := strings.Cut(k, "/")
 			return m.Objects.GetObject(ctx, bucket, key)
