@@ -134,6 +134,10 @@ type core struct {
 
 	bus    *metacache.Bus
 	states *metacache.Map[userState]
+	// stateLoader is loadState as a func value, made once (the method
+	// value s.loadState would be allocated on every state lookup, which
+	// every authenticated request makes).
+	stateLoader func(ctx context.Context, id string) (userState, error)
 }
 
 // ConfigFrom returns the account service's configuration in c: token
@@ -185,6 +189,7 @@ func NewService(m Stores, master []byte, cfg Config) *Service {
 		bus:     cfg.Bus,
 		states:  metacache.NewMap[userState](cfg.Bus, meta.TopicUser, cfg.Cache),
 	}
+	c.stateLoader = c.loadState
 	if off := cfg.ClockOffset; off != 0 {
 		c.now = func() time.Time { return time.Now().Add(off) }
 		c.tokens.now = c.now
@@ -388,7 +393,7 @@ type userState struct {
 
 // state returns the cached state of user id.
 func (s *core) state(ctx context.Context, id string) (userState, error) {
-	return s.states.Get(ctx, id, s.loadState)
+	return s.states.Get(ctx, id, s.stateLoader)
 }
 
 func (s *core) loadState(ctx context.Context, id string) (userState, error) {

@@ -141,6 +141,9 @@ type Keys struct {
 	*core
 	sealer *keySealer
 	keys   *metacache.Map[keyEntry]
+	// keyLoader is loadKey as a func value, made once (see
+	// core.stateLoader).
+	keyLoader func(ctx context.Context, id string) (keyEntry, error)
 
 	touchMu    sync.Mutex
 	touched    map[string]time.Time
@@ -154,6 +157,7 @@ func newKeys(c *core, sealer *keySealer) *Keys {
 		touched:  map[string]time.Time{},
 		internal: map[string][2]string{},
 	}
+	k.keyLoader = k.loadKey
 	// A deleted user's internal key goes with it.
 	c.bus.Subscribe(meta.TopicUser, func(id string) {
 		k.internalMu.Lock()
@@ -312,7 +316,7 @@ func (s *Keys) LookupKey(ctx context.Context, id string) (secret string, p Princ
 // use returns the cached key or app token id if it may be used now: its
 // user exists and is enabled, and it has not expired.
 func (s *Keys) use(ctx context.Context, id string) (keyEntry, error) {
-	k, err := s.keys.Get(ctx, id, s.loadKey)
+	k, err := s.keys.Get(ctx, id, s.keyLoader)
 	if err != nil {
 		return keyEntry{}, err
 	}

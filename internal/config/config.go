@@ -147,7 +147,8 @@ type Config struct {
 	ScrubEvery  time.Duration // --scrub-every: time between the starts of two background scrubs (0 = off); default 168h
 	ScrubRate   int64         // --scrub-rate: bytes per second the scrub reads, at most; default 50MiB
 
-	IdleTrim time.Duration // --idle-trim: how long the node goes without a request before it returns its free memory to the OS (0 = never; docs/operations.md, "Memory"); default 10s
+	IdleTrim  time.Duration // --idle-trim: how long the node goes without a request before it returns its free memory to the OS (0 = never; docs/operations.md, "Memory"); default 10s
+	HeapFloor int64         // --heap-floor: while the node serves requests, the Go heap may grow to this before a collection, whatever GOGC (package gcfloor; 0 = GOGC alone); default 32MiB
 
 	LoginConcurrency int    // --login-concurrency: parallel password hashes; default 0 = max(1, cores/2) (LoginSlots)
 	Argon2Memory     uint32 // --argon2-memory: KiB; default 19456
@@ -246,6 +247,7 @@ func Defaults() Config {
 		ScrubEvery:           7 * 24 * time.Hour,
 		ScrubRate:            50 << 20,
 		IdleTrim:             10 * time.Second,
+		HeapFloor:            32 << 20,
 		Argon2Memory:         19456,
 		Argon2Time:           2,
 		Signup:               "open",
@@ -443,6 +445,9 @@ func (c Config) Validate() error {
 	if c.IdleTrim < 0 {
 		errs = append(errs, errors.New("idle-trim: 0 (never) or > 0"))
 	}
+	if c.HeapFloor < 0 || c.HeapFloor > 1<<40 {
+		errs = append(errs, errors.New("heap-floor: 0 (GOGC alone) to 1TiB"))
+	}
 	if c.LifecycleDay < 0 || c.LifecycleDay > time.Minute {
 		errs = append(errs, errors.New("lifecycle-day: TEST ONLY; 0 (a real day) or at most 1m"))
 	}
@@ -593,6 +598,7 @@ func (c *Config) FlagSet(name string) *flag.FlagSet {
 	fs.BoolVar(&c.VerifyReads, "verify-reads", c.VerifyReads, "check a whole-object read of a plaintext object against its recorded CRC-32C (or SHA-256) while it streams; a damaged blob's response is cut, never completed (docs/operations.md)")
 	fs.DurationVar(&c.ScrubEvery, "scrub-every", c.ScrubEvery, "time between the starts of two background scrubs, which check every blob against its checksum (0 = off; coffer fsck runs one)")
 	fs.Var((*bytesValue)(&c.ScrubRate), "scrub-rate", "bytes per second the scrub reads, at most, e.g. 50MiB")
+	fs.Var((*bytesValue)(&c.HeapFloor), "heap-floor", "while the node serves requests, let the Go heap grow to this before a garbage collection whatever GOGC says (fewer collections at a small live heap; the idle trim gives it back), e.g. 32MiB (0 = GOGC alone)")
 	fs.DurationVar(&c.IdleTrim, "idle-trim", c.IdleTrim, "after this long without a request, return the memory the node holds free to the OS: a garbage collection, and SQLite's page caches (0 = never)")
 	fs.DurationVar(&c.LifecycleDay, "lifecycle-day", c.LifecycleDay, "TEST ONLY: length of a lifecycle day (0 = 24h; at most 1m), so tests expire objects in seconds; never set it in production")
 	fs.DurationVar(&c.ClockOffset, "clock-offset", c.ClockOffset, "TEST ONLY: skew the clock of the object and account services by this much (at most 24h either way), for fault tests; never set it in production")

@@ -584,3 +584,24 @@ func TestCORSOriginsFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestHeapFloorFlag: --heap-floor (COFFER_HEAP_FLOOR) takes a size, 0
+// turning the floor off; a negative one is refused.
+func TestHeapFloorFlag(t *testing.T) {
+	if c := Defaults(); c.HeapFloor != 32<<20 {
+		t.Errorf("default heap floor %d, want 32 MiB", c.HeapFloor)
+	}
+	checkFlags(t, "heap-floor", []flagCase{
+		{[]string{"--heap-floor", "0"}, nil, true},
+		{[]string{"--heap-floor", "64MiB"}, nil, true},
+		{nil, map[string]string{"COFFER_HEAP_FLOOR": "16MiB"}, true},
+		{[]string{"--heap-floor", "2TiB"}, nil, false},
+	}, func(tc flagCase, c Config) {
+		switch {
+		case tc.env != nil && c.HeapFloor != 16<<20:
+			t.Errorf("COFFER_HEAP_FLOOR=16MiB: %d", c.HeapFloor)
+		case len(tc.args) == 2 && tc.args[1] == "64MiB" && c.HeapFloor != 64<<20:
+			t.Errorf("--heap-floor 64MiB: %d", c.HeapFloor)
+		}
+	})
+}

@@ -1,11 +1,13 @@
 package httpx
 
 import (
+	"encoding/hex"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -259,10 +261,56 @@ func TestActiveContent(t *testing.T) {
 		{"video/mp4", false},
 		{"text/csv", false},
 	}
-	for _, tc := range tests {
-		if got := ActiveContent(tc.ct); got != tc.want {
-			t.Errorf("ActiveContent(%q) = %v, want %v", tc.ct, got, tc.want)
+	// Twice: decided, then remembered.
+	for range 2 {
+		for _, tc := range tests {
+			if got := ActiveContent(tc.ct); got != tc.want {
+				t.Errorf("ActiveContent(%q) = %v, want %v", tc.ct, got, tc.want)
+			}
 		}
+	}
+}
+
+// TestActiveContentRemembered: a content type seen before is answered
+// without mime.ParseMediaType's allocation; at most maxActiveKnown types
+// are kept, and types past that bound are still decided right.
+func TestActiveContentRemembered(t *testing.T) {
+	ActiveContent("application/octet-stream")
+	if n := testing.AllocsPerRun(100, func() { ActiveContent("application/octet-stream") }); n != 0 {
+		t.Errorf("a known content type: %.0f allocations", n)
+	}
+	for i := range 2 * maxActiveKnown {
+		ct := "application/x-type" + strconv.Itoa(i)
+		if ActiveContent(ct) || !ActiveContent(ct+"+xml") {
+			t.Fatalf("%s decided wrong", ct)
+		}
+	}
+	if m := activeKnown.Load(); m == nil || len(*m) > maxActiveKnown {
+		t.Errorf("%d content types kept, bound %d", len(*m), maxActiveKnown)
+	}
+	if !ActiveContent("text/html") || ActiveContent("text/plain") {
+		t.Error("known types decided wrong past the bound")
+	}
+}
+
+// TestNewRequestID: 16 upper-case hex digits, as before (one allocation).
+func TestNewRequestID(t *testing.T) {
+	seen := map[string]bool{}
+	for range 100 {
+		id := NewRequestID()
+		if len(id) != 16 || strings.ToUpper(id) != id || !validRequestID(id) {
+			t.Fatalf("NewRequestID() = %q", id)
+		}
+		if _, err := hex.DecodeString(id); err != nil {
+			t.Fatalf("NewRequestID() = %q: %v", id, err)
+		}
+		if seen[id] {
+			t.Fatalf("NewRequestID() repeated %q", id)
+		}
+		seen[id] = true
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = NewRequestID() }); n > 1 {
+		t.Errorf("NewRequestID: %.0f allocations, want 1", n)
 	}
 }
 

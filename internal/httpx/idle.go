@@ -24,14 +24,16 @@ const idleChunk = 256 << 10
 // too.
 type IdleWriter struct {
 	http.ResponseWriter
-	rc   *http.ResponseController
+	rc   http.ResponseController // by value: one allocation a request fewer
 	idle time.Duration
 	set  time.Time // when the deadline was last moved; zero: never in this request
 }
 
 // NewIdleWriter wraps w with a write-idle deadline of idle.
 func NewIdleWriter(w http.ResponseWriter, idle time.Duration) *IdleWriter {
-	return &IdleWriter{ResponseWriter: w, rc: http.NewResponseController(w), idle: idle}
+	iw := &IdleWriter{ResponseWriter: w, idle: idle}
+	iw.rc = *http.NewResponseController(w)
+	return iw
 }
 
 func (w *IdleWriter) refresh() {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/coffer-storage/coffer/internal/meta"
@@ -43,6 +44,14 @@ type Store struct {
 	sync    time.Duration
 	buckets *Map[meta.Bucket]
 	objects *Map[meta.Object]
+	// loadBucket and loadObject read a record the caches miss: func
+	// values made once (a method value or a closure over the bucket and
+	// key, made on each lookup, would be allocated every time).
+	// loadObject takes the cache key, meta.ObjectChangeKey of a bucket
+	// without "/" (every valid name; GetObject makes a closure for any
+	// other).
+	loadBucket func(ctx context.Context, name string) (meta.Bucket, error)
+	loadObject func(ctx context.Context, k string) (meta.Object, error)
 }
 
 // StoreOptions configure a Store.
@@ -60,13 +69,21 @@ type StoreOptions struct {
 // NewStore returns caches of m's records subscribed to bus.
 func NewStore(m meta.Stores, bus *Bus, o StoreOptions) *Store {
 	o.Sync = max(o.Sync, bus.SyncBound())
-	return &Store{
+	s := &Store{
 		inner:   m,
 		bus:     bus,
 		sync:    o.Sync,
 		buckets: NewMap(bus, meta.TopicBucket, o.Buckets, bucketSize),
 		objects: NewMap(bus, meta.TopicObject, o.Objects, objectSize),
+		loadObject: func(ctx context.Context, k string) (meta.Object, error) {
+			bucket, key, _ := strings.Cut(k, "/")
+			return m.Objects.GetObject(ctx, bucket, key)
+		},
 	}
+	if m.Buckets != nil {
+		s.loadBucket = m.Buckets.GetBucket
+	}
+	return s
 }
 
 // Stores returns the store's roles, those whose writes change a cached
@@ -186,7 +203,7 @@ type buckets struct {
 
 // GetBucket implements meta.Buckets from the cache.
 func (b buckets) GetBucket(ctx context.Context, name string) (meta.Bucket, error) {
-	return b.c.buckets.Get(ctx, name, b.Buckets.GetBucket)
+	return b.c.buckets.Get(ctx, name, b.c.loadBucket)
 }
 
 // SetBucketVisibility implements meta.Buckets, invalidating the bucket.
@@ -329,9 +346,13 @@ type objects struct {
 
 // GetObject implements meta.Objects from the cache.
 func (o objects) GetObject(ctx context.Context, bucket, key string) (meta.Object, error) {
-	obj, err := o.c.objects.Get(ctx, meta.ObjectChangeKey(bucket, key), func(ctx context.Context, _ string) (meta.Object, error) {
-		return o.Objects.GetObject(ctx, bucket, key)
-	})
+	load := o.c.loadObject
+	if strings.Contains(bucket, "/") {
+		load = func(ctx context.Context, _ string) (meta.Object, error) {
+			return o.Objects.GetObject(ctx, bucket, key)
+		}
+	}
+	obj, err := o.c.objects.Get(ctx, meta.ObjectChangeKey(bucket, key), load)
 	if err != nil {
 		return meta.Object{}, err
 	}

@@ -5,6 +5,7 @@ package metrics
 import (
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,6 +24,7 @@ type Metrics struct {
 	inFlight  *prometheus.GaugeVec
 	Rejected  *prometheus.CounterVec
 	startTime time.Time
+	observed  atomic.Pointer[map[obsKey]*obsChildren] // see children
 }
 
 // New returns Metrics with Go runtime and process collectors registered.
@@ -72,14 +74,62 @@ func (m *Metrics) Observe(api, route string, status int, d time.Duration, in, ou
 	if route == "" {
 		route = "unmatched"
 	}
-	m.requests.WithLabelValues(api, route, strconv.Itoa(status)).Inc()
-	m.duration.WithLabelValues(api, route).Observe(d.Seconds())
+	c := m.children(api, route, status)
+	c.requests.Inc()
+	c.duration.Observe(d.Seconds())
 	if in > 0 {
-		m.bytesIn.WithLabelValues(api).Add(float64(in))
+		c.bytesIn.Add(float64(in))
 	}
 	if out > 0 {
-		m.bytesOut.WithLabelValues(api).Add(float64(out))
+		c.bytesOut.Add(float64(out))
 	}
+}
+
+// observed holds the children Observe updates, by API, route and status:
+// WithLabelValues hashes and checks its label values, and formats the
+// status, on every call, and a vector's child never changes (none is ever
+// deleted). Copy on write, at most maxObserved keys (routes are few: a
+// label); the others are looked up on every request.
+type obsKey struct {
+	api, route string
+	status     int
+}
+
+type obsChildren struct {
+	requests          prometheus.Counter
+	duration          prometheus.Observer
+	bytesIn, bytesOut prometheus.Counter
+}
+
+const maxObserved = 1024
+
+func (m *Metrics) children(api, route string, status int) *obsChildren {
+	k := obsKey{api, route, status}
+	known := m.observed.Load()
+	if known != nil {
+		if c, ok := (*known)[k]; ok {
+			return c
+		}
+	}
+	c := &obsChildren{
+		requests: m.requests.WithLabelValues(api, route, strconv.Itoa(status)),
+		duration: m.duration.WithLabelValues(api, route),
+		bytesIn:  m.bytesIn.WithLabelValues(api),
+		bytesOut: m.bytesOut.WithLabelValues(api),
+	}
+	var old map[obsKey]*obsChildren
+	if known != nil {
+		old = *known
+	}
+	if len(old) < maxObserved {
+		next := make(map[obsKey]*obsChildren, len(old)+1)
+		for k, v := range old {
+			next[k] = v
+		}
+		next[k] = c
+		m.observed.Store(&next) // a racing store loses an entry, looked up again later
+	}
+	return c
 }
 
 // GaugeFunc registers a gauge computed on scrape. labels are constant

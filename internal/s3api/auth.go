@@ -18,6 +18,7 @@ type payload struct {
 	res        sigv4.Result
 	signed     bool                // res is valid
 	sha256     []byte              // declared SHA-256 of a PayloadSHA256 body
+	sum        [32]byte            // sha256's bytes when a signature declared it (no allocation)
 	trailerAlg integrity.Algorithm // checksum of an aws-chunked trailer
 	// decodedLength is x-amz-decoded-content-length of aws-chunked bodies,
 	// or -1.
@@ -51,11 +52,10 @@ func (api *API) authenticate(q *request) error {
 	q.pay.res, q.pay.signed = res, true
 	q.direct = principal.Internal && res.Presigned
 	if res.Payload == sigv4.PayloadSHA256 {
-		sum, err := hex.DecodeString(res.PayloadHash)
-		if err != nil || len(sum) != 32 {
+		if !decodeSHA256(&q.pay.sum, res.PayloadHash) {
 			return s3err.New(s3err.InvalidArgument, "x-amz-content-sha256 must be UNSIGNED-PAYLOAD, STREAMING-* or a hex SHA-256")
 		}
-		q.pay.sha256 = sum
+		q.pay.sha256 = q.pay.sum[:]
 	}
 	if res.Payload.Chunked() {
 		// An x-amz-trailer that names no algorithm fails in body().
@@ -149,4 +149,34 @@ func anonymousPayload(q *request) error {
 	}
 	q.pay.sha256 = sum
 	return nil
+}
+
+// decodeSHA256 decodes the hex SHA-256 s (64 hex digits, either case) into
+// dst: what hex.DecodeString accepts with a 32-byte result, without its
+// allocation.
+func decodeSHA256(dst *[32]byte, s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := range dst {
+		hi, ok1 := fromHex(s[2*i])
+		lo, ok2 := fromHex(s[2*i+1])
+		if !ok1 || !ok2 {
+			return false
+		}
+		dst[i] = hi<<4 | lo
+	}
+	return true
+}
+
+func fromHex(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	case 'A' <= c && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
 }

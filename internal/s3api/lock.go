@@ -402,11 +402,11 @@ func (api *API) lockSubresource(m, sub string) (string, handlerFunc) {
 	var put, get handlerFunc
 	switch sub {
 	case "object-lock":
-		name, put, get = "ObjectLockConfiguration", api.putObjectLockConfiguration, api.getObjectLockConfiguration
+		name, put, get = "ObjectLockConfiguration", (*API).putObjectLockConfiguration, (*API).getObjectLockConfiguration
 	case "retention":
-		name, put, get = "ObjectRetention", api.putObjectRetention, api.getObjectRetention
+		name, put, get = "ObjectRetention", (*API).putObjectRetention, (*API).getObjectRetention
 	case "legal-hold":
-		name, put, get = "ObjectLegalHold", api.putObjectLegalHold, api.getObjectLegalHold
+		name, put, get = "ObjectLegalHold", (*API).putObjectLegalHold, (*API).getObjectLegalHold
 	default:
 		return "", nil
 	}

@@ -184,7 +184,10 @@ func isOpHint(raw string) bool {
 	return true
 }
 
-type handlerFunc func(q *request) (response, error)
+// handlerFunc is an operation's handler: a method expression
+// ((*API).getObject), so that dispatch returns a static function and
+// allocates no method value a request.
+type handlerFunc func(api *API, q *request) (response, error)
 
 type response interface {
 	respond(w http.ResponseWriter, q *request)
@@ -262,7 +265,7 @@ const preflightOp = "PreflightRequest"
 
 // serve runs h and writes its response or its error.
 func (api *API) serve(w http.ResponseWriter, q *request, h handlerFunc) {
-	resp, err := h(q)
+	resp, err := h(api, q)
 	if err != nil {
 		api.fail(w, q, err)
 		return
@@ -387,52 +390,52 @@ func (api *API) dispatch(q *request) (string, handlerFunc) {
 	m := q.Method
 	switch {
 	case m == http.MethodOptions && q.bucket != "":
-		return preflightOp, api.preflight
+		return preflightOp, (*API).preflight
 	case q.bucket == "":
 		if m == http.MethodGet {
-			return "ListBuckets", api.listBuckets
+			return "ListBuckets", (*API).listBuckets
 		}
 		return "UnknownServiceOperation", methodNotAllowed
 	case q.key == "":
 		if sub := firstOf(q, bucketSubresources); sub != "" {
 			switch {
 			case m == http.MethodGet && sub == "versions":
-				return "ListObjectVersions", api.listObjectVersions
+				return "ListObjectVersions", (*API).listObjectVersions
 			case m == http.MethodGet && sub == "versioning":
-				return "GetBucketVersioning", api.getBucketVersioning
+				return "GetBucketVersioning", (*API).getBucketVersioning
 			case m == http.MethodPut && sub == "versioning":
-				return "PutBucketVersioning", api.putBucketVersioning
+				return "PutBucketVersioning", (*API).putBucketVersioning
 			}
 			switch sub {
 			case "tagging":
-				if op, h := putGetDelete(m, "BucketTagging", api.putBucketTagging, api.getBucketTagging, api.deleteBucketTagging); h != nil {
+				if op, h := putGetDelete(m, "BucketTagging", (*API).putBucketTagging, (*API).getBucketTagging, (*API).deleteBucketTagging); h != nil {
 					return op, h
 				}
 			case "lifecycle":
-				if op, h := putGetDelete(m, "BucketLifecycleConfiguration", api.putBucketLifecycle, api.getBucketLifecycle, api.deleteBucketLifecycle); h != nil {
+				if op, h := putGetDelete(m, "BucketLifecycleConfiguration", (*API).putBucketLifecycle, (*API).getBucketLifecycle, (*API).deleteBucketLifecycle); h != nil {
 					if op == "DeleteBucketLifecycleConfiguration" {
 						op = "DeleteBucketLifecycle" // S3's name
 					}
 					return op, h
 				}
 			case "cors":
-				if op, h := putGetDelete(m, "BucketCors", api.putBucketCors, api.getBucketCors, api.deleteBucketCors); h != nil {
+				if op, h := putGetDelete(m, "BucketCors", (*API).putBucketCors, (*API).getBucketCors, (*API).deleteBucketCors); h != nil {
 					return op, h
 				}
 			case "policy":
-				if op, h := putGetDelete(m, "BucketPolicy", api.putBucketPolicy, api.getBucketPolicy, api.deleteBucketPolicy); h != nil {
+				if op, h := putGetDelete(m, "BucketPolicy", (*API).putBucketPolicy, (*API).getBucketPolicy, (*API).deleteBucketPolicy); h != nil {
 					return op, h
 				}
 			case "publicAccessBlock":
-				if op, h := putGetDelete(m, "PublicAccessBlock", api.putPublicAccessBlock, api.getPublicAccessBlock, api.deletePublicAccessBlock); h != nil {
+				if op, h := putGetDelete(m, "PublicAccessBlock", (*API).putPublicAccessBlock, (*API).getPublicAccessBlock, (*API).deletePublicAccessBlock); h != nil {
 					return op, h
 				}
 			case "policyStatus":
 				if m == http.MethodGet {
-					return "GetBucketPolicyStatus", api.getBucketPolicyStatus
+					return "GetBucketPolicyStatus", (*API).getBucketPolicyStatus
 				}
 			case "encryption":
-				if op, h := putGetDelete(m, "BucketEncryption", api.putBucketEncryption, api.getBucketEncryption, api.deleteBucketEncryption); h != nil {
+				if op, h := putGetDelete(m, "BucketEncryption", (*API).putBucketEncryption, (*API).getBucketEncryption, (*API).deleteBucketEncryption); h != nil {
 					return op, h
 				}
 			case "object-lock":
@@ -440,11 +443,11 @@ func (api *API) dispatch(q *request) (string, handlerFunc) {
 					return op, h
 				}
 			case "acl":
-				if op, h := putGetDelete(m, "BucketAcl", api.putBucketACL, api.getBucketACL, nil); h != nil {
+				if op, h := putGetDelete(m, "BucketAcl", (*API).putBucketACL, (*API).getBucketACL, nil); h != nil {
 					return op, h
 				}
 			case "ownershipControls":
-				if op, h := putGetDelete(m, "BucketOwnershipControls", api.putBucketOwnership, api.getBucketOwnership, api.deleteBucketOwnership); h != nil {
+				if op, h := putGetDelete(m, "BucketOwnershipControls", (*API).putBucketOwnership, (*API).getBucketOwnership, (*API).deleteBucketOwnership); h != nil {
 					return op, h
 				}
 			}
@@ -452,40 +455,40 @@ func (api *API) dispatch(q *request) (string, handlerFunc) {
 		}
 		switch m {
 		case http.MethodPut:
-			return "CreateBucket", api.createBucket
+			return "CreateBucket", (*API).createBucket
 		case http.MethodHead:
-			return "HeadBucket", api.headBucket
+			return "HeadBucket", (*API).headBucket
 		case http.MethodDelete:
-			return "DeleteBucket", api.deleteBucket
+			return "DeleteBucket", (*API).deleteBucket
 		case http.MethodGet:
 			switch {
 			case has(q, "location"):
-				return "GetBucketLocation", api.getBucketLocation
+				return "GetBucketLocation", (*API).getBucketLocation
 			case has(q, "uploads"):
-				return "ListMultipartUploads", api.listMultipartUploads
+				return "ListMultipartUploads", (*API).listMultipartUploads
 			case q.query().Get("list-type") == "2":
-				return "ListObjectsV2", api.listObjectsV2
+				return "ListObjectsV2", (*API).listObjectsV2
 			}
-			return "ListObjects", api.listObjectsV1
+			return "ListObjects", (*API).listObjectsV1
 		case http.MethodPost:
 			if has(q, "delete") {
-				return "DeleteObjects", api.deleteObjects
+				return "DeleteObjects", (*API).deleteObjects
 			}
-			return "PostObject", api.postObject
+			return "PostObject", (*API).postObject
 		}
 		return "UnknownBucketOperation", methodNotAllowed
 	}
 	if sub := firstOf(q, objectSubresources); sub != "" {
 		if sub == "tagging" {
-			if op, h := putGetDelete(m, "ObjectTagging", api.putObjectTagging, api.getObjectTagging, api.deleteObjectTagging); h != nil {
+			if op, h := putGetDelete(m, "ObjectTagging", (*API).putObjectTagging, (*API).getObjectTagging, (*API).deleteObjectTagging); h != nil {
 				return op, h
 			}
 		}
 		if sub == "attributes" && m == http.MethodGet {
-			return "GetObjectAttributes", api.getObjectAttributes
+			return "GetObjectAttributes", (*API).getObjectAttributes
 		}
 		if sub == "acl" {
-			if op, h := putGetDelete(m, "ObjectAcl", api.putObjectACL, api.getObjectACL, nil); h != nil {
+			if op, h := putGetDelete(m, "ObjectAcl", (*API).putObjectACL, (*API).getObjectACL, nil); h != nil {
 				return op, h
 			}
 		}
@@ -499,31 +502,31 @@ func (api *API) dispatch(q *request) (string, handlerFunc) {
 		switch {
 		case has(q, "partNumber") || has(q, "uploadId"):
 			if q.Header.Get("X-Amz-Copy-Source") != "" {
-				return "UploadPartCopy", api.uploadPartCopy
+				return "UploadPartCopy", (*API).uploadPartCopy
 			}
-			return "UploadPart", api.uploadPart
+			return "UploadPart", (*API).uploadPart
 		case q.Header.Get("X-Amz-Copy-Source") != "":
-			return "CopyObject", api.copyObject
+			return "CopyObject", (*API).copyObject
 		}
-		return "PutObject", api.putObject
+		return "PutObject", (*API).putObject
 	case http.MethodGet:
 		if has(q, "uploadId") {
-			return "ListParts", api.listParts
+			return "ListParts", (*API).listParts
 		}
-		return "GetObject", api.getObject
+		return "GetObject", (*API).getObject
 	case http.MethodHead:
-		return "HeadObject", api.getObject
+		return "HeadObject", (*API).getObject
 	case http.MethodDelete:
 		if has(q, "uploadId") {
-			return "AbortMultipartUpload", api.abortMultipartUpload
+			return "AbortMultipartUpload", (*API).abortMultipartUpload
 		}
-		return "DeleteObject", api.deleteObject
+		return "DeleteObject", (*API).deleteObject
 	case http.MethodPost:
 		switch {
 		case has(q, "uploads"):
-			return "CreateMultipartUpload", api.createMultipartUpload
+			return "CreateMultipartUpload", (*API).createMultipartUpload
 		case has(q, "uploadId"):
-			return "CompleteMultipartUpload", api.completeMultipartUpload
+			return "CompleteMultipartUpload", (*API).completeMultipartUpload
 		}
 		return "PostObject", nil
 	}
@@ -545,7 +548,7 @@ func putGetDelete(m, name string, put, get, del handlerFunc) (string, handlerFun
 	return "", nil
 }
 
-func methodNotAllowed(*request) (response, error) {
+func methodNotAllowed(*API, *request) (response, error) {
 	return nil, s3err.New(s3err.MethodNotAllowed, "")
 }
 

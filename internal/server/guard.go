@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/gcfloor"
 	"github.com/coffer-storage/coffer/internal/httpx"
 	"github.com/coffer-storage/coffer/internal/ratelimit"
 )
@@ -76,6 +77,13 @@ func (s *Server) guard(api string, classify func(*http.Request) httpx.Kind, errw
 			errw(w, r, err)
 			return
 		}
+		// A node serving requests collects at --heap-floor at the
+		// earliest (package gcfloor); the idle trim disarms it. Probes
+		// and scrapes do not arm it: they come to idle nodes too, and
+		// do not end a quiet period (ratelimit).
+		if !k.Probe {
+			gcfloor.Arm(uint64(s.cfg.HeapFloor))
+		}
 		s.inflight.Add(1)
 		defer func() {
 			t.Done()
@@ -95,7 +103,7 @@ func (s *Server) guard(api string, classify func(*http.Request) httpx.Kind, errw
 		}
 		next.ServeHTTP(w, r)
 	})
-	return s.securityHeaders(api, httpx.RequestIDMiddleware(s.observe(api, httpx.WriteIdle(s.cfg.WriteIdle, s.recoverer(errw, admitted)))))
+	return s.securityHeaders(api, s.observe(api, httpx.WriteIdle(s.cfg.WriteIdle, s.recoverer(errw, admitted))))
 }
 
 // securityHeaders sets the headers every response of every listener
@@ -138,12 +146,24 @@ func (s *Server) recoverer(errw errorWriter, next http.Handler) http.Handler {
 	})
 }
 
-// observe records metrics and writes one access-log line per request.
+// observe gives each request its ID (httpx.SetRequestID: the client's
+// sane X-Request-Id or a fresh one, echoed in X-Request-Id) and its Slot,
+// records metrics and writes one access-log line per request.
+//
+// The ID and the Slot are two context values, as RequestIDMiddleware and
+// WithSlot make them, in one copy of the request (one copy fewer than the
+// two middlewares in a row). The counting body goes on that copy, never
+// on the request net/http handed in: net/http recognises an unread
+// "Expect: 100-continue" body by the type of that request's Body, and a
+// response written before the body was asked for must close the
+// connection rather than read the body (which would send 100 Continue).
 func (s *Server) observe(api string, next http.Handler) http.Handler {
 	inFlight := s.metrics.InFlight(api)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		ctx, slot := httpx.WithSlot(r.Context())
+		id := httpx.SetRequestID(w, r)
+		ctx, slot := httpx.WithSlot(httpx.WithRequestID(r.Context(), id))
+		r = r.WithContext(ctx)
 		rec := &httpx.Recorder{ResponseWriter: w}
 		var body *httpx.CountingBody
 		if r.Body != nil && r.Body != http.NoBody {
@@ -158,7 +178,7 @@ func (s *Server) observe(api string, next http.Handler) http.Handler {
 		var aborted any
 		func() {
 			defer func() { aborted = recover() }()
-			next.ServeHTTP(rec, r.WithContext(ctx))
+			next.ServeHTTP(rec, r)
 		}()
 		inFlight.Dec()
 		if aborted != nil {

@@ -1,13 +1,16 @@
 package server
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"encoding/xml"
+	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -297,5 +300,54 @@ func TestMetricsOnlyForLocalClients(t *testing.T) {
 				t.Errorf("status %d, want %d", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestRefusedBeforeContinue: a request with "Expect: 100-continue" that
+// the S3 listener refuses before asking for its body (an unknown access
+// key) gets the refusal as its first answer, no 100 Continue, and the
+// connection closes after it: the body is never asked for. net/http
+// knows the body is unread by the type of the Body of the request it
+// handed in, so no middleware may replace that request's Body (observe
+// counts the bytes on its own copy). The fourth pass of issue 23 broke
+// this (one request copy fewer, the counting body put on net/http's
+// request): the server then read the body to reuse the connection.
+func TestRefusedBeforeContinue(t *testing.T) {
+	s := testServer(t)
+	srv := httptest.NewServer(s.s3)
+	t.Cleanup(srv.Close) // after the connections' (cleanups run last first)
+	for _, method := range []string{"PUT", "POST"} {
+		c, err := net.Dial("tcp", srv.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		req := method + " /bucket/key HTTP/1.1\r\nHost: " + srv.Listener.Addr().String() + "\r\n" +
+			"Authorization: AWS4-HMAC-SHA256 Credential=AKIANOSUCHKEY0000000/20260101/us-east-1/s3/aws4_request, SignedHeaders=host;x-amz-content-sha256;x-amz-date, Signature=" + strings.Repeat("0", 64) + "\r\n" +
+			"X-Amz-Date: " + time.Now().UTC().Format("20060102T150405Z") + "\r\n" +
+			"X-Amz-Content-Sha256: UNSIGNED-PAYLOAD\r\n" +
+			"Content-Length: 1048576\r\nExpect: 100-continue\r\n\r\n"
+		if _, err := io.WriteString(c, req); err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		br := bufio.NewReader(c)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", method, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusContinue || resp.StatusCode < 400 {
+			t.Errorf("%s: first answer %d, want the refusal", method, resp.StatusCode)
+		}
+		if !resp.Close {
+			t.Errorf("%s: %d without Connection: close: the server would read the unread body", method, resp.StatusCode)
+		}
+		// The server closes without asking for the body.
+		if n, err := br.Read(make([]byte, 1)); err != io.EOF {
+			t.Errorf("%s: after the refusal read %d bytes, %v; want EOF", method, n, err)
+		}
+		c.Close()
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/coffer-storage/coffer/internal/exemap"
+	"github.com/coffer-storage/coffer/internal/gcfloor"
 )
 
 // onIdle returns what the admission controller calls once the node has
@@ -37,6 +38,9 @@ func (s *Server) onIdle() func() {
 				}
 				cancel()
 			}
+			// The process's own GOGC for the collections below and
+			// while idle: the next request arms the floor again.
+			gcfloor.Disarm()
 			// Twice: the first collection moves sync.Pools' contents to
 			// their victim caches and shrinks the goroutine stacks a
 			// burst grew, the second frees both; each returns the free

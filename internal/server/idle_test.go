@@ -10,6 +10,7 @@ import (
 
 	"github.com/coffer-storage/coffer/internal/config"
 	"github.com/coffer-storage/coffer/internal/exemap"
+	"github.com/coffer-storage/coffer/internal/gcfloor"
 )
 
 // TestIdleTrim: once the node has gone --idle-trim without a request, it
@@ -84,5 +85,49 @@ func TestIdleTrimReleasesExecutable(t *testing.T) {
 	t.Logf("the executable's read-only pages mapped: %d KiB before the trim, %d KiB after", before>>10, after>>10)
 	if after > before/2 {
 		t.Errorf("after the idle trim %d KiB of the executable still mapped (before: %d KiB)", after>>10, before>>10)
+	}
+}
+
+// TestHeapFloor: the node arms the heap floor (--heap-floor, package
+// gcfloor) with its first request, not at start (a node that has served
+// nothing keeps its start-up heap small) nor with a probe (they come to
+// idle nodes too), and the idle trim disarms it
+// before its collections; --heap-floor 0 never arms it.
+func TestHeapFloor(t *testing.T) {
+	defer gcfloor.Disarm()
+	gcfloor.Disarm()
+	cfg := config.Defaults()
+	cfg.Data, cfg.IdleTrim, cfg.HeapFloor = t.TempDir(), 300*time.Millisecond, 48<<20
+	s, err := New(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.handler.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/readyz", nil))
+	if got := gcfloor.Armed(); got != 0 {
+		t.Fatalf("armed at %d before any request but a probe", got)
+	}
+	s.handler.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/api/v1/me", nil))
+	if got := gcfloor.Armed(); got != 48<<20 {
+		t.Fatalf("after a request: armed at %d, want %d", got, 48<<20)
+	}
+	for deadline := time.Now().Add(time.Minute); s.idleTrims.Load() < 1; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no idle trim")
+		}
+	}
+	if got := gcfloor.Armed(); got != 0 {
+		t.Fatalf("after the idle trim: armed at %d", got)
+	}
+
+	cfg.Data, cfg.HeapFloor = t.TempDir(), 0
+	u, err := New(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Close()
+	u.handler.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/api/v1/me", nil))
+	if got := gcfloor.Armed(); got != 0 {
+		t.Fatalf("--heap-floor 0: armed at %d", got)
 	}
 }

@@ -52,7 +52,10 @@ func TestVerifyAllocs(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	if n > 6 {
-		t.Errorf("Verify: %.0f allocations, ceiling 6", n)
+	t.Logf("Verify: %.0f allocations", n)
+	// 6 before the SignedHeaders list and the dates were remembered
+	// (issue 23's fifth pass), 4 since.
+	if n > 4 {
+		t.Errorf("Verify: %.0f allocations, ceiling 4", n)
 	}
 }

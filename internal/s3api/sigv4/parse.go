@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -17,7 +18,7 @@ type Authorization struct {
 	Date          string   // credential scope date, yyyymmdd
 	Region        string   // credential scope region
 	Service       string   // credential scope service ("s3")
-	SignedHeaders []string // lower-case, in the order the client listed them
+	SignedHeaders []string // lower-case, in the order the client listed them; read-only (shared)
 	Signature     string   // 64 lower-case hex digits
 }
 
@@ -125,7 +126,7 @@ func (a *Authorization) parseCredential(cred string) string {
 	if len(parts[0]) != 8 {
 		return "incorrect date format " + strconv.Quote(clip(parts[0])) + ". This date in the credential must be in the format \"yyyyMMdd\"."
 	}
-	if _, err := time.Parse(dateLayout, parts[0]); err != nil {
+	if _, err := lastCredentialDate.parse(dateLayout, parts[0]); err != nil {
 		return "incorrect date format " + strconv.Quote(clip(parts[0])) + ". This date in the credential must be in the format \"yyyyMMdd\"."
 	}
 	a.AccessKeyID, a.Date, a.Region, a.Service = rest, parts[0], parts[1], parts[2]
@@ -137,6 +138,12 @@ func (a *Authorization) parseCredential(cred string) string {
 func (a *Authorization) parseSignedHeaders(s string) string {
 	if s == "" {
 		return "SignedHeaders is empty."
+	}
+	if m := signedLists.Load(); m != nil {
+		if hs, ok := (*m)[s]; ok {
+			a.SignedHeaders = hs
+			return ""
+		}
 	}
 	hs := make([]string, 0, strings.Count(s, ";")+1)
 	for h := range strings.SplitSeq(s, ";") {
@@ -156,7 +163,61 @@ func (a *Authorization) parseSignedHeaders(s string) string {
 		hs = append(hs, h)
 	}
 	a.SignedHeaders = hs
+	if len(s) <= maxSignedListLen {
+		var known map[string][]string
+		if m := signedLists.Load(); m != nil {
+			known = *m
+		}
+		if len(known) < maxSignedLists {
+			next := make(map[string][]string, len(known)+1)
+			for k, v := range known {
+				next[k] = v
+			}
+			next[strings.Clone(s)] = hs
+			signedLists.Store(&next) // a racing store loses an entry, parsed again later
+		}
+	}
 	return ""
+}
+
+// signedLists holds the SignedHeaders lists parsed so far, valid ones
+// only: a client lists the same headers on every request of a kind, and
+// the parse allocates the list and checks every name. The lists are
+// shared: Authorization.SignedHeaders and Result.SignedHeaders are
+// read-only. Copy on write, at most maxSignedLists lists of at most
+// maxSignedListLen bytes; others are parsed on every request.
+var signedLists atomic.Pointer[map[string][]string]
+
+const (
+	maxSignedLists   = 256
+	maxSignedListLen = 512
+)
+
+// parsedTime is a time string and what time.Parse made of it.
+type parsedTime struct {
+	s string
+	t time.Time
+}
+
+// lastTime remembers the last string a layout parsed without error: the
+// requests of one second carry the same X-Amz-Date, those of a day the
+// same credential date, and time.Parse is the costliest step of parsing
+// them.
+type lastTime struct{ p atomic.Pointer[parsedTime] }
+
+var lastAmzDate, lastCredentialDate lastTime
+
+// parse is time.Parse(layout, s), remembered; each lastTime is used with
+// one layout only.
+func (l *lastTime) parse(layout, s string) (time.Time, error) {
+	if p := l.p.Load(); p != nil && p.s == s {
+		return p.t, nil
+	}
+	t, err := time.Parse(layout, s)
+	if err == nil {
+		l.p.Store(&parsedTime{strings.Clone(s), t})
+	}
+	return t, err
 }
 
 func isTokenChar(c byte) bool {
@@ -280,7 +341,7 @@ func parseAmzDate(s string) (time.Time, bool) {
 	if len(s) != len(amzDateLayout) {
 		return time.Time{}, false
 	}
-	t, err := time.Parse(amzDateLayout, s)
+	t, err := lastAmzDate.parse(amzDateLayout, s)
 	return t, err == nil
 }
 

@@ -126,7 +126,7 @@ type Result struct {
 	// Expires is when a presigned URL stops being valid (zero for header
 	// authentication).
 	Expires       time.Time
-	SignedHeaders []string
+	SignedHeaders []string // read-only (shared by the requests that list the same headers)
 }
 
 // Verify authenticates req, signed either with the Authorization header or
