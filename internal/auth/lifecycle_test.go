@@ -4,12 +4,14 @@ import (
 	"context"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/coffer-storage/coffer/internal/auth"
 	"github.com/coffer-storage/coffer/internal/config"
 	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/meta"
 	"github.com/coffer-storage/coffer/internal/meta/postgres"
 	"github.com/coffer-storage/coffer/internal/meta/sqlite"
 	"github.com/coffer-storage/coffer/internal/metacache"
@@ -368,4 +370,68 @@ func BenchmarkAccountCheck(b *testing.B) {
 			}
 		}
 	})
+}
+
+// countingAccounts counts the reads of user rows.
+type countingAccounts struct {
+	meta.Accounts
+	getUser atomic.Int64
+}
+
+func (c *countingAccounts) GetUser(ctx context.Context, id string) (meta.User, error) {
+	c.getUser.Add(1)
+	return c.Accounts.GetUser(ctx, id)
+}
+
+// TestRefreshReadsNoUser: a refresh reads no user row (the rotation judged
+// the account in its transaction: meta.Sessions' contract), and still
+// fails for a disabled user (TestDisableEnable checks that in full).
+func TestRefreshReadsNoUser(t *testing.T) {
+	m := openSQLite(t)
+	counted := &countingAccounts{Accounts: m.Accounts}
+	m.Accounts = counted
+	s := newService(m, nil)
+	ctx := t.Context()
+	a := signup(t, s, "alice@example.com")
+	sess := a.session
+	before := counted.getUser.Load()
+	for range 10 {
+		next, err := s.Sessions.Refresh(ctx, sess.RefreshToken)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if next.UserID != a.id {
+			t.Fatalf("refreshed as %q, want %q", next.UserID, a.id)
+		}
+		sess = next
+	}
+	if n := counted.getUser.Load() - before; n != 0 {
+		t.Errorf("10 refreshes read the user's row %d times, want 0", n)
+	}
+	if _, err := s.Users.Disable(ctx, a.id); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Sessions.Refresh(ctx, sess.RefreshToken)
+	wantCode(t, err, errcode.Unauthenticated, "refresh of a disabled user")
+}
+
+// BenchmarkRefresh: one token rotation (SQLite, a durable commit) and the
+// new access token, with -benchmem.
+func BenchmarkRefresh(b *testing.B) {
+	m := openSQLite(b)
+	s := newService(m, nil)
+	ctx := context.Background()
+	if _, _, err := s.Signups.Signup(ctx, "alice@example.com", pw); err != nil {
+		b.Fatal(err)
+	}
+	sess, err := s.Sessions.Login(ctx, "alice@example.com", pw, "192.0.2.1")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if sess, err = s.Sessions.Refresh(ctx, sess.RefreshToken); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
