@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/coffer-storage/coffer/internal/meta"
@@ -52,6 +53,7 @@ type Store struct {
 	// other).
 	loadBucket func(ctx context.Context, name string) (meta.Bucket, error)
 	loadObject func(ctx context.Context, k string) (meta.Object, error)
+	places     places
 }
 
 // StoreOptions configure a Store.
@@ -456,14 +458,64 @@ type uploads struct {
 	c *Store
 }
 
+// GetUpload implements meta.Uploads, remembering where the upload goes
+// for its completion (places).
+func (u uploads) GetUpload(ctx context.Context, id string) (meta.Upload, error) {
+	up, err := u.Uploads.GetUpload(ctx, id)
+	if err == nil {
+		u.c.places.put(id, up.Bucket, up.Key)
+	}
+	return up, err
+}
+
 // changes names the key upload id completes to (an upload's bucket and
-// key never change). An upload that is gone completes to nothing.
+// key never change): as a GetUpload read it a moment before (the object
+// service reads the upload to authorise its completion), else read now.
+// An upload that is gone completes to nothing.
 func (u uploads) changes(ctx context.Context, id string) ([]meta.Change, error) {
-	up, err := u.GetUpload(ctx, id)
+	if p, ok := u.c.places.take(id); ok {
+		return []meta.Change{objectChange(p.bucket, p.key)}, nil
+	}
+	up, err := u.Uploads.GetUpload(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	return []meta.Change{objectChange(up.Bucket, up.Key)}, nil
+}
+
+// places remembers where uploads go, as GetUpload read them, until their
+// completion takes it: an upload's bucket and key never change and its ID
+// is never reused, so an entry is never stale, on any node. It saves each
+// completion a read of the upload (issue 23, fifth pass: one of the
+// direct flow's statements). At most maxPlaces entries; when full it
+// starts over (uploads never completed, aborted ones, are forgotten so).
+type places struct {
+	mu sync.Mutex
+	m  map[string]place
+}
+
+type place struct{ bucket, key string }
+
+const maxPlaces = 4096
+
+func (p *places) put(id, bucket, key string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.m == nil || len(p.m) >= maxPlaces {
+		p.m = make(map[string]place)
+	}
+	p.m[id] = place{bucket, key}
+}
+
+func (p *places) take(id string) (place, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	v, ok := p.m[id]
+	delete(p.m, id)
+	if len(p.m) == 0 {
+		p.m = nil // an idle node keeps no map (maps do not shrink)
+	}
+	return v, ok
 }
 
 // CompleteUpload implements meta.Uploads, invalidating the upload's key.

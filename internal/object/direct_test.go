@@ -2,17 +2,21 @@ package object
 
 import (
 	"bytes"
+	"context"
 	"crypto/md5"
 	"encoding/binary"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"regexp"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/integrity"
 	"github.com/coffer-storage/coffer/internal/meta"
+	"github.com/coffer-storage/coffer/internal/metacache"
 )
 
 // directETagRE is a direct-upload part's ETag: 24 hex digits, never the
@@ -282,4 +286,102 @@ func FuzzPartDigest(f *testing.F) {
 			t.Fatalf("directETag(%d) = %q reads back %x", crc, tag, c)
 		}
 	})
+}
+
+// countingUploads counts the upload reads of a metadata store.
+type countingUploads struct {
+	meta.Uploads
+	getUpload, listParts atomic.Int64
+}
+
+func (c *countingUploads) GetUpload(ctx context.Context, id string) (meta.Upload, error) {
+	c.getUpload.Add(1)
+	return c.Uploads.GetUpload(ctx, id)
+}
+
+func (c *countingUploads) ListParts(ctx context.Context, id string, after, limit int) ([]meta.Part, bool, error) {
+	c.listParts.Add(1)
+	return c.Uploads.ListParts(ctx, id, after, limit)
+}
+
+// directFixture is a fixture whose metadata store is counted, under the
+// metadata cache as coffer serve runs it.
+func directFixture(t testing.TB) (*fixture, *countingUploads) {
+	var cu *countingUploads
+	f := newFixtureOver(t, 0, func(m meta.Stores) meta.Stores {
+		cu = &countingUploads{Uploads: m.Uploads}
+		m.Uploads = cu
+		return metacache.NewStore(m, metacache.NewBus(), metacache.StoreOptions{
+			Objects: metacache.Options{TTL: time.Minute}, Buckets: metacache.Options{TTL: time.Minute}}).Stores()
+	})
+	return f, cu
+}
+
+// directUpload is GoVault's direct flow at the service: create a direct
+// upload of data (declared size), send its one part as to the presigned
+// URL, complete it by ID (the file API's route).
+func directUpload(tb testing.TB, f *fixture, key string, data []byte) meta.Object {
+	ctx := context.Background()
+	u, err := f.svc.CreateUpload(ctx, f.alice, CreateUploadInput{Bucket: "alice-bucket", Key: key, Size: int64(len(data)), PartSize: MinPartSize})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p, err := f.svc.PutPart(ctx, f.alice, PartInput{UploadID: u.ID, Number: 1, Body: bytes.NewReader(data), Size: int64(len(data)), Direct: true})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	o, err := f.svc.CompleteUpload(ctx, f.alice, "", "", u.ID, []meta.CompletePart{{Number: 1, ETag: p.ETag}}, meta.Cond{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return o
+}
+
+// TestCompleteDirectReadsTheUploadOnce: completing a direct upload through
+// the metadata cache reads the upload once (to authorise it); the cache
+// names the key the completion changes from that read (metacache's
+// places) instead of reading the upload again. Before issue 23's fifth
+// pass: twice. The parts are read once before the commit (the declared
+// size's check).
+func TestCompleteDirectReadsTheUploadOnce(t *testing.T) {
+	f, cu := directFixture(t)
+	data := markerData(1 << 20)
+	directUpload(t, f, "warm", data) // the bucket in the cache
+	ctx := t.Context()
+	u, err := f.svc.CreateUpload(ctx, f.alice, CreateUploadInput{Bucket: "alice-bucket", Key: "k", Size: int64(len(data)), PartSize: MinPartSize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := f.svc.PutPart(ctx, f.alice, PartInput{UploadID: u.ID, Number: 1, Body: bytes.NewReader(data), Size: int64(len(data)), Direct: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g0, l0 := cu.getUpload.Load(), cu.listParts.Load()
+	o, err := f.svc.CompleteUpload(ctx, f.alice, "", "", u.ID, []meta.CompletePart{{Number: 1, ETag: p.ETag}}, meta.Cond{})
+	if err != nil || o.Size != int64(len(data)) || o.Key != "k" {
+		t.Fatalf("complete: %+v, %v", o, err)
+	}
+	if g, l := cu.getUpload.Load()-g0, cu.listParts.Load()-l0; g != 1 || l != 1 {
+		t.Errorf("the completion read the upload %d times and its parts %d times, want 1 and 1", g, l)
+	}
+	if got := f.read(t, f.alice, "alice-bucket", "k"); got != string(data) {
+		t.Fatal("the object does not read back as its part")
+	}
+}
+
+// BenchmarkDirectUpload: GoVault's direct flow at the service, per upload
+// (create with a declared size, one 1 MiB part as sent to its presigned
+// URL, complete by ID), over SQLite on disk (three durable commits and a
+// staging) and memblob, through the metadata cache, with -benchmem. The
+// wall time includes the commits' fsyncs: the allocations are the figure.
+func BenchmarkDirectUpload(b *testing.B) {
+	f, _ := directFixture(b)
+	data := markerData(1 << 20)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		directUpload(b, f, fmt.Sprintf("bench/%d", i), data)
+		i++
+	}
 }
