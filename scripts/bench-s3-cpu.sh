@@ -11,7 +11,9 @@
 # A cell is op:size-in-bytes:concurrency. Environment:
 #   COFFER_BIN   the Coffer binary (default: built from this checkout)
 #   COFFER_OLD   a second Coffer binary measured alongside (before/after)
-#   PEERS        which peers to run (default "minio versitygw"; "" for none)
+#   PEERS        which peers to run (default "minio versitygw"; "" for none;
+#                "floor": test/s3floor, net/http answering with no auth,
+#                metadata or storage: the floor under any Go S3 server)
 #   COFFER_FLAGS extra flags for both Coffer servers
 #   COFFER_ENV, COFFER_OLD_ENV  environment for one of them (e.g. "GOGC=200"):
 #                the same binary twice compares settings
@@ -98,6 +100,14 @@ for peer in $PEERS; do
     PID[versitygw]=$!
     wait_http "http://127.0.0.1:$port/" versitygw
     EP[versitygw]=http://127.0.0.1:$port AK[versitygw]=benchadmin SK[versitygw]=benchadmin-secret
+    ;;
+  floor)
+    go build -o "$WORK/s3floor" ./test/s3floor
+    "$WORK/s3floor" -listen "127.0.0.1:$port" >"$WORK/floor.log" 2>&1 &
+    PIDS+=($!)
+    PID[floor]=$!
+    wait_http "http://127.0.0.1:$port/" floor
+    EP[floor]=http://127.0.0.1:$port AK[floor]=floor SK[floor]=floor-secret
     ;;
   *) echo "unknown peer $peer" >&2; exit 2 ;;
   esac
