@@ -309,6 +309,15 @@ func TestNewRequestID(t *testing.T) {
 		}
 		seen[id] = true
 	}
+}
+
+// TestNewRequestIDAllocs: one allocation, the string. Skipped under -short:
+// the test command runs allocation counts without the race detector, which
+// adds its own.
+func TestNewRequestIDAllocs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocation counts run without -short (and without the race detector)")
+	}
 	if n := testing.AllocsPerRun(100, func() { _ = NewRequestID() }); n > 1 {
 		t.Errorf("NewRequestID: %.0f allocations, want 1", n)
 	}
