@@ -4,7 +4,8 @@ import (
 	"mime"
 	"net/http"
 	"strings"
-	"sync/atomic"
+
+	"github.com/coffer-storage/coffer/internal/memo"
 )
 
 // SandboxCSP is the Content-Security-Policy that makes a document inert:
@@ -48,34 +49,21 @@ func SetContentSafety(h http.Header) {
 // unparsable type. Images, audio, video, text/plain, JSON, PDF, archives
 // and other types browsers display inertly or download are not.
 func ActiveContent(ct string) bool {
-	if m := activeKnown.Load(); m != nil {
-		if active, ok := (*m)[ct]; ok {
-			return active
-		}
+	if active, ok := activeKnown.Get(ct); ok {
+		return active
 	}
 	active := activeContent(ct)
 	if len(ct) <= maxActiveKey {
-		var known map[string]bool
-		if m := activeKnown.Load(); m != nil {
-			known = *m
-		}
-		if len(known) < maxActiveKnown {
-			next := make(map[string]bool, len(known)+1)
-			for k, v := range known {
-				next[k] = v
-			}
-			next[ct] = active
-			activeKnown.Store(&next) // a racing store loses an entry, decided again later
-		}
+		activeKnown.Put(ct, active)
 	}
 	return active
 }
 
 // activeKnown holds ActiveContent's answers for the content types seen
 // (a node serves few: every download asks, and mime.ParseMediaType
-// allocates a map a call). Copy on write, at most maxActiveKnown types of
-// at most maxActiveKey bytes; others are decided on every call.
-var activeKnown atomic.Pointer[map[string]bool]
+// allocates a map a call). At most maxActiveKnown types of at most
+// maxActiveKey bytes; others are decided on every call.
+var activeKnown = memo.Map[string, bool]{Max: maxActiveKnown}
 
 const (
 	maxActiveKnown = 256

@@ -285,8 +285,8 @@ func TestActiveContentRemembered(t *testing.T) {
 			t.Fatalf("%s decided wrong", ct)
 		}
 	}
-	if m := activeKnown.Load(); m == nil || len(*m) > maxActiveKnown {
-		t.Errorf("%d content types kept, bound %d", len(*m), maxActiveKnown)
+	if n := activeKnown.Len(); n == 0 || n > maxActiveKnown {
+		t.Errorf("%d content types kept, bound %d", n, maxActiveKnown)
 	}
 	if !ActiveContent("text/html") || ActiveContent("text/plain") {
 		t.Error("known types decided wrong past the bound")

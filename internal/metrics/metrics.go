@@ -5,12 +5,13 @@ package metrics
 import (
 	"net/http"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/coffer-storage/coffer/internal/memo"
 )
 
 // Metrics holds the registry and the collectors Coffer updates directly.
@@ -24,7 +25,7 @@ type Metrics struct {
 	inFlight  *prometheus.GaugeVec
 	Rejected  *prometheus.CounterVec
 	startTime time.Time
-	observed  atomic.Pointer[map[obsKey]*obsChildren] // see children
+	observed  memo.Map[obsKey, *obsChildren] // see children
 }
 
 // New returns Metrics with Go runtime and process collectors registered.
@@ -32,6 +33,7 @@ func New() *Metrics {
 	reg := prometheus.NewRegistry()
 	m := &Metrics{
 		Registry: reg,
+		observed: memo.Map[obsKey, *obsChildren]{Max: maxObserved},
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "coffer_http_requests_total", Help: "HTTP requests by API, route, method and status code.",
 		}, []string{"api", "route", "code"}),
@@ -88,7 +90,7 @@ func (m *Metrics) Observe(api, route string, status int, d time.Duration, in, ou
 // observed holds the children Observe updates, by API, route and status:
 // WithLabelValues hashes and checks its label values, and formats the
 // status, on every call, and a vector's child never changes (none is ever
-// deleted). Copy on write, at most maxObserved keys (routes are few: a
+// deleted). At most maxObserved keys (routes are few: a
 // label); the others are looked up on every request.
 type obsKey struct {
 	api, route string
@@ -105,11 +107,8 @@ const maxObserved = 1024
 
 func (m *Metrics) children(api, route string, status int) *obsChildren {
 	k := obsKey{api, route, status}
-	known := m.observed.Load()
-	if known != nil {
-		if c, ok := (*known)[k]; ok {
-			return c
-		}
+	if c, ok := m.observed.Get(k); ok {
+		return c
 	}
 	c := &obsChildren{
 		requests: m.requests.WithLabelValues(api, route, strconv.Itoa(status)),
@@ -117,18 +116,7 @@ func (m *Metrics) children(api, route string, status int) *obsChildren {
 		bytesIn:  m.bytesIn.WithLabelValues(api),
 		bytesOut: m.bytesOut.WithLabelValues(api),
 	}
-	var old map[obsKey]*obsChildren
-	if known != nil {
-		old = *known
-	}
-	if len(old) < maxObserved {
-		next := make(map[obsKey]*obsChildren, len(old)+1)
-		for k, v := range old {
-			next[k] = v
-		}
-		next[k] = c
-		m.observed.Store(&next) // a racing store loses an entry, looked up again later
-	}
+	m.observed.Put(k, c)
 	return c
 }
 

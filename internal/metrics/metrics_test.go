@@ -42,7 +42,7 @@ func TestObserve(t *testing.T) {
 	if got := testutil.CollectAndCount(m.duration); got != 2+maxObserved+10 { // by API and route
 		t.Errorf("%d duration series", got)
 	}
-	if n := len(*m.observed.Load()); n > maxObserved {
+	if n := m.observed.Len(); n > maxObserved {
 		t.Errorf("%d keys remembered, bound %d", n, maxObserved)
 	}
 	m.Observe("s3", "HeadObject", 200, time.Millisecond, 0, 0) // bound reached: looked up each time

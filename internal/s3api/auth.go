@@ -153,30 +153,13 @@ func anonymousPayload(q *request) error {
 
 // decodeSHA256 decodes the hex SHA-256 s (64 hex digits, either case) into
 // dst: what hex.DecodeString accepts with a 32-byte result, without its
-// allocation.
+// allocation (s is copied into a buffer on the stack).
 func decodeSHA256(dst *[32]byte, s string) bool {
 	if len(s) != 64 {
 		return false
 	}
-	for i := range dst {
-		hi, ok1 := fromHex(s[2*i])
-		lo, ok2 := fromHex(s[2*i+1])
-		if !ok1 || !ok2 {
-			return false
-		}
-		dst[i] = hi<<4 | lo
-	}
-	return true
-}
-
-func fromHex(c byte) (byte, bool) {
-	switch {
-	case '0' <= c && c <= '9':
-		return c - '0', true
-	case 'a' <= c && c <= 'f':
-		return c - 'a' + 10, true
-	case 'A' <= c && c <= 'F':
-		return c - 'A' + 10, true
-	}
-	return 0, false
+	var src [64]byte
+	copy(src[:], s)
+	_, err := hex.Decode(dst[:], src[:])
+	return err == nil
 }

@@ -48,7 +48,7 @@ func TestParseQueryOpHintsBounded(t *testing.T) {
 			t.Fatalf("%q: %v", raw, v)
 		}
 	}
-	if n := len(*opHints.Load()); n > maxOpHints {
+	if n := opHints.Len(); n > maxOpHints {
 		t.Errorf("%d hints kept, at most %d", n, maxOpHints)
 	}
 }

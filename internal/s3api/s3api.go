@@ -34,11 +34,11 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/coffer-storage/coffer/internal/config"
 	"github.com/coffer-storage/coffer/internal/httpx"
+	"github.com/coffer-storage/coffer/internal/memo"
 	"github.com/coffer-storage/coffer/internal/object"
 	"github.com/coffer-storage/coffer/internal/ratelimit"
 	"github.com/coffer-storage/coffer/internal/s3api/s3err"
@@ -136,9 +136,9 @@ func (q *request) query() url.Values {
 // operation ("x-id=GetObject": aws-sdk-go-v2 adds one to every request),
 // shared by the requests that send them: they are the same on every
 // request of an operation, and a parsed query is never modified (see
-// query). Copy on write, at most maxOpHints entries: an unknown hint is
-// parsed as any query once the table is full.
-var opHints atomic.Pointer[map[string]url.Values]
+// query). At most maxOpHints entries: an unknown hint is parsed as any
+// query once the table is full.
+var opHints = memo.Map[string, url.Values]{Max: maxOpHints}
 
 const maxOpHints = 128
 
@@ -148,22 +148,11 @@ func parseQuery(raw string) url.Values {
 		v, _ := url.ParseQuery(raw)
 		return v
 	}
-	var known map[string]url.Values
-	if m := opHints.Load(); m != nil {
-		known = *m
-		if v, ok := known[raw]; ok {
-			return v
-		}
+	if v, ok := opHints.Get(raw); ok {
+		return v
 	}
 	v, _ := url.ParseQuery(raw)
-	if len(known) < maxOpHints {
-		next := make(map[string]url.Values, len(known)+1)
-		for k, kv := range known {
-			next[k] = kv
-		}
-		next[raw] = v
-		opHints.Store(&next) // a racing store loses an entry, parsed again later
-	}
+	opHints.Put(raw, v)
 	return v
 }
 

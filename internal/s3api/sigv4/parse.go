@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/coffer-storage/coffer/internal/memo"
 )
 
 // MaxPresignExpiry is the longest X-Amz-Expires S3 accepts: seven days.
@@ -139,11 +141,9 @@ func (a *Authorization) parseSignedHeaders(s string) string {
 	if s == "" {
 		return "SignedHeaders is empty."
 	}
-	if m := signedLists.Load(); m != nil {
-		if hs, ok := (*m)[s]; ok {
-			a.SignedHeaders = hs
-			return ""
-		}
+	if hs, ok := signedLists.Get(s); ok {
+		a.SignedHeaders = hs
+		return ""
 	}
 	hs := make([]string, 0, strings.Count(s, ";")+1)
 	for h := range strings.SplitSeq(s, ";") {
@@ -163,19 +163,8 @@ func (a *Authorization) parseSignedHeaders(s string) string {
 		hs = append(hs, h)
 	}
 	a.SignedHeaders = hs
-	if len(s) <= maxSignedListLen {
-		var known map[string][]string
-		if m := signedLists.Load(); m != nil {
-			known = *m
-		}
-		if len(known) < maxSignedLists {
-			next := make(map[string][]string, len(known)+1)
-			for k, v := range known {
-				next[k] = v
-			}
-			next[strings.Clone(s)] = hs
-			signedLists.Store(&next) // a racing store loses an entry, parsed again later
-		}
+	if len(s) <= maxSignedListLen && signedLists.Len() < maxSignedLists {
+		signedLists.Put(strings.Clone(s), hs)
 	}
 	return ""
 }
@@ -184,9 +173,9 @@ func (a *Authorization) parseSignedHeaders(s string) string {
 // only: a client lists the same headers on every request of a kind, and
 // the parse allocates the list and checks every name. The lists are
 // shared: Authorization.SignedHeaders and Result.SignedHeaders are
-// read-only. Copy on write, at most maxSignedLists lists of at most
-// maxSignedListLen bytes; others are parsed on every request.
-var signedLists atomic.Pointer[map[string][]string]
+// read-only. At most maxSignedLists lists of at most maxSignedListLen
+// bytes; others are parsed on every request.
+var signedLists = memo.Map[string, []string]{Max: maxSignedLists}
 
 const (
 	maxSignedLists   = 256

@@ -57,7 +57,7 @@ func TestSignedListsBounded(t *testing.T) {
 			t.Fatalf("%q: %q %v", s, msg, a.SignedHeaders)
 		}
 	}
-	if n := len(*signedLists.Load()); n > maxSignedLists {
+	if n := signedLists.Len(); n > maxSignedLists {
 		t.Errorf("%d lists remembered, bound %d", n, maxSignedLists)
 	}
 }
