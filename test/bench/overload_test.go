@@ -81,7 +81,8 @@ func (r overloadReport) endpoint(t *testing.T, name string) (ok summary, shed *s
 // TestOverloadShedsEarly is an open-model overload at twice the node's
 // capacity: 1 MiB uploads through the file API (with Expect:
 // 100-continue, as SDKs and curl send them) arrive at 2 × the rate the
-// node served closed-loop a moment before. It checks what the node does,
+// node served closed-loop a moment before (4 × and 8 × if nothing was
+// shed, because then the node was not overloaded). It checks what the node does,
 // never how fast: it sheds the excess (503 with Retry-After: the bench
 // counts a 503 without one, or any other error, as failed), nothing fails
 // (no 408 caused by the server's own slowness), every acknowledged upload
@@ -93,9 +94,13 @@ func (r overloadReport) endpoint(t *testing.T, name string) (ok summary, shed *s
 // cores).
 func TestOverloadShedsEarly(t *testing.T) {
 	srv := testenv.Start(t, "--max-in-flight-per-client", "0", "--admission", "adaptive")
-	// Capacity: what 4 closed-loop VUs get through (enough to keep every
-	// core busy on a small machine), to set the arrival rate.
-	capRun := runOverloadBench(t, "upload-proxy", "--target", srv.URL, "--vus", "4", "--users", "4", "--duration", "6s", "--expect-continue")
+	// Capacity: what 16 closed-loop VUs get through, to set the arrival
+	// rate. 4 VUs were below saturation: "2x" of their rate was served at
+	// 115-193 % of it, and CI 49 measured 31.4/s at 4 VUs while the
+	// neighbouring suites were heavy, then served 63/s whole once they
+	// were not. 16 is where the closed loop's rate stopped growing in
+	// bench-overload.sh's ramp.
+	capRun := runOverloadBench(t, "upload-proxy", "--target", srv.URL, "--vus", "16", "--users", "16", "--duration", "6s", "--expect-continue")
 	capacity := capRun.Iterations.Rate
 	capOK, _, _, _ := capRun.endpoint(t, "upload")
 	if capRun.Requests.Failed != 0 || capacity <= 0 {
@@ -103,19 +108,32 @@ func TestOverloadShedsEarly(t *testing.T) {
 	}
 	t.Logf("capacity %.1f uploads/s, upload p99 %.1f ms", capacity, capOK.P99)
 
-	r := runOverloadBench(t, "upload-proxy", "--target", srv.URL, "--rate", fmt.Sprintf("%.0f/s", max(2*capacity, 1)),
-		"--vus", "300", "--users", "8", "--duration", "12s", "--timeout", "30s", "--expect-continue")
-	ok, _, _, shedN := r.endpoint(t, "upload")
-	goodput := float64(r.Audit.Acknowledged) / 12
-	// For the log only (measured, not asserted: see the doc comment).
-	t.Logf("2x: goodput %.1f/s (%.0f%% of capacity), shed %d (upload %d), time to shed %+v, admitted upload %+v, errors %v",
-		goodput, 100*goodput/capacity, r.Requests.Shed, shedN, r.ShedLatencyMS, ok, r.Errors)
-
-	if r.Requests.Failed != 0 {
-		t.Errorf("%d requests failed under overload (%v); the excess must be shed with Retry-After, not fail", r.Requests.Failed, r.Errors)
-	}
-	if r.Requests.Shed == 0 {
-		t.Fatalf("nothing was shed at twice the capacity")
+	// The capacity was measured while other work may have shared the
+	// cores, so "2x" of it can be a rate the node serves whole once that
+	// work ends. The node was then not overloaded and proves nothing
+	// either way: every arrival must have been served intact (checked
+	// below for each run), and the rate doubles, up to 8x.
+	var r overloadReport
+	for mult := 2.0; ; mult *= 2 {
+		r = runOverloadBench(t, "upload-proxy", "--target", srv.URL, "--rate", fmt.Sprintf("%.0f/s", max(mult*capacity, 1)),
+			"--vus", "300", "--users", "8", "--duration", "12s", "--timeout", "30s", "--expect-continue")
+		ok, _, _, shedN := r.endpoint(t, "upload")
+		goodput := float64(r.Audit.Acknowledged) / 12
+		// For the log only (measured, not asserted: see the doc comment).
+		t.Logf("%.0fx: goodput %.1f/s (%.0f%% of capacity), shed %d (upload %d), time to shed %+v, admitted upload %+v, errors %v",
+			mult, goodput, 100*goodput/capacity, r.Requests.Shed, shedN, r.ShedLatencyMS, ok, r.Errors)
+		if r.Requests.Failed != 0 {
+			t.Errorf("%d requests failed under overload (%v); the excess must be shed with Retry-After, not fail", r.Requests.Failed, r.Errors)
+		}
+		if r.Requests.Shed != 0 {
+			break
+		}
+		if a := r.Audit; a.Missing != 0 || a.Corrupt != 0 || a.Verified != a.Acknowledged || a.Acknowledged == 0 {
+			t.Errorf("audit at %.0fx: %+v", mult, a)
+		}
+		if mult >= 8 {
+			t.Fatalf("nothing was shed at %.0f times the capacity", mult)
+		}
 	}
 	for class, n := range r.Shed {
 		// The per-client bound is off: shedding is the node's 503 +
