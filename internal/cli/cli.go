@@ -10,11 +10,10 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"runtime"
-	"runtime/debug"
 	"sort"
 	"strings"
 
+	"github.com/coffer-storage/coffer/internal/buildinfo"
 	"github.com/coffer-storage/coffer/internal/config"
 )
 
@@ -35,16 +34,17 @@ type command interface {
 
 func commands(env Env) map[string]command {
 	return map[string]command{
-		"serve":   &serveCmd{env: env},
-		"user":    &userCmd{env: env},
-		"gc":      &gcCmd{env: env},
-		"fsck":    &fsckCmd{env: env},
-		"key":     &keyCmd{env: env},
-		"invite":  &inviteCmd{env: env},
-		"kms":     &kmsCmd{env: env},
-		"encrypt": &encryptCmd{env: env},
-		"version": &versionCmd{env: env},
-		"bench":   &benchCmd{env: env},
+		"serve":       &serveCmd{env: env},
+		"user":        &userCmd{env: env},
+		"gc":          &gcCmd{env: env},
+		"fsck":        &fsckCmd{env: env},
+		"key":         &keyCmd{env: env},
+		"invite":      &inviteCmd{env: env},
+		"kms":         &kmsCmd{env: env},
+		"encrypt":     &encryptCmd{env: env},
+		"version":     &versionCmd{env: env},
+		"healthcheck": &healthcheckCmd{env: env},
+		"bench":       &benchCmd{env: env},
 	}
 }
 
@@ -228,34 +228,26 @@ func (c *versionCmd) Run(_ context.Context, args []string) error {
 	if fs.NArg() > 0 {
 		return usageError{errorf("unexpected arguments: %v", fs.Args())}
 	}
-	bi, _ := debug.ReadBuildInfo()
-	io.WriteString(c.env.Stdout, versionText(bi))
+	io.WriteString(c.env.Stdout, versionText(buildinfo.Read()))
 	return nil
 }
 
-// versionText describes a build: the module version, the VCS revision,
-// its commit time and whether the tree had local changes (stamped by
-// `go build` in a checkout), and the Go version. bi may be nil.
-func versionText(bi *debug.BuildInfo) string {
-	if bi == nil {
+// versionText describes a build: the release version (scripts/release.sh
+// stamps it) or the module version, the VCS revision, its commit time and
+// whether the tree had local changes (stamped by `go build` in a
+// checkout), and the Go version.
+func versionText(in buildinfo.Info) string {
+	if !in.Known && !in.Release {
 		return "coffer (unknown version: no build information)\n"
 	}
-	vcs := map[string]string{}
-	for _, s := range bi.Settings {
-		vcs[s.Key] = s.Value
-	}
-	v := bi.Main.Version
-	if v == "" {
-		v = "(devel)"
-	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "coffer %s\n", v)
-	if rev := vcs["vcs.revision"]; rev != "" {
-		fmt.Fprintf(&b, "  revision  %s\n", rev)
-		if t := vcs["vcs.time"]; t != "" {
-			fmt.Fprintf(&b, "  committed %s\n", t)
+	fmt.Fprintf(&b, "coffer %s\n", in.Version)
+	if in.Revision != "" {
+		fmt.Fprintf(&b, "  revision  %s\n", in.Revision)
+		if in.Time != "" {
+			fmt.Fprintf(&b, "  committed %s\n", in.Time)
 		}
-		modified := vcs["vcs.modified"]
+		modified := in.Modified
 		if modified == "" {
 			modified = "unknown"
 		}
@@ -263,10 +255,6 @@ func versionText(bi *debug.BuildInfo) string {
 	} else {
 		fmt.Fprintf(&b, "  revision  unknown (built without VCS information: go run, -buildvcs=false, or outside a checkout)\n")
 	}
-	goos, goarch := vcs["GOOS"], vcs["GOARCH"]
-	if goos == "" || goarch == "" {
-		goos, goarch = runtime.GOOS, runtime.GOARCH
-	}
-	fmt.Fprintf(&b, "  go        %s %s/%s\n", bi.GoVersion, goos, goarch)
+	fmt.Fprintf(&b, "  go        %s %s/%s\n", in.GoVersion, in.GOOS, in.GOARCH)
 	return b.String()
 }

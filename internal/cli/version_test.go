@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"runtime/debug"
+
+	"github.com/coffer-storage/coffer/internal/buildinfo"
 	"strings"
 	"testing"
 )
@@ -25,7 +27,7 @@ func TestVersionText(t *testing.T) {
 		{"no build info", nil, []string{"coffer (unknown version"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got := versionText(c.bi)
+			got := versionText(buildinfo.From(c.bi, ""))
 			for _, w := range c.want {
 				if !strings.Contains(got, w) {
 					t.Errorf("versionText = %q, want it to contain %q", got, w)

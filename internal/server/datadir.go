@@ -34,6 +34,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/coffer-storage/coffer/internal/atomicfile"
 	"github.com/coffer-storage/coffer/internal/meta"
@@ -175,7 +176,7 @@ func ReadKey(path string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading server key: %w", err)
 	}
-	if st, err := os.Stat(path); err == nil && st.Mode().Perm()&0o077 != 0 {
+	if st, err := os.Stat(path); err == nil && !keyModeOK(st) {
 		return nil, fmt.Errorf("server key %s is readable by others (mode %v); chmod 600 it", path, st.Mode().Perm())
 	}
 	key, err := hex.DecodeString(strings.TrimSpace(string(b)))
@@ -183,6 +184,20 @@ func ReadKey(path string) ([]byte, error) {
 		return nil, fmt.Errorf("server key %s is malformed (want 64 hex digits: openssl rand -hex 32)", path)
 	}
 	return key, nil
+}
+
+// keyModeOK says whether a key file's mode keeps it secret: owner-only,
+// or, for a file owned by root, readable by its group too (u=rw,g=r, the
+// rule PostgreSQL applies to its TLS key). The latter is how Kubernetes
+// mounts a Secret for a pod running as non-root with an fsGroup (root:fsGroup,
+// group read: deploy/helm); nothing else may read or write it.
+func keyModeOK(st fs.FileInfo) bool {
+	perm := st.Mode().Perm()
+	if perm&0o077 == 0 {
+		return true
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	return ok && sys.Uid == 0 && perm&0o037 == 0
 }
 
 // LoadOrCreateKey reads the server key at path, creating it (mode 0600,

@@ -220,3 +220,32 @@ func TestStoresLine(t *testing.T) {
 		})
 	}
 }
+
+// TestReadKeyModes: a key readable by others is refused; group-readable
+// only when root owns the file (a Kubernetes Secret mounted with an
+// fsGroup is root:fsGroup, mode 0440), never group-writable.
+func TestReadKeyModes(t *testing.T) {
+	dir := t.TempDir()
+	key := strings.Repeat("ab", 32) + "\n"
+	root := os.Getuid() == 0 // the files below belong to whoever runs the test
+	for _, c := range []struct {
+		mode os.FileMode
+		ok   bool
+	}{
+		{0o600, true}, {0o400, true},
+		{0o640, root}, {0o440, root},
+		{0o660, false}, {0o644, false}, {0o604, false}, {0o666, false},
+	} {
+		p := filepath.Join(dir, c.mode.String())
+		if err := os.WriteFile(p, []byte(key), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, c.mode); err != nil {
+			t.Fatal(err)
+		}
+		_, err := ReadKey(p)
+		if (err == nil) != c.ok {
+			t.Errorf("mode %v (root-owned: %v): err %v, want ok=%v", c.mode, root, err, c.ok)
+		}
+	}
+}

@@ -38,7 +38,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,6 +49,7 @@ import (
 	"github.com/coffer-storage/coffer/internal/blob/cacheblob"
 	"github.com/coffer-storage/coffer/internal/blob/diskblob"
 	"github.com/coffer-storage/coffer/internal/blob/s3blob"
+	"github.com/coffer-storage/coffer/internal/buildinfo"
 	"github.com/coffer-storage/coffer/internal/config"
 	"github.com/coffer-storage/coffer/internal/console"
 	"github.com/coffer-storage/coffer/internal/errcode"
@@ -317,6 +317,8 @@ func newServer(ctx context.Context, cfg config.Config, log *slog.Logger, wrapBlo
 		s.quotas.Cluster = s.meta.Limits
 	}
 	version, revision, goVersion := BuildInfo()
+	s.metrics.GaugeFunc("coffer_build_info", "Always 1; the labels name the running build (dashboards show it, alerts join on it).",
+		func() float64 { return 1 }, "version", version, "revision", revision, "goversion", goVersion)
 	apiCfg := httpapi.ConfigFrom(cfg)
 	apiCfg.Info = httpapi.ServerInfo{
 		Version: version, Revision: revision, GoVersion: goVersion,
@@ -889,19 +891,12 @@ func (s *Server) localClient(r *http.Request) bool {
 	return addr.IsLoopback() && !proxied
 }
 
-// BuildInfo returns the module version, the VCS revision ("" if the build
-// recorded none) and the Go version of the running binary.
+// BuildInfo returns the version (a release build's, else the module's), the
+// VCS revision ("" if the build recorded none) and the Go version of the
+// running binary.
 func BuildInfo() (version, revision, goVersion string) {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "(devel)", "", ""
-	}
-	for _, st := range bi.Settings {
-		if st.Key == "vcs.revision" {
-			revision = st.Value
-		}
-	}
-	return bi.Main.Version, revision, bi.GoVersion
+	in := buildinfo.Read()
+	return in.Version, in.Revision, in.GoVersion
 }
 
 // preflight checks what can be checked before anything is opened or
