@@ -152,6 +152,28 @@ if [ -z "${COFFER_VERSITYGW:-}" ]; then
 fi
 echo "versitygw $VERSITYGW_VERSION: $COFFER_VERSITYGW"
 
+step "checkers of the deployment files (test/deploy)"
+# promtool checks deploy/prometheus/alerts.yaml and the dashboard's
+# queries (Debian's prometheus package, without starting its server: no
+# recommends, and no init system here to start it); helm lints and renders
+# deploy/helm/coffer (built with go install from the Go module proxy into
+# the cache, ~4 min the first time); systemd-analyze verifies the unit.
+# With COFFER_REQUIRE_CLIENTS=1 test/deploy fails, not skips, without them.
+DEPLOY_PKGS=""
+command -v promtool >/dev/null || DEPLOY_PKGS="$DEPLOY_PKGS prometheus"
+command -v systemd-analyze >/dev/null || DEPLOY_PKGS="$DEPLOY_PKGS systemd"
+if [ -n "$DEPLOY_PKGS" ]; then
+  SUDO=; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  export DEBIAN_FRONTEND=noninteractive
+  # shellcheck disable=SC2086 # a list of packages
+  $SUDO apt-get install -y -qq --no-install-recommends $DEPLOY_PKGS >/dev/null ||
+    { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-recommends $DEPLOY_PKGS >/dev/null; }
+fi
+HELM_VERSION=v3.22.0
+cached_go_install "$CACHE/helm-$HELM_VERSION" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+export COFFER_HELM="$CACHE/helm-$HELM_VERSION/helm"
+echo "$(promtool --version 2>&1 | head -1); helm $("$COFFER_HELM" version --short); $(systemd-analyze --version | head -1)"
+
 step "moto (a real AWS KMS API) for the key service tests of encryption at rest"
 # moto's server from PyPI, in its own venv in ~/.cache/coffer-tools/moto (reinstalled
 # only when the pinned requirement changes); internal/testbackend starts it

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"sync/atomic"
 
 	"github.com/maypok86/otter/v2"
 
@@ -41,6 +42,24 @@ type Keys struct {
 	issuing *otter.Cache[string, *intermediate]
 	// opened: hash of (KEK, wrapped IK) → IK, for Unwrap.
 	opened *otter.Cache[[32]byte, []byte]
+	stats  Stats
+}
+
+// Stats count the calls Keys made to the key service and those that
+// failed, by operation (for metrics: a failing KMS is an alert).
+type Stats struct {
+	Wraps, WrapErrors, Unwraps, UnwrapErrors, Rotations, RotationErrors atomic.Int64
+}
+
+// Stats returns the counters of k's key service calls.
+func (k *Keys) Stats() *Stats { return &k.stats }
+
+// count records one key service call and whether it failed.
+func count(calls, errs *atomic.Int64, err error) {
+	calls.Add(1)
+	if err != nil {
+		errs.Add(1)
+	}
 }
 
 type intermediate struct {
@@ -148,6 +167,7 @@ func (k *Keys) Rewrap(ctx context.Context, w Wrapped, keyID string) (out Wrapped
 // (Options.IntermediateKeyTTL).
 func (k *Keys) Rotate(ctx context.Context) (KeyRef, error) {
 	ref, err := k.p.Rotate(ctx)
+	count(&k.stats.Rotations, &k.stats.RotationErrors, err)
 	if err != nil {
 		return KeyRef{}, err
 	}
@@ -193,6 +213,7 @@ func (k *Keys) newIK(ctx context.Context, keyID string) (*intermediate, error) {
 	key := make([]byte, DataKeySize)
 	rand.Read(key)
 	wrapped, ref, err := k.p.Wrap(ctx, keyID, key)
+	count(&k.stats.Wraps, &k.stats.WrapErrors, err)
 	if err != nil {
 		return nil, err
 	}
@@ -209,6 +230,7 @@ func (k *Keys) newIK(ctx context.Context, keyID string) (*intermediate, error) {
 func (k *Keys) openIK(ctx context.Context, kek KeyRef, wrapped []byte) ([]byte, error) {
 	load := func(ctx context.Context) ([]byte, error) {
 		ik, err := k.p.Unwrap(ctx, kek, wrapped)
+		count(&k.stats.Unwraps, &k.stats.UnwrapErrors, err)
 		if err != nil {
 			return nil, err
 		}

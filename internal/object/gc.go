@@ -2,6 +2,7 @@ package object
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/coffer-storage/coffer/internal/blob"
@@ -122,16 +123,22 @@ func (s *Service) RunJanitor(ctx context.Context) {
 	for {
 		s.collectGarbage(ctx, "")
 		if n, err := s.CollectExpiredUploads(ctx); err != nil && ctx.Err() == nil {
+			s.janitor.Failures.Add(1)
 			s.log.Warn("aborting expired uploads failed", "err", err)
 		} else if n > 0 {
+			s.janitor.AbortedUploads.Add(int64(n))
 			s.log.Info("aborted expired uploads", "count", n)
 		}
 		if time.Since(lastOrphans) >= s.cfg.OrphanInterval {
 			lastOrphans = time.Now()
-			if _, err := s.CollectOrphans(ctx); err != nil && ctx.Err() == nil {
+			n, err := s.CollectOrphans(ctx)
+			s.janitor.Orphans.Add(int64(n))
+			if err != nil && ctx.Err() == nil {
+				s.janitor.Failures.Add(1)
 				s.log.Warn("orphan collection failed", "err", err)
 			}
 		}
+		s.janitor.LastRun.Store(s.now().Unix())
 		for next := false; !next; {
 			select {
 			case <-ctx.Done():
@@ -157,9 +164,23 @@ func (s *Service) RunJanitor(ctx context.Context) {
 
 // collectGarbage is CollectGarbage, logged; when says when it runs.
 func (s *Service) collectGarbage(ctx context.Context, when string) {
-	if n, err := s.CollectGarbage(ctx); err != nil && ctx.Err() == nil {
+	n, err := s.CollectGarbage(ctx)
+	s.janitor.Reclaimed.Add(int64(n))
+	if err != nil && ctx.Err() == nil {
+		s.janitor.Failures.Add(1)
 		s.log.Warn("garbage collection"+when+" failed", "err", err)
 	} else if n > 0 {
 		s.log.Info("reclaimed blobs"+when, "count", n)
 	}
 }
+
+// JanitorStats are this node's counters of the janitor's work (for
+// metrics): blobs reclaimed from the garbage queue, orphan blobs deleted,
+// expired uploads aborted, passes that failed, and when the last pass ended
+// (unix seconds, 0 before the first).
+type JanitorStats struct {
+	Reclaimed, Orphans, AbortedUploads, Failures, LastRun atomic.Int64
+}
+
+// JanitorStats returns this node's janitor counters.
+func (s *Service) JanitorStats() *JanitorStats { return &s.janitor }

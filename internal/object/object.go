@@ -174,9 +174,10 @@ type core struct {
 
 	policies policyCache // parsed bucket policies (policy.go)
 
-	reading   readers   // blobs open for reading in this process (pressure.go)
-	readStats ReadStats // damaged reads (verify.go)
-	recorded  sync.Map  // blob key → when a read last recorded it damaged (verify.go)
+	reading   readers      // blobs open for reading in this process (pressure.go)
+	readStats ReadStats    // damaged reads (verify.go)
+	janitor   JanitorStats // the janitor's work (gc.go)
+	recorded  sync.Map     // blob key → when a read last recorded it damaged (verify.go)
 
 	streams streamCache // decryption streams of recently read encrypted blobs (keycache.go)
 }

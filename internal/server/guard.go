@@ -297,5 +297,11 @@ func (s *Server) admissionMetrics(api string) {
 			func() float64 { return float64(l.Limit(class)) }, "api", api, "class", class.String())
 		s.metrics.GaugeFunc("coffer_admission_in_flight", "Admitted requests in flight by API and class.",
 			func() float64 { return float64(l.InFlight(class)) }, "api", api, "class", class.String())
+		// Every refusal counter exists from the start, at 0: rate() and
+		// the dashboard see the first refusal as an increase, not as a
+		// series appearing.
+		for _, reason := range []ratelimit.Reason{ratelimit.ReasonPerClient, ratelimit.ReasonMaxInFlight, ratelimit.ReasonOverload} {
+			s.metrics.Rejected.WithLabelValues(api, class.String(), string(reason))
+		}
 	}
 }

@@ -147,6 +147,10 @@ func newServer(ctx context.Context, cfg config.Config, log *slog.Logger, wrapBlo
 	}
 	s := &Server{cfg: cfg, log: log, metrics: metrics.New(), accessLevel: slog.LevelInfo, changes: metacache.NewBus(), started: time.Now()}
 	s.changes.SetLease(cfg.MetaCacheLease)
+	if certs != nil {
+		s.metrics.GaugeFunc("coffer_tls_cert_expiry_timestamp_seconds", "When the TLS certificate being served expires (its leaf's NotAfter, unix seconds; follows reloads).",
+			func() float64 { return float64(certs.Certificate().Leaf.NotAfter.Unix()) })
+	}
 	defer func() {
 		if err != nil {
 			s.Close() // what was opened; what was made stays, whole
@@ -235,6 +239,10 @@ func newServer(ctx context.Context, cfg config.Config, log *slog.Logger, wrapBlo
 			free, _ := d.Free()
 			return float64(free)
 		})
+		s.metrics.GaugeFunc("coffer_data_disk_size_bytes", "Size of the data folder's file system (used plus free for unprivileged users: free / size is the fraction left).", func() float64 {
+			size, _ := d.Size()
+			return float64(size)
+		})
 		s.metrics.GaugeFunc("coffer_data_disk_pressure", "1 while the data folder's disk is short of space (below twice --min-free-space, or full in the last minute): deleted files are reclaimed at once.", func() float64 {
 			if d.Pressure() {
 				return 1
@@ -244,6 +252,16 @@ func newServer(ctx context.Context, cfg config.Config, log *slog.Logger, wrapBlo
 	}
 	if s.keys != nil {
 		ocfg.Keys = s.keys
+		ks := s.keys.Stats()
+		for _, c := range []struct {
+			op          string
+			calls, errs *atomic.Int64
+		}{{"wrap", &ks.Wraps, &ks.WrapErrors}, {"unwrap", &ks.Unwraps, &ks.UnwrapErrors}, {"rotate", &ks.Rotations, &ks.RotationErrors}} {
+			s.metrics.CounterFunc("coffer_kms_calls_total", "Calls this node made to the key service (wrap and unwrap of intermediate keys, rotation); cached keys make none.",
+				func() float64 { return float64(c.calls.Load()) }, "op", c.op)
+			s.metrics.CounterFunc("coffer_kms_errors_total", "Calls to the key service that failed (unreachable, denied, unknown key).",
+				func() float64 { return float64(c.errs.Load()) }, "op", c.op)
+		}
 	}
 	// Gateway reads go through the blob cache too (gateway imports
 	// cacheblob; object never sees it).
@@ -287,6 +305,17 @@ func newServer(ctx context.Context, cfg config.Config, log *slog.Logger, wrapBlo
 				return 0
 			}, "kind", kind)
 	}
+	jan := s.objects.JanitorStats()
+	s.metrics.CounterFunc("coffer_janitor_reclaimed_blobs_total", "Blobs this node's janitor deleted from the garbage queue (deleted and overwritten objects, after the grace period).",
+		func() float64 { return float64(jan.Reclaimed.Load()) })
+	s.metrics.CounterFunc("coffer_janitor_orphan_blobs_total", "Orphan blobs (no metadata row: a crash between write and commit) this node's janitor deleted.",
+		func() float64 { return float64(jan.Orphans.Load()) })
+	s.metrics.CounterFunc("coffer_janitor_aborted_uploads_total", "Expired unfinished uploads this node's janitor aborted.",
+		func() float64 { return float64(jan.AbortedUploads.Load()) })
+	s.metrics.CounterFunc("coffer_janitor_failures_total", "Janitor passes on this node that failed (logged; retried next pass).",
+		func() float64 { return float64(jan.Failures.Load()) })
+	s.metrics.GaugeFunc("coffer_janitor_last_run_timestamp_seconds", "When this node's janitor last finished a pass (unix seconds; 0: not yet).",
+		func() float64 { return float64(jan.LastRun.Load()) })
 	s.metrics.GaugeFunc("coffer_upload_staged_bytes", "Bytes this node has received into blobs not committed yet (uploads in flight).",
 		func() float64 { return float64(s.objects.StagedBytes()) })
 	acfg := auth.ConfigFrom(cfg)

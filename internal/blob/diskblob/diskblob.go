@@ -576,6 +576,16 @@ func (s *Store) Free() (int64, error) {
 	return int64(st.Bavail) * int64(st.Bsize), nil
 }
 
+// Size returns the size of the store's file system in bytes (what
+// unprivileged users could fill: free space for them plus what is used).
+func (s *Store) Size() (int64, error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(s.dir, &st); err != nil {
+		return 0, err
+	}
+	return (int64(st.Blocks) - int64(st.Bfree) + int64(st.Bavail)) * int64(st.Bsize), nil
+}
+
 // pressureHold is how long Pressure stays true after a write found the
 // disk full.
 const pressureHold = time.Minute

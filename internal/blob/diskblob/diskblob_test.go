@@ -983,3 +983,25 @@ func BenchmarkPutUnits(b *testing.B) {
 		})
 	}
 }
+
+// TestFreeAndSize: the file system's size and free space, as the metrics
+// coffer_data_disk_size_bytes and coffer_data_disk_free_bytes report them
+// (the disk-nearly-full alert divides one by the other).
+func TestFreeAndSize(t *testing.T) {
+	s, err := diskblob.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	free, err := s.Free()
+	if err != nil {
+		t.Fatal(err)
+	}
+	size, err := s.Size()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if free <= 0 || size < free {
+		t.Errorf("free %d, size %d: want 0 < free <= size", free, size)
+	}
+}

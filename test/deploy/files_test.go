@@ -1,7 +1,13 @@
-package e2e
+// Package deploy checks what the repository ships to deploy Coffer (the
+// container image, compose, the systemd unit, the Helm chart, the release
+// script, the Grafana dashboard and the Prometheus alerts) against the
+// tree and the real binary, with the tools each format has when they can
+// be installed (promtool, helm, systemd-analyze, a Docker engine).
+package deploy
 
 import (
 	"bufio"
+	"encoding/json"
 	"flag"
 	"os"
 	"os/exec"
@@ -23,8 +29,11 @@ type dockerfile struct {
 	copies    [][]string // sources of each COPY without --from
 	goImage   string     // the build stage's golang:TAG
 	user      string     // the final USER
-	build     string     // the RUN line holding go build
-	buildPkgs []string   // packages go build builds
+	volumes   []string   // VOLUME paths
+	health    []string   // HEALTHCHECK CMD, exec form
+	env       map[string]string
+	build     string   // the RUN line holding go build
+	buildPkgs []string // packages go build builds
 }
 
 func parseDockerfile(t *testing.T, path string) dockerfile {
@@ -69,6 +78,27 @@ func parseDockerfile(t *testing.T, path string) dockerfile {
 			}
 		case "USER":
 			d.user = f[1]
+		case "VOLUME":
+			var v []string
+			if err := json.Unmarshal([]byte(strings.TrimSpace(l[len(f[0]):])), &v); err != nil {
+				v = f[1:]
+			}
+			d.volumes = append(d.volumes, v...)
+		case "ENV":
+			if d.env == nil {
+				d.env = map[string]string{}
+			}
+			for _, kv := range f[1:] {
+				if k, v, ok := strings.Cut(kv, "="); ok {
+					d.env[k] = v
+				}
+			}
+		case "HEALTHCHECK":
+			if _, cmd, ok := strings.Cut(l, " CMD "); ok {
+				if err := json.Unmarshal([]byte(strings.TrimSpace(cmd)), &d.health); err != nil {
+					d.health = []string{"(shell form: the image has no shell)", cmd}
+				}
+			}
 		case "RUN":
 			if strings.Contains(l, "go build") {
 				d.build = l
@@ -94,11 +124,7 @@ func parseDockerfile(t *testing.T, path string) dockerfile {
 // is defined. (The compose file built coffer:latest from a Dockerfile
 // that did not exist.)
 func TestDeployFiles(t *testing.T) {
-	if testenv.ScaleOut() {
-		t.Skip("the same in both shapes")
-	}
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..")
+	root := repoRoot()
 	d := parseDockerfile(t, filepath.Join(root, "Dockerfile"))
 
 	ignore, _ := os.ReadFile(filepath.Join(root, ".dockerignore"))
@@ -151,6 +177,19 @@ func TestDeployFiles(t *testing.T) {
 		t.Errorf("the image runs as %q, want a non-root user", d.user)
 	}
 	uid, gid, _ := strings.Cut(d.user, ":")
+	// The data folder is a volume, and the health check runs the binary
+	// itself (no shell or curl in the image) with a command that exists.
+	if data := d.env["COFFER_DATA"]; data == "" || !slices.Contains(d.volumes, data) {
+		t.Errorf("the image's data folder %q is not a VOLUME (%v)", data, d.volumes)
+	}
+	if !slices.Contains(d.volumes, "/data") {
+		t.Errorf("the image's volumes are %v, want /data", d.volumes)
+	}
+	if len(d.health) < 2 || d.health[0] != "/usr/local/bin/coffer" {
+		t.Errorf("HEALTHCHECK is %q, want the binary's own check (exec form)", d.health)
+	} else if out, err := exec.Command(testenv.Binary(t), d.health[1], "--help").CombinedOutput(); err != nil {
+		t.Errorf("HEALTHCHECK runs coffer %s, which does not exist: %v\n%s", d.health[1], err, out)
+	}
 
 	// compose.yaml
 	b, err := os.ReadFile(filepath.Join(root, "deploy", "compose.yaml"))
@@ -252,6 +291,12 @@ func TestDeployFiles(t *testing.T) {
 	if nodes == 0 {
 		t.Error("deploy/compose.yaml runs no coffer node")
 	}
+}
+
+// repoRoot is the repository's root folder.
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
 func fileExists(p string) bool {
