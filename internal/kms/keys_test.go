@@ -366,6 +366,12 @@ func TestProviderOutage(t *testing.T) {
 	if _, err := k.GenerateDataKey(ctx, "other"); !errcode.Is(err, errcode.Unavailable) {
 		t.Fatalf("new key id during the outage: %v", err)
 	}
+	// The metrics' counters: the hot key's one wrap; the cold unwrap and
+	// the other key's wrap failed (the cached unwrap made no call).
+	st := k.Stats()
+	if w, we, u, ue := st.Wraps.Load(), st.WrapErrors.Load(), st.Unwraps.Load(), st.UnwrapErrors.Load(); w != 2 || we != 1 || u != 1 || ue != 1 {
+		t.Errorf("stats: wraps %d (%d failed), unwraps %d (%d failed); want 2 (1), 1 (1)", w, we, u, ue)
+	}
 	// Errors are not cached: it works again as soon as the provider does.
 	c.down.Store(false)
 	if got, err := k.Unwrap(ctx, coldDK.Wrapped); err != nil || !bytes.Equal(got, coldDK.Plaintext) {
