@@ -45,6 +45,8 @@ func commands(env Env) map[string]command {
 		"encrypt": &encryptCmd{env: env},
 		"version": &versionCmd{env: env},
 		"bench":   &benchCmd{env: env},
+		"backup":  &backupCmd{env: env},
+		"restore": &restoreCmd{env: env},
 	}
 }
 
