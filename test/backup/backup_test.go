@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"math/rand/v2"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -128,6 +129,7 @@ type op struct {
 // acknowledged before the snapshot point byte-exact, and nothing deleted
 // (acknowledged) before it.
 func TestBackupUnderLoad(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	srv := testenv.StartIn(t, filepath.Join(dir, "data"), "--inline-max", "4KiB")
 	c := srv.NewUser(t)
@@ -222,6 +224,7 @@ func TestBackupUnderLoad(t *testing.T) {
 // first did not (counted), verify passes, and then finds a flipped byte
 // in a blob of the destination, naming it; prune keeps the newest.
 func TestIncrementalAndVerify(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	srv := testenv.StartIn(t, filepath.Join(dir, "data"), "--inline-max", "4KiB")
 	c := srv.NewUser(t)
@@ -239,6 +242,10 @@ func TestIncrementalAndVerify(t *testing.T) {
 		t.Errorf("a backup without --keys-to does not warn that the key material is left out: stderr %q", errs)
 	}
 	first := parseSummary(t, out)
+	// The server exports when the last backup of its data folder ended.
+	if v := lastBackupMetric(t, srv.URL); v < float64(first.snapshot.Unix()) {
+		t.Errorf("coffer_backup_last_success_timestamp_seconds = %v after a backup at %s", v, first.snapshot)
+	}
 	if first.copied != first.blobs || first.skipped != 0 || first.blobs < 20 {
 		t.Fatalf("first backup: %+v, want every blob (>= 20) copied", first)
 	}
@@ -296,6 +303,7 @@ func TestIncrementalAndVerify(t *testing.T) {
 // TestRefusals: restore refuses a non-empty folder; backup refuses the
 // scale-out shape, saying what to use.
 func TestRefusals(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	full := filepath.Join(dir, "full")
 	os.MkdirAll(full, 0o700)
@@ -315,4 +323,27 @@ func TestRefusals(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "dest")); err == nil {
 		t.Error("the refused backup made its destination")
 	}
+}
+
+// lastBackupMetric reads coffer_backup_last_success_timestamp_seconds
+// from the server's /metrics.
+func lastBackupMetric(t *testing.T, base string) float64 {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "coffer_backup_last_success_timestamp_seconds "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("metric line %q: %v", line, err)
+			}
+			return f
+		}
+	}
+	t.Fatalf("/metrics lacks coffer_backup_last_success_timestamp_seconds")
+	return 0
 }
