@@ -142,6 +142,9 @@ type Options struct {
 	now func() time.Time
 	// afterSnapshot, if set, is called once the snapshot is read (tests).
 	afterSnapshot func()
+	// renewed, if set, is called after each renewal of the lease by the
+	// heartbeat, with the time it was renewed at (tests).
+	renewed func(at time.Time)
 }
 
 // Progress is a backup's or a restore's progress.
@@ -209,6 +212,9 @@ func Run(ctx context.Context, src Source, dst blob.Store, o Options) (m Manifest
 					lost(fmt.Errorf("renewing the backup lease (blobs deleted since the snapshot may have been reclaimed): %w", err))
 					return
 				}
+				if o.renewed != nil {
+					o.renewed(n)
+				}
 			}
 		}
 	})
@@ -232,7 +238,7 @@ func Run(ctx context.Context, src Source, dst blob.Store, o Options) (m Manifest
 	snap := filepath.Join(tmp, MetaName)
 	m.SnapshotAt = now().UTC()
 	if err := src.Snap.SnapshotTo(ctx, snap); err != nil {
-		return m, fmt.Errorf("snapshot of the metadata: %w", err)
+		return m, fmt.Errorf("snapshot of the metadata: %w", cause(ctx, err))
 	}
 	if o.afterSnapshot != nil {
 		o.afterSnapshot()
@@ -262,7 +268,7 @@ func Run(ctx context.Context, src Source, dst blob.Store, o Options) (m Manifest
 		return nil
 	})
 	if err != nil {
-		return m, fmt.Errorf("reading the snapshot: %w", err)
+		return m, fmt.Errorf("reading the snapshot: %w", cause(ctx, err))
 	}
 
 	// Copy, par at a time.
@@ -477,6 +483,14 @@ func (c *checkReader) finish() error {
 		c.err = ErrChecksum(c.key)
 	}
 	return c.err
+}
+
+// cause is err, or why ctx ended if it did (a lapsed lease).
+func cause(ctx context.Context, err error) error {
+	if c := context.Cause(ctx); c != nil && ctx.Err() != nil {
+		return c
+	}
+	return err
 }
 
 // ErrChecksum is the error of a blob whose bytes differ from its manifest.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -141,5 +142,43 @@ func TestLapsedLeaseFails(t *testing.T) {
 	}
 	if ms, err := List(ctx, dst); err != nil || len(ms) != 0 {
 		t.Errorf("List after the failed backup = %v, %v; want none", ms, err)
+	}
+}
+
+// TestHeartbeatKeepsLease: a backup that takes longer than its lease's
+// TTL keeps the lease by renewing it, and the janitor takes nothing it
+// holds meanwhile. The lease is judged by a clock of the test's, moved
+// by half a TTL after each renewal at the current time: no timing
+// decides the outcome.
+func TestHeartbeatKeepsLease(t *testing.T) {
+	ctx := t.Context()
+	st, blobs := fixture(t, 4)
+	dst := memblob.New()
+	src := Source{Meta: st, Snap: st, Blobs: blobs, TmpDir: t.TempDir()}
+	const ttl = 30 * time.Millisecond
+	var mu sync.Mutex
+	clock := time.Now()
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	renewals := make(chan time.Time, 1000)
+	reclaimed := 0
+	o := Options{LeaseTTL: ttl, now: now, renewed: func(at time.Time) { renewals <- at }, afterSnapshot: func() {
+		if _, err := st.DeleteObject(ctx, "alice", "k0", meta.Cond{}); err != nil {
+			t.Fatal(err)
+		}
+		for range 8 { // 4 TTLs in all
+			for at := <-renewals; !at.Equal(now()); at = <-renewals { // one renewed at the current time
+			}
+			mu.Lock()
+			clock = clock.Add(ttl / 2)
+			mu.Unlock()
+			reclaimed += janitor(ctx, t, st, blobs, now())
+		}
+	}}
+	m, err := Run(ctx, src, dst, o)
+	if err != nil {
+		t.Fatalf("a backup longer than its lease's TTL: %v", err)
+	}
+	if reclaimed != 0 || m.Copied != 4 {
+		t.Errorf("reclaimed %d during the backup (want 0), copied %d (want 4)", reclaimed, m.Copied)
 	}
 }
