@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/coffer-storage/coffer/internal/backup"
+	"github.com/coffer-storage/coffer/internal/config"
 	"github.com/coffer-storage/coffer/internal/kms"
 	"github.com/coffer-storage/coffer/internal/server"
 )
@@ -45,6 +46,11 @@ func (c *backupCmd) Run(ctx context.Context, args []string) error {
 		}
 	}
 	fs := flag.NewFlagSet("coffer backup", flag.ContinueOnError)
+	fs.Usage = func() {
+		w := fs.Output()
+		fmt.Fprintln(w, "usage: coffer backup --to DEST [--keys-to DEST2] [flags]\n       coffer backup list|verify|prune --to DEST (each with -h); see docs/backup.md\n\nflags:")
+		config.PrintDefaults(w, fs, nil)
+	}
 	routeHelp(fs, c.env)
 	data := dataFlag(fs, c.env)
 	to := fs.String("to", "", "destination: a folder, or an S3 URL as --blob takes (s3://BUCKET[/PREFIX]?endpoint=…); its blobs/ are shared by every backup in it")
