@@ -383,6 +383,10 @@ func (c *restoreCmd) Run(ctx context.Context, args []string) error {
 			keys = "no key material was saved with this backup"
 		}
 	}
+	if len(m.Missing) > 0 {
+		fmt.Fprintf(c.env.Stderr, "warning: %d blobs were already missing from the data folder when backup %s was taken (first: %s): their objects cannot be read; see docs/operations.md, \"A damaged blob\"\n",
+			len(m.Missing), m.ID, m.Missing[0])
+	}
 	if len(m.Keys) == 0 || *keysFrom == "" {
 		fmt.Fprintln(c.env.Stderr, "warning: no key material restored: copy the server key (server.key) and any kms.keyring of the backed-up data folder into "+*dir+
 			" before coffer serve (a new key does not match the metadata: the server refuses to start)")

@@ -165,9 +165,15 @@ func TestBackupUnderLoad(t *testing.T) {
 				if i%3 == 2 && len(mine) > 0 {
 					o := mine[0]
 					mine = mine[1:]
-					o.delSent = time.Now()
+					sent := time.Now()
+					mu.Lock()
+					o.delSent = sent
+					mu.Unlock()
 					if del(c, o.key) {
-						o.delAcked = time.Now()
+						acked := time.Now()
+						mu.Lock()
+						o.delAcked = acked
+						mu.Unlock()
 					}
 					continue
 				}
@@ -185,7 +191,24 @@ func TestBackupUnderLoad(t *testing.T) {
 			}
 		})
 	}
-	time.Sleep(1500 * time.Millisecond) // the load under way
+	// The load under way: wait for enough acknowledged uploads and
+	// deletes (not for a time: the machine may be slow).
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		mu.Lock()
+		puts, dels := len(ops), 0
+		for _, o := range ops {
+			if !o.delAcked.IsZero() {
+				dels++
+			}
+		}
+		mu.Unlock()
+		if puts >= 4*workers && dels >= workers {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the load acknowledged only %d uploads and %d deletes in 2 minutes", puts, dels)
+		}
+	}
 	out := mustRun(t, "backup", "--data", srv.Data, "--to", dest, "--keys-to", keys, "--parallel", "2")
 	time.Sleep(500 * time.Millisecond)
 	close(stop)
