@@ -88,7 +88,7 @@ func (c *backupCmd) Run(ctx context.Context, args []string) error {
 	defer closeDst()
 	src := backup.Source{Meta: st.Meta.Reclamation, Snap: st.Snapshot, Blobs: st.Blobs, TmpDir: data.cfg.Data,
 		Keys: keyFiles(data.cfg.Data, data.cfg.ServerKeyFile, data.cfg.KMS)}
-	o := backup.Options{Parallel: *par, Version: coferVersion()}
+	o := backup.Options{Parallel: *par, Version: cofferVersion()}
 	if *keysTo != "" {
 		keys, closeKeys, err := server.OpenLocation(ctx, *keysTo, false)
 		if err != nil {
@@ -153,8 +153,8 @@ func sameLocation(a, b string) bool {
 	return err1 == nil && err2 == nil && aa == bb
 }
 
-// coferVersion is the module version of this build.
-func coferVersion() string {
+// cofferVersion is the module version of this build.
+func cofferVersion() string {
 	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
 		return bi.Main.Version
 	}
