@@ -412,11 +412,12 @@ func Run(ctx context.Context, src Source, dst blob.Store, o Options) (m Manifest
 	return m, nil
 }
 
-// copyBlob streams blob from src to key in dst, hashing what it reads, and
-// returns it as a File named from. want, if set, is checked (size and
-// SHA-256) before the blob is written to dst... for a streamed Put the
-// check comes at EOF: a mismatch fails the Put's reader, so dst keeps
-// nothing.
+// copyBlob streams blob from from src to key in dst, hashing what it
+// reads, and returns it as a File named from. The size (and want's
+// SHA-256, if want is set) is checked at EOF, which fails the Put's reader
+// so that dst keeps nothing; a store that stopped reading at the size
+// before EOF has its copy checked after the Put, and removed on a
+// mismatch.
 func copyBlob(ctx context.Context, src, dst blob.Store, from, key string, want *File, n *atomic.Int64) (File, error) {
 	info, err := src.Stat(ctx, from)
 	if err != nil {
