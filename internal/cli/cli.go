@@ -45,6 +45,8 @@ func commands(env Env) map[string]command {
 		"version":     &versionCmd{env: env},
 		"healthcheck": &healthcheckCmd{env: env},
 		"bench":       &benchCmd{env: env},
+		"backup":      &backupCmd{env: env},
+		"restore":     &restoreCmd{env: env},
 	}
 }
 

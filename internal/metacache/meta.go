@@ -658,6 +658,7 @@ var writeTopics = map[string]map[string]string{
 	"Stagings":   {"Stage": "", "GrowStaging": "", "RenewStaging": "", "Unstage": "", "DeleteExpiredStaging": ""},
 	"Reclamation": {
 		"ListGarbage": "", "ClaimGarbage": "", "DeleteGarbage": "", "ReferencedBlobs": "",
+		"AcquireBackupLease": "", "RenewBackupLease": "", "ReleaseBackupLease": "", "FinishBackup": "", "LastBackup": "",
 	},
 	"Shares": {
 		"CreateShare": "", "GetShare": "", "GetShareByHash": "", "ListShares": "", "SetShareExpiry": "", "RevokeShare": "",

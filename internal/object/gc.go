@@ -21,7 +21,8 @@ func (s *Service) CollectGarbage(ctx context.Context) (int, error) {
 	}
 	total := 0
 	for {
-		gs, err := s.meta.ClaimGarbage(ctx, s.now().Add(-grace), 500)
+		now := s.now()
+		gs, err := s.meta.ClaimGarbage(ctx, now.Add(-grace), now, 500)
 		if err != nil || len(gs) == 0 {
 			return total, err
 		}

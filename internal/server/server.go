@@ -282,6 +282,7 @@ func newServer(ctx context.Context, cfg config.Config, log *slog.Logger, wrapBlo
 	js := s.objects.JobStats()
 	registerLifecycleMetrics(s.metrics, s.objects.Lifecycle().Stats())
 	registerIntegrityMetrics(s.metrics, s.objects.ReadStats(), s.objects.Scrubber().Stats())
+	registerBackupMetrics(s.metrics, s.meta.Reclamation)
 	s.metrics.CounterFunc("coffer_kms_rewrapped_keys_total", "Data keys this node re-wrapped under the current KEK version (rewrap job).",
 		func() float64 { return float64(js.Rewrapped.Load()) })
 	s.metrics.CounterFunc("coffer_kms_encrypted_objects_total", "Plaintext objects this node encrypted (coffer encrypt job).",

@@ -55,6 +55,9 @@ type Stores struct {
 	// can read again (SQLite's page caches); nil when there is nothing to
 	// free (PostgreSQL: its memory is the database server's).
 	ReleaseMemory func(context.Context) error
+	// Snapshot copies the metadata store consistently while it serves
+	// (SQLite's; nil for PostgreSQL): coffer backup.
+	Snapshot meta.Snapshotter
 
 	closers []func() error
 }
@@ -106,6 +109,7 @@ func OpenStores(ctx context.Context, cfg config.Config, o StoreOptions) (_ *Stor
 		}
 		st.closers = append(st.closers, m.Close)
 		st.ReleaseMemory = m.ReleaseMemory
+		st.Snapshot = m
 		inner = m.Stores()
 	}
 	if o.Blobs && cfg.Blob == "" && o.ReadOnlyBlobs {

@@ -39,10 +39,24 @@ func ReferencedOrQueued(k string) string {
 
 // claimGarbageQuery lists up to limit queue entries enqueued before
 // before, oldest first, each with whether a row points at its blob again
-// (see Referenced). Columns: id, blob_key, created_at, referenced.
-func claimGarbageQuery(before, limit string) string {
+// (see Referenced), leaving out the blobs a backup lease live at now holds
+// (HeldByBackup). Columns: id, blob_key, created_at, referenced.
+func claimGarbageQuery(before, now, limit string) string {
 	return "SELECT g.id, g.blob_key, g.created_at, CASE WHEN " + Referenced("g.blob_key") + " THEN 1 ELSE 0 END FROM garbage g" +
-		" WHERE g.created_at < " + before + " ORDER BY g.created_at, g.id LIMIT " + limit
+		" WHERE g.created_at < " + before + " AND NOT " + HeldByBackup("g.blob_key", now) +
+		" ORDER BY g.created_at, g.id LIMIT " + limit
+}
+
+// HeldByBackup is the condition "a backup lease live at now holds blob k":
+// one of k's queue entries was queued at or after the lease's since. Not
+// only the entry being claimed: a blob queued before the lease began, that
+// a row pointed at again (a stale entry, see ClaimGarbage) when the
+// backup's snapshot was read, and that was queued again since, must stay
+// too. (The lease table is empty but during a backup: the outer EXISTS
+// costs one probe of it.)
+func HeldByBackup(k, now string) string {
+	return "EXISTS (SELECT 1 FROM backup_leases l WHERE l.until_ns > " + now +
+		" AND EXISTS (SELECT 1 FROM garbage h WHERE h.blob_key = " + k + " AND h.created_at >= l.since_ns))"
 }
 
 // garbageCols are the columns of a garbage queue entry, in scanGarbage's
@@ -108,11 +122,11 @@ func (o reclamationOps) DeleteGarbage(ctx context.Context, ids []int64) error {
 // ClaimGarbage implements meta.Reclamation in one transaction: the queue
 // entries with their re-check (claimGarbageQuery), then the deletion of
 // those whose blob a row points at again. A limit <= 0 means 1000.
-func (o reclamationOps) ClaimGarbage(ctx context.Context, before time.Time, limit int) ([]meta.Garbage, error) {
+func (o reclamationOps) ClaimGarbage(ctx context.Context, before, now time.Time, limit int) ([]meta.Garbage, error) {
 	var out []meta.Garbage
 	err := o.run.Write(ctx, "claim garbage", func(w Writer) error {
 		var claims []claim
-		err := w.Query(o.sql.claimGarbage, []any{ToNanos(before), meta.PageLimit(limit, 1000, 0)}, func(r Row) error {
+		err := w.Query(o.sql.claimGarbage, []any{ToNanos(before), meta.PageLimit(limit, 1000, 0), ToNanos(now)}, func(r Row) error {
 			c, err := scanClaim(r)
 			claims = append(claims, c)
 			return err
@@ -134,4 +148,57 @@ func (o reclamationOps) ClaimGarbage(ctx context.Context, before time.Time, limi
 		return nil, err
 	}
 	return out, nil
+}
+
+// The backup leases (migration 0033): backup_leases, with since_ns and
+// until_ns in Unix nanoseconds (the unit of garbage.created_at, which
+// they are compared with), and backup_runs, the time the last backup
+// finished.
+
+// AcquireBackupLease implements meta.Reclamation.
+func (o reclamationOps) AcquireBackupLease(ctx context.Context, id string, since, until time.Time) error {
+	if id == "" {
+		return errcode.New(errcode.InvalidArgument, "a backup lease needs an id")
+	}
+	ph := o.sql.ph
+	return o.mustChange(ctx, "acquire backup lease", errcode.New(errcode.Conflict, "backup lease %q is taken", id),
+		"INSERT INTO backup_leases (id, since_ns, until_ns) VALUES ("+values(ph, 1, 3)+") ON CONFLICT (id) DO NOTHING",
+		id, ToNanos(since), ToNanos(until))
+}
+
+// RenewBackupLease implements meta.Reclamation.
+func (o reclamationOps) RenewBackupLease(ctx context.Context, id string, until, now time.Time) error {
+	ph := o.sql.ph
+	return o.mustChange(ctx, "renew backup lease", meta.ErrJobLeaseLost(meta.BackupLeaseName),
+		"UPDATE backup_leases SET until_ns = "+ph(1)+" WHERE id = "+ph(2)+" AND until_ns > "+ph(3),
+		ToNanos(until), id, ToNanos(now))
+}
+
+// ReleaseBackupLease implements meta.Reclamation.
+func (o reclamationOps) ReleaseBackupLease(ctx context.Context, id string) error {
+	return o.exec(ctx, "release backup lease", "DELETE FROM backup_leases WHERE id = "+o.sql.ph(1), id)
+}
+
+// FinishBackup implements meta.Reclamation.
+func (o reclamationOps) FinishBackup(ctx context.Context, id string, at time.Time) error {
+	ph := o.sql.ph
+	return o.run.Write(ctx, "finish backup", func(w Writer) error {
+		if err := w.Queue(nil, "DELETE FROM backup_leases WHERE id = "+ph(1), id); err != nil {
+			return err
+		}
+		return w.Queue(nil, "INSERT INTO backup_runs (name, finished_at) VALUES ('backup', "+ph(1)+
+			") ON CONFLICT (name) DO UPDATE SET finished_at = excluded.finished_at", ToNanos(at))
+	})
+}
+
+// LastBackup implements meta.Reclamation.
+func (o reclamationOps) LastBackup(ctx context.Context) (time.Time, error) {
+	ts, err := List(ctx, o.run, "last backup", func(r Row) (int64, error) {
+		var n int64
+		return n, r.Scan(&n)
+	}, "SELECT finished_at FROM backup_runs WHERE name = 'backup'")
+	if err != nil || len(ts) == 0 {
+		return time.Time{}, err
+	}
+	return FromNanos(ts[0]), nil
 }

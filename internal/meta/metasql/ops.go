@@ -262,7 +262,7 @@ func NewOps(b Backend, d Dialect) Ops {
 		policy:               setBucketColumnSQL(ph, "policy"),
 		publicAccessBlock:    setBucketColumnSQL(ph, "public_access_block"),
 		listGarbage:          "SELECT " + garbageCols + " FROM garbage WHERE created_at < " + ph(1) + " ORDER BY created_at, id LIMIT " + ph(2),
-		claimGarbage:         claimGarbageQuery(ph(1), ph(2)),
+		claimGarbage:         claimGarbageQuery(ph(1), ph(3), ph(2)),
 		deleteGarbage:        "DELETE FROM garbage WHERE " + d.In("id", 1),
 		deleteExpiredStaging: "DELETE FROM staging WHERE expires_at < " + ph(1),
 		renewStaging: "UPDATE staging SET expires_at = " + ph(2) + " WHERE " + d.In("blob_key", 1) +

@@ -273,7 +273,7 @@ func testDeleteUserPurge(t *testing.T, s store) {
 	// janitor's claim returns them all.
 	blobs := []string{single.BlobKey, "mp/1", "mp/2", "part/1", "assembled/1", "staged/1"}
 	wantGarbageSet(t, s, blobs...)
-	gs, err := s.ClaimGarbage(ctx, time.Now().Add(time.Hour), 100)
+	gs, err := s.ClaimGarbage(ctx, time.Now().Add(time.Hour), time.Now(), 100)
 	ok(t, err, "ClaimGarbage")
 	if got := len(gs); got != len(blobs) {
 		t.Errorf("ClaimGarbage returned %d blobs, want %d", got, len(blobs))

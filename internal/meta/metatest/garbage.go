@@ -2,9 +2,11 @@ package metatest
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
 )
 
@@ -12,6 +14,91 @@ var garbageTests = []test{
 	{name: "ListAndDelete", fn: testGarbageQueue},
 	{name: "ReferencedBlobs", fn: testReferencedBlobs},
 	{name: "ClaimRechecks", fn: testClaimGarbage},
+	{name: "BackupLease", fn: testBackupLease},
+}
+
+// testBackupLease: while a backup lease is live, ClaimGarbage claims no
+// blob queued at or after its since, nor one queued before it whose
+// stale entry (a row pointed at it again) was followed by a new one after
+// it; it claims them once the lease lapses (judged at the claimer's now)
+// or ends. Renewing a lapsed or unknown lease is ErrJobLeaseLost;
+// FinishBackup ends the lease and records the time LastBackup returns.
+func testBackupLease(t *testing.T, s store) {
+	ctx := t.Context()
+	addUser(t, s, "alice", 0)
+	last, err := s.LastBackup(ctx)
+	ok(t, err, "LastBackup")
+	if !last.IsZero() {
+		t.Fatalf("LastBackup of a new store = %v, want the zero time", last)
+	}
+	a := put1(t, s, obj("alice", "a", 1))
+	b := put1(t, s, obj("alice", "b", 1))
+	c := put1(t, s, obj("alice", "c", 1))
+	for _, k := range []string{"a", "c"} {
+		_, err := s.DeleteObject(ctx, "alice", k, meta.Cond{})
+		ok(t, err, "DeleteObject")
+	}
+	c2 := obj("alice", "c2", 1)
+	c2.BlobKey = c.BlobKey
+	put(t, s, c2) // c's queue entry is stale now: c2 points at its blob
+
+	since := time.Now()
+	until := since.Add(time.Hour)
+	ok(t, s.AcquireBackupLease(ctx, "b1", since, until), "AcquireBackupLease")
+	if err := s.AcquireBackupLease(ctx, "b1", since, until); errcode.Of(err) != errcode.Conflict {
+		t.Fatalf("AcquireBackupLease of a taken id = %v, want Conflict", err)
+	}
+	for _, k := range []string{"b", "c2"} { // queued while the lease is live
+		_, err := s.DeleteObject(ctx, "alice", k, meta.Cond{})
+		ok(t, err, "DeleteObject")
+	}
+	later := time.Now().Add(time.Hour)
+	gs, err := s.ClaimGarbage(ctx, later, time.Now(), 10)
+	ok(t, err, "ClaimGarbage under the lease")
+	if got, want := blobKeys(gs), []string{a.BlobKey}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("ClaimGarbage under a live lease = %q, want %q (b queued after its start, c queued again after it)", got, want)
+	}
+	wantGarbageSet(t, s, a.BlobKey, b.BlobKey, c.BlobKey, c.BlobKey) // the held entries stay, even c's stale one
+
+	// The lease lapses at until, judged at the claimer's now.
+	gs, err = s.ClaimGarbage(ctx, later, until.Add(time.Second), 10)
+	ok(t, err, "ClaimGarbage after the lease lapsed")
+	all := slices.Sorted(slices.Values([]string{a.BlobKey, b.BlobKey, c.BlobKey, c.BlobKey}))
+	if got := slices.Sorted(slices.Values(blobKeys(gs))); !slices.Equal(got, all) {
+		t.Fatalf("ClaimGarbage after the lease lapsed = %q, want %q (c's two entries)", got, all)
+	}
+	if err := s.RenewBackupLease(ctx, "b1", until.Add(time.Hour), until.Add(time.Second)); errcode.Of(err) != errcode.Conflict {
+		t.Errorf("RenewBackupLease of a lapsed lease = %v, want ErrJobLeaseLost", err)
+	}
+	if err := s.RenewBackupLease(ctx, "nope", until, time.Now()); errcode.Of(err) != errcode.Conflict {
+		t.Errorf("RenewBackupLease of an unknown lease = %v, want ErrJobLeaseLost", err)
+	}
+	ok(t, s.RenewBackupLease(ctx, "b1", until.Add(time.Hour), time.Now()), "RenewBackupLease")
+	gs, err = s.ClaimGarbage(ctx, later, until.Add(time.Second), 10)
+	ok(t, err, "ClaimGarbage")
+	if len(gs) != 1 {
+		t.Errorf("ClaimGarbage after the lease was renewed past now = %q, want a only", blobKeys(gs))
+	}
+
+	// Released: everything is claimable at once.
+	ok(t, s.ReleaseBackupLease(ctx, "b1"), "ReleaseBackupLease")
+	ok(t, s.ReleaseBackupLease(ctx, "b1"), "ReleaseBackupLease again")
+	gs, err = s.ClaimGarbage(ctx, later, time.Now(), 10)
+	ok(t, err, "ClaimGarbage after the release")
+	if got := slices.Sorted(slices.Values(blobKeys(gs))); !slices.Equal(got, all) {
+		t.Errorf("ClaimGarbage after the release = %q, want %q", got, all)
+	}
+
+	// FinishBackup ends the lease and records the time.
+	at := time.Now().Add(-time.Minute)
+	ok(t, s.AcquireBackupLease(ctx, "b2", time.Now(), later), "AcquireBackupLease")
+	ok(t, s.FinishBackup(ctx, "b2", at), "FinishBackup")
+	last, err = s.LastBackup(ctx)
+	ok(t, err, "LastBackup")
+	if !last.Equal(meta.StoredTime(at)) {
+		t.Errorf("LastBackup = %v, want %v", last, meta.StoredTime(at))
+	}
+	ok(t, s.AcquireBackupLease(ctx, "b2", time.Now(), later), "AcquireBackupLease after FinishBackup (the lease ended)")
 }
 
 // testClaimGarbage: a queued blob that a row points at again (a
@@ -33,7 +120,7 @@ func testClaimGarbage(t *testing.T, s store) {
 	b.BlobKey = a.BlobKey
 	put(t, s, b) // points at the queued blob again
 	later := time.Now().Add(time.Hour)
-	gs, err := s.ClaimGarbage(ctx, later, 10)
+	gs, err := s.ClaimGarbage(ctx, later, time.Now(), 10)
 	ok(t, err, "ClaimGarbage")
 	if got, want := blobKeys(gs), []string{gone.BlobKey}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("ClaimGarbage = %q, want %q (the re-referenced blob left out)", got, want)
@@ -42,7 +129,7 @@ func testClaimGarbage(t *testing.T, s store) {
 		t.Errorf("ClaimGarbage entry %+v lacks its ID or CreatedAt", gs[0])
 	}
 	wantGarbage(t, s, gone.BlobKey)
-	gs, err = s.ClaimGarbage(ctx, time.Now().Add(-time.Hour), 10)
+	gs, err = s.ClaimGarbage(ctx, time.Now().Add(-time.Hour), time.Now(), 10)
 	ok(t, err, "ClaimGarbage before everything")
 	if len(gs) != 0 {
 		t.Errorf("ClaimGarbage(before any enqueue) = %q, want none", blobKeys(gs))
@@ -54,7 +141,7 @@ func testClaimGarbage(t *testing.T, s store) {
 	ok(t, err, "DeleteObject")
 	_, _, err = s.Stage(ctx, meta.Staging{BlobKey: st.BlobKey, OwnerID: "alice", Bytes: 1, ExpiresAt: time.Now().Add(time.Hour)}, 1)
 	ok(t, err, "Stage")
-	gs, err = s.ClaimGarbage(ctx, later, 10)
+	gs, err = s.ClaimGarbage(ctx, later, time.Now(), 10)
 	ok(t, err, "ClaimGarbage")
 	if got, want := blobKeys(gs), []string{gone.BlobKey}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("ClaimGarbage with a staged blob queued = %q, want %q", got, want)
@@ -62,7 +149,7 @@ func testClaimGarbage(t *testing.T, s store) {
 
 	_, err = s.DeleteObject(ctx, "alice", "b", meta.Cond{})
 	ok(t, err, "DeleteObject of the last row")
-	gs, err = s.ClaimGarbage(ctx, later, 10)
+	gs, err = s.ClaimGarbage(ctx, later, time.Now(), 10)
 	ok(t, err, "ClaimGarbage")
 	if got, want := blobKeys(gs), []string{gone.BlobKey, a.BlobKey}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("ClaimGarbage after the last row went = %q, want %q", got, want)

@@ -132,6 +132,7 @@ type Store struct {
 	metasql.Ops
 
 	opts    Options
+	path    string     // the database file
 	readers *sql.DB    // query-only pool
 	rstmts  *readStmts // statements prepared on readers
 	wdb     *sql.DB    // holds the one writer connection
@@ -204,6 +205,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 
 	s := &Store{
 		opts:    opts,
+		path:    path,
 		readers: readers,
 		rstmts:  &readStmts{db: readers},
 		wdb:     wdb,

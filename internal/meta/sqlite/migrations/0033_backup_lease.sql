@@ -1,0 +1,20 @@
+-- 0033: coffer backup (issue 24; meta/reclamation.go, internal/backup).
+--
+-- backup_leases holds the leases of backups in progress: while one is
+-- live (until_ns, Unix ns, after the claimer's now), ClaimGarbage claims no
+-- blob with a garbage entry queued at or after its since_ns: the
+-- blobs its metadata snapshot points at stay until it has copied them. A
+-- backup renews its lease while it copies; a killed one's lapses.
+-- backup_runs holds when the last backup finished (name 'backup'), for
+-- coffer_backup_last_success_timestamp_seconds.
+
+CREATE TABLE backup_leases (
+	id       TEXT    NOT NULL PRIMARY KEY,
+	since_ns INTEGER NOT NULL,
+	until_ns INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE backup_runs (
+	name        TEXT    NOT NULL PRIMARY KEY,
+	finished_at INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
