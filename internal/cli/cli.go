@@ -45,6 +45,7 @@ func commands(env Env) map[string]command {
 		"encrypt": &encryptCmd{env: env},
 		"version": &versionCmd{env: env},
 		"bench":   &benchCmd{env: env},
+		"restore": &restoreCmd{env: env},
 	}
 }
 
