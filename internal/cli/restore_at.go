@@ -40,12 +40,16 @@ func (c *restoreCmd) Run(ctx context.Context, args []string) error {
 	}
 	log := newLogger(c.env.Stderr, "warn", "text")
 	start, last := time.Now(), time.Now()
+	progress := false
 	res, err := replicate.Restore(ctx, *from, *data, at, replicate.RestoreOptions{Log: log, Progress: func(n, b int64) {
 		if time.Since(last) >= time.Second {
-			last = time.Now()
-			fmt.Fprintf(c.env.Stderr, "\rblobs: %d (%s)", n, mib(b))
+			last, progress = time.Now(), true
+			fmt.Fprintf(c.env.Stderr, "\rblobs copied: %d (%s)", n, mib(b))
 		}
 	}})
+	if progress {
+		fmt.Fprintln(c.env.Stderr)
+	}
 	if err != nil {
 		return err
 	}

@@ -53,6 +53,8 @@ type Options struct {
 	Interval time.Duration
 	// Copiers is the number of blobs copied at once (0: 4).
 	Copiers int
+
+	wrapDest func(blob.Store) blob.Store // tests: a decorator of the destination
 }
 
 // Replicator replicates one data folder while the server runs.
@@ -95,6 +97,9 @@ func Start(ctx context.Context, o Options) (_ *Replicator, err error) {
 	dest, err := OpenDest(ctx, o.URL, false)
 	if err != nil {
 		return nil, fmt.Errorf("--replicate-to: %w", err)
+	}
+	if o.wrapDest != nil {
+		dest.Store = o.wrapDest(dest.Store)
 	}
 	r := &Replicator{o: o, dest: dest}
 	defer func() {
