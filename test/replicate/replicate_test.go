@@ -291,3 +291,34 @@ func TestScaleOutRefused(t *testing.T) {
 		t.Errorf("refusal does not say why: %s", out)
 	}
 }
+
+// TestGracefulStopLosesNothing: after SIGTERM (a last pass), the latest
+// point holds every acknowledged upload and delete.
+func TestGracefulStopLosesNothing(t *testing.T) {
+	rep := filepath.Join(t.TempDir(), "replica")
+	srv := testenv.Start(t, "--replicate-to", rep)
+	c := srv.NewUser(t)
+	k := testenv.NewS3Key(t, c)
+	var ops []op
+	for i := range 30 {
+		o := op{key: fmt.Sprintf("g/%03d", i), data: make([]byte, 100<<10+i)}
+		rand.Read(o.data)
+		o.sent = time.Now()
+		testenv.MustS3(t, k, srv.S3URL, "PUT", "/"+c.Bucket+"/"+o.key, o.data, 200)
+		o.acked = time.Now()
+		if i%5 == 4 {
+			testenv.MustS3(t, k, srv.S3URL, "DELETE", "/"+c.Bucket+"/"+o.key, nil, 204)
+			o.deleted, o.delSent, o.delAcked = true, time.Now(), time.Now()
+		}
+		ops = append(ops, o)
+	}
+	if err := srv.Term(30 * time.Second); err != nil {
+		t.Fatalf("SIGTERM: %v\n%s", err, srv.Stderr())
+	}
+	stopped := time.Now()
+	dir := filepath.Join(t.TempDir(), "latest")
+	restore(t, srv, rep, dir, "latest")
+	if loss := check(t, dir, ops, stopped, 0, k, c.Bucket, false); loss != 0 {
+		t.Errorf("lost %s of acknowledged writes after a graceful stop", loss)
+	}
+}
