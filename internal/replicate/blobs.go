@@ -26,6 +26,7 @@ type shipper struct {
 
 	mu      sync.Mutex
 	next    uint64              // the next sequence number
+	low     uint64              // the lowest number not finished (next if none)
 	queue   []item              // waiting, in sequence order
 	busy    map[uint64]struct{} // sequence numbers not finished (queued, copying, the scan)
 	keys    map[string]int      // keys queued or copying: a Delete waits for them
@@ -43,7 +44,7 @@ type item struct {
 
 func newShipper(local, dest blob.Store, log *slog.Logger, errs *atomic.Uint64) *shipper {
 	return &shipper{local: local, dest: dest, log: log, errs: errs, maxBackoff: 30 * time.Second,
-		next: 1, busy: map[uint64]struct{}{}, keys: map[string]int{}, changed: make(chan struct{})}
+		next: 1, low: 1, busy: map[uint64]struct{}{}, keys: map[string]int{}, changed: make(chan struct{})}
 }
 
 // signal wakes every waiter; s.mu is held.
@@ -66,7 +67,19 @@ func (s *shipper) finish(seq uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.busy, seq)
+	s.advance()
 	s.signal()
+}
+
+// advance moves low past the finished numbers (amortised O(1): each
+// number is passed once); s.mu is held.
+func (s *shipper) advance() {
+	for s.low < s.next {
+		if _, ok := s.busy[s.low]; ok {
+			return
+		}
+		s.low++
+	}
 }
 
 // enqueue queues key for copying.
@@ -92,12 +105,7 @@ func (s *shipper) mark() uint64 {
 func (s *shipper) doneBelow(seq uint64) (bool, chan struct{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for b := range s.busy {
-		if b < seq {
-			return false, s.changed
-		}
-	}
-	return true, s.changed
+	return s.low >= seq, s.changed
 }
 
 // wait returns once every key enqueued before it was called has been
@@ -171,6 +179,7 @@ func (s *shipper) done(it item) {
 	if s.keys[it.key]--; s.keys[it.key] <= 0 {
 		delete(s.keys, it.key)
 	}
+	s.advance()
 	s.signal()
 }
 

@@ -315,3 +315,34 @@ func TestOpenDest(t *testing.T) {
 		t.Errorf("bare: %s", got)
 	}
 }
+
+// TestWatermark: the barrier opens only when every number below it
+// finished, whatever the order they finish in.
+func TestWatermark(t *testing.T) {
+	var errs atomic.Uint64
+	s := newShipper(nil, nil, quiet(), &errs)
+	a := s.reserve()
+	s.enqueue("x")
+	s.enqueue("y")
+	m := s.mark()
+	items := append([]item(nil), s.queue...)
+	s.enqueue("z") // after the mark: does not hold it
+	if ok, _ := s.doneBelow(m); ok {
+		t.Fatal("open with everything busy")
+	}
+	s.done(items[1])
+	s.finish(a)
+	if ok, _ := s.doneBelow(m); ok {
+		t.Fatal("open with x busy")
+	}
+	if s.waitKey(t.Context(), "x", time.Millisecond) {
+		t.Fatal("x not busy")
+	}
+	s.done(items[0])
+	if ok, _ := s.doneBelow(m); !ok {
+		t.Fatal("closed with everything below the mark finished")
+	}
+	if ok, _ := s.doneBelow(s.mark()); ok {
+		t.Fatal("open with z busy")
+	}
+}
