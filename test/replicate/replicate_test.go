@@ -333,3 +333,36 @@ func TestGracefulStopLosesNothing(t *testing.T) {
 		t.Errorf("lost %s of acknowledged writes after a graceful stop", loss)
 	}
 }
+
+// TestRestartResumes: after kill -9 and a restart on the same folder,
+// replication goes on: the latest point after a graceful stop holds the
+// uploads of both lives.
+func TestRestartResumes(t *testing.T) {
+	rep := filepath.Join(t.TempDir(), "replica")
+	srv := testenv.Start(t, "--replicate-to", rep)
+	c := srv.NewUser(t)
+	k := testenv.NewS3Key(t, c)
+	var ops []op
+	put := func(n int) {
+		for range n {
+			o := op{key: fmt.Sprintf("r/%03d", len(ops)), data: make([]byte, 80<<10+len(ops))}
+			rand.Read(o.data)
+			o.sent = time.Now()
+			testenv.MustS3(t, k, srv.S3URL, "PUT", "/"+c.Bucket+"/"+o.key, o.data, 200)
+			o.acked = time.Now()
+			ops = append(ops, o)
+		}
+	}
+	put(10)
+	srv.Restart() // SIGKILL, then the same command again
+	put(10)
+	if err := srv.Term(30 * time.Second); err != nil {
+		t.Fatalf("SIGTERM: %v\n%s", err, srv.Stderr())
+	}
+	stopped := time.Now()
+	dir := filepath.Join(t.TempDir(), "latest")
+	restore(t, srv, rep, dir, "latest")
+	if loss := check(t, dir, ops, stopped, 0, k, c.Bucket, false); loss != 0 {
+		t.Errorf("lost %s of acknowledged writes", loss)
+	}
+}
