@@ -9,6 +9,9 @@
 #
 #   scripts/bench-replicate.sh [ROUNDS] [SECONDS] [SIZE] [VUS] [RATE]
 #   defaults: 3 rounds of 15 s, 256KiB, 4 VUs; steady 40/s for 30 s
+#   REPLICA=DIR puts B's replica there (default: beside the data folders,
+#   on the same disk; e.g. a folder in /dev/shm to leave the disk out; a
+#   given REPLICA is left in place)
 set -euo pipefail
 ROUNDS=${1:-3} SECS=${2:-15} SIZE=${3:-256KiB} VUS=${4:-4} RATE=${5:-40/s}
 cd "$(dirname "$0")/.."
@@ -28,7 +31,8 @@ start() { # NAME PORT S3PORT [flags]
 }
 start a 18281 19281
 PA=${pids[0]}
-start b 18282 19282 --replicate-to "$W/replica" --replicate-window 10s
+REPLICA=${REPLICA:-$W/replica}
+start b 18282 19282 --replicate-to "$REPLICA" --replicate-window 10s
 PB=${pids[1]}
 cpu() { awk '{print $14+$15}' "/proc/$1/stat"; }
 tck=$(getconf CLK_TCK)
