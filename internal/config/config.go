@@ -408,7 +408,7 @@ func (c Config) Validate() error {
 	if c.ReplicateTo != "" && (c.Meta != "" || c.Blob != "") {
 		errs = append(errs, errors.New("replicate-to: continuous replication is for the embedded shape (SQLite and the local disk); with --meta or --blob use PostgreSQL's own tools and the S3 store's versioning (docs/operations.md)"))
 	}
-	if c.ReplicateWindow < time.Second {
+	if c.ReplicateTo != "" && c.ReplicateWindow < time.Second {
 		errs = append(errs, errors.New("replicate-window: must be at least 1s"))
 	}
 	if c.MaxObjectSize <= 0 {
