@@ -18,7 +18,6 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -56,7 +55,7 @@ func (w *writer) run(stop <-chan struct{}, id int) {
 		}
 		size := 1 << 10
 		if i%3 != 0 {
-			size = 96<<10 + i%7*13<<10 // past --inline-max: a blob
+			size = 66<<10 + i%5*8<<10 // past --inline-max: a blob
 		}
 		o := &op{key: fmt.Sprintf("w%d/%06d", id, i), data: make([]byte, size)}
 		rand.Read(o.data)
@@ -230,6 +229,7 @@ func lag(t *testing.T, srv *testenv.Server) float64 {
 // COFFER_TEST_REPLICATE_WINDOW sets the window (default 5s; the
 // measurement of docs/PERFORMANCE.md runs it at the server's default, 10s).
 func TestKillRestoreFolder(t *testing.T) {
+	t.Parallel()
 	window := 5 * time.Second
 	if v := os.Getenv("COFFER_TEST_REPLICATE_WINDOW"); v != "" {
 		d, err := time.ParseDuration(v)
@@ -277,14 +277,11 @@ func TestKillRestoreFolder(t *testing.T) {
 
 // TestKillRestoreS3: the replica in a MinIO bucket (shorter).
 func TestKillRestoreS3(t *testing.T) {
+	t.Parallel()
 	m := testbackend.SharedMinIO(t)
 	const window = 3 * time.Second
 	url := m.BlobURL(m.CreateBucket(t))
-	for _, kv := range m.Env() {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
-	srv := testenv.Start(t, "--replicate-to", url, "--replicate-window", window.String())
+	srv := testenv.StartEnv(t, m.Env(), "--replicate-to", url, "--replicate-window", window.String())
 	_, ops, killed, k, bucket := run(t, srv, 2, 4*time.Second, nil)
 	dir := filepath.Join(t.TempDir(), "latest")
 	restore(t, srv, url, dir, "latest")
@@ -294,6 +291,7 @@ func TestKillRestoreS3(t *testing.T) {
 
 // TestScaleOutRefused: --replicate-to with --blob (or --meta) is refused.
 func TestScaleOutRefused(t *testing.T) {
+	t.Parallel()
 	out, err := exec.Command(testenv.Binary(t), "serve", "--data", t.TempDir(), "--blob", "s3://bucket?endpoint=http://127.0.0.1:1", "--replicate-to", t.TempDir()).CombinedOutput()
 	if err == nil {
 		t.Fatalf("serve with --blob and --replicate-to started: %s", out)
@@ -303,41 +301,11 @@ func TestScaleOutRefused(t *testing.T) {
 	}
 }
 
-// TestGracefulStopLosesNothing: after SIGTERM (a last pass), the latest
-// point holds every acknowledged upload and delete.
-func TestGracefulStopLosesNothing(t *testing.T) {
-	rep := filepath.Join(t.TempDir(), "replica")
-	srv := testenv.Start(t, "--replicate-to", rep)
-	c := srv.NewUser(t)
-	k := testenv.NewS3Key(t, c)
-	var ops []op
-	for i := range 30 {
-		o := op{key: fmt.Sprintf("g/%03d", i), data: make([]byte, 100<<10+i)}
-		rand.Read(o.data)
-		o.sent = time.Now()
-		testenv.MustS3(t, k, srv.S3URL, "PUT", "/"+c.Bucket+"/"+o.key, o.data, 200)
-		o.acked = time.Now()
-		if i%5 == 4 {
-			testenv.MustS3(t, k, srv.S3URL, "DELETE", "/"+c.Bucket+"/"+o.key, nil, 204)
-			o.deleted, o.delSent, o.delAcked = true, time.Now(), time.Now()
-		}
-		ops = append(ops, o)
-	}
-	if err := srv.Term(30 * time.Second); err != nil {
-		t.Fatalf("SIGTERM: %v\n%s", err, srv.Stderr())
-	}
-	stopped := time.Now()
-	dir := filepath.Join(t.TempDir(), "latest")
-	restore(t, srv, rep, dir, "latest")
-	if loss := check(t, dir, ops, stopped, 0, k, c.Bucket, false); loss != 0 {
-		t.Errorf("lost %s of acknowledged writes after a graceful stop", loss)
-	}
-}
-
-// TestRestartResumes: after kill -9 and a restart on the same folder,
-// replication goes on: the latest point after a graceful stop holds the
-// uploads of both lives.
-func TestRestartResumes(t *testing.T) {
+// TestRestartAndGracefulStop: after kill -9 and a restart on the same
+// folder replication goes on, and after SIGTERM (a last pass) the latest
+// point holds every acknowledged upload and delete of both lives.
+func TestRestartAndGracefulStop(t *testing.T) {
+	t.Parallel()
 	rep := filepath.Join(t.TempDir(), "replica")
 	srv := testenv.Start(t, "--replicate-to", rep)
 	c := srv.NewUser(t)
@@ -345,17 +313,23 @@ func TestRestartResumes(t *testing.T) {
 	var ops []op
 	put := func(n int) {
 		for range n {
-			o := op{key: fmt.Sprintf("r/%03d", len(ops)), data: make([]byte, 80<<10+len(ops))}
+			i := len(ops)
+			o := op{key: fmt.Sprintf("r/%03d", i), data: make([]byte, 80<<10+i)}
 			rand.Read(o.data)
 			o.sent = time.Now()
 			testenv.MustS3(t, k, srv.S3URL, "PUT", "/"+c.Bucket+"/"+o.key, o.data, 200)
 			o.acked = time.Now()
+			if i%5 == 4 {
+				o.deleted, o.delSent = true, time.Now()
+				testenv.MustS3(t, k, srv.S3URL, "DELETE", "/"+c.Bucket+"/"+o.key, nil, 204)
+				o.delAcked = time.Now()
+			}
 			ops = append(ops, o)
 		}
 	}
-	put(10)
+	put(15)
 	srv.Restart() // SIGKILL, then the same command again
-	put(10)
+	put(15)
 	if err := srv.Term(30 * time.Second); err != nil {
 		t.Fatalf("SIGTERM: %v\n%s", err, srv.Stderr())
 	}
