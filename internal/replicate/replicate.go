@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,6 +32,7 @@ import (
 	"github.com/benbjohnson/litestream"
 
 	"github.com/coffer-storage/coffer/internal/blob"
+	"github.com/coffer-storage/coffer/internal/errcode"
 )
 
 // DefaultWindow is --replicate-window's default: at most this much of
@@ -95,6 +97,14 @@ func Start(ctx context.Context, o Options) (_ *Replicator, err error) {
 	}
 	o.Log = o.Log.With("component", "replicate")
 	dest, err := OpenDest(ctx, o.URL, false)
+	var later *lazy
+	if err != nil && errcode.Is(err, errcode.Unavailable) && strings.HasPrefix(o.URL, "s3://") {
+		// The store did not answer: start anyway, and open it in the
+		// background (a bad URL or a missing folder still refuses).
+		o.Log.Warn("replication: the destination does not answer; the server starts and replication waits for it", "to", bare(o.URL), "error", err)
+		later = &lazy{}
+		dest, err = &Dest{Store: later, URL: bare(o.URL)}, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("--replicate-to: %w", err)
 	}
@@ -109,6 +119,13 @@ func Start(ctx context.Context, o Options) (_ *Replicator, err error) {
 	}()
 	r.asOf.Store(time.Now().UnixNano())
 	r.shipCtx, r.shipStop = context.WithCancel(context.Background())
+	if later != nil {
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			later.open(r.shipCtx, func(ctx context.Context) (*Dest, error) { return OpenDest(ctx, o.URL, false) }, &r.errs, o.Log)
+		}()
+	}
 	r.ship = newShipper(o.Blobs, dest, o.Log, &r.errs)
 	r.ship.start(r.shipCtx, o.Copiers)
 	scan := r.ship.reserve()

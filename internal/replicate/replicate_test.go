@@ -346,3 +346,37 @@ func TestWatermark(t *testing.T) {
 		t.Fatal("open with z busy")
 	}
 }
+
+// TestUnreachableDestination: an S3 destination that does not answer does
+// not stop the start; passes fail, counted, until it answers.
+func TestUnreachableDestination(t *testing.T) {
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "testtesttest")
+	dir := t.TempDir()
+	openDB(t, filepath.Join(dir, "meta.db"))
+	local, err := diskblob.Open(filepath.Join(dir, "blobs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer local.Close()
+	r, err := Start(t.Context(), Options{URL: "s3://bucket?endpoint=http://127.0.0.1:1&region=us-east-1", Window: time.Hour, Interval: time.Hour,
+		DB: filepath.Join(dir, "meta.db"), Blobs: local, Log: quiet()})
+	if err != nil {
+		t.Fatalf("start with the destination down: %v", err)
+	}
+	defer r.Close(context.Background())
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	if err := r.Sync(ctx); err == nil {
+		t.Fatal("a pass succeeded with the destination down")
+	}
+	if _, err := r.Wrap(local).Put(t.Context(), "k", strings.NewReader("x"), 1); err != nil {
+		t.Fatalf("a write waited on the destination: %v", err)
+	}
+	for r.Errors() == 0 && ctx.Err() == nil {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if r.Errors() == 0 {
+		t.Error("no error counted")
+	}
+}
