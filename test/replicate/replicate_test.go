@@ -340,3 +340,74 @@ func TestRestartAndGracefulStop(t *testing.T) {
 		t.Errorf("lost %s of acknowledged writes", loss)
 	}
 }
+
+// metric reads one unlabelled series of the server's /metrics.
+func metric(t *testing.T, srv *testenv.Server, name string) float64 {
+	t.Helper()
+	r, err := srv.HTTPClient().Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Body.Close()
+	var b bytes.Buffer
+	b.ReadFrom(r.Body)
+	m := regexp.MustCompile(`(?m)^` + name + ` (\S+)`).FindSubmatch(b.Bytes())
+	if m == nil {
+		t.Fatalf("no %s in /metrics", name)
+	}
+	v, _ := strconv.ParseFloat(string(m[1]), 64)
+	return v
+}
+
+// TestReplicaOutage: while the replica's store is down, uploads are
+// acknowledged as before, the errors count and the lag grows; once it is
+// back replication catches up, and after kill -9 the latest point holds
+// every upload acknowledged before the catch-up.
+func TestReplicaOutage(t *testing.T) {
+	t.Parallel()
+	m := testbackend.StartMinIO(t) // its own: it is stopped mid-test
+	url := m.BlobURL(m.CreateBucket(t))
+	srv := testenv.StartEnv(t, m.Env(), "--replicate-to", url, "--replicate-window", "2s")
+	c := srv.NewUser(t)
+	k := testenv.NewS3Key(t, c)
+	var ops []op
+	put := func(n int) {
+		for range n {
+			o := op{key: fmt.Sprintf("o/%03d", len(ops)), data: make([]byte, 70<<10+len(ops))}
+			rand.Read(o.data)
+			o.sent = time.Now()
+			testenv.MustS3(t, k, srv.S3URL, "PUT", "/"+c.Bucket+"/"+o.key, o.data, 200)
+			o.acked = time.Now()
+			ops = append(ops, o)
+		}
+	}
+	put(5)
+	m.Stop()
+	put(10) // acknowledged while the replica is down
+	deadline := time.Now().Add(60 * time.Second)
+	for metric(t, srv, "coffer_replication_errors_total") == 0 || metric(t, srv, "coffer_replication_lag_seconds") < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 60 s down: errors %v, lag %v", metric(t, srv, "coffer_replication_errors_total"), metric(t, srv, "coffer_replication_lag_seconds"))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if err := m.Start(); err != nil {
+		t.Fatal(err)
+	}
+	put(5)
+	caughtUp := time.Now()
+	for metric(t, srv, "coffer_replication_lag_seconds") > time.Since(caughtUp).Seconds() {
+		// The lag counts from the start of the last whole pass: once it is
+		// below the time since the last upload, that upload is replicated.
+		if time.Now().After(caughtUp.Add(90 * time.Second)) {
+			t.Fatalf("no catch-up 90 s after the replica came back: lag %v\n%s", metric(t, srv, "coffer_replication_lag_seconds"), srv.Stderr())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	srv.Kill()
+	dir := filepath.Join(t.TempDir(), "latest")
+	restore(t, srv, url, dir, "latest")
+	if loss := check(t, dir, ops, caughtUp, 0, k, c.Bucket, false); loss != 0 {
+		t.Errorf("lost %s of writes acknowledged before the catch-up", loss)
+	}
+}
