@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/coffer-storage/coffer/internal/backup"
+	"github.com/coffer-storage/coffer/internal/blob"
 	"github.com/coffer-storage/coffer/internal/config"
 	"github.com/coffer-storage/coffer/internal/kms"
 	"github.com/coffer-storage/coffer/internal/server"
@@ -296,7 +297,7 @@ func (c *backupCmd) prune(ctx context.Context, args []string) error {
 type restoreCmd struct{ env Env }
 
 func (*restoreCmd) Synopsis() string {
-	return "restore a backup (coffer backup) into a new, empty data folder: --from SRC --data DIR [--backup ID]"
+	return "restore into a new, empty data folder: a backup (coffer backup; --from SRC --data DIR [--backup ID]) or a replica (coffer serve --replicate-to) at a point in time (--at TIME|latest)"
 }
 
 func (c *restoreCmd) Run(ctx context.Context, args []string) error {
@@ -304,10 +305,17 @@ func (c *restoreCmd) Run(ctx context.Context, args []string) error {
 	from := fs.String("from", "", "where the backups are (coffer backup --to)")
 	dir := fs.String("data", "", "the data folder to restore into: new, or empty")
 	id := fs.String("backup", "", "the backup to restore (default: the newest; coffer backup list)")
-	keysFrom := fs.String("keys-from", "", "where the key material is (coffer backup --keys-to)")
+	keysFrom := fs.String("keys-from", "", "where the key material is (coffer backup --keys-to; for a replica, a folder holding server.key and kms.keyring)")
 	par := fs.Int("parallel", 8, "blobs copied at once")
+	at := fs.String("at", "", "restore a replica (coffer serve --replicate-to) as it was at this time: RFC 3339, unix seconds, or latest (the default for a replica)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *at != "" {
+		if *id != "" {
+			return usageError{errorf("--at restores a replica, --backup a backup: give one")}
+		}
+		return (&restoreAtCmd{env: c.env}).Run(ctx, args)
 	}
 	if *from == "" || *dir == "" {
 		return usageError{errorf("give --from SRC and --data DIR")}
@@ -321,9 +329,16 @@ func (c *restoreCmd) Run(ctx context.Context, args []string) error {
 	}
 	defer closeSrc()
 	// Continuous replication (coffer serve --replicate-to) restores by
-	// time: the --at mode of internal/replicate dispatches here, before
-	// any backup is looked up, on --at or on SRC holding a replica
-	// (meta/) rather than backups (backups/).
+	// time: a source holding a replica (meta/) and no backups (backups/)
+	// goes to internal/replicate's restore, at its latest point unless
+	// --at said otherwise (above).
+	if *id == "" {
+		replica, backups := holds(ctx, src, "meta/"), holds(ctx, src, "backups/")
+		if replica && !backups {
+			closeSrc()
+			return (&restoreAtCmd{env: c.env}).Run(ctx, args)
+		}
+	}
 	var m backup.Manifest
 	if *id != "" {
 		m, err = backup.Load(ctx, src, *id)
@@ -399,6 +414,12 @@ func (c *restoreCmd) Run(ctx context.Context, args []string) error {
 		m.ID, m.SnapshotAt.Format(time.RFC3339Nano), *dir, m.Objects, p.Done, humanBytes(p.Bytes+m.Meta.Size),
 		elapsed.Round(time.Millisecond), rate(p.Bytes+m.Meta.Size, elapsed), keys)
 	return nil
+}
+
+// holds says whether the store st has any key under prefix.
+func holds(ctx context.Context, st blob.Store, prefix string) bool {
+	found := errors.New("found")
+	return st.List(ctx, prefix, func(blob.Info) error { return found }) == found
 }
 
 // emptyDir refuses a data folder that exists and holds anything.

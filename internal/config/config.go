@@ -84,6 +84,9 @@ type Config struct {
 	InlineMax     int64 // --inline-max: objects up to this size live in the metadata store (0 disables); default 64KiB
 	MinFreeSpace  int64 // --min-free-space: embedded shape: uploads are refused (507 storage_full) rather than leave less free on the data folder's file system, kept for metadata writes (deletes) and the janitor; the janitor reclaims deleted blobs at once below twice this; default 256MiB
 
+	ReplicateTo     string        // --replicate-to, COFFER_REPLICATE_TO: embedded shape: a folder or s3:// URL (as --blob) meta.db's changes and new blobs stream to (docs/backup.md); default off
+	ReplicateWindow time.Duration // --replicate-window: at most this much of acknowledged writes may be lost with the data folder (the replication lag above which it is reported behind); default 10s
+
 	ShutdownTimeout time.Duration // --shutdown-timeout: in-flight requests get this long on SIGTERM; default 30s
 	MaxInFlight     int           // --max-in-flight: concurrent requests before 503; default 4096
 	RequestTimeout  time.Duration // --request-timeout: bound for requests that move no object bytes; default 30s
@@ -215,6 +218,7 @@ func Defaults() Config {
 		MaxObjectSize:   64 << 30,
 		InlineMax:       64 << 10,
 		MinFreeSpace:    256 << 20,
+		ReplicateWindow: 10 * time.Second,
 		Encryption:      "off",
 		MetaCache:       "on",
 		MetaCacheSize:   64 << 20,
@@ -401,6 +405,12 @@ func (c Config) Validate() error {
 	if c.MinFreeSpace < 0 {
 		errs = append(errs, errors.New("min-free-space: must be >= 0"))
 	}
+	if c.ReplicateTo != "" && (c.Meta != "" || c.Blob != "") {
+		errs = append(errs, errors.New("replicate-to: continuous replication is for the embedded shape (SQLite and the local disk); with --meta or --blob use PostgreSQL's own tools and the S3 store's versioning (docs/operations.md)"))
+	}
+	if c.ReplicateTo != "" && c.ReplicateWindow < time.Second {
+		errs = append(errs, errors.New("replicate-window: must be at least 1s"))
+	}
 	if c.MaxObjectSize <= 0 {
 		errs = append(errs, errors.New("max-object-size: must be > 0"))
 	}
@@ -561,6 +571,8 @@ func (c *Config) FlagSet(name string) *flag.FlagSet {
 	fs.Var((*bytesValue)(&c.MaxObjectSize), "max-object-size", "largest single upload, e.g. 64GiB")
 	fs.Var((*bytesValue)(&c.InlineMax), "inline-max", "objects up to this size are stored in the metadata store, not as files (0 disables)")
 	fs.Var((*bytesValue)(&c.MinFreeSpace), "min-free-space", "embedded shape: uploads are refused (507) rather than leave less than this free on the data folder's disk, kept for deletes and the janitor, which reclaims deleted files at once below twice this (0 = no reserve)")
+	fs.StringVar(&c.ReplicateTo, "replicate-to", c.ReplicateTo, "embedded shape: stream meta.db's changes and every new blob to this folder or s3://BUCKET[/PREFIX]?endpoint=… URL (as --blob); restore with coffer restore --from URL --at TIME")
+	fs.DurationVar(&c.ReplicateWindow, "replicate-window", c.ReplicateWindow, "with --replicate-to: at most this much of acknowledged writes may be lost (replication passes run every window/10, at most 1s apart)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long in-flight requests may finish on SIGINT/SIGTERM")
 	fs.IntVar(&c.MaxInFlight, "max-in-flight", c.MaxInFlight, "concurrent requests served before new ones get 503")
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "deadline of requests that move no object bytes")

@@ -62,6 +62,7 @@ import (
 	"github.com/coffer-storage/coffer/internal/metrics"
 	"github.com/coffer-storage/coffer/internal/object"
 	"github.com/coffer-storage/coffer/internal/ratelimit"
+	"github.com/coffer-storage/coffer/internal/replicate"
 	"github.com/coffer-storage/coffer/internal/s3api"
 	"github.com/coffer-storage/coffer/internal/s3api/sigv4"
 	"github.com/coffer-storage/coffer/internal/tlscert"
@@ -87,6 +88,9 @@ type Server struct {
 	handler   http.Handler
 	s3        http.Handler
 	certs     *tlscert.Reloader // nil: plain HTTP
+
+	// replica streams meta.db and new blobs to --replicate-to (nil: off).
+	replica *replicate.Replicator
 
 	s3URLMu sync.Mutex
 	s3URL   string // base URL of the S3 API, known once it listens
@@ -197,6 +201,13 @@ func newServer(ctx context.Context, cfg config.Config, log *slog.Logger, wrapBlo
 	s.meta, s.blobs = s.stores.Meta, s.stores.Blobs
 	if wrapBlobs != nil {
 		s.blobs = wrapBlobs(s.blobs)
+	}
+	if cfg.ReplicateTo != "" {
+		// Before any write: every blob written from here on is queued for
+		// the replica (Wrap), and those already there are found at start.
+		if err := s.startReplica(ctx); err != nil {
+			return nil, err
+		}
 	}
 	if st := s.stores.Pool; st != nil {
 		s.metrics.GaugeFunc("coffer_meta_pool_acquired", "PostgreSQL connections in use.", func() float64 { return float64(st().AcquiredConns) })
@@ -498,6 +509,10 @@ func (s *Server) Close() error {
 	var errs []error
 	if s.blobCache != nil {
 		errs = append(errs, s.blobCache.Close()) // first: it waits for its fills from the blob store
+	}
+	if s.replica != nil {
+		// A last pass while meta.db is still open (bounded by the window).
+		errs = append(errs, s.replica.Close(context.Background()))
 	}
 	if s.stores != nil {
 		errs = append(errs, s.stores.Close())
@@ -988,4 +1003,25 @@ func (s *Server) cacheMetrics(name string, st func() metacache.Stats) {
 	}
 	s.metrics.GaugeFunc("coffer_meta_cache_entries", "Entries in the metadata cache.", func() float64 { return float64(st().Entries) }, "cache", name)
 	s.metrics.GaugeFunc("coffer_meta_cache_bytes", "Estimated bytes held by the metadata cache (weighed caches only).", func() float64 { return float64(st().Bytes) }, "cache", name)
+}
+
+// startReplica starts continuous replication of the data folder
+// (--replicate-to; config.Validate refused it on the scale-out shape).
+func (s *Server) startReplica(ctx context.Context) error {
+	r, err := replicate.Start(ctx, replicate.Options{
+		URL: s.cfg.ReplicateTo, Window: s.cfg.ReplicateWindow,
+		DB: filepath.Join(s.cfg.Data, "meta.db"), Blobs: s.stores.Blobs, Log: s.log,
+	})
+	if err != nil {
+		return err
+	}
+	s.replica = r
+	s.blobs = r.Wrap(s.blobs)
+	s.metrics.GaugeFunc("coffer_replication_lag_seconds", "Seconds since the time before which every acknowledged write (metadata and blobs) is on the --replicate-to replica.",
+		func() float64 { return r.Lag().Seconds() })
+	s.metrics.CounterFunc("coffer_replication_errors_total", "Failed replication attempts (a sync pass, a blob copy, a listing; each retried with backoff), and blobs deleted before they reached the replica.",
+		func() float64 { return float64(r.Errors()) })
+	s.metrics.CounterFunc("coffer_replication_blobs_copied_total", "Blobs this node copied to the --replicate-to replica.",
+		func() float64 { return float64(r.Stats().BlobsCopied) })
+	return nil
 }

@@ -137,6 +137,17 @@ func startShape(t testing.TB, defaults bool, extra []string) *Server {
 	return s
 }
 
+// StartEnv is Start in the embedded shape with env added to the server's
+// environment (and to Command's): credentials of a store it writes to,
+// without t.Setenv (so the test may run in parallel).
+func StartEnv(t testing.TB, env []string, extra ...string) *Server {
+	t.Helper()
+	s := &Server{t: t, Data: t.TempDir(), Args: extra, Env: env}
+	s.start("127.0.0.1:0", "127.0.0.1:0")
+	t.Cleanup(func() { s.Kill() })
+	return s
+}
+
 // StartIn is Start with the data folder dir (a small file system the test
 // mounted, say), always in the embedded shape: dir holds its metadata and
 // blobs.
