@@ -380,6 +380,12 @@ func (api *API) serve(w http.ResponseWriter, r *http.Request, rt Route) {
 		return
 	}
 	httpx.SetUser(r.Context(), p.UserID)
+	if p.KeyID != "" {
+		httpx.SetKey(r.Context(), p.KeyID)
+	}
+	if rt.Access == Admin {
+		httpx.SetAdmin(r.Context())
+	}
 	r = r.WithContext(context.WithValue(r.Context(), conditionsKey{}, api.conditions(r, p)))
 	resp, err := rt.handle(r, p)
 	if err != nil {
