@@ -109,7 +109,7 @@ func TestAuditLog(t *testing.T) {
 	u.Email = "audit-" + strings.ToLower(testenvID()) + "@example.com"
 	r := rid("signup")
 	var signup struct {
-		User   struct{ ID string } `json:"user"`
+		User   struct{ ID string }   `json:"user"`
 		Bucket struct{ Name string } `json:"bucket"`
 	}
 	if st := u.JSON(t, "POST", "/api/v1/auth/signup", map[string]string{"email": u.Email, "password": "correct horse battery"}, &signup, "X-Request-Id", r); st != 201 {
