@@ -17,7 +17,7 @@ type rotator struct {
 	path     string
 	maxSize  int64
 	maxFiles int
-	sync     bool
+	doSync   bool
 
 	f       *os.File
 	w       *bufio.Writer
@@ -26,7 +26,7 @@ type rotator struct {
 }
 
 func openRotator(path string, maxSize int64, maxFiles int, sync bool) (*rotator, error) {
-	r := &rotator{path: path, maxSize: maxSize, maxFiles: maxFiles, sync: sync}
+	r := &rotator{path: path, maxSize: maxSize, maxFiles: maxFiles, doSync: sync}
 	if err := r.open(); err != nil {
 		return nil, err
 	}
@@ -73,7 +73,7 @@ func (r *rotator) rotate() error {
 	if err := r.w.Flush(); err != nil {
 		return err
 	}
-	if r.sync {
+	if r.doSync {
 		if err := r.f.Sync(); err != nil {
 			return err
 		}
@@ -101,16 +101,18 @@ func (r *rotator) rotate() error {
 	return r.open()
 }
 
-// flush writes the buffered lines and fsyncs them (and the folder after a
-// rotation).
+// flush writes the buffered lines to the file (no fsync: sync).
 func (r *rotator) flush() error {
 	if r.f == nil {
 		return nil
 	}
-	if err := r.w.Flush(); err != nil {
-		return err
-	}
-	if !r.sync {
+	return r.w.Flush()
+}
+
+// sync makes the lines written durable: an fsync of the file (and of the
+// folder after a rotation), when the rotator syncs at all.
+func (r *rotator) sync() error {
+	if r.f == nil || !r.doSync {
 		return nil
 	}
 	if err := r.f.Sync(); err != nil {
@@ -131,6 +133,9 @@ func (r *rotator) Close() error {
 		return nil
 	}
 	err := r.flush()
+	if err == nil {
+		err = r.sync()
+	}
 	if cerr := r.f.Close(); err == nil {
 		err = cerr
 	}

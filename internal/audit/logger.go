@@ -20,9 +20,12 @@ type Options struct {
 	File     string
 	MaxSize  int64 // default 100 MiB
 	MaxFiles int   // default 10
-	// NoSync leaves the file unsynced (tests and measurements only);
-	// otherwise each batch the writer drains is fsynced before the next.
-	NoSync bool
+	// NoSync leaves the file unsynced (tests only). Otherwise what is
+	// written is fsynced at most SyncEvery after it was written (default
+	// 100ms): one fsync for every batch written in that time, not one a
+	// batch (a busy node writes a few events a batch).
+	NoSync    bool
+	SyncEvery time.Duration
 
 	// Webhook is a URL that receives the events as JSON arrays ("": none).
 	Webhook string
@@ -85,6 +88,9 @@ func New(o Options) (*Logger, error) {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.SyncEvery <= 0 {
+		o.SyncEvery = 100 * time.Millisecond
 	}
 	l := &Logger{opts: o, queue: make(chan Event, o.Queue), log: o.Log, done: make(chan struct{}), ring: make([]Event, o.Ring)}
 	if o.File != "" {
@@ -205,13 +211,35 @@ func (l *Logger) Stats() (events [4]uint64, dropped uint64) {
 }
 
 // run is the writer: it takes the queued events in batches, writes each
-// batch to the file (one fsync a batch), hands it to the webhook and
-// keeps it in the ring.
+// batch to the file (fsynced within Options.SyncEvery), hands it to the
+// webhook and keeps it in the ring.
 func (l *Logger) run() {
 	defer close(l.done)
-	var buf []byte
 	batch := make([]Event, 0, 256)
-	for e := range l.queue {
+	// dirty: written since the last fsync; the timer runs while it is.
+	dirty := false
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	syncFile := func() {
+		if err := l.file.sync(); err != nil {
+			l.drop(0, "sync: "+err.Error())
+		}
+		dirty = false
+	}
+	for {
+		var e Event
+		var ok bool
+		select {
+		case e, ok = <-l.queue:
+		case <-timer.C:
+			if dirty {
+				syncFile()
+			}
+			continue
+		}
+		if !ok {
+			break
+		}
 		batch = append(batch[:0], e)
 	drain:
 		for len(batch) < cap(batch) {
@@ -226,7 +254,6 @@ func (l *Logger) run() {
 			}
 		}
 		if l.file != nil {
-			buf = buf[:0]
 			for i := range batch {
 				b, err := json.Marshal(&batch[i])
 				if err != nil { // cannot happen: strings and a time
@@ -238,7 +265,11 @@ func (l *Logger) run() {
 				}
 			}
 			if err := l.file.flush(); err != nil {
-				l.drop(0, "sync: "+err.Error())
+				l.drop(0, "write: "+err.Error())
+			}
+			if !dirty {
+				dirty = true
+				timer.Reset(l.opts.SyncEvery)
 			}
 		}
 		if l.hook != nil {
@@ -247,6 +278,10 @@ func (l *Logger) run() {
 			}
 		}
 		l.remember(batch)
+	}
+	timer.Stop()
+	if dirty {
+		syncFile()
 	}
 }
 
