@@ -329,3 +329,49 @@ func TestRecentFilters(t *testing.T) {
 	}
 	l.Close(context.Background())
 }
+
+// BenchmarkLogFile is the cost of one event, queued and written to the
+// file (Close waits for the writer): what a request that emits pays in
+// CPU, on its goroutine and the writer's.
+func BenchmarkLogFile(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "audit.log")
+	origin := func(ctx context.Context) Origin {
+		return Origin{RequestID: "7F3A9C0D11E2B4A6", Client: netip.MustParseAddr("127.0.0.1"), UserID: "76d5b4da999224309100e530a635bca3", KeyID: "CFIMQAORKJHVOEWMYV6K"}
+	}
+	l, err := New(Options{File: path, Origin: origin, Queue: 1 << 20})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		l.Log(ctx, Event{Action: ObjectDelete, Target: Target{Bucket: "bench-delete-0", Key: "del/123456"}}.Result(errcode.New(errcode.NotFound, "no such key")))
+	}
+	if err := l.Close(ctx); err != nil {
+		b.Fatal(err)
+	}
+	if _, d := l.Stats(); d > 0 {
+		b.Logf("dropped %d", d)
+	}
+}
+
+func TestAppendJSONMatchesMarshal(t *testing.T) {
+	odd := "a\"b\\c\n\r\t\b\f\x01<>&\u2028\u2029é\xff日本"
+	for _, e := range []Event{
+		{},
+		{Time: time.Date(2026, 11, 28, 4, 8, 45, 126957977, time.UTC), Action: ObjectDelete, Actor: Key("AK", "u"), Client: "127.0.0.1", RequestID: "R",
+			Target: Target{Bucket: "b", Key: "k", VersionID: "v"}, Outcome: Success, Reason: ReasonDeleteMarker},
+		{Time: time.Date(2026, 1, 2, 3, 4, 5, 0, time.FixedZone("x", 3600)), Action: Action(odd), Actor: Actor{Type: ActorType(odd), ID: odd, User: odd, Name: odd},
+			Client: odd, RequestID: odd, Target: Target{odd, odd, odd, odd, odd, odd, odd, odd, odd, odd}, Outcome: Outcome(odd), Reason: Reason(odd)},
+		{Action: SignIn, Target: Target{Email: "a@example.com", Job: "j"}},
+	} {
+		want, err := json.Marshal(&e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendJSON(nil, &e); string(got) != string(want) {
+			t.Errorf("appendJSON:\n got %s\nwant %s", got, want)
+		}
+	}
+}

@@ -2,7 +2,6 @@ package audit
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"strings"
@@ -220,7 +219,13 @@ func (l *Logger) run() {
 	dirty := false
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
+	var line []byte
+	// syncFile writes the buffered lines and fsyncs them: every
+	// SyncEvery while events come (a tail -f sees them that late at most).
 	syncFile := func() {
+		if err := l.file.flush(); err != nil {
+			l.drop(0, "write: "+err.Error())
+		}
 		if err := l.file.sync(); err != nil {
 			l.drop(0, "sync: "+err.Error())
 		}
@@ -255,17 +260,10 @@ func (l *Logger) run() {
 		}
 		if l.file != nil {
 			for i := range batch {
-				b, err := json.Marshal(&batch[i])
-				if err != nil { // cannot happen: strings and a time
-					l.drop(1, "encode: "+err.Error())
-					continue
-				}
-				if err := l.file.write(append(b, '\n')); err != nil {
+				line = append(appendJSON(line[:0], &batch[i]), '\n')
+				if err := l.file.write(line); err != nil {
 					l.drop(1, "write: "+err.Error())
 				}
-			}
-			if err := l.file.flush(); err != nil {
-				l.drop(0, "write: "+err.Error())
 			}
 			if !dirty {
 				dirty = true
