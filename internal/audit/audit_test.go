@@ -256,7 +256,7 @@ func TestWebhookGivesUpCounted(t *testing.T) {
 		http.Error(w, "down", http.StatusInternalServerError)
 	}))
 	defer srv.Close()
-	l, err := New(Options{Webhook: srv.URL, Hook: WebhookOptions{Batch: 5, Interval: 10 * time.Millisecond, Retries: 2, Backoff: time.Millisecond}})
+	l, err := New(Options{Webhook: srv.URL, Hook: WebhookOptions{Batch: 5, Interval: 5 * time.Second, Retries: 2, Backoff: time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}

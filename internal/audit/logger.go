@@ -25,6 +25,9 @@ type Options struct {
 	// batch (a busy node writes a few events a batch).
 	NoSync    bool
 	SyncEvery time.Duration
+	// Poll is how often a busy writer takes the queued events (default
+	// 20ms): the queue must hold what comes in that time.
+	Poll time.Duration
 
 	// Webhook is a URL that receives the events as JSON arrays ("": none).
 	Webhook string
@@ -51,6 +54,7 @@ type Logger struct {
 	hook   *webhook
 	log    *slog.Logger
 	done   chan struct{}
+	stop   chan struct{} // closed by Close, after the queue: the writer takes the rest now
 	closed atomic.Bool
 	// closeMu orders Log's sends before Close's close of queue.
 	closeMu sync.RWMutex
@@ -91,7 +95,10 @@ func New(o Options) (*Logger, error) {
 	if o.SyncEvery <= 0 {
 		o.SyncEvery = 100 * time.Millisecond
 	}
-	l := &Logger{opts: o, queue: make(chan Event, o.Queue), log: o.Log, done: make(chan struct{}), ring: make([]Event, o.Ring)}
+	if o.Poll <= 0 {
+		o.Poll = 20 * time.Millisecond
+	}
+	l := &Logger{opts: o, queue: make(chan Event, o.Queue), log: o.Log, done: make(chan struct{}), stop: make(chan struct{}), ring: make([]Event, o.Ring)}
 	if o.File != "" {
 		r, err := openRotator(o.File, o.MaxSize, o.MaxFiles, !o.NoSync)
 		if err != nil {
@@ -209,19 +216,19 @@ func (l *Logger) Stats() (events [4]uint64, dropped uint64) {
 	return events, l.dropped.Load()
 }
 
-// run is the writer: it takes the queued events in batches, writes each
-// batch to the file (fsynced within Options.SyncEvery), hands it to the
-// webhook and keeps it in the ring.
+// run is the writer. It never wakes for each event (the wake-up of a
+// goroutine per event cost more server CPU than writing it): it waits for
+// the first event after a quiet spell, then takes what was queued every
+// Options.Poll (20ms) until a poll finds nothing; each take is encoded
+// and buffered for the file, handed to the webhook and kept in the ring.
+// The file gets its lines (one write, one fsync) every SyncEvery while
+// events come, and at Close.
 func (l *Logger) run() {
 	defer close(l.done)
 	batch := make([]Event, 0, 256)
-	// dirty: written since the last fsync; the timer runs while it is.
-	dirty := false
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
 	var line []byte
-	// syncFile writes the buffered lines and fsyncs them: every
-	// SyncEvery while events come (a tail -f sees them that late at most).
+	dirty := false
+	var synced time.Time
 	syncFile := func() {
 		if err := l.file.flush(); err != nil {
 			l.drop(0, "write: "+err.Error())
@@ -229,58 +236,93 @@ func (l *Logger) run() {
 		if err := l.file.sync(); err != nil {
 			l.drop(0, "sync: "+err.Error())
 		}
-		dirty = false
+		dirty, synced = false, time.Now()
 	}
-	for {
-		var e Event
-		var ok bool
-		select {
-		case e, ok = <-l.queue:
-		case <-timer.C:
-			if dirty {
-				syncFile()
+	// take moves the queued events to the sinks; closed once the queue is
+	// closed and empty.
+	take := func() (n int, closed bool) {
+		for {
+			batch = batch[:0]
+		fill:
+			for len(batch) < cap(batch) {
+				select {
+				case e, ok := <-l.queue:
+					if !ok {
+						closed = true
+						break fill
+					}
+					batch = append(batch, e)
+				default:
+					break fill
+				}
 			}
-			continue
+			l.deliver(batch, &line)
+			n += len(batch)
+			if len(batch) > 0 && l.file != nil {
+				dirty = true
+			}
+			if closed || len(batch) < cap(batch) {
+				return n, closed
+			}
 		}
+	}
+	poll := time.NewTimer(time.Hour)
+	poll.Stop()
+	for {
+		// Quiet: block until an event comes.
+		e, ok := <-l.queue
 		if !ok {
 			break
 		}
 		batch = append(batch[:0], e)
-	drain:
-		for len(batch) < cap(batch) {
+		l.deliver(batch, &line)
+		dirty = dirty || l.file != nil
+		closed := false
+		for !closed {
+			poll.Reset(l.opts.Poll)
 			select {
-			case e, ok := <-l.queue:
-				if !ok {
-					break drain
-				}
-				batch = append(batch, e)
-			default:
-				break drain
+			case <-poll.C:
+			case <-l.stop:
+				poll.Stop()
+			}
+			var n int
+			n, closed = take()
+			if dirty && time.Since(synced) >= l.opts.SyncEvery {
+				syncFile()
+			}
+			if n == 0 && !dirty {
+				break // quiet again
 			}
 		}
-		if l.file != nil {
-			for i := range batch {
-				line = append(appendJSON(line[:0], &batch[i]), '\n')
-				if err := l.file.write(line); err != nil {
-					l.drop(1, "write: "+err.Error())
-				}
-			}
-			if !dirty {
-				dirty = true
-				timer.Reset(l.opts.SyncEvery)
-			}
+		if closed {
+			break
 		}
-		if l.hook != nil {
-			for i := range batch {
-				l.hook.enqueue(batch[i])
-			}
-		}
-		l.remember(batch)
 	}
-	timer.Stop()
 	if dirty {
 		syncFile()
 	}
+}
+
+// deliver writes batch to the file's buffer, hands it to the webhook and
+// keeps it in the ring.
+func (l *Logger) deliver(batch []Event, line *[]byte) {
+	if len(batch) == 0 {
+		return
+	}
+	if l.file != nil {
+		for i := range batch {
+			*line = append(appendJSON((*line)[:0], &batch[i]), '\n')
+			if err := l.file.write(*line); err != nil {
+				l.drop(1, "write: "+err.Error())
+			}
+		}
+	}
+	if l.hook != nil {
+		for i := range batch {
+			l.hook.enqueue(batch[i])
+		}
+	}
+	l.remember(batch)
 }
 
 func (l *Logger) remember(batch []Event) {
@@ -358,6 +400,7 @@ func (l *Logger) Close(ctx context.Context) error {
 		return nil
 	}
 	close(l.queue)
+	close(l.stop)
 	l.closeMu.Unlock()
 	select {
 	case <-l.done:
