@@ -275,6 +275,11 @@ func TestAuditLog(t *testing.T) {
 	}
 	u.JSON(t, "POST", "/api/v1/shares", map[string]any{"bucket": u.Bucket, "key": "shared.txt"}, &sh2)
 	secret(sh2.Token)
+	r = rid("share update")
+	if st := u.JSON(t, "PATCH", "/api/v1/shares/"+sh2.ID, map[string]any{"expires_in": 3600}, nil, "X-Request-Id", r); st != 200 {
+		t.Fatalf("share expiry: %d", st)
+	}
+	expect(want{name: "share update", action: "share.update", outcome: "success", requestID: r, actorType: "user", target: map[string]string{"share": sh2.ID}})
 	r = rid("share revoke")
 	if st := u.JSON(t, "DELETE", "/api/v1/shares/"+sh2.ID, nil, nil, "X-Request-Id", r); st != 200 && st != 204 {
 		t.Fatalf("revoke share: %d", st)
@@ -347,6 +352,12 @@ func TestAuditLog(t *testing.T) {
 	if put.status != 200 || vid == "" {
 		t.Fatalf("PUT into a locked bucket: %d %s", put.status, put.body)
 	}
+	until := time.Now().Add(48 * time.Hour).UTC().Format(time.RFC3339)
+	retention := `<Retention><Mode>GOVERNANCE</Mode><RetainUntilDate>` + until + `</RetainUntilDate></Retention>`
+	r = xmlPut("retention", "/"+locked+"/held?retention&versionId="+url.QueryEscape(vid), retention, 200)
+	expect(want{name: "retention", action: "object.retention", outcome: "success", requestID: r, actorType: "key", target: map[string]string{"bucket": locked, "key": "held", "version_id": vid}})
+	r = xmlPut("legal hold", "/"+locked+"/held?legal-hold&versionId="+url.QueryEscape(vid), `<LegalHold><Status>OFF</Status></LegalHold>`, 200)
+	expect(want{name: "legal hold", action: "object.legal_hold", outcome: "success", requestID: r, actorType: "key", target: map[string]string{"bucket": locked, "key": "held"}})
 	r = rid("bypass")
 	if res := s3u.s3(t, "DELETE", "/"+locked+"/held?versionId="+url.QueryEscape(vid), nil, "", "X-Amz-Bypass-Governance-Retention", "true", "X-Request-Id", r); res.status != 204 {
 		t.Fatalf("delete a version under governance with bypass: %d %s", res.status, res.body)
@@ -411,11 +422,22 @@ func TestAuditLog(t *testing.T) {
 	}
 	secret(inv.Code)
 	expect(want{name: "invite create", action: "admin.invite_create", outcome: "success", requestID: r, actorType: "admin", target: map[string]string{"invite": inv.ID}})
+	r = rid("invite revoke")
+	if st := admin.JSON(t, "DELETE", "/api/v1/admin/invites/"+inv.ID, nil, nil, "X-Request-Id", r); st != 204 {
+		t.Fatalf("revoke invite: %d", st)
+	}
+	expect(want{name: "invite revoke", action: "admin.invite_revoke", outcome: "success", requestID: r, actorType: "admin", target: map[string]string{"invite": inv.ID}})
 	r = rid("rotate")
 	if st := admin.JSON(t, "POST", "/api/v1/admin/kms/rotate", nil, nil, "X-Request-Id", r); st != 200 {
 		t.Fatalf("rotate: %d", st)
 	}
 	expect(want{name: "key rotation", action: "encryption.key_rotate", outcome: "success", requestID: r, actorType: "admin", target: map[string]string{"kms_key": "local:default#2"}})
+	r = rid("account delete")
+	otherID := userID(t, other)
+	if st := other.JSON(t, "DELETE", "/api/v1/me", map[string]any{"password": "correct horse battery", "purge": true}, nil, "X-Request-Id", r); st != 204 {
+		t.Fatalf("delete own account: %d", st)
+	}
+	expect(want{name: "account delete", action: "auth.account_delete", outcome: "success", requestID: r, actorType: "user", actorID: otherID, target: map[string]string{"user": otherID}})
 	r = rid("user tries admin")
 	if st := u.JSON(t, "GET", "/api/v1/admin/audit", nil, nil, "X-Request-Id", r); st != 403 {
 		t.Fatalf("a user's GET /admin/audit: %d, want 403", st)
