@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -562,4 +564,49 @@ func readAll(t *testing.T, resp *http.Response) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestAuditWebhook: with --audit-webhook (an HTTP receiver on loopback),
+// the events arrive as JSON arrays, and none holds the password used.
+func TestAuditWebhook(t *testing.T) {
+	var mu sync.Mutex
+	var got []auditLine
+	var bodies []string
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		var batch []auditLine
+		if r.Method != "POST" || r.Header.Get("Content-Type") != "application/json" || json.Unmarshal(b, &batch) != nil {
+			t.Errorf("webhook got %s %s %q", r.Method, r.Header.Get("Content-Type"), b)
+		}
+		mu.Lock()
+		got = append(got, batch...)
+		bodies = append(bodies, string(b))
+		mu.Unlock()
+	}))
+	defer recv.Close()
+	srv := testenv.Start(t, "--audit-webhook", recv.URL)
+	u := srv.NewUser(t)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		mu.Lock()
+		n := countMatches(got, "auth.signin", "success", "", "user", "", "", map[string]string{"email": u.Email}) +
+			countMatches(got, "auth.signup", "success", "", "", "", "", map[string]string{"email": u.Email})
+		mu.Unlock()
+		if n == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the webhook did not get the signup and the sign-in of %s: %+v", u.Email, got)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, b := range bodies {
+		for _, s := range []string{"correct horse battery", u.Token, u.Refresh} {
+			if strings.Contains(b, s) {
+				t.Errorf("a webhook body holds a secret: %s", b)
+			}
+		}
+	}
 }
