@@ -415,6 +415,16 @@ func (s *core) loadState(ctx context.Context, id string) (userState, error) {
 	return userState{found: true, disabled: u.Disabled, admin: u.Admin, sessionsAfter: u.SessionsAfter, quota: u.QuotaBytes}, nil
 }
 
+// auditEmail is what a failed login or signup may record of the e-mail
+// address typed: the address if it is one, else nothing (a password typed
+// into the e-mail field must not reach the audit log).
+func auditEmail(email string) string {
+	if validEmail(email) != nil {
+		return ""
+	}
+	return email
+}
+
 // audit records e with the outcome of err (nil: success).
 func (s *core) audit(ctx context.Context, e audit.Event, err error) {
 	if s.cfg.Audit != nil {

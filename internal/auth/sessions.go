@@ -41,7 +41,7 @@ func (s *Sessions) auditSignIn(ctx context.Context, email, userID string, err er
 	if s.cfg.Audit == nil {
 		return
 	}
-	email = NormalizeEmail(email)
+	email = auditEmail(NormalizeEmail(email))
 	e := audit.Event{Action: audit.SignIn, Actor: audit.Anonymous(email), Target: audit.Target{Email: email}}
 	switch {
 	case err == nil:
@@ -65,7 +65,7 @@ func (s *Sessions) auditSignIn(ctx context.Context, email, userID string, err er
 // takes as long. Login uses it, and so must every other check of a
 // password a client sends (changing one's password).
 func (s *Sessions) verifyCounted(ctx context.Context, email, password, clientIP string) (meta.User, error) {
-	email = NormalizeEmail(email)
+	email = auditEmail(NormalizeEmail(email))
 	a, wait := s.logins.begin(ctx, email, clientIP)
 	if wait > 0 {
 		return meta.User{}, errcode.Retry(errcode.RateLimited, wait, "too many failed logins; retry later")

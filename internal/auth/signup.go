@@ -108,7 +108,7 @@ func (s *Signups) SelfSignup(ctx context.Context, req SignupRequest) (u meta.Use
 		if s.cfg.Audit == nil {
 			return
 		}
-		email := NormalizeEmail(req.Email)
+		email := auditEmail(NormalizeEmail(req.Email))
 		e := audit.Event{Action: audit.Signup, Actor: audit.Anonymous(email), Target: audit.Target{User: u.ID, Email: email}}
 		if err == nil {
 			e.Actor = audit.Actor{Type: audit.ActorUser, ID: u.ID, Name: email}

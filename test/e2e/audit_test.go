@@ -152,6 +152,8 @@ func TestAuditLog(t *testing.T) {
 	if !throttled {
 		t.Fatal("15 wrong passwords were never throttled")
 	}
+	// A password typed into the e-mail field is not recorded.
+	anon.JSON(t, "POST", "/api/v1/auth/login", map[string]string{"email": secret("tr0ub4dor-3 typed here"), "password": "x"}, nil)
 	expect(want{name: "sign-in failure", action: "auth.signin", outcome: "failure", requestID: r, actorType: "anonymous", reason: "wrong_credentials", target: map[string]string{"email": ghost}})
 	expect(want{name: "sign-in throttled", action: "auth.signin", outcome: "throttled", requestID: r, actorType: "anonymous", reason: "rate_limited"})
 
