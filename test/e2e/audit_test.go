@@ -472,6 +472,10 @@ func TestAuditLog(t *testing.T) {
 			t.Log(l.raw)
 		}
 	}
+	// A key's first use is recorded once: not its second request.
+	if n := countMatches(lines, "key.first_use", "success", "", "key", key.ID, "", nil); n != 1 {
+		t.Errorf("key.first_use of %s: %d lines, want 1", key.ID, n)
+	}
 	for _, l := range lines {
 		if l.Client != "127.0.0.1" && l.RequestID != "" {
 			t.Errorf("a request's line without the client address 127.0.0.1: %s", l.raw)
