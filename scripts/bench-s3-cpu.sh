@@ -15,6 +15,7 @@
 #                "floor": test/s3floor, net/http answering with no auth,
 #                metadata or storage: the floor under any Go S3 server)
 #   COFFER_FLAGS extra flags for both Coffer servers
+#   S3LOAD_FLAGS extra flags of test/s3load (e.g. "-versioned" for delete cells)
 #   COFFER_ENV, COFFER_OLD_ENV  environment for one of them (e.g. "GOGC=200"):
 #                the same binary twice compares settings
 set -euo pipefail
@@ -123,7 +124,7 @@ for cell in $CELLS; do
   for r in $(seq "$ROUNDS"); do
     for n in "${NAMES[@]}"; do
       "$WORK/s3load" -endpoint "${EP[$n]}" -ak "${AK[$n]}" -sk "${SK[$n]}" -bucket "bench-$op-$size" \
-        -op "$op" -size "$size" -c "$c" -duration "$DUR" -pid "${PID[$n]}" -label "$n" >>"$RES" || echo "$n $cell round $r failed" >&2
+        -op "$op" -size "$size" -c "$c" -duration "$DUR" -pid "${PID[$n]}" -label "$n" ${S3LOAD_FLAGS:-} >>"$RES" || echo "$n $cell round $r failed" >&2
     done
   done
 done

@@ -3,6 +3,8 @@ package auth
 import (
 	"context"
 
+	"github.com/coffer-storage/coffer/internal/audit"
+
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
 )
@@ -27,7 +29,10 @@ type NewUser struct {
 // CreateUser creates an account and its default bucket, as Signups.Signup
 // does, but with the role and quota given (for administrators and the
 // CLI).
-func (s *Users) CreateUser(ctx context.Context, nu NewUser) (meta.User, meta.Bucket, error) {
+func (s *Users) CreateUser(ctx context.Context, nu NewUser) (u meta.User, b meta.Bucket, err error) {
+	defer func() {
+		s.audit(ctx, audit.Event{Action: audit.UserCreate, Target: audit.Target{User: u.ID, Email: NormalizeEmail(nu.Email)}}, err)
+	}()
 	quota := s.cfg.DefaultQuota
 	if nu.QuotaBytes != nil {
 		if *nu.QuotaBytes < 0 {
@@ -62,6 +67,13 @@ func (s *Users) UserBuckets(ctx context.Context, id string) ([]meta.Bucket, erro
 }
 
 // update applies upd to user id and publishes the change.
+// updateAudited is update recorded as action on user id.
+func (s *Users) updateAudited(ctx context.Context, action audit.Action, id string, upd meta.UserUpdate) (meta.User, error) {
+	u, err := s.update(ctx, id, upd)
+	s.audit(ctx, audit.Event{Action: action, Target: audit.Target{User: id, Email: u.Email}}, err)
+	return u, err
+}
+
 func (s *Users) update(ctx context.Context, id string, upd meta.UserUpdate) (meta.User, error) {
 	var u meta.User
 	err := s.publish(ctx, meta.Change{Topic: meta.TopicUser, Key: id}, func() (err error) {
@@ -73,12 +85,12 @@ func (s *Users) update(ctx context.Context, id string, upd meta.UserUpdate) (met
 
 // SetQuota sets user id's quota in bytes (0: unlimited).
 func (s *Users) SetQuota(ctx context.Context, id string, bytes int64) (meta.User, error) {
-	return s.update(ctx, id, meta.UserUpdate{QuotaBytes: &bytes})
+	return s.updateAudited(ctx, audit.UserQuota, id, meta.UserUpdate{QuotaBytes: &bytes})
 }
 
 // SetAdmin grants or revokes the administrator role.
 func (s *Users) SetAdmin(ctx context.Context, id string, admin bool) (meta.User, error) {
-	return s.update(ctx, id, meta.UserUpdate{Admin: &admin})
+	return s.updateAudited(ctx, audit.UserRole, id, meta.UserUpdate{Admin: &admin})
 }
 
 // Disable disables user id: from the next request on, its access tokens,
@@ -88,19 +100,22 @@ func (s *Users) SetAdmin(ctx context.Context, id string, admin bool) (meta.User,
 // logins only.
 func (s *Users) Disable(ctx context.Context, id string) (meta.User, error) {
 	yes, now := true, s.now().UTC()
-	return s.update(ctx, id, meta.UserUpdate{Disabled: &yes, SessionsAfter: &now, RevokeRefreshTokens: true})
+	return s.updateAudited(ctx, audit.UserDisable, id, meta.UserUpdate{Disabled: &yes, SessionsAfter: &now, RevokeRefreshTokens: true})
 }
 
 // Enable lets a disabled user log in again; the sessions it had stay
 // revoked.
 func (s *Users) Enable(ctx context.Context, id string) (meta.User, error) {
 	no := false
-	return s.update(ctx, id, meta.UserUpdate{Disabled: &no})
+	return s.updateAudited(ctx, audit.UserEnable, id, meta.UserUpdate{Disabled: &no})
 }
 
 // SetPassword is an administrator's reset: user id gets a new password and
 // every session of it ends.
-func (s *Users) SetPassword(ctx context.Context, id, password string) (meta.User, error) {
+func (s *Users) SetPassword(ctx context.Context, id, password string) (u meta.User, err error) {
+	defer func() {
+		s.audit(ctx, audit.Event{Action: audit.UserPassword, Target: audit.Target{User: id, Email: u.Email}}, err)
+	}()
 	if err := validPassword(password); err != nil {
 		return meta.User{}, err
 	}
@@ -116,7 +131,8 @@ func (s *Users) SetPassword(ctx context.Context, id, password string) (meta.User
 // (a wrong one counts as a failed login from clientIP), ends every other
 // session of the user, and returns a fresh session so the caller stays
 // signed in.
-func (s *Users) ChangePassword(ctx context.Context, id, oldPassword, newPassword, clientIP string) (Session, error) {
+func (s *Users) ChangePassword(ctx context.Context, id, oldPassword, newPassword, clientIP string) (_ Session, err error) {
+	defer func() { s.auditSecret(ctx, audit.PasswordChange, id, err) }()
 	if err := validPassword(newPassword); err != nil {
 		return Session{}, err
 	}
@@ -178,6 +194,12 @@ func (s *Users) checkPassword(ctx context.Context, u meta.User, password, client
 // Conflict (see meta.Accounts.DeleteUser). The caller aborts the returned
 // backend uploads at the blob store.
 func (s *Users) DeleteUser(ctx context.Context, id string, purge bool) (meta.DeleteUserResult, error) {
+	res, err := s.deleteUser(ctx, id, purge)
+	s.audit(ctx, audit.Event{Action: audit.UserDelete, Target: audit.Target{User: id}}, err)
+	return res, err
+}
+
+func (s *Users) deleteUser(ctx context.Context, id string, purge bool) (meta.DeleteUserResult, error) {
 	var res meta.DeleteUserResult
 	err := s.publish(ctx, meta.Change{Topic: meta.TopicUser, Key: id}, func() (err error) {
 		res, err = s.meta.DeleteUser(ctx, id, purge)
@@ -188,7 +210,8 @@ func (s *Users) DeleteUser(ctx context.Context, id string, purge bool) (meta.Del
 
 // DeleteAccount is a user deleting their own account: DeleteUser after
 // checking the password (as ChangePassword does).
-func (s *Users) DeleteAccount(ctx context.Context, id, password string, purge bool, clientIP string) (meta.DeleteUserResult, error) {
+func (s *Users) DeleteAccount(ctx context.Context, id, password string, purge bool, clientIP string) (_ meta.DeleteUserResult, err error) {
+	defer func() { s.auditSecret(ctx, audit.AccountDelete, id, err) }()
 	u, err := s.meta.GetUser(ctx, id)
 	if err != nil {
 		return meta.DeleteUserResult{}, err
@@ -196,7 +219,20 @@ func (s *Users) DeleteAccount(ctx context.Context, id, password string, purge bo
 	if err := s.checkPassword(ctx, u, password, clientIP); err != nil {
 		return meta.DeleteUserResult{}, err
 	}
-	return s.DeleteUser(ctx, id, purge)
+	return s.deleteUser(ctx, id, purge)
+}
+
+// auditSecret records user id's own action that checked their password:
+// a wrong one is a failure with reason wrong_credentials.
+func (s *Users) auditSecret(ctx context.Context, action audit.Action, id string, err error) {
+	if s.cfg.Audit == nil {
+		return
+	}
+	e := audit.Event{Action: action, Actor: audit.User(id), Target: audit.Target{User: id}}.Result(err)
+	if errcode.Is(err, errcode.Unauthenticated) {
+		e.Outcome, e.Reason = audit.Failure, audit.ReasonWrongSecret
+	}
+	s.cfg.Audit.Log(ctx, e)
 }
 
 // UserActive reports whether user id exists and is enabled, from the

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"strings"
 
+	"github.com/coffer-storage/coffer/internal/audit"
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
 )
@@ -52,7 +53,10 @@ func parseAppToken(token string) (id, secret string, ok bool) {
 
 // CreateAppToken makes an app token for userID, scoped and expiring as o
 // says. The token is in the result's Secret and nowhere else in clear.
-func (s *Keys) CreateAppToken(ctx context.Context, userID string, o KeyOptions) (AccessKey, error) {
+func (s *Keys) CreateAppToken(ctx context.Context, userID string, o KeyOptions) (k AccessKey, err error) {
+	defer func() {
+		s.audit(ctx, audit.Event{Action: audit.TokenCreate, Target: audit.Target{User: userID, AccessKey: k.ID}}, err)
+	}()
 	if err := s.checkNew(ctx, userID, o); err != nil {
 		return AccessKey{}, err
 	}
@@ -62,7 +66,7 @@ func (s *Keys) CreateAppToken(ctx context.Context, userID string, o KeyOptions) 
 	secret := hex.EncodeToString(b)
 	sum := sha256.Sum256([]byte(secret))
 	now := s.now().UTC()
-	err := s.meta.CreateAccessKey(ctx, meta.AccessKey{
+	err = s.meta.CreateAccessKey(ctx, meta.AccessKey{
 		ID: id, UserID: userID, SecretEnc: sum[:], Name: o.Name, Token: true, CreatedAt: now,
 		Scope: o.Scope, ExpiresAt: o.ExpiresAt,
 	})
@@ -83,7 +87,9 @@ func (s *Keys) ListAppTokens(ctx context.Context, userID string) ([]AccessKey, e
 // at once (on other nodes, when the store's announcement arrives; within
 // the cache TTL at worst).
 func (s *Keys) DeleteAppToken(ctx context.Context, userID, id string) error {
-	return s.deleteKey(ctx, userID, id, "app token", func(k meta.AccessKey) bool { return k.Token })
+	err := s.deleteKey(ctx, userID, id, "app token", func(k meta.AccessKey) bool { return k.Token })
+	s.audit(ctx, audit.Event{Action: audit.TokenDelete, Target: audit.Target{User: userID, AccessKey: id}}, err)
+	return err
 }
 
 // AuthenticateToken returns the principal of an app token: its user,
@@ -110,5 +116,7 @@ func (s *Keys) AuthenticateToken(ctx context.Context, token string) (Principal, 
 		return Principal{}, bad
 	}
 	s.touch(id)
-	return Principal{UserID: k.userID, KeyID: id, Scope: k.scope}, nil
+	p := Principal{UserID: k.userID, KeyID: id, Scope: k.scope, first: k.first}
+	p.Verified(ctx)
+	return p, nil
 }

@@ -48,6 +48,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/coffer-storage/coffer/internal/audit"
 	"github.com/coffer-storage/coffer/internal/config"
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
@@ -66,6 +67,8 @@ type Principal struct {
 	// whose secret never leaves the server: a request signed with it
 	// comes from a URL Coffer presigned for a direct upload.
 	Internal bool
+	// first records the key's first verified use (Verified).
+	first *firstUse
 }
 
 // Anonymous reports whether p carries no identity.
@@ -99,6 +102,10 @@ type Config struct {
 	// ClockOffset skews the clock of sessions, tokens and accounts (TEST
 	// ONLY, the fault harness: config.Config.ClockOffset).
 	ClockOffset time.Duration
+	// Audit receives the events of sign-ins, signups, password changes,
+	// keys and tokens, share-link passwords and account administration
+	// (the server sets it; nil: the audit log off).
+	Audit *audit.Logger
 }
 
 // Service is the account service, one value per area, each holding only
@@ -406,4 +413,21 @@ func (s *core) loadState(ctx context.Context, id string) (userState, error) {
 		return userState{}, err
 	}
 	return userState{found: true, disabled: u.Disabled, admin: u.Admin, sessionsAfter: u.SessionsAfter, quota: u.QuotaBytes}, nil
+}
+
+// auditEmail is what a failed login or signup may record of the e-mail
+// address typed: the address if it is one, else nothing (a password typed
+// into the e-mail field must not reach the audit log).
+func auditEmail(email string) string {
+	if validEmail(email) != nil {
+		return ""
+	}
+	return email
+}
+
+// audit records e with the outcome of err (nil: success).
+func (s *core) audit(ctx context.Context, e audit.Event, err error) {
+	if s.cfg.Audit != nil {
+		s.cfg.Audit.Log(ctx, e.Result(err))
+	}
 }

@@ -9,8 +9,10 @@ import (
 	"encoding/base64"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/coffer-storage/coffer/internal/audit"
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
 	"github.com/coffer-storage/coffer/internal/metacache"
@@ -176,7 +178,10 @@ const maxKeysPerUser = 100
 
 // CreateAccessKey makes a new S3 key pair for userID, scoped and expiring
 // as o says. The secret is in the result and nowhere else in clear.
-func (s *Keys) CreateAccessKey(ctx context.Context, userID string, o KeyOptions) (AccessKey, error) {
+func (s *Keys) CreateAccessKey(ctx context.Context, userID string, o KeyOptions) (k AccessKey, err error) {
+	defer func() {
+		s.audit(ctx, audit.Event{Action: audit.KeyCreate, Target: audit.Target{User: userID, AccessKey: k.ID}}, err)
+	}()
 	if err := s.checkNew(ctx, userID, o); err != nil {
 		return AccessKey{}, err
 	}
@@ -241,7 +246,9 @@ func (s *Keys) listShown(ctx context.Context, userID string, keep func(meta.Acce
 // (on other nodes, when the store's announcement arrives; within the
 // cache TTL at worst).
 func (s *Keys) DeleteAccessKey(ctx context.Context, userID, id string) error {
-	return s.deleteKey(ctx, userID, id, "access key", func(k meta.AccessKey) bool { return !k.Internal && !k.Token })
+	err := s.deleteKey(ctx, userID, id, "access key", func(k meta.AccessKey) bool { return !k.Internal && !k.Token })
+	s.audit(ctx, audit.Event{Action: audit.KeyDelete, Target: audit.Target{User: userID, AccessKey: id}}, err)
+	return err
 }
 
 // deleteKey deletes the user's key or app token id if it is one of what
@@ -276,6 +283,30 @@ type keyEntry struct {
 	internal       bool // Coffer's own key for presigned direct uploads
 	scope          policy.Evaluator
 	expires        time.Time
+	// first is set while the key has never been used (audit on): its
+	// first verified use is recorded once (Principal.Verified).
+	first *firstUse
+}
+
+// firstUse records the first verified use of a key or app token that had
+// never been used when it was loaded, once per load: at least once (a
+// node that loads the key again before the use is stored records it
+// again).
+type firstUse struct {
+	done   atomic.Bool
+	log    *audit.Logger
+	action audit.Action
+	id     string
+	user   string
+}
+
+// Verified tells that p's credentials held (its signature verified): the
+// first verified use of a key is audited (audit.KeyFirstUse,
+// audit.TokenFirstUse). A no-op for other principals and later uses.
+func (p Principal) Verified(ctx context.Context) {
+	if f := p.first; f != nil && !f.done.Load() && f.done.CompareAndSwap(false, true) {
+		f.log.Log(ctx, audit.Event{Action: f.action, Actor: audit.Key(f.id, f.user), Target: audit.Target{User: f.user, AccessKey: f.id}})
+	}
 }
 
 func (s *Keys) loadKey(ctx context.Context, id string) (keyEntry, error) {
@@ -291,6 +322,12 @@ func (s *Keys) loadKey(ctx context.Context, id string) (keyEntry, error) {
 	}
 	if e.scope, err = ScopeOf(k.Scope); err != nil {
 		return keyEntry{}, errcode.Wrap(errcode.Internal, err, "access key %s: stored scope", id)
+	}
+	if s.cfg.Audit != nil && k.LastUsed.IsZero() && !k.Internal {
+		e.first = &firstUse{log: s.cfg.Audit, action: audit.KeyFirstUse, id: id, user: k.UserID}
+		if k.Token {
+			e.first.action = audit.TokenFirstUse
+		}
 	}
 	return e, nil
 }
@@ -310,7 +347,7 @@ func (s *Keys) LookupKey(ctx context.Context, id string) (secret string, p Princ
 		return "", Principal{}, errcode.New(errcode.NotFound, "access key %q not found", id)
 	}
 	s.touch(id)
-	return k.secret, Principal{UserID: k.userID, KeyID: id, Scope: k.scope, Internal: k.internal}, nil
+	return k.secret, Principal{UserID: k.userID, KeyID: id, Scope: k.scope, Internal: k.internal, first: k.first}, nil
 }
 
 // use returns the cached key or app token id if it may be used now: its

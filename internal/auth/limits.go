@@ -3,6 +3,8 @@ package auth
 import (
 	"context"
 
+	"github.com/coffer-storage/coffer/internal/audit"
+
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
 )
@@ -10,7 +12,8 @@ import (
 // SetLimits stores an administrator's rate limit override for user l.UserID
 // (Requests and Bytes both 0: back to the server's defaults). NotFound if
 // there is no such user.
-func (s *Users) SetLimits(ctx context.Context, l meta.UserLimits) error {
+func (s *Users) SetLimits(ctx context.Context, l meta.UserLimits) (err error) {
+	defer func() { s.audit(ctx, audit.Event{Action: audit.UserLimits, Target: audit.Target{User: l.UserID}}, err) }()
 	if _, err := s.meta.GetUser(ctx, l.UserID); err != nil {
 		return err
 	}

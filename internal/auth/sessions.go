@@ -3,6 +3,8 @@ package auth
 import (
 	"context"
 
+	"github.com/coffer-storage/coffer/internal/audit"
+
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
 )
@@ -16,8 +18,10 @@ type Sessions struct {
 
 // Login checks a password and opens a session. clientIP keys the login
 // throttles (verifyCounted).
-func (s *Sessions) Login(ctx context.Context, email, password, clientIP string) (Session, error) {
-	u, err := s.verifyCounted(ctx, email, password, clientIP)
+func (s *Sessions) Login(ctx context.Context, email, password, clientIP string) (_ Session, err error) {
+	var u meta.User
+	defer func() { s.auditSignIn(ctx, email, u.ID, err) }()
+	u, err = s.verifyCounted(ctx, email, password, clientIP)
 	if err != nil {
 		return Session{}, err
 	}
@@ -30,6 +34,27 @@ func (s *Sessions) Login(ctx context.Context, email, password, clientIP string) 
 	return s.session(u.ID, token)
 }
 
+// auditSignIn records a login of email: the user's on success, an
+// anonymous caller's otherwise (a wrong password is a failure with reason
+// wrong_credentials, a throttled one throttled).
+func (s *Sessions) auditSignIn(ctx context.Context, email, userID string, err error) {
+	if s.cfg.Audit == nil {
+		return
+	}
+	email = auditEmail(NormalizeEmail(email))
+	e := audit.Event{Action: audit.SignIn, Actor: audit.Anonymous(email), Target: audit.Target{Email: email}}
+	switch {
+	case err == nil:
+		e.Actor = audit.Actor{Type: audit.ActorUser, ID: userID, Name: email}
+		e.Target.User = userID
+	case errcode.Is(err, errcode.Unauthenticated):
+		e.Outcome, e.Reason = audit.Failure, audit.ReasonWrongSecret
+		s.cfg.Audit.Log(ctx, e)
+		return
+	}
+	s.audit(ctx, e, err)
+}
+
 // verifyCounted is a password check that counts as a login attempt of
 // email from clientIP: the login throttles (LoginLimits) count it before
 // the slow hash, so parallel guesses cannot all pass, and refuse it with
@@ -40,7 +65,7 @@ func (s *Sessions) Login(ctx context.Context, email, password, clientIP string) 
 // takes as long. Login uses it, and so must every other check of a
 // password a client sends (changing one's password).
 func (s *Sessions) verifyCounted(ctx context.Context, email, password, clientIP string) (meta.User, error) {
-	email = NormalizeEmail(email)
+	email = auditEmail(NormalizeEmail(email))
 	a, wait := s.logins.begin(ctx, email, clientIP)
 	if wait > 0 {
 		return meta.User{}, errcode.Retry(errcode.RateLimited, wait, "too many failed logins; retry later")

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/coffer-storage/coffer/internal/audit"
 	"github.com/coffer-storage/coffer/internal/errcode"
 )
 
@@ -34,7 +35,17 @@ func (s *Shares) HashPassword(ctx context.Context, password string) (string, err
 // one link's password is throttled per link and client address like a
 // login). Unauthenticated if it is wrong, RateLimited with a Retry-After
 // when a limit is reached.
-func (s *Shares) CheckSharePassword(ctx context.Context, shareID, password, encoded, clientIP string) error {
+func (s *Shares) CheckSharePassword(ctx context.Context, shareID, password, encoded, clientIP string) (err error) {
+	defer func() {
+		if s.cfg.Audit == nil {
+			return
+		}
+		e := audit.Event{Action: audit.ShareUnlock, Actor: audit.Anonymous(""), Target: audit.Target{Share: shareID}}.Result(err)
+		if errcode.Is(err, errcode.Unauthenticated) {
+			e.Outcome, e.Reason = audit.Failure, audit.ReasonWrongSecret
+		}
+		s.cfg.Audit.Log(ctx, e)
+	}()
 	a, wait := s.logins.begin(ctx, "share:"+shareID, clientIP)
 	if wait > 0 {
 		return errcode.Retry(errcode.RateLimited, wait, "too many wrong passwords; retry later")

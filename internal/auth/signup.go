@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/coffer-storage/coffer/internal/audit"
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
 )
@@ -78,7 +79,9 @@ func newSignups(c *core) *Signups {
 // policy and unthrottled: it is for administrators and the CLI. The
 // public route calls SelfSignup.
 func (s *Signups) Signup(ctx context.Context, email, password string) (meta.User, meta.Bucket, error) {
-	return s.createUser(ctx, email, password, false, s.cfg.DefaultQuota)
+	u, b, err := s.createUser(ctx, email, password, false, s.cfg.DefaultQuota)
+	s.audit(ctx, audit.Event{Action: audit.Signup, Target: audit.Target{User: u.ID, Email: NormalizeEmail(email)}}, err)
+	return u, b, err
 }
 
 // SelfSignup creates an account through the public API, under the
@@ -100,7 +103,25 @@ func (s *Signups) Signup(ctx context.Context, email, password string) (meta.User
 // The invite's use is taken in the transaction that creates the account
 // (meta.Accounts.CreateInvitedUser), so concurrent signups can never redeem
 // more uses than it has.
-func (s *Signups) SelfSignup(ctx context.Context, req SignupRequest) (meta.User, meta.Bucket, error) {
+func (s *Signups) SelfSignup(ctx context.Context, req SignupRequest) (u meta.User, b meta.Bucket, err error) {
+	defer func() {
+		if s.cfg.Audit == nil {
+			return
+		}
+		email := auditEmail(NormalizeEmail(req.Email))
+		e := audit.Event{Action: audit.Signup, Actor: audit.Anonymous(email), Target: audit.Target{User: u.ID, Email: email}}
+		if err == nil {
+			e.Actor = audit.Actor{Type: audit.ActorUser, ID: u.ID, Name: email}
+		}
+		e = e.Result(err)
+		if err == nil {
+			e.Reason = audit.ReasonSelf
+			if req.InviteCode != "" {
+				e.Reason = audit.ReasonInvite
+			}
+		}
+		s.cfg.Audit.Log(ctx, e)
+	}()
 	if s.cfg.Signup == SignupClosed {
 		return meta.User{}, meta.Bucket{}, ErrSignupClosed()
 	}
@@ -120,7 +141,7 @@ func (s *Signups) SelfSignup(ctx context.Context, req SignupRequest) (meta.User,
 			return meta.User{}, meta.Bucket{}, errcode.Retry(errcode.RateLimited, wait, "too many signups from this address; retry later")
 		}
 	}
-	u, b, err := s.selfSignup(ctx, email, req.Password, req.InviteCode)
+	u, b, err = s.selfSignup(ctx, email, req.Password, req.InviteCode)
 	if err != nil && s.signups != nil && !clientsFault(err) {
 		if shared {
 			s.shared.update(ctx, s.signups.now(), []string{"signup:" + textKey(addr)}, func(st []meta.ThrottleState) []meta.ThrottleState {
@@ -222,7 +243,9 @@ func (s *Signups) CreateInvite(ctx context.Context, req InviteRequest) (meta.Inv
 		ID: NewID(), Hash: hash, Email: req.Email, Uses: req.Uses, UsesLeft: req.Uses,
 		CreatedBy: req.CreatedBy, CreatedAt: now, ExpiresAt: now.Add(req.TTL),
 	}
-	if err := s.meta.CreateInvite(ctx, inv); err != nil {
+	err := s.meta.CreateInvite(ctx, inv)
+	s.audit(ctx, audit.Event{Action: audit.InviteCreate, Target: audit.Target{Invite: inv.ID, Email: req.Email}}, err)
+	if err != nil {
 		return meta.Invite{}, "", err
 	}
 	return inv, code, nil
@@ -235,5 +258,7 @@ func (s *Signups) ListInvites(ctx context.Context) ([]meta.Invite, error) {
 
 // RevokeInvite revokes an invite; NotFound if there is no such invite.
 func (s *Signups) RevokeInvite(ctx context.Context, id string) error {
-	return s.meta.RevokeInvite(ctx, id)
+	err := s.meta.RevokeInvite(ctx, id)
+	s.audit(ctx, audit.Event{Action: audit.InviteRevoke, Target: audit.Target{Invite: id}}, err)
+	return err
 }

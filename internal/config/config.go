@@ -109,6 +109,14 @@ type Config struct {
 	MetricsToken   string        // --metrics-token: bearer token for /metrics from non-loopback clients; default none (loopback only)
 	DebugListen    string        // --debug-listen: loopback address serving net/http/pprof; default none
 
+	// The audit log (internal/audit, docs/audit.md): on when a file or a
+	// webhook is set.
+	AuditLog         string // --audit-log, COFFER_AUDIT_LOG: file of one JSON line per security-relevant event (0600, rotated by size); default none
+	AuditLogMaxSize  int64  // --audit-log-max-size: the file is rotated before it grows past this; default 100MiB
+	AuditLogMaxFiles int    // --audit-log-max-files: files kept in all, the current one included (FILE, FILE.1, ...); default 10
+	AuditWebhook     string // --audit-webhook, COFFER_AUDIT_WEBHOOK: http(s) URL that receives the events as JSON arrays, batched and retried; default none
+	AuditRecent      int    // --audit-recent: events this node keeps in memory for the admin API's query; default 1000
+
 	// Quotas: token buckets per identity (internal/ratelimit, Quotas).
 	// Requests per period, and request body MiB per period; 0 = unlimited
 	// (the default of each).
@@ -242,6 +250,9 @@ func Defaults() Config {
 		ShareMaxExpiry:       90 * 24 * time.Hour,
 		OrphanGrace:          time.Hour,
 		JanitorInterval:      30 * time.Second,
+		AuditLogMaxSize:      100 << 20,
+		AuditLogMaxFiles:     10,
+		AuditRecent:          1000,
 		StagingLease:         time.Minute,
 		TusExpiry:            24 * time.Hour,
 		KMSJobPage:           100,
@@ -321,6 +332,14 @@ func (c Config) Validate() error {
 	if c.S3Listen != "off" {
 		if _, _, err := net.SplitHostPort(c.S3Listen); err != nil {
 			errs = append(errs, fmt.Errorf("s3-listen: %v", err))
+		}
+	}
+	if c.AuditLogMaxSize < 4<<10 || c.AuditLogMaxFiles < 1 || c.AuditRecent < 1 {
+		errs = append(errs, errors.New("audit-log-max-size, audit-log-max-files and audit-recent: at least 4KiB, 1 and 1"))
+	}
+	if c.AuditWebhook != "" {
+		if u, err := url.Parse(c.AuditWebhook); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("audit-webhook: %q is not an http(s) URL", c.AuditWebhook))
 		}
 	}
 	if c.DebugListen != "" {
@@ -599,6 +618,11 @@ func (c *Config) FlagSet(name string) *flag.FlagSet {
 	fs.DurationVar(&c.ShareMaxExpiry, "share-max-expiry", c.ShareMaxExpiry, "longest lifetime of a share link (links default to 7 days, or this if shorter)")
 	fs.StringVar(&c.MetricsToken, "metrics-token", c.MetricsToken, "bearer token allowing /metrics from non-loopback clients")
 	fs.StringVar(&c.DebugListen, "debug-listen", c.DebugListen, "loopback address serving /debug/pprof (off when empty)")
+	fs.StringVar(&c.AuditLog, "audit-log", c.AuditLog, "file of the audit log: one JSON line per security-relevant event, created 0600, rotated by size (docs/audit.md)")
+	fs.Var((*bytesValue)(&c.AuditLogMaxSize), "audit-log-max-size", "the audit log file is rotated before it grows past this, e.g. 100MiB")
+	fs.IntVar(&c.AuditLogMaxFiles, "audit-log-max-files", c.AuditLogMaxFiles, "audit log files kept in all, the current one included")
+	fs.StringVar(&c.AuditWebhook, "audit-webhook", c.AuditWebhook, "http(s) URL receiving the audit events as JSON arrays (batched, retried with backoff; dropped when its queue is full, counted in coffer_audit_dropped_total)")
+	fs.IntVar(&c.AuditRecent, "audit-recent", c.AuditRecent, "audit events each node keeps in memory for GET /api/v1/admin/audit")
 	fs.DurationVar(&c.OrphanGrace, "orphan-grace", c.OrphanGrace, "advanced: age before a blob that no row and no live upload points at is deleted")
 	fs.DurationVar(&c.JanitorInterval, "janitor-interval", c.JanitorInterval, "advanced: how often replaced blobs and expired uploads are reclaimed (orphans every orphan-grace, at most hourly)")
 	fs.DurationVar(&c.StagingLease, "staging-lease", c.StagingLease, "advanced: lease of an upload in flight, renewed every third of it; a dead node's reservations lapse after it")

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"encoding/base64"
+	"github.com/coffer-storage/coffer/internal/audit"
 	"net/http"
 	"strconv"
 	"time"
@@ -51,6 +52,36 @@ type adminHandlers struct {
 	uploads    Uploads // a deleted user's direct uploads at the backend
 	info       ServerInfo
 	scrub      func(ctx context.Context) (object.ScrubStatus, error) // Config.Scrub
+	audit      *audit.Logger                                         // Config.Audit
+}
+
+// adminAudit is GET /api/v1/admin/audit: the audit log's recent events on
+// this node, newest first, from its in-memory ring (--audit-recent), with
+// the filters since (RFC 3339), actor (a user or key ID, or an e-mail
+// address), action (an action, or a prefix ending in ".") and limit
+// (default 100, at most 1000). The file (--audit-log) holds the whole log.
+func (h *adminHandlers) adminAudit(r *http.Request, _ auth.Principal) (response, error) {
+	q := r.URL.Query()
+	f := audit.Filter{Actor: q.Get("actor"), Action: q.Get("action"), Limit: 100}
+	if s := q.Get("since"); s != "" {
+		t, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return nil, errcode.New(errcode.InvalidArgument, "since must be an RFC 3339 time")
+		}
+		f.Since = t
+	}
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 1000 {
+			return nil, errcode.New(errcode.InvalidArgument, "limit must be 1 to 1000")
+		}
+		f.Limit = n
+	}
+	events := h.audit.Recent(f)
+	if events == nil {
+		events = []audit.Event{}
+	}
+	return ok(map[string]any{"enabled": h.audit != nil, "events": events}), nil
 }
 
 // adminScrub reports the scrub: the run in progress, the last finished

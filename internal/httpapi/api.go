@@ -13,6 +13,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/coffer-storage/coffer/internal/audit"
 	"io"
 	"log/slog"
 	"net/http"
@@ -56,6 +57,9 @@ type Config struct {
 	Gateways GatewayAdmin
 	// Scrub reports the scrub (GET /api/v1/admin/scrub); nil: 501.
 	Scrub func(ctx context.Context) (object.ScrubStatus, error)
+	// Audit is the audit log: share links' opens are recorded in it, and
+	// GET /api/v1/admin/audit queries its recent events (nil: off).
+	Audit *audit.Logger
 	// ShareDefaultExpiry is the lifetime of a share link created without
 	// one.
 	ShareDefaultExpiry time.Duration
@@ -162,11 +166,11 @@ func New(svc Services, cfg Config, log *slog.Logger) *API {
 		defaultExpiry: cfg.ShareDefaultExpiry, maxExpiry: cfg.ShareMaxExpiry}
 	api.links = &linkHandlers{jsonDecoder: body, shares: svc.Shares, files: svc.Files, buckets: svc.Buckets,
 		accounts: svc.Accounts, shareAuth: svc.ShareAuth, zips: zips,
-		grantTTL: cfg.ShareGrantTTL, proxies: cfg.TrustedProxies, log: log}
+		grantTTL: cfg.ShareGrantTTL, proxies: cfg.TrustedProxies, log: log, audit: cfg.Audit}
 	api.keys = &keyHandlers{jsonDecoder: body, accessKeys: svc.AccessKeys}
 	api.uploads = &uploadHandlers{jsonDecoder: body, uploads: svc.Uploads, presign: cfg.Presign, ttl: cfg.DirectUploadExpiry}
 	api.admin = &adminHandlers{jsonDecoder: body, accounts: svc.Accounts, userAdmin: svc.UserAdmin,
-		accessKeys: svc.AccessKeys, uploads: svc.Uploads, info: cfg.Info, scrub: cfg.Scrub}
+		accessKeys: svc.AccessKeys, uploads: svc.Uploads, info: cfg.Info, scrub: cfg.Scrub, audit: cfg.Audit}
 	api.gateways = &gatewayHandlers{jsonDecoder: body, gateways: cfg.Gateways}
 	api.encryption = &encryptionHandlers{jsonDecoder: body, encryption: svc.Encryption, rotateKeys: cfg.RotateKeys}
 	if cfg.Tus.Store != nil && svc.Tus != nil {
@@ -291,6 +295,7 @@ func (api *API) Routes() []Route {
 		// Under /api/v1/admin, every route is Admin.
 		{Method: "GET", Pattern: "/api/v1/admin/server", Access: Admin, handle: api.admin.adminServer},
 		{Method: "GET", Pattern: "/api/v1/admin/scrub", Access: Admin, handle: api.admin.adminScrub},
+		{Method: "GET", Pattern: "/api/v1/admin/audit", Access: Admin, handle: api.admin.adminAudit},
 		{Method: "GET", Pattern: "/api/v1/admin/users", Access: Admin, handle: api.admin.adminListUsers},
 		{Method: "POST", Pattern: "/api/v1/admin/users", Access: Admin, handle: api.admin.adminCreateUser},
 		{Method: "GET", Pattern: u, Access: Admin, handle: api.admin.adminGetUser},
@@ -380,6 +385,12 @@ func (api *API) serve(w http.ResponseWriter, r *http.Request, rt Route) {
 		return
 	}
 	httpx.SetUser(r.Context(), p.UserID)
+	if p.KeyID != "" {
+		httpx.SetKey(r.Context(), p.KeyID)
+	}
+	if rt.Access == Admin {
+		httpx.SetAdmin(r.Context())
+	}
 	r = r.WithContext(context.WithValue(r.Context(), conditionsKey{}, api.conditions(r, p)))
 	resp, err := rt.handle(r, p)
 	if err != nil {

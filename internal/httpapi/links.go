@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/base64"
+	"github.com/coffer-storage/coffer/internal/audit"
 	"log/slog"
 	"mime"
 	"net/http"
@@ -48,6 +49,7 @@ type linkHandlers struct {
 	grantTTL  time.Duration  // Config.ShareGrantTTL
 	proxies   []netip.Prefix // Config.TrustedProxies: the client's address
 	log       *slog.Logger
+	audit     *audit.Logger // Config.Audit: every open of a link is recorded
 }
 
 // shareAccess is what a request does through a link (openShare).
@@ -64,31 +66,49 @@ const (
 // ranged GET of content also gets through a used-up link: it may resume
 // a download the link counted (object.ReadShare decides).
 func (h *linkHandlers) openShare(r *http.Request, access shareAccess) (meta.Share, error) {
+	sh, id, err := h.resolveShare(r, access)
+	if h.audit != nil && access != shareUnlock {
+		// Unlocking is recorded by the password check (share.unlock). An
+		// unknown token has no ID: the token itself is never recorded.
+		e := audit.Event{Action: audit.ShareOpen, Actor: audit.Actor{Type: audit.ActorAnonymous, User: sh.OwnerID},
+			Target: audit.Target{Share: id, Bucket: sh.Bucket, Key: sh.Key}}.Result(err)
+		if d := errcode.As(err); d != nil && d.Detail["state"] == "used_up" {
+			e.Action, e.Reason = audit.ShareExhausted, audit.ReasonLimit
+		}
+		h.audit.Log(r.Context(), e)
+	}
+	return sh, err
+}
+
+// resolveShare is openShare without the audit record; id is the link's
+// ID if the token named one.
+func (h *linkHandlers) resolveShare(r *http.Request, access shareAccess) (_ meta.Share, id string, _ error) {
 	now := time.Now()
 	sh, err := h.shares.ShareByToken(r.Context(), r.PathValue("token"), now)
+	id = sh.ID
 	if err != nil && (access != shareRead || r.Header.Get("Range") == "" || sh.ID == "" || sh.State(now) != "used_up") {
-		return meta.Share{}, err
+		return meta.Share{}, id, err
 	}
 	httpx.SetShare(r.Context(), sh.ID)
 	// Every request through a link is charged to the link (--rate-share).
 	if err := httpx.Limit(r.Context(), ratelimit.DimShare, sh.ID); err != nil {
-		return meta.Share{}, err
+		return meta.Share{}, id, err
 	}
 	active, err := h.accounts.UserActive(r.Context(), sh.OwnerID)
 	if err != nil {
-		return meta.Share{}, err
+		return meta.Share{}, id, err
 	}
 	if !active {
-		return meta.Share{}, meta.ErrShareUnavailable("unavailable")
+		return meta.Share{}, id, meta.ErrShareUnavailable("unavailable")
 	}
 	if sh.Password != "" && access != shareUnlock && !h.shareUnlocked(r, sh, now) {
-		return meta.Share{}, &errcode.Error{Code: errcode.Unauthenticated,
+		return meta.Share{}, id, &errcode.Error{Code: errcode.Unauthenticated,
 			Message: "this share link has a password: POST {\"password\": ...} to /s/{token}/unlock first",
 			Detail:  map[string]any{"reason": "share_locked"}}
 	}
 	h.log.Info("share access", "request_id", httpx.RequestID(r.Context()), "share", sh.ID, "method", r.Method,
 		"path", r.PathValue("path"), "client", httpx.ClientIP(r, h.proxies).String())
-	return sh, nil
+	return sh, id, nil
 }
 
 func (h *linkHandlers) shareUnlocked(r *http.Request, sh meta.Share, now time.Time) bool {

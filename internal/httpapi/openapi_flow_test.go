@@ -1068,6 +1068,15 @@ func flowAdmin(e *oasEnv) {
 	if e.want(200, call{method: "GET", path: "/api/v1/admin/scrub", token: tok}, &scrub); scrub.Running || scrub.Findings == nil {
 		e.t.Errorf("GET /admin/scrub of a new server: %+v, want no run and an empty list", scrub)
 	}
+	e.want(403, call{method: "GET", path: "/api/v1/admin/audit", token: user.AccessToken}, nil, "permission_denied")
+	e.want(400, call{method: "GET", path: "/api/v1/admin/audit?since=yesterday", token: tok, invalid: true}, nil, "invalid_argument")
+	var events struct {
+		Enabled bool
+		Events  []any
+	}
+	if e.want(200, call{method: "GET", path: "/api/v1/admin/audit?action=auth.&limit=5", token: tok}, &events); events.Events == nil {
+		e.t.Errorf("GET /admin/audit: %+v, want a list", events)
+	}
 	var me struct{ Admin bool }
 	if e.want(200, call{method: "GET", path: "/api/v1/me", token: tok}, &me); !me.Admin {
 		e.t.Error("GET /me of an administrator: admin false")

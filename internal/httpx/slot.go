@@ -2,6 +2,7 @@ package httpx
 
 import (
 	"context"
+	"net/netip"
 
 	"github.com/coffer-storage/coffer/internal/ratelimit"
 )
@@ -13,6 +14,12 @@ type Slot struct {
 	Route string
 	User  string
 	Share string // the share link's ID, for requests through /s/
+	// Key is the access key or app token the request was signed with
+	// (SetKey), Client its client address (SetClient), Admin whether it
+	// passed the admin check (SetAdmin): what the audit log names.
+	Key    string
+	Client netip.Addr
+	Admin  bool
 	// limit charges the request to an identity (see Limit).
 	limit func(d ratelimit.Dimension, key string) error
 }
@@ -61,4 +68,32 @@ func SetRoute(ctx context.Context, route string) {
 	if s, ok := ctx.Value(userKey).(*Slot); ok {
 		s.Route = route
 	}
+}
+
+// SetKey records the access key or app token a request presented.
+func SetKey(ctx context.Context, id string) {
+	if s, ok := ctx.Value(userKey).(*Slot); ok {
+		s.Key = id
+	}
+}
+
+// SetClient records the request's client address (behind trusted
+// proxies, the forwarded one).
+func SetClient(ctx context.Context, a netip.Addr) {
+	if s, ok := ctx.Value(userKey).(*Slot); ok {
+		s.Client = a
+	}
+}
+
+// SetAdmin records that the request passed the admin check.
+func SetAdmin(ctx context.Context) {
+	if s, ok := ctx.Value(userKey).(*Slot); ok {
+		s.Admin = true
+	}
+}
+
+// SlotOf returns the request's Slot, or nil outside a request.
+func SlotOf(ctx context.Context) *Slot {
+	s, _ := ctx.Value(userKey).(*Slot)
+	return s
 }

@@ -2,6 +2,7 @@ package object
 
 import (
 	"context"
+	"github.com/coffer-storage/coffer/internal/audit"
 	"slices"
 
 	"github.com/coffer-storage/coffer/internal/errcode"
@@ -313,7 +314,8 @@ func (s *Service) GetBucketACL(ctx context.Context, a Actor, name string) (meta.
 // SetBucketACL replaces a bucket's grants with req's. A bucket whose
 // ownership is BucketOwnerEnforced accepts only the owner's FULL_CONTROL
 // (AccessControlListNotSupported).
-func (s *Service) SetBucketACL(ctx context.Context, a Actor, name string, req ACL) error {
+func (s *Service) SetBucketACL(ctx context.Context, a Actor, name string, req ACL) (err error) {
+	defer func() { s.audit(ctx, a, audit.BucketACL, audit.Target{Bucket: name}, err) }()
 	b, err := s.authorize(ctx, a, name, "s3:PutBucketAcl", "")
 	if err != nil {
 		return err
@@ -344,7 +346,10 @@ func (s *Service) GetObjectACL(ctx context.Context, a Actor, bucket, key, versio
 
 // SetObjectACL replaces the grants of version versionID ("": the latest)
 // of bucket/key with req's, in place; its owner stays.
-func (s *Service) SetObjectACL(ctx context.Context, a Actor, bucket, key, versionID string, req ACL) (meta.Object, error) {
+func (s *Service) SetObjectACL(ctx context.Context, a Actor, bucket, key, versionID string, req ACL) (_ meta.Object, err error) {
+	defer func() {
+		s.audit(ctx, a, audit.ObjectACL, audit.Target{Bucket: bucket, Key: key, VersionID: versionID}, err)
+	}()
 	b, o, err := s.aclTarget(ctx, a, bucket, key, versionID, VersionedAction("s3:PutObjectAcl", versionID))
 	if err != nil {
 		return meta.Object{}, err
@@ -415,7 +420,8 @@ func (s *Service) GetBucketOwnership(ctx context.Context, a Actor, name string) 
 
 // SetBucketOwnership sets a bucket's object ownership setting ("":
 // none, DeleteBucketOwnershipControls).
-func (s *Service) SetBucketOwnership(ctx context.Context, a Actor, name string, o meta.ObjectOwnership) error {
+func (s *Service) SetBucketOwnership(ctx context.Context, a Actor, name string, o meta.ObjectOwnership) (err error) {
+	defer func() { s.audit(ctx, a, audit.BucketOwnership, audit.Target{Bucket: name}, err) }()
 	if _, err := s.authorize(ctx, a, name, "s3:PutBucketOwnershipControls", ""); err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package object
 import (
 	"context"
 	"fmt"
+	"github.com/coffer-storage/coffer/internal/audit"
 
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
@@ -28,7 +29,8 @@ type CreateBucketInput struct {
 }
 
 // CreateBucketWith creates a bucket owned by a, as in says.
-func (s *Service) CreateBucketWith(ctx context.Context, a Actor, in CreateBucketInput) (meta.Bucket, error) {
+func (s *Service) CreateBucketWith(ctx context.Context, a Actor, in CreateBucketInput) (_ meta.Bucket, err error) {
+	defer func() { s.audit(ctx, a, audit.BucketCreate, audit.Target{Bucket: in.Name}, err) }()
 	name, v := in.Name, in.Visibility
 	if a.UserID == "" {
 		return meta.Bucket{}, errcode.New(errcode.Unauthenticated, "authentication required")
@@ -87,7 +89,8 @@ func (s *Service) GetBucket(ctx context.Context, a Actor, name string) (meta.Buc
 }
 
 // SetBucketVisibility changes who may read a bucket's objects.
-func (s *Service) SetBucketVisibility(ctx context.Context, a Actor, name string, v meta.Visibility) (meta.Bucket, error) {
+func (s *Service) SetBucketVisibility(ctx context.Context, a Actor, name string, v meta.Visibility) (_ meta.Bucket, err error) {
+	defer func() { s.audit(ctx, a, audit.BucketVisible, audit.Target{Bucket: name}, err) }()
 	b, err := s.authorize(ctx, a, name, "s3:PutBucketPolicy", "")
 	if err != nil {
 		return meta.Bucket{}, err
@@ -107,7 +110,8 @@ func (s *Service) SetBucketVisibility(ctx context.Context, a Actor, name string,
 // default), meta.EncryptAES256 or meta.EncryptKMS with kmsKey ("" = the
 // provider's default key), which must exist and be one a may use
 // (checkKMSKey).
-func (s *Service) SetBucketEncryption(ctx context.Context, a Actor, name, enc, kmsKey string) (meta.Bucket, error) {
+func (s *Service) SetBucketEncryption(ctx context.Context, a Actor, name, enc, kmsKey string) (_ meta.Bucket, err error) {
+	defer func() { s.audit(ctx, a, audit.BucketEncrypt, audit.Target{Bucket: name, KMSKey: kmsKey}, err) }()
 	b, err := s.authorize(ctx, a, name, "s3:PutEncryptionConfiguration", "")
 	if err != nil {
 		return meta.Bucket{}, err
@@ -130,7 +134,8 @@ func (s *Service) SetBucketEncryption(ctx context.Context, a Actor, name, enc, k
 // SetBucketVersioning enables or suspends versioning of a bucket a owns
 // (meta.CheckVersioning: never back to unversioned). Gateway buckets:
 // NotImplemented.
-func (s *Service) SetBucketVersioning(ctx context.Context, a Actor, name string, v meta.Versioning) (meta.Bucket, error) {
+func (s *Service) SetBucketVersioning(ctx context.Context, a Actor, name string, v meta.Versioning) (_ meta.Bucket, err error) {
+	defer func() { s.audit(ctx, a, audit.BucketVersions, audit.Target{Bucket: name}, err) }()
 	b, err := s.authorize(ctx, a, name, "s3:PutBucketVersioning", "")
 	if err != nil {
 		return meta.Bucket{}, err
@@ -146,7 +151,8 @@ func (s *Service) SetBucketVersioning(ctx context.Context, a Actor, name string,
 }
 
 // DeleteBucket deletes an empty bucket a owns.
-func (s *Service) DeleteBucket(ctx context.Context, a Actor, name string) error {
+func (s *Service) DeleteBucket(ctx context.Context, a Actor, name string) (err error) {
+	defer func() { s.audit(ctx, a, audit.BucketDelete, audit.Target{Bucket: name}, err) }()
 	b, err := s.authorize(ctx, a, name, "s3:DeleteBucket", "")
 	if err != nil {
 		return err

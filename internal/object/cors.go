@@ -2,6 +2,7 @@ package object
 
 import (
 	"context"
+	"github.com/coffer-storage/coffer/internal/audit"
 
 	"github.com/coffer-storage/coffer/internal/errcode"
 
@@ -32,7 +33,8 @@ func (s *Service) GetBucketCORS(ctx context.Context, a Actor, name string) (meta
 
 // SetBucketCORS replaces the CORS configuration of a bucket a owns (nil:
 // none), checked by meta.CheckCORS; NotImplemented for a gateway bucket.
-func (s *Service) SetBucketCORS(ctx context.Context, a Actor, name string, c *meta.CORS) error {
+func (s *Service) SetBucketCORS(ctx context.Context, a Actor, name string, c *meta.CORS) (err error) {
+	defer func() { s.auditReason(ctx, a, audit.BucketCORS, audit.Target{Bucket: name}, deleted(c == nil), err) }()
 	b, err := s.authorize(ctx, a, name, "s3:PutBucketCORS", "")
 	if err != nil {
 		return err

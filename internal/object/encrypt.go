@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/coffer-storage/coffer/internal/audit"
 	"io"
 
 	"github.com/coffer-storage/coffer/internal/crypt"
@@ -95,7 +96,10 @@ func (s *core) checkKMSKey(ctx context.Context, userID, keyID string) error {
 // stored: allowing again changes nothing, its CreatedAt included. The
 // name is not checked against the key provider: a grant of a key that
 // does not exist answers as no grant does.
-func (s *Service) AllowKMSKey(ctx context.Context, key, userID string) (meta.KMSKeyGrant, error) {
+func (s *Service) AllowKMSKey(ctx context.Context, key, userID string) (_ meta.KMSKeyGrant, err error) {
+	defer func() {
+		s.cfg.Audit.Log(ctx, audit.Event{Action: audit.KMSKeyAllow, Target: audit.Target{KMSKey: key, User: userID}}.Result(err))
+	}()
 	g := meta.KMSKeyGrant{Key: key, UserID: userID, CreatedAt: s.now().UTC()}
 	if err := s.meta.AllowKMSKey(ctx, g); err != nil {
 		return meta.KMSKeyGrant{}, err
@@ -116,7 +120,9 @@ func (s *Service) AllowKMSKey(ctx context.Context, key, userID string) (meta.KMS
 // writes under it stop at once, those under bucket defaults userID set
 // included; objects already encrypted under it stay readable.
 func (s *Service) DisallowKMSKey(ctx context.Context, key, userID string) error {
-	return s.meta.DisallowKMSKey(ctx, key, userID)
+	err := s.meta.DisallowKMSKey(ctx, key, userID)
+	s.cfg.Audit.Log(ctx, audit.Event{Action: audit.KMSKeyDisallow, Target: audit.Target{KMSKey: key, User: userID}}.Result(err))
+	return err
 }
 
 // ListKMSKeyGrants lists every grant, by key then user.

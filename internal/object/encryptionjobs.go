@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/coffer-storage/coffer/internal/audit"
 	"hash"
 	"io"
 	"sync"
@@ -112,7 +113,10 @@ func (s *EncryptionJobs) JobStats() *JobStats { return &s.stats }
 
 // StartRewrap starts (or restarts from the beginning) the re-wrap of every
 // data key to the current KEK versions.
-func (s *EncryptionJobs) StartRewrap(ctx context.Context) (meta.EncryptionJob, error) {
+func (s *EncryptionJobs) StartRewrap(ctx context.Context) (j meta.EncryptionJob, err error) {
+	defer func() {
+		s.cfg.Audit.Log(ctx, audit.Event{Action: audit.EncryptionJob, Target: audit.Target{Job: j.Name}, Reason: audit.ReasonRewrap}.Result(err))
+	}()
 	if _, ok := s.cfg.Keys.(rewrapper); !ok {
 		return meta.EncryptionJob{}, errcode.New(errcode.NotImplemented, "no key provider: start the server with --encryption on or --kms")
 	}
@@ -122,7 +126,10 @@ func (s *EncryptionJobs) StartRewrap(ctx context.Context) (meta.EncryptionJob, e
 // StartEncrypt starts (or restarts) the encryption of the plaintext
 // objects of bucket ("" = every bucket), under the bucket's default
 // encryption if it has one, else the server's default KEK.
-func (s *EncryptionJobs) StartEncrypt(ctx context.Context, bucket string) (meta.EncryptionJob, error) {
+func (s *EncryptionJobs) StartEncrypt(ctx context.Context, bucket string) (j meta.EncryptionJob, err error) {
+	defer func() {
+		s.cfg.Audit.Log(ctx, audit.Event{Action: audit.EncryptionJob, Target: audit.Target{Job: j.Name, Bucket: bucket}, Reason: audit.ReasonEncrypt}.Result(err))
+	}()
 	if s.cfg.Keys == nil {
 		return meta.EncryptionJob{}, errcode.New(errcode.NotImplemented, "no key provider: start the server with --encryption on or --kms")
 	}

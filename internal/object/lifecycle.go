@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/coffer-storage/coffer/internal/audit"
 	"math"
 	"net/http"
 	"sync/atomic"
@@ -121,7 +122,10 @@ func (s *Service) GetBucketLifecycle(ctx context.Context, a Actor, name string) 
 // SetBucketLifecycle replaces the lifecycle configuration of a bucket a
 // owns (nil: none), checked by meta.CheckLifecycle; NotImplemented for a
 // gateway bucket.
-func (s *Service) SetBucketLifecycle(ctx context.Context, a Actor, name string, lc *meta.Lifecycle) error {
+func (s *Service) SetBucketLifecycle(ctx context.Context, a Actor, name string, lc *meta.Lifecycle) (err error) {
+	defer func() {
+		s.auditReason(ctx, a, audit.BucketLifecycle, audit.Target{Bucket: name}, deleted(lc == nil), err)
+	}()
 	b, err := s.authorize(ctx, a, name, "s3:PutLifecycleConfiguration", "")
 	if err != nil {
 		return err

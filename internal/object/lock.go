@@ -2,6 +2,7 @@ package object
 
 import (
 	"context"
+	"github.com/coffer-storage/coffer/internal/audit"
 	"time"
 
 	"github.com/coffer-storage/coffer/internal/errcode"
@@ -74,7 +75,8 @@ func (s *Service) GetObjectLock(ctx context.Context, a Actor, name string) (meta
 
 // SetObjectLock sets the default retention of a bucket a owns, which must
 // have object lock (meta.ErrLockNotEnabled), and returns the bucket.
-func (s *Service) SetObjectLock(ctx context.Context, a Actor, name string, d meta.DefaultRetention) (meta.Bucket, error) {
+func (s *Service) SetObjectLock(ctx context.Context, a Actor, name string, d meta.DefaultRetention) (_ meta.Bucket, err error) {
+	defer func() { s.audit(ctx, a, audit.BucketLock, audit.Target{Bucket: name}, err) }()
 	b, err := s.authorize(ctx, a, name, "s3:PutBucketObjectLockConfiguration", "")
 	if err != nil {
 		return meta.Bucket{}, err
@@ -113,7 +115,8 @@ func (s *Service) GetLock(ctx context.Context, a Actor, bucket, key, versionID s
 // in the future (ErrRetentionPast); shortening or removing one is
 // meta.CheckRetentionChange's to decide, with bypass granted only to the
 // bucket's owner.
-func (s *Service) SetRetention(ctx context.Context, a Actor, bucket, key, versionID string, r meta.Retention, bypass bool) (meta.Object, error) {
+func (s *Service) SetRetention(ctx context.Context, a Actor, bucket, key, versionID string, r meta.Retention, bypass bool) (_ meta.Object, err error) {
+	defer func() { s.auditDelete(ctx, a, audit.ObjectRetention, bucket, key, versionID, bypass, err) }()
 	b, err := s.tagged(ctx, a, bucket, key, versionID, "s3:PutObjectRetention")
 	if err != nil {
 		return meta.Object{}, err
@@ -133,7 +136,10 @@ func (s *Service) SetRetention(ctx context.Context, a Actor, bucket, key, versio
 
 // SetLegalHold sets or clears the legal hold of version versionID ("":
 // the latest) of bucket/key and returns the version.
-func (s *Service) SetLegalHold(ctx context.Context, a Actor, bucket, key, versionID string, on bool) (meta.Object, error) {
+func (s *Service) SetLegalHold(ctx context.Context, a Actor, bucket, key, versionID string, on bool) (_ meta.Object, err error) {
+	defer func() {
+		s.audit(ctx, a, audit.ObjectHold, audit.Target{Bucket: bucket, Key: key, VersionID: versionID}, err)
+	}()
 	b, err := s.tagged(ctx, a, bucket, key, versionID, "s3:PutObjectLegalHold")
 	if err != nil {
 		return meta.Object{}, err

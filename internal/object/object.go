@@ -41,6 +41,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
+	"github.com/coffer-storage/coffer/internal/audit"
 	"log/slog"
 	"mime"
 	"path"
@@ -120,6 +121,10 @@ type Config struct {
 	// ClockOffset skews the service's clock (TEST ONLY, the fault
 	// harness: config.Config.ClockOffset).
 	ClockOffset time.Duration
+	// Audit receives the events of deletes, bucket documents (policy,
+	// ACL, lock, lifecycle, CORS, ...), retention and governance bypass,
+	// and share links, for both APIs (the server sets it; nil: off).
+	Audit *audit.Logger
 	// VerifyReads checks a whole read of a plaintext object against its
 	// recorded CRC-32C (or SHA-256) while it streams (verify.go;
 	// --verify-reads).
@@ -261,4 +266,40 @@ func ErrNoUpload(id string) error {
 func quotaErr(u meta.User) error {
 	return &errcode.Error{Code: errcode.QuotaExceeded, Message: "storage quota exceeded",
 		Detail: map[string]any{"quota_bytes": u.QuotaBytes, "usage_bytes": u.UsageBytes}}
+}
+
+// audit records action by a on t with the outcome of err (nil: success).
+func (s *core) audit(ctx context.Context, a Actor, action audit.Action, t audit.Target, err error) {
+	s.auditReason(ctx, a, action, t, "", err)
+}
+
+// auditReason is audit with a reason for a success (a failure's reason is
+// its error code's name).
+func (s *core) auditReason(ctx context.Context, a Actor, action audit.Action, t audit.Target, why audit.Reason, err error) {
+	if s.cfg.Audit == nil {
+		return
+	}
+	e := audit.Event{Action: action, Actor: auditActor(a), Target: t, Reason: why}.Result(err)
+	s.cfg.Audit.Log(ctx, e)
+}
+
+// auditActor is a as the audit log names it.
+func auditActor(a Actor) audit.Actor {
+	switch {
+	case a.KeyID != "":
+		return audit.Key(a.KeyID, a.UserID)
+	case a.Share:
+		return audit.Actor{Type: audit.ActorAnonymous, User: a.UserID}
+	case a.UserID != "":
+		return audit.User(a.UserID)
+	}
+	return audit.Anonymous("")
+}
+
+// deleted is the reason of a bucket document set to nothing.
+func deleted(yes bool) audit.Reason {
+	if yes {
+		return audit.ReasonDeleted
+	}
+	return ""
 }

@@ -2,6 +2,7 @@ package object
 
 import (
 	"context"
+	"github.com/coffer-storage/coffer/internal/audit"
 	"io"
 
 	"github.com/coffer-storage/coffer/internal/errcode"
@@ -151,7 +152,14 @@ func (r *Reader) gone(err error) error {
 // (returned; NotFound if missing); in a versioned bucket, it writes a
 // delete marker as the key's latest version and returns it (DeleteMarker,
 // VersionID), whether or not an object was there.
-func (s *Service) Delete(ctx context.Context, a Actor, bucket, key string, cond meta.Cond) (meta.Object, error) {
+func (s *Service) Delete(ctx context.Context, a Actor, bucket, key string, cond meta.Cond) (o meta.Object, err error) {
+	defer func() {
+		var why audit.Reason
+		if o.DeleteMarker {
+			why = audit.ReasonDeleteMarker
+		}
+		s.auditReason(ctx, a, audit.ObjectDelete, audit.Target{Bucket: bucket, Key: key, VersionID: o.VersionID}, why, err)
+	}()
 	b, err := s.authorize(ctx, a, bucket, "s3:DeleteObject", key)
 	if err != nil {
 		return meta.Object{}, err
@@ -159,7 +167,7 @@ func (s *Service) Delete(ctx context.Context, a Actor, bucket, key string, cond 
 	if err := ValidKey(key); err != nil {
 		return meta.Object{}, err
 	}
-	o, err := b.delete(ctx, key, cond)
+	o, err = b.delete(ctx, key, cond)
 	return reported(b.Bucket, o), err
 }
 
@@ -168,7 +176,8 @@ func (s *Service) Delete(ctx context.Context, a Actor, bucket, key string, cond 
 // and returns it; ErrNoVersion if there is none; meta.ErrLocked if the
 // version is locked (cond.BypassGovernance, granted to the bucket's
 // owner only, lets GOVERNANCE retention yield).
-func (s *Service) DeleteVersion(ctx context.Context, a Actor, bucket, key, versionID string, cond meta.Cond) (meta.Object, error) {
+func (s *Service) DeleteVersion(ctx context.Context, a Actor, bucket, key, versionID string, cond meta.Cond) (_ meta.Object, err error) {
+	defer func() { s.auditDelete(ctx, a, audit.VersionDelete, bucket, key, versionID, cond.BypassGovernance, err) }()
 	b, err := s.authorize(ctx, a, bucket, VersionedAction("s3:DeleteObject", versionID), key)
 	if err != nil {
 		return meta.Object{}, err
@@ -261,4 +270,19 @@ func (s *Service) ListVersions(ctx context.Context, a Actor, bucket string, opts
 	page, err := b.listVersions(ctx, opts)
 	listedOwners(b.Bucket, page.Versions)
 	return page, err
+}
+
+// auditDelete records a delete of a version (or a retention change) and,
+// when it asked to bypass governance retention, the bypass: granted (the
+// action's outcome) or refused.
+func (s *core) auditDelete(ctx context.Context, a Actor, action audit.Action, bucket, key, versionID string, bypass bool, err error) {
+	t := audit.Target{Bucket: bucket, Key: key, VersionID: versionID}
+	var why audit.Reason
+	if bypass {
+		why = audit.ReasonBypass
+	}
+	s.auditReason(ctx, a, action, t, why, err)
+	if bypass {
+		s.auditReason(ctx, a, audit.GovernanceBypass, t, "", err)
+	}
 }

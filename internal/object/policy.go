@@ -2,6 +2,7 @@ package object
 
 import (
 	"context"
+	"github.com/coffer-storage/coffer/internal/audit"
 	"strings"
 	"sync"
 
@@ -18,7 +19,8 @@ import (
 // PutBucketPolicy validates doc as a policy of bucket name and stores it:
 // MalformedPolicy or PolicyTooLarge (errcode InvalidArgument/TooLarge)
 // change nothing; NotImplemented for a gateway bucket.
-func (s *Service) PutBucketPolicy(ctx context.Context, a Actor, name string, doc []byte) error {
+func (s *Service) PutBucketPolicy(ctx context.Context, a Actor, name string, doc []byte) (err error) {
+	defer func() { s.audit(ctx, a, audit.BucketPolicy, audit.Target{Bucket: name}, err) }()
 	b, err := s.authorize(ctx, a, name, "s3:PutBucketPolicy", "")
 	if err != nil {
 		return err
@@ -55,7 +57,10 @@ func (s *Service) GetBucketPolicy(ctx context.Context, a Actor, name string) (st
 
 // DeleteBucketPolicy removes bucket name's policy (none: nothing to do,
 // as S3 answers 204 then too).
-func (s *Service) DeleteBucketPolicy(ctx context.Context, a Actor, name string) error {
+func (s *Service) DeleteBucketPolicy(ctx context.Context, a Actor, name string) (err error) {
+	defer func() {
+		s.auditReason(ctx, a, audit.BucketPolicy, audit.Target{Bucket: name}, audit.ReasonDeleted, err)
+	}()
 	b, err := s.authorize(ctx, a, name, "s3:DeleteBucketPolicy", "")
 	if err != nil {
 		return err
@@ -247,7 +252,10 @@ func (s *Service) GetPublicAccessBlock(ctx context.Context, a Actor, name string
 // SetPublicAccessBlock replaces bucket name's Block Public Access settings
 // (nil: none; S3's DeletePublicAccessBlock, which needs
 // s3:PutBucketPublicAccessBlock too).
-func (s *Service) SetPublicAccessBlock(ctx context.Context, a Actor, name string, pab *meta.PublicAccessBlock) error {
+func (s *Service) SetPublicAccessBlock(ctx context.Context, a Actor, name string, pab *meta.PublicAccessBlock) (err error) {
+	defer func() {
+		s.auditReason(ctx, a, audit.PublicAccess, audit.Target{Bucket: name}, deleted(pab == nil), err)
+	}()
 	b, err := s.authorize(ctx, a, name, "s3:PutBucketPublicAccessBlock", "")
 	if err != nil {
 		return err

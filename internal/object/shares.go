@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"github.com/coffer-storage/coffer/internal/audit"
 	"net/netip"
 	"slices"
 	"strings"
@@ -61,7 +62,10 @@ func ShareTokenHash(token string) string {
 // CreateShare creates a share link of a's and returns it with its token,
 // which is not stored and cannot be shown again. The shared object must
 // exist (a folder need not hold anything yet).
-func (s *Shares) CreateShare(ctx context.Context, a Actor, ns NewShare) (meta.Share, string, error) {
+func (s *Shares) CreateShare(ctx context.Context, a Actor, ns NewShare) (sh meta.Share, _ string, err error) {
+	defer func() {
+		s.audit(ctx, a, audit.ShareCreate, audit.Target{Bucket: ns.Bucket, Key: ns.Key, Share: sh.ID}, err)
+	}()
 	if a.UserID == "" {
 		return meta.Share{}, "", errcode.New(errcode.Unauthenticated, "authentication required")
 	}
@@ -113,7 +117,7 @@ func (s *Shares) CreateShare(ctx context.Context, a Actor, ns NewShare) (meta.Sh
 	token := base64.RawURLEncoding.EncodeToString(raw[:])
 	var id [12]byte
 	rand.Read(id[:])
-	sh := meta.Share{
+	sh = meta.Share{
 		ID: "sh_" + hex.EncodeToString(id[:]), Hash: ShareTokenHash(token), OwnerID: a.UserID,
 		Bucket: ns.Bucket, Key: ns.Key, Folder: ns.Folder, Password: ns.PasswordHash, Note: ns.Note,
 		AllowUpload: ns.AllowUpload, MaxDownloads: ns.MaxDownloads, CreatedAt: time.Now(), ExpiresAt: ns.ExpiresAt,
@@ -153,7 +157,8 @@ func (s *Shares) GetShare(ctx context.Context, a Actor, id string) (meta.Share, 
 }
 
 // SetShareExpiry changes the expiry of a's share link id.
-func (s *Shares) SetShareExpiry(ctx context.Context, a Actor, id string, expires time.Time) (meta.Share, error) {
+func (s *Shares) SetShareExpiry(ctx context.Context, a Actor, id string, expires time.Time) (_ meta.Share, err error) {
+	defer func() { s.audit(ctx, a, audit.ShareUpdate, audit.Target{Share: id}, err) }()
 	if _, err := s.GetShare(ctx, a, id); err != nil {
 		return meta.Share{}, err
 	}
@@ -165,6 +170,7 @@ func (s *Shares) SetShareExpiry(ctx context.Context, a Actor, id string, expires
 // works (revoked, expired, used up) and any download grant is removed.
 // It reports whether the link was removed.
 func (s *Shares) DeleteShare(ctx context.Context, a Actor, id string, now time.Time) (removed bool, err error) {
+	defer func() { s.audit(ctx, a, audit.ShareRevoke, audit.Target{Share: id}, err) }()
 	sh, err := s.GetShare(ctx, a, id)
 	if err != nil {
 		return false, err
@@ -201,7 +207,18 @@ func (s *Shares) ShareByToken(ctx context.Context, token string, now time.Time) 
 // UseShare records an access through share sh (a download when download
 // is true, refused past its limit); see meta.Shares.UseShare.
 func (s *Shares) UseShare(ctx context.Context, sh meta.Share, download bool, now time.Time) error {
-	return s.meta.UseShare(ctx, sh.ID, download, now)
+	err := s.meta.UseShare(ctx, sh.ID, download, now)
+	s.auditExhausted(ctx, sh, err)
+	return err
+}
+
+// auditExhausted records a request refused because share sh's downloads
+// are used up.
+func (s *Shares) auditExhausted(ctx context.Context, sh meta.Share, err error) {
+	if e := errcode.As(err); s.cfg.Audit != nil && e != nil && e.Detail["state"] == "used_up" {
+		s.cfg.Audit.Log(ctx, audit.Event{Action: audit.ShareExhausted, Actor: audit.Actor{Type: audit.ActorAnonymous, User: sh.OwnerID},
+			Target: audit.Target{Share: sh.ID, Bucket: sh.Bucket}, Outcome: audit.Failure, Reason: audit.ReasonLimit})
+	}
 }
 
 // Resuming a download through a link with a download limit (see
@@ -247,7 +264,8 @@ func ShareClient(a netip.Addr) string {
 //     it, at most ShareMaxResumes times. A resume passes a used-up link
 //     (its download was counted); ten "Range: bytes=1-" requests are one
 //     download and nine refusals.
-func (s *Shares) ReadShare(ctx context.Context, sh meta.Share, rd ShareRead, now time.Time) error {
+func (s *Shares) ReadShare(ctx context.Context, sh meta.Share, rd ShareRead, now time.Time) (err error) {
+	defer func() { s.auditExhausted(ctx, sh, err) }()
 	if sh.MaxDownloads == 0 {
 		return s.meta.UseShare(ctx, sh.ID, rd.Offset == 0, now)
 	}

@@ -49,6 +49,7 @@ func (api *API) authenticate(q *request) error {
 		return err
 	}
 	q.actor, q.authed = object.Actor{UserID: principal.UserID, KeyID: principal.KeyID, Scope: principal.Scope}, true
+	principal.Verified(r.Context())
 	q.pay.res, q.pay.signed = res, true
 	q.direct = principal.Internal && res.Presigned
 	if res.Payload == sigv4.PayloadSHA256 {
@@ -97,6 +98,7 @@ func (api *API) authenticateV2(q *request) error {
 		}
 	}
 	q.actor, q.authed = object.Actor{UserID: principal.UserID, KeyID: principal.KeyID, Scope: principal.Scope}, true
+	principal.Verified(r.Context())
 	if res.PayloadSHA256 != "" {
 		sum, err := hex.DecodeString(res.PayloadSHA256)
 		if err != nil || len(sum) != 32 {

@@ -214,6 +214,7 @@ func (api *API) authenticatePost(q *request, f *postForm) (*postpolicy.Policy, e
 		return nil, err
 	}
 	q.actor, q.authed = object.Actor{UserID: principal.UserID}, true
+	principal.Verified(q.Context())
 	httpx.SetUser(q.Context(), q.actor.UserID)
 	// The per-access-key quota, charged once the signature holds (as
 	// for signed requests, in Handler).

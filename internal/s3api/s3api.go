@@ -233,6 +233,9 @@ func (api *API) Handler() http.Handler {
 			return
 		}
 		httpx.SetUser(r.Context(), q.actor.UserID)
+		if q.actor.KeyID != "" {
+			httpx.SetKey(r.Context(), q.actor.KeyID)
+		}
 		api.describe(q, op)
 		if q.authed {
 			// The per-access-key quota, charged once the signature holds.

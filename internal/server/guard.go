@@ -51,6 +51,8 @@ func (s *Server) guard(api string, classify func(*http.Request) httpx.Kind, errw
 		if k.Route != "" {
 			httpx.SetRoute(r.Context(), k.Route)
 		}
+		client := httpx.ClientIP(r, s.cfg.TrustedProxies)
+		httpx.SetClient(r.Context(), client)
 		if s.quotas != nil && !k.Probe {
 			// Token-bucket quotas: anonymous requests by client address
 			// here; credentialed ones by identity once the API has
@@ -61,7 +63,7 @@ func (s *Server) guard(api string, classify func(*http.Request) httpx.Kind, errw
 				return dec.Err
 			}
 			if !k.Credentials {
-				if err := charge(ratelimit.DimAddr, httpx.ClientIP(r, s.cfg.TrustedProxies).String()); err != nil {
+				if err := charge(ratelimit.DimAddr, client.String()); err != nil {
 					errw(w, r, err)
 					return
 				}
@@ -71,7 +73,7 @@ func (s *Server) guard(api string, classify func(*http.Request) httpx.Kind, errw
 			httpx.SetLimiter(r.Context(), charge)
 		}
 		t, err := adm.Admit(ratelimit.Request{
-			Client: httpx.ClientIP(r, s.cfg.TrustedProxies), Credentials: k.Credentials, Class: k.Class, Probe: k.Probe, Finishes: k.Finishes,
+			Client: client, Credentials: k.Credentials, Class: k.Class, Probe: k.Probe, Finishes: k.Finishes,
 		})
 		if err != nil {
 			errw(w, r, err)

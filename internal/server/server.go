@@ -28,6 +28,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"github.com/coffer-storage/coffer/internal/audit"
 	"io"
 	"log"
 	"log/slog"
@@ -88,6 +89,7 @@ type Server struct {
 	handler   http.Handler
 	s3        http.Handler
 	certs     *tlscert.Reloader // nil: plain HTTP
+	audit     *audit.Logger     // nil: the audit log off
 
 	// replica streams meta.db and new blobs to --replicate-to (nil: off).
 	replica *replicate.Replicator
@@ -241,7 +243,12 @@ func newServer(ctx context.Context, cfg config.Config, log *slog.Logger, wrapBlo
 			return nil, err
 		}
 	}
+	if s.audit, err = openAudit(cfg, log); err != nil {
+		return nil, err
+	}
+	s.auditMetrics()
 	ocfg := object.ConfigFrom(cfg)
+	ocfg.Audit = s.audit
 	if d, ok := s.stores.Blobs.(*diskblob.Store); ok {
 		// The local disk: this process is its only reader, so the
 		// janitor may reclaim promptly when it fills (object/pressure.go).
@@ -332,6 +339,7 @@ func newServer(ctx context.Context, cfg config.Config, log *slog.Logger, wrapBlo
 		func() float64 { return float64(s.objects.StagedBytes()) })
 	acfg := auth.ConfigFrom(cfg)
 	acfg.Bus = s.changes
+	acfg.Audit = s.audit
 	if cfg.ClockOffset != 0 {
 		log.Warn("TEST ONLY: the clock of the object and account services is skewed by "+cfg.ClockOffset.String()+" (--clock-offset, COFFER_CLOCK_OFFSET); never set this in production",
 			"clock_offset", cfg.ClockOffset.String())
@@ -369,10 +377,12 @@ func newServer(ctx context.Context, cfg config.Config, log *slog.Logger, wrapBlo
 	apiCfg.Tus.Store = s.meta.Tus
 	apiCfg.Gateways = gws
 	apiCfg.Scrub = s.objects.Scrubber().ScrubStatus
+	apiCfg.Audit = s.audit
 	if s.keys != nil {
 		apiCfg.RotateKeys = func(ctx context.Context) (string, string, error) {
 			prev := s.keys.Default().String()
 			cur, err := s.keys.Rotate(ctx)
+			s.audit.Log(ctx, audit.Event{Action: audit.KeyRotate, Target: audit.Target{KMSKey: cur.String()}}.Result(err))
 			return prev, cur.String(), err
 		}
 	}
@@ -522,6 +532,13 @@ func (s *Server) Close() error {
 	}
 	if s.admission != nil {
 		s.admission.Close()
+	}
+	if s.audit != nil {
+		// The events queued are written; the webhook gets a few seconds
+		// to post what it holds (the rest is counted as dropped).
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		errs = append(errs, s.audit.Close(ctx))
+		cancel()
 	}
 	return errors.Join(errs...)
 }

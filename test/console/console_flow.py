@@ -1258,6 +1258,16 @@ def main():
         expect(page.get_by_text(user_email)).to_be_visible()
         shot(page, "admin")
         axe(page, "admin")
+        # The audit log's recent events (the server runs with --audit-log):
+        # sign-ins are there; filtered to share links, only theirs.
+        expect(page.get_by_role("heading", name="Audit log")).to_be_visible()
+        audit_rows = page.locator("table.audit tbody tr")
+        expect(audit_rows.filter(has_text="auth.signin").first).to_be_visible()
+        page.get_by_label("Action", exact=True).fill("share.")
+        page.get_by_role("button", name="Filter", exact=True).click()
+        expect(audit_rows.filter(has_text="auth.signin")).to_have_count(0)
+        expect(audit_rows.filter(has_text="share.create").first).to_be_visible()
+        assert audit_rows.count() == audit_rows.filter(has_text="share.").count(), "the audit log filtered to share."
         page.get_by_role("button", name="Set quota of " + user_email).click()
         dlg = dialog_named(page, "Quota of " + user_email)
         dlg.get_by_label("Quota in GiB (0 = unlimited)").fill("-1")

@@ -29,7 +29,7 @@ func TestConsoleInChromium(t *testing.T) {
 		}
 		t.Skip("set COFFER_CHROMIUM, COFFER_PLAYWRIGHT_PYTHON and COFFER_NODE_MODULES (with axe-core) to run the browser test")
 	}
-	s := testenv.Start(t)
+	s := testenv.Start(t, "--audit-log", filepath.Join(t.TempDir(), "audit.log"))
 	const email, password = "console-admin@example.com", "console admin password"
 	if out, err := s.Command("user", "create", "--data", s.Data, "--email", email, "--password", password, "--admin").CombinedOutput(); err != nil {
 		t.Fatalf("user create: %v\n%s", err, out)

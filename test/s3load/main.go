@@ -31,6 +31,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 )
 
 func main() {
@@ -38,7 +39,8 @@ func main() {
 	ak := flag.String("ak", "", "access key")
 	sk := flag.String("sk", "", "secret key")
 	bucket := flag.String("bucket", "s3load", "bucket (created if missing)")
-	op := flag.String("op", "put", "put or get")
+	op := flag.String("op", "put", "put, get or delete (DeleteObject of keys never written: 204 after the lookup; in a -versioned bucket, a delete marker each)")
+	versioned := flag.Bool("versioned", false, "enable versioning on the bucket (delete: each DeleteObject writes a delete marker)")
 	size := flag.Int("size", 1024, "object size in bytes")
 	conc := flag.Int("c", 16, "concurrent workers")
 	dur := flag.Duration("duration", 8*time.Second, "measured phase")
@@ -47,7 +49,7 @@ func main() {
 	pid := flag.Int("pid", 0, "server process to measure (0: none)")
 	label := flag.String("label", "", "first column of the output line")
 	flag.Parse()
-	if *endpoint == "" || (*op != "put" && *op != "get") {
+	if *endpoint == "" || (*op != "put" && *op != "get" && *op != "delete") {
 		flag.Usage()
 		os.Exit(2)
 	}
@@ -69,6 +71,12 @@ func main() {
 	if _, err := cl.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: bucket}); err != nil && !strings.Contains(err.Error(), "BucketAlreadyOwnedByYou") {
 		fail(fmt.Errorf("create bucket: %w", err))
 	}
+	if *versioned {
+		if _, err := cl.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: bucket,
+			VersioningConfiguration: &types.VersioningConfiguration{Status: types.BucketVersioningStatusEnabled}}); err != nil {
+			fail(fmt.Errorf("versioning: %w", err))
+		}
+	}
 	body := make([]byte, *size)
 	_, _ = rand.Read(body)
 	put := func(key string) error {
@@ -85,8 +93,12 @@ func main() {
 	var seq atomic.Int64
 	one := func() error {
 		n := seq.Add(1)
-		if *op == "put" {
+		switch *op {
+		case "put":
 			return put(fmt.Sprintf("put/%d", n))
+		case "delete":
+			_, err := cl.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: bucket, Key: aws.String(fmt.Sprintf("del/%d", n))})
+			return err
 		}
 		out, err := cl.GetObject(ctx, &s3.GetObjectInput{Bucket: bucket, Key: aws.String(fmt.Sprintf("get/%d", n%int64(*objects)))})
 		if err != nil {

@@ -302,6 +302,53 @@ function AdminPage() {
         <td class="actions">${i.state === 'active' ? html`<button class="danger" onClick=${() => act(() => call('DELETE', `admin/invites/${enc(i.id)}`), 'Invite revoked.')}>Revoke</button>` : null}</td>
       </tr>`)}</tbody>
     </table>
+    <${AuditLog} />
     ${dialog.node}
   </section>`;
+}
+
+// AuditLog lists the node's recent audit events (GET /api/v1/admin/audit,
+// docs/audit.md), filtered by action (or a prefix ending in ".") and actor.
+function AuditLog() {
+  const [action, setAction] = useState('');
+  const [actor, setActor] = useState('');
+  const [applied, setApplied] = useState({ action: '', actor: '' });
+  const params = new URLSearchParams({ limit: '200' });
+  if (applied.action) params.set('action', applied.action);
+  if (applied.actor) params.set('actor', applied.actor);
+  const log = useAsync(() => call('GET', `admin/audit?${params}`), [applied.action, applied.actor]);
+  const events = (log.data && log.data.events) || [];
+  const who = (a) => (a.type === 'key' ? a.id : a.name || a.id || '');
+  const what = (t) =>
+    [t.bucket && t.key ? `${t.bucket}/${t.key}` : t.bucket, t.version_id && `version ${t.version_id}`, t.share && `link ${t.share}`,
+      t.email || t.user, t.access_key && `key ${t.access_key}`, t.kms_key, t.invite && `invite ${t.invite}`, t.job && `job ${t.job}`]
+      .filter(Boolean).join(', ');
+  const apply = (e) => {
+    e.preventDefault();
+    setApplied({ action: action.trim(), actor: actor.trim() });
+  };
+  return html`<h2 id="audit">Audit log</h2>
+    <form class="inline card" onSubmit=${apply} aria-label="Filter the audit log">
+      <label>Action <input name="action" value=${action} placeholder="share. or auth.signin" onInput=${(e) => setAction(e.target.value)} /></label>
+      <label>Actor <input name="actor" value=${actor} placeholder="user ID, key ID or email" onInput=${(e) => setActor(e.target.value)} /></label>
+      <button type="submit">Filter</button>
+      <button type="button" onClick=${() => log.reload()}>Refresh</button>
+    </form>
+    <${Banner} error=${log.error} />
+    ${log.data && !log.data.enabled
+      ? html`<p>The audit log is off: start the server with <code>--audit-log</code> or <code>--audit-webhook</code>.</p>`
+      : null}
+    <table class="list audit">
+      <thead><tr><th>Time</th><th>Action</th><th>Outcome</th><th>Actor</th><th class="hide-s">Target</th><th class="hide-s">Client</th><th class="hide-s">Request</th></tr></thead>
+      <tbody>${events.map((e, i) => html`<tr key=${e.time + i}>
+        <td>${formatDate(e.time)}</td>
+        <td class="wrap">${e.action}</td>
+        <td><span class=${'state ' + (e.outcome === 'success' ? 'active' : 'revoked')}>${e.outcome}</span>${e.reason ? html` <small>${e.reason}</small>` : ''}</td>
+        <td class="wrap">${e.actor.type}${who(e.actor) ? ' ' + who(e.actor) : ''}</td>
+        <td class="wrap hide-s">${what(e.target || {})}</td>
+        <td class="hide-s">${e.client || ''}</td>
+        <td class="hide-s"><code>${e.request_id || ''}</code></td>
+      </tr>`)}</tbody>
+    </table>
+    ${log.data && events.length === 0 ? html`<p>No events.</p>` : null}`;
 }
