@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/coffer-storage/coffer/internal/blob"
+	"github.com/coffer-storage/coffer/internal/errcode"
 )
 
 // shipper copies the data folder's blobs to the destination, each once:
@@ -321,8 +322,9 @@ func (s *shipper) scan(ctx context.Context) error {
 // store is the data folder's blob store as the object service sees it
 // with replication on: each Put's key is queued for the destination once
 // the Put returned (so before the metadata naming it commits); a Delete of
-// a blob still queued waits up to the window for its copy, so that the
-// metadata points naming it find it on the replica.
+// a blob still queued waits up to the window for its copy, and fails if it
+// is not done by then (ErrNotReplicated), so that the metadata points
+// naming it find it on the replica.
 type store struct {
 	blob.Store
 	s      *shipper
@@ -337,10 +339,19 @@ func (w *store) Put(ctx context.Context, key string, r io.Reader, size int64) (b
 	return info, err
 }
 
+// ErrNotReplicated is Delete's refusal of a blob not yet copied to the
+// replica: the janitor keeps it queued and tries again on its next pass.
+var ErrNotReplicated = errcode.New(errcode.Unavailable, "the blob is not yet copied to the replica (--replicate-to is behind); it is kept until it is")
+
 func (w *store) Delete(ctx context.Context, key string) error {
 	if !w.s.waitKey(ctx, key, w.window) {
+		// Deleting it now would leave the replica's points between its
+		// write and its delete naming a blob the replica never got: keep
+		// it (the janitor's queue holds it) until the copy is done. The
+		// local disk pays for the replica's lag; nothing is lost.
 		w.s.errs.Add(1)
-		w.s.log.Warn("replication: deleting a blob not yet copied to the replica (the replica is behind by more than the window)", "key", key)
+		w.s.log.Warn("replication: kept a blob the janitor would delete: not yet copied to the replica (behind by more than the window)", "key", key)
+		return ErrNotReplicated
 	}
 	return w.Store.Delete(ctx, key)
 }

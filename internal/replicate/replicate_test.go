@@ -380,3 +380,33 @@ func TestUnreachableDestination(t *testing.T) {
 		t.Error("no error counted")
 	}
 }
+
+// TestDeleteKeepsUncopied: the janitor's delete of a blob still queued
+// for the replica fails once the window is out (the blob stays, its
+// garbage entry stays queued), and goes through once the copy is done.
+func TestDeleteKeepsUncopied(t *testing.T) {
+	local, err := diskblob.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errs atomic.Uint64
+	s := newShipper(local, nil, quiet(), &errs)
+	w := &store{Store: local, s: s, window: 10 * time.Millisecond}
+	if _, err := w.Put(t.Context(), "o/ab/x", strings.NewReader("bytes"), 5); err != nil {
+		t.Fatal(err)
+	}
+	item := s.queue[0]
+	if err := w.Delete(t.Context(), "o/ab/x"); !errors.Is(err, ErrNotReplicated) {
+		t.Fatalf("delete of an uncopied blob: %v, want ErrNotReplicated", err)
+	}
+	if _, err := local.Stat(t.Context(), "o/ab/x"); err != nil {
+		t.Fatalf("the uncopied blob is gone: %v", err)
+	}
+	if errs.Load() != 1 {
+		t.Errorf("errors counted: %d, want 1", errs.Load())
+	}
+	s.done(item)
+	if err := w.Delete(t.Context(), "o/ab/x"); err != nil {
+		t.Fatalf("delete after the copy: %v", err)
+	}
+}
