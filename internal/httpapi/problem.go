@@ -73,6 +73,7 @@ type Problem struct {
 	Detail    string         `json:"detail,omitempty"`
 	Code      string         `json:"code"`
 	RequestID string         `json:"request_id,omitempty"`
+	TraceID   string         `json:"trace_id,omitempty"` // with tracing on (docs/tracing.md)
 	Extra     map[string]any `json:"extra,omitempty"`
 }
 
@@ -90,7 +91,7 @@ func WriteProblem(w http.ResponseWriter, r *http.Request, log *slog.Logger, err 
 	// unavailable dependency, a missing feature), keep their detail.
 	if status >= 500 && code != errcode.Unavailable && code != errcode.NotImplemented && code != errcode.QuotaExceeded &&
 		code != errcode.StorageFull {
-		log.Error("request failed", "request_id", reqID, "method", r.Method, "path", r.URL.Path, "code", code.String(), "err", err)
+		log.ErrorContext(r.Context(), "request failed", "request_id", reqID, "method", r.Method, "path", r.URL.Path, "code", code.String(), "err", err)
 		detail = "internal error; quote the request ID when reporting it"
 	}
 	var extra map[string]any
@@ -129,6 +130,7 @@ func WriteProblem(w http.ResponseWriter, r *http.Request, log *slog.Logger, err 
 		Detail:    detail,
 		Code:      code.String(),
 		RequestID: reqID,
+		TraceID:   httpx.TraceID(r.Context()),
 		Extra:     extra,
 	})
 }

@@ -13,6 +13,9 @@ type Slot struct {
 	Route string
 	User  string
 	Share string // the share link's ID, for requests through /s/
+	// TraceID is the request's trace ID (hex) when tracing is on, for
+	// error responses (TraceID); "" when it is off.
+	TraceID string
 	// limit charges the request to an identity (see Limit).
 	limit func(d ratelimit.Dimension, key string) error
 }
@@ -61,4 +64,13 @@ func SetRoute(ctx context.Context, route string) {
 	if s, ok := ctx.Value(userKey).(*Slot); ok {
 		s.Route = route
 	}
+}
+
+// TraceID returns the request's trace ID ("" unless tracing is on): the
+// error writers put it next to the request ID.
+func TraceID(ctx context.Context) string {
+	if s, ok := ctx.Value(userKey).(*Slot); ok {
+		return s.TraceID
+	}
+	return ""
 }

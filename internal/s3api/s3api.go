@@ -300,9 +300,9 @@ func (api *API) WriteError(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 func (api *API) fail(w http.ResponseWriter, q *request, err error) {
-	row := s3err.Write(w, q.Request, err, q.bucket, q.key, q.id)
+	row := s3err.Write(w, q.Request, err, q.bucket, q.key, q.id, httpx.TraceID(q.Context()))
 	if row.Status >= 500 && row.Code != s3err.ServiceUnavailable && row.Code != s3err.NotImplemented && row.Code != s3err.SlowDown {
-		api.log.Error("s3 request failed", "request_id", q.id, "method", q.Method, "path", q.URL.Path, "err", err)
+		api.log.ErrorContext(q.Context(), "s3 request failed", "request_id", q.id, "method", q.Method, "path", q.URL.Path, "err", err)
 	}
 }
 

@@ -11,10 +11,14 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/gcfloor"
 	"github.com/coffer-storage/coffer/internal/httpx"
 	"github.com/coffer-storage/coffer/internal/ratelimit"
+	"github.com/coffer-storage/coffer/internal/tracing"
 )
 
 // errorWriter writes an error in a listener's own wire format (problem+json
@@ -51,6 +55,12 @@ func (s *Server) guard(api string, classify func(*http.Request) httpx.Kind, errw
 		if k.Route != "" {
 			httpx.SetRoute(r.Context(), k.Route)
 		}
+		// Tracing on: a span for the admission decision (quotas and the
+		// admission controller; neither waits: a refusal is at once).
+		var admitSpan trace.Span
+		if s.trace != nil {
+			_, admitSpan = tracing.Start(r.Context(), "admission", attribute.String("coffer.class", k.Class.String()))
+		}
 		if s.quotas != nil && !k.Probe {
 			// Token-bucket quotas: anonymous requests by client address
 			// here; credentialed ones by identity once the API has
@@ -62,6 +72,9 @@ func (s *Server) guard(api string, classify func(*http.Request) httpx.Kind, errw
 			}
 			if !k.Credentials {
 				if err := charge(ratelimit.DimAddr, httpx.ClientIP(r, s.cfg.TrustedProxies).String()); err != nil {
+					if admitSpan != nil {
+						tracing.End(admitSpan, err)
+					}
 					errw(w, r, err)
 					return
 				}
@@ -73,6 +86,9 @@ func (s *Server) guard(api string, classify func(*http.Request) httpx.Kind, errw
 		t, err := adm.Admit(ratelimit.Request{
 			Client: httpx.ClientIP(r, s.cfg.TrustedProxies), Credentials: k.Credentials, Class: k.Class, Probe: k.Probe, Finishes: k.Finishes,
 		})
+		if admitSpan != nil {
+			tracing.End(admitSpan, err)
+		}
 		if err != nil {
 			errw(w, r, err)
 			return
@@ -138,7 +154,7 @@ func (s *Server) recoverer(errw errorWriter, next http.Handler) http.Handler {
 				if v == http.ErrAbortHandler {
 					panic(v)
 				}
-				s.log.Error("panic", "request_id", httpx.RequestID(r.Context()), "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+				s.log.ErrorContext(r.Context(), "panic", "request_id", httpx.RequestID(r.Context()), "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 				errw(w, r, errcode.New(errcode.Internal, "internal error"))
 			}
 		}()
@@ -163,6 +179,15 @@ func (s *Server) observe(api string, next http.Handler) http.Handler {
 		start := time.Now()
 		id := httpx.SetRequestID(w, r)
 		ctx, slot := httpx.WithSlot(httpx.WithRequestID(r.Context(), id))
+		// Tracing on: the request's server span (a child of the client's
+		// traceparent, if any), its trace ID in the slot for error
+		// responses and in X-Coffer-Trace-Id. Off: nothing at all.
+		var span trace.Span
+		if s.trace != nil {
+			ctx, span = s.trace.Server(ctx, api, r, id)
+			slot.TraceID = tracing.TraceID(ctx)
+			w.Header()["X-Coffer-Trace-Id"] = []string{slot.TraceID}
+		}
 		r = r.WithContext(ctx)
 		rec := &httpx.Recorder{ResponseWriter: w}
 		var body *httpx.CountingBody
@@ -194,6 +219,9 @@ func (s *Server) observe(api string, next http.Handler) http.Handler {
 			in = body.N
 		}
 		s.metrics.Observe(api, slot.Route, status, d, in, rec.Written)
+		if span != nil {
+			tracing.EndServer(span, slot.Route, status, in, rec.Written, slot.User)
+		}
 		// Refusals under load (503) are the node doing its job, counted
 		// in coffer_http_rejected_total: logging each at warn would make
 		// the log an overload of its own.
