@@ -96,11 +96,11 @@ func (s *blobStore) List(ctx context.Context, prefix string, fn func(blob.Info) 
 // read. Its WriteTo hands the copy to the inner reader as io.Copy would
 // have (sendfile from a file stays sendfile).
 type spanReader struct {
-	rc    io.ReadCloser
-	span  trace.Span
-	n     int64
-	err   error
-	done  bool
+	rc   io.ReadCloser
+	span trace.Span
+	n    int64
+	err  error
+	done bool
 }
 
 func (r *spanReader) Read(p []byte) (int, error) {
