@@ -165,7 +165,7 @@ func TraceID(ctx context.Context) string {
 }
 
 // noopSpan is what Start returns when it records nothing.
-var noopSpan = noop.Span{}
+var noopSpan trace.Span = noop.Span{}
 
 // Start starts a child span named name of the recording span ctx holds.
 // If ctx holds none (tracing off, or a trace not sampled) it returns ctx
