@@ -15,6 +15,7 @@ import (
 	"github.com/coffer-storage/coffer/internal/meta/postgres"
 	"github.com/coffer-storage/coffer/internal/meta/sqlite"
 	"github.com/coffer-storage/coffer/internal/metacache"
+	"github.com/coffer-storage/coffer/internal/tracing"
 )
 
 // StoreOptions say what OpenStores opens, and how it may make the data
@@ -122,6 +123,15 @@ func OpenStores(ctx context.Context, cfg config.Config, o StoreOptions) (_ *Stor
 			return nil, fmt.Errorf("opening blob store: %w", err)
 		}
 		st.close(st.Blobs)
+	}
+	if o.Meta && o.Trace != nil {
+		// The operations each backend runs itself (metasql.Traced covers
+		// the rest, at the statement).
+		system := "sqlite"
+		if cfg.Meta != "" {
+			system = "postgresql"
+		}
+		inner = tracing.MetaRoles(inner, system)
 	}
 	st.Meta = inner
 	if o.Meta && cfg.MetaCache == "on" {
