@@ -85,7 +85,10 @@ func WriteProblem(w http.ResponseWriter, r *http.Request, log *slog.Logger, err 
 	if !ok {
 		status = http.StatusInternalServerError
 	}
-	reqID := httpx.RequestID(r.Context())
+	reqID, traceID := httpx.RequestID(r.Context()), httpx.TraceID(r.Context())
+	if traceID != "" {
+		w.Header().Set("X-Coffer-Trace-Id", traceID)
+	}
 	detail := errcode.Message(err)
 	// 5xx answers that are refusals, not failures (a full quota, an
 	// unavailable dependency, a missing feature), keep their detail.
@@ -130,7 +133,7 @@ func WriteProblem(w http.ResponseWriter, r *http.Request, log *slog.Logger, err 
 		Detail:    detail,
 		Code:      code.String(),
 		RequestID: reqID,
-		TraceID:   httpx.TraceID(r.Context()),
+		TraceID:   traceID,
 		Extra:     extra,
 	})
 }

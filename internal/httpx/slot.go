@@ -2,6 +2,7 @@ package httpx
 
 import (
 	"context"
+	"encoding/hex"
 
 	"github.com/coffer-storage/coffer/internal/ratelimit"
 )
@@ -13,9 +14,10 @@ type Slot struct {
 	Route string
 	User  string
 	Share string // the share link's ID, for requests through /s/
-	// TraceID is the request's trace ID (hex) when tracing is on, for
-	// error responses (TraceID); "" when it is off.
-	TraceID string
+	// Trace is the request's trace ID when tracing is on (zero when it
+	// is off), for error responses (TraceID): kept as bytes, written in
+	// hex only by the responses that show it.
+	Trace [16]byte
 	// limit charges the request to an identity (see Limit).
 	limit func(d ratelimit.Dimension, key string) error
 }
@@ -69,8 +71,8 @@ func SetRoute(ctx context.Context, route string) {
 // TraceID returns the request's trace ID ("" unless tracing is on): the
 // error writers put it next to the request ID.
 func TraceID(ctx context.Context) string {
-	if s, ok := ctx.Value(userKey).(*Slot); ok {
-		return s.TraceID
+	if s, ok := ctx.Value(userKey).(*Slot); ok && s.Trace != [16]byte{} {
+		return hex.EncodeToString(s.Trace[:])
 	}
 	return ""
 }

@@ -181,12 +181,16 @@ func (s *Server) observe(api string, next http.Handler) http.Handler {
 		ctx, slot := httpx.WithSlot(httpx.WithRequestID(r.Context(), id))
 		// Tracing on: the request's server span (a child of the client's
 		// traceparent, if any), its trace ID in the slot for error
-		// responses and in X-Coffer-Trace-Id. Off: nothing at all.
+		// responses, and in X-Coffer-Trace-Id when the trace is recorded
+		// (the error writers send it on every error). Off: nothing at all.
 		var span trace.Span
 		if s.trace != nil {
 			ctx, span = s.trace.Server(ctx, api, r, id)
-			slot.TraceID = tracing.TraceID(ctx)
-			w.Header()["X-Coffer-Trace-Id"] = []string{slot.TraceID}
+			sc := span.SpanContext()
+			slot.Trace = sc.TraceID()
+			if sc.IsSampled() {
+				w.Header()["X-Coffer-Trace-Id"] = []string{sc.TraceID().String()}
+			}
 		}
 		r = r.WithContext(ctx)
 		rec := &httpx.Recorder{ResponseWriter: w}

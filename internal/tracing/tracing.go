@@ -119,24 +119,38 @@ func (t *Tracing) Server(ctx context.Context, api string, r *http.Request, reque
 	if r.Header.Get("Traceparent") != "" {
 		ctx = t.prop.Extract(ctx, propagation.HeaderCarrier(r.Header))
 	}
+	// A trace not sampled costs its IDs and a context: the name and the
+	// attributes are made only for a span that records them.
+	ctx, span := t.tracer.Start(ctx, api, serverKind...)
+	if !span.IsRecording() {
+		return ctx, span
+	}
 	scheme := "http"
 	if r.TLS != nil {
 		scheme = "https"
 	}
-	return t.tracer.Start(ctx, api+" "+r.Method, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(
+	span.SetName(api + " " + r.Method)
+	span.SetAttributes(
 		attribute.String("http.request.method", r.Method),
 		attribute.String("url.scheme", scheme),
 		attribute.String("coffer.api", api),
 		attribute.String("coffer.request_id", requestID),
 		attribute.String("network.peer.address", r.RemoteAddr),
 		attribute.String("user_agent.original", r.UserAgent()),
-	))
+	)
+	return ctx, span
 }
+
+var serverKind = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
 
 // EndServer names span by route (if the API matched one), records the
 // response and ends it. A 5xx is an error; a 4xx is the client's and is
 // not (OpenTelemetry's rule for server spans).
 func EndServer(span trace.Span, route string, status int, in, out int64, user string) {
+	if !span.IsRecording() {
+		span.End()
+		return
+	}
 	if route != "" {
 		span.SetName(route)
 	}

@@ -392,6 +392,9 @@ func Write(w http.ResponseWriter, r *http.Request, err error, bucket, key, reque
 		h.Del("Content-Range")
 	}
 	h.Set("x-amz-request-id", requestID)
+	if traceID != "" {
+		h.Set("X-Coffer-Trace-Id", traceID)
+	}
 	if e := errcode.As(err); e != nil && e.Detail["delete_marker"] == true {
 		// A key whose latest version is a delete marker (404), or a
 		// version that is one (405): S3 says which.
