@@ -55,3 +55,35 @@ func TestS3SmallAllocsTraced(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkS3SmallGETTraced is a small S3 GET through the whole handler
+// stack with tracing off, on and not sampled, and on and sampled
+// (exporting to a sink on loopback): go test -bench S3SmallGETTraced
+// -count 5 interleaves the three.
+func BenchmarkS3SmallGETTraced(b *testing.B) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	})}
+	go srv.Serve(ln)
+	defer srv.Close()
+	endpoint := "http://" + ln.Addr().String()
+	for _, c := range []struct {
+		name     string
+		endpoint string
+		ratio    float64
+	}{{"off", "", 0}, {"unsampled", endpoint, 0}, {"sampled", endpoint, 1}} {
+		b.Run(c.name, func(b *testing.B) {
+			e := newS3Small(b, func(cfg *config.Config) { cfg.OTelEndpoint, cfg.OTelSampleRatio = c.endpoint, c.ratio })
+			e.serve(b, e.request(b, "PUT", "obj"), 200)
+			req := e.request(b, "GET", "obj")
+			b.ReportAllocs()
+			for b.Loop() {
+				e.serve(b, req.Clone(context.Background()), 200)
+			}
+		})
+	}
+}
