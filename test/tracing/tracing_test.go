@@ -281,7 +281,15 @@ func TestTracingOn(t *testing.T) {
 		d := descendants(s, ps)
 		return hasPrefix(d, "meta ") && hasPrefix(d, "blob put") && hasPrefix(d, "admission")
 	})
-	_ = under
+	system := "sqlite"
+	if testenv.ScaleOut() {
+		system = "postgresql"
+	}
+	for _, sp := range descendants(under, ps) {
+		if strings.HasPrefix(sp.Name, "meta ") && sp.Attrs["db.system.name"] != system {
+			t.Errorf("%s: db.system.name %q, want %q", sp.Name, sp.Attrs["db.system.name"], system)
+		}
+	}
 
 	// GET with traceparent: the server span is the client span's child.
 	gs, _ := server(spans, clientTrace, "GetObject")
