@@ -306,6 +306,13 @@ func (api *API) fail(w http.ResponseWriter, q *request, err error) {
 	}
 }
 
+// Bucket is the bucket r addresses (path or virtual-host style; "" for
+// the service): the server's tracing names it on a request's span.
+func (api *API) Bucket(r *http.Request) string {
+	b, _ := api.address(r)
+	return b
+}
+
 // address extracts bucket and key from the Host (virtual-host style) or
 // the path (path style). The key is the decoded path after the bucket,
 // verbatim (S3 keys are not paths: "a//b" and "a/../b" are keys).

@@ -224,6 +224,10 @@ func (s *Server) observe(api string, next http.Handler) http.Handler {
 		}
 		s.metrics.Observe(api, slot.Route, status, d, in, rec.Written)
 		if span != nil {
+			if api == "s3" && s.s3Bucket != nil && span.IsRecording() {
+				// The bucket is an attribute; the object key never is.
+				span.SetAttributes(attribute.String("coffer.bucket", s.s3Bucket(r)))
+			}
 			tracing.EndServer(span, slot.Route, status, in, rec.Written, slot.User)
 		}
 		// Refusals under load (503) are the node doing its job, counted

@@ -92,6 +92,9 @@ type Server struct {
 	// trace is tracing (nil: off, --otel-endpoint empty: no span is
 	// started and nothing is wrapped).
 	trace *tracing.Tracing
+	// s3Bucket names the bucket an S3 request addresses (path or virtual
+	// host), for the attributes of a recorded server span.
+	s3Bucket func(*http.Request) string
 
 	s3URLMu sync.Mutex
 	s3URL   string // base URL of the S3 API, known once it listens
@@ -361,6 +364,7 @@ func newServer(ctx context.Context, cfg config.Config, log *slog.Logger, wrapBlo
 	if cfg.S3Listen != "off" {
 		apiCfg.Presign = s.presignPart
 		s3 := s3api.New(s.s3Services(), s3api.ConfigFrom(cfg), log)
+		s.s3Bucket = s3.Bucket
 		s.s3 = s.guard("s3", s3.Classify, s3.WriteError, s3.Handler())
 		s.admissionMetrics("s3")
 	}

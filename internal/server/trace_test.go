@@ -27,7 +27,7 @@ func sink(t *testing.T) string {
 // TestS3SmallAllocsTraced: the allocations of a small S3 GET with tracing
 // on, its trace not sampled (ratio 0: the cost every request of the
 // default ratio pays) and sampled (ratio 1). TestS3SmallAllocs is the
-// same request with tracing off (67 when measured; 70 unsampled, 89
+// same request with tracing off (67 when measured; 70 unsampled, 90
 // sampled). The unsampled ceiling is off's plus what a trace ID costs (the
 // SDK's non-recording span and its context: 3); the sampled one is off's
 // plus the spans (server, admission, metadata) and their attributes.

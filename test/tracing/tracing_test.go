@@ -274,7 +274,7 @@ func TestTracingOn(t *testing.T) {
 	// PUT: a server span named by the operation, with metadata and blob
 	// spans under it in the same trace.
 	ps, _ := server(spans, putTrace, "PutObject")
-	if ps.Service != "coffer" || ps.Attrs["http.response.status_code"] != "200" || ps.Attrs["coffer.api"] != "s3" {
+	if ps.Service != "coffer" || ps.Attrs["http.response.status_code"] != "200" || ps.Attrs["coffer.api"] != "s3" || ps.Attrs["coffer.bucket"] != bucket {
 		t.Errorf("PUT server span: %+v", ps)
 	}
 	under := col.wait(t, "PUT's metadata and blob spans", func(s []span) bool {
