@@ -58,7 +58,7 @@ func (s *Server) guard(api string, classify func(*http.Request) httpx.Kind, errw
 		// Tracing on: a span for the admission decision (quotas and the
 		// admission controller; neither waits: a refusal is at once).
 		var admitSpan trace.Span
-		if s.trace != nil {
+		if s.trace != nil && trace.SpanFromContext(r.Context()).IsRecording() {
 			_, admitSpan = tracing.Start(r.Context(), "admission", attribute.String("coffer.class", k.Class.String()))
 		}
 		if s.quotas != nil && !k.Probe {
