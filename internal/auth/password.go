@@ -14,6 +14,7 @@ import (
 	"golang.org/x/crypto/argon2"
 
 	"github.com/coffer-storage/coffer/internal/errcode"
+	"github.com/coffer-storage/coffer/internal/tracing"
 )
 
 // Params are argon2id parameters. Memory and Time are taken as given
@@ -146,6 +147,15 @@ func (h *Hasher) acquire(ctx context.Context) error {
 		return busy()
 	}
 	defer h.waiting.Add(-1)
+	// Tracing on: a wait for a hashing slot is a span (nothing otherwise).
+	_, span := tracing.Start(ctx, "password slot wait")
+	err := h.wait(ctx, busy)
+	tracing.End(span, err)
+	return err
+}
+
+// wait waits for a hashing slot, at most MaxWait.
+func (h *Hasher) wait(ctx context.Context, busy func() error) error {
 	t := time.NewTimer(h.cfg.MaxWait)
 	defer t.Stop()
 	select {

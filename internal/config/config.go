@@ -161,6 +161,12 @@ type Config struct {
 	IdleTrim  time.Duration // --idle-trim: how long the node goes without a request before it returns its free memory to the OS (0 = never; docs/operations.md, "Memory"); default 10s
 	HeapFloor int64         // --heap-floor: while the node serves requests, the Go heap may grow to this before a collection, whatever GOGC (package gcfloor; 0 = GOGC alone); default 32MiB
 
+	// Tracing (docs/tracing.md): OpenTelemetry spans exported over
+	// OTLP/HTTP (protobuf) when OTelEndpoint is set; off (nothing made,
+	// nothing wrapped) when it is empty.
+	OTelEndpoint    string  // --otel-endpoint, COFFER_OTEL_ENDPOINT: http(s)://HOST:PORT[/PATH] of an OTLP/HTTP receiver (path default /v1/traces); default "" (off)
+	OTelSampleRatio float64 // --otel-sample-ratio, COFFER_OTEL_SAMPLE_RATIO: share of new traces recorded and exported, 0 to 1 (a sampled incoming traceparent is always followed); default 0.1
+
 	LoginConcurrency int    // --login-concurrency: parallel password hashes; default 0 = max(1, cores/2) (LoginSlots)
 	Argon2Memory     uint32 // --argon2-memory: KiB; default 19456
 	Argon2Time       uint32 // --argon2-time: passes; default 2
@@ -262,6 +268,7 @@ func Defaults() Config {
 		ScrubEvery:           7 * 24 * time.Hour,
 		ScrubRate:            50 << 20,
 		IdleTrim:             10 * time.Second,
+		OTelSampleRatio:      0.1,
 		HeapFloor:            32 << 20,
 		Argon2Memory:         19456,
 		Argon2Time:           2,
@@ -471,6 +478,14 @@ func (c Config) Validate() error {
 	if c.ScrubEvery < 0 || (c.ScrubEvery > 0 && c.ScrubEvery < time.Minute) || c.ScrubRate < 1<<10 {
 		errs = append(errs, errors.New("scrub-every: 0 (off) or >= 1m; scrub-rate: must be >= 1KiB"))
 	}
+	if c.OTelSampleRatio < 0 || c.OTelSampleRatio > 1 || c.OTelSampleRatio != c.OTelSampleRatio {
+		errs = append(errs, errors.New("otel-sample-ratio: must be 0 to 1"))
+	}
+	if c.OTelEndpoint != "" {
+		if u, err := url.Parse(c.OTelEndpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("otel-endpoint: %q is not an http:// or https:// URL", c.OTelEndpoint))
+		}
+	}
 	if c.IdleTrim < 0 {
 		errs = append(errs, errors.New("idle-trim: 0 (never) or > 0"))
 	}
@@ -632,6 +647,8 @@ func (c *Config) FlagSet(name string) *flag.FlagSet {
 	fs.DurationVar(&c.LifecycleInterval, "lifecycle-interval", c.LifecycleInterval, "time between the starts of two lifecycle runs (docs/lifecycle.md)")
 	fs.IntVar(&c.LifecyclePage, "lifecycle-page", c.LifecyclePage, "advanced: versions per page of a lifecycle run (its cursor is saved after each)")
 	fs.BoolVar(&c.VerifyReads, "verify-reads", c.VerifyReads, "check a whole-object read of a plaintext object against its recorded CRC-32C (or SHA-256) while it streams; a damaged blob's response is cut, never completed (docs/operations.md)")
+	fs.StringVar(&c.OTelEndpoint, "otel-endpoint", c.OTelEndpoint, "send OpenTelemetry traces over OTLP/HTTP (protobuf) to this URL, e.g. http://127.0.0.1:4318 (path default /v1/traces; empty = tracing off, at no cost; docs/tracing.md)")
+	fs.Float64Var(&c.OTelSampleRatio, "otel-sample-ratio", c.OTelSampleRatio, "share of new traces recorded and exported, 0 to 1 (an incoming sampled traceparent is always followed)")
 	fs.DurationVar(&c.ScrubEvery, "scrub-every", c.ScrubEvery, "time between the starts of two background scrubs, which check every blob against its checksum (0 = off; coffer fsck runs one)")
 	fs.Var((*bytesValue)(&c.ScrubRate), "scrub-rate", "bytes per second the scrub reads, at most, e.g. 50MiB")
 	fs.Var((*bytesValue)(&c.HeapFloor), "heap-floor", "while the node serves requests, let the Go heap grow to this before a garbage collection whatever GOGC says (fewer collections at a small live heap; the idle trim gives it back), e.g. 32MiB (0 = GOGC alone)")

@@ -106,7 +106,7 @@ func (h *linkHandlers) resolveShare(r *http.Request, access shareAccess) (_ meta
 			Message: "this share link has a password: POST {\"password\": ...} to /s/{token}/unlock first",
 			Detail:  map[string]any{"reason": "share_locked"}}
 	}
-	h.log.Info("share access", "request_id", httpx.RequestID(r.Context()), "share", sh.ID, "method", r.Method,
+	h.log.InfoContext(r.Context(), "share access", "request_id", httpx.RequestID(r.Context()), "share", sh.ID, "method", r.Method,
 		"path", r.PathValue("path"), "client", httpx.ClientIP(r, h.proxies).String())
 	return sh, id, nil
 }

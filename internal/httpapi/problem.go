@@ -73,6 +73,7 @@ type Problem struct {
 	Detail    string         `json:"detail,omitempty"`
 	Code      string         `json:"code"`
 	RequestID string         `json:"request_id,omitempty"`
+	TraceID   string         `json:"trace_id,omitempty"` // with tracing on (docs/tracing.md)
 	Extra     map[string]any `json:"extra,omitempty"`
 }
 
@@ -84,13 +85,16 @@ func WriteProblem(w http.ResponseWriter, r *http.Request, log *slog.Logger, err 
 	if !ok {
 		status = http.StatusInternalServerError
 	}
-	reqID := httpx.RequestID(r.Context())
+	reqID, traceID := httpx.RequestID(r.Context()), httpx.TraceID(r.Context())
+	if traceID != "" {
+		w.Header().Set("X-Coffer-Trace-Id", traceID)
+	}
 	detail := errcode.Message(err)
 	// 5xx answers that are refusals, not failures (a full quota, an
 	// unavailable dependency, a missing feature), keep their detail.
 	if status >= 500 && code != errcode.Unavailable && code != errcode.NotImplemented && code != errcode.QuotaExceeded &&
 		code != errcode.StorageFull {
-		log.Error("request failed", "request_id", reqID, "method", r.Method, "path", r.URL.Path, "code", code.String(), "err", err)
+		log.ErrorContext(r.Context(), "request failed", "request_id", reqID, "method", r.Method, "path", r.URL.Path, "code", code.String(), "err", err)
 		detail = "internal error; quote the request ID when reporting it"
 	}
 	var extra map[string]any
@@ -129,6 +133,7 @@ func WriteProblem(w http.ResponseWriter, r *http.Request, log *slog.Logger, err 
 		Detail:    detail,
 		Code:      code.String(),
 		RequestID: reqID,
+		TraceID:   traceID,
 		Extra:     extra,
 	})
 }

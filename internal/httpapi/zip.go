@@ -358,7 +358,7 @@ func (z *zipResponse) respond(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := writeZip(r.Context(), w, z.entries, open, z.compress); err != nil {
 		if r.Context().Err() == nil {
-			z.log.Warn("zip download aborted", "request_id", httpx.RequestID(r.Context()), "err", err)
+			z.log.WarnContext(r.Context(), "zip download aborted", "request_id", httpx.RequestID(r.Context()), "err", err)
 		}
 		// Cut the connection: an archive without its end is visibly
 		// broken, a truncated entry in a finished archive would not be.

@@ -108,7 +108,7 @@ func SendSpan(w http.ResponseWriter, r *http.Request, open Opener, sp Span, log 
 	w.WriteHeader(sp.Status)
 	if n, err := io.Copy(w, rc); err != nil {
 		if r.Context().Err() == nil && log != nil {
-			log.Warn("download interrupted", append([]any{"request_id", RequestID(r.Context()), "sent", n, "of", sp.Length, "err", err}, attrs...)...)
+			log.WarnContext(r.Context(), "download interrupted", append([]any{"request_id", RequestID(r.Context()), "sent", n, "of", sp.Length, "err", err}, attrs...)...)
 		}
 		panic(http.ErrAbortHandler)
 	}

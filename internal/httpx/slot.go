@@ -3,6 +3,7 @@ package httpx
 import (
 	"context"
 	"net/netip"
+	"encoding/hex"
 
 	"github.com/coffer-storage/coffer/internal/ratelimit"
 )
@@ -20,6 +21,10 @@ type Slot struct {
 	Key    string
 	Client netip.Addr
 	Admin  bool
+	// Trace is the request's trace ID when tracing is on (zero when it
+	// is off), for error responses (TraceID): kept as bytes, written in
+	// hex only by the responses that show it.
+	Trace [16]byte
 	// limit charges the request to an identity (see Limit).
 	limit func(d ratelimit.Dimension, key string) error
 }
@@ -96,4 +101,13 @@ func SetAdmin(ctx context.Context) {
 func SlotOf(ctx context.Context) *Slot {
 	s, _ := ctx.Value(userKey).(*Slot)
 	return s
+}
+
+// TraceID returns the request's trace ID ("" unless tracing is on): the
+// error writers put it next to the request ID.
+func TraceID(ctx context.Context) string {
+	if s, ok := ctx.Value(userKey).(*Slot); ok && s.Trace != [16]byte{} {
+		return hex.EncodeToString(s.Trace[:])
+	}
+	return ""
 }

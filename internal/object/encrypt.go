@@ -393,7 +393,7 @@ func (op opener) open(ctx context.Context, offset, length int64) (io.ReadCloser,
 	rc, err := st.Open(fetch, op.size, offset, length)
 	if err != nil {
 		if crypt.IsIntegrity(err) {
-			return nil, op.integrity(err)
+			return nil, op.integrity(ctx, err)
 		}
 		return nil, err
 	}
@@ -401,7 +401,7 @@ func (op opener) open(ctx context.Context, offset, length int64) (io.ReadCloser,
 	// shorter than its first segment) is an error before any header is
 	// sent (a 500), not a cut connection. (bufio passes large reads
 	// straight through once its buffer is drained.)
-	cr := &checkedReader{ReadCloser: rc, op: op}
+	cr := &checkedReader{ReadCloser: rc, ctx: ctx, op: op}
 	br := bufio.NewReaderSize(cr, 512)
 	if _, err := br.Peek(1); err != nil && err != io.EOF {
 		rc.Close()
@@ -424,7 +424,7 @@ func (op opener) stream(ctx context.Context) (*crypt.Stream, error) {
 	}
 	env, err := crypt.ParseEnvelope(op.envelope)
 	if err != nil {
-		return nil, op.integrity(err)
+		return nil, op.integrity(ctx, err)
 	}
 	var dk []byte
 	switch env.Mode {
@@ -435,7 +435,7 @@ func (op opener) stream(ctx context.Context) (*crypt.Stream, error) {
 		dk, err = op.s.cfg.Keys.Unwrap(ctx, kms.Wrapped{KEK: kms.KeyRef{ID: env.KEKID, Version: env.KEKVersion}, Ciphertext: env.WrappedKey})
 		if err != nil {
 			if crypt.IsIntegrity(err) || errcode.As(err).Detail["reason"] == "integrity" {
-				return nil, op.integrity(err)
+				return nil, op.integrity(ctx, err)
 			}
 			return nil, err
 		}
@@ -445,17 +445,17 @@ func (op opener) stream(ctx context.Context) (*crypt.Stream, error) {
 		}
 		if dk, err = env.UnwrapCustomerKey(op.customerKey); err != nil {
 			if crypt.IsIntegrity(err) {
-				return nil, op.integrity(err)
+				return nil, op.integrity(ctx, err)
 			}
 			return nil, err
 		}
 	default:
-		return nil, op.integrity(errcode.New(errcode.Internal, "unknown encryption mode %v", env.Mode))
+		return nil, op.integrity(ctx, errcode.New(errcode.Internal, "unknown encryption mode %v", env.Mode))
 	}
 	defer clear(dk)
 	st, err := crypt.NewStream(dk, &env, op.identity)
 	if err != nil {
-		return nil, op.integrity(err)
+		return nil, op.integrity(ctx, err)
 	}
 	if cacheable && env.Mode != crypt.ModeCustomer {
 		op.s.streams.put(ck, st, op.s.now())
@@ -472,8 +472,8 @@ type peekedReader struct {
 }
 
 // integrity logs an integrity failure and returns it.
-func (op opener) integrity(err error) error {
-	op.s.log.Error("encrypted object failed authentication: tampered or corrupt",
+func (op opener) integrity(ctx context.Context, err error) error {
+	op.s.log.ErrorContext(ctx, "encrypted object failed authentication: tampered or corrupt",
 		"bucket", op.bucket, "key", op.key, "blob", op.identity, "err", err)
 	if crypt.IsIntegrity(err) {
 		return err
@@ -485,6 +485,7 @@ func (op opener) integrity(err error) error {
 // checkedReader logs an integrity failure met mid-stream.
 type checkedReader struct {
 	io.ReadCloser
+	ctx    context.Context // the read's, for the log line of a failure
 	op     opener
 	logged bool
 }
@@ -510,7 +511,7 @@ func (c *checkedReader) WriteTo(w io.Writer) (int64, error) {
 func (c *checkedReader) check(err error) {
 	if err != nil && err != io.EOF && !c.logged && crypt.IsIntegrity(err) {
 		c.logged = true
-		c.op.integrity(err)
+		c.op.integrity(c.ctx, err)
 	}
 }
 

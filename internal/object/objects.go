@@ -128,14 +128,14 @@ func (r *Reader) blobOpener(ctx context.Context, blobKey string, size int64, env
 				err = errCorrupt(blobKey, err)
 			}
 			if !errcode.Is(err, errcode.NotFound) {
-				r.s.readFailed(r.Object, blobKey, err)
+				r.s.readFailed(ctx, r.Object, blobKey, err)
 			}
 			return nil, err
 		}
 		if env != nil {
 			return rc, nil // crypt authenticates every segment
 		}
-		return &exactReader{ReadCloser: rc, c: r.s, o: r.Object, key: blobKey, n: n}, nil
+		return &exactReader{ReadCloser: rc, ctx: ctx, c: r.s, o: r.Object, key: blobKey, n: n}, nil
 	})
 }
 

@@ -76,7 +76,7 @@ func (s *core) unstage(ctx context.Context, keys ...string) bool {
 	ctx, cancel := detach.Context(ctx)
 	defer cancel()
 	if err := s.meta.Unstage(ctx, keys); err != nil {
-		s.log.Warn("releasing upload reservations failed; they lapse with their lease", "blobs", keys, "err", err)
+		s.log.WarnContext(ctx, "releasing upload reservations failed; they lapse with their lease", "blobs", keys, "err", err)
 		return false
 	}
 	return true
@@ -222,7 +222,7 @@ func (s *core) discardStaged(ctx context.Context, keys []string) {
 	defer cancel()
 	ref, err := s.meta.ReferencedBlobs(ctx, keys)
 	if err != nil {
-		s.log.Warn("checking discarded blobs failed; orphan collection will take them", "blobs", keys, "err", err)
+		s.log.WarnContext(ctx, "checking discarded blobs failed; orphan collection will take them", "blobs", keys, "err", err)
 		return
 	}
 	for _, k := range keys {
@@ -230,7 +230,7 @@ func (s *core) discardStaged(ctx context.Context, keys []string) {
 			continue
 		}
 		if err := s.blobs.Delete(ctx, k); err != nil {
-			s.log.Warn("discarding blob failed; orphan collection will retry", "blob", k, "err", err)
+			s.log.WarnContext(ctx, "discarding blob failed; orphan collection will retry", "blob", k, "err", err)
 		}
 	}
 }

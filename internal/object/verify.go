@@ -99,6 +99,7 @@ func IsCorrupt(err error) bool {
 // store's (sendfile for a file).
 type exactReader struct {
 	io.ReadCloser
+	ctx  context.Context // the read's, for the log line of a failure
 	c    *core
 	o    meta.Object
 	key  string
@@ -148,7 +149,7 @@ func (e *exactReader) check(err error) error {
 	}
 	if !e.done {
 		e.done = true
-		e.c.readFailed(e.o, e.key, err)
+		e.c.readFailed(e.ctx, e.o, e.key, err)
 	}
 	return err
 }
@@ -193,6 +194,7 @@ func (c *crcCheck) Read(p []byte) (int, error) {
 // integrity.Reader (size and SHA-256), and holds its last byte back until
 // the check at EOF passed.
 type verifiedReader struct {
+	ctx  context.Context // the read's, for the log line of a failure
 	rc   io.Closer
 	ir   io.Reader // *integrity.Reader or *crcCheck: size and digest checked at EOF
 	c    *core
@@ -225,11 +227,11 @@ func (c *core) verified(ctx context.Context, o meta.Object, key string, sum []by
 	rc, err := c.blobs.Get(ctx, key, 0, -1)
 	if err != nil {
 		if !errcode.Is(err, errcode.NotFound) {
-			c.readFailed(o, key, err)
+			c.readFailed(ctx, o, key, err)
 		}
 		return nil, err
 	}
-	v := &verifiedReader{rc: rc, c: c, o: o, key: key, left: o.Size}
+	v := &verifiedReader{rc: rc, ctx: ctx, c: c, o: o, key: key, left: o.Size}
 	src := storeReader{rc, &v.storeErr}
 	if len(o.CRC32C) == 4 {
 		v.ir = &crcCheck{r: src, size: o.Size, want: binary.BigEndian.Uint32(o.CRC32C)}
@@ -322,7 +324,7 @@ func (v *verifiedReader) fail(err error) error {
 		err = errCorrupt(v.key, err)
 	}
 	if !errors.Is(err, context.Canceled) {
-		v.c.readFailed(v.o, v.key, err)
+		v.c.readFailed(v.ctx, v.o, v.key, err)
 	}
 	return err
 }
@@ -429,7 +431,7 @@ func (v *verifiedReader) sendChecked(w io.Writer, f *os.File, want uint32) (int6
 
 // readFailed logs, counts and records a read of blob key of o that found
 // it damaged or could not read it (a cancelled read is neither).
-func (c *core) readFailed(o meta.Object, key string, err error) {
+func (c *core) readFailed(ctx context.Context, o meta.Object, key string, err error) {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return
 	}
@@ -437,18 +439,18 @@ func (c *core) readFailed(o meta.Object, key string, err error) {
 		// The store is unreachable or busy (a partition, a restart): no
 		// fault of this blob, and the client got a 503 with Retry-After.
 		// Recorded, it would make coffer fsck report a good blob.
-		c.log.Warn("blob store unavailable for a read", "bucket", o.Bucket, "key", o.Key, "blob", key, "err", err)
+		c.log.WarnContext(ctx, "blob store unavailable for a read", "bucket", o.Bucket, "key", o.Key, "blob", key, "err", err)
 		return
 	}
 	problem := meta.ScrubUnreadable
 	if IsCorrupt(err) {
 		problem = meta.ScrubCorrupt
 		c.readStats.Corrupt.Add(1)
-		c.log.Error("read of a damaged blob refused: its bytes differ from its record (coffer fsck lists it)",
+		c.log.ErrorContext(ctx, "read of a damaged blob refused: its bytes differ from its record (coffer fsck lists it)",
 			"bucket", o.Bucket, "key", o.Key, "version_id", o.VersionID, "blob", key, "err", err)
 	} else {
 		c.readStats.Failed.Add(1)
-		c.log.Error("blob store failed a read (coffer fsck lists the blob)",
+		c.log.ErrorContext(ctx, "blob store failed a read (coffer fsck lists the blob)",
 			"bucket", o.Bucket, "key", o.Key, "version_id", o.VersionID, "blob", key, "err", err)
 	}
 	c.recordFinding(meta.ScrubFinding{Bucket: o.Bucket, Key: o.Key, VersionID: o.VersionID, BlobKey: key,

@@ -303,10 +303,17 @@ func (api *API) WriteError(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 func (api *API) fail(w http.ResponseWriter, q *request, err error) {
-	row := s3err.Write(w, q.Request, err, q.bucket, q.key, q.id)
+	row := s3err.Write(w, q.Request, err, q.bucket, q.key, q.id, httpx.TraceID(q.Context()))
 	if row.Status >= 500 && row.Code != s3err.ServiceUnavailable && row.Code != s3err.NotImplemented && row.Code != s3err.SlowDown {
-		api.log.Error("s3 request failed", "request_id", q.id, "method", q.Method, "path", q.URL.Path, "err", err)
+		api.log.ErrorContext(q.Context(), "s3 request failed", "request_id", q.id, "method", q.Method, "path", q.URL.Path, "err", err)
 	}
+}
+
+// Bucket is the bucket r addresses (path or virtual-host style; "" for
+// the service): the server's tracing names it on a request's span.
+func (api *API) Bucket(r *http.Request) string {
+	b, _ := api.address(r)
+	return b
 }
 
 // address extracts bucket and key from the Host (virtual-host style) or

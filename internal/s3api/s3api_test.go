@@ -49,7 +49,7 @@ func TestTranslateRefinements(t *testing.T) {
 func TestInternalErrorsHideDetails(t *testing.T) {
 	w := httptest.NewRecorder()
 	r := httptest.NewRequest("GET", "/b/k", nil)
-	s3err.Write(w, r, errcode.New(errcode.Unknown, "secret path /var/lib/x"), "b", "k", "RID")
+	s3err.Write(w, r, errcode.New(errcode.Unknown, "secret path /var/lib/x"), "b", "k", "RID", "")
 	if strings.Contains(w.Body.String(), "/var/lib") || w.Code != 500 {
 		t.Errorf("internal details leaked or wrong status: %d %s", w.Code, w.Body)
 	}

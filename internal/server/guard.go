@@ -11,10 +11,14 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/gcfloor"
 	"github.com/coffer-storage/coffer/internal/httpx"
 	"github.com/coffer-storage/coffer/internal/ratelimit"
+	"github.com/coffer-storage/coffer/internal/tracing"
 )
 
 // errorWriter writes an error in a listener's own wire format (problem+json
@@ -53,6 +57,12 @@ func (s *Server) guard(api string, classify func(*http.Request) httpx.Kind, errw
 		}
 		client := httpx.ClientIP(r, s.cfg.TrustedProxies)
 		httpx.SetClient(r.Context(), client)
+		// Tracing on: a span for the admission decision (quotas and the
+		// admission controller; neither waits: a refusal is at once).
+		var admitSpan trace.Span
+		if s.trace != nil && trace.SpanFromContext(r.Context()).IsRecording() {
+			_, admitSpan = tracing.Start(r.Context(), "admission", attribute.String("coffer.class", k.Class.String()))
+		}
 		if s.quotas != nil && !k.Probe {
 			// Token-bucket quotas: anonymous requests by client address
 			// here; credentialed ones by identity once the API has
@@ -64,6 +74,9 @@ func (s *Server) guard(api string, classify func(*http.Request) httpx.Kind, errw
 			}
 			if !k.Credentials {
 				if err := charge(ratelimit.DimAddr, client.String()); err != nil {
+					if admitSpan != nil {
+						tracing.End(admitSpan, err)
+					}
 					errw(w, r, err)
 					return
 				}
@@ -75,6 +88,9 @@ func (s *Server) guard(api string, classify func(*http.Request) httpx.Kind, errw
 		t, err := adm.Admit(ratelimit.Request{
 			Client: client, Credentials: k.Credentials, Class: k.Class, Probe: k.Probe, Finishes: k.Finishes,
 		})
+		if admitSpan != nil {
+			tracing.End(admitSpan, err)
+		}
 		if err != nil {
 			errw(w, r, err)
 			return
@@ -140,7 +156,7 @@ func (s *Server) recoverer(errw errorWriter, next http.Handler) http.Handler {
 				if v == http.ErrAbortHandler {
 					panic(v)
 				}
-				s.log.Error("panic", "request_id", httpx.RequestID(r.Context()), "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+				s.log.ErrorContext(r.Context(), "panic", "request_id", httpx.RequestID(r.Context()), "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 				errw(w, r, errcode.New(errcode.Internal, "internal error"))
 			}
 		}()
@@ -165,6 +181,19 @@ func (s *Server) observe(api string, next http.Handler) http.Handler {
 		start := time.Now()
 		id := httpx.SetRequestID(w, r)
 		ctx, slot := httpx.WithSlot(httpx.WithRequestID(r.Context(), id))
+		// Tracing on: the request's server span (a child of the client's
+		// traceparent, if any), its trace ID in the slot for error
+		// responses, and in X-Coffer-Trace-Id when the trace is recorded
+		// (the error writers send it on every error). Off: nothing at all.
+		var span trace.Span
+		if s.trace != nil {
+			ctx, span = s.trace.Server(ctx, api, r, id)
+			sc := span.SpanContext()
+			slot.Trace = sc.TraceID()
+			if sc.IsSampled() {
+				w.Header()["X-Coffer-Trace-Id"] = []string{sc.TraceID().String()}
+			}
+		}
 		r = r.WithContext(ctx)
 		rec := &httpx.Recorder{ResponseWriter: w}
 		var body *httpx.CountingBody
@@ -196,6 +225,13 @@ func (s *Server) observe(api string, next http.Handler) http.Handler {
 			in = body.N
 		}
 		s.metrics.Observe(api, slot.Route, status, d, in, rec.Written)
+		if span != nil {
+			if api == "s3" && s.s3Bucket != nil && span.IsRecording() {
+				// The bucket is an attribute; the object key never is.
+				span.SetAttributes(attribute.String("coffer.bucket", s.s3Bucket(r)))
+			}
+			tracing.EndServer(span, slot.Route, status, in, rec.Written, slot.User)
+		}
 		// Refusals under load (503) are the node doing its job, counted
 		// in coffer_http_rejected_total: logging each at warn would make
 		// the log an overload of its own.

@@ -59,6 +59,7 @@ import (
 	"github.com/coffer-storage/coffer/internal/httpx"
 	"github.com/coffer-storage/coffer/internal/kms"
 	"github.com/coffer-storage/coffer/internal/meta"
+	"github.com/coffer-storage/coffer/internal/meta/metasql"
 	"github.com/coffer-storage/coffer/internal/metacache"
 	"github.com/coffer-storage/coffer/internal/metrics"
 	"github.com/coffer-storage/coffer/internal/object"
@@ -67,6 +68,7 @@ import (
 	"github.com/coffer-storage/coffer/internal/s3api"
 	"github.com/coffer-storage/coffer/internal/s3api/sigv4"
 	"github.com/coffer-storage/coffer/internal/tlscert"
+	"github.com/coffer-storage/coffer/internal/tracing"
 )
 
 // Server is a running Coffer node.
@@ -93,6 +95,12 @@ type Server struct {
 
 	// replica streams meta.db and new blobs to --replicate-to (nil: off).
 	replica *replicate.Replicator
+	// trace is tracing (nil: off, --otel-endpoint empty: no span is
+	// started and nothing is wrapped).
+	trace *tracing.Tracing
+	// s3Bucket names the bucket an S3 request addresses (path or virtual
+	// host), for the attributes of a recorded server span.
+	s3Bucket func(*http.Request) string
 
 	s3URLMu sync.Mutex
 	s3URL   string // base URL of the S3 API, known once it listens
@@ -151,7 +159,18 @@ func newServer(ctx context.Context, cfg config.Config, log *slog.Logger, wrapBlo
 		}
 		certs = c
 	}
-	s := &Server{cfg: cfg, log: log, metrics: metrics.New(), accessLevel: slog.LevelInfo, changes: metacache.NewBus(), started: time.Now()}
+	var tr *tracing.Tracing
+	if cfg.OTelEndpoint != "" {
+		// Tracing on: every log line written with a request's context
+		// carries its trace ID, from here on (every service gets log).
+		version, _, _ := BuildInfo()
+		host, _ := os.Hostname()
+		if tr, err = tracing.New(ctx, tracing.Options{Endpoint: cfg.OTelEndpoint, SampleRatio: cfg.OTelSampleRatio, Version: version, Node: host, Log: log}); err != nil {
+			return nil, fmt.Errorf("--otel-endpoint: %w", err)
+		}
+		log = slog.New(tracing.LogHandler(log.Handler()))
+	}
+	s := &Server{cfg: cfg, log: log, metrics: metrics.New(), accessLevel: slog.LevelInfo, changes: metacache.NewBus(), started: time.Now(), trace: tr}
 	s.changes.SetLease(cfg.MetaCacheLease)
 	if certs != nil {
 		s.metrics.GaugeFunc("coffer_tls_cert_expiry_timestamp_seconds", "When the TLS certificate being served expires (its leaf's NotAfter, unix seconds; follows reloads).",
@@ -173,7 +192,7 @@ func newServer(ctx context.Context, cfg config.Config, log *slog.Logger, wrapBlo
 	if !kms.InDataDir(cfg.KMS) {
 		// Any provider but the default keyring makes no file: open it
 		// before anything is made (a bad URL, a missing keyring file).
-		if s.keys, err = openKeys(ctx, cfg, log); err != nil {
+		if s.keys, err = openKeys(ctx, cfg, log, tr != nil); err != nil {
 			return nil, err
 		}
 	}
@@ -191,7 +210,11 @@ func newServer(ctx context.Context, cfg config.Config, log *slog.Logger, wrapBlo
 	// node.
 	prepared := false
 	prepare := func() error { prepared = true; return PrepareDataDir(cfg.Data, log) }
-	if s.stores, err = OpenStores(ctx, cfg, StoreOptions{Meta: true, Blobs: true, PrepareData: prepare, Bus: s.changes}); err != nil {
+	so := StoreOptions{Meta: true, Blobs: true, PrepareData: prepare, Bus: s.changes}
+	if tr != nil {
+		so.Trace = func(system string) metasql.Trace { return tracing.MetaHook(system) }
+	}
+	if s.stores, err = OpenStores(ctx, cfg, so); err != nil {
 		return nil, err
 	}
 	if !prepared {
@@ -236,10 +259,15 @@ func newServer(ctx context.Context, cfg config.Config, log *slog.Logger, wrapBlo
 		}
 	}
 
+	if tr != nil {
+		// Outermost, so that a span shows what the object service asked
+		// for, a cache hit included.
+		s.blobs = tracing.Blobs(s.blobs)
+	}
 	if kms.InDataDir(cfg.KMS) {
 		// The default keyring in the data folder (made on first use in
 		// the embedded shape).
-		if s.keys, err = openKeys(ctx, cfg, log); err != nil {
+		if s.keys, err = openKeys(ctx, cfg, log, tr != nil); err != nil {
 			return nil, err
 		}
 	}
@@ -389,6 +417,7 @@ func newServer(ctx context.Context, cfg config.Config, log *slog.Logger, wrapBlo
 	if cfg.S3Listen != "off" {
 		apiCfg.Presign = s.presignPart
 		s3 := s3api.New(s.s3Services(), s3api.ConfigFrom(cfg), log)
+		s.s3Bucket = s3.Bucket
 		s.s3 = s.guard("s3", s3.Classify, s3.WriteError, s3.Handler())
 		s.admissionMetrics("s3")
 	}
@@ -538,6 +567,12 @@ func (s *Server) Close() error {
 		// to post what it holds (the rest is counted as dropped).
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		errs = append(errs, s.audit.Close(ctx))
+		cancel()
+	}
+	if s.trace != nil {
+		// Last: the spans of the shutdown itself go out too.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		errs = append(errs, s.trace.Shutdown(ctx))
 		cancel()
 	}
 	return errors.Join(errs...)
@@ -983,7 +1018,7 @@ func preflight(cfg config.Config, key KeyFile) error {
 // A scale-out node without --kms opens only an existing default keyring
 // (it must never make a key of its own), so objects encrypted earlier stay
 // readable. nil: none (SSE requests are refused).
-func openKeys(ctx context.Context, cfg config.Config, log *slog.Logger) (*kms.Keys, error) {
+func openKeys(ctx context.Context, cfg config.Config, log *slog.Logger, traced bool) (*kms.Keys, error) {
 	if cfg.Encryption != "on" && kms.InDataDir(cfg.KMS) && cfg.Meta != "" {
 		if _, err := os.Stat(filepath.Join(cfg.Data, kms.DefaultKeyringName)); err != nil {
 			return nil, nil
@@ -994,10 +1029,15 @@ func openKeys(ctx context.Context, cfg config.Config, log *slog.Logger) (*kms.Ke
 	// outage instead of minutes, while still saving a key service call
 	// per object. Unwrapped keys for reads stay cached for kms's default
 	// (5 min after last use).
-	keys, err := kms.Open(ctx, cfg.KMS, kms.Options{DataDir: cfg.Data, IntermediateKeyTTL: cfg.KMSKeyTTL})
+	opts := kms.Options{DataDir: cfg.Data, IntermediateKeyTTL: cfg.KMSKeyTTL}
+	p, err := kms.OpenProvider(ctx, cfg.KMS, opts)
 	if err != nil {
 		return nil, fmt.Errorf("--kms: %w", err)
 	}
+	if traced {
+		p = tracing.KMS(p) // a span per key service call
+	}
+	keys := kms.New(p, opts)
 	log.Info("key provider open", "kek", keys.Default().String(), "encryption", cfg.Encryption)
 	return keys, nil
 }

@@ -11,9 +11,11 @@ import (
 	"github.com/coffer-storage/coffer/internal/blob/s3blob"
 	"github.com/coffer-storage/coffer/internal/config"
 	"github.com/coffer-storage/coffer/internal/meta"
+	"github.com/coffer-storage/coffer/internal/meta/metasql"
 	"github.com/coffer-storage/coffer/internal/meta/postgres"
 	"github.com/coffer-storage/coffer/internal/meta/sqlite"
 	"github.com/coffer-storage/coffer/internal/metacache"
+	"github.com/coffer-storage/coffer/internal/tracing"
 )
 
 // StoreOptions say what OpenStores opens, and how it may make the data
@@ -30,6 +32,9 @@ type StoreOptions struct {
 	PrepareData func() error
 	// Bus carries the metadata cache's invalidations (nil: a new one).
 	Bus *metacache.Bus
+	// Trace traces every metadata operation (coffer serve with tracing
+	// on: tracing.MetaHook; nil: nothing wrapped).
+	Trace func(system string) metasql.Trace
 	// ReadOnlyBlobs opens the local disk for reading only, beside the
 	// process that holds it (diskblob.OpenReadOnly: coffer fsck while
 	// coffer serve runs); an S3 store opens as always.
@@ -79,7 +84,7 @@ func OpenStores(ctx context.Context, cfg config.Config, o StoreOptions) (_ *Stor
 	}()
 	var inner meta.Stores
 	if o.Meta && cfg.Meta != "" {
-		pg, err := postgres.Open(ctx, cfg.Meta, postgres.Options{MaxConns: cfg.MetaMaxConns, AcquireTimeout: cfg.MetaWait})
+		pg, err := postgres.Open(ctx, cfg.Meta, postgres.Options{MaxConns: cfg.MetaMaxConns, AcquireTimeout: cfg.MetaWait, Trace: o.trace("postgresql")})
 		if err != nil {
 			return nil, fmt.Errorf("opening metadata (PostgreSQL): %w", err)
 		}
@@ -103,7 +108,7 @@ func OpenStores(ctx context.Context, cfg config.Config, o StoreOptions) (_ *Stor
 		}
 	}
 	if o.Meta && cfg.Meta == "" {
-		m, err := sqlite.Open(ctx, filepath.Join(cfg.Data, "meta.db"), sqlite.Options{})
+		m, err := sqlite.Open(ctx, filepath.Join(cfg.Data, "meta.db"), sqlite.Options{Trace: o.trace("sqlite")})
 		if err != nil {
 			return nil, fmt.Errorf("opening metadata: %w", err)
 		}
@@ -123,6 +128,15 @@ func OpenStores(ctx context.Context, cfg config.Config, o StoreOptions) (_ *Stor
 		}
 		st.close(st.Blobs)
 	}
+	if o.Meta && o.Trace != nil {
+		// The operations each backend runs itself (metasql.Traced covers
+		// the rest, at the statement).
+		system := "sqlite"
+		if cfg.Meta != "" {
+			system = "postgresql"
+		}
+		inner = tracing.MetaRoles(inner, system)
+	}
 	st.Meta = inner
 	if o.Meta && cfg.MetaCache == "on" {
 		// Bucket and object records are cached in this process; every
@@ -139,6 +153,14 @@ func OpenStores(ctx context.Context, cfg config.Config, o StoreOptions) (_ *Stor
 		st.Meta = st.MetaCache.Stores()
 	}
 	return st, nil
+}
+
+// trace is the metadata store's Trace for system (nil: none).
+func (o StoreOptions) trace(system string) metasql.Trace {
+	if o.Trace == nil {
+		return nil
+	}
+	return o.Trace(system)
 }
 
 // close adds b's Close, if it has one, to what Close closes.

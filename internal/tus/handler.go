@@ -24,6 +24,7 @@ import (
 	"github.com/coffer-storage/coffer/internal/errcode"
 	"github.com/coffer-storage/coffer/internal/meta"
 	"github.com/coffer-storage/coffer/internal/object"
+	"github.com/coffer-storage/coffer/internal/tracing"
 )
 
 // Extensions are the tus extensions served (OPTIONS' Tus-Extension).
@@ -277,6 +278,15 @@ func (k *lock) Lock(ctx context.Context, requestUnlock func()) error {
 		return err
 	}
 	k.st = stateOf(ctx)
+	// Tracing on: the wait for the lease is a span (nothing otherwise).
+	ctx, span := tracing.Start(ctx, "tus lock wait")
+	err := k.lock(ctx, requestUnlock)
+	tracing.End(span, err)
+	return err
+}
+
+// lock is Lock's wait for the lease.
+func (k *lock) lock(ctx context.Context, requestUnlock func()) error {
 	wait := 20 * time.Millisecond
 	for asked := false; ; asked = true {
 		if asked {

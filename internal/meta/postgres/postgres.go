@@ -119,6 +119,9 @@ type Options struct {
 	// deadlock, a serialization failure or a connection lost before
 	// COMMIT. Default 5.
 	MaxAttempts int
+	// Trace, if not nil, traces every metadata operation (the server's
+	// tracing.MetaHook when tracing is on; metasql.Traced).
+	Trace metasql.Trace
 }
 
 func (o Options) withDefaults() Options {
@@ -226,7 +229,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		return nil, errcode.Wrap(errcode.InvalidArgument, err, "postgres: invalid pool configuration")
 	}
 	s := &Store{opts: opts, pool: pool, connConfig: cfg.ConnConfig, acks: acks{id: newListenerID()}, queries: qc}
-	s.Ops = metasql.NewOps(driver{s}, dialect)
+	s.Ops = metasql.NewOps(metasql.Traced(driver{s}, opts.Trace), dialect)
 	if err := s.migrate(ctx, time.Now); err != nil {
 		pool.Close()
 		return nil, err

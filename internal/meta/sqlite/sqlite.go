@@ -103,6 +103,9 @@ type Options struct {
 	// QueueSize is how many write operations may wait for the writer before
 	// callers block. Default 4 × MaxBatch.
 	QueueSize int
+	// Trace, if not nil, traces every metadata operation (the server's
+	// tracing.MetaHook when tracing is on; metasql.Traced).
+	Trace metasql.Trace
 	// BusyTimeout is how long a connection waits for a lock held by another
 	// process before it fails with Unavailable. Default 5s.
 	BusyTimeout time.Duration
@@ -213,7 +216,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		queue:   make(chan *op, opts.QueueSize),
 		stopped: make(chan struct{}),
 	}
-	s.Ops = metasql.NewOps(driver{s}, dialect)
+	s.Ops = metasql.NewOps(metasql.Traced(driver{s}, opts.Trace), dialect)
 	for _, q := range txReadQueries() {
 		if _, err := s.rstmts.get(ctx, q); err != nil {
 			s.Close()

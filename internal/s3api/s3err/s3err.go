@@ -302,6 +302,9 @@ type ErrorResponse struct {
 	Resource   string   `xml:"Resource,omitempty"`
 	RequestID  string   `xml:"RequestId"`
 	HostID     string   `xml:"HostId"`
+	// TraceID is the request's trace ID when tracing is on (Coffer's
+	// own element: S3 clients ignore elements they do not know).
+	TraceID string `xml:"TraceId,omitempty"`
 	// Extra are the elements S3 adds for some errors (ArgumentName,
 	// ProposedSize, Condition, ...), from the error's details (extraFields).
 	Extra []Element `xml:",any"`
@@ -371,7 +374,10 @@ func hexBytes(s string) string {
 
 // Write sends err as an S3 error. HEAD responses carry no body. It
 // returns the row used (for logs).
-func Write(w http.ResponseWriter, r *http.Request, err error, bucket, key, requestID string) APIError {
+//
+// traceID, if not "", is the request's trace ID (tracing on): sent as the
+// TraceId element after HostId.
+func Write(w http.ResponseWriter, r *http.Request, err error, bucket, key, requestID, traceID string) APIError {
 	row := Translate(err)
 	h := w.Header()
 	if e := errcode.As(err); e != nil && e.RetryAfter > 0 {
@@ -386,6 +392,9 @@ func Write(w http.ResponseWriter, r *http.Request, err error, bucket, key, reque
 		h.Del("Content-Range")
 	}
 	h.Set("x-amz-request-id", requestID)
+	if traceID != "" {
+		h.Set("X-Coffer-Trace-Id", traceID)
+	}
 	if e := errcode.As(err); e != nil && e.Detail["delete_marker"] == true {
 		// A key whose latest version is a delete marker (404), or a
 		// version that is one (405): S3 says which.
@@ -404,7 +413,7 @@ func Write(w http.ResponseWriter, r *http.Request, err error, bucket, key, reque
 		return row
 	}
 	body := ErrorResponse{Code: row.Code, Message: row.Message, Key: key, BucketName: bucket,
-		Resource: r.URL.Path, RequestID: requestID, HostID: requestID, Extra: extra(err)}
+		Resource: r.URL.Path, RequestID: requestID, HostID: requestID, TraceID: traceID, Extra: extra(err)}
 	w.Write([]byte(xml.Header))
 	_ = xml.NewEncoder(w).Encode(body)
 	return row
