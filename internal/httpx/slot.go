@@ -2,8 +2,8 @@ package httpx
 
 import (
 	"context"
-	"net/netip"
 	"encoding/hex"
+	"net/netip"
 
 	"github.com/coffer-storage/coffer/internal/ratelimit"
 )

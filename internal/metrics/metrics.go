@@ -26,6 +26,8 @@ type Metrics struct {
 	Rejected  *prometheus.CounterVec
 	startTime time.Time
 	observed  memo.Map[obsKey, *obsChildren] // see children
+	metaOps   *storeOps
+	blobOps   *storeOps
 }
 
 // New returns Metrics with Go runtime and process collectors registered.
@@ -55,8 +57,12 @@ func New() *Metrics {
 			Name: "coffer_http_rejected_total", Help: "Requests refused by admission control, by API, class and reason (per_client, max_in_flight, overload).",
 		}, []string{"api", "class", "reason"}),
 		startTime: time.Now(),
+		metaOps: newStoreOps("coffer_meta_op_duration_seconds",
+			"Metadata operations (statements, transactions, the backends' own operations) by name, from start to end."),
+		blobOps: newStoreOps("coffer_blob_op_duration_seconds",
+			"Blob store operations by kind: put (the whole body written and durable), get (until the reader is open), stat, delete, list."),
 	}
-	reg.MustRegister(m.requests, m.duration, m.bytesIn, m.bytesOut, m.inFlight, m.Rejected,
+	reg.MustRegister(m.requests, m.duration, m.bytesIn, m.bytesOut, m.inFlight, m.Rejected, m.metaOps.vec, m.blobOps.vec,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -140,3 +146,40 @@ func (m *Metrics) CounterFunc(name, help string, f func() float64, labels ...str
 	}
 	m.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: cl}, f))
 }
+
+// storeOpBuckets are the buckets of the store operation histograms: from
+// a cached SQLite read (tens of µs) to a slow remote store (seconds).
+var storeOpBuckets = []float64{.00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
+
+// storeOps is a histogram of store operations by op, its children
+// remembered (op names are a fixed set: the metadata operations' and the
+// blob store's).
+type storeOps struct {
+	vec      *prometheus.HistogramVec
+	children memo.Map[string, prometheus.Observer]
+}
+
+func newStoreOps(name, help string) *storeOps {
+	return &storeOps{
+		vec:      prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: storeOpBuckets}, []string{"op"}),
+		children: memo.Map[string, prometheus.Observer]{Max: 256},
+	}
+}
+
+func (s *storeOps) observe(op string, d time.Duration) {
+	c, ok := s.children.Get(op)
+	if !ok {
+		c = s.vec.WithLabelValues(op)
+		s.children.Put(op, c)
+	}
+	c.Observe(d.Seconds())
+}
+
+// MetaOp records one metadata operation (metasql.Observe): the histogram
+// coffer_meta_op_duration_seconds{op}.
+func (m *Metrics) MetaOp(op string, d time.Duration, _ error) { m.metaOps.observe(op, d) }
+
+// BlobOp records one blob store operation (put: the whole body written;
+// get: until the reader is open; stat, delete, list): the histogram
+// coffer_blob_op_duration_seconds{op}.
+func (m *Metrics) BlobOp(op string, d time.Duration) { m.blobOps.observe(op, d) }

@@ -210,7 +210,7 @@ func newServer(ctx context.Context, cfg config.Config, log *slog.Logger, wrapBlo
 	// node.
 	prepared := false
 	prepare := func() error { prepared = true; return PrepareDataDir(cfg.Data, log) }
-	so := StoreOptions{Meta: true, Blobs: true, PrepareData: prepare, Bus: s.changes}
+	so := StoreOptions{Meta: true, Blobs: true, PrepareData: prepare, Bus: s.changes, Observe: s.metrics.MetaOp}
 	if tr != nil {
 		so.Trace = func(system string) metasql.Trace { return tracing.MetaHook(system) }
 	}
@@ -223,7 +223,9 @@ func newServer(ctx context.Context, cfg config.Config, log *slog.Logger, wrapBlo
 			return nil, err
 		}
 	}
-	s.meta, s.blobs = s.stores.Meta, s.stores.Blobs
+	// Innermost: coffer_blob_op_duration_seconds times the store itself
+	// (not the cache in front of it, nor the replica's queue).
+	s.meta, s.blobs = s.stores.Meta, blob.Observed(s.stores.Blobs, s.metrics.BlobOp)
 	if wrapBlobs != nil {
 		s.blobs = wrapBlobs(s.blobs)
 	}
@@ -1076,7 +1078,7 @@ func (s *Server) startReplica(ctx context.Context) error {
 	s.blobs = r.Wrap(s.blobs)
 	s.metrics.GaugeFunc("coffer_replication_lag_seconds", "Seconds since the time before which every acknowledged write (metadata and blobs) is on the --replicate-to replica.",
 		func() float64 { return r.Lag().Seconds() })
-	s.metrics.CounterFunc("coffer_replication_errors_total", "Failed replication attempts (a sync pass, a blob copy, a listing; each retried with backoff), and blobs deleted before they reached the replica.",
+	s.metrics.CounterFunc("coffer_replication_errors_total", "Failed replication attempts (a sync pass, a blob copy, a listing; each retried with backoff), and deletes of blobs not yet on the replica (refused: kept until they are).",
 		func() float64 { return float64(r.Errors()) })
 	s.metrics.CounterFunc("coffer_replication_blobs_copied_total", "Blobs this node copied to the --replicate-to replica.",
 		func() float64 { return float64(r.Stats().BlobsCopied) })

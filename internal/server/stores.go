@@ -35,6 +35,9 @@ type StoreOptions struct {
 	// Trace traces every metadata operation (coffer serve with tracing
 	// on: tracing.MetaHook; nil: nothing wrapped).
 	Trace func(system string) metasql.Trace
+	// Observe times every metadata operation (coffer serve: the histogram
+	// coffer_meta_op_duration_seconds; nil: nothing).
+	Observe metasql.Observe
 	// ReadOnlyBlobs opens the local disk for reading only, beside the
 	// process that holds it (diskblob.OpenReadOnly: coffer fsck while
 	// coffer serve runs); an S3 store opens as always.
@@ -84,7 +87,7 @@ func OpenStores(ctx context.Context, cfg config.Config, o StoreOptions) (_ *Stor
 	}()
 	var inner meta.Stores
 	if o.Meta && cfg.Meta != "" {
-		pg, err := postgres.Open(ctx, cfg.Meta, postgres.Options{MaxConns: cfg.MetaMaxConns, AcquireTimeout: cfg.MetaWait, Trace: o.trace("postgresql")})
+		pg, err := postgres.Open(ctx, cfg.Meta, postgres.Options{MaxConns: cfg.MetaMaxConns, AcquireTimeout: cfg.MetaWait, Trace: o.trace("postgresql"), Observe: o.Observe})
 		if err != nil {
 			return nil, fmt.Errorf("opening metadata (PostgreSQL): %w", err)
 		}
@@ -108,7 +111,7 @@ func OpenStores(ctx context.Context, cfg config.Config, o StoreOptions) (_ *Stor
 		}
 	}
 	if o.Meta && cfg.Meta == "" {
-		m, err := sqlite.Open(ctx, filepath.Join(cfg.Data, "meta.db"), sqlite.Options{Trace: o.trace("sqlite")})
+		m, err := sqlite.Open(ctx, filepath.Join(cfg.Data, "meta.db"), sqlite.Options{Trace: o.trace("sqlite"), Observe: o.Observe})
 		if err != nil {
 			return nil, fmt.Errorf("opening metadata: %w", err)
 		}

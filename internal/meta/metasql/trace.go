@@ -14,110 +14,147 @@ import (
 // (tracing.MetaHook); a backend given none (the default) wraps nothing.
 type Trace func(ctx context.Context, op string) (context.Context, func(error))
 
+// Observe records one metadata operation op (the same fixed names as
+// Trace's) that took d and ended with err: the server's histogram
+// coffer_meta_op_duration_seconds. It must not allocate: it runs for every
+// statement.
+type Observe func(op string, d time.Duration, err error)
+
 // Traced returns b with every statement, transaction and Driver
-// operation that Ops runs on it traced by t: the one place both backends'
-// metadata queries go through. A nil t returns b itself.
-func Traced(b Backend, t Trace) Backend {
-	if t == nil {
+// operation that Ops runs on it traced by t and observed by obs: the one
+// place both backends' metadata queries go through. Either may be nil;
+// with both nil it returns b itself.
+func Traced(b Backend, t Trace, obs Observe) Backend {
+	if t == nil && obs == nil {
 		return b
 	}
-	return tracedBackend{b: b, t: t}
+	return tracedBackend{b: b, t: t, obs: obs}
 }
 
 type tracedBackend struct {
-	b Backend
-	t Trace
+	b   Backend
+	t   Trace
+	obs Observe
+}
+
+// opSpan is one operation in flight: its name, when it started (when
+// observed) and the end of its span (when traced). A value: nothing
+// allocates for it.
+type opSpan struct {
+	op    string
+	start time.Time
+	end   func(error)
+}
+
+func (tb tracedBackend) begin(ctx context.Context, op string) (context.Context, opSpan) {
+	sp := opSpan{op: op}
+	if tb.obs != nil {
+		sp.start = time.Now()
+	}
+	if tb.t != nil {
+		ctx, sp.end = tb.t(ctx, op)
+	}
+	return ctx, sp
+}
+
+func (tb tracedBackend) finish(sp opSpan, err error) {
+	if tb.obs != nil {
+		tb.obs(sp.op, time.Since(sp.start), err)
+	}
+	if sp.end != nil {
+		sp.end(err)
+	}
 }
 
 func (tb tracedBackend) Query(ctx context.Context, what, query string, args []any, begin func(), row func(Row) error) error {
-	ctx, end := tb.t(ctx, what)
+	ctx, sp := tb.begin(ctx, what)
 	err := tb.b.Query(ctx, what, query, args, begin, row)
-	end(err)
+	tb.finish(sp, err)
 	return err
 }
 
 func (tb tracedBackend) Exec(ctx context.Context, what, query string, args []any, row func(Row) error) (int64, error) {
-	ctx, end := tb.t(ctx, what)
+	ctx, sp := tb.begin(ctx, what)
 	n, err := tb.b.Exec(ctx, what, query, args, row)
-	end(err)
+	tb.finish(sp, err)
 	return n, err
 }
 
 func (tb tracedBackend) Write(ctx context.Context, what string, fn func(w Writer) error) error {
-	ctx, end := tb.t(ctx, what)
+	ctx, sp := tb.begin(ctx, what)
 	err := tb.b.Write(ctx, what, fn)
-	end(err)
+	tb.finish(sp, err)
 	return err
 }
 
 func (tb tracedBackend) Ready() error { return tb.b.Ready() }
 
 func (tb tracedBackend) GetVersion(ctx context.Context, bucket, key, version string) (meta.Object, error) {
-	ctx, end := tb.t(ctx, "get object")
+	ctx, sp := tb.begin(ctx, "get object")
 	o, err := tb.b.GetVersion(ctx, bucket, key, version)
-	end(err)
+	tb.finish(sp, err)
 	return o, err
 }
 
 func (tb tracedBackend) DeleteVersion(ctx context.Context, bucket, key, versionID string, cond meta.Cond) (meta.Object, error) {
-	ctx, end := tb.t(ctx, "delete version")
+	ctx, sp := tb.begin(ctx, "delete version")
 	o, err := tb.b.DeleteVersion(ctx, bucket, key, versionID, cond)
-	end(err)
+	tb.finish(sp, err)
 	return o, err
 }
 
 func (tb tracedBackend) PutObjects(ctx context.Context, puts []meta.Put, staged []string) ([]meta.PutResult, error) {
-	ctx, end := tb.t(ctx, "put objects")
+	ctx, sp := tb.begin(ctx, "put objects")
 	out, err := tb.b.PutObjects(ctx, puts, staged)
-	end(err)
+	tb.finish(sp, err)
 	return out, err
 }
 
 func (tb tracedBackend) MoveObject(ctx context.Context, srcBucket, srcKey, dstBucket, dstKey string, dstCond meta.Cond) (meta.Object, error) {
-	ctx, end := tb.t(ctx, "move object")
+	ctx, sp := tb.begin(ctx, "move object")
 	o, err := tb.b.MoveObject(ctx, srcBucket, srcKey, dstBucket, dstKey, dstCond)
-	end(err)
+	tb.finish(sp, err)
 	return o, err
 }
 
 func (tb tracedBackend) CreateUpload(ctx context.Context, u meta.Upload, args []any) error {
-	ctx, end := tb.t(ctx, "create upload")
+	ctx, sp := tb.begin(ctx, "create upload")
 	err := tb.b.CreateUpload(ctx, u, args)
-	end(err)
+	tb.finish(sp, err)
 	return err
 }
 
 func (tb tracedBackend) PutPart(ctx context.Context, p meta.Part, staged []string) (meta.Part, error) {
-	ctx, end := tb.t(ctx, "put part")
+	ctx, sp := tb.begin(ctx, "put part")
 	out, err := tb.b.PutPart(ctx, p, staged)
-	end(err)
+	tb.finish(sp, err)
 	return out, err
 }
 
 func (tb tracedBackend) CompleteBackendUpload(ctx context.Context, id string, obj meta.Object, cond meta.Cond) (meta.Object, error) {
-	ctx, end := tb.t(ctx, "complete backend upload")
+	ctx, sp := tb.begin(ctx, "complete backend upload")
 	o, err := tb.b.CompleteBackendUpload(ctx, id, obj, cond)
-	end(err)
+	tb.finish(sp, err)
 	return o, err
 }
 
 func (tb tracedBackend) Stage(ctx context.Context, s meta.Staging, minBytes int64) (meta.Staging, bool, error) {
-	ctx, end := tb.t(ctx, "stage")
+	ctx, sp := tb.begin(ctx, "stage")
 	out, ok, err := tb.b.Stage(ctx, s, minBytes)
-	end(err)
+	tb.finish(sp, err)
 	return out, ok, err
 }
 
 func (tb tracedBackend) RotateRefreshToken(ctx context.Context, oldHash string, next meta.RefreshToken, now time.Time) (meta.RefreshToken, error) {
-	ctx, end := tb.t(ctx, "rotate refresh token")
+	ctx, sp := tb.begin(ctx, "rotate refresh token")
 	out, err := tb.b.RotateRefreshToken(ctx, oldHash, next, now)
-	end(err)
+	tb.finish(sp, err)
 	return out, err
 }
 
 func (tb tracedBackend) UpdateUser(ctx context.Context, id, set string, args []any, revoke bool) (meta.User, error) {
-	ctx, end := tb.t(ctx, "update user")
+	ctx, sp := tb.begin(ctx, "update user")
 	u, err := tb.b.UpdateUser(ctx, id, set, args, revoke)
-	end(err)
+	tb.finish(sp, err)
 	return u, err
 }

@@ -122,6 +122,9 @@ type Options struct {
 	// Trace, if not nil, traces every metadata operation (the server's
 	// tracing.MetaHook when tracing is on; metasql.Traced).
 	Trace metasql.Trace
+	// Observe, if set, times every metadata operation (the server's
+	// coffer_meta_op_duration_seconds; metasql.Traced).
+	Observe metasql.Observe
 }
 
 func (o Options) withDefaults() Options {
@@ -229,7 +232,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		return nil, errcode.Wrap(errcode.InvalidArgument, err, "postgres: invalid pool configuration")
 	}
 	s := &Store{opts: opts, pool: pool, connConfig: cfg.ConnConfig, acks: acks{id: newListenerID()}, queries: qc}
-	s.Ops = metasql.NewOps(metasql.Traced(driver{s}, opts.Trace), dialect)
+	s.Ops = metasql.NewOps(metasql.Traced(driver{s}, opts.Trace, opts.Observe), dialect)
 	if err := s.migrate(ctx, time.Now); err != nil {
 		pool.Close()
 		return nil, err

@@ -106,6 +106,9 @@ type Options struct {
 	// Trace, if not nil, traces every metadata operation (the server's
 	// tracing.MetaHook when tracing is on; metasql.Traced).
 	Trace metasql.Trace
+	// Observe, if set, times every metadata operation (the server's
+	// coffer_meta_op_duration_seconds; metasql.Traced).
+	Observe metasql.Observe
 	// BusyTimeout is how long a connection waits for a lock held by another
 	// process before it fails with Unavailable. Default 5s.
 	BusyTimeout time.Duration
@@ -216,7 +219,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		queue:   make(chan *op, opts.QueueSize),
 		stopped: make(chan struct{}),
 	}
-	s.Ops = metasql.NewOps(metasql.Traced(driver{s}, opts.Trace), dialect)
+	s.Ops = metasql.NewOps(metasql.Traced(driver{s}, opts.Trace, opts.Observe), dialect)
 	for _, q := range txReadQueries() {
 		if _, err := s.rstmts.get(ctx, q); err != nil {
 			s.Close()
