@@ -730,3 +730,28 @@ func TestReadersNeverDeadlock(t *testing.T) {
 		}
 	}
 }
+
+// TestObserve: Options.Observe sees every metadata operation with its
+// name, whether it failed or not (the server's
+// coffer_meta_op_duration_seconds).
+func TestObserve(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]int{}
+	s := openAt(t, filepath.Join(t.TempDir(), "meta.db"), Options{Observe: func(op string, d time.Duration, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if d < 0 {
+			t.Errorf("%s took %v", op, d)
+		}
+		seen[op]++
+	}})
+	if _, err := s.GetUser(context.Background(), "nobody"); err == nil {
+		t.Fatal("GetUser of no one: no error")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if seen["get user"] != 1 {
+		t.Fatalf("observed %v, want get user once", seen)
+	}
+	t.Logf("observed %v", seen)
+}
