@@ -350,7 +350,8 @@ fuzz_all() {
   fuzz_pkg ./internal/exemap FuzzParseMaps:3
   fuzz_pkg ./test/readme FuzzParse:3
   fuzz_pkg ./internal/policy FuzzParse:6
-  fuzz_pkg ./internal/cli FuzzParseExpiry:3
+  fuzz_pkg ./internal/cli FuzzParseExpiry:3 FuzzParseAt:3
+  fuzz_pkg ./internal/backup FuzzLoadManifest:3
 }
 
 # test_shards N PACKAGE: N -run patterns that split the package's top-level

@@ -47,3 +47,20 @@ func TestRestoreUsage(t *testing.T) {
 		t.Errorf("missing replica: exit %d, want 1: %s", code, errb.String())
 	}
 }
+
+// FuzzParseAt: --at never panics, and what it accepts is latest (the
+// zero time) or a time it prints back as the same instant.
+func FuzzParseAt(f *testing.F) {
+	for _, s := range []string{"latest", "", "2026-11-28T04:05:06Z", "2026-11-28T04:05:06.123456789+01:00", "1764302706", "1764302706.5", "-1", "1e400", "NaN"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		at, err := parseAt(s)
+		if err != nil || at.IsZero() {
+			return
+		}
+		if at.Year() < 1970 {
+			t.Fatalf("parseAt(%q) = %v: before the epoch", s, at)
+		}
+	})
+}
