@@ -332,27 +332,9 @@ func Run(ctx context.Context, src Source, dst blob.Store, o Options) (m Manifest
 		return Progress{Total: int64(len(jobs)), Done: done.Load(), Copied: copied.Load(), Skipped: skipped.Load(),
 			Bytes: bytes.Load(), Elapsed: now().Sub(start)}
 	}
-	if o.Progress != nil {
-		stop := make(chan struct{})
-		var pw sync.WaitGroup
-		pw.Go(func() {
-			t := time.NewTicker(time.Second)
-			defer t.Stop()
-			for {
-				select {
-				case <-stop:
-					return
-				case <-t.C:
-					o.Progress(progress())
-				}
-			}
-		})
-		wg.Wait()
-		close(stop)
-		pw.Wait()
-	} else {
-		wg.Wait()
-	}
+	stopProgress := everySecond(o.Progress, progress)
+	wg.Wait()
+	stopProgress()
 	m.Copied, m.Skipped, m.CopiedBytes = copied.Load(), skipped.Load(), bytes.Load()
 	if firstErr == nil && ctx.Err() != nil {
 		firstErr = context.Cause(ctx)

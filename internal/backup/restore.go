@@ -95,25 +95,9 @@ func RestoreBlobs(ctx context.Context, src, dst blob.Store, m Manifest, par int,
 	snap := func() Progress {
 		return Progress{Total: int64(len(m.Blobs)), Done: done.Load(), Copied: done.Load(), Bytes: bytes.Load(), Elapsed: time.Since(start)}
 	}
-	stop := make(chan struct{})
-	var pw sync.WaitGroup
-	if progress != nil {
-		pw.Go(func() {
-			t := time.NewTicker(time.Second)
-			defer t.Stop()
-			for {
-				select {
-				case <-stop:
-					return
-				case <-t.C:
-					progress(snap())
-				}
-			}
-		})
-	}
+	stopProgress := everySecond(progress, snap)
 	wg.Wait()
-	close(stop)
-	pw.Wait()
+	stopProgress()
 	return snap(), firstErr
 }
 
@@ -223,25 +207,9 @@ func Verify(ctx context.Context, dst blob.Store, ms []Manifest, par int, progres
 	snap := func() Progress {
 		return Progress{Total: int64(len(items)), Done: done.Load(), Bytes: bytes.Load(), Elapsed: time.Since(start)}
 	}
-	stop := make(chan struct{})
-	var pw sync.WaitGroup
-	if progress != nil {
-		pw.Go(func() {
-			t := time.NewTicker(time.Second)
-			defer t.Stop()
-			for {
-				select {
-				case <-stop:
-					return
-				case <-t.C:
-					progress(snap())
-				}
-			}
-		})
-	}
+	stopProgress := everySecond(progress, snap)
 	wg.Wait()
-	close(stop)
-	pw.Wait()
+	stopProgress()
 	slices.SortFunc(bad, func(a, b Bad) int { return strings.Compare(a.Key, b.Key) })
 	return bad, snap(), ctx.Err()
 }
@@ -345,4 +313,27 @@ func Prune(ctx context.Context, dst blob.Store, keep int) (Pruned, error) {
 		p.Bytes += i.Size
 	}
 	return p, nil
+}
+
+// everySecond calls progress with snap() once a second (progress nil:
+// never) until the returned stop is called, which waits for the last call.
+func everySecond(progress func(Progress), snap func() Progress) (stop func()) {
+	if progress == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var pw sync.WaitGroup
+	pw.Go(func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				progress(snap())
+			}
+		}
+	})
+	return func() { close(done); pw.Wait() }
 }
